@@ -1,0 +1,92 @@
+"""The ``armctl`` command line.
+
+Each command group lives in its own module with a ``register(subparsers,
+parents)`` function; this module only builds the parser, runs the command and
+turns armctl's errors into one line on stderr and an exit code:
+
+  0 success, 1 internal error, 2 bad input (arguments, files, YAML),
+  3 target or motion impossible (unreachable, joint/speed/pulse limit),
+  4 link or board error (port, timeout, lost link, protocol), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ..errors import ArmctlError
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_BAD_INPUT = 2
+EXIT_MOTION = 3
+EXIT_LINK = 4
+EXIT_INTERRUPTED = 130
+
+# Command modules, in the order their commands appear in --help.
+COMMAND_MODULES = ["kin", "motion", "device", "calibrate", "web"]
+
+GLOBAL_DEFAULTS = {"arm": "seed-3link", "port": None, "backend": "armctl", "calibration": None}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit code 2, like every other bad input
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _global_options(suppress: bool) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    d = argparse.SUPPRESS if suppress else None
+    g = p.add_argument_group("global options")
+    g.add_argument("--arm", default=d, metavar="NAME|PATH",
+                   help="arm preset name (seed-2link, seed-3link) or arm YAML file (default seed-3link)")
+    g.add_argument("--port", default=d, metavar="URL|PATH",
+                   help="serial port or pyserial URL of the board (default: the simulated arm, armsim://)")
+    g.add_argument("--backend", default=d, choices=["armctl", "firmata"],
+                   help="board protocol: armctl (our firmware or the simulator) or firmata (stock StandardFirmata)")
+    g.add_argument("--calibration", default=d, metavar="FILE",
+                   help="servo calibration YAML (default: the example file for the arm in calibration/)")
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="armctl", parents=[_global_options(False)],
+                     description="Drive a hobby 2- or 3-link servo arm: IK, planning, streaming to the board. "
+                                 "Lengths in metres (or with a unit: 500mm, 50cm), angles in degrees.",
+                     epilog="exit codes: 0 ok, 2 bad input, 3 unreachable or limit, 4 link/board error, "
+                            "130 interrupted")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    parents = [_global_options(True)]
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name == f"{__name__}.{name}":
+                continue  # that command group is not built yet
+            raise
+        module.register(sub, parents)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    for key, value in GLOBAL_DEFAULTS.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+    try:
+        return int(args.func(args) or 0)
+    except ArmctlError as exc:
+        print(f"armctl {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"armctl {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

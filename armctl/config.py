@@ -1,0 +1,190 @@
+"""Strict YAML reading shared by the arm, program and calibration files.
+
+YAML mappings and lists are loaded as ``LineDict``/``LineList``, which remember
+the 1-based line of every key and item, so an error can name file, line and key.
+``Section`` reads one mapping: typed getters with bounds, and ``done()`` rejects
+any key that was not read (a typo is an error, not a silent default).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError
+
+
+class LineDict(dict):
+    """A dict that knows the line of itself (``line``) and of each key."""
+
+    line: int | None = None
+    key_lines: dict
+
+    def line_of(self, key) -> int | None:
+        return self.key_lines.get(key, self.line)
+
+
+class LineList(list):
+    """A list that knows the line of itself and of each item."""
+
+    line: int | None = None
+    item_lines: list
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader, node):
+    loader.flatten_mapping(node)
+    out = LineDict()
+    out.line = node.start_mark.line + 1
+    out.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in out:
+            raise ConfigError(f"duplicate key {key!r}", line=key_node.start_mark.line + 1)
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.key_lines[key] = key_node.start_mark.line + 1
+    return out
+
+
+def _construct_sequence(loader, node):
+    out = LineList(loader.construct_object(child, deep=True) for child in node.value)
+    out.line = node.start_mark.line + 1
+    out.item_lines = [child.start_mark.line + 1 for child in node.value]
+    return out
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+def load_yaml_text(text: str, path: str | Path = "<string>") -> Any:
+    """Parse YAML text into LineDict/LineList; errors name ``path`` and line."""
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
+    except ConfigError as exc:
+        raise ConfigError(exc.reason, path=path, line=exc.line) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        problem = exc.problem or exc.context or "syntax error"
+        raise ConfigError(f"YAML syntax error: {problem}", path=path, line=line) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"YAML error: {exc}", path=path) from None
+
+
+def load_yaml_file(path: str | Path) -> Any:
+    """Read and parse a YAML file; a missing or unreadable file is a ConfigError."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("file not found", path=p) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read file: {exc}", path=p) from None
+    return load_yaml_text(text, p)
+
+
+class Section:
+    """Typed, bounded access to one YAML mapping; unknown keys are errors."""
+
+    def __init__(self, data: Any, *, path, key: str = "", line: int | None = None):
+        self.path = path
+        self.key = key
+        if not isinstance(data, dict):
+            found = type(data).__name__ if data is not None else "nothing"
+            raise ConfigError(f"expected a mapping (key: value lines), found {found}", path=path, key=key or None,
+                              line=getattr(data, "line", None) or line)
+        self.data = data
+        self.line = getattr(data, "line", line)
+        self._read: set = set()
+
+    def _name(self, key) -> str:
+        return f"{self.key}.{key}" if self.key else str(key)
+
+    def line_of(self, key) -> int | None:
+        if isinstance(self.data, LineDict):
+            return self.data.line_of(key)
+        return self.line
+
+    def error(self, key, message: str) -> ConfigError:
+        return ConfigError(message, path=self.path, key=self._name(key) if key is not None else (self.key or None),
+                           line=self.line_of(key) if key is not None else self.line)
+
+    def has(self, key) -> bool:
+        return key in self.data
+
+    def raw(self, key, default: Any = ..., *, required: bool = True) -> Any:
+        self._read.add(key)
+        if key not in self.data:
+            if default is not ... or not required:
+                return None if default is ... else default
+            raise self.error(None, f"missing required key '{self._name(key)}'")
+        return self.data[key]
+
+    def number(self, key, default: Any = ..., *, lo: float | None = None, hi: float | None = None,
+               lo_open: bool = False) -> float:
+        value = self.raw(key, default)
+        if value is default and default is not ...:
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(key, f"expected a number, found {value!r}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise self.error(key, f"expected a finite number, found {value!r}")
+        if lo is not None and (value <= lo if lo_open else value < lo):
+            raise self.error(key, f"{value:g} is out of range: must be {'>' if lo_open else '>='} {lo:g}")
+        if hi is not None and value > hi:
+            raise self.error(key, f"{value:g} is out of range: must be <= {hi:g}")
+        return value
+
+    def numbers(self, key, default: Any = ..., *, count: int | tuple[int, ...] | None = None) -> list[float]:
+        value = self.raw(key, default)
+        if value is default and default is not ...:
+            return value
+        if not isinstance(value, list):
+            raise self.error(key, f"expected a list of numbers like [1, 2], found {value!r}")
+        counts = (count,) if isinstance(count, int) else count
+        if counts is not None and len(value) not in counts:
+            want = " or ".join(str(c) for c in counts)
+            raise self.error(key, f"expected {want} numbers, found {len(value)}")
+        out = []
+        for item in value:
+            if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(float(item)):
+                raise self.error(key, f"expected finite numbers, found {item!r}")
+            out.append(float(item))
+        return out
+
+    def string(self, key, default: Any = ..., *, choices: tuple[str, ...] | None = None) -> str:
+        value = self.raw(key, default)
+        if value is default and default is not ...:
+            return value
+        if not isinstance(value, str):
+            raise self.error(key, f"expected text, found {value!r}")
+        if choices is not None and value not in choices:
+            raise self.error(key, f"{value!r} is not one of: {', '.join(choices)}")
+        return value
+
+    def section(self, key, *, required: bool = True) -> "Section | None":
+        value = self.raw(key, required=required)
+        if value is None and not required:
+            return None
+        return Section(value, path=self.path, key=self._name(key), line=self.line_of(key))
+
+    def items(self, key) -> list:
+        value = self.raw(key)
+        if not isinstance(value, list):
+            raise self.error(key, f"expected a list, found {type(value).__name__}")
+        return value
+
+    def done(self) -> None:
+        unknown = [k for k in self.data if k not in self._read]
+        if unknown:
+            k = unknown[0]
+            known = ", ".join(sorted(str(x) for x in self._read))
+            raise self.error(k, f"unknown key '{self._name(k)}' (known keys here: {known})")

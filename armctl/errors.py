@@ -1,0 +1,71 @@
+"""One exception tree for armctl.
+
+Every class also inherits the builtin it resembles, so callers that only know
+Python's builtins (``ValueError``, ``OSError``) still catch the right thing.
+The CLI maps each family to its own exit code (see ``armctl.cli``).
+"""
+
+from __future__ import annotations
+
+
+class ArmctlError(Exception):
+    """Base of every error armctl raises on purpose."""
+
+    exit_code = 1
+
+
+class BadInputError(ArmctlError, ValueError):
+    """Input that is malformed: NaN, wrong count, unknown name, bad unit."""
+
+    exit_code = 2
+
+
+class ConfigError(BadInputError):
+    """A YAML file (arm, program, calibration) that does not validate.
+
+    ``path`` is the file, ``key`` the dotted key path, ``line`` the 1-based
+    line in the file when known.
+    """
+
+    def __init__(self, message: str, *, path=None, key=None, line=None):
+        self.path = None if path is None else str(path)
+        self.key = key
+        self.line = line
+        where = []
+        if self.path:
+            where.append(self.path if line is None else f"{self.path}:{line}")
+        if key:
+            where.append(f"key '{key}'")
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+        self.reason = message
+
+
+class MotionError(ArmctlError, ValueError):
+    """A target or motion the arm cannot do (reach, joint limit, speed)."""
+
+    exit_code = 3
+
+
+class UnreachableError(MotionError):
+    """Target outside the reach annulus; ``shortfall_m`` says by how much."""
+
+    def __init__(self, message: str, *, target=None, shortfall_m: float = 0.0):
+        super().__init__(message)
+        self.target = target
+        self.shortfall_m = float(shortfall_m)
+
+
+class JointLimitError(MotionError):
+    """A pose that needs a joint outside its angle limits."""
+
+    def __init__(self, message: str, *, joint: int | None = None, q=None):
+        super().__init__(message)
+        self.joint = joint
+        self.q = q
+
+
+class LinkError(ArmctlError, OSError):
+    """The serial link or the board failed: bad port, timeout, lost link."""
+
+    exit_code = 4
