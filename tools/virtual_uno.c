@@ -1,0 +1,520 @@
+/*
+ * virtual_uno: an Arduino Uno (ATmega328P, 16 MHz) on libsimavr.
+ *
+ *   virtual_uno FIRMWARE.hex [options]
+ *
+ * - UART0 is bridged to a pseudo-terminal (raw, no echo). The first line on
+ *   stdout is "PTY <path>"; everything simavr itself prints goes to stderr.
+ * - Host bytes are held until the AVR UART signals XON and paused on XOFF,
+ *   so nothing is dropped while the firmware is not reading.
+ * - Firmware output is dropped while no client has the pty open (like a USB
+ *   serial adapter with the port closed), so a client never reads stale
+ *   bytes from before it opened the port.
+ * - The simulation is paced to wall time (slices of --slice-us simulated
+ *   time) unless --free-run; --speed scales the pace.
+ * - --reset-on-open resets the MCU whenever a client opens the pty, like
+ *   the DTR auto-reset of a real Uno. SIGUSR1 resets it at any time.
+ * - Every high pulse on a port B/C/D pin (Arduino numbering: D0-D13,
+ *   A0-A5 = 14-19) no longer than --max-pulse-us is logged, measured from
+ *   the cycle counter between the rising and the falling edge (1/16 us).
+ *
+ * Pulse log format (text, one record a line, '#' lines are comments):
+ *   P <t_us> <pin> <width_us> <mono_s>
+ *   E <t_us> <mono_s> <event> [detail]
+ * t_us: simulated time of the rising edge (or event) in microseconds since
+ * the simulator started (continuous across MCU resets); mono_s: the host's
+ * CLOCK_MONOTONIC (Python's time.monotonic()) when the record was made.
+ * Events: "reset <reason>", "open", "close", "slip <ms>" (the simulation
+ * fell behind wall time and re-anchored), "exit".
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <simavr/sim_avr.h>
+#include <simavr/sim_hex.h>
+#include <simavr/sim_irq.h>
+#include <simavr/sim_io.h>
+#include <simavr/avr_ioport.h>
+#include <simavr/avr_uart.h>
+#include <simavr/avr_extint.h>
+
+#define F_CPU_HZ 16000000UL
+#define CYCLES_PER_US 16
+#define NPINS 20
+#define RING 65536
+
+typedef struct {
+	uint8_t buf[RING];
+	size_t head, len;
+} ring_t;
+
+static size_t ring_room(const ring_t *r) { return RING - r->len; }
+
+static void ring_push(ring_t *r, uint8_t b)
+{
+	if (r->len == RING)
+		return; /* overflow: drop, like a full USB serial buffer */
+	r->buf[(r->head + r->len) % RING] = b;
+	r->len++;
+}
+
+static int ring_pop(ring_t *r)
+{
+	if (!r->len)
+		return -1;
+	uint8_t b = r->buf[r->head];
+	r->head = (r->head + 1) % RING;
+	r->len--;
+	return b;
+}
+
+/* ---- options ---- */
+static struct {
+	const char *hex;
+	const char *pulse_log;
+	const char *pty_link;
+	const char *uart_log;
+	int free_run;
+	double speed;
+	int reset_on_open;
+	double max_pulse_us;
+	uint32_t slice_us;
+	double exit_after_s;
+	int keep_int_polling;
+} opt = {
+	.speed = 1.0,
+	.max_pulse_us = 4000.0,
+	.slice_us = 100,
+};
+
+/* ---- state ---- */
+static avr_t *avr;
+static int pty_master = -1;
+static char pty_name[128];
+static int client_open;
+static ring_t to_host, to_avr;
+static int xon, feeding;
+static avr_irq_t *uart_in_irq;
+static uint64_t cycle_base; /* absolute cycles = cycle_base + avr->cycle */
+static int in_reset;
+static FILE *plog, *ulog;
+static int plog_dirty;
+static FILE *info; /* the real stdout */
+
+static struct pin {
+	int arduino;
+	int level;
+	uint64_t rise;
+} pins[NPINS];
+
+static volatile sig_atomic_t stop_req, reset_req;
+
+static double mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t abs_cycles(void) { return cycle_base + avr->cycle; }
+
+static double cycles_us(uint64_t c) { return (double)c / CYCLES_PER_US; }
+
+static void log_event(const char *fmt, ...)
+{
+	if (!plog)
+		return;
+	fprintf(plog, "E %.4f %.6f ", cycles_us(abs_cycles()), mono_now());
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(plog, fmt, ap);
+	va_end(ap);
+	fputc('\n', plog);
+	plog_dirty = 1;
+}
+
+/* ---- pins ---- */
+static void pin_changed(struct avr_irq_t *irq, uint32_t value, void *param)
+{
+	(void)irq;
+	struct pin *p = param;
+	int level = value ? 1 : 0;
+	if (in_reset || level == p->level)
+		return;
+	uint64_t now = abs_cycles();
+	p->level = level;
+	if (level) {
+		p->rise = now;
+		return;
+	}
+	double width = cycles_us(now - p->rise);
+	if (plog && width <= opt.max_pulse_us) {
+		fprintf(plog, "P %.4f %d %.4f %.6f\n", cycles_us(p->rise), p->arduino, width, mono_now());
+		plog_dirty = 1;
+	}
+}
+
+static void hook_pins(void)
+{
+	static const struct { char port; int first_arduino; int count; } map[] = {
+		{ 'D', 0, 8 }, { 'B', 8, 6 }, { 'C', 14, 6 },
+	};
+	int k = 0;
+	for (unsigned m = 0; m < sizeof(map) / sizeof(map[0]); m++) {
+		for (int i = 0; i < map[m].count; i++, k++) {
+			pins[k].arduino = map[m].first_arduino + i;
+			/* D0/D1 are the UART: not servo pins */
+			if (pins[k].arduino < 2)
+				continue;
+			avr_irq_t *irq = avr_io_getirq(avr, AVR_IOCTL_IOPORT_GETIRQ(map[m].port), i);
+			if (irq)
+				avr_irq_register_notify(irq, pin_changed, &pins[k]);
+		}
+	}
+}
+
+/* ---- UART <-> pty ---- */
+static void uart_out(struct avr_irq_t *irq, uint32_t value, void *param)
+{
+	(void)irq; (void)param;
+	if (ulog)
+		fprintf(ulog, "%.4f > %02x\n", cycles_us(abs_cycles()), value & 0xff);
+	if (client_open)
+		ring_push(&to_host, (uint8_t)value);
+}
+
+static void pump_to_avr(void)
+{
+	if (feeding)
+		return;
+	feeding = 1;
+	while (xon && to_avr.len) {
+		int b = ring_pop(&to_avr);
+		if (ulog)
+			fprintf(ulog, "%.4f < %02x\n", cycles_us(abs_cycles()), b);
+		avr_raise_irq(uart_in_irq, (uint32_t)b);
+	}
+	feeding = 0;
+}
+
+static void uart_xon(struct avr_irq_t *irq, uint32_t value, void *param)
+{
+	(void)irq; (void)value; (void)param;
+	xon = 1;
+	pump_to_avr();
+}
+
+static void uart_xoff(struct avr_irq_t *irq, uint32_t value, void *param)
+{
+	(void)irq; (void)param;
+	if (value)
+		xon = 0;
+}
+
+static void configure_after_reset(void)
+{
+	uint32_t flags = 0;
+	avr_ioctl(avr, AVR_IOCTL_UART_GET_FLAGS('0'), &flags);
+	flags &= ~(AVR_UART_FLAG_STDIO | AVR_UART_FLAG_POLL_SLEEP);
+	avr_ioctl(avr, AVR_IOCTL_UART_SET_FLAGS('0'), &flags);
+	if (!opt.keep_int_polling) {
+		/* simavr polls low-level INT0/INT1 every cycle while D2/D3 are
+		 * low, even masked: a big slowdown for firmware driving them. */
+		avr_extint_set_strict_lvl_trig(avr, 0, 0);
+		avr_extint_set_strict_lvl_trig(avr, 1, 0);
+	}
+	xon = 0; /* the receiver is off until the firmware enables it */
+}
+
+static void mcu_reset(const char *reason)
+{
+	uint64_t now = abs_cycles();
+	in_reset = 1;
+	avr_reset(avr);
+	in_reset = 0;
+	cycle_base = now - avr->cycle;
+	for (int i = 0; i < NPINS; i++)
+		pins[i].level = 0; /* a pulse cut by the reset is not a pulse */
+	/* bytes in flight to the AVR are lost at reset, like on the wire */
+	to_avr.len = 0;
+	configure_after_reset();
+	log_event("reset %s", reason);
+}
+
+static void open_pty(void)
+{
+	pty_master = posix_openpt(O_RDWR | O_NOCTTY);
+	if (pty_master < 0 || grantpt(pty_master) || unlockpt(pty_master)) {
+		perror("posix_openpt");
+		exit(2);
+	}
+	if (ptsname_r(pty_master, pty_name, sizeof(pty_name))) {
+		perror("ptsname");
+		exit(2);
+	}
+	/* raw mode lives on the slave side and persists while the master is
+	 * open: set it once so even a plain `cat` gets no echo or line editing */
+	int s = open(pty_name, O_RDWR | O_NOCTTY);
+	if (s < 0) {
+		perror(pty_name);
+		exit(2);
+	}
+	struct termios t;
+	tcgetattr(s, &t);
+	cfmakeraw(&t);
+	cfsetispeed(&t, B115200);
+	cfsetospeed(&t, B115200);
+	tcsetattr(s, TCSANOW, &t);
+	close(s);
+	fcntl(pty_master, F_SETFL, fcntl(pty_master, F_GETFL) | O_NONBLOCK);
+	if (opt.pty_link) {
+		unlink(opt.pty_link);
+		if (symlink(pty_name, opt.pty_link)) {
+			perror(opt.pty_link);
+			exit(2);
+		}
+	}
+}
+
+/* poll the pty: client open/close, host bytes in, firmware bytes out */
+static void service_pty(void)
+{
+	struct pollfd pfd = { .fd = pty_master, .events = POLLIN };
+	if (to_host.len)
+		pfd.events |= POLLOUT;
+	if (poll(&pfd, 1, 0) < 0)
+		return;
+	int open_now = !(pfd.revents & POLLHUP);
+	if (open_now && !client_open) {
+		client_open = 1;
+		log_event("open");
+		if (opt.reset_on_open)
+			mcu_reset("open");
+	}
+	/* bytes a client wrote just before closing are still delivered */
+	if (pfd.revents & POLLIN) {
+		uint8_t b[4096];
+		size_t want = ring_room(&to_avr) < sizeof(b) ? ring_room(&to_avr) : sizeof(b);
+		ssize_t n = want ? read(pty_master, b, want) : 0;
+		for (ssize_t i = 0; i < n; i++)
+			ring_push(&to_avr, b[i]);
+	}
+	if (!open_now && client_open) {
+		client_open = 0;
+		log_event("close");
+		to_host.len = 0;
+	}
+	if (!client_open) {
+		pump_to_avr();
+		return;
+	}
+	if (to_host.len) {
+		size_t chunk = to_host.len;
+		if (to_host.head + chunk > RING)
+			chunk = RING - to_host.head;
+		ssize_t n = write(pty_master, to_host.buf + to_host.head, chunk);
+		if (n > 0) {
+			to_host.head = (to_host.head + n) % RING;
+			to_host.len -= n;
+		}
+	}
+	pump_to_avr();
+}
+
+/* ---- setup ---- */
+static void load_hex(const char *path)
+{
+	ihex_chunk_p chunks = NULL;
+	int n = read_ihex_chunks(path, &chunks);
+	if (n <= 0) {
+		fprintf(stderr, "virtual_uno: cannot read Intel hex file %s\n", path);
+		exit(2);
+	}
+	for (int i = 0; i < n; i++)
+		avr_loadcode(avr, chunks[i].data, chunks[i].size, chunks[i].baseaddr);
+	free_ihex_chunks(chunks);
+}
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		reset_req = 1;
+	else
+		stop_req = 1;
+}
+
+static void sleep_noop(avr_t *a, avr_cycle_count_t how_long)
+{
+	(void)a; (void)how_long; /* pacing is done by the main loop */
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: virtual_uno FIRMWARE.hex [--pulse-log FILE|-] [--pty-link PATH]\n"
+		"       [--free-run] [--speed X] [--reset-on-open] [--max-pulse-us US]\n"
+		"       [--slice-us US] [--exit-after S] [--uart-log FILE] [--keep-int-polling]\n");
+	exit(2);
+}
+
+static void parse_args(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "pulse-log", required_argument, 0, 'p' },
+		{ "pty-link", required_argument, 0, 'l' },
+		{ "free-run", no_argument, 0, 'f' },
+		{ "speed", required_argument, 0, 's' },
+		{ "reset-on-open", no_argument, 0, 'r' },
+		{ "max-pulse-us", required_argument, 0, 'm' },
+		{ "slice-us", required_argument, 0, 'S' },
+		{ "exit-after", required_argument, 0, 'x' },
+		{ "uart-log", required_argument, 0, 'u' },
+		{ "keep-int-polling", no_argument, 0, 'k' },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p': opt.pulse_log = optarg; break;
+		case 'l': opt.pty_link = optarg; break;
+		case 'f': opt.free_run = 1; break;
+		case 's': opt.speed = atof(optarg); break;
+		case 'r': opt.reset_on_open = 1; break;
+		case 'm': opt.max_pulse_us = atof(optarg); break;
+		case 'S': opt.slice_us = (uint32_t)atoi(optarg); break;
+		case 'x': opt.exit_after_s = atof(optarg); break;
+		case 'u': opt.uart_log = optarg; break;
+		case 'k': opt.keep_int_polling = 1; break;
+		default: usage();
+		}
+	}
+	if (optind != argc - 1 || opt.speed <= 0 || opt.slice_us < 1)
+		usage();
+	opt.hex = argv[optind];
+}
+
+int main(int argc, char **argv)
+{
+	parse_args(argc, argv);
+
+	/* our own lines go to the real stdout; simavr's printf chatter to stderr */
+	int out_fd = dup(STDOUT_FILENO);
+	dup2(STDERR_FILENO, STDOUT_FILENO);
+	info = fdopen(out_fd, "w");
+
+	if (opt.pulse_log) {
+		plog = strcmp(opt.pulse_log, "-") ? fopen(opt.pulse_log, "w") : info;
+		if (!plog) {
+			perror(opt.pulse_log);
+			return 2;
+		}
+		fprintf(plog, "# virtual_uno pulse log v1: P t_us pin width_us mono_s | E t_us mono_s event\n");
+	}
+	if (opt.uart_log && !(ulog = fopen(opt.uart_log, "w"))) {
+		perror(opt.uart_log);
+		return 2;
+	}
+
+	avr = avr_make_mcu_by_name("atmega328p");
+	if (!avr)
+		return 2;
+	avr_init(avr);
+	avr->frequency = F_CPU_HZ;
+	avr->log = LOG_ERROR;
+	avr->sleep = sleep_noop;
+	load_hex(opt.hex);
+
+	uart_in_irq = avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_INPUT);
+	avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUTPUT), uart_out, NULL);
+	avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUT_XON), uart_xon, NULL);
+	avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUT_XOFF), uart_xoff, NULL);
+	hook_pins();
+	open_pty();
+	mcu_reset("power-on");
+
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	fprintf(info, "PTY %s\n", pty_name);
+	fflush(info);
+
+	const uint64_t slice = (uint64_t)opt.slice_us * CYCLES_PER_US;
+	/* in free-run the pty is still serviced every slice so host round
+	 * trips stay short in wall time */
+	double wall_ref = mono_now(), last_flush = wall_ref;
+	uint64_t sim_ref = abs_cycles();
+	int rc = 0;
+
+	while (!stop_req) {
+		if (reset_req) {
+			reset_req = 0;
+			mcu_reset("signal");
+		}
+		uint64_t target = avr->cycle + slice;
+		while (avr->cycle < target) {
+			uint64_t before = avr->cycle;
+			int state = avr_run(avr);
+			if (avr->cycle < before) /* the core reset itself (watchdog) */
+				cycle_base += before - avr->cycle, target = avr->cycle + slice;
+			if (state == cpu_Done || state == cpu_Crashed) {
+				fprintf(stderr, "virtual_uno: MCU %s at %.1f us\n",
+					state == cpu_Done ? "stopped (sleep with interrupts off)" : "crashed",
+					cycles_us(abs_cycles()));
+				log_event("halt %s", state == cpu_Done ? "done" : "crashed");
+				rc = 3;
+				goto out;
+			}
+		}
+		service_pty();
+
+		double now = mono_now();
+		if (opt.exit_after_s > 0 && cycles_us(abs_cycles()) >= opt.exit_after_s * 1e6)
+			break;
+		if (!opt.free_run) {
+			double sim_s = cycles_us(abs_cycles() - sim_ref) * 1e-6 / opt.speed;
+			double ahead = sim_s - (now - wall_ref);
+			if (ahead > 50e-6) {
+				struct timespec ts = { 0, (long)(ahead * 1e9) };
+				nanosleep(&ts, NULL);
+			} else if (ahead < -0.05) {
+				/* too slow to keep up: re-anchor rather than run in bursts */
+				log_event("slip %.1f", -ahead * 1e3);
+				wall_ref = now;
+				sim_ref = abs_cycles();
+			}
+		}
+		if (plog_dirty && now - last_flush > 0.002) {
+			fflush(plog);
+			if (ulog)
+				fflush(ulog);
+			plog_dirty = 0;
+			last_flush = now;
+		}
+	}
+out:
+	log_event("exit");
+	if (plog)
+		fflush(plog);
+	if (ulog)
+		fclose(ulog);
+	if (opt.pty_link)
+		unlink(opt.pty_link);
+	return rc;
+}
