@@ -69,3 +69,7 @@ class LinkError(ArmctlError, OSError):
     """The serial link or the board failed: bad port, timeout, lost link."""
 
     exit_code = 4
+
+
+class ProtocolError(LinkError):
+    """The board answered, but not in the protocol we speak (garbage, bad checksum, wrong version)."""
