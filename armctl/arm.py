@@ -63,8 +63,17 @@ class Arm:
         return float(max(0.0, 2.0 * np.max(lengths) - np.sum(lengths)))
 
     @classmethod
-    def from_lengths(cls, links_m, *, q_min_deg=None, q_max_deg=None, max_speed_deg_s=None,
-                     home_deg=None, name: str = "custom", gripper: Gripper | None = None) -> "Arm":
+    def from_lengths(
+        cls,
+        links_m,
+        *,
+        q_min_deg=None,
+        q_max_deg=None,
+        max_speed_deg_s=None,
+        home_deg=None,
+        name: str = "custom",
+        gripper: Gripper | None = None,
+    ) -> Arm:
         """Build an arm in code; limits default to +-180 deg and 180 deg/s."""
         links = np.asarray(links_m, dtype=float)
         n = len(links)
@@ -80,9 +89,16 @@ class Arm:
         q_min = vec(q_min_deg, -180.0)
         q_max = vec(q_max_deg, 180.0)
         home = vec(home_deg, 0.0) if home_deg is not None else np.clip(np.zeros(n), q_min, q_max)
-        return cls(name=name, links_m=links, q_min=q_min, q_max=q_max,
-                   max_speed_rad_s=vec(max_speed_deg_s, 180.0), home_rad=home,
-                   joint_names=tuple(f"joint{i + 1}" for i in range(n)), gripper=gripper)
+        return cls(
+            name=name,
+            links_m=links,
+            q_min=q_min,
+            q_max=q_max,
+            max_speed_rad_s=vec(max_speed_deg_s, 180.0),
+            home_rad=home,
+            joint_names=tuple(f"joint{i + 1}" for i in range(n)),
+            gripper=gripper,
+        )
 
     def within_limits(self, q, tol: float = 1e-9) -> bool:
         """True if joint angles ``q`` (rad) are inside the angle limits."""
@@ -135,16 +151,28 @@ def parse_arm(data, path) -> Arm:
     home = top.numbers("home_deg", count=n)
     for i, h in enumerate(home):
         if not q_min[i] <= h <= q_max[i]:
-            raise top.error("home_deg", f"home angle of joint {i + 1} ({h:g} deg) is outside its limits "
-                                        f"[{q_min[i]:g}, {q_max[i]:g}] deg")
+            raise top.error(
+                "home_deg",
+                f"home angle of joint {i + 1} ({h:g} deg) is outside its limits [{q_min[i]:g}, {q_max[i]:g}] deg",
+            )
     gripper = None
     g = top.section("gripper", required=False)
     if g is not None:
-        gripper = Gripper(open_rad=math.radians(g.number("open_deg", lo=-360, hi=360)),
-                          closed_rad=math.radians(g.number("closed_deg", lo=-360, hi=360)),
-                          max_speed_rad_s=math.radians(g.number("max_speed_deg_s", lo=0, lo_open=True, hi=3600)))
+        gripper = Gripper(
+            open_rad=math.radians(g.number("open_deg", lo=-360, hi=360)),
+            closed_rad=math.radians(g.number("closed_deg", lo=-360, hi=360)),
+            max_speed_rad_s=math.radians(g.number("max_speed_deg_s", lo=0, lo_open=True, hi=3600)),
+        )
         g.done()
     top.done()
-    return Arm(name=name, links_m=np.array(links), q_min=np.radians(q_min), q_max=np.radians(q_max),
-               max_speed_rad_s=np.radians(speeds), home_rad=np.radians(home), joint_names=tuple(names),
-               gripper=gripper, source=str(path))
+    return Arm(
+        name=name,
+        links_m=np.array(links),
+        q_min=np.radians(q_min),
+        q_max=np.radians(q_max),
+        max_speed_rad_s=np.radians(speeds),
+        home_rad=np.radians(home),
+        joint_names=tuple(names),
+        gripper=gripper,
+        source=str(path),
+    )

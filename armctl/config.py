@@ -98,8 +98,12 @@ class Section:
         self.key = key
         if not isinstance(data, dict):
             found = type(data).__name__ if data is not None else "nothing"
-            raise ConfigError(f"expected a mapping (key: value lines), found {found}", path=path, key=key or None,
-                              line=getattr(data, "line", None) or line)
+            raise ConfigError(
+                f"expected a mapping (key: value lines), found {found}",
+                path=path,
+                key=key or None,
+                line=getattr(data, "line", None) or line,
+            )
         self.data = data
         self.line = getattr(data, "line", line)
         self._read: set = set()
@@ -113,8 +117,12 @@ class Section:
         return self.line
 
     def error(self, key, message: str) -> ConfigError:
-        return ConfigError(message, path=self.path, key=self._name(key) if key is not None else (self.key or None),
-                           line=self.line_of(key) if key is not None else self.line)
+        return ConfigError(
+            message,
+            path=self.path,
+            key=self._name(key) if key is not None else (self.key or None),
+            line=self.line_of(key) if key is not None else self.line,
+        )
 
     def has(self, key) -> bool:
         return key in self.data
@@ -127,8 +135,9 @@ class Section:
             raise self.error(None, f"missing required key '{self._name(key)}'")
         return self.data[key]
 
-    def number(self, key, default: Any = ..., *, lo: float | None = None, hi: float | None = None,
-               lo_open: bool = False) -> float:
+    def number(
+        self, key, default: Any = ..., *, lo: float | None = None, hi: float | None = None, lo_open: bool = False
+    ) -> float:
         value = self.raw(key, default)
         if value is default and default is not ...:
             return value
@@ -170,7 +179,7 @@ class Section:
             raise self.error(key, f"{value!r} is not one of: {', '.join(choices)}")
         return value
 
-    def section(self, key, *, required: bool = True) -> "Section | None":
+    def section(self, key, *, required: bool = True) -> Section | None:
         value = self.raw(key, required=required)
         if value is None and not required:
             return None

@@ -72,7 +72,9 @@ def check_reachable(arm: Arm, target, phi: float | None = None) -> None:
         raise UnreachableError(
             f"target ({x:.4f}, {y:.4f}) m{with_phi} is {short * 1000:.1f} mm {side} of arm "
             f"'{arm.name}' (reach {ring.r_min:.3f}..{ring.r_max:.3f} m)",
-            target=(x, y), shortfall_m=short)
+            target=(x, y),
+            shortfall_m=short,
+        )
 
 
 def limit_violation(arm: Arm, q, tol: float = 1e-9) -> tuple[int, float] | None:
@@ -94,4 +96,6 @@ def check_joint_limits(arm: Arm, q) -> None:
         raise JointLimitError(
             f"joint {i + 1} ({arm.joint_names[i]}) at {math.degrees(q[i]):.2f} deg is outside its limits "
             f"[{math.degrees(arm.q_min[i]):.1f}, {math.degrees(arm.q_max[i]):.1f}] deg",
-            joint=i, q=np.asarray(q, dtype=float))
+            joint=i,
+            q=np.asarray(q, dtype=float),
+        )

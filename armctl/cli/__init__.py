@@ -39,23 +39,41 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     d = argparse.SUPPRESS if suppress else None
     g = p.add_argument_group("global options")
-    g.add_argument("--arm", default=d, metavar="NAME|PATH",
-                   help="arm preset name (seed-2link, seed-3link) or arm YAML file (default seed-3link)")
-    g.add_argument("--port", default=d, metavar="URL|PATH",
-                   help="serial port or pyserial URL of the board (default: the simulated arm, armsim://)")
-    g.add_argument("--backend", default=d, choices=["armctl", "firmata"],
-                   help="board protocol: armctl (our firmware or the simulator) or firmata (stock StandardFirmata)")
-    g.add_argument("--calibration", default=d, metavar="FILE",
-                   help="servo calibration YAML (default: the example file for the arm in calibration/)")
+    g.add_argument(
+        "--arm",
+        default=d,
+        metavar="NAME|PATH",
+        help="arm preset name (seed-2link, seed-3link) or arm YAML file (default seed-3link)",
+    )
+    g.add_argument(
+        "--port",
+        default=d,
+        metavar="URL|PATH",
+        help="serial port or pyserial URL of the board (default: the simulated arm, armsim://)",
+    )
+    g.add_argument(
+        "--backend",
+        default=d,
+        choices=["armctl", "firmata"],
+        help="board protocol: armctl (our firmware or the simulator) or firmata (stock StandardFirmata)",
+    )
+    g.add_argument(
+        "--calibration",
+        default=d,
+        metavar="FILE",
+        help="servo calibration YAML (default: the example file for the arm in calibration/)",
+    )
     return p
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="armctl", parents=[_global_options(False)],
-                     description="Drive a hobby 2- or 3-link servo arm: IK, planning, streaming to the board. "
-                                 "Lengths in metres (or with a unit: 500mm, 50cm), angles in degrees.",
-                     epilog="exit codes: 0 ok, 2 bad input, 3 unreachable or limit, 4 link/board error, "
-                            "130 interrupted")
+    parser = _Parser(
+        prog="armctl",
+        parents=[_global_options(False)],
+        description="Drive a hobby 2- or 3-link servo arm: IK, planning, streaming to the board. "
+        "Lengths in metres (or with a unit: 500mm, 50cm), angles in degrees.",
+        epilog="exit codes: 0 ok, 2 bad input, 3 unreachable or limit, 4 link/board error, 130 interrupted",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     parents = [_global_options(True)]

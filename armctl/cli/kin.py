@@ -1,0 +1,289 @@
+"""CLI commands that only compute: ``ik``, ``fk`` and ``workspace``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+import numpy as np
+
+from ..arm import Arm, load_arm
+from ..errors import BadInputError, JointLimitError, UnreachableError
+from ..units import parse_float, parse_length
+
+IK_EPILOG = """\
+units: X and Y in metres, or with a unit (500mm, 50cm, 0.5m); angles in degrees.
+examples:
+  armctl ik 0.5 0.4                      # seed-3link, damped least squares from home
+  armctl ik 500mm 400mm --phi 30 --json  # 3-link arm with the tool at 30 deg
+  armctl --arm seed-2link ik 0.5 0.4 --method analytic --from 45 -90
+  printf '0.5,0.4\\n0.6,0.1,20\\n' | armctl ik --targets -
+exit codes: 0 reached, 2 bad input, 3 unreachable or outside the joint limits"""
+
+
+def register(sub, parents) -> None:
+    p = sub.add_parser(
+        "ik",
+        parents=parents,
+        help="joint angles for a tool point (inverse kinematics)",
+        description="Solve joint angles that put the tool point on X Y.",
+        epilog=IK_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("x", nargs="?", metavar="X", help="target x (m, or with a unit: 500mm)")
+    p.add_argument("y", nargs="?", metavar="Y", help="target y (m, or with a unit)")
+    p.add_argument("--phi", metavar="DEG", help="tool angle from the x axis in degrees (3-link arms)")
+    p.add_argument(
+        "--method",
+        default="dls",
+        choices=["dls", "analytic", "newton", "broyden"],
+        help="solver (default dls: damped least squares with adaptive damping)",
+    )
+    p.add_argument("--from", dest="q_from", nargs="+", metavar="Q", help="start pose in degrees (default: home)")
+    p.add_argument("--targets", metavar="FILE.csv", help="solve many targets: one 'x,y[,phi_deg]' a line, - for stdin")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(func=cmd_ik)
+
+    p = sub.add_parser(
+        "fk",
+        parents=parents,
+        help="tool point for joint angles (forward kinematics)",
+        description="Where the tool is for the joint angles Q1 Q2 [Q3] (degrees).",
+        epilog="example:\n  armctl fk 45 -90 -45\n  armctl --arm seed-2link fk 0 90 --json\n"
+        "exit codes: 0 ok, 2 bad input, 3 outside the joint limits",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("q", nargs="+", metavar="Q", help="joint angle in degrees, one per joint")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(func=cmd_fk)
+
+    p = sub.add_parser(
+        "workspace",
+        parents=parents,
+        help="reach, joint limits and speeds of the arm",
+        description="Show the arm: links (m), reach annulus (m), joint limits (deg), "
+        "joint speed limits (deg/s), home pose.",
+        epilog="example:\n  armctl --arm seed-2link workspace --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(func=cmd_workspace)
+
+
+def _angles(values, arm: Arm, what: str) -> np.ndarray:
+    if len(values) != arm.n:
+        raise BadInputError(f"{what}: arm '{arm.name}' has {arm.n} joints, got {len(values)} angles")
+    return np.radians([parse_float(v, what=f"{what} angle {i + 1}") for i, v in enumerate(values)])
+
+
+def _deg(q) -> list[float]:
+    return [round(float(v), 6) for v in np.degrees(q)]
+
+
+def _result_dict(res, target, phi) -> dict:
+    d = {
+        "ok": bool(res.ok),
+        "target_m": [float(target[0]), float(target[1])],
+        "q_deg": _deg(res.q),
+        "error_m": float(res.error_m),
+        "iterations": int(res.iterations),
+        "fk_evals": int(res.fk_evals),
+        "method": res.method,
+    }
+    if phi is not None:
+        d["phi_deg"] = round(math.degrees(phi), 6)
+    if not res.ok:
+        d["reason"] = res.reason
+        d["shortfall_m"] = float(res.shortfall_m)
+    return d
+
+
+def cmd_ik(args) -> int:
+    from ..ik import solve
+
+    arm = load_arm(args.arm)
+    if args.targets is not None:
+        if args.x is not None:
+            raise BadInputError("give either X Y or --targets FILE, not both")
+        return _ik_batch(args, arm)
+    if args.x is None or args.y is None:
+        raise BadInputError("missing target: give X Y (e.g. 'armctl ik 0.5 0.4') or --targets FILE.csv")
+    target = (parse_length(args.x, what="X"), parse_length(args.y, what="Y"))
+    phi = None if args.phi is None else math.radians(parse_float(args.phi, what="--phi"))
+    q0 = None if args.q_from is None else _angles(args.q_from, arm, "--from")
+    if phi is not None and arm.n != 3:
+        raise BadInputError(f"--phi needs a 3-link arm; '{arm.name}' has {arm.n} links")
+    res = solve(arm, target, phi=phi, q0=q0, method=args.method)
+    q = ", ".join(f"{v:.3f}" for v in np.degrees(res.q))
+    if args.json:
+        print(json.dumps(_result_dict(res, target, phi)))
+    elif res.ok:
+        print(f"q = [{q}] deg   ({res.method}, {res.iterations} iterations, error {res.error_m:.2e} m)")
+    if res.ok:
+        return 0
+    message = (
+        f"target ({target[0]:.4f}, {target[1]:.4f}) m: {res.reason}; closest pose q = [{q}] deg "
+        f"leaves the tool {res.error_m * 1000:.1f} mm away"
+    )
+    if res.shortfall_m > 0:
+        raise UnreachableError(message, target=target, shortfall_m=res.shortfall_m)
+    raise JointLimitError(message)
+
+
+def _read_targets(path: str):
+    if path == "-":
+        lines, name = sys.stdin.read().splitlines(), "<stdin>"
+    else:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
+        except OSError as exc:
+            raise BadInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        name = path
+    rows, phis = [], []
+    for lineno, line in enumerate(lines, 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        fields = [f.strip() for f in text.split(",")]
+        if fields[0].lower() in ("x", "x_m"):
+            continue  # a header line
+        if len(fields) not in (2, 3):
+            raise BadInputError(f"{name}:{lineno}: expected 'x,y' or 'x,y,phi_deg', found {line.strip()!r}")
+        try:
+            x = parse_length(fields[0], what="x")
+            y = parse_length(fields[1], what="y")
+            phi = math.radians(parse_float(fields[2], what="phi_deg")) if len(fields) == 3 else None
+        except BadInputError as exc:
+            raise BadInputError(f"{name}:{lineno}: {exc}") from None
+        rows.append((x, y))
+        phis.append(phi)
+    if not rows:
+        raise BadInputError(f"{name}: no targets (expected one 'x,y[,phi_deg]' a line)")
+    return name, np.array(rows), phis
+
+
+def _ik_batch(args, arm: Arm) -> int:
+    from ..ik import solve, solve_batch
+
+    name, targets, phis = _read_targets(args.targets)
+    q0 = None if args.q_from is None else _angles(args.q_from, arm, "--from")
+    with_phi = [p is not None for p in phis]
+    if any(with_phi) and arm.n != 3:
+        raise BadInputError(f"{name}: phi given but arm '{arm.name}' has {arm.n} links")
+    if args.method == "dls" and (all(with_phi) or not any(with_phi)):
+        res = solve_batch(arm, targets, phi=np.array(phis, dtype=float) if any(with_phi) else None, q0=q0)
+        rows = [
+            (
+                bool(res.ok[i]),
+                res.q[i],
+                float(res.error_m[i]),
+                float(res.shortfall_m[i]),
+                res.reasons[i],
+                int(res.iterations[i]),
+            )
+            for i in range(len(targets))
+        ]
+    else:
+        rows = []
+        for t, p in zip(targets, phis):
+            r = solve(arm, t, phi=p, q0=q0, method=args.method)
+            rows.append((r.ok, r.q, r.error_m, r.shortfall_m, r.reason, r.iterations))
+    if args.json:
+        out = []
+        for t, p, (ok, q, err, short, reason, its) in zip(targets, phis, rows):
+            d = {
+                "ok": ok,
+                "target_m": t.tolist(),
+                "q_deg": _deg(q),
+                "error_m": err,
+                "iterations": its,
+                "method": args.method,
+            }
+            if p is not None:
+                d["phi_deg"] = round(math.degrees(p), 6)
+            if not ok:
+                d.update(reason=reason, shortfall_m=short)
+            out.append(d)
+        print(json.dumps(out))
+    else:
+        qcols = ",".join(f"q{i + 1}_deg" for i in range(arm.n))
+        print(f"x_m,y_m,ok,{qcols},error_m,shortfall_m")
+        for t, (ok, q, err, short, _reason, _its) in zip(targets, rows):
+            qs = ",".join(f"{v:.6f}" for v in np.degrees(q))
+            print(f"{t[0]:.6f},{t[1]:.6f},{int(ok)},{qs},{err:.3e},{short:.6f}")
+    failed = sum(1 for r in rows if not r[0])
+    if failed:
+        print(f"armctl ik: {failed} of {len(rows)} targets not reached (see ok=0 rows)", file=sys.stderr)
+        return 3
+    return 0
+
+
+def cmd_fk(args) -> int:
+    from ..kinematics import fk, joint_positions, manipulability
+    from ..workspace import check_joint_limits
+
+    arm = load_arm(args.arm)
+    q = _angles(args.q, arm, "fk")
+    check_joint_limits(arm, q)
+    tool = fk(arm.links_m, q)
+    joints = joint_positions(arm.links_m, q)
+    w = float(manipulability(arm.links_m, q))
+    phi = math.degrees(float(np.sum(q)))
+    if args.json:
+        d = {"q_deg": _deg(q), "tool_m": [float(v) for v in tool], "joints_m": joints.tolist(), "manipulability": w}
+        if arm.n == 3:
+            d["phi_deg"] = round(phi, 6)
+        print(json.dumps(d))
+    else:
+        extra = f", tool angle {phi:.2f} deg" if arm.n == 3 else ""
+        print(f"tool at ({tool[0]:.4f}, {tool[1]:.4f}) m{extra}; manipulability {w:.4f} m^2")
+        for i, (px, py) in enumerate(joints[1:-1]):
+            print(f"  joint {i + 2} ({arm.joint_names[i + 1]}) at ({px:.4f}, {py:.4f}) m")
+    return 0
+
+
+def cmd_workspace(args) -> int:
+    from ..kinematics import fk
+
+    arm = load_arm(args.arm)
+    home_tool = fk(arm.links_m, arm.home_rad)
+    d = {
+        "arm": arm.name,
+        "source": arm.source,
+        "links_m": arm.links_m.tolist(),
+        "reach_min_m": arm.reach_min,
+        "reach_max_m": arm.reach_max,
+        "joints": [
+            {
+                "name": arm.joint_names[i],
+                "min_deg": round(math.degrees(arm.q_min[i]), 6),
+                "max_deg": round(math.degrees(arm.q_max[i]), 6),
+                "max_speed_deg_s": round(math.degrees(arm.max_speed_rad_s[i]), 6),
+            }
+            for i in range(arm.n)
+        ],
+        "home_deg": _deg(arm.home_rad),
+        "home_tool_m": home_tool.tolist(),
+    }
+    if arm.gripper is not None:
+        d["gripper"] = {
+            "open_deg": round(math.degrees(arm.gripper.open_rad), 6),
+            "closed_deg": round(math.degrees(arm.gripper.closed_rad), 6),
+        }
+    if args.json:
+        print(json.dumps(d))
+        return 0
+    print(f"arm {arm.name} ({arm.source}): links {', '.join(f'{v:.3f}' for v in arm.links_m)} m")
+    print(f"reach annulus: {arm.reach_min:.3f} .. {arm.reach_max:.3f} m from the base (joint limits cut it further)")
+    for j in d["joints"]:
+        print(
+            f"  {j['name']:<10} {j['min_deg']:8.1f} .. {j['max_deg']:7.1f} deg   max {j['max_speed_deg_s']:.0f} deg/s"
+        )
+    print(
+        f"home: q = [{', '.join(f'{v:.1f}' for v in d['home_deg'])}] deg, tool at "
+        f"({home_tool[0]:.4f}, {home_tool[1]:.4f}) m"
+    )
+    return 0

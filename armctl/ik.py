@@ -1,0 +1,789 @@
+"""Inverse kinematics: joint angles (rad) that put the tool point on a target (m).
+
+Methods, all returning an ``IKResult``:
+
+- ``dls`` (default): damped least squares with adaptive (Levenberg-Marquardt)
+  damping, steps clipped to the joint limits, warm-started from ``q0``; if that
+  stalls it restarts from the closed-form solutions nearest ``q0``.
+- ``analytic``: closed form. 2 links: elbow up/down, the branch inside the
+  limits nearest ``q0``. 3 links with ``phi``: the wrist point solved as a
+  2-link arm. 3 links without ``phi``: the tool angle nearest ``q0`` for which
+  a pose inside the limits exists.
+- ``newton``: Newton-Raphson (minimum-norm step for 3 links), full Jacobian each
+  iteration.
+- ``broyden``: Broyden's quasi-Newton, one Jacobian at the start then rank-1
+  updates from the residual change.
+
+Out-of-reach targets are never "ok": the solver moves to the closest point
+of the reach annulus (the arm stretched towards the target) and reports the
+shortfall in metres. No method reports ok for a pose outside the joint limits.
+
+The single-target path is plain Python floats (2x2 and 2x3 algebra written
+out), which is several times faster than numpy for matrices this small;
+``solve_batch`` is vectorised numpy for many targets at once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .arm import Arm
+from .errors import BadInputError
+
+METHODS = ("dls", "analytic", "newton", "broyden")
+DEFAULT_TOL_M = 1e-9
+DEFAULT_MAX_ITER = 100
+
+
+@dataclass
+class IKResult:
+    """Outcome of one IK solve.
+
+    q: joint angles (rad); ok: the tool is on the target within ``tol`` and
+    q is inside the joint limits; error_m: distance from the tool to the target
+    (m); shortfall_m: for an unreachable target, how far it lies outside what
+    the arm can reach (m), else 0; reason: why not ok, else None.
+    """
+
+    q: np.ndarray
+    ok: bool
+    error_m: float
+    iterations: int
+    fk_evals: int
+    jacobian_evals: int
+    method: str
+    reason: str | None = None
+    shortfall_m: float = 0.0
+    max_step_rad: float = 0.0
+    restarts: int = 0
+
+    @property
+    def reachable(self) -> bool:
+        return self.shortfall_m == 0.0
+
+
+@dataclass
+class BatchIKResult:
+    """Outcome of ``solve_batch``: one row per target."""
+
+    q: np.ndarray
+    ok: np.ndarray
+    error_m: np.ndarray
+    iterations: np.ndarray
+    shortfall_m: np.ndarray
+    method: str = "dls"
+    reasons: list = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------
+# Scalar kernels (plain floats, n = 2 or 3)
+
+
+def _fk(links, q):
+    a = 0.0
+    x = y = 0.0
+    for length, qi in zip(links, q):
+        a += qi
+        x += length * math.cos(a)
+        y += length * math.sin(a)
+    return x, y
+
+
+def _fk_jac(links, q):
+    """Tool point and Jacobian columns (jx[i], jy[i]) in one pass."""
+    n = len(q)
+    cx = [0.0] * n
+    sy = [0.0] * n
+    a = 0.0
+    for i in range(n):
+        a += q[i]
+        cx[i] = links[i] * math.cos(a)
+        sy[i] = links[i] * math.sin(a)
+    jx = [0.0] * n
+    jy = [0.0] * n
+    accx = accy = 0.0
+    for i in range(n - 1, -1, -1):
+        accx += sy[i]
+        accy += cx[i]
+        jx[i] = -accx
+        jy[i] = accy
+    return accy, accx, jx, jy
+
+
+def _step(jx, jy, ex, ey, lam2):
+    """dq = J^T (J J^T + lam2 I)^-1 e; None if singular."""
+    a11 = lam2
+    a12 = 0.0
+    a22 = lam2
+    for u, v in zip(jx, jy):
+        a11 += u * u
+        a12 += u * v
+        a22 += v * v
+    det = a11 * a22 - a12 * a12
+    if not det > 1e-300:
+        return None
+    y1 = (a22 * ex - a12 * ey) / det
+    y2 = (a11 * ey - a12 * ex) / det
+    return [u * y1 + v * y2 for u, v in zip(jx, jy)]
+
+
+def _clip(q, lo, hi):
+    return [min(max(v, a), b) for v, a, b in zip(q, lo, hi)]
+
+
+@dataclass
+class _Run:
+    q: list
+    err: float
+    iterations: int = 0
+    fk_evals: int = 0
+    jac_evals: int = 0
+    max_step: float = 0.0
+
+
+def dls_iterate(
+    links,
+    target,
+    q0,
+    *,
+    q_min=None,
+    q_max=None,
+    tol=DEFAULT_TOL_M,
+    max_iter=DEFAULT_MAX_ITER,
+    damping=None,
+    adaptive=True,
+):
+    """Damped least squares iterations on the tool point.
+
+    ``damping`` (m) is lambda in J^T (J J^T + lambda^2 I)^-1 e. With
+    ``adaptive`` the damping starts there (default 1% of the reach) and is cut
+    10x after every step that lowers the error and raised 10x after one that
+    does not (the step is then discarded); iteration stops when the error is
+    below ``tol`` (m) or the damping has grown so large that no step helps.
+    With ``adaptive=False`` every step is taken with the fixed damping, as in
+    textbook DLS. Steps are clipped to [q_min, q_max] when given.
+    Returns a private run record; use ``solve`` for the public API.
+    """
+    links = [float(v) for v in links]
+    tx, ty = float(target[0]), float(target[1])
+    n = len(links)
+    lo = [-math.inf] * n if q_min is None else [float(v) for v in q_min]
+    hi = [math.inf] * n if q_max is None else [float(v) for v in q_max]
+    q = _clip([float(v) for v in q0], lo, hi)
+    reach = sum(links)
+    lam = (0.01 * reach if damping is None else float(damping)) if adaptive else float(damping or 0.0)
+    lam_min = 1e-12 * reach
+    lam_max = 1e4 * reach
+    x, y, jx, jy = _fk_jac(links, q)
+    run = _Run(q=q, err=math.hypot(tx - x, ty - y), fk_evals=1, jac_evals=1)
+    slow = 0
+    while run.err > tol and run.iterations < max_iter:
+        run.iterations += 1
+        ex, ey = tx - x, ty - y
+        dq = _step(jx, jy, ex, ey, lam * lam + (0.0 if adaptive else 1e-12))
+        if dq is None:
+            if not adaptive:
+                break
+            lam = max(lam * 10.0, 1e-6 * reach)
+            if lam > lam_max:
+                break
+            continue
+        q_new = _clip([a + b for a, b in zip(q, dq)], lo, hi)
+        if not adaptive:
+            run.max_step = max(run.max_step, max(abs(v) for v in dq))
+            q = q_new
+            x, y, jx, jy = _fk_jac(links, q)
+            run.fk_evals += 1
+            run.jac_evals += 1
+            run.err = math.hypot(tx - x, ty - y)
+            continue
+        nx, ny = _fk(links, q_new)
+        run.fk_evals += 1
+        new_err = math.hypot(tx - nx, ty - ny)
+        if new_err < run.err:
+            # Three slow steps in a row (a joint sliding along its limit, or a
+            # local minimum) end the run early: the caller restarts elsewhere.
+            slow = slow + 1 if new_err > 0.5 * run.err else 0
+            if slow >= 3 and lam < 1e-3 * reach:
+                break
+            run.max_step = max(run.max_step, max(abs(a - b) for a, b in zip(q_new, q)))
+            q = q_new
+            run.err = new_err
+            if new_err <= tol:
+                break
+            x, y, jx, jy = _fk_jac(links, q)
+            run.jac_evals += 1
+            lam = max(lam * 0.1, lam_min)
+        else:
+            lam *= 10.0
+            if lam > lam_max:
+                break
+    run.q = q
+    return run
+
+
+def newton_iterate(links, target, q0, *, q_min=None, q_max=None, tol=DEFAULT_TOL_M, max_iter=DEFAULT_MAX_ITER):
+    """Newton-Raphson: a fresh Jacobian each iteration, full step J^+ e."""
+    links = [float(v) for v in links]
+    tx, ty = float(target[0]), float(target[1])
+    n = len(links)
+    lo = [-math.inf] * n if q_min is None else [float(v) for v in q_min]
+    hi = [math.inf] * n if q_max is None else [float(v) for v in q_max]
+    q = _clip([float(v) for v in q0], lo, hi)
+    x, y, jx, jy = _fk_jac(links, q)
+    run = _Run(q=q, err=math.hypot(tx - x, ty - y), fk_evals=1, jac_evals=1)
+    while run.err > tol and run.iterations < max_iter:
+        dq = _step(jx, jy, tx - x, ty - y, 0.0)
+        if dq is None:
+            break
+        run.iterations += 1
+        run.max_step = max(run.max_step, max(abs(v) for v in dq))
+        q = _clip([a + b for a, b in zip(q, dq)], lo, hi)
+        x, y, jx, jy = _fk_jac(links, q)
+        run.fk_evals += 1
+        run.jac_evals += 1
+        run.err = math.hypot(tx - x, ty - y)
+        if not math.isfinite(run.err):
+            break
+    run.q = q
+    return run
+
+
+def broyden_iterate(links, target, q0, *, q_min=None, q_max=None, tol=DEFAULT_TOL_M, max_iter=DEFAULT_MAX_ITER):
+    """Broyden's method: Jacobian once at q0, then rank-1 secant updates
+    B += (y - B s) s^T / (s^T s) with s the joint step and y the tool-point change."""
+    links = [float(v) for v in links]
+    tx, ty = float(target[0]), float(target[1])
+    n = len(links)
+    lo = [-math.inf] * n if q_min is None else [float(v) for v in q_min]
+    hi = [math.inf] * n if q_max is None else [float(v) for v in q_max]
+    q = _clip([float(v) for v in q0], lo, hi)
+    x, y, bx, by = _fk_jac(links, q)
+    run = _Run(q=q, err=math.hypot(tx - x, ty - y), fk_evals=1, jac_evals=1)
+    while run.err > tol and run.iterations < max_iter:
+        dq = _step(bx, by, tx - x, ty - y, 0.0)
+        if dq is None:
+            break
+        run.iterations += 1
+        q_new = _clip([a + b for a, b in zip(q, dq)], lo, hi)
+        s = [a - b for a, b in zip(q_new, q)]
+        run.max_step = max(run.max_step, max(abs(v) for v in s))
+        nx, ny = _fk(links, q_new)
+        run.fk_evals += 1
+        ss = sum(v * v for v in s)
+        if ss == 0.0:
+            break
+        rx = (nx - x) - sum(b * v for b, v in zip(bx, s))
+        ry = (ny - y) - sum(b * v for b, v in zip(by, s))
+        bx = [b + rx * v / ss for b, v in zip(bx, s)]
+        by = [b + ry * v / ss for b, v in zip(by, s)]
+        q, x, y = q_new, nx, ny
+        run.err = math.hypot(tx - x, ty - y)
+        if not math.isfinite(run.err):
+            break
+    run.q = q
+    return run
+
+
+# ----------------------------------------------------------------------------
+# Closed form
+
+
+def analytic_2link(l1: float, l2: float, x: float, y: float) -> list[tuple[float, float]]:
+    """Both closed-form solutions (q1, q2) in rad for a 2-link arm reaching (x, y).
+
+    Returns [elbow up (q2 <= 0), elbow down (q2 >= 0)]; one entry when the arm
+    is straight or folded; [] when (x, y) is outside the reach annulus.
+    """
+    r2 = x * x + y * y
+    c2 = (r2 - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
+    if c2 > 1.0 + 1e-12 or c2 < -1.0 - 1e-12:
+        return []
+    c2 = min(1.0, max(-1.0, c2))
+    s2 = math.sqrt(max(0.0, 1.0 - c2 * c2))
+    base = math.atan2(y, x)
+    out = []
+    for s in (-s2, s2) if s2 > 0.0 else (0.0,):
+        q2 = math.atan2(s, c2)
+        q1 = base - math.atan2(l2 * s, l1 + l2 * c2)
+        out.append((q1, q2))
+    return out
+
+
+def _nearest_turn(angle: float, ref: float, lo: float, hi: float) -> float | None:
+    """angle + 2*pi*k nearest ``ref`` inside [lo, hi], or None."""
+    k = round((ref - angle) / (2.0 * math.pi))
+    best = None
+    for kk in (k - 1, k, k + 1):
+        v = angle + 2.0 * math.pi * kk
+        if lo - 1e-9 <= v <= hi + 1e-9 and (best is None or abs(v - ref) < abs(best - ref)):
+            best = min(max(v, lo), hi)
+    return best
+
+
+def _candidates(links, lo, hi, goal, phi, q0) -> list[list[float]]:
+    """Closed-form poses reaching ``goal``, inside the limits, nearest q0 first."""
+    out = []
+
+    def add(q):
+        fixed = []
+        for i, v in enumerate(q):
+            w = _nearest_turn(v, q0[i], lo[i], hi[i])
+            if w is None:
+                return
+            fixed.append(w)
+        out.append(fixed)
+
+    if len(links) == 2:
+        for q1, q2 in analytic_2link(links[0], links[1], goal[0], goal[1]):
+            add((q1, q2))
+    else:
+        if phi is None:
+            # The redundant tool angle: try angles spreading out from the
+            # current one, so the first hits are the poses nearest q0.
+            # The target's own direction comes second: at full reach it is the only one.
+            phi0 = sum(q0)
+            phis = [phi0 + math.radians(d) * s for d in range(0, 181, 5) for s in ((1,) if d in (0, 180) else (1, -1))]
+            phis.insert(1, math.atan2(goal[1], goal[0]))
+        else:
+            phis = [phi]
+        for ph in phis:
+            wx = goal[0] - links[2] * math.cos(ph)
+            wy = goal[1] - links[2] * math.sin(ph)
+            for q1, q2 in analytic_2link(links[0], links[1], wx, wy):
+                add((q1, q2, ph - q1 - q2))
+            if phi is None and len(out) >= 6:
+                break
+    out.sort(key=lambda q: sum((a - b) ** 2 for a, b in zip(q, q0)))
+    return out
+
+
+# ----------------------------------------------------------------------------
+# Public API
+
+
+class _Plain:
+    """An arm's numbers as plain Python floats (cached per arm) for the scalar path."""
+
+    __slots__ = ("arm", "links", "lo", "hi", "home", "two")
+
+    def __init__(self, arm: Arm):
+        self.arm = arm
+        self.links = [float(v) for v in arm.links_m]
+        self.lo = [float(v) for v in arm.q_min]
+        self.hi = [float(v) for v in arm.q_max]
+        self.home = [float(v) for v in arm.home_rad]
+        self.two = None
+
+
+_PLAIN: dict = {}
+
+
+def _plain(arm: Arm) -> _Plain:
+    p = _PLAIN.get(id(arm))
+    if p is None or p.arm is not arm:
+        if len(_PLAIN) > 64:
+            _PLAIN.clear()
+        p = _PLAIN[id(arm)] = _Plain(arm)
+    return p
+
+
+def _inside(q, lo, hi, tol=1e-9) -> bool:
+    return all(a - tol <= v <= b + tol for v, a, b in zip(q, lo, hi))
+
+
+def _check_inputs(arm: Arm, P: _Plain, target, phi, q0):
+    try:
+        tx, ty = (float(v) for v in target)
+    except (TypeError, ValueError):
+        raise BadInputError(f"target must be two numbers (x, y) in metres, got {target!r}") from None
+    if not (math.isfinite(tx) and math.isfinite(ty)):
+        raise BadInputError(f"target ({tx}, {ty}) is not finite")
+    if phi is not None:
+        if arm.n != 3:
+            raise BadInputError(f"a tool angle (phi) needs a 3-link arm; '{arm.name}' has {arm.n} links")
+        phi = float(phi)
+        if not math.isfinite(phi):
+            raise BadInputError(f"tool angle phi {phi} is not finite")
+    if q0 is None:
+        q0l = P.home
+    else:
+        try:
+            q0l = [float(v) for v in q0]
+        except (TypeError, ValueError):
+            raise BadInputError(f"start pose must be {arm.n} joint angles, got {q0!r}") from None
+        if len(q0l) != arm.n:
+            raise BadInputError(f"start pose needs {arm.n} joint angles for arm '{arm.name}', got {len(q0l)}")
+        if not all(math.isfinite(v) for v in q0l):
+            raise BadInputError("start pose has a non-finite joint angle")
+        q0l = _clip(q0l, P.lo, P.hi)
+    return tx, ty, phi, q0l
+
+
+def _iterate(method, P: _Plain, goal, phi, q0, tol, max_iter):
+    kernel = {"dls": dls_iterate, "newton": newton_iterate, "broyden": broyden_iterate}[method]
+    if phi is None:
+        return kernel(P.links, goal, q0, q_min=P.lo, q_max=P.hi, tol=tol, max_iter=max_iter)
+    # Tool angle given: solve the first two links for the wrist point, then
+    # the wrist joint is what is left of phi.
+    l3 = P.links[2]
+    wrist = (goal[0] - l3 * math.cos(phi), goal[1] - l3 * math.sin(phi))
+    run = kernel(P.links[:2], wrist, q0[:2], q_min=P.lo[:2], q_max=P.hi[:2], tol=tol, max_iter=max_iter)
+    q3 = phi - run.q[0] - run.q[1]
+    q3c = _nearest_turn(q3, q0[2], P.lo[2], P.hi[2])
+    run.q = [run.q[0], run.q[1], q3 if q3c is None else q3c]
+    return run
+
+
+def _reaches(P: _Plain, q, goal, phi, tol) -> bool:
+    """q puts the tool on goal (and at phi) within tol, inside the limits."""
+    x, y = _fk(P.links, q)
+    if math.hypot(goal[0] - x, goal[1] - y) > tol:
+        return False
+    if phi is not None and abs(math.remainder(sum(q) - phi, 2.0 * math.pi)) * P.links[2] > tol:
+        return False
+    return _inside(q, P.lo, P.hi)
+
+
+def _project(P: _Plain, tx, ty, phi):
+    """Shortfall (m) outside the reach annulus and the closest point of it."""
+    links = P.links
+    ox = oy = 0.0
+    if phi is None:
+        r_max = sum(links)
+        r_min = max(0.0, 2.0 * max(links) - r_max)
+    else:
+        ox, oy = links[2] * math.cos(phi), links[2] * math.sin(phi)
+        r_max = links[0] + links[1]
+        r_min = abs(links[0] - links[1])
+    wx, wy = tx - ox, ty - oy
+    r = math.hypot(wx, wy)
+    if r > r_max:
+        return r - r_max, (ox + wx * r_max / r, oy + wy * r_max / r)
+    if r < r_min:
+        if r == 0.0:
+            return r_min, (ox + r_min, oy)
+        return r_min - r, (ox + wx * r_min / r, oy + wy * r_min / r)
+    return 0.0, (tx, ty)
+
+
+def solve(
+    arm: Arm,
+    target,
+    *,
+    phi: float | None = None,
+    q0=None,
+    method: str = "dls",
+    tol: float = DEFAULT_TOL_M,
+    max_iter: int = DEFAULT_MAX_ITER,
+) -> IKResult:
+    """Joint angles (rad) that put the tool point on ``target`` (x, y in m).
+
+    ``phi`` (rad, 3 links only) also fixes the tool angle. ``q0`` (rad) is the
+    current pose (default: home); solutions near it are preferred. ``tol`` is
+    the position tolerance in metres. Bad input raises BadInputError; an
+    unreachable target is not an exception but a result with ok False,
+    ``shortfall_m`` > 0 and the arm stretched to the closest reachable point.
+    """
+    if method not in METHODS:
+        raise BadInputError(f"unknown IK method {method!r}; choose one of: {', '.join(METHODS)}")
+    P = _plain(arm)
+    tx, ty, phi, q0 = _check_inputs(arm, P, target, phi, q0)
+    short, goal = _project(P, tx, ty, phi)
+
+    iterations = fk_evals = jac_evals = restarts = 0
+    max_step = 0.0
+    q = None
+    if method == "analytic":
+        cands = _candidates(P.links, P.lo, P.hi, goal, phi, q0)
+        q = cands[0] if cands else None
+    else:
+        # Out of reach, DLS starts from the stretched closed-form pose; it is
+        # exact and iterating towards a singular pose converges only linearly.
+        starts = [q0] if short == 0.0 or method != "dls" else []
+        tried_candidates = False
+        while True:
+            if not starts:
+                if method != "dls" or tried_candidates:
+                    break
+                # Stalled on a joint limit or in a local minimum: restart from
+                # the closed-form poses nearest the start, inside the limits.
+                tried_candidates = True
+                starts = _candidates(P.links, P.lo, P.hi, goal, phi, q0)[:2]
+                if not starts:
+                    if q is None:  # nothing reaches the goal inside the limits: get as close as they allow
+                        starts = [q0]
+                    else:
+                        break
+            start = starts.pop(0)
+            if q is not None or tried_candidates:
+                restarts += 1
+            run = _iterate(method, P, goal, phi, start, tol, max_iter)
+            iterations += run.iterations
+            fk_evals += run.fk_evals
+            jac_evals += run.jac_evals
+            max_step = max(max_step, run.max_step)
+            if q is None or _reaches(P, run.q, goal, phi, tol):
+                q = run.q
+            if _reaches(P, q, goal, phi, tol):
+                break
+    if q is None:  # no pose inside the limits
+        q = q0
+    x, y = _fk(P.links, q)
+    error = math.hypot(tx - x, ty - y)
+    reached = _reaches(P, q, goal, phi, max(tol, 1e-12))
+    ok = False
+    reason = None
+    if not _inside(q, P.lo, P.hi):
+        reason = "solution outside the joint limits"
+    elif not reached:
+        if method == "analytic" or not _candidates(P.links, P.lo, P.hi, goal, phi, q0):
+            reason = "no pose inside the joint limits reaches the target"
+            short = error
+        else:
+            reason = f"did not converge in {max_iter} iterations"
+    elif short > 0.0:
+        reason = (
+            f"unreachable: {short * 1000:.1f} mm outside the reach of arm '{arm.name}'"
+            f"{'' if phi is None else ' at this tool angle'}"
+        )
+    else:
+        ok = True
+    return IKResult(
+        q=np.array(q, dtype=float),
+        ok=ok,
+        error_m=error,
+        iterations=iterations,
+        fk_evals=fk_evals,
+        jacobian_evals=jac_evals,
+        method=method,
+        reason=reason,
+        shortfall_m=short,
+        max_step_rad=max_step,
+        restarts=restarts,
+    )
+
+
+# ----------------------------------------------------------------------------
+# Vectorised batch
+
+
+def _batch_fk_jac(links, q):
+    a = np.cumsum(q, axis=1)
+    c = links * np.cos(a)
+    s = links * np.sin(a)
+    x = c.sum(axis=1)
+    y = s.sum(axis=1)
+    jx = -np.flip(np.cumsum(np.flip(s, 1), axis=1), 1)
+    jy = np.flip(np.cumsum(np.flip(c, 1), axis=1), 1)
+    return x, y, jx, jy
+
+
+def _batch_dls(links, goals, q, q_min, q_max, tol, max_iter):
+    """Adaptive DLS on all rows at once; rows stop independently."""
+    reach = float(links.sum())
+    m = len(q)
+    lam = np.full(m, 0.01 * reach)
+    iters = np.zeros(m, dtype=int)
+    slow = np.zeros(m, dtype=int)
+    x, y, jx, jy = _batch_fk_jac(links, q)
+    err = np.hypot(goals[:, 0] - x, goals[:, 1] - y)
+    active = np.flatnonzero(err > tol)
+    for _ in range(max_iter):
+        if active.size == 0:
+            break
+        ex = goals[active, 0] - x[active]
+        ey = goals[active, 1] - y[active]
+        ax, ay = jx[active], jy[active]
+        l2 = lam[active] ** 2
+        a11 = np.einsum("ij,ij->i", ax, ax) + l2
+        a12 = np.einsum("ij,ij->i", ax, ay)
+        a22 = np.einsum("ij,ij->i", ay, ay) + l2
+        det = a11 * a22 - a12 * a12
+        det = np.where(det > 1e-300, det, np.inf)
+        y1 = (a22 * ex - a12 * ey) / det
+        y2 = (a11 * ey - a12 * ex) / det
+        q_new = np.clip(q[active] + ax * y1[:, None] + ay * y2[:, None], q_min, q_max)
+        nx, ny, njx, njy = _batch_fk_jac(links, q_new)
+        new_err = np.hypot(goals[active, 0] - nx, goals[active, 1] - ny)
+        better = new_err < err[active]
+        slow[active] = np.where(better & (new_err > 0.5 * err[active]), slow[active] + 1, 0)
+        acc = active[better]
+        q[acc] = q_new[better]
+        x[acc], y[acc] = nx[better], ny[better]
+        jx[acc], jy[acc] = njx[better], njy[better]
+        err[acc] = new_err[better]
+        lam[acc] = np.maximum(lam[acc] * 0.1, 1e-12 * reach)
+        rej = active[~better]
+        lam[rej] *= 10.0
+        iters[active] += 1
+        # As in dls_iterate: give up on rows that stall (limit, local minimum).
+        keep = (
+            (err[active] > tol) & (lam[active] <= 1e4 * reach) & ~((slow[active] >= 3) & (lam[active] < 1e-3 * reach))
+        )
+        active = active[keep]
+    return q, err, iters
+
+
+_COARSE_DEG = np.array([0.0, 30, -30, 60, -60, 90, -90, 120, -120, 150, -150, 180])
+_FINE_DEG = np.arange(-175.0, 180.0, 5.0)
+
+
+def _batch_candidates(arm: Arm, goals, ph, q0):
+    """Closed-form pose per row inside the limits nearest q0 (NaN rows: none).
+
+    For a 3-link arm without phi the tool angle is searched: a coarse set of
+    angles around the current one first, a 5-degree grid for rows left over."""
+    if arm.n == 3 and ph is None:
+        out = _batch_candidates_at(arm, goals, None, q0, _COARSE_DEG)
+        left = np.isnan(out[:, 0])
+        if np.any(left):
+            out[left] = _batch_candidates_at(arm, goals[left], None, q0[left], _FINE_DEG)
+        return out
+    return _batch_candidates_at(arm, goals, ph, q0, None)
+
+
+def _batch_candidates_at(arm: Arm, goals, ph, q0, offsets_deg):
+    links, lo, hi = arm.links_m, arm.q_min, arm.q_max
+    two_pi = 2.0 * np.pi
+    if offsets_deg is not None:
+        phis = q0.sum(axis=1)[:, None] + np.radians(offsets_deg)[None, :]  # (m, K)
+        # The target's own direction too: at full reach it is the only one.
+        phis = np.concatenate([phis, np.arctan2(goals[:, 1], goals[:, 0])[:, None]], axis=1)
+    else:
+        phis = None if ph is None else ph[:, None]
+    if phis is None:
+        w = goals[:, None, :]
+    else:
+        w = goals[:, None, :] - links[2] * np.stack([np.cos(phis), np.sin(phis)], axis=-1)
+    l1, l2 = links[0], links[1]
+    c2 = (np.sum(w * w, axis=-1) - l1 * l1 - l2 * l2) / (2 * l1 * l2)
+    reach_ok = np.abs(c2) <= 1 + 1e-12
+    c2 = np.clip(c2, -1.0, 1.0)
+    s2 = np.sqrt(1.0 - c2 * c2)
+    base = np.arctan2(w[..., 1], w[..., 0])
+    poses = []
+    for s in (-s2, s2):
+        q2 = np.arctan2(s, c2)
+        q1 = base - np.arctan2(l2 * s, l1 + l2 * c2)
+        cols = [q1, q2] if phis is None else [q1, q2, phis - q1 - q2]
+        poses.append(np.stack(cols, axis=-1))
+    cand = np.stack(poses, axis=-2)  # (m, K, 2, n)
+    ref = q0[:, None, None, :]
+    # Each joint takes the turn (angle + 2 pi k) inside its limits nearest q0.
+    turns = np.round((ref - cand) / two_pi)[..., None] + np.array([-1.0, 0.0, 1.0])
+    opts = cand[..., None] + two_pi * turns
+    inside = (opts >= lo[:, None] - 1e-9) & (opts <= hi[:, None] + 1e-9)
+    score = np.where(inside, np.abs(opts - ref[..., None]), np.inf)
+    pick = np.argmin(score, axis=-1)
+    cand = np.take_along_axis(opts, pick[..., None], axis=-1)[..., 0]
+    valid = reach_ok[..., None] & np.all(np.isfinite(np.min(score, axis=-1)), axis=-1)
+    dist = np.where(valid, np.sum((cand - ref) ** 2, axis=-1), np.inf).reshape(len(goals), -1)
+    best = np.argmin(dist, axis=1)
+    flat = cand.reshape(len(goals), -1, arm.n)
+    out = np.clip(flat[np.arange(len(goals)), best], lo, hi)
+    out[~np.isfinite(dist[np.arange(len(goals)), best])] = np.nan
+    return out
+
+
+def solve_batch(
+    arm: Arm,
+    targets,
+    *,
+    phi=None,
+    q0=None,
+    method: str = "dls",
+    tol: float = DEFAULT_TOL_M,
+    max_iter: int = DEFAULT_MAX_ITER,
+) -> BatchIKResult:
+    """Solve many targets at once: ``targets`` (N, 2) in m, ``phi`` None or (N,) rad,
+    ``q0`` (n,) or (N, n) rad. Same guarantees as ``solve`` for every row: DLS
+    from q0, closed-form restarts for rows that stall, the stretched pose and
+    the shortfall for rows out of reach."""
+    if method != "dls":
+        raise BadInputError(f"batch IK supports method 'dls' only, got {method!r}")
+    t = np.asarray(targets, dtype=float)
+    if t.ndim != 2 or t.shape[1] != 2:
+        raise BadInputError(f"targets must have shape (N, 2), got {t.shape}")
+    if not np.all(np.isfinite(t)):
+        bad = int(np.flatnonzero(~np.all(np.isfinite(t), axis=1))[0])
+        raise BadInputError(f"target {bad + 1} is not finite: {t[bad].tolist()}")
+    m, n = len(t), arm.n
+    q_start = np.array(np.broadcast_to(arm.home_rad if q0 is None else np.asarray(q0, dtype=float), (m, n)))
+    if not np.all(np.isfinite(q_start)):
+        raise BadInputError("start poses must be finite")
+    q_start = np.clip(q_start, arm.q_min, arm.q_max)
+    links = arm.links_m
+    ph = None
+    if phi is not None:
+        if n != 3:
+            raise BadInputError(f"a tool angle (phi) needs a 3-link arm; '{arm.name}' has {n} links")
+        ph = np.array(np.broadcast_to(np.asarray(phi, dtype=float), (m,)))
+        if not np.all(np.isfinite(ph)):
+            raise BadInputError("phi values must be finite")
+    # Project unreachable targets onto the reach annulus: the arm stretches there.
+    if ph is None:
+        offset = np.zeros((m, 2))
+        r_min, r_max = arm.reach_min, arm.reach_max
+        k = n
+    else:
+        offset = links[2] * np.stack([np.cos(ph), np.sin(ph)], axis=1)
+        r_min, r_max = abs(links[0] - links[1]), links[0] + links[1]
+        k = 2  # solve the wrist point with the first two links
+    w = t - offset
+    r = np.hypot(w[:, 0], w[:, 1])
+    short = np.maximum(0.0, np.maximum(r - r_max, r_min - r))
+    safe_r = np.where(r > 0, r, 1.0)
+    scale = np.where(r > r_max, r_max / safe_r, np.where(r < r_min, r_min / safe_r, 1.0))
+    w_goal = w * scale[:, None]
+    w_goal[(r == 0.0) & (r_min > 0)] = [r_min, 0.0]
+    goals = w_goal + offset
+
+    def run(q_init, rows):
+        q_sub, err, it = _batch_dls(
+            links[:k], w_goal[rows], q_init[:, :k].copy(), arm.q_min[:k], arm.q_max[:k], tol, max_iter
+        )
+        q = q_init.copy()
+        q[:, :k] = q_sub
+        if ph is not None:
+            q3 = ph[rows] - q_sub[:, 0] - q_sub[:, 1]
+            q[:, 2] = q3 - 2 * np.pi * np.round((q3 - q_start[rows, 2]) / (2 * np.pi))
+        good = (err <= tol) & np.all((q >= arm.q_min - 1e-9) & (q <= arm.q_max + 1e-9), axis=1)
+        return q, good, it
+
+    rows = np.arange(m)
+    # Out of reach rows start from the stretched closed-form pose (as in solve).
+    init = q_start.copy()
+    far = short > 0
+    if np.any(far):
+        seeds = _batch_candidates(arm, goals[far], ph if ph is None else ph[far], q_start[far])
+        init[far] = np.where(np.isnan(seeds), q_start[far], seeds)
+    q, good, iters = run(init, rows)
+    bad = np.flatnonzero(~good)
+    if bad.size:
+        seeds = _batch_candidates(arm, goals[bad], None if ph is None else ph[bad], q_start[bad])
+        has = ~np.isnan(seeds[:, 0])
+        idx = bad[has]
+        if idx.size:
+            q2, good2, it2 = run(seeds[has], idx)
+            iters[idx] += it2
+            q[idx[good2]] = q2[good2]
+            good[idx[good2]] = True
+    ok = good & (short == 0.0)
+    reasons: list = [None] * m
+    # What is left reaches nothing inside the limits: the scalar solver gets
+    # as close as the limits allow and says so.
+    for i in np.flatnonzero(~good):
+        res = solve(
+            arm, t[i], phi=None if ph is None else ph[i], q0=q_start[i], method="dls", tol=tol, max_iter=max_iter
+        )
+        q[i], ok[i], short[i], reasons[i] = res.q, res.ok, res.shortfall_m, res.reason
+        iters[i] += res.iterations
+    for i in np.flatnonzero(good & (short > 0)):
+        reasons[i] = f"unreachable: {short[i] * 1000:.1f} mm outside the reach of arm '{arm.name}'"
+    tool = np.stack(_batch_fk_jac(links, q)[:2], axis=1)
+    error = np.hypot(*(t - tool).T)
+    return BatchIKResult(q=q, ok=ok, error_m=error, iterations=iters, shortfall_m=short, method=method, reasons=reasons)
