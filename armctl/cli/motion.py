@@ -1,0 +1,212 @@
+"""``armctl plan`` and ``armctl plot``: plan a pick-and-place program, print or draw it.
+
+Both check the whole program first; on any error they print one line and
+write nothing (no table, no CSV, no picture).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import BadInputError
+from ..kinematics import fk
+
+PLAN_EPILOG = """\
+units: time in s, joint and gripper angles in deg, tool x/y in m, speeds in deg/s.
+examples:
+  armctl plan examples/pick_and_place.yaml                # table + summary
+  armctl plan examples/pick_and_place.yaml --summary      # summary only
+  armctl plan examples/pick_and_place.yaml --json > plan.json
+  armctl --arm seed-2link plan examples/pick_and_place_2link.yaml --csv plan.csv
+program format: docs/programs.md"""
+
+PLOT_EPILOG = """\
+draws the workspace and the path (m), the arm at several poses, and each joint's speed (deg/s)
+against its limit. Needs matplotlib: pip install -e '.[plot]'
+example:
+  armctl plot examples/pick_and_place.yaml -o pick.png"""
+
+
+def register(subparsers, parents) -> None:
+    p = subparsers.add_parser(
+        "plan",
+        parents=parents,
+        help="plan a YAML program into a timed joint trajectory (checked whole)",
+        description="Check and plan a pick-and-place program (YAML) on the arm, then print the timed joint "
+        "trajectory sampled every period (default 20 ms): time, joint angles, gripper, tool x/y, "
+        "and a summary (duration, segments, peak joint speeds vs limits, worst path deviation).",
+        epilog=PLAN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("program", metavar="PROGRAM.yaml", help="the program file")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: {samples: [{t_s, q_deg, gripper_deg, tool_m, step}], steps, summary}",
+    )
+    out.add_argument(
+        "--csv", metavar="FILE", help="write the samples as CSV to FILE (- for stdout) and print the summary"
+    )
+    out.add_argument("--summary", action="store_true", help="print only the summary")
+    p.set_defaults(func=cmd_plan)
+
+    q = subparsers.add_parser(
+        "plot",
+        parents=parents,
+        help="draw a planned program: workspace, path, arm poses, joint speeds",
+        description="Plan a program (as 'armctl plan' does) and draw it to a PNG or SVG file.",
+        epilog=PLOT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    q.add_argument("program", metavar="PROGRAM.yaml", help="the program file")
+    q.add_argument("-o", "--output", metavar="FILE.png|svg", required=True, help="picture to write (.png or .svg)")
+    q.add_argument("--poses", type=int, default=6, metavar="N", help="how many arm poses to draw (default 6)")
+    q.set_defaults(func=cmd_plot)
+
+
+def _plan(args):
+    from ..arm import load_arm
+    from ..program import plan_file
+
+    arm = load_arm(args.arm)
+    return plan_file(args.program, arm)
+
+
+def _tool(arm, q):
+    return fk(arm.links_m, q)
+
+
+def samples_table(plan) -> tuple[list[str], list[list]]:
+    """Header and rows of the sampled trajectory (s, deg, m)."""
+    arm, tr = plan.arm, plan.trajectory
+    header = ["t_s", *(f"{n}_deg" for n in arm.joint_names)]
+    if arm.gripper is not None:
+        header.append("gripper_deg")
+    header += ["x_m", "y_m", "step"]
+    tool = _tool(arm, tr.q_rad)
+    qd = np.degrees(tr.q_rad)
+    gd = np.degrees(tr.gripper_rad)
+    rows = []
+    for i in range(len(tr)):
+        row = [round(float(tr.t_s[i]), 6), *(round(float(v), 4) for v in qd[i])]
+        if arm.gripper is not None:
+            row.append(round(float(gd[i]), 4))
+        row += [round(float(tool[i, 0]), 6), round(float(tool[i, 1]), 6), int(tr.step[i]) + 1]
+        rows.append(row)
+    return header, rows
+
+
+def plan_json(plan, program: str) -> dict:
+    """The plan as a JSON-ready dict: samples, steps, points and summary."""
+    arm, tr = plan.arm, plan.trajectory
+    tool = _tool(arm, tr.q_rad)
+    qd = np.degrees(tr.q_rad)
+    samples = []
+    for i in range(len(tr)):
+        s = {
+            "t_s": round(float(tr.t_s[i]), 6),
+            "q_deg": [round(float(v), 6) for v in qd[i]],
+            "tool_m": [round(float(v), 7) for v in tool[i]],
+            "step": int(tr.step[i]) + 1,
+        }
+        if arm.gripper is not None:
+            s["gripper_deg"] = round(math.degrees(float(tr.gripper_rad[i])), 6)
+        samples.append(s)
+    return {
+        "program": program,
+        "arm": arm.name,
+        "period_s": tr.period_s,
+        "joint_names": list(arm.joint_names),
+        "steps": list(tr.steps),
+        "samples": samples,
+        "points_m": [[round(float(x), 7), round(float(y), 7)] for x, y in tr.points_m],
+        "summary": plan.summary(),
+    }
+
+
+def summary_lines(plan) -> list[str]:
+    """The human summary: duration, segments, peak joint speeds vs limits, path deviation."""
+    s = plan.summary()
+    lines = [
+        f"duration {s['duration_s']:.2f} s, {len(plan.moves)} moves, {s['segments']} segments, "
+        f"{s['samples']} samples every {1000 * s['period_s']:.0f} ms"
+    ]
+    for name, peak, lim in zip(
+        s["joint_names"], s["peak_joint_speed_deg_s"], s["joint_speed_limit_deg_s"], strict=True
+    ):
+        lines.append(f"  {name:<10} peak {peak:7.1f} deg/s of {lim:.0f} deg/s ({100 * peak / lim:3.0f}%)")
+    if "peak_gripper_speed_deg_s" in s:
+        lines.append(
+            f"  {'gripper':<10} peak {s['peak_gripper_speed_deg_s']:7.1f} deg/s of "
+            f"{s['gripper_speed_limit_deg_s']:.0f} deg/s"
+        )
+    lines.append(f"worst path deviation from the straight lines {1000 * s['max_path_deviation_m']:.4f} mm")
+    if s["slowed_by_joint_limits"]:
+        lines.append(
+            f"slowed down by joint speed limits in {len(s['slowed_by_joint_limits'])} move(s): "
+            + "; ".join(s["slowed_by_joint_limits"][:3])
+            + ("; ..." if len(s["slowed_by_joint_limits"]) > 3 else "")
+        )
+    return lines
+
+
+def cmd_plan(args) -> int:
+    plan = _plan(args)  # everything is checked before anything is printed or written
+    if args.json:
+        json.dump(plan_json(plan, args.program), sys.stdout, indent=None, separators=(",", ":"))
+        sys.stdout.write("\n")
+        return 0
+    if args.csv:
+        header, rows = samples_table(plan)
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(rows)
+        if args.csv == "-":
+            sys.stdout.write(buf.getvalue())
+            return 0
+        try:
+            Path(args.csv).write_text(buf.getvalue(), encoding="utf-8")
+        except OSError as exc:
+            raise BadInputError(f"cannot write {args.csv}: {exc.strerror or exc}") from None
+        print(f"wrote {len(rows)} samples to {args.csv}")
+    elif not args.summary:
+        header, rows = samples_table(plan)
+        widths = [max(len(h), 9) for h in header]
+        print("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
+        for row in rows:
+            cells = [
+                f"{row[0]:.3f}",
+                *(f"{v:.3f}" for v in row[1:-3]),
+                f"{row[-3]:.4f}",
+                f"{row[-2]:.4f}",
+                str(row[-1]),
+            ]
+            print("  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)))
+        print()
+    print("\n".join(summary_lines(plan)))
+    return 0
+
+
+def cmd_plot(args) -> int:
+    from ..plot import plot_plan, require_matplotlib
+
+    suffix = Path(args.output).suffix.lower()
+    if suffix not in (".png", ".svg"):
+        raise BadInputError(f"--output must end in .png or .svg, got {args.output!r}")
+    if args.poses < 1:
+        raise BadInputError(f"--poses must be >= 1, got {args.poses}")
+    require_matplotlib()
+    plan = _plan(args)
+    plot_plan(plan, args.output, title=f"{Path(args.program).name} on {plan.arm.name}", poses=args.poses)
+    print(f"wrote {args.output}")
+    return 0

@@ -1,0 +1,736 @@
+"""Motion planning: line and joint moves -> segments -> a timed joint trajectory.
+
+A *line move* takes the tool point along a straight Cartesian line (and, on a
+3-link arm, turns the tool angle phi linearly from its start value to the
+target's). The line is cut into segments no longer than ``segment_m``; every
+segment point is solved by closed-form IK on the elbow branch the move starts
+on, each angle unwrapped against the previous point (the exact limit of a
+warm-started Newton continuation, without its iterations). Where a joint moves
+more than ``max_joint_step_rad`` in one segment, that segment is cut finer; a
+change that does not shrink when cut finer is a jump (the path crosses a
+singularity or needs the other elbow branch) and is refused with a
+``MotionError`` naming where along the line it happens.
+
+A *joint move* interpolates every joint linearly, so all joints start and stop
+together; its time is set by the joint that needs longest under its speed and
+acceleration limits.
+
+Timing: a speed profile along the path parameter ``s`` under a speed cap and an
+acceleration bound (trapezoid: a forward/backward pass over the segment points,
+done with cumulative minima, no Python loop). The cap is the move's speed, and
+at each segment also what keeps every joint under its speed limit, so the arm
+slows down where it is near full extension instead of commanding the
+impossible. Every move starts and ends at rest; its duration is rounded up to a
+whole number of sample periods (by slowing it slightly) so every move begins
+and ends exactly on a sample. The sampled trajectory is then checked against
+the joint speed and angle limits and re-timed locally where a sample would
+exceed a speed limit.
+
+SI units throughout: metres, radians, seconds.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .arm import Arm
+from .errors import JointLimitError, MotionError, UnreachableError
+from .kinematics import fk
+from .trajectory import DEFAULT_PERIOD_S, Trajectory
+
+TWO_PI = 2.0 * math.pi
+
+DEFAULT_SPEED_M_S = 0.10
+DEFAULT_ACCEL_M_S2 = 0.50
+DEFAULT_SEGMENT_M = 0.002
+DEFAULT_JOINT_SPEED_FRACTION = 0.5
+DEFAULT_JOINT_ACCEL_RAD_S2 = math.radians(360.0)
+DEFAULT_MAX_JOINT_STEP_RAD = math.radians(1.0)
+#: Joint speeds are planned against this fraction of each limit; the sampled
+#: trajectory is then verified against the full limit.
+SPEED_MARGIN = 0.98
+#: A segment this short that still moves a joint more than the bound is a jump.
+MIN_SEGMENT_M = 1e-6
+#: How far (m) a target may lie outside the reach annulus and still be taken
+#: as on its edge (rounding in mm/deg inputs).
+REACH_TOL_M = 1e-9
+
+
+# --------------------------------------------------------------------------- moves
+
+
+@dataclass(frozen=True)
+class LineMove:
+    """Straight-line move of the tool point to ``target_m`` (x, y in m).
+
+    ``phi_rad``: tool angle at the end (3-link arms only); None keeps the
+    redundancy free (the end angle comes from IK near the start pose, then phi
+    is interpolated). ``speed_m_s`` and ``accel_m_s2`` bound the tool point's
+    speed and acceleration along the line; ``segment_m`` is the longest
+    Cartesian segment. ``end_q_rad`` (optional) is the exact pose the move must
+    end in (a joint pose used as a line target).
+    """
+
+    target_m: tuple[float, float]
+    phi_rad: float | None = None
+    speed_m_s: float = DEFAULT_SPEED_M_S
+    accel_m_s2: float = DEFAULT_ACCEL_M_S2
+    segment_m: float = DEFAULT_SEGMENT_M
+    end_q_rad: tuple[float, ...] | None = None
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class JointMove:
+    """Joint-space move to ``q_rad``; all joints start and stop together.
+
+    ``speed_fraction`` of each joint's speed limit (0..1], ``accel_rad_s2``
+    the acceleration bound of every joint (rad/s^2).
+    """
+
+    q_rad: tuple[float, ...]
+    speed_fraction: float = DEFAULT_JOINT_SPEED_FRACTION
+    accel_rad_s2: float = DEFAULT_JOINT_ACCEL_RAD_S2
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class GripperMove:
+    """Move the gripper servo to ``angle_rad`` at its speed limit; the arm holds still."""
+
+    angle_rad: float
+    speed_fraction: float = 1.0
+    accel_rad_s2: float = math.radians(1800.0)
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Hold the current pose for ``duration_s`` seconds."""
+
+    duration_s: float
+    label: str = ""
+
+
+Move = LineMove | JointMove | GripperMove | Wait
+
+
+@dataclass
+class MovePlan:
+    """One planned move: its samples (local time) and what the summary needs."""
+
+    kind: str
+    label: str
+    t_s: np.ndarray  # (k+1,) local sample times, 0 .. duration
+    q_rad: np.ndarray  # (k+1, n)
+    gripper_rad: np.ndarray  # (k+1,)
+    points_m: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    segments: int = 0
+    line_m: tuple | None = None  # (start xy, end xy) for line moves
+    slowed: bool = False  # joint speed limits cut the Cartesian speed somewhere
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.t_s[-1])
+
+
+@dataclass
+class Plan:
+    """A planned program: the trajectory and per-move details for the summary."""
+
+    trajectory: Trajectory
+    moves: list[MovePlan]
+    arm: Arm
+
+    def summary(self) -> dict:
+        """Duration (s), segment count, peak joint speeds vs limits (deg/s), worst path deviation (m)."""
+        return summarize(self.arm, self.trajectory, self.moves)
+
+
+# --------------------------------------------------------------------------- closed-form IK on one branch
+
+
+def _ik_two_link(l1: float, l2: float, x, y, elbow: float):
+    """Closed-form 2-link IK on the elbow branch ``elbow`` (+1/-1), vectorised.
+
+    Returns (q1, q2, excess): ``excess`` > 0 where the point is out of reach,
+    by how much (m, radial); those points get the nearest reachable solution.
+    """
+    r2 = x * x + y * y
+    r = np.sqrt(r2)
+    excess = np.maximum(r - (l1 + l2), abs(l1 - l2) - r)
+    c2 = np.clip((r2 - l1 * l1 - l2 * l2) / (2.0 * l1 * l2), -1.0, 1.0)
+    q2 = elbow * np.arccos(c2)
+    q1 = np.arctan2(y, x) - np.arctan2(l2 * np.sin(q2), l1 + l2 * np.cos(q2))
+    return q1, q2, excess
+
+
+def branch_ik(arm: Arm, points_m, phi_rad, elbow: float):
+    """Closed-form IK for many tool points on one elbow branch.
+
+    ``points_m`` (K, 2) m; ``phi_rad`` (K,) tool angles (3-link arms) or None.
+    Returns (q (K, n) rad, each angle wrapped to (-pi, pi]; excess (K,) m, the
+    distance outside the reach annulus, <= 0 when reachable).
+    """
+    return _branch_ik(arm.links_m, points_m, phi_rad, elbow)
+
+
+def _branch_ik(links, points_m, phi_rad, elbow: float):
+    p = np.asarray(points_m, dtype=float)
+    if len(links) == 2:
+        q1, q2, excess = _ik_two_link(links[0], links[1], p[:, 0], p[:, 1], elbow)
+        q = np.stack([q1, q2], axis=-1)
+    else:
+        phi = np.asarray(phi_rad, dtype=float)
+        wx = p[:, 0] - links[2] * np.cos(phi)
+        wy = p[:, 1] - links[2] * np.sin(phi)
+        q1, q2, excess = _ik_two_link(links[0], links[1], wx, wy, elbow)
+        q = np.stack([q1, q2, phi - q1 - q2], axis=-1)
+    return _wrap(q), excess
+
+
+def _wrap(a):
+    return (np.asarray(a) + math.pi) % TWO_PI - math.pi
+
+
+def _elbow_of(q) -> float:
+    return 1.0 if q[1] >= 0.0 else -1.0
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _located(exc: MotionError, label: str) -> MotionError:
+    """The same error (class and fields kept) with ``label`` in front of its message."""
+    if not label:
+        return exc
+    out = copy.copy(exc)
+    out.args = (f"{label}: {exc.args[0] if exc.args else exc}",)
+    return out
+
+
+def _where(frac: float, point) -> str:
+    return f"{100.0 * frac:.0f}% along the line, at ({point[0]:.4f}, {point[1]:.4f}) m"
+
+
+def _limit_error(arm: Arm, q, where: str, *, hint: str, peak=None) -> JointLimitError:
+    """JointLimitError for the joint of ``q`` furthest outside its limits.
+
+    ``peak`` (n,): the furthest each joint goes along the move, named when it
+    is beyond ``q`` (the first pose out of limits).
+    """
+    q = np.asarray(q, dtype=float)
+    lo_excess = arm.q_min - q
+    hi_excess = q - arm.q_max
+    j = int(np.argmax(np.maximum(lo_excess, hi_excess)))
+    crossed = arm.q_max[j] if hi_excess[j] > lo_excess[j] else arm.q_min[j]
+    if peak is not None:
+        what = (
+            f"would cross its limit {math.degrees(crossed):.0f} deg {where} "
+            f"(and go on to {math.degrees(peak[j]):.1f} deg)"
+        )
+    else:
+        what = f"would be at {math.degrees(q[j]):.1f} deg {where}"
+    return JointLimitError(
+        f"joint {j + 1} ({arm.joint_names[j]}) {what}, outside its "
+        f"limits [{math.degrees(arm.q_min[j]):.0f}, {math.degrees(arm.q_max[j]):.0f}] deg; {hint}",
+        joint=j,
+        q=np.asarray(q, dtype=float),
+    )
+
+
+def _outside_limits(arm: Arm, q, tol: float = 1e-9) -> np.ndarray:
+    return np.any((q < arm.q_min - tol) | (q > arm.q_max + tol), axis=-1)
+
+
+# --------------------------------------------------------------------------- IK for move end poses
+
+
+def solve_pose(arm: Arm, target_m, phi_rad: float | None, q_near) -> np.ndarray:
+    """Joint angles (rad) reaching ``target_m`` (m) [with tool angle ``phi_rad``], nearest ``q_near``.
+
+    Raises UnreachableError (with the shortfall) or JointLimitError when no
+    solution inside the joint limits exists.
+    """
+    from .workspace import check_reachable  # noqa: PLC0415 - keep import order light
+
+    target = np.asarray(target_m, dtype=float)
+    q_near = np.asarray(q_near, dtype=float)
+    check_reachable(arm, target, phi_rad if arm.n == 3 else None)
+    if arm.n == 2 or phi_rad is not None:
+        phi = None if arm.n == 2 else np.array([phi_rad])
+        best = None
+        for elbow in (_elbow_of(q_near), -_elbow_of(q_near)):
+            q, _ = branch_ik(arm, target[None, :], phi, elbow)
+            q = _nearest_turn(q[0], q_near)
+            if arm.within_limits(q) and (best is None or np.abs(q - q_near).max() < np.abs(best - q_near).max()):
+                best = q
+        if best is None:
+            q, _ = branch_ik(arm, target[None, :], phi, _elbow_of(q_near))
+            raise _limit_error(
+                arm,
+                _nearest_turn(q[0], q_near),
+                f"at ({target[0]:.4f}, {target[1]:.4f}) m",
+                hint="neither elbow branch fits; move the target",
+            )
+        return best
+    from . import ik  # noqa: PLC0415 - the redundant 3-link case needs the iterative solver
+
+    res = ik.solve(arm, target, q0=q_near)
+    if not res.ok:
+        raise JointLimitError(
+            f"no pose inside the joint limits reaches ({target[0]:.4f}, {target[1]:.4f}) m "
+            f"({res.reason or 'IK failed'}); give the pose a tool angle phi_deg or move it",
+            q=np.asarray(res.q, dtype=float),
+        )
+    return _nearest_turn(np.asarray(res.q, dtype=float), q_near)
+
+
+def _nearest_turn(q, ref):
+    """``q`` shifted by whole turns per joint to lie nearest ``ref``."""
+    return q + TWO_PI * np.round((ref - q) / TWO_PI)
+
+
+# --------------------------------------------------------------------------- line paths
+
+
+@dataclass
+class LinePath:
+    """A line move solved at its segment points."""
+
+    s: np.ndarray  # (K,) path parameter (m of equivalent length), 0 .. length
+    q: np.ndarray  # (K, n) joint angles at the points (rad), continuous
+    points: np.ndarray  # (K, 2) tool points (m)
+    start: np.ndarray
+    end: np.ndarray
+    phi0: float
+    dphi: float
+    elbow: float
+    length: float
+    speed_scale: float  # tool speed per unit ds/dt (|dp|/length)
+    links: np.ndarray
+
+    def at(self, s) -> np.ndarray:
+        """Joint angles (rad) at path parameters ``s``: exact IK, continuous with the segment points."""
+        s = np.asarray(s, dtype=float)
+        u = s / self.length if self.length > 0 else np.zeros_like(s)
+        pts = self.start + u[:, None] * (self.end - self.start)
+        phi = self.phi0 + u * self.dphi
+        q, _ = _branch_ik(self.links, pts, phi, self.elbow)
+        ref = np.stack([np.interp(s, self.s, self.q[:, j]) for j in range(self.q.shape[1])], axis=-1)
+        return _nearest_turn(q, ref)
+
+
+def plan_line_path(arm: Arm, q0, move: LineMove, *, max_joint_step_rad: float = DEFAULT_MAX_JOINT_STEP_RAD) -> LinePath:
+    """Cut a line move into segments and solve each point; raise MotionError if it cannot be done.
+
+    ``q0``: start pose (rad). Errors say where along the line (percent and
+    point) the problem is.
+    """
+    q0 = np.asarray(q0, dtype=float)
+    start = fk(arm.links_m, q0)
+    end = np.asarray(move.target_m, dtype=float)
+    n = arm.n
+    phi0 = float(np.sum(q0))
+    dphi = 0.0
+    if n == 3:
+        if move.end_q_rad is not None:
+            phi_end = float(np.sum(move.end_q_rad))
+        elif move.phi_rad is not None:
+            phi_end = float(move.phi_rad)
+        else:
+            phi_end = float(np.sum(solve_pose(arm, end, None, q0)))
+        dphi = float(_wrap(phi_end - phi0))
+    elif move.phi_rad is not None:
+        raise MotionError("a tool angle (phi) needs a 3-link arm; this arm has 2 links")
+    from .workspace import check_reachable  # noqa: PLC0415
+
+    check_reachable(arm, end, None if n == 2 else phi0 + dphi)
+    dist = float(np.hypot(*(end - start)))
+    # A pure turn of the tool counts as the distance the tool tip's last link sweeps.
+    length = max(dist, float(arm.links_m[-1]) * abs(dphi)) if n == 3 else dist
+    elbow = _elbow_of(q0)
+    if abs(q0[1]) < 1e-9 and move.end_q_rad is not None:
+        elbow = _elbow_of(move.end_q_rad)
+    path = LinePath(
+        s=np.zeros(1),
+        q=q0[None, :].copy(),
+        points=start[None, :],
+        start=start,
+        end=end,
+        phi0=phi0,
+        dphi=dphi,
+        elbow=elbow,
+        length=length,
+        speed_scale=(dist / length) if length > 0 else 0.0,
+        links=arm.links_m,
+    )
+    if length <= 0.0:
+        return path
+
+    k = max(1, math.ceil(length / move.segment_m - 1e-9))
+    s = np.linspace(0.0, length, k + 1)
+    q, pts, excess = _solve_points(path, s)
+    bad_reach = excess > REACH_TOL_M
+    if np.any(bad_reach):
+        i = int(np.argmax(bad_reach))
+        raise UnreachableError(
+            f"the line leaves the reach of the arm {_where(s[i] / length, pts[i])} "
+            f"(by {1000 * excess[i]:.1f} mm{' with the tool angle turning' if n == 3 else ''}); "
+            "add a via point or change the target",
+            target=tuple(pts[i]),
+            shortfall_m=float(excess[i]),
+        )
+    q = _continuous(q, q0)
+    for _ in range(40):
+        step = np.abs(np.diff(q, axis=0)).max(axis=1)
+        too_big = step > max_joint_step_rad
+        if not np.any(too_big):
+            break
+        seg_len = np.diff(s)
+        jump = too_big & (seg_len < MIN_SEGMENT_M)
+        if np.any(jump):
+            i = int(np.argmax(jump))
+            raise MotionError(
+                f"the joints would jump by {math.degrees(step[i]):.0f} deg {_where(s[i] / length, pts[i])} "
+                "(the line crosses a singularity or needs the other elbow branch); "
+                "use a joint move there or add a via point"
+            )
+        # Cut each offending segment into enough pieces for the bound (at least halves).
+        pieces = np.where(too_big, np.maximum(2, np.ceil(step / max_joint_step_rad)), 1).astype(int)
+        idx = np.nonzero(too_big)[0]
+        extra = [np.linspace(s[i], s[i + 1], pieces[i] + 1)[1:-1] for i in idx]
+        s = np.sort(np.concatenate([s, *extra]))
+        q, pts, excess = _solve_points(path, s)
+        q = _continuous(q, q0)
+    else:  # pragma: no cover - 40 rounds of refinement means a discontinuity
+        raise MotionError("the line could not be cut fine enough to keep joint steps small")
+    outside = _outside_limits(arm, q)
+    if np.any(outside):
+        i = int(np.argmax(outside))
+        far = np.where(q[i] > arm.q_max, q.max(axis=0), q.min(axis=0))
+        raise _limit_error(
+            arm,
+            q[i],
+            _where(s[i] / length, pts[i]),
+            peak=far,
+            hint="split the line with a via point or a joint move, or move the target",
+        )
+    if move.end_q_rad is not None and np.abs(_wrap(q[-1] - np.asarray(move.end_q_rad))).max() > 1e-6:
+        raise MotionError("a line move to this joint pose would end on the other elbow branch; use a joint move")
+    path.s, path.q, path.points = s, q, pts
+    return path
+
+
+def _solve_points(path: LinePath, s):
+    u = s / path.length
+    pts = path.start + u[:, None] * (path.end - path.start)
+    phi = path.phi0 + u * path.dphi
+    q, excess = _branch_ik(path.links, pts, phi, path.elbow)
+    return q, pts, excess
+
+
+def _continuous(q, q0):
+    """Unwrap each joint along the path, anchored on the start pose ``q0``."""
+    q = np.unwrap(q, axis=0)
+    return q + TWO_PI * np.round((q0 - q[0]) / TWO_PI)
+
+
+# --------------------------------------------------------------------------- speed profiles
+
+
+def speed_profile(s, cap, accel: float):
+    """Fastest speeds at path points ``s`` under speed caps ``cap`` and acceleration ``accel``.
+
+    Starts and ends at rest. Between points the acceleration is constant.
+    Returns (v (K,), t (K,)): speed at each point and the time it is passed.
+    Units are those of ``s`` (m or rad, or 1 for a normalised path) per second.
+    """
+    s = np.asarray(s, dtype=float)
+    ds = np.diff(s)
+    u_cap = np.asarray(cap, dtype=float) ** 2
+    u_cap[0] = u_cap[-1] = 0.0
+    reach = np.concatenate([[0.0], np.cumsum(2.0 * accel * ds)])  # v^2 gained accelerating from 0
+    fwd = reach + np.minimum.accumulate(u_cap - reach)
+    back = reach[-1] - reach
+    u = back + np.minimum.accumulate((fwd - back)[::-1])[::-1]
+    v = np.sqrt(np.maximum(u, 0.0))
+    vsum = v[:-1] + v[1:]
+    dt = np.divide(2.0 * ds, vsum, out=np.zeros_like(ds), where=vsum > 0)
+    return v, np.concatenate([[0.0], np.cumsum(dt)])
+
+
+def _s_at(t_query, s, v, t):
+    """Path parameter at times ``t_query`` for a profile (s, v, t) with constant accel between points."""
+    k = np.clip(np.searchsorted(t, t_query, side="right") - 1, 0, len(s) - 2)
+    ds = s[k + 1] - s[k]
+    acc = np.divide(v[k + 1] ** 2 - v[k] ** 2, 2.0 * ds, out=np.zeros_like(ds), where=ds > 0)
+    tau = np.clip(t_query - t[k], 0.0, t[k + 1] - t[k])
+    return np.clip(s[k] + v[k] * tau + 0.5 * acc * tau * tau, s[k], s[k + 1])
+
+
+def _sample_times(duration: float, period: float):
+    """Sample times covering ``duration`` stretched to whole periods: (local times, profile times)."""
+    k = max(1, math.ceil(duration / period - 1e-9))
+    t_local = np.arange(k + 1) * period
+    return t_local, t_local * (duration / (k * period))
+
+
+def _timed(s, cap, accel, q_at, speed_limit, period, *, label_kind: str):
+    """Time a path and sample it; re-time locally until no sampled joint speed exceeds its limit.
+
+    ``q_at(s)`` gives (K, m) channel angles; ``speed_limit`` (m,) rad/s.
+    Returns (t_local, q_samples, slowed).
+    """
+    cap = np.array(cap, dtype=float)
+    for _ in range(12):
+        v, t = speed_profile(s, cap, accel)
+        t_local, t_prof = _sample_times(float(t[-1]), period)
+        s_samp = _s_at(t_prof, s, v, t)
+        s_samp[-1] = s[-1]
+        q = q_at(s_samp)
+        rate = np.abs(np.diff(q, axis=0)) / period
+        ratio = (rate / speed_limit).max(axis=1)
+        if not np.any(ratio > 1.0 + 1e-12):
+            return t_local, q, False
+        # Slow the path down where a sample interval was too fast, by that much and a bit.
+        for i in np.nonzero(ratio > 1.0 + 1e-12)[0]:
+            lo, hi = np.searchsorted(s, [s_samp[i], s_samp[i + 1]])
+            sl = slice(max(lo - 1, 0), min(hi + 1, len(s)))
+            cap[sl] = np.minimum(cap[sl], v[sl] * 0.99 / ratio[i])
+    raise MotionError(f"could not time this {label_kind} under the joint speed limits")  # pragma: no cover
+
+
+def _caps_from_joints(s, q, speed_limit, base_cap):
+    """Per-point speed cap: ``base_cap`` and, per segment, what keeps every joint under its limit."""
+    ds = np.diff(s)
+    rate = np.abs(np.diff(q, axis=0)) / np.maximum(ds, 1e-300)[:, None]  # rad per unit s
+    seg_cap = np.min(SPEED_MARGIN * speed_limit / np.maximum(rate, 1e-300), axis=1)
+    seg_cap = np.minimum(seg_cap, base_cap)
+    cap = np.full(len(s), float(base_cap))
+    cap[:-1] = np.minimum(cap[:-1], seg_cap)
+    cap[1:] = np.minimum(cap[1:], seg_cap)
+    return cap, bool(np.any(seg_cap < base_cap * (1 - 1e-9)))
+
+
+# --------------------------------------------------------------------------- one move
+
+
+def plan_move(
+    arm: Arm,
+    move: Move,
+    q0,
+    g0: float,
+    *,
+    period_s: float = DEFAULT_PERIOD_S,
+    max_joint_step_rad: float = DEFAULT_MAX_JOINT_STEP_RAD,
+) -> MovePlan:
+    """Plan one move from pose ``q0`` (rad) and gripper angle ``g0`` (rad); errors carry the move's label."""
+    try:
+        return _plan_move(arm, move, np.asarray(q0, dtype=float), float(g0), period_s, max_joint_step_rad)
+    except MotionError as exc:
+        raise _located(exc, move.label) from None
+
+
+def _hold(q0, g0, duration, period, kind, label) -> MovePlan:
+    k = max(1, math.ceil(duration / period - 1e-9)) if duration > 0 else 0
+    t = np.arange(k + 1) * period
+    return MovePlan(
+        kind=kind, label=label, t_s=t, q_rad=np.repeat(q0[None, :], k + 1, axis=0), gripper_rad=np.full(k + 1, g0)
+    )
+
+
+def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
+    limit = arm.max_speed_rad_s
+    if isinstance(move, Wait):
+        return _hold(q0, g0, move.duration_s, period, "wait", move.label)
+    if isinstance(move, GripperMove):
+        if arm.gripper is None:
+            raise MotionError(f"arm '{arm.name}' has no gripper")
+        dg = move.angle_rad - g0
+        if abs(dg) < 1e-12:
+            return _hold(q0, g0, 0.0, period, "gripper", move.label)
+        gl = arm.gripper.max_speed_rad_s
+        s = np.linspace(0.0, 1.0, 65)
+        t, g, _ = _timed(
+            s,
+            np.full(len(s), move.speed_fraction * gl / abs(dg)),
+            move.accel_rad_s2 / abs(dg),
+            lambda u: (g0 + u * dg)[:, None],
+            np.array([gl]),
+            period,
+            label_kind="gripper move",
+        )
+        return MovePlan(
+            kind="gripper", label=move.label, t_s=t, q_rad=np.repeat(q0[None, :], len(t), axis=0), gripper_rad=g[:, 0]
+        )
+    if isinstance(move, JointMove):
+        q1 = np.asarray(move.q_rad, dtype=float)
+        if not arm.within_limits(q1):
+            raise _limit_error(arm, q1, "at the end of the joint move", hint="change the pose")
+        dq = q1 - q0
+        span = float(np.abs(dq).max())
+        if span < 1e-12:
+            return _hold(q0, g0, 0.0, period, "joint", move.label)
+        s = np.linspace(0.0, 1.0, 129)
+        moving = np.abs(dq) > 0
+        cap = float(np.min(move.speed_fraction * limit[moving] / np.abs(dq[moving])))
+        t, q, _ = _timed(
+            s,
+            np.full(len(s), cap),
+            move.accel_rad_s2 / span,
+            lambda u: q0 + u[:, None] * dq,
+            limit,
+            period,
+            label_kind="joint move",
+        )
+        q[-1] = q1
+        return MovePlan(kind="joint", label=move.label, t_s=t, q_rad=q, gripper_rad=np.full(len(t), g0), segments=1)
+    if isinstance(move, LineMove):
+        path = plan_line_path(arm, q0, move, max_joint_step_rad=max_step)
+        if path.length <= 0:
+            return _hold(q0, g0, 0.0, period, "line", move.label)
+        base = move.speed_m_s / path.speed_scale if path.speed_scale > 0 else move.speed_m_s
+        acc = move.accel_m_s2 / path.speed_scale if path.speed_scale > 0 else move.accel_m_s2
+        cap, slowed = _caps_from_joints(path.s, path.q, limit, base)
+        t, q, _ = _timed(path.s, cap, acc, path.at, limit, period, label_kind="line")
+        q[0], q[-1] = path.q[0], path.q[-1]
+        outside = _outside_limits(arm, q)
+        if np.any(outside):  # a joint peaking between two segment points
+            i = int(np.argmax(outside))
+            p = fk(arm.links_m, q[i])
+            raise _limit_error(
+                arm,
+                q[i],
+                _where(float(np.hypot(*(p - path.start))) / max(path.length, 1e-300), p),
+                hint="split the line with a via point or a joint move, or move the target",
+            )
+        return MovePlan(
+            kind="line",
+            label=move.label,
+            t_s=t,
+            q_rad=q,
+            gripper_rad=np.full(len(t), g0),
+            points_m=path.points,
+            segments=len(path.s) - 1,
+            line_m=(path.start, path.end),
+            slowed=slowed,
+        )
+    raise TypeError(f"not a move: {move!r}")
+
+
+# --------------------------------------------------------------------------- many moves
+
+
+def plan_moves(
+    arm: Arm,
+    moves,
+    *,
+    q_start=None,
+    gripper_start: float | None = None,
+    period_s: float = DEFAULT_PERIOD_S,
+    max_joint_step_rad: float = DEFAULT_MAX_JOINT_STEP_RAD,
+    labels: list[str] | None = None,
+) -> Plan:
+    """Plan ``moves`` in order from ``q_start`` (rad; default the arm's home) into one Trajectory.
+
+    Every move is planned (and so checked) before anything is returned; the
+    first problem raises a MotionError carrying that move's label.
+    ``labels``: one label per move for ``Trajectory.steps`` (default the moves' labels).
+    """
+    q = np.array(arm.home_rad if q_start is None else q_start, dtype=float)
+    if not arm.within_limits(q):
+        raise _limit_error(arm, q, "at the start pose", hint="change the start pose")
+    if gripper_start is None:
+        gripper_start = arm.gripper.open_rad if arm.gripper is not None else float("nan")
+    g = float(gripper_start)
+    plans = []
+    for move in moves:
+        mp = plan_move(arm, move, q, g, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
+        plans.append(mp)
+        q, g = mp.q_rad[-1], float(mp.gripper_rad[-1])
+    return Plan(
+        trajectory=assemble(
+            arm,
+            plans,
+            q_start=np.array(arm.home_rad if q_start is None else q_start),
+            gripper_start=float(gripper_start),
+            period_s=period_s,
+            labels=labels,
+        ),
+        moves=plans,
+        arm=arm,
+    )
+
+
+def assemble(
+    arm: Arm, plans: list[MovePlan], *, q_start, gripper_start: float, period_s: float, labels: list[str] | None = None
+) -> Trajectory:
+    """Join move plans (each starting where the previous ends, at rest) into one sampled Trajectory."""
+    qs = [np.asarray(q_start, dtype=float)[None, :]]
+    gs = [np.array([gripper_start])]
+    steps = [np.array([0])]
+    for i, mp in enumerate(plans):
+        if len(mp.t_s) < 2:
+            continue
+        qs.append(mp.q_rad[1:])
+        gs.append(mp.gripper_rad[1:])
+        steps.append(np.full(len(mp.t_s) - 1, i))
+    q = np.concatenate(qs)
+    points = [mp.points_m for mp in plans if len(mp.points_m)]
+    return Trajectory(
+        t_s=np.arange(len(q)) * period_s,
+        q_rad=q,
+        gripper_rad=np.concatenate(gs),
+        step=np.concatenate(steps),
+        steps=list(labels) if labels is not None else [mp.label for mp in plans],
+        points_m=np.concatenate(points) if points else np.zeros((0, 2)),
+        period_s=period_s,
+    )
+
+
+def line_deviation(arm: Arm, q_samples, start, end, *, sub: int = 4) -> float:
+    """Worst distance (m) of the tool from the segment start-end, at the samples and ``sub`` points
+    between each pair of samples (joints interpolated linearly, as a servo does between frames)."""
+    q = np.asarray(q_samples, dtype=float)
+    if len(q) < 2:
+        return 0.0
+    f = np.linspace(0.0, 1.0, sub + 1)[:-1]
+    qq = (q[:-1, None, :] + f[None, :, None] * np.diff(q, axis=0)[:, None, :]).reshape(-1, q.shape[1])
+    qq = np.concatenate([qq, q[-1:]])
+    p = fk(arm.links_m, qq)
+    a, b = np.asarray(start, dtype=float), np.asarray(end, dtype=float)
+    d = b - a
+    dd = float(d @ d)
+    u = np.clip(((p - a) @ d) / dd, 0.0, 1.0) if dd > 0 else np.zeros(len(p))
+    return float(np.max(np.hypot(*(p - (a + u[:, None] * d)).T)))
+
+
+def summarize(arm: Arm, traj: Trajectory, moves: list[MovePlan]) -> dict:
+    """The plan summary: duration (s), segments, peak sampled joint speeds and limits (deg/s), worst path
+    deviation (m) of line moves, and the steps where joint speed limits slowed a line down."""
+    q = traj.q_rad
+    if len(q) > 1:
+        peak = np.abs(np.diff(q, axis=0)).max(axis=0) / traj.period_s
+    else:
+        peak = np.zeros(arm.n)
+    dev = max((line_deviation(arm, mp.q_rad, *mp.line_m) for mp in moves if mp.line_m is not None), default=0.0)
+    out = {
+        "duration_s": traj.duration_s,
+        "segments": int(sum(mp.segments for mp in moves)),
+        "samples": len(traj),
+        "period_s": traj.period_s,
+        "joint_names": list(arm.joint_names),
+        "peak_joint_speed_deg_s": [float(x) for x in np.degrees(peak)],
+        "joint_speed_limit_deg_s": [float(x) for x in np.degrees(arm.max_speed_rad_s)],
+        "max_path_deviation_m": dev,
+        "slowed_by_joint_limits": [mp.label for mp in moves if mp.slowed],
+    }
+    if arm.gripper is not None and len(traj) > 1:
+        out["peak_gripper_speed_deg_s"] = float(np.degrees(np.abs(np.diff(traj.gripper_rad)).max() / traj.period_s))
+        out["gripper_speed_limit_deg_s"] = float(np.degrees(arm.gripper.max_speed_rad_s))
+    return out

@@ -1,0 +1,209 @@
+"""Pictures of a planned program: workspace, tool path, arm poses, joint speeds and angles vs limits.
+
+matplotlib is an optional extra (``pip install -e '.[plot]'``); it is imported
+only when a picture is drawn, and its absence is one clear error.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ArmctlError
+from .kinematics import fk, joint_positions
+
+INSTALL_HINT = "pip install -e '.[plot]'"
+
+
+class MissingExtraError(ArmctlError, ImportError):
+    """An optional dependency (extra) is not installed."""
+
+    exit_code = 2
+
+
+def require_matplotlib():
+    """Import matplotlib with the non-interactive Agg backend, or raise MissingExtraError naming the extra."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise MissingExtraError(
+            f"plotting needs matplotlib, which is not installed; install it with: {INSTALL_HINT}"
+        ) from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _workspace_image(arm, *, samples: int = 120_000, bins: int = 220, seed: int = 0):
+    """Density of tool points over random poses inside the joint limits: (mask, extent)."""
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(arm.q_min, arm.q_max, size=(samples, arm.n))
+    p = fk(arm.links_m, q)
+    r = arm.reach_max * 1.05
+    h, _, _ = np.histogram2d(p[:, 0], p[:, 1], bins=bins, range=[[-r, r], [-r, r]])
+    return (h.T > 0).astype(float), (-r, r, -r, r)
+
+
+def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6) -> None:
+    """Draw ``plan`` (a motion.Plan) to ``output`` (.png or .svg): workspace with the tool path and the
+    arm at ``poses`` moments (m), joint speeds against their limits (deg/s) and joint angles against
+    their limits (deg), over time (s)."""
+    plt = require_matplotlib()
+    from matplotlib.gridspec import GridSpec
+    from matplotlib.lines import Line2D
+
+    arm, tr = plan.arm, plan.trajectory
+    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+    fig = plt.figure(figsize=(14, 7.5), dpi=110, layout="constrained")
+    gs = GridSpec(2, 2, figure=fig, width_ratios=[1.05, 1.0])
+    ax = fig.add_subplot(gs[:, 0])
+    ax_v = fig.add_subplot(gs[0, 1])
+    ax_q = fig.add_subplot(gs[1, 1], sharex=ax_v)
+    s = plan.summary()
+    fig.suptitle(
+        f"{title}  -  {s['duration_s']:.2f} s, {s['segments']} segments, worst path deviation "
+        f"{1000 * s['max_path_deviation_m']:.3f} mm",
+        fontsize=12,
+    )
+
+    # Workspace: where the tool can be with the joints inside their limits, and the reach circles.
+    img, extent = _workspace_image(arm)
+    ax.imshow(
+        np.where(img > 0, 1.0, np.nan),
+        extent=extent,
+        origin="lower",
+        cmap="Greys",
+        vmin=0,
+        vmax=4,
+        interpolation="nearest",
+        alpha=0.8,
+        zorder=0,
+    )
+    th = np.linspace(0, 2 * math.pi, 361)
+    for r, style in ((arm.reach_max, "-"), (arm.reach_min, ":")):
+        if r > 0:
+            ax.plot(r * np.cos(th), r * np.sin(th), style, color="0.55", lw=0.8, zorder=1)
+
+    # The tool path: line moves solid, joint moves dashed (their tool path is a curve, not a line).
+    for mp in plan.moves:
+        if len(mp.t_s) < 2 or mp.kind not in ("line", "joint"):
+            continue
+        p = fk(arm.links_m, mp.q_rad)
+        if mp.kind == "line":
+            ax.plot(p[:, 0], p[:, 1], "-", color="#1f77b4", lw=2.0, zorder=3, solid_capstyle="round")
+        else:
+            ax.plot(p[:, 0], p[:, 1], "--", color="#ff7f0e", lw=1.3, zorder=2)
+    if len(tr.points_m):
+        ax.plot(tr.points_m[:, 0], tr.points_m[:, 1], ".", color="#08306b", ms=1.5, zorder=4)
+
+    # The arm at a few moments, fading from early (light) to late (dark).
+    k = max(1, poses)
+    idx = np.unique(np.linspace(0, len(tr) - 1, k).round().astype(int))
+    for j, i in enumerate(idx):
+        pts = joint_positions(arm.links_m, tr.q_rad[i])
+        shade = 0.25 + 0.7 * (j / max(1, len(idx) - 1))
+        ax.plot(
+            pts[:, 0],
+            pts[:, 1],
+            "-o",
+            color=(0.1, 0.1, 0.1, shade),
+            lw=3.5,
+            ms=5,
+            zorder=5,
+            markerfacecolor="white",
+            markeredgecolor=(0.1, 0.1, 0.1, shade),
+        )
+        ax.annotate(
+            f"{tr.t_s[i]:.1f} s",
+            pts[-1],
+            textcoords="offset points",
+            xytext=(6, 6),
+            fontsize=8,
+            color=(0.1, 0.1, 0.1, max(shade, 0.6)),
+            zorder=6,
+        )
+    p0 = fk(arm.links_m, tr.q_rad[0])
+    ax.plot(*p0, "o", color="#2ca02c", ms=9, zorder=7)
+    ax.plot(0, 0, "s", color="k", ms=9, zorder=7)
+    ax.set_aspect("equal")
+    # Frame the arm's working area: the path and the poses, with some margin, inside the reach circle.
+    allp = np.concatenate(
+        [joint_positions(arm.links_m, tr.q_rad[idx]).reshape(-1, 2), fk(arm.links_m, tr.q_rad), [[0.0, 0.0]]]
+    )
+    lo, hi = allp.min(axis=0), allp.max(axis=0)
+    pad = 0.08 * arm.reach_max
+    ax.set_xlim(lo[0] - pad, hi[0] + pad)
+    ax.set_ylim(lo[1] - pad, hi[1] + pad)
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.set_title(f"workspace of {arm.name} (grey: reachable inside joint limits)", fontsize=10)
+    ax.grid(True, lw=0.3, alpha=0.6)
+    ax.legend(
+        handles=[
+            Line2D([], [], color="#1f77b4", lw=2, label="line moves (tool path)"),
+            Line2D([], [], color="#ff7f0e", lw=1.3, ls="--", label="joint moves (tool path)"),
+            Line2D([], [], color="#08306b", marker=".", ls="", label="segment points"),
+            Line2D([], [], color="0.1", marker="o", markerfacecolor="white", lw=3, label="arm pose"),
+            Line2D([], [], color="#2ca02c", marker="o", ls="", label="start"),
+        ],
+        loc="best",
+        fontsize=8,
+        framealpha=0.9,
+    )
+
+    # Joint speeds (what the servo frames command) against the limits.
+    if len(tr) > 1:
+        t_mid = 0.5 * (tr.t_s[1:] + tr.t_s[:-1])
+        speed = np.degrees(np.abs(np.diff(tr.q_rad, axis=0))) / tr.period_s
+        for j in range(arm.n):
+            c = colors[j % len(colors)]
+            ax_v.plot(t_mid, speed[:, j], color=c, lw=1.1, label=f"{arm.joint_names[j]} (peak {speed[:, j].max():.0f})")
+            ax_v.axhline(math.degrees(arm.max_speed_rad_s[j]), color=c, ls="--", lw=1.0)
+            ax_v.annotate(
+                f"{arm.joint_names[j]} limit {math.degrees(arm.max_speed_rad_s[j]):.0f}",
+                (tr.t_s[-1], math.degrees(arm.max_speed_rad_s[j])),
+                xytext=(-4, 2),
+                textcoords="offset points",
+                ha="right",
+                va="bottom",
+                fontsize=7,
+                color=c,
+            )
+    ax_v.set_ylim(0, math.degrees(float(np.max(arm.max_speed_rad_s))) * 1.15)
+    ax_v.set_ylabel("joint speed (deg/s)")
+    ax_v.set_title("joint speeds against their limits (dashed)", fontsize=10)
+    ax_v.legend(loc="upper left", fontsize=8, ncol=arm.n, framealpha=0.9)
+    ax_v.grid(True, lw=0.3, alpha=0.6)
+    _shade_steps(ax_v, plan)
+
+    # Joint angles against their limits.
+    qd = np.degrees(tr.q_rad)
+    for j in range(arm.n):
+        c = colors[j % len(colors)]
+        ax_q.plot(tr.t_s, qd[:, j], color=c, lw=1.2, label=arm.joint_names[j])
+        for lim in (arm.q_min[j], arm.q_max[j]):
+            ax_q.axhline(math.degrees(lim), color=c, ls=":", lw=0.9)
+    if arm.gripper is not None:
+        ax_q.plot(tr.t_s, np.degrees(tr.gripper_rad), color="0.45", lw=1.0, ls="-.", label="gripper")
+    ax_q.set_xlabel("time (s)")
+    ax_q.set_ylabel("angle (deg)")
+    ax_q.set_title("joint angles against their limits (dotted)", fontsize=10)
+    ax_q.legend(loc="upper left", fontsize=8, ncol=arm.n + 1, framealpha=0.9)
+    ax_q.grid(True, lw=0.3, alpha=0.6)
+    ax_q.set_xlim(0, max(tr.duration_s, tr.period_s))
+    _shade_steps(ax_q, plan)
+    fig.savefig(output)
+    plt.close(fig)
+
+
+def _shade_steps(ax, plan) -> None:
+    """Light background bands for gripper moves and waits, so the arm's motions stand out."""
+    t = 0.0
+    for mp in plan.moves:
+        d = mp.duration_s
+        if mp.kind in ("gripper", "wait") and d > 0:
+            ax.axvspan(t, t + d, color="0.85", alpha=0.6, lw=0, zorder=0)
+        t += d

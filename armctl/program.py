@@ -1,0 +1,536 @@
+"""Pick-and-place programs: a YAML file of named poses and steps, checked whole, planned into one Trajectory.
+
+``load_program(path)`` reads and validates the format (ConfigError naming the
+file, line and step); ``plan_program(program, arm)`` resolves every pose on the
+arm and plans every move (MotionError naming file, line and step for anything
+the arm cannot do). Nothing is returned until the whole program has planned,
+so a program that fails in its last step never half-runs. The format is
+documented in docs/programs.md.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import motion
+from .arm import Arm
+from .config import LineList, Section, load_yaml_file, load_yaml_text
+from .errors import ConfigError, MotionError
+from .kinematics import fk
+from .motion import GripperMove, JointMove, LineMove, Plan, Wait
+
+STEP_ACTIONS = ("line", "joint", "gripper", "wait_s", "repeat", "for_each")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Move defaults (SI units); every line/joint step may override its own."""
+
+    speed_m_s: float = motion.DEFAULT_SPEED_M_S
+    accel_m_s2: float = motion.DEFAULT_ACCEL_M_S2
+    segment_m: float = motion.DEFAULT_SEGMENT_M
+    joint_speed_fraction: float = motion.DEFAULT_JOINT_SPEED_FRACTION
+    joint_accel_rad_s2: float = motion.DEFAULT_JOINT_ACCEL_RAD_S2
+    max_joint_step_rad: float = motion.DEFAULT_MAX_JOINT_STEP_RAD
+    period_s: float = 0.020
+
+
+@dataclass(frozen=True)
+class Pose:
+    """A named (or inline) pose: a tool point with an optional tool angle, or joint angles."""
+
+    name: str
+    line: int | None
+    xy_m: tuple[float, float] | None = None
+    phi_rad: float | None = None
+    q_rad: tuple[float, ...] | None = None
+
+    def describe(self) -> str:
+        where = f" (line {self.line})" if self.line else ""
+        return f"pose '{self.name}'{where}" if not self.name.startswith("<") else f"inline pose{where}"
+
+
+@dataclass
+class Step:
+    """One step as written. ``number`` is '7' or '4.2' (step 2 inside step 4)."""
+
+    number: str
+    line: int | None
+    action: str
+    name: str | None = None
+    target: str | Pose | None = None  # pose name, '$var' or inline Pose
+    offset_m: tuple[float, float] | None = None
+    speed_m_s: float | None = None
+    accel_m_s2: float | None = None
+    segment_m: float | None = None
+    joint_speed_fraction: float | None = None
+    joint_accel_rad_s2: float | None = None
+    gripper: str | None = None
+    wait_s: float | None = None
+    count: int | None = None
+    loop_vars: dict[str, list] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=list)
+
+
+@dataclass
+class Program:
+    """A validated program (format only; the arm checks come in ``plan_program``)."""
+
+    path: str
+    arm_name: str | None
+    arm_line: int | None
+    settings: Settings
+    poses: dict[str, Pose]
+    start: str | Pose | None
+    start_line: int | None
+    start_gripper: str
+    steps: list[Step]
+    description: str = ""
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_program(path: str | Path) -> Program:
+    """Read and validate a program file; ConfigError (file, line, step) on any format problem."""
+    return parse_program(load_yaml_file(path), path)
+
+
+def load_program_text(text: str, path: str = "<program>") -> Program:
+    """Validate a program given as YAML text (``path`` names it in errors)."""
+    return parse_program(load_yaml_text(text, path), path)
+
+
+def _length(
+    sec: Section, base: str, per: str = "", *, count: int | None = None, lo=None, lo_open=False, required=False
+):
+    """Read ``<base>_m<per>`` or ``<base>_mm<per>`` (one, not both) into metres; None if absent, not required.
+
+    ``per`` is the rest of the unit: "" for lengths, "_s" for speeds, "_s2" for accelerations.
+    """
+    k_m, k_mm = f"{base}_m{per}", f"{base}_mm{per}"
+    has_m, has_mm = sec.has(k_m), sec.has(k_mm)
+    if has_m and has_mm:
+        raise sec.error(k_mm, f"give {k_m} or {k_mm}, not both")
+    if not (has_m or has_mm):
+        if required:
+            raise sec.error(None, f"missing {k_m} or {k_mm}")
+        return None
+    key, scale = (k_m, 1.0) if has_m else (k_mm, 0.001)
+    if count is not None:
+        return tuple(v * scale for v in sec.numbers(key, count=count))
+    lo_unit = None if lo is None else lo / scale
+    return sec.number(key, lo=lo_unit, lo_open=lo_open) * scale
+
+
+def _pose(sec: Section, name: str, *, line) -> Pose:
+    has_xy = sec.has("xy_m") or sec.has("xy_mm")
+    has_q = sec.has("q_deg")
+    if has_xy == has_q:
+        raise sec.error(
+            None,
+            "a pose needs either a tool point (xy_mm: [x, y] or xy_m: [x, y], optional phi_deg) "
+            "or joint angles (q_deg: [...])",
+        )
+    if has_q:
+        q = tuple(math.radians(v) for v in sec.numbers("q_deg", count=(2, 3)))
+        sec.done()
+        return Pose(name=name, line=line, q_rad=q)
+    xy = _length(sec, "xy", count=2)
+    phi = sec.number("phi_deg", None, lo=-360, hi=360)
+    sec.done()
+    return Pose(name=name, line=line, xy_m=xy, phi_rad=None if phi is None else math.radians(phi))
+
+
+def _pose_ref(value, sec: Section, key: str, number: str) -> str | Pose:
+    """A step's target: a pose name, a '$variable', or an inline pose mapping."""
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, dict):
+        return _pose(
+            Section(value, path=sec.path, key=f"{sec.key}.{key}", line=sec.line_of(key)),
+            f"<step {number}>",
+            line=getattr(value, "line", None) or sec.line_of(key),
+        )
+    raise sec.error(key, f"expected a pose name or an inline pose like {{xy_mm: [400, 100]}}, found {value!r}")
+
+
+def parse_program(data: Any, path) -> Program:
+    """Validate a parsed program document (see docs/programs.md)."""
+    path = str(path)
+    if data is None or (isinstance(data, dict) and not data):
+        raise ConfigError(
+            "the program is empty: it needs at least 'steps:' (and usually 'poses:'); see docs/programs.md",
+            path=path,
+            line=1,
+        )
+    top = Section(data, path=path)
+    description = top.string("description", "")
+    arm_name = top.string("arm", None)
+    arm_line = top.line_of("arm")
+
+    s = top.section("settings", required=False)
+    settings = Settings()
+    if s is not None:
+        settings = _settings(s, settings)
+        s.done()
+
+    poses: dict[str, Pose] = {}
+    p = top.section("poses", required=False)
+    if p is not None:
+        for name in p.data:
+            if not isinstance(name, str) or name.startswith("$") or not name:
+                raise p.error(name, f"pose names must be text not starting with '$', found {name!r}")
+            poses[name] = _pose(p.section(name), name, line=p.line_of(name))
+        p.done()
+
+    start = None
+    start_line = top.line_of("start")
+    if top.has("start"):
+        start = _pose_ref(top.raw("start"), top, "start", "start")
+    start_gripper = top.string("start_gripper", "open", choices=("open", "closed"))
+
+    if not top.has("steps"):
+        raise top.error(None, "the program has no 'steps:' list; add the moves to make")
+    raw_steps = top.items("steps")
+    if not raw_steps:
+        raise top.error("steps", "the program has no steps ('steps:' is empty); add the moves to make")
+    top.done()
+    steps = _steps(raw_steps, path, prefix="", key="steps", bound=set())
+    prog = Program(
+        path=path,
+        arm_name=arm_name,
+        arm_line=arm_line,
+        settings=settings,
+        poses=poses,
+        start=start,
+        start_line=start_line,
+        start_gripper=start_gripper,
+        steps=steps,
+        description=description,
+    )
+    _check_refs(prog)
+    return prog
+
+
+def _settings(s: Section, base: Settings) -> Settings:
+    def pct(key, default):
+        v = s.number(key, None, lo=0, lo_open=True, hi=100)
+        return default if v is None else v / 100.0
+
+    def num_deg(key, default, **kw):
+        v = s.number(key, None, **kw)
+        return default if v is None else math.radians(v)
+
+    period_ms = s.number("period_ms", None, lo=1, hi=1000)
+    return Settings(
+        speed_m_s=_length(s, "speed", "_s", lo=0, lo_open=True) or base.speed_m_s,
+        accel_m_s2=_length(s, "accel", "_s2", lo=0, lo_open=True) or base.accel_m_s2,
+        segment_m=_length(s, "segment", lo=0, lo_open=True) or base.segment_m,
+        joint_speed_fraction=pct("joint_speed_pct", base.joint_speed_fraction),
+        joint_accel_rad_s2=num_deg("joint_accel_deg_s2", base.joint_accel_rad_s2, lo=0, lo_open=True),
+        max_joint_step_rad=num_deg("max_joint_step_deg", base.max_joint_step_rad, lo=0, lo_open=True, hi=45),
+        period_s=base.period_s if period_ms is None else period_ms / 1000.0,
+    )
+
+
+def _steps(raw: list, path: str, *, prefix: str, key: str, bound: set) -> list[Step]:
+    lines = raw.item_lines if isinstance(raw, LineList) else [getattr(raw, "line", None)] * len(raw)
+    out = []
+    for i, item in enumerate(raw):
+        number = f"{prefix}{i + 1}"
+        line = getattr(item, "line", None) or lines[i]
+        if isinstance(item, str) and item in ("open", "close"):
+            raise ConfigError(f"step {number}: write 'gripper: {item}'", path=path, line=line)
+        sec = Section(item, path=path, key=f"{key}[{i}]", line=line)
+        out.append(_step(sec, number, line, path, bound))
+    return out
+
+
+def _step(sec: Section, number: str, line, path: str, bound: set) -> Step:
+    actions = [a for a in STEP_ACTIONS if sec.has(a)]
+    if len(actions) != 1:
+        found = "none" if not actions else ", ".join(actions)
+        raise ConfigError(
+            f"step {number}: a step needs exactly one of {', '.join(STEP_ACTIONS)} (found {found})",
+            path=path,
+            line=line,
+        )
+    action = actions[0]
+    st = Step(number=number, line=line, action=action, name=sec.string("name", None))
+    if action in ("line", "joint"):
+        st.target = _pose_ref(sec.raw(action), sec, action, number)
+        st.offset_m = _length(sec, "offset", count=2)
+    if action == "line":
+        st.speed_m_s = _length(sec, "speed", "_s", lo=0, lo_open=True)
+        st.accel_m_s2 = _length(sec, "accel", "_s2", lo=0, lo_open=True)
+        st.segment_m = _length(sec, "segment", lo=0, lo_open=True)
+    elif action == "joint":
+        pct = sec.number("speed_pct", None, lo=0, lo_open=True, hi=100)
+        st.joint_speed_fraction = None if pct is None else pct / 100.0
+        acc = sec.number("accel_deg_s2", None, lo=0, lo_open=True)
+        st.joint_accel_rad_s2 = None if acc is None else math.radians(acc)
+    elif action == "gripper":
+        value = sec.string("gripper", choices=("open", "close"))
+        st.gripper = value
+    elif action == "wait_s":
+        st.wait_s = sec.number("wait_s", lo=0)
+    elif action == "repeat":
+        count = sec.raw("repeat")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise sec.error("repeat", f"step {number}: repeat needs a whole number of passes >= 1, found {count!r}")
+        st.count = count
+    elif action == "for_each":
+        loop = sec.section("for_each")
+        lengths = set()
+        for var in loop.data:
+            if not isinstance(var, str) or not var.isidentifier():
+                raise loop.error(var, f"step {number}: loop variable names are plain words, found {var!r}")
+            values = loop.items(var)
+            if not values:
+                raise loop.error(var, f"step {number}: the list for '{var}' is empty")
+            st.loop_vars[var] = [
+                _pose_ref(v, loop, var, number) if isinstance(v, dict) else _loop_value(v, loop, var) for v in values
+            ]
+            lengths.add(len(values))
+        loop.done()
+        if not st.loop_vars:
+            raise sec.error("for_each", f"step {number}: for_each needs at least one 'name: [pose, ...]' list")
+        if len(lengths) > 1:
+            raise sec.error(
+                "for_each",
+                f"step {number}: the for_each lists must have the same length "
+                f"(found {', '.join(str(len(v)) for v in st.loop_vars.values())})",
+            )
+    if action in ("repeat", "for_each"):
+        if not sec.has("steps"):
+            raise sec.error(None, f"step {number}: {action} needs a 'steps:' list of the steps to repeat")
+        inner = sec.items("steps")
+        if not inner:
+            raise sec.error("steps", f"step {number}: the 'steps:' list to repeat is empty")
+        st.steps = _steps(inner, path, prefix=f"{number}.", key=f"{sec.key}.steps", bound=bound | set(st.loop_vars))
+    try:
+        sec.done()
+    except ConfigError as exc:
+        raise ConfigError(f"step {number} ({action}): {exc.reason}", path=exc.path, line=exc.line) from None
+    return st
+
+
+def _loop_value(v, loop: Section, var: str) -> str:
+    if isinstance(v, str) and v and not v.startswith("$"):
+        return v
+    raise loop.error(var, f"for_each values are pose names or inline poses, found {v!r}")
+
+
+def _check_refs(prog: Program) -> None:
+    """Every pose name used exists; every '$var' is bound by an enclosing for_each."""
+
+    def check(ref, line, what: str, bound: set):
+        if not isinstance(ref, str):
+            return
+        if ref.startswith("$"):
+            if ref[1:] not in bound:
+                have = ", ".join(f"${b}" for b in sorted(bound)) or "none here"
+                raise ConfigError(
+                    f"{what}: '{ref}' is not a for_each variable (variables: {have})", path=prog.path, line=line
+                )
+            return
+        if ref not in prog.poses:
+            close = difflib.get_close_matches(ref, list(prog.poses), n=1)
+            hint = f"did you mean '{close[0]}'?" if close else "define it under 'poses:'"
+            known = ", ".join(prog.poses) or "none"
+            raise ConfigError(f"{what}: unknown pose '{ref}'; {hint} (poses: {known})", path=prog.path, line=line)
+
+    def walk(steps, bound):
+        for st in steps:
+            check(st.target, st.line, f"step {st.number}", bound)
+            for var, values in st.loop_vars.items():
+                for v in values:
+                    check(v, st.line, f"step {st.number} (for_each {var})", bound)
+            walk(st.steps, bound | set(st.loop_vars))
+
+    check(prog.start, prog.start_line, "start", set())
+    walk(prog.steps, set())
+
+
+# --------------------------------------------------------------------------- planning
+
+
+@dataclass
+class _Flat:
+    """One step instance after expanding loops."""
+
+    step: Step
+    label: str  # for errors: "file:line: step 1.2 'name' (part=part1)"
+    title: str  # for the trajectory: "step 1.2 'name' (line 12; part=part1)"
+    env: dict
+
+
+def expand(prog: Program) -> list[_Flat]:
+    """The steps in execution order, loops unrolled, with their labels."""
+    out: list[_Flat] = []
+
+    def walk(steps, env, notes):
+        for st in steps:
+            name = f"step {st.number}" + (f" '{st.name}'" if st.name else "")
+            if st.action == "repeat":
+                for k in range(st.count):
+                    walk(st.steps, env, [*notes, f"pass {k + 1} of {st.count}"])
+            elif st.action == "for_each":
+                n = len(next(iter(st.loop_vars.values())))
+                for k in range(n):
+                    inner = dict(env)
+                    inner.update({var: _resolve_name(values[k], env) for var, values in st.loop_vars.items()})
+                    walk(st.steps, inner, [*notes, ", ".join(f"{v}={_ref_text(inner[v])}" for v in st.loop_vars)])
+            else:
+                label = f"{prog.path}:{st.line}: {name}" + (f" ({'; '.join(notes)})" if notes else "")
+                title = f"{name} (line {st.line}" + "".join(f"; {n}" for n in notes) + ")"
+                out.append(_Flat(step=st, label=label, title=title, env=env))
+
+    walk(prog.steps, {}, [])
+    return out
+
+
+def _resolve_name(ref, env):
+    if isinstance(ref, str) and ref.startswith("$"):
+        return env[ref[1:]]
+    return ref
+
+
+def _ref_text(ref) -> str:
+    return ref if isinstance(ref, str) else "inline pose"
+
+
+def _pose_of(prog: Program, ref, env) -> Pose:
+    ref = _resolve_name(ref, env)
+    return prog.poses[ref] if isinstance(ref, str) else ref
+
+
+def _check_pose_on_arm(prog: Program, pose: Pose, arm: Arm, where: str, line) -> None:
+    """Arm-specific format checks: joint count, phi only on 3 links, joint poses inside limits."""
+    pline = pose.line or line
+    if pose.q_rad is not None:
+        if len(pose.q_rad) != arm.n:
+            raise ConfigError(
+                f"{where}: {pose.describe()} has {len(pose.q_rad)} joint angles but arm "
+                f"'{arm.name}' has {arm.n} joints",
+                path=prog.path,
+                line=pline,
+            )
+        q = np.array(pose.q_rad)
+        if not arm.within_limits(q):
+            exc = motion._limit_error(arm, q, f"in {pose.describe()}", hint="change its q_deg")
+            raise motion._located(exc, f"{prog.path}:{pline}: {where}")
+    elif pose.phi_rad is not None and arm.n != 3:
+        raise ConfigError(
+            f"{where}: {pose.describe()} gives a tool angle phi_deg, which needs a 3-link arm; "
+            f"arm '{arm.name}' has {arm.n} links: remove phi_deg",
+            path=prog.path,
+            line=pline,
+        )
+
+
+def _target(pose: Pose, offset, arm: Arm):
+    """(xy_m, phi_rad or None, exact end q or None) of a pose plus an optional offset (m)."""
+    if pose.q_rad is not None:
+        q = np.array(pose.q_rad)
+        if offset is None:
+            return fk(arm.links_m, q), (float(np.sum(q)) if arm.n == 3 else None), q
+        return fk(arm.links_m, q) + np.asarray(offset), (float(np.sum(q)) if arm.n == 3 else None), None
+    xy = np.asarray(pose.xy_m, dtype=float) + (np.asarray(offset) if offset is not None else 0.0)
+    return xy, pose.phi_rad, None
+
+
+def plan_program(prog: Program, arm: Arm) -> Plan:
+    """Plan the whole program on ``arm``: every pose, target and segment checked; one Trajectory out.
+
+    Errors: ConfigError (exit 2) for a program that does not fit the arm's
+    format (joint count, phi on 2 links, no gripper, arm name); MotionError
+    (exit 3) for anything the arm cannot do. Both name file, line and step.
+    """
+    if prog.arm_name is not None and prog.arm_name != arm.name:
+        raise ConfigError(
+            f"this program is written for arm '{prog.arm_name}' but the arm is '{arm.name}'; "
+            f"run with --arm {prog.arm_name}",
+            path=prog.path,
+            line=prog.arm_line,
+        )
+    flat = expand(prog)
+    st = prog.settings
+    q = np.array(arm.home_rad, dtype=float)
+    if prog.start is not None:
+        pose = _pose_of(prog, prog.start, {})
+        _check_pose_on_arm(prog, pose, arm, "start", prog.start_line)
+        try:
+            xy, phi, q_exact = _target(pose, None, arm)
+            q = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, arm.home_rad)
+        except MotionError as exc:
+            raise motion._located(exc, f"{prog.path}:{prog.start_line}: start") from None
+    q_start = q.copy()
+    if arm.gripper is not None:
+        g_start = arm.gripper.open_rad if prog.start_gripper == "open" else arm.gripper.closed_rad
+    else:
+        g_start = float("nan")
+    g = g_start
+    plans = []
+    for item in flat:
+        try:
+            move = _move(prog, item, arm, q)
+        except MotionError as exc:
+            raise motion._located(exc, item.label) from None
+        mp = motion.plan_move(arm, move, q, g, period_s=st.period_s, max_joint_step_rad=st.max_joint_step_rad)
+        plans.append(mp)
+        q, g = mp.q_rad[-1], float(mp.gripper_rad[-1])
+    traj = motion.assemble(
+        arm, plans, q_start=q_start, gripper_start=g_start, period_s=st.period_s, labels=[it.title for it in flat]
+    )
+    return Plan(trajectory=traj, moves=plans, arm=arm)
+
+
+def _move(prog: Program, item: _Flat, arm: Arm, q):
+    s, st, label = item.step, prog.settings, item.label
+    if s.action == "wait_s":
+        return Wait(s.wait_s, label=label)
+    if s.action == "gripper":
+        if arm.gripper is None:
+            raise ConfigError(
+                f"step {s.number}: arm '{arm.name}' has no gripper; remove the gripper steps",
+                path=prog.path,
+                line=s.line,
+            )
+        angle = arm.gripper.open_rad if s.gripper == "open" else arm.gripper.closed_rad
+        return GripperMove(angle, label=label)
+    pose = _pose_of(prog, s.target, item.env)
+    _check_pose_on_arm(prog, pose, arm, f"step {s.number}", s.line)
+    xy, phi, q_exact = _target(pose, s.offset_m, arm)
+    try:
+        if s.action == "line":
+            return LineMove(
+                tuple(xy),
+                phi_rad=phi,
+                speed_m_s=s.speed_m_s or st.speed_m_s,
+                accel_m_s2=s.accel_m_s2 or st.accel_m_s2,
+                segment_m=s.segment_m or st.segment_m,
+                end_q_rad=None if q_exact is None else tuple(q_exact),
+                label=label,
+            )
+        q_end = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, q)
+    except MotionError as exc:
+        raise motion._located(exc, f"to {pose.describe()}") from None
+    return JointMove(
+        tuple(q_end),
+        speed_fraction=s.joint_speed_fraction or st.joint_speed_fraction,
+        accel_rad_s2=s.joint_accel_rad_s2 or st.joint_accel_rad_s2,
+        label=label,
+    )
+
+
+def plan_file(path: str | Path, arm: Arm) -> Plan:
+    """Load, validate and plan a program file on ``arm``."""
+    return plan_program(load_program(path), arm)
