@@ -65,6 +65,10 @@ class JointLimitError(MotionError):
         self.q = q
 
 
+class PulseLimitError(JointLimitError):
+    """A joint angle that needs a servo pulse outside the calibrated min/max pulse."""
+
+
 class LinkError(ArmctlError, OSError):
     """The serial link or the board failed: bad port, timeout, lost link."""
 
