@@ -37,14 +37,18 @@ def require_matplotlib():
     return plt
 
 
-def _workspace_image(arm, *, samples: int = 120_000, bins: int = 220, seed: int = 0):
-    """Density of tool points over random poses inside the joint limits: (mask, extent)."""
+def _workspace_image(arm, box, *, samples: int = 300_000, bins: int = 140, seed: int = 0):
+    """Where the tool can be with the joints inside their limits, over ``box`` (x0, x1, y0, y1) in m:
+    a (bins, bins) mask from random poses, with one-cell sampling holes filled."""
     rng = np.random.default_rng(seed)
     q = rng.uniform(arm.q_min, arm.q_max, size=(samples, arm.n))
     p = fk(arm.links_m, q)
-    r = arm.reach_max * 1.05
-    h, _, _ = np.histogram2d(p[:, 0], p[:, 1], bins=bins, range=[[-r, r], [-r, r]])
-    return (h.T > 0).astype(float), (-r, r, -r, r)
+    h, _, _ = np.histogram2d(p[:, 0], p[:, 1], bins=bins, range=[box[:2], box[2:]])
+    m = h.T > 0
+    for _ in range(3):
+        around = sum(np.roll(np.roll(m, dy, 0), dx, 1) for dy in (-1, 0, 1) for dx in (-1, 0, 1))
+        m = m | (around >= 4)
+    return m
 
 
 def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6) -> None:
@@ -69,17 +73,25 @@ def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6) -> N
         fontsize=12,
     )
 
+    # Frame the arm's working area: the path and the drawn poses, with a margin.
+    idx = np.unique(np.linspace(0, len(tr) - 1, max(1, poses)).round().astype(int))
+    allp = np.concatenate(
+        [joint_positions(arm.links_m, tr.q_rad[idx]).reshape(-1, 2), fk(arm.links_m, tr.q_rad), [[0.0, 0.0]]]
+    )
+    lo, hi = allp.min(axis=0), allp.max(axis=0)
+    pad = 0.08 * arm.reach_max
+    box = (lo[0] - pad, hi[0] + pad, lo[1] - pad, hi[1] + pad)
+
     # Workspace: where the tool can be with the joints inside their limits, and the reach circles.
-    img, extent = _workspace_image(arm)
+    mask = _workspace_image(arm, box)
     ax.imshow(
-        np.where(img > 0, 1.0, np.nan),
-        extent=extent,
+        np.where(mask, 1.0, np.nan),
+        extent=box,
         origin="lower",
-        cmap="Greys",
+        cmap="Blues",
         vmin=0,
-        vmax=4,
+        vmax=8,
         interpolation="nearest",
-        alpha=0.8,
         zorder=0,
     )
     th = np.linspace(0, 2 * math.pi, 361)
@@ -93,15 +105,32 @@ def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6) -> N
             continue
         p = fk(arm.links_m, mp.q_rad)
         if mp.kind == "line":
-            ax.plot(p[:, 0], p[:, 1], "-", color="#1f77b4", lw=2.0, zorder=3, solid_capstyle="round")
+            ax.plot(p[:, 0], p[:, 1], "-", color="#1f77b4", lw=2.2, zorder=3, solid_capstyle="round")
         else:
             ax.plot(p[:, 0], p[:, 1], "--", color="#ff7f0e", lw=1.3, zorder=2)
     if len(tr.points_m):
-        ax.plot(tr.points_m[:, 0], tr.points_m[:, 1], ".", color="#08306b", ms=1.5, zorder=4)
+        ax.plot(tr.points_m[:, 0], tr.points_m[:, 1], ".", color="white", ms=1.1, mew=0, zorder=4)
 
-    # The arm at a few moments, fading from early (light) to late (dark).
-    k = max(1, poses)
-    idx = np.unique(np.linspace(0, len(tr) - 1, k).round().astype(int))
+    # Where the gripper closes (picks) and opens (places).
+    for mp in plan.moves:
+        if mp.kind == "gripper" and len(mp.t_s) > 1 and arm.gripper is not None:
+            closing = bool(mp.gripper_rad[-1] < mp.gripper_rad[0]) == bool(
+                arm.gripper.closed_rad < arm.gripper.open_rad
+            )
+            x, y = fk(arm.links_m, mp.q_rad[-1])
+            ax.plot(
+                x,
+                y,
+                "v" if closing else "^",
+                color="#d62728" if closing else "#2ca02c",
+                ms=9,
+                zorder=8,
+                mec="k",
+                mew=0.6,
+            )
+
+    # The arm at a few moments, fading from early (light) to late (dark); labels kept apart.
+    placed: list = []
     for j, i in enumerate(idx):
         pts = joint_positions(arm.links_m, tr.q_rad[i])
         shade = 0.25 + 0.7 * (j / max(1, len(idx) - 1))
@@ -116,38 +145,36 @@ def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6) -> N
             markerfacecolor="white",
             markeredgecolor=(0.1, 0.1, 0.1, shade),
         )
-        ax.annotate(
-            f"{tr.t_s[i]:.1f} s",
-            pts[-1],
-            textcoords="offset points",
-            xytext=(6, 6),
-            fontsize=8,
-            color=(0.1, 0.1, 0.1, max(shade, 0.6)),
-            zorder=6,
-        )
+        elbow = pts[-3] if arm.n == 3 else pts[-2]
+        if all(np.hypot(*(elbow - e)) > 0.05 * arm.reach_max for e in placed):
+            placed.append(elbow)
+            ax.annotate(
+                f"{tr.t_s[i]:.1f} s",
+                elbow,
+                textcoords="offset points",
+                xytext=(7, 3),
+                fontsize=8,
+                color=(0.1, 0.1, 0.1, max(shade, 0.7)),
+                zorder=6,
+            )
     p0 = fk(arm.links_m, tr.q_rad[0])
-    ax.plot(*p0, "o", color="#2ca02c", ms=9, zorder=7)
+    ax.plot(*p0, "o", color="#ff7f0e", ms=9, zorder=7, mec="k", mew=0.6)
     ax.plot(0, 0, "s", color="k", ms=9, zorder=7)
+    ax.set_xlim(box[0], box[1])
+    ax.set_ylim(box[2], box[3])
     ax.set_aspect("equal")
-    # Frame the arm's working area: the path and the poses, with some margin, inside the reach circle.
-    allp = np.concatenate(
-        [joint_positions(arm.links_m, tr.q_rad[idx]).reshape(-1, 2), fk(arm.links_m, tr.q_rad), [[0.0, 0.0]]]
-    )
-    lo, hi = allp.min(axis=0), allp.max(axis=0)
-    pad = 0.08 * arm.reach_max
-    ax.set_xlim(lo[0] - pad, hi[0] + pad)
-    ax.set_ylim(lo[1] - pad, hi[1] + pad)
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")
-    ax.set_title(f"workspace of {arm.name} (grey: reachable inside joint limits)", fontsize=10)
+    ax.set_title(f"workspace of {arm.name} (shaded: reachable inside the joint limits)", fontsize=10)
     ax.grid(True, lw=0.3, alpha=0.6)
     ax.legend(
         handles=[
             Line2D([], [], color="#1f77b4", lw=2, label="line moves (tool path)"),
             Line2D([], [], color="#ff7f0e", lw=1.3, ls="--", label="joint moves (tool path)"),
-            Line2D([], [], color="#08306b", marker=".", ls="", label="segment points"),
             Line2D([], [], color="0.1", marker="o", markerfacecolor="white", lw=3, label="arm pose"),
-            Line2D([], [], color="#2ca02c", marker="o", ls="", label="start"),
+            Line2D([], [], color="#ff7f0e", marker="o", ls="", mec="k", label="start"),
+            Line2D([], [], color="#d62728", marker="v", ls="", mec="k", label="gripper closes"),
+            Line2D([], [], color="#2ca02c", marker="^", ls="", mec="k", label="gripper opens"),
         ],
         loc="best",
         fontsize=8,
