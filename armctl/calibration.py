@@ -1,0 +1,294 @@
+"""Servo calibration: joint angle <-> servo pulse width, per servo.
+
+For each servo (one per joint, plus the gripper): the board channel (our
+protocol) and Arduino pin (Firmata), the pulse at joint angle 0, microseconds
+per degree, direction (+1/-1) and the safe min/max pulse. Pulses are in
+microseconds (float); angles in radians inside, degrees in the YAML file:
+
+    pulse_us = zero_us + direction * us_per_deg * degrees(angle_rad)
+
+Files are strict YAML (``calibration/<arm>.yaml``), saved atomically with the
+previous version kept as ``<file>.bak``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from .config import Section, load_yaml_file, load_yaml_text
+from .errors import ConfigError, PulseLimitError
+
+FORMAT_VERSION = 1
+PULSE_RANGE_US = (500.0, 2500.0)
+REPO_CALIBRATION_DIR = Path(__file__).resolve().parent.parent / "calibration"
+
+
+@dataclass(frozen=True)
+class ServoCal:
+    """One servo's mapping. Pulses in us; ``us_per_deg`` > 0; ``direction`` +1 or -1."""
+
+    name: str
+    channel: int
+    pin: int
+    zero_us: float
+    us_per_deg: float
+    direction: int
+    min_us: float
+    max_us: float
+
+    def pulse_us(self, angle_rad):
+        """Pulse width (us) for joint angle(s) ``angle_rad`` (rad); no limit check."""
+        return self.zero_us + self.direction * self.us_per_deg * np.degrees(np.asarray(angle_rad, dtype=float))
+
+    def angle_rad(self, pulse_us):
+        """Joint angle(s) (rad) for pulse width(s) ``pulse_us`` (us)."""
+        return np.radians((np.asarray(pulse_us, dtype=float) - self.zero_us) / (self.direction * self.us_per_deg))
+
+    def angle_range_rad(self) -> tuple[float, float]:
+        """Joint angles (rad) reachable inside min_us..max_us, low to high."""
+        a, b = float(self.angle_rad(self.min_us)), float(self.angle_rad(self.max_us))
+        return (min(a, b), max(a, b))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Every servo of one arm: ``joints`` in joint order, optional ``gripper``."""
+
+    arm: str
+    joints: tuple[ServoCal, ...]
+    gripper: ServoCal | None = None
+    version: int = FORMAT_VERSION
+    source: str = field(default="<code>")
+
+    @property
+    def servos(self) -> tuple[ServoCal, ...]:
+        """Joint servos then the gripper (if any)."""
+        return self.joints + ((self.gripper,) if self.gripper is not None else ())
+
+    @property
+    def channel_count(self) -> int:
+        """Channels a board needs: highest channel used + 1."""
+        return 1 + max(s.channel for s in self.servos)
+
+    def joints_to_us(self, q_rad, *, check: bool = True) -> np.ndarray:
+        """Pulses (us), shape (..., n), for joint angles ``q_rad`` (rad), shape (..., n).
+
+        With ``check`` a pulse outside a servo's min/max raises PulseLimitError
+        naming the joint, the angle and the pulse.
+        """
+        q = np.asarray(q_rad, dtype=float)
+        if q.shape[-1] != len(self.joints):
+            raise ValueError(f"expected {len(self.joints)} joint angles, got shape {q.shape}")
+        us = np.stack([s.pulse_us(q[..., i]) for i, s in enumerate(self.joints)], axis=-1)
+        if check:
+            self.check_us(us, q)
+        return us
+
+    def us_to_joints(self, us) -> np.ndarray:
+        """Joint angles (rad), shape (..., n), for pulses ``us`` (us), shape (..., n)."""
+        us = np.asarray(us, dtype=float)
+        return np.stack([s.angle_rad(us[..., i]) for i, s in enumerate(self.joints)], axis=-1)
+
+    def check_us(self, us, q_rad=None, *, tol_us: float = 1e-6) -> None:
+        """Raise PulseLimitError if any joint pulse in ``us`` (..., n) is outside its min/max."""
+        us = np.asarray(us, dtype=float).reshape(-1, len(self.joints))
+        for i, s in enumerate(self.joints):
+            bad = (us[:, i] < s.min_us - tol_us) | (us[:, i] > s.max_us + tol_us) | ~np.isfinite(us[:, i])
+            if np.any(bad):
+                k = int(np.argmax(bad))
+                angle = (
+                    ""
+                    if q_rad is None
+                    else (f" at {math.degrees(float(np.asarray(q_rad).reshape(-1, len(self.joints))[k, i])):.1f} deg")
+                )
+                raise PulseLimitError(
+                    f"joint {i + 1} ({s.name}){angle} needs a {us[k, i]:.1f} us pulse, outside the calibrated "
+                    f"{s.min_us:g}..{s.max_us:g} us (calibration {self.source}); pick another target or "
+                    "recalibrate",
+                    joint=i,
+                    q=None if q_rad is None else np.asarray(q_rad),
+                )
+
+    def gripper_to_us(self, angle_rad, *, check: bool = True):
+        """Gripper pulse (us) for gripper angle(s) (rad)."""
+        if self.gripper is None:
+            raise ConfigError("this calibration has no gripper servo", path=self.source)
+        us = self.gripper.pulse_us(angle_rad)
+        if check and np.any((us < self.gripper.min_us - 1e-6) | (us > self.gripper.max_us + 1e-6)):
+            raise PulseLimitError(
+                f"gripper needs a pulse outside the calibrated {self.gripper.min_us:g}.."
+                f"{self.gripper.max_us:g} us (calibration {self.source})"
+            )
+        return us
+
+    def check_arm(self, arm) -> None:
+        """ConfigError unless this calibration has one servo per joint of ``arm`` (and a gripper if it has one)."""
+        if len(self.joints) != arm.n:
+            raise ConfigError(
+                f"calibration has {len(self.joints)} joint servos but arm {arm.name!r} has {arm.n} joints",
+                path=self.source,
+            )
+        if arm.gripper is not None and self.gripper is None:
+            raise ConfigError(
+                f"arm {arm.name!r} has a gripper but the calibration has no 'gripper' servo", path=self.source
+            )
+
+
+# --- YAML --------------------------------------------------------------------------------------------------
+
+_SERVO_KEYS = ("channel", "pin", "zero_us", "us_per_deg", "direction", "min_us", "max_us")
+
+
+def _parse_servo(sec: Section, default_name: str) -> ServoCal:
+    name = sec.string("name", default_name)
+    channel = sec.number("channel", lo=0, hi=15)
+    pin = sec.number("pin", lo=0, hi=127)
+    for key, v in (("channel", channel), ("pin", pin)):
+        if v != int(v):
+            raise sec.error(key, f"expected a whole number, found {v:g}")
+    zero = sec.number("zero_us", lo=PULSE_RANGE_US[0], hi=PULSE_RANGE_US[1])
+    per_deg = sec.number("us_per_deg", lo=1.0, hi=50.0)
+    direction = sec.number("direction")
+    if direction not in (1.0, -1.0):
+        raise sec.error("direction", f"expected 1 or -1, found {direction:g}")
+    lo = sec.number("min_us", lo=PULSE_RANGE_US[0], hi=PULSE_RANGE_US[1])
+    hi = sec.number("max_us", lo=PULSE_RANGE_US[0], hi=PULSE_RANGE_US[1])
+    if hi <= lo:
+        raise sec.error("max_us", f"max_us ({hi:g}) must be greater than min_us ({lo:g})")
+    sec.done()
+    return ServoCal(
+        name=name,
+        channel=int(channel),
+        pin=int(pin),
+        zero_us=zero,
+        us_per_deg=per_deg,
+        direction=int(direction),
+        min_us=lo,
+        max_us=hi,
+    )
+
+
+def parse_calibration(data, path) -> Calibration:
+    """Validate a parsed calibration YAML document."""
+    top = Section(data, path=path)
+    version = top.number("version")
+    if version != FORMAT_VERSION:
+        raise top.error(
+            "version", f"unsupported calibration version {version:g} (this armctl reads version {FORMAT_VERSION})"
+        )
+    arm = top.string("arm")
+    raw = top.items("joints")
+    if len(raw) not in (2, 3):
+        raise top.error("joints", f"expected 2 or 3 joint servos, found {len(raw)}")
+    joints = []
+    for i, item in enumerate(raw):
+        line = raw.item_lines[i] if hasattr(raw, "item_lines") else None
+        joints.append(_parse_servo(Section(item, path=path, key=f"joints[{i}]", line=line), f"joint{i + 1}"))
+    gripper = None
+    g = top.section("gripper", required=False)
+    if g is not None:
+        gripper = _parse_servo(g, "gripper")
+    top.done()
+    cal = Calibration(arm=arm, joints=tuple(joints), gripper=gripper, version=int(version), source=str(path))
+    seen: dict[int, str] = {}
+    for s in cal.servos:
+        if s.channel in seen:
+            raise ConfigError(f"servos {seen[s.channel]!r} and {s.name!r} share channel {s.channel}", path=path)
+        seen[s.channel] = s.name
+    return cal
+
+
+def load_calibration(path: str | Path) -> Calibration:
+    """Load and validate a calibration file."""
+    return parse_calibration(load_yaml_file(path), Path(path))
+
+
+def find_calibration(arm_name: str, explicit: str | Path | None = None, *, cwd: Path | None = None) -> Path:
+    """The calibration file to use: ``explicit``, else ``calibration/<arm>.yaml`` in ``cwd``, else the
+    repository's ``calibration/`` next to the package; ConfigError naming the places looked at otherwise."""
+    if explicit is not None:
+        return Path(explicit)
+    here = (cwd or Path.cwd()) / "calibration" / f"{arm_name}.yaml"
+    repo = REPO_CALIBRATION_DIR / f"{arm_name}.yaml"
+    for candidate in (here, repo):
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(
+        f"no calibration for arm {arm_name!r}: looked for {here} and {repo}; pass "
+        "--calibration FILE (see calibration/seed-3link.yaml for the format)"
+    )
+
+
+def _servo_yaml(s: ServoCal) -> str:
+    def num(v: float) -> str:
+        return f"{v:.6g}"
+
+    return (
+        f"{{name: {s.name}, channel: {s.channel}, pin: {s.pin}, zero_us: {num(s.zero_us)}, "
+        f"us_per_deg: {num(s.us_per_deg)}, direction: {s.direction}, min_us: {num(s.min_us)}, "
+        f"max_us: {num(s.max_us)}}}"
+    )
+
+
+def to_yaml(cal: Calibration, *, comment: str = "") -> str:
+    """The YAML text of a calibration (what ``save_calibration`` writes)."""
+    lines = [f"# {c}" for c in comment.splitlines()] if comment else []
+    lines.append("# pulse_us = zero_us + direction * us_per_deg * joint_angle_deg; min_us/max_us: safe range.")
+    lines += [f"version: {cal.version}", f"arm: {cal.arm}", "joints:"]
+    lines += [f"  - {_servo_yaml(s)}" for s in cal.joints]
+    if cal.gripper is not None:
+        lines.append(f"gripper: {_servo_yaml(cal.gripper)}")
+    return "\n".join(lines) + "\n"
+
+
+def save_calibration(cal: Calibration, path: str | Path, *, comment: str = "") -> Path:
+    """Write ``cal`` atomically: temp file in the same directory, fsync, keep the old file as ``.bak``,
+    rename over. A crash at any point leaves either the old or the new file, never half of one."""
+    path = Path(path)
+    text = to_yaml(cal, comment=comment)
+    parse_calibration(load_yaml_text(text, path), path)  # never write what we could not read back
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if path.exists():  # copy, not move: the old file stays in place until the final rename
+            _copy_durable(path, path.with_name(path.name + ".bak"))
+        os.replace(tmp, path)
+        tmp = None
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def _copy_durable(src: Path, dst: Path) -> None:
+    data = src.read_bytes()
+    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, dst)
+
+
+def with_servo(cal: Calibration, index: int, **changes) -> Calibration:
+    """A copy of ``cal`` with joint ``index`` (or the gripper for index == len(joints)) changed."""
+    if index == len(cal.joints):
+        return replace(cal, gripper=replace(cal.gripper, **changes))
+    joints = list(cal.joints)
+    joints[index] = replace(joints[index], **changes)
+    return replace(cal, joints=tuple(joints))

@@ -1,0 +1,146 @@
+"""Calibration: angle <-> pulse mapping, strict YAML, atomic save, default lookup."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from armctl.arm import load_arm
+from armctl.calibration import REPO_CALIBRATION_DIR, find_calibration, load_calibration, save_calibration, with_servo
+from armctl.errors import ConfigError, JointLimitError, PulseLimitError
+
+SEED3 = REPO_CALIBRATION_DIR / "seed-3link.yaml"
+
+
+@pytest.mark.parametrize("name", ["seed-2link", "seed-3link"])
+def test_example_files_cover_the_joint_ranges(name):
+    cal = load_calibration(REPO_CALIBRATION_DIR / f"{name}.yaml")
+    arm = load_arm(name)
+    cal.check_arm(arm)
+    for q in (arm.q_min, arm.q_max, arm.home_rad):
+        cal.joints_to_us(q)  # inside min/max: no error
+    cal.gripper_to_us(np.array([arm.gripper.open_rad, arm.gripper.closed_rad]))
+
+
+@given(st.lists(st.floats(-1.5, 1.5), min_size=3, max_size=3))
+def test_round_trip_angles(q):
+    cal = load_calibration(SEED3)
+    us = cal.joints_to_us(np.array(q), check=False)
+    assert np.allclose(cal.us_to_joints(us), q, atol=1e-12)
+
+
+def test_vectorised_and_direction():
+    cal = load_calibration(SEED3)
+    q = np.radians([[0, 0, 0], [10, 10, 10]])
+    us = cal.joints_to_us(q)
+    assert us.shape == (2, 3)
+    assert np.allclose(us[0], 1500)
+    assert np.allclose(us[1], [1574, 1426, 1574])  # the elbow runs the other way
+
+
+def test_pulse_outside_range_is_a_joint_limit_error():
+    cal = load_calibration(SEED3)
+    with pytest.raises(PulseLimitError, match=r"joint 1 \(shoulder\) at 95.0 deg needs a 2203.0 us") as err:
+        cal.joints_to_us(np.radians([95, 0, 0]))
+    assert isinstance(err.value, JointLimitError) and err.value.joint == 0
+
+
+def _write(tmp_path, text) -> Path:
+    p = tmp_path / "cal.yaml"
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+GOOD = """\
+    version: 1
+    arm: seed-2link
+    joints:
+      - {name: a, channel: 0, pin: 9, zero_us: 1500, us_per_deg: 7.4, direction: 1, min_us: 800, max_us: 2200}
+      - {name: b, channel: 1, pin: 10, zero_us: 1500, us_per_deg: 7.4, direction: -1, min_us: 500, max_us: 2500}
+    """
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("direction: -1", "direction: 2"), r"cal.yaml:5, key 'joints\[1\].direction': expected 1 or -1"),
+        (("pin: 10,", "pin: 10, color: red,"), r"cal.yaml:5, key 'joints\[1\].color': unknown key"),
+        (("version: 1", "version: 7"), r"cal.yaml:1, key 'version': unsupported calibration version 7"),
+        (("min_us: 500", "min_us: 2600"), r"key 'joints\[1\].min_us': 2600 is out of range"),
+        (("channel: 1", "channel: 0"), r"share channel 0"),
+        (("max_us: 2200", "max_us: 700"), r"max_us \(700\) must be greater"),
+    ],
+)
+def test_strict_validation_names_file_line_key(tmp_path, change, message):
+    assert change[0] in GOOD
+    p = _write(tmp_path, GOOD.replace(change[0], change[1], 1))
+    with pytest.raises(ConfigError, match=message):
+        load_calibration(p)
+
+
+def test_save_round_trip_keeps_backup(tmp_path):
+    cal = load_calibration(SEED3)
+    target = tmp_path / "c.yaml"
+    save_calibration(cal, target)
+    again = load_calibration(target)
+    assert again.joints == cal.joints and again.gripper == cal.gripper
+    changed = with_servo(again, 1, zero_us=1512.5)
+    save_calibration(changed, target)
+    assert load_calibration(target).joints[1].zero_us == 1512.5
+    assert load_calibration(target.with_name("c.yaml.bak")).joints[1].zero_us == 1500
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "c.yaml.bak"]
+
+
+@pytest.mark.parametrize("die_at_fsync", [1, 3])
+def test_killed_save_leaves_a_whole_file(tmp_path, die_at_fsync):
+    """SIGKILL inside save: before the rename the old file is intact; after it, the new one is whole."""
+    target = tmp_path / "c.yaml"
+    save_calibration(load_calibration(SEED3), target)
+    before = target.read_text()
+    script = f"""
+import os, signal
+from armctl.calibration import load_calibration, save_calibration, with_servo
+calls = [0]
+real = os.fsync
+def fsync(fd):
+    calls[0] += 1
+    if calls[0] == {die_at_fsync}:
+        os.kill(os.getpid(), signal.SIGKILL)
+    real(fd)
+os.fsync = fsync
+cal = load_calibration({str(target)!r})
+save_calibration(with_servo(cal, 0, zero_us=1600), {str(target)!r})
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert proc.returncode == -9
+    cal = load_calibration(target)  # whole and valid either way
+    if die_at_fsync == 1:
+        assert target.read_text() == before
+    else:
+        assert cal.joints[0].zero_us == 1600
+
+
+def test_default_lookup(tmp_path, monkeypatch):
+    assert find_calibration("seed-3link", cwd=tmp_path) == REPO_CALIBRATION_DIR / "seed-3link.yaml"
+    (tmp_path / "calibration").mkdir()
+    local = tmp_path / "calibration" / "seed-3link.yaml"
+    local.write_text(SEED3.read_text())
+    assert find_calibration("seed-3link", cwd=tmp_path) == local
+    assert find_calibration("x", "given.yaml") == Path("given.yaml")
+    with pytest.raises(ConfigError, match="no calibration for arm 'nope'.*--calibration"):
+        find_calibration("nope", cwd=tmp_path)
+
+
+def test_gripper_mapping():
+    cal = load_calibration(SEED3)
+    assert cal.gripper_to_us(math.radians(60)) == pytest.approx(1800)
+    with pytest.raises(PulseLimitError, match="gripper"):
+        cal.gripper_to_us(math.radians(90))
