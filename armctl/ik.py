@@ -303,7 +303,8 @@ def analytic_2link(l1: float, l2: float, x: float, y: float) -> list[tuple[float
     if c2 > 1.0 + 1e-12 or c2 < -1.0 - 1e-12:
         return []
     c2 = min(1.0, max(-1.0, c2))
-    s2 = math.sqrt(max(0.0, 1.0 - c2 * c2))
+    # Straight or folded within rounding: one solution, not two 1e-8 rad apart.
+    s2 = 0.0 if 1.0 - abs(c2) < 1e-12 else math.sqrt(1.0 - c2 * c2)
     base = math.atan2(y, x)
     out = []
     for s in (-s2, s2) if s2 > 0.0 else (0.0,):
@@ -324,41 +325,103 @@ def _nearest_turn(angle: float, ref: float, lo: float, hi: float) -> float | Non
     return best
 
 
-def _candidates(links, lo, hi, goal, phi, q0) -> list[list[float]]:
-    """Closed-form poses reaching ``goal``, inside the limits, nearest q0 first."""
-    out = []
+def _fit(q, q0, lo, hi):
+    """Each joint angle at its turn nearest q0 inside the limits.
 
-    def add(q):
-        fixed = []
-        for i, v in enumerate(q):
-            w = _nearest_turn(v, q0[i], lo[i], hi[i])
-            if w is None:
-                return
-            fixed.append(w)
-        out.append(fixed)
+    Returns (violation, pose): violation is how far (rad, summed) the pose
+    lies outside the limits, 0 if inside; the pose is clipped to the limits."""
+    pose = []
+    over = 0.0
+    for i, v in enumerate(q):
+        w = _nearest_turn(v, q0[i], lo[i], hi[i])
+        if w is None:
+            w = v + 2.0 * math.pi * round((0.5 * (lo[i] + hi[i]) - v) / (2.0 * math.pi))
+            over += max(lo[i] - w, w - hi[i], 0.0)
+            w = min(max(w, lo[i]), hi[i])
+        pose.append(w)
+    return over, pose
 
-    if len(links) == 2:
-        for q1, q2 in analytic_2link(links[0], links[1], goal[0], goal[1]):
-            add((q1, q2))
+
+def _pose_at_phi(links, goal, ph, branch):
+    """3-link closed form at tool angle ``ph``: branch 0 elbow up, 1 elbow down."""
+    sols = analytic_2link(links[0], links[1], goal[0] - links[2] * math.cos(ph), goal[1] - links[2] * math.sin(ph))
+    if not sols:
+        return None
+    q1, q2 = sols[min(branch, len(sols) - 1)]
+    return (q1, q2, ph - q1 - q2)
+
+
+_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+def _candidates(links, lo, hi, goal, phi, q0):
+    """Closed-form poses reaching ``goal`` inside the limits, nearest q0 first,
+    and near misses (poses clipped to the limits, least violation first) as
+    starting points for an iterative solver.
+
+    3 links without phi: the tool angle is searched on a 5-degree grid spreading
+    out from the current one (the target's own direction, the only one at full
+    reach, comes second); if no grid angle fits the limits, the violation is
+    minimised over the tool angle around the best near misses, which finds
+    windows narrower than the grid.
+    """
+    out, misses = [], []
+    if len(links) == 2 or phi is not None:
+        sols = (
+            analytic_2link(links[0], links[1], goal[0], goal[1])
+            if len(links) == 2
+            else [q for q in (_pose_at_phi(links, goal, phi, b) for b in (0, 1)) if q is not None]
+        )
+        for q in sols:
+            over, pose = _fit(q, q0, lo, hi)
+            (misses if over > 0 else out).append((over, pose))
     else:
-        if phi is None:
-            # The redundant tool angle: try angles spreading out from the
-            # current one, so the first hits are the poses nearest q0.
-            # The target's own direction comes second: at full reach it is the only one.
-            phi0 = sum(q0)
-            phis = [phi0 + math.radians(d) * s for d in range(0, 181, 5) for s in ((1,) if d in (0, 180) else (1, -1))]
-            phis.insert(1, math.atan2(goal[1], goal[0]))
-        else:
-            phis = [phi]
+        phi0 = sum(q0)
+        phis = [phi0 + math.radians(d) * s for d in range(0, 181, 5) for s in ((1,) if d in (0, 180) else (1, -1))]
+        phis.insert(1, math.atan2(goal[1], goal[0]))
+        grid_misses = []
         for ph in phis:
-            wx = goal[0] - links[2] * math.cos(ph)
-            wy = goal[1] - links[2] * math.sin(ph)
-            for q1, q2 in analytic_2link(links[0], links[1], wx, wy):
-                add((q1, q2, ph - q1 - q2))
-            if phi is None and len(out) >= 6:
+            for b in (0, 1):
+                q = _pose_at_phi(links, goal, ph, b)
+                if q is None:
+                    continue
+                over, pose = _fit(q, q0, lo, hi)
+                if over > 0:
+                    grid_misses.append((over, ph, b, pose))
+                else:
+                    out.append((0.0, pose))
+            if len(out) >= 6:
                 break
-    out.sort(key=lambda q: sum((a - b) ** 2 for a, b in zip(q, q0)))
-    return out
+        if not out:
+            step = math.radians(5.0)
+
+            def violation(p, b):
+                q = _pose_at_phi(links, goal, p, b)
+                return (math.inf, None) if q is None else _fit(q, q0, lo, hi)
+
+            for _, ph, b, _pose in sorted(grid_misses)[:4]:
+                a, c = ph - step, ph + step
+                x1, x2 = c - _GOLDEN * (c - a), a + _GOLDEN * (c - a)
+                f1, f2 = violation(x1, b)[0], violation(x2, b)[0]
+                for _ in range(40):
+                    if min(f1, f2) == 0.0:
+                        break
+                    if f1 < f2:
+                        c, x2, f2 = x2, x1, f1
+                        x1 = c - _GOLDEN * (c - a)
+                        f1 = violation(x1, b)[0]
+                    else:
+                        a, x1, f1 = x1, x2, f2
+                        x2 = a + _GOLDEN * (c - a)
+                        f2 = violation(x2, b)[0]
+                over, pose = violation(x1 if f1 <= f2 else x2, b)
+                if over == 0.0:
+                    out.append((0.0, pose))
+                    break
+        misses = [(over, pose) for over, _, _, pose in grid_misses]
+    out.sort(key=lambda item: sum((a - b) ** 2 for a, b in zip(item[1], q0)))
+    misses.sort(key=lambda item: item[0])
+    return [pose for _, pose in out], [pose for _, pose in misses]
 
 
 # ----------------------------------------------------------------------------
@@ -461,12 +524,15 @@ def _project(P: _Plain, tx, ty, phi):
         r_min = abs(links[0] - links[1])
     wx, wy = tx - ox, ty - oy
     r = math.hypot(wx, wy)
+    # A target on the rim within rounding (fk of a straight pose) is reachable.
     if r > r_max:
-        return r - r_max, (ox + wx * r_max / r, oy + wy * r_max / r)
+        short = r - r_max
+        return (0.0 if short < 1e-12 else short), (ox + wx * r_max / r, oy + wy * r_max / r)
     if r < r_min:
         if r == 0.0:
             return r_min, (ox + r_min, oy)
-        return r_min - r, (ox + wx * r_min / r, oy + wy * r_min / r)
+        short = r_min - r
+        return (0.0 if short < 1e-12 else short), (ox + wx * r_min / r, oy + wy * r_min / r)
     return 0.0, (tx, ty)
 
 
@@ -498,7 +564,7 @@ def solve(
     max_step = 0.0
     q = None
     if method == "analytic":
-        cands = _candidates(P.links, P.lo, P.hi, goal, phi, q0)
+        cands = _candidates(P.links, P.lo, P.hi, goal, phi, q0)[0]
         q = cands[0] if cands else None
     else:
         # Out of reach, DLS starts from the stretched closed-form pose; it is
@@ -512,7 +578,8 @@ def solve(
                 # Stalled on a joint limit or in a local minimum: restart from
                 # the closed-form poses nearest the start, inside the limits.
                 tried_candidates = True
-                starts = _candidates(P.links, P.lo, P.hi, goal, phi, q0)[:2]
+                found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0)
+                starts = found[:2] or misses[:3]
                 if not starts:
                     if q is None:  # nothing reaches the goal inside the limits: get as close as they allow
                         starts = [q0]
@@ -540,7 +607,7 @@ def solve(
     if not _inside(q, P.lo, P.hi):
         reason = "solution outside the joint limits"
     elif not reached:
-        if method == "analytic" or not _candidates(P.links, P.lo, P.hi, goal, phi, q0):
+        if method == "analytic" or not _candidates(P.links, P.lo, P.hi, goal, phi, q0)[0]:
             reason = "no pose inside the joint limits reaches the target"
             short = error
         else:
@@ -663,7 +730,7 @@ def _batch_candidates_at(arm: Arm, goals, ph, q0, offsets_deg):
     c2 = (np.sum(w * w, axis=-1) - l1 * l1 - l2 * l2) / (2 * l1 * l2)
     reach_ok = np.abs(c2) <= 1 + 1e-12
     c2 = np.clip(c2, -1.0, 1.0)
-    s2 = np.sqrt(1.0 - c2 * c2)
+    s2 = np.where(1.0 - np.abs(c2) < 1e-12, 0.0, np.sqrt(1.0 - c2 * c2))
     base = np.arctan2(w[..., 1], w[..., 0])
     poses = []
     for s in (-s2, s2):
@@ -736,6 +803,7 @@ def solve_batch(
     w = t - offset
     r = np.hypot(w[:, 0], w[:, 1])
     short = np.maximum(0.0, np.maximum(r - r_max, r_min - r))
+    short[short < 1e-12] = 0.0  # on the rim within rounding: reachable
     safe_r = np.where(r > 0, r, 1.0)
     scale = np.where(r > r_max, r_max / safe_r, np.where(r < r_min, r_min / safe_r, 1.0))
     w_goal = w * scale[:, None]
