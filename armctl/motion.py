@@ -131,7 +131,7 @@ class MovePlan:
     points_m: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
     segments: int = 0
     line_m: tuple | None = None  # (start xy, end xy) for line moves
-    slowed: bool = False  # joint speed limits cut the Cartesian speed somewhere
+    slowed: bool = False  # joint speed limits made this line move take longer
 
     @property
     def duration_s(self) -> float:
@@ -596,8 +596,11 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
             return _hold(q0, g0, 0.0, period, "line", move.label)
         base = move.speed_m_s / path.speed_scale if path.speed_scale > 0 else move.speed_m_s
         acc = move.accel_m_s2 / path.speed_scale if path.speed_scale > 0 else move.accel_m_s2
-        cap, slowed = _caps_from_joints(path.s, path.q, limit, base)
+        cap, _ = _caps_from_joints(path.s, path.q, limit, base)
         t, q, _ = _timed(path.s, cap, acc, path.at, limit, period, label_kind="line")
+        # Slowed if the joint speed limits made the move longer than the Cartesian limits alone would.
+        free = speed_profile(path.s, np.full(len(path.s), base), acc)[1][-1]
+        slowed = bool(_sample_times(float(free), period)[0][-1] < t[-1] - 1e-9)
         q[0], q[-1] = path.q[0], path.q[-1]
         outside = _outside_limits(arm, q)
         if np.any(outside):  # a joint peaking between two segment points
@@ -728,7 +731,7 @@ def summarize(arm: Arm, traj: Trajectory, moves: list[MovePlan]) -> dict:
         "peak_joint_speed_deg_s": [float(x) for x in np.degrees(peak)],
         "joint_speed_limit_deg_s": [float(x) for x in np.degrees(arm.max_speed_rad_s)],
         "max_path_deviation_m": dev,
-        "slowed_by_joint_limits": [mp.label for mp in moves if mp.slowed],
+        "slowed_by_joint_limits": [mp.label.split(": ", 1)[-1] for mp in moves if mp.slowed],
     }
     if arm.gripper is not None and len(traj) > 1:
         out["peak_gripper_speed_deg_s"] = float(np.degrees(np.abs(np.diff(traj.gripper_rad)).max() / traj.period_s))
