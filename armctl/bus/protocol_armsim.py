@@ -1,0 +1,204 @@
+"""pyserial URL handler for the simulated arm: ``armsim://``.
+
+Importing ``armctl.bus`` registers it, then ``serial.serial_for_url(url)`` opens a
+simulated board that speaks the armctl protocol (docs/protocol.md) byte for
+byte and drives simulated servos of a simulated arm.
+
+URL format::
+
+    armsim://[ARM][?option=value[&option=value...]]
+
+ARM is an arm preset name or file (same as option ``arm``). Options:
+
+- ``arm=NAME|PATH``     arm preset or file (default seed-3link)
+- ``cal=PATH``          calibration that defines the servos (default calibration/<arm>.yaml)
+- ``rate=X``            simulated seconds per wall second (default 1; 20 for fast tests)
+- ``baud=N``            link speed, 10 bits per byte each way (default 115200; 0 = instant)
+- ``drop=P``            probability that a line is lost, each direction (default 0)
+- ``corrupt=P``         probability that a line gets one bit flipped, each direction (default 0)
+- ``delay=MS``          added latency per line, each direction, simulated ms (default 0)
+- ``disconnect=N``      the link dies after N host bytes: later reads and writes raise
+- ``seed=S``            random seed for faults and the boot id
+- ``depth=N``           board queue depth (default 16); ``channels=N`` channel count (default 4)
+- ``slew=DEG_S``        servo speed, deg/s (default 400, i.e. 60 deg in 0.15 s)
+- ``offset=D,D,..``     hidden per-servo angle error, deg (joints, then gripper)
+- ``scale=F,F,..``      hidden per-servo gain error (true us/deg = calibrated * F)
+- ``flip=I,I,..``       servos (0-based) whose true direction is reversed
+- ``start=D,D,..``      initial joint angles, deg (default: the arm's home; gripper open)
+- ``state=PATH``        keep the servo positions in this file between runs
+- ``boot=HEX``          fixed boot id
+
+The opened port has ``.sim`` (a ``SimArm``): recorded pulses, true joint angles and tool point.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import urllib.parse
+
+from serial.serialutil import PortNotOpenError, SerialBase, SerialException
+
+from .sim import LinkGone, SimArm, SimOptions
+
+EXPECTED = (
+    "expected a URL like armsim://[ARM][?rate=20&drop=0.01&seed=1] with options arm, cal, rate, baud, drop, "
+    "corrupt, delay, disconnect, seed, depth, channels, slew, offset, scale, flip, start, state, boot"
+)
+
+
+def _floats(text: str) -> list[float]:
+    return [float(v) for v in text.split(",") if v.strip()]
+
+
+_OPTIONS = {
+    "arm": ("arm", str),
+    "cal": ("cal", str),
+    "rate": ("rate", float),
+    "baud": ("baud", int),
+    "drop": ("drop", float),
+    "corrupt": ("corrupt", float),
+    "delay": ("delay_ms", float),
+    "disconnect": ("disconnect", int),
+    "seed": ("seed", int),
+    "depth": ("depth", int),
+    "channels": ("channels", int),
+    "slew": ("slew_deg_s", float),
+    "offset": ("offset_deg", _floats),
+    "scale": ("scale", _floats),
+    "flip": ("flip", lambda s: [int(v) for v in s.split(",") if v.strip()]),
+    "start": ("start_deg", _floats),
+    "state": ("state", str),
+    "boot": ("boot", lambda s: int(s, 16)),
+}
+
+
+def parse_url(url: str) -> SimOptions:
+    """SimOptions from an ``armsim://`` URL; SerialException with the expected form if it is wrong."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "armsim":
+        raise SerialException(f"not an armsim URL: {url!r}; {EXPECTED}")
+    opts = SimOptions()
+    if parts.netloc or parts.path.strip("/"):
+        opts.arm = urllib.parse.unquote(parts.netloc + parts.path).strip("/")
+    for key, values in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items():
+        if key not in _OPTIONS:
+            raise SerialException(f"unknown armsim option {key!r}; {EXPECTED}")
+        attr, conv = _OPTIONS[key]
+        try:
+            value = conv(values[-1])
+        except ValueError:
+            raise SerialException(f"armsim option {key}={values[-1]!r} is not valid; {EXPECTED}") from None
+        setattr(opts, attr, value)
+    for name in ("drop", "corrupt"):
+        if not 0.0 <= getattr(opts, name) <= 1.0:
+            raise SerialException(f"armsim option {name} must be a probability 0..1; {EXPECTED}")
+    if not (opts.rate > 0 and math.isfinite(opts.rate)):
+        raise SerialException(f"armsim option rate must be > 0; {EXPECTED}")
+    return opts
+
+
+class Serial(SerialBase):
+    """A simulated arm behind a pyserial port (see the module docstring for the URL)."""
+
+    def __init__(self, *args, **kwargs):
+        self.sim: SimArm | None = None
+        self._t0 = 0.0
+        self._rate = 1.0
+        super().__init__(*args, **kwargs)
+
+    def open(self):
+        if self.is_open:
+            raise SerialException("Port is already open.")
+        if self._port is None:
+            raise SerialException("Port must be configured before it can be used.")
+        opts = parse_url(self.portstr)
+        try:
+            self.sim = SimArm(opts)
+        except Exception as exc:  # a bad arm or calibration name is a port that cannot be opened
+            raise SerialException(f"armsim: {exc}") from exc
+        self._rate = opts.rate
+        self._t0 = time.monotonic()
+        self.is_open = True
+        self.reset_input_buffer()
+
+    def sim_time_s(self) -> float:
+        """Simulated seconds since the port was opened (the board booted)."""
+        return (time.monotonic() - self._t0) * self._rate
+
+    @property
+    def rate(self) -> float:
+        return self._rate
+
+    def close(self):
+        if self.is_open and self.sim is not None:
+            self.sim.pump(self.sim_time_s())
+            self.sim.save_state()
+        self.is_open = False
+
+    def _reconfigure_port(self):
+        pass
+
+    def from_url(self, url):
+        return parse_url(url)
+
+    @property
+    def in_waiting(self):
+        self._check()
+        try:
+            return self.sim.waiting(self.sim_time_s())
+        except LinkGone as exc:
+            raise SerialException(f"armsim: {exc}") from None
+
+    def _check(self):
+        if not self.is_open:
+            raise PortNotOpenError()
+
+    def read(self, size=1):
+        self._check()
+        deadline = None if self._timeout is None else time.monotonic() + self._timeout
+        out = bytearray()
+        while len(out) < size:
+            now = self.sim_time_s()
+            try:
+                out += self.sim.host_read(now, size - len(out))
+            except LinkGone as exc:
+                raise SerialException(f"armsim: {exc}") from None
+            if len(out) >= size:
+                break
+            remaining = math.inf if deadline is None else deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            wait = (self.sim.next_arrival_s() - now) / self._rate
+            time.sleep(max(0.0001, min(remaining, wait, 0.02)))
+        return bytes(out)
+
+    def write(self, data):
+        self._check()
+        data = bytes(data)
+        try:
+            self.sim.host_write(data, self.sim_time_s())
+        except LinkGone as exc:
+            raise SerialException(f"armsim: {exc}") from None
+        return len(data)
+
+    def reset_input_buffer(self):
+        self._check()
+        self.sim.pump(self.sim_time_s())
+        self.sim.drop_pending_output()
+
+    def reset_output_buffer(self):
+        self._check()
+
+    @property
+    def out_waiting(self):
+        return 0
+
+    def flush(self):
+        self._check()
+
+    def cancel_read(self):
+        pass
+
+    def cancel_write(self):
+        pass

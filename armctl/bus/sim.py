@@ -1,0 +1,295 @@
+"""The simulated arm: our board (``Board``) behind a modelled serial link, driving modelled servos.
+
+``SimArm`` is transport-free: the pyserial URL handler (``protocol_armsim``)
+and the pseudo-terminal runner (``sim_pty``) both feed it bytes and ask it for
+bytes, giving it the simulated time. Times here are simulated seconds; the
+``rate`` option only maps them to wall time.
+
+- Link: each byte takes 10 bit times at ``baud`` in each direction, plus
+  ``delay``; whole lines are dropped or get one bit flipped with probability
+  ``drop``/``corrupt`` (both directions); after ``disconnect`` host bytes the
+  link is gone.
+- Servos: each channel's horn moves toward the commanded pulse at ``slew``
+  deg/s (converted to us/s with the servo's us per degree); without pulses it
+  stays where it is. Joint angles come from the pulse through the calibration,
+  bent by hidden ``offset``/``scale``/``flip`` errors (for calibration tests).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from bisect import insort
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..arm import Arm, load_arm
+from ..calibration import Calibration, ServoCal, find_calibration, load_calibration
+from ..kinematics import fk
+from .board import Board
+
+
+@dataclass
+class SimOptions:
+    """Every simulator option, as given in the ``armsim://`` URL (units in the names)."""
+
+    arm: str = "seed-3link"
+    cal: str | None = None
+    rate: float = 1.0
+    baud: int = 115200
+    drop: float = 0.0
+    corrupt: float = 0.0
+    delay_ms: float = 0.0
+    disconnect: int | None = None
+    seed: int | None = None
+    depth: int = 16
+    channels: int = 4
+    slew_deg_s: float = 400.0
+    offset_deg: list[float] = field(default_factory=list)
+    scale: list[float] = field(default_factory=list)
+    flip: list[int] = field(default_factory=list)
+    start_deg: list[float] | None = None
+    state: str | None = None
+    boot: int | None = None
+
+
+class LinkGone(Exception):
+    """The simulated cable was pulled (``disconnect=N``)."""
+
+
+@dataclass
+class _Servo:
+    cal: ServoCal
+    sign: float
+    scale: float
+    offset_rad: float
+    p_us: float  # horn position, in the pulse that would hold it there
+    t_s: float = 0.0
+    target_us: float | None = None
+    slew_us_s: float = 3000.0
+
+    def position_us(self, t: float) -> float:
+        if self.target_us is None or t <= self.t_s:
+            return self.p_us
+        step = self.slew_us_s * (t - self.t_s)
+        d = self.target_us - self.p_us
+        return self.target_us if abs(d) <= step else self.p_us + math.copysign(step, d)
+
+    def command(self, t: float, width_us: float | None) -> None:
+        self.p_us = self.position_us(t)
+        self.t_s = t
+        self.target_us = width_us
+
+    def settle_s(self, t: float) -> float:
+        if self.target_us is None:
+            return 0.0
+        return abs(self.target_us - self.position_us(t)) / self.slew_us_s
+
+    def angle_rad(self, t: float) -> float:
+        return self.sign * float(self.cal.angle_rad(self.position_us(t))) / self.scale + self.offset_rad
+
+    def us_for_angle(self, angle_rad: float) -> float:
+        return float(self.cal.pulse_us((angle_rad - self.offset_rad) * self.scale * self.sign))
+
+
+class SimArm:
+    """A simulated board and arm; feed it host bytes with ``host_write`` and read ``host_read``."""
+
+    def __init__(self, opts: SimOptions | None = None, *, arm: Arm | None = None, cal: Calibration | None = None):
+        self.opts = o = opts or SimOptions()
+        self.arm = arm or load_arm(o.arm)
+        self.cal = cal or load_calibration(find_calibration(self.arm.name, o.cal))
+        self.rng = random.Random(o.seed)
+        channels = max(o.channels, self.cal.channel_count)
+        self.pulses: list[tuple[float, int, float | None]] = []
+        self.board = Board(
+            channels=channels,
+            depth=o.depth,
+            boot=o.boot if o.boot is not None else self.rng.getrandbits(16),
+            on_pulse=self._on_pulse,
+        )
+        self.byte_s = 0.0 if o.baud <= 0 else 10.0 / o.baud
+        self.delay_s = o.delay_ms / 1000.0
+        self.host_bytes = 0
+        self.gone = False
+        self.writes_after_disconnect = 0
+        self.faults = {"dropped_to_board": 0, "corrupted_to_board": 0, "dropped_to_host": 0, "corrupted_to_host": 0}
+        self._tx_line = bytearray()
+        self._tx_free_s = 0.0
+        self._rx_free_s = 0.0
+        self._to_board: list[tuple[float, int, bytes]] = []
+        self._to_host: list[tuple[float, int, bytes]] = []
+        self._order = 0
+        self.now = 0.0
+        self.servos: dict[int, _Servo] = {}
+        start = self._start_pose()
+        n = self.arm.n
+        for i, s in enumerate(self.cal.servos):
+            sign = -1.0 if i in o.flip else 1.0
+            scale = o.scale[i] if i < len(o.scale) else 1.0
+            offset = math.radians(o.offset_deg[i]) if i < len(o.offset_deg) else 0.0
+            servo = _Servo(s, sign, scale, offset, 0.0, slew_us_s=o.slew_deg_s * s.us_per_deg)
+            servo.p_us = servo.us_for_angle(start[i] if i < n else start[n])
+            self.servos[s.channel] = servo
+        self._to_host_schedule(self.board.banner(), 0.0)
+
+    # --- state ---------------------------------------------------------------------------------
+
+    def _start_pose(self) -> list[float]:
+        o = self.opts
+        grip = self.arm.gripper.open_rad if self.arm.gripper is not None else 0.0
+        pose = [*map(float, self.arm.home_rad), grip]
+        if o.state and Path(o.state).is_file():
+            try:
+                saved = json.loads(Path(o.state).read_text())["q_rad"]
+                if len(saved) == len(pose):
+                    pose = [float(v) for v in saved]
+            except (ValueError, KeyError, TypeError):
+                pass
+        if o.start_deg is not None:
+            for i, v in enumerate(o.start_deg[: len(pose)]):
+                pose[i] = math.radians(v)
+        return pose
+
+    def save_state(self) -> None:
+        """Write the servo positions to the ``state`` file (the arm stays where it is between runs)."""
+        if not self.opts.state:
+            return
+        q = [*self.q_rad(), *([self.gripper_rad()] if self.cal.gripper is not None else [0.0])]
+        path = Path(self.opts.state)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"q_rad": q}))
+        tmp.replace(path)
+
+    def _on_pulse(self, t: float, channel: int, ticks: int | None) -> None:
+        width = None if ticks is None else ticks / 2.0
+        self.pulses.append((t, channel, width))
+        servo = self.servos.get(channel)
+        if servo is not None and width is not None:
+            servo.command(t, width)
+        elif servo is not None:
+            servo.command(t, None)
+
+    # --- what the arm does ---------------------------------------------------------------------
+
+    def q_rad(self, t: float | None = None) -> np.ndarray:
+        """True joint angles (rad) of the simulated arm at simulated time ``t`` (default now)."""
+        t = self.now if t is None else t
+        return np.array([self.servos[s.channel].angle_rad(t) for s in self.cal.joints])
+
+    def gripper_rad(self, t: float | None = None) -> float:
+        """True gripper angle (rad)."""
+        if self.cal.gripper is None:
+            return float("nan")
+        return self.servos[self.cal.gripper.channel].angle_rad(self.now if t is None else t)
+
+    def tool_m(self, t: float | None = None) -> np.ndarray:
+        """True tool point (x, y) in metres, from the simulated servo positions."""
+        return fk(self.arm.links_m, self.q_rad(t))
+
+    def settle_s(self) -> float:
+        """Simulated seconds until every servo reaches its commanded pulse (and the queue is played)."""
+        queue_s = self.board.left_frames * self.board.frame_s
+        return queue_s + max((s.settle_s(self.now) for s in self.servos.values()), default=0.0)
+
+    # --- link ----------------------------------------------------------------------------------
+
+    def _fault(self, line: bytes, direction: str) -> bytes | None:
+        o = self.opts
+        if o.drop and self.rng.random() < o.drop:
+            self.faults[f"dropped_to_{direction}"] += 1
+            return None
+        if o.corrupt and self.rng.random() < o.corrupt:
+            self.faults[f"corrupted_to_{direction}"] += 1
+            b = bytearray(line)
+            b[self.rng.randrange(len(b))] ^= 1 << self.rng.randrange(8)
+            return bytes(b)
+        return line
+
+    def _to_host_schedule(self, data: bytes, t: float) -> None:
+        for line in data.splitlines(keepends=True):
+            self._rx_free_s = max(t, self._rx_free_s) + len(line) * self.byte_s
+            faulted = self._fault(line, "host")
+            if faulted is not None:
+                self._order += 1
+                insort(self._to_host, (self._rx_free_s + self.delay_s, self._order, faulted))
+
+    def host_write(self, data: bytes, t: float) -> None:
+        """Bytes the host writes at simulated time ``t``; raises LinkGone once disconnected."""
+        if self.gone:
+            self.writes_after_disconnect += 1
+            raise LinkGone(f"disconnected after {self.opts.disconnect} bytes (disconnect={self.opts.disconnect})")
+        self.pump(t)
+        limit = self.opts.disconnect
+        if limit is not None and self.host_bytes + len(data) >= limit:
+            data = data[: max(0, limit - self.host_bytes)]
+            self.gone = True
+        self.host_bytes += len(data)
+        start = max(t, self._tx_free_s)
+        for i, byte in enumerate(data):
+            self._tx_line.append(byte)
+            if byte == 0x0A:
+                line = self._fault(bytes(self._tx_line), "board")
+                self._tx_line.clear()
+                if line is not None:
+                    self._order += 1
+                    insort(self._to_board, (start + (i + 1) * self.byte_s + self.delay_s, self._order, line))
+        self._tx_free_s = start + len(data) * self.byte_s
+        if self.gone:
+            raise LinkGone(f"disconnected after {limit} bytes (disconnect={limit})")
+
+    def pump(self, t: float) -> None:
+        """Run the board and the link up to simulated time ``t``."""
+        while True:
+            t_line = self._to_board[0][0] if self._to_board else math.inf
+            t_board = self.board.next_event_s()
+            t_next = min(t_line, t_board)
+            if t_next > t:
+                break
+            if t_line <= t_board:
+                _, _, line = self._to_board.pop(0)
+                out = self.board.receive(line, t_line)
+            else:
+                out = self.board.advance_to(t_board)
+            if out:
+                self._to_host_schedule(out, t_next)
+        self.board.advance_to(t)
+        self.now = max(self.now, t)
+
+    def host_read(self, t: float, size: int | None = None) -> bytes:
+        """Bytes that have reached the host by simulated time ``t`` (at most ``size``)."""
+        if self.gone:
+            raise LinkGone(f"disconnected after {self.opts.disconnect} bytes (disconnect={self.opts.disconnect})")
+        self.pump(t)
+        out = bytearray()
+        while self._to_host and self._to_host[0][0] <= t and (size is None or len(out) < size):
+            arrival, order, chunk = self._to_host.pop(0)
+            if size is not None and len(out) + len(chunk) > size:
+                take = size - len(out)
+                out += chunk[:take]
+                self._to_host.insert(0, (arrival, order, chunk[take:]))
+                break
+            out += chunk
+        return bytes(out)
+
+    def waiting(self, t: float) -> int:
+        """Bytes that have reached the host by ``t`` and not been read."""
+        self.pump(t)
+        return sum(len(c) for a, _, c in self._to_host if a <= t)
+
+    def next_arrival_s(self) -> float:
+        """Simulated time at which something may next reach the host (inf if nothing pending)."""
+        cands = [self._to_host[0][0]] if self._to_host else []
+        if self._to_board:
+            cands.append(self._to_board[0][0])
+        if self.board.wdog_deadline is not None:
+            cands.append(self.board.wdog_deadline)
+        return min(cands, default=math.inf)
+
+    def drop_pending_output(self) -> None:
+        """Forget bytes not yet read by the host (pyserial's reset_input_buffer)."""
+        self._to_host.clear()
