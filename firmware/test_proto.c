@@ -1,0 +1,516 @@
+/*
+ * Host unit tests of the protocol core (proto.c), built with the host's C
+ * compiler and run by `make -C firmware test` (and from pytest).
+ * Frames are advanced by calling proto_boundary() directly; time is in
+ * 0.5 us ticks.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+
+static char got[8192];
+static size_t got_len;
+static int failures, checks;
+
+static void emit(const char *s, uint8_t n)
+{
+	if (got_len + n < sizeof(got)) {
+		memcpy(got + got_len, s, n);
+		got_len += n;
+		got[got_len] = 0;
+	}
+}
+
+#define CHECK(cond) do { checks++; if (!(cond)) { failures++; \
+	fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+
+static void check_str(const char *want, const char *what, int line)
+{
+	checks++;
+	if (strcmp(got, want)) {
+		failures++;
+		fprintf(stderr, "test_proto.c:%d: %s\n  want: %s\n  got:  %s\n", line, what, want, got);
+	}
+}
+#define EXPECT(want) check_str(want, "reply", __LINE__)
+
+static void feed_raw(proto_t *p, const char *s, size_t n, uint32_t now)
+{
+	got_len = 0;
+	got[0] = 0;
+	for (size_t i = 0; i < n; i++)
+		proto_feed(p, (uint8_t)s[i], now);
+}
+
+/* send "<body>" with its CRC appended */
+static void send(proto_t *p, uint32_t now, const char *fmt, ...)
+{
+	char body[256], line[300];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(body, sizeof(body), fmt, ap);
+	va_end(ap);
+	size_t n = strlen(body);
+	body[n++] = ' ';
+	body[n] = 0;
+	snprintf(line, sizeof(line), "%s*%04X\n", body, proto_crc16(body, (uint8_t)n));
+	feed_raw(p, line, strlen(line), now);
+}
+
+/* the reply text without its " *XXXX\n" tail, after checking that tail */
+static const char *body_of_reply(void)
+{
+	static char b[256];
+	size_t n = strlen(got);
+	checks++;
+	if (n < 8 || got[n - 1] != '\n' || got[n - 7] != ' ' || got[n - 6] != '*') {
+		failures++;
+		fprintf(stderr, "malformed reply: %s\n", got);
+		return "";
+	}
+	unsigned crc = (unsigned)strtoul(got + n - 5, NULL, 16);
+	checks++;
+	if (crc != proto_crc16(got, (uint8_t)(n - 6))) {
+		failures++;
+		fprintf(stderr, "bad reply CRC: %s\n", got);
+	}
+	memcpy(b, got, n - 7);
+	b[n - 7] = 0;
+	return b;
+}
+
+static void check_body(const char *want, int line)
+{
+	const char *b = body_of_reply();
+	checks++;
+	if (strcmp(b, want)) {
+		failures++;
+		fprintf(stderr, "test_proto.c:%d:\n  want: %s\n  got:  %s\n", line, want, b);
+	}
+}
+#define BODY(want) check_body(want, __LINE__)
+
+static void frames(proto_t *p, int n)
+{
+	while (n--)
+		proto_boundary(p);
+}
+
+static void fresh(proto_t *p, uint16_t boot)
+{
+	proto_init(p, boot, emit);
+	send(p, 0, "0 H");
+}
+
+/* ------------------------------------------------------------------ */
+
+static void test_crc(void)
+{
+	CHECK(proto_crc16("123456789", 9) == 0x29B1);
+	CHECK(proto_crc16("0 H ", 4) == 0x8EE8);
+}
+
+/* docs/protocol.md section 6, byte for byte */
+static void test_example_session(void)
+{
+	proto_t p;
+	proto_init(&p, 0x3F2A, emit);
+	feed_raw(&p, "0 H *8EE8\n", 10, 0);
+	EXPECT("0 H armctl-fw 1 4 16 20000 3F2A 500:2500 500:2500 500:2500 500:2500 *9517\n");
+	feed_raw(&p, "1 E F *BB9F\n", 12, 0);
+	EXPECT("1 A 2 16 *2A59\n");
+	feed_raw(&p, "2 M 50 1500 1450.5 - - *58D4\n", 29, 0);
+	EXPECT("2 A 3 15 *F81F\n");
+	frames(&p, 1);
+	CHECK(p.out[0] == 3000 && p.out[1] == 2901 && !p.out[2] && !p.out[3]);
+	feed_raw(&p, "3 W 500 H *5250\n", 16, 0);
+	EXPECT("3 A 4 16 *21BB\n");
+	feed_raw(&p, "4 M 1 3000 - - - *0C86\n", 23, 0);
+	EXPECT("4 R 5 16 RANGE *09EB\n");
+	frames(&p, 411);
+	feed_raw(&p, "5 Q *8B46\n", 10, 0);
+	EXPECT("5 S 412 5 16 F 1500 1450.5 - - 0 0 0 0 1 0 0 1 0 3F2A *861A\n");
+	/* Q is immediate and does not use up 5: the next sequenced line is 5 */
+	feed_raw(&p, "5 M 1 1500 1450 - - *E768\n", 26, 0);
+	EXPECT("- N 5 16 CRC *0472\n");
+	feed_raw(&p, "5 M 1 1500 1450 - - *E767\n", 26, 0);
+	EXPECT("5 A 6 15 *6AE3\n");
+	feed_raw(&p, "5 M 1 1500 1450 - - *E767\n", 26, 0);
+	EXPECT("5 A 6 15 *6AE3\n");
+	feed_raw(&p, "6 X *AA02\n", 10, 0);
+	EXPECT("6 A 6 16 *12F4\n");
+	CHECK(p.count[PC_DUP] == 1 && p.count[PC_CRC] == 1);
+}
+
+static void test_banner(void)
+{
+	proto_t p;
+	proto_init(&p, 0xBEEF, emit);
+	got_len = 0;
+	proto_banner(&p);
+	BODY("- ! BOOT armctl-fw 1 BEEF");
+}
+
+static void test_interpolation(void)
+{
+	proto_t p;
+	fresh(&p, 1);
+	send(&p, 0, "1 M 1 1000 - - 2000");
+	frames(&p, 1);
+	CHECK(p.out[0] == 2000 && p.out[3] == 4000);
+	/* 2000 -> 2003 ticks over 4 frames: d=3, w_i = 2000 + (6i+4)/8 = 1,2,2,3 */
+	send(&p, 0, "2 M 4 1001.5 - - 1998.5");
+	for (int i = 1; i <= 4; i++) {
+		frames(&p, 1);
+		static const int up[] = { 0, 2001, 2002, 2002, 2003 };
+		static const int down[] = { 0, 3999, 3998, 3998, 3997 };
+		CHECK(p.out[0] == up[i]);
+		CHECK(p.out[3] == down[i]);
+		CHECK(p.out[1] == 0 && p.out[2] == 0); /* never given: no pulse */
+	}
+	/* 65535 frames of a 4000-tick swing: no overflow, exact end */
+	send(&p, 0, "3 M 65535 2500 - - 500");
+	frames(&p, 32768);
+	CHECK(p.out[0] == 2003 + (2UL * 2997 * 32768 + 65535) / (2UL * 65535));
+	frames(&p, 32767);
+	CHECK(p.out[0] == 5000 && p.out[3] == 1000);
+}
+
+static void test_back_to_back_and_empty(void)
+{
+	proto_t p;
+	fresh(&p, 1);
+	send(&p, 0, "1 M 2 1500 - - -");
+	send(&p, 0, "2 M 2 1600 - - -");
+	BODY("2 A 3 14");
+	frames(&p, 1);
+	CHECK(p.out[0] == 3000);
+	frames(&p, 1);
+	CHECK(p.out[0] == 3000);
+	frames(&p, 1); /* second move starts right after, no gap */
+	CHECK(p.out[0] == 3100);
+	frames(&p, 1);
+	CHECK(p.out[0] == 3200);
+	CHECK(p.count[PC_EMPTY] == 0);
+	send(&p, 0, "3 Q");
+	BODY("3 S 4 3 16 F 1600 - - - 0 0 0 0 0 0 0 0 0 0001");
+	frames(&p, 1);
+	CHECK(p.count[PC_EMPTY] == 1);
+	frames(&p, 5);
+	CHECK(p.count[PC_EMPTY] == 1 && p.out[0] == 3200); /* idle holds */
+}
+
+static void test_stop_holds_current(void)
+{
+	proto_t p;
+	fresh(&p, 1);
+	send(&p, 0, "1 M 1 1000 - - -");
+	send(&p, 0, "2 M 10 2000 - - -");
+	send(&p, 0, "3 M 10 1000 - - -");
+	frames(&p, 4); /* 1000, then 3 frames of the 10-frame move */
+	uint16_t held = p.out[0];
+	CHECK(held == 2000 + 3 * 200);
+	send(&p, 0, "4 X");
+	BODY("4 A 4 16");
+	frames(&p, 3);
+	CHECK(p.out[0] == held);
+	send(&p, 0, "4 Q");
+	BODY("4 S 7 4 16 F 1300 - - - 0 0 0 0 0 0 0 0 0 0001");
+}
+
+static void test_enable_disable(void)
+{
+	proto_t p;
+	fresh(&p, 1);
+	send(&p, 0, "1 M 1 1500 1500 - -");
+	frames(&p, 1);
+	send(&p, 0, "2 E D"); /* channel 1 off */
+	BODY("2 A 3 16");
+	CHECK(p.out[1] == 3000); /* from the next frame */
+	frames(&p, 1);
+	CHECK(p.out[1] == 0 && p.out[0] == 3000);
+	send(&p, 0, "3 M 1 - 1600 - -");
+	BODY("3 R 4 16 OFF");
+	send(&p, 0, "4 E F");
+	frames(&p, 2);
+	CHECK(p.out[1] == 0); /* forgot its width: still no pulse */
+	send(&p, 0, "5 M 1 - 1600 - -");
+	frames(&p, 1);
+	CHECK(p.out[1] == 3200);
+	send(&p, 0, "6 E 1F");
+	BODY("6 R 7 16 RANGE");
+	send(&p, 0, "7 E FFF");
+	BODY("7 R 8 16 ARG");
+	send(&p, 0, "8 E G");
+	BODY("8 R 9 16 ARG");
+	send(&p, 0, "9 E 0");
+	frames(&p, 1);
+	CHECK(!p.out[0] && !p.out[1] && !p.out[2] && !p.out[3]);
+	send(&p, 0, "10 Q");
+	BODY("10 S 6 10 16 0 - - - - 0 0 0 0 4 0 0 2 0 0001");
+}
+
+static void test_watchdog(void)
+{
+	proto_t p;
+	const uint32_t MS = 2000; /* ticks per ms */
+	fresh(&p, 1);
+	send(&p, 0, "1 M 1 1500 - - -");
+	send(&p, 0, "2 W 100 H");
+	BODY("2 A 3 15");
+	send(&p, 10 * MS, "3 M 100 2000 - - -");
+	frames(&p, 3);
+	proto_poll(&p, 109 * MS); /* 99 ms after the last line: not yet */
+	CHECK(p.count[PC_WDOG] == 0);
+	send(&p, 50 * MS, "3 Q"); /* any good line restarts it */
+	got_len = 0;
+	proto_poll(&p, 149 * MS);
+	CHECK(p.count[PC_WDOG] == 0);
+	proto_poll(&p, 150 * MS);
+	CHECK(p.count[PC_WDOG] == 1);
+	BODY("- ! WDOG 3");
+	uint16_t held = p.out[0];
+	frames(&p, 5);
+	CHECK(p.out[0] == held && held > 3000 && held < 4000); /* hold: the move was ended */
+	got_len = 0;
+	proto_poll(&p, 1000 * MS); /* disabled after firing */
+	CHECK(p.count[PC_WDOG] == 1 && got_len == 0);
+	/* mode O stops the pulses and forgets the widths */
+	send(&p, 1000 * MS, "4 W 20 O");
+	send(&p, 1000 * MS + 1, "4 W 20 O"); /* a duplicate: acked, not executed, but restarts the timer */
+	BODY("4 A 5 16");
+	proto_poll(&p, 1020 * MS);
+	CHECK(p.count[PC_WDOG] == 1);
+	proto_poll(&p, 1020 * MS + 1);
+	CHECK(p.count[PC_WDOG] == 2);
+	frames(&p, 1);
+	CHECK(p.out[0] == 0);
+	send(&p, 0, "5 W 19 H");
+	BODY("5 R 6 16 RANGE");
+	send(&p, 0, "6 W 65536 H");
+	BODY("6 R 7 16 RANGE");
+	send(&p, 0, "7 W 100 X");
+	BODY("7 R 8 16 ARG");
+	send(&p, 0, "8 W 0 O");
+	BODY("8 A 9 16");
+}
+
+static void test_limits(void)
+{
+	proto_t p;
+	fresh(&p, 1);
+	send(&p, 0, "1 M 1 1500 - - -");
+	send(&p, 0, "2 L 0 1600 2000");
+	BODY("2 R 3 15 RANGE"); /* the queued 1500 falls outside */
+	frames(&p, 1);
+	send(&p, 0, "3 L 0 1000 2000.5");
+	BODY("3 A 4 16");
+	send(&p, 0, "4 M 1 2001 - - -");
+	BODY("4 R 5 16 RANGE");
+	send(&p, 0, "5 M 1 2000.5 - - -");
+	BODY("5 A 6 15");
+	send(&p, 0, "6 H");
+	BODY("6 H armctl-fw 1 4 16 20000 0001 1000:2000.5 500:2500 500:2500 500:2500");
+	send(&p, 0, "7 L 4 1000 2000");
+	BODY("7 R 8 15 RANGE");
+	send(&p, 0, "8 L 256 1000 2000");
+	BODY("8 R 9 15 ARG");
+	send(&p, 0, "9 L 1 499.5 2000");
+	BODY("9 R 10 15 RANGE");
+	send(&p, 0, "10 L 1 2000 2000");
+	BODY("10 R 11 15 RANGE");
+	send(&p, 0, "11 L 1 - 2000");
+	BODY("11 R 12 15 ARG");
+	send(&p, 0, "12 L 1 1000");
+	BODY("12 R 13 15 ARG");
+}
+
+static void test_move_args(void)
+{
+	proto_t p;
+	fresh(&p, 1);
+	static const struct { const char *args; const char *reason; } cases[] = {
+		{ "0 1500 - - -", "RANGE" },
+		{ "65536 1500 - - -", "RANGE" },
+		{ "1000000000 1500 - - -", "RANGE" },
+		{ "1000000001 1500 - - -", "ARG" },
+		{ "12345678901 1500 - - -", "ARG" },
+		{ "x 1500 - - -", "ARG" },
+		{ "1 1500.0 - - -", "ARG" },
+		{ "1 1500.25 - - -", "ARG" },
+		{ "1 1.5e3 - - -", "ARG" },
+		{ "1 .5 - - -", "ARG" },
+		{ "1 +1500 - - -", "ARG" },
+		{ "1 1500 - -", "ARG" },
+		{ "1 1500 - - - -", "ARG" },
+		{ "1 99999999999999999999 - - -", "RANGE" },
+		{ "1 499.5 - - -", "RANGE" },
+		{ "1 2500.5 - - -", "RANGE" },
+		{ "1 - - - 2600 x", "ARG" },
+		{ "0 1500 - - x", "ARG" }, /* every argument is parsed before ranges are checked */
+	};
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint8_t s = (uint8_t)(1 + i);
+		send(&p, 0, "%u M %s", s, cases[i].args);
+		char want[64];
+		snprintf(want, sizeof(want), "%u R %u 16 %s", s, (uint8_t)(s + 1), cases[i].reason);
+		BODY(want);
+	}
+	CHECK(p.count[PC_REJ] == sizeof(cases) / sizeof(cases[0]));
+	send(&p, 0, "%u M 1 0500 2500 500.5 2499.5", 1 + (unsigned)(sizeof(cases) / sizeof(cases[0])));
+	frames(&p, 1);
+	CHECK(p.out[0] == 1000 && p.out[1] == 5000 && p.out[2] == 1001 && p.out[3] == 4999);
+}
+
+static void test_line_errors(void)
+{
+	proto_t p;
+	proto_init(&p, 1, emit);
+	send(&p, 0, "0 M 1 1500 - - -");
+	BODY("- N 0 16 SYNC");
+	send(&p, 0, "0 Q");
+	BODY("0 S 0 0 16 F - - - - 0 0 0 0 0 0 0 0 0 0001"); /* immediate: works unsynced */
+	send(&p, 0, "5 H");
+	BODY("5 H armctl-fw 1 4 16 20000 0001 500:2500 500:2500 500:2500 500:2500");
+	send(&p, 0, "7 E F");
+	BODY("- N 6 16 SEQ");
+	send(&p, 0, "5 E F");
+	BODY("5 A 6 16"); /* duplicate of an old number */
+	send(&p, 0, "- E F");
+	BODY("- R 6 16 ARG");
+	send(&p, 0, "256 E F");
+	BODY("- R 6 16 ARG");
+	send(&p, 0, "6 Z");
+	BODY("6 R 6 16 CMD");
+	send(&p, 0, "6 EE F");
+	BODY("6 R 6 16 CMD");
+	send(&p, 0, "6 Q 1");
+	BODY("6 R 6 16 ARG");
+	send(&p, 0, "6  E F");
+	BODY("- R 6 16 ARG");
+	send(&p, 0, "6");
+	BODY("- R 6 16 ARG");
+	/* missing, malformed and wrong checksums */
+	feed_raw(&p, "6 E F\n", 6, 0);
+	BODY("- N 6 16 CRC");
+	feed_raw(&p, "6 E F *C48\n", 11, 0);
+	BODY("- N 6 16 CRC");
+	feed_raw(&p, "6 E F*C48E\n", 11, 0);
+	BODY("- N 6 16 CRC");
+	feed_raw(&p, "*FFFF\n", 6, 0);
+	BODY("- N 6 16 CRC");
+	/* lower-case CRC and CRLF are fine; empty lines are ignored */
+	char line[80];
+	uint16_t crc = proto_crc16("6 E F ", 6);
+	snprintf(line, sizeof(line), "\n\r\n6 E F *%04x\r\n", crc);
+	feed_raw(&p, line, strlen(line), 0);
+	BODY("6 A 7 16");
+	/* 63 bytes + '\n' is the longest line; one more is LONG */
+	char body[80];
+	memset(body, 0, sizeof(body));
+	strcpy(body, "7 M 1 1500 - - -");
+	size_t n = strlen(body);
+	while (n < 57)
+		body[n++] = ' '; /* padding spaces make empty fields: a reject, but not LONG */
+	body[n++] = ' ';
+	snprintf(line, sizeof(line), "%.*s*%04X\n", (int)n, body, proto_crc16(body, (uint8_t)n));
+	CHECK(strlen(line) == 64);
+	feed_raw(&p, line, strlen(line), 0);
+	BODY("- R 7 16 ARG");
+	char longline[200];
+	memset(longline, 'A', 64);
+	longline[64] = '\n';
+	feed_raw(&p, longline, 65, 0);
+	BODY("- N 7 16 LONG");
+	feed_raw(&p, longline, 63, 0);
+	feed_raw(&p, "\n", 1, 0);
+	BODY("- N 7 16 CRC");
+	/* a non-ASCII byte with a good CRC */
+	send(&p, 0, "7 E \xC6");
+	BODY("- R 7 16 ARG");
+	send(&p, 0, "7 Q");
+	BODY("7 S 0 7 16 F - - - - 0 5 1 1 9 0 1 0 0 0001");
+}
+
+static void test_full(void)
+{
+	proto_t p;
+	fresh(&p, 1);
+	for (int i = 1; i <= PROTO_DEPTH; i++)
+		send(&p, 0, "%d M 10 1500 - - -", i);
+	BODY("16 A 17 0");
+	send(&p, 0, "17 M 1 1500 - - -");
+	BODY("- N 17 0 FULL");
+	send(&p, 0, "17 E F"); /* only moves wait for room */
+	BODY("17 A 18 0");
+	frames(&p, 1);
+	send(&p, 0, "18 M 1 1500 - - -");
+	BODY("18 A 19 0");
+	send(&p, 0, "19 Q");
+	BODY("19 S 1 19 0 F 1500 - - - 160 0 0 0 0 1 0 0 0 0001");
+}
+
+static void test_sequence_wrap(void)
+{
+	proto_t p;
+	proto_init(&p, 1, emit);
+	send(&p, 0, "254 H");
+	send(&p, 0, "255 E F");
+	BODY("255 A 0 16");
+	send(&p, 0, "0 E F");
+	BODY("0 A 1 16");
+	send(&p, 0, "129 E F"); /* d = 128: still a duplicate */
+	BODY("129 A 1 16");
+	send(&p, 0, "128 E F"); /* d = 129: from the future */
+	BODY("- N 1 16 SEQ");
+}
+
+static void test_fuzz(void)
+{
+	proto_t p;
+	proto_init(&p, 1, emit);
+	uint32_t x = 12345;
+	for (int i = 0; i < 200000; i++) {
+		x = x * 1103515245u + 12345u;
+		uint8_t b = (uint8_t)(x >> 16);
+		if ((x >> 8 & 7) == 0)
+			b = '\n';
+		else if ((x >> 8 & 7) < 3)
+			b = "0123456789 *HQXMEWL-.ABCDEF"[(x >> 20) % 27];
+		got_len = 0;
+		proto_feed(&p, b, (uint32_t)i * 100);
+		if ((i & 1023) == 0)
+			proto_boundary(&p);
+		proto_poll(&p, (uint32_t)i * 100);
+		for (int ch = 0; ch < PROTO_NCH; ch++)
+			CHECK(p.out[ch] == 0 || (p.out[ch] >= p.lo[ch] && p.out[ch] <= p.hi[ch]));
+	}
+	CHECK(p.q_len <= PROTO_DEPTH);
+}
+
+int main(void)
+{
+	test_crc();
+	test_example_session();
+	test_banner();
+	test_interpolation();
+	test_back_to_back_and_empty();
+	test_stop_holds_current();
+	test_enable_disable();
+	test_watchdog();
+	test_limits();
+	test_move_args();
+	test_line_errors();
+	test_full();
+	test_sequence_wrap();
+	test_fuzz();
+	if (failures) {
+		fprintf(stderr, "test_proto: %d of %d checks failed\n", failures, checks);
+		return 1;
+	}
+	printf("test_proto: all %d checks passed\n", checks);
+	return 0;
+}
