@@ -1,0 +1,456 @@
+"""Backend for our protocol (docs/protocol.md) over any pyserial port or URL.
+
+Pipelined, go-back-N: moves are sent as long as the board has room (every
+reply carries ``expect`` and ``free``), naks and timeouts resend from the
+board's ``expect``, duplicates are the board's problem (it acks them without
+running them). Every wait is bounded; every failure is a LinkError.
+"""
+
+from __future__ import annotations
+
+import select
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import serial
+
+from ..errors import LinkError, ProtocolError
+from . import codec
+from .backend import Backend, BoardInfo, BoardStatus, WireLog, open_port
+
+DEFAULT_BAUD = 115200
+
+
+@dataclass
+class _Sent:
+    seq: int
+    data: bytes
+    frames: int  # 0 for non-move lines
+    sent_at: float = 0.0
+    resent: bool = False
+
+
+class ArmProtocolBackend(Backend):
+    """Our firmware or the simulated arm, through ``serial.serial_for_url``."""
+
+    name = "armctl"
+
+    def __init__(
+        self,
+        port: str,
+        *,
+        baudrate: int = DEFAULT_BAUD,
+        connect_timeout_s: float = 4.0,
+        reply_timeout_s: float = 0.25,
+        max_resends: int = 8,
+        watchdog_s: float = 1.0,
+        wire_log: str | None = None,
+    ):
+        self.port = port
+        self.baudrate = baudrate
+        self.connect_timeout_s = connect_timeout_s
+        self.reply_timeout_s = reply_timeout_s
+        self.max_resends = max_resends
+        self.watchdog_s = watchdog_s
+        self.wire_log_path = wire_log
+        self.ser: serial.SerialBase | None = None
+        self.log: WireLog | None = None
+        self.info: BoardInfo | None = None
+        self._rx = bytearray()
+        self._next = 0
+        self._out: deque[_Sent] = deque()  # sequenced lines sent and not yet acknowledged
+        self._expect = 0
+        self._free = 0
+        self._queued: deque[int] = deque()  # frames of acked moves the board has not started (estimate)
+        self._sent_frames = 0
+        self._last_progress = 0.0
+        self._resends = 0
+        self._resent_for: int | None = None
+        self._pending_imm: dict[str, _Sent] = {}
+        self._replies: dict[str, object] = {}
+        self._garbage = bytearray()
+        self._dead: LinkError | None = None
+        self.stats = {"resends": 0, "naks": 0, "bad_lines": 0}
+        self._fd = None
+        self._time_scale = 1.0
+        self._streaming = False
+        self._full_wait = False
+        self._srtt = 0.05
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+
+    @property
+    def sim(self):
+        """The SimArm behind an armsim:// port, else None."""
+        return getattr(self.ser, "sim", None)
+
+    def open(self) -> BoardInfo:
+        self.log = WireLog(self.wire_log_path) if self.wire_log_path else None
+        self.ser = open_port(self.port, baudrate=self.baudrate)
+        try:
+            self._fd = self.ser.fileno()
+        except (AttributeError, OSError, ValueError, serial.SerialException):
+            self._fd = None
+        self._time_scale = float(getattr(self.ser, "rate", 1.0))  # armsim runs its clock faster
+        try:
+            self.info = self._handshake()
+            if self.watchdog_s:
+                board_s = min(65.0, max(0.05, self.watchdog_s * self._time_scale))
+                self._sequenced(codec.watchdog(self._next, board_s, mode="H"), 0)
+                self.flush()
+        except BaseException:
+            self.close()
+            raise
+        return self.info
+
+    def close(self) -> None:
+        if self.ser is not None:
+            try:
+                if self._dead is None and self.info is not None and self.watchdog_s:
+                    self._sequenced(codec.watchdog(self._next, 0), 0)
+                    self.flush(timeout_s=1.0)
+            except LinkError:
+                pass
+            try:
+                self.ser.close()
+            except (serial.SerialException, OSError):
+                pass
+            self.ser = None
+        if self.log is not None:
+            self.log.close()
+
+    # --- raw I/O -----------------------------------------------------------------------------------
+
+    def _write(self, data: bytes) -> None:
+        if self._dead is not None:
+            raise self._dead
+        try:
+            self.ser.write(data)
+        except (serial.SerialException, OSError) as exc:
+            self._dead = LinkError(f"lost the link to {self.port}: {exc}")
+            raise self._dead from None
+        if self.log:
+            self.log.record(">", data)
+
+    def _read_some(self, wait_s: float) -> None:
+        """Read what has arrived, waiting up to ``wait_s`` for the first byte, and handle whole lines."""
+        if self._dead is not None:
+            raise self._dead
+        try:
+            n = self.ser.in_waiting
+            if not n and wait_s > 0:
+                if self._fd is not None:  # a real port or pty: wait in select, the port stays non-blocking
+                    select.select([self._fd], [], [], wait_s)
+                    n = self.ser.in_waiting
+                    data = self.ser.read(n) if n else b""
+                else:  # URL handlers: changing their timeout is cheap
+                    self.ser.timeout = wait_s
+                    data = self.ser.read(1)
+                    self.ser.timeout = 0
+                    n = self.ser.in_waiting
+                    data += self.ser.read(n) if n else b""
+            else:
+                data = self.ser.read(n) if n else b""
+        except (serial.SerialException, OSError) as exc:
+            self._dead = LinkError(f"lost the link to {self.port}: {exc}")
+            raise self._dead from None
+        if self.log:
+            self.log.record("<", data)
+        self._rx += data
+        while True:
+            nl = self._rx.find(b"\n")
+            if nl < 0:
+                if len(self._rx) > 4 * codec.BOARD_LINE_MAX:
+                    self._garbage += self._rx[-64:]
+                    self._rx.clear()
+                break
+            line = bytes(self._rx[: nl + 1])
+            del self._rx[: nl + 1]
+            self._handle(line)
+
+    def _handle(self, line: bytes) -> None:
+        try:
+            reply = codec.parse_reply(line)
+        except ProtocolError:
+            self.stats["bad_lines"] += 1
+            if len(self._garbage) < 256:
+                self._garbage += line[:64]
+            return
+        if isinstance(reply, codec.Ack):
+            self._on_ack(reply)
+        elif isinstance(reply, codec.Nak):
+            self._on_nak(reply)
+        elif isinstance(reply, codec.Reject):
+            self._fail(
+                ProtocolError(
+                    f"board rejected a command ({reply.reason}): an armctl bug, please report it with --wire-log"
+                )
+            )
+        elif isinstance(reply, codec.Hello):
+            self._replies["H"] = reply
+            self._pending_imm.pop("H", None)
+        elif isinstance(reply, codec.Status):
+            self._check_boot(reply.boot)
+            self._replies["Q"] = reply
+            self._pending_imm.pop("Q", None)
+            self._update_credit(reply.expect, reply.free)
+        elif isinstance(reply, codec.Event):
+            if reply.name == "BOOT" and self.info is not None:
+                self._fail(LinkError("the board reset itself (boot event); the servos may have gone limp"))
+            elif reply.name == "WDOG" and (self._streaming or self._out):
+                self._fail(
+                    LinkError(
+                        f"the board's watchdog fired: it heard nothing from us for {self.watchdog_s:g} s and stopped"
+                    )
+                )
+
+    def _fail(self, exc: LinkError) -> None:
+        if self._dead is None:
+            self._dead = exc
+        raise self._dead
+
+    def _check_boot(self, boot: int) -> None:
+        if self.info is not None and self.info.boot is not None and boot != self.info.boot:
+            self._fail(LinkError(f"the board was reset (boot id {boot:04X}, was {self.info.boot:04X})"))
+
+    # --- acks, naks, credit ------------------------------------------------------------------------
+
+    def _update_credit(self, expect: int, free: int) -> None:
+        self._expect, self._free = expect, free
+        # moves the board holds in its queue: the newest (depth - free) acked moves
+        held = (self.info.depth if self.info else 0) - free
+        acked_frames = [s for s in self._queued]
+        while len(acked_frames) > max(held, 0):
+            acked_frames.pop(0)
+        self._queued = deque(acked_frames)
+
+    def _on_ack(self, ack: codec.Ack) -> None:
+        imm = self._pending_imm.get("X")
+        if imm is not None and ack.seq == imm.seq and not any(s.seq == ack.seq for s in self._out):
+            self._pending_imm.pop("X")
+            self._replies["X"] = ack
+            self._update_credit(ack.expect, ack.free)
+            return
+        progressed = False
+        now = time.monotonic()
+        while self._out and (ack.seq - self._out[0].seq) % codec.SEQ_MOD < 128:
+            done = self._out.popleft()
+            if not done.resent and done.seq == ack.seq:  # Karn: time only lines sent once
+                self._srtt = 0.875 * self._srtt + 0.125 * (now - done.sent_at)
+            if done.frames:
+                self._queued.append(done.frames)
+            progressed = True
+        if progressed:
+            self._last_progress = time.monotonic()
+            self._resends = 0
+            self._resent_for = None
+        expect = ack.expect
+        self._update_credit(expect, ack.free)
+
+    def _on_nak(self, nak: codec.Nak) -> None:
+        self.stats["naks"] += 1
+        if nak.reason == "SYNC":
+            self._fail(LinkError("the board lost its session (it was reset, or another program talked to it)"))
+        # everything before expect was accepted
+        while (
+            self._out
+            and (nak.expect - self._out[0].seq) % codec.SEQ_MOD not in (0,)
+            and (nak.expect - self._out[0].seq) % codec.SEQ_MOD < 128
+        ):
+            done = self._out.popleft()
+            if done.frames:
+                self._queued.append(done.frames)
+        self._update_credit(nak.expect, nak.free)
+        if nak.reason == "FULL":
+            self._resent_for = nak.expect  # wait for room; resend happens in _service when credit shows
+            self._full_wait = True
+            return
+        if self._resent_for == nak.expect:
+            return
+        self._resend_all(nak.expect)
+
+    def _resend_all(self, expect: int | None = None) -> None:
+        self._resends += 1
+        self.stats["resends"] += 1
+        if self._resends > self.max_resends:
+            self._fail(
+                LinkError(
+                    f"no progress talking to the board on {self.port} after {self.max_resends} "
+                    "resends: the link is too noisy or the board stopped answering"
+                )
+            )
+        self._resent_for = expect
+        now = time.monotonic()
+        data = b"".join(s.data for s in self._out)
+        for s in self._out:
+            s.sent_at = now
+            s.resent = True
+        for s in self._pending_imm.values():
+            data += s.data
+            s.sent_at = now
+        if data:
+            self._write(data)
+
+    def _credit(self) -> int:
+        in_flight = sum(1 for s in self._out if s.frames and (s.seq - self._expect) % codec.SEQ_MOD < 128)
+        return self._free - in_flight
+
+    def _timeout_s(self) -> float:
+        """Resend timeout: a few round trips (measured), plus the time to send what is in flight."""
+        pending = sum(len(s.data) for s in self._out) + 64
+        wire = 2 * pending * 10.0 / max(self.baudrate, 1200) / self._time_scale
+        return min(self.reply_timeout_s, max(0.02, 4 * self._srtt)) + wire
+
+    def _service(self, wait_s: float) -> None:
+        """Read replies for up to ``wait_s`` and resend on timeout."""
+        self._read_some(wait_s)
+        now = time.monotonic()
+        oldest = min([s.sent_at for s in self._out] + [s.sent_at for s in self._pending_imm.values()], default=None)
+        if self._full_wait and self._out:
+            if self._credit() > 0 or (now - oldest) > self._timeout_s():
+                self._full_wait = False
+                self._resent_for = None
+                self._resend_all(self._expect)
+            elif "Q" not in self._pending_imm:
+                self._immediate("Q")
+            return
+        if oldest is not None and now - oldest > self._timeout_s():
+            self._resent_for = None
+            self._resend_all(self._expect)
+
+    # --- sending -----------------------------------------------------------------------------------
+
+    def _sequenced(self, data: bytes, frames: int) -> None:
+        sent = _Sent(self._next, data, frames, time.monotonic())
+        self._out.append(sent)
+        self._next = (self._next + 1) % codec.SEQ_MOD
+        if frames:
+            self._sent_frames += frames
+        self._write(data)
+
+    def _immediate(self, kind: str) -> _Sent:
+        data = codec.encode(self._next, kind)
+        sent = _Sent(self._next, data, 0, time.monotonic())
+        self._pending_imm[kind] = sent
+        self._replies.pop(kind, None)
+        self._write(data)
+        return sent
+
+    def _wait_reply(self, kind: str, timeout_s: float):
+        deadline = time.monotonic() + timeout_s
+        while kind not in self._replies:
+            if time.monotonic() > deadline:
+                raise LinkError(f"no answer from the board on {self.port} within {timeout_s:g} s")
+            self._service(0.01)
+        return self._replies.pop(kind)
+
+    def _handshake(self) -> BoardInfo:
+        deadline = time.monotonic() + self.connect_timeout_s
+        try:
+            self.ser.reset_input_buffer()
+        except (serial.SerialException, OSError) as exc:
+            raise LinkError(f"cannot use port {self.port!r}: {exc}") from None
+        hello = None
+        next_try = 0.0
+        while hello is None:
+            now = time.monotonic()
+            if now > deadline:
+                break
+            if now >= next_try:
+                self._write(codec.hello(0))
+                next_try = now + 0.3
+            self._read_some(0.02)
+            hello = self._replies.pop("H", None)
+        if hello is None:
+            if self._garbage or self._rx:
+                sample = bytes(self._garbage[:40] or self._rx[:40])
+                raise ProtocolError(
+                    f"the device on {self.port} answers, but not in the armctl protocol (e.g. "
+                    f"{sample!r}): wrong baud rate or firmware? For StandardFirmata use "
+                    "--backend firmata"
+                )
+            raise LinkError(
+                f"no answer from a board on {self.port} within {self.connect_timeout_s:g} s: is it "
+                "connected, powered and running armctl firmware?"
+            )
+        if hello.protocol != codec.PROTOCOL_VERSION:
+            raise ProtocolError(
+                f"the board on {self.port} ({hello.firmware}) speaks protocol version "
+                f"{hello.protocol}, this armctl speaks {codec.PROTOCOL_VERSION}: update one of them"
+            )
+        self._next = 1
+        self._expect, self._free = 1, hello.depth
+        info = BoardInfo(
+            firmware=hello.firmware,
+            protocol=hello.protocol,
+            channels=hello.channels,
+            depth=hello.depth,
+            boot=hello.boot,
+            limits_us=tuple((lo / 2, hi / 2) for lo, hi in hello.limits_ticks),
+        )
+        self.info = info
+        st = self.status()
+        info.widths_us = st.widths_us
+        return info
+
+    # --- Backend -----------------------------------------------------------------------------------
+
+    def move(self, frames: int, widths_us: dict[int, float | None]) -> None:
+        ticks = [None] * self.info.channels
+        for ch, us in widths_us.items():
+            if us is not None:
+                ticks[ch] = int(round(us * codec.TICKS_PER_US))
+        data = codec.move(self._next, frames, ticks)
+        deadline = time.monotonic() + max(5.0, frames * 0.02 * 4)
+        while self._credit() <= 0 or len(self._out) >= 32:
+            if time.monotonic() > deadline:
+                raise LinkError(f"the board on {self.port} stopped taking moves (queue full for too long)")
+            if not self._out and "Q" not in self._pending_imm:
+                self._immediate("Q")
+            self._service(0.002)
+        self._streaming = True
+        self._sequenced(data, frames)
+        self._service(0.0)
+
+    def flush(self, *, timeout_s: float = 10.0) -> None:
+        """Block until every line sent has been acknowledged."""
+        deadline = time.monotonic() + timeout_s
+        while self._out or self._pending_imm:
+            if time.monotonic() > deadline:
+                raise LinkError(f"the board on {self.port} did not acknowledge within {timeout_s:g} s")
+            self._service(0.005)
+
+    def drain(self, *, timeout_s: float | None = None) -> None:
+        self.flush()
+        budget = timeout_s if timeout_s is not None else 10.0 + (sum(self._queued) + 20) * 0.02 * 2
+        deadline = time.monotonic() + budget
+        while True:
+            st = self.status()
+            if st.left_frames == 0:
+                self._streaming = False
+                return
+            if time.monotonic() > deadline:
+                raise LinkError(f"the board on {self.port} did not finish its moves within {budget:g} s")
+            time.sleep(min(0.02, st.left_frames * 0.005))
+
+    def stop(self) -> None:
+        self._streaming = False
+        self._out.clear()
+        self._queued.clear()
+        self._immediate("X")
+        ack = self._wait_reply("X", 2.0)
+        self._next = ack.expect
+
+    def status(self) -> BoardStatus:
+        self._immediate("Q")
+        st = self._wait_reply("Q", 2.0)
+        return BoardStatus(
+            widths_us=tuple(None if w is None else w / 2 for w in st.widths_ticks),
+            left_frames=st.left_frames,
+            counters=dict(st.counters),
+            frame=st.frame,
+        )
+
+    def played_frames(self) -> int:
+        return max(0, self._sent_frames - sum(self._queued) - sum(s.frames for s in self._out))
