@@ -422,6 +422,7 @@ def plan_line_path(arm: Arm, q0, move: LineMove, *, max_joint_step_rad: float = 
         )
     if move.end_q_rad is not None and np.abs(_wrap(q[-1] - np.asarray(move.end_q_rad))).max() > 1e-6:
         raise MotionError("a line move to this joint pose would end on the other elbow branch; use a joint move")
+    q[0] = q0  # where the arm is (closed form loses ~1e-8 rad right at full extension)
     path.s, path.q, path.points = s, q, pts
     return path
 

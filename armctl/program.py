@@ -26,6 +26,36 @@ from .kinematics import fk
 from .motion import GripperMove, JointMove, LineMove, Plan, Wait
 
 STEP_ACTIONS = ("line", "joint", "gripper", "wait_s", "repeat", "for_each")
+STEP_KEYS = {
+    "line": (
+        "line",
+        "offset_mm",
+        "offset_m",
+        "speed_mm_s",
+        "speed_m_s",
+        "accel_mm_s2",
+        "accel_m_s2",
+        "segment_mm",
+        "segment_m",
+    ),
+    "joint": ("joint", "offset_mm", "offset_m", "speed_pct", "accel_deg_s2"),
+    "gripper": ("gripper",),
+    "wait_s": ("wait_s",),
+    "repeat": ("repeat", "steps"),
+    "for_each": ("for_each", "steps"),
+}
+SETTINGS_KEYS = (
+    "speed_mm_s",
+    "speed_m_s",
+    "accel_mm_s2",
+    "accel_m_s2",
+    "segment_mm",
+    "segment_m",
+    "joint_speed_pct",
+    "joint_accel_deg_s2",
+    "max_joint_step_deg",
+    "period_ms",
+)
 
 
 @dataclass(frozen=True)
@@ -138,8 +168,13 @@ def _pose(sec: Section, name: str, *, line) -> Pose:
             "a pose needs either a tool point (xy_mm: [x, y] or xy_m: [x, y], optional phi_deg) "
             "or joint angles (q_deg: [...])",
         )
+    for k in ("xy_m", "xy_mm", "phi_deg", "q_deg"):
+        if not sec.has(k):
+            sec.raw(k, None)
     if has_q:
         q = tuple(math.radians(v) for v in sec.numbers("q_deg", count=(2, 3)))
+        if sec.has("phi_deg"):
+            raise sec.error("phi_deg", "a joint pose (q_deg) has no separate phi_deg: its tool angle is the sum")
         sec.done()
         return Pose(name=name, line=line, q_rad=q)
     xy = _length(sec, "xy", count=2)
@@ -179,6 +214,8 @@ def parse_program(data: Any, path) -> Program:
     settings = Settings()
     if s is not None:
         settings = _settings(s, settings)
+        for k in SETTINGS_KEYS:
+            s.raw(k, None)
         s.done()
 
     poses: dict[str, Pose] = {}
@@ -248,8 +285,14 @@ def _steps(raw: list, path: str, *, prefix: str, key: str, bound: set) -> list[S
         line = getattr(item, "line", None) or lines[i]
         if isinstance(item, str) and item in ("open", "close"):
             raise ConfigError(f"step {number}: write 'gripper: {item}'", path=path, line=line)
-        sec = Section(item, path=path, key=f"{key}[{i}]", line=line)
-        out.append(_step(sec, number, line, path, bound))
+        try:
+            sec = Section(item, path=path, key=f"{key}[{i}]", line=line)
+            out.append(_step(sec, number, line, path, bound))
+        except ConfigError as exc:
+            if exc.reason.startswith("step "):
+                raise
+            what = f"{exc.key.rsplit('.', 1)[-1]}: " if exc.key and "." in exc.key else ""
+            raise ConfigError(f"step {number}: {what}{exc.reason}", path=exc.path, line=exc.line) from None
     return out
 
 
@@ -315,10 +358,16 @@ def _step(sec: Section, number: str, line, path: str, bound: set) -> Step:
         if not inner:
             raise sec.error("steps", f"step {number}: the 'steps:' list to repeat is empty")
         st.steps = _steps(inner, path, prefix=f"{number}.", key=f"{sec.key}.steps", bound=bound | set(st.loop_vars))
-    try:
-        sec.done()
-    except ConfigError as exc:
-        raise ConfigError(f"step {number} ({action}): {exc.reason}", path=exc.path, line=exc.line) from None
+    allowed = ("name", *STEP_KEYS[action])
+    for k in sec.data:
+        if k not in allowed:
+            close = difflib.get_close_matches(str(k), allowed, n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            raise ConfigError(
+                f"step {number}: unknown key '{k}' for a {action} step; {hint}(keys: {', '.join(allowed)})",
+                path=path,
+                line=sec.line_of(k),
+            )
     return st
 
 
@@ -425,8 +474,7 @@ def _check_pose_on_arm(prog: Program, pose: Pose, arm: Arm, where: str, line) ->
             )
         q = np.array(pose.q_rad)
         if not arm.within_limits(q):
-            exc = motion._limit_error(arm, q, f"in {pose.describe()}", hint="change its q_deg")
-            raise motion._located(exc, f"{prog.path}:{pline}: {where}")
+            raise motion._limit_error(arm, q, f"in {pose.describe()}", hint="change its q_deg")
     elif pose.phi_rad is not None and arm.n != 3:
         raise ConfigError(
             f"{where}: {pose.describe()} gives a tool angle phi_deg, which needs a 3-link arm; "
@@ -466,8 +514,8 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
     q = np.array(arm.home_rad, dtype=float)
     if prog.start is not None:
         pose = _pose_of(prog, prog.start, {})
-        _check_pose_on_arm(prog, pose, arm, "start", prog.start_line)
         try:
+            _check_pose_on_arm(prog, pose, arm, "start", prog.start_line)
             xy, phi, q_exact = _target(pose, None, arm)
             q = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, arm.home_rad)
         except MotionError as exc:
