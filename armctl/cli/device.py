@@ -1,0 +1,308 @@
+"""``armctl jog``, ``run``, ``home`` and ``status``: drive the arm on a board (default: the simulated arm).
+
+Everything is checked before the first servo command: the program or target
+is planned, every pulse is mapped through the calibration and checked against
+min/max. On the simulated arm the tool point printed is measured from the
+simulated servos; on a real board it is computed from the pulses it holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+import urllib.parse
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from .. import motion
+from ..arm import Arm, load_arm
+from ..bus.armproto import ArmProtocolBackend
+from ..bus.firmata import FirmataBackend
+from ..calibration import Calibration, find_calibration, load_calibration
+from ..errors import BadInputError
+from ..kinematics import fk
+from ..stream import Progress, Streamer, prepare, state_dir
+from ..units import parse_float, parse_length
+
+EPILOG = """\
+port: a device path (/dev/ttyACM0) or any pyserial URL (socket://host:port, rfc2217://, spy://...);
+default: the simulated arm, armsim://<arm> (it keeps its pose between runs; see docs/protocol.md).
+examples:
+  armctl run examples/pick_and_place.yaml
+  armctl jog 0.5 0.2 --phi -30 --speed 50
+  armctl --port /dev/ttyACM0 home
+  armctl --backend firmata --port /dev/ttyACM0 run examples/pick_and_place.yaml"""
+
+
+def register(sub, parents) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print JSON (tool_m, q_deg, ...) instead of text")
+    common.add_argument("--wire-log", metavar="FILE", help="write every byte sent and received, with times, to FILE")
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser(
+        "jog",
+        parents=parents + [common],
+        epilog=EPILOG,
+        formatter_class=fmt,
+        help="move the tool in a straight line to X Y",
+        description="Move the tool point in a straight line from where the arm is to (X, Y).",
+    )
+    p.add_argument("x", metavar="X", help="target x (m, or with a unit: 500mm)")
+    p.add_argument("y", metavar="Y", help="target y (m, or with a unit)")
+    p.add_argument("--phi", metavar="DEG", help="tool angle at the target, degrees (3-link arms)")
+    p.add_argument(
+        "--speed",
+        metavar="MM_S",
+        default=str(motion.DEFAULT_SPEED_M_S * 1000),
+        help=f"tool speed along the line, mm/s (default {motion.DEFAULT_SPEED_M_S * 1000:g})",
+    )
+    p.set_defaults(func=cmd_jog)
+    p = sub.add_parser(
+        "run",
+        parents=parents + [common],
+        epilog=EPILOG,
+        formatter_class=fmt,
+        help="run a YAML program on the arm",
+        description="Check and plan a program, then ramp from the current pose to its start and play it on the board.",
+    )
+    p.add_argument("program", metavar="PROGRAM.yaml")
+    p.add_argument("--dry-run", action="store_true", help="check and plan everything, open no port")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser(
+        "home",
+        parents=parents + [common],
+        epilog=EPILOG,
+        formatter_class=fmt,
+        help="move slowly to the arm's home pose",
+    )
+    p.set_defaults(func=cmd_home)
+    p = sub.add_parser(
+        "status",
+        parents=parents + [common],
+        epilog=EPILOG,
+        formatter_class=fmt,
+        help="show the board and the pose it holds",
+    )
+    p.set_defaults(func=cmd_status)
+
+
+# --- setup ---------------------------------------------------------------------------------------------------
+
+
+def _setup(args) -> tuple[Arm, Calibration, Path]:
+    arm = load_arm(args.arm)
+    path = find_calibration(arm.name, args.calibration)
+    cal = load_calibration(path)
+    cal.check_arm(arm)
+    return arm, cal, path
+
+
+def default_port(arm: Arm, cal_path: Path) -> str:
+    """The simulated arm for ``arm``, keeping its pose in the state dir between runs."""
+    query = urllib.parse.urlencode(
+        {
+            "arm": arm.source
+            if arm.source.endswith((".yaml", ".yml")) and not arm.source.startswith(str(Path(__file__).parents[1]))
+            else arm.name,
+            "cal": str(cal_path),
+            "state": str(state_dir() / f"armsim-{arm.name}.json"),
+        }
+    )
+    return f"armsim://?{query}"
+
+
+def _backend(args, arm: Arm, cal: Calibration, cal_path: Path):
+    port = args.port or default_port(arm, cal_path)
+    if args.backend == "firmata":
+        ranges = {s.pin: (s.min_us, s.max_us) for s in cal.servos}
+        by_pin = replace(
+            cal,
+            joints=tuple(replace(s, channel=s.pin) for s in cal.joints),
+            gripper=None if cal.gripper is None else replace(cal.gripper, channel=cal.gripper.pin),
+        )
+        return FirmataBackend(port, pins_range_us=ranges, wire_log=args.wire_log), by_pin, port
+    return ArmProtocolBackend(port, wire_log=args.wire_log), cal, port
+
+
+def _progress(args) -> Progress:
+    return Progress(enabled=sys.stderr.isatty() and not args.json)
+
+
+def _pose_report(backend, arm: Arm, cal: Calibration, *, settle: bool) -> dict:
+    """Where the arm is: measured from the simulated servos, else from the pulses the board holds."""
+    sim = getattr(backend, "sim", None)
+    if sim is not None:
+        ser = backend.ser
+        if settle:
+            deadline = time.monotonic() + 10.0
+            while time.monotonic() < deadline:
+                sim.pump(ser.sim_time_s())
+                left = sim.settle_s()
+                if left <= 1e-6:
+                    break
+                time.sleep(min(0.05, left / ser.rate + 0.001))
+        sim.pump(ser.sim_time_s())
+        q = sim.q_rad()
+        g = sim.gripper_rad()
+        return {
+            "tool_m": [float(v) for v in fk(arm.links_m, q)],
+            "q_deg": [math.degrees(v) for v in q],
+            "gripper_deg": None if not math.isfinite(g) else math.degrees(g),
+            "measured": "simulated servos",
+        }
+    st = backend.status()
+    widths = [st.widths_us[s.channel] if s.channel < len(st.widths_us) else None for s in cal.joints]
+    if any(w is None for w in widths):
+        return {"tool_m": None, "q_deg": None, "gripper_deg": None, "measured": "unknown (servos without pulses)"}
+    q = cal.us_to_joints(np.array(widths))
+    return {
+        "tool_m": [float(v) for v in fk(arm.links_m, q)],
+        "q_deg": [math.degrees(v) for v in q],
+        "gripper_deg": None,
+        "measured": "commanded pulses",
+    }
+
+
+def _print(args, report: dict, headline: str) -> None:
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return
+    print(headline)
+    if report.get("tool_m") is not None:
+        x, y = report["tool_m"]
+        print(f"tool at x={x:.4f} m y={y:.4f} m (from {report['measured']})")
+        print("joints " + " ".join(f"{v:.2f}" for v in report["q_deg"]) + " deg")
+    else:
+        print(f"pose: {report['measured']}")
+
+
+def _stream(args, arm, cal, cal_path, plan_after_connect) -> dict:
+    backend, bcal, port = _backend(args, arm, cal, cal_path)
+    with backend:
+        streamer = Streamer(backend, arm, bcal, progress=_progress(args), port_key=port)
+        traj = plan_after_connect(streamer)
+        pulses = prepare(traj, bcal)  # checks every pulse before anything moves
+        t0 = time.monotonic()
+        result = streamer.play(traj, pulses)
+        wall = time.monotonic() - t0
+        report = _pose_report(backend, arm, bcal, settle=True)
+        planned = fk(arm.links_m, traj.q_rad[-1])
+        report.update(
+            {
+                "planned_tool_m": [float(v) for v in planned],
+                "duration_s": float(traj.duration_s),
+                "frames": result.frames,
+                "commands": result.commands,
+                "ramp_frames": result.ramp_frames,
+                "wall_s": wall,
+                "port": port,
+                "backend": backend.name,
+            }
+        )
+        if report["tool_m"] is not None:
+            report["error_m"] = float(np.hypot(*(np.array(report["tool_m"]) - planned)))
+        return report
+
+
+# --- commands ------------------------------------------------------------------------------------------------
+
+
+def cmd_jog(args) -> int:
+    arm, cal, cal_path = _setup(args)
+    target = np.array([parse_length(args.x, what="X"), parse_length(args.y, what="Y")])
+    phi = None if args.phi is None else math.radians(parse_float(args.phi, what="--phi"))
+    speed = parse_float(args.speed, what="--speed") / 1000.0
+    if speed <= 0:
+        raise BadInputError(f"--speed: must be > 0 mm/s, got {args.speed}")
+    if phi is not None and arm.n != 3:
+        raise BadInputError("--phi needs a 3-link arm")
+    motion.solve_pose(arm, target, phi, arm.home_rad)  # unreachable targets fail before any port is opened
+
+    def plan(streamer):
+        q0, g0, _ = streamer.start_pose()
+        move = motion.LineMove(
+            tuple(target), phi_rad=phi, speed_m_s=speed, label=f"jog to ({target[0]:g}, {target[1]:g}) m"
+        )
+        return motion.plan_moves(arm, [move], q_start=q0, gripper_start=g0 if math.isfinite(g0) else None).trajectory
+
+    report = _stream(args, arm, cal, cal_path, plan)
+    _print(args, report, f"jogged to ({target[0]:g}, {target[1]:g}) m in {report['duration_s']:.2f} s")
+    return 0
+
+
+def cmd_home(args) -> int:
+    arm, cal, cal_path = _setup(args)
+
+    def plan(streamer):
+        q0, g0, _ = streamer.start_pose()
+        move = motion.JointMove(tuple(arm.home_rad), speed_fraction=0.25, label="home")
+        return motion.plan_moves(arm, [move], q_start=q0, gripper_start=g0 if math.isfinite(g0) else None).trajectory
+
+    report = _stream(args, arm, cal, cal_path, plan)
+    _print(args, report, f"home in {report['duration_s']:.2f} s")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from ..program import load_program, plan_program
+
+    arm, cal, cal_path = _setup(args)
+    plan = plan_program(load_program(args.program), arm)
+    traj = plan.trajectory
+    cal_for_check = cal
+    prepare(traj, cal_for_check)  # every pulse checked before a port is opened
+    if args.dry_run:
+        end = fk(arm.links_m, traj.q_rad[-1])
+        report = {
+            "dry_run": True,
+            "duration_s": float(traj.duration_s),
+            "samples": len(traj),
+            "steps": len(traj.steps),
+            "planned_tool_m": [float(v) for v in end],
+            "tool_m": [float(v) for v in end],
+            "q_deg": [math.degrees(v) for v in traj.q_rad[-1]],
+        }
+        if args.json:
+            print(json.dumps(report, indent=1))
+        else:
+            print(
+                f"{args.program}: OK, {len(traj.steps)} steps, {traj.duration_s:.2f} s, every pulse within the "
+                f"calibrated range (dry run: no port opened)"
+            )
+        return 0
+    report = _stream(args, arm, cal, cal_path, lambda streamer: traj)
+    _print(args, report, f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s")
+    return 0
+
+
+def cmd_status(args) -> int:
+    arm, cal, cal_path = _setup(args)
+    backend, bcal, port = _backend(args, arm, cal, cal_path)
+    with backend:
+        st = backend.status()
+        report = _pose_report(backend, arm, bcal, settle=False)
+        info = backend.info
+        report.update(
+            {
+                "port": port,
+                "backend": backend.name,
+                "firmware": info.firmware,
+                "protocol": info.protocol,
+                "channels": info.channels,
+                "depth": info.depth,
+                "widths_us": list(st.widths_us),
+                "counters": st.counters,
+                "frame": st.frame,
+            }
+        )
+    headline = (
+        f"{info.firmware} (protocol {info.protocol}) on {port}: {info.channels} channels, "
+        f"pulses {' '.join('-' if w is None else f'{w:g}' for w in st.widths_us)} us"
+    )
+    _print(args, report, headline)
+    return 0
