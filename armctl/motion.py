@@ -332,21 +332,32 @@ def plan_line_path(arm: Arm, q0, move: LineMove, *, max_joint_step_rad: float = 
     point) the problem is.
     """
     q0 = np.asarray(q0, dtype=float)
+    if arm.n == 2:
+        if move.phi_rad is not None:
+            raise MotionError("a tool angle (phi) needs a 3-link arm; this arm has 2 links")
+        return _line_path(arm, q0, move, None, max_joint_step_rad)
+    if move.end_q_rad is not None:
+        return _line_path(arm, q0, move, float(np.sum(move.end_q_rad)), max_joint_step_rad)
+    if move.phi_rad is not None:
+        return _line_path(arm, q0, move, float(move.phi_rad), max_joint_step_rad)
+    # Free tool angle: the end angle IK picks near the start pose, else the nearest end angle
+    # (5 deg steps, up to 90 deg away) for which the line works on the start's elbow branch.
+    phi_ik = float(np.sum(solve_pose(arm, move.target_m, None, q0)))
+    first = None
+    for d in sorted(np.radians(np.arange(-90.0, 90.1, 5.0)), key=abs):
+        try:
+            return _line_path(arm, q0, move, phi_ik + float(d), max_joint_step_rad)
+        except MotionError as exc:
+            first = first or exc
+    raise first
+
+
+def _line_path(arm: Arm, q0, move: LineMove, phi_end: float | None, max_joint_step_rad: float) -> LinePath:
     start = fk(arm.links_m, q0)
     end = np.asarray(move.target_m, dtype=float)
     n = arm.n
     phi0 = float(np.sum(q0))
-    dphi = 0.0
-    if n == 3:
-        if move.end_q_rad is not None:
-            phi_end = float(np.sum(move.end_q_rad))
-        elif move.phi_rad is not None:
-            phi_end = float(move.phi_rad)
-        else:
-            phi_end = float(np.sum(solve_pose(arm, end, None, q0)))
-        dphi = float(_wrap(phi_end - phi0))
-    elif move.phi_rad is not None:
-        raise MotionError("a tool angle (phi) needs a 3-link arm; this arm has 2 links")
+    dphi = 0.0 if phi_end is None else float(_wrap(phi_end - phi0))
     from .workspace import check_reachable  # noqa: PLC0415
 
     check_reachable(arm, end, None if n == 2 else phi0 + dphi)
