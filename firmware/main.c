@@ -205,11 +205,12 @@ int main(void)
 
 	for (;;) {
 		wdt_reset();
+		uint32_t now = now_ticks();
 		while (rx_tail != rx_head) {
 			uint8_t b = rx_buf[rx_tail];
 			rx_tail = (uint8_t)((rx_tail + 1) % RX_SIZE);
-			proto_feed(&P, b, now_ticks());
+			proto_feed(&P, b, now);
 		}
-		proto_poll(&P, now_ticks());
+		proto_poll(&P, now);
 	}
 }

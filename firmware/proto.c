@@ -12,13 +12,20 @@
 
 /* ---------------------------------------------------------------- CRC */
 
+/* CRC-16/CCITT-FALSE one byte at a time (the bitwise loop of section 1
+ * unrolled algebraically); avr-libc's hand-written _crc_xmodem_update is the
+ * same polynomial and update, about 20 cycles a byte */
+#ifdef __AVR__
+#include <util/crc16.h>
+uint16_t proto_crc16_update(uint16_t crc, uint8_t b) { return _crc_xmodem_update(crc, b); }
+#else
 uint16_t proto_crc16_update(uint16_t crc, uint8_t b)
 {
-	crc ^= (uint16_t)b << 8;
-	for (uint8_t i = 0; i < 8; i++)
-		crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ 0x1021) : (uint16_t)(crc << 1);
-	return crc;
+	uint8_t x = (uint8_t)((crc >> 8) ^ b);
+	x ^= x >> 4;
+	return (uint16_t)((crc << 8) ^ ((uint16_t)x << 12) ^ ((uint16_t)x << 5) ^ x);
 }
+#endif
 
 uint16_t proto_crc16(const char *s, uint8_t n)
 {
@@ -49,16 +56,44 @@ static void o_str(outline_t *o, const char *s)
 
 static void o_sp(outline_t *o) { o_ch(o, ' '); }
 
+/* decimal by subtracting powers of ten: no 32-bit division on the AVR, and
+ * 16-bit arithmetic for the common small numbers */
+static const uint16_t POW10_16[] = { 10000, 1000, 100, 10 };
+
+static void o_u16(outline_t *o, uint16_t v, uint8_t started)
+{
+	for (uint8_t k = 0; k < 4; k++) {
+		char d = '0';
+		while (v >= POW10_16[k]) {
+			v -= POW10_16[k];
+			d++;
+		}
+		if (d != '0' || started) {
+			o_ch(o, d);
+			started = 1;
+		}
+	}
+	o_ch(o, (char)('0' + v));
+}
+
 static void o_u32(outline_t *o, uint32_t v)
 {
-	char d[10];
-	uint8_t k = 0;
-	do {
-		d[k++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (k)
-		o_ch(o, d[--k]);
+	if (v < 65536UL) {
+		o_u16(o, (uint16_t)v, 0);
+		return;
+	}
+	/* rare (frame counters past 65535): the last five digits by division */
+	uint32_t hi = v / 100000UL;
+	uint32_t lo = v - hi * 100000UL;
+	if (hi)
+		o_u32(o, hi);
+	char d[5];
+	for (int8_t k = 4; k >= 0; k--) {
+		d[k] = (char)('0' + lo % 10);
+		lo /= 10;
+	}
+	for (uint8_t k = 0; k < 5; k++)
+		o_ch(o, d[k]); /* v >= 65536: five digits even without hi */
 }
 
 static const char HEX[] = "0123456789ABCDEF";

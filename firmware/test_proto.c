@@ -107,8 +107,22 @@ static void fresh(proto_t *p, uint16_t boot)
 
 /* ------------------------------------------------------------------ */
 
+static uint16_t crc_bitwise(uint16_t crc, uint8_t b) /* section 1, verbatim semantics */
+{
+	crc ^= (uint16_t)b << 8;
+	for (uint8_t i = 0; i < 8; i++)
+		crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ 0x1021) : (uint16_t)(crc << 1);
+	return crc;
+}
+
 static void test_crc(void)
 {
+	for (uint32_t c = 0; c < 0x10000; c += 7)
+		for (uint16_t b = 0; b < 256; b++)
+			if (proto_crc16_update((uint16_t)c, (uint8_t)b) != crc_bitwise((uint16_t)c, (uint8_t)b)) {
+				CHECK(0);
+				return;
+			}
 	CHECK(proto_crc16("123456789", 9) == 0x29B1);
 	CHECK(proto_crc16("0 H ", 4) == 0x8EE8);
 }
@@ -143,6 +157,21 @@ static void test_example_session(void)
 	feed_raw(&p, "6 X *AA02\n", 10, 0);
 	EXPECT("6 A 6 16 *12F4\n");
 	CHECK(p.count[PC_DUP] == 1 && p.count[PC_CRC] == 1);
+}
+
+static void test_numbers(void)
+{
+	/* frame counters are 32-bit: check the decimal writer across its paths */
+	static const uint32_t frames_[] = { 0, 9, 10, 65535, 65536, 99999, 100000, 100001, 4294967295UL };
+	for (unsigned k = 0; k < sizeof(frames_) / sizeof(frames_[0]); k++) {
+		proto_t p;
+		fresh(&p, 1);
+		p.frame = frames_[k];
+		send(&p, 0, "1 Q");
+		char want[80];
+		snprintf(want, sizeof(want), "1 S %lu 1 16 F - - - - 0 0 0 0 0 0 0 0 0 0001", (unsigned long)frames_[k]);
+		BODY(want);
+	}
 }
 
 static void test_banner(void)
@@ -496,6 +525,7 @@ int main(void)
 	test_crc();
 	test_example_session();
 	test_banner();
+	test_numbers();
 	test_interpolation();
 	test_back_to_back_and_empty();
 	test_stop_holds_current();
