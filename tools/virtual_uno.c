@@ -18,6 +18,20 @@
  *   A0-A5 = 14-19) no longer than --max-pulse-us is logged, measured from
  *   the cycle counter between the rising and the falling edge (1/16 us).
  *
+ * --control replaces the pty and the wall clock with a command channel on
+ * stdin/stdout, for tests that must step simulated time exactly:
+ *   tx <hex>        queue bytes for UART0's receiver         -> "ok"
+ *   run <us>        run that long (simulated)                -> ["rx <hex>"] "t <t_us>"
+ *   until <t_us>    run up to that simulated time            -> ["rx <hex>"] "t <t_us>"
+ *   line <us>       run until the firmware has sent a '\n' (in 10 us steps),
+ *                   at most that long                        -> ["rx <hex>"] "t <t_us>"
+ *   reset           reset the MCU                            -> "ok"
+ *   quit
+ * and, whenever the firmware starts Timer1 (TCCR1B clock select from 0 to
+ * non-zero), the line "timer1 <t_us>" (also an event in the pulse log).
+ * --uart-byte-us sets UART0's byte time regardless of the baud rate (a fast
+ * link for tests that need many lines within one servo frame).
+ *
  * Pulse log format (text, one record a line, '#' lines are comments):
  *   P <t_us> <pin> <width_us> <mono_s>
  *   E <t_us> <mono_s> <event> [detail]
@@ -93,6 +107,8 @@ static struct {
 	uint32_t slice_us;
 	double exit_after_s;
 	int keep_int_polling;
+	int control;
+	double uart_byte_us;
 } opt = {
 	.speed = 1.0,
 	.max_pulse_us = 4000.0,
@@ -112,6 +128,8 @@ static int in_reset;
 static FILE *plog, *ulog;
 static int plog_dirty;
 static FILE *info; /* the real stdout */
+static avr_uart_t *uart0;
+static uint8_t tccr1b_cs; /* Timer1 clock select bits last written */
 
 static struct pin {
 	int arduino;
@@ -223,6 +241,35 @@ static void uart_xoff(struct avr_irq_t *irq, uint32_t value, void *param)
 		xon = 0;
 }
 
+#define TCCR1B_ADDR 0x81 /* ATmega328P data-space address of TCCR1B */
+
+static void tccr1b_written(struct avr_irq_t *irq, uint32_t value, void *param)
+{
+	(void)irq; (void)param;
+	uint8_t cs = value & 7;
+	if (cs && !tccr1b_cs) {
+		log_event("timer1 start");
+		if (opt.control)
+			fprintf(info, "timer1 %.4f\n", cycles_us(abs_cycles()));
+	}
+	tccr1b_cs = cs;
+}
+
+static void find_uart0(void)
+{
+	for (avr_io_t *io = avr->io_port; io; io = io->next)
+		if (io->irq_ioctl_get == AVR_IOCTL_UART_GETIRQ('0'))
+			uart0 = (avr_uart_t *)io;
+}
+
+/* --uart-byte-us: the firmware's baud-rate write recomputes the byte time,
+ * so this is re-applied after every slice */
+static void apply_uart_speed(void)
+{
+	if (opt.uart_byte_us > 0 && uart0)
+		uart0->cycles_per_byte = (avr_cycle_count_t)(opt.uart_byte_us * CYCLES_PER_US);
+}
+
 static void configure_after_reset(void)
 {
 	uint32_t flags = 0;
@@ -236,6 +283,8 @@ static void configure_after_reset(void)
 		avr_extint_set_strict_lvl_trig(avr, 1, 0);
 	}
 	xon = 0; /* the receiver is off until the firmware enables it */
+	tccr1b_cs = 0;
+	apply_uart_speed();
 }
 
 static void mcu_reset(const char *reason)
@@ -365,7 +414,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: virtual_uno FIRMWARE.hex [--pulse-log FILE|-] [--pty-link PATH]\n"
 		"       [--free-run] [--speed X] [--reset-on-open] [--max-pulse-us US]\n"
-		"       [--slice-us US] [--exit-after S] [--uart-log FILE] [--keep-int-polling]\n");
+		"       [--slice-us US] [--exit-after S] [--uart-log FILE] [--keep-int-polling]\n"
+		"       [--control] [--uart-byte-us US]\n");
 	exit(2);
 }
 
@@ -382,6 +432,8 @@ static void parse_args(int argc, char **argv)
 		{ "exit-after", required_argument, 0, 'x' },
 		{ "uart-log", required_argument, 0, 'u' },
 		{ "keep-int-polling", no_argument, 0, 'k' },
+		{ "control", no_argument, 0, 'c' },
+		{ "uart-byte-us", required_argument, 0, 'U' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -398,12 +450,167 @@ static void parse_args(int argc, char **argv)
 		case 'x': opt.exit_after_s = atof(optarg); break;
 		case 'u': opt.uart_log = optarg; break;
 		case 'k': opt.keep_int_polling = 1; break;
+		case 'c': opt.control = 1; break;
+		case 'U': opt.uart_byte_us = atof(optarg); break;
 		default: usage();
 		}
 	}
 	if (optind != argc - 1 || opt.speed <= 0 || opt.slice_us < 1)
 		usage();
 	opt.hex = argv[optind];
+}
+
+/* Run one slice of simulated time; returns non-zero if the MCU halted. */
+static int run_slice(uint64_t cycles)
+{
+	uint64_t target = avr->cycle + cycles;
+	while (avr->cycle < target) {
+		uint64_t before = avr->cycle;
+		int state = avr_run(avr);
+		if (avr->cycle < before) { /* the core reset itself */
+			cycle_base += before - avr->cycle;
+			target = avr->cycle + cycles;
+		}
+		if (state == cpu_Done || state == cpu_Crashed) {
+			fprintf(stderr, "virtual_uno: MCU %s at %.1f us\n",
+				state == cpu_Done ? "stopped (sleep with interrupts off)" : "crashed",
+				cycles_us(abs_cycles()));
+			log_event("halt %s", state == cpu_Done ? "done" : "crashed");
+			return 1;
+		}
+	}
+	apply_uart_speed();
+	return 0;
+}
+
+static void flush_logs(void)
+{
+	if (plog)
+		fflush(plog);
+	if (ulog)
+		fflush(ulog);
+	plog_dirty = 0;
+}
+
+static int realtime_loop(void)
+{
+	const uint64_t slice = (uint64_t)opt.slice_us * CYCLES_PER_US;
+	/* in free-run the pty is still serviced every slice so host round
+	 * trips stay short in wall time */
+	double wall_ref = mono_now(), last_flush = wall_ref;
+	uint64_t sim_ref = abs_cycles();
+
+	while (!stop_req) {
+		if (reset_req) {
+			reset_req = 0;
+			mcu_reset("signal");
+		}
+		if (run_slice(slice))
+			return 3;
+		service_pty();
+
+		double now = mono_now();
+		if (opt.exit_after_s > 0 && cycles_us(abs_cycles()) >= opt.exit_after_s * 1e6)
+			break;
+		if (!opt.free_run) {
+			double sim_s = cycles_us(abs_cycles() - sim_ref) * 1e-6 / opt.speed;
+			double ahead = sim_s - (now - wall_ref);
+			if (ahead > 50e-6) {
+				struct timespec ts = { 0, (long)(ahead * 1e9) };
+				nanosleep(&ts, NULL);
+			} else if (ahead < -0.05) {
+				/* too slow to keep up: re-anchor rather than run in bursts */
+				log_event("slip %.1f", -ahead * 1e3);
+				wall_ref = now;
+				sim_ref = abs_cycles();
+			}
+		}
+		if (plog_dirty && now - last_flush > 0.002) {
+			flush_logs();
+			last_flush = now;
+		}
+	}
+	return 0;
+}
+
+static int hexdigit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static int to_host_has_newline(void)
+{
+	for (size_t i = 0; i < to_host.len; i++)
+		if (to_host.buf[(to_host.head + i) % RING] == '\n')
+			return 1;
+	return 0;
+}
+
+/* run up to absolute simulated time t_us (or, with stop_at_line, until a
+ * line is complete), then report UART output and time */
+static int control_run_until(double t_us, int stop_at_line)
+{
+	const uint64_t slice = (uint64_t)(stop_at_line ? 10 : opt.slice_us) * CYCLES_PER_US;
+	uint64_t target = (uint64_t)(t_us * CYCLES_PER_US);
+	int rc = 0;
+	while (abs_cycles() < target && !rc && !(stop_at_line && to_host_has_newline())) {
+		uint64_t left = target - abs_cycles();
+		rc = run_slice(left < slice ? left : slice);
+		pump_to_avr();
+	}
+	if (to_host.len) {
+		fputs("rx ", info);
+		int b;
+		while ((b = ring_pop(&to_host)) >= 0)
+			fprintf(info, "%02x", b);
+		fputc('\n', info);
+	}
+	fprintf(info, "t %.4f\n", cycles_us(abs_cycles()));
+	fflush(info);
+	flush_logs();
+	return rc;
+}
+
+static int control_loop(void)
+{
+	char line[8192];
+	while (!stop_req && fgets(line, sizeof(line), stdin)) {
+		line[strcspn(line, "\r\n")] = 0;
+		if (!strncmp(line, "tx ", 3)) {
+			for (char *h = line + 3; h[0] && h[1]; h += 2) {
+				int hi = hexdigit(h[0]), lo = hexdigit(h[1]);
+				if (hi < 0 || lo < 0)
+					break;
+				ring_push(&to_avr, (uint8_t)(hi << 4 | lo));
+			}
+			pump_to_avr();
+			fputs("ok\n", info);
+		} else if (!strncmp(line, "run ", 4)) {
+			if (control_run_until(cycles_us(abs_cycles()) + atof(line + 4), 0))
+				return 3;
+			continue;
+		} else if (!strncmp(line, "line ", 5)) {
+			if (control_run_until(cycles_us(abs_cycles()) + atof(line + 5), 1))
+				return 3;
+			continue;
+		} else if (!strncmp(line, "until ", 6)) {
+			if (control_run_until(atof(line + 6), 0))
+				return 3;
+			continue;
+		} else if (!strcmp(line, "reset")) {
+			mcu_reset("control");
+			fputs("ok\n", info);
+		} else if (!strcmp(line, "quit")) {
+			break;
+		} else {
+			fprintf(info, "error unknown command: %s\n", line);
+		}
+		fflush(info);
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -441,9 +648,9 @@ int main(int argc, char **argv)
 	avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUTPUT), uart_out, NULL);
 	avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUT_XON), uart_xon, NULL);
 	avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUT_XOFF), uart_xoff, NULL);
+	avr_irq_register_notify(avr_iomem_getirq(avr, TCCR1B_ADDR, "TCCR1B", AVR_IOMEM_IRQ_ALL), tccr1b_written, NULL);
+	find_uart0();
 	hook_pins();
-	open_pty();
-	mcu_reset("power-on");
 
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);
@@ -452,63 +659,20 @@ int main(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	fprintf(info, "PTY %s\n", pty_name);
-	fflush(info);
-
-	const uint64_t slice = (uint64_t)opt.slice_us * CYCLES_PER_US;
-	/* in free-run the pty is still serviced every slice so host round
-	 * trips stay short in wall time */
-	double wall_ref = mono_now(), last_flush = wall_ref;
-	uint64_t sim_ref = abs_cycles();
-	int rc = 0;
-
-	while (!stop_req) {
-		if (reset_req) {
-			reset_req = 0;
-			mcu_reset("signal");
-		}
-		uint64_t target = avr->cycle + slice;
-		while (avr->cycle < target) {
-			uint64_t before = avr->cycle;
-			int state = avr_run(avr);
-			if (avr->cycle < before) /* the core reset itself (watchdog) */
-				cycle_base += before - avr->cycle, target = avr->cycle + slice;
-			if (state == cpu_Done || state == cpu_Crashed) {
-				fprintf(stderr, "virtual_uno: MCU %s at %.1f us\n",
-					state == cpu_Done ? "stopped (sleep with interrupts off)" : "crashed",
-					cycles_us(abs_cycles()));
-				log_event("halt %s", state == cpu_Done ? "done" : "crashed");
-				rc = 3;
-				goto out;
-			}
-		}
-		service_pty();
-
-		double now = mono_now();
-		if (opt.exit_after_s > 0 && cycles_us(abs_cycles()) >= opt.exit_after_s * 1e6)
-			break;
-		if (!opt.free_run) {
-			double sim_s = cycles_us(abs_cycles() - sim_ref) * 1e-6 / opt.speed;
-			double ahead = sim_s - (now - wall_ref);
-			if (ahead > 50e-6) {
-				struct timespec ts = { 0, (long)(ahead * 1e9) };
-				nanosleep(&ts, NULL);
-			} else if (ahead < -0.05) {
-				/* too slow to keep up: re-anchor rather than run in bursts */
-				log_event("slip %.1f", -ahead * 1e3);
-				wall_ref = now;
-				sim_ref = abs_cycles();
-			}
-		}
-		if (plog_dirty && now - last_flush > 0.002) {
-			fflush(plog);
-			if (ulog)
-				fflush(ulog);
-			plog_dirty = 0;
-			last_flush = now;
-		}
+	int rc;
+	if (opt.control) {
+		client_open = 1; /* the command channel is always connected */
+		fprintf(info, "CONTROL\n");
+		fflush(info);
+		mcu_reset("power-on");
+		rc = control_loop();
+	} else {
+		open_pty();
+		mcu_reset("power-on");
+		fprintf(info, "PTY %s\n", pty_name);
+		fflush(info);
+		rc = realtime_loop();
 	}
-out:
 	log_event("exit");
 	if (plog)
 		fflush(plog);
