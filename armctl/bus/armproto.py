@@ -72,6 +72,7 @@ class ArmProtocolBackend(Backend):
         self._garbage = bytearray()
         self._dead: LinkError | None = None
         self.stats = {"resends": 0, "naks": 0, "bad_lines": 0}
+        self.bytes_out = 0
         self._fd = None
         self._time_scale = 1.0
         self._streaming = False
@@ -130,6 +131,7 @@ class ArmProtocolBackend(Backend):
         except (serial.SerialException, OSError) as exc:
             self._dead = LinkError(f"lost the link to {self.port}: {exc}")
             raise self._dead from None
+        self.bytes_out += len(data)
         if self.log:
             self.log.record(">", data)
 
