@@ -53,6 +53,8 @@ DEFAULT_MAX_JOINT_STEP_RAD = math.radians(1.0)
 #: Joint speeds are planned against this fraction of each limit; the sampled
 #: trajectory is then verified against the full limit.
 SPEED_MARGIN = 0.98
+#: The fewest segments a line is cut into (the speed profile needs points to ramp on).
+MIN_TIMING_SEGMENTS = 16
 #: A segment this short that still moves a joint more than the bound is a jump.
 MIN_SEGMENT_M = 1e-6
 #: How far (m) a target may lie outside the reach annulus and still be taken
@@ -383,7 +385,8 @@ def _line_path(arm: Arm, q0, move: LineMove, phi_end: float | None, max_joint_st
     if length <= 0.0:
         return path
 
-    k = max(1, math.ceil(length / move.segment_m - 1e-9))
+    # At least MIN_TIMING_SEGMENTS, so even a sub-millimetre move gets a proper speed ramp.
+    k = max(MIN_TIMING_SEGMENTS, math.ceil(length / move.segment_m - 1e-9))
     s = np.linspace(0.0, length, k + 1)
     q, pts, excess = _solve_points(path, s)
     bad_reach = excess > REACH_TOL_M

@@ -155,11 +155,13 @@ def test_jump_through_a_singularity_is_refused():
 
 
 def test_segments_respect_length_and_joint_step_bounds():
-    path = plan_line_path(ARM2, np.radians([-60, 60]), LineMove((0.3, 0.5), segment_m=0.005),
-                          max_joint_step_rad=math.radians(0.5))
+    path = plan_line_path(
+        ARM2, np.radians([-60, 60]), LineMove((0.3, 0.5), segment_m=0.005), max_joint_step_rad=math.radians(0.5)
+    )
     assert np.all(np.diff(path.s) <= 0.005 + 1e-12)
     assert np.all(np.abs(np.diff(path.q, axis=0)) <= math.radians(0.5) + 1e-12)
-    assert len(path.s) > 0.005 ** -1 * 0.0  # refined beyond the plain cut where joints move fast
+    plain_cut = math.ceil(np.hypot(*(path.end - path.start)) / 0.005)
+    assert len(path.s) - 1 > plain_cut  # refined beyond the plain cut where the joints move fast
     assert np.allclose(fk(ARM2.links_m, path.q), path.points, atol=1e-12)
 
 
@@ -259,5 +261,16 @@ def test_plan_moves_chains_moves_into_one_trajectory():
     assert_safe(ARM2, tr.q_rad)
     s = plan.summary()
     assert s["segments"] == plan.moves[0].segments + 1
-    assert all(p <= lim * (1 + 1e-9) for p, lim in zip(s["peak_joint_speed_deg_s"], s["joint_speed_limit_deg_s"],
-                                                      strict=True))
+    assert all(
+        p <= lim * (1 + 1e-9) for p, lim in zip(s["peak_joint_speed_deg_s"], s["joint_speed_limit_deg_s"], strict=True)
+    )
+
+
+def test_a_sub_millimetre_line_still_ramps():
+    """Regression: a 0.7 mm line was one segment with no interior point, timed as a one-frame jump."""
+    q0 = np.array([0.0, -0.45099035])
+    target = tuple(fk(ARM2.links_m, q0) + np.array([-0.0003, -0.00066]))
+    mp = plan_move(ARM2, LineMove(target, speed_m_s=0.5, accel_m_s2=1.0), q0, 0.0)
+    step = np.hypot(*np.diff(fk(ARM2.links_m, mp.q_rad), axis=0).T)
+    assert len(mp.t_s) > 3
+    assert step[0] <= 1.0 * PERIOD**2 and step[-1] <= 1.0 * PERIOD**2

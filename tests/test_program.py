@@ -75,7 +75,8 @@ def test_pick_and_place_grips_at_the_parts_and_releases_on_the_stack():
 
 
 def test_loops_unroll_with_labels():
-    prog = load_program_text("""
+    prog = load_program_text(
+        """
 poses:
   a: {xy_mm: [450, 100]}
   b: {xy_mm: [450, 150]}
@@ -86,18 +87,24 @@ steps:
         steps:
           - {name: go, line: $p}
   - wait_s: 0.1
-""", "loop.yaml")
+""",
+        "loop.yaml",
+    )
     flat = expand(prog)
     assert [f.title for f in flat] == [
-        "step 1.1.1 'go' (line 10; pass 1 of 2; p=a)", "step 1.1.1 'go' (line 10; pass 1 of 2; p=b)",
-        "step 1.1.1 'go' (line 10; pass 2 of 2; p=a)", "step 1.1.1 'go' (line 10; pass 2 of 2; p=b)",
-        "step 2 (line 11)"]
+        "step 1.1.1 'go' (line 10; pass 1 of 2; p=a)",
+        "step 1.1.1 'go' (line 10; pass 1 of 2; p=b)",
+        "step 1.1.1 'go' (line 10; pass 2 of 2; p=a)",
+        "step 1.1.1 'go' (line 10; pass 2 of 2; p=b)",
+        "step 2 (line 11)",
+    ]
     plan = plan_program(prog, ARM2)
     assert plan.trajectory.steps == [f.title for f in flat]
 
 
 def test_units_offsets_and_joint_poses():
-    prog = load_program_text("""
+    prog = load_program_text(
+        """
 settings: {speed_m_s: 0.05, segment_m: 0.004, period_ms: 10}
 poses:
   p: {xy_m: [0.45, 0.1]}
@@ -106,7 +113,9 @@ start: j
 steps:
   - {line: p, offset_mm: [0, -50], accel_m_s2: 1.0}
   - {line: j}
-""", "u.yaml")
+""",
+        "u.yaml",
+    )
     plan = plan_program(prog, ARM2)
     tr = plan.trajectory
     assert tr.period_s == 0.01
@@ -133,21 +142,41 @@ steps:
 
 BAD = {
     "unknown pose": (GOOD.replace("  - line: b", "  - line: bb"), 2, 6, "unknown pose 'bb'; did you mean 'b'?"),
-    "negative speed": (GOOD.replace("  - line: b", "  - {line: b, speed_mm_s: -5}"), 2, 6,
-                       "step 2: speed_mm_s: -5 is out of range: must be > 0"),
-    "wrong type": (GOOD.replace("  - line: b", "  - {line: b, speed_mm_s: fast}"), 2, 6,
-                   "expected a number, found 'fast'"),
+    "negative speed": (
+        GOOD.replace("  - line: b", "  - {line: b, speed_mm_s: -5}"),
+        2,
+        6,
+        "step 2: speed_mm_s: -5 is out of range: must be > 0",
+    ),
+    "wrong type": (
+        GOOD.replace("  - line: b", "  - {line: b, speed_mm_s: fast}"),
+        2,
+        6,
+        "expected a number, found 'fast'",
+    ),
     "yaml syntax": (GOOD.replace("  b: {xy_mm: [500, 0]}", "  b: {xy_mm: [500, 0]"), 2, None, "YAML syntax error"),
     "empty program": ("", 2, 1, "the program is empty"),
     "no steps": ("poses:\n  a: {xy_mm: [450, 100]}\nsteps: []\n", 2, 3, "the program has no steps"),
     "two actions": (GOOD.replace("  - line: b", "  - {line: b, joint: a}"), 2, 6, "exactly one of"),
-    "unknown key": (GOOD.replace("  - line: b", "  - {line: b, sped_mm_s: 5}"), 2, 6,
-                    "unknown key 'sped_mm_s' for a line step; did you mean 'speed_mm_s'?"),
+    "unknown key": (
+        GOOD.replace("  - line: b", "  - {line: b, sped_mm_s: 5}"),
+        2,
+        6,
+        "unknown key 'sped_mm_s' for a line step; did you mean 'speed_mm_s'?",
+    ),
     "bad pose": (GOOD.replace("{xy_mm: [500, 0]}", "{xy_mm: [500]}"), 2, 3, "expected 2 numbers"),
-    "phi on 2 links": (GOOD.replace("{xy_mm: [500, 0]}", "{xy_mm: [500, 0], phi_deg: 10}"), 2, 3,
-                       "phi_deg, which needs a 3-link arm"),
-    "q pose out of limits": (GOOD.replace("{xy_mm: [500, 0]}", "{q_deg: [95, 0]}"), 3, 6,
-                             "step 2: joint 1 (shoulder) would be at 95.0 deg in pose 'b' (line 3), outside its limits"),
+    "phi on 2 links": (
+        GOOD.replace("{xy_mm: [500, 0]}", "{xy_mm: [500, 0], phi_deg: 10}"),
+        2,
+        3,
+        "phi_deg, which needs a 3-link arm",
+    ),
+    "q pose out of limits": (
+        GOOD.replace("{xy_mm: [500, 0]}", "{q_deg: [95, 0]}"),
+        3,
+        6,
+        "step 2: joint 1 (shoulder) would be at 95.0 deg in pose 'b' (line 3), outside its limits",
+    ),
     "unbound variable": (GOOD.replace("  - line: b", "  - line: $p"), 2, 6, "'$p' is not a for_each variable"),
 }
 
@@ -240,15 +269,24 @@ def test_plan_json_and_csv(tmp_path, capsys):
     code, out, _ = run(capsys, "--arm", "seed-2link", "plan", str(p), "--json")
     assert code == 0
     doc = json.loads(out)
-    assert set(doc["summary"]) >= {"duration_s", "segments", "peak_joint_speed_deg_s", "joint_speed_limit_deg_s",
-                                   "max_path_deviation_m"}
+    assert set(doc["summary"]) >= {
+        "duration_s",
+        "segments",
+        "peak_joint_speed_deg_s",
+        "joint_speed_limit_deg_s",
+        "max_path_deviation_m",
+    }
     s0, s1 = doc["samples"][0], doc["samples"][-1]
     assert set(s0) >= {"t_s", "q_deg", "tool_m"}
     assert s0["t_s"] == 0 and s0["q_deg"] == pytest.approx([45, -90])
     assert s1["tool_m"] == pytest.approx([0.5, 0.0], abs=1e-6)
     assert s1["t_s"] == pytest.approx(doc["summary"]["duration_s"])
-    assert all(pk <= lim * (1 + 1e-9) for pk, lim in zip(doc["summary"]["peak_joint_speed_deg_s"],
-                                                         doc["summary"]["joint_speed_limit_deg_s"], strict=True))
+    assert all(
+        pk <= lim * (1 + 1e-9)
+        for pk, lim in zip(
+            doc["summary"]["peak_joint_speed_deg_s"], doc["summary"]["joint_speed_limit_deg_s"], strict=True
+        )
+    )
 
     csv_path = tmp_path / "plan.csv"
     code, out, _ = run(capsys, "--arm", "seed-2link", "plan", str(p), "--csv", str(csv_path))
@@ -258,8 +296,15 @@ def test_plan_json_and_csv(tmp_path, capsys):
     assert len(lines) == len(doc["samples"]) + 1
 
     code, out, _ = run(capsys, "--arm", "seed-2link", "plan", str(p))
-    assert code == 0 and out.splitlines()[0].split() == ["t_s", "shoulder_deg", "elbow_deg", "gripper_deg", "x_m",
-                                                         "y_m", "step"]
+    assert code == 0 and out.splitlines()[0].split() == [
+        "t_s",
+        "shoulder_deg",
+        "elbow_deg",
+        "gripper_deg",
+        "x_m",
+        "y_m",
+        "step",
+    ]
     assert "peak" in out and "worst path deviation" in out
 
 
@@ -300,8 +345,10 @@ def random_program(draw):
         kind = draw(st.sampled_from(["line", "joint", "gripper", "wait"]))
         target = draw(st.integers(0, n - 1))
         if kind == "line":
-            steps.append(f"  - {{line: p{target}, speed_mm_s: {draw(st.floats(10, 400)):.1f}, "
-                         f"accel_mm_s2: {draw(st.floats(100, 3000)):.0f}}}")
+            steps.append(
+                f"  - {{line: p{target}, speed_mm_s: {draw(st.floats(10, 400)):.1f}, "
+                f"accel_mm_s2: {draw(st.floats(100, 3000)):.0f}}}"
+            )
         elif kind == "joint":
             steps.append(f"  - {{joint: p{target}, speed_pct: {draw(st.floats(5, 100)):.1f}}}")
         elif kind == "gripper":

@@ -40,9 +40,10 @@ def register(subparsers, parents) -> None:
         "plan",
         parents=parents,
         help="plan a YAML program into a timed joint trajectory (checked whole)",
-        description="Check and plan a pick-and-place program (YAML) on the arm, then print the timed joint "
-        "trajectory sampled every period (default 20 ms): time, joint angles, gripper, tool x/y, "
-        "and a summary (duration, segments, peak joint speeds vs limits, worst path deviation).",
+        description="Check a pick-and-place program (YAML) whole on the arm and plan it, then print the\n"
+        "timed joint trajectory sampled every period (default 20 ms): time, joint angles, gripper,\n"
+        "tool x/y, and a summary (duration, segments, peak joint speeds vs limits, worst path deviation).\n"
+        "On any error: one line naming file, line and step, exit 2 (format) or 3 (motion), no output.",
         epilog=PLAN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -63,7 +64,7 @@ def register(subparsers, parents) -> None:
         "plot",
         parents=parents,
         help="draw a planned program: workspace, path, arm poses, joint speeds",
-        description="Plan a program (as 'armctl plan' does) and draw it to a PNG or SVG file.",
+        description="Plan a program (as 'armctl plan' does, checked whole) and draw it to a PNG or SVG file.",
         epilog=PLOT_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
