@@ -116,8 +116,25 @@ def default_port(arm: Arm, cal_path: Path) -> str:
     return f"armsim://?{query}"
 
 
+def _with_arm(port: str, arm: Arm, cal_path: Path) -> str:
+    """An armsim:// URL without an arm gets the CLI's arm and calibration, so the simulation matches."""
+    parts = urllib.parse.urlsplit(port)
+    if parts.scheme != "armsim" or parts.netloc or parts.path.strip("/"):
+        return port
+    query = urllib.parse.parse_qs(parts.query)
+    extra = {}
+    if "arm" not in query:
+        extra["arm"] = arm.name if arm.source.startswith(str(Path(__file__).parents[1])) else arm.source
+    if "cal" not in query:
+        extra["cal"] = str(cal_path)
+    if not extra:
+        return port
+    sep = "&" if parts.query else ""
+    return f"armsim://?{parts.query}{sep}{urllib.parse.urlencode(extra)}"
+
+
 def _backend(args, arm: Arm, cal: Calibration, cal_path: Path):
-    port = args.port or default_port(arm, cal_path)
+    port = _with_arm(args.port, arm, cal_path) if args.port else default_port(arm, cal_path)
     if args.backend == "firmata":
         ranges = {s.pin: (s.min_us, s.max_us) for s in cal.servos}
         by_pin = replace(

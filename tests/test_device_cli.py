@@ -1,0 +1,127 @@
+"""armctl jog/run/home/status on the simulated arm, and the Firmata backend against a fake pymata4."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from armctl.bus.firmata import FirmataBackend
+from armctl.cli import main
+from armctl.errors import LinkError
+
+FAST = "armsim://?rate=50&seed=1"
+
+
+@pytest.fixture(autouse=True)
+def _state(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+
+
+def _json(capsys, argv):
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_jog_lands_within_a_millimetre(capsys):
+    out = _json(capsys, ["--port", FAST, "jog", "0.5", "0.2", "--speed", "200", "--json"])
+    assert abs(out["tool_m"][0] - 0.5) < 1e-3 and abs(out["tool_m"][1] - 0.2) < 1e-3
+    assert len(out["q_deg"]) == 3 and out["measured"] == "simulated servos"
+
+
+def test_run_dry_run_opens_no_port(capsys):
+    out = _json(capsys, ["--port", "/dev/nonexistent", "run", "examples/pick_and_place.yaml", "--dry-run", "--json"])
+    assert out["dry_run"] and out["duration_s"] > 1
+
+
+def test_run_on_sim_with_wire_log(tmp_path, capsys):
+    log = tmp_path / "wire.log"
+    out = _json(
+        capsys,
+        [
+            "--arm",
+            "seed-2link",
+            "--port",
+            FAST,
+            "run",
+            "examples/pick_and_place_2link.yaml",
+            "--wire-log",
+            str(log),
+            "--json",
+        ],
+    )
+    assert out["error_m"] < 1e-3
+    text = log.read_text()
+    assert " > b'0 H *8EE8\\n'" in text and " < b'0 H armsim 1" in text
+
+
+def test_home_and_status(capsys):
+    out = _json(capsys, ["--port", FAST, "home", "--json"])
+    assert out["q_deg"] == pytest.approx([45, -90, -45], abs=0.1)
+    st = _json(capsys, ["--port", FAST, "status", "--json"])
+    assert st["firmware"] == "armsim" and st["protocol"] == 1 and "tool_m" in st
+
+
+def test_unreachable_jog_fails_before_any_port(capsys):
+    assert main(["--port", "/dev/nonexistent", "jog", "5", "5"]) == 3
+    assert "error" in capsys.readouterr().err
+
+
+def test_bad_port_is_exit_4(capsys):
+    assert main(["--port", "/dev/nonexistent-armctl", "status"]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot open port" in err
+
+
+class FakePymata:
+    def __init__(self, **kw):
+        self.kw = kw
+        self.calls = []
+
+    def set_pin_mode_servo(self, pin, lo, hi):
+        self.calls.append(("config", pin, lo, hi))
+
+    def servo_write(self, pin, value):
+        self.calls.append(("write", pin, value))
+
+    def shutdown(self):
+        self.calls.append(("shutdown",))
+
+
+def test_firmata_attach_then_write_at_once_and_host_timed_frames():
+    fake = {}
+    clock = [0.0]
+
+    def factory(**kw):
+        fake["b"] = FakePymata(**kw)
+        return fake["b"]
+
+    def sleep(dt):
+        clock[0] += dt
+
+    b = FirmataBackend(
+        "/dev/ttyFAKE",
+        pins_range_us={9: (800, 2200), 10: (500, 2500)},
+        pymata_factory=factory,
+        clock=lambda: clock[0],
+        sleep=sleep,
+    )
+    with b:
+        b.move(1, {9: 1833, 10: 2166})
+        b.move(4, {9: 1873, 10: None})
+        b.drain()
+    calls = fake["b"].calls
+    assert fake["b"].kw["baud_rate"] == 57600 and fake["b"].kw["com_port"] == "/dev/ttyFAKE"
+    assert calls[:2] == [("config", 9, 800, 2200), ("write", 9, 1833)]  # write follows attach immediately
+    assert calls[2:4] == [("config", 10, 500, 2500), ("write", 10, 2166)]
+    assert [c for c in calls if c[0] == "write" and c[1] == 9][-4:] == [
+        ("write", 9, v) for v in (1843, 1853, 1863, 1873)
+    ]
+    times = [t for t, pin, _ in b.writes if pin == 9][-4:]
+    assert [round(b_ - a, 6) for a, b_ in zip(times, times[1:], strict=False)] == [0.02, 0.02, 0.02]
+    assert calls[-1] == ("shutdown",)
+
+
+def test_firmata_rejects_urls():
+    with pytest.raises(LinkError, match="device path"):
+        FirmataBackend("armsim://", pins_range_us={9: (800, 2200)}, pymata_factory=FakePymata).open()
