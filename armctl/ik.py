@@ -144,6 +144,119 @@ class _Run:
     max_step: float = 0.0
 
 
+def _step3(j1x, j1y, j2x, j2y, j3x, j3y, ex, ey, lam2):
+    """dq = J^T (J J^T + lam2 I)^-1 e for a 2x3 J given by columns; None if singular."""
+    a11 = j1x * j1x + j2x * j2x + j3x * j3x + lam2
+    a12 = j1x * j1y + j2x * j2y + j3x * j3y
+    a22 = j1y * j1y + j2y * j2y + j3y * j3y + lam2
+    det = a11 * a22 - a12 * a12
+    if not det > 1e-300:
+        return None
+    y1 = (a22 * ex - a12 * ey) / det
+    y2 = (a11 * ey - a12 * ex) / det
+    return j1x * y1 + j1y * y2, j2x * y1 + j2y * y2, j3x * y1 + j3y * y2
+
+
+def _dls_fast(links, tx, ty, q, lo, hi, tol, max_iter, lam):
+    """Adaptive DLS with joint clamping, unrolled for up to three joints.
+
+    A 2-link arm runs as three links with a zero-length third link whose joint
+    is pinned at 0: its Jacobian column is zero, so it never moves. Written
+    out in locals because at this size Python's per-operation cost is the
+    whole cost; the algorithm is the one ``dls_iterate`` documents.
+    """
+    cos, sin, hypot = math.cos, math.sin, math.hypot
+    n = len(links)
+    l1, l2 = links[0], links[1]
+    l3 = links[2] if n == 3 else 0.0
+    lo1, lo2 = lo[0], lo[1]
+    hi1, hi2 = hi[0], hi[1]
+    lo3, hi3 = (lo[2], hi[2]) if n == 3 else (0.0, 0.0)
+    q1 = min(max(q[0], lo1), hi1)
+    q2 = min(max(q[1], lo2), hi2)
+    q3 = min(max(q[2], lo3), hi3) if n == 3 else 0.0
+    reach = l1 + l2 + l3
+    lam_min, lam_max = 1e-12 * reach, 1e4 * reach
+    a2 = q1 + q2
+    a3 = a2 + q3
+    c1, s1, c2, s2, c3, s3 = l1 * cos(q1), l1 * sin(q1), l2 * cos(a2), l2 * sin(a2), l3 * cos(a3), l3 * sin(a3)
+    x, y = c1 + c2 + c3, s1 + s2 + s3
+    err = hypot(tx - x, ty - y)
+    run = _Run(q=None, err=err, fk_evals=1, jac_evals=1)
+    it = slow = 0
+    max_step = 0.0
+    while err > tol and it < max_iter:
+        it += 1
+        ex, ey = tx - x, ty - y
+        j3x, j3y = -s3, c3
+        j2x, j2y = j3x - s2, j3y + c2
+        j1x, j1y = j2x - s1, j2y + c1
+        lam2 = lam * lam
+        d = _step3(j1x, j1y, j2x, j2y, j3x, j3y, ex, ey, lam2)
+        if d is None:
+            lam = max(lam * 10.0, 1e-6 * reach)
+            if lam > lam_max:
+                break
+            continue
+        d1, d2, d3 = d
+        # Joints whose step crosses a limit stop at it; the others are solved
+        # again, on their own columns, for what is left of the error.
+        b1 = (d1 < 0.0 and q1 + d1 < lo1) or (d1 > 0.0 and q1 + d1 > hi1)
+        b2 = (d2 < 0.0 and q2 + d2 < lo2) or (d2 > 0.0 and q2 + d2 > hi2)
+        b3 = (d3 < 0.0 and q3 + d3 < lo3) or (d3 > 0.0 and q3 + d3 > hi3)
+        if (b1 or b2 or b3) and not (b1 and b2 and b3):
+            f1 = ((lo1 if d1 < 0.0 else hi1) - q1) if b1 else 0.0
+            f2 = ((lo2 if d2 < 0.0 else hi2) - q2) if b2 else 0.0
+            f3 = ((lo3 if d3 < 0.0 else hi3) - q3) if b3 else 0.0
+            rx = ex - j1x * f1 - j2x * f2 - j3x * f3
+            ry = ey - j1y * f1 - j2y * f2 - j3y * f3
+            r = _step3(
+                0.0 if b1 else j1x,
+                0.0 if b1 else j1y,
+                0.0 if b2 else j2x,
+                0.0 if b2 else j2y,
+                0.0 if b3 else j3x,
+                0.0 if b3 else j3y,
+                rx,
+                ry,
+                lam2,
+            )
+            if r is not None:
+                d1 = f1 if b1 else r[0]
+                d2 = f2 if b2 else r[1]
+                d3 = f3 if b3 else r[2]
+        n1 = min(max(q1 + d1, lo1), hi1)
+        n2 = min(max(q2 + d2, lo2), hi2)
+        n3 = min(max(q3 + d3, lo3), hi3)
+        a2 = n1 + n2
+        a3 = a2 + n3
+        k1, t1, k2, t2, k3, t3 = l1 * cos(n1), l1 * sin(n1), l2 * cos(a2), l2 * sin(a2), l3 * cos(a3), l3 * sin(a3)
+        nx, ny = k1 + k2 + k3, t1 + t2 + t3
+        run.fk_evals += 1
+        new_err = hypot(tx - nx, ty - ny)
+        if new_err < err:
+            # Three slow steps in a row (a joint sliding along its limit, or a
+            # local minimum) end the run early: the caller restarts elsewhere.
+            slow = slow + 1 if new_err > 0.5 * err else 0
+            if slow >= 3 and lam < 1e-3 * reach:
+                break
+            max_step = max(max_step, abs(n1 - q1), abs(n2 - q2), abs(n3 - q3))
+            q1, q2, q3 = n1, n2, n3
+            c1, s1, c2, s2, c3, s3 = k1, t1, k2, t2, k3, t3
+            x, y, err = nx, ny, new_err
+            run.jac_evals += 1
+            lam = max(lam * 0.1, lam_min)
+        else:
+            lam *= 10.0
+            if lam > lam_max:
+                break
+    run.q = [q1, q2, q3] if n == 3 else [q1, q2]
+    run.err = err
+    run.iterations = it
+    run.max_step = max_step
+    return run
+
+
 def dls_iterate(
     links,
     target,
@@ -174,53 +287,24 @@ def dls_iterate(
     hi = [math.inf] * n if q_max is None else [float(v) for v in q_max]
     q = _clip([float(v) for v in q0], lo, hi)
     reach = sum(links)
-    lam = (0.01 * reach if damping is None else float(damping)) if adaptive else float(damping or 0.0)
-    lam_min = 1e-12 * reach
-    lam_max = 1e4 * reach
+    if adaptive:
+        return _dls_fast(links, tx, ty, q, lo, hi, tol, max_iter, 0.01 * reach if damping is None else float(damping))
+    # Textbook DLS: every step taken with the fixed damping (the 1e-12 keeps
+    # lambda = 0 from dividing by zero at a singular pose, as the seed does).
+    lam2 = float(damping or 0.0) ** 2 + 1e-12
     x, y, jx, jy = _fk_jac(links, q)
     run = _Run(q=q, err=math.hypot(tx - x, ty - y), fk_evals=1, jac_evals=1)
-    slow = 0
     while run.err > tol and run.iterations < max_iter:
-        run.iterations += 1
-        ex, ey = tx - x, ty - y
-        dq = _step(jx, jy, ex, ey, lam * lam + (0.0 if adaptive else 1e-12))
+        dq = _step(jx, jy, tx - x, ty - y, lam2)
         if dq is None:
-            if not adaptive:
-                break
-            lam = max(lam * 10.0, 1e-6 * reach)
-            if lam > lam_max:
-                break
-            continue
-        q_new = _clip([a + b for a, b in zip(q, dq)], lo, hi)
-        if not adaptive:
-            run.max_step = max(run.max_step, max(abs(v) for v in dq))
-            q = q_new
-            x, y, jx, jy = _fk_jac(links, q)
-            run.fk_evals += 1
-            run.jac_evals += 1
-            run.err = math.hypot(tx - x, ty - y)
-            continue
-        nx, ny = _fk(links, q_new)
+            break
+        run.iterations += 1
+        run.max_step = max(run.max_step, max(abs(v) for v in dq))
+        q = _clip([a + b for a, b in zip(q, dq)], lo, hi)
+        x, y, jx, jy = _fk_jac(links, q)
         run.fk_evals += 1
-        new_err = math.hypot(tx - nx, ty - ny)
-        if new_err < run.err:
-            # Three slow steps in a row (a joint sliding along its limit, or a
-            # local minimum) end the run early: the caller restarts elsewhere.
-            slow = slow + 1 if new_err > 0.5 * run.err else 0
-            if slow >= 3 and lam < 1e-3 * reach:
-                break
-            run.max_step = max(run.max_step, max(abs(a - b) for a, b in zip(q_new, q)))
-            q = q_new
-            run.err = new_err
-            if new_err <= tol:
-                break
-            x, y, jx, jy = _fk_jac(links, q)
-            run.jac_evals += 1
-            lam = max(lam * 0.1, lam_min)
-        else:
-            lam *= 10.0
-            if lam > lam_max:
-                break
+        run.jac_evals += 1
+        run.err = math.hypot(tx - x, ty - y)
     run.q = q
     return run
 
@@ -316,6 +400,8 @@ def analytic_2link(l1: float, l2: float, x: float, y: float) -> list[tuple[float
 
 def _nearest_turn(angle: float, ref: float, lo: float, hi: float) -> float | None:
     """angle + 2*pi*k nearest ``ref`` inside [lo, hi], or None."""
+    if lo <= angle <= hi and abs(angle - ref) <= math.pi:
+        return angle
     k = round((ref - angle) / (2.0 * math.pi))
     best = None
     for kk in (k - 1, k, k + 1):
@@ -354,14 +440,14 @@ def _pose_at_phi(links, goal, ph, branch):
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
-def _candidates(links, lo, hi, goal, phi, q0):
+def _candidates(links, lo, hi, goal, phi, q0, want=6):
     """Closed-form poses reaching ``goal`` inside the limits, nearest q0 first,
     and near misses (poses clipped to the limits, least violation first) as
     starting points for an iterative solver.
 
     3 links without phi: the tool angle is searched on a 5-degree grid spreading
     out from the current one (the target's own direction, the only one at full
-    reach, comes second); if no grid angle fits the limits, the violation is
+    reach, comes second) until ``want`` poses are found; if no grid angle fits the limits, the violation is
     minimised over the tool angle around the best near misses, which finds
     windows narrower than the grid.
     """
@@ -390,7 +476,7 @@ def _candidates(links, lo, hi, goal, phi, q0):
                     grid_misses.append((over, ph, b, pose))
                 else:
                     out.append((0.0, pose))
-            if len(out) >= 6:
+            if len(out) >= want:
                 break
         if not out:
             step = math.radians(5.0)
@@ -486,15 +572,21 @@ def _check_inputs(arm: Arm, P: _Plain, target, phi, q0):
     return tx, ty, phi, q0l
 
 
+def _kernel(method, links, goal, q0, lo, hi, tol, max_iter):
+    if method == "dls":
+        return _dls_fast(links, goal[0], goal[1], q0, lo, hi, tol, max_iter, 0.01 * (links[0] + links[1]))
+    kernel = newton_iterate if method == "newton" else broyden_iterate
+    return kernel(links, goal, q0, q_min=lo, q_max=hi, tol=tol, max_iter=max_iter)
+
+
 def _iterate(method, P: _Plain, goal, phi, q0, tol, max_iter):
-    kernel = {"dls": dls_iterate, "newton": newton_iterate, "broyden": broyden_iterate}[method]
     if phi is None:
-        return kernel(P.links, goal, q0, q_min=P.lo, q_max=P.hi, tol=tol, max_iter=max_iter)
+        return _kernel(method, P.links, goal, q0, P.lo, P.hi, tol, max_iter)
     # Tool angle given: solve the first two links for the wrist point, then
     # the wrist joint is what is left of phi.
     l3 = P.links[2]
     wrist = (goal[0] - l3 * math.cos(phi), goal[1] - l3 * math.sin(phi))
-    run = kernel(P.links[:2], wrist, q0[:2], q_min=P.lo[:2], q_max=P.hi[:2], tol=tol, max_iter=max_iter)
+    run = _kernel(method, P.links[:2], wrist, q0[:2], P.lo[:2], P.hi[:2], tol, max_iter)
     q3 = phi - run.q[0] - run.q[1]
     q3c = _nearest_turn(q3, q0[2], P.lo[2], P.hi[2])
     run.q = [run.q[0], run.q[1], q3 if q3c is None else q3c]
@@ -564,39 +656,41 @@ def solve(
     max_step = 0.0
     q = None
     if method == "analytic":
-        cands = _candidates(P.links, P.lo, P.hi, goal, phi, q0)[0]
+        cands = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=1)[0]
         q = cands[0] if cands else None
     else:
-        # Out of reach, DLS starts from the stretched closed-form pose; it is
-        # exact and iterating towards a singular pose converges only linearly.
-        starts = [q0] if short == 0.0 or method != "dls" else []
-        tried_candidates = False
-        while True:
-            if not starts:
-                if method != "dls" or tried_candidates:
-                    break
-                # Stalled on a joint limit or in a local minimum: restart from
-                # the closed-form poses nearest the start, inside the limits.
-                tried_candidates = True
-                found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0)
-                starts = found[:2] or misses[:3]
-                if not starts:
-                    if q is None:  # nothing reaches the goal inside the limits: get as close as they allow
-                        starts = [q0]
-                    else:
-                        break
+        # DLS starts from the closed-form pose nearest q0 when there is one
+        # without a search: 2 links (it is the branch the user expects), a
+        # given tool angle, and out of reach (the stretched pose is exact,
+        # while iterating towards a singular pose converges only linearly).
+        # A redundant 3-link arm starts from q0 itself: minimum-norm steps.
+        tried_candidates = method == "dls" and (short > 0.0 or len(P.links) == 2 or phi is not None)
+        if tried_candidates:
+            found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=1)
+            starts = found[:1] or misses[:3] or [q0]
+        else:
+            starts = [q0]
+        runs = 0
+        while starts:
             start = starts.pop(0)
-            if q is not None or tried_candidates:
-                restarts += 1
+            restarts += runs > 0
+            runs += 1
             run = _iterate(method, P, goal, phi, start, tol, max_iter)
             iterations += run.iterations
             fk_evals += run.fk_evals
             jac_evals += run.jac_evals
             max_step = max(max_step, run.max_step)
-            if q is None or _reaches(P, run.q, goal, phi, tol):
+            hit = _reaches(P, run.q, goal, phi, tol)
+            if q is None or hit:
                 q = run.q
-            if _reaches(P, q, goal, phi, tol):
+            if hit:
                 break
+            if not starts and method == "dls" and not tried_candidates:
+                # Stalled on a joint limit or in a local minimum: restart from
+                # the closed-form poses nearest the start, inside the limits.
+                tried_candidates = True
+                found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=2)
+                starts = found[:2] or misses[:3]
     if q is None:  # no pose inside the limits
         q = q0
     x, y = _fk(P.links, q)
@@ -607,7 +701,7 @@ def solve(
     if not _inside(q, P.lo, P.hi):
         reason = "solution outside the joint limits"
     elif not reached:
-        if method == "analytic" or not _candidates(P.links, P.lo, P.hi, goal, phi, q0)[0]:
+        if method == "analytic" or not _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=1)[0]:
             reason = "no pose inside the joint limits reaches the target"
             short = error
         else:
@@ -810,9 +904,9 @@ def solve_batch(
     w_goal[(r == 0.0) & (r_min > 0)] = [r_min, 0.0]
     goals = w_goal + offset
 
-    def run(q_init, rows):
+    def run(q_init, rows, iters):
         q_sub, err, it = _batch_dls(
-            links[:k], w_goal[rows], q_init[:, :k].copy(), arm.q_min[:k], arm.q_max[:k], tol, max_iter
+            links[:k], w_goal[rows], q_init[:, :k].copy(), arm.q_min[:k], arm.q_max[:k], tol, iters
         )
         q = q_init.copy()
         q[:, :k] = q_sub
@@ -827,16 +921,31 @@ def solve_batch(
     init = q_start.copy()
     far = short > 0
     if np.any(far):
-        seeds = _batch_candidates(arm, goals[far], ph if ph is None else ph[far], q_start[far])
-        init[far] = np.where(np.isnan(seeds), q_start[far], seeds)
-    q, good, iters = run(init, rows)
+        # Beyond the outer rim the closest pose is the arm straight towards the
+        # target (its wrist straight, with phi given); inside the inner rim, search.
+        outer = np.flatnonzero(far & (r > r_max))
+        straight = np.zeros((outer.size, n))
+        straight[:, 0] = np.arctan2(w_goal[outer, 1], w_goal[outer, 0])
+        if ph is not None:
+            straight[:, 2] = ph[outer] - straight[:, 0]
+        turns = np.round((q_start[outer] - straight) / (2 * np.pi))
+        straight += 2 * np.pi * turns
+        fits = np.all((straight >= arm.q_min) & (straight <= arm.q_max), axis=1)
+        init[outer[fits]] = straight[fits]
+        rest = np.setdiff1d(np.flatnonzero(far), outer[fits])
+        if rest.size:
+            seeds = _batch_candidates(arm, goals[rest], None if ph is None else ph[rest], q_start[rest])
+            init[rest] = np.where(np.isnan(seeds), q_start[rest], seeds)
+    # Every loop pass costs the same however few rows are left, so the first
+    # pass is short: rows not converged by then restart from closed form.
+    q, good, iters = run(init, rows, min(max_iter, 25))
     bad = np.flatnonzero(~good)
     if bad.size:
         seeds = _batch_candidates(arm, goals[bad], None if ph is None else ph[bad], q_start[bad])
         has = ~np.isnan(seeds[:, 0])
         idx = bad[has]
         if idx.size:
-            q2, good2, it2 = run(seeds[has], idx)
+            q2, good2, it2 = run(seeds[has], idx, max_iter)
             iters[idx] += it2
             q[idx[good2]] = q2[good2]
             good[idx[good2]] = True
