@@ -74,7 +74,8 @@ class LineMove:
     is interpolated). ``speed_m_s`` and ``accel_m_s2`` bound the tool point's
     speed and acceleration along the line; ``segment_m`` is the longest
     Cartesian segment. ``end_q_rad`` (optional) is the exact pose the move must
-    end in (a joint pose used as a line target).
+    end in (a joint pose used as a line target). ``jerk_time_s`` > 0 turns the
+    trapezoid speed profile into an S-curve whose acceleration ramps over that time.
     """
 
     target_m: tuple[float, float]
@@ -83,6 +84,7 @@ class LineMove:
     accel_m_s2: float = DEFAULT_ACCEL_M_S2
     segment_m: float = DEFAULT_SEGMENT_M
     end_q_rad: tuple[float, ...] | None = None
+    jerk_time_s: float = 0.0
     label: str = ""
 
 
@@ -91,12 +93,13 @@ class JointMove:
     """Joint-space move to ``q_rad``; all joints start and stop together.
 
     ``speed_fraction`` of each joint's speed limit (0..1], ``accel_rad_s2``
-    the acceleration bound of every joint (rad/s^2).
+    the acceleration bound of every joint (rad/s^2); ``jerk_time_s`` as for LineMove.
     """
 
     q_rad: tuple[float, ...]
     speed_fraction: float = DEFAULT_JOINT_SPEED_FRACTION
     accel_rad_s2: float = DEFAULT_JOINT_ACCEL_RAD_S2
+    jerk_time_s: float = 0.0
     label: str = ""
 
 
@@ -495,17 +498,46 @@ def _sample_times(duration: float, period: float):
     return t_local, t_local * (duration / (k * period))
 
 
-def _timed(s, cap, accel, q_at, speed_limit, period, *, label_kind: str):
+def s_curve(s, v, t, jerk_time_s: float):
+    """Smooth a trapezoid profile (s, v, t) into an S-curve: (times, path parameter) on a fine grid.
+
+    The speed is averaged over a sliding window of ``jerk_time_s``: the
+    acceleration then ramps over that time instead of jumping (jerk <= accel /
+    jerk_time_s), the peak speed and acceleration do not grow, and the move
+    takes ``jerk_time_s`` longer. Starts and ends at rest, on the same path.
+    """
+    duration = float(t[-1])
+    n = max(2, math.ceil(jerk_time_s / min(jerk_time_s / 16, DEFAULT_PERIOD_S / 4)))
+    h = jerk_time_s / n
+    steps = max(1, math.ceil(duration / h))
+    tf = np.arange(steps + 1) * (duration / steps)
+    sf = _s_at(tf, s, v, t)
+    sf[-1] = s[-1]
+    # a moving average of s(t) over the window is the integral of the window-averaged speed
+    padded = np.concatenate([np.zeros(n), sf, np.full(n, s[-1])])
+    cs = np.concatenate([[0.0], np.cumsum(padded)])
+    sm = (cs[n + 1 :] - cs[1 : len(cs) - n]) / n
+    sm = sm[: steps + n + 1]
+    return np.arange(len(sm)) * (duration / steps), sm
+
+
+def _timed(s, cap, accel, q_at, speed_limit, period, *, label_kind: str, jerk_time_s: float = 0.0):
     """Time a path and sample it; re-time locally until no sampled joint speed exceeds its limit.
 
-    ``q_at(s)`` gives (K, m) channel angles; ``speed_limit`` (m,) rad/s.
+    ``q_at(s)`` gives (K, m) channel angles; ``speed_limit`` (m,) rad/s;
+    ``jerk_time_s`` > 0 smooths the trapezoid into an S-curve.
     Returns (t_local, q_samples, slowed).
     """
     cap = np.array(cap, dtype=float)
     for _ in range(12):
         v, t = speed_profile(s, cap, accel)
-        t_local, t_prof = _sample_times(float(t[-1]), period)
-        s_samp = _s_at(t_prof, s, v, t)
+        if jerk_time_s > 0 and t[-1] > 0:
+            ts, ss = s_curve(s, v, t, jerk_time_s)
+            t_local, t_prof = _sample_times(float(ts[-1]), period)
+            s_samp = np.interp(t_prof, ts, ss)
+        else:
+            t_local, t_prof = _sample_times(float(t[-1]), period)
+            s_samp = _s_at(t_prof, s, v, t)
         s_samp[-1] = s[-1]
         q = q_at(s_samp)
         rate = np.abs(np.diff(q, axis=0)) / period
@@ -602,6 +634,7 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
             limit,
             period,
             label_kind="joint move",
+            jerk_time_s=move.jerk_time_s,
         )
         q[-1] = q1
         return MovePlan(kind="joint", label=move.label, t_s=t, q_rad=q, gripper_rad=np.full(len(t), g0), segments=1)
@@ -612,9 +645,9 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
         base = move.speed_m_s / path.speed_scale if path.speed_scale > 0 else move.speed_m_s
         acc = move.accel_m_s2 / path.speed_scale if path.speed_scale > 0 else move.accel_m_s2
         cap, _ = _caps_from_joints(path.s, path.q, limit, base)
-        t, q, _ = _timed(path.s, cap, acc, path.at, limit, period, label_kind="line")
+        t, q, _ = _timed(path.s, cap, acc, path.at, limit, period, label_kind="line", jerk_time_s=move.jerk_time_s)
         # Slowed if the joint speed limits made the move longer than the Cartesian limits alone would.
-        free = speed_profile(path.s, np.full(len(path.s), base), acc)[1][-1]
+        free = speed_profile(path.s, np.full(len(path.s), base), acc)[1][-1] + move.jerk_time_s
         slowed = bool(_sample_times(float(free), period)[0][-1] < t[-1] - 1e-9)
         q[0], q[-1] = path.q[0], path.q[-1]
         outside = _outside_limits(arm, q)

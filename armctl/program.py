@@ -69,6 +69,7 @@ class Settings:
     joint_accel_rad_s2: float = motion.DEFAULT_JOINT_ACCEL_RAD_S2
     max_joint_step_rad: float = motion.DEFAULT_MAX_JOINT_STEP_RAD
     period_s: float = 0.020
+    jerk_time_s: float = 0.0  # 0: trapezoid speed profile; > 0: S-curve (profile: s_curve)
 
 
 @dataclass(frozen=True)
@@ -266,7 +267,12 @@ def _settings(s: Section, base: Settings) -> Settings:
         return default if v is None else math.radians(v)
 
     period_ms = s.number("period_ms", None, lo=1, hi=1000)
+    profile = s.string("profile", "trapezoid", choices=("trapezoid", "s_curve"))
+    jerk_ms = s.number("jerk_time_ms", None, lo=0, lo_open=True, hi=2000)
+    if jerk_ms is not None and profile != "s_curve":
+        raise s.error("jerk_time_ms", "jerk_time_ms only applies with 'profile: s_curve'")
     return Settings(
+        jerk_time_s=0.0 if profile == "trapezoid" else (100.0 if jerk_ms is None else jerk_ms) / 1000.0,
         speed_m_s=_length(s, "speed", "_s", lo=0, lo_open=True) or base.speed_m_s,
         accel_m_s2=_length(s, "accel", "_s2", lo=0, lo_open=True) or base.accel_m_s2,
         segment_m=_length(s, "segment", lo=0, lo_open=True) or base.segment_m,
@@ -566,6 +572,7 @@ def _move(prog: Program, item: _Flat, arm: Arm, q):
                 accel_m_s2=s.accel_m_s2 or st.accel_m_s2,
                 segment_m=s.segment_m or st.segment_m,
                 end_q_rad=None if q_exact is None else tuple(q_exact),
+                jerk_time_s=st.jerk_time_s,
                 label=label,
             )
         q_end = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, q)
@@ -575,6 +582,7 @@ def _move(prog: Program, item: _Flat, arm: Arm, q):
         tuple(q_end),
         speed_fraction=s.joint_speed_fraction or st.joint_speed_fraction,
         accel_rad_s2=s.joint_accel_rad_s2 or st.joint_accel_rad_s2,
+        jerk_time_s=st.jerk_time_s,
         label=label,
     )
 

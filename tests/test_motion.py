@@ -274,3 +274,25 @@ def test_a_sub_millimetre_line_still_ramps():
     step = np.hypot(*np.diff(fk(ARM2.links_m, mp.q_rad), axis=0).T)
     assert len(mp.t_s) > 3
     assert step[0] <= 1.0 * PERIOD**2 and step[-1] <= 1.0 * PERIOD**2
+
+
+def test_s_curve_limits_jerk_and_keeps_the_path():
+    q0 = ARM2.home_rad
+    trap = plan_move(ARM2, LineMove((0.45, 0.2), accel_m_s2=0.5), q0, 0.0)
+    smooth = plan_move(ARM2, LineMove((0.45, 0.2), accel_m_s2=0.5, jerk_time_s=0.2), q0, 0.0)
+
+    def jerk(mp):
+        tool = fk(ARM2.links_m, mp.q_rad)
+        v = np.hypot(*np.diff(tool, axis=0).T) / PERIOD
+        a = np.diff(v) / PERIOD
+        return np.abs(np.diff(a)).max() / PERIOD, np.abs(a).max(), v.max()
+
+    j_trap, a_trap, v_trap = jerk(trap)
+    j_s, a_s, v_s = jerk(smooth)
+    assert j_s <= 0.5 / 0.2 * 1.3  # jerk about accel / jerk time
+    assert j_trap > 5 * j_s  # the trapezoid's acceleration steps
+    assert a_s <= 0.5 * 1.05 and v_s <= 0.1 * (1 + 1e-6) and v_trap <= 0.1 * (1 + 1e-6)
+    assert smooth.duration_s == pytest.approx(trap.duration_s + 0.2, abs=2 * PERIOD)
+    assert np.allclose(smooth.q_rad[-1], trap.q_rad[-1])
+    assert line_deviation(ARM2, smooth.q_rad, fk(ARM2.links_m, q0), (0.45, 0.2)) < 2e-5
+    assert_safe(ARM2, smooth.q_rad)

@@ -385,3 +385,13 @@ def test_random_programs_are_safe_and_rest_at_both_ends(text):
 def test_config_error_is_not_a_motion_error():
     with pytest.raises(ConfigError):
         load_program_text("steps:\n  - {line: nowhere}\n")
+
+
+def test_s_curve_setting():
+    text = "settings: {profile: s_curve, jerk_time_ms: 150}\n" + GOOD
+    plan = plan_program(load_program_text(text, "s.yaml"), ARM2)
+    trap = plan_program(load_program_text(GOOD, "t.yaml"), ARM2)
+    assert plan.trajectory.duration_s > trap.trajectory.duration_s
+    assert_safe(ARM2, plan.trajectory)
+    with pytest.raises(ConfigError, match="only applies with 'profile: s_curve'"):
+        load_program_text("settings: {jerk_time_ms: 150}\n" + GOOD, "bad.yaml")
