@@ -776,12 +776,13 @@ def summarize(arm: Arm, traj: Trajectory, moves: list[MovePlan]) -> dict:
         "samples": len(traj),
         "period_s": traj.period_s,
         "joint_names": list(arm.joint_names),
-        "peak_joint_speed_deg_s": [float(x) for x in np.degrees(peak)],
-        "joint_speed_limit_deg_s": [float(x) for x in np.degrees(arm.max_speed_rad_s)],
+        "peak_joint_speed_deg_s": [round(float(x), 6) for x in np.degrees(peak)],
+        "joint_speed_limit_deg_s": [round(float(x), 6) for x in np.degrees(arm.max_speed_rad_s)],
         "max_path_deviation_m": dev,
         "slowed_by_joint_limits": [mp.label.split(": ", 1)[-1] for mp in moves if mp.slowed],
     }
     if arm.gripper is not None and len(traj) > 1:
-        out["peak_gripper_speed_deg_s"] = float(np.degrees(np.abs(np.diff(traj.gripper_rad)).max() / traj.period_s))
-        out["gripper_speed_limit_deg_s"] = float(np.degrees(arm.gripper.max_speed_rad_s))
+        peak_g = np.abs(np.diff(traj.gripper_rad)).max() / traj.period_s
+        out["peak_gripper_speed_deg_s"] = round(float(np.degrees(peak_g)), 6)
+        out["gripper_speed_limit_deg_s"] = round(float(np.degrees(arm.gripper.max_speed_rad_s)), 6)
     return out
