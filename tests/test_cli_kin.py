@@ -30,8 +30,9 @@ def test_ik_text_and_json(capsys):
 
 def test_ik_each_method_and_start_pose(capsys):
     for method in ("analytic", "newton", "broyden", "dls"):
-        code, out, _ = run(capsys, "--arm", "seed-2link", "ik", "0.5", "0.4", "--method", method, "--from", "45",
-                           "-90", "--json")
+        code, out, _ = run(
+            capsys, "--arm", "seed-2link", "ik", "0.5", "0.4", "--method", method, "--from", "45", "-90", "--json"
+        )
         d = json.loads(out)
         assert code == 0 and d["method"] == method
         assert d["q_deg"] == pytest.approx([59.0991, -48.1897], abs=1e-3)

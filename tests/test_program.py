@@ -252,8 +252,15 @@ steps:
 
 def test_arm_mismatch(tmp_path, capsys):
     p = write(tmp_path, "arm: seed-2link\n" + GOOD)
-    code, _, err = run(capsys, "plan", str(p))  # default arm is seed-3link
+    code, _, err = run(capsys, "--arm", "seed-3link", "plan", str(p))
     assert code == 2 and "run with --arm seed-2link" in err and f"{p}:1" in err
+
+
+def test_program_arm_is_used_when_no_arm_is_given(capsys):
+    example = Path(__file__).parents[1] / "examples" / "pick_and_place_2link.yaml"
+    code, out, err = run(capsys, "plan", str(example), "--json")
+    assert code == 0, err
+    assert len(json.loads(out)["samples"][0]["q_deg"]) == 2
 
 
 def test_missing_file(capsys):

@@ -88,12 +88,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def choose_arm(args, program_arm: str | None = None) -> str:
+    """The arm to use: ``--arm`` when given, else the program's ``arm:`` key, else the default."""
+    if program_arm is not None and not getattr(args, "arm_given", True):
+        return program_arm
+    return args.arm
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error already printed on one line
         return int(exc.code or 0)
+    args.arm_given = getattr(args, "arm", None) is not None
     for key, value in GLOBAL_DEFAULTS.items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)

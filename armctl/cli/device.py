@@ -94,8 +94,10 @@ def register(sub, parents) -> None:
 # --- setup ---------------------------------------------------------------------------------------------------
 
 
-def _setup(args) -> tuple[Arm, Calibration, Path]:
-    arm = load_arm(args.arm)
+def _setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration, Path]:
+    from . import choose_arm
+
+    arm = load_arm(choose_arm(args, program_arm))
     path = find_calibration(arm.name, args.calibration)
     cal = load_calibration(path)
     cal.check_arm(arm)
@@ -268,8 +270,9 @@ def cmd_home(args) -> int:
 def cmd_run(args) -> int:
     from ..program import load_program, plan_program
 
-    arm, cal, cal_path = _setup(args)
-    plan = plan_program(load_program(args.program), arm)
+    prog = load_program(args.program)
+    arm, cal, cal_path = _setup(args, prog.arm_name)
+    plan = plan_program(prog, arm)
     traj = plan.trajectory
     cal_for_check = cal
     prepare(traj, cal_for_check)  # every pulse checked before a port is opened

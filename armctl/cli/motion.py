@@ -76,10 +76,11 @@ def register(subparsers, parents) -> None:
 
 def _plan(args):
     from ..arm import load_arm
-    from ..program import plan_file
+    from ..program import load_program, plan_program
+    from . import choose_arm
 
-    arm = load_arm(args.arm)
-    return plan_file(args.program, arm)
+    prog = load_program(args.program)
+    return plan_program(prog, load_arm(choose_arm(args, prog.arm_name)))
 
 
 def _tool(arm, q):
