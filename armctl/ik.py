@@ -144,6 +144,15 @@ class _Run:
     max_step: float = 0.0
 
 
+def _prepare(links, target, q0, q_min, q_max):
+    """Plain floats for a kernel: links, target x and y, limits (inf if None), q0 clipped into them."""
+    links = [float(v) for v in links]
+    n = len(links)
+    lo = [-math.inf] * n if q_min is None else [float(v) for v in q_min]
+    hi = [math.inf] * n if q_max is None else [float(v) for v in q_max]
+    return links, float(target[0]), float(target[1]), lo, hi, _clip([float(v) for v in q0], lo, hi)
+
+
 def _step3(j1x, j1y, j2x, j2y, j3x, j3y, ex, ey, lam2):
     """dq = J^T (J J^T + lam2 I)^-1 e for a 2x3 J given by columns; None if singular."""
     a11 = j1x * j1x + j2x * j2x + j3x * j3x + lam2
@@ -280,47 +289,22 @@ def dls_iterate(
     textbook DLS. Steps are clipped to [q_min, q_max] when given.
     Returns a private run record; use ``solve`` for the public API.
     """
-    links = [float(v) for v in links]
-    tx, ty = float(target[0]), float(target[1])
-    n = len(links)
-    lo = [-math.inf] * n if q_min is None else [float(v) for v in q_min]
-    hi = [math.inf] * n if q_max is None else [float(v) for v in q_max]
-    q = _clip([float(v) for v in q0], lo, hi)
+    links, tx, ty, lo, hi, q = _prepare(links, target, q0, q_min, q_max)
     reach = sum(links)
     if adaptive:
         return _dls_fast(links, tx, ty, q, lo, hi, tol, max_iter, 0.01 * reach if damping is None else float(damping))
     # Textbook DLS: every step taken with the fixed damping (the 1e-12 keeps
     # lambda = 0 from dividing by zero at a singular pose, as the seed does).
-    lam2 = float(damping or 0.0) ** 2 + 1e-12
+    return _full_steps(links, tx, ty, lo, hi, q, float(damping or 0.0) ** 2 + 1e-12, tol, max_iter)
+
+
+def _full_steps(links, tx, ty, lo, hi, q, lam2, tol, max_iter):
+    """Take every step J^T (J J^T + lam2 I)^-1 e with a fresh Jacobian: Newton
+    (pseudo-inverse) for lam2 = 0, textbook DLS otherwise."""
     x, y, jx, jy = _fk_jac(links, q)
     run = _Run(q=q, err=math.hypot(tx - x, ty - y), fk_evals=1, jac_evals=1)
     while run.err > tol and run.iterations < max_iter:
         dq = _step(jx, jy, tx - x, ty - y, lam2)
-        if dq is None:
-            break
-        run.iterations += 1
-        run.max_step = max(run.max_step, max(abs(v) for v in dq))
-        q = _clip([a + b for a, b in zip(q, dq)], lo, hi)
-        x, y, jx, jy = _fk_jac(links, q)
-        run.fk_evals += 1
-        run.jac_evals += 1
-        run.err = math.hypot(tx - x, ty - y)
-    run.q = q
-    return run
-
-
-def newton_iterate(links, target, q0, *, q_min=None, q_max=None, tol=DEFAULT_TOL_M, max_iter=DEFAULT_MAX_ITER):
-    """Newton-Raphson: a fresh Jacobian each iteration, full step J^+ e."""
-    links = [float(v) for v in links]
-    tx, ty = float(target[0]), float(target[1])
-    n = len(links)
-    lo = [-math.inf] * n if q_min is None else [float(v) for v in q_min]
-    hi = [math.inf] * n if q_max is None else [float(v) for v in q_max]
-    q = _clip([float(v) for v in q0], lo, hi)
-    x, y, jx, jy = _fk_jac(links, q)
-    run = _Run(q=q, err=math.hypot(tx - x, ty - y), fk_evals=1, jac_evals=1)
-    while run.err > tol and run.iterations < max_iter:
-        dq = _step(jx, jy, tx - x, ty - y, 0.0)
         if dq is None:
             break
         run.iterations += 1
@@ -336,15 +320,16 @@ def newton_iterate(links, target, q0, *, q_min=None, q_max=None, tol=DEFAULT_TOL
     return run
 
 
+def newton_iterate(links, target, q0, *, q_min=None, q_max=None, tol=DEFAULT_TOL_M, max_iter=DEFAULT_MAX_ITER):
+    """Newton-Raphson: a fresh Jacobian each iteration, full step J^+ e."""
+    links, tx, ty, lo, hi, q = _prepare(links, target, q0, q_min, q_max)
+    return _full_steps(links, tx, ty, lo, hi, q, 0.0, tol, max_iter)
+
+
 def broyden_iterate(links, target, q0, *, q_min=None, q_max=None, tol=DEFAULT_TOL_M, max_iter=DEFAULT_MAX_ITER):
     """Broyden's method: Jacobian once at q0, then rank-1 secant updates
     B += (y - B s) s^T / (s^T s) with s the joint step and y the tool-point change."""
-    links = [float(v) for v in links]
-    tx, ty = float(target[0]), float(target[1])
-    n = len(links)
-    lo = [-math.inf] * n if q_min is None else [float(v) for v in q_min]
-    hi = [math.inf] * n if q_max is None else [float(v) for v in q_max]
-    q = _clip([float(v) for v in q0], lo, hi)
+    links, tx, ty, lo, hi, q = _prepare(links, target, q0, q_min, q_max)
     x, y, bx, by = _fk_jac(links, q)
     run = _Run(q=q, err=math.hypot(tx - x, ty - y), fk_evals=1, jac_evals=1)
     while run.err > tol and run.iterations < max_iter:
