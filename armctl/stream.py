@@ -86,6 +86,50 @@ def segments(
     return out
 
 
+# --- the board's stored pulse limits ---------------------------------------------------------------------
+
+FACTORY_LIMITS_US = (500.0, 2500.0)
+
+
+def board_limits_us(cal_servo) -> tuple[float, float]:
+    """The limits (us, 0.5 us steps) a board should store for a servo: its min/max rounded inward."""
+    return (math.ceil(cal_servo.min_us * 2 - 1e-6) / 2, math.floor(cal_servo.max_us * 2 + 1e-6) / 2)
+
+
+def sync_board_limits(backend: Backend, cal: Calibration) -> list[int]:
+    """Check the board's stored pulse limits against the calibration before anything moves.
+
+    A channel still at the factory range (500..2500 us: never calibrated) gets the calibration's
+    min/max written to it; any other difference raises BoardLimitsError (exit 4) naming the channel,
+    both ranges and the fix. Boards without stored limits (Firmata) pass. Returns the channels written.
+    """
+    from .bus.backend import BoardLimitsError
+
+    info = backend.info
+    if info is None or not info.limits_us:
+        return []
+    written = []
+    for s in cal.servos:
+        if s.channel >= len(info.limits_us):
+            raise BoardLimitsError(
+                f"the board has {info.channels} channels; servo {s.name!r} needs channel {s.channel}"
+            )
+        want = board_limits_us(s)
+        have = tuple(float(v) for v in info.limits_us[s.channel])
+        if have == want:
+            continue
+        if have == FACTORY_LIMITS_US:
+            backend.set_limits(s.channel, *want)
+            written.append(s.channel)
+            continue
+        raise BoardLimitsError(
+            f"the board stores {have[0]:g}..{have[1]:g} us for channel {s.channel} ({s.name}) but the calibration "
+            f"{cal.source} says {want[0]:g}..{want[1]:g} us: run 'armctl calibrate --push-limits' to write this "
+            "calibration's limits to the board, or pass the calibration that matches it"
+        )
+    return written
+
+
 # --- the last pose the host stored for a port --------------------------------------------------------------
 
 
@@ -239,6 +283,7 @@ class Streamer:
     def play(self, traj: Trajectory, pulses: Pulses | None = None) -> StreamResult:
         """Connect-ramp, then stream ``traj``; returns what was sent. Ctrl-C stops and re-raises."""
         pulses = pulses or prepare(traj, self.cal)
+        sync_board_limits(self.backend, self.cal)
         q0, g0, declare = self.start_pose()
         ramp = self.ramp(q0, g0, traj)
         parts = ([(prepare(ramp, self.cal), "ramp")] if ramp is not None else []) + [(pulses, "main")]

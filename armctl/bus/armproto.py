@@ -8,6 +8,7 @@ running them). Every wait is bounded; every failure is a LinkError.
 
 from __future__ import annotations
 
+import math
 import select
 import time
 from collections import deque
@@ -17,7 +18,7 @@ import serial
 
 from ..errors import LinkError, ProtocolError
 from . import codec
-from .backend import Backend, BoardInfo, BoardStatus, WireLog, open_port
+from .backend import Backend, BoardInfo, BoardLimitsError, BoardStatus, WireLog, open_port
 
 DEFAULT_BAUD = 115200
 
@@ -78,6 +79,7 @@ class ArmProtocolBackend(Backend):
         self._streaming = False
         self._full_wait = False
         self._srtt = 0.05
+        self._limits_seq: int | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -184,6 +186,10 @@ class ArmProtocolBackend(Backend):
         elif isinstance(reply, codec.Nak):
             self._on_nak(reply)
         elif isinstance(reply, codec.Reject):
+            if self._limits_seq is not None and reply.seq == self._limits_seq:  # see set_limits
+                self._replies["L"] = reply
+                self._on_ack(codec.Ack(reply.seq, reply.expect, reply.free))
+                return
             self._fail(
                 ProtocolError(
                     f"board rejected a command ({reply.reason}): an armctl bug, please report it with --wire-log"
@@ -453,6 +459,36 @@ class ArmProtocolBackend(Backend):
             counters=dict(st.counters),
             frame=st.frame,
         )
+
+    def set_limits(self, channel: int, lo_us: float, hi_us: float) -> None:
+        """Send ``L``: the board stores ``channel``'s range (0.5 us steps, inside lo_us..hi_us) and
+        refuses widths outside it. BoardLimitsError if the board rejects it (its servo is held
+        outside the new range, or the range is invalid)."""
+        lo, hi = math.ceil(lo_us * codec.TICKS_PER_US - 1e-6), math.floor(hi_us * codec.TICKS_PER_US + 1e-6)
+        self.flush()
+        self._limits_seq = self._next
+        try:
+            self._sequenced(codec.limits(self._next, channel, lo, hi), 0)
+            self.flush()
+            rejected = self._replies.pop("L", None)
+        finally:
+            self._limits_seq = None
+        if rejected is not None:
+            held = self.status().widths_us
+            now = held[channel] if channel < len(held) else None
+            why = (
+                f"its servo is held at {now:g} us, outside the new range"
+                if now is not None and not lo / 2 <= now <= hi / 2
+                else "the range is invalid (500 <= lo < hi <= 2500 us) or a queued move lies outside it"
+            )
+            raise BoardLimitsError(
+                f"the board on {self.port} refused limits {lo / 2:g}..{hi / 2:g} us for channel {channel} "
+                f"({rejected.reason}): {why}"
+            )
+        if self.info is not None and channel < len(self.info.limits_us):
+            lims = list(self.info.limits_us)
+            lims[channel] = (lo / 2, hi / 2)
+            self.info.limits_us = tuple(lims)
 
     def played_frames(self) -> int:
         return max(0, self._sent_frames - sum(self._queued) - sum(s.frames for s in self._out))

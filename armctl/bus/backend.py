@@ -79,6 +79,13 @@ class Backend(ABC):
         """Frames of queued motion played so far (for progress), best estimate."""
         return 0
 
+    def set_limits(self, channel: int, lo_us: float, hi_us: float) -> None:
+        """Store ``channel``'s safe pulse range (us) on the board, which then refuses widths outside it.
+
+        Boards that cannot store limits (StandardFirmata: the range is given when a servo is
+        attached) do nothing here; ``info.limits_us`` is empty for them.
+        """
+
     def __enter__(self):
         self.open()
         return self
@@ -86,6 +93,10 @@ class Backend(ABC):
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+class BoardLimitsError(LinkError):
+    """The board's stored pulse limits differ from the host's calibration, or the board refused new ones."""
 
 
 class WireLog:

@@ -25,7 +25,10 @@ ARM is an arm preset name or file (same as option ``arm``). Options:
 - ``scale=F,F,..``      hidden per-servo gain error (true us/deg = calibrated * F)
 - ``flip=I,I,..``       servos (0-based) whose true direction is reversed
 - ``start=D,D,..``      initial joint angles, deg (default: the arm's home; gripper open)
-- ``state=PATH``        keep the servo positions in this file between runs
+- ``state=PATH``        keep the servo positions and the board's limits (its EEPROM) in this file
+                        between runs
+- ``limits=LO:HI,..``   per-channel pulse limits (us) the board boots with (default: from ``state``,
+                        else 500:2500)
 - ``boot=HEX``          fixed boot id
 
 The opened port has ``.sim`` (a ``SimArm``): recorded pulses, true joint angles and tool point.
@@ -43,7 +46,7 @@ from .sim import LinkGone, SimArm, SimOptions
 
 EXPECTED = (
     "expected a URL like armsim://[ARM][?rate=20&drop=0.01&seed=1] with options arm, cal, rate, baud, drop, "
-    "corrupt, delay, disconnect, seed, depth, channels, slew, offset, scale, flip, start, state, boot"
+    "corrupt, delay, disconnect, seed, depth, channels, slew, offset, scale, flip, start, state, limits, boot"
 )
 
 
@@ -70,6 +73,7 @@ _OPTIONS = {
     "start": ("start_deg", _floats),
     "state": ("state", str),
     "boot": ("boot", lambda s: int(s, 16)),
+    "limits": ("limits_us", lambda s: [tuple(float(v) for v in p.split(":", 1)) for p in s.split(",") if p.strip()]),
 }
 
 
@@ -93,6 +97,9 @@ def parse_url(url: str) -> SimOptions:
     for name in ("drop", "corrupt"):
         if not 0.0 <= getattr(opts, name) <= 1.0:
             raise SerialException(f"armsim option {name} must be a probability 0..1; {EXPECTED}")
+    for pair in opts.limits_us or []:
+        if len(pair) != 2 or not 500 <= pair[0] < pair[1] <= 2500:
+            raise SerialException(f"armsim option limits: each channel LO:HI with 500 <= LO < HI <= 2500 us; {EXPECTED}")
     if not (opts.rate > 0 and math.isfinite(opts.rate)):
         raise SerialException(f"armsim option rate must be > 0; {EXPECTED}")
     return opts

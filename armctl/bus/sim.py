@@ -29,7 +29,7 @@ import numpy as np
 from ..arm import Arm, load_arm
 from ..calibration import Calibration, ServoCal, find_calibration, load_calibration
 from ..kinematics import fk
-from .board import Board
+from .board import DEFAULT_LIMITS_TICKS, Board
 
 
 @dataclass
@@ -54,6 +54,7 @@ class SimOptions:
     start_deg: list[float] | None = None
     state: str | None = None
     boot: int | None = None
+    limits_us: list[tuple[float, float]] | None = None
 
 
 class LinkGone(Exception):
@@ -111,6 +112,8 @@ class SimArm:
             boot=o.boot if o.boot is not None else self.rng.getrandbits(16),
             on_pulse=self._on_pulse,
         )
+        self.board.limits = self._start_limits(channels)
+        self._saved_limits = list(self.board.limits)
         self.byte_s = 0.0 if o.baud <= 0 else 10.0 / o.baud
         self.delay_s = o.delay_ms / 1000.0
         self.host_bytes = 0
@@ -154,16 +157,35 @@ class SimArm:
                 pose[i] = math.radians(v)
         return pose
 
+    def _start_limits(self, channels: int) -> list[tuple[int, int]]:
+        """Per-channel limits (ticks) at boot: the ``limits`` option, else those stored in the ``state``
+        file (the board's EEPROM), else the protocol's defaults."""
+        lims = [DEFAULT_LIMITS_TICKS] * channels
+        o = self.opts
+        if o.state and Path(o.state).is_file():
+            try:
+                saved = json.loads(Path(o.state).read_text()).get("limits_us", [])
+                for ch, (lo, hi) in enumerate(saved[:channels]):
+                    lims[ch] = (round(float(lo) * 2), round(float(hi) * 2))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                pass
+        for ch, (lo, hi) in enumerate((o.limits_us or [])[:channels]):
+            lims[ch] = (round(lo * 2), round(hi * 2))
+        return lims
+
     def save_state(self) -> None:
-        """Write the servo positions to the ``state`` file (the arm stays where it is between runs)."""
+        """Write the servo positions and the board's limits to the ``state`` file (the arm stays where it
+        is between runs; the limits persist like the firmware's EEPROM)."""
         if not self.opts.state:
             return
         q = [*self.q_rad(), *([self.gripper_rad()] if self.cal.gripper is not None else [0.0])]
         path = Path(self.opts.state)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"q_rad": q}))
+        limits = [[lo / 2, hi / 2] for lo, hi in self.board.limits]
+        tmp.write_text(json.dumps({"q_rad": q, "limits_us": limits}))
         tmp.replace(path)
+        self._saved_limits = list(self.board.limits)
 
     def _on_pulse(self, t: float, channel: int, ticks: int | None) -> None:
         width = None if ticks is None else ticks / 2.0
@@ -257,6 +279,8 @@ class SimArm:
                 out = self.board.advance_to(t_board)
             if out:
                 self._to_host_schedule(out, t_next)
+        if self.board.limits != self._saved_limits:
+            self.save_state()  # an L command: written through at once, like EEPROM
         self.board.advance_to(t)
         self.now = max(self.now, t)
 
