@@ -3,15 +3,13 @@
  *
  * - UART0 at 115200 baud (U2X, UBRR 16), interrupt driven, with receive and
  *   transmit rings; the protocol (proto.c) runs in the main loop.
- * - Timer1 runs free at 16 MHz / 8 = 0.5 us ticks (normal mode, never
- *   reset). Compare B marks the 20 ms frame boundaries (OCR1B += 40000);
- *   compare A times the pulse edges.
+ * - Timer2 makes the 20 ms frame boundaries; Timer1 (counting CPU cycles)
+ *   times the pulse edges. Widths arrive in 0.5 us ticks (8 cycles) and
+ *   every edge is placed to the exact cycle.
  * - Channels 0-3 are Arduino pins D9-D12 (PB1-PB4). In each frame the
- *   channels that have a width pulse one after another, starting 1 ms after
- *   the boundary; the falling edge of one and the rising edge of the next
- *   are a single write to PORTB. Each edge is scheduled a little early
- *   (EDGE_LEAD) and then placed exactly by polling TCNT1, so interrupt
- *   latency does not change a width (error < 1 tick = 0.5 us).
+ *   channels that have a width pulse one after another, starting 1.5 ms
+ *   after the boundary; the falling edge of one and the rising edge of the
+ *   next are a single write to PORTB.
  * - Widths change only at frame boundaries: proto_boundary() computes the
  *   frame's widths inside the boundary interrupt, before its first edge.
  * - The AVR's hardware watchdog (500 ms) resets a hung firmware; the boot id
@@ -30,8 +28,6 @@
 #define CH_DDR DDRB
 #define CH_SHIFT 1            /* channel 0 = PB1 = D9 ... channel 3 = PB4 = D12 */
 #define CH_MASK (((1 << PROTO_NCH) - 1) << CH_SHIFT)
-#define FIRST_EDGE 2000u      /* ticks after the boundary: 1 ms to compute the frame */
-#define EDGE_LEAD 100u        /* ticks: compare A fires 50 us before the edge */
 
 static proto_t P;
 
@@ -91,95 +87,156 @@ static void uart_init(void)
 
 /* ---------------------------------------------------------- pulses */
 
-static volatile uint16_t edge_t[PROTO_NCH + 1];
+/*
+ * Frames: Timer2 in CTC mode at clk/256 with TOP 249 interrupts every 4 ms;
+ * every 5th is a 20 ms frame boundary. Its registers are never written
+ * after start, so the frame clock never drifts.
+ *
+ * Edges: Timer1 counts CPU cycles (clk/1) and is restarted from 0 at the
+ * boundary and right after every edge, so it never overflows while edges
+ * are pending and every edge is timed from the previous one. Compare A
+ * fires EDGE_LEAD cycles early; the handler polls TCNT1 up to the target,
+ * measures how late it is (0..SLED cycles) and waits out the rest, so the
+ * port write lands a fixed number of cycles after the target whatever the
+ * interrupt latency: widths are exact to the cycle (1/16 us).
+ */
+#define CYCLES_PER_TICK 8u    /* protocol ticks are 0.5 us */
+#define T2_PERIODS 5u         /* 5 x 4 ms = 20 ms */
+#define FIRST_EDGE 24000u     /* cycles after the boundary: 1.5 ms to compute the frame */
+#define EDGE_LEAD 1600u       /* cycles: compare A fires 100 us before the edge */
+#define SLED 16u              /* lateness the edge handler absorbs, cycles */
+/* cycles from one port write to the Timer1 restart that follows it, plus
+ * from the end of polling to the next port write (measured in simavr:
+ * widths come out exact; real hardware may differ by a cycle, 0.06 us) */
+#define EDGE_FIXED 31u
+
+static volatile uint16_t edge_w[PROTO_NCH];   /* cycles from each edge to the next */
 static volatile uint8_t edge_pat[PROTO_NCH + 1];
 static volatile uint8_t edge_n, edge_k;
-static volatile uint32_t frame_start_ticks; /* absolute tick count of the last boundary */
+static volatile uint16_t edge_target;         /* TCNT1 value of the next edge */
+static volatile uint8_t t2_period;            /* 4 ms periods since the last boundary */
+static volatile uint32_t frame_start_ticks;   /* 0.5 us ticks since boot at the last boundary */
 
-/* Frame boundary. Runs with interrupts enabled so the UART keeps receiving
- * while the frame's widths are computed; nothing else touches Timer1's
- * 16-bit registers while it runs (no edges are pending between frames, and
- * the main loop reads TCNT1 only with interrupts off). */
-ISR(TIMER1_COMPB_vect, ISR_NOBLOCK)
+ISR(TIMER2_COMPA_vect)
 {
-	uint16_t b = OCR1B;
-	OCR1B = b + (uint16_t)PROTO_FRAME_TICKS;
+	if (++t2_period < T2_PERIODS)
+		return;
+	t2_period = 0;
+	TCNT1 = 0; /* edges of this frame count from here */
 	frame_start_ticks += PROTO_FRAME_TICKS;
+	/* Compute the frame with interrupts on so the UART keeps running; no
+	 * edge is pending between frames, and the main loop cannot run until
+	 * this handler returns. */
+	sei();
 	proto_boundary(&P);
+	uint16_t w[PROTO_NCH];
+	for (uint8_t ch = 0; ch < PROTO_NCH; ch++)
+		w[ch] = P.out[ch];
+	cli();
 
-	uint16_t t = b + FIRST_EDGE;
 	uint8_t n = 0;
 	for (uint8_t ch = 0; ch < PROTO_NCH; ch++) {
-		uint16_t w = P.out[ch];
-		if (!w)
+		if (!w[ch])
 			continue;
-		edge_t[n] = t;
+		edge_w[n] = (uint16_t)(w[ch] * CYCLES_PER_TICK - EDGE_FIXED);
 		edge_pat[n] = (uint8_t)(1 << (ch + CH_SHIFT));
 		n++;
-		t += w;
 	}
 	if (!n)
 		return;
-	edge_t[n] = t; /* the last falling edge */
-	edge_pat[n] = 0;
-	cli();
+	edge_pat[n] = 0; /* the last falling edge */
 	edge_n = (uint8_t)(n + 1);
 	edge_k = 0;
-	OCR1A = edge_t[0] - EDGE_LEAD;
+	uint16_t first = FIRST_EDGE;
+	if (TCNT1 > first - EDGE_LEAD - 200) /* the computation ran long: start later, widths unchanged */
+		first = TCNT1 + EDGE_LEAD + 400;
+	edge_target = first;
+	OCR1A = first - EDGE_LEAD;
 	TIFR1 = _BV(OCF1A);
-	TIMSK1 |= _BV(OCIE1A);
+	TIMSK1 = _BV(OCIE1A);
 }
 
-/* One pulse edge: wait for its exact tick, then switch the channel pins. */
+/* One pulse edge: the falling edge of one channel and the rising edge of
+ * the next are a single write to the port. */
 ISR(TIMER1_COMPA_vect)
 {
 	uint8_t k = edge_k;
 	if (k >= edge_n) {
-		TIMSK1 &= (uint8_t)~_BV(OCIE1A);
+		TIMSK1 = 0;
 		return;
 	}
-	uint16_t t = edge_t[k];
-	uint8_t pat = edge_pat[k];
-	uint8_t keep = CH_PORT & (uint8_t)~CH_MASK;
-	while ((int16_t)(TCNT1 - t) < 0)
+	uint16_t t = edge_target;
+	uint8_t val = (uint8_t)((CH_PORT & (uint8_t)~CH_MASK) | edge_pat[k]);
+	while (TCNT1 < t)
 		;
-	CH_PORT = keep | pat;
-	edge_k = ++k;
-	if (k < edge_n)
-		OCR1A = edge_t[k] - EDGE_LEAD;
-	else
-		TIMSK1 &= (uint8_t)~_BV(OCIE1A);
+	uint8_t late = (uint8_t)(TCNT1L - (uint8_t)t);
+	if (late > SLED)
+		late = SLED; /* only if this handler started too late: the edge is late */
+	/* skip `late` of SLED nops, write the port, restart Timer1: both at a
+	 * fixed number of cycles after TCNT1 reached t */
+	__asm__ __volatile__(
+		"ldi r30, lo8(pm(1f))\n\t"
+		"ldi r31, hi8(pm(1f))\n\t"
+		"add r30, %[late]\n\t"
+		"adc r31, __zero_reg__\n\t"
+		"ijmp\n\t"
+		"1:\n\t"
+		"nop\n\tnop\n\tnop\n\tnop\n\tnop\n\tnop\n\tnop\n\tnop\n\t"
+		"nop\n\tnop\n\tnop\n\tnop\n\tnop\n\tnop\n\tnop\n\tnop\n\t"
+		"out %[port], %[val]\n\t"
+		"sts %[tcnth], __zero_reg__\n\t"
+		"sts %[tcntl], __zero_reg__\n\t"
+		:
+		: [late] "r"(late), [port] "I"(_SFR_IO_ADDR(CH_PORT)), [val] "r"(val),
+		  [tcnth] "n"(_SFR_MEM_ADDR(TCNT1H)), [tcntl] "n"(_SFR_MEM_ADDR(TCNT1L))
+		: "r30", "r31");
+	if (k + 1 < edge_n) {
+		uint16_t next = edge_w[k];
+		edge_target = next;
+		OCR1A = next - EDGE_LEAD;
+		edge_k = (uint8_t)(k + 1);
+	} else {
+		edge_k = edge_n;
+		TIMSK1 = 0;
+	}
 }
 
 static void timer_init(void)
 {
 	CH_PORT &= (uint8_t)~CH_MASK;
 	CH_DDR |= CH_MASK;
-	TCCR1A = 0;             /* normal mode: counts 0..0xFFFF and wraps */
-	TCCR1B = 0;
+	/* Timer1: normal mode, clk/1, compare A enabled per frame */
+	TCCR1A = 0;
+	TIMSK1 = 0;
 	TCNT1 = 0;
-	OCR1B = (uint16_t)PROTO_FRAME_TICKS; /* first boundary 20 ms after boot */
-	TIFR1 = _BV(OCF1A) | _BV(OCF1B);
-	TIMSK1 = _BV(OCIE1B);
-	TCCR1B = _BV(CS11);     /* clk/8: 0.5 us ticks */
+	TCCR1B = _BV(CS10);
+	/* Timer2: CTC, TOP 249, clk/256: a compare A interrupt every 4 ms */
+	TCCR2A = _BV(WGM21);
+	OCR2A = 249;
+	TCNT2 = 0;
+	TIFR2 = _BV(OCF2A);
+	TIMSK2 = _BV(OCIE2A);
+	t2_period = 0;
+	TCCR2B = _BV(CS22) | _BV(CS21);
 }
 
-/* ticks since boot (wraps after 35 minutes; only differences are used) */
+/* 0.5 us ticks since boot, 16 us resolution (wraps after 35 minutes; only differences are used) */
 static uint32_t now_ticks(void)
 {
 	uint8_t sreg = SREG;
 	cli();
-	uint16_t tc = TCNT1;
-	uint16_t last_b = OCR1B - (uint16_t)PROTO_FRAME_TICKS;
-	uint32_t base = frame_start_ticks;
-	/* a boundary that has passed but whose interrupt has not run yet */
-	if (TIFR1 & _BV(OCF1B)) {
-		tc = TCNT1;
-		base += PROTO_FRAME_TICKS;
-		last_b += (uint16_t)PROTO_FRAME_TICKS;
+	uint8_t pending = TIFR2 & _BV(OCF2A);
+	uint8_t tc = TCNT2;
+	if (!pending && (TIFR2 & _BV(OCF2A))) { /* the period ended just now */
+		pending = 1;
+		tc = TCNT2;
 	}
+	uint8_t per = t2_period;
+	uint32_t base = frame_start_ticks;
 	SREG = sreg;
-	return base + (uint16_t)(tc - last_b);
+	if (pending) /* its interrupt has not run yet */
+		per++;
+	return base + (uint32_t)per * 8000u + (uint32_t)tc * 32u;
 }
 
 /* ------------------------------------------------------------ main */

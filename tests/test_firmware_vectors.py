@@ -43,14 +43,14 @@ class ControlledUno:
         )
         assert self._line() == "CONTROL"
         self.t_us = 0.0
-        self.timer1_us: float | None = None
+        self.timer_us: float | None = None
         self.rx = bytearray()
         self.frames = 0
         # Boot: run until the firmware has started its frame timer, then to PHASE_US into frame 0.
-        while self.timer1_us is None:
+        while self.timer_us is None:
             self.run(1000.0)
-            assert self.t_us < 1e6, "the firmware never started Timer1"
-        self.until(self.timer1_us + PHASE_US)
+            assert self.t_us < 1e6, "the firmware never started its frame timer (Timer2)"
+        self.until(self.timer_us + PHASE_US)
 
     def _line(self) -> str:
         line = self.proc.stdout.readline()
@@ -63,8 +63,10 @@ class ControlledUno:
         self.proc.stdin.flush()
         while True:
             line = self._line()
-            if line.startswith("timer1 "):
-                self.timer1_us = float(line.split()[1])
+            if line.startswith("timer2 "):  # the firmware's frame clock (Timer2, 4 ms periods)
+                self.timer_us = float(line.split()[1])
+            elif line.startswith("timer"):
+                pass
             elif line.startswith("rx "):
                 self.rx += bytes.fromhex(line[3:])
             elif line.startswith("t "):
@@ -99,7 +101,7 @@ class ControlledUno:
 
     def wait_frames(self, frames: int) -> None:
         self.frames += frames
-        target = self.timer1_us + self.frames * FRAME_US + PHASE_US
+        target = self.timer_us + self.frames * FRAME_US + PHASE_US
         assert self.t_us < target, (
             f"the exchanges before this step took until {self.t_us:.0f} us, past {target:.0f} us: "
             "the vector does not fit the frame at this link speed")

@@ -27,8 +27,9 @@
  *                   at most that long                        -> ["rx <hex>"] "t <t_us>"
  *   reset           reset the MCU                            -> "ok"
  *   quit
- * and, whenever the firmware starts Timer1 (TCCR1B clock select from 0 to
- * non-zero), the line "timer1 <t_us>" (also an event in the pulse log).
+ * and, whenever the firmware starts Timer0, 1 or 2 (TCCRnB clock select
+ * from 0 to non-zero), the line "timer<n> <t_us>" (also an event in the
+ * pulse log).
  * --uart-byte-us sets UART0's byte time regardless of the baud rate (a fast
  * link for tests that need many lines within one servo frame).
  *
@@ -129,7 +130,7 @@ static FILE *plog, *ulog;
 static int plog_dirty;
 static FILE *info; /* the real stdout */
 static avr_uart_t *uart0;
-static uint8_t tccr1b_cs; /* Timer1 clock select bits last written */
+static uint8_t timer_cs[3]; /* clock select bits last written to TCCR0B, TCCR1B, TCCR2B */
 
 static struct pin {
 	int arduino;
@@ -241,18 +242,20 @@ static void uart_xoff(struct avr_irq_t *irq, uint32_t value, void *param)
 		xon = 0;
 }
 
-#define TCCR1B_ADDR 0x81 /* ATmega328P data-space address of TCCR1B */
+/* ATmega328P data-space addresses of TCCR0B, TCCR1B, TCCR2B */
+static const uint16_t TCCRB_ADDR[3] = { 0x45, 0x81, 0xB1 };
 
-static void tccr1b_written(struct avr_irq_t *irq, uint32_t value, void *param)
+static void tccrb_written(struct avr_irq_t *irq, uint32_t value, void *param)
 {
-	(void)irq; (void)param;
+	(void)irq;
+	int n = (int)(intptr_t)param;
 	uint8_t cs = value & 7;
-	if (cs && !tccr1b_cs) {
-		log_event("timer1 start");
+	if (cs && !timer_cs[n]) {
+		log_event("timer%d start", n);
 		if (opt.control)
-			fprintf(info, "timer1 %.4f\n", cycles_us(abs_cycles()));
+			fprintf(info, "timer%d %.4f\n", n, cycles_us(abs_cycles()));
 	}
-	tccr1b_cs = cs;
+	timer_cs[n] = cs;
 }
 
 static void find_uart0(void)
@@ -283,7 +286,7 @@ static void configure_after_reset(void)
 		avr_extint_set_strict_lvl_trig(avr, 1, 0);
 	}
 	xon = 0; /* the receiver is off until the firmware enables it */
-	tccr1b_cs = 0;
+	memset(timer_cs, 0, sizeof(timer_cs));
 	apply_uart_speed();
 }
 
@@ -648,7 +651,9 @@ int main(int argc, char **argv)
 	avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUTPUT), uart_out, NULL);
 	avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUT_XON), uart_xon, NULL);
 	avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUT_XOFF), uart_xoff, NULL);
-	avr_irq_register_notify(avr_iomem_getirq(avr, TCCR1B_ADDR, "TCCR1B", AVR_IOMEM_IRQ_ALL), tccr1b_written, NULL);
+	for (int n = 0; n < 3; n++)
+		avr_irq_register_notify(avr_iomem_getirq(avr, TCCRB_ADDR[n], NULL, AVR_IOMEM_IRQ_ALL), tccrb_written,
+					(void *)(intptr_t)n);
 	find_uart0();
 	hook_pins();
 
