@@ -1,0 +1,507 @@
+"""The calibration workflow, without a terminal: reference poses, fits, safe ranges, points files, compare.
+
+A servo's mapping is linear (``pulse_us = zero_us + direction * us_per_deg * angle_deg``, see
+``armctl.calibration``). The user puts a joint at reference angles the tool names and records the
+pulse there; a least-squares line through those (angle_deg, pulse_us) points gives the zero pulse,
+microseconds per degree and direction. With three or more points the residual (how far each point
+lies off the line, in degrees) tells a misjudged pose from a good fit: above ``max_residual_deg`` the
+fit is refused. The safe range is each mechanical end backed off by a margin. The gripper is fitted
+from its open and closed pulses (the arm file's ``open_deg``/``closed_deg``).
+
+``Nudger`` moves one servo in timed steps that keep it under the joint's speed limit; the CLI
+(``armctl.cli.calibrate``) puts keys and a screen around it. Angles in degrees and pulses in
+microseconds throughout (the edges of the program, where the user is).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from .arm import Arm
+from .bus.backend import FRAME_S, Backend
+from .calibration import PULSE_RANGE_US, Calibration, ServoCal
+from .config import Section, load_yaml_file
+from .errors import BadInputError
+from .kinematics import fk
+
+DEFAULT_MAX_RESIDUAL_DEG = 1.0
+DEFAULT_MARGIN_DEG = 2.0
+NUDGE_SPEED_FRACTION = 0.5  # of the joint's speed limit: room for a us/deg estimate off by up to 2x
+TICK_US = 0.5
+POINTS_HEADER = (
+    "# armctl calibration points: one record a line, appended by\n"
+    "#   armctl calibrate --joint J --angle DEG --us US      (a reference point)\n"
+    "#   armctl calibrate --joint J --min-us US --max-us US  (the safe range)\n"
+    "# and read by 'armctl calibrate --fit'. Joints 1..n, or 'gripper'.\n"
+)
+
+
+class FitError(BadInputError):
+    """Recorded points that do not give a usable mapping (too few, inconsistent, out of range)."""
+
+
+def round_tick(us: float) -> float:
+    """``us`` rounded to the board's 0.5 us resolution."""
+    return round(us / TICK_US) * TICK_US
+
+
+def servo_label(cal: Calibration, index: int) -> str:
+    """'joint 2 (elbow)' or 'gripper' for servo ``index`` (joints first, then the gripper)."""
+    if index == len(cal.joints):
+        return "gripper"
+    return f"joint {index + 1} ({cal.joints[index].name})"
+
+
+# --- reference poses ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RefPose:
+    """A pose the user sets a joint to by eye (or with a set square): its angle (deg) and how to see it."""
+
+    angle_deg: float
+    text: str
+
+
+def _joint_refs(index: int) -> dict[float, str]:
+    if index == 0:
+        return {
+            0.0: "link 1 straight along the base's x axis (pointing forward, level)",
+            90.0: "link 1 straight up, along the base's y axis (90 deg to the x axis)",
+            -90.0: "link 1 straight down, along the base's -y axis (-90 deg to the x axis)",
+            45.0: "link 1 halfway between the x axis and straight up (45 deg)",
+            -45.0: "link 1 halfway between the x axis and straight down (-45 deg)",
+        }
+    k, prev = index + 1, index
+    return {
+        0.0: f"link {k} straight in line with link {prev} (no bend)",
+        90.0: f"link {k} at 90 deg to link {prev}, bent counter-clockwise (to the left, seen from above)",
+        -90.0: f"link {k} at 90 deg to link {prev}, bent clockwise (to the right, seen from above)",
+        45.0: f"link {k} at 45 deg to link {prev}, counter-clockwise",
+        -45.0: f"link {k} at 45 deg to link {prev}, clockwise",
+    }
+
+
+def reference_poses(arm: Arm, index: int) -> list[RefPose]:
+    """Three reference poses for joint ``index`` (0-based) inside its angle limits: 0 and +-90 deg where
+    the joint can get there, else +-45 deg. Three, so the fit has a residual to check."""
+    refs = _joint_refs(index)
+    lo, hi = math.degrees(arm.q_min[index]), math.degrees(arm.q_max[index])
+    order = (0.0, 90.0, -90.0, 45.0, -45.0)
+    inside = [a for a in order if lo - 1e-9 <= a <= hi + 1e-9]
+    picked = inside[:3]
+    if len(picked) < 2:
+        picked = [lo + (hi - lo) * f for f in (0.25, 0.5, 0.75)]
+        return [RefPose(a, f"joint {index + 1} at {a:g} deg (measure with a protractor)") for a in picked]
+    return [RefPose(a, refs[a]) for a in picked]
+
+
+def gripper_poses(arm: Arm) -> list[RefPose]:
+    """The gripper's two reference poses: open and closed (angles from the arm file)."""
+    g = arm.gripper
+    return [
+        RefPose(math.degrees(g.open_rad), "gripper fully open (as wide as you want it to open)"),
+        RefPose(math.degrees(g.closed_rad), "gripper closed (jaws just touching; not squeezing)"),
+    ]
+
+
+# --- fitting -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A line through (angle_deg, pulse_us) points: the mapping and how well it fits."""
+
+    zero_us: float
+    us_per_deg: float
+    direction: int
+    angles_deg: tuple[float, ...]
+    pulses_us: tuple[float, ...]
+    residuals_deg: tuple[float, ...]  # measured angle minus fitted, per point (0 with two points)
+
+    @property
+    def max_residual_deg(self) -> float:
+        return max((abs(r) for r in self.residuals_deg), default=0.0)
+
+    @property
+    def rms_residual_deg(self) -> float:
+        return math.sqrt(sum(r * r for r in self.residuals_deg) / max(len(self.residuals_deg), 1))
+
+    def pulse_us(self, angle_deg: float) -> float:
+        """Pulse (us) for ``angle_deg`` by this fit."""
+        return self.zero_us + self.direction * self.us_per_deg * angle_deg
+
+    def angle_deg(self, pulse_us: float) -> float:
+        """Angle (deg) for ``pulse_us`` by this fit."""
+        return (pulse_us - self.zero_us) / (self.direction * self.us_per_deg)
+
+    def describe(self) -> list[str]:
+        """Lines for the user: the mapping, then each point with its residual."""
+        out = [
+            f"zero {self.zero_us:.1f} us, {self.us_per_deg:.3f} us/deg, direction {self.direction:+d}"
+            + (
+                f", residual rms {self.rms_residual_deg:.2f} deg, max {self.max_residual_deg:.2f} deg"
+                if len(self.angles_deg) >= 3
+                else " (two points: no residual to check)"
+            )
+        ]
+        for a, p, r in zip(self.angles_deg, self.pulses_us, self.residuals_deg):
+            out.append(f"  {a:7.1f} deg at {p:7.1f} us   off the line by {r:+.2f} deg")
+        return out
+
+
+def fit_points(
+    angles_deg, pulses_us, *, label: str = "servo", max_residual_deg: float = DEFAULT_MAX_RESIDUAL_DEG
+) -> Fit:
+    """Least-squares line through (angle_deg, pulse_us) points; FitError with the reason if it is unusable:
+    fewer than two distinct angles, a slope outside 1..50 us/deg, a zero pulse outside 500..2500 us, or
+    (with three or more points) a point further than ``max_residual_deg`` from the line."""
+    a = np.asarray(angles_deg, dtype=float)
+    p = np.asarray(pulses_us, dtype=float)
+    if len(a) != len(p) or len(np.unique(np.round(a, 6))) < 2:
+        raise FitError(f"{label}: need pulses at two or more different angles, have {len(np.unique(a))}")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(p))):
+        raise FitError(f"{label}: angles and pulses must be finite numbers")
+    design = np.stack([np.ones_like(a), a], axis=1)
+    (zero, slope), *_ = np.linalg.lstsq(design, p, rcond=None)
+    per_deg = abs(float(slope))
+    if not 1.0 <= per_deg <= 50.0:
+        raise FitError(
+            f"{label}: the points give {per_deg:.3g} us/deg, outside 1..50 us/deg for a hobby servo: check that "
+            "each pulse was recorded at the angle it is listed with"
+        )
+    direction = 1 if slope > 0 else -1
+    residuals = (p - (zero + slope * a)) / slope  # in degrees: how far the joint was off the fitted angle
+    fit = Fit(
+        zero_us=float(zero),
+        us_per_deg=per_deg,
+        direction=direction,
+        angles_deg=tuple(float(v) for v in a),
+        pulses_us=tuple(float(v) for v in p),
+        residuals_deg=tuple(float(v) for v in residuals),
+    )
+    if len(a) >= 3 and fit.max_residual_deg > max_residual_deg:
+        k = int(np.argmax(np.abs(residuals)))
+        raise FitError(
+            f"{label}: the points do not lie on one line: the one at {a[k]:g} deg ({p[k]:g} us) is "
+            f"{abs(residuals[k]):.1f} deg off the line through all of them (limit {max_residual_deg:g} deg). "
+            "A pose was probably misjudged or a pulse recorded at the wrong angle: record that point again"
+        )
+    if not PULSE_RANGE_US[0] <= zero <= PULSE_RANGE_US[1]:
+        raise FitError(
+            f"{label}: the fitted pulse at 0 deg is {zero:.0f} us, outside {PULSE_RANGE_US[0]:g}.."
+            f"{PULSE_RANGE_US[1]:g} us: remount the horn so 0 deg is inside the servo's travel"
+        )
+    return fit
+
+
+def safe_range(end_a_us: float, end_b_us: float, *, us_per_deg: float, margin_deg: float) -> tuple[float, float]:
+    """(min_us, max_us): the two mechanical ends, each backed off ``margin_deg`` toward the other, on the
+    board's 0.5 us grid. FitError if nothing is left between them."""
+    lo, hi = sorted((float(end_a_us), float(end_b_us)))
+    margin = margin_deg * us_per_deg
+    lo_s, hi_s = math.ceil((lo + margin) / TICK_US) * TICK_US, math.floor((hi - margin) / TICK_US) * TICK_US
+    lo_s, hi_s = max(lo_s, PULSE_RANGE_US[0]), min(hi_s, PULSE_RANGE_US[1])
+    if hi_s - lo_s < 10 * us_per_deg:
+        raise FitError(
+            f"the ends {lo:g} and {hi:g} us leave {max(0.0, hi_s - lo_s):g} us after backing off {margin_deg:g} deg "
+            "each: less than 10 deg of travel; record the two opposite mechanical ends"
+        )
+    return lo_s, hi_s
+
+
+def servo_from_fit(old: ServoCal, fit: Fit, *, min_us: float, max_us: float) -> ServoCal:
+    """``old`` (channel, pin, name kept) with the fitted mapping and the new safe range."""
+    return replace(
+        old,
+        zero_us=round(fit.zero_us, 2),
+        us_per_deg=round(fit.us_per_deg, 4),
+        direction=fit.direction,
+        min_us=float(min_us),
+        max_us=float(max_us),
+    )
+
+
+def gripper_from_fit(old: ServoCal, fit: Fit) -> ServoCal:
+    """The gripper's mapping: fitted from open and closed; its range is exactly open..closed."""
+    lo, hi = sorted(fit.pulses_us)
+    return servo_from_fit(old, fit, min_us=round_tick(lo), max_us=round_tick(hi))
+
+
+# --- points files ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Record:
+    """One line of a points file: a reference point (angle_deg, us) or a range (min_us, max_us)."""
+
+    servo: int  # 0-based joint, or len(joints) for the gripper
+    angle_deg: float | None = None
+    us: float | None = None
+    min_us: float | None = None
+    max_us: float | None = None
+
+
+def parse_servo_name(text: str, cal: Calibration) -> int:
+    """Servo index for ``--joint``: 1..n, a joint name, or 'gripper'. BadInputError otherwise."""
+    t = str(text).strip().lower()
+    names = [s.name.lower() for s in cal.joints]
+    if t.isdigit() and 1 <= int(t) <= len(cal.joints):
+        return int(t) - 1
+    if t in names:
+        return names.index(t)
+    if t == "gripper" or (cal.gripper is not None and t == cal.gripper.name.lower()):
+        if cal.gripper is None:
+            raise BadInputError("this calibration has no gripper servo")
+        return len(cal.joints)
+    raise BadInputError(
+        f"--joint {text!r}: expected 1..{len(cal.joints)}, a joint name ({', '.join(names)}) or 'gripper'"
+    )
+
+
+def load_points(path: str | Path, cal: Calibration) -> list[Record]:
+    """Read a points file (strict YAML: ``arm`` and a ``points`` list); ConfigError naming line and key."""
+    data = load_yaml_file(path)
+    top = Section(data, path=path)
+    arm = top.string("arm")
+    if arm != cal.arm:
+        raise top.error("arm", f"points are for arm {arm!r}, the calibration is for {cal.arm!r}")
+    raw = top.raw("points", [])
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list):
+        raise top.error("points", "expected a list of records")
+    top.done()
+    out = []
+    for i, item in enumerate(raw):
+        line = raw.item_lines[i] if hasattr(raw, "item_lines") else None
+        sec = Section(item, path=path, key=f"points[{i}]", line=line)
+        servo_raw = sec.raw("joint")
+        try:
+            servo = parse_servo_name(str(servo_raw), cal)
+        except BadInputError as exc:
+            raise sec.error("joint", str(exc)) from None
+        if sec.has("angle_deg"):
+            rec = Record(servo, angle_deg=sec.number("angle_deg"), us=sec.number("us", lo=500, hi=2500))
+        else:
+            lo, hi = sec.number("min_us", lo=500, hi=2500), sec.number("max_us", lo=500, hi=2500)
+            if hi <= lo:
+                raise sec.error("max_us", f"max_us ({hi:g}) must be greater than min_us ({lo:g})")
+            rec = Record(servo, min_us=lo, max_us=hi)
+        sec.done()
+        out.append(rec)
+    return out
+
+
+def append_record(path: str | Path, cal: Calibration, record: Record) -> str:
+    """Append ``record`` to the points file (created with a header if missing); returns the line written."""
+    path = Path(path)
+    joint = "gripper" if record.servo == len(cal.joints) else str(record.servo + 1)
+    if record.angle_deg is not None:
+        line = f"  - {{joint: {joint}, angle_deg: {record.angle_deg:g}, us: {record.us:g}}}"
+    else:
+        line = f"  - {{joint: {joint}, min_us: {record.min_us:g}, max_us: {record.max_us:g}}}"
+    if path.exists():
+        load_points(path, cal)  # never append to a file we could not read back
+        text = path.read_text(encoding="utf-8")
+        if text and not text.endswith("\n"):
+            text += "\n"
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = POINTS_HEADER + f"arm: {cal.arm}\npoints:\n"
+    path.write_text(text + line + "\n", encoding="utf-8")
+    return line.strip()
+
+
+@dataclass
+class FitReport:
+    """What ``fit_calibration`` made: the new calibration and lines describing each servo."""
+
+    cal: Calibration
+    lines: list[str]
+    changed: list[int]
+
+
+def fit_calibration(
+    records: list[Record],
+    old: Calibration,
+    arm: Arm,
+    *,
+    max_residual_deg: float = DEFAULT_MAX_RESIDUAL_DEG,
+) -> FitReport:
+    """A calibration from points-file records: every servo with two or more points is refitted (the last
+    range recorded for it becomes its min/max, else its old range is kept; the gripper's range is its
+    open..closed span); the others are kept as they were. FitError on the first unusable servo."""
+    lines: list[str] = []
+    changed: list[int] = []
+    cal = old
+    for index, servo in enumerate(old.servos):
+        label = servo_label(old, index)
+        pts = [r for r in records if r.servo == index and r.angle_deg is not None]
+        ranges = [r for r in records if r.servo == index and r.min_us is not None]
+        if not pts and not ranges:
+            lines.append(f"{label}: no points, unchanged")
+            continue
+        if len(pts) < 2:
+            raise FitError(f"{label}: has {len(pts)} reference point(s); record at least two different angles")
+        fit = fit_points(
+            [r.angle_deg for r in pts], [r.us for r in pts], label=label, max_residual_deg=max_residual_deg
+        )
+        if index == len(old.joints) and not ranges:
+            new = gripper_from_fit(servo, fit)
+        else:
+            lo, hi = (ranges[-1].min_us, ranges[-1].max_us) if ranges else (servo.min_us, servo.max_us)
+            new = servo_from_fit(servo, fit, min_us=lo, max_us=hi)
+        cal = _with(cal, index, new)
+        changed.append(index)
+        lines.append(f"{label}: " + fit.describe()[0])
+        lines += ["  " + s for s in fit.describe()[1:]]
+        a, b = new.angle_range_rad()
+        lines.append(
+            f"  safe range {new.min_us:g}..{new.max_us:g} us = {math.degrees(a):.1f}..{math.degrees(b):.1f} deg"
+            + ("" if ranges or index == len(old.joints) else " (old range kept: no range recorded)")
+        )
+    return FitReport(cal=cal, lines=lines, changed=changed)
+
+
+def _with(cal: Calibration, index: int, servo: ServoCal) -> Calibration:
+    if index == len(cal.joints):
+        return replace(cal, gripper=servo)
+    joints = list(cal.joints)
+    joints[index] = servo
+    return replace(cal, joints=tuple(joints))
+
+
+# --- show and compare --------------------------------------------------------------------------------------
+
+
+def show_lines(cal: Calibration) -> list[str]:
+    """A table of every servo: channel, pin, mapping, safe range in us and degrees."""
+    out = [
+        f"calibration {cal.source} (version {cal.version}) for arm {cal.arm}",
+        f"{'servo':<20} {'ch':>2} {'pin':>3} {'zero_us':>8} {'us/deg':>7} {'dir':>3} {'min_us':>7} "
+        f"{'max_us':>7}  range_deg",
+    ]
+    for i, s in enumerate(cal.servos):
+        a, b = s.angle_range_rad()
+        out.append(
+            f"{servo_label(cal, i):<20} {s.channel:>2} {s.pin:>3} {s.zero_us:>8.1f} {s.us_per_deg:>7.3f} "
+            f"{s.direction:>+3d} {s.min_us:>7g} {s.max_us:>7g}  {math.degrees(a):.1f}..{math.degrees(b):.1f}"
+        )
+    return out
+
+
+def compare_lines(a: Calibration, b: Calibration, arm: Arm) -> tuple[list[str], float]:
+    """How two calibrations differ: per servo, the parameters and the largest angle difference for the
+    same pulse (deg, over the pulses both allow); overall, the largest tool distance (m) between where
+    the arm goes with a pulse computed by ``a`` and where it is if ``b`` is the truth, over a grid of
+    poses inside the joint limits. Returns (lines, max tool distance in m)."""
+    out = [f"A = {a.source}", f"B = {b.source}"]
+    out.append(
+        f"{'servo':<20} {'zero_us A/B':>15} {'us/deg A/B':>15} {'dir':>5} {'range_us A | B':>25}  "
+        "max angle diff (same pulse)"
+    )
+    n = min(len(a.servos), len(b.servos))
+    for i in range(n):
+        sa, sb = a.servos[i], b.servos[i]
+        lo, hi = max(sa.min_us, sb.min_us), min(sa.max_us, sb.max_us)
+        if hi > lo:
+            us = np.linspace(lo, hi, 101)
+            diff = float(np.max(np.abs(np.degrees(sa.angle_rad(us) - sb.angle_rad(us)))))
+            d = f"{diff:.2f} deg"
+        else:
+            d = "ranges do not overlap"
+        ranges = f"{sa.min_us:g}..{sa.max_us:g} | {sb.min_us:g}..{sb.max_us:g}"
+        out.append(
+            f"{servo_label(a, i):<20} {sa.zero_us:>7.1f}/{sb.zero_us:<7.1f} {sa.us_per_deg:>7.3f}/"
+            f"{sb.us_per_deg:<7.3f} {sa.direction:+d}/{sb.direction:+d} {ranges:>25}  {d}"
+        )
+    if len(a.servos) != len(b.servos):
+        out.append(f"servo count differs: A has {len(a.servos)}, B has {len(b.servos)}")
+    worst = 0.0
+    if len(a.joints) == len(b.joints) == arm.n:
+        grids = np.meshgrid(*[np.linspace(arm.q_min[i], arm.q_max[i], 9) for i in range(arm.n)], indexing="ij")
+        q = np.stack([g.ravel() for g in grids], axis=1)
+        us = a.joints_to_us(q, check=False)
+        q_b = b.us_to_joints(us)
+        dist = np.hypot(*(fk(arm.links_m, q) - fk(arm.links_m, q_b)).T)
+        worst = float(np.max(dist))
+        k = int(np.argmax(dist))
+        out.append(
+            f"same pulses, A vs B: tool up to {worst * 1000:.1f} mm apart (worst at joints "
+            + " ".join(f"{math.degrees(v):.0f}" for v in q[k])
+            + f" deg), over {len(q)} poses inside the joint limits of arm {arm.name!r}"
+        )
+    return out, worst
+
+
+# --- moving one servo under the speed limit ----------------------------------------------------------------
+
+
+class Nudger:
+    """Moves single servos on an open backend in timed steps under the joint speed limit.
+
+    ``widths`` holds the pulse (us) each channel was last commanded to. A step of d us becomes one
+    move of ceil(|d| / us_per_deg / (speed * 20 ms)) frames, with the speed ``NUDGE_SPEED_FRACTION`` of
+    the joint's limit and ``us_per_deg`` the current best estimate for the servo.
+    """
+
+    def __init__(self, backend: Backend, arm: Arm, cal: Calibration, widths: dict[int, float]):
+        self.backend, self.arm, self.cal = backend, arm, cal
+        self.widths = dict(widths)
+        self.us_per_deg = {i: s.us_per_deg for i, s in enumerate(cal.servos)}
+        self.moves = 0
+
+    def speed_deg_s(self, index: int) -> float:
+        """The nudge speed (deg/s) for servo ``index``."""
+        if index < self.arm.n:
+            limit = math.degrees(self.arm.max_speed_rad_s[index])
+        elif self.arm.gripper is not None:
+            limit = math.degrees(self.arm.gripper.max_speed_rad_s)
+        else:
+            limit = 90.0
+        return NUDGE_SPEED_FRACTION * limit
+
+    def frames_for(self, index: int, delta_us: float) -> int:
+        """Frames (20 ms) a move of ``delta_us`` must take for servo ``index`` to stay under its speed."""
+        deg = abs(delta_us) / self.us_per_deg[index]
+        return max(1, math.ceil(deg / (self.speed_deg_s(index) * FRAME_S) - 1e-9))
+
+    def pulse(self, index: int) -> float:
+        return self.widths[self.cal.servos[index].channel]
+
+    def go(self, index: int, target_us: float) -> float:
+        """Move servo ``index`` to ``target_us`` (clamped to 500..2500, on the 0.5 us grid); returns it."""
+        ch = self.cal.servos[index].channel
+        target = min(max(round_tick(target_us), PULSE_RANGE_US[0]), PULSE_RANGE_US[1])
+        delta = target - self.widths[ch]
+        if delta:
+            self.backend.move(self.frames_for(index, delta), {ch: target})
+            self.widths[ch] = target
+            self.moves += 1
+        return target
+
+    def nudge(self, index: int, delta_us: float) -> float:
+        """Move servo ``index`` by ``delta_us``; returns the new pulse."""
+        return self.go(index, self.pulse(index) + delta_us)
+
+
+# --- the check square --------------------------------------------------------------------------------------
+
+
+def check_square(arm: Arm, *, center_m=None, side_m: float | None = None) -> list[np.ndarray]:
+    """Four corners (m) of a square in the workspace, counter-clockwise from the lower right. Default: side
+    a quarter of the reach, centred at 0.55 reach along 20 deg, where every corner is well inside."""
+    r = arm.reach_max
+    if side_m is None:
+        side_m = 0.25 * r
+    if center_m is None:
+        ang = math.radians(20.0)
+        center_m = (0.55 * r * math.cos(ang), 0.55 * r * math.sin(ang))
+    cx, cy = center_m
+    h = side_m / 2
+    return [np.array(p) for p in ((cx + h, cy - h), (cx + h, cy + h), (cx - h, cy + h), (cx - h, cy - h))]

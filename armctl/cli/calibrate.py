@@ -1,0 +1,716 @@
+"""``armctl calibrate``: the guided calibration workflow, and its script forms.
+
+Interactive (a terminal): one joint at a time, nudge the servo with the keys to each reference pose
+the screen names and press Enter; the tool fits zero pulse, us/deg and direction, shows the fit and
+its residual, then takes the safe range (each mechanical end, backed off a margin), then the
+gripper's open and closed pulses, and asks before saving. ``q`` or Ctrl-C leaves at any point with
+the servos held where they are and nothing saved (exit 130). See docs/calibration.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import select
+import sys
+import termios
+import time
+import tty
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from .. import calibrate as cb
+from .. import motion
+from ..arm import Arm, load_arm
+from ..bus.armproto import ArmProtocolBackend
+from ..bus.firmata import FirmataBackend
+from ..calibration import PULSE_RANGE_US, Calibration, find_calibration, load_calibration, save_calibration
+from ..errors import BadInputError, LinkError
+from ..stream import Streamer, board_limits_us, load_last_pose, save_last_pose
+from ..units import parse_float, parse_length
+from . import EXIT_INTERRUPTED
+from .device import _pose_report, _with_arm, default_port
+
+EPILOG = """\
+interactive keys (shown on screen): k/j or Right/Left +/-0.5 us, K/J or Up/Down +/-10 us,
+]/[ or PgUp/PgDn +/-100 us, g go to the estimate, Enter record, s skip joint, q or Ctrl-C quit.
+script forms:
+  armctl calibrate --joint 1 --angle 90 --us 2166       append a reference point to the points file
+  armctl calibrate --joint 1 --min-us 820 --max-us 2180  append a safe range
+  armctl calibrate --joint gripper --angle open --us 1800
+  armctl calibrate --fit [--out FILE]                    fit the points file and save the calibration
+  armctl calibrate --show [FILE]                         print a calibration
+  armctl calibrate --compare A.yaml B.yaml               how two calibrations differ (deg, mm)
+  armctl calibrate --check                               move through a square, print where to measure
+  armctl calibrate --push-limits                         write the calibration's min/max to the board
+exit codes: 0 ok, 2 bad input or a refused fit, 3 check square unreachable, 4 board error or
+board limits that differ from the calibration, 130 quit (q or Ctrl-C; nothing saved)."""
+
+
+def register(sub, parents) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        parents=parents,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="calibrate the servos (interactive), or record/fit/show/compare/check calibrations",
+        description="Guided servo calibration: reference poses -> zero pulse, us/deg and direction "
+        "(least squares, with residual), safe range, gripper open/closed; saved atomically with a .bak.",
+    )
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--fit", action="store_true", help="fit the points file and save the calibration")
+    mode.add_argument("--show", nargs="?", const="", metavar="FILE", help="print a calibration (default: the arm's)")
+    mode.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two calibration files")
+    mode.add_argument("--check", action="store_true", help="move through a square; print where each corner is")
+    mode.add_argument("--push-limits", action="store_true", help="write the calibration's min/max to the board")
+    p.add_argument("--joint", metavar="J", help="record: joint 1..n, a joint name, or 'gripper'")
+    p.add_argument("--angle", metavar="DEG", help="record: the joint angle (deg; gripper: also open|closed)")
+    p.add_argument("--us", metavar="US", help="record: the pulse (us) that puts the joint at --angle")
+    p.add_argument("--min-us", metavar="US", help="record: the safe range's low pulse (us)")
+    p.add_argument("--max-us", metavar="US", help="record: the safe range's high pulse (us)")
+    p.add_argument(
+        "--points", metavar="FILE", help="points file (default calibration/<arm>.points.yaml in this directory)"
+    )
+    p.add_argument("--out", metavar="FILE", help="save the calibration here (default: the --calibration file)")
+    p.add_argument(
+        "--max-residual-deg",
+        default=str(cb.DEFAULT_MAX_RESIDUAL_DEG),
+        metavar="DEG",
+        help=f"refuse a fit with a point further than this off the line (default {cb.DEFAULT_MAX_RESIDUAL_DEG:g})",
+    )
+    p.add_argument(
+        "--margin-deg",
+        default=str(cb.DEFAULT_MARGIN_DEG),
+        metavar="DEG",
+        help=f"interactive: back off each mechanical end by this much (default {cb.DEFAULT_MARGIN_DEG:g})",
+    )
+    p.add_argument("--side", metavar="LEN", help="check: side of the square (m or 200mm; default reach/4)")
+    p.add_argument("--center", nargs=2, metavar=("X", "Y"), help="check: centre of the square (m)")
+    p.add_argument("--speed", default="100", metavar="MM_S", help="check: tool speed, mm/s (default 100)")
+    p.add_argument("--json", action="store_true", help="check/show/compare: print JSON")
+    p.add_argument("--wire-log", metavar="FILE", help="write every byte sent and received, with times, to FILE")
+    p.set_defaults(func=cmd_calibrate)
+
+
+def cmd_calibrate(args) -> int:
+    if args.compare:
+        return _compare(args)
+    if args.show is not None:
+        return _show(args)
+    arm, cal, cal_path = _setup(args)
+    if args.joint is not None or args.angle is not None or args.us is not None or args.min_us or args.max_us:
+        return _record(args, arm, cal)
+    if args.fit:
+        return _fit(args, arm, cal, cal_path)
+    if args.check:
+        return _check(args, arm, cal, cal_path)
+    if args.push_limits:
+        return _push_limits(args, arm, cal, cal_path)
+    return _interactive(args, arm, cal, cal_path)
+
+
+# --- setup -------------------------------------------------------------------------------------------------
+
+
+def _setup(args) -> tuple[Arm, Calibration, Path]:
+    arm = load_arm(args.arm)
+    path = find_calibration(arm.name, args.calibration)
+    cal = load_calibration(path)
+    cal.check_arm(arm)
+    return arm, cal, path
+
+
+def _points_path(args, arm: Arm) -> Path:
+    return Path(args.points) if args.points else Path("calibration") / f"{arm.name}.points.yaml"
+
+
+def _open(args, arm: Arm, cal: Calibration, cal_path: Path, *, wide: bool):
+    """(backend, calibration in the backend's channels, port). ``wide``: Firmata servos attached with
+    500..2500 us (calibrating), else with the calibrated min/max."""
+    port = _with_arm(args.port, arm, cal_path) if args.port else default_port(arm, cal_path)
+    if args.backend == "firmata":
+        ranges = {s.pin: (PULSE_RANGE_US if wide else (s.min_us, s.max_us)) for s in cal.servos}
+        by_pin = replace(
+            cal,
+            joints=tuple(replace(s, channel=s.pin) for s in cal.joints),
+            gripper=None if cal.gripper is None else replace(cal.gripper, channel=cal.gripper.pin),
+        )
+        return FirmataBackend(port, pins_range_us=ranges, wire_log=args.wire_log), by_pin, port
+    return ArmProtocolBackend(port, wire_log=args.wire_log), cal, port
+
+
+def _number(text, what: str) -> float:
+    return parse_float(str(text), what=what)
+
+
+# --- script forms ------------------------------------------------------------------------------------------
+
+
+def _record(args, arm: Arm, cal: Calibration) -> int:
+    if args.joint is None:
+        raise BadInputError("recording a point needs --joint J with --angle DEG --us US (or --min-us/--max-us)")
+    index = cb.parse_servo_name(args.joint, cal)
+    path = _points_path(args, arm)
+    if args.angle is not None or args.us is not None:
+        if args.angle is None or args.us is None or args.min_us or args.max_us:
+            raise BadInputError("a reference point is --joint J --angle DEG --us US (nothing else)")
+        angle_text = str(args.angle).strip().lower()
+        if index == len(cal.joints) and angle_text in ("open", "closed"):
+            if arm.gripper is None:
+                raise BadInputError(f"arm {arm.name!r} has no gripper (no open/closed angles)")
+            angle = math.degrees(arm.gripper.open_rad if angle_text == "open" else arm.gripper.closed_rad)
+        else:
+            angle = _number(args.angle, "--angle")
+        us = _number(args.us, "--us")
+        if not PULSE_RANGE_US[0] <= us <= PULSE_RANGE_US[1]:
+            raise BadInputError(f"--us {us:g}: outside {PULSE_RANGE_US[0]:g}..{PULSE_RANGE_US[1]:g} us")
+        rec = cb.Record(index, angle_deg=angle, us=us)
+    else:
+        if args.min_us is None or args.max_us is None:
+            raise BadInputError("a safe range is --joint J --min-us US --max-us US")
+        lo, hi = _number(args.min_us, "--min-us"), _number(args.max_us, "--max-us")
+        if not PULSE_RANGE_US[0] <= lo < hi <= PULSE_RANGE_US[1]:
+            raise BadInputError(f"--min-us/--max-us: need 500 <= min < max <= 2500 us, got {lo:g} and {hi:g}")
+        rec = cb.Record(index, min_us=lo, max_us=hi)
+    line = cb.append_record(path, cal, rec)
+    print(f"{path}: {line}")
+    return 0
+
+
+def _fit(args, arm: Arm, cal: Calibration, cal_path: Path) -> int:
+    path = _points_path(args, arm)
+    if not path.exists():
+        raise BadInputError(
+            f"no points file {path}: record points first (armctl calibrate --joint 1 --angle 0 --us ...)"
+        )
+    records = cb.load_points(path, cal)
+    limit = _number(args.max_residual_deg, "--max-residual-deg")
+    report = cb.fit_calibration(records, cal, arm, max_residual_deg=limit)
+    if not report.changed:
+        raise BadInputError(f"{path}: no servo has reference points; nothing to fit")
+    out = Path(args.out) if args.out else cal_path
+    save_calibration(report.cal, out, comment=_comment(f"fitted by armctl calibrate --fit from {path}"))
+    for line in report.lines:
+        print(line)
+    print(f"saved {out} (previous version kept as {out.name}.bak)" if Path(f"{out}.bak").exists() else f"saved {out}")
+    return 0
+
+
+def _comment(what: str) -> str:
+    return f"Calibration {what}, {time.strftime('%Y-%m-%d %H:%M:%S')}."
+
+
+def _show(args) -> int:
+    if args.show:
+        cal = load_calibration(args.show)
+    else:
+        _, cal, _ = _setup(args)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "source": cal.source,
+                    "arm": cal.arm,
+                    "version": cal.version,
+                    "servos": [
+                        {
+                            k: getattr(s, k)
+                            for k in (
+                                "name",
+                                "channel",
+                                "pin",
+                                "zero_us",
+                                "us_per_deg",
+                                "direction",
+                                "min_us",
+                                "max_us",
+                            )
+                        }
+                        for s in cal.servos
+                    ],
+                },
+                indent=1,
+            )
+        )
+        return 0
+    print("\n".join(cb.show_lines(cal)))
+    return 0
+
+
+def _compare(args) -> int:
+    a, b = (load_calibration(p) for p in args.compare)
+    arm = load_arm(args.arm if args.arm != "seed-3link" or a.arm == "seed-3link" else a.arm)
+    lines, worst = cb.compare_lines(a, b, arm)
+    if args.json:
+        print(json.dumps({"a": a.source, "b": b.source, "max_tool_distance_m": worst}))
+        return 0
+    print("\n".join(lines))
+    return 0
+
+
+def _push_limits(args, arm: Arm, cal: Calibration, cal_path: Path) -> int:
+    backend, bcal, port = _open(args, arm, cal, cal_path, wide=False)
+    with backend:
+        if not backend.info.limits_us:
+            print(f"{backend.info.firmware} on {port} stores no limits (servos are attached with the calibrated range)")
+            return 0
+        for i, s in enumerate(bcal.servos):
+            lo, hi = board_limits_us(s)
+            backend.set_limits(s.channel, lo, hi)
+            print(f"{cb.servo_label(bcal, i)}: channel {s.channel} limits {lo:g}..{hi:g} us written to the board")
+    return 0
+
+
+# --- check: a square to measure ----------------------------------------------------------------------------
+
+
+def _check(args, arm: Arm, cal: Calibration, cal_path: Path) -> int:
+    side = parse_length(args.side, what="--side") if args.side else None
+    center = None
+    if args.center:
+        center = (parse_length(args.center[0], what="--center X"), parse_length(args.center[1], what="--center Y"))
+    speed = _number(args.speed, "--speed") / 1000.0
+    if not speed > 0:
+        raise BadInputError(f"--speed: must be > 0 mm/s, got {args.speed}")
+    corners = cb.check_square(arm, center_m=center, side_m=side)
+    for c in corners:  # every corner reachable before anything moves
+        motion.solve_pose(arm, c, None, arm.home_rad)
+    backend, bcal, port = _open(args, arm, cal, cal_path, wide=False)
+    rows = []
+    with backend:
+        streamer = Streamer(backend, arm, bcal, port_key=port)
+        sim = getattr(backend, "sim", None)
+        side_mm = float(np.hypot(*(corners[1] - corners[0]))) * 1000
+        if not args.json:
+            print(
+                f"check square: side {side_mm:.1f} mm, corners counter-clockwise; x right, y up from the shoulder axis"
+            )
+        for k, c in enumerate(corners):
+            q0, g0, _ = streamer.start_pose()
+            move = motion.LineMove(tuple(c), speed_m_s=speed, label=f"check corner {k + 1}")
+            traj = motion.plan_moves(arm, [move], q_start=q0, gripper_start=g0 if math.isfinite(g0) else None)
+            streamer.play(traj.trajectory)
+            row = {"corner": k + 1, "target_m": [float(v) for v in c]}
+            text = f"corner {k + 1}: should be at x={c[0] * 1000:7.1f} mm y={c[1] * 1000:7.1f} mm"
+            if sim is not None:
+                rep = _pose_report(backend, arm, bcal, settle=True)
+                tool = np.array(rep["tool_m"])
+                err = float(np.hypot(*(tool - c)))
+                row.update({"true_m": [float(v) for v in tool], "error_m": err})
+                text += (
+                    f"   simulated arm at x={tool[0] * 1000:7.1f} mm y={tool[1] * 1000:7.1f} mm"
+                    f"   off by {err * 1000:.2f} mm"
+                )
+            rows.append(row)
+            if args.json:
+                continue
+            print(text, flush=True)
+            if sim is None and sys.stdin.isatty() and k + 1 < len(corners):
+                input("  measure it, then press Enter for the next corner ")
+    if args.json:
+        print(json.dumps({"side_m": side_mm / 1000, "port": port, "corners": rows}, indent=1))
+    return 0
+
+
+# --- the terminal --------------------------------------------------------------------------------------------
+
+
+class Quit(Exception):
+    """The user left (q, Ctrl-C): hold the servos, save nothing."""
+
+
+_KEYS = {
+    b"\x1b[A": "up",
+    b"\x1b[B": "down",
+    b"\x1b[C": "right",
+    b"\x1b[D": "left",
+    b"\x1bOA": "up",
+    b"\x1bOB": "down",
+    b"\x1bOC": "right",
+    b"\x1bOD": "left",
+    b"\x1b[5~": "pgup",
+    b"\x1b[6~": "pgdn",
+    b"\r": "enter",
+    b"\n": "enter",
+    b"\x03": "ctrl-c",
+    b"\x04": "ctrl-c",
+}
+STEPS_US = {
+    "k": 0.5,
+    "right": 0.5,
+    "j": -0.5,
+    "left": -0.5,
+    "K": 10.0,
+    "up": 10.0,
+    "J": -10.0,
+    "down": -10.0,
+    "]": 100.0,
+    "pgup": 100.0,
+    "[": -100.0,
+    "pgdn": -100.0,
+}
+KEEPALIVE_S = 0.25
+KEY_HELP = [
+    "keys: k/j or Right/Left +/-0.5 us   K/J or Up/Down +/-10 us   ]/[ or PgUp/PgDn +/-100 us",
+]
+
+
+class Terminal:
+    """Raw keys from stdin (no echo, no line buffering, Ctrl-C as a key), full-screen redraws on stdout."""
+
+    def __init__(self):
+        self.fd = sys.stdin.fileno()
+        self.saved = termios.tcgetattr(self.fd)
+        tty.setraw(self.fd)
+
+    def restore(self) -> None:
+        if self.saved is not None:
+            termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)
+            self.saved = None
+            sys.stdout.write("\r\n")
+            sys.stdout.flush()
+
+    def key(self, timeout_s: float | None = None) -> str | None:
+        """The next key ('up', 'enter', 'ctrl-c', 'k', ...), or None after ``timeout_s`` without one."""
+        if timeout_s is not None and not select.select([self.fd], [], [], timeout_s)[0]:
+            return None
+        b = os.read(self.fd, 1)
+        if not b:
+            return "ctrl-c"  # end of input: treat like Ctrl-C
+        if b == b"\x1b":
+            while len(b) < 6 and select.select([self.fd], [], [], 0.05)[0]:
+                b += os.read(self.fd, 1)
+                if b[-1:].isalpha() or b.endswith(b"~"):
+                    break
+        return _KEYS.get(b, b.decode("latin-1"))
+
+    def draw(self, lines: list[str]) -> None:
+        sys.stdout.write("\x1b[H\x1b[2J" + "\r\n".join(lines) + "\r\n")
+        sys.stdout.flush()
+
+
+# --- the interactive workflow --------------------------------------------------------------------------------
+
+
+class Workflow:
+    """One interactive session: the screens, the keys, the fits."""
+
+    def __init__(
+        self,
+        term: Terminal,
+        nudger: cb.Nudger,
+        arm: Arm,
+        cal: Calibration,
+        *,
+        header: str,
+        out: Path,
+        margin_deg: float,
+        max_residual_deg: float,
+    ):
+        self.term, self.n, self.arm, self.old = term, nudger, arm, cal
+        self.header, self.out, self.margin_deg, self.max_residual = header, out, margin_deg, max_residual_deg
+        self.new = cal
+        self.notes: list[str] = []
+        self.points: list[str] = []
+
+    def _key(self) -> str:
+        while True:
+            k = self.term.key(KEEPALIVE_S)
+            if k is not None:
+                break
+            self.n.backend.status()  # the board's watchdog must hear from us while the user thinks
+        if k in ("q", "Q", "ctrl-c"):
+            raise Quit(k)
+        return k
+
+    def _screen(self, body: list[str], keys: list[str]) -> None:
+        self.term.draw([self.header, ""] + body + [""] + keys + [""] + self.notes[-6:])
+
+    def _nudge_until_enter(
+        self, index: int, body: list[str], *, estimate, goto_us: float | None, allow_skip: bool
+    ) -> float | None:
+        """Nudge servo ``index`` until Enter; returns the pulse (us), or None if skipped."""
+        keys = KEY_HELP + [
+            "      "
+            + ("g go to the estimate   " if goto_us is not None else "")
+            + "Enter record   "
+            + ("s skip this joint (keep its old calibration)   " if allow_skip else "")
+            + "q or Ctrl-C quit, nothing saved"
+        ]
+        while True:
+            us = self.n.pulse(index)
+            est, how = estimate(us)
+            self._screen(body + [f"  pulse {us:.1f} us   estimated angle {est:.1f} deg ({how})"], keys)
+            k = self._key()
+            if k == "enter":
+                return us
+            if k == "s" and allow_skip:
+                return None
+            if k == "g" and goto_us is not None:
+                self.n.go(index, goto_us)
+            elif k in STEPS_US:
+                self.n.nudge(index, STEPS_US[k])
+
+    def _ask(self, body: list[str], keys: str, allowed: str) -> str:
+        self._screen(body, [keys])
+        while True:
+            k = self._key()
+            if k == "enter":
+                k = allowed[0]
+            if k.lower() in allowed:
+                return k.lower()
+
+    def joint(self, index: int) -> None:
+        old = self.old.servos[index]
+        label = cb.servo_label(self.old, index)
+        refs = cb.reference_poses(self.arm, index)
+        title = f"{label[0].upper()}{label[1:]} of {len(self.old.joints)}, channel {old.channel}"
+        while True:
+            recorded: list[tuple[float, float]] = []
+            for k, ref in enumerate(refs):
+                body = [
+                    f"{title}: reference pose {k + 1} of {len(refs)}",
+                    f"  Put {ref.text}.",
+                    f"  target {ref.angle_deg:g} deg",
+                ] + [f"  recorded: {a:g} deg at {p:g} us" for a, p in recorded]
+                us = self._nudge_until_enter(
+                    index,
+                    body,
+                    estimate=lambda u, s=old: (math.degrees(float(s.angle_rad(u))), "by the old calibration"),
+                    goto_us=float(old.pulse_us(math.radians(ref.angle_deg))),
+                    allow_skip=True,
+                )
+                if us is None:
+                    self.notes.append(f"{label}: skipped, old calibration kept")
+                    return
+                recorded.append((ref.angle_deg, us))
+            try:
+                fit = cb.fit_points(
+                    [a for a, _ in recorded], [p for _, p in recorded], label=label, max_residual_deg=self.max_residual
+                )
+            except cb.FitError as exc:
+                self._ask(
+                    [f"{title}: the fit is refused", f"  {exc}"],
+                    "keys: r record the reference poses again   q or Ctrl-C quit, nothing saved",
+                    "r",
+                )
+                continue
+            answer = self._ask(
+                [f"{title}: fit from {len(recorded)} points", "  " + fit.describe()[0]]
+                + ["  " + s for s in fit.describe()[1:]],
+                "keys: y or Enter accept and go on to the safe range   r record again   "
+                "q or Ctrl-C quit, nothing saved",
+                "yr",
+            )
+            if answer == "y":
+                break
+        self.n.us_per_deg[index] = fit.us_per_deg
+        est = lambda u: (fit.angle_deg(u), "by the new fit")  # noqa: E731
+        margin_us = self.margin_deg * fit.us_per_deg
+        ends = []
+        for k, (way, keys) in enumerate((("LOWER", "j/J/["), ("HIGHER", "k/K/]"))):
+            body = [
+                f"{title}: safe range, end {k + 1} of 2",
+                f"  Nudge to {way} pulses ({keys}) slowly until the joint reaches its mechanical end or touches",
+                f"  something, then press Enter. The tool backs off {self.margin_deg:g} deg ({margin_us:.1f} us).",
+            ] + ([f"  low end at {ends[0]:g} us"] if ends else [])
+            us = self._nudge_until_enter(index, body, estimate=est, goto_us=None, allow_skip=False)
+            ends.append(us)
+            self.n.go(index, us + (margin_us if k == 0 else -margin_us))
+        try:
+            lo, hi = cb.safe_range(*ends, us_per_deg=fit.us_per_deg, margin_deg=self.margin_deg)
+        except cb.FitError as exc:
+            self.notes.append(f"{label}: {exc}; old range kept")
+            lo, hi = old.min_us, old.max_us
+        servo = cb.servo_from_fit(old, fit, min_us=lo, max_us=hi)
+        self.new = cb._with(self.new, index, servo)
+        a, b = (math.degrees(v) for v in servo.angle_range_rad())
+        self.notes.append(f"{label}: {fit.describe()[0]}; safe {lo:g}..{hi:g} us = {a:.1f}..{b:.1f} deg")
+        self.points.append(
+            f"{label}: "
+            + ", ".join(f"{x:g} deg at {p:g} us" for x, p in recorded)
+            + f"; ends {ends[0]:g}, {ends[1]:g} us"
+        )
+        jmin, jmax = math.degrees(self.arm.q_min[index]), math.degrees(self.arm.q_max[index])
+        if a > jmin + 0.05 or b < jmax - 0.05:
+            self.notes.append(
+                f"  note: the arm file allows {jmin:g}..{jmax:g} deg; targets outside {a:.1f}..{b:.1f} deg "
+                "will be refused"
+            )
+        home = float(servo.pulse_us(self.arm.home_rad[index]))
+        self.n.go(index, min(max(home, lo), hi))  # back to its home angle, inside the new range
+
+    def gripper(self) -> None:
+        index = len(self.old.joints)
+        old = self.old.gripper
+        recorded = []
+        for k, ref in enumerate(cb.gripper_poses(self.arm)):
+            body = [
+                f"Gripper, channel {old.channel}: {'open' if k == 0 else 'closed'} ({k + 1} of 2)",
+                f"  Nudge to the {ref.text}.",
+                f"  target {ref.angle_deg:g} deg",
+            ] + [f"  recorded: open at {p:g} us" for _, p in recorded]
+            us = self._nudge_until_enter(
+                index,
+                body,
+                estimate=lambda u, s=old: (math.degrees(float(s.angle_rad(u))), "by the old calibration"),
+                goto_us=float(old.pulse_us(math.radians(ref.angle_deg))),
+                allow_skip=True,
+            )
+            if us is None:
+                self.notes.append("gripper: skipped, old calibration kept")
+                return
+            recorded.append((ref.angle_deg, us))
+        try:
+            fit = cb.fit_points([a for a, _ in recorded], [p for _, p in recorded], label="gripper")
+        except cb.FitError as exc:
+            self.notes.append(f"gripper: {exc}; old calibration kept")
+            return
+        servo = cb.gripper_from_fit(old, fit)
+        self.new = cb._with(self.new, index, servo)
+        self.notes.append(f"gripper: open {recorded[0][1]:g} us, closed {recorded[1][1]:g} us; {fit.describe()[0]}")
+        self.points.append(f"gripper: open at {recorded[0][1]:g} us, closed at {recorded[1][1]:g} us")
+        self.n.go(index, recorded[0][1])
+
+    def run(self) -> Calibration | None:
+        for i in range(len(self.old.joints)):
+            self.joint(i)
+        if self.old.gripper is not None and self.arm.gripper is not None:
+            self.gripper()
+        lines, worst = cb.compare_lines(self.old, self.new, self.arm)
+        body = ["Calibration finished. Old (A) against new (B):"] + ["  " + s for s in lines]
+        answer = self._ask(
+            body,
+            f"keys: y save to {self.out} (the old file is kept as {Path(self.out).name}.bak) and write the "
+            "limits to the board   q or Ctrl-C quit, nothing saved",
+            "y",
+        )
+        return self.new if answer == "y" else None
+
+
+def _start_widths(backend, arm: Arm, cal: Calibration, port: str) -> dict[int, float]:
+    """The pulse each servo holds now; servos without pulses are set to the last stored pose (else home)."""
+    board = backend.info.widths_us if backend.info is not None else ()
+    stored = load_last_pose(port, arm)
+    q = stored[0] if stored is not None else np.array(arm.home_rad)
+    g = stored[1] if stored is not None and math.isfinite(stored[1]) else None
+    if g is None and arm.gripper is not None:
+        g = arm.gripper.open_rad
+    widths, declare = {}, {}
+    for i, s in enumerate(cal.servos):
+        w = board[s.channel] if s.channel < len(board) else None
+        if w is None:
+            angle = q[i] if i < len(cal.joints) else (g if g is not None else 0.0)
+            w = cb.round_tick(min(max(float(s.pulse_us(angle)), s.min_us), s.max_us))
+            declare[s.channel] = w
+        widths[s.channel] = float(w)
+    if declare:
+        backend.move(1, declare)
+    return widths
+
+
+def _interactive(args, arm: Arm, cal: Calibration, cal_path: Path) -> int:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise BadInputError(
+            "the interactive calibration needs a terminal; in scripts record points with --joint J --angle DEG "
+            "--us US and fit them with --fit (see armctl calibrate --help)"
+        )
+    margin = _number(args.margin_deg, "--margin-deg")
+    max_res = _number(args.max_residual_deg, "--max-residual-deg")
+    out = Path(args.out) if args.out else cal_path
+    backend, bcal, port = _open(args, arm, cal, cal_path, wide=True)
+    with backend:
+        old_limits = list(backend.info.limits_us)
+        widths = _start_widths(backend, arm, bcal, port)
+        for s in bcal.servos:  # the ends may lie outside the old range: open it up while calibrating
+            if old_limits and tuple(old_limits[s.channel]) != PULSE_RANGE_US:
+                backend.set_limits(s.channel, *PULSE_RANGE_US)
+        nudger = cb.Nudger(backend, arm, bcal, widths)
+        term = Terminal()
+        flow = Workflow(
+            term,
+            nudger,
+            arm,
+            bcal,
+            header=f"armctl calibrate: arm {arm.name}, {backend.info.firmware} on "
+            + (port if len(port) <= 60 else port[:57] + "..."),
+            out=out,
+            margin_deg=margin,
+            max_residual_deg=max_res,
+        )
+        try:
+            try:
+                new = flow.run()
+            except KeyboardInterrupt:
+                raise Quit("ctrl-c") from None
+            if new is None:
+                raise Quit("q")
+            backend.drain()
+            for s in new.servos:
+                if old_limits:
+                    backend.set_limits(s.channel, *board_limits_us(s))
+            saved = replace(new, joints=tuple(replace(s, channel=c.channel) for s, c in zip(new.joints, cal.joints)))
+            if cal.gripper is not None and new.gripper is not None:
+                saved = replace(saved, gripper=replace(new.gripper, channel=cal.gripper.channel))
+            comment = _comment("recorded by armctl calibrate") + "\n" + "\n".join(flow.points)
+            save_calibration(saved, out, comment=comment)
+        except Quit:
+            term.restore()
+            _hold(backend, bcal, old_limits)
+            _remember(backend, arm, bcal, port)
+            print(
+                f"armctl calibrate: quit: nothing saved ({out} unchanged); the servos hold where they are",
+                file=sys.stderr,
+            )
+            return EXIT_INTERRUPTED
+        finally:
+            term.restore()
+        _remember(backend, arm, new, port)
+    print("\n".join(flow.notes))
+    print(f"saved {out}" + (f" (previous version kept as {out.name}.bak)" if Path(f"{out}.bak").exists() else ""))
+    return 0
+
+
+def _hold(backend, cal: Calibration, old_limits) -> None:
+    """Stop where the servos are, and put back the board limits the session opened up where possible."""
+    try:
+        backend.stop()
+        if not old_limits:
+            return
+        held = backend.status().widths_us
+        for s in cal.servos:
+            lo, hi = old_limits[s.channel]
+            w = held[s.channel] if s.channel < len(held) else None
+            if (lo, hi) == PULSE_RANGE_US:
+                continue
+            if w is None or lo <= w <= hi:
+                backend.set_limits(s.channel, lo, hi)
+            else:
+                print(
+                    f"armctl calibrate: channel {s.channel} is held at {w:g} us, outside its stored limits "
+                    f"{lo:g}..{hi:g} us: the board keeps 500..2500 until you calibrate or push limits",
+                    file=sys.stderr,
+                )
+    except LinkError as exc:
+        print(f"armctl calibrate: {exc}", file=sys.stderr)
+
+
+def _remember(backend, arm: Arm, cal: Calibration, port: str) -> None:
+    try:
+        st = backend.status()
+    except LinkError:
+        return
+    q = []
+    for s in cal.joints:
+        w = st.widths_us[s.channel] if s.channel < len(st.widths_us) else None
+        if w is None:
+            return
+        q.append(float(s.angle_rad(w)))
+    g = float("nan")
+    if cal.gripper is not None and cal.gripper.channel < len(st.widths_us) and st.widths_us[cal.gripper.channel]:
+        g = float(cal.gripper.angle_rad(st.widths_us[cal.gripper.channel]))
+    save_last_pose(port, arm, q, g)
