@@ -77,3 +77,9 @@ class LinkError(ArmctlError, OSError):
 
 class ProtocolError(LinkError):
     """The board answered, but not in the protocol we speak (garbage, bad checksum, wrong version)."""
+
+
+class StopRequested(ArmctlError):
+    """Motion was stopped on request (the web page's stop button, a closed page): like Ctrl-C, not a fault."""
+
+    exit_code = 130

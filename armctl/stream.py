@@ -33,7 +33,7 @@ from . import motion
 from .arm import Arm
 from .bus.backend import FRAME_S, Backend
 from .calibration import Calibration
-from .errors import LinkError, MotionError
+from .errors import LinkError, MotionError, StopRequested
 from .trajectory import Trajectory
 
 RAMP_SPEED_FRACTION = 0.25
@@ -216,11 +216,19 @@ class Streamer:
         *,
         progress: Progress | None = None,
         port_key: str | None = None,
+        stop_event=None,
+        on_tick=None,
     ):
+        """``stop_event`` (a threading.Event): setting it from any thread makes ``play`` do a controlled
+        stop and raise StopRequested, within a few ms; ``on_tick(streamer)`` is called every few ms while
+        playing (live pose, watchdogs) and may raise StopRequested too."""
         self.backend, self.arm, self.cal = backend, arm, cal
         self.progress = progress or Progress(enabled=False)
         self.port_key = port_key or backend.port
         self.current_step = "connecting"
+        self.stop_event, self.on_tick = stop_event, on_tick
+        self.playing: list[Pulses] = []  # what play() is streaming: the ramp (if any), then the trajectory
+        self.declared = False  # play() set a start pose first (one frame before the first part)
 
     # -- where the arm is now -----------------------------------------------------------------------------
 
@@ -250,6 +258,15 @@ class Streamer:
                 declare[cal.gripper.channel] = float(np.round(cal.gripper.pulse_us(g) / TICK_US) * TICK_US)
         cal.check_us(np.array([s.pulse_us(q[i]) for i, s in enumerate(cal.joints)]))
         return q, g, declare
+
+    def plan_from_here(self, moves) -> Trajectory:
+        """Plan ``moves`` (motion.LineMove, JointMove, GripperMove...) from the pose the arm is in now;
+        ``moves`` may also be a function of that pose, ``moves(q_rad)`` -> list of moves."""
+        q0, g0, _ = self.start_pose()
+        gripper = g0 if math.isfinite(g0) else None
+        if callable(moves):
+            moves = moves(q0)
+        return motion.plan_moves(self.arm, list(moves), q_start=q0, gripper_start=gripper).trajectory
 
     def ramp(self, q0, g0, traj: Trajectory) -> Trajectory | None:
         """A slow joint move from (q0, g0) to the trajectory's first sample, or None if already there."""
@@ -287,11 +304,14 @@ class Streamer:
         q0, g0, declare = self.start_pose()
         ramp = self.ramp(q0, g0, traj)
         parts = ([(prepare(ramp, self.cal), "ramp")] if ramp is not None else []) + [(pulses, "main")]
+        self.playing, self.declared = [p for p, _ in parts], bool(declare)
         total = sum((len(p.us) - 1) * p.frames_per_sample for p, _ in parts)
         sent = frames_done = commands = 0
         ramp_frames = (len(parts[0][0].us) - 1) * parts[0][0].frames_per_sample if ramp is not None else 0
         self.current_step = "connecting"
+        self.backend.on_wait = self._tick
         try:
+            self._tick()
             if declare:
                 self.current_step = "setting the start pose"
                 self.backend.move(1, declare)
@@ -300,6 +320,7 @@ class Streamer:
                 for end, frames in segments(p.us, frames_per_sample=p.frames_per_sample):
                     self.current_step = p.steps[int(p.step[end])] if p.steps else "motion"
                     widths = {ch: (None if not math.isfinite(v) else float(v)) for ch, v in zip(p.channels, p.us[end])}
+                    self._tick()
                     self.backend.move(frames, widths)
                     commands += 1
                     sent += frames
@@ -310,16 +331,25 @@ class Streamer:
             self.current_step = "finishing"
             self.backend.drain()
             self.progress.update(1.0, "done", 0.0, force=True)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, StopRequested):
+            self.backend.on_wait = None
             self.progress.done()
             self._controlled_stop()
             raise
         except LinkError as exc:
             self.progress.done()
             raise type(exc)(f"{exc} (during {self.current_step}; nothing more was sent)") from None
+        finally:
+            self.backend.on_wait = None
         self.progress.done()
         self.remember()
         return StreamResult(frames=sent, commands=commands, ramp_frames=ramp_frames)
+
+    def _tick(self) -> None:
+        if self.stop_event is not None and self.stop_event.is_set():
+            raise StopRequested("stopped on request")
+        if self.on_tick is not None:
+            self.on_tick(self)
 
     def _controlled_stop(self) -> None:
         try:

@@ -417,6 +417,7 @@ class ArmProtocolBackend(Backend):
             if not self._out and "Q" not in self._pending_imm:
                 self._immediate("Q")
             self._service(0.002)
+            self._waiting()
         self._streaming = True
         self._sequenced(data, frames)
         self._service(0.0)
@@ -440,7 +441,8 @@ class ArmProtocolBackend(Backend):
                 return
             if time.monotonic() > deadline:
                 raise LinkError(f"the board on {self.port} did not finish its moves within {budget:g} s")
-            time.sleep(min(0.02, st.left_frames * 0.005))
+            self._waiting()
+            time.sleep(min(0.01, st.left_frames * 0.005))
 
     def stop(self) -> None:
         self._streaming = False

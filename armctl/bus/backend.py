@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import serial
@@ -50,6 +51,13 @@ class Backend(ABC):
     name = "backend"
     info: BoardInfo | None = None
     port: str = ""
+    #: Called every few ms from inside the blocking waits of ``move`` and ``drain`` (set by the streamer);
+    #: it may raise to abandon the wait, e.g. on a stop request from another thread.
+    on_wait: Callable[[], None] | None = None
+
+    def _waiting(self) -> None:
+        if self.on_wait is not None:
+            self.on_wait()
 
     @abstractmethod
     def open(self) -> BoardInfo:

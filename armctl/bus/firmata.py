@@ -124,6 +124,7 @@ class FirmataBackend(Backend):
         if self._next_frame_t is None or self._next_frame_t < now - FRAME_S:
             self._next_frame_t = now  # starting (or after a stall): restart the frame clock
         for i in range(1, frames + 1):
+            self._waiting()
             delay = self._next_frame_t - self._clock()
             if delay > 0:
                 self._sleep(delay)
@@ -138,6 +139,7 @@ class FirmataBackend(Backend):
             self._played += 1
 
     def drain(self, *, timeout_s: float | None = None) -> None:
+        self._waiting()
         delay = (self._next_frame_t or 0) - self._clock()
         if delay > 0:
             self._sleep(delay)
