@@ -228,6 +228,20 @@ def _stream(args, arm, cal, cal_path, plan_after_connect) -> dict:
         return report
 
 
+# --- moves (shared with the web page) ------------------------------------------------------------------------
+
+
+def jog_move(target_m, phi_rad: float | None, speed_m_s: float) -> motion.LineMove:
+    """The straight-line move of ``jog``: tool point to ``target_m`` (m) at ``speed_m_s``, tool angle ``phi_rad``."""
+    x, y = float(target_m[0]), float(target_m[1])
+    return motion.LineMove((x, y), phi_rad=phi_rad, speed_m_s=speed_m_s, label=f"jog to ({x:g}, {y:g}) m")
+
+
+def home_move(arm: Arm) -> motion.JointMove:
+    """The slow joint move of ``home`` to the arm's home pose (a quarter of each joint's speed limit)."""
+    return motion.JointMove(tuple(arm.home_rad), speed_fraction=0.25, label="home")
+
+
 # --- commands ------------------------------------------------------------------------------------------------
 
 
@@ -242,14 +256,7 @@ def cmd_jog(args) -> int:
         raise BadInputError("--phi needs a 3-link arm")
     motion.solve_pose(arm, target, phi, arm.home_rad)  # unreachable targets fail before any port is opened
 
-    def plan(streamer):
-        q0, g0, _ = streamer.start_pose()
-        move = motion.LineMove(
-            tuple(target), phi_rad=phi, speed_m_s=speed, label=f"jog to ({target[0]:g}, {target[1]:g}) m"
-        )
-        return motion.plan_moves(arm, [move], q_start=q0, gripper_start=g0 if math.isfinite(g0) else None).trajectory
-
-    report = _stream(args, arm, cal, cal_path, plan)
+    report = _stream(args, arm, cal, cal_path, lambda streamer: streamer.plan_from_here([jog_move(target, phi, speed)]))
     _print(args, report, f"jogged to ({target[0]:g}, {target[1]:g}) m in {report['duration_s']:.2f} s")
     return 0
 
@@ -257,12 +264,7 @@ def cmd_jog(args) -> int:
 def cmd_home(args) -> int:
     arm, cal, cal_path = _setup(args)
 
-    def plan(streamer):
-        q0, g0, _ = streamer.start_pose()
-        move = motion.JointMove(tuple(arm.home_rad), speed_fraction=0.25, label="home")
-        return motion.plan_moves(arm, [move], q_start=q0, gripper_start=g0 if math.isfinite(g0) else None).trajectory
-
-    report = _stream(args, arm, cal, cal_path, plan)
+    report = _stream(args, arm, cal, cal_path, lambda streamer: streamer.plan_from_here([home_move(arm)]))
     _print(args, report, f"home in {report['duration_s']:.2f} s")
     return 0
 
