@@ -1,0 +1,67 @@
+"""``armctl web``: serve a page that shows the arm and moves it where you click (default: the simulated arm)."""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+
+from ..errors import BadInputError
+from .device import _backend, _setup
+
+EPILOG = """\
+The page draws the arm to scale with its reachable region and joint limits; click (or drag and
+release) to move the tool there in a straight line through the same planner, limits and streaming
+as 'armctl jog'. Stop holds the pose like Ctrl-C. Only one page controls the arm at a time; closing
+it stops the arm. A non-loopback --listen address needs the token printed at start.
+examples:
+  armctl web                                   # the simulated arm on http://127.0.0.1:8000/
+  armctl --port /dev/ttyACM0 web --listen 127.0.0.1:8080
+  armctl --arm seed-2link web --listen 0.0.0.0:8000   # reachable from the LAN, with a token"""
+
+
+def register(sub, parents) -> None:
+    p = sub.add_parser(
+        "web",
+        parents=parents,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="the arm in a browser page: click to move",
+        description="Serve a page that shows the arm and moves it to where you click.",
+    )
+    p.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        default="127.0.0.1:8000",
+        help="address to serve on (default 127.0.0.1:8000; port 0 picks a free one)",
+    )
+    p.add_argument("--token", action="store_true", help="require the printed token even on a loopback address")
+    p.add_argument("--wire-log", metavar="FILE", help="write every byte sent and received, with times, to FILE")
+    p.set_defaults(func=cmd_web)
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """'HOST:PORT' (IPv6 in brackets) -> (host, port); BadInputError if malformed."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or not host:
+        raise BadInputError(f"--listen: expected HOST:PORT like 127.0.0.1:8000, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def cmd_web(args) -> int:
+    from ..web.app import serve
+
+    host, port = parse_listen(args.listen)
+    arm, cal, cal_path = _setup(args)
+    backend, bcal, port_url = _backend(args, arm, cal, cal_path)
+    with backend:
+        return serve(
+            arm,
+            bcal,
+            backend,
+            port_url,
+            host=host,
+            port=port,
+            token=secrets.token_urlsafe(16) if args.token else None,
+            out=sys.stdout,
+        )

@@ -1,0 +1,163 @@
+"""The page's JSON API: request validation and the arm description. No I/O here.
+
+Millimetres, degrees and mm/s at this edge; metres and radians inside. Every
+malformed request raises ``ApiError`` with an HTTP status and a reason, before
+anything is queued for the arm.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from ..arm import Arm
+from ..calibration import Calibration
+from ..kinematics import fk
+from ..motion import DEFAULT_SPEED_M_S
+from ..workspace import annulus, shortfall
+from .controller import Command, line_or_joint
+from .reach_map import ReachMap
+
+MAX_BODY_BYTES = 4096
+MAX_COORD_MM = 10_000.0
+MAX_SPEED_MM_S = 1000.0
+
+
+class ApiError(Exception):
+    """A request the server refuses: ``status`` (4xx) and a one-line ``reason``; extra fields go in the JSON."""
+
+    def __init__(self, status: int, reason: str, **extra):
+        super().__init__(reason)
+        self.status, self.reason, self.extra = status, reason, extra
+
+    def body(self) -> dict:
+        return {"ok": False, "error": self.reason, **self.extra}
+
+
+def parse_body(raw: bytes) -> dict:
+    """The JSON object in ``raw``; ApiError 400 if it is not one (NaN and Infinity are refused too)."""
+
+    def bad_constant(name):
+        raise ValueError(f"{name} is not a number")
+
+    try:
+        data = json.loads(raw.decode("utf-8") or "{}", parse_constant=bad_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ApiError(400, f"body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ApiError(400, 'body must be a JSON object, e.g. {"x_mm": 400, "y_mm": 100}')
+    return data
+
+
+def _number(data: dict, key: str, *, required: bool, lo: float, hi: float, default=None) -> float | None:
+    if key not in data or data[key] is None:
+        if required:
+            raise ApiError(400, f"missing '{key}'")
+        return default
+    v = data[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ApiError(400, f"'{key}' must be a number, got {json.dumps(v)[:40]}")
+    if not math.isfinite(v):
+        raise ApiError(400, f"'{key}' must be a finite number")
+    if not lo <= v <= hi:
+        raise ApiError(400, f"'{key}' = {v:g} is out of range [{lo:g}, {hi:g}]")
+    return float(v)
+
+
+def _only(data: dict, keys: set) -> None:
+    extra = sorted(set(data) - keys)
+    if extra:
+        raise ApiError(400, f"unknown key(s) {', '.join(map(repr, extra))}; expected {', '.join(sorted(keys))}")
+
+
+def move_command(data: dict, arm: Arm, reach: ReachMap) -> Command:
+    """A ``POST /api/move`` body -> Command; ApiError 400 (malformed) or 422 (out of the workspace)."""
+    _only(data, {"x_mm", "y_mm", "phi_deg", "speed_mm_s", "mode"})
+    x = _number(data, "x_mm", required=True, lo=-MAX_COORD_MM, hi=MAX_COORD_MM)
+    y = _number(data, "y_mm", required=True, lo=-MAX_COORD_MM, hi=MAX_COORD_MM)
+    phi_deg = _number(data, "phi_deg", required=False, lo=-360, hi=360)
+    speed = _number(data, "speed_mm_s", required=False, lo=1, hi=MAX_SPEED_MM_S, default=DEFAULT_SPEED_M_S * 1000)
+    mode = data.get("mode", "line")
+    if mode not in ("line", "joint"):
+        raise ApiError(400, f'\'mode\' must be "line" or "joint", got {json.dumps(mode)[:40]}')
+    if phi_deg is not None and arm.n != 3:
+        raise ApiError(400, "'phi_deg' needs a 3-link arm")
+    target = (x / 1000.0, y / 1000.0)
+    phi = None if phi_deg is None else math.radians(phi_deg)
+    short = shortfall(arm, target, phi)
+    if short > 1e-9:
+        ring = annulus(arm, phi)
+        side = "beyond the outer reach" if math.hypot(*target) >= ring.r_min else "inside the inner reach"
+        raise ApiError(
+            422,
+            f"({x:.0f}, {y:.0f}) mm is {short * 1000:.1f} mm {side}: nothing moved",
+            shortfall_mm=short * 1000,
+            target_mm=[x, y],
+        )
+    label = f"{'line' if mode == 'line' else 'joint move'} to ({x:.0f}, {y:.0f}) mm"
+    return Command("move", label, moves=line_or_joint(target, phi, speed / 1000.0, mode, arm), target_m=target)
+
+
+def refusal(exc: Exception, cmd: Command, reach: ReachMap) -> ApiError:
+    """The 422 for a planned move that was refused (joint limit, pulse limit, path through a singularity)."""
+    extra = {}
+    if cmd.target_m is not None:
+        gap = reach.gap_m(cmd.target_m)
+        extra = {"target_mm": [v * 1000 for v in cmd.target_m]}
+        if gap > 0:
+            extra["shortfall_mm"] = gap * 1000
+    return ApiError(422, f"{cmd.label}: nothing moved: {exc}", **extra)
+
+
+def gripper_close(data: dict, arm: Arm) -> bool:
+    """A ``POST /api/gripper`` body {"state": "open"|"close"} -> True to close."""
+    _only(data, {"state"})
+    state = data.get("state")
+    if state not in ("open", "close"):
+        raise ApiError(400, '\'state\' must be "open" or "close"')
+    if arm.gripper is None:
+        raise ApiError(422, f"arm '{arm.name}' has no gripper")
+    return state == "close"
+
+
+def describe(arm: Arm, cal: Calibration, reach: ReachMap, *, backend: str, port: str, firmware: str) -> dict:
+    """What the page needs to draw the arm: geometry (mm), limits (deg), servos, the reachable region."""
+    return {
+        "name": arm.name,
+        "links_mm": [float(v) * 1000 for v in arm.links_m],
+        "joint_names": list(arm.joint_names),
+        "min_deg": [math.degrees(v) for v in arm.q_min],
+        "max_deg": [math.degrees(v) for v in arm.q_max],
+        "max_speed_deg_s": [math.degrees(v) for v in arm.max_speed_rad_s],
+        "home_deg": [math.degrees(v) for v in arm.home_rad],
+        "home_tool_mm": [float(v) * 1000 for v in fk(arm.links_m, arm.home_rad)],
+        "reach_mm": [arm.reach_min * 1000, arm.reach_max * 1000],
+        "gripper": None
+        if arm.gripper is None
+        else {"open_deg": math.degrees(arm.gripper.open_rad), "closed_deg": math.degrees(arm.gripper.closed_rad)},
+        "servos": [{"name": s.name, "channel": s.channel, "min_us": s.min_us, "max_us": s.max_us} for s in cal.servos],
+        "reach_map": reach.to_json(),
+        "default_speed_mm_s": DEFAULT_SPEED_M_S * 1000,
+        "backend": backend,
+        "port": port,
+        "firmware": firmware,
+    }
+
+
+def finite_json(obj) -> str:
+    """JSON with NaN/inf written as null (browsers' JSON.parse refuses NaN)."""
+
+    def clean(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        if isinstance(v, np.generic):
+            return clean(v.item())
+        return v
+
+    return json.dumps(clean(obj), separators=(",", ":"))

@@ -1,0 +1,79 @@
+"""Put the pieces together: controller + control lease + HTTP server, on an already open backend."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+
+from ..arm import Arm
+from ..calibration import Calibration
+from ..errors import LinkError
+from . import api
+from .controller import Controller
+from .reach_map import reach_map
+from .server import ArmServer, is_loopback
+from .session import Control
+
+
+def start(
+    arm: Arm,
+    cal: Calibration,
+    backend,
+    port_url: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    token: str | None = None,
+    heartbeat_timeout_s: float | None = None,
+) -> ArmServer:
+    """Start serving ``backend`` (open) on ``host``:``port`` in a background thread; returns the server.
+
+    A non-loopback ``host`` always gets a token (a fresh one unless ``token`` is given). Stop it
+    with ``stop(server)``; the caller closes the backend.
+    """
+    if token is None and not is_loopback(host):
+        token = secrets.token_urlsafe(16)
+    control = Control() if heartbeat_timeout_s is None else Control(timeout_s=heartbeat_timeout_s)
+    controller = Controller(arm, cal, backend, port_key=port_url, watchdog=control.silent)
+    reach = reach_map(arm)
+    info = api.describe(
+        arm,
+        cal,
+        reach,
+        backend=backend.name,
+        port=port_url,
+        firmware=backend.info.firmware if backend.info is not None else "",
+    )
+    try:
+        server = ArmServer((host, port), controller, control, info, reach, token=token)
+    except OSError as exc:
+        raise LinkError(f"cannot listen on {host}:{port}: {exc}") from None
+    controller.start()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    server.thread = thread
+    return server
+
+
+def stop(server: ArmServer) -> None:
+    """Controlled stop of the arm, then close the server (the backend stays open for the caller)."""
+    server.controller.close()
+    server.shutdown()
+    server.server_close()
+
+
+def serve(arm, cal, backend, port_url: str, *, host: str, port: int, token: str | None, out) -> int:
+    """Serve until Ctrl-C (then a controlled stop); prints the URL to open. Returns the exit code."""
+    server = start(arm, cal, backend, port_url, host=host, port=port, token=token)
+    print(f"armctl web: arm {arm.name!r} on {port_url} ({backend.name})", file=out)
+    print(f"open {server.url}", file=out)
+    if server.token:
+        print("(the token in that URL is required: only share it with people who may move the arm)", file=out)
+    print("Ctrl-C stops the arm and the server", file=out, flush=True)
+    try:
+        server.thread.join()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop(server)
+    return 0

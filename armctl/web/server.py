@@ -1,0 +1,278 @@
+"""The HTTP server of ``armctl web``: the page, a JSON API and a server-sent-events stream (standard library).
+
+GET  /                      the page (static files from the package)
+GET  /api/arm               geometry, limits, servos, reachable region
+GET  /api/state             the arm's state now (pose, pulses, motion)
+GET  /api/events?session=S  server-sent events: the state whenever it changes; the controlling page's
+                            stream closing stops the arm
+POST /api/session           claim control -> {"session": S}; 409 while another page holds it
+POST /api/move              {"x_mm", "y_mm"[, "phi_deg", "speed_mm_s", "mode": "line"|"joint"]}
+POST /api/home, /api/gripper {"state": "open"|"close"}, /api/heartbeat
+POST /api/stop              any page may stop the arm
+
+Every API call carries the token (header ``X-Armctl-Token``, or ``token=`` in the query of
+/api/events) when the server has one; control calls carry ``X-Armctl-Session``. POST bodies
+must be ``application/json``, and a browser's Origin must match the Host (no cross-site
+requests); a loopback server also refuses unknown Host names (DNS rebinding).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import secrets
+import select
+import socket
+import threading
+import time
+import urllib.parse
+from concurrent.futures import TimeoutError as FutureTimeout
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+
+from ..errors import ArmctlError, LinkError, StopRequested
+from . import api
+from .controller import Controller, gripper_command, home_command
+from .reach_map import ReachMap
+from .session import Control
+
+STATIC = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/index.html": ("index.html", "text/html; charset=utf-8"),
+    "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/static/style.css": ("style.css", "text/css; charset=utf-8"),
+}
+SSE_POLL_S = 0.01  # how often an event stream checks for a closed page and a new state
+SSE_KEEPALIVE_S = 1.0
+PLAN_WAIT_S = 15.0
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and 'localhost'."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class ArmServer(ThreadingHTTPServer):
+    """Serves one arm (``controller``) to pages; ``token`` None on loopback unless asked for."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address, controller: Controller, control: Control, info: dict, reach: ReachMap, *, token):
+        self.controller, self.control, self.info, self.reach, self.token = controller, control, info, reach, token
+        self.closing = threading.Event()
+        super().__init__(address, Handler)
+
+    @property
+    def url(self) -> str:
+        """The address to open in a browser (with the token when there is one)."""
+        host, port = self.server_address[:2]
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{port}/" + (f"?token={self.token}" if self.token else "")
+
+    def shutdown(self) -> None:
+        self.closing.set()
+        super().shutdown()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: ArmServer
+
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass  # quiet: the page polls and streams; errors reach the page as JSON
+
+    # --- replies -------------------------------------------------------------------------------------
+
+    def _send(self, status: int, body: bytes, ctype: str, extra: dict | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _json(self, status: int, obj) -> None:
+        self._send(status, api.finite_json(obj).encode(), "application/json")
+
+    def _error(self, err: api.ApiError) -> None:
+        self._json(err.status, err.body())
+
+    # --- checks ---------------------------------------------------------------------------------------
+
+    def _query(self) -> dict:
+        return urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+
+    def _check_host(self) -> None:
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]")
+        bound = self.server.server_address[0]
+        if is_loopback(bound) and not is_loopback(host):
+            raise api.ApiError(403, f"Host {host!r} is not a loopback name: this server only answers local pages")
+
+    def _check_token(self) -> None:
+        token = self.server.token
+        if token is None:
+            return
+        given = self.headers.get("X-Armctl-Token") or (self._query().get("token") or [""])[0]
+        if not secrets.compare_digest(given.encode(), token.encode()):
+            raise api.ApiError(401, "missing or wrong token: open the URL 'armctl web' printed (it has ?token=...)")
+
+    def _check_origin(self) -> None:
+        origin = self.headers.get("Origin")
+        if origin is None:
+            return
+        if urllib.parse.urlsplit(origin).netloc != self.headers.get("Host"):
+            raise api.ApiError(403, f"cross-site request from {origin!r} refused")
+
+    def _session(self) -> str:
+        """The control session of this request; ApiError 409/403 unless it holds control (heartbeat too)."""
+        session = self.headers.get("X-Armctl-Session") or ""
+        control = self.server.control
+        if control.beat(session):
+            return session
+        if control.held():
+            raise api.ApiError(409, "another page controls the arm: this one is read-only", read_only=True)
+        raise api.ApiError(403, "this page does not control the arm: claim it first (POST /api/session)")
+
+    def _body(self) -> dict:
+        if (self.headers.get("Content-Type") or "").split(";")[0].strip().lower() != "application/json":
+            raise api.ApiError(415, "POST bodies must be Content-Type: application/json")
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit():
+            raise api.ApiError(411, "Content-Length required")
+        n = int(length)
+        if n > api.MAX_BODY_BYTES:
+            raise api.ApiError(413, f"body too large ({n} bytes, at most {api.MAX_BODY_BYTES})")
+        return api.parse_body(self.rfile.read(n))
+
+    # --- GET --------------------------------------------------------------------------------------------
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        path = urllib.parse.urlsplit(self.path).path
+        try:
+            self._check_host()
+            if path in STATIC:
+                name, ctype = STATIC[path]
+                data = resources.files(__package__).joinpath("static", name).read_bytes()
+                self._send(200, data, ctype)
+                return
+            if not path.startswith("/api/"):
+                raise api.ApiError(404, f"no such page {path!r}")
+            self._check_token()
+            if path == "/api/arm":
+                self._json(200, {**self.server.info, "token_required": self.server.token is not None})
+            elif path == "/api/state":
+                state, _ = self.server.controller.state()
+                self._json(200, {**state, "control_held": self.server.control.held()})
+            elif path == "/api/events":
+                self._events((self._query().get("session") or [""])[0])
+            else:
+                raise api.ApiError(404, f"no such API {path!r}")
+        except api.ApiError as err:
+            self._error(err)
+
+    def _events(self, session: str) -> None:
+        control, controller = self.server.control, self.server.controller
+        controlling = bool(session) and control.stream_opened(session)
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        role = "control" if controlling else "view"
+        version, last = -1, 0.0
+        try:
+            self.wfile.write(b"retry: 1000\n\n")
+            while not self.server.closing.is_set():
+                state, v = controller.state()
+                now = time.monotonic()
+                if v != version:
+                    payload = {**state, "role": role, "control_held": control.held()}
+                    self.wfile.write(b"data: " + api.finite_json(payload).encode() + b"\n\n")
+                    self.wfile.flush()
+                    version, last = v, now
+                elif now - last > SSE_KEEPALIVE_S:
+                    payload = {"role": role, "control_held": control.held()}
+                    self.wfile.write(b"event: ping\ndata: " + json.dumps(payload).encode() + b"\n\n")
+                    self.wfile.flush()
+                    last = now
+                if _peer_closed(self.connection, SSE_POLL_S):
+                    break
+        except OSError:
+            pass  # the page went away mid-write
+        finally:
+            if controlling and control.stream_closed(session):
+                controller.stop("the controlling page closed or lost its connection")
+
+    # --- POST -------------------------------------------------------------------------------------------
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        path = urllib.parse.urlsplit(self.path).path
+        srv = self.server
+        try:
+            self._check_host()
+            self._check_token()
+            self._check_origin()
+            body = self._body()
+            if path == "/api/session":
+                session = srv.control.claim()
+                if session is None:
+                    raise api.ApiError(409, "another page controls the arm: this one is read-only", read_only=True)
+                self._json(200, {"ok": True, "session": session})
+            elif path == "/api/stop":
+                self._wait(srv.controller.stop("stop button"), None)
+            elif path == "/api/heartbeat":
+                self._session()
+                self._json(200, {"ok": True})
+            elif path == "/api/move":
+                self._session()
+                cmd = api.move_command(body, srv.controller.arm, srv.reach)
+                self._wait(srv.controller.submit(cmd), cmd)
+            elif path == "/api/home":
+                self._session()
+                api._only(body, set())
+                cmd = home_command(srv.controller.arm)
+                self._wait(srv.controller.submit(cmd), cmd)
+            elif path == "/api/gripper":
+                self._session()
+                cmd = gripper_command(srv.controller.arm, api.gripper_close(body, srv.controller.arm))
+                self._wait(srv.controller.submit(cmd), cmd)
+            else:
+                raise api.ApiError(404, f"no such API {path!r}")
+        except api.ApiError as err:
+            self._error(err)
+
+    def _wait(self, future, cmd) -> None:
+        """Answer once the worker has planned ``cmd`` (or refused it): 200, 409, 422 or 503."""
+        try:
+            result = future.result(timeout=PLAN_WAIT_S)
+        except FutureTimeout:
+            raise api.ApiError(503, "the arm did not answer in time") from None
+        except StopRequested as exc:
+            raise api.ApiError(409, f"not moved: {exc}") from None
+        except LinkError as exc:
+            raise api.ApiError(503, f"link error: {exc}") from None
+        except ArmctlError as exc:
+            raise api.refusal(exc, cmd, self.server.reach) from None
+        self._json(200, {"ok": True, **(result or {})})
+
+
+def _peer_closed(conn: socket.socket, wait_s: float) -> bool:
+    """Wait up to ``wait_s`` for the page to send something; True if it closed the connection."""
+    try:
+        readable, _, _ = select.select([conn], [], [], wait_s)
+        if not readable:
+            return False
+        return conn.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True

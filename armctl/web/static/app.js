@@ -1,0 +1,483 @@
+// armctl web: draws the arm from the joint positions the server sends (its forward kinematics),
+// shades the reachable region it sampled, and sends clicks as move targets. Millimetres and
+// degrees here; the server plans, checks and streams every move.
+"use strict";
+
+const TOKEN = new URLSearchParams(location.search).get("token") || "";
+const HEARTBEAT_MS = 100;
+
+const $ = (id) => document.getElementById(id);
+const canvas = $("arm-canvas");
+const ctx = canvas.getContext("2d");
+
+let arm = null;          // /api/arm
+let state = null;        // the latest event
+let session = "";        // control session, "" when read-only
+let reachImage = null;   // offscreen canvas of the reachable cells
+let view = { scale: 1, ox: 0, oy: 0, w: 0, h: 0 };  // px per mm, base position in CSS px
+let target = null;       // {x, y, ok, text}: the last target asked for
+let preview = null;      // {x, y}: where the pointer is while dragging
+let trail = [];          // tool positions while moving (mm)
+let events = null;
+let heartbeat = null;
+
+// --- talking to the server -------------------------------------------------------------------------
+
+function headers() {
+  const h = { "Content-Type": "application/json" };
+  if (TOKEN) h["X-Armctl-Token"] = TOKEN;
+  if (session) h["X-Armctl-Session"] = session;
+  return h;
+}
+
+async function post(path, body) {
+  try {
+    const r = await fetch(path, { method: "POST", headers: headers(), body: JSON.stringify(body || {}) });
+    let data = {};
+    try { data = await r.json(); } catch (e) { /* empty body */ }
+    return { status: r.status, data };
+  } catch (e) {
+    return { status: 0, data: { error: "cannot reach the server: " + e.message } };
+  }
+}
+
+async function claim() {
+  const r = await post("/api/session");
+  session = r.status === 200 ? r.data.session : "";
+  if (!session) say(r.data.error || "read-only view", r.status !== 409);
+  openEvents();
+  clearInterval(heartbeat);
+  if (session) {
+    heartbeat = setInterval(async () => {
+      const b = await post("/api/heartbeat");
+      if (b.status !== 200 && session) { session = ""; say(b.data.error || "lost control of the arm", true); openEvents(); }
+    }, HEARTBEAT_MS);
+  }
+}
+
+function openEvents() {
+  if (events) events.close();
+  const q = new URLSearchParams();
+  if (session) q.set("session", session);
+  if (TOKEN) q.set("token", TOKEN);
+  events = new EventSource("/api/events?" + q.toString());
+  events.onmessage = (ev) => onState(JSON.parse(ev.data));
+  events.addEventListener("ping", (ev) => setRole(JSON.parse(ev.data)));
+  events.onerror = () => setStatus("disconnected", "pill-off");
+}
+
+// --- state ---------------------------------------------------------------------------------------------
+
+function say(text, bad) {
+  const m = $("message");
+  m.textContent = text;
+  m.className = "message" + (bad ? " bad" : "");
+}
+
+function setStatus(text, cls) {
+  const s = $("status");
+  s.textContent = text;
+  s.className = "pill " + cls;
+}
+
+function setRole(st) {
+  const control = st.role === "control";
+  if (!control && session) session = "";
+  for (const id of ["home", "grip-open", "grip-close"]) $(id).disabled = !control || (id !== "home" && !arm.gripper);
+  $("take-control").hidden = control || st.control_held;
+  if (st.moving) setStatus("moving", "pill-moving");
+  else if (control) setStatus("in control", "pill-control");
+  else setStatus(st.control_held ? "read-only: another page controls the arm" : "read-only", "pill-view");
+}
+
+function onState(st) {
+  const wasMoving = state && state.moving;
+  state = st;
+  setRole(st);
+  if (st.moving && !wasMoving) trail = [];
+  if (st.moving && st.tool_mm) trail.push(st.tool_mm);
+  if (trail.length > 2000) trail.shift();
+  if (st.message && (st.moving || st.message !== lastMessage)) {
+    say(st.message, !!st.error);
+    lastMessage = st.message;
+  }
+  $("progress-bar").style.width = (100 * (st.moving ? st.progress || 0 : 0)).toFixed(1) + "%";
+  renderPanel();
+  draw();
+}
+let lastMessage = "";
+
+function fmt(v, digits) { return v === null || v === undefined ? "–" : v.toFixed(digits); }
+
+function renderPanel() {
+  if (!arm || !state) return;
+  const rows = arm.joint_names.map((name, i) => {
+    const q = state.q_deg ? state.q_deg[i] : null;
+    const lo = arm.min_deg[i], hi = arm.max_deg[i];
+    const near = q !== null && Math.min(q - lo, hi - q) < 5;
+    const us = state.pulses_us ? state.pulses_us[i] : null;
+    return `<tr><td>${name}</td><td class="${near ? "near-limit" : ""}">${fmt(q, 1)}°</td>` +
+      `<td>${lo.toFixed(0)}…${hi.toFixed(0)}°</td><td>${fmt(us, 1)} µs</td></tr>`;
+  });
+  if (arm.gripper && state.pulses_us && state.pulses_us.length > arm.joint_names.length) {
+    rows.push(`<tr><td>gripper</td><td>${fmt(state.gripper_deg, 1)}°</td>` +
+      `<td>${arm.gripper.closed_deg.toFixed(0)}…${arm.gripper.open_deg.toFixed(0)}°</td>` +
+      `<td>${fmt(state.pulses_us[arm.joint_names.length], 1)} µs</td></tr>`);
+  }
+  $("joints").tBodies[0].innerHTML = rows.join("");
+  $("tool-xy").textContent = state.tool_mm ? `${fmt(state.tool_mm[0], 1)}, ${fmt(state.tool_mm[1], 1)} mm` : "–";
+  $("tool-phi").textContent = state.phi_deg === undefined ? "–" : `${fmt(state.phi_deg, 1)}°`;
+  const m = state.manipulability_m2;
+  $("manip").textContent = m === undefined ? "–" : `${m.toFixed(4)} m²` + (m < 0.005 ? " (near a singularity)" : "");
+  $("gripper").textContent = state.gripper_deg === null || state.gripper_deg === undefined ? "–" :
+    (arm.gripper && Math.abs(state.gripper_deg - arm.gripper.closed_deg) < 2 ? "closed" :
+      arm.gripper && Math.abs(state.gripper_deg - arm.gripper.open_deg) < 2 ? "open" : `${fmt(state.gripper_deg, 1)}°`);
+  $("measured").textContent = state.measured || "–";
+}
+
+// --- geometry ------------------------------------------------------------------------------------------
+
+function buildReachImage(map) {
+  const off = document.createElement("canvas");
+  off.width = map.width;
+  off.height = map.height;
+  const g = off.getContext("2d");
+  const img = g.createImageData(map.width, map.height);
+  const bits = atob(map.bits_b64);
+  const rowBytes = Math.ceil(map.width / 8);
+  let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
+  for (let r = 0; r < map.height; r++) {
+    for (let c = 0; c < map.width; c++) {
+      const on = (bits.charCodeAt(r * rowBytes + (c >> 3)) >> (7 - (c & 7))) & 1;
+      if (!on) continue;
+      const p = ((map.height - 1 - r) * map.width + c) * 4;  // row 0 is the lowest y: flip
+      img.data[p] = 14; img.data[p + 1] = 165; img.data[p + 2] = 233; img.data[p + 3] = 72;
+      minX = Math.min(minX, c); maxX = Math.max(maxX, c); minY = Math.min(minY, r); maxY = Math.max(maxY, r);
+    }
+  }
+  g.putImageData(img, 0, 0);
+  const cell = map.cell_m * 1000, ox = map.origin_m[0] * 1000, oy = map.origin_m[1] * 1000;
+  return { canvas: off, cell, ox, oy, bits, rowBytes, map,
+    bbox: [ox + minX * cell, oy + minY * cell, ox + (maxX + 1) * cell, oy + (maxY + 1) * cell] };
+}
+
+function reachableAt(x, y) {
+  const R = reachImage;
+  const c = Math.floor((x - R.ox) / R.cell), r = Math.floor((y - R.oy) / R.cell);
+  if (r < 0 || c < 0 || r >= R.map.height || c >= R.map.width) return false;
+  return ((R.bits.charCodeAt(r * R.rowBytes + (c >> 3)) >> (7 - (c & 7))) & 1) === 1;
+}
+
+function layout() {
+  const dpr = window.devicePixelRatio || 1;
+  const w = canvas.clientWidth, h = canvas.clientHeight;
+  canvas.width = Math.round(w * dpr);
+  canvas.height = Math.round(h * dpr);
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  const [x0, y0, x1, y1] = reachImage.bbox;
+  const bx0 = Math.min(x0, -60), by0 = Math.min(y0, -60), bx1 = Math.max(x1, 60), by1 = Math.max(y1, 60);
+  const pad = 36;
+  const scale = Math.min((w - 2 * pad) / (bx1 - bx0), (h - 2 * pad) / (by1 - by0));
+  view = { scale, w, h, ox: w / 2 - scale * (bx0 + bx1) / 2, oy: h / 2 + scale * (by0 + by1) / 2 };
+  draw();
+}
+
+const toPx = (x, y) => [view.ox + x * view.scale, view.oy - y * view.scale];
+const toMm = (px, py) => [(px - view.ox) / view.scale, (view.oy - py) / view.scale];
+
+// For tests and tools: where the world point (x, y) mm is, in CSS px from the canvas's top-left corner.
+window.armctlView = { toCanvas: (x, y) => { const [px, py] = toPx(x, y); return { x: px, y: py }; } };
+
+// --- drawing -------------------------------------------------------------------------------------------
+
+function draw() {
+  if (!arm || !reachImage) return;
+  const { w, h, scale } = view;
+  ctx.clearRect(0, 0, w, h);
+  ctx.fillStyle = "#ffffff";
+  ctx.fillRect(0, 0, w, h);
+  drawGrid();
+  // reachable region
+  const R = reachImage;
+  const [rx, ry] = toPx(R.ox, R.oy + R.map.height * R.cell);
+  ctx.imageSmoothingEnabled = true;
+  ctx.drawImage(R.canvas, rx, ry, R.map.width * R.cell * scale, R.map.height * R.cell * scale);
+  // reach circles
+  ctx.save();
+  ctx.setLineDash([6, 5]);
+  ctx.strokeStyle = "#94a3b8";
+  ctx.lineWidth = 1.2;
+  const [bx, by] = toPx(0, 0);
+  for (const r of arm.reach_mm) {
+    if (r <= 0) continue;
+    ctx.beginPath();
+    ctx.arc(bx, by, r * scale, 0, 2 * Math.PI);
+    ctx.stroke();
+  }
+  ctx.restore();
+  drawTrail();
+  drawTarget();
+  if (state && state.joints_mm) drawArm();
+  if (preview) drawPreview();
+}
+
+function drawGrid() {
+  const step = 100, label = view.scale * 100 >= 45 ? 100 : 200;  // grid every 100 mm, labels >= 45 px apart
+  const [x0, y1] = toMm(0, 0), [x1, y0] = toMm(view.w, view.h);
+  const [ax, ay] = toPx(0, 0);
+  ctx.lineWidth = 1;
+  ctx.font = "11px system-ui, sans-serif";
+  ctx.fillStyle = "#94a3b8";
+  for (let x = Math.ceil(x0 / step) * step; x <= x1; x += step) {
+    const [px] = toPx(x, 0);
+    ctx.strokeStyle = x === 0 ? "#cbd5e1" : "#f1f5f9";
+    ctx.beginPath(); ctx.moveTo(px, 0); ctx.lineTo(px, view.h); ctx.stroke();
+    if (x !== 0 && x % label === 0) ctx.fillText(`${x}`, px + 3, ay + 13);
+  }
+  for (let y = Math.ceil(y0 / step) * step; y <= y1; y += step) {
+    const [, py] = toPx(0, y);
+    ctx.strokeStyle = y === 0 ? "#cbd5e1" : "#f1f5f9";
+    ctx.beginPath(); ctx.moveTo(0, py); ctx.lineTo(view.w, py); ctx.stroke();
+    if (y !== 0 && y % label === 0) ctx.fillText(`${y}`, ax + 4, py - 3);
+  }
+  ctx.fillText("x mm", view.w - 40, ay - 5);
+  ctx.fillText("y mm", ax + 4, 14);
+}
+
+function wedge(cx, cy, r, a0, a1, current) {
+  // angles in degrees, counter-clockwise from +x (world); canvas y points down
+  const rad = Math.PI / 180;
+  ctx.beginPath();
+  ctx.moveTo(cx, cy);
+  ctx.arc(cx, cy, r, -a0 * rad, -a1 * rad, true);
+  ctx.closePath();
+  ctx.fillStyle = "rgba(217, 119, 6, 0.13)";
+  ctx.fill();
+  ctx.strokeStyle = "rgba(217, 119, 6, 0.75)";
+  ctx.lineWidth = 1.2;
+  for (const a of [a0, a1]) {
+    ctx.beginPath();
+    ctx.moveTo(cx, cy);
+    ctx.lineTo(cx + r * Math.cos(a * rad), cy - r * Math.sin(a * rad));
+    ctx.stroke();
+  }
+  ctx.beginPath();
+  ctx.arc(cx, cy, r, -a0 * rad, -a1 * rad, true);
+  ctx.stroke();
+  if (current !== undefined) {
+    ctx.strokeStyle = "#b45309";
+    ctx.lineWidth = 2;
+    ctx.beginPath();
+    ctx.arc(cx, cy, r - 4, -current * rad - 0.06, -current * rad + 0.06);
+    ctx.stroke();
+  }
+}
+
+function drawArm() {
+  const pts = state.joints_mm.map(([x, y]) => toPx(x, y));
+  const q = state.q_deg;
+  const linkW = Math.max(7, Math.min(18, 26 * view.scale));
+  // joint limits: joint i's range is measured from link i-1's direction
+  let base = 0;
+  for (let i = 0; i < q.length; i++) {
+    const r = Math.max(26, Math.min(52, arm.links_mm[i] * view.scale * 0.22));
+    wedge(pts[i][0], pts[i][1], r, base + arm.min_deg[i], base + arm.max_deg[i], base + q[i]);
+    base += q[i];
+  }
+  // base block
+  const [bx, by] = pts[0];
+  ctx.fillStyle = "#475569";
+  ctx.beginPath();
+  ctx.roundRect(bx - 22, by + 8, 44, 14, 3);
+  ctx.fill();
+  // links
+  ctx.lineCap = "round";
+  for (let i = 0; i < pts.length - 1; i++) {
+    ctx.strokeStyle = "#334155";
+    ctx.lineWidth = linkW;
+    ctx.beginPath(); ctx.moveTo(...pts[i]); ctx.lineTo(...pts[i + 1]); ctx.stroke();
+    ctx.strokeStyle = "#64748b";
+    ctx.lineWidth = linkW * 0.35;
+    ctx.beginPath(); ctx.moveTo(...pts[i]); ctx.lineTo(...pts[i + 1]); ctx.stroke();
+  }
+  drawGripper(pts[pts.length - 1], base, linkW);
+  for (let i = 0; i < pts.length - 1; i++) {
+    ctx.fillStyle = "#f8fafc";
+    ctx.strokeStyle = "#0f172a";
+    ctx.lineWidth = 2.5;
+    ctx.beginPath(); ctx.arc(pts[i][0], pts[i][1], linkW * 0.55, 0, 2 * Math.PI); ctx.fill(); ctx.stroke();
+  }
+  // tool point
+  const [tx, ty] = pts[pts.length - 1];
+  ctx.fillStyle = "#0ea5e9";
+  ctx.beginPath(); ctx.arc(tx, ty, 4, 0, 2 * Math.PI); ctx.fill();
+}
+
+function drawGripper([tx, ty], phiDeg, linkW) {
+  if (!arm.gripper) return;
+  const g = state.gripper_deg === null || state.gripper_deg === undefined ? arm.gripper.open_deg : state.gripper_deg;
+  const span = Math.max(1, arm.gripper.open_deg - arm.gripper.closed_deg);
+  const open = Math.min(1, Math.max(0, (g - arm.gripper.closed_deg) / span));
+  const a = -phiDeg * Math.PI / 180;  // canvas angle of the last link
+  const ux = Math.cos(a), uy = Math.sin(a), nx = -uy, ny = ux;
+  const half = linkW * (0.35 + 0.75 * open), len = linkW * 1.3;
+  ctx.strokeStyle = "#334155";
+  ctx.lineWidth = Math.max(3, linkW * 0.32);
+  ctx.lineCap = "round";
+  ctx.beginPath();
+  ctx.moveTo(tx - nx * half, ty - ny * half); ctx.lineTo(tx + nx * half, ty + ny * half);
+  for (const s of [-1, 1]) {
+    ctx.moveTo(tx + s * nx * half, ty + s * ny * half);
+    ctx.lineTo(tx + s * nx * half + ux * len, ty + s * ny * half + uy * len);
+  }
+  ctx.stroke();
+}
+
+function drawTrail() {
+  if (trail.length < 2) return;
+  ctx.strokeStyle = "rgba(14, 165, 233, 0.85)";
+  ctx.lineWidth = 2;
+  ctx.beginPath();
+  trail.forEach(([x, y], i) => { const [px, py] = toPx(x, y); if (i) ctx.lineTo(px, py); else ctx.moveTo(px, py); });
+  ctx.stroke();
+}
+
+function marker(x, y, ok, text) {
+  const [px, py] = toPx(x, y);
+  ctx.lineWidth = 2.5;
+  if (ok) {
+    ctx.strokeStyle = "#16a34a";
+    ctx.beginPath(); ctx.arc(px, py, 9, 0, 2 * Math.PI); ctx.stroke();
+    ctx.beginPath(); ctx.moveTo(px - 14, py); ctx.lineTo(px + 14, py); ctx.moveTo(px, py - 14); ctx.lineTo(px, py + 14);
+    ctx.stroke();
+  } else {
+    ctx.strokeStyle = "#dc2626";
+    ctx.beginPath(); ctx.moveTo(px - 9, py - 9); ctx.lineTo(px + 9, py + 9); ctx.moveTo(px + 9, py - 9); ctx.lineTo(px - 9, py + 9);
+    ctx.stroke();
+  }
+  if (text) {
+    ctx.font = "600 13px system-ui, sans-serif";
+    const tw = ctx.measureText(text).width;
+    const left = px + 14 + tw + 12 > view.w ? px - 14 - tw - 10 : px + 14;
+    ctx.fillStyle = ok ? "rgba(240, 253, 244, 0.95)" : "rgba(254, 242, 242, 0.95)";
+    ctx.strokeStyle = ok ? "#16a34a" : "#dc2626";
+    ctx.lineWidth = 1;
+    ctx.beginPath(); ctx.roundRect(left, py - 24, tw + 10, 20, 4); ctx.fill(); ctx.stroke();
+    ctx.fillStyle = ok ? "#166534" : "#991b1b";
+    ctx.fillText(text, left + 5, py - 9);
+  }
+}
+
+function drawTarget() {
+  if (!target) return;
+  if (!target.ok && state && state.tool_mm) {
+    // the shortfall: from the target to the nearest reachable point along the ray from the base
+    ctx.save();
+    ctx.setLineDash([4, 4]);
+    ctx.strokeStyle = "rgba(220, 38, 38, 0.6)";
+    ctx.lineWidth = 1.5;
+    const [ax, ay] = toPx(0, 0), [px, py] = toPx(target.x, target.y);
+    ctx.beginPath(); ctx.moveTo(ax, ay); ctx.lineTo(px, py); ctx.stroke();
+    ctx.restore();
+  }
+  marker(target.x, target.y, target.ok, target.text);
+}
+
+function drawPreview() {
+  const ok = reachableAt(preview.x, preview.y);
+  const [px, py] = toPx(preview.x, preview.y);
+  ctx.strokeStyle = ok ? "rgba(22, 163, 74, 0.7)" : "rgba(220, 38, 38, 0.7)";
+  ctx.lineWidth = 1.5;
+  ctx.beginPath(); ctx.arc(px, py, 12, 0, 2 * Math.PI); ctx.stroke();
+}
+
+// --- input ---------------------------------------------------------------------------------------------
+
+function pointerMm(ev) {
+  const r = canvas.getBoundingClientRect();
+  return toMm(ev.clientX - r.left, ev.clientY - r.top);
+}
+
+canvas.addEventListener("pointerdown", (ev) => {
+  if (!arm) return;
+  canvas.setPointerCapture(ev.pointerId);
+  const [x, y] = pointerMm(ev);
+  preview = { x, y };
+  draw();
+});
+canvas.addEventListener("pointermove", (ev) => {
+  if (!arm) return;
+  const [x, y] = pointerMm(ev);
+  $("cursor").textContent = `x ${x.toFixed(0)} mm, y ${y.toFixed(0)} mm` + (reachableAt(x, y) ? "" : "  (out of reach)");
+  if (preview) { preview = { x, y }; draw(); }
+});
+canvas.addEventListener("pointerup", (ev) => {
+  if (!preview) return;
+  const [x, y] = pointerMm(ev);
+  preview = null;
+  moveTo(x, y);
+});
+
+async function moveTo(x, y) {
+  if (!session) { say("read-only: this page does not control the arm", true); return; }
+  const body = { x_mm: Math.round(x * 10) / 10, y_mm: Math.round(y * 10) / 10, speed_mm_s: Number($("speed").value) };
+  body.mode = document.querySelector("input[name=mode]:checked").value;
+  const phi = $("phi").value.trim();
+  if (phi !== "" && arm.links_mm.length === 3) body.phi_deg = Number(phi);
+  target = { x: body.x_mm, y: body.y_mm, ok: true, text: "" };
+  draw();
+  const r = await post("/api/move", body);
+  if (r.status === 200) {
+    target.text = `${body.x_mm.toFixed(0)}, ${body.y_mm.toFixed(0)} mm`;
+  } else {
+    target.ok = false;
+    target.text = r.data.shortfall_mm !== undefined ? `${r.data.shortfall_mm.toFixed(1)} mm out of reach` : "refused";
+    if (r.status !== 409 || !/superseded/.test(r.data.error || "")) say(r.data.error || `refused (${r.status})`, true);
+  }
+  draw();
+}
+
+async function command(path, body, what) {
+  const r = await post(path, body);
+  if (r.status !== 200) say(r.data.error || `${what}: refused (${r.status})`, true);
+  return r;
+}
+
+$("stop").addEventListener("click", () => command("/api/stop", {}, "stop"));
+$("home").addEventListener("click", async () => {
+  const r = await command("/api/home", {}, "home");
+  if (r.status === 200) target = { x: arm.home_tool_mm[0], y: arm.home_tool_mm[1], ok: true, text: "home" };
+});
+$("grip-open").addEventListener("click", () => command("/api/gripper", { state: "open" }, "gripper"));
+$("grip-close").addEventListener("click", () => command("/api/gripper", { state: "close" }, "gripper"));
+$("take-control").addEventListener("click", claim);
+$("speed").addEventListener("input", () => { $("speed-out").textContent = `${$("speed").value} mm/s`; });
+window.addEventListener("resize", layout);
+window.addEventListener("keydown", (ev) => {  // Escape stops, like the button
+  if (ev.key === "Escape") { ev.preventDefault(); command("/api/stop", {}, "stop"); }
+});
+
+// --- start ---------------------------------------------------------------------------------------------
+
+async function init() {
+  const h = TOKEN ? { "X-Armctl-Token": TOKEN } : {};
+  let r;
+  try { r = await fetch("/api/arm", { headers: h }); } catch (e) { say("cannot reach the server", true); return; }
+  if (r.status !== 200) {
+    const d = await r.json().catch(() => ({}));
+    say(d.error || `the server refused (${r.status})`, true);
+    setStatus("no access", "pill-off");
+    return;
+  }
+  arm = await r.json();
+  $("arm-name").textContent = `${arm.name} · ${arm.links_mm.map((l) => l.toFixed(0)).join(" + ")} mm`;
+  $("board").textContent = `${arm.backend} backend on ${arm.port}` + (arm.firmware ? ` (${arm.firmware})` : "");
+  $("speed").value = arm.default_speed_mm_s;
+  $("speed-out").textContent = `${arm.default_speed_mm_s} mm/s`;
+  if (arm.links_mm.length !== 3) $("phi-row").hidden = true;
+  reachImage = buildReachImage(arm.reach_map);
+  layout();
+  await claim();
+}
+
+init();
