@@ -185,11 +185,11 @@ def fit_points(
         residuals_deg=tuple(float(v) for v in residuals),
     )
     if len(a) >= 3 and fit.max_residual_deg > max_residual_deg:
-        k = int(np.argmax(np.abs(residuals)))
+        each = ", ".join(f"{x:g} deg at {y:g} us {r:+.1f}" for x, y, r in zip(a, p, residuals))
         raise FitError(
-            f"{label}: the points do not lie on one line: the one at {a[k]:g} deg ({p[k]:g} us) is "
-            f"{abs(residuals[k]):.1f} deg off the line through all of them (limit {max_residual_deg:g} deg). "
-            "A pose was probably misjudged or a pulse recorded at the wrong angle: record that point again"
+            f"{label}: the points do not lie on one line: up to {fit.max_residual_deg:.1f} deg off the "
+            f"best line, more than the {max_residual_deg:g} deg allowed (off by: {each} deg). A pose was "
+            "misjudged or a pulse recorded at the wrong angle: record the points again"
         )
     if not PULSE_RANGE_US[0] <= zero <= PULSE_RANGE_US[1]:
         raise FitError(
