@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
 from virtual_uno import Pulse
 
 FRAME_US = 20000.0
