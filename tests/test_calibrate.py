@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from urllib.parse import urlencode
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -252,3 +253,44 @@ def test_armsim_limits_option_is_checked():
 
     with pytest.raises(serial.SerialException, match="LO:HI"):
         serial.serial_for_url("armsim://?limits=900:800")
+
+
+def test_nudges_over_firmata_are_host_timed_frames_under_the_speed_limit():
+    from armctl.bus.firmata import FirmataBackend
+
+    writes, clock = [], [0.0]
+
+    class Fake:
+        def __init__(self, **kw):
+            pass
+
+        def set_pin_mode_servo(self, pin, lo, hi):
+            writes.append(("attach", pin, lo, hi))
+
+        def servo_write(self, pin, value):
+            writes.append((clock[0], pin, value))
+
+        def shutdown(self):
+            pass
+
+    arm = load_arm("seed-3link")
+    cal = load_calibration(NOMINAL)
+    b = FirmataBackend(
+        "/dev/ttyFAKE",
+        pins_range_us={9: (500, 2500)},
+        pymata_factory=Fake,
+        clock=lambda: clock[0],
+        sleep=lambda dt: clock.__setitem__(0, clock[0] + dt),
+    )
+    pin_cal = with_servo(cal, 0, channel=9)
+    with b:
+        b.move(1, {9: 1500})
+        n = cb.Nudger(b, arm, pin_cal, {9: 1500.0})
+        n.nudge(0, 100)
+        b.drain()
+    assert writes[0] == ("attach", 9, 500, 2500)  # calibrating: the whole pulse range
+    moves = [w for w in writes[2:] if w[0] != "attach"]
+    assert len(moves) == n.frames_for(0, 100) == 12 and moves[-1][2] == 1600
+    steps = np.diff([1500] + [v for _, _, v in moves])
+    limit_us_per_frame = cb.NUDGE_SPEED_FRACTION * math.degrees(arm.max_speed_rad_s[0]) * 7.4 * 0.02
+    assert max(steps) <= limit_us_per_frame + 1  # whole-us writes round by up to 1 us
