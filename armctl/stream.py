@@ -229,6 +229,7 @@ class Streamer:
         self.stop_event, self.on_tick = stop_event, on_tick
         self.playing: list[Pulses] = []  # what play() is streaming: the ramp (if any), then the trajectory
         self.declared = False  # play() set a start pose first (one frame before the first part)
+        self._progress_total = self._progress_skip = 0  # frames to play, frames before them (start pose)
 
     # -- where the arm is now -----------------------------------------------------------------------------
 
@@ -306,9 +307,10 @@ class Streamer:
         parts = ([(prepare(ramp, self.cal), "ramp")] if ramp is not None else []) + [(pulses, "main")]
         self.playing, self.declared = [p for p, _ in parts], bool(declare)
         total = sum((len(p.us) - 1) * p.frames_per_sample for p, _ in parts)
-        sent = frames_done = commands = 0
+        sent = commands = 0
         ramp_frames = (len(parts[0][0].us) - 1) * parts[0][0].frames_per_sample if ramp is not None else 0
         self.current_step = "connecting"
+        self._progress_total, self._progress_skip = total, (1 if declare else 0)
         self.backend.on_wait = self._tick
         try:
             self._tick()
@@ -324,11 +326,7 @@ class Streamer:
                     self.backend.move(frames, widths)
                     commands += 1
                     sent += frames
-                    frames_done = min(total, max(0, self.backend.played_frames() - (1 if declare else 0)))
-                    self.progress.update(
-                        frames_done / max(total, 1), self.current_step, (total - frames_done) * FRAME_S
-                    )
-            self.current_step = "finishing"
+                    self._show_progress()
             self.backend.drain()
             self.progress.update(1.0, "done", 0.0, force=True)
         except (KeyboardInterrupt, StopRequested):
@@ -350,6 +348,16 @@ class Streamer:
             raise StopRequested("stopped on request")
         if self.on_tick is not None:
             self.on_tick(self)
+        self._show_progress()
+
+    def _show_progress(self) -> None:
+        # Also called while the host waits for the board (queue full, draining),
+        # so the line keeps moving after the last command has been sent.
+        total = self._progress_total
+        if not total:
+            return
+        done = min(total, max(0, self.backend.played_frames() - self._progress_skip))
+        self.progress.update(done / total, self.current_step, (total - done) * FRAME_S)
 
     def _controlled_stop(self) -> None:
         try:
