@@ -205,8 +205,6 @@ def test_calibrate_in_a_terminal_then_jogs_land_within_a_millimetre(tmp_path, ca
         assert rc == 0, cap.err
         out = json.loads(cap.out)
         err_mm = 1000 * math.hypot(out["tool_m"][0] - x, out["tool_m"][1] - y)
-        with capsys.disabled():
-            print(f"jog to ({x}, {y}) m: tool {err_mm:.3f} mm off")
         assert err_mm < 1.0, (x, y, err_mm)
 
 
@@ -231,3 +229,19 @@ def test_quit_mid_way_leaves_the_calibration_untouched(tmp_path, cal_file, key):
 def test_needs_a_terminal(tmp_path, cal_file, capsys):
     assert main(["--calibration", str(cal_file), "--port", sim_url(tmp_path), "calibrate"]) == 2
     assert "needs a terminal" in capsys.readouterr().err
+
+
+def test_an_inconsistent_fit_is_refused_on_screen_and_can_be_redone(tmp_path, cal_file):
+    before = cal_file.read_bytes()
+    t = start(tmp_path, cal_file, sim_url(tmp_path))
+    for k, angle in enumerate((0.0, 90.0, -90.0)):
+        t.wait(f"reference pose {k + 1} of 3")
+        nudge_to(t, true_us(0, angle + (6.0 if angle == 90 else 0.0)))  # "90 deg" judged 6 deg too far
+    screen = t.wait(r"the fit is refused").string
+    assert "do not lie on one line" in screen and "record the points again" in screen
+    assert "r record the reference poses again" in screen
+    t.send("r")
+    t.wait(r"reference pose 1 of 3")
+    t.send(b"\x03")
+    assert t.finish() == 130
+    assert cal_file.read_bytes() == before
