@@ -93,6 +93,7 @@ class Backend(ABC):
         Boards that cannot store limits (StandardFirmata: the range is given when a servo is
         attached) do nothing here; ``info.limits_us`` is empty for them.
         """
+        return None
 
     def __enter__(self):
         self.open()

@@ -99,7 +99,9 @@ def parse_url(url: str) -> SimOptions:
             raise SerialException(f"armsim option {name} must be a probability 0..1; {EXPECTED}")
     for pair in opts.limits_us or []:
         if len(pair) != 2 or not 500 <= pair[0] < pair[1] <= 2500:
-            raise SerialException(f"armsim option limits: each channel LO:HI with 500 <= LO < HI <= 2500 us; {EXPECTED}")
+            raise SerialException(
+                f"armsim option limits: each channel LO:HI with 500 <= LO < HI <= 2500 us; {EXPECTED}"
+            )
     if not (opts.rate > 0 and math.isfinite(opts.rate)):
         raise SerialException(f"armsim option rate must be > 0; {EXPECTED}")
     return opts
