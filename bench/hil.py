@@ -51,18 +51,40 @@ def run(backend: str, hex_path: Path, arm_name: str, program: Path, workdir: Pat
     with VirtualUno(hex_path, reset_on_open=True) as uno:
         t0 = time.monotonic()
         proc = subprocess.run(
-            [sys.executable, "-m", "armctl", "--arm", arm_name, "--backend", backend, "--port", uno.pty,
-             "run", str(program), "--json", "--wire-log", str(wire)],
-            capture_output=True, text=True, cwd=ROOT, timeout=600)
+            [
+                sys.executable,
+                "-m",
+                "armctl",
+                "--arm",
+                arm_name,
+                "--backend",
+                backend,
+                "--port",
+                uno.pty,
+                "run",
+                str(program),
+                "--json",
+                "--wire-log",
+                str(wire),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=600,
+        )
         wall = time.monotonic() - t0
         if proc.returncode != 0:
             raise SystemExit(f"armctl run --backend {backend} failed:\n{proc.stderr[-2000:]}")
-        return {"pulses": uno.pulses(), "slips": len(uno.events("slip")), "wire": wire, "wall_s": wall,
-                "report": json.loads(proc.stdout)}
+        return {
+            "pulses": uno.pulses(),
+            "slips": len(uno.events("slip")),
+            "wire": wire,
+            "wall_s": wall,
+            "report": json.loads(proc.stdout),
+        }
 
 
-def timing(frames: list[hc.Frame], planned_us: np.ndarray, *, min_speed_us: float = 10.0,
-           window: int = 10) -> dict:
+def timing(frames: list[hc.Frame], planned_us: np.ndarray, *, min_speed_us: float = 10.0, window: int = 10) -> dict:
     """For every measured frame while the arm moves: how far from its planned instant the board shows it.
 
     The board's frame j should show plan sample j + offset (one constant
@@ -73,7 +95,7 @@ def timing(frames: list[hc.Frame], planned_us: np.ndarray, *, min_speed_us: floa
     than ``min_speed_us`` over two frames are skipped (their time cannot be
     told from their pulses).
     """
-    w = np.array([[np.nan if x is None else x for x in f.widths_us[:planned_us.shape[1]]] for f in frames])
+    w = np.array([[np.nan if x is None else x for x in f.widths_us[: planned_us.shape[1]]] for f in frames])
     n, m = len(w), len(planned_us)
     speed = np.zeros(m)
     speed[1:-1] = np.abs(planned_us[2:] - planned_us[:-2]).max(axis=1)
@@ -84,7 +106,7 @@ def timing(frames: list[hc.Frame], planned_us: np.ndarray, *, min_speed_us: floa
 
     offset = min(range(-50, 51), key=err)
     seg = planned_us[1:] - planned_us[:-1]
-    seg2 = np.maximum((seg ** 2).sum(axis=1), 1e-12)
+    seg2 = np.maximum((seg**2).sum(axis=1), 1e-12)
     devs = []
     for j in range(n):
         e = j + offset
@@ -142,7 +164,7 @@ def analyse(res: dict, backend: str, arm, cal, traj) -> dict:
     frames = hc.from_first_pulse(frames)
     if backend == "firmata":  # the attach transient (1500 us) until every servo has its start pulse
         start = next(i for i, f in enumerate(frames) if all(w is not None for w in f.widths_us))
-        frames = frames[start + 2:]
+        frames = frames[start + 2 :]
     planned_us = cal.joints_to_us(traj.q_rad)
     if cal.gripper is not None:
         planned_us = np.column_stack([planned_us, cal.gripper_to_us(traj.gripper_rad)])
@@ -184,14 +206,16 @@ def main(argv=None) -> int:
     results = {}
     with tempfile.TemporaryDirectory() as d:
         if args.backend in ("both", "armctl"):
-            results["armctl"] = analyse(run("armctl", FIRMWARE_HEX, args.arm, Path(args.program), Path(d)),
-                                        "armctl", arm, cal, traj)
+            results["armctl"] = analyse(
+                run("armctl", FIRMWARE_HEX, args.arm, Path(args.program), Path(d)), "armctl", arm, cal, traj
+            )
         if args.backend in ("both", "firmata"):
             hex_path, why = fetch_firmata()
             if hex_path is None:
                 raise SystemExit(why)
-            results["firmata"] = analyse(run("firmata", hex_path, args.arm, Path(args.program), Path(d)),
-                                         "firmata", arm, cal, traj)
+            results["firmata"] = analyse(
+                run("firmata", hex_path, args.arm, Path(args.program), Path(d)), "firmata", arm, cal, traj
+            )
     if args.json:
         print(json.dumps(results, indent=1))
         return 0

@@ -17,8 +17,9 @@ FIRMWARE = Path(__file__).resolve().parents[1] / "firmware"
 
 
 def _make_test(extra: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", "-s", "-C", str(FIRMWARE), "test", *extra],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        ["make", "-s", "-C", str(FIRMWARE), "test", *extra], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_protocol_core_unit_tests_pass_on_the_host():

@@ -39,7 +39,11 @@ class ControlledUno:
     def __init__(self, hex_path: Path, *, uart_byte_us: float = UART_BYTE_US):
         self.proc = subprocess.Popen(
             [str(BINARY), str(hex_path), "--control", "--uart-byte-us", str(uart_byte_us)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
         )
         assert self._line() == "CONTROL"
         self.t_us = 0.0
@@ -104,7 +108,8 @@ class ControlledUno:
         target = self.timer_us + self.frames * FRAME_US + PHASE_US
         assert self.t_us < target, (
             f"the exchanges before this step took until {self.t_us:.0f} us, past {target:.0f} us: "
-            "the vector does not fit the frame at this link speed")
+            "the vector does not fit the frame at this link speed"
+        )
         self.until(target)
 
     def close(self) -> None:

@@ -268,7 +268,11 @@ def test_a_reset_mid_run_is_detected_and_nothing_more_is_sent(firmware_hex, tmp_
     with VirtualUno(firmware_hex, reset_on_open=True) as uno:
         proc = subprocess.Popen(
             [sys.executable, "-m", "armctl", "--arm", "seed-3link", "--port", uno.pty, "run", str(program)],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             # let it play for a while, then press the reset button
             assert uno.wait_for(lambda u: len(u.pulses(9)) >= 50, 60.0), "the run never started"

@@ -36,8 +36,22 @@ OUR_PINS = [9, 10, 11, 12]  # channels 0..3 of our firmware
 
 
 def run_cli(pty: str, backend: str, wire_log: Path, timeout_s: float) -> dict:
-    cmd = [sys.executable, "-m", "armctl", "--arm", ARM, "--backend", backend, "--port", pty,
-           "run", str(PROGRAM), "--json", "--wire-log", str(wire_log)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "armctl",
+        "--arm",
+        ARM,
+        "--backend",
+        backend,
+        "--port",
+        pty,
+        "run",
+        str(PROGRAM),
+        "--json",
+        "--wire-log",
+        str(wire_log),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
     assert proc.returncode == 0, f"armctl run failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
     return json.loads(proc.stdout)
@@ -136,7 +150,7 @@ def _firmata_frames(pulses, cal):
     frames = hc.frames_from_pulses(pulses, pins)
     # skip the attach transient: the Servo library pulses 1500 us until the start pulse is written
     start = next(i for i, f in enumerate(frames) if all(w is not None for w in f.widths_us))
-    return frames[start + 2:]
+    return frames[start + 2 :]
 
 
 def test_firmata_final_pose_within_half_mm(firmata_run, plan):
@@ -166,7 +180,7 @@ def test_firmata_tool_path(firmata_run, plan):
     widths = np.array([f.widths_us for f in frames], dtype=float)
     # a pulse > 2 us longer than the running median of 5 frames on its pin: Servo-library latency
     pad = np.pad(widths, ((2, 2), (0, 0)), mode="edge")
-    median5 = np.median(np.stack([pad[i:i + len(widths)] for i in range(5)]), axis=0)
+    median5 = np.median(np.stack([pad[i : i + len(widths)] for i in range(5)]), axis=0)
     late_irq = ((widths - median5) > 2.0).any(axis=1)
     assert late_irq.mean() <= 0.03, f"{late_irq.sum()} of {len(frames)} frames with a stretched pulse"
     dev, _ = check_path([f for f, bad in zip(frames, late_irq) if not bad], [0, 1, 2], arm, cal, traj)

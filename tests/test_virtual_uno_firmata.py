@@ -51,8 +51,9 @@ def board(firmata_hex):
 
 def _after(uno, pin, t_mono, n, timeout_s=10.0):
     """Wait for ``n`` pulses on ``pin`` logged after host time ``t_mono``."""
-    got = uno.wait_for(lambda u: (lambda ps: ps if len(ps) >= n else None)(
-        [p for p in u.pulses(pin) if p.mono_s > t_mono]), timeout_s)
+    got = uno.wait_for(
+        lambda u: (lambda ps: ps if len(ps) >= n else None)([p for p in u.pulses(pin) if p.mono_s > t_mono]), timeout_s
+    )
     assert got, f"fewer than {n} pulses on pin {pin} within {timeout_s} s"
     return got
 

@@ -46,12 +46,14 @@ def frames_from_pulses(pulses: list[Pulse], pins: list[int], *, window_us: float
         frames.append(Frame(a.t_us, tuple(widths)))
     # the log may end in the middle of a frame (simulator stopped): drop a last frame missing pulses
     while len(frames) >= 2 and sum(w is None for w in frames[-1].widths_us) > sum(
-            w is None for w in frames[-2].widths_us):
+        w is None for w in frames[-2].widths_us
+    ):
         frames.pop()
     return frames
 
 
 # --- what the host commanded (our protocol) -------------------------------------------------------
+
 
 def host_bytes_from_wire_log(path: str | Path) -> bytes:
     """Every byte the host sent, in order, from an ``armctl --wire-log`` file."""
@@ -117,8 +119,13 @@ def match_with_holds(measured: list[tuple], commanded: list[tuple], *, tol_us: f
             if i and j + 1 < len(commanded):
                 holds += 1
         else:
-            return False, holds, worst, f"measured frame {i} {m} matches neither commanded {j} {commanded[j]}" + (
-                f" nor {j + 1} {commanded[j + 1]}" if j + 1 < len(commanded) else "")
+            return (
+                False,
+                holds,
+                worst,
+                f"measured frame {i} {m} matches neither commanded {j} {commanded[j]}"
+                + (f" nor {j + 1} {commanded[j + 1]}" if j + 1 < len(commanded) else ""),
+            )
         worst = max(worst, err(m, commanded[j]))
     if j != len(commanded) - 1:
         return False, holds, worst, f"only {j + 1} of {len(commanded)} commanded frames were played"
@@ -134,6 +141,7 @@ def from_first_pulse(frames: list[Frame]) -> list[Frame]:
 
 
 # --- geometry ------------------------------------------------------------------------------------
+
 
 def tool_points(widths_us: np.ndarray, cal, links_m) -> np.ndarray:
     """Tool points (N, 2) m for joint pulse widths (N, n_joints) us through the calibration and FK."""
@@ -160,8 +168,8 @@ def distance_to_path(points: np.ndarray, path: np.ndarray, *, chunk: int = 64) -
     ab2 = np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-30)
     out = np.empty(len(points))
     for k in range(0, len(points), chunk):
-        p = points[k:k + chunk, None, :]
+        p = points[k : k + chunk, None, :]
         t = np.clip(np.einsum("kij,ij->ki", p - a[None], ab) / ab2, 0.0, 1.0)
         closest = a[None] + t[..., None] * ab[None]
-        out[k:k + chunk] = np.sqrt(((p - closest) ** 2).sum(-1)).min(axis=1)
+        out[k : k + chunk] = np.sqrt(((p - closest) ** 2).sum(-1)).min(axis=1)
     return out
