@@ -211,7 +211,7 @@ def test_calibrate_in_a_terminal_then_jogs_land_within_a_millimetre(tmp_path, ca
 @pytest.mark.parametrize("key", [b"\x03", b"q"])
 def test_quit_mid_way_leaves_the_calibration_untouched(tmp_path, cal_file, key):
     before = cal_file.read_bytes()
-    t = start(tmp_path, cal_file, sim_url(tmp_path))
+    t = start(tmp_path, cal_file, sim_url(tmp_path, limits="800:2200,500:2500,500:2500,1250:1850"))
     t.wait("reference pose 1 of 3")
     nudge_to(t, true_us(0, 0.0))
     t.wait("reference pose 2 of 3")
@@ -224,6 +224,8 @@ def test_quit_mid_way_leaves_the_calibration_untouched(tmp_path, cal_file, key):
     assert cal_file.read_bytes() == before
     assert not (tmp_path / "seed-3link.yaml.bak").exists()
     assert list(tmp_path.glob(".seed-3link.yaml.*")) == []  # no temp file left either
+    board = json.loads((tmp_path / "sim-state.json").read_text())
+    assert board["limits_us"][0] == [800, 2200]  # opened up while calibrating, put back on quit
 
 
 def test_needs_a_terminal(tmp_path, cal_file, capsys):

@@ -29,7 +29,7 @@ from ..arm import Arm, load_arm
 from ..bus.armproto import ArmProtocolBackend
 from ..bus.firmata import FirmataBackend
 from ..calibration import PULSE_RANGE_US, Calibration, find_calibration, load_calibration, save_calibration
-from ..errors import BadInputError, LinkError
+from ..errors import BadInputError, ConfigError, LinkError
 from ..stream import Streamer, board_limits_us, load_last_pose, save_last_pose
 from ..units import parse_float, parse_length
 from . import EXIT_INTERRUPTED
@@ -243,7 +243,12 @@ def _show(args) -> int:
 
 def _compare(args) -> int:
     a, b = (load_calibration(p) for p in args.compare)
-    arm = load_arm(args.arm if args.arm != "seed-3link" or a.arm == "seed-3link" else a.arm)
+    arm = load_arm(args.arm)
+    if arm.name != a.arm:  # --arm left at its default: the arm the calibration names, if it is a preset
+        try:
+            arm = load_arm(a.arm)
+        except ConfigError:
+            pass
     lines, worst = cb.compare_lines(a, b, arm)
     if args.json:
         print(json.dumps({"a": a.source, "b": b.source, "max_tool_distance_m": worst}))
@@ -581,7 +586,7 @@ class Workflow:
             self.joint(i)
         if self.old.gripper is not None and self.arm.gripper is not None:
             self.gripper()
-        lines, worst = cb.compare_lines(self.old, self.new, self.arm)
+        lines, _ = cb.compare_lines(self.old, replace(self.new, source="this session (not saved yet)"), self.arm)
         body = ["Calibration finished. Old (A) against new (B):"] + ["  " + s for s in lines]
         answer = self._ask(
             body,
