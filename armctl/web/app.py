@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import signal
 import threading
 
 from ..arm import Arm
@@ -70,10 +71,16 @@ def serve(arm, cal, backend, port_url: str, *, host: str, port: int, token: str 
     if server.token:
         print("(the token in that URL is required: only share it with people who may move the arm)", file=out)
     print("Ctrl-C stops the arm and the server", file=out, flush=True)
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)  # kill: the same controlled stop as Ctrl-C
     try:
         server.thread.join()
     except KeyboardInterrupt:
         pass
     finally:
+        signal.signal(signal.SIGTERM, previous)
         stop(server)
     return 0
