@@ -148,9 +148,9 @@ class Board:
                     self.counters["long"] += 1
                     out += self._nak("LONG")
                     continue
-                if line.endswith(b"\r"):
-                    line = line[:-1]
-                if line:
+                # One "\r" before "\n" is allowed (serial monitors send CRLF); split_line
+                # strips it, as the firmware does: strip it here too and "\r\r\n" would pass.
+                if line not in (b"", b"\r"):
                     out += self.handle_line(line, t)
             elif not self._discarding:
                 self._buf.append(byte)
