@@ -249,11 +249,41 @@ static uint16_t next_boot_id(void)
 	return id;
 }
 
+/*
+ * Per-channel limits in EEPROM (issue 6): from byte 16, per channel the
+ * words lo, hi (ticks) and a check word lo ^ hi ^ LIMITS_CHECK, written in
+ * that order, so a record cut short by a power loss fails its check and the
+ * channel boots at the 500..2500 us defaults (which the host then replaces).
+ */
+#define LIMITS_EEPROM ((uint16_t *)16)
+#define LIMITS_CHECK 0xA5C3u
+
+static void store_limits(uint8_t ch, uint16_t lo, uint16_t hi)
+{
+	uint16_t *a = LIMITS_EEPROM + 3 * ch;
+	eeprom_update_word(a + 2, 0); /* invalid while the record changes */
+	eeprom_update_word(a, lo);
+	eeprom_update_word(a + 1, hi);
+	eeprom_update_word(a + 2, (uint16_t)(lo ^ hi ^ LIMITS_CHECK));
+}
+
+static void load_limits(void)
+{
+	for (uint8_t ch = 0; ch < PROTO_NCH; ch++) {
+		uint16_t *a = LIMITS_EEPROM + 3 * ch;
+		uint16_t lo = eeprom_read_word(a), hi = eeprom_read_word(a + 1);
+		if (eeprom_read_word(a + 2) == (uint16_t)(lo ^ hi ^ LIMITS_CHECK))
+			proto_restore_limits(&P, ch, lo, hi);
+	}
+	P.on_limits = store_limits;
+}
+
 int main(void)
 {
 	MCUSR = 0;
 	wdt_disable();
 	proto_init(&P, next_boot_id(), uart_emit);
+	load_limits();
 	uart_init();
 	timer_init();
 	wdt_enable(WDTO_500MS);

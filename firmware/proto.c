@@ -162,6 +162,15 @@ void proto_init(proto_t *p, uint16_t boot, proto_emit_fn emit)
 	}
 }
 
+uint8_t proto_restore_limits(proto_t *p, uint8_t ch, uint16_t lo, uint16_t hi)
+{
+	if (ch >= PROTO_NCH || lo < PROTO_LIMIT_MIN || lo >= hi || hi > PROTO_LIMIT_MAX)
+		return 0;
+	p->lo[ch] = lo;
+	p->hi[ch] = hi;
+	return 1;
+}
+
 void proto_banner(proto_t *p)
 {
 	outline_t o;
@@ -575,6 +584,8 @@ static const char *cmd_L(proto_t *p, const field_t *a, uint8_t argc)
 	p->expect++;
 	snap(p);
 	PROTO_CRIT_END();
+	if (!why && p->on_limits)
+		p->on_limits((uint8_t)ch, lo, hi); /* persist (EEPROM: ~20 ms, outside the critical section) */
 	return why;
 }
 

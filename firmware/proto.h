@@ -52,6 +52,8 @@ enum {
 };
 
 typedef void (*proto_emit_fn)(const char *line, uint8_t len);
+/* called (main loop, interrupts enabled) after an L command changed a channel's limits (ticks) */
+typedef void (*proto_limits_fn)(uint8_t ch, uint16_t lo, uint16_t hi);
 
 typedef struct {
 	/* link */
@@ -89,9 +91,16 @@ typedef struct {
 	uint32_t wd_deadline;           /* ticks */
 
 	uint16_t count[PC_COUNT];
+
+	/* main.c keeps the limits in EEPROM through this (NULL: RAM only, as in the unit tests) */
+	proto_limits_fn on_limits;
 } proto_t;
 
 void proto_init(proto_t *p, uint16_t boot, proto_emit_fn emit);
+/* limits read back at boot (EEPROM), in ticks; ignored (returns 0) unless
+ * PROTO_LIMIT_MIN <= lo < hi <= PROTO_LIMIT_MAX, so an erased or half-written
+ * EEPROM leaves the channel at the defaults */
+uint8_t proto_restore_limits(proto_t *p, uint8_t ch, uint16_t lo, uint16_t hi);
 /* the "- ! BOOT" event, sent once when the UART is ready */
 void proto_banner(proto_t *p);
 /* one received byte at time now (ticks); may emit a reply */

@@ -357,6 +357,39 @@ static void test_limits(void)
 	BODY("12 R 13 15 ARG");
 }
 
+/* issue 6: accepted limits go to the store (EEPROM on the board), rejected ones do not; limits read
+ * back at boot are taken only if valid (an erased EEPROM reads 0xFFFF) */
+static uint8_t stored_ch;
+static uint16_t stored_lo, stored_hi;
+static int stores;
+static void store(uint8_t ch, uint16_t lo, uint16_t hi)
+{
+	stored_ch = ch;
+	stored_lo = lo;
+	stored_hi = hi;
+	stores++;
+}
+
+static void test_limits_store(void)
+{
+	proto_t p;
+	fresh(&p, 1);
+	p.on_limits = store;
+	send(&p, 0, "1 L 2 800 2200.5");
+	BODY("1 A 2 16");
+	CHECK(stores == 1 && stored_ch == 2 && stored_lo == 1600 && stored_hi == 4401);
+	send(&p, 0, "2 L 2 2200 800");
+	BODY("2 R 3 16 RANGE");
+	CHECK(stores == 1);
+	proto_init(&p, 2, p.emit); /* a reset: RAM limits gone, restored from the store */
+	CHECK(p.lo[2] == 1000 && p.hi[2] == 5000);
+	CHECK(proto_restore_limits(&p, 2, stored_lo, stored_hi) == 1);
+	CHECK(p.lo[2] == 1600 && p.hi[2] == 4401);
+	CHECK(proto_restore_limits(&p, 1, 0xFFFF, 0xFFFF) == 0 && p.lo[1] == 1000 && p.hi[1] == 5000);
+	CHECK(proto_restore_limits(&p, 4, 1600, 4000) == 0);
+	CHECK(proto_restore_limits(&p, 0, 999, 4000) == 0 && p.lo[0] == 1000);
+}
+
 static void test_move_args(void)
 {
 	proto_t p;
@@ -532,6 +565,7 @@ int main(void)
 	test_enable_disable();
 	test_watchdog();
 	test_limits();
+	test_limits_store();
 	test_move_args();
 	test_line_errors();
 	test_full();
