@@ -87,6 +87,19 @@ class FakePymata:
     def shutdown(self):
         self.calls.append(("shutdown",))
 
+    def _stop_threads(self):
+        self.calls.append(("stop threads",))
+
+    @property
+    def serial_port(self):
+        calls = self.calls
+
+        class Port:
+            def close(self):
+                calls.append(("close port",))
+
+        return Port()
+
 
 def test_firmata_attach_then_write_at_once_and_host_timed_frames():
     fake = {}
@@ -119,7 +132,9 @@ def test_firmata_attach_then_write_at_once_and_host_timed_frames():
     ]
     times = [t for t, pin, _ in b.writes if pin == 9][-4:]
     assert [round(b_ - a, 6) for a, b_ in zip(times, times[1:], strict=False)] == [0.02, 0.02, 0.02]
-    assert calls[-1] == ("shutdown",)
+    # released without pymata4's shutdown(): its system reset would detach the servos and drop the arm
+    assert calls[-2:] == [("stop threads",), ("close port",)]
+    assert ("shutdown",) not in calls
 
 
 def test_firmata_rejects_urls():

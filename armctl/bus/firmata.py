@@ -156,12 +156,21 @@ class FirmataBackend(Backend):
         return self._played
 
     def close(self) -> None:
-        if self.board is not None:
-            try:
-                with contextlib.redirect_stdout(sys.stderr):
-                    self.board.shutdown()  # sends a system reset: StandardFirmata detaches every servo
-            except Exception:
-                pass
-            self.board = None
+        """Release the port and leave the servos holding their last pulse.
+
+        Not pymata4's ``shutdown()``: it sends a system reset, StandardFirmata then detaches every
+        servo and the arm drops. Stopping pymata4's threads and closing the port (pymata4 1.15
+        internals) leaves the board running; a real Uno resets only when a port is opened (DTR).
+        """
+        board, self.board = self.board, None
+        if board is None:
+            return
+        board.shutdown_flag = True
+        try:
+            board._stop_threads()
+            board.serial_port.close()
+        except Exception:
+            with contextlib.suppress(Exception), contextlib.redirect_stdout(sys.stderr):
+                board.shutdown()  # not the pymata4 we know: the orderly way, even if it resets
         if self.log is not None:
             self.log.close()
