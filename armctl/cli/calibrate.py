@@ -26,14 +26,12 @@ import numpy as np
 from .. import calibrate as cb
 from .. import motion
 from ..arm import Arm, load_arm
-from ..bus.armproto import ArmProtocolBackend
-from ..bus.firmata import FirmataBackend
-from ..calibration import PULSE_RANGE_US, Calibration, find_calibration, load_calibration, save_calibration
+from ..calibration import PULSE_RANGE_US, Calibration, load_calibration, save_calibration
 from ..errors import BadInputError, ConfigError, LinkError
+from ..session import load_arm_and_calibration, open_backend, pose_report
 from ..stream import Streamer, board_limits_us, load_last_pose, save_last_pose
 from ..units import parse_float, parse_length
 from . import EXIT_INTERRUPTED
-from .device import _pose_report, _with_arm, default_port
 
 EPILOG = """\
 interactive keys (shown on screen): k/j or Right/Left +/-0.5 us, K/J or Up/Down +/-10 us,
@@ -117,11 +115,7 @@ def cmd_calibrate(args) -> int:
 
 
 def _setup(args) -> tuple[Arm, Calibration, Path]:
-    arm = load_arm(args.arm)
-    path = find_calibration(arm.name, args.calibration)
-    cal = load_calibration(path)
-    cal.check_arm(arm)
-    return arm, cal, path
+    return load_arm_and_calibration(args.arm, args.calibration)
 
 
 def _points_path(args, arm: Arm) -> Path:
@@ -131,16 +125,15 @@ def _points_path(args, arm: Arm) -> Path:
 def _open(args, arm: Arm, cal: Calibration, cal_path: Path, *, wide: bool):
     """(backend, calibration in the backend's channels, port). ``wide``: Firmata servos attached with
     500..2500 us (calibrating), else with the calibrated min/max."""
-    port = _with_arm(args.port, arm, cal_path) if args.port else default_port(arm, cal_path)
-    if args.backend == "firmata":
-        ranges = {s.pin: (PULSE_RANGE_US if wide else (s.min_us, s.max_us)) for s in cal.servos}
-        by_pin = replace(
-            cal,
-            joints=tuple(replace(s, channel=s.pin) for s in cal.joints),
-            gripper=None if cal.gripper is None else replace(cal.gripper, channel=cal.gripper.pin),
-        )
-        return FirmataBackend(port, pins_range_us=ranges, wire_log=args.wire_log), by_pin, port
-    return ArmProtocolBackend(port, wire_log=args.wire_log), cal, port
+    return open_backend(
+        args.port,
+        args.backend,
+        arm,
+        cal,
+        cal_path,
+        wire_log=args.wire_log,
+        attach_range_us=PULSE_RANGE_US if wide else None,
+    )
 
 
 def _number(text, what: str) -> float:
@@ -302,7 +295,7 @@ def _check(args, arm: Arm, cal: Calibration, cal_path: Path) -> int:
             row = {"corner": k + 1, "target_m": [float(v) for v in c]}
             text = f"corner {k + 1}: should be at x={c[0] * 1000:7.1f} mm y={c[1] * 1000:7.1f} mm"
             if sim is not None:
-                rep = _pose_report(backend, arm, bcal, settle=True)
+                rep = pose_report(backend, arm, bcal, settle=True)
                 tool = np.array(rep["tool_m"])
                 err = float(np.hypot(*(tool - c)))
                 row.update({"true_m": [float(v) for v in tool], "error_m": err})

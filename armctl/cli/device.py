@@ -13,20 +13,17 @@ import json
 import math
 import sys
 import time
-import urllib.parse
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from .. import motion
-from ..arm import Arm, load_arm
-from ..bus.armproto import ArmProtocolBackend
-from ..bus.firmata import FirmataBackend
-from ..calibration import Calibration, find_calibration, load_calibration
+from ..arm import Arm
+from ..calibration import Calibration
 from ..errors import BadInputError
 from ..kinematics import fk
-from ..stream import Progress, Streamer, prepare, state_dir
+from ..session import home_move, jog_move, load_arm_and_calibration, open_backend, pose_report
+from ..stream import Progress, Streamer, prepare
 from ..units import parse_float, parse_length
 
 EPILOG = """\
@@ -97,94 +94,15 @@ def register(sub, parents) -> None:
 def _setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration, Path]:
     from . import choose_arm
 
-    arm = load_arm(choose_arm(args, program_arm))
-    path = find_calibration(arm.name, args.calibration)
-    cal = load_calibration(path)
-    cal.check_arm(arm)
-    return arm, cal, path
-
-
-def default_port(arm: Arm, cal_path: Path) -> str:
-    """The simulated arm for ``arm``, keeping its pose in the state dir between runs."""
-    query = urllib.parse.urlencode(
-        {
-            "arm": arm.source
-            if arm.source.endswith((".yaml", ".yml")) and not arm.source.startswith(str(Path(__file__).parents[1]))
-            else arm.name,
-            "cal": str(cal_path),
-            "state": str(state_dir() / f"armsim-{arm.name}.json"),
-        }
-    )
-    return f"armsim://?{query}"
-
-
-def _with_arm(port: str, arm: Arm, cal_path: Path) -> str:
-    """An armsim:// URL without an arm gets the CLI's arm and calibration, so the simulation matches."""
-    parts = urllib.parse.urlsplit(port)
-    if parts.scheme != "armsim" or parts.netloc or parts.path.strip("/"):
-        return port
-    query = urllib.parse.parse_qs(parts.query)
-    extra = {}
-    if "arm" not in query:
-        extra["arm"] = arm.name if arm.source.startswith(str(Path(__file__).parents[1])) else arm.source
-    if "cal" not in query:
-        extra["cal"] = str(cal_path)
-    if not extra:
-        return port
-    sep = "&" if parts.query else ""
-    return f"armsim://?{parts.query}{sep}{urllib.parse.urlencode(extra)}"
+    return load_arm_and_calibration(choose_arm(args, program_arm), args.calibration)
 
 
 def _backend(args, arm: Arm, cal: Calibration, cal_path: Path):
-    port = _with_arm(args.port, arm, cal_path) if args.port else default_port(arm, cal_path)
-    if args.backend == "firmata":
-        ranges = {s.pin: (s.min_us, s.max_us) for s in cal.servos}
-        by_pin = replace(
-            cal,
-            joints=tuple(replace(s, channel=s.pin) for s in cal.joints),
-            gripper=None if cal.gripper is None else replace(cal.gripper, channel=cal.gripper.pin),
-        )
-        return FirmataBackend(port, pins_range_us=ranges, wire_log=args.wire_log), by_pin, port
-    return ArmProtocolBackend(port, wire_log=args.wire_log), cal, port
+    return open_backend(args.port, args.backend, arm, cal, cal_path, wire_log=args.wire_log)
 
 
 def _progress(args) -> Progress:
     return Progress(enabled=sys.stderr.isatty() and not args.json)
-
-
-def _pose_report(backend, arm: Arm, cal: Calibration, *, settle: bool) -> dict:
-    """Where the arm is: measured from the simulated servos, else from the pulses the board holds."""
-    sim = getattr(backend, "sim", None)
-    if sim is not None:
-        ser = backend.ser
-        if settle:
-            deadline = time.monotonic() + 10.0
-            while time.monotonic() < deadline:
-                sim.pump(ser.sim_time_s())
-                left = sim.settle_s()
-                if left <= 1e-6:
-                    break
-                time.sleep(min(0.05, left / ser.rate + 0.001))
-        sim.pump(ser.sim_time_s())
-        q = sim.q_rad()
-        g = sim.gripper_rad()
-        return {
-            "tool_m": [float(v) for v in fk(arm.links_m, q)],
-            "q_deg": [math.degrees(v) for v in q],
-            "gripper_deg": None if not math.isfinite(g) else math.degrees(g),
-            "measured": "simulated servos",
-        }
-    st = backend.status()
-    widths = [st.widths_us[s.channel] if s.channel < len(st.widths_us) else None for s in cal.joints]
-    if any(w is None for w in widths):
-        return {"tool_m": None, "q_deg": None, "gripper_deg": None, "measured": "unknown (servos without pulses)"}
-    q = cal.us_to_joints(np.array(widths))
-    return {
-        "tool_m": [float(v) for v in fk(arm.links_m, q)],
-        "q_deg": [math.degrees(v) for v in q],
-        "gripper_deg": None,
-        "measured": "commanded pulses",
-    }
 
 
 def _print(args, report: dict, headline: str) -> None:
@@ -209,7 +127,7 @@ def _stream(args, arm, cal, cal_path, plan_after_connect) -> dict:
         t0 = time.monotonic()
         result = streamer.play(traj, pulses)
         wall = time.monotonic() - t0
-        report = _pose_report(backend, arm, bcal, settle=True)
+        report = pose_report(backend, arm, bcal, settle=True)
         planned = fk(arm.links_m, traj.q_rad[-1])
         report.update(
             {
@@ -226,20 +144,6 @@ def _stream(args, arm, cal, cal_path, plan_after_connect) -> dict:
         if report["tool_m"] is not None:
             report["error_m"] = float(np.hypot(*(np.array(report["tool_m"]) - planned)))
         return report
-
-
-# --- moves (shared with the web page) ------------------------------------------------------------------------
-
-
-def jog_move(target_m, phi_rad: float | None, speed_m_s: float) -> motion.LineMove:
-    """The straight-line move of ``jog``: tool point to ``target_m`` (m) at ``speed_m_s``, tool angle ``phi_rad``."""
-    x, y = float(target_m[0]), float(target_m[1])
-    return motion.LineMove((x, y), phi_rad=phi_rad, speed_m_s=speed_m_s, label=f"jog to ({x:g}, {y:g}) m")
-
-
-def home_move(arm: Arm) -> motion.JointMove:
-    """The slow joint move of ``home`` to the arm's home pose (a quarter of each joint's speed limit)."""
-    return motion.JointMove(tuple(arm.home_rad), speed_fraction=0.25, label="home")
 
 
 # --- commands ------------------------------------------------------------------------------------------------
@@ -307,7 +211,7 @@ def cmd_status(args) -> int:
     backend, bcal, port = _backend(args, arm, cal, cal_path)
     with backend:
         st = backend.status()
-        report = _pose_report(backend, arm, bcal, settle=False)
+        report = pose_report(backend, arm, bcal, settle=False)
         info = backend.info
         report.update(
             {

@@ -26,10 +26,10 @@ import numpy as np
 
 from ..arm import Arm
 from ..calibration import Calibration
-from ..cli.device import _pose_report, home_move, jog_move
 from ..errors import ArmctlError, LinkError, StopRequested
 from ..kinematics import fk, joint_positions, manipulability
 from ..motion import GripperMove, JointMove, solve_pose
+from ..session import home_move, jog_move, pose_report
 from ..stream import Streamer, prepare
 
 PUBLISH_PERIOD_S = 0.04  # live pose while moving: 25 updates a second
@@ -157,7 +157,7 @@ class Controller:
             self._changed.notify_all()
 
     def _read_pose(self, *, settle: bool) -> tuple[np.ndarray | None, float, str]:
-        rep = _pose_report(self.backend, self.arm, self.cal, settle=settle)
+        rep = pose_report(self.backend, self.arm, self.cal, settle=settle)
         if rep["q_deg"] is None:
             return None, math.nan, rep["measured"]
         g = rep.get("gripper_deg")
