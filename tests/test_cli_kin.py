@@ -132,3 +132,11 @@ def test_console_script_runs():
     out = subprocess.run(["armctl", "ik", "0.5", "0.4", "--json"], capture_output=True, text=True)
     assert out.returncode == 0 and json.loads(out.stdout)["ok"]
     assert math.isfinite(json.loads(out.stdout)["error_m"])
+
+
+def test_malformed_arm_yaml_exit_2_names_file_and_line(capsys, tmp_path):
+    bad = tmp_path / "arm.yaml"
+    bad.write_text("name: x\nlinks_m: [0.4, 0.3\njoints: []\n")
+    code, out, err = run(capsys, "--arm", str(bad), "ik", "0.5", "0.4")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"{bad}:" in err and "YAML syntax error" in err
