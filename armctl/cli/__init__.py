@@ -43,7 +43,7 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         "--arm",
         default=d,
         metavar="NAME|PATH",
-        help="arm preset name (seed-2link, seed-3link) or arm YAML file (default seed-3link)",
+        help="arm preset name (seed-2link, seed-3link) or arm YAML file (default: the program's arm:, else seed-3link)",
     )
     g.add_argument(
         "--port",
