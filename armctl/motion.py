@@ -37,10 +37,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import ik
 from .arm import Arm
 from .errors import JointLimitError, MotionError, UnreachableError
 from .kinematics import fk
 from .trajectory import DEFAULT_PERIOD_S, Trajectory
+from .workspace import check_reachable
 
 TWO_PI = 2.0 * math.pi
 
@@ -261,38 +263,28 @@ def solve_pose(arm: Arm, target_m, phi_rad: float | None, q_near) -> np.ndarray:
     Raises UnreachableError (with the shortfall) or JointLimitError when no
     solution inside the joint limits exists.
     """
-    from .workspace import check_reachable  # noqa: PLC0415 - keep import order light
-
     target = np.asarray(target_m, dtype=float)
     q_near = np.asarray(q_near, dtype=float)
-    check_reachable(arm, target, phi_rad if arm.n == 3 else None)
-    if arm.n == 2 or phi_rad is not None:
-        phi = None if arm.n == 2 else np.array([phi_rad])
-        best = None
-        for elbow in (_elbow_of(q_near), -_elbow_of(q_near)):
-            q, _ = branch_ik(arm, target[None, :], phi, elbow)
-            q = _nearest_turn(q[0], q_near)
-            if arm.within_limits(q) and (best is None or np.abs(q - q_near).max() < np.abs(best - q_near).max()):
-                best = q
-        if best is None:
-            q, _ = branch_ik(arm, target[None, :], phi, _elbow_of(q_near))
-            raise _limit_error(
-                arm,
-                _nearest_turn(q[0], q_near),
-                f"at ({target[0]:.4f}, {target[1]:.4f}) m",
-                hint="neither elbow branch fits; move the target",
-            )
-        return best
-    from . import ik  # noqa: PLC0415 - the redundant 3-link case needs the iterative solver
-
-    res = ik.solve(arm, target, q0=q_near)
-    if not res.ok:
-        raise JointLimitError(
-            f"no pose inside the joint limits reaches ({target[0]:.4f}, {target[1]:.4f}) m "
-            f"({res.reason or 'IK failed'}); give the pose a tool angle phi_deg or move it",
-            q=np.asarray(res.q, dtype=float),
+    phi = phi_rad if arm.n == 3 else None
+    check_reachable(arm, target, phi)
+    # 2 links or a given tool angle: the closed-form branch inside the limits nearest q_near;
+    # a redundant 3-link arm: DLS from q_near (ik.solve decides, the same as `armctl ik`).
+    res = ik.solve(arm, target, phi=phi, q0=q_near)
+    if res.ok:
+        return np.asarray(res.q, dtype=float)
+    if arm.n == 2 or phi is not None:
+        q, _ = branch_ik(arm, target[None, :], None if phi is None else np.array([phi]), _elbow_of(q_near))
+        raise _limit_error(
+            arm,
+            _nearest_turn(q[0], q_near),
+            f"at ({target[0]:.4f}, {target[1]:.4f}) m",
+            hint="neither elbow branch fits; move the target",
         )
-    return _nearest_turn(np.asarray(res.q, dtype=float), q_near)
+    raise JointLimitError(
+        f"no pose inside the joint limits reaches ({target[0]:.4f}, {target[1]:.4f}) m "
+        f"({res.reason or 'IK failed'}); give the pose a tool angle phi_deg or move it",
+        q=np.asarray(res.q, dtype=float),
+    )
 
 
 def _nearest_turn(q, ref):
@@ -363,8 +355,6 @@ def _line_path(arm: Arm, q0, move: LineMove, phi_end: float | None, max_joint_st
     n = arm.n
     phi0 = float(np.sum(q0))
     dphi = 0.0 if phi_end is None else float(_wrap(phi_end - phi0))
-    from .workspace import check_reachable  # noqa: PLC0415
-
     check_reachable(arm, end, None if n == 2 else phi0 + dphi)
     dist = float(np.hypot(*(end - start)))
     # A pure turn of the tool counts as the distance the tool tip's last link sweeps.
