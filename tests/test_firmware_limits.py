@@ -8,24 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import require
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from virtual_uno import FIRMWARE_HEX, VirtualUno, build_firmware, build_tools  # noqa: E402
+from virtual_uno import VirtualUno  # noqa: E402
 
 from armctl.bus import codec  # noqa: E402
 from armctl.bus.armproto import ArmProtocolBackend  # noqa: E402
 from armctl.errors import ProtocolError  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def firmware_hex():
-    ok, why = build_tools()
-    require(ok, f"virtual Uno does not build: {why}")
-    ok, why = build_firmware()
-    require(ok, f"firmware does not build: {why}")
-    return FIRMWARE_HEX
 
 
 def test_limits_persist_in_eeprom_and_the_firmware_refuses_pulses_beyond_them(firmware_hex):

@@ -18,11 +18,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import require
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from virtual_uno import BINARY, FIRMWARE_HEX, build_firmware, build_tools  # noqa: E402
+from virtual_uno import BINARY  # noqa: E402
 
 from armctl.bus import vectors  # noqa: E402
 
@@ -126,15 +125,6 @@ class ControlledUno:
                 self.proc.wait()
         for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             f.close()
-
-
-@pytest.fixture(scope="module")
-def firmware_hex():
-    ok, why = build_tools()
-    require(ok, f"virtual Uno does not build: {why}")
-    ok, why = build_firmware()
-    require(ok, f"firmware does not build: {why}")
-    return FIRMWARE_HEX
 
 
 def test_there_are_vectors():

@@ -19,25 +19,15 @@ from pathlib import Path
 
 import pytest
 import serial
-from conftest import require
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import hil_compare as hc  # noqa: E402
-from virtual_uno import FIRMWARE_HEX, VirtualUno, build_firmware, build_tools  # noqa: E402
+from virtual_uno import VirtualUno  # noqa: E402
 
 from armctl.bus import codec  # noqa: E402
 
 PINS = [9, 10, 11, 12]  # channels 0..3
-
-
-@pytest.fixture(scope="module")
-def firmware_hex():
-    ok, why = build_tools()
-    require(ok, f"virtual Uno does not build: {why}")
-    ok, why = build_firmware()
-    require(ok, f"firmware does not build: {why}")
-    return FIRMWARE_HEX
 
 
 class Link:
