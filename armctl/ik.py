@@ -425,16 +425,20 @@ def _pose_at_phi(links, goal, ph, branch):
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
-def _candidates(links, lo, hi, goal, phi, q0, want=6):
+_COARSE_FIRST = (0, 30, -30, 60, -60, 90, -90, 120, -120, 150, -150, 180)
+
+
+def _candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False):
     """Closed-form poses reaching ``goal`` inside the limits, nearest q0 first,
     and near misses (poses clipped to the limits, least violation first) as
     starting points for an iterative solver.
 
     3 links without phi: the tool angle is searched on a 5-degree grid spreading
     out from the current one (the target's own direction, the only one at full
-    reach, comes second) until ``want`` poses are found; if no grid angle fits the limits, the violation is
-    minimised over the tool angle around the best near misses, which finds
-    windows narrower than the grid.
+    reach, comes second) until ``want`` poses are found; ``coarse`` tries every
+    30 degrees first (starting points for a restart need not be the nearest).
+    If no grid angle fits the limits, the violation is minimised over the tool
+    angle around the best near misses, which finds windows narrower than the grid.
     """
     out, misses = [], []
     if len(links) == 2 or phi is not None:
@@ -450,6 +454,8 @@ def _candidates(links, lo, hi, goal, phi, q0, want=6):
         phi0 = sum(q0)
         phis = [phi0 + math.radians(d) * s for d in range(0, 181, 5) for s in ((1,) if d in (0, 180) else (1, -1))]
         phis.insert(1, math.atan2(goal[1], goal[0]))
+        if coarse:
+            phis = [phi0 + math.radians(d) for d in _COARSE_FIRST] + phis
         grid_misses = []
         for ph in phis:
             for b in (0, 1):
@@ -674,7 +680,7 @@ def solve(
                 # Stalled on a joint limit or in a local minimum: restart from
                 # the closed-form poses nearest the start, inside the limits.
                 tried_candidates = True
-                found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=2)
+                found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=2, coarse=True)
                 starts = found[:2] or misses[:3]
     if q is None:  # no pose inside the limits
         q = q0
