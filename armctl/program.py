@@ -585,8 +585,3 @@ def _move(prog: Program, item: _Flat, arm: Arm, q):
         jerk_time_s=st.jerk_time_s,
         label=label,
     )
-
-
-def plan_file(path: str | Path, arm: Arm) -> Plan:
-    """Load, validate and plan a program file on ``arm``."""
-    return plan_program(load_program(path), arm)

@@ -462,30 +462,40 @@ class Workflow:
             if k.lower() in allowed:
                 return k.lower()
 
+    def _record_poses(self, index: int, refs, heading) -> list[tuple[float, float]] | None:
+        """Nudge servo ``index`` to each reference pose and record (angle deg, pulse us); None if skipped.
+
+        ``heading(k, ref)`` gives the first screen lines for pose ``k``; the old calibration estimates
+        the angle and ``g`` goes to its guess of the pose."""
+        old = self.old.servos[index]
+        recorded: list[tuple[float, float]] = []
+        for k, ref in enumerate(refs):
+            body = heading(k, ref) + [f"  target {ref.angle_deg:g} deg"]
+            body += [f"  recorded: {a:g} deg at {p:g} us" for a, p in recorded]
+            us = self._nudge_until_enter(
+                index,
+                body,
+                estimate=lambda u: (math.degrees(float(old.angle_rad(u))), "by the old calibration"),
+                goto_us=float(old.pulse_us(math.radians(ref.angle_deg))),
+                allow_skip=True,
+            )
+            if us is None:
+                return None
+            recorded.append((ref.angle_deg, us))
+        return recorded
+
     def joint(self, index: int) -> None:
         old = self.old.servos[index]
         label = cb.servo_label(self.old, index)
         refs = cb.reference_poses(self.arm, index)
         title = f"{label[0].upper()}{label[1:]} of {len(self.old.joints)}, channel {old.channel}"
         while True:
-            recorded: list[tuple[float, float]] = []
-            for k, ref in enumerate(refs):
-                body = [
-                    f"{title}: reference pose {k + 1} of {len(refs)}",
-                    f"  Put {ref.text}.",
-                    f"  target {ref.angle_deg:g} deg",
-                ] + [f"  recorded: {a:g} deg at {p:g} us" for a, p in recorded]
-                us = self._nudge_until_enter(
-                    index,
-                    body,
-                    estimate=lambda u, s=old: (math.degrees(float(s.angle_rad(u))), "by the old calibration"),
-                    goto_us=float(old.pulse_us(math.radians(ref.angle_deg))),
-                    allow_skip=True,
-                )
-                if us is None:
-                    self.notes.append(f"{label}: skipped, old calibration kept")
-                    return
-                recorded.append((ref.angle_deg, us))
+            recorded = self._record_poses(
+                index, refs, lambda k, ref: [f"{title}: reference pose {k + 1} of {len(refs)}", f"  Put {ref.text}."]
+            )
+            if recorded is None:
+                self.notes.append(f"{label}: skipped, old calibration kept")
+                return
             try:
                 fit = cb.fit_points(
                     [a for a, _ in recorded], [p for _, p in recorded], label=label, max_residual_deg=self.max_residual
@@ -545,24 +555,17 @@ class Workflow:
     def gripper(self) -> None:
         index = len(self.old.joints)
         old = self.old.gripper
-        recorded = []
-        for k, ref in enumerate(cb.gripper_poses(self.arm)):
-            body = [
+        recorded = self._record_poses(
+            index,
+            cb.gripper_poses(self.arm),
+            lambda k, ref: [
                 f"Gripper, channel {old.channel}: {'open' if k == 0 else 'closed'} ({k + 1} of 2)",
                 f"  Nudge to the {ref.text}.",
-                f"  target {ref.angle_deg:g} deg",
-            ] + [f"  recorded: open at {p:g} us" for _, p in recorded]
-            us = self._nudge_until_enter(
-                index,
-                body,
-                estimate=lambda u, s=old: (math.degrees(float(s.angle_rad(u))), "by the old calibration"),
-                goto_us=float(old.pulse_us(math.radians(ref.angle_deg))),
-                allow_skip=True,
-            )
-            if us is None:
-                self.notes.append("gripper: skipped, old calibration kept")
-                return
-            recorded.append((ref.angle_deg, us))
+            ],
+        )
+        if recorded is None:
+            self.notes.append("gripper: skipped, old calibration kept")
+            return
         try:
             fit = cb.fit_points([a for a, _ in recorded], [p for _, p in recorded], label="gripper")
         except cb.FitError as exc:
