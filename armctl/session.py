@@ -76,11 +76,13 @@ def open_backend(
     *,
     wire_log=None,
     attach_range_us: tuple[float, float] | None = None,
+    watchdog_s: float = 1.0,
 ):
     """(backend, calibration in the backend's channel numbers, port URL), not yet opened.
 
     ``backend`` is "armctl" (our protocol: firmware or simulator) or "firmata" (servos addressed by
-    pin, attached with the calibrated min/max, or ``attach_range_us`` while calibrating)."""
+    pin, attached with the calibrated min/max, or ``attach_range_us`` while calibrating). ``watchdog_s``:
+    our firmware holds and stops after that much silence from the host (0 = off; Firmata has none)."""
     url = sim_port_for(port, arm, cal_path) if port else default_port(arm, cal_path)
     if backend == "firmata":
         ranges = {s.pin: (attach_range_us or (s.min_us, s.max_us)) for s in cal.servos}
@@ -90,7 +92,7 @@ def open_backend(
             gripper=None if cal.gripper is None else replace(cal.gripper, channel=cal.gripper.pin),
         )
         return FirmataBackend(url, pins_range_us=ranges, wire_log=wire_log), by_pin, url
-    return ArmProtocolBackend(url, wire_log=wire_log), cal, url
+    return ArmProtocolBackend(url, wire_log=wire_log, watchdog_s=watchdog_s), cal, url
 
 
 def pose_report(backend, arm: Arm, cal: Calibration, *, settle: bool) -> dict:

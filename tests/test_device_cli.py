@@ -62,6 +62,22 @@ def test_home_and_status(capsys):
     assert st["firmware"] == "armsim" and st["protocol"] == 1 and "tool_m" in st
 
 
+def test_watchdog_option_reaches_the_board(tmp_path, capsys):
+    log = tmp_path / "wire.log"
+    # armsim://?rate=50 runs its clock 50x: the board is told 50x the host's seconds (capped at 65 s)
+    argv = ["--port", "armsim://?rate=1&seed=1", "--watchdog", "2.5", "status", "--json", "--wire-log", str(log)]
+    _json(capsys, argv)
+    sent = [line for line in log.read_text().splitlines() if " > " in line and " W " in line]
+    assert " W 2500 H " in sent[0] and " W 0 H " in sent[-1], sent  # armed while open, off at close
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0.01", "66", "soon"])
+def test_watchdog_option_refuses_nonsense(value, capsys):
+    assert main(["--watchdog", value, "--port", "/dev/nonexistent", "status"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--watchdog" in err
+
+
 def test_unreachable_jog_fails_before_any_port(capsys):
     assert main(["--port", "/dev/nonexistent", "jog", "5", "5"]) == 3
     assert "error" in capsys.readouterr().err

@@ -232,7 +232,9 @@ def test_host_backend_through_a_corrupting_link_never_plays_a_wrong_pulse(firmwa
     with VirtualUno(firmware_hex, free_run=True) as uno:
         relay = CorruptingRelay(uno.pty, p_host=0.002, p_board=0.001)
         try:
-            be = ArmProtocolBackend(relay.path, wire_log=str(wire), reply_timeout_s=0.1)
+            # the free-running board's clock is ~6x wall time: 10 simulated seconds of watchdog is ~1.6 s
+            # of host time, so a stall of the host on a busy machine is not mistaken for a dead link
+            be = ArmProtocolBackend(relay.path, wire_log=str(wire), reply_timeout_s=0.1, watchdog_s=10.0)
             with be:
                 for k in range(300):
                     ramp = 1200 + 2 * k

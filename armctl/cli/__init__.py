@@ -27,7 +27,7 @@ EXIT_INTERRUPTED = 130
 # Command modules, in the order their commands appear in --help.
 COMMAND_MODULES = ["kin", "motion", "device", "calibrate", "web"]
 
-GLOBAL_DEFAULTS = {"arm": "seed-3link", "port": None, "backend": "armctl", "calibration": None}
+GLOBAL_DEFAULTS = {"arm": "seed-3link", "port": None, "backend": "armctl", "calibration": None, "watchdog": 1.0}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,7 +63,25 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         metavar="FILE",
         help="servo calibration YAML (default: the example file for the arm in calibration/)",
     )
+    g.add_argument(
+        "--watchdog",
+        default=d,
+        type=_watchdog_s,
+        metavar="S",
+        help="armctl backend: the board holds its servos and stops if it hears nothing from this "
+        "program for S seconds (0.05..65, 0 = off; default 1)",
+    )
     return p
+
+
+def _watchdog_s(text: str) -> float:
+    try:
+        s = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (s == 0 or 0.05 <= s <= 65):  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"{text} s is outside 0.05..65 (or 0 for off)")
+    return s
 
 
 def build_parser() -> argparse.ArgumentParser:

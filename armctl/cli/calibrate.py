@@ -133,6 +133,7 @@ def _open(args, arm: Arm, cal: Calibration, cal_path: Path, *, wide: bool):
         cal_path,
         wire_log=args.wire_log,
         attach_range_us=PULSE_RANGE_US if wide else None,
+        watchdog_s=args.watchdog,
     )
 
 

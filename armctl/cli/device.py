@@ -98,7 +98,7 @@ def _setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration, Path
 
 
 def _backend(args, arm: Arm, cal: Calibration, cal_path: Path):
-    return open_backend(args.port, args.backend, arm, cal, cal_path, wire_log=args.wire_log)
+    return open_backend(args.port, args.backend, arm, cal, cal_path, wire_log=args.wire_log, watchdog_s=args.watchdog)
 
 
 def _progress(args) -> Progress:
