@@ -18,9 +18,11 @@ Out-of-reach targets are never "ok": the solver moves to the closest point
 of the reach annulus (the arm stretched towards the target) and reports the
 shortfall in metres. No method reports ok for a pose outside the joint limits.
 
-The single-target path is plain Python floats (2x2 and 2x3 algebra written
-out), which is several times faster than numpy for matrices this small;
-``solve_batch`` is vectorised numpy for many targets at once.
+The DLS iterations run in a small C kernel (``armctl._ikcore``, built by
+``pip install``); without a C compiler the pure-Python kernel ``_dls_py``
+(2x2 and 2x3 algebra written out in plain floats) gives the same results,
+several times slower. ``solve_batch`` solves many targets at once: the C
+kernel row by row, or vectorised numpy without it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ import numpy as np
 
 from .arm import Arm
 from .errors import BadInputError
+
+try:
+    from . import _ikcore as _core
+except ImportError:  # not built (no C compiler at install): the pure-Python kernel
+    _core = None
 
 METHODS = ("dls", "analytic", "newton", "broyden")
 DEFAULT_TOL_M = 1e-9
@@ -167,14 +174,23 @@ def _step3(j1x, j1y, j2x, j2y, j3x, j3y, ex, ey, lam2):
 
 
 def _dls_fast(links, tx, ty, q, lo, hi, tol, max_iter, lam):
+    """Adaptive DLS with joint clamping: the C kernel when built, else ``_dls_py``."""
+    if _core is None:
+        return _dls_py(links, tx, ty, q, lo, hi, tol, max_iter, lam)
+    q, err, it, fk_evals, jac_evals, max_step = _core.dls(links, lo, hi, tx, ty, q, tol, max_iter, lam)
+    return _Run(list(q), err, it, fk_evals, jac_evals, max_step)
+
+
+def _dls_py(links, tx, ty, q, lo, hi, tol, max_iter, lam):
     """Adaptive DLS with joint clamping, unrolled for up to three joints.
 
     A 2-link arm runs as three links with a zero-length third link whose joint
     is pinned at 0: its Jacobian column is zero, so it never moves. Written
     out in locals because at this size Python's per-operation cost is the
     whole cost; the algorithm is the one ``dls_iterate`` documents.
+    ``_ikcore.c`` is this function in C, step for step: change both together.
     """
-    cos, sin, hypot = math.cos, math.sin, math.hypot
+    cos, sin, sqrt = math.cos, math.sin, math.sqrt
     n = len(links)
     l1, l2 = links[0], links[1]
     l3 = links[2] if n == 3 else 0.0
@@ -190,7 +206,8 @@ def _dls_fast(links, tx, ty, q, lo, hi, tol, max_iter, lam):
     a3 = a2 + q3
     c1, s1, c2, s2, c3, s3 = l1 * cos(q1), l1 * sin(q1), l2 * cos(a2), l2 * sin(a2), l3 * cos(a3), l3 * sin(a3)
     x, y = c1 + c2 + c3, s1 + s2 + s3
-    err = hypot(tx - x, ty - y)
+    # (sqrt, not hypot: the C kernel does the same operations and gets the same bits)
+    err = sqrt((tx - x) * (tx - x) + (ty - y) * (ty - y))
     run = _Run(q=None, err=err, fk_evals=1, jac_evals=1)
     it = slow = 0
     max_step = 0.0
@@ -242,7 +259,7 @@ def _dls_fast(links, tx, ty, q, lo, hi, tol, max_iter, lam):
         k1, t1, k2, t2, k3, t3 = l1 * cos(n1), l1 * sin(n1), l2 * cos(a2), l2 * sin(a2), l3 * cos(a3), l3 * sin(a3)
         nx, ny = k1 + k2 + k3, t1 + t2 + t3
         run.fk_evals += 1
-        new_err = hypot(tx - nx, ty - ny)
+        new_err = sqrt((tx - nx) * (tx - nx) + (ty - ny) * (ty - ny))
         if new_err < err:
             # Three slow steps in a row (a joint sliding along its limit, or a
             # local minimum) end the run early: the caller restarts elsewhere.
@@ -537,7 +554,8 @@ def _inside(q, lo, hi, tol=1e-9) -> bool:
 
 def _check_inputs(arm: Arm, P: _Plain, target, phi, q0):
     try:
-        tx, ty = (float(v) for v in target)
+        tx, ty = target
+        tx, ty = float(tx), float(ty)
     except (TypeError, ValueError):
         raise BadInputError(f"target must be two numbers (x, y) in metres, got {target!r}") from None
     if not (math.isfinite(tx) and math.isfinite(ty)):
@@ -552,12 +570,13 @@ def _check_inputs(arm: Arm, P: _Plain, target, phi, q0):
         q0l = P.home
     else:
         try:
-            q0l = [float(v) for v in q0]
+            # (an array's own list first: iterating numpy scalars is slow)
+            q0l = [float(v) for v in (q0.tolist() if isinstance(q0, np.ndarray) else q0)]
         except (TypeError, ValueError):
             raise BadInputError(f"start pose must be {arm.n} joint angles, got {q0!r}") from None
         if len(q0l) != arm.n:
             raise BadInputError(f"start pose needs {arm.n} joint angles for arm '{arm.name}', got {len(q0l)}")
-        if not all(math.isfinite(v) for v in q0l):
+        if not math.isfinite(sum(q0l)) and not all(math.isfinite(v) for v in q0l):
             raise BadInputError("start pose has a non-finite joint angle")
         q0l = _clip(q0l, P.lo, P.hi)
     return tx, ty, phi, q0l
@@ -613,10 +632,17 @@ def _project(P: _Plain, tx, ty, phi):
         return (0.0 if short < 1e-12 else short), (ox + wx * r_max / r, oy + wy * r_max / r)
     if r < r_min:
         if r == 0.0:
-            return r_min, (ox + r_min, oy)
+            return (0.0 if r_min < 1e-12 else r_min), (ox + r_min, oy)
         short = r_min - r
         return (0.0 if short < 1e-12 else short), (ox + wx * r_min / r, oy + wy * r_min / r)
     return 0.0, (tx, ty)
+
+
+def _unreachable(arm: Arm, short: float, phi) -> str:
+    return (
+        f"unreachable: {short * 1000:.1f} mm outside the reach of arm '{arm.name}'"
+        f"{'' if phi is None else ' at this tool angle'}"
+    )
 
 
 def solve(
@@ -637,15 +663,26 @@ def solve(
     unreachable target is not an exception but a result with ok False,
     ``shortfall_m`` > 0 and the arm stretched to the closest reachable point.
     """
+    P = _plain(arm)
+    if method == "dls" and phi is None and _core is not None:
+        # The general path below, in C, for when one of its starting points reaches the goal (the
+        # target, or out of reach the closest point the arm can reach); None: take the path below.
+        fast = _core.solve(P.links, P.lo, P.hi, target, P.home if q0 is None else q0, tol, max_iter)
+        if fast is not None:
+            q, err, iterations, fk_evals, jac_evals, max_step, restarts, short = fast
+            reason = None if short == 0.0 else _unreachable(arm, short, phi)
+            return IKResult(
+                np.array(q), not reason, err, iterations, fk_evals, jac_evals, "dls", reason, short, max_step, restarts
+            )
     if method not in METHODS:
         raise BadInputError(f"unknown IK method {method!r}; choose one of: {', '.join(METHODS)}")
-    P = _plain(arm)
     tx, ty, phi, q0 = _check_inputs(arm, P, target, phi, q0)
     short, goal = _project(P, tx, ty, phi)
 
     iterations = fk_evals = jac_evals = restarts = 0
     max_step = 0.0
     q = None
+    hit = False
     if method == "analytic":
         cands = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=1)[0]
         q = cands[0] if cands else None
@@ -671,7 +708,11 @@ def solve(
             fk_evals += run.fk_evals
             jac_evals += run.jac_evals
             max_step = max(max_step, run.max_step)
-            hit = _reaches(P, run.q, goal, phi, tol)
+            # (DLS on the tool point: its run error is the distance to goal, and its pose is clamped)
+            if method == "dls" and phi is None:
+                hit = run.err <= tol and _inside(run.q, P.lo, P.hi)
+            else:
+                hit = _reaches(P, run.q, goal, phi, tol)
             if q is None or hit:
                 q = run.q
             if hit:
@@ -686,10 +727,13 @@ def solve(
         q = q0
     x, y = _fk(P.links, q)
     error = math.hypot(tx - x, ty - y)
-    reached = _reaches(P, q, goal, phi, max(tol, 1e-12))
     ok = False
     reason = None
-    if not _inside(q, P.lo, P.hi):
+    if hit:  # q reaches goal within tol, inside the limits
+        reached = True
+    else:
+        reached = _reaches(P, q, goal, phi, max(tol, 1e-12))
+    if not hit and not _inside(q, P.lo, P.hi):
         reason = "solution outside the joint limits"
     elif not reached:
         if method == "analytic" or not _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=1)[0]:
@@ -698,10 +742,7 @@ def solve(
         else:
             reason = f"did not converge in {max_iter} iterations"
     elif short > 0.0:
-        reason = (
-            f"unreachable: {short * 1000:.1f} mm outside the reach of arm '{arm.name}'"
-            f"{'' if phi is None else ' at this tool angle'}"
-        )
+        reason = _unreachable(arm, short, phi)
     else:
         ok = True
     return IKResult(
@@ -735,7 +776,7 @@ def _batch_fk_jac(links, q):
 
 
 def _batch_dls(links, goals, q, q_min, q_max, tol, max_iter):
-    """Adaptive DLS on all rows at once; rows stop independently."""
+    """Adaptive DLS on all rows at once, vectorised; rows stop independently."""
     reach = float(links.sum())
     m = len(q)
     lam = np.full(m, 0.01 * reach)
@@ -868,6 +909,8 @@ def solve_batch(
     if not np.all(np.isfinite(q_start)):
         raise BadInputError("start poses must be finite")
     q_start = np.clip(q_start, arm.q_min, arm.q_max)
+    if phi is None and _core is not None:
+        return _solve_rows(arm, t, q_start, tol, max_iter)
     links = arm.links_m
     ph = None
     if phi is not None:
@@ -951,7 +994,37 @@ def solve_batch(
         q[i], ok[i], short[i], reasons[i] = res.q, res.ok, res.shortfall_m, res.reason
         iters[i] += res.iterations
     for i in np.flatnonzero(good & (short > 0)):
-        reasons[i] = f"unreachable: {short[i] * 1000:.1f} mm outside the reach of arm '{arm.name}'"
+        reasons[i] = _unreachable(arm, short[i], None if ph is None else ph[i])
     tool = np.stack(_batch_fk_jac(links, q)[:2], axis=1)
     error = np.hypot(*(t - tool).T)
     return BatchIKResult(q=q, ok=ok, error_m=error, iterations=iters, shortfall_m=short, method=method, reasons=reasons)
+
+
+def _solve_rows(arm: Arm, t, q_start, tol, max_iter) -> BatchIKResult:
+    """solve_batch without phi, with the C kernel: each row exactly as ``solve`` would do it."""
+    P = _plain(arm)
+    m = len(t)
+    q = np.empty((m, arm.n))
+    info = np.empty((m, 4))  # solved (1/0), error, iterations, shortfall
+    _core.solve_rows(
+        P.links, P.lo, P.hi, np.ascontiguousarray(t), np.ascontiguousarray(q_start), q, info, tol, max_iter
+    )
+    solved = info[:, 0] == 1.0
+    error = info[:, 1]
+    iters = info[:, 2].astype(int)
+    short = info[:, 3]
+    ok = solved & (short == 0.0)
+    reasons: list = [None] * m
+    for i in np.flatnonzero(solved & (short > 0.0)):
+        reasons[i] = _unreachable(arm, short[i], None)
+    for i in np.flatnonzero(~solved):  # no start reaches it: the general path
+        res = solve(arm, t[i], q0=q_start[i], method="dls", tol=tol, max_iter=max_iter)
+        q[i], ok[i], error[i], iters[i], short[i], reasons[i] = (
+            res.q,
+            res.ok,
+            res.error_m,
+            res.iterations,
+            res.shortfall_m,
+            res.reason,
+        )
+    return BatchIKResult(q=q, ok=ok, error_m=error, iterations=iters, shortfall_m=short, method="dls", reasons=reasons)

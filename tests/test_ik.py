@@ -4,15 +4,29 @@ import math
 
 import numpy as np
 import pytest
+from conftest import require
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from armctl import ik
 from armctl.arm import Arm, load_arm
 from armctl.errors import BadInputError
 from armctl.ik import analytic_2link, broyden_iterate, newton_iterate, solve, solve_batch
 from armctl.kinematics import fk
 
 PRESETS = {name: load_arm(name) for name in ("seed-2link", "seed-3link")}
+
+
+@pytest.fixture(scope="module", autouse=True, params=["c", "python"])
+def kernel(request):
+    """Every test here twice: with the C kernel (armctl._ikcore) and with the pure-Python one."""
+    if request.param == "c":
+        require(ik._core is not None, "armctl._ikcore is not built")
+        yield request.param
+        return
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ik, "_core", None)
+        yield request.param
 
 
 def _random_reachable(arm, rng, count):

@@ -1,0 +1,604 @@
+/*
+ * armctl._ikcore: the damped-least-squares IK kernel in C.
+ *
+ * The same algorithm, operation for operation, as armctl.ik._dls_py (the
+ * pure-Python reference, used when this extension is not built): adaptive
+ * Levenberg-Marquardt damping, steps clipped to the joint limits, joints
+ * whose step crosses a limit pinned there while the others are solved again
+ * for what is left of the error, and an early end after three slow steps.
+ * A 2-link arm runs as three links with a zero-length third link pinned at 0.
+ *
+ * On top of it, the common case of armctl.ik.solve(method="dls", phi=None),
+ * with the same starting points in the same order: the target (or, out of
+ * reach, the closest point of the reach annulus) from the closed-form pose
+ * nearest q0 inside the limits for 2 links or out of reach; else from q0,
+ * then from the closed-form poses of ik._candidates(want=2, coarse=True) when
+ * that stalls. Anything else (no start inside the limits, no start reaching
+ * the goal, bad numbers) returns None and armctl.ik takes its general path,
+ * which gives the same answer.
+ *
+ *   dls(links, lo, hi, tx, ty, q0, tol, max_iter, lam)
+ *       -> (q tuple, err, iterations, fk_evals, jac_evals, max_step)
+ *   solve(links, lo, hi, target, q0, tol, max_iter)
+ *       -> (q tuple, err, iterations, fk_evals, jac_evals, max_step, restarts,
+ *           shortfall) or None
+ *   solve_rows(links, lo, hi, targets, q0s, q, out, tol, max_iter) -> None
+ *       targets (m, 2), q0s and q (m, n), out (m, 4) float64 buffers: per row
+ *       q the solution, out [1 if solved else 0 (take the general path), err,
+ *       iterations, shortfall].
+ *
+ * links, lo, hi, q0: sequences of 2 or 3 floats (m, rad).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+
+typedef struct {
+	double q[3];
+	double err;
+	long it, fk_evals, jac_evals;
+	double max_step;
+} run_t;
+
+/* Python's min(max(v, lo), hi), NaN handling included */
+static inline double clampd(double v, double lo, double hi)
+{
+	double m = (lo > v) ? lo : v;
+	return (hi < m) ? hi : m;
+}
+
+/* dq = J^T (J J^T + lam2 I)^-1 e for a 2x3 J given by columns; 0 if singular */
+static int step3(double j1x, double j1y, double j2x, double j2y, double j3x, double j3y, double ex, double ey,
+		 double lam2, double d[3])
+{
+	double a11 = j1x * j1x + j2x * j2x + j3x * j3x + lam2;
+	double a12 = j1x * j1y + j2x * j2y + j3x * j3y;
+	double a22 = j1y * j1y + j2y * j2y + j3y * j3y + lam2;
+	double det = a11 * a22 - a12 * a12;
+	if (!(det > 1e-300))
+		return 0;
+	double y1 = (a22 * ex - a12 * ey) / det;
+	double y2 = (a11 * ey - a12 * ex) / det;
+	d[0] = j1x * y1 + j1y * y2;
+	d[1] = j2x * y1 + j2y * y2;
+	d[2] = j3x * y1 + j3y * y2;
+	return 1;
+}
+
+static void dls(int n, const double *L, const double *lo, const double *hi, double tx, double ty, const double *q0,
+		double tol, long max_iter, double lam, run_t *run)
+{
+	double l1 = L[0], l2 = L[1], l3 = n == 3 ? L[2] : 0.0;
+	double lo1 = lo[0], lo2 = lo[1], hi1 = hi[0], hi2 = hi[1];
+	double lo3 = n == 3 ? lo[2] : 0.0, hi3 = n == 3 ? hi[2] : 0.0;
+	double q1 = clampd(q0[0], lo1, hi1);
+	double q2 = clampd(q0[1], lo2, hi2);
+	double q3 = n == 3 ? clampd(q0[2], lo3, hi3) : 0.0;
+	double reach = l1 + l2 + l3;
+	double lam_min = 1e-12 * reach, lam_max = 1e4 * reach;
+	double a2 = q1 + q2, a3 = a2 + q3;
+	double c1 = l1 * cos(q1), s1 = l1 * sin(q1), c2 = l2 * cos(a2), s2 = l2 * sin(a2);
+	double c3 = l3 * cos(a3), s3 = l3 * sin(a3);
+	double x = c1 + c2 + c3, y = s1 + s2 + s3;
+	double err = sqrt((tx - x) * (tx - x) + (ty - y) * (ty - y));
+	long it = 0, slow = 0, fk_evals = 1, jac_evals = 1;
+	double max_step = 0.0;
+	double d[3], r[3];
+
+	while (err > tol && it < max_iter) {
+		it++;
+		double ex = tx - x, ey = ty - y;
+		double j3x = -s3, j3y = c3;
+		double j2x = j3x - s2, j2y = j3y + c2;
+		double j1x = j2x - s1, j1y = j2y + c1;
+		double lam2 = lam * lam;
+		if (!step3(j1x, j1y, j2x, j2y, j3x, j3y, ex, ey, lam2, d)) {
+			lam = fmax(lam * 10.0, 1e-6 * reach);
+			if (lam > lam_max)
+				break;
+			continue;
+		}
+		double d1 = d[0], d2 = d[1], d3 = d[2];
+		int b1 = (d1 < 0.0 && q1 + d1 < lo1) || (d1 > 0.0 && q1 + d1 > hi1);
+		int b2 = (d2 < 0.0 && q2 + d2 < lo2) || (d2 > 0.0 && q2 + d2 > hi2);
+		int b3 = (d3 < 0.0 && q3 + d3 < lo3) || (d3 > 0.0 && q3 + d3 > hi3);
+		if ((b1 || b2 || b3) && !(b1 && b2 && b3)) {
+			double f1 = b1 ? ((d1 < 0.0 ? lo1 : hi1) - q1) : 0.0;
+			double f2 = b2 ? ((d2 < 0.0 ? lo2 : hi2) - q2) : 0.0;
+			double f3 = b3 ? ((d3 < 0.0 ? lo3 : hi3) - q3) : 0.0;
+			double rx = ex - j1x * f1 - j2x * f2 - j3x * f3;
+			double ry = ey - j1y * f1 - j2y * f2 - j3y * f3;
+			if (step3(b1 ? 0.0 : j1x, b1 ? 0.0 : j1y, b2 ? 0.0 : j2x, b2 ? 0.0 : j2y, b3 ? 0.0 : j3x,
+				  b3 ? 0.0 : j3y, rx, ry, lam2, r)) {
+				d1 = b1 ? f1 : r[0];
+				d2 = b2 ? f2 : r[1];
+				d3 = b3 ? f3 : r[2];
+			}
+		}
+		double n1 = clampd(q1 + d1, lo1, hi1);
+		double n2 = clampd(q2 + d2, lo2, hi2);
+		double n3 = clampd(q3 + d3, lo3, hi3);
+		a2 = n1 + n2;
+		a3 = a2 + n3;
+		double k1 = l1 * cos(n1), t1 = l1 * sin(n1), k2 = l2 * cos(a2), t2 = l2 * sin(a2);
+		double k3 = l3 * cos(a3), t3 = l3 * sin(a3);
+		double nx = k1 + k2 + k3, ny = t1 + t2 + t3;
+		fk_evals++;
+		double new_err = sqrt((tx - nx) * (tx - nx) + (ty - ny) * (ty - ny));
+		if (new_err < err) {
+			slow = new_err > 0.5 * err ? slow + 1 : 0;
+			if (slow >= 3 && lam < 1e-3 * reach)
+				break;
+			double m1 = fabs(n1 - q1), m2 = fabs(n2 - q2), m3 = fabs(n3 - q3);
+			if (m1 > max_step)
+				max_step = m1;
+			if (m2 > max_step)
+				max_step = m2;
+			if (m3 > max_step)
+				max_step = m3;
+			q1 = n1;
+			q2 = n2;
+			q3 = n3;
+			c1 = k1;
+			s1 = t1;
+			c2 = k2;
+			s2 = t2;
+			c3 = k3;
+			s3 = t3;
+			x = nx;
+			y = ny;
+			err = new_err;
+			jac_evals++;
+			lam = fmax(lam * 0.1, lam_min);
+		} else {
+			lam *= 10.0;
+			if (lam > lam_max)
+				break;
+		}
+	}
+	run->q[0] = q1;
+	run->q[1] = q2;
+	run->q[2] = q3;
+	run->err = err;
+	run->it = it;
+	run->fk_evals = fk_evals;
+	run->jac_evals = jac_evals;
+	run->max_step = max_step;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Closed form (ik.analytic_2link, _nearest_turn, _fit, _pose_at_phi)        */
+
+#define TWO_PI (2.0 * M_PI)
+
+typedef struct {
+	int n;
+	double L[3], lo[3], hi[3];
+} arm_t;
+
+/* both (q1, q2) of a 2-link arm reaching (x, y): elbow up first; returns the count */
+static int analytic2(double l1, double l2, double x, double y, double sols[2][2])
+{
+	double r2 = x * x + y * y;
+	double c2 = (r2 - l1 * l1 - l2 * l2) / (2.0 * l1 * l2);
+	if (c2 > 1.0 + 1e-12 || c2 < -1.0 - 1e-12)
+		return 0;
+	c2 = fmin(1.0, fmax(-1.0, c2));
+	double s2 = 1.0 - fabs(c2) < 1e-12 ? 0.0 : sqrt(1.0 - c2 * c2);
+	double base = atan2(y, x);
+	int count = s2 > 0.0 ? 2 : 1;
+	for (int i = 0; i < count; i++) {
+		double s = count == 2 ? (i == 0 ? -s2 : s2) : 0.0;
+		sols[i][1] = atan2(s, c2);
+		sols[i][0] = base - atan2(l2 * s, l1 + l2 * c2);
+	}
+	return count;
+}
+
+/* angle + 2 pi k nearest ref inside [lo, hi]; 0 if none */
+static int nearest_turn(double angle, double ref, double lo, double hi, double *out)
+{
+	if (lo <= angle && angle <= hi && fabs(angle - ref) <= M_PI) {
+		*out = angle;
+		return 1;
+	}
+	double k = nearbyint((ref - angle) / TWO_PI);
+	int found = 0;
+	double best = 0.0;
+	for (int j = -1; j <= 1; j++) {
+		double v = angle + TWO_PI * (k + j);
+		if (lo - 1e-9 <= v && v <= hi + 1e-9 && (!found || fabs(v - ref) < fabs(best - ref))) {
+			best = clampd(v, lo, hi);
+			found = 1;
+		}
+	}
+	*out = best;
+	return found;
+}
+
+/* each joint at its turn nearest q0 inside the limits; returns the violation (rad), 0 if inside */
+static double fit(const arm_t *a, const double *q, const double *q0, double *pose)
+{
+	double over = 0.0;
+	for (int i = 0; i < a->n; i++) {
+		double w;
+		if (!nearest_turn(q[i], q0[i], a->lo[i], a->hi[i], &w)) {
+			w = q[i] + TWO_PI * nearbyint((0.5 * (a->lo[i] + a->hi[i]) - q[i]) / TWO_PI);
+			double m = a->lo[i] - w;
+			if (w - a->hi[i] > m)
+				m = w - a->hi[i];
+			if (0.0 > m)
+				m = 0.0;
+			over += m;
+			w = clampd(w, a->lo[i], a->hi[i]);
+		}
+		pose[i] = w;
+	}
+	return over;
+}
+
+/* 3-link closed form at tool angle ph: branch 0 elbow up, 1 elbow down; 0 if out of reach */
+static int pose_at_phi(const arm_t *a, double gx, double gy, double ph, int branch, double q[3])
+{
+	double sols[2][2];
+	int count = analytic2(a->L[0], a->L[1], gx - a->L[2] * cos(ph), gy - a->L[2] * sin(ph), sols);
+	if (!count)
+		return 0;
+	int b = branch < count - 1 ? branch : count - 1;
+	q[0] = sols[b][0];
+	q[1] = sols[b][1];
+	q[2] = ph - q[0] - q[1];
+	return 1;
+}
+
+static const int COARSE_DEG[] = { 0, 30, -30, 60, -60, 90, -90, 120, -120, 150, -150, 180 };
+#define MAX_CAND 8
+
+static double dist2(int n, const double *q, const double *q0)
+{
+	double s = 0.0;
+	for (int i = 0; i < n; i++)
+		s += (q[i] - q0[i]) * (q[i] - q0[i]);
+	return s;
+}
+
+/* ik._candidates' poses inside the limits (phi None), nearest q0 first; returns how many */
+static int candidates(const arm_t *a, double gx, double gy, const double *q0, int want, int coarse,
+		      double out[MAX_CAND][3])
+{
+	int count = 0;
+	double pose[3], q[3];
+	if (a->n == 2) {
+		double sols[2][2];
+		int ns = analytic2(a->L[0], a->L[1], gx, gy, sols);
+		for (int i = 0; i < ns; i++)
+			if (fit(a, sols[i], q0, pose) <= 0.0) {
+				out[count][0] = pose[0];
+				out[count][1] = pose[1];
+				count++;
+			}
+	} else {
+		double phi0 = 0.0 + q0[0] + q0[1] + q0[2];
+		/* the order of ik._candidates: coarse angles, then phi0, the target's direction, phi0 +-5, +-10, ... */
+		double phis[12 + 74];
+		int np = 0;
+		if (coarse)
+			for (int i = 0; i < 12; i++)
+				phis[np++] = phi0 + COARSE_DEG[i] * (M_PI / 180.0);
+		phis[np++] = phi0 + 0 * (M_PI / 180.0);
+		phis[np++] = atan2(gy, gx);
+		for (int d = 5; d <= 180; d += 5) {
+			phis[np++] = phi0 + d * (M_PI / 180.0);
+			if (d != 180)
+				phis[np++] = phi0 + d * (M_PI / 180.0) * -1;
+		}
+		for (int k = 0; k < np && count < want; k++) {
+			for (int b = 0; b < 2; b++) {
+				if (!pose_at_phi(a, gx, gy, phis[k], b, q))
+					continue;
+				if (fit(a, q, q0, pose) <= 0.0 && count < MAX_CAND) {
+					for (int i = 0; i < 3; i++)
+						out[count][i] = pose[i];
+					count++;
+				}
+			}
+		}
+	}
+	/* stable insertion sort by distance to q0 (Python's list.sort) */
+	for (int i = 1; i < count; i++) {
+		double tmp[3];
+		memcpy(tmp, out[i], sizeof tmp);
+		double key = dist2(a->n, tmp, q0);
+		int j = i - 1;
+		while (j >= 0 && dist2(a->n, out[j], q0) > key) {
+			memcpy(out[j + 1], out[j], sizeof tmp);
+			j--;
+		}
+		memcpy(out[j + 1], tmp, sizeof tmp);
+	}
+	return count;
+}
+
+/* ------------------------------------------------------------------------ */
+/* ik.solve's common case                                                    */
+
+typedef struct {
+	run_t run;
+	long it, fk_evals, jac_evals, restarts;
+	double max_step;
+	double err, short_m; /* distance from the tool to the target; how far it is out of reach */
+} solved_t;
+
+static int inside(const arm_t *a, const double *q)
+{
+	for (int i = 0; i < a->n; i++)
+		if (!(a->lo[i] - 1e-9 <= q[i] && q[i] <= a->hi[i] + 1e-9))
+			return 0;
+	return 1;
+}
+
+/* 1 and the answer when a start reaches the target (or, out of reach, the closest point of the
+ * reach annulus, as ik._project) within tol; 0: take the general path */
+static int solve_point(const arm_t *a, double tx, double ty, const double *q0_in, double tol, long max_iter,
+		       solved_t *out)
+{
+	double q0[3], starts[MAX_CAND][3];
+	int n = a->n;
+	if (!(isfinite(tx) && isfinite(ty)))
+		return 0;
+	for (int i = 0; i < n; i++) {
+		if (!isfinite(q0_in[i]))
+			return 0;
+		q0[i] = clampd(q0_in[i], a->lo[i], a->hi[i]);
+	}
+	double r_max = a->L[0] + a->L[1] + (n == 3 ? a->L[2] : 0.0);
+	double longest = fmax(a->L[0], a->L[1]);
+	if (n == 3)
+		longest = fmax(longest, a->L[2]);
+	double r_min = fmax(0.0, 2.0 * longest - r_max);
+	double r = hypot(tx, ty);
+	double gx = tx, gy = ty, short_m = 0.0;
+	if (r > r_max) {
+		short_m = r - r_max;
+		gx = tx * r_max / r;
+		gy = ty * r_max / r;
+	} else if (r < r_min) {
+		if (r == 0.0) {
+			short_m = r_min;
+			gx = r_min;
+			gy = 0.0;
+		} else {
+			short_m = r_min - r;
+			gx = tx * r_min / r;
+			gy = ty * r_min / r;
+		}
+	}
+	if (short_m < 1e-12)
+		short_m = 0.0; /* on the rim within rounding: reachable */
+	double lam = 0.01 * (a->L[0] + a->L[1]);
+	int tried = short_m > 0.0 || n == 2; /* closed-form starts first */
+	int count;
+	if (tried) {
+		count = candidates(a, gx, gy, q0, 1, 0, starts);
+		if (count > 1)
+			count = 1;
+	} else {
+		memcpy(starts[0], q0, sizeof q0);
+		count = 1;
+	}
+	memset(out, 0, sizeof *out);
+	for (int k = 0; k < count; k++) {
+		dls(n, a->L, a->lo, a->hi, gx, gy, starts[k], tol, max_iter, lam, &out->run);
+		out->it += out->run.it;
+		out->fk_evals += out->run.fk_evals;
+		out->jac_evals += out->run.jac_evals;
+		if (out->run.max_step > out->max_step)
+			out->max_step = out->run.max_step;
+		out->restarts = k;
+		if (out->run.err <= tol && inside(a, out->run.q)) {
+			/* the error to the target itself (ik._fk, then hypot) */
+			double ang = 0.0, x = 0.0, y = 0.0;
+			for (int i = 0; i < n; i++) {
+				ang += out->run.q[i];
+				x += a->L[i] * cos(ang);
+				y += a->L[i] * sin(ang);
+			}
+			out->err = hypot(tx - x, ty - y);
+			out->short_m = short_m;
+			return 1;
+		}
+		if (!tried && k == 0) {
+			/* stalled: restart from the closed-form poses nearest q0 */
+			int more = candidates(a, gx, gy, q0, 2, 1, starts + 1);
+			count = 1 + (more > 2 ? 2 : more);
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Python interface                                                          */
+
+/* 2 or 3 floats from a sequence; returns the count, or -1 with an exception set */
+static int floats(PyObject *seq, double *out, const char *what)
+{
+	PyObject *fast = PySequence_Fast(seq, what);
+	if (!fast)
+		return -1;
+	Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
+	if (len < 2 || len > 3) {
+		Py_DECREF(fast);
+		PyErr_Format(PyExc_ValueError, "%s: need 2 or 3 values, got %zd", what, len);
+		return -1;
+	}
+	for (Py_ssize_t i = 0; i < len; i++) {
+		out[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(fast, i));
+		if (out[i] == -1.0 && PyErr_Occurred()) {
+			Py_DECREF(fast);
+			return -1;
+		}
+	}
+	Py_DECREF(fast);
+	return (int)len;
+}
+
+/* links, lo, hi: the arm (all the same length n); returns n or -1 */
+static int arm_args(PyObject *const *args, double *L, double *lo, double *hi)
+{
+	int n = floats(args[0], L, "links");
+	if (n < 0 || floats(args[1], lo, "lo") != n || floats(args[2], hi, "hi") != n) {
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_ValueError, "links, lo and hi must have the same length");
+		return -1;
+	}
+	return n;
+}
+
+static PyObject *py_dls(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	(void)self;
+	double L[3], lo[3], hi[3], q0[3];
+	if (nargs != 9) {
+		PyErr_SetString(PyExc_TypeError, "dls(links, lo, hi, tx, ty, q0, tol, max_iter, lam)");
+		return NULL;
+	}
+	int n = arm_args(args, L, lo, hi);
+	if (n < 0)
+		return NULL;
+	double tx = PyFloat_AsDouble(args[3]), ty = PyFloat_AsDouble(args[4]);
+	if (floats(args[5], q0, "q0") != n) {
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_ValueError, "q0 must have one angle per link");
+		return NULL;
+	}
+	double tol = PyFloat_AsDouble(args[6]);
+	long max_iter = PyLong_AsLong(args[7]);
+	double lam = PyFloat_AsDouble(args[8]);
+	if (PyErr_Occurred())
+		return NULL;
+	run_t run;
+	dls(n, L, lo, hi, tx, ty, q0, tol, max_iter, lam, &run);
+	PyObject *q = n == 3 ? Py_BuildValue("(ddd)", run.q[0], run.q[1], run.q[2]) : Py_BuildValue("(dd)", run.q[0], run.q[1]);
+	if (!q)
+		return NULL;
+	return Py_BuildValue("(Ndllld)", q, run.err, run.it, run.fk_evals, run.jac_evals, run.max_step);
+}
+
+/* a writable or read-only C-contiguous float64 buffer of exactly `count` doubles */
+static int dbuf(PyObject *obj, Py_buffer *view, Py_ssize_t count, int writable, const char *what)
+{
+	if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+		return -1;
+	if (view->itemsize != 8 || !view->format || strcmp(view->format, "d") != 0 || view->len != count * 8) {
+		PyErr_Format(PyExc_ValueError, "%s: need %zd contiguous float64 values", what, count);
+		PyBuffer_Release(view);
+		return -1;
+	}
+	return 0;
+}
+
+static int arm_from(PyObject *const *args, arm_t *a)
+{
+	a->n = arm_args(args, a->L, a->lo, a->hi);
+	return a->n;
+}
+
+static PyObject *py_solve(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	(void)self;
+	arm_t a;
+	double t[3], q0[3];
+	if (nargs != 7) {
+		PyErr_SetString(PyExc_TypeError, "solve(links, lo, hi, target, q0, tol, max_iter)");
+		return NULL;
+	}
+	if (arm_from(args, &a) < 0)
+		return NULL;
+	/* anything unusual in the numbers: the general path says what is wrong */
+	double tol = PyFloat_AsDouble(args[5]);
+	long max_iter = PyLong_AsLong(args[6]);
+	if (PyErr_Occurred() || floats(args[3], t, "target") != 2 || floats(args[4], q0, "q0") != a.n) {
+		PyErr_Clear();
+		Py_RETURN_NONE;
+	}
+	solved_t sol;
+	if (!solve_point(&a, t[0], t[1], q0, tol, max_iter, &sol))
+		Py_RETURN_NONE;
+	PyObject *q = a.n == 3 ? Py_BuildValue("(ddd)", sol.run.q[0], sol.run.q[1], sol.run.q[2])
+			       : Py_BuildValue("(dd)", sol.run.q[0], sol.run.q[1]);
+	if (!q)
+		return NULL;
+	return Py_BuildValue("(Ndllldld)", q, sol.err, sol.it, sol.fk_evals, sol.jac_evals, sol.max_step,
+			     sol.restarts, sol.short_m);
+}
+
+static PyObject *py_solve_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	(void)self;
+	arm_t a;
+	if (nargs != 9) {
+		PyErr_SetString(PyExc_TypeError, "solve_rows(links, lo, hi, targets, q0s, q, out, tol, max_iter)");
+		return NULL;
+	}
+	if (arm_from(args, &a) < 0)
+		return NULL;
+	double tol = PyFloat_AsDouble(args[7]);
+	long max_iter = PyLong_AsLong(args[8]);
+	if (PyErr_Occurred())
+		return NULL;
+	Py_buffer tb, q0b, qb, ob;
+	if (PyObject_GetBuffer(args[3], &tb, PyBUF_C_CONTIGUOUS) < 0)
+		return NULL;
+	Py_ssize_t m = tb.len / 16;
+	PyBuffer_Release(&tb);
+	if (dbuf(args[3], &tb, 2 * m, 0, "targets") < 0)
+		return NULL;
+	if (dbuf(args[4], &q0b, a.n * m, 0, "q0s") < 0)
+		goto fail_t;
+	if (dbuf(args[5], &qb, a.n * m, 1, "q") < 0)
+		goto fail_q0;
+	if (dbuf(args[6], &ob, 4 * m, 1, "out") < 0)
+		goto fail_q;
+	const double *tp = tb.buf, *q0p = q0b.buf;
+	double *qp = qb.buf, *op = ob.buf;
+	Py_BEGIN_ALLOW_THREADS
+	for (Py_ssize_t i = 0; i < m; i++) {
+		solved_t sol;
+		int ok = solve_point(&a, tp[2 * i], tp[2 * i + 1], q0p + a.n * i, tol, max_iter, &sol);
+		for (int j = 0; j < a.n; j++)
+			qp[a.n * i + j] = ok ? sol.run.q[j] : q0p[a.n * i + j];
+		op[4 * i] = ok;
+		op[4 * i + 1] = ok ? sol.err : NAN;
+		op[4 * i + 2] = ok ? (double)sol.it : 0.0;
+		op[4 * i + 3] = ok ? sol.short_m : NAN;
+	}
+	Py_END_ALLOW_THREADS
+	PyBuffer_Release(&ob);
+	PyBuffer_Release(&qb);
+	PyBuffer_Release(&q0b);
+	PyBuffer_Release(&tb);
+	Py_RETURN_NONE;
+fail_q:
+	PyBuffer_Release(&qb);
+fail_q0:
+	PyBuffer_Release(&q0b);
+fail_t:
+	PyBuffer_Release(&tb);
+	return NULL;
+}
+
+static PyMethodDef methods[] = {
+	{ "dls", (PyCFunction)(void (*)(void))py_dls, METH_FASTCALL, "One adaptive DLS run (see armctl.ik)." },
+	{ "solve", (PyCFunction)(void (*)(void))py_solve, METH_FASTCALL, "ik.solve's common case, or None." },
+	{ "solve_rows", (PyCFunction)(void (*)(void))py_solve_rows, METH_FASTCALL, "solve per row, in place." },
+	{ NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef module = {
+	PyModuleDef_HEAD_INIT, "_ikcore", "The DLS IK kernel of armctl.ik, in C.", -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__ikcore(void)
+{
+	return PyModule_Create(&module);
+}

@@ -1,0 +1,125 @@
+"""The C kernel (armctl._ikcore) gives what the pure-Python solver gives, only faster.
+
+``solve`` and ``solve_batch`` take a C path for DLS without a tool angle; the
+pure-Python path (used when the extension is not built) is the reference.
+test_ik.py runs all its tests on both paths; here they are compared result by
+result on random arms, targets and start poses, reachable or not.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from conftest import require
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from armctl import ik
+from armctl.arm import Arm, load_arm
+from armctl.kinematics import fk
+
+CORE = ik._core
+
+
+def test_the_c_kernel_is_built():
+    require(CORE is not None, "armctl._ikcore is not built (no C compiler at pip install?); IK runs in pure Python")
+
+
+@pytest.fixture(scope="module")
+def core():
+    require(CORE is not None, "armctl._ikcore is not built")
+    return CORE
+
+
+def pure_python(fn, *args, **kwargs):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ik, "_core", None)
+        return fn(*args, **kwargs)
+
+
+def same(a, b):
+    assert a.ok == b.ok and a.reason == b.reason, (a, b)
+    assert a.restarts == b.restarts and a.iterations == b.iterations, (a, b)
+    assert np.allclose(a.q, b.q, rtol=0, atol=1e-9), (a.q, b.q)
+    assert a.error_m == pytest.approx(b.error_m, abs=1e-12)
+    assert a.shortfall_m == pytest.approx(b.shortfall_m, abs=1e-12)
+
+
+@st.composite
+def case(draw):
+    """A random 2- or 3-link arm and limits, a start pose inside them, a target near or beyond reach."""
+    n = draw(st.sampled_from([2, 3]))
+    links = [draw(st.floats(0.05, 1.0)) for _ in range(n)]
+    lo = [draw(st.floats(-180, -5)) for _ in range(n)]
+    hi = [draw(st.floats(5, 180)) for _ in range(n)]
+    arm = Arm.from_lengths(links, q_min_deg=lo, q_max_deg=hi)
+    q0 = np.array([draw(st.floats(a, b)) for a, b in zip(arm.q_min, arm.q_max)])
+    reach = sum(links)
+    target = (draw(st.floats(-1.3 * reach, 1.3 * reach)), draw(st.floats(-1.3 * reach, 1.3 * reach)))
+    return arm, target, q0
+
+
+@settings(max_examples=400, deadline=None)
+@given(case())
+def test_c_and_python_agree_on_random_arms(core, c):
+    arm, target, q0 = c
+    same(ik.solve(arm, target, q0=q0), pure_python(ik.solve, arm, target, q0=q0))
+
+
+@pytest.mark.parametrize("name", ["seed-2link", "seed-3link"])
+def test_c_and_python_agree_on_the_presets(core, name):
+    arm = load_arm(name)
+    rng = np.random.default_rng(7)
+    q = rng.uniform(arm.q_min, arm.q_max, (300, arm.n))
+    targets = np.concatenate([fk(arm.links_m, q), rng.uniform(-1.5, 1.5, (100, 2)), [[0.0, 0.0], [arm.reach_max, 0]]])
+    starts = rng.uniform(arm.q_min, arm.q_max, (len(targets), arm.n))
+    took_c = []
+    for t, q0 in zip(targets, starts):
+        same(ik.solve(arm, t, q0=q0), pure_python(ik.solve, arm, t, q0=q0))
+        took_c.append(core.solve(*_arm_args(arm), t, q0, ik.DEFAULT_TOL_M, ik.DEFAULT_MAX_ITER) is not None)
+    # the C path is the common case: targets the arm can reach inside its limits
+    assert sum(took_c[:300]) >= 0.97 * 300, sum(took_c[:300])
+
+
+def _arm_args(arm):
+    P = ik._plain(arm)
+    return P.links, P.lo, P.hi
+
+
+@pytest.mark.parametrize("name", ["seed-2link", "seed-3link"])
+def test_batch_rows_are_the_single_solves(core, name):
+    arm = load_arm(name)
+    rng = np.random.default_rng(3)
+    q = rng.uniform(arm.q_min, arm.q_max, (200, arm.n))
+    targets = np.concatenate([fk(arm.links_m, q), rng.uniform(-1.5, 1.5, (50, 2))])
+    res = ik.solve_batch(arm, targets)
+    for i, t in enumerate(targets):
+        one = pure_python(ik.solve, arm, t)
+        assert bool(res.ok[i]) == one.ok and res.reasons[i] == one.reason, (i, t)
+        assert np.allclose(res.q[i], one.q, atol=1e-9), (i, res.q[i], one.q)
+        assert res.shortfall_m[i] == pytest.approx(one.shortfall_m, abs=1e-12)
+        assert res.error_m[i] == pytest.approx(one.error_m, abs=1e-12)
+
+
+def test_odd_input_falls_back_to_the_checks(core):
+    arm = load_arm("seed-3link")
+    P = ik._plain(arm)
+    for target, q0 in [((math.nan, 0.1), P.home), ((0.3, 0.2), [0.0, math.inf, 0.0]), ((0.3,), P.home), ("ab", P.home)]:
+        assert core.solve(P.links, P.lo, P.hi, target, q0, 1e-9, 100) is None
+    assert core.solve(P.links, P.lo, P.hi, (0.3, 0.2), P.home, 1e-9, 10**30) is None  # max_iter beyond a C long
+
+
+def test_the_kernel_is_the_python_kernel_step_for_step(core):
+    rng = np.random.default_rng(11)
+    for n in (2, 3):
+        for _ in range(300):
+            links = list(rng.uniform(0.05, 1.0, n))
+            lo = list(rng.uniform(-3.0, -0.1, n))
+            hi = list(rng.uniform(0.1, 3.0, n))
+            q0 = [float(rng.uniform(a, b)) for a, b in zip(lo, hi)]
+            tx, ty = rng.uniform(-1.2, 1.2, 2) * sum(links)
+            lam = 0.01 * (links[0] + links[1])
+            c = ik._dls_fast(links, tx, ty, q0, lo, hi, 1e-9, 100, lam)
+            p = ik._dls_py(links, tx, ty, q0, lo, hi, 1e-9, 100, lam)
+            assert (c.iterations, c.fk_evals, c.jac_evals) == (p.iterations, p.fk_evals, p.jac_evals)
+            assert np.allclose(c.q, p.q, rtol=0, atol=1e-12) and c.err == pytest.approx(p.err, abs=1e-15)
