@@ -6,7 +6,10 @@ Target sets (fixed seed), on both preset arms:
   unreachable 5% to 100% beyond full reach
 
 For each solver: success rate, median and worst position error, median
-iterations, and median microseconds per solve; then our/peer time ratios.
+iterations, and median and mean microseconds per solve; then our/peer time
+ratios (of medians). "armctl dls" uses the C kernel when it is built (the
+first line printed says); "armctl dls (pure Python)" is the same solver with
+it switched off, as on a machine without a C compiler.
 "Success" on reachable sets: error < 1e-6 m with the pose inside the joint
 limits. On the unreachable set: the solver says it failed and its final
 error equals the true shortfall within 1e-6 m (the arm stretched straight
@@ -35,6 +38,7 @@ import warnings
 
 import numpy as np
 
+from armctl import ik
 from armctl.arm import load_arm
 from armctl.ik import solve, solve_batch
 from armctl.kinematics import fk
@@ -72,15 +76,19 @@ def judge(arm, target, q, claimed_ok, unreachable):
 
 
 class Ours:
-    def __init__(self, arm, method="dls", warm=False):
-        self.arm, self.method, self.warm = arm, method, warm
-        self.name = f"armctl {method}" + (" warm" if warm else "")
+    def __init__(self, arm, method="dls", warm=False, pure_python=False):
+        self.arm, self.method, self.warm, self.pure = arm, method, warm, pure_python
+        self.name = f"armctl {method}" + (" warm" if warm else "") + (" (pure Python)" if pure_python else "")
 
     def __call__(self, target, q_true, rng):
         q0 = None
         if self.warm and q_true is not None:
             q0 = np.clip(q_true + rng.normal(0, 0.05, self.arm.n), self.arm.q_min, self.arm.q_max)
-        res, us = timed(lambda: solve(self.arm, target, q0=q0, method=self.method))
+        core, ik._core = ik._core, (None if self.pure else ik._core)
+        try:
+            res, us = timed(lambda: solve(self.arm, target, q0=q0, method=self.method))
+        finally:
+            ik._core = core
         return res.q, res.ok, res.iterations, us
 
 
@@ -157,6 +165,7 @@ def run_solver(solver, arm, targets, qs, unreachable, rng):
         "err_max": max(errs),
         "iters": statistics.median(its),
         "us": statistics.median(times),
+        "us_mean": statistics.mean(times),
     }
 
 
@@ -176,6 +185,7 @@ def run_batch(arm, targets, unreachable, repeats=5):
         "err_max": max(errs),
         "iters": float(np.median(res.iterations)),
         "us": best / len(targets),
+        "us_mean": best / len(targets),
     }
 
 
@@ -188,13 +198,17 @@ def main(argv=None) -> int:
     count = args.count or (100 if args.quick else 500)
     print(
         f"IK benchmark, {count} targets per set, medians; success = error < 1e-6 m inside the joint limits "
-        "(unreachable: failure reported and error == shortfall)\n"
+        "(unreachable: failure reported and error == shortfall)"
     )
+    kernel = "C (armctl._ikcore)" if ik._core is not None else "pure Python (armctl._ikcore not built)"
+    print(f"armctl IK kernel: {kernel}; batch time is per target, best of 5 runs\n")
     for name in ("seed-2link", "seed-3link"):
         arm = load_arm(name)
         rng = np.random.default_rng(20261202)
         sets = target_sets(arm, count, rng)
         solvers = [Ours(arm), Ours(arm, warm=True), Ours(arm, "analytic"), Ours(arm, "newton"), Ours(arm, "broyden")]
+        if ik._core is not None:
+            solvers.insert(2, Ours(arm, pure_python=True))
         peers = []
         try:
             peers += [RtbLM(arm), RtbLM(arm, warm=True)]
@@ -208,7 +222,9 @@ def main(argv=None) -> int:
         for set_name, (targets, qs) in sets.items():
             unreachable = set_name == "unreachable"
             print(f"{name} / {set_name}")
-            print(f"  {'solver':<22}{'success':>9}{'err med':>11}{'err max':>11}{'iters':>7}{'us/solve':>10}")
+            print(
+                f"  {'solver':<26}{'success':>9}{'err med':>11}{'err max':>11}{'iters':>7}{'us med':>9}{'us mean':>9}"
+            )
             rows = {}
             for solver in solvers + peers:
                 n = count if not isinstance(solver, Ikpy) else min(count, 100)
@@ -219,8 +235,8 @@ def main(argv=None) -> int:
             rows["armctl batch (dls)"] = run_batch(arm, targets, unreachable)
             for key, r in rows.items():
                 print(
-                    f"  {key:<22}{r['success'] * 100:>8.1f}%{r['err_med']:>11.1e}{r['err_max']:>11.1e}"
-                    f"{r['iters']:>7.0f}{r['us']:>10.1f}"
+                    f"  {key:<26}{r['success'] * 100:>8.1f}%{r['err_med']:>11.1e}{r['err_max']:>11.1e}"
+                    f"{r['iters']:>7.0f}{r['us']:>9.1f}{r['us_mean']:>9.1f}"
                 )
             ratios = []
             for ours, peer in (
@@ -229,6 +245,7 @@ def main(argv=None) -> int:
                 ("armctl analytic", "rtb ik_LM"),
                 ("armctl batch (dls)", "rtb ik_LM"),
                 ("armctl dls", "ikpy"),
+                ("armctl dls (pure Python)", "rtb ik_LM"),
             ):
                 if ours in rows and peer in rows:
                     ratios.append(f"{peer}/{ours} = {rows[peer]['us'] / rows[ours]['us']:.1f}x")
