@@ -45,6 +45,12 @@ def _construct_mapping(loader, node):
     out.key_lines = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise ConfigError(
+                f"a key must be plain text, found {_kind(key)} {key!r}", line=key_node.start_mark.line + 1
+            ) from None
         if key in out:
             raise ConfigError(f"duplicate key {key!r}", line=key_node.start_mark.line + 1)
         out[key] = loader.construct_object(value_node, deep=True)
@@ -59,6 +65,31 @@ def _construct_sequence(loader, node):
     return out
 
 
+def _kind(value) -> str:
+    """What a YAML value is, in the words of the file format (not Python's class names)."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return type(value).__name__
+
+
+def _float(value) -> float:
+    """float(value), with an integer too large for a float read as infinite (then refused as not finite)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
@@ -69,6 +100,12 @@ def load_yaml_text(text: str, path: str | Path = "<string>") -> Any:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
     except ConfigError as exc:
         raise ConfigError(exc.reason, path=path, line=exc.line) from None
+    except RecursionError:
+        raise ConfigError("YAML nested too deeply", path=path) from None
+    except yaml.reader.ReaderError as exc:  # a control character or bad encoding: its str() is two lines
+        line = text.count("\n", 0, exc.position) + 1
+        char = chr(exc.character) if isinstance(exc.character, int) else exc.character
+        raise ConfigError(f"not a text file: character {char!r} is not allowed in YAML", path=path, line=line) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -97,9 +134,8 @@ class Section:
         self.path = path
         self.key = key
         if not isinstance(data, dict):
-            found = type(data).__name__ if data is not None else "nothing"
             raise ConfigError(
-                f"expected a mapping (key: value lines), found {found}",
+                f"expected a mapping (key: value lines), found {_kind(data)}",
                 path=path,
                 key=key or None,
                 line=getattr(data, "line", None) or line,
@@ -143,7 +179,7 @@ class Section:
             return value
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.error(key, f"expected a number, found {value!r}")
-        value = float(value)
+        value = _float(value)
         if not math.isfinite(value):
             raise self.error(key, f"expected a finite number, found {value!r}")
         if lo is not None and (value <= lo if lo_open else value < lo):
@@ -164,9 +200,9 @@ class Section:
             raise self.error(key, f"expected {want} numbers, found {len(value)}")
         out = []
         for item in value:
-            if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(float(item)):
+            if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(_float(item)):
                 raise self.error(key, f"expected finite numbers, found {item!r}")
-            out.append(float(item))
+            out.append(_float(item))
         return out
 
     def string(self, key, default: Any = ..., *, choices: tuple[str, ...] | None = None) -> str:
@@ -188,7 +224,7 @@ class Section:
     def items(self, key) -> list:
         value = self.raw(key)
         if not isinstance(value, list):
-            raise self.error(key, f"expected a list, found {type(value).__name__}")
+            raise self.error(key, f"expected a list, found {_kind(value)}")
         return value
 
     def done(self) -> None:

@@ -82,3 +82,22 @@ def test_empty_and_non_mapping_files(tmp_path):
 def test_duplicate_key_is_an_error(tmp_path):
     with pytest.raises(ConfigError, match="arm.yaml:3.*duplicate key 'links_m'"):
         load_arm(write(tmp_path, GOOD.replace("joints:", "links_m: [1, 1]\njoints:", 1)))
+
+
+@pytest.mark.parametrize(
+    "text, expect",
+    [
+        (GOOD.replace("[0.25, 0.20]", "[" + "9" * 400 + ", 0.20]"), r"arm.yaml:2, key 'links_m'.*finite"),
+        (GOOD + "[1, 2]: 3\n", r"arm.yaml:7: a key must be plain text, found a list"),
+        (GOOD + "{a: 1}: 3\n", r"arm.yaml:7: a key must be plain text, found a mapping"),
+        ("a: " + "[" * 50000 + "]" * 50000 + "\n", r"arm.yaml: YAML nested too deeply"),
+        (GOOD.replace("home_deg", "home\x00deg"), r"arm.yaml:6: not a text file: character '\\x00'"),
+        (GOOD.replace("joints:", "joints: {a: 1}\nold:"), r"key 'joints': expected a list, found a mapping$"),
+        ("- 1\n", r"expected a mapping \(key: value lines\), found a list$"),
+    ],
+)
+def test_hostile_yaml_is_one_config_error(tmp_path, text, expect):
+    """Huge integers, list keys, deep nesting and control characters: one ConfigError line, no traceback."""
+    with pytest.raises(ConfigError, match=expect) as info:
+        load_arm(write(tmp_path, text))
+    assert "\n" not in str(info.value)
