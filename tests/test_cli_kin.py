@@ -122,6 +122,19 @@ def test_batch_bad_line_names_file_and_line(capsys, tmp_path):
     assert code == 2 and "cannot read" in err
 
 
+def test_batch_targets_mistakes_are_one_line_with_the_line(capsys, monkeypatch, tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_bytes(b"0.5,0.4\n\xff\xfe0.6,0.1\n")
+    code, out, err = run(capsys, "ik", "--targets", str(f))
+    assert code == 2 and out == "" and err.count("\n") == 1 and f"{f}: cannot read: not UTF-8" in err
+    f.write_text("0.5,0.4\n# a comment\n0.6,0.1,20\n")
+    code, out, err = run(capsys, "--arm", "seed-2link", "ik", "--targets", str(f))
+    assert code == 2 and out == "" and f"{f}:3: phi_deg given but arm 'seed-2link' has 2 links" in err
+    # --phi would be silently ignored for every target: refused instead
+    code, out, err = run(capsys, "ik", "--targets", "-", "--phi", "20", stdin="0.5,0.4\n", monkeypatch=monkeypatch)
+    assert code == 2 and out == "" and "--phi does not apply to --targets" in err
+
+
 def test_help_for_every_command_explains_units():
     for cmd in ("ik", "fk", "workspace"):
         out = subprocess.run([sys.executable, "-m", "armctl", cmd, "--help"], capture_output=True, text=True)

@@ -141,8 +141,10 @@ def _read_targets(path: str):
                 lines = fh.read().splitlines()
         except OSError as exc:
             raise BadInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise BadInputError(f"{path}: cannot read: not UTF-8 text (byte {exc.start})") from None
         name = path
-    rows, phis = [], []
+    rows, phis, linenos = [], [], []
     for lineno, line in enumerate(lines, 1):
         text = line.split("#", 1)[0].strip()
         if not text:
@@ -160,19 +162,23 @@ def _read_targets(path: str):
             raise BadInputError(f"{name}:{lineno}: {exc}") from None
         rows.append((x, y))
         phis.append(phi)
+        linenos.append(lineno)
     if not rows:
         raise BadInputError(f"{name}: no targets (expected one 'x,y[,phi_deg]' a line)")
-    return name, np.array(rows), phis
+    return name, np.array(rows), phis, linenos
 
 
 def _ik_batch(args, arm: Arm) -> int:
     from ..ik import solve, solve_batch
 
-    name, targets, phis = _read_targets(args.targets)
+    if args.phi is not None:
+        raise BadInputError("--phi does not apply to --targets: give each target's tool angle as 'x,y,phi_deg'")
+    name, targets, phis, linenos = _read_targets(args.targets)
     q0 = None if args.q_from is None else _angles(args.q_from, arm, "--from")
     with_phi = [p is not None for p in phis]
     if any(with_phi) and arm.n != 3:
-        raise BadInputError(f"{name}: phi given but arm '{arm.name}' has {arm.n} links")
+        lineno = linenos[with_phi.index(True)]
+        raise BadInputError(f"{name}:{lineno}: phi_deg given but arm '{arm.name}' has {arm.n} links")
     if args.method == "dls" and (all(with_phi) or not any(with_phi)):
         res = solve_batch(arm, targets, phi=np.array(phis, dtype=float) if any(with_phi) else None, q0=q0)
         rows = [
