@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ArmctlError
+from .errors import ArmctlError, BadInputError
 from .kinematics import fk, joint_positions
 
 INSTALL_HINT = "pip install -e '.[plot]'"
@@ -222,8 +222,12 @@ def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6) -> N
     ax_q.grid(True, lw=0.3, alpha=0.6)
     ax_q.set_xlim(0, max(tr.duration_s, tr.period_s))
     _shade_steps(ax_q, plan)
-    fig.savefig(output)
-    plt.close(fig)
+    try:
+        fig.savefig(output)
+    except OSError as exc:
+        raise BadInputError(f"cannot write {output}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
 
 
 def _shade_steps(ax, plan) -> None:

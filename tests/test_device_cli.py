@@ -156,3 +156,14 @@ def test_firmata_attach_then_write_at_once_and_host_timed_frames():
 def test_firmata_rejects_urls():
     with pytest.raises(LinkError, match="device path"):
         FirmataBackend("armsim://", pins_range_us={9: (800, 2200)}, pymata_factory=FakePymata).open()
+
+
+@pytest.mark.parametrize("command", [["run", "examples/pick_and_place.yaml"], ["jog", "0.5", "0.2"], ["home"]])
+def test_unwritable_wire_log_is_exit_2_before_the_port_opens(tmp_path, capsys, command):
+    state = tmp_path / "sim.json"
+    port = f"armsim://?rate=50&seed=1&state={state}"
+    assert main(["--port", port, *command, "--wire-log", str(tmp_path)]) == 2  # a directory
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--wire-log {tmp_path}: cannot write" in err
+    assert not state.exists()  # the simulated board was never opened
+    assert main(["--port", port, "status"]) == 0 and state.exists()  # (the state file does appear on open)

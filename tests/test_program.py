@@ -402,3 +402,10 @@ def test_s_curve_setting():
     assert_safe(ARM2, plan.trajectory)
     with pytest.raises(ConfigError, match="only applies with 'profile: s_curve'"):
         load_program_text("settings: {jerk_time_ms: 150}\n" + GOOD, "bad.yaml")
+
+
+def test_plot_to_a_missing_directory_is_one_line(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out_png = tmp_path / "no-such-dir" / "pick.png"
+    code, out, err = run(capsys, "plot", str(ROOT / "examples" / "pick_and_place.yaml"), "-o", str(out_png))
+    assert code == 2 and out == "" and err.count("\n") == 1 and f"cannot write {out_png}" in err

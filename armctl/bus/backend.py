@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import serial
 
-from ..errors import LinkError
+from ..errors import BadInputError, LinkError
 from . import __name__ as _bus  # noqa: F401  (registers armsim:// with pyserial)
 
 FRAME_S = 0.020
@@ -112,7 +112,10 @@ class WireLog:
     """Writes every byte sent (``>``) and received (``<``) with its time, one chunk per line."""
 
     def __init__(self, path):
-        self.f = open(path, "w", encoding="ascii", errors="backslashreplace")  # noqa: SIM115
+        try:
+            self.f = open(path, "w", encoding="ascii", errors="backslashreplace")  # noqa: SIM115
+        except OSError as exc:  # before the port is opened: nothing has been sent
+            raise BadInputError(f"--wire-log {path}: cannot write: {exc.strerror or exc}") from None
         self.t0 = time.monotonic()
         self.f.write("# armctl wire log: seconds since open, direction (> host to board, < board to host), bytes\n")
 
