@@ -57,6 +57,9 @@ DEFAULT_MAX_JOINT_STEP_RAD = math.radians(1.0)
 SPEED_MARGIN = 0.98
 #: The fewest segments a line is cut into (the speed profile needs points to ramp on).
 MIN_TIMING_SEGMENTS = 16
+# The longest one move (or wait) may take: a speed or acceleration so small that a move would take
+# longer is a mistake, and sampling it would fill the memory.
+MAX_MOVE_S = 3600.0
 #: A segment this short that still moves a joint more than the bound is a jump.
 MIN_SEGMENT_M = 1e-6
 #: How far (m) a target may lie outside the reach annulus and still be taken
@@ -481,8 +484,17 @@ def _s_at(t_query, s, v, t):
     return np.clip(s[k] + v[k] * tau + 0.5 * acc * tau * tau, s[k], s[k + 1])
 
 
+def _check_duration(duration: float, kind: str = "move") -> None:
+    if not duration <= MAX_MOVE_S:
+        raise MotionError(
+            f"this {kind} would take {duration:.4g} s, more than the {MAX_MOVE_S:.0f} s one move may take"
+            + ("" if kind == "wait" else "; raise its speed or acceleration")
+        )
+
+
 def _sample_times(duration: float, period: float):
     """Sample times covering ``duration`` stretched to whole periods: (local times, profile times)."""
+    _check_duration(duration)
     k = max(1, math.ceil(duration / period - 1e-9))
     t_local = np.arange(k + 1) * period
     return t_local, t_local * (duration / (k * period))
@@ -521,6 +533,8 @@ def _timed(s, cap, accel, q_at, speed_limit, period, *, label_kind: str, jerk_ti
     cap = np.array(cap, dtype=float)
     for _ in range(12):
         v, t = speed_profile(s, cap, accel)
+        if not t[-1] > 0 and s[-1] > s[0]:  # speeds so small that v^2 vanished against the rounding of accel*s
+            raise MotionError(f"the speed or acceleration of this {label_kind} is too small to time it")
         if jerk_time_s > 0 and t[-1] > 0:
             ts, ss = s_curve(s, v, t, jerk_time_s)
             t_local, t_prof = _sample_times(float(ts[-1]), period)
@@ -528,7 +542,7 @@ def _timed(s, cap, accel, q_at, speed_limit, period, *, label_kind: str, jerk_ti
         else:
             t_local, t_prof = _sample_times(float(t[-1]), period)
             s_samp = _s_at(t_prof, s, v, t)
-        s_samp[-1] = s[-1]
+        s_samp[0], s_samp[-1] = s[0], s[-1]
         q = q_at(s_samp)
         rate = np.abs(np.diff(q, axis=0)) / period
         ratio = (rate / speed_limit).max(axis=1)
@@ -574,6 +588,7 @@ def plan_move(
 
 
 def _hold(q0, g0, duration, period, kind, label) -> MovePlan:
+    _check_duration(duration, kind)
     k = max(1, math.ceil(duration / period - 1e-9)) if duration > 0 else 0
     t = np.arange(k + 1) * period
     return MovePlan(

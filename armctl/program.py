@@ -44,6 +44,8 @@ STEP_KEYS = {
     "repeat": ("repeat", "steps"),
     "for_each": ("for_each", "steps"),
 }
+MIN_SEGMENT_M = 1e-5  # 0.01 mm: finer segments only take time and memory
+MAX_MOVES = 100_000  # moves in the program with its loops unrolled (a typo in a repeat count must not fill the memory)
 SETTINGS_KEYS = (
     "speed_mm_s",
     "speed_m_s",
@@ -275,10 +277,10 @@ def _settings(s: Section, base: Settings) -> Settings:
         jerk_time_s=0.0 if profile == "trapezoid" else (100.0 if jerk_ms is None else jerk_ms) / 1000.0,
         speed_m_s=_length(s, "speed", "_s", lo=0, lo_open=True) or base.speed_m_s,
         accel_m_s2=_length(s, "accel", "_s2", lo=0, lo_open=True) or base.accel_m_s2,
-        segment_m=_length(s, "segment", lo=0, lo_open=True) or base.segment_m,
+        segment_m=_length(s, "segment", lo=MIN_SEGMENT_M) or base.segment_m,
         joint_speed_fraction=pct("joint_speed_pct", base.joint_speed_fraction),
         joint_accel_rad_s2=num_deg("joint_accel_deg_s2", base.joint_accel_rad_s2, lo=0, lo_open=True),
-        max_joint_step_rad=num_deg("max_joint_step_deg", base.max_joint_step_rad, lo=0, lo_open=True, hi=45),
+        max_joint_step_rad=num_deg("max_joint_step_deg", base.max_joint_step_rad, lo=0.01, hi=45),
         period_s=base.period_s if period_ms is None else period_ms / 1000.0,
     )
 
@@ -319,7 +321,7 @@ def _step(sec: Section, number: str, line, path: str, bound: set) -> Step:
     if action == "line":
         st.speed_m_s = _length(sec, "speed", "_s", lo=0, lo_open=True)
         st.accel_m_s2 = _length(sec, "accel", "_s2", lo=0, lo_open=True)
-        st.segment_m = _length(sec, "segment", lo=0, lo_open=True)
+        st.segment_m = _length(sec, "segment", lo=MIN_SEGMENT_M)
     elif action == "joint":
         pct = sec.number("speed_pct", None, lo=0, lo_open=True, hi=100)
         st.joint_speed_fraction = None if pct is None else pct / 100.0
@@ -447,6 +449,13 @@ def expand(prog: Program) -> list[_Flat]:
                 label = f"{prog.path}:{st.line}: {name}" + (f" ({'; '.join(notes)})" if notes else "")
                 title = f"{name} (line {st.line}" + "".join(f"; {n}" for n in notes) + ")"
                 out.append(_Flat(step=st, label=label, title=title, env=env))
+                if len(out) > MAX_MOVES:
+                    raise ConfigError(
+                        f"{name}: with its loops unrolled the program has more than {MAX_MOVES} moves; "
+                        "check the repeat counts",
+                        path=prog.path,
+                        line=st.line,
+                    )
 
     walk(prog.steps, {}, [])
     return out

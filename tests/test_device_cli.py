@@ -167,3 +167,15 @@ def test_unwritable_wire_log_is_exit_2_before_the_port_opens(tmp_path, capsys, c
     assert err.count("\n") == 1 and f"--wire-log {tmp_path}: cannot write" in err
     assert not state.exists()  # the simulated board was never opened
     assert main(["--port", port, "status"]) == 0 and state.exists()  # (the state file does appear on open)
+
+
+@pytest.mark.parametrize("speed", ["0.0000001", "0.01"])
+def test_jog_too_slow_to_time_is_refused_and_moves_nothing(tmp_path, capsys, speed):
+    """A tiny --speed used to plan a one-frame jump past the joint speed limits (or hang until the watchdog)."""
+    port = f"armsim://?rate=50&seed=1&state={tmp_path / 'sim.json'}"
+    before = _json(capsys, ["--port", port, "status", "--json"])
+    assert main(["--port", port, "jog", "0.5", "0.2", "--speed", speed]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "jog to (0.5, 0.2) m: " in err
+    after = _json(capsys, ["--port", port, "status", "--json"])
+    assert after["q_deg"] == before["q_deg"] and after["widths_us"] == before["widths_us"]

@@ -178,6 +178,38 @@ BAD = {
         "step 2: joint 1 (shoulder) would be at 95.0 deg in pose 'b' (line 3), outside its limits",
     ),
     "unbound variable": (GOOD.replace("  - line: b", "  - line: $p"), 2, 6, "'$p' is not a for_each variable"),
+    # speeds, sizes and counts that would time a move wrongly, hang or fill the memory
+    "speed too small to time": (
+        GOOD.replace("  - line: b", "  - {line: b, speed_mm_s: 0.000000001}"),
+        3,
+        6,
+        "step 2: the speed or acceleration of this line is too small to time it",
+    ),
+    "move too long": (
+        GOOD.replace("  - line: b", "  - {line: b, accel_mm_s2: 0.0000000001}"),
+        3,
+        6,
+        "s, more than the 3600 s one move may take",
+    ),
+    "wait too long": (GOOD + "  - wait_s: 100000000000.0\n", 3, 7, "this wait would take 1e+11 s"),
+    "segment too small": (
+        GOOD.replace("  - line: b", "  - {line: b, segment_mm: 0.000001}"),
+        2,
+        6,
+        "segment_mm: 1e-06 is out of range: must be >= 0.01",
+    ),
+    "joint step too small": (
+        "settings: {max_joint_step_deg: 0.0000001}\n" + GOOD,
+        2,
+        1,
+        "max_joint_step_deg': 1e-07 is out of range",
+    ),
+    "repeat count typo": (
+        GOOD.replace("  - line: b", "  - repeat: 1000000000\n    steps: [{line: b}, {line: a}]"),
+        2,
+        7,
+        "more than 100000 moves; check the repeat counts",
+    ),
 }
 
 
