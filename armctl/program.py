@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,13 +117,21 @@ class Program:
     """A validated program (format only; the arm checks come in ``plan_program``)."""
 
     path: str
-    arm_name: str | None
+    arm_name: str | None  # the program's arm: key, a preset name or an arm file
     arm_line: int | None
     settings: Settings
     poses: dict[str, Pose]
     start: str | Pose | None
     start_line: int | None
     start_gripper: str
+
+    @property
+    def arm_ref(self) -> str | None:
+        """The arm: key for ``load_arm``: a name as written, an arm file relative to the program's folder."""
+        if self.arm_name is None or not _is_arm_file(self.arm_name):
+            return self.arm_name
+        return str(Path(self.path).parent / Path(self.arm_name).expanduser())
+
     steps: list[Step]
     description: str = ""
 
@@ -510,6 +519,20 @@ def _target(pose: Pose, offset, arm: Arm):
     return xy, pose.phi_rad, None
 
 
+def _is_arm_file(ref: str) -> bool:
+    return ref.endswith((".yaml", ".yml")) or "/" in ref or os.sep in ref
+
+
+def _same_arm(prog: Program, arm: Arm) -> bool:
+    """The program's arm: key names this arm: its preset name, or its file."""
+    if not _is_arm_file(prog.arm_name):
+        return prog.arm_name == arm.name
+    try:
+        return Path(prog.arm_ref).resolve() == Path(arm.source).resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
 def plan_program(prog: Program, arm: Arm) -> Plan:
     """Plan the whole program on ``arm``: every pose, target and segment checked; one Trajectory out.
 
@@ -517,10 +540,10 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
     format (joint count, phi on 2 links, no gripper, arm name); MotionError
     (exit 3) for anything the arm cannot do. Both name file, line and step.
     """
-    if prog.arm_name is not None and prog.arm_name != arm.name:
+    if prog.arm_name is not None and not _same_arm(prog, arm):
         raise ConfigError(
-            f"this program is written for arm '{prog.arm_name}' but the arm is '{arm.name}'; "
-            f"run with --arm {prog.arm_name}",
+            f"this program is written for arm '{prog.arm_name}' but the arm is "
+            f"'{arm.name}'{'' if arm.source == '<code>' else f' ({arm.source})'}; run with --arm {prog.arm_ref}",
             path=prog.path,
             line=prog.arm_line,
         )

@@ -288,6 +288,20 @@ def test_arm_mismatch(tmp_path, capsys):
     assert code == 2 and "run with --arm seed-2link" in err and f"{p}:1" in err
 
 
+def test_program_arm_may_be_an_arm_file_next_to_the_program(tmp_path, capsys):
+    (tmp_path / "arms").mkdir()
+    text = (ROOT / "armctl" / "presets" / "seed-2link.yaml").read_text()
+    (tmp_path / "arms" / "mine.yaml").write_text(text.replace("name: seed-2link", "name: my-arm"))
+    p = write(tmp_path, "arm: arms/mine.yaml\n" + GOOD)
+    code, out, err = run(capsys, "plan", str(p), "--json")  # found relative to the program, not the cwd
+    assert code == 0, err
+    assert len(json.loads(out)["samples"][0]["q_deg"]) == 2
+    code, _, err = run(capsys, "--arm", str(tmp_path / "arms" / "mine.yaml"), "plan", str(p), "--summary")
+    assert code == 0, err
+    code, _, err = run(capsys, "--arm", "seed-2link", "plan", str(p))  # a preset is not the program's arm file
+    assert code == 2 and f"run with --arm {tmp_path / 'arms' / 'mine.yaml'}" in err and f"{p}:1" in err
+
+
 def test_program_arm_is_used_when_no_arm_is_given(capsys):
     example = Path(__file__).parents[1] / "examples" / "pick_and_place_2link.yaml"
     code, out, err = run(capsys, "plan", str(example), "--json")

@@ -177,7 +177,7 @@ def cmd_run(args) -> int:
     from ..program import load_program, plan_program
 
     prog = load_program(args.program)
-    arm, cal, cal_path = _setup(args, prog.arm_name)
+    arm, cal, cal_path = _setup(args, prog.arm_ref)
     plan = plan_program(prog, arm)
     traj = plan.trajectory
     cal_for_check = cal

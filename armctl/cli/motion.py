@@ -80,7 +80,7 @@ def _plan(args):
     from . import choose_arm
 
     prog = load_program(args.program)
-    return plan_program(prog, load_arm(choose_arm(args, prog.arm_name)))
+    return plan_program(prog, load_arm(choose_arm(args, prog.arm_ref)))
 
 
 def _tool(arm, q):
