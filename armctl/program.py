@@ -124,6 +124,8 @@ class Program:
     start: str | Pose | None
     start_line: int | None
     start_gripper: str
+    steps: list[Step]
+    description: str = ""
 
     @property
     def arm_ref(self) -> str | None:
@@ -131,9 +133,6 @@ class Program:
         if self.arm_name is None or not _is_arm_file(self.arm_name):
             return self.arm_name
         return str(Path(self.path).parent / Path(self.arm_name).expanduser())
-
-    steps: list[Step]
-    description: str = ""
 
 
 # --------------------------------------------------------------------------- loading
