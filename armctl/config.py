@@ -9,6 +9,7 @@ any key that was not read (a typo is an error, not a silent default).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,13 @@ def _float(value) -> float:
         return math.inf if value > 0 else -math.inf
 
 
+# YAML 1.1 (PyYAML) reads 1e-3 and 1.5e3 as text: its floats need a dot and a signed exponent
+# (1.0e-3, 1.5e+3). Read every exponent form as a number, as YAML 1.2 and other tools do.
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 

@@ -34,6 +34,16 @@ def test_presets_load():
     assert np.allclose(load_arm("seed-2link").links_m, [0.40, 0.30])
 
 
+def test_exponents_are_numbers_as_in_yaml_1_2(tmp_path):
+    from armctl.config import load_yaml_text
+
+    doc = load_yaml_text("a: 1e3\nb: -3E-4\nc: 1.5e3\nd: [4e-1, .5e1]\ne: 1e\nf: 500mm\ng: 2\n")
+    assert doc == {"a": 1000.0, "b": -3e-4, "c": 1500.0, "d": [0.4, 5.0], "e": "1e", "f": "500mm", "g": 2}
+    text = GOOD.replace("links_m: [0.25, 0.20]", "links_m: [2.5e-1, 2e-1]")
+    assert text != GOOD
+    assert np.allclose(load_arm(write(tmp_path, text)).links_m, [0.25, 0.20])
+
+
 def test_a_file_loads_in_si_units(tmp_path):
     arm = load_arm(write(tmp_path, GOOD))
     assert arm.name == "bench-arm" and arm.gripper is None
