@@ -58,6 +58,10 @@ def test_unreachable_exit_3_with_shortfall(capsys):
     [
         (["ik", "nan", "0.1"], "X: cannot read 'nan'"),
         (["ik", "0.5", "inf"], "Y: cannot read 'inf'"),
+        (["ik", "1e308", "1e308"], "X: '1e308' is 1e+308 m, beyond any arm"),
+        (["ik", "0.5", "1e400"], "Y: '1e400' is inf m, beyond any arm"),
+        (["jog", "2km", "0"], "X: cannot read '2km'"),
+        (["jog", "1001", "0"], "X: '1001' is 1e+03 m, beyond any arm"),
         (["ik", "0.5"], "missing target"),
         (["ik", "0.5", "0.4", "--method", "magic"], "invalid choice: 'magic'"),
         (["ik", "0.5", "0.4", "--from", "1", "2"], "--from: arm 'seed-3link' has 3 joints, got 2"),
