@@ -205,6 +205,18 @@ class StreamResult:
     stopped: bool = False
 
 
+def _snap_to_limits(q: float, lo: float, hi: float, servo) -> float:
+    """A joint angle read back from a pulse, moved onto its limit when it lies outside by less than one
+    pulse step: a pose commanded right at a limit comes back from the board's 0.5 us resolution up to
+    half a step beyond it, and the next move would refuse to start from there."""
+    step = math.radians(TICK_US / servo.us_per_deg)
+    if lo - step <= q < lo:
+        return float(lo)
+    if hi < q <= hi + step:
+        return float(hi)
+    return q
+
+
 class Streamer:
     """Plays pulses on an open backend. ``arm`` and ``cal`` describe the servos."""
 
@@ -247,7 +259,7 @@ class Streamer:
         for i, s in enumerate(cal.joints):
             w = board[s.channel] if s.channel < len(board) else None
             if w is not None:
-                q[i] = float(s.angle_rad(w))
+                q[i] = _snap_to_limits(float(s.angle_rad(w)), arm.q_min[i], arm.q_max[i], s)
             else:
                 declare[s.channel] = float(np.round(s.pulse_us(q[i]) / TICK_US) * TICK_US)
         g = g_decl

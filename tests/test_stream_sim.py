@@ -100,6 +100,36 @@ def test_ramp_from_elsewhere_is_slow():
         assert first == [1500.0]  # set where the arm is, not where the program starts
 
 
+def test_a_pose_on_a_joint_limit_reads_back_inside_it(tmp_path, monkeypatch):
+    """Commanded right at a limit, a joint's pulse is rounded to the board's 0.5 us; read back, the angle
+    may lie beyond the limit by a fraction of a step. The next move must still start from there."""
+    from types import SimpleNamespace
+
+    from armctl.calibration import with_servo
+
+    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path))
+    arm, cal, _ = _setup()
+    q = np.array(arm.home_rad)
+    q[0] = arm.q_max[0]
+    for offset in np.arange(0.05, 0.5, 0.05):  # a calibration whose limit pulse rounds outwards
+        c = with_servo(cal, 0, zero_us=cal.joints[0].zero_us + offset)
+        widths = [None] * 4
+        for i, s in enumerate(c.joints):
+            widths[s.channel] = float(np.round(s.pulse_us(q[i]) / 0.5) * 0.5)
+        if c.joints[0].angle_rad(widths[c.joints[0].channel]) > arm.q_max[0]:
+            break
+    else:
+        pytest.fail("no calibration offset rounds the limit pulse outwards")
+    board = SimpleNamespace(port="fake://", info=SimpleNamespace(widths_us=tuple(widths)))
+    q0, _, declare = Streamer(board, arm, c).start_pose()
+    assert q0[0] == arm.q_max[0] and arm.within_limits(q0) and not {s.channel for s in c.joints} & set(declare)
+    # and beyond one step it is not quietly moved: that arm really is outside its limits
+    widths[c.joints[0].channel] += 2.0 * c.joints[0].direction
+    board.info.widths_us = tuple(widths)
+    q0, _, _ = Streamer(board, arm, c).start_pose()
+    assert q0[0] > arm.q_max[0]
+
+
 @pytest.mark.parametrize("fault", ["drop=0.01", "corrupt=0.01", "drop=0.01&corrupt=0.01&delay=5"])
 def test_faults_complete_with_no_wrong_pulse(fault):
     arm, cal, traj = _setup()
