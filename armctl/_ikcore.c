@@ -337,6 +337,128 @@ static int inside(const arm_t *a, const double *q)
 	return 1;
 }
 
+/* The unit tangent of a 3-link arm's self-motion (the null vector of its 2x3 Jacobian: the joint
+ * direction that keeps the tool point still); 0 at a singular pose. (ik._tangent) */
+static int tangent3(const double *L, const double *q, double t[3])
+{
+	double a1 = q[0], a2 = a1 + q[1], a3 = a2 + q[2];
+	double j3x = -(L[2] * sin(a3)), j3y = L[2] * cos(a3);
+	double j2x = j3x - L[1] * sin(a2), j2y = j3y + L[1] * cos(a2);
+	double j1x = j2x - L[0] * sin(a1), j1y = j2y + L[0] * cos(a1);
+	double t1 = j2x * j3y - j3x * j2y, t2 = j3x * j1y - j1x * j3y, t3 = j1x * j2y - j2x * j1y;
+	double norm = sqrt(t1 * t1 + t2 * t2 + t3 * t3);
+	if (!(norm > 1e-12))
+		return 0;
+	t[0] = t1 / norm;
+	t[1] = t2 / norm;
+	t[2] = t3 / norm;
+	return 1;
+}
+
+#define SLIDE_MAX 12
+#define SLIDE_STEP 0.3
+#define SLIDE_MIN 1e-5
+#define SLIDE_FIX_ITER 10
+#define SLIDE_HALVINGS 4
+#define SLIDE_SKIP 1e-4
+#define SLIDE_MARGIN (5.0 * (M_PI / 180.0))
+
+/* Slide a 3-link pose on the goal along its self-motion towards q0 until it is the nearest such pose
+ * that keeps SLIDE_MARGIN from every joint limit (or for at most SLIDE_MAX steps): along the tangent by
+ * a Newton step on the projection of q - q0 (slope from the previous step), back onto the goal with
+ * DLS; kept if the pose came nearer, else halved (up to SLIDE_HALVINGS times). A step that would take
+ * a joint into the margin stops there and pins that joint. (ik._slide) */
+static void slide(const arm_t *a, double gx, double gy, const double *q0, double tol, long max_iter,
+		  solved_t *out)
+{
+	double lam = 0.01 * (a->L[0] + a->L[1]);
+	long fix_iter = max_iter < SLIDE_FIX_ITER ? max_iter : SLIDE_FIX_ITER;
+	double *q = out->run.q;
+	double d = dist2(3, q, q0);
+	long it0 = out->it;
+	arm_t lim = *a; /* the limits less the margin (a joint already inside it keeps where it is) */
+	for (int j = 0; j < 3; j++) {
+		double m = fmin(SLIDE_MARGIN, 0.25 * (a->hi[j] - a->lo[j]));
+		lim.lo[j] = fmin(a->lo[j] + m, q[j]);
+		lim.hi[j] = fmax(a->hi[j] - m, q[j]);
+	}
+	a = &lim;
+	double s = 0.0, prev_s = 0.0, prev_g = 0.0;
+	int have_prev = 0;
+	for (int k = 0; k < SLIDE_MAX; k++) {
+		double t[3];
+		if (!tangent3(a->L, q, t))
+			break;
+		double g = t[0] * (q[0] - q0[0]) + t[1] * (q[1] - q0[1]) + t[2] * (q[2] - q0[2]);
+		if (k == 0 && fabs(g) < SLIDE_SKIP)
+			break; /* already the nearest pose, to first order */
+		double alpha = -g;
+		if (have_prev) {
+			double slope = (g - prev_g) / (s - prev_s);
+			if (slope > 0.1)
+				alpha = -g / slope;
+		}
+		alpha = clampd(alpha, -SLIDE_STEP, SLIDE_STEP);
+		int moved = 0, tries = 0;
+		while (!moved && fabs(alpha) > SLIDE_MIN && tries <= SLIDE_HALVINGS) {
+			tries++;
+			/* a step that takes a joint past a limit stops there, and that joint stays pinned */
+			double frac = 1.0;
+			int pin = -1;
+			for (int j = 0; j < 3; j++) {
+				double dq = alpha * t[j];
+				double room = dq > 0.0 ? (a->hi[j] - q[j]) / dq : dq < 0.0 ? (a->lo[j] - q[j]) / dq : 1.0;
+				if (room < frac) {
+					frac = room;
+					pin = j;
+				}
+			}
+			double start[3] = { q[0] + frac * alpha * t[0], q[1] + frac * alpha * t[1],
+					    q[2] + frac * alpha * t[2] };
+			double lo_f[3], hi_f[3];
+			memcpy(lo_f, a->lo, sizeof lo_f);
+			memcpy(hi_f, a->hi, sizeof hi_f);
+			if (pin >= 0) {
+				double limit = alpha * t[pin] < 0.0 ? a->lo[pin] : a->hi[pin];
+				start[pin] = lo_f[pin] = hi_f[pin] = limit;
+			}
+			run_t r;
+			dls(3, a->L, lo_f, hi_f, gx, gy, start, tol, fix_iter, lam, &r);
+			out->it += r.it;
+			out->fk_evals += r.fk_evals;
+			out->jac_evals += r.jac_evals;
+			double dn = dist2(3, r.q, q0);
+			if (r.err <= tol && dn < d) {
+				prev_s = s;
+				prev_g = g;
+				have_prev = 1;
+				s += alpha;
+				memcpy(q, r.q, sizeof r.q);
+				out->run.err = r.err;
+				d = dn;
+				moved = 1;
+			} else {
+				alpha *= 0.5;
+			}
+		}
+		/* a joint at a limit leaves no self-motion that keeps it inside: the pose is that one */
+		if (!moved || q[0] == a->lo[0] || q[0] == a->hi[0] || q[1] == a->lo[1] || q[1] == a->hi[1] ||
+		    q[2] == a->lo[2] || q[2] == a->hi[2])
+			break;
+	}
+	if (out->it > it0) { /* polish: one more DLS step is usually a thousand times closer */
+		run_t r;
+		dls(3, a->L, a->lo, a->hi, gx, gy, q, tol * 1e-3, fix_iter, lam, &r);
+		out->it += r.it;
+		out->fk_evals += r.fk_evals;
+		out->jac_evals += r.jac_evals;
+		if (r.err <= tol) {
+			memcpy(q, r.q, sizeof r.q);
+			out->run.err = r.err;
+		}
+	}
+}
+
 /* 1 and the answer when a start reaches the target (or, out of reach, the closest point of the
  * reach annulus, as ik._project) within tol; 0: take the general path */
 static int solve_point(const arm_t *a, double tx, double ty, const double *q0_in, double tol, long max_iter,
@@ -396,6 +518,8 @@ static int solve_point(const arm_t *a, double tx, double ty, const double *q0_in
 			out->max_step = out->run.max_step;
 		out->restarts = k;
 		if (out->run.err <= tol && inside(a, out->run.q)) {
+			if (n == 3 && short_m == 0.0)
+				slide(a, gx, gy, q0, tol, max_iter, out);
 			/* the error to the target itself (ik._fk, then hypot) */
 			double ang = 0.0, x = 0.0, y = 0.0;
 			for (int i = 0; i < n; i++) {

@@ -4,7 +4,9 @@ Methods, all returning an ``IKResult``:
 
 - ``dls`` (default): damped least squares with adaptive (Levenberg-Marquardt)
   damping, steps clipped to the joint limits, warm-started from ``q0``; if that
-  stalls it restarts from the closed-form solutions nearest ``q0``.
+  stalls it restarts from the closed-form solutions nearest ``q0``. A redundant
+  3-link arm without ``phi`` then slides along its self-motion to the pose
+  nearest ``q0`` (keeping 5 degrees from the limits where it can).
 - ``analytic``: closed form. 2 links: elbow up/down, the branch inside the
   limits nearest ``q0``. 3 links with ``phi``: the wrist point solved as a
   2-link arm. 3 links without ``phi``: the tool angle nearest ``q0`` for which
@@ -519,6 +521,115 @@ def _candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False):
 
 
 # ----------------------------------------------------------------------------
+# Redundancy: the nearest pose (3 links, no tool angle)
+
+_SLIDE_MAX, _SLIDE_STEP, _SLIDE_MIN, _SLIDE_FIX_ITER, _SLIDE_HALVINGS, _SLIDE_SKIP = 12, 0.3, 1e-5, 10, 4, 1e-4
+_SLIDE_MARGIN = math.radians(5.0)
+
+
+def _tangent(links, q):
+    """Unit tangent of a 3-link arm's self-motion at q (the null vector of its 2x3 Jacobian: the joint
+    direction that keeps the tool point still); None at a singular pose."""
+    a1 = q[0]
+    a2 = a1 + q[1]
+    a3 = a2 + q[2]
+    j3x, j3y = -(links[2] * math.sin(a3)), links[2] * math.cos(a3)
+    j2x, j2y = j3x - links[1] * math.sin(a2), j3y + links[1] * math.cos(a2)
+    j1x, j1y = j2x - links[0] * math.sin(a1), j2y + links[0] * math.cos(a1)
+    t1, t2, t3 = j2x * j3y - j3x * j2y, j3x * j1y - j1x * j3y, j1x * j2y - j2x * j1y
+    norm = math.sqrt(t1 * t1 + t2 * t2 + t3 * t3)
+    if not norm > 1e-12:
+        return None
+    return t1 / norm, t2 / norm, t3 / norm
+
+
+def _d2(q, q0):
+    return (q[0] - q0[0]) * (q[0] - q0[0]) + (q[1] - q0[1]) * (q[1] - q0[1]) + (q[2] - q0[2]) * (q[2] - q0[2])
+
+
+def _slide(P: _Plain, gx, gy, q0, q, tol, max_iter):
+    """Slide a 3-link pose on the goal along its self-motion towards q0 until it is the nearest such
+    pose that keeps _SLIDE_MARGIN from every joint limit (or for at most _SLIDE_MAX steps).
+
+    DLS from q0 takes the minimum-norm path, which can end far from the nearest pose (from home on
+    seed-3link, for 1 target in 4 over 10 degrees further; test_ik checks the slide's result against
+    a search). Each step goes along the tangent by a Newton step on the projection of q - q0 (its
+    slope estimated from the previous step), then back onto the goal with DLS; it is kept if the pose
+    came nearer, else halved (up to _SLIDE_HALVINGS times). A step that would take a joint into the
+    margin stops there and pins that joint. The margin keeps poses off the limits (a pose jammed
+    against one is a calibration error away from outside it); a joint already inside the margin may
+    stay there or move out of it. Returns (q, iterations, fk_evals, jac_evals). ``_ikcore.c`` does
+    the same, step for step."""
+    links = P.links
+    lo = [min(a + min(_SLIDE_MARGIN, 0.25 * (b - a)), v) for a, b, v in zip(P.lo, P.hi, q)]
+    hi = [max(b - min(_SLIDE_MARGIN, 0.25 * (b - a)), v) for a, b, v in zip(P.lo, P.hi, q)]
+    lam = 0.01 * (links[0] + links[1])
+    fix_iter = min(max_iter, _SLIDE_FIX_ITER)
+    d = _d2(q, q0)
+    it = fk_evals = jac_evals = 0
+    s = prev_s = prev_g = 0.0
+    have_prev = False
+    for k in range(_SLIDE_MAX):
+        t = _tangent(links, q)
+        if t is None:
+            break
+        g = t[0] * (q[0] - q0[0]) + t[1] * (q[1] - q0[1]) + t[2] * (q[2] - q0[2])
+        if k == 0 and abs(g) < _SLIDE_SKIP:
+            break  # already the nearest pose, to first order
+        alpha = -g
+        if have_prev:
+            slope = (g - prev_g) / (s - prev_s)
+            if slope > 0.1:
+                alpha = -g / slope
+        alpha = min(max(alpha, -_SLIDE_STEP), _SLIDE_STEP)
+        moved = False
+        tries = 0
+        while not moved and abs(alpha) > _SLIDE_MIN and tries <= _SLIDE_HALVINGS:
+            tries += 1
+            # A step that takes a joint into the margin stops there; that joint stays pinned while DLS
+            # brings the other two back onto the goal (where the self-motion meets the margin: the
+            # nearest pose when the nearest lies beyond it).
+            frac, pin = 1.0, -1
+            for j in range(3):
+                dq = alpha * t[j]
+                room = (hi[j] - q[j]) / dq if dq > 0.0 else (lo[j] - q[j]) / dq if dq < 0.0 else 1.0
+                if room < frac:
+                    frac, pin = room, j
+            start = [q[0] + frac * alpha * t[0], q[1] + frac * alpha * t[1], q[2] + frac * alpha * t[2]]
+            lo_f, hi_f = lo, hi
+            if pin >= 0:
+                start[pin] = limit = lo[pin] if alpha * t[pin] < 0.0 else hi[pin]
+                lo_f, hi_f = list(lo), list(hi)
+                lo_f[pin] = hi_f[pin] = limit
+            r = _dls_fast(links, gx, gy, start, lo_f, hi_f, tol, fix_iter, lam)
+            it += r.iterations
+            fk_evals += r.fk_evals
+            jac_evals += r.jac_evals
+            dn = _d2(r.q, q0)
+            if r.err <= tol and dn < d:
+                prev_s, prev_g, have_prev = s, g, True
+                s += alpha
+                q, d, moved = r.q, dn, True
+            else:
+                alpha *= 0.5
+        if not moved or _on_limit(q, lo, hi):
+            # (a pinned joint leaves no self-motion: the pose is that one)
+            break
+    if it:  # polish: the steps stop at tol, one more DLS step is usually a thousand times closer
+        r = _dls_fast(links, gx, gy, q, lo, hi, tol * 1e-3, fix_iter, lam)
+        it += r.iterations
+        fk_evals += r.fk_evals
+        jac_evals += r.jac_evals
+        if r.err <= tol:
+            q = r.q
+    return q, it, fk_evals, jac_evals
+
+
+def _on_limit(q, lo, hi) -> bool:
+    return q[0] in (lo[0], hi[0]) or q[1] in (lo[1], hi[1]) or q[2] in (lo[2], hi[2])
+
+
+# ----------------------------------------------------------------------------
 # Public API
 
 
@@ -723,6 +834,11 @@ def solve(
                 tried_candidates = True
                 found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=2, coarse=True)
                 starts = found[:2] or misses[:3]
+    if hit and method == "dls" and phi is None and len(P.links) == 3 and short == 0.0:
+        q, it, fk_n, jac_n = _slide(P, goal[0], goal[1], q0, q, tol, max_iter)
+        iterations += it
+        fk_evals += fk_n
+        jac_evals += jac_n
     if q is None:  # no pose inside the limits
         q = q0
     x, y = _fk(P.links, q)
