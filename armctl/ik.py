@@ -937,64 +937,37 @@ def _batch_dls(links, goals, q, q_min, q_max, tol, max_iter):
     return q, err, iters
 
 
-_COARSE_DEG = np.array([0.0, 30, -30, 60, -60, 90, -90, 120, -120, 150, -150, 180])
-_FINE_DEG = np.arange(-175.0, 180.0, 5.0)
-
-
 def _batch_candidates(arm: Arm, goals, ph, q0):
-    """Closed-form pose per row inside the limits nearest q0 (NaN rows: none).
-
-    For a 3-link arm without phi the tool angle is searched: a coarse set of
-    angles around the current one first, a 5-degree grid for rows left over."""
-    if arm.n == 3 and ph is None:
-        out = _batch_candidates_at(arm, goals, None, q0, _COARSE_DEG)
-        left = np.isnan(out[:, 0])
-        if np.any(left):
-            out[left] = _batch_candidates_at(arm, goals[left], None, q0[left], _FINE_DEG)
-        return out
-    return _batch_candidates_at(arm, goals, ph, q0, None)
-
-
-def _batch_candidates_at(arm: Arm, goals, ph, q0, offsets_deg):
+    """3 links, tool angles ``ph``: per row the closed-form pose inside the limits nearest q0 (NaN rows:
+    none), each joint at its turn (angle + 2 pi k) nearest q0."""
     links, lo, hi = arm.links_m, arm.q_min, arm.q_max
     two_pi = 2.0 * np.pi
-    if offsets_deg is not None:
-        phis = q0.sum(axis=1)[:, None] + np.radians(offsets_deg)[None, :]  # (m, K)
-        # The target's own direction too: at full reach it is the only one.
-        phis = np.concatenate([phis, np.arctan2(goals[:, 1], goals[:, 0])[:, None]], axis=1)
-    else:
-        phis = None if ph is None else ph[:, None]
-    if phis is None:
-        w = goals[:, None, :]
-    else:
-        w = goals[:, None, :] - links[2] * np.stack([np.cos(phis), np.sin(phis)], axis=-1)
+    w = goals - links[2] * np.stack([np.cos(ph), np.sin(ph)], axis=-1)
     l1, l2 = links[0], links[1]
     c2 = (np.sum(w * w, axis=-1) - l1 * l1 - l2 * l2) / (2 * l1 * l2)
     reach_ok = np.abs(c2) <= 1 + 1e-12
     c2 = np.clip(c2, -1.0, 1.0)
     s2 = np.where(1.0 - np.abs(c2) < 1e-12, 0.0, np.sqrt(1.0 - c2 * c2))
-    base = np.arctan2(w[..., 1], w[..., 0])
+    base = np.arctan2(w[:, 1], w[:, 0])
     poses = []
     for s in (-s2, s2):
         q2 = np.arctan2(s, c2)
         q1 = base - np.arctan2(l2 * s, l1 + l2 * c2)
-        cols = [q1, q2] if phis is None else [q1, q2, phis - q1 - q2]
-        poses.append(np.stack(cols, axis=-1))
-    cand = np.stack(poses, axis=-2)  # (m, K, 2, n)
-    ref = q0[:, None, None, :]
-    # Each joint takes the turn (angle + 2 pi k) inside its limits nearest q0.
+        poses.append(np.stack([q1, q2, ph - q1 - q2], axis=-1))
+    cand = np.stack(poses, axis=1)  # (m, 2 branches, 3)
+    ref = q0[:, None, :]
     turns = np.round((ref - cand) / two_pi)[..., None] + np.array([-1.0, 0.0, 1.0])
     opts = cand[..., None] + two_pi * turns
     inside = (opts >= lo[:, None] - 1e-9) & (opts <= hi[:, None] + 1e-9)
     score = np.where(inside, np.abs(opts - ref[..., None]), np.inf)
     pick = np.argmin(score, axis=-1)
     cand = np.take_along_axis(opts, pick[..., None], axis=-1)[..., 0]
-    valid = reach_ok[..., None] & np.all(np.isfinite(np.min(score, axis=-1)), axis=-1)
-    dist = np.where(valid, np.sum((cand - ref) ** 2, axis=-1), np.inf).reshape(len(goals), -1)
+    valid = reach_ok[:, None] & np.all(np.isfinite(np.min(score, axis=-1)), axis=-1)
+    dist = np.where(valid, np.sum((cand - ref) ** 2, axis=-1), np.inf)
     best = np.argmin(dist, axis=1)
-    flat = cand.reshape(len(goals), -1, arm.n)
-    out = np.clip(flat[np.arange(len(goals)), best], lo, hi)
-    out[~np.isfinite(dist[np.arange(len(goals)), best])] = np.nan
+    rows = np.arange(len(goals))
+    out = np.clip(cand[rows, best], lo, hi)
+    out[~np.isfinite(dist[rows, best])] = np.nan
     return out
 
 
@@ -1009,9 +982,12 @@ def solve_batch(
     max_iter: int = DEFAULT_MAX_ITER,
 ) -> BatchIKResult:
     """Solve many targets at once: ``targets`` (N, 2) in m, ``phi`` None or (N,) rad,
-    ``q0`` (n,) or (N, n) rad. Same guarantees as ``solve`` for every row: DLS
-    from q0, closed-form restarts for rows that stall, the stretched pose and
-    the shortfall for rows out of reach."""
+    ``q0`` (n,) or (N, n) rad.
+
+    Without ``phi`` every row is exactly what ``solve`` gives for it, computed row by row in C (or
+    in Python without the C kernel). With ``phi`` (3 links), vectorised numpy: the wrist points by
+    DLS from q0, closed-form restarts for rows that stall, the stretched pose and the shortfall for
+    rows out of reach: the same guarantees as ``solve``, not always the same pose."""
     if method != "dls":
         raise BadInputError(f"batch IK supports method 'dls' only, got {method!r}")
     t = np.asarray(targets, dtype=float)
@@ -1025,25 +1001,18 @@ def solve_batch(
     if not np.all(np.isfinite(q_start)):
         raise BadInputError("start poses must be finite")
     q_start = np.clip(q_start, arm.q_min, arm.q_max)
-    if phi is None and _core is not None:
+    if phi is None:
         return _solve_rows(arm, t, q_start, tol, max_iter)
     links = arm.links_m
-    ph = None
-    if phi is not None:
-        if n != 3:
-            raise BadInputError(f"a tool angle (phi) needs a 3-link arm; '{arm.name}' has {n} links")
-        ph = np.array(np.broadcast_to(np.asarray(phi, dtype=float), (m,)))
-        if not np.all(np.isfinite(ph)):
-            raise BadInputError("phi values must be finite")
-    # Project unreachable targets onto the reach annulus: the arm stretches there.
-    if ph is None:
-        offset = np.zeros((m, 2))
-        r_min, r_max = arm.reach_min, arm.reach_max
-        k = n
-    else:
-        offset = links[2] * np.stack([np.cos(ph), np.sin(ph)], axis=1)
-        r_min, r_max = abs(links[0] - links[1]), links[0] + links[1]
-        k = 2  # solve the wrist point with the first two links
+    if n != 3:
+        raise BadInputError(f"a tool angle (phi) needs a 3-link arm; '{arm.name}' has {n} links")
+    ph = np.array(np.broadcast_to(np.asarray(phi, dtype=float), (m,)))
+    if not np.all(np.isfinite(ph)):
+        raise BadInputError("phi values must be finite")
+    # Project unreachable wrist points onto the wrist's reach annulus: the arm stretches there.
+    offset = links[2] * np.stack([np.cos(ph), np.sin(ph)], axis=1)
+    r_min, r_max = abs(links[0] - links[1]), links[0] + links[1]
+    k = 2  # solve the wrist point with the first two links
     w = t - offset
     r = np.hypot(w[:, 0], w[:, 1])
     short = np.maximum(0.0, np.maximum(r - r_max, r_min - r))
@@ -1060,9 +1029,8 @@ def solve_batch(
         )
         q = q_init.copy()
         q[:, :k] = q_sub
-        if ph is not None:
-            q3 = ph[rows] - q_sub[:, 0] - q_sub[:, 1]
-            q[:, 2] = q3 - 2 * np.pi * np.round((q3 - q_start[rows, 2]) / (2 * np.pi))
+        q3 = ph[rows] - q_sub[:, 0] - q_sub[:, 1]
+        q[:, 2] = q3 - 2 * np.pi * np.round((q3 - q_start[rows, 2]) / (2 * np.pi))
         good = (err <= tol) & np.all((q >= arm.q_min - 1e-9) & (q <= arm.q_max + 1e-9), axis=1)
         return q, good, it
 
@@ -1071,27 +1039,26 @@ def solve_batch(
     init = q_start.copy()
     far = short > 0
     if np.any(far):
-        # Beyond the outer rim the closest pose is the arm straight towards the
-        # target (its wrist straight, with phi given); inside the inner rim, search.
+        # Beyond the outer rim the closest pose is the first two links straight towards the wrist
+        # point; inside the inner rim, the closed form on the rim.
         outer = np.flatnonzero(far & (r > r_max))
         straight = np.zeros((outer.size, n))
         straight[:, 0] = np.arctan2(w_goal[outer, 1], w_goal[outer, 0])
-        if ph is not None:
-            straight[:, 2] = ph[outer] - straight[:, 0]
+        straight[:, 2] = ph[outer] - straight[:, 0]
         turns = np.round((q_start[outer] - straight) / (2 * np.pi))
         straight += 2 * np.pi * turns
         fits = np.all((straight >= arm.q_min) & (straight <= arm.q_max), axis=1)
         init[outer[fits]] = straight[fits]
         rest = np.setdiff1d(np.flatnonzero(far), outer[fits])
         if rest.size:
-            seeds = _batch_candidates(arm, goals[rest], None if ph is None else ph[rest], q_start[rest])
+            seeds = _batch_candidates(arm, goals[rest], ph[rest], q_start[rest])
             init[rest] = np.where(np.isnan(seeds), q_start[rest], seeds)
     # Every loop pass costs the same however few rows are left, so the first
     # pass is short: rows not converged by then restart from closed form.
     q, good, iters = run(init, rows, min(max_iter, 25))
     bad = np.flatnonzero(~good)
     if bad.size:
-        seeds = _batch_candidates(arm, goals[bad], None if ph is None else ph[bad], q_start[bad])
+        seeds = _batch_candidates(arm, goals[bad], ph[bad], q_start[bad])
         has = ~np.isnan(seeds[:, 0])
         idx = bad[has]
         if idx.size:
@@ -1104,27 +1071,26 @@ def solve_batch(
     # What is left reaches nothing inside the limits: the scalar solver gets
     # as close as the limits allow and says so.
     for i in np.flatnonzero(~good):
-        res = solve(
-            arm, t[i], phi=None if ph is None else ph[i], q0=q_start[i], method="dls", tol=tol, max_iter=max_iter
-        )
+        res = solve(arm, t[i], phi=ph[i], q0=q_start[i], method="dls", tol=tol, max_iter=max_iter)
         q[i], ok[i], short[i], reasons[i] = res.q, res.ok, res.shortfall_m, res.reason
         iters[i] += res.iterations
     for i in np.flatnonzero(good & (short > 0)):
-        reasons[i] = _unreachable(arm, short[i], None if ph is None else ph[i])
+        reasons[i] = _unreachable(arm, short[i], ph[i])
     tool = np.stack(_batch_fk_jac(links, q)[:2], axis=1)
     error = np.hypot(*(t - tool).T)
     return BatchIKResult(q=q, ok=ok, error_m=error, iterations=iters, shortfall_m=short, method=method, reasons=reasons)
 
 
 def _solve_rows(arm: Arm, t, q_start, tol, max_iter) -> BatchIKResult:
-    """solve_batch without phi, with the C kernel: each row exactly as ``solve`` would do it."""
+    """solve_batch without phi: each row exactly as ``solve`` does it, in one C call when built."""
     P = _plain(arm)
     m = len(t)
     q = np.empty((m, arm.n))
-    info = np.empty((m, 4))  # solved (1/0), error, iterations, shortfall
-    _core.solve_rows(
-        P.links, P.lo, P.hi, np.ascontiguousarray(t), np.ascontiguousarray(q_start), q, info, tol, max_iter
-    )
+    info = np.zeros((m, 4))  # solved (1/0), error, iterations, shortfall
+    if _core is not None:
+        _core.solve_rows(
+            P.links, P.lo, P.hi, np.ascontiguousarray(t), np.ascontiguousarray(q_start), q, info, tol, max_iter
+        )
     solved = info[:, 0] == 1.0
     error = info[:, 1]
     iters = info[:, 2].astype(int)
@@ -1133,7 +1099,7 @@ def _solve_rows(arm: Arm, t, q_start, tol, max_iter) -> BatchIKResult:
     reasons: list = [None] * m
     for i in np.flatnonzero(solved & (short > 0.0)):
         reasons[i] = _unreachable(arm, short[i], None)
-    for i in np.flatnonzero(~solved):  # no start reaches it: the general path
+    for i in np.flatnonzero(~solved):  # every row without C; in C, rows where no start reaches the goal
         res = solve(arm, t[i], q0=q_start[i], method="dls", tol=tol, max_iter=max_iter)
         q[i], ok[i], error[i], iters[i], short[i], reasons[i] = (
             res.q,
