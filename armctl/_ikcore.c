@@ -402,7 +402,7 @@ static void slide(const arm_t *a, double gx, double gy, const double *q0, double
 		int moved = 0, tries = 0;
 		while (!moved && fabs(alpha) > SLIDE_MIN && tries <= SLIDE_HALVINGS) {
 			tries++;
-			/* a step that takes a joint past a limit stops there, and that joint stays pinned */
+			/* a step that takes a joint into the margin stops there, and that joint stays pinned */
 			double frac = 1.0;
 			int pin = -1;
 			for (int j = 0; j < 3; j++) {
@@ -441,7 +441,7 @@ static void slide(const arm_t *a, double gx, double gy, const double *q0, double
 				alpha *= 0.5;
 			}
 		}
-		/* a joint at a limit leaves no self-motion that keeps it inside: the pose is that one */
+		/* a pinned joint leaves no self-motion: the pose is that one */
 		if (!moved || q[0] == a->lo[0] || q[0] == a->hi[0] || q[1] == a->lo[1] || q[1] == a->hi[1] ||
 		    q[2] == a->lo[2] || q[2] == a->hi[2])
 			break;
