@@ -464,7 +464,7 @@ static void slide(const arm_t *a, double gx, double gy, const double *q0, double
 static int solve_point(const arm_t *a, double tx, double ty, const double *q0_in, double tol, long max_iter,
 		       solved_t *out)
 {
-	double q0[3], starts[MAX_CAND][3];
+	double q0[3], starts[1 + MAX_CAND][3]; /* q0 or the first closed-form start, then restarts */
 	int n = a->n;
 	if (!(isfinite(tx) && isfinite(ty)))
 		return 0;
@@ -567,26 +567,33 @@ static int floats(PyObject *seq, double *out, const char *what)
 }
 
 /* links, lo, hi: the arm (all the same length n); returns n or -1 */
-static int arm_args(PyObject *const *args, double *L, double *lo, double *hi)
+static int arm_from(PyObject *const *args, arm_t *a)
 {
-	int n = floats(args[0], L, "links");
-	if (n < 0 || floats(args[1], lo, "lo") != n || floats(args[2], hi, "hi") != n) {
+	a->n = floats(args[0], a->L, "links");
+	if (a->n < 0 || floats(args[1], a->lo, "lo") != a->n || floats(args[2], a->hi, "hi") != a->n) {
 		if (!PyErr_Occurred())
 			PyErr_SetString(PyExc_ValueError, "links, lo and hi must have the same length");
 		return -1;
 	}
-	return n;
+	return a->n;
+}
+
+/* a pose as a tuple of n floats */
+static PyObject *q_tuple(int n, const double *q)
+{
+	return n == 3 ? Py_BuildValue("(ddd)", q[0], q[1], q[2]) : Py_BuildValue("(dd)", q[0], q[1]);
 }
 
 static PyObject *py_dls(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
 	(void)self;
-	double L[3], lo[3], hi[3], q0[3];
+	arm_t a;
+	double q0[3];
 	if (nargs != 9) {
 		PyErr_SetString(PyExc_TypeError, "dls(links, lo, hi, tx, ty, q0, tol, max_iter, lam)");
 		return NULL;
 	}
-	int n = arm_args(args, L, lo, hi);
+	int n = arm_from(args, &a);
 	if (n < 0)
 		return NULL;
 	double tx = PyFloat_AsDouble(args[3]), ty = PyFloat_AsDouble(args[4]);
@@ -601,8 +608,8 @@ static PyObject *py_dls(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 	if (PyErr_Occurred())
 		return NULL;
 	run_t run;
-	dls(n, L, lo, hi, tx, ty, q0, tol, max_iter, lam, &run);
-	PyObject *q = n == 3 ? Py_BuildValue("(ddd)", run.q[0], run.q[1], run.q[2]) : Py_BuildValue("(dd)", run.q[0], run.q[1]);
+	dls(n, a.L, a.lo, a.hi, tx, ty, q0, tol, max_iter, lam, &run);
+	PyObject *q = q_tuple(n, run.q);
 	if (!q)
 		return NULL;
 	return Py_BuildValue("(Ndllld)", q, run.err, run.it, run.fk_evals, run.jac_evals, run.max_step);
@@ -619,12 +626,6 @@ static int dbuf(PyObject *obj, Py_buffer *view, Py_ssize_t count, int writable, 
 		return -1;
 	}
 	return 0;
-}
-
-static int arm_from(PyObject *const *args, arm_t *a)
-{
-	a->n = arm_args(args, a->L, a->lo, a->hi);
-	return a->n;
 }
 
 static PyObject *py_solve(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -648,8 +649,7 @@ static PyObject *py_solve(PyObject *self, PyObject *const *args, Py_ssize_t narg
 	solved_t sol;
 	if (!solve_point(&a, t[0], t[1], q0, tol, max_iter, &sol))
 		Py_RETURN_NONE;
-	PyObject *q = a.n == 3 ? Py_BuildValue("(ddd)", sol.run.q[0], sol.run.q[1], sol.run.q[2])
-			       : Py_BuildValue("(dd)", sol.run.q[0], sol.run.q[1]);
+	PyObject *q = q_tuple(a.n, sol.run.q);
 	if (!q)
 		return NULL;
 	return Py_BuildValue("(Ndllldld)", q, sol.err, sol.it, sol.fk_evals, sol.jac_evals, sol.max_step,

@@ -11,7 +11,9 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import strategies as st
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
 sys.path.insert(0, str(TOOLS))  # tools/virtual_uno.py, tools/hil_compare.py
@@ -36,3 +38,18 @@ def firmware_hex():
     ok, why = build_firmware()
     require(ok, f"firmware does not build: {why}")
     return FIRMWARE_HEX
+
+
+@st.composite
+def arm_and_pose(draw, narrowest_deg: float = 20.0):
+    """A random 2- or 3-link arm with random limits (each side at least ``narrowest_deg`` from 0), and
+    a pose inside them."""
+    from armctl.arm import Arm
+
+    n = draw(st.sampled_from([2, 3]))
+    links = [draw(st.floats(0.05, 1.0)) for _ in range(n)]
+    lo = [draw(st.floats(-180, -narrowest_deg)) for _ in range(n)]
+    hi = [draw(st.floats(narrowest_deg, 180)) for _ in range(n)]
+    arm = Arm.from_lengths(links, q_min_deg=lo, q_max_deg=hi)
+    q = [draw(st.floats(a, b)) for a, b in zip(arm.q_min, arm.q_max)]
+    return arm, np.array(q)

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import require
+from conftest import arm_and_pose, require
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -32,18 +32,6 @@ def kernel(request):
 def _random_reachable(arm, rng, count):
     q = rng.uniform(arm.q_min, arm.q_max, (count, arm.n))
     return q, fk(arm.links_m, q)
-
-
-@st.composite
-def arm_and_pose(draw):
-    """A random 2- or 3-link arm with random limits, and a pose inside them."""
-    n = draw(st.sampled_from([2, 3]))
-    links = [draw(st.floats(0.05, 1.0)) for _ in range(n)]
-    lo = [draw(st.floats(-180, -20)) for _ in range(n)]
-    hi = [draw(st.floats(20, 180)) for _ in range(n)]
-    arm = Arm.from_lengths(links, q_min_deg=lo, q_max_deg=hi)
-    q = [draw(st.floats(a, b)) for a, b in zip(arm.q_min, arm.q_max)]
-    return arm, np.array(q)
 
 
 @pytest.mark.parametrize("name", PRESETS)

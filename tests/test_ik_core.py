@@ -10,12 +10,12 @@ import math
 
 import numpy as np
 import pytest
-from conftest import require
+from conftest import arm_and_pose, require
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from armctl import ik
-from armctl.arm import Arm, load_arm
+from armctl.arm import load_arm
 from armctl.kinematics import fk
 
 CORE = ik._core
@@ -48,13 +48,8 @@ def same(a, b):
 @st.composite
 def case(draw):
     """A random 2- or 3-link arm and limits, a start pose inside them, a target near or beyond reach."""
-    n = draw(st.sampled_from([2, 3]))
-    links = [draw(st.floats(0.05, 1.0)) for _ in range(n)]
-    lo = [draw(st.floats(-180, -5)) for _ in range(n)]
-    hi = [draw(st.floats(5, 180)) for _ in range(n)]
-    arm = Arm.from_lengths(links, q_min_deg=lo, q_max_deg=hi)
-    q0 = np.array([draw(st.floats(a, b)) for a, b in zip(arm.q_min, arm.q_max)])
-    reach = sum(links)
+    arm, q0 = draw(arm_and_pose(narrowest_deg=5.0))
+    reach = float(sum(arm.links_m))
     target = (draw(st.floats(-1.3 * reach, 1.3 * reach)), draw(st.floats(-1.3 * reach, 1.3 * reach)))
     return arm, target, q0
 
