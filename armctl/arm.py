@@ -15,8 +15,7 @@ import numpy as np
 
 from .config import Section, load_yaml_file
 from .errors import ConfigError
-
-PRESET_DIR = Path(__file__).with_name("presets")
+from .paths import PRESET_DIR
 
 
 @dataclass(frozen=True)

@@ -7,15 +7,13 @@ microseconds (float); angles in radians inside, degrees in the YAML file:
 
     pulse_us = zero_us + direction * us_per_deg * degrees(angle_rad)
 
-Files are strict YAML (``calibration/<arm>.yaml``), saved atomically with the
-previous version kept as ``<file>.bak``.
+Files are strict YAML, saved atomically with the previous version kept as ``<file>.bak``. Where
+they are looked up and saved: ``find_calibration`` and ``save_path_for``.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -23,10 +21,10 @@ import numpy as np
 
 from .config import Section, load_yaml_file, load_yaml_text
 from .errors import ConfigError, PulseLimitError
+from .paths import PRESET_CALIBRATION_DIR, atomic_write, user_calibration_dir
 
 FORMAT_VERSION = 1
 PULSE_RANGE_US = (500.0, 2500.0)
-REPO_CALIBRATION_DIR = Path(__file__).resolve().parent.parent / "calibration"
 
 
 @dataclass(frozen=True)
@@ -209,20 +207,43 @@ def load_calibration(path: str | Path) -> Calibration:
     return parse_calibration(load_yaml_file(path), Path(path))
 
 
+def calibration_places(arm_name: str, *, cwd: Path | None = None) -> list[Path]:
+    """Where the calibration of ``arm_name`` is looked for, first match wins: ``./calibration/<arm>.yaml``,
+    the user's calibration folder (``armctl.paths.user_calibration_dir``), the example shipped with the
+    preset (inside the package)."""
+    name = f"{arm_name}.yaml"
+    return [(cwd or Path.cwd()) / "calibration" / name, user_calibration_dir() / name, PRESET_CALIBRATION_DIR / name]
+
+
 def find_calibration(arm_name: str, explicit: str | Path | None = None, *, cwd: Path | None = None) -> Path:
-    """The calibration file to use: ``explicit``, else ``calibration/<arm>.yaml`` in ``cwd``, else the
-    repository's ``calibration/`` next to the package; ConfigError naming the places looked at otherwise."""
+    """The calibration file to use: ``explicit``, else the first of ``calibration_places`` that exists;
+    ConfigError naming the places looked at otherwise."""
     if explicit is not None:
         return Path(explicit)
-    here = (cwd or Path.cwd()) / "calibration" / f"{arm_name}.yaml"
-    repo = REPO_CALIBRATION_DIR / f"{arm_name}.yaml"
-    for candidate in (here, repo):
+    places = calibration_places(arm_name, cwd=cwd)
+    for candidate in places:
         if candidate.is_file():
             return candidate
     raise ConfigError(
-        f"no calibration for arm {arm_name!r}: looked for {here} and {repo}; pass "
-        "--calibration FILE (see calibration/seed-3link.yaml for the format)"
+        f"no calibration for arm {arm_name!r}: looked for {', '.join(map(str, places))}; pass --calibration "
+        f"FILE or run 'armctl --arm {arm_name} calibrate' (see docs/calibration.md for the format)"
     )
+
+
+def is_shipped(path: str | Path) -> bool:
+    """True if ``path`` is an example calibration shipped inside the package (never written to)."""
+    try:
+        return Path(path).resolve().is_relative_to(PRESET_CALIBRATION_DIR)
+    except OSError:
+        return False
+
+
+def save_path_for(arm_name: str, loaded_from: str | Path) -> Path:
+    """Where a new calibration of ``arm_name`` is saved by default: over the file it was loaded from,
+    unless that is a shipped example, then in the user's calibration folder."""
+    if is_shipped(loaded_from):
+        return user_calibration_dir() / f"{arm_name}.yaml"
+    return Path(loaded_from)
 
 
 def _servo_yaml(s: ServoCal) -> str:
@@ -248,41 +269,15 @@ def to_yaml(cal: Calibration, *, comment: str = "") -> str:
 
 
 def save_calibration(cal: Calibration, path: str | Path, *, comment: str = "") -> Path:
-    """Write ``cal`` atomically: temp file in the same directory, fsync, keep the old file as ``.bak``,
-    rename over. A crash at any point leaves either the old or the new file, never half of one."""
+    """Write ``cal`` atomically (``armctl.paths.atomic_write``), keeping the old file as ``<file>.bak``.
+    A crash at any point leaves either the old or the new file, never half of one. OSError if the
+    folder cannot be written."""
     path = Path(path)
     text = to_yaml(cal, comment=comment)
     parse_calibration(load_yaml_text(text, path), path)  # never write what we could not read back
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if path.exists():  # copy, not move: the old file stays in place until the final rename
-            _copy_durable(path, path.with_name(path.name + ".bak"))
-        os.replace(tmp, path)
-        tmp = None
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
-
-
-def _copy_durable(src: Path, dst: Path) -> None:
-    data = src.read_bytes()
-    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, dst)
+    if path.exists():  # copy, not move: the old file stays in place until the final rename
+        atomic_write(path.with_name(path.name + ".bak"), path.read_bytes())
+    return atomic_write(path, text)
 
 
 def with_servo(cal: Calibration, index: int, **changes) -> Calibration:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -53,3 +54,10 @@ def arm_and_pose(draw, narrowest_deg: float = 20.0):
     arm = Arm.from_lengths(links, q_min_deg=lo, q_max_deg=hi)
     q = [draw(st.floats(a, b)) for a, b in zip(arm.q_min, arm.q_max)]
     return arm, np.array(q)
+
+
+# Tests never touch the user's own folders: every run gets its own config and state folders (tests that
+# need a fresh one per test set them again with monkeypatch).
+_TEST_HOME = Path(tempfile.mkdtemp(prefix="armctl-tests-"))
+os.environ["ARMCTL_CONFIG_DIR"] = str(_TEST_HOME / "config")
+os.environ["ARMCTL_STATE_DIR"] = str(_TEST_HOME / "state")

@@ -14,15 +14,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from armctl.arm import load_arm
-from armctl.calibration import REPO_CALIBRATION_DIR, find_calibration, load_calibration, save_calibration, with_servo
+from armctl.calibration import find_calibration, load_calibration, save_calibration, save_path_for, with_servo
 from armctl.errors import ConfigError, JointLimitError, PulseLimitError
+from armctl.paths import PRESET_CALIBRATION_DIR
 
-SEED3 = REPO_CALIBRATION_DIR / "seed-3link.yaml"
+SEED3 = PRESET_CALIBRATION_DIR / "seed-3link.yaml"
 
 
 @pytest.mark.parametrize("name", ["seed-2link", "seed-3link"])
 def test_example_files_cover_the_joint_ranges(name):
-    cal = load_calibration(REPO_CALIBRATION_DIR / f"{name}.yaml")
+    cal = load_calibration(PRESET_CALIBRATION_DIR / f"{name}.yaml")
     arm = load_arm(name)
     cal.check_arm(arm)
     for q in (arm.q_min, arm.q_max, arm.home_rad):
@@ -99,9 +100,10 @@ def test_save_round_trip_keeps_backup(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "c.yaml.bak"]
 
 
-@pytest.mark.parametrize("die_at_fsync", [1, 3])
+@pytest.mark.parametrize("die_at_fsync", [1, 2, 3, 4])
 def test_killed_save_leaves_a_whole_file(tmp_path, die_at_fsync):
-    """SIGKILL inside save: before the rename the old file is intact; after it, the new one is whole."""
+    """SIGKILL inside save (fsyncs: the .bak file, its folder, the new file, its folder): before the rename
+    the old file is intact; after it, the new one is whole. The next save removes what the kill left."""
     target = tmp_path / "c.yaml"
     save_calibration(load_calibration(SEED3), target)
     before = target.read_text()
@@ -122,18 +124,29 @@ save_calibration(with_servo(cal, 0, zero_us=1600), {str(target)!r})
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
     assert proc.returncode == -9
     cal = load_calibration(target)  # whole and valid either way
-    if die_at_fsync == 1:
+    if die_at_fsync < 4:
         assert target.read_text() == before
     else:
         assert cal.joints[0].zero_us == 1600
+    save_calibration(with_servo(cal, 0, zero_us=1610), target)
+    assert not list(tmp_path.glob(".*.tmp")), "temporary files of the killed save were left behind"
 
 
 def test_default_lookup(tmp_path, monkeypatch):
-    assert find_calibration("seed-3link", cwd=tmp_path) == REPO_CALIBRATION_DIR / "seed-3link.yaml"
+    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
+    assert find_calibration("seed-3link", cwd=tmp_path) == PRESET_CALIBRATION_DIR / "seed-3link.yaml"
+    assert save_path_for("seed-3link", PRESET_CALIBRATION_DIR / "seed-3link.yaml") == (
+        tmp_path / "config" / "calibration" / "seed-3link.yaml"
+    )  # the shipped example is never written over
+    user = tmp_path / "config" / "calibration" / "seed-3link.yaml"
+    user.parent.mkdir(parents=True)
+    user.write_text(SEED3.read_text())
+    assert find_calibration("seed-3link", cwd=tmp_path) == user  # the user's folder beats the example
+    assert save_path_for("seed-3link", user) == user
     (tmp_path / "calibration").mkdir()
     local = tmp_path / "calibration" / "seed-3link.yaml"
     local.write_text(SEED3.read_text())
-    assert find_calibration("seed-3link", cwd=tmp_path) == local
+    assert find_calibration("seed-3link", cwd=tmp_path) == local  # ./calibration beats both
     assert find_calibration("x", "given.yaml") == Path("given.yaml")
     with pytest.raises(ConfigError, match="no calibration for arm 'nope'.*--calibration"):
         find_calibration("nope", cwd=tmp_path)

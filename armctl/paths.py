@@ -1,0 +1,120 @@
+"""Where armctl keeps files, and how it writes them.
+
+- **Config** (the user's own calibrations): ``$ARMCTL_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/armctl``,
+  else ``~/.config/armctl``. Calibrations live in its ``calibration/`` folder.
+- **State** (the pose the arm was left in per port, port locks, the simulated arm's servos):
+  ``$ARMCTL_STATE_DIR``, else ``$XDG_STATE_HOME/armctl``, else ``~/.local/state/armctl``.
+  Versions before 0.2 kept it in ``~/.cache/armctl``; poses stored there are still read.
+- Presets and their example calibrations ship inside the package (``armctl/presets``).
+
+Every file armctl writes goes through ``atomic_write``: a temporary file in the same folder, fsync,
+rename over the old one. A crash leaves the old file or the new one, never half of one, and the
+leftover temporary files of a killed write are removed by the next write to that file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import BadInputError
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+PRESET_DIR = PACKAGE_DIR / "presets"
+PRESET_CALIBRATION_DIR = PRESET_DIR / "calibration"
+
+
+def _home() -> Path:
+    try:
+        return Path.home()
+    except RuntimeError:  # no $HOME and no passwd entry
+        raise BadInputError(
+            "no home directory: set ARMCTL_CONFIG_DIR and ARMCTL_STATE_DIR (or HOME) to writable directories"
+        ) from None
+
+
+def _user_dir(env: str, xdg: str, default: tuple[str, ...]) -> Path:
+    own = os.environ.get(env)
+    if own:
+        return Path(own)
+    base = os.environ.get(xdg)
+    return (Path(base) if base else _home().joinpath(*default)) / "armctl"
+
+
+def config_dir() -> Path:
+    """The user's armctl configuration folder (see the module docstring)."""
+    return _user_dir("ARMCTL_CONFIG_DIR", "XDG_CONFIG_HOME", (".config",))
+
+
+def user_calibration_dir() -> Path:
+    """Where ``armctl calibrate`` saves calibrations that did not come from a folder of the user's."""
+    return config_dir() / "calibration"
+
+
+def state_dir() -> Path:
+    """The folder of armctl's small state files (see the module docstring)."""
+    return _user_dir("ARMCTL_STATE_DIR", "XDG_STATE_HOME", (".local", "state"))
+
+
+def legacy_state_dir() -> Path | None:
+    """Where armctl 0.1 kept its state (read only, for the last pose of a port); None if overridden."""
+    if os.environ.get("ARMCTL_STATE_DIR"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME")
+    try:
+        return (Path(base) if base else Path.home() / ".cache") / "armctl"
+    except RuntimeError:
+        return None
+
+
+def _tmp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+_swept: set[Path] = set()  # files whose folder was already swept for leftovers by this process
+
+
+def remove_stale_temporaries(path: Path) -> None:
+    """Delete temporary files a killed ``atomic_write`` to ``path`` left behind (best effort; once per
+    file and process: a journal written many times a second does not scan its folder each time)."""
+    if path in _swept:
+        return
+    _swept.add(path)
+    prefix = _tmp_prefix(path)
+    with contextlib.suppress(OSError):
+        for leftover in path.parent.glob(f"{prefix}*.tmp"):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+
+
+def atomic_write(path: str | Path, data: str | bytes, *, durable: bool = True) -> Path:
+    """Write ``data`` to ``path`` atomically (temp file in the same folder, fsync, rename).
+
+    ``durable`` also fsyncs the folder, so the rename survives a power cut. OSError as the OS gives it.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            if durable:
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+        tmp = None
+        if durable:
+            dir_fd = os.open(path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    return path
