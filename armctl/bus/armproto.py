@@ -18,7 +18,7 @@ import serial
 
 from ..errors import LinkError, ProtocolError
 from . import codec
-from .backend import Backend, BoardInfo, BoardLimitsError, BoardStatus, WireLog, open_port
+from .backend import FRAME_S, Backend, BoardInfo, BoardLimitsError, BoardStatus, Capabilities, WireLog, open_port
 
 DEFAULT_BAUD = 115200
 
@@ -65,6 +65,7 @@ class ArmProtocolBackend(Backend):
         self._free = 0
         self._queued: deque[int] = deque()  # frames of acked moves the board has not started (estimate)
         self._sent_frames = 0
+        self._anchor: tuple[float, float] | None = None  # (host time, frames played then) from the last status
         self._last_progress = 0.0
         self._resends = 0
         self._resent_for: int | None = None
@@ -83,14 +84,24 @@ class ArmProtocolBackend(Backend):
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
-    @property
-    def sim(self):
-        """The SimArm behind an armsim:// port, else None."""
-        return getattr(self.ser, "sim", None)
+    @classmethod
+    def create(cls, port: str, cal, *, wire_log=None, watchdog_s: float = 1.0, calibrating: bool = False):
+        """Our firmware or the simulator on ``port``; servos by channel (the calibration's ``channel``). The
+        board's stored limits apply while calibrating too (the calibration opens them up itself)."""
+        return cls(port, wire_log=wire_log, watchdog_s=watchdog_s)
 
     def open(self) -> BoardInfo:
         self.log = WireLog(self.wire_log_path) if self.wire_log_path else None
         self.ser = open_port(self.port, baudrate=self.baudrate)
+        # A simulated board also measures where its joints are (an encoder on every joint): the port offers
+        # it, the backend passes it on.
+        self.caps = Capabilities(
+            reports_pulses=True,
+            timed_moves=True,
+            stores_limits=True,
+            measures_positions=callable(getattr(self.ser, "measured_angles", None)),
+        )
+        self.measured_by = "simulated servos" if self.caps.measures_positions else ""
         try:
             self._fd = self.ser.fileno()
         except (AttributeError, OSError, ValueError, serial.SerialException):
@@ -98,10 +109,12 @@ class ArmProtocolBackend(Backend):
         self._time_scale = float(getattr(self.ser, "rate", 1.0))  # armsim runs its clock faster
         try:
             self.info = self._handshake()
+            self.runs_on_frames = math.inf  # no watchdog: the board plays everything it was sent
             if self.watchdog_s:
                 board_s = min(65.0, max(0.05, self.watchdog_s * self._time_scale))
                 self._sequenced(codec.watchdog(self._next, board_s, mode="H"), 0)
                 self.flush()
+                self.runs_on_frames = board_s / FRAME_S  # then it holds (mode H) and drops its queue
         except BaseException:
             self.close()
             raise
@@ -203,6 +216,9 @@ class ArmProtocolBackend(Backend):
             self._replies["Q"] = reply
             self._pending_imm.pop("Q", None)
             self._update_credit(reply.expect, reply.free)
+            # frames played when the board answered: everything it accepted (seq < expect) minus what is left
+            unaccepted = sum(s.frames for s in self._out if (s.seq - reply.expect) % codec.SEQ_MOD < 128)
+            self._anchor = (time.monotonic(), float(self._sent_frames - unaccepted - reply.left_frames))
         elif isinstance(reply, codec.Event):
             if reply.name == "BOOT" and self.info is not None:
                 self._fail(LinkError("the board reset itself (boot event); the servos may have gone limp"))
@@ -451,6 +467,7 @@ class ArmProtocolBackend(Backend):
         self._immediate("X")
         ack = self._wait_reply("X", 2.0)
         self._next = ack.expect
+        self._anchor = (time.monotonic(), float(self._sent_frames))  # nothing is left to play
 
     def status(self) -> BoardStatus:
         self._immediate("Q")
@@ -493,4 +510,19 @@ class ArmProtocolBackend(Backend):
             self.info.limits_us = tuple(lims)
 
     def played_frames(self) -> int:
-        return max(0, self._sent_frames - sum(self._queued) - sum(s.frames for s in self._out))
+        """Frames played so far: from the last status (frames accepted minus ``left``) and the time since,
+        never past what the board acknowledged; before any status, counted by whole moves."""
+        acked = self._sent_frames - sum(s.frames for s in self._out)
+        if self._anchor is None:
+            return max(0, acked - sum(self._queued))
+        t, played = self._anchor
+        est = played + (time.monotonic() - t) * self._time_scale / FRAME_S
+        return int(max(0.0, min(float(acked), est)))
+
+    def measured(self, *, settle_s: float = 0.0) -> dict[int, float]:
+        if not self.caps.measures_positions or self.ser is None:
+            return {}
+        try:
+            return dict(self.ser.measured_angles(settle_s=settle_s))
+        except (serial.SerialException, OSError) as exc:
+            raise LinkError(f"lost the link to {self.port}: {exc}") from None

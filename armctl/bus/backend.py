@@ -1,18 +1,22 @@
-"""The one interface every board backend offers, and the port opener they share.
+"""The one interface every board backend offers, the registry of backends, and the port opener they share.
 
-A backend speaks in servo **channels** and pulse widths in **microseconds**
-(float; None = leave this channel alone). Timing is in 20 ms servo frames:
-``move(frames, widths)`` reaches ``widths`` linearly over ``frames`` frames,
-right after the previous move. Lifecycle: ``open()`` (connects and checks the
-board), ``close()``, or a ``with`` block.
+A backend speaks in servo **addresses** (our firmware's channel, a Firmata pin, a bus servo's id) and
+**servo units** (pulse widths in microseconds for PWM boards; float; None = leave this servo alone).
+Timing is in 20 ms servo frames: ``move(frames, values)`` reaches ``values`` linearly over ``frames``
+frames, right after the previous move. Lifecycle: ``open()`` (connects and checks the board),
+``close()``, or a ``with`` block.
+
+Backends are registered by name (``register_backend``); each maps a calibration onto its own addressing
+(``address``) and declares what it can do (``caps``), so callers never probe for features.
 """
 
 from __future__ import annotations
 
+import importlib
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import serial
 
@@ -45,12 +49,35 @@ class BoardStatus:
     frame: int | None = None
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend (on the port it opened) can do.
+
+    - ``reports_pulses``: ``status()`` gives the values the board outputs now (else the last ones sent);
+    - ``measures_positions``: ``measured()`` gives joint angles measured by the hardware (bus servos, through
+      the calibration) or the simulator;
+    - ``timed_moves``: the board plays queued moves on its own clock (else the host times every frame);
+    - ``stores_limits``: the board keeps per-servo limits (``set_limits``) and refuses values outside them.
+    """
+
+    reports_pulses: bool = False
+    measures_positions: bool = False
+    timed_moves: bool = False
+    stores_limits: bool = False
+
+
 class Backend(ABC):
     """A board we can stream timed servo pulses to."""
 
     name = "backend"
     info: BoardInfo | None = None
     port: str = ""
+    caps = Capabilities()
+    #: What ``measured()`` reads, in words ("simulated servos", "servo encoders"), for reports.
+    measured_by = ""
+    #: If this program dies, how many more frames the board plays of what it was sent before it holds
+    #: (inf: all of it; 0: it holds at once, nothing is queued). The crash journal predicts the stop pose.
+    runs_on_frames: float = 0.0
     #: Called every few ms from inside the blocking waits of ``move`` and ``drain`` (set by the streamer);
     #: it may raise to abandon the wait, e.g. on a stop request from another thread.
     on_wait: Callable[[], None] | None = None
@@ -95,6 +122,25 @@ class Backend(ABC):
         """
         return None
 
+    def measured(self, *, settle_s: float = 0.0) -> dict[int, float]:
+        """Measured angles (address -> rad: joint angle, or gripper angle), if ``caps.measures_positions``;
+        with ``settle_s`` > 0, first wait up to that long for the servos to stop moving. Not available: {}."""
+        return {}
+
+    @classmethod
+    def address(cls, cal):
+        """``cal`` with each servo's ``channel`` set to this backend's address for it (default: as is)."""
+        return cal
+
+    @classmethod
+    def create(cls, port: str, cal, *, wire_log=None, watchdog_s: float = 1.0, calibrating: bool = False):
+        """A backend (not yet open) for ``port`` driving the servos of ``cal`` (already ``address``-ed).
+
+        ``wire_log``: file for every byte sent and received; ``watchdog_s``: how long the board may hear
+        nothing before it holds and stops (boards that have a watchdog); ``calibrating``: the servos may be
+        driven anywhere in 500..2500 us, not only in the calibrated range."""
+        raise NotImplementedError
+
     def __enter__(self):
         self.open()
         return self
@@ -120,17 +166,64 @@ class WireLog:
         self.f.write("# armctl wire log: seconds since open, direction (> host to board, < board to host), bytes\n")
 
     def record(self, direction: str, data: bytes) -> None:
+        """Log ``data`` sent (``>``) or received (``<``) now."""
         if data:
             self.f.write(f"{time.monotonic() - self.t0:10.6f} {direction} {data!r}\n")
 
     def close(self) -> None:
+        """Close the log file (safe to call twice)."""
         if not self.f.closed:
             self.f.close()
 
 
 def open_port(url: str, *, baudrate: int, timeout_s: float = 0.0) -> serial.SerialBase:
-    """Open ``url`` (a path or any pyserial URL, armsim:// included); LinkError naming the port if it fails."""
+    """Open ``url`` (a path or any pyserial URL, armsim:// included) exclusively where the platform can
+    (pyserial's ``exclusive``: other programs cannot open a device path at the same time); LinkError
+    naming the port if it fails."""
     try:
-        return serial.serial_for_url(url, baudrate=baudrate, timeout=timeout_s, write_timeout=2.0)
+        return serial.serial_for_url(url, baudrate=baudrate, timeout=timeout_s, write_timeout=2.0, exclusive=True)
     except (serial.SerialException, OSError, ValueError) as exc:
-        raise LinkError(f"cannot open port {url!r}: {exc}") from None
+        text = str(exc)
+        if "exclusively lock" in text:
+            raise LinkError(f"cannot open port {url!r}: another program has it open ({text})") from None
+        raise LinkError(f"cannot open port {url!r}: {text}") from None
+
+
+# --- the registry --------------------------------------------------------------------------------------------
+
+_BACKENDS: dict[str, str] = {
+    "armctl": "armctl.bus.armproto:ArmProtocolBackend",
+    "firmata": "armctl.bus.firmata:FirmataBackend",
+}
+
+
+def register_backend(name: str, target: str | type[Backend]) -> None:
+    """Make a backend available by ``name`` (``--backend NAME``): a Backend subclass, or its import path
+    ``"package.module:Class"`` (imported on first use, so unused backends cost nothing at start-up)."""
+    _BACKENDS[name] = target
+
+
+def backend_names() -> list[str]:
+    """Names of the registered backends."""
+    return list(_BACKENDS)
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The Backend subclass registered as ``name``; BadInputError listing the others if there is none."""
+    target = _BACKENDS.get(name)
+    if target is None:
+        raise BadInputError(f"no backend {name!r}; backends: {', '.join(_BACKENDS)}")
+    if isinstance(target, str):
+        module, _, cls = target.partition(":")
+        target = getattr(importlib.import_module(module), cls)
+        _BACKENDS[name] = target
+    return target
+
+
+def readdress(cal, field_name: str):
+    """``cal`` with every servo's ``channel`` replaced by its ``field_name`` (e.g. ``pin``)."""
+    return replace(
+        cal,
+        joints=tuple(replace(s, channel=getattr(s, field_name)) for s in cal.joints),
+        gripper=None if cal.gripper is None else replace(cal.gripper, channel=getattr(cal.gripper, field_name)),
+    )

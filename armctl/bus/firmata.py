@@ -19,8 +19,9 @@ import contextlib
 import sys
 import time
 
+from ..calibration import PULSE_RANGE_US
 from ..errors import LinkError
-from .backend import FRAME_S, Backend, BoardInfo, BoardStatus, WireLog
+from .backend import FRAME_S, Backend, BoardInfo, BoardStatus, Capabilities, WireLog, readdress
 
 FIRMATA_BAUD = 57600
 
@@ -29,6 +30,19 @@ class FirmataBackend(Backend):
     """StandardFirmata on ``port`` (a device path; pymata4 cannot open pyserial URLs)."""
 
     name = "firmata"
+    caps = Capabilities()  # host-timed writes; it reports neither pulses nor positions, stores no limits
+
+    @classmethod
+    def address(cls, cal):
+        """Firmata addresses servos by Arduino pin: the calibration's ``pin``."""
+        return readdress(cal, "pin")
+
+    @classmethod
+    def create(cls, port: str, cal, *, wire_log=None, watchdog_s: float = 1.0, calibrating: bool = False):
+        """StandardFirmata on ``port``; each servo attached with its calibrated min/max (500..2500 us while
+        calibrating). Firmata has no watchdog."""
+        ranges = {s.channel: (PULSE_RANGE_US if calibrating else (s.min_us, s.max_us)) for s in cal.servos}
+        return cls(port, pins_range_us=ranges, wire_log=wire_log)
 
     def __init__(
         self,

@@ -31,7 +31,9 @@ ARM is an arm preset name or file (same as option ``arm``). Options:
                         else 500:2500)
 - ``boot=HEX``          fixed boot id
 
-The opened port has ``.sim`` (a ``SimArm``): recorded pulses, true joint angles and tool point.
+The opened port has ``.sim`` (a ``SimArm``: recorded pulses, true joint angles and tool point, for
+tests) and ``measured_angles()``: what an encoder on each joint would read, which the armctl backend
+offers as measured positions.
 """
 
 from __future__ import annotations
@@ -138,6 +140,21 @@ class Serial(SerialBase):
     @property
     def rate(self) -> float:
         return self._rate
+
+    def measured_angles(self, *, settle_s: float = 0.0) -> dict[int, float]:
+        """Where each simulated joint really is: channel -> angle (rad), hidden ``offset``/``scale``/``flip``
+        errors included (an encoder on the joint, not on the servo). With ``settle_s`` > 0, first waits up to
+        that long (wall time) for the queue to play out and every servo to reach its pulse."""
+        self._check()
+        sim = self.sim
+        deadline = time.monotonic() + max(0.0, settle_s)
+        while True:
+            sim.pump(self.sim_time_s())
+            left = sim.settle_s()
+            if left <= 1e-6 or time.monotonic() >= deadline:
+                break
+            time.sleep(min(0.05, left / self._rate + 0.001))
+        return sim.angles_rad()
 
     def close(self):
         if self.is_open and self.sim is not None:

@@ -209,6 +209,11 @@ class SimArm:
             return float("nan")
         return self.servos[self.cal.gripper.channel].angle_rad(self.now if t is None else t)
 
+    def angles_rad(self, t: float | None = None) -> dict[int, float]:
+        """channel -> each servo's true joint (or gripper) angle (rad) at simulated time ``t`` (default now)."""
+        t = self.now if t is None else t
+        return {ch: float(servo.angle_rad(t)) for ch, servo in self.servos.items()}
+
     def tool_m(self, t: float | None = None) -> np.ndarray:
         """True tool point (x, y) in metres, from the simulated servo positions."""
         return fk(self.arm.links_m, self.q_rad(t))

@@ -1,0 +1,1085 @@
+"""The open arm: ``connect()`` gives a ``Robot`` that owns the arm model, its calibration in the backend's
+own addressing, the open backend, the port (and its lock) and the pose the arm holds.
+
+    import armctl
+    with armctl.connect("seed-3link") as robot:       # no port: the simulated arm
+        robot.move_to(0.5, 0.2, phi=math.radians(-30))
+        robot.gripper("close")
+        print(robot.where())
+
+Every motion is planned and checked whole (reach, joint limits, joint speed limits, every servo pulse
+against the calibration) before anything moves, from the pose the arm is in, **read fresh from the
+board before every move**: the pulses our firmware and the simulator output, the last ones written to
+Firmata. Servos without pulses (a board that reset when its port opened) are first set to the pose
+stored for the port when the arm was last left (``armctl.state``), else the home pose; then a slow
+joint ramp (a quarter of each speed limit) takes the arm to where the motion starts.
+
+Motions run one at a time in the order given. ``wait=False`` returns a ``Motion`` at once (the plan is
+checked before it returns); ``stop()`` is safe from any thread or a signal handler and stops under
+control within a frame plus the board's queue. All units SI: metres, radians, seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+import urllib.parse
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from . import motion
+from .arm import Arm, load_arm
+from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class
+from .bus.portlock import PortLock
+from .calibration import PULSE_RANGE_US, Calibration, find_calibration, load_calibration
+from .errors import BadInputError, LinkError, MotionError, StopRequested
+from .kinematics import fk, tool_angle
+from .paths import PRESET_DIR, state_dir
+from .state import PoseStore
+from .stream import TICK_US, Player, Pulses, StreamResult, prepare
+from .trajectory import Trajectory
+
+DEFAULT_ARM = "seed-3link"
+RAMP_SPEED_FRACTION = 0.25  # of each joint's limit: from wherever the arm is to where a motion starts
+HOME_SPEED_FRACTION = 0.25
+FACTORY_LIMITS_US = (500.0, 2500.0)  # a board's stored limits before anyone calibrated it
+BOARD_WAIT_S = 10.0  # longest wait for the board to be free (another thread's motion stopping)
+JOURNAL_PERIOD_S = 0.02  # while moving, the pose the board would stop in is journaled once a frame
+
+
+# --- what the Robot reports ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pose:
+    """Where the arm is: joint angles (rad), tool point (m), tool angle (rad), gripper (rad).
+
+    ``source`` says how it is known: ``"measured"`` (servo positions measured by the hardware or the
+    simulator), ``"commanded"`` (the pulses the board outputs, or for boards that cannot report them the
+    last ones sent) or ``"assumed"`` (servos without pulses yet: the pose stored for this port when the
+    arm was last left, else home; the first motion starts by setting it). ``detail`` says it in words;
+    ``values`` are the servo values (us) of the pose per servo, joints then gripper (None: the servo has
+    none): what the board outputs, or for a measured pose the values that mean it by the calibration.
+    """
+
+    q_rad: np.ndarray
+    tool_m: np.ndarray
+    phi_rad: float
+    gripper_rad: float | None
+    source: str
+    detail: str
+    values: tuple[float | None, ...] = ()
+
+    @property
+    def measured(self) -> bool:
+        """True if measured by the hardware or the simulator (not taken from commanded pulses)."""
+        return self.source == "measured"
+
+    @property
+    def q_deg(self) -> list[float]:
+        """Joint angles in degrees."""
+        return [math.degrees(v) for v in self.q_rad]
+
+    @property
+    def tool_mm(self) -> list[float]:
+        """Tool point in millimetres."""
+        return [float(v) * 1000 for v in self.tool_m]
+
+    def to_dict(self) -> dict:
+        """JSON-ready: ``tool_m``, ``q_deg``, ``phi_deg``, ``gripper_deg``, ``source``, ``detail``, ``values``."""
+        return {
+            "tool_m": [float(v) for v in self.tool_m],
+            "q_deg": self.q_deg,
+            "phi_deg": math.degrees(self.phi_rad),
+            "gripper_deg": None if self.gripper_rad is None else math.degrees(self.gripper_rad),
+            "source": self.source,
+            "detail": self.detail,
+            "values": list(self.values),
+        }
+
+    def __str__(self) -> str:
+        x, y = self.tool_mm
+        g = "" if self.gripper_rad is None else f", gripper {math.degrees(self.gripper_rad):.1f} deg"
+        joints = " ".join(f"{v:.2f}" for v in self.q_deg)
+        return f"tool at ({x:.1f}, {y:.1f}) mm, joints {joints} deg{g} ({self.source}: {self.detail})"
+
+
+@dataclass(frozen=True)
+class MoveResult:
+    """What a finished motion did: its label, planned duration (s, without the ramp to its start), the
+    frames and move commands sent, the frames of that ramp, the wall time it took (s) and the pose it was
+    planned to end in (``planned_q_rad``, ``planned_tool_m``)."""
+
+    label: str
+    duration_s: float
+    frames: int
+    commands: int
+    ramp_frames: int
+    wall_s: float
+    planned_q_rad: np.ndarray
+    planned_tool_m: np.ndarray
+
+
+class Motion:
+    """A motion handed to the Robot: ``wait()`` for its result, ``done``, ``cancel()``.
+
+    ``trajectory`` is what was planned (from the pose the arm was expected to be in; if the arm is
+    elsewhere when the motion starts, a slow ramp takes it to the start first)."""
+
+    def __init__(self, robot: Robot, label: str, trajectory: Trajectory, pulses: Pulses, gen: int):
+        self.robot, self.label, self.trajectory, self._pulses, self._gen = robot, label, trajectory, pulses, gen
+        self._future: Future = Future()
+        self._cancelled = False
+        self.started = threading.Event()
+
+    @property
+    def done(self) -> bool:
+        """True once the motion has finished, failed or been stopped."""
+        return self._future.done()
+
+    def cancel(self) -> None:
+        """Stop this motion under control if it is playing (the arm holds where it is); drop it if queued."""
+        self._cancelled = True
+
+    def cancelled(self) -> bool:
+        """True once ``cancel()`` or ``Robot.stop()`` was called for it."""
+        return self._cancelled or self._gen < self.robot._stop_gen
+
+    @property
+    def stop_reason(self) -> str:
+        """Why it was stopped: ``cancel()``, or the reason given to the first ``Robot.stop`` after it was made."""
+        if self._gen < self.robot._stop_gen:
+            return self.robot._stop_reasons.get(self._gen + 1, "stop requested")
+        return "cancelled" if self._cancelled else ""
+
+    def wait(self, timeout: float | None = None) -> MoveResult:
+        """Block until the motion is over; its MoveResult, or the error that ended it (StopRequested if it
+        was stopped). Ctrl-C while waiting stops the arm under control, then raises KeyboardInterrupt.
+        TimeoutError if ``timeout`` (s) passes first (the motion goes on)."""
+        try:
+            return self._future.result(timeout)
+        except FutureTimeout:
+            raise TimeoutError(f"{self.label}: still moving after {timeout:g} s") from None
+        except KeyboardInterrupt:
+            self.robot.stop("interrupted")
+            try:
+                self._future.exception(BOARD_WAIT_S)
+            except (FutureTimeout, KeyboardInterrupt):
+                pass
+            raise
+
+    def add_done_callback(self, fn: Callable[[Motion], None]) -> None:
+        """Call ``fn(motion)`` when it is over (from the thread that ran it)."""
+        self._future.add_done_callback(lambda _f: fn(self))
+
+    @property
+    def result(self) -> MoveResult | None:
+        """The MoveResult once finished well, else None."""
+        f = self._future
+        return f.result() if f.done() and f.exception() is None else None
+
+    @property
+    def error(self) -> BaseException | None:
+        """What ended the motion if it did not finish (a StopRequested if stopped), else None."""
+        f = self._future
+        return f.exception() if f.done() else None
+
+    @property
+    def end_q_rad(self) -> np.ndarray:
+        """Joint angles (rad) the motion is planned to end in."""
+        return self.trajectory.q_rad[-1]
+
+    @property
+    def end_gripper_rad(self) -> float:
+        """Gripper angle (rad, NaN without a gripper) the motion is planned to end in."""
+        return float(self.trajectory.gripper_rad[-1])
+
+    def __repr__(self) -> str:
+        state = "done" if self.done else ("cancelled" if self.cancelled() else "pending")
+        return f"<Motion {self.label!r} {self.trajectory.duration_s:.2f} s {state}>"
+
+
+# --- the board's stored limits ---------------------------------------------------------------------------------
+
+
+def board_limits_us(servo) -> tuple[float, float]:
+    """The limits (us, 0.5 us steps) a board should store for a servo: its min/max rounded inward."""
+    return (math.ceil(servo.min_us * 2 - 1e-6) / 2, math.floor(servo.max_us * 2 + 1e-6) / 2)
+
+
+def _snap_to_limits(q: float, lo: float, hi: float, servo) -> float:
+    """A joint angle read back from a pulse, moved onto its limit when it lies outside by less than one
+    pulse step: a pose commanded right at a limit comes back from the board's 0.5 us resolution up to
+    half a step beyond it, and the next move would refuse to start from there."""
+    step = math.radians(TICK_US / servo.us_per_deg)
+    if lo - step <= q < lo:
+        return float(lo)
+    if hi < q <= hi + step:
+        return float(hi)
+    return q
+
+
+# --- the default port --------------------------------------------------------------------------------------
+
+
+def _arm_ref(arm: Arm) -> str:
+    """How a simulator finds ``arm`` again: its preset name, else its file."""
+    source = Path(arm.source)
+    if source.suffix in (".yaml", ".yml") and source.parent.resolve() != PRESET_DIR.resolve():
+        return str(source.resolve())
+    return arm.name
+
+
+def default_port(arm: Arm, cal_path: Path) -> str:
+    """The simulated arm for ``arm``: an armsim:// URL that keeps its servos in the state folder between runs."""
+    query = {"arm": _arm_ref(arm), "cal": str(cal_path), "state": str(state_dir() / f"armsim-{arm.name}.json")}
+    return f"armsim://?{urllib.parse.urlencode(query)}"
+
+
+def sim_port_for(port: str, arm: Arm, cal_path: Path) -> str:
+    """An armsim:// URL without an arm gets the robot's arm and calibration, so the simulation matches."""
+    parts = urllib.parse.urlsplit(port)
+    if parts.scheme != "armsim" or parts.netloc or parts.path.strip("/"):
+        return port
+    query = urllib.parse.parse_qs(parts.query)
+    extra = {}
+    if "arm" not in query:
+        extra["arm"] = _arm_ref(arm)
+    if "cal" not in query:
+        extra["cal"] = str(cal_path)
+    if not extra:
+        return port
+    sep = "&" if parts.query else ""
+    return f"armsim://?{parts.query}{sep}{urllib.parse.urlencode(extra)}"
+
+
+# --- connect -----------------------------------------------------------------------------------------------
+
+
+def connect(
+    arm: str | Path | Arm = DEFAULT_ARM,
+    port: str | None = None,
+    backend: str = "armctl",
+    calibration: str | Path | Calibration | None = None,
+    *,
+    wire_log: str | Path | None = None,
+    watchdog_s: float = 1.0,
+    calibrating: bool = False,
+    progress: Callable[[float, str, float], None] | None = None,
+) -> Robot:
+    """Open the arm and return its ``Robot`` (use it in a ``with`` block, or call ``close()``).
+
+    - ``arm``: a preset name (``seed-2link``, ``seed-3link``), an arm YAML file, or an ``Arm``.
+    - ``port``: a device path (``/dev/ttyACM0``) or any pyserial URL (``socket://host:7000``,
+      ``spy://...``, ``armsim://?rate=20``); None: the simulated arm, which keeps its pose between runs.
+    - ``backend``: the board's protocol: ``"armctl"`` (our firmware or the simulator) or ``"firmata"``
+      (stock StandardFirmata, 57600 baud, device paths only); see ``armctl.bus.backend.backend_names()``.
+    - ``calibration``: a calibration file or ``Calibration``; default: ``./calibration/<arm>.yaml``, the
+      user's calibration folder, else the example shipped with the preset.
+    - ``wire_log``: a file that receives every byte sent and received, with times.
+    - ``watchdog_s``: our firmware holds its servos and drops its queue after this long without a word
+      from us (0 turns it off); ``calibrating``: Firmata servos are attached with 500..2500 us.
+    - ``progress(fraction, step, seconds_left)``: called a few times a second while a motion plays.
+
+    The port is opened exclusively: a second ``connect`` to it (from this or any other process) raises
+    LinkError naming the holder. Errors: ConfigError (files), BadInputError, LinkError.
+    """
+    arm_obj = arm if isinstance(arm, Arm) else load_arm(arm)
+    if isinstance(calibration, Calibration):
+        cal, cal_path = calibration, Path(calibration.source)
+    else:
+        cal_path = find_calibration(arm_obj.name, calibration)
+        cal = load_calibration(cal_path)
+    cal.check_arm(arm_obj)
+    cls = backend if isinstance(backend, type) and issubclass(backend, Backend) else backend_class(backend)
+    if port is not None and not str(port).strip():
+        raise BadInputError("--port: empty; give a device path or URL, or leave it out for the simulated arm")
+    if port is None and isinstance(arm, Arm) and Path(arm.source).suffix not in (".yaml", ".yml"):
+        raise BadInputError("the simulated arm needs an arm preset or file; this Arm was built in code: pass port=")
+    url = sim_port_for(str(port), arm_obj, cal_path) if port is not None else default_port(arm_obj, cal_path)
+    lock = PortLock(url)
+    lock.acquire()
+    store = PoseStore(url, arm_obj)
+    try:
+        try:
+            store.open()
+        except OSError as exc:
+            raise BadInputError(
+                f"cannot write the state folder {store.path.parent}: {exc.strerror or exc} (set ARMCTL_STATE_DIR to "
+                "a writable folder)"
+            ) from None
+        _let_a_dead_run_finish(store)
+        addressed = cls.address(cal)
+        be = cls.create(url, addressed, wire_log=wire_log, watchdog_s=watchdog_s, calibrating=calibrating)
+        be.open()
+    except BaseException:
+        store.close()
+        lock.release()
+        raise
+    return Robot(arm_obj, addressed, be, url, calibration_path=cal_path, lock=lock, progress=progress, store=store)
+
+
+def _let_a_dead_run_finish(store: PoseStore) -> None:
+    """After an unclean end, the board may still be playing what the dead run sent (until its queue or its
+    watchdog runs out). Opening a real Uno's port resets it: not before the journaled pose is reached."""
+    stored = store.load()
+    if stored is not None and not stored.clean:
+        wait = stored.time_s + stored.hold_in_s - time.time()
+        if wait > 0:
+            time.sleep(min(wait + 2 * FRAME_S, 66.0))
+
+
+# --- the Robot ---------------------------------------------------------------------------------------------
+
+
+class Robot:
+    """The open arm (made by ``connect``). Attributes: ``arm``, ``calibration`` (in the backend's
+    addressing: each servo's ``channel`` is its address on this board), ``calibration_path``, ``backend``
+    (open), ``port`` (URL), ``info`` (what the board said at connect), ``progress`` (callback or None)."""
+
+    def __init__(
+        self,
+        arm: Arm,
+        calibration: Calibration,
+        backend: Backend,
+        port: str,
+        *,
+        calibration_path: Path,
+        lock: PortLock | None = None,
+        progress: Callable[[float, str, float], None] | None = None,
+        store: PoseStore | None = None,
+    ):
+        self.arm, self.calibration, self.backend, self.port = arm, calibration, backend, port
+        self.calibration_path, self.progress = calibration_path, progress
+        self._lock = lock
+        self._io = threading.Lock()  # whoever does board I/O holds it
+        self._io_owner: int | None = None
+        self._cv = threading.Condition()
+        self._queue: deque[Motion] = deque()
+        self._active: Motion | None = None
+        self._player: Player | None = None
+        self._calls: deque[tuple[Callable, Future]] = deque()
+        self._worker: threading.Thread | None = None
+        self._stop_gen = 0  # stop() bumps it; motions made before are cancelled (lock-free: signal handlers)
+        self._stop_reasons: dict[int, str] = {}  # generation -> the reason of the stop that started it
+        self._closed = False
+        self._store = store or PoseStore(port, arm)
+        self._journaled = 0.0
+        stored = self._store.load()
+        #: One line if the last run on this port ended without a clean stop (it was killed, the PC lost
+        #: power, the USB link dropped mid-motion): the pose it journaled is where this run starts from.
+        self.recovered: str | None = None
+        if stored is not None and not stored.clean:
+            age = time.time() - stored.time_s
+            when = f" {age:.0f} s ago" if 0 <= age < 36000 else ""
+            self.recovered = (
+                f"the last run on this port ended without a clean stop{when} (killed, or the link or the PC went "
+                "down): starting from the pose it journaled while moving"
+            )
+
+    @property
+    def info(self):
+        """What the board said at connect (``armctl.bus.backend.BoardInfo``: firmware, channels, limits)."""
+        return self.backend.info
+
+    def __enter__(self) -> Robot:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Robot {self.arm.name!r} on {self.port} ({self.backend.name})>"
+
+    # --- the board, one user at a time -------------------------------------------------------------------
+
+    def _take_board(self, timeout_s: float = BOARD_WAIT_S) -> None:
+        if not self._io.acquire(timeout=timeout_s):
+            raise LinkError(f"the board on {self.port} stayed busy for {timeout_s:g} s")
+        self._io_owner = threading.get_ident()
+
+    def _give_board(self) -> None:
+        self._io_owner = None
+        self._io.release()
+
+    @contextlib.contextmanager
+    def _board(self, timeout_s: float = BOARD_WAIT_S):
+        """The board to this thread (waiting for a motion in another thread to end), as a ``with`` block."""
+        self._take_board(timeout_s)
+        try:
+            yield self.backend
+        finally:
+            self._give_board()
+
+    def call(self, fn: Callable[[Backend], object], *, timeout_s: float = BOARD_WAIT_S):
+        """Run ``fn(backend)`` with the board to itself: at once if no motion plays, else between two
+        frames of the motion playing (so ``fn`` must not talk to the board then: read what the backend
+        keeps, or a simulator). Returns what ``fn`` returns. For diagnostics and tests."""
+        return self._on_board(lambda: fn(self.backend), lambda: fn(self.backend), timeout_s)
+
+    def _on_board(self, idle: Callable, playing: Callable, timeout_s: float = BOARD_WAIT_S):
+        """``idle()`` with the board free, or ``playing()`` on the thread that plays a motion (no I/O)."""
+        if self._io_owner == threading.get_ident():  # called from inside our own motion (a callback)
+            return playing()
+        fut: Future = Future()
+        entry = (playing, fut)
+        self._calls.append(entry)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self._io.acquire(timeout=0.005):
+                self._io_owner = threading.get_ident()
+                try:
+                    if fut.done():
+                        return fut.result()
+                    try:
+                        self._calls.remove(entry)
+                    except ValueError:
+                        return fut.result()
+                    return idle()
+                finally:
+                    self._give_board()
+            if fut.done():
+                return fut.result()
+            if time.monotonic() > deadline:
+                try:
+                    self._calls.remove(entry)
+                except ValueError:
+                    return fut.result()
+                raise LinkError(f"the board on {self.port} did not answer within {timeout_s:g} s")
+
+    def _serve_calls(self) -> None:
+        while self._calls:
+            try:
+                fn, fut = self._calls.popleft()
+            except IndexError:
+                return
+            if fut.set_running_or_notify_cancel():
+                try:
+                    fut.set_result(fn())
+                except Exception as exc:  # noqa: BLE001 - handed to the caller
+                    fut.set_exception(exc)
+
+    # --- where the arm is ------------------------------------------------------------------------------
+
+    def where(self, *, settle: bool = False) -> Pose:
+        """Where the arm is now (a ``Pose``): measured if the board can measure (the simulator, bus
+        servos), else the pulses it outputs (or was last sent). ``settle``: first wait (up to 10 s) for
+        the servos to reach their pulses. While a motion plays: the pose of the frame being played."""
+        self._check_open()
+        return self._on_board(lambda: self._pose_idle(settle), self._pose_playing)
+
+    def _angles(self, values) -> np.ndarray:
+        """Joint angles (rad) for servo values (joints first), each snapped onto its limit when it lies
+        beyond by less than one pulse step (see ``_snap_to_limits``)."""
+        arm = self.arm
+        return np.array(
+            [
+                _snap_to_limits(float(s.angle_rad(v)), arm.q_min[i], arm.q_max[i], s)
+                for i, (s, v) in enumerate(zip(self.calibration.joints, values))
+            ]
+        )
+
+    def _pose_from(self, values, source: str, detail: str) -> Pose:
+        """The pose that servo ``values`` (joints, then gripper; servo units) mean by the calibration."""
+        cal, arm = self.calibration, self.arm
+        g = None
+        if cal.gripper is not None and len(values) > arm.n and values[arm.n] is not None:
+            g = float(cal.gripper.angle_rad(values[arm.n]))
+        return self._pose(self._angles(values), g, source, detail, values)
+
+    def _pose(self, q, g: float | None, source: str, detail: str, values=()) -> Pose:
+        arm, cal = self.arm, self.calibration
+        if not values:  # measured angles: the servo values that mean them
+            values = [float(s.pulse_us(a)) for s, a in zip(cal.joints, q)]
+            if cal.gripper is not None:
+                values.append(None if g is None else float(cal.gripper.pulse_us(g)))
+        return Pose(
+            q_rad=np.asarray(q, dtype=float),
+            tool_m=fk(arm.links_m, q),
+            phi_rad=float(tool_angle(q)),
+            gripper_rad=g,
+            source=source,
+            detail=detail,
+            values=tuple(None if v is None else float(v) for v in values),
+        )
+
+    def _measured_pose(self, settle: bool) -> Pose | None:
+        """The measured pose, if the backend measures (values: what the servos are commanded, if known)."""
+        if not self.backend.caps.measures_positions:
+            return None
+        got = self.backend.measured(settle_s=10.0 if settle else 0.0)
+        servos = self.calibration.servos
+        angles = [got.get(s.channel) for s in servos]
+        if any(a is None for a in angles[: self.arm.n]):
+            return None
+        g = angles[self.arm.n] if len(angles) > self.arm.n else None
+        return self._pose(angles[: self.arm.n], g, "measured", self.backend.measured_by)
+
+    def _pose_idle(self, settle: bool) -> Pose:
+        measured = self._measured_pose(settle)
+        if measured is not None:
+            return measured
+        q, g, declare, held = self._start_state(check=False)
+        if not declare:
+            detail = "pulses the board outputs" if self.backend.caps.reports_pulses else "pulses last sent"
+            return self._pose_from(held, "commanded", detail)
+        stored = self._store.load() is not None
+        servos = self.calibration.servos
+        values = [held[i] if held[i] is not None else declare[s.channel] for i, s in enumerate(servos)]
+        why = "the pose stored when this arm was last left here" if stored else "the home pose"
+        return self._pose_from(values, "assumed", f"servos without pulses yet: {why}")
+
+    def _pose_playing(self) -> Pose:
+        measured = self._measured_pose(False)
+        if measured is not None:
+            return measured
+        player = self._player
+        by_ch = player.playing_values() if player is not None else {}
+        values = [by_ch.get(s.channel) for s in self.calibration.servos]
+        if any(v is None for v in values[: self.arm.n]):
+            return self._pose_idle(False)
+        return self._pose_from(values, "commanded", "pulses the board is playing (estimate)")
+
+    def _held(self) -> list[float | None]:
+        """What each servo (joints, then gripper) holds now, in servo units; None where it has nothing."""
+        st = self.backend.status()
+        held = [st.widths_us[s.channel] if s.channel < len(st.widths_us) else None for s in self.calibration.servos]
+        if not self.backend.caps.reports_pulses and self.backend.caps.measures_positions:
+            measured = self.backend.measured()  # bus servos: where each one is, is what it holds
+            held = [
+                h if h is not None or measured.get(s.channel) is None else float(s.pulse_us(measured[s.channel]))
+                for h, s in zip(held, self.calibration.servos)
+            ]
+        return held
+
+    def _start_state(self, *, check: bool = True, clamp: bool = False):
+        """(q_rad, gripper_rad, values to declare {address: units}, held values per servo) for the pose the
+        arm is in now, read fresh from the board. Servos without pulses get the stored pose (its servo
+        values, else its angles; else home) declared. ``check``: PulseLimitError if a declared pulse lies
+        outside the calibration; ``clamp``: move it inside instead (calibrating)."""
+        arm, cal = self.arm, self.calibration
+        servos = cal.servos
+        held = self._held()
+        stored = self._store.load()
+        want = [None] * len(servos)  # per servo: the angle to declare if it has no pulse, or a stored value
+        q_decl = stored.q_rad if stored is not None else np.array(arm.home_rad)
+        g_decl = stored.gripper_rad if stored is not None else float("nan")
+        if arm.gripper is not None and not math.isfinite(g_decl):
+            g_decl = arm.gripper.open_rad
+        stored_values = stored.values if stored is not None and len(stored.values) == len(servos) else ()
+        declare: dict[int, float] = {}
+        for i, s in enumerate(servos):
+            if held[i] is not None:
+                continue
+            if stored_values and stored_values[i] is not None:
+                v = float(stored_values[i])  # what the servo physically held: exact, whatever the calibration
+                want[i] = float(np.round((min(max(v, s.min_us), s.max_us) if clamp else v) / TICK_US) * TICK_US)
+            else:
+                angle = q_decl[i] if i < arm.n else (g_decl if math.isfinite(g_decl) else 0.0)
+                want[i] = self._declared_value(s, angle, clamp)
+            declare[s.channel] = want[i]
+        values = [h if h is not None else w for h, w in zip(held, want)]
+        q = self._angles(values)
+        g = float("nan")
+        if cal.gripper is not None and arm.gripper is not None:
+            g = float(cal.gripper.angle_rad(values[len(cal.joints)]))
+        if check:
+            cal.check_us(np.array([s.pulse_us(q[i]) for i, s in enumerate(cal.joints)]))
+        return q, g, declare, held
+
+    @staticmethod
+    def _declared_value(servo, angle: float, clamp: bool) -> float:
+        v = float(servo.pulse_us(angle))
+        if clamp:
+            v = min(max(v, servo.min_us), servo.max_us)
+        return float(np.round(v / TICK_US) * TICK_US)
+
+    # --- planning ------------------------------------------------------------------------------------------
+
+    def _expected_start(self) -> tuple[np.ndarray, float]:
+        """The pose a new motion starts from: the end of the last motion still to play, else the pose the
+        arm is in now (read from the board)."""
+        with self._cv:
+            pending = [m for m in (self._active, *self._queue) if m is not None and not m.cancelled()]
+        if pending:
+            return np.array(pending[-1].end_q_rad), pending[-1].end_gripper_rad
+        with self._board():
+            q, g, _, _ = self._start_state()
+        return q, g
+
+    def _plan(self, moves, label: str) -> tuple[Trajectory, Pulses]:
+        """Plan ``moves`` (a list, or a function of the start pose giving one) from the expected start."""
+        q0, g0 = self._expected_start()
+        if callable(moves):
+            moves = moves(q0)
+        plan = motion.plan_moves(self.arm, moves, q_start=q0, gripper_start=g0 if math.isfinite(g0) else None)
+        traj = plan.trajectory
+        return traj, prepare(traj, self.calibration)  # every pulse checked before anything moves
+
+    def plan_to(
+        self, x: float, y: float, *, phi: float | None = None, speed: float | None = None, accel: float | None = None
+    ) -> Trajectory:
+        """The straight-line trajectory ``move_to`` would play, from where the arm is (or will be, after the
+        motions still to play), without moving: for previews and plots. Raises what ``move_to`` raises."""
+        self._check_open()
+        return self._plan([self._line(x, y, phi, speed, accel, None)], "plan")[0]
+
+    def _line(self, x, y, phi, speed, accel, label) -> motion.LineMove:
+        target = self._point(x, y)
+        if phi is not None:
+            phi = self._number(phi, "phi")
+            if self.arm.n != 3:
+                raise BadInputError(f"phi (a tool angle) needs a 3-link arm; {self.arm.name!r} has {self.arm.n} links")
+        kw = {}
+        if speed is not None:
+            kw["speed_m_s"] = self._positive(speed, "speed")
+        if accel is not None:
+            kw["accel_m_s2"] = self._positive(accel, "accel")
+        label = label or f"move to ({target[0]:g}, {target[1]:g}) m"
+        return motion.LineMove(tuple(target), phi_rad=phi, label=label, **kw)
+
+    @staticmethod
+    def _number(v, what: str) -> float:
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise BadInputError(f"{what}: expected a number, got {v!r}") from None
+        if not math.isfinite(f):
+            raise BadInputError(f"{what}: must be a finite number, got {v!r}")
+        return f
+
+    def _positive(self, v, what: str) -> float:
+        f = self._number(v, what)
+        if f <= 0:
+            raise BadInputError(f"{what}: must be > 0, got {v!r}")
+        return f
+
+    def _point(self, x, y) -> tuple[float, float]:
+        return self._number(x, "x"), self._number(y, "y")
+
+    # --- moving ------------------------------------------------------------------------------------------
+
+    def move_to(
+        self,
+        x: float,
+        y: float,
+        *,
+        phi: float | None = None,
+        speed: float | None = None,
+        accel: float | None = None,
+        path: str = "line",
+        label: str | None = None,
+        wait: bool = True,
+    ) -> Motion:
+        """Move the tool point to (``x``, ``y``) m: in a straight line at ``speed`` m/s (default 0.1) with
+        ``accel`` m/s^2 (default 0.5), slowed wherever a joint would pass its speed limit; ``path="joint"``
+        instead moves every joint at once to the IK pose nearest the start. ``phi``: the tool angle (rad) at
+        the target, 3-link arms. Raises UnreachableError (with ``shortfall_m``), JointLimitError (also
+        PulseLimitError), MotionError, BadInputError before anything moves; LinkError if the link fails."""
+        self._check_open()
+        gen = self._stop_gen
+        if path not in ("line", "joint"):
+            raise BadInputError(f"path: 'line' or 'joint', got {path!r}")
+        line = self._line(x, y, phi, speed, accel, label)
+        if path == "line":
+            return self._go([line], line.label, gen, wait)
+        joint_label = label or line.label.replace("move to", "joint move to")
+
+        def joint_move(q0):
+            q = motion.solve_pose(self.arm, np.array(line.target_m), line.phi_rad, q0)
+            return [motion.JointMove(tuple(q), label=joint_label)]
+
+        return self._go(joint_move, joint_label, gen, wait)
+
+    def move_joints(self, q, *, degrees: bool = False, speed_fraction: float = 0.5, wait: bool = True) -> Motion:
+        """Move every joint at once to ``q`` (rad, or degrees with ``degrees=True``), all starting and
+        stopping together, at ``speed_fraction`` (0..1] of the joint speed limits. JointLimitError outside
+        the limits, BadInputError for the wrong number of angles."""
+        self._check_open()
+        gen = self._stop_gen
+        vals = [self._number(v, f"joint {i + 1}") for i, v in enumerate(np.atleast_1d(q).tolist())]
+        if len(vals) != self.arm.n:
+            raise BadInputError(f"expected {self.arm.n} joint angles for arm {self.arm.name!r}, got {len(vals)}")
+        if not 0 < speed_fraction <= 1:
+            raise BadInputError(f"speed_fraction: must be in (0, 1], got {speed_fraction!r}")
+        q_rad = np.radians(vals) if degrees else np.array(vals)
+        deg = " ".join(f"{math.degrees(v):g}" for v in q_rad)
+        move = motion.JointMove(tuple(q_rad), speed_fraction=speed_fraction, label=f"joint move to {deg} deg")
+        return self._go([move], move.label, gen, wait)
+
+    def home(self, *, wait: bool = True) -> Motion:
+        """Move slowly (a quarter of each joint's speed limit) to the arm's home pose."""
+        self._check_open()
+        gen = self._stop_gen
+        move = motion.JointMove(tuple(self.arm.home_rad), speed_fraction=HOME_SPEED_FRACTION, label="home")
+        return self._go([move], "home", gen, wait)
+
+    def gripper(self, state: str | float, *, degrees: bool = False, wait: bool = True) -> Motion:
+        """Open or close the gripper (``"open"``, ``"close"``/``"closed"``) or turn it to an angle (rad, or
+        degrees with ``degrees=True``), at its speed limit; the arm holds still."""
+        self._check_open()
+        gen = self._stop_gen
+        g = self.arm.gripper
+        if g is None:
+            raise BadInputError(f"arm {self.arm.name!r} has no gripper")
+        if isinstance(state, str):
+            word = state.strip().lower()
+            if word not in ("open", "close", "closed"):
+                raise BadInputError(f"gripper: 'open', 'close' or an angle, got {state!r}")
+            angle, label = (g.open_rad, "open the gripper") if word == "open" else (g.closed_rad, "close the gripper")
+        else:
+            angle = self._number(state, "gripper angle")
+            angle = math.radians(angle) if degrees else angle
+            label = f"gripper to {math.degrees(angle):g} deg"
+        move = motion.GripperMove(angle, label=label)
+        return self._go([move], label, gen, wait)
+
+    def run(self, program, *, wait: bool = True) -> Motion:
+        """Run a program: a YAML file (path), a parsed ``armctl.program.Program``, or a plan made by
+        ``armctl.program.plan_program``. It is planned whole first (ConfigError, MotionError name the file,
+        line and step); then the arm ramps from where it is to the program's start and plays it."""
+        from .program import Program, load_program, plan_program
+
+        self._check_open()
+        gen = self._stop_gen
+        if isinstance(program, (str, Path)):
+            program = load_program(program)
+        if isinstance(program, Program):
+            label = Path(program.path).name
+            plan = plan_program(program, self.arm)
+        elif isinstance(program, motion.Plan):
+            label, plan = "program", program
+        else:
+            raise BadInputError(f"run: expected a program file, Program or Plan, got {type(program).__name__}")
+        traj = plan.trajectory
+        return self._submit(label, traj, prepare(traj, self.calibration), gen, wait)
+
+    def _go(self, moves, label: str, gen: int, wait: bool) -> Motion:
+        traj, pulses = self._plan(moves, label)
+        return self._submit(label, traj, pulses, gen, wait)
+
+    def _submit(self, label: str, traj: Trajectory, pulses: Pulses, gen: int, wait: bool) -> Motion:
+        m = Motion(self, label, traj, pulses, gen)
+        with self._cv:
+            idle = self._active is None and not self._queue
+            if wait and idle:
+                self._active = m  # runs here, now: nobody may plan from the board's pose meanwhile
+            else:
+                self._queue.append(m)
+                self._start_worker()
+                self._cv.notify_all()
+        if wait and idle:
+            self._run(m)  # here, in the caller's thread: Ctrl-C lands in the playback and stops it there
+        if wait:
+            m.wait()
+        return m
+
+    def stop(self, reason: str = "stop requested") -> None:
+        """Controlled stop, from any thread or a signal handler: the motion playing stops within a frame
+        plus the board's queue and the arm holds its pose; motions still queued are dropped. Their
+        ``wait()`` raises StopRequested. Motions asked for after this call run as usual."""
+        gen = self._stop_gen + 1
+        self._stop_reasons[gen] = reason
+        self._stop_gen = gen
+
+    @property
+    def moving(self) -> bool:
+        """True while a motion plays or waits to."""
+        return self._active is not None or bool(self._queue)
+
+    # --- running motions -----------------------------------------------------------------------------------
+
+    def _start_worker(self) -> None:
+        if self._worker is None or not self._worker.is_alive():
+            self._worker = threading.Thread(target=self._work, name=f"armctl-robot-{self.arm.name}", daemon=True)
+            self._worker.start()
+
+    def _work(self) -> None:
+        while True:
+            with self._cv:
+                while not self._queue and not self._closed:
+                    self._cv.wait(0.5)
+                if not self._queue:
+                    return
+                m = self._queue.popleft()
+                self._active = m  # at once, under the lock: a motion is always queued or active until it ends
+            self._run(m)
+
+    def _run(self, m: Motion) -> None:
+        """Play motion ``m``, already made ``_active`` (this thread takes the board for it); its outcome goes
+        to ``m`` once the board is free again (so whoever waits on it finds the Robot idle)."""
+        try:
+            self._take_board()
+        except LinkError as exc:
+            with self._cv:
+                self._active = None
+                self._cv.notify_all()
+            m._future.set_exception(exc)
+            return
+        m.started.set()
+        outcome: MoveResult | BaseException
+        try:
+            if m.cancelled():
+                raise StopRequested(f"{m.label}: not started: {m.stop_reason}")
+            t0 = time.monotonic()
+            result = self._play(m)
+            outcome = MoveResult(
+                label=m.label,
+                duration_s=m.trajectory.duration_s,
+                frames=result.frames,
+                commands=result.commands,
+                ramp_frames=result.ramp_frames,
+                wall_s=time.monotonic() - t0,
+                planned_q_rad=np.array(m.end_q_rad),
+                planned_tool_m=fk(self.arm.links_m, m.end_q_rad),
+            )
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the motion
+            if isinstance(exc, StopRequested) and not str(exc).startswith(m.label):
+                exc = StopRequested(f"{m.label}: stopped ({m.stop_reason})")
+            outcome = exc
+        finally:
+            self._player = None
+            self._remember()
+            with self._cv:
+                self._active = None
+                self._cv.notify_all()
+            self._serve_calls()
+            self._give_board()
+        if isinstance(outcome, MoveResult):
+            m._future.set_result(outcome)
+            return
+        m._future.set_exception(outcome)
+        if not isinstance(outcome, Exception):  # KeyboardInterrupt in the caller's thread: let it go on
+            raise outcome
+
+    def _play(self, m: Motion) -> StreamResult:
+        self._check_board_limits()
+        q0, g0, declare, held = self._start_state()
+        parts = [m._pulses]
+        ramp = None if self._already_there(m._pulses, held, declare) else self._ramp(q0, g0, m.trajectory)
+        if ramp is not None:
+            parts.insert(0, prepare(ramp, self.calibration))
+        start = [h if h is not None else declare.get(s.channel) for h, s in zip(held, self.calibration.servos)]
+
+        def tick() -> None:
+            if m.cancelled():
+                raise StopRequested(f"{m.label}: stopped ({m.stop_reason})")
+            self._serve_calls()
+            self._journal(start)
+
+        self._player = Player(self.backend, tick=tick, progress=self.progress)
+        self._journaled = 0.0
+        return self._player.play(parts, declare=declare, ramp=ramp is not None)
+
+    def _journal(self, start: list) -> None:
+        """Once a frame while playing: store, marked unclean, the pose the board would stop in if this program
+        died now (what it was sent, played on for ``backend.runs_on_frames``; see ``armctl.state``)."""
+        now = time.monotonic()
+        player = self._player
+        if player is None or now - self._journaled < JOURNAL_PERIOD_S:
+            return
+        self._journaled = now
+        played = player.frames_played()
+        frame = min(player.frames_sent, played + self.backend.runs_on_frames)
+        by_ch = player.values_at(frame)
+        values = [by_ch.get(s.channel, v) for s, v in zip(self.calibration.servos, start)]
+        if any(v is None for v in values[: self.arm.n]):
+            return
+        self._store_pose(values, clean=False, hold_in_s=(frame - played) * FRAME_S)
+
+    def _store_pose(self, values, *, clean: bool, hold_in_s: float = 0.0) -> None:
+        """Store the pose servo ``values`` mean (best effort: the state folder was writable at connect, and the
+        motion matters more than its record)."""
+        pose = self._pose_from(values, "commanded", "")
+        g = math.nan if pose.gripper_rad is None else pose.gripper_rad
+        try:
+            self._store.save(pose.q_rad, g, pose.values, clean=clean, durable=clean, hold_in_s=hold_in_s)
+        except OSError:
+            pass
+
+    def _already_there(self, pulses: Pulses, held, declare: dict) -> bool:
+        """True if the board holds (or is about to be set to) exactly the first pulses of ``pulses``."""
+        now = {
+            s.channel: (h if h is not None else declare.get(s.channel)) for h, s in zip(held, self.calibration.servos)
+        }
+        return all(
+            not math.isfinite(v) or (now.get(ch) is not None and abs(now[ch] - v) < 1e-6)
+            for ch, v in zip(pulses.channels, pulses.us[0])
+        )
+
+    def _ramp(self, q0, g0: float, traj: Trajectory) -> Trajectory | None:
+        """A slow joint move from (q0, g0) to the trajectory's first sample, or None if already there."""
+        q1, g1 = traj.q_rad[0], float(traj.gripper_rad[0])
+        moves = []
+        if np.max(np.abs(q1 - q0)) > 1e-4:
+            moves.append(motion.JointMove(tuple(q1), speed_fraction=RAMP_SPEED_FRACTION, label="ramp to start"))
+        if self.arm.gripper is not None and math.isfinite(g1) and abs(g1 - g0) > 1e-4:
+            moves.append(motion.GripperMove(g1, speed_fraction=RAMP_SPEED_FRACTION, label="ramp gripper"))
+        if not moves:
+            return None
+        if not self.arm.within_limits(q0):
+            raise MotionError(
+                "the arm is outside its joint limits now "
+                f"({', '.join(f'{math.degrees(v):.1f}' for v in q0)} deg); move it by hand or check the calibration"
+            )
+        try:
+            plan = motion.plan_moves(
+                self.arm, moves, q_start=q0, gripper_start=g0 if math.isfinite(g0) else None, period_s=traj.period_s
+            )
+        except MotionError as exc:
+            raise MotionError(f"cannot ramp from the current pose to the start: {exc}") from None
+        t = plan.trajectory
+        t.steps = ["ramp to start"]
+        t.step = np.zeros(len(t.t_s), dtype=int)
+        return t
+
+    def _check_board_limits(self) -> None:
+        """The board's stored pulse limits against the calibration, before anything moves: a channel at the
+        factory range (never calibrated) gets the calibration's; any other difference raises
+        BoardLimitsError (exit 4) naming the channel, both ranges and the fix."""
+        info = self.backend.info
+        if not self.backend.caps.stores_limits or info is None or not info.limits_us:
+            return
+        cal = self.calibration
+        for s in cal.servos:
+            if s.channel >= len(info.limits_us):
+                raise BoardLimitsError(
+                    f"the board has {info.channels} channels; servo {s.name!r} needs channel {s.channel}"
+                )
+            want = board_limits_us(s)
+            have = tuple(float(v) for v in info.limits_us[s.channel])
+            if have == want:
+                continue
+            if have == FACTORY_LIMITS_US:
+                self.backend.set_limits(s.channel, *want)
+                continue
+            raise BoardLimitsError(
+                f"the board stores {have[0]:g}..{have[1]:g} us for channel {s.channel} ({s.name}) but the calibration "
+                f"{cal.source} says {want[0]:g}..{want[1]:g} us: run 'armctl calibrate --push-limits' to write this "
+                "calibration's limits to the board, or pass the calibration that matches it"
+            )
+
+    def _remember(self) -> None:
+        """Store the pose the board holds as this port's last pose, clean (for a board that forgets it on
+        reset). Servos without pulses: nothing is stored, the journal of an unclean end stays."""
+        try:
+            held = self._held()
+        except LinkError:
+            return
+        if not any(v is None for v in held[: self.arm.n]):
+            self._store_pose(held, clean=True)
+
+    # --- servos one by one (calibration) ---------------------------------------------------------------
+
+    def servo_values(self) -> list[float]:
+        """What each servo (joints, then gripper) holds, in servo units (us); servos without pulses are first
+        set to the stored pose (else home), clamped into their calibrated range. For calibration."""
+        self._check_open()
+        with self._board():
+            _, _, declare, held = self._start_state(check=False, clamp=True)
+            if declare:
+                self.backend.move(1, declare)
+            return [h if h is not None else declare[s.channel] for h, s in zip(held, self.calibration.servos)]
+
+    def move_servo(self, index: int, value: float, frames: int) -> None:
+        """Queue a move of servo ``index`` (joints 0..n-1, then the gripper) to ``value`` (us, 500..2500) over
+        ``frames`` 20 ms frames, unchecked against the calibration (it is being made): the caller keeps it
+        under the joint's speed limit (``armctl.calibrate.Nudger`` does)."""
+        self._check_open()
+        lo, hi = PULSE_RANGE_US
+        if not (lo <= value <= hi) or frames < 1:
+            raise BadInputError(f"servo value {value!r} outside {lo:g}..{hi:g} us, or {frames} frames")
+        with self._board():
+            self.backend.move(int(frames), {self.calibration.servos[index].channel: float(value)})
+
+    def board_status(self):
+        """The board's status (``armctl.bus.backend.BoardStatus``: values it outputs, queue, counters), asked
+        once no motion plays."""
+        self._check_open()
+        with self._board():
+            return self.backend.status()
+
+    def hold(self) -> None:
+        """Drop whatever the board still has queued and hold the pulses it outputs now."""
+        with self._board():
+            self.backend.stop()
+
+    def settle(self) -> None:
+        """Wait until the board has played everything queued."""
+        with self._board():
+            self.backend.drain()
+
+    def board_limits(self) -> list[tuple[float, float]] | None:
+        """Each servo's pulse limits (us) stored on the board, joints then gripper; None if the board keeps none."""
+        info = self.backend.info
+        if not self.backend.caps.stores_limits or info is None or not info.limits_us:
+            return None
+        return [tuple(float(v) for v in info.limits_us[s.channel]) for s in self.calibration.servos]
+
+    def set_board_limits(self, index: int, lo_us: float, hi_us: float) -> None:
+        """Store servo ``index``'s pulse limits on the board (BoardLimitsError if it refuses them)."""
+        with self._board():
+            self.backend.set_limits(self.calibration.servos[index].channel, lo_us, hi_us)
+
+    def push_limits(self) -> list[tuple[str, int, float, float]]:
+        """Write every servo's calibrated min/max (rounded inward to 0.5 us) to the board; returns
+        (servo name, address, lo, hi) for each; [] if the board stores no limits."""
+        if self.board_limits() is None:
+            return []
+        out = []
+        for i, s in enumerate(self.calibration.servos):
+            lo, hi = board_limits_us(s)
+            self.set_board_limits(i, lo, hi)
+            out.append((s.name, s.channel, lo, hi))
+        return out
+
+    def use_calibration(self, cal: Calibration, path: Path | None = None) -> None:
+        """Drive the servos by ``cal`` from now on (a new calibration was just made): addressed like the old."""
+        cal.check_arm(self.arm)
+        old = self.calibration
+        joints = tuple(replace(s, channel=o.channel) for s, o in zip(cal.joints, old.joints))
+        grip = None if cal.gripper is None or old.gripper is None else replace(cal.gripper, channel=old.gripper.channel)
+        self.calibration = replace(cal, joints=joints, gripper=grip)
+        if path is not None:
+            self.calibration_path = Path(path)
+
+    # --- closing -------------------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LinkError(f"the robot on {self.port} is closed")
+
+    def close(self) -> None:
+        """Stop any motion under control (the arm holds its pose), remember the pose, release the port."""
+        if self._closed:
+            return
+        self.stop("closing")
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+        worker = self._worker
+        if worker is not None and worker is not threading.current_thread():
+            worker.join(timeout=BOARD_WAIT_S)
+        try:
+            self._take_board(timeout_s=2.0)
+            owned = True
+        except LinkError:
+            owned = False
+        try:
+            if owned:
+                self._remember()
+            self.backend.close()
+        finally:
+            self._store.close()
+            if owned:
+                self._give_board()
+            if self._lock is not None:
+                self._lock.release()

@@ -1,0 +1,201 @@
+"""What armctl remembers between runs: the pose the arm was left in, per port and arm, and a journal of
+where it would stop while it moves.
+
+A board that resets when its port opens (a real Uno) forgets its pulses; the next run then declares the
+stored pose as where the arm is before it ramps anywhere (see ``armctl.robot``). While a motion plays,
+the Robot journals, every servo frame, the pose the board would stop in if armctl died at that moment,
+marked *unclean*; the end of a motion (or a controlled stop) stores the pose the board holds, marked
+*clean*. So after a kill, a power cut of the PC or a USB hiccup, the next run starts from the journaled
+pose and says so.
+
+The servo values (us) are kept beside the joint angles: they are what the servos physically hold, and
+stay right when the calibration changes in between. One small file per port and arm in the state folder
+(``armctl.paths.state_dir``) holds two slots written in turn, each with a sequence number and a CRC; a
+write is one ``pwrite`` of a slot (cheap enough for 50 a second), a torn write leaves the other slot,
+and the reader takes the newest whole one. Nothing else is written: no temporary files to leave behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import struct
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .arm import Arm
+from .bus.portlock import port_key
+from .errors import BadInputError
+from .paths import legacy_state_dir, state_dir
+
+SLOT_BYTES = 512
+_MAGIC = b"ARMJ"
+_HEAD = struct.Struct("<4sQH")  # magic, sequence number, length of the JSON body
+_CRC = struct.Struct("<I")
+
+
+@dataclass(frozen=True)
+class StoredPose:
+    """A pose stored for a port: joint angles (rad), gripper angle (rad, NaN if none), the servo values
+    (us per servo, joints then gripper; empty in files from armctl 0.1), whether it was stored at a clean
+    end (False: journaled while moving, the run never ended), when (``time.time()`` seconds), and for a
+    journal how long after that the board would still play what it had been sent."""
+
+    q_rad: np.ndarray
+    gripper_rad: float
+    values: tuple[float | None, ...] = ()
+    clean: bool = True
+    time_s: float = 0.0
+    hold_in_s: float = 0.0  # journaled: the board was to play on this long after ``time_s``, then hold
+
+
+def _key(port: str, arm_name: str, key: str) -> str:
+    return hashlib.sha1(f"{key}|{arm_name}".encode()).hexdigest()[:12]
+
+
+def pose_file(port: str, arm_name: str) -> Path:
+    """The file that holds the stored pose (and journal) of arm ``arm_name`` on ``port``."""
+    return state_dir() / f"pose-{arm_name}-{_key(port, arm_name, port_key(port) or port)}.bin"
+
+
+def _decode(doc: dict, arm: Arm) -> StoredPose | None:
+    try:
+        q = np.array(doc["q_rad"], dtype=float)
+        if q.shape != (arm.n,) or not np.all(np.isfinite(q)):
+            return None
+        g = doc.get("gripper_rad")
+        values = tuple(None if v is None else float(v) for v in doc.get("values", ()))
+        if not all(v is None or math.isfinite(v) for v in values):
+            values = ()
+        return StoredPose(
+            q,
+            math.nan if g is None else float(g),
+            values,
+            bool(doc.get("clean", True)),
+            float(doc.get("t", 0.0)),
+            float(doc.get("hold_in_s", 0.0)),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _slots(data: bytes) -> list[tuple[int, dict]]:
+    """(sequence number, document) of every whole slot in ``data``."""
+    out = []
+    for off in range(0, len(data) - _HEAD.size, SLOT_BYTES):
+        magic, seq, n = _HEAD.unpack_from(data, off)
+        end = off + _HEAD.size + n
+        if magic != _MAGIC or end + _CRC.size > min(len(data), off + SLOT_BYTES):
+            continue
+        (crc,) = _CRC.unpack_from(data, end)
+        if zlib.crc32(data[off:end]) != crc:
+            continue  # torn or corrupt: the other slot has the previous pose
+        try:
+            out.append((seq, json.loads(data[off + _HEAD.size : end])))
+        except ValueError:
+            continue
+    return out
+
+
+class PoseStore:
+    """The stored pose of one arm on one port. ``load`` reads it; ``save`` writes the next slot (the file is
+    opened on first use and kept open; ``close`` releases it)."""
+
+    def __init__(self, port: str, arm: Arm):
+        self.port, self.arm = port, arm
+        self.path = pose_file(port, arm.name)
+        self._fd: int | None = None
+        self._seq = 0
+
+    def load(self) -> StoredPose | None:
+        """The newest whole pose stored for this arm and port (an armctl 0.1 file too), or None."""
+        try:
+            slots = _slots(self.path.read_bytes())
+        except OSError:
+            slots = []
+        if slots:
+            self._seq = max(self._seq, max(s for s, _ in slots))
+            return _decode(max(slots, key=lambda s: s[0])[1], self.arm)
+        return self._legacy()
+
+    def _legacy(self) -> StoredPose | None:
+        legacy = legacy_state_dir()  # armctl 0.1: JSON, keyed by the port URL as given
+        if legacy is None:
+            return None
+        name = f"pose-{self.arm.name}-{hashlib.sha1(f'{self.port}|{self.arm.name}'.encode()).hexdigest()[:12]}.json"
+        try:
+            return _decode(json.loads((legacy / name).read_text()), self.arm)
+        except (OSError, ValueError):
+            return None
+
+    def open(self) -> None:
+        """Open (create) the file with room for both slots, so later writes never need a block the disk may
+        not have. OSError if the state folder cannot be written."""
+        if self._fd is not None:
+            return
+        if not self._seq:
+            self.load()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            os.posix_fallocate(fd, 0, 2 * SLOT_BYTES)
+        except OSError:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def save(
+        self, q_rad, gripper_rad: float, values=(), *, clean: bool = True, durable: bool = False, hold_in_s: float = 0.0
+    ) -> None:
+        """Store a pose: ``clean`` at the end of a motion, unclean while journaling one (``hold_in_s``: the board
+        reaches it that long from now, then holds). ``durable`` also fsyncs (a clean end: it survives a power
+        cut). OSError if the state folder cannot be written."""
+        self.open()
+        g = float(gripper_rad)
+        doc = {
+            "q_rad": [float(v) for v in q_rad],
+            "gripper_rad": g if math.isfinite(g) else None,
+            "values": [None if v is None or not math.isfinite(v) else float(v) for v in values],
+            "clean": bool(clean),
+            "t": time.time(),
+            "hold_in_s": float(hold_in_s),
+        }
+        body = json.dumps(doc, separators=(",", ":")).encode()
+        self._seq += 1
+        head = _HEAD.pack(_MAGIC, self._seq, len(body)) + body
+        slot = head + _CRC.pack(zlib.crc32(head))
+        if len(slot) > SLOT_BYTES:
+            raise ValueError(f"a stored pose of {len(slot)} bytes does not fit a {SLOT_BYTES}-byte slot")
+        os.pwrite(self._fd, slot.ljust(SLOT_BYTES, b"\0"), (self._seq % 2) * SLOT_BYTES)
+        if durable:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def load_last_pose(port: str, arm: Arm) -> StoredPose | None:
+    """The pose last stored for ``arm`` on ``port``, or None."""
+    return PoseStore(port, arm).load()
+
+
+def save_last_pose(port: str, arm: Arm, q_rad, gripper_rad: float, values=(), *, clean: bool = True) -> None:
+    """Store the pose ``arm`` was left in on ``port`` and the servo ``values`` (us) that hold it.
+    BadInputError naming the folder if the state folder cannot be written."""
+    store = PoseStore(port, arm)
+    try:
+        store.save(q_rad, gripper_rad, values, clean=clean, durable=clean)
+    except OSError as exc:
+        raise BadInputError(f"cannot write the state folder {store.path.parent}: {exc.strerror or exc}") from None
+    finally:
+        store.close()
