@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .arm import Arm
-from .bus.backend import FRAME_S, Backend
+from .bus.backend import FRAME_S
 from .calibration import PULSE_RANGE_US, Calibration, ServoCal
 from .config import Section, load_yaml_file
 from .errors import BadInputError
@@ -443,17 +443,17 @@ def compare_lines(a: Calibration, b: Calibration, arm: Arm) -> tuple[list[str], 
 
 
 class Nudger:
-    """Moves single servos on an open backend in timed steps under the joint speed limit.
+    """Moves single servos of an open ``robot`` in timed steps under the joint speed limit.
 
-    ``widths`` holds the pulse (us) each channel was last commanded to. A step of d us becomes one
-    move of ceil(|d| / us_per_deg / (speed * 20 ms)) frames, with the speed ``NUDGE_SPEED_FRACTION`` of
-    the joint's limit and ``us_per_deg`` the current best estimate for the servo.
+    ``values`` holds the pulse (us) each servo (joints, then the gripper) was last commanded to. A step of
+    d us becomes one move of ceil(|d| / us_per_deg / (speed * 20 ms)) frames, with the speed
+    ``NUDGE_SPEED_FRACTION`` of the joint's limit and ``us_per_deg`` the current best estimate for the servo.
     """
 
-    def __init__(self, backend: Backend, arm: Arm, cal: Calibration, widths: dict[int, float]):
-        self.backend, self.arm, self.cal = backend, arm, cal
-        self.widths = dict(widths)
-        self.us_per_deg = {i: s.us_per_deg for i, s in enumerate(cal.servos)}
+    def __init__(self, robot, values: list[float]):
+        self.robot, self.arm, self.cal = robot, robot.arm, robot.calibration
+        self.values = [float(v) for v in values]
+        self.us_per_deg = {i: s.us_per_deg for i, s in enumerate(self.cal.servos)}
         self.moves = 0
 
     def speed_deg_s(self, index: int) -> float:
@@ -472,16 +472,15 @@ class Nudger:
         return max(1, math.ceil(deg / (self.speed_deg_s(index) * FRAME_S) - 1e-9))
 
     def pulse(self, index: int) -> float:
-        return self.widths[self.cal.servos[index].channel]
+        return self.values[index]
 
     def go(self, index: int, target_us: float) -> float:
         """Move servo ``index`` to ``target_us`` (clamped to 500..2500, on the 0.5 us grid); returns it."""
-        ch = self.cal.servos[index].channel
         target = min(max(round_tick(target_us), PULSE_RANGE_US[0]), PULSE_RANGE_US[1])
-        delta = target - self.widths[ch]
+        delta = target - self.values[index]
         if delta:
-            self.backend.move(self.frames_for(index, delta), {ch: target})
-            self.widths[ch] = target
+            self.robot.move_servo(index, target, self.frames_for(index, delta))
+            self.values[index] = target
             self.moves += 1
         return target
 

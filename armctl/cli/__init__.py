@@ -54,14 +54,16 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
     g.add_argument(
         "--backend",
         default=d,
-        choices=["armctl", "firmata"],
-        help="board protocol: armctl (our firmware or the simulator) or firmata (stock StandardFirmata)",
+        metavar="NAME",
+        help="board protocol: armctl (our firmware or the simulator, the default) or firmata (stock "
+        "StandardFirmata); unknown names list the registered backends",
     )
     g.add_argument(
         "--calibration",
         default=d,
         metavar="FILE",
-        help="servo calibration YAML (default: the example file for the arm in calibration/)",
+        help="servo calibration YAML (default: ./calibration/<arm>.yaml, else ~/.config/armctl/calibration/"
+        "<arm>.yaml, else the example shipped with the arm preset)",
     )
     g.add_argument(
         "--watchdog",

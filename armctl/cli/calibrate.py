@@ -26,12 +26,11 @@ import numpy as np
 from .. import calibrate as cb
 from .. import motion
 from ..arm import Arm, load_arm
-from ..calibration import PULSE_RANGE_US, Calibration, load_calibration, save_calibration
+from ..calibration import PULSE_RANGE_US, Calibration, load_calibration, save_calibration, save_path_for
 from ..errors import BadInputError, ConfigError, LinkError
-from ..session import load_arm_and_calibration, open_backend, pose_report
-from ..stream import Streamer, board_limits_us, load_last_pose, save_last_pose
 from ..units import parse_float, parse_length
 from . import EXIT_INTERRUPTED
+from .device import open_robot, setup
 
 EPILOG = """\
 interactive keys (shown on screen): k/j or Right/Left +/-0.5 us, K/J or Up/Down +/-10 us,
@@ -71,9 +70,14 @@ def register(sub, parents) -> None:
     p.add_argument("--min-us", metavar="US", help="record: the safe range's low pulse (us)")
     p.add_argument("--max-us", metavar="US", help="record: the safe range's high pulse (us)")
     p.add_argument(
-        "--points", metavar="FILE", help="points file (default calibration/<arm>.points.yaml in this directory)"
+        "--points", metavar="FILE", help="points file (default <arm>.points.yaml beside where the calibration is saved)"
     )
-    p.add_argument("--out", metavar="FILE", help="save the calibration here (default: the --calibration file)")
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        help="save the calibration here (default: over the file in use, or ~/.config/armctl/calibration/<arm>.yaml "
+        "when that is the example shipped with armctl)",
+    )
     p.add_argument(
         "--max-residual-deg",
         default=str(cb.DEFAULT_MAX_RESIDUAL_DEG),
@@ -99,42 +103,30 @@ def cmd_calibrate(args) -> int:
         return _compare(args)
     if args.show is not None:
         return _show(args)
-    arm, cal, cal_path = _setup(args)
+    arm, cal = setup(args)
     if args.joint is not None or args.angle is not None or args.us is not None or args.min_us or args.max_us:
         return _record(args, arm, cal)
     if args.fit:
-        return _fit(args, arm, cal, cal_path)
+        return _fit(args, arm, cal)
     if args.check:
-        return _check(args, arm, cal, cal_path)
+        return _check(args, arm, cal)
     if args.push_limits:
-        return _push_limits(args, arm, cal, cal_path)
-    return _interactive(args, arm, cal, cal_path)
+        return _push_limits(args, arm, cal)
+    return _interactive(args, arm, cal)
 
 
 # --- setup -------------------------------------------------------------------------------------------------
 
 
-def _setup(args) -> tuple[Arm, Calibration, Path]:
-    return load_arm_and_calibration(args.arm, args.calibration)
+def _save_path(args, arm: Arm, cal: Calibration) -> Path:
+    """Where a new calibration goes: --out, else over the file in use unless it ships with armctl."""
+    return Path(args.out) if args.out else save_path_for(arm.name, cal.source)
 
 
-def _points_path(args, arm: Arm) -> Path:
-    return Path(args.points) if args.points else Path("calibration") / f"{arm.name}.points.yaml"
-
-
-def _open(args, arm: Arm, cal: Calibration, cal_path: Path, *, wide: bool):
-    """(backend, calibration in the backend's channels, port). ``wide``: Firmata servos attached with
-    500..2500 us (calibrating), else with the calibrated min/max."""
-    return open_backend(
-        args.port,
-        args.backend,
-        arm,
-        cal,
-        cal_path,
-        wire_log=args.wire_log,
-        attach_range_us=PULSE_RANGE_US if wide else None,
-        watchdog_s=args.watchdog,
-    )
+def _points_path(args, arm: Arm, cal: Calibration) -> Path:
+    if args.points:
+        return Path(args.points)
+    return _save_path(args, arm, cal).with_name(f"{arm.name}.points.yaml")
 
 
 def _number(text, what: str) -> float:
@@ -148,7 +140,7 @@ def _record(args, arm: Arm, cal: Calibration) -> int:
     if args.joint is None:
         raise BadInputError("recording a point needs --joint J with --angle DEG --us US (or --min-us/--max-us)")
     index = cb.parse_servo_name(args.joint, cal)
-    path = _points_path(args, arm)
+    path = _points_path(args, arm, cal)
     if args.angle is not None or args.us is not None:
         if args.angle is None or args.us is None or args.min_us or args.max_us:
             raise BadInputError("a reference point is --joint J --angle DEG --us US (nothing else)")
@@ -175,8 +167,8 @@ def _record(args, arm: Arm, cal: Calibration) -> int:
     return 0
 
 
-def _fit(args, arm: Arm, cal: Calibration, cal_path: Path) -> int:
-    path = _points_path(args, arm)
+def _fit(args, arm: Arm, cal: Calibration) -> int:
+    path = _points_path(args, arm, cal)
     if not path.exists():
         raise BadInputError(
             f"no points file {path}: record points first (armctl calibrate --joint 1 --angle 0 --us ...)"
@@ -186,12 +178,26 @@ def _fit(args, arm: Arm, cal: Calibration, cal_path: Path) -> int:
     report = cb.fit_calibration(records, cal, arm, max_residual_deg=limit)
     if not report.changed:
         raise BadInputError(f"{path}: no servo has reference points; nothing to fit")
-    out = Path(args.out) if args.out else cal_path
-    save_calibration(report.cal, out, comment=_comment(f"fitted by armctl calibrate --fit from {path}"))
+    out = _save(report.cal, _save_path(args, arm, cal), _comment(f"fitted by armctl calibrate --fit from {path}"))
     for line in report.lines:
         print(line)
-    print(f"saved {out} (previous version kept as {out.name}.bak)" if Path(f"{out}.bak").exists() else f"saved {out}")
+    print(_saved_line(out))
     return 0
+
+
+def _save(cal: Calibration, out: Path, comment: str) -> Path:
+    """save_calibration, with an unwritable place as one line (exit 2) naming it."""
+    try:
+        return save_calibration(cal, out, comment=comment)
+    except OSError as exc:
+        raise BadInputError(
+            f"cannot save the calibration to {out}: {exc.strerror or exc}; choose another place with --out FILE"
+        ) from None
+
+
+def _saved_line(out: Path) -> str:
+    bak = Path(f"{out}.bak")
+    return f"saved {out}" + (f" (previous version kept as {bak.name})" if bak.exists() else "")
 
 
 def _comment(what: str) -> str:
@@ -202,7 +208,7 @@ def _show(args) -> int:
     if args.show:
         cal = load_calibration(args.show)
     else:
-        _, cal, _ = _setup(args)
+        _, cal = setup(args)
     if args.json:
         print(
             json.dumps(
@@ -251,24 +257,25 @@ def _compare(args) -> int:
     return 0
 
 
-def _push_limits(args, arm: Arm, cal: Calibration, cal_path: Path) -> int:
-    backend, bcal, port = _open(args, arm, cal, cal_path, wide=False)
-    with backend:
-        if not backend.info.limits_us:
-            print(f"{backend.info.firmware} on {port} stores no limits (servos are attached with the calibrated range)")
+def _push_limits(args, arm: Arm, cal: Calibration) -> int:
+    with open_robot(args, arm, cal) as robot:
+        written = robot.push_limits()
+        if not written:
+            print(f"{robot.info.firmware} on {robot.port} stores no limits (servos get the calibrated range)")
             return 0
-        for i, s in enumerate(bcal.servos):
-            lo, hi = board_limits_us(s)
-            backend.set_limits(s.channel, lo, hi)
-            print(f"{cb.servo_label(bcal, i)}: channel {s.channel} limits {lo:g}..{hi:g} us written to the board")
+        for i, (_, address, lo, hi) in enumerate(written):
+            label = cb.servo_label(robot.calibration, i)
+            print(f"{label}: channel {address} limits {lo:g}..{hi:g} us written to the board")
     return 0
 
 
 # --- check: a square to measure ----------------------------------------------------------------------------
 
 
-def _check(args, arm: Arm, cal: Calibration, cal_path: Path) -> int:
+def _check(args, arm: Arm, cal: Calibration) -> int:
     side = parse_length(args.side, what="--side") if args.side else None
+    if side is not None and not side > 0:
+        raise BadInputError(f"--side: must be > 0, got {args.side}")
     center = None
     if args.center:
         center = (parse_length(args.center[0], what="--center X"), parse_length(args.center[1], what="--center Y"))
@@ -278,38 +285,32 @@ def _check(args, arm: Arm, cal: Calibration, cal_path: Path) -> int:
     corners = cb.check_square(arm, center_m=center, side_m=side)
     for c in corners:  # every corner reachable before anything moves
         motion.solve_pose(arm, c, None, arm.home_rad)
-    backend, bcal, port = _open(args, arm, cal, cal_path, wide=False)
     rows = []
-    with backend:
-        streamer = Streamer(backend, arm, bcal, port_key=port)
-        sim = getattr(backend, "sim", None)
-        side_mm = float(np.hypot(*(corners[1] - corners[0]))) * 1000
+    side_mm = float(np.hypot(*(corners[1] - corners[0]))) * 1000
+    with open_robot(args, arm, cal) as robot:
         if not args.json:
             print(
                 f"check square: side {side_mm:.1f} mm, corners counter-clockwise; x right, y up from the shoulder axis"
             )
         for k, c in enumerate(corners):
-            q0, g0, _ = streamer.start_pose()
-            move = motion.LineMove(tuple(c), speed_m_s=speed, label=f"check corner {k + 1}")
-            traj = motion.plan_moves(arm, [move], q_start=q0, gripper_start=g0 if math.isfinite(g0) else None)
-            streamer.play(traj.trajectory)
+            robot.move_to(c[0], c[1], speed=speed, label=f"check corner {k + 1}")
             row = {"corner": k + 1, "target_m": [float(v) for v in c]}
             text = f"corner {k + 1}: should be at x={c[0] * 1000:7.1f} mm y={c[1] * 1000:7.1f} mm"
-            if sim is not None:
-                rep = pose_report(backend, arm, bcal, settle=True)
-                tool = np.array(rep["tool_m"])
-                err = float(np.hypot(*(tool - c)))
-                row.update({"true_m": [float(v) for v in tool], "error_m": err})
+            pose = robot.where(settle=True)
+            if pose.measured:
+                err = float(np.hypot(*(pose.tool_m - c)))
+                row.update({"true_m": [float(v) for v in pose.tool_m], "error_m": err})
                 text += (
-                    f"   simulated arm at x={tool[0] * 1000:7.1f} mm y={tool[1] * 1000:7.1f} mm"
-                    f"   off by {err * 1000:.2f} mm"
+                    f"   {'simulated arm' if 'simulat' in pose.detail else 'measured'} at "
+                    f"x={pose.tool_m[0] * 1000:7.1f} mm y={pose.tool_m[1] * 1000:7.1f} mm   off by {err * 1000:.2f} mm"
                 )
             rows.append(row)
             if args.json:
                 continue
             print(text, flush=True)
-            if sim is None and sys.stdin.isatty() and k + 1 < len(corners):
+            if not pose.measured and sys.stdin.isatty() and k + 1 < len(corners):
                 input("  measure it, then press Enter for the next corner ")
+        port = robot.port
     if args.json:
         print(json.dumps({"side_m": side_mm / 1000, "port": port, "corners": rows}, indent=1))
     return 0
@@ -421,7 +422,7 @@ class Workflow:
             k = self.term.key(KEEPALIVE_S)
             if k is not None:
                 break
-            self.n.backend.status()  # the board's watchdog must hear from us while the user thinks
+            self.n.robot.board_status()  # the board's watchdog must hear from us while the user thinks
         if k in ("q", "Q", "ctrl-c"):
             raise Quit(k)
         return k
@@ -594,28 +595,7 @@ class Workflow:
         return self.new if answer == "y" else None
 
 
-def _start_widths(backend, arm: Arm, cal: Calibration, port: str) -> dict[int, float]:
-    """The pulse each servo holds now; servos without pulses are set to the last stored pose (else home)."""
-    board = backend.info.widths_us if backend.info is not None else ()
-    stored = load_last_pose(port, arm)
-    q = stored[0] if stored is not None else np.array(arm.home_rad)
-    g = stored[1] if stored is not None and math.isfinite(stored[1]) else None
-    if g is None and arm.gripper is not None:
-        g = arm.gripper.open_rad
-    widths, declare = {}, {}
-    for i, s in enumerate(cal.servos):
-        w = board[s.channel] if s.channel < len(board) else None
-        if w is None:
-            angle = q[i] if i < len(cal.joints) else (g if g is not None else 0.0)
-            w = cb.round_tick(min(max(float(s.pulse_us(angle)), s.min_us), s.max_us))
-            declare[s.channel] = w
-        widths[s.channel] = float(w)
-    if declare:
-        backend.move(1, declare)
-    return widths
-
-
-def _interactive(args, arm: Arm, cal: Calibration, cal_path: Path) -> int:
+def _interactive(args, arm: Arm, cal: Calibration) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise BadInputError(
             "the interactive calibration needs a terminal; in scripts record points with --joint J --angle DEG "
@@ -623,23 +603,22 @@ def _interactive(args, arm: Arm, cal: Calibration, cal_path: Path) -> int:
         )
     margin = _number(args.margin_deg, "--margin-deg")
     max_res = _number(args.max_residual_deg, "--max-residual-deg")
-    out = Path(args.out) if args.out else cal_path
-    backend, bcal, port = _open(args, arm, cal, cal_path, wide=True)
-    with backend:
-        old_limits = list(backend.info.limits_us)
-        widths = _start_widths(backend, arm, bcal, port)
-        for s in bcal.servos:  # the ends may lie outside the old range: open it up while calibrating
-            if old_limits and tuple(old_limits[s.channel]) != PULSE_RANGE_US:
-                backend.set_limits(s.channel, *PULSE_RANGE_US)
-        nudger = cb.Nudger(backend, arm, bcal, widths)
+    out = _save_path(args, arm, cal)
+    with open_robot(args, arm, cal, calibrating=True) as robot:
+        values = robot.servo_values()
+        old_limits = robot.board_limits()
+        for i, lims in enumerate(old_limits or ()):  # the ends may lie outside the old range: open it up
+            if tuple(lims) != PULSE_RANGE_US:
+                robot.set_board_limits(i, *PULSE_RANGE_US)
+        nudger = cb.Nudger(robot, values)
         term = Terminal()
         flow = Workflow(
             term,
             nudger,
             arm,
-            bcal,
-            header=f"armctl calibrate: arm {arm.name}, {backend.info.firmware} on "
-            + (port if len(port) <= 60 else port[:57] + "..."),
+            robot.calibration,
+            header=f"armctl calibrate: arm {arm.name}, {robot.info.firmware} on "
+            + (robot.port if len(robot.port) <= 60 else robot.port[:57] + "..."),
             out=out,
             margin_deg=margin,
             max_residual_deg=max_res,
@@ -651,19 +630,21 @@ def _interactive(args, arm: Arm, cal: Calibration, cal_path: Path) -> int:
                 raise Quit("ctrl-c") from None
             if new is None:
                 raise Quit("q")
-            backend.drain()
-            for s in new.servos:
-                if old_limits:
-                    backend.set_limits(s.channel, *board_limits_us(s))
-            saved = replace(new, joints=tuple(replace(s, channel=c.channel) for s, c in zip(new.joints, cal.joints)))
-            if cal.gripper is not None and new.gripper is not None:
-                saved = replace(saved, gripper=replace(new.gripper, channel=cal.gripper.channel))
+            robot.settle()
             comment = _comment("recorded by armctl calibrate") + "\n" + "\n".join(flow.points)
-            save_calibration(saved, out, comment=comment)
+            saved = replace(  # the new mapping, in the file's own channels and pins
+                cal,
+                joints=tuple(replace(s, channel=c.channel) for s, c in zip(new.joints, cal.joints)),
+                gripper=None if new.gripper is None else replace(new.gripper, channel=cal.gripper.channel),
+                source=str(out),
+            )
+            out = _save(saved, out, comment)
+            robot.use_calibration(saved, out)  # the pose is remembered, and the limits pushed, by the new one
+            if old_limits is not None:
+                robot.push_limits()
         except Quit:
             term.restore()
-            _hold(backend, bcal, old_limits)
-            _remember(backend, arm, bcal, port)
+            _hold(robot, old_limits)
             print(
                 f"armctl calibrate: quit: nothing saved ({out} unchanged); the servos hold where they are",
                 file=sys.stderr,
@@ -671,26 +652,25 @@ def _interactive(args, arm: Arm, cal: Calibration, cal_path: Path) -> int:
             return EXIT_INTERRUPTED
         finally:
             term.restore()
-        _remember(backend, arm, new, port)
     print("\n".join(flow.notes))
-    print(f"saved {out}" + (f" (previous version kept as {out.name}.bak)" if Path(f"{out}.bak").exists() else ""))
+    print(_saved_line(out))
     return 0
 
 
-def _hold(backend, cal: Calibration, old_limits) -> None:
+def _hold(robot, old_limits) -> None:
     """Stop where the servos are, and put back the board limits the session opened up where possible."""
     try:
-        backend.stop()
+        robot.hold()
         if not old_limits:
             return
-        held = backend.status().widths_us
-        for s in cal.servos:
-            lo, hi = old_limits[s.channel]
+        held = robot.board_status().widths_us
+        for i, s in enumerate(robot.calibration.servos):
+            lo, hi = old_limits[i]
             w = held[s.channel] if s.channel < len(held) else None
             if (lo, hi) == PULSE_RANGE_US:
                 continue
             if w is None or lo <= w <= hi:
-                backend.set_limits(s.channel, lo, hi)
+                robot.set_board_limits(i, lo, hi)
             else:
                 print(
                     f"armctl calibrate: channel {s.channel} is held at {w:g} us, outside its stored limits "
@@ -699,20 +679,3 @@ def _hold(backend, cal: Calibration, old_limits) -> None:
                 )
     except LinkError as exc:
         print(f"armctl calibrate: {exc}", file=sys.stderr)
-
-
-def _remember(backend, arm: Arm, cal: Calibration, port: str) -> None:
-    try:
-        st = backend.status()
-    except LinkError:
-        return
-    q = []
-    for s in cal.joints:
-        w = st.widths_us[s.channel] if s.channel < len(st.widths_us) else None
-        if w is None:
-            return
-        q.append(float(s.angle_rad(w)))
-    g = float("nan")
-    if cal.gripper is not None and cal.gripper.channel < len(st.widths_us) and st.widths_us[cal.gripper.channel]:
-        g = float(cal.gripper.angle_rad(st.widths_us[cal.gripper.channel]))
-    save_last_pose(port, arm, q, g)

@@ -1,9 +1,9 @@
 """``armctl jog``, ``run``, ``home`` and ``status``: drive the arm on a board (default: the simulated arm).
 
-Everything is checked before the first servo command: the program or target
-is planned, every pulse is mapped through the calibration and checked against
-min/max. On the simulated arm the tool point printed is measured from the
-simulated servos; on a real board it is computed from the pulses it holds.
+Thin callers of ``armctl.robot``. Everything is checked before a port is opened: the target or program
+is planned and every pulse mapped through the calibration and checked against min/max. On the simulated
+arm the tool point printed is measured from the simulated servos; on a real board it is computed from the
+pulses it holds.
 """
 
 from __future__ import annotations
@@ -13,17 +13,14 @@ import json
 import math
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from .. import motion
-from ..arm import Arm
-from ..calibration import Calibration
+from ..arm import Arm, load_arm
+from ..calibration import Calibration, find_calibration, load_calibration
 from ..errors import BadInputError
 from ..kinematics import fk
-from ..session import home_move, jog_move, load_arm_and_calibration, open_backend, pose_report
-from ..stream import Progress, Streamer, prepare
 from ..units import parse_float, parse_length
 
 EPILOG = """\
@@ -91,18 +88,58 @@ def register(sub, parents) -> None:
 # --- setup ---------------------------------------------------------------------------------------------------
 
 
-def _setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration, Path]:
+def setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration]:
+    """The arm (``--arm``, else the program's ``arm:``, else the default) and its calibration."""
     from . import choose_arm
 
-    return load_arm_and_calibration(choose_arm(args, program_arm), args.calibration)
+    arm = load_arm(choose_arm(args, program_arm))
+    cal = load_calibration(find_calibration(arm.name, args.calibration))
+    cal.check_arm(arm)
+    return arm, cal
 
 
-def _backend(args, arm: Arm, cal: Calibration, cal_path: Path):
-    return open_backend(args.port, args.backend, arm, cal, cal_path, wire_log=args.wire_log, watchdog_s=args.watchdog)
+def open_robot(args, arm: Arm, cal: Calibration, *, calibrating: bool = False, progress=None):
+    """``armctl.connect`` with the global options (--port, --backend, --watchdog) and --wire-log."""
+    from ..robot import connect
+
+    robot = connect(
+        arm,
+        args.port,
+        args.backend,
+        cal,
+        wire_log=getattr(args, "wire_log", None),
+        watchdog_s=args.watchdog,
+        calibrating=calibrating,
+        progress=progress,
+    )
+    if robot.recovered:
+        print(f"armctl {args.command}: note: {robot.recovered}", file=sys.stderr, flush=True)
+    return robot
 
 
-def _progress(args) -> Progress:
-    return Progress(enabled=sys.stderr.isatty() and not args.json)
+class Progress:
+    """One progress line on stderr, rewritten in place: percent, program step, time left."""
+
+    def __init__(self, *, stream=sys.stderr, min_interval_s: float = 0.2):
+        self.stream, self.min_interval_s = stream, min_interval_s
+        self._last = -math.inf
+        self._width = 0
+
+    def __call__(self, fraction: float, label: str, left_s: float) -> None:
+        now = time.monotonic()
+        if fraction < 1.0 and now - self._last < self.min_interval_s:
+            return
+        self._last = now
+        text = f"[{100 * fraction:5.1f}%] {label}  {left_s:5.1f} s left"
+        self.stream.write("\r" + text.ljust(self._width))
+        self._width = len(text)
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self._width:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._width = 0
 
 
 def _print(args, report: dict, headline: str) -> None:
@@ -110,39 +147,37 @@ def _print(args, report: dict, headline: str) -> None:
         print(json.dumps(report, indent=1))
         return
     print(headline)
-    if report.get("tool_m") is not None:
+    if report.get("source") == "assumed":
+        print(f"pose: not known yet ({report['detail']}); the first move sets it, then ramps slowly")
+    elif report.get("tool_m") is not None:
         x, y = report["tool_m"]
-        print(f"tool at x={x:.4f} m y={y:.4f} m (from {report['measured']})")
+        print(f"tool at x={x:.4f} m y={y:.4f} m ({report['source']}: {report['detail']})")
         print("joints " + " ".join(f"{v:.2f}" for v in report["q_deg"]) + " deg")
-    else:
-        print(f"pose: {report['measured']}")
 
 
-def _stream(args, arm, cal, cal_path, plan_after_connect) -> dict:
-    backend, bcal, port = _backend(args, arm, cal, cal_path)
-    with backend:
-        streamer = Streamer(backend, arm, bcal, progress=_progress(args), port_key=port)
-        traj = plan_after_connect(streamer)
-        pulses = prepare(traj, bcal)  # checks every pulse before anything moves
-        t0 = time.monotonic()
-        result = streamer.play(traj, pulses)
-        wall = time.monotonic() - t0
-        report = pose_report(backend, arm, bcal, settle=True)
-        planned = fk(arm.links_m, traj.q_rad[-1])
+def _drive(args, arm: Arm, cal: Calibration, act) -> dict:
+    """Open the arm, ``act(robot)`` -> Motion (played to its end), and report where the arm ended up."""
+    progress = Progress() if sys.stderr.isatty() and not args.json else None
+    with open_robot(args, arm, cal, progress=progress) as robot:
+        try:
+            result = act(robot).result
+        finally:
+            if progress is not None:
+                progress.done()
+        report = robot.where(settle=True).to_dict()
         report.update(
             {
-                "planned_tool_m": [float(v) for v in planned],
-                "duration_s": float(traj.duration_s),
+                "planned_tool_m": [float(v) for v in result.planned_tool_m],
+                "duration_s": float(result.duration_s),
                 "frames": result.frames,
                 "commands": result.commands,
                 "ramp_frames": result.ramp_frames,
-                "wall_s": wall,
-                "port": port,
-                "backend": backend.name,
+                "wall_s": result.wall_s,
+                "port": robot.port,
+                "backend": robot.backend.name,
             }
         )
-        if report["tool_m"] is not None:
-            report["error_m"] = float(np.hypot(*(np.array(report["tool_m"]) - planned)))
+        report["error_m"] = float(np.hypot(*(np.array(report["tool_m"]) - result.planned_tool_m)))
         return report
 
 
@@ -150,7 +185,7 @@ def _stream(args, arm, cal, cal_path, plan_after_connect) -> dict:
 
 
 def cmd_jog(args) -> int:
-    arm, cal, cal_path = _setup(args)
+    arm, cal = setup(args)
     target = np.array([parse_length(args.x, what="X"), parse_length(args.y, what="Y")])
     phi = None if args.phi is None else math.radians(parse_float(args.phi, what="--phi"))
     speed = parse_float(args.speed, what="--speed") / 1000.0
@@ -159,29 +194,28 @@ def cmd_jog(args) -> int:
     if phi is not None and arm.n != 3:
         raise BadInputError("--phi needs a 3-link arm")
     motion.solve_pose(arm, target, phi, arm.home_rad)  # unreachable targets fail before any port is opened
-
-    report = _stream(args, arm, cal, cal_path, lambda streamer: streamer.plan_from_here([jog_move(target, phi, speed)]))
+    label = f"jog to ({target[0]:g}, {target[1]:g}) m"
+    report = _drive(args, arm, cal, lambda robot: robot.move_to(*target, phi=phi, speed=speed, label=label))
     _print(args, report, f"jogged to ({target[0]:g}, {target[1]:g}) m in {report['duration_s']:.2f} s")
     return 0
 
 
 def cmd_home(args) -> int:
-    arm, cal, cal_path = _setup(args)
-
-    report = _stream(args, arm, cal, cal_path, lambda streamer: streamer.plan_from_here([home_move(arm)]))
+    arm, cal = setup(args)
+    report = _drive(args, arm, cal, lambda robot: robot.home())
     _print(args, report, f"home in {report['duration_s']:.2f} s")
     return 0
 
 
 def cmd_run(args) -> int:
     from ..program import load_program, plan_program
+    from ..stream import prepare
 
     prog = load_program(args.program)
-    arm, cal, cal_path = _setup(args, prog.arm_ref)
+    arm, cal = setup(args, prog.arm_ref)
     plan = plan_program(prog, arm)
     traj = plan.trajectory
-    cal_for_check = cal
-    prepare(traj, cal_for_check)  # every pulse checked before a port is opened
+    prepare(traj, cal)  # every pulse checked before a port is opened
     if args.dry_run:
         end = fk(arm.links_m, traj.q_rad[-1])
         report = {
@@ -201,22 +235,21 @@ def cmd_run(args) -> int:
                 f"calibrated range (dry run: no port opened)"
             )
         return 0
-    report = _stream(args, arm, cal, cal_path, lambda streamer: traj)
+    report = _drive(args, arm, cal, lambda robot: robot.run(plan))
     _print(args, report, f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s")
     return 0
 
 
 def cmd_status(args) -> int:
-    arm, cal, cal_path = _setup(args)
-    backend, bcal, port = _backend(args, arm, cal, cal_path)
-    with backend:
-        st = backend.status()
-        report = pose_report(backend, arm, bcal, settle=False)
-        info = backend.info
+    arm, cal = setup(args)
+    with open_robot(args, arm, cal) as robot:
+        st = robot.board_status()
+        report = robot.where().to_dict()
+        info = robot.info
         report.update(
             {
-                "port": port,
-                "backend": backend.name,
+                "port": robot.port,
+                "backend": robot.backend.name,
                 "firmware": info.firmware,
                 "protocol": info.protocol,
                 "channels": info.channels,
@@ -227,7 +260,7 @@ def cmd_status(args) -> int:
             }
         )
     headline = (
-        f"{info.firmware} (protocol {info.protocol}) on {port}: {info.channels} channels, "
+        f"{info.firmware} (protocol {info.protocol}) on {robot.port}: {info.channels} channels, "
         f"pulses {' '.join('-' if w is None else f'{w:g}' for w in st.widths_us)} us"
     )
     _print(args, report, headline)

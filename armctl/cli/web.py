@@ -7,7 +7,7 @@ import secrets
 import sys
 
 from ..errors import BadInputError
-from .device import _backend, _setup  # the same arm, calibration and port as jog/run
+from .device import open_robot, setup  # the same arm, calibration and port as jog/run
 
 EPILOG = """\
 The page draws the arm to scale with its reachable region and joint limits; click (or drag and
@@ -52,16 +52,8 @@ def cmd_web(args) -> int:
     from ..web.app import serve
 
     host, port = parse_listen(args.listen)
-    arm, cal, cal_path = _setup(args)
-    backend, bcal, port_url = _backend(args, arm, cal, cal_path)
-    with backend:
+    arm, cal = setup(args)
+    with open_robot(args, arm, cal) as robot:
         return serve(
-            arm,
-            bcal,
-            backend,
-            port_url,
-            host=host,
-            port=port,
-            token=secrets.token_urlsafe(16) if args.token else None,
-            out=sys.stdout,
+            robot, host=host, port=port, token=secrets.token_urlsafe(16) if args.token else None, out=sys.stdout
         )

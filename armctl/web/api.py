@@ -17,7 +17,8 @@ from ..calibration import Calibration
 from ..kinematics import fk
 from ..motion import DEFAULT_SPEED_M_S
 from ..workspace import annulus, shortfall
-from .controller import Command, line_or_joint
+from . import controller
+from .controller import Command
 from .reach_map import ReachMap
 
 MAX_BODY_BYTES = 4096
@@ -97,7 +98,7 @@ def move_command(data: dict, arm: Arm, reach: ReachMap) -> Command:
             target_mm=[x, y],
         )
     label = f"{'line' if mode == 'line' else 'joint move'} to ({x:.0f}, {y:.0f}) mm"
-    return Command("move", label, moves=line_or_joint(target, phi, speed / 1000.0, mode, arm), target_m=target)
+    return controller.move_command(target, phi, speed / 1000.0, mode, label)
 
 
 def refusal(exc: Exception, cmd: Command, reach: ReachMap) -> ApiError:

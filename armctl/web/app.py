@@ -1,4 +1,4 @@
-"""Put the pieces together: controller + control lease + HTTP server, on an already open backend."""
+"""Put the pieces together: controller + control lease + HTTP server, on an open Robot."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import secrets
 import signal
 import threading
 
-from ..arm import Arm
-from ..calibration import Calibration
 from ..errors import LinkError
+from ..robot import Robot
 from . import api
 from .controller import Controller
 from .reach_map import reach_map
@@ -17,33 +16,30 @@ from .session import Control
 
 
 def start(
-    arm: Arm,
-    cal: Calibration,
-    backend,
-    port_url: str,
+    robot: Robot,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
     token: str | None = None,
     heartbeat_timeout_s: float | None = None,
 ) -> ArmServer:
-    """Start serving ``backend`` (open) on ``host``:``port`` in a background thread; returns the server.
+    """Start serving ``robot`` (open) on ``host``:``port`` in a background thread; returns the server.
 
     A non-loopback ``host`` always gets a token (a fresh one unless ``token`` is given). Stop it
-    with ``stop(server)``; the caller closes the backend.
+    with ``stop(server)``; the caller closes the robot.
     """
     if token is None and not is_loopback(host):
         token = secrets.token_urlsafe(16)
     control = Control() if heartbeat_timeout_s is None else Control(timeout_s=heartbeat_timeout_s)
-    controller = Controller(arm, cal, backend, port_key=port_url, watchdog=control.silent)
-    reach = reach_map(arm)
+    controller = Controller(robot, watchdog=control.silent)
+    reach = reach_map(robot.arm)
     info = api.describe(
-        arm,
-        cal,
+        robot.arm,
+        robot.calibration,
         reach,
-        backend=backend.name,
-        port=port_url,
-        firmware=backend.info.firmware if backend.info is not None else "",
+        backend=robot.backend.name,
+        port=robot.port,
+        firmware=robot.info.firmware if robot.info is not None else "",
     )
     try:
         server = ArmServer((host, port), controller, control, info, reach, token=token)
@@ -57,16 +53,16 @@ def start(
 
 
 def stop(server: ArmServer) -> None:
-    """Controlled stop of the arm, then close the server (the backend stays open for the caller)."""
+    """Controlled stop of the arm, then close the server (the robot stays open for the caller)."""
     server.controller.close()
     server.shutdown()
     server.server_close()
 
 
-def serve(arm, cal, backend, port_url: str, *, host: str, port: int, token: str | None, out) -> int:
+def serve(robot: Robot, *, host: str, port: int, token: str | None, out) -> int:
     """Serve until Ctrl-C (then a controlled stop); prints the URL to open. Returns the exit code."""
-    server = start(arm, cal, backend, port_url, host=host, port=port, token=token)
-    print(f"armctl web: arm {arm.name!r} on {port_url} ({backend.name})", file=out)
+    server = start(robot, host=host, port=port, token=token)
+    print(f"armctl web: arm {robot.arm.name!r} on {robot.port} ({robot.backend.name})", file=out)
     print(f"open {server.url}", file=out)
     if server.token:
         print("(the token in that URL is required: only share it with people who may move the arm)", file=out)
