@@ -8,6 +8,7 @@ import math
 import re
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import urlencode
 
 import numpy as np
@@ -20,9 +21,11 @@ from armctl.arm import load_arm
 from armctl.bus.armproto import ArmProtocolBackend
 from armctl.calibration import load_calibration, save_calibration, with_servo
 from armctl.cli import main
+from armctl.paths import PRESET_CALIBRATION_DIR
+from armctl.robot import Robot
 
 REPO = Path(__file__).resolve().parents[1]
-NOMINAL = REPO / "calibration" / "seed-3link.yaml"
+NOMINAL = PRESET_CALIBRATION_DIR / "seed-3link.yaml"
 
 
 @pytest.fixture(autouse=True)
@@ -101,7 +104,7 @@ def test_reference_poses_stay_inside_the_joint_limits():
 def test_nudges_are_timed_under_the_speed_limit():
     arm = load_arm("seed-3link")
     cal = load_calibration(NOMINAL)
-    n = cb.Nudger(backend=None, arm=arm, cal=cal, widths={})
+    n = cb.Nudger(SimpleNamespace(arm=arm, calibration=cal), [1500.0] * 4)
     limit = math.degrees(arm.max_speed_rad_s[0])
     for d in (0.5, 10, 100, 700):
         frames = n.frames_for(0, d)
@@ -123,7 +126,7 @@ def test_record_fit_save_with_backup(cal_file, tmp_path, capsys):
     assert record(cal_file, "--joint", "shoulder", "--min-us", "850", "--max-us", "2210") == 0
     assert record(cal_file, "--joint", "gripper", "--angle", "open", "--us", "1790") == 0
     assert record(cal_file, "--joint", "gripper", "--angle", "closed", "--us", "1310") == 0
-    points = tmp_path / "calibration" / "seed-3link.points.yaml"
+    points = tmp_path / "seed-3link.points.yaml"  # beside the calibration it is fitted into
     assert points.read_text().count("\n  - {joint:") == 6
     capsys.readouterr()
     assert record(cal_file, "--fit") == 0
@@ -285,9 +288,10 @@ def test_nudges_over_firmata_are_host_timed_frames_under_the_speed_limit():
     pin_cal = with_servo(cal, 0, channel=9)
     with b:
         b.move(1, {9: 1500})
-        n = cb.Nudger(b, arm, pin_cal, {9: 1500.0})
+        robot = Robot(arm, pin_cal, b, "/dev/ttyFAKE", calibration_path=NOMINAL)
+        n = cb.Nudger(robot, [1500.0, 1500.0, 1500.0, 1800.0])
         n.nudge(0, 100)
-        b.drain()
+        robot.settle()
     assert writes[0] == ("attach", 9, 500, 2500)  # calibrating: the whole pulse range
     moves = [w for w in writes[2:] if w[0] != "attach"]
     assert len(moves) == n.frames_for(0, 100) == 12 and moves[-1][2] == 1600

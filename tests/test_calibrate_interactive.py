@@ -22,9 +22,10 @@ import pytest
 from armctl.arm import load_arm
 from armctl.calibration import load_calibration
 from armctl.cli import main
+from armctl.paths import PRESET_CALIBRATION_DIR
 
 REPO = Path(__file__).resolve().parents[1]
-NOMINAL = REPO / "calibration" / "seed-3link.yaml"
+NOMINAL = PRESET_CALIBRATION_DIR / "seed-3link.yaml"
 OFFSET_DEG = [3.0, -4.0, -2.5, 1.5]  # hidden errors, per servo (shoulder, elbow, wrist, gripper)
 SCALE = [1.06, 0.95, 0.97, 1.04]
 FLIP = [1]  # the elbow servo turns the other way than the example calibration says

@@ -26,7 +26,7 @@ def _json(capsys, argv):
 def test_jog_lands_within_a_millimetre(capsys):
     out = _json(capsys, ["--port", FAST, "jog", "0.5", "0.2", "--speed", "200", "--json"])
     assert abs(out["tool_m"][0] - 0.5) < 1e-3 and abs(out["tool_m"][1] - 0.2) < 1e-3
-    assert len(out["q_deg"]) == 3 and out["measured"] == "simulated servos"
+    assert len(out["q_deg"]) == 3 and out["source"] == "measured" and out["detail"] == "simulated servos"
 
 
 def test_run_dry_run_opens_no_port(capsys):

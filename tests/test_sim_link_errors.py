@@ -103,7 +103,7 @@ def test_silent_board_mid_run_is_a_link_error():
     b2 = ArmProtocolBackend("armsim://?rate=20", reply_timeout_s=0.05)
     b2.open()
     try:
-        b2.sim.opts.drop = 1.0  # the cable goes bad after connecting
+        b2.ser.sim.opts.drop = 1.0  # the cable goes bad after connecting
         t0 = time.monotonic()
         with pytest.raises(LinkError, match="no progress|did not acknowledge|no answer"):
             for _ in range(100):
@@ -121,7 +121,7 @@ def test_board_reset_mid_run_is_detected():
     try:
         b.move(1, {0: 1500})
         b.flush()
-        sim = b.sim
+        sim = b.ser.sim
         # the board reboots: new state, new boot id, banner on the wire
         from armctl.bus.board import Board
 

@@ -45,7 +45,7 @@ def test_arm_description(server):
 
 def test_state_has_pose_pulses_and_manipulability(server):
     status, st = call(server, "GET", "/api/state")
-    assert status == 200 and st["measured"] == "simulated servos"
+    assert status == 200 and st["measured"] == "simulated servos" and st["source"] == "measured"
     assert len(st["q_deg"]) == 3 and len(st["joints_mm"]) == 4 and len(st["pulses_us"]) == 4
     assert st["manipulability_m2"] > 0
     assert st["tool_mm"] == pytest.approx(st["joints_mm"][-1])
@@ -147,7 +147,7 @@ def _open_events(server, session):
 
 def _last_pulse_change_s(server):
     def read(backend):
-        sim = backend.sim
+        sim = backend.ser.sim
         sim.pump(backend.ser.sim_time_s())
         joint_channels = {s.channel for s in server.controller.cal.joints}
         return max(t for t, ch, _ in sim.pulses if ch in joint_channels)

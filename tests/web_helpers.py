@@ -7,30 +7,19 @@ import http.client
 import json
 import urllib.parse
 
-from armctl.arm import load_arm
-from armctl.bus.armproto import ArmProtocolBackend
-from armctl.calibration import find_calibration, load_calibration
+from armctl import connect
 from armctl.web import app
 
 
 @contextlib.contextmanager
 def served(*, arm_name="seed-3link", rate=20, host="127.0.0.1", token=None, heartbeat_timeout_s=None):
     """Yield an ArmServer on a free port, driving a fresh simulated arm; stops and closes both after."""
-    arm = load_arm(arm_name)
-    cal = load_calibration(find_calibration(arm.name))
-    port = f"armsim://?rate={rate}&seed=1"
-    backend = ArmProtocolBackend(port)
-    backend.open()
-    try:
-        server = app.start(
-            arm, cal, backend, port, host=host, port=0, token=token, heartbeat_timeout_s=heartbeat_timeout_s
-        )
+    with connect(arm_name, f"armsim://?rate={rate}&seed=1") as robot:
+        server = app.start(robot, host=host, port=0, token=token, heartbeat_timeout_s=heartbeat_timeout_s)
         try:
             yield server
         finally:
             app.stop(server)
-    finally:
-        backend.close()
 
 
 def call(server, method, path, body=None, *, headers=None, raw=None):
@@ -52,7 +41,7 @@ def sim_now(server):
     """(true tool point (m), number of pulse changes so far, simulated time s), read on the arm's thread."""
 
     def read(backend):
-        sim = backend.sim
+        sim = backend.ser.sim
         sim.pump(backend.ser.sim_time_s())
         return sim.tool_m().copy(), len(sim.pulses), sim.now
 

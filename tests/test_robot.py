@@ -1,0 +1,323 @@
+"""The Python API: ``armctl.connect()`` and the ``Robot`` on the simulated arm.
+
+Moves land where they should (measured from the simulated servos); bad targets move nothing; a stop
+from another thread stops the board at once; the port belongs to one handle; ``Robot.run`` and
+``armctl run`` put the same bytes on the wire.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import armctl
+from armctl.cli import main
+from armctl.errors import BadInputError, JointLimitError, LinkError, StopRequested, UnreachableError
+from armctl.kinematics import fk
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAM = ROOT / "examples" / "pick_and_place.yaml"
+GOLDEN_MOVES = ROOT / "tests" / "golden" / "pick_and_place.moves"
+FAST = "armsim://?rate=20&seed=1"
+
+
+@pytest.fixture(autouse=True)
+def _dirs(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
+
+
+def _sim(robot):
+    """(recorded pulses so far, simulated time), read on the robot's board thread."""
+
+    def read(backend):
+        sim = backend.ser.sim
+        sim.pump(backend.ser.sim_time_s())
+        return list(sim.pulses), sim.now
+
+    return robot.call(read)
+
+
+def test_moves_land_within_a_millimetre_measured_from_the_servos():
+    with armctl.connect("seed-3link", FAST) as robot:
+        start = robot.where()
+        assert start.source == "measured" and start.detail == "simulated servos"
+        assert start.q_deg == pytest.approx([45, -90, -45])
+        res = robot.move_to(0.5, 0.2, phi=math.radians(-30), speed=0.2).result
+        pose = robot.where(settle=True)
+        assert np.hypot(*(pose.tool_m - [0.5, 0.2])) < 1e-3
+        assert math.degrees(pose.phi_rad) == pytest.approx(-30, abs=0.2)
+        assert res.planned_tool_m == pytest.approx([0.5, 0.2]) and res.frames > 0 and res.duration_s > 0
+        robot.move_joints([30, -60, 10], degrees=True)
+        assert robot.where(settle=True).q_deg == pytest.approx([30, -60, 10], abs=0.1)
+        robot.gripper("close")
+        assert math.degrees(robot.where(settle=True).gripper_rad) == pytest.approx(10, abs=0.2)
+        robot.gripper(math.radians(35))
+        assert math.degrees(robot.where(settle=True).gripper_rad) == pytest.approx(35, abs=0.2)
+        robot.home()
+        assert robot.where(settle=True).q_deg == pytest.approx([45, -90, -45], abs=0.1)
+        robot.run(PROGRAM)
+        end = robot.where(settle=True)
+        assert np.hypot(*(end.tool_m - [0.4950, -0.1293])) < 1e-3  # the program ends at home
+
+
+def test_plan_to_moves_nothing_and_starts_where_the_arm_is():
+    with armctl.connect("seed-3link", FAST) as robot:
+        robot.move_to(0.6, 0.1)
+        before = len(_sim(robot)[0])
+        traj = robot.plan_to(0.4, 0.3, speed=0.05)
+        assert len(_sim(robot)[0]) == before
+        start = fk(robot.arm.links_m, traj.q_rad[0])
+        # from the pulses the board holds (0.5 us steps: a fraction of a millimetre)
+        assert start == pytest.approx([0.6, 0.1], abs=5e-4) and traj.duration_s > 3
+
+
+@pytest.mark.parametrize(
+    ("act", "error"),
+    [
+        (lambda r: r.move_to(1.2, 0.0), UnreachableError),
+        (lambda r: r.move_to(-0.5, -0.5), JointLimitError),
+        (lambda r: r.move_joints([100, 0, 0], degrees=True), JointLimitError),
+        (lambda r: r.move_joints([0, 0]), BadInputError),
+        (lambda r: r.move_to(float("nan"), 0.2), BadInputError),
+        (lambda r: r.move_to(0.5, 0.2, speed=0), BadInputError),
+        (lambda r: r.gripper("squeeze"), BadInputError),
+    ],
+)
+def test_errors_move_nothing(act, error):
+    with armctl.connect("seed-3link", FAST) as robot:
+        robot.move_to(0.5, 0.1)
+        before = _sim(robot)[0]
+        with pytest.raises(error):
+            act(robot)
+        time.sleep(0.05)
+        assert _sim(robot)[0] == before  # not one pulse changed
+        robot.move_to(0.55, 0.1)  # and the arm still works
+
+
+def test_unreachable_has_the_shortfall():
+    with armctl.connect("seed-3link", FAST) as robot, pytest.raises(UnreachableError) as err:
+        robot.move_to(1.2, 0.0)
+    assert err.value.shortfall_m == pytest.approx(0.3)
+
+
+def test_stop_from_another_thread_stops_the_board_within_a_frame():
+    with armctl.connect("seed-3link", "armsim://?rate=1&seed=1") as robot:
+        motion = robot.move_to(0.3, 0.45, speed=0.1, wait=False)  # several seconds of motion
+        queued = robot.move_to(0.6, 0.0, wait=False)
+        assert not motion.done and robot.moving
+        time.sleep(0.5)
+        t_stop = {}
+
+        def stopper():
+            t_stop["sim"] = _sim(robot)[1]
+            robot.stop("test")
+
+        threading.Thread(target=stopper).start()
+        with pytest.raises(StopRequested, match=r"stopped \(test\)"):
+            motion.wait(5)
+        with pytest.raises(StopRequested):
+            queued.wait(5)  # the queued one never started
+        assert motion.stop_reason == "test" and not robot.moving
+        time.sleep(0.3)
+        pulses, _ = _sim(robot)
+        joints = {s.channel for s in robot.calibration.joints}
+        last_change = max(t for t, ch, _ in pulses if ch in joints)
+        # the stop went out at once; the board holds from the next frame boundary (+ the link's line time)
+        assert last_change - t_stop["sim"] < 0.045, last_change - t_stop["sim"]
+        robot.move_to(0.5, 0.0)  # usable again
+        assert np.hypot(*(robot.where(settle=True).tool_m - [0.5, 0.0])) < 1e-3
+
+
+def test_non_blocking_moves_run_in_order_and_report():
+    with armctl.connect("seed-3link", FAST) as robot:
+        done = []
+        a = robot.move_to(0.5, 0.3, wait=False)
+        b = robot.move_to(0.6, 0.0, wait=False)
+        c = robot.gripper("close", wait=False)
+        for m in (a, b, c):
+            m.add_done_callback(lambda m: done.append(m.label))
+        assert c.wait(30).label == "close the gripper"
+        assert done == ["move to (0.5, 0.3) m", "move to (0.6, 0) m", "close the gripper"]
+        assert a.result.planned_tool_m == pytest.approx([0.5, 0.3]) and b.done and c.error is None
+        # b was planned from where a ends: one continuous path, no ramp in between
+        assert b.result.ramp_frames == 0
+        assert np.hypot(*(robot.where(settle=True).tool_m - [0.6, 0.0])) < 1e-3
+
+
+def test_cancel_drops_a_queued_motion():
+    with armctl.connect("seed-3link", FAST) as robot:
+        a = robot.move_to(0.5, 0.3, wait=False)
+        b = robot.move_to(0.6, 0.0, wait=False)
+        b.cancel()
+        a.wait(30)
+        with pytest.raises(StopRequested):
+            b.wait(5)
+        assert np.hypot(*(robot.where(settle=True).tool_m - [0.5, 0.3])) < 1e-3
+
+
+def test_where_during_a_motion_answers_from_another_thread():
+    with armctl.connect("seed-3link", "armsim://?rate=1&seed=1") as robot:
+        m = robot.move_to(0.4, 0.3, speed=0.1, wait=False)
+        seen = []
+        while not m.done:
+            t0 = time.monotonic()
+            seen.append((robot.where().tool_m.copy(), time.monotonic() - t0))
+            time.sleep(0.05)
+        m.wait()
+        assert len(seen) > 5
+        xs = [p[0] for p, _ in seen]
+        assert xs[0] > xs[-1]  # it watched the tool travel (x shrinks from home towards 0.4)
+
+
+def test_two_handles_on_one_port_the_second_is_refused(tmp_path):
+    port = f"armsim://?rate=20&seed=1&state={tmp_path / 'sim.json'}"
+    with armctl.connect("seed-3link", port) as robot:
+        with pytest.raises(LinkError, match=rf"in use by pid {os.getpid()}"):
+            armctl.connect("seed-3link", port)
+        robot.move_to(0.5, 0.2)  # the holder did not notice
+    with armctl.connect("seed-3link", port) as robot:  # released on close
+        assert robot.where().tool_m == pytest.approx([0.5, 0.2], abs=1e-3)
+
+
+def test_a_second_process_is_refused_at_once_and_the_first_completes(tmp_path):
+    """`armctl status` on the port of a running program used to send its handshake into the stream."""
+    state = tmp_path / "sim.json"
+    port = f"armsim://?rate=1&seed=1&state={state}"
+    env = dict(os.environ, ARMCTL_STATE_DIR=os.environ["ARMCTL_STATE_DIR"])
+    with armctl.connect("seed-3link", port) as robot:
+        m = robot.move_to(0.4, 0.3, speed=0.1, wait=False)
+        t0 = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "armctl", "--port", port, "status"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+            env=env,
+        )
+        assert proc.returncode == 4, proc.stderr
+        assert proc.stderr.count("\n") == 1 and f"in use by pid {os.getpid()}" in proc.stderr
+        assert not m.done or time.monotonic() - t0 > 1.0
+        res = m.wait(60)  # the first one finished its move
+        assert res.planned_tool_m == pytest.approx([0.4, 0.3])
+
+
+def _moves_sent(wire_log: Path) -> list[bytes]:
+    """The move lines (``<seq> M ...``) the host sent, in order, from a wire log; a line sent again (a resend
+    after a lost reply) counts once: only the next sequence number is taken."""
+    out, expect = [], None
+    for line in wire_log.read_text().splitlines():
+        parts = line.split(None, 2)
+        if len(parts) != 3 or parts[1] != ">":
+            continue
+        for chunk in ast.literal_eval(parts[2]).split(b"\n"):
+            fields = chunk.split(b" ")
+            if len(fields) < 3 or fields[1] in (b"H", b"Q", b"X"):  # unsequenced lines
+                continue
+            seq = int(fields[0])
+            if expect is not None and seq != expect:
+                continue  # a resend
+            expect = (seq + 1) % 256
+            if fields[1] == b"M":
+                out.append(chunk + b"\n")
+    return out
+
+
+def test_robot_run_and_armctl_run_send_the_same_moves(tmp_path, capsys):
+    api_log, cli_log = tmp_path / "api.log", tmp_path / "cli.log"
+    with armctl.connect("seed-3link", FAST, wire_log=api_log) as robot:
+        robot.run(PROGRAM)
+    assert main(["--port", FAST, "run", str(PROGRAM), "--wire-log", str(cli_log), "--json"]) == 0
+    capsys.readouterr()
+    api, cli = _moves_sent(api_log), _moves_sent(cli_log)
+    assert len(api) > 50 and api == cli
+    if os.environ.get("ARMCTL_UPDATE_GOLDEN") == "1":
+        GOLDEN_MOVES.write_bytes(b"".join(api))
+    assert b"".join(api) == GOLDEN_MOVES.read_bytes(), "the moves of the example program changed"
+
+
+def test_the_simulated_arm_is_the_default_and_keeps_its_pose():
+    with armctl.connect() as robot:  # seed-3link on the simulated arm, state in ARMCTL_STATE_DIR
+        assert robot.port.startswith("armsim://") and robot.arm.name == "seed-3link"
+        robot.move_to(0.5, 0.25, speed=0.5)
+    with armctl.connect() as robot:
+        pose = robot.where()
+        assert pose.measured and np.hypot(*(pose.tool_m - [0.5, 0.25])) < 1e-3
+
+
+def test_closed_robot_refuses_work():
+    robot = armctl.connect("seed-3link", FAST)
+    robot.close()
+    robot.close()  # twice is fine
+    with pytest.raises(LinkError, match="closed"):
+        robot.move_to(0.5, 0.2)
+
+
+def test_empty_port_is_bad_input():
+    with pytest.raises(BadInputError, match="empty"):
+        armctl.connect("seed-3link", "")
+
+
+def test_help_is_enough_to_start():
+    doc = armctl.connect.__doc__
+    for word in ("arm", "port", "backend", "calibration", "LinkError", "with"):
+        assert word in doc
+    for name in ("move_to", "move_joints", "home", "gripper", "run", "where", "stop", "plan_to", "close"):
+        assert getattr(armctl.Robot, name).__doc__, name
+
+
+def _grip_events(robot, sim) -> list[tuple[bool, np.ndarray]]:
+    """(closing?, tool point m) each time the gripper starts to close or to open, from the simulated
+    board's pulses (a pause in the middle of a gripper move, the board waiting for the host, is no event)."""
+    cal = robot.calibration
+    joints = {s.channel: i for i, s in enumerate(cal.joints)}
+    widths, events, prev, going = [0.0] * len(joints), [], None, None
+    for _, ch, w in sim.pulses:
+        if ch in joints and w is not None:
+            widths[joints[ch]] = w
+        elif ch == cal.gripper.channel and w is not None:
+            if prev is not None and w != prev:
+                closing = bool(cal.gripper.angle_rad(w) < cal.gripper.angle_rad(prev))
+                if closing != going:
+                    events.append((closing, fk(robot.arm.links_m, cal.us_to_joints(np.array(widths)))))
+                going = closing
+            prev = w
+    return events
+
+
+def test_the_python_example_does_what_the_yaml_example_does(monkeypatch):
+    """examples/pick_and_place.py grips and releases at the same points as examples/pick_and_place.yaml."""
+    import importlib.util
+
+    with armctl.connect("seed-3link", "armsim://?rate=50&seed=1") as robot:
+        robot.run(PROGRAM)
+        want = _grip_events(robot, robot.backend.ser.sim)
+    robots = []
+    real_connect = armctl.connect
+
+    def keep(*args, **kw):
+        robot = real_connect(*args, **kw)
+        robots.append((robot, robot.backend.ser.sim))
+        return robot
+
+    monkeypatch.setattr(armctl, "connect", keep)
+    spec = importlib.util.spec_from_file_location("pick_and_place_example", ROOT / "examples" / "pick_and_place.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    monkeypatch.setattr(example.time, "sleep", lambda s: None)  # the simulator runs 50x: no wall-clock waits
+    example.main("armsim://?rate=50&seed=1")
+    got = _grip_events(*robots[0])
+    assert [c for c, _ in want] == [True, False] * 3
+    assert [c for c, _ in got] == [c for c, _ in want]
+    for (_, a), (_, b) in zip(got, want):
+        assert np.hypot(*(a - b)) < 1e-3
