@@ -345,11 +345,13 @@ def test_duplicate_ids_collide():
 
 
 def _settle(bus: FeetechBus, ids, goal: dict[int, int], *, sim_s: float = 10.0) -> dict[int, int]:
+    """Positions once every servo is at its goal and stopped (or after ``sim_s`` simulated seconds)."""
     sim = bus.serial.sim
     end = sim.now + sim_s
     while True:
-        pos = bus.read_positions(ids)
-        if all(pos[i] == goal[i] for i in goal) or sim.now > end:
+        states = bus.read_states(ids)
+        pos = {i: s.position_steps for i, s in states.items()}
+        if (pos == goal and not any(s.moving for s in states.values())) or sim.now > end:
             return pos
         time.sleep(0.002)
 
