@@ -323,8 +323,10 @@ def test_eeprom_survives_a_power_cycle_only_when_written_unlocked(tmp_path):
     assert _read(sim, 1, "min_angle_limit", 2.0) == 0  # ...but is not kept
     assert [p.id for p in _talk(sim, ft.ping_packet(9), 2.0)] == [9]
     assert _talk(sim, ft.ping_packet(2), 2.1) == []
-    again = _sim(state=str(state), ids=[1, 2])  # a new run on the same state file: EEPROM as kept
-    assert sorted(s.id for s in again.servos) == [1, 3, 4, 5, 6, 9]
+    again = _sim(state=str(state), ids=[1, 2], missing=[5])  # a new run on the same state file: EEPROM as kept
+    assert sorted(s.id for s in again.servos) == [1, 3, 4, 6, 9]
+    again.save_state()  # an unplugged servo is still in the file
+    assert sorted(s.id for s in _sim(state=str(state)).servos) == [1, 3, 4, 5, 6, 9]
 
 
 def test_echo_comes_before_the_answer():

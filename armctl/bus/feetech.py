@@ -501,7 +501,7 @@ class FeetechBus:
         if ser is not None:
             try:
                 ser.close()
-            except Exception:  # noqa: BLE001  (closing a dead port must not mask the error that killed it)
+            except Exception:  # closing a dead port must not mask the error that killed it
                 pass
 
     @property
@@ -544,7 +544,7 @@ class FeetechBus:
         if missing:
             raise ServoNoReply(
                 f"{self.port}: {_ids_text(missing)} of {list(ids)} did not answer a ping "
-                f"({self.retries + 1} tries, {self.baudrate} baud): check ids, power and cable",
+                f"({self._tries()}, {self.baudrate} baud): check ids, power and cable",
                 servo_ids=missing,
                 operation="ping",
             )
@@ -645,14 +645,14 @@ class FeetechBus:
         for attempt in range(self.retries + 1):
             if attempt:
                 self.counters["retries"] += 1
-            replies, bad = self._round_trip(sync_read_packet(first, count, wanted), {i: count for i in wanted}, op)
+            replies, bad = self._round_trip(sync_read_packet(first, count, wanted), {i: count for i in wanted})
             got.update(replies)
             corrupt |= bad
             wanted = [i for i in ids if i not in got]
             if not wanted:
                 break
         if wanted:
-            self._fail(wanted, corrupt, op)
+            raise self._failure(wanted, corrupt, op)
         self._check_status(got, op)
         return {i: {r.name: self.series.decode(r, got[i].params[r.address - first :]) for r in regs} for i in ids}
 
@@ -768,12 +768,11 @@ class FeetechBus:
         self._rx += chunk
         return True
 
-    def _round_trip(self, request: bytes, expect: dict[int, int], op: str) -> tuple[dict[int, Packet], set[int]]:
+    def _round_trip(self, request: bytes, expect: dict[int, int]) -> tuple[dict[int, Packet], set[int]]:
         """Send ``request`` and collect status packets from the ids in ``expect`` ({id: parameter count}).
 
         Returns the packets that came and the ids whose answer (or an answer that may have been theirs)
-        was corrupt. Packets from other ids or of the wrong length (late answers to an earlier request)
-        are dropped.
+        was corrupt or malformed. Packets from other ids are dropped (late answers to an earlier request).
         """
         reply_bytes = sum(6 + n for n in expect.values())
         deadline = self._send(request) + reply_bytes * self.byte_s + self.timeout_s
@@ -792,9 +791,12 @@ class FeetechBus:
                 pending = [i for i in order if i not in got]
                 corrupt.add(item.id if item.id in pending else pending[0])
                 continue
-            if item.id in expect and item.id not in got and len(item.params) == expect[item.id]:
-                got[item.id] = item
-                corrupt.discard(item.id)
+            if item.id in expect and item.id not in got:
+                if len(item.params) == expect[item.id]:
+                    got[item.id] = item
+                    corrupt.discard(item.id)
+                else:
+                    corrupt.add(item.id)  # an answer of the wrong length
         if len(got) < len(expect):
             self.counters["timeouts"] += 1
             pending = [i for i in order if i not in got]
@@ -807,7 +809,7 @@ class FeetechBus:
         for attempt in range(self.retries + 1):
             if attempt:
                 self.counters["retries"] += 1
-            got, bad = self._round_trip(request, {servo_id: count}, op)
+            got, bad = self._round_trip(request, {servo_id: count})
             if servo_id in got:
                 if check:
                     self._check_status(got, op)
@@ -815,23 +817,24 @@ class FeetechBus:
                     self.error_bits[servo_id] = got[servo_id].code
                 return got[servo_id]
             corrupt |= bad
-        self._fail([servo_id], corrupt, op)
-        raise AssertionError("unreachable")
+        raise self._failure([servo_id], corrupt, op)
 
-    def _fail(self, missing: list[int], corrupt: set[int], op: str):
-        tries = f"{self.retries + 1} {'try' if self.retries == 0 else 'tries'}"
+    def _tries(self) -> str:
+        return "1 try" if self.retries == 0 else f"{self.retries + 1} tries"
+
+    def _failure(self, missing: list[int], corrupt: set[int], op: str) -> ServoError:
+        """The error for servos that never answered well: corrupt answers first, else silence."""
         bad = [i for i in missing if i in corrupt]
         if bad:
-            raise ServoBadReply(
-                f"{self.port}: {_ids_text(bad)}: corrupt reply to {op} (bad checksum or framing, {tries}): "
-                "noise on the bus, a loose cable, or two servos with the same id",
+            return ServoBadReply(
+                f"{self.port}: {_ids_text(bad)}: corrupt reply to {op} (bad checksum, framing or length, "
+                f"{self._tries()}): noise on the bus, a loose cable, or two servos with the same id",
                 servo_ids=bad,
                 operation=op,
             )
-        ms = (self.timeout_s) * 1000
-        raise ServoNoReply(
-            f"{self.port}: {_ids_text(missing)}: no reply to {op} within {ms:.0f} ms ({tries}): "
-            f"check the id, its power and cable, and that it runs at {self.baudrate} baud",
+        return ServoNoReply(
+            f"{self.port}: {_ids_text(missing)}: no reply to {op} within {self.timeout_s * 1000:.0f} ms "
+            f"({self._tries()}): check the id, its power and cable, and that it runs at {self.baudrate} baud",
             servo_ids=missing,
             operation=op,
         )

@@ -403,7 +403,9 @@ class FeetechSim:
         }
         #: Every packet the servos took in, in order: (simulated time, Packet). For tests to assert on.
         self.log: deque[tuple[float, Packet]] = deque(maxlen=100_000)
-        self.servos: list[SimServo] = self._make_servos()
+        everyone = self._make_servos()
+        self.servos: list[SimServo] = [s for s in everyone if s.id not in o.missing]  #: the servos on the bus
+        self._absent = [s for s in everyone if s.id in o.missing]  # unplugged, but kept in the state file
         self._rx = bytearray()
         self._rx_last = -math.inf
         self._tx_free = 0.0
@@ -432,7 +434,7 @@ class FeetechSim:
             if servo.id in o.stops:
                 servo.stops = tuple(float(v) for v in o.stops[servo.id])
             servo.jammed = servo.id in o.stall
-        return [s for s in servos if s.id not in o.missing]
+        return servos
 
     # --- state file (the servos' EEPROM and where they stand, between runs) ---
 
@@ -456,7 +458,7 @@ class FeetechSim:
         path.parent.mkdir(parents=True, exist_ok=True)
         data = {
             "series": self.series.name,
-            "servos": [{"eeprom": s.saved_eeprom.hex(), "raw_steps": s.raw} for s in self.servos],
+            "servos": [{"eeprom": s.saved_eeprom.hex(), "raw_steps": s.raw} for s in self.servos + self._absent],
         }
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data))
