@@ -489,6 +489,21 @@ def test_lost_and_corrupt_packets_are_retried():
         assert bus.counters["retries"] > 0 and bus.counters["corrupt"] > 0
 
 
+def test_an_answer_that_came_while_the_client_was_not_running_still_counts(monkeypatch):
+    with FeetechBus("feetechsim://", timeout_s=0.01, retries=0) as bus:
+        send = bus._send
+
+        def descheduled_after_sending(packet):  # a loaded machine: woken long after the deadline
+            on_wire = send(packet)
+            time.sleep(0.05)
+            return on_wire
+
+        monkeypatch.setattr(bus, "_send", descheduled_after_sending)
+        assert bus.read_positions(IDS) == dict.fromkeys(IDS, 2048)
+        assert bus.read(3, "present_voltage") == 74
+        assert bus.counters["timeouts"] == 0
+
+
 def test_link_faults_are_link_errors():
     with FeetechBus("feetechsim://?delay=80", timeout_s=0.02, retries=0) as bus:
         with pytest.raises(ServoNoReply, match="servo 1: no reply to ping within 20 ms"):

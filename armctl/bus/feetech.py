@@ -756,17 +756,26 @@ class FeetechBus:
                 "that does not echo (then open the bus without echo)"
             )
 
-    def _fill(self, need: int, deadline: float) -> bool:
-        """Read up to ``need`` bytes into the buffer; False once the deadline has passed."""
-        if time.monotonic() >= deadline:
-            return False
+    def _fill(self, need: int, deadline: float | None) -> bool:
+        """Read up to ``need`` more bytes into the buffer, waiting at most the port's short poll timeout.
+
+        Once ``deadline`` has passed, only what has already arrived is taken, and False means there was
+        nothing: an answer that came while this process was not running (a loaded machine) still counts.
+        """
+        ser = self._port()
         try:
-            chunk = self._port().read(max(1, need))
+            if deadline is not None and time.monotonic() >= deadline:
+                waiting = ser.in_waiting
+                chunk = ser.read(waiting) if waiting else b""
+                late = True
+            else:
+                chunk = ser.read(max(1, need))
+                late = False
         except (OSError, ValueError) as exc:
             raise LinkError(f"{self.port}: reading from the Feetech bus failed: {exc}") from None
         self.counters["bytes_in"] += len(chunk)
         self._rx += chunk
-        return True
+        return bool(chunk) or not late
 
     def _round_trip(self, request: bytes, expect: dict[int, int]) -> tuple[dict[int, Packet], set[int]]:
         """Send ``request`` and collect status packets from the ids in ``expect`` ({id: parameter count}).
@@ -779,11 +788,13 @@ class FeetechBus:
         got: dict[int, Packet] = {}
         corrupt: set[int] = set()
         order = list(expect)
+        late_reads = 0
         while len(got) < len(expect):
             item = take_packet(self._rx)
             if item is None:
                 left = sum(6 + expect[i] for i in order if i not in got) - len(self._rx)
-                if not self._fill(left, deadline):
+                late_reads += time.monotonic() >= deadline
+                if late_reads > 2 or not self._fill(left, deadline):  # a bus that never stops talking ends too
                     break
                 continue
             if isinstance(item, BadPacket):
