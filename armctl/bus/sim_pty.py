@@ -1,10 +1,13 @@
-"""Run the simulated arm on a pseudo-terminal, so any serial program can talk to it.
+"""Run the simulated arm (or a simulated Feetech servo bus) on a pseudo-terminal, so any serial program can talk to it.
 
     python -m armctl.bus.sim_pty [ARMSIM_URL]      e.g. "armsim://seed-3link?baud=115200"
+    python -m armctl.bus.sim_pty FEETECHSIM_URL    e.g. "feetechsim://?ids=1-6"
 
 Prints the pty path (e.g. /dev/pts/5) on stdout, then serves until killed
 (Ctrl-C). The link model emulates the baud rate's byte time in both
 directions (``baud=`` option, default 115200), whatever speed the pty runs.
+The Feetech bus runs at the baud rate the client sets on the pty (servos at
+another rate do not answer); ``disconnect=N`` closes the pty.
 """
 
 from __future__ import annotations
@@ -12,46 +15,70 @@ from __future__ import annotations
 import os
 import select
 import sys
+import termios
 import time
 import tty
+import urllib.parse
 
+from . import feetech_sim
 from .protocol_armsim import parse_url
-from .sim import SimArm
+from .sim import LinkGone, SimArm
+
+# termios speed constants -> baud (the rates Linux has constants for; others keep the last known rate)
+_PTY_BAUDS = {
+    getattr(termios, f"B{n}"): n for n in (1_000_000, 500_000, 115_200, 57_600, 38_400) if hasattr(termios, f"B{n}")
+}
+
+
+def _make_sim(url: str):
+    if urllib.parse.urlsplit(url).scheme == "feetechsim":
+        from .protocol_feetechsim import parse_url as parse_feetech_url
+
+        return feetech_sim.FeetechSim(parse_feetech_url(url))
+    return SimArm(parse_url(url))
 
 
 class PtySim:
-    """A SimArm served on a pty; ``path`` is what clients open."""
+    """A SimArm (or FeetechSim) served on a pty; ``path`` is what clients open."""
 
     def __init__(self, url: str = "armsim://"):
-        self.sim = SimArm(parse_url(url))
+        self.sim = _make_sim(url)
         self.rate = self.sim.opts.rate
         self.master, self.slave = os.openpty()
         tty.setraw(self.slave)
         self.path = os.ttyname(self.slave)
         self.t0 = time.monotonic()
+        self.closed = False
 
     def now_s(self) -> float:
         return (time.monotonic() - self.t0) * self.rate
 
     def serve(self, *, until: float | None = None) -> None:
-        """Move bytes both ways until ``until`` (monotonic time) or forever."""
-        while until is None or time.monotonic() < until:
+        """Move bytes both ways until ``until`` (monotonic time), forever, or until the link is pulled."""
+        while not self.closed and (until is None or time.monotonic() < until):
             now = self.now_s()
             wait = (self.sim.next_arrival_s() - now) / self.rate
             wait = max(0.0, min(wait, 0.01))
             r, _, _ = select.select([self.master], [], [], wait)
-            if r:
-                try:
-                    data = os.read(self.master, 4096)
-                except OSError:
-                    data = b""
-                if data:
-                    self.sim.host_write(data, self.now_s())
-            out = self.sim.host_read(self.now_s())
+            try:
+                if r:
+                    try:
+                        data = os.read(self.master, 4096)
+                    except OSError:
+                        data = b""
+                    if data and isinstance(self.sim, feetech_sim.FeetechSim):  # the rate the client set
+                        self.sim.host_baud = _PTY_BAUDS.get(termios.tcgetattr(self.slave)[5], self.sim.host_baud)
+                    if data:
+                        self.sim.host_write(data, self.now_s())
+                out = self.sim.host_read(self.now_s())
+            except (LinkGone, feetech_sim.LinkGone):  # disconnect=N: the port goes away
+                self.close()
+                return
             if out:
                 os.write(self.master, out)
 
     def close(self) -> None:
+        self.closed = True
         for fd in (self.master, self.slave):
             try:
                 os.close(fd)

@@ -1,0 +1,704 @@
+"""A simulated Feetech servo bus (``FeetechSim``): servos with ids on one half-duplex line.
+
+Transport-free, like ``SimArm``: the pyserial URL handler (``protocol_feetechsim``) and the pty runner
+(``sim_pty``) feed it the host's bytes and ask it for the bytes that reached the host, giving it the
+simulated time. Times are simulated seconds; the ``rate`` option only maps them to wall time.
+
+- Link: every byte takes 10 bit times at the host's baud rate; servos whose ``baud_rate`` register
+  differs from the host's do not understand it (they stay silent). A reply starts after the servo's
+  ``return_delay`` (2 us units) once the request is on the wire; SYNC_READ replies follow each other in
+  the listed order. Whole packets are dropped or get one bit flipped with probability ``drop``/``corrupt``
+  in each direction, and arrive ``delay`` ms late. With ``echo`` the host hears its own bytes first (an
+  adapter with TX and RX tied). Host bytes sent while a servo answers are not modelled as collisions.
+- Servos (``SimServo``): a memory table as in ``feetech.STS``/``SCS``; EEPROM (addresses below 40) is
+  kept in the ``state`` file when written with ``lock`` = 0 and reverts at ``power_cycle()`` otherwise.
+  With torque on a servo moves its encoder position toward the goal (clamped to the angle limits,
+  shifted by the homing offset: present = actual - offset, read modulo a turn) under the goal speed
+  (0: ``speed``) and acceleration (register x 100 step/s^2; 0: ``accel``) limits, never through the
+  encoder's 0/4095 seam. Mechanical stops (``stops``) and a jammed servo (``stall``) stop it: then it
+  pushes with a load proportional to the position error, up to ``torque_limit``; above
+  ``overload_torque`` for ``protection_time`` it reports overload (error bit 0x20) and, when
+  ``unloading_condition`` has that bit, drops to ``protective_torque`` until torque is written again.
+  With torque off it holds still and ``turn_by_hand`` moves it. Temperature rises with the load.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from bisect import insort
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .feetech import (
+    ACTION,
+    BAUD_RATES,
+    BROADCAST_ID,
+    PING,
+    READ,
+    REG_WRITE,
+    SYNC_READ,
+    SYNC_WRITE,
+    WRITE,
+    BadPacket,
+    Packet,
+    Series,
+    encode_packet,
+    get_series,
+    take_packet,
+)
+
+MEM_BYTES = 87  # addresses 0..86: the STS table ends with factory registers at 80..86
+EEPROM_END = 40  # addresses below this are EEPROM on STS and SCS alike
+STEP_S = 0.001  # motion integration step while a servo moves
+LOAD_PER_STEP = 20.0  # load (0.1 % of stall torque) per step of position error when pushing on a stop
+MOVING_LOAD = 40.0  # load while moving freely (friction)
+HEAT_C = 40.0  # temperature rise at full load, steady state
+HEAT_TAU_S = 60.0  # thermal time constant
+
+
+@dataclass
+class FeetechSimOptions:
+    """Every simulator option, as given in the ``feetechsim://`` URL (units in the names or documented)."""
+
+    ids: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5, 6])
+    model: str = "sts3215"
+    baud: int = 1_000_000
+    rate: float = 1.0
+    start_steps: list[float] | None = None
+    speed_steps_s: float = 3400.0
+    accel_steps_s2: float = 25400.0
+    volts: float = 7.4
+    temp_c: float = 25.0
+    drop: float = 0.0
+    corrupt: float = 0.0
+    delay_ms: float = 0.0
+    disconnect: int | None = None
+    seed: int | None = None
+    echo: bool = False
+    missing: list[int] = field(default_factory=list)
+    stall: list[int] = field(default_factory=list)
+    garble: list[int] = field(default_factory=list)
+    stops: dict[int, tuple[float, float]] = field(default_factory=dict)
+    state: str | None = None
+
+
+class LinkGone(Exception):
+    """The simulated USB adapter was pulled (``disconnect=N``)."""
+
+
+class SimServo:
+    """One simulated servo: its memory table and its motion (see the module docstring)."""
+
+    def __init__(self, series: Series, servo_id: int, raw_steps: float, opts: FeetechSimOptions, eeprom=None):
+        self.series = series
+        self.opts = opts
+        self.res = series.steps_per_turn
+        self.mem = bytearray(MEM_BYTES)
+        self._defaults(servo_id)
+        if eeprom is not None:
+            self.mem[:EEPROM_END] = bytes(eeprom)[:EEPROM_END]
+        self.saved_eeprom = bytes(self.mem[:EEPROM_END])
+        self.raw = float(raw_steps) % self.res  # encoder position, steps
+        self.vel = 0.0  # steps/s
+        self.t = 0.0
+        self.load = 0.0  # 0.1 % of stall torque, signed
+        self.over_s = 0.0
+        self.overloaded = False
+        self.temp_c = opts.temp_c
+        self.stops: tuple[float, float] | None = None  # mechanical stops, encoder steps
+        self.jammed = False
+        self.pending: tuple[int, bytes] | None = None
+        self._power_on_sram()
+        self._ctl = None
+
+    # --- memory ---
+
+    def _defaults(self, servo_id: int) -> None:
+        top = self.res - 1
+        for name, value in (
+            ("firmware_major", 3),
+            ("firmware_minor", 7),
+            ("model_number", self.series.model_number),
+            ("id", servo_id),
+            ("baud_rate", BAUD_RATES.index(self.opts.baud)),
+            ("return_delay", 0),
+            ("response_level", 1),
+            ("min_angle_limit", 0),
+            ("max_angle_limit", top),
+            ("max_temperature", 70),
+            ("max_voltage", 80),
+            ("min_voltage", 40),
+            ("max_torque", 1000),
+            ("phase", 12),
+            ("unloading_condition", 44),
+            ("led_alarm_condition", 47),
+            ("p_gain", 32),
+            ("d_gain", 32),
+            ("min_startup_force", 16),
+            ("cw_dead_zone", 1),
+            ("ccw_dead_zone", 1),
+            ("protection_current", 500),
+            ("angular_resolution", 1),
+            ("protective_torque", 20),
+            ("protection_time", 200),
+            ("overload_torque", 80),
+        ):
+            self.put(name, value)
+
+    def _power_on_sram(self) -> None:
+        self.mem[EEPROM_END:] = bytes(MEM_BYTES - EEPROM_END)
+        self.put("goal_position", self.present_steps())
+        self.put("torque_limit", self.get("max_torque"))
+        self.overloaded = False
+        self.over_s = 0.0
+        self.vel = 0.0
+        self.pending = None
+        self._ctl = None
+
+    def get(self, name: str, default: int = 0) -> int:
+        """A register's value (``default`` if this series has no such register)."""
+        reg = self.series.registers.get(name)
+        if reg is None:
+            return default
+        return self.series.decode(reg, self.mem[reg.address : reg.address + reg.size])
+
+    def put(self, name: str, value: int) -> None:
+        """Set a register directly (no side effects; read-only registers too)."""
+        reg = self.series.registers.get(name)
+        if reg is not None:
+            self.mem[reg.address : reg.address + reg.size] = self.series.encode(reg, int(value))
+
+    @property
+    def id(self) -> int:
+        return self.mem[5]
+
+    @property
+    def baud(self) -> int:
+        index = self.get("baud_rate")
+        return BAUD_RATES[index] if index < len(BAUD_RATES) else -1
+
+    @property
+    def torque_on(self) -> bool:
+        return self.mem[40] != 0
+
+    def offset(self) -> int:
+        return self.get("homing_offset")
+
+    def present_steps(self) -> int:
+        """Present position as the servo reports it (homing offset applied, modulo a turn)."""
+        return (round(self.raw) - self.offset()) % self.res
+
+    def error_bits(self) -> int:
+        bits = 0
+        volts = round(self.opts.volts * 10)
+        if not self.get("min_voltage") <= volts <= self.get("max_voltage"):
+            bits |= 0x01
+        if self.temp_c > self.get("max_temperature"):
+            bits |= 0x04
+        if self.overloaded:
+            bits |= 0x20
+        return bits
+
+    def refresh(self) -> None:
+        """Copy the modelled state into the feedback registers."""
+        self.put("present_position", self.present_steps())
+        speed = round(self.vel)
+        self.put("present_speed", max(-32767, min(32767, speed)))
+        self.put("present_load", max(-1000, min(1000, round(self.load))))
+        self.put("present_voltage", round(self.opts.volts * 10))
+        self.put("present_temperature", round(self.temp_c))
+        self.put("reg_write_pending", 1 if self.pending else 0)
+        self.put("status", self.error_bits())
+        self.put("moving", 1 if self.vel != 0.0 else 0)
+        self.put("present_current", round(abs(self.load) * 0.4))
+
+    def read(self, address: int, count: int) -> bytes | None:
+        if count < 1 or address + count > MEM_BYTES:
+            return None
+        self.refresh()
+        return bytes(self.mem[address : address + count])
+
+    def write(self, address: int, data: bytes) -> bool:
+        """Apply a WRITE; returns True when EEPROM was changed and must be kept (``lock`` = 0)."""
+        if address + len(data) > MEM_BYTES:
+            return False
+        before_torque = self.mem[40]
+        eeprom = False
+        writable = _writable_bytes(self.series)
+        for i, byte in enumerate(data):
+            a = address + i
+            if a in writable:
+                self.mem[a] = byte
+                eeprom |= a < EEPROM_END
+        self._ctl = None
+        if address <= 40 < address + len(data):
+            eeprom |= self._torque_written(before_torque)
+        if eeprom and self.get("lock") == 0:
+            self.saved_eeprom = bytes(self.mem[:EEPROM_END])
+            return True
+        return False
+
+    def _torque_written(self, before: int) -> bool:
+        value = self.mem[40]
+        self.overloaded = False
+        self.over_s = 0.0
+        if value == 128:  # "make the present position read 2048": sets the homing offset
+            self.mem[40] = before
+            if "homing_offset" not in self.series.registers:
+                return False
+            offset = max(-2047, min(2047, round(self.raw) - self.res // 2))
+            self.put("homing_offset", offset)
+            self.put("goal_position", self.present_steps())
+            return True
+        self.mem[40] = 1 if value else 0
+        if not value:
+            self.vel = 0.0
+        return False
+
+    # --- motion ---
+
+    def _control(self):
+        if self._ctl is None:
+            lo, hi = self.get("min_angle_limit"), self.get("max_angle_limit")
+            goal = self.get("goal_position")
+            if lo or hi:
+                goal = min(max(goal, lo), hi)
+            target = float((goal + self.offset()) % self.res)
+            speed = self.get("goal_speed")
+            vmax = min(abs(speed), self.opts.speed_steps_s) if speed else self.opts.speed_steps_s
+            acc = self.get("acceleration")
+            amax = acc * 100.0 if acc else self.opts.accel_steps_s2
+            cap = self.get("torque_limit")
+            if self.overloaded and self.get("unloading_condition") & 0x20:
+                cap = min(cap, 10 * self.get("protective_torque"))
+            self._ctl = (target, max(vmax, 1e-9), max(amax, 1e-9), float(cap))
+        return self._ctl
+
+    def _bounds(self) -> tuple[float, float]:
+        if self.jammed:
+            return self.raw, self.raw
+        if self.stops is not None:
+            return self.stops
+        return 0.0, float(self.res - 1)
+
+    def _blocked(self, target: float) -> bool:
+        lo, hi = self._bounds()
+        return (target > self.raw and self.raw >= hi) or (target < self.raw and self.raw <= lo)
+
+    def _at_rest(self) -> bool:
+        if not self.torque_on:
+            return True
+        target = self._control()[0]
+        return self.vel == 0.0 and (self.raw == target or self._blocked(target))
+
+    def _update_load(self) -> None:
+        if not self.torque_on:
+            self.load = 0.0
+            return
+        target, _, _, cap = self._control()
+        if self.vel == 0.0 and self._blocked(target):
+            err = target - self.raw
+            self.load = math.copysign(min(cap, LOAD_PER_STEP * abs(err)), err)
+        elif self.vel != 0.0:
+            self.load = math.copysign(min(cap, MOVING_LOAD), self.vel)
+        else:
+            self.load = 0.0
+
+    def _heat_and_protect(self, dt: float) -> None:
+        steady = self.opts.temp_c + HEAT_C * abs(self.load) / 1000.0
+        self.temp_c = steady + (self.temp_c - steady) * math.exp(-dt / HEAT_TAU_S)
+        if self.torque_on and abs(self.load) >= 10 * self.get("overload_torque", 80):
+            self.over_s += dt
+            if not self.overloaded and self.over_s >= self.get("protection_time") * 0.01 - 1e-9:
+                self.overloaded = True
+                self._ctl = None
+        else:
+            self.over_s = 0.0
+
+    def _trip_in_s(self) -> float:
+        if self.overloaded or not self.torque_on or abs(self.load) < 10 * self.get("overload_torque", 80):
+            return math.inf
+        return max(0.0, self.get("protection_time") * 0.01 - self.over_s)
+
+    def _step(self, dt: float) -> None:
+        target, vmax, amax, _ = self._control()
+        err = target - self.raw
+        want = math.copysign(min(vmax, math.sqrt(2.0 * amax * abs(err))), err) if err else 0.0
+        self.vel += max(-amax * dt, min(amax * dt, want - self.vel))
+        move = self.vel * dt
+        if (err > 0 and move >= err) or (err < 0 and move <= err) or (err == 0 and abs(self.vel) <= amax * dt):
+            self.raw, self.vel = target, 0.0
+        else:
+            self.raw += move
+        lo, hi = self._bounds()
+        if self.raw < lo or self.raw > hi:
+            self.raw = min(max(self.raw, lo), hi)
+            self.vel = 0.0
+
+    def advance(self, t: float) -> None:
+        """Run the servo up to simulated time ``t``."""
+        while self.t < t:
+            if self._at_rest():
+                self._update_load()
+                seg = min(t - self.t, self._trip_in_s())
+                self._heat_and_protect(seg)
+                self.t = t if seg >= t - self.t else self.t + seg
+                continue
+            dt = min(STEP_S, t - self.t)
+            self._step(dt)
+            self._update_load()
+            self._heat_and_protect(dt)
+            self.t += dt
+        self.t = max(self.t, t)
+
+    def turn_by_hand(self, present_steps: float) -> bool:
+        """Turn the horn so the servo reads ``present_steps``; False (nothing moves) with torque on or jammed."""
+        if self.torque_on or self.jammed:
+            return False
+        raw = (present_steps + self.offset()) % self.res
+        lo, hi = self._bounds()
+        self.raw = min(max(raw, lo), hi)
+        self._ctl = None
+        return True
+
+    def power_cycle(self) -> None:
+        """Power off and on: EEPROM as last kept (writes made with ``lock`` = 1 are lost), SRAM reset."""
+        self.mem[:EEPROM_END] = self.saved_eeprom
+        self._power_on_sram()
+
+
+_WRITABLE: dict[str, frozenset[int]] = {}
+
+
+def _writable_bytes(series: Series) -> frozenset[int]:
+    if series.name not in _WRITABLE:
+        _WRITABLE[series.name] = frozenset(
+            a for r in series.registers.values() if r.writable for a in range(r.address, r.address + r.size)
+        )
+    return _WRITABLE[series.name]
+
+
+class FeetechSim:
+    """A simulated bus; feed it host bytes with ``host_write`` and take its answers with ``host_read``."""
+
+    def __init__(self, opts: FeetechSimOptions | None = None):
+        self.opts = o = opts or FeetechSimOptions()
+        self.series = get_series(o.model)
+        self.rng = random.Random(o.seed)
+        self.host_baud = o.baud  #: the host's baud rate (the URL handler and the pty runner keep it current)
+        self.delay_s = o.delay_ms / 1000.0
+        self.frame_gap_s = 0.01 * max(1.0, o.rate)  # a servo forgets a half-received packet after this silence
+        self.now = 0.0
+        self.gone = False
+        self.host_bytes = 0
+        self.faults = {
+            "dropped_to_servos": 0,
+            "corrupted_to_servos": 0,
+            "dropped_to_host": 0,
+            "corrupted_to_host": 0,
+            "ignored_packets": 0,
+        }
+        #: Every packet the servos took in, in order: (simulated time, Packet). For tests to assert on.
+        self.log: deque[tuple[float, Packet]] = deque(maxlen=100_000)
+        everyone = self._make_servos()
+        self.servos: list[SimServo] = [s for s in everyone if s.id not in o.missing]  #: the servos on the bus
+        self._absent = [s for s in everyone if s.id in o.missing]  # unplugged, but kept in the state file
+        self._rx = bytearray()
+        self._rx_last = -math.inf
+        self._tx_free = 0.0
+        self._bus_free = 0.0
+        self._to_servos: list[tuple[float, int, Packet]] = []
+        self._to_host: list[tuple[float, int, bytes]] = []
+        self._order = 0
+
+    def _make_servos(self) -> list[SimServo]:
+        o = self.opts
+        saved = self._load_state()
+        if saved is not None:
+            servos = [SimServo(self.series, 0, raw, o, eeprom=eeprom) for eeprom, raw in saved]
+        else:
+            start = o.start_steps or []
+            servos = []
+            for k, servo_id in enumerate(o.ids):
+                servos.append(SimServo(self.series, servo_id, 0.0, o))
+                present = start[k] if k < len(start) else self.series.steps_per_turn // 2
+                servos[-1].raw = float(present) % self.series.steps_per_turn
+        if saved is not None and o.start_steps:
+            for servo, present in zip(servos, o.start_steps):
+                servo.raw = float(present + servo.offset()) % servo.res
+        for servo in servos:
+            servo._power_on_sram()
+            if servo.id in o.stops:
+                servo.stops = tuple(float(v) for v in o.stops[servo.id])
+            servo.jammed = servo.id in o.stall
+        return servos
+
+    # --- state file (the servos' EEPROM and where they stand, between runs) ---
+
+    def _load_state(self) -> list[tuple[bytes, float]] | None:
+        path = self.opts.state
+        if not path or not Path(path).is_file():
+            return None
+        try:
+            data = json.loads(Path(path).read_text())
+            if data.get("series") != self.series.name:
+                return None
+            return [(bytes.fromhex(s["eeprom"]), float(s["raw_steps"])) for s in data["servos"]]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def save_state(self) -> None:
+        """Write each servo's kept EEPROM and encoder position to the ``state`` file (atomically)."""
+        if not self.opts.state:
+            return
+        path = Path(self.opts.state)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {
+            "series": self.series.name,
+            "servos": [{"eeprom": s.saved_eeprom.hex(), "raw_steps": s.raw} for s in self.servos + self._absent],
+        }
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(path)
+
+    # --- test hooks ---
+
+    def servo(self, servo_id: int) -> SimServo:
+        """The servo that has id ``servo_id`` now (KeyError naming the ids on the bus if none)."""
+        for s in self.servos:
+            if s.id == servo_id:
+                return s
+        raise KeyError(f"no servo with id {servo_id} on the simulated bus (ids: {[s.id for s in self.servos]})")
+
+    def turn_by_hand(self, servo_id: int, present_steps: float) -> bool:
+        """Turn a servo by hand so it reads ``present_steps``; False if its torque is on (it resists)."""
+        s = self.servo(servo_id)
+        s.advance(self.now)
+        return s.turn_by_hand(present_steps)
+
+    def set_stops(self, servo_id: int, lo_steps: float | None, hi_steps: float | None = None) -> None:
+        """Mechanical stops (encoder steps, i.e. present + homing offset) or an obstacle; None removes them."""
+        s = self.servo(servo_id)
+        s.advance(self.now)
+        s.stops = None if lo_steps is None else (float(lo_steps), float(hi_steps))
+        s._ctl = None
+
+    def power_cycle(self) -> None:
+        """Power the servos off and on (EEPROM kept only where written with lock 0; torque off)."""
+        for s in self.servos:
+            s.advance(self.now)
+            s.power_cycle()
+
+    def settle_s(self) -> float:
+        """Simulated seconds until every servo with torque on stands still (a bound; 0 if all rest)."""
+        worst = 0.0
+        for s in self.servos:
+            if not s._at_rest():
+                target, vmax, amax, _ = s._control()
+                worst = max(worst, abs(target - s.raw) / vmax + vmax / amax + 0.01)
+        return worst
+
+    # --- link ---
+
+    def _fault(self, packet: bytes, direction: str) -> bytes | None:
+        o = self.opts
+        if o.drop and self.rng.random() < o.drop:
+            self.faults[f"dropped_to_{direction}"] += 1
+            return None
+        if o.corrupt and self.rng.random() < o.corrupt:
+            self.faults[f"corrupted_to_{direction}"] += 1
+            return self._flip(packet, 0)
+        return packet
+
+    def _flip(self, packet: bytes, first: int) -> bytes:
+        b = bytearray(packet)
+        b[self.rng.randrange(first, len(b))] ^= 1 << self.rng.randrange(8)
+        return bytes(b)
+
+    def _queue_to_host(self, data: bytes, arrival: float) -> None:
+        self._order += 1
+        insort(self._to_host, (arrival, self._order, data))
+
+    def host_write(self, data: bytes, t: float) -> None:
+        """Bytes the host sends at simulated time ``t``; raises LinkGone once disconnected."""
+        if self.gone:
+            raise LinkGone(f"disconnected after {self.opts.disconnect} bytes (disconnect={self.opts.disconnect})")
+        t = max(t, self.now)  # the servos have already lived up to now
+        self.pump(t)
+        limit = self.opts.disconnect
+        if limit is not None and self.host_bytes + len(data) >= limit:
+            data = data[: max(0, limit - self.host_bytes)]
+            self.gone = True
+        self.host_bytes += len(data)
+        byte_s = 10.0 / self.host_baud
+        start = max(t, self._tx_free)
+        for i, byte in enumerate(data):
+            self._servo_byte(byte, start + (i + 1) * byte_s)
+        self._tx_free = start + len(data) * byte_s
+        if self.opts.echo and data:
+            self._queue_to_host(bytes(data), self._tx_free)
+        if self.gone:
+            raise LinkGone(f"disconnected after {limit} bytes (disconnect={limit})")
+
+    def _servo_byte(self, byte: int, t: float) -> None:
+        """One byte reaches the servos at ``t``: frame packets as a servo's receiver does."""
+        if t - self._rx_last > self.frame_gap_s:
+            self._rx.clear()
+        self._rx_last = t
+        self._rx.append(byte)
+        while True:
+            item = take_packet(self._rx)
+            if item is None:
+                return
+            if isinstance(item, BadPacket):
+                self.faults["ignored_packets"] += 1
+                continue
+            raw = encode_packet(item.id, item.code, item.params)
+            if self._fault(raw, "servos") != raw:  # dropped, or a flipped bit the checksum catches
+                continue
+            self._order += 1
+            insort(self._to_servos, (t + self.delay_s, self._order, item))
+
+    def pump(self, t: float) -> None:
+        """Run the servos and the link up to simulated time ``t``."""
+        while self._to_servos and self._to_servos[0][0] <= t:
+            at, _, packet = self._to_servos.pop(0)
+            self._execute(packet, at)
+        for s in self.servos:
+            s.advance(t)
+        self.now = max(self.now, t)
+
+    def host_read(self, t: float, size: int | None = None) -> bytes:
+        """Bytes that have reached the host by simulated time ``t`` (at most ``size``)."""
+        if self.gone:
+            raise LinkGone(f"disconnected after {self.opts.disconnect} bytes (disconnect={self.opts.disconnect})")
+        self.pump(t)
+        out = bytearray()
+        while self._to_host and self._to_host[0][0] <= t and (size is None or len(out) < size):
+            arrival, order, chunk = self._to_host.pop(0)
+            if size is not None and len(out) + len(chunk) > size:
+                take = size - len(out)
+                out += chunk[:take]
+                self._to_host.insert(0, (arrival, order, chunk[take:]))
+                break
+            out += chunk
+        return bytes(out)
+
+    def waiting(self, t: float) -> int:
+        """Bytes that have reached the host by ``t`` and not been read."""
+        self.pump(t)
+        return sum(len(c) for a, _, c in self._to_host if a <= t)
+
+    def next_arrival_s(self) -> float:
+        """Simulated time at which something may next reach the host or the servos (inf: nothing pending)."""
+        cands = [self._to_host[0][0]] if self._to_host else []
+        if self._to_servos:
+            cands.append(self._to_servos[0][0])
+        return min(cands, default=math.inf)
+
+    def drop_pending_output(self) -> None:
+        """Forget bytes not yet read by the host (pyserial's reset_input_buffer)."""
+        now = self.now
+        self._to_host = [item for item in self._to_host if item[0] > now]
+
+    # --- the servos' side of the protocol ---
+
+    def _listening(self) -> list[SimServo]:
+        return [s for s in self.servos if s.baud == self.host_baud]
+
+    def _reply(self, servo: SimServo, servo_id: int, t: float, params: bytes = b"", *, collide: bool = False) -> None:
+        packet = encode_packet(servo_id, servo.error_bits(), params)
+        byte_s = 10.0 / self.host_baud
+        start = t + servo.get("return_delay") * 2e-6
+        if not collide:
+            start = max(start, self._bus_free)
+        self._bus_free = start + len(packet) * byte_s
+        if collide or servo.id in self.opts.garble:
+            packet = self._flip(packet, 2)
+        faulted = self._fault(packet, "host")
+        if faulted is not None:
+            self._queue_to_host(faulted, self._bus_free + self.delay_s)
+
+    def _execute(self, packet: Packet, t: float) -> None:
+        servos = self._listening()
+        for s in servos:
+            s.advance(t)
+        self.log.append((t, packet))
+        self._bus_free = max(self._bus_free, t)
+        code, params = packet.code, packet.params
+        if packet.id == BROADCAST_ID:
+            self._broadcast(servos, code, params, t)
+            return
+        targets = [s for s in servos if s.id == packet.id]
+        for s in targets:
+            reply = self._unicast(s, code, params)
+            if reply is not None:  # two servos with one id answer at once: the host hears garbage
+                self._reply(s, packet.id, t, reply, collide=len(targets) > 1)
+
+    def _unicast(self, s: SimServo, code: int, params: bytes) -> bytes | None:
+        """Carry out an instruction addressed to ``s``; the reply's parameters, or None for no reply."""
+        answer_all = s.get("response_level") != 0
+        if code == PING:
+            return b""
+        if code == READ and len(params) == 2:
+            return s.read(params[0], params[1])
+        if code == WRITE and len(params) >= 2:
+            if s.write(params[0], params[1:]):
+                self.save_state()
+            return b"" if answer_all else None
+        if code == REG_WRITE and len(params) >= 2:
+            s.pending = (params[0], bytes(params[1:]))
+            return b"" if answer_all else None
+        if code == ACTION and not params:
+            self._action(s)
+            return b"" if answer_all else None
+        self.faults["ignored_packets"] += 1
+        return None
+
+    def _action(self, s: SimServo) -> None:
+        if s.pending is not None:
+            address, data = s.pending
+            s.pending = None
+            if s.write(address, data):
+                self.save_state()
+
+    def _broadcast(self, servos: list[SimServo], code: int, params: bytes, t: float) -> None:
+        if code == SYNC_WRITE and len(params) >= 2:
+            address, size = params[0], params[1]
+            body = params[2:]
+            if size == 0 or len(body) % (size + 1):
+                self.faults["ignored_packets"] += 1
+                return
+            by_id = {s.id: s for s in servos}
+            keep = False
+            for k in range(0, len(body), size + 1):
+                s = by_id.get(body[k])
+                if s is not None:
+                    keep |= s.write(address, body[k + 1 : k + 1 + size])
+            if keep:
+                self.save_state()
+        elif code == SYNC_READ and len(params) >= 3 and self.series.sync_read:
+            address, count = params[0], params[1]
+            by_id = {s.id: s for s in servos}
+            for servo_id in params[2:]:
+                s = by_id.get(servo_id)
+                data = None if s is None else s.read(address, count)
+                if data is not None:
+                    self._reply(s, servo_id, t, data)
+        elif code == PING and not params:
+            for s in sorted(servos, key=lambda s: s.id):
+                self._reply(s, s.id, t)
+        elif code == WRITE and len(params) >= 2:
+            if any([s.write(params[0], params[1:]) for s in servos]):
+                self.save_state()
+        elif code == REG_WRITE and len(params) >= 2:
+            for s in servos:
+                s.pending = (params[0], bytes(params[1:]))
+        elif code == ACTION and not params:
+            for s in servos:
+                self._action(s)
+        else:
+            self.faults["ignored_packets"] += 1

@@ -1,0 +1,273 @@
+"""pyserial URL handler for a simulated Feetech servo bus: ``feetechsim://``.
+
+Importing ``armctl.bus`` registers it, then ``serial.serial_for_url(url)`` opens a simulated half-duplex
+bus of Feetech servos (SO-100/SO-101 style: STS3215, ids 1 to 6) that answers the Feetech protocol byte
+for byte (docs/feetech.md). ``python -m armctl.bus.sim_pty 'feetechsim://...'`` serves the same bus on
+a pseudo-terminal for programs that need a device path (the vendor's SDK).
+
+URL format::
+
+    feetechsim://[?option=value[&option=value...]]
+
+Options (lists are comma-separated):
+
+- ``ids=I,J,..|A-B``    servo ids on the bus (default 1-6)
+- ``model=NAME``        sts3215 (default; any STS/SMS: little-endian, 4096 steps a turn) or scs0009
+                        (SCS: big-endian, 1024 steps, no SYNC_READ)
+- ``baud=N``            the servos' baud rate (default 1000000; one of 1000000, 500000, 250000, 128000,
+                        115200, 76800, 57600, 38400). The link runs at the host's rate; servos at
+                        another rate do not understand it
+- ``rate=X``            simulated seconds per wall second (default 1; 20 for fast tests)
+- ``start=S,S,..``      initial present positions, steps, in ``ids`` order (default: half a turn, 2048)
+- ``speed=STEP_S``      top speed, used when goal_speed is 0 (default 3400 step/s, about 300 deg/s)
+- ``accel=STEP_S2``     acceleration when the acceleration register is 0 (default 25400 step/s^2)
+- ``volts=V``           supply voltage (default 7.4; outside the servo's 4.0-8.0 V limits every answer
+                        carries the voltage error bit)
+- ``temp=C``            ambient temperature, degC (default 25)
+- ``drop=P``            probability that a packet is lost, each direction (default 0)
+- ``corrupt=P``         probability that a packet gets one bit flipped, each direction (default 0)
+- ``delay=MS``          added latency per packet, each direction, simulated ms (default 0)
+- ``disconnect=N``      the adapter is pulled after N host bytes: later reads and writes raise
+- ``seed=S``            random seed for the faults
+- ``echo=1``            the host hears its own bytes before the answers (adapters with TX tied to RX)
+- ``missing=I,..``      ids that are not on the bus (never answer)
+- ``stall=I,..``        jammed servos: with torque on they do not move, push, and end up overloaded
+- ``garble=I,..``       servos whose every answer arrives with one bit flipped
+- ``stops=I:LO:HI,..``  mechanical stops of servo I, encoder steps (present + homing offset)
+- ``state=PATH``        keep the servos' EEPROM (written with lock 0) and positions in this file
+
+The opened port has ``.sim`` (a ``FeetechSim``): its servos, test hooks (``turn_by_hand``,
+``set_stops``, ``power_cycle``) and the log of every packet the servos took in.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import urllib.parse
+
+from serial.serialutil import PortNotOpenError, SerialBase, SerialException
+
+from ..errors import BadInputError
+from .feetech import BAUD_RATES, MAX_ID, get_series
+from .feetech_sim import FeetechSim, FeetechSimOptions, LinkGone
+
+EXPECTED = (
+    "expected a URL like feetechsim://[?ids=1-6&rate=20&drop=0.01] with options ids, model, baud, rate, start, "
+    "speed, accel, volts, temp, drop, corrupt, delay, disconnect, seed, echo, missing, stall, garble, stops, state"
+)
+
+
+def _ids(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            a, b = part.split("-", 1)
+            out.extend(range(int(a), int(b) + 1))
+        else:
+            out.append(int(part))
+    return out
+
+
+def _floats(text: str) -> list[float]:
+    return [float(v) for v in text.split(",") if v.strip()]
+
+
+def _stops(text: str) -> dict[int, tuple[float, float]]:
+    out = {}
+    for part in text.split(","):
+        if part.strip():
+            servo_id, lo, hi = part.split(":")
+            out[int(servo_id)] = (float(lo), float(hi))
+    return out
+
+
+def _flag(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes", "on", ""):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(text)
+
+
+_OPTIONS = {
+    "ids": ("ids", _ids),
+    "model": ("model", str),
+    "baud": ("baud", int),
+    "rate": ("rate", float),
+    "start": ("start_steps", _floats),
+    "speed": ("speed_steps_s", float),
+    "accel": ("accel_steps_s2", float),
+    "volts": ("volts", float),
+    "temp": ("temp_c", float),
+    "drop": ("drop", float),
+    "corrupt": ("corrupt", float),
+    "delay": ("delay_ms", float),
+    "disconnect": ("disconnect", int),
+    "seed": ("seed", int),
+    "echo": ("echo", _flag),
+    "missing": ("missing", _ids),
+    "stall": ("stall", _ids),
+    "garble": ("garble", _ids),
+    "stops": ("stops", _stops),
+    "state": ("state", str),
+}
+
+
+def _bad(message: str) -> SerialException:
+    return SerialException(f"feetechsim option {message}; {EXPECTED}")
+
+
+def parse_url(url: str) -> FeetechSimOptions:
+    """FeetechSimOptions from a ``feetechsim://`` URL; SerialException with the expected form if it is wrong."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "feetechsim":
+        raise SerialException(f"not a feetechsim URL: {url!r}; {EXPECTED}")
+    if parts.netloc or parts.path.strip("/"):
+        raise SerialException(f"feetechsim URL {url!r} has a host or path; {EXPECTED}")
+    opts = FeetechSimOptions()
+    for key, values in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items():
+        if key not in _OPTIONS:
+            raise SerialException(f"unknown feetechsim option {key!r}; {EXPECTED}")
+        attr, conv = _OPTIONS[key]
+        try:
+            value = conv(values[-1])
+        except ValueError:
+            raise _bad(f"{key}={values[-1]!r} is not valid") from None
+        setattr(opts, attr, value)
+    try:
+        series = get_series(opts.model)
+    except BadInputError:
+        raise _bad(f"model={opts.model!r} is not a Feetech model (sts3215, sts3250, scs0009, sts, scs)") from None
+    for name in ("ids", "missing", "stall", "garble"):
+        ids = getattr(opts, name)
+        if any(not 0 <= i <= MAX_ID for i in ids):
+            raise _bad(f"{name}: ids must be 0..{MAX_ID}")
+    if not opts.ids or len(set(opts.ids)) != len(opts.ids):
+        raise _bad("ids: at least one id, none repeated")
+    if opts.start_steps is not None and len(opts.start_steps) > len(opts.ids):
+        raise _bad(f"start: {len(opts.start_steps)} positions for {len(opts.ids)} ids")
+    if opts.baud not in BAUD_RATES:
+        raise _bad(f"baud={opts.baud} is not a Feetech baud rate {BAUD_RATES}")
+    for name in ("drop", "corrupt"):
+        if not 0.0 <= getattr(opts, name) <= 1.0:
+            raise _bad(f"{name} must be a probability 0..1")
+    for name, value in (("rate", opts.rate), ("speed", opts.speed_steps_s), ("accel", opts.accel_steps_s2)):
+        if not (value > 0 and math.isfinite(value)):
+            raise _bad(f"{name} must be > 0")
+    if not (0 < opts.volts < 30 and -40 <= opts.temp_c <= 100 and 0 <= opts.delay_ms < 10_000):
+        raise _bad("volts must be 0..30 V, temp -40..100 degC, delay 0..10000 ms")
+    top = series.steps_per_turn - 1
+    for servo_id, (lo, hi) in opts.stops.items():
+        if not 0 <= lo <= hi <= top:
+            raise _bad(f"stops: servo {servo_id} needs 0 <= LO <= HI <= {top} steps")
+    return opts
+
+
+class Serial(SerialBase):
+    """A simulated Feetech bus behind a pyserial port (see the module docstring for the URL)."""
+
+    def __init__(self, *args, **kwargs):
+        self.sim: FeetechSim | None = None
+        self._t0 = 0.0
+        self._rate = 1.0
+        super().__init__(*args, **kwargs)
+
+    def open(self):
+        if self.is_open:
+            raise SerialException("Port is already open.")
+        if self._port is None:
+            raise SerialException("Port must be configured before it can be used.")
+        self.sim = FeetechSim(parse_url(self.portstr))
+        self.sim.host_baud = self._baudrate
+        self._rate = self.sim.opts.rate
+        self._t0 = time.monotonic()
+        self.is_open = True
+        self.reset_input_buffer()
+
+    def sim_time_s(self) -> float:
+        """Simulated seconds since the port was opened (the servos were powered)."""
+        return (time.monotonic() - self._t0) * self._rate
+
+    @property
+    def rate(self) -> float:
+        return self._rate
+
+    def close(self):
+        if self.is_open and self.sim is not None:
+            if not self.sim.gone:
+                self.sim.pump(self.sim_time_s())
+            self.sim.save_state()
+        self.is_open = False
+
+    def _reconfigure_port(self):
+        if self.sim is not None:
+            self.sim.host_baud = self._baudrate
+
+    def from_url(self, url):
+        return parse_url(url)
+
+    def _check(self):
+        if not self.is_open:
+            raise PortNotOpenError()
+
+    @property
+    def in_waiting(self):
+        self._check()
+        try:
+            return self.sim.waiting(self.sim_time_s())
+        except LinkGone as exc:
+            raise SerialException(f"feetechsim: {exc}") from None
+
+    def read(self, size=1):
+        self._check()
+        deadline = None if self._timeout is None else time.monotonic() + self._timeout
+        out = bytearray()
+        while len(out) < size:
+            now = self.sim_time_s()
+            try:
+                out += self.sim.host_read(now, size - len(out))
+            except LinkGone as exc:
+                raise SerialException(f"feetechsim: {exc}") from None
+            if len(out) >= size:
+                break
+            remaining = math.inf if deadline is None else deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            wait = (self.sim.next_arrival_s() - now) / self._rate
+            time.sleep(max(0.00005, min(remaining, wait, 0.02)))
+        return bytes(out)
+
+    def write(self, data):
+        self._check()
+        data = bytes(data)
+        try:
+            self.sim.host_write(data, self.sim_time_s())
+        except LinkGone as exc:
+            raise SerialException(f"feetechsim: {exc}") from None
+        return len(data)
+
+    def reset_input_buffer(self):
+        self._check()
+        if not self.sim.gone:
+            self.sim.pump(self.sim_time_s())
+        self.sim.drop_pending_output()
+
+    def reset_output_buffer(self):
+        self._check()
+
+    @property
+    def out_waiting(self):
+        return 0
+
+    def flush(self):
+        self._check()
+
+    def cancel_read(self):
+        pass
+
+    def cancel_write(self):
+        pass
