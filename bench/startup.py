@@ -33,15 +33,30 @@ COMMANDS = [
 ]
 
 
+# Peak RSS of the command itself, by GNU time (a fork's own maximum would include this process's).
+TIME = ["/usr/bin/time", "-f", "%M"] if Path("/usr/bin/time").exists() else []
+
+
+def _peak_rss_kib(proc) -> float:
+    err = proc.stderr.read().decode(errors="replace").strip().splitlines() if proc.stderr else []
+    try:
+        return float(err[-1]) if TIME and err else float("nan")
+    except ValueError:
+        return float("nan")
+
+
 def run_once(root: Path, argv: list[str]) -> tuple[float, float]:
     env = dict(os.environ, PYTHONPATH=str(root))
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, *argv], cwd=root, env=env, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*TIME, sys.executable, *argv], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     _, status, usage = os.wait4(proc.pid, 0)
+    rss_kib = _peak_rss_kib(proc)
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{argv} failed")
-    return 1000 * wall, usage.ru_maxrss / 1024
+    return 1000 * wall, rss_kib / 1024
 
 
 def main() -> None:

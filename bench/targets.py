@@ -42,6 +42,18 @@ from armctl.kinematics import fk  # noqa: E402
 CHUNK = 1 << 15
 
 
+# Peak RSS of the command itself, by GNU time (a fork's own maximum would include this process's).
+TIME = ["/usr/bin/time", "-f", "%M"] if Path("/usr/bin/time").exists() else []
+
+
+def _peak_rss_kib(proc) -> float:
+    err = proc.stderr.read().decode(errors="replace").strip().splitlines() if proc.stderr else []
+    try:
+        return float(err[-1]) if TIME and err else float("nan")
+    except ValueError:
+        return float("nan")
+
+
 def make_files(folder: Path, rows: int, blocked_rows: int, seed: int = 1) -> dict[str, Path]:
     arm = load_arm("seed-3link")
     rng = np.random.default_rng(seed)
@@ -75,13 +87,14 @@ def time_cli(root: Path, path: Path, json_out: bool) -> tuple[float, float]:
     cmd = [sys.executable, "-m", "armctl", "ik", "--targets", str(path)] + (["--json"] if json_out else [])
     env = dict(os.environ, PYTHONPATH=str(root))
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([*TIME, *cmd], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
+    rss_kib = _peak_rss_kib(proc)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode not in (0, 3):
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, rss_kib / 1024
 
 
 def stats(values) -> str:
