@@ -157,3 +157,232 @@ def test_malformed_arm_yaml_exit_2_names_file_and_line(capsys, tmp_path):
     code, out, err = run(capsys, "--arm", str(bad), "ik", "0.5", "0.4")
     assert code == 2 and out == "" and err.count("\n") == 1
     assert f"{bad}:" in err and "YAML syntax error" in err
+
+
+# --- ik --targets in bulk: byte for byte what the line-by-line implementation wrote ---------------
+
+
+def _reference_ik_targets(arm_name, text, *, method="dls", json_out=False, name="t.csv"):
+    """The implementation before bulk I/O (read whole, parse and print line by line), kept as the
+    reference: (exit code, stdout, stderr)."""
+    import numpy as np
+
+    from armctl.arm import load_arm
+    from armctl.errors import BadInputError
+    from armctl.ik import solve, solve_batch
+    from armctl.units import parse_float, parse_length
+
+    arm = load_arm(arm_name)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        rows, phis = [], []
+        for lineno, line in enumerate(text.splitlines(), 1):
+            t = line.split("#", 1)[0].strip()
+            if not t:
+                continue
+            fields = [f.strip() for f in t.split(",")]
+            if fields[0].lower() in ("x", "x_m"):
+                continue
+            if len(fields) not in (2, 3):
+                raise BadInputError(f"{name}:{lineno}: expected 'x,y' or 'x,y,phi_deg', found {line.strip()!r}")
+            try:
+                x = parse_length(fields[0], what="x")
+                y = parse_length(fields[1], what="y")
+                phi = math.radians(parse_float(fields[2], what="phi_deg")) if len(fields) == 3 else None
+            except BadInputError as exc:
+                raise BadInputError(f"{name}:{lineno}: {exc}") from None
+            rows.append((x, y))
+            phis.append(phi)
+        if not rows:
+            raise BadInputError(f"{name}: no targets (expected one 'x,y[,phi_deg]' a line)")
+        targets = np.array(rows)
+        with_phi = [p is not None for p in phis]
+        if method == "dls" and (all(with_phi) or not any(with_phi)):
+            res = solve_batch(arm, targets, phi=np.array(phis, dtype=float) if any(with_phi) else None)
+            results = [
+                (bool(res.ok[i]), res.q[i], float(res.error_m[i]), float(res.shortfall_m[i]), res.reasons[i],
+                 int(res.iterations[i]))
+                for i in range(len(targets))
+            ]  # fmt: skip
+        else:
+            results = []
+            for t, p in zip(targets, phis):
+                r = solve(arm, t, phi=p, method=method)
+                results.append((r.ok, r.q, r.error_m, r.shortfall_m, r.reason, r.iterations))
+        if json_out:
+            objs = []
+            for t, p, (ok, q, e, short, reason, its) in zip(targets, phis, results):
+                d = {"ok": ok, "target_m": t.tolist(), "q_deg": [round(float(v), 6) for v in np.degrees(q)],
+                     "error_m": e, "iterations": its, "method": method}  # fmt: skip
+                if p is not None:
+                    d["phi_deg"] = round(math.degrees(p), 6)
+                if not ok:
+                    d.update(reason=reason, shortfall_m=short)
+                objs.append(d)
+            print(json.dumps(objs), file=out)
+        else:
+            print(f"x_m,y_m,ok,{','.join(f'q{i + 1}_deg' for i in range(arm.n))},error_m,shortfall_m", file=out)
+            for t, (ok, q, e, short, _r, _i) in zip(targets, results):
+                qs = ",".join(f"{v:.6f}" for v in np.degrees(q))
+                print(f"{t[0]:.6f},{t[1]:.6f},{int(ok)},{qs},{e:.3e},{short:.6f}", file=out)
+        failed = sum(1 for r in results if not r[0])
+        if failed:
+            print(f"armctl ik: {failed} of {len(results)} targets not reached (see ok=0 rows)", file=err)
+            return 3, out.getvalue(), err.getvalue()
+        return 0, out.getvalue(), ""
+    except BadInputError as exc:
+        return 2, "", f"armctl ik: error: {exc}\n"
+
+
+def _mixed_targets(seed, count, *, phi=False):
+    """Reachable, unreachable and limit-blocked targets in assorted spellings, with a header,
+    comments, blank lines and units here and there."""
+    import numpy as np
+
+    from armctl.arm import load_arm
+    from armctl.kinematics import fk
+
+    arm = load_arm("seed-3link")
+    rng = np.random.default_rng(seed)
+    pts = fk(arm.links_m, rng.uniform(arm.q_min, arm.q_max, size=(count, 3)))
+    pts[rng.random(count) < 0.1] *= 1.6  # out of reach
+    blocked = [(-0.6, 0.1), (-0.55, -0.3), (-0.7, 0.2)]  # inside the reach, behind the shoulder
+    lines = ["x_m,y_m" + (",phi_deg" if phi else "")]
+    for i, (x, y) in enumerate(pts.tolist()):
+        if i % 40 == 7:
+            x, y = blocked[(i // 40) % 3]
+        tail = f",{rng.uniform(-180, 180):.3f}" if phi else ""
+        style = i % 23
+        if style == 3:
+            lines.append(f"{x * 1000:.3f}mm, {y * 100:.4f}cm{tail}")
+        elif style == 5:
+            lines.append(f"  {x:.9f} ,\t{y:.2e}{tail}   # note")
+        elif style == 9:
+            lines += ["", "# a comment line", "   "]
+            lines.append(f"{x!r},{y!r}{tail}")
+        elif style == 11:
+            lines.append(f"{x:+.4f},{y:.0f}.{tail}")
+        elif style == 13:
+            lines.append(f"-0,{y:.6f}{tail}")
+        else:
+            lines.append(f"{x:.6f},{y:.6f}{tail}")
+    return "\n".join(lines) + "\n"
+
+
+def _same_as_reference(
+    capsys, monkeypatch, tmp_path, text, *argv, arm="seed-3link", method="dls", crlf=False, rows=True
+):
+    f = tmp_path / "t.csv"
+    f.write_bytes(text.replace("\n", "\r\n").encode() if crlf else text.encode())
+    for json_out in (False, True):
+        want = _reference_ik_targets(arm, text, method=method, json_out=json_out, name=str(f))
+        if rows:  # a file meant to be solved: some rows reached, some not
+            assert want[0] == 3 and want[1].count("true") + want[1].count(",1,") > 10, want[2]
+        extra = ["--json"] if json_out else []
+        got = run(capsys, "--arm", arm, "ik", "--targets", str(f), "--method", method, *argv, *extra)
+        assert got == want
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Blocks of 300 bytes and chunks of 7 rows: every boundary case on a small file."""
+    from armctl.cli import ik_targets
+
+    monkeypatch.setattr(ik_targets, "BLOCK_BYTES", 300)
+    monkeypatch.setattr(ik_targets, "SOLVE_ROWS", 7)
+    monkeypatch.setattr(ik_targets, "SPOOL_BYTES", 1000)
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_bulk_targets_byte_identical_to_line_by_line(capsys, monkeypatch, tmp_path, chunked, request):
+    if chunked:
+        request.getfixturevalue("small_chunks")
+    _same_as_reference(capsys, monkeypatch, tmp_path, _mixed_targets(1, 300))
+
+
+def test_bulk_targets_with_tool_angles_and_crlf(capsys, monkeypatch, tmp_path, small_chunks):
+    _same_as_reference(capsys, monkeypatch, tmp_path, _mixed_targets(2, 120, phi=True), crlf=True)
+
+
+def test_bulk_targets_mixed_angles_and_other_methods(capsys, monkeypatch, tmp_path, small_chunks):
+    text = _mixed_targets(3, 60, phi=True)
+    lines = text.splitlines()
+    lines[5] = lines[5].rsplit(",", 1)[0]  # one row without a tool angle: row by row with solve()
+    _same_as_reference(capsys, monkeypatch, tmp_path, "\n".join(lines))
+    two = "\n".join(ln for ln in _mixed_targets(4, 60).splitlines() if "mm" not in ln)
+    _same_as_reference(capsys, monkeypatch, tmp_path, two, arm="seed-2link", method="analytic")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0.5,0.4\n" * 50 + "0.5,0.4,1,2\n",
+        "0.5,0.4\n" * 50 + "0.5,\n",
+        "0.5,0.4\n" * 50 + "1e400,0\n",
+        "0.5,0.4\n" * 50 + "1001,0\n",
+        "0.5,0.4\n" * 50 + "0.5,0.4,nan\n",
+        "0.5,0.4\n" * 50 + "0.5,0.4,1e400\n",
+        "0.5,0.4\n" * 50 + "0.5 0.4\n",
+        "0.5,0.4\n" * 30 + "0.5,0.4\r0.6,0.1\n" + "0.5,0.4\n" * 30 + "x,y,z\n",  # lone CR: a line break
+        "0.5,0.4\n" * 30 + "0.5,0.4\x0c0.6,0.1e\n",  # form feed: a line break too
+        "0.5,0.4\n" * 30 + "0.5,\u00a00.4\n0.6;0.1\n",  # non-ASCII blank, then a bad line
+        "# only comments\n\n   \nx,y\n",
+    ],
+)
+def test_bulk_targets_mistakes_as_line_by_line(capsys, monkeypatch, tmp_path, small_chunks, text):
+    _same_as_reference(capsys, monkeypatch, tmp_path, text, rows=False)
+
+
+def test_bulk_targets_not_utf8_wins_over_an_earlier_bad_line(capsys, monkeypatch, tmp_path, small_chunks):
+    f = tmp_path / "t.csv"
+    f.write_bytes(b"0.5,0.4\nbad\n" + b"0.5,0.4\n" * 100 + b"\xff\n")
+    code, out, err = run(capsys, "ik", "--targets", str(f))
+    assert (code, out) == (2, "") and err == f"armctl ik: error: {f}: cannot read: not UTF-8 text (byte 812)\n"
+    code, out, err = run(capsys, "ik", "--targets", "-", stdin="0.5,0.4\n" * 100 + "0.5,x\n", monkeypatch=monkeypatch)
+    assert (code, out) == (2, "") and err == "armctl ik: error: <stdin>:101: y: cannot read 'x' as a length; " + (
+        "write metres like 0.5 or use a unit: 500mm, 50cm, 0.5m\n"
+    )
+
+
+def test_bulk_targets_from_a_pipe(tmp_path):
+    text = "0.5,0.4\n0.6,0.1\n" * 20
+    want = _reference_ik_targets("seed-3link", text, name="<stdin>")
+    for argv in (["--targets", "-"], ["--targets", "/dev/stdin"]):
+        p = subprocess.run(
+            [sys.executable, "-m", "armctl", "ik", *argv], input=text.encode(), capture_output=True, check=False
+        )
+        assert (p.returncode, p.stdout.decode(), p.stderr.decode()) == want
+
+
+def test_ik_does_not_load_the_streaming_stack():
+    code = (
+        "import sys; from armctl.cli import main; main(['ik', '0.5', '0.4']); main(['--help'])\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('serial', 'pymata4') or m.startswith("
+        "('armctl.stream', 'armctl.session', 'armctl.bus', 'armctl.cli.device', 'armctl.cli.web', "
+        "'armctl.cli.calibrate', 'armctl.motion', 'armctl.calibration'))]\n"
+        "print(bad)"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert p.returncode == 0 and p.stdout.strip().splitlines()[-1] == "[]", p.stdout + p.stderr
+
+
+def test_help_lines_match_each_command_module(capsys):
+    """armctl.cli.COMMANDS gives --help without importing the modules: its lines must be theirs."""
+    import argparse
+
+    from armctl.cli import COMMANDS, build_parser
+
+    full = build_parser()
+    sub = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
+    assert {c.dest: c.help for c in sub._choices_actions} == {k: v[1] for k, v in COMMANDS.items()}
+    assert list(sub.choices) == list(COMMANDS)
+    for cmd in COMMANDS:
+        with pytest.raises(SystemExit):
+            full.parse_args([cmd, "--help"])
+        eager = capsys.readouterr().out
+        assert main([cmd, "--help"]) == 0
+        assert capsys.readouterr().out == eager
+    with pytest.raises(SystemExit):
+        full.parse_args(["--help"])
+    eager = capsys.readouterr().out
+    assert main(["--help"]) == 0 and capsys.readouterr().out == eager

@@ -2,7 +2,9 @@
 
 Each command group lives in its own module with a ``register(subparsers,
 parents)`` function; this module only builds the parser, runs the command and
-turns armctl's errors into one line on stderr and an exit code:
+turns armctl's errors into one line on stderr and an exit code. Only the module
+of the command being run is imported (``COMMANDS`` names each command's module
+and its one-line help, so ``armctl --help`` needs none of them):
 
   0 success, 1 internal error, 2 bad input (arguments, files, YAML),
   3 target or motion impossible (unreachable, joint/speed/pulse limit),
@@ -26,6 +28,22 @@ EXIT_INTERRUPTED = 130
 
 # Command modules, in the order their commands appear in --help.
 COMMAND_MODULES = ["kin", "motion", "device", "calibrate", "web"]
+
+# Every command: its module and its line in 'armctl --help' (the same text as the module's
+# add_parser(help=...); tests/test_cli_kin.py checks they agree). A new command goes here too.
+COMMANDS = {
+    "ik": ("kin", "joint angles for a tool point (inverse kinematics)"),
+    "fk": ("kin", "tool point for joint angles (forward kinematics)"),
+    "workspace": ("kin", "reach, joint limits and speeds of the arm"),
+    "plan": ("motion", "plan a YAML program into a timed joint trajectory (checked whole)"),
+    "plot": ("motion", "draw a planned program: workspace, path, arm poses, joint speeds"),
+    "jog": ("device", "move the tool in a straight line to X Y"),
+    "run": ("device", "run a YAML program on the arm"),
+    "home": ("device", "move slowly to the arm's home pose"),
+    "status": ("device", "show the board and the pose it holds"),
+    "calibrate": ("calibrate", "calibrate the servos (interactive), or record/fit/show/compare/check calibrations"),
+    "web": ("web", "the arm in a browser page: click to move"),
+}
 
 GLOBAL_DEFAULTS = {"arm": "seed-3link", "port": None, "backend": "armctl", "calibration": None, "watchdog": 1.0}
 
@@ -86,7 +104,10 @@ def _watchdog_s(text: str) -> float:
     return s
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
+    """The ``armctl`` parser. ``command``: the one command whose module is imported and whose
+    parser is real ("*": every module, None: none); the others are placeholders that only give
+    their line in ``--help`` and swallow their arguments."""
     parser = _Parser(
         prog="armctl",
         parents=[_global_options(False)],
@@ -97,14 +118,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     parents = [_global_options(True)]
+    wanted = COMMANDS[command][0] if command in COMMANDS else None
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{name}":
-                continue  # that command group is not built yet
-            raise
-        module.register(sub, parents)
+        if command == "*" or name == wanted:
+            try:
+                module = importlib.import_module(f".{name}", __name__)
+            except ModuleNotFoundError as exc:
+                if exc.name == f"{__name__}.{name}":
+                    continue  # that command group is not built yet
+                raise
+            module.register(sub, parents)
+            continue
+        for cmd, (mod, help_text) in COMMANDS.items():
+            if mod == name:
+                stub = sub.add_parser(cmd, help=help_text, add_help=False)
+                stub.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -116,9 +144,11 @@ def choose_arm(args, program_arm: str | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        # First which command (global options, --help and a wrong command fail here, as they
+        # would with every module loaded), then the parser with that command's module only.
+        first, _ = build_parser(None).parse_known_args(argv)
+        args = build_parser(first.command).parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error already printed on one line
         return int(exc.code or 0)
     args.arm_given = getattr(args, "arm", None) is not None

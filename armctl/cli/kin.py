@@ -132,99 +132,62 @@ def cmd_ik(args) -> int:
     raise JointLimitError(message)
 
 
-def _read_targets(path: str):
-    if path == "-":
-        lines, name = sys.stdin.read().splitlines(), "<stdin>"
-    else:
-        try:
-            with open(path, encoding="utf-8") as fh:
-                lines = fh.read().splitlines()
-        except OSError as exc:
-            raise BadInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        except UnicodeDecodeError as exc:
-            raise BadInputError(f"{path}: cannot read: not UTF-8 text (byte {exc.start})") from None
-        name = path
-    rows, phis, linenos = [], [], []
-    for lineno, line in enumerate(lines, 1):
-        text = line.split("#", 1)[0].strip()
-        if not text:
-            continue
-        fields = [f.strip() for f in text.split(",")]
-        if fields[0].lower() in ("x", "x_m"):
-            continue  # a header line
-        if len(fields) not in (2, 3):
-            raise BadInputError(f"{name}:{lineno}: expected 'x,y' or 'x,y,phi_deg', found {line.strip()!r}")
-        try:
-            x = parse_length(fields[0], what="x")
-            y = parse_length(fields[1], what="y")
-            phi = math.radians(parse_float(fields[2], what="phi_deg")) if len(fields) == 3 else None
-        except BadInputError as exc:
-            raise BadInputError(f"{name}:{lineno}: {exc}") from None
-        rows.append((x, y))
-        phis.append(phi)
-        linenos.append(lineno)
-    if not rows:
-        raise BadInputError(f"{name}: no targets (expected one 'x,y[,phi_deg]' a line)")
-    return name, np.array(rows), phis, linenos
-
-
 def _ik_batch(args, arm: Arm) -> int:
-    from ..ik import solve, solve_batch
+    from . import ik_targets as it
 
     if args.phi is not None:
         raise BadInputError("--phi does not apply to --targets: give each target's tool angle as 'x,y,phi_deg'")
-    name, targets, phis, linenos = _read_targets(args.targets)
-    q0 = None if args.q_from is None else _angles(args.q_from, arm, "--from")
-    with_phi = [p is not None for p in phis]
-    if any(with_phi) and arm.n != 3:
-        lineno = linenos[with_phi.index(True)]
-        raise BadInputError(f"{name}:{lineno}: phi_deg given but arm '{arm.name}' has {arm.n} links")
-    if args.method == "dls" and (all(with_phi) or not any(with_phi)):
-        res = solve_batch(arm, targets, phi=np.array(phis, dtype=float) if any(with_phi) else None, q0=q0)
-        rows = [
-            (
-                bool(res.ok[i]),
-                res.q[i],
-                float(res.error_m[i]),
-                float(res.shortfall_m[i]),
-                res.reasons[i],
-                int(res.iterations[i]),
+    src = it.TargetSource(args.targets)
+    try:
+        checked = it.check_all(src, arm.n)  # every line, before anything is written
+    finally:
+        src.close()
+    try:
+        q0 = None if args.q_from is None else _angles(args.q_from, arm, "--from")
+        if checked.with_phi and arm.n != 3:
+            raise BadInputError(
+                f"{src.name}:{checked.first_phi_line}: phi_deg given but arm '{arm.name}' has {arm.n} links"
             )
-            for i in range(len(targets))
-        ]
-    else:
-        rows = []
-        for t, p in zip(targets, phis):
-            r = solve(arm, t, phi=p, q0=q0, method=args.method)
-            rows.append((r.ok, r.q, r.error_m, r.shortfall_m, r.reason, r.iterations))
-    if args.json:
-        out = []
-        for t, p, (ok, q, err, short, reason, its) in zip(targets, phis, rows):
-            d = {
-                "ok": ok,
-                "target_m": t.tolist(),
-                "q_deg": _deg(q),
-                "error_m": err,
-                "iterations": its,
-                "method": args.method,
-            }
-            if p is not None:
-                d["phi_deg"] = round(math.degrees(p), 6)
-            if not ok:
-                d.update(reason=reason, shortfall_m=short)
-            out.append(d)
-        print(json.dumps(out))
-    else:
-        qcols = ",".join(f"q{i + 1}_deg" for i in range(arm.n))
-        print(f"x_m,y_m,ok,{qcols},error_m,shortfall_m")
-        for t, (ok, q, err, short, _reason, _its) in zip(targets, rows):
-            qs = ",".join(f"{v:.6f}" for v in np.degrees(q))
-            print(f"{t[0]:.6f},{t[1]:.6f},{int(ok)},{qs},{err:.3e},{short:.6f}")
-    failed = sum(1 for r in rows if not r[0])
+        batch = args.method == "dls" and checked.with_phi in (0, checked.rows)
+        out = _binary_stdout()
+        out.write(b"[" if args.json else it.csv_header(arm.n))
+        failed, first = 0, True
+        for chunk in checked.chunks():
+            res = it.solve_chunk(arm, chunk, method=args.method, batch=batch, q0=q0)
+            failed += int(np.count_nonzero(~res.ok))
+            if args.json:
+                out.write((b"" if first else b", ") + it.json_rows(chunk, res, args.method))
+            else:
+                out.write(it.csv_rows(chunk, res))
+            first = False
+        if args.json:
+            out.write(b"]\n")
+        out.flush()
+    finally:
+        checked.close()
     if failed:
-        print(f"armctl ik: {failed} of {len(rows)} targets not reached (see ok=0 rows)", file=sys.stderr)
+        print(f"armctl ik: {failed} of {checked.rows} targets not reached (see ok=0 rows)", file=sys.stderr)
         return 3
     return 0
+
+
+def _binary_stdout():
+    """Standard output for bytes (after whatever was printed as text)."""
+    sys.stdout.flush()
+    buf = getattr(sys.stdout, "buffer", None)
+    if buf is not None:
+        return buf
+
+    class _Text:  # a text-only stdout (tests, redirect_stdout): decode
+        @staticmethod
+        def write(b: bytes) -> None:
+            sys.stdout.write(b.decode("ascii"))
+
+        @staticmethod
+        def flush() -> None:
+            sys.stdout.flush()
+
+    return _Text
 
 
 def cmd_fk(args) -> int:

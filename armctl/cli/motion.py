@@ -1,7 +1,9 @@
 """``armctl plan`` and ``armctl plot``: plan a pick-and-place program, print or draw it.
 
 Both check the whole program first; on any error they print one line and
-write nothing (no table, no CSV, no picture).
+write nothing (no table, no CSV, no picture). ``--json`` and ``--csv`` are
+written in bulk (``armctl.numtext``), CHUNK samples at a time: the same bytes
+as ``json.dump`` and ``csv.writer`` wrote value by value.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import numpy as np
 
 from ..errors import BadInputError
 from ..kinematics import fk
+
+CHUNK = 1 << 16  # samples formatted at a time
 
 PLAN_EPILOG = """\
 units: time in s, joint and gripper angles in deg, tool x/y in m, speeds in deg/s.
@@ -87,13 +91,15 @@ def _tool(arm, q):
     return fk(arm.links_m, q)
 
 
-def samples_table(plan) -> tuple[list[str], list[list]]:
-    """Header and rows of the sampled trajectory (s, deg, m)."""
+def samples_table(plan, *, rows: bool = True) -> tuple[list[str], list[list]]:
+    """Header and rows (``rows``: else no rows) of the sampled trajectory (s, deg, m)."""
     arm, tr = plan.arm, plan.trajectory
     header = ["t_s", *(f"{n}_deg" for n in arm.joint_names)]
     if arm.gripper is not None:
         header.append("gripper_deg")
     header += ["x_m", "y_m", "step"]
+    if not rows:
+        return header, []
     tool = _tool(arm, tr.q_rad)
     qd = np.degrees(tr.q_rad)
     gd = np.degrees(tr.gripper_rad)
@@ -135,6 +141,100 @@ def plan_json(plan, program: str) -> dict:
     }
 
 
+def _json_floats(x, decimals: int):
+    """What json.dumps writes for round(v, decimals) of each value (NaN, Infinity for non-finite)."""
+    from .. import numtext as nt
+
+    x = np.asarray(x, dtype=float)
+    f = nt.round_repr(x, decimals)
+    bad = np.flatnonzero(~np.isfinite(x))
+    return f.patched(bad, [json.dumps(float(v)) for v in x[bad]]) if bad.size else f
+
+
+def write_plan_json(plan, program: str, out) -> None:
+    """``plan_json(plan, program)`` as compact JSON and a newline, written to the binary ``out`` in
+    chunks: byte for byte what ``json.dump(..., separators=(",", ":"))`` writes."""
+    from .. import numtext as nt
+
+    arm, tr = plan.arm, plan.trajectory
+    head = {
+        "program": program,
+        "arm": arm.name,
+        "period_s": tr.period_s,
+        "joint_names": list(arm.joint_names),
+        "steps": list(tr.steps),
+    }
+    out.write(json.dumps(head, separators=(",", ":"))[:-1].encode("ascii") + b',"samples":[')
+    grip = arm.gripper is not None
+    for i in range(0, len(tr), CHUNK):
+        j = min(i + CHUNK, len(tr))
+        k = j - i
+        q = tr.q_rad[i:j]
+        tool = _tool(arm, q)
+        qd = np.degrees(q)
+        fields = [nt.literal('{"t_s":', k), _json_floats(tr.t_s[i:j], 6), nt.literal(',"q_deg":[', k)]
+        for c in range(qd.shape[1]):
+            fields += [nt.literal(",", k)] if c else []
+            fields.append(_json_floats(qd[:, c], 6))
+        fields += [
+            nt.literal('],"tool_m":[', k),
+            _json_floats(tool[:, 0], 7),
+            nt.literal(",", k),
+            _json_floats(tool[:, 1], 7),
+            nt.literal('],"step":', k),
+            nt.ints(tr.step[i:j] + 1),
+        ]
+        if grip:
+            fields += [nt.literal(',"gripper_deg":', k), _json_floats(np.degrees(tr.gripper_rad[i:j]), 6)]
+        fields.append(nt.literal("},", k))
+        text = nt.join(fields)
+        out.write(text[:-1] if j == len(tr) else text)
+    out.write(b'],"points_m":[')
+    pts = np.asarray(tr.points_m, dtype=float).reshape(-1, 2)
+    for i in range(0, len(pts), CHUNK):
+        p = pts[i : i + CHUNK]
+        k = len(p)
+        text = nt.join(
+            [
+                nt.literal("[", k),
+                _json_floats(p[:, 0], 7),
+                nt.literal(",", k),
+                _json_floats(p[:, 1], 7),
+                nt.literal("],", k),
+            ]
+        )
+        out.write(text[:-1] if i + CHUNK >= len(pts) else text)
+    out.write(b'],"summary":' + json.dumps(plan.summary(), separators=(",", ":")).encode("ascii") + b"}\n")
+
+
+def write_samples_csv(plan, out) -> int:
+    """``samples_table(plan)`` as CSV (header, then one line a sample) to the binary ``out``, in
+    chunks: byte for byte what ``csv.writer(lineterminator="\\n")`` writes. Returns the sample count."""
+    from .. import numtext as nt
+
+    arm, tr = plan.arm, plan.trajectory
+    header, _ = samples_table(plan, rows=False)
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(header)  # names may need quoting
+    out.write(buf.getvalue().encode("utf-8"))
+    for i in range(0, len(tr), CHUNK):
+        j = min(i + CHUNK, len(tr))
+        k = j - i
+        q = tr.q_rad[i:j]
+        tool = _tool(arm, q)
+        qd = np.degrees(q)
+        comma = nt.literal(",", k)
+        fields = [nt.round_repr(tr.t_s[i:j], 6)]
+        for c in range(qd.shape[1]):
+            fields += [comma, nt.round_repr(qd[:, c], 4)]
+        if arm.gripper is not None:
+            fields += [comma, nt.round_repr(np.degrees(tr.gripper_rad[i:j]), 4)]
+        fields += [comma, nt.round_repr(tool[:, 0], 6), comma, nt.round_repr(tool[:, 1], 6), comma]
+        fields += [nt.ints(tr.step[i:j] + 1), nt.literal("\n", k)]
+        out.write(nt.join(fields))
+    return len(tr)
+
+
 def summary_lines(plan) -> list[str]:
     """The human summary: duration, segments, peak joint speeds vs limits, path deviation."""
     s = plan.summary()
@@ -164,23 +264,27 @@ def summary_lines(plan) -> list[str]:
 def cmd_plan(args) -> int:
     plan = _plan(args)  # everything is checked before anything is printed or written
     if args.json:
-        json.dump(plan_json(plan, args.program), sys.stdout, indent=None, separators=(",", ":"))
-        sys.stdout.write("\n")
+        out = _binary_stdout()
+        write_plan_json(plan, args.program, out)
+        out.flush()
         return 0
     if args.csv:
-        header, rows = samples_table(plan)
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(header)
-        w.writerows(rows)
         if args.csv == "-":
-            sys.stdout.write(buf.getvalue())
+            out = _binary_stdout()
+            write_samples_csv(plan, out)
+            out.flush()
             return 0
+        tmp = io.BytesIO() if len(plan.trajectory) <= CHUNK else None
         try:
-            Path(args.csv).write_text(buf.getvalue(), encoding="utf-8")
+            if tmp is not None:  # small: one write, as before
+                count = write_samples_csv(plan, tmp)
+                Path(args.csv).write_bytes(tmp.getvalue())
+            else:
+                with open(args.csv, "wb") as fh:
+                    count = write_samples_csv(plan, fh)
         except OSError as exc:
             raise BadInputError(f"cannot write {args.csv}: {exc.strerror or exc}") from None
-        print(f"wrote {len(rows)} samples to {args.csv}")
+        print(f"wrote {count} samples to {args.csv}")
     elif not args.summary:
         header, rows = samples_table(plan)
         widths = [max(len(h), 9) for h in header]
@@ -197,6 +301,25 @@ def cmd_plan(args) -> int:
         print()
     print("\n".join(summary_lines(plan)))
     return 0
+
+
+def _binary_stdout():
+    """Standard output for bytes (after whatever was printed as text)."""
+    sys.stdout.flush()
+    buf = getattr(sys.stdout, "buffer", None)
+    if buf is not None:
+        return buf
+
+    class _Text:  # a text-only stdout (redirect_stdout): decode
+        @staticmethod
+        def write(b: bytes) -> None:
+            sys.stdout.write(b.decode("utf-8"))
+
+        @staticmethod
+        def flush() -> None:
+            sys.stdout.flush()
+
+    return _Text
 
 
 def cmd_plot(args) -> int:

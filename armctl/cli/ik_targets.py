@@ -1,0 +1,379 @@
+"""``armctl ik --targets FILE``: a file of targets solved in chunks, read and written in bulk.
+
+The file is read once, a block (about 1 MiB of text) at a time, and every line is checked before
+anything is written, so a mistake anywhere gives its one error line and nothing on stdout (as when
+the file was read whole). The parsed targets (24 bytes a row) wait in a temporary file (in memory up
+to 16 MiB), then are solved with ``solve_batch`` and written out in chunks of 32768 rows. Memory
+stays bounded whatever the file's length.
+
+Blocks of plain numbers are parsed by numpy's C reader; lines with anything else (units, comments,
+headers, other line breaks, non-ASCII) go through the line parser, which gives the same values and
+the same errors as reading the file line by line always did.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import sys
+import tempfile
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import numtext as nt
+from ..errors import BadInputError
+from ..units import MAX_LENGTH_M, parse_float, parse_length
+
+BLOCK_BYTES = 1 << 20  # text read, parsed and checked at a time
+SOLVE_ROWS = 1 << 15  # rows solved and formatted at a time
+SPOOL_BYTES = 16 << 20  # parsed targets kept in memory up to this, then in a temporary file
+
+_PLAIN = np.zeros(256, dtype=bool)  # bytes numpy's reader may see: numbers, commas, blanks, newlines
+_PLAIN[np.frombuffer(b"0123456789.+-eE, \t\n", np.uint8)] = True
+
+
+@dataclass
+class Block:
+    """Targets parsed from one block of lines: ``xy`` (k, 2) m, ``phi`` (k,) rad (NaN: none given)."""
+
+    xy: np.ndarray
+    phi: np.ndarray
+    has_phi: np.ndarray
+    lines: int  # how many lines the block holds
+
+    def __len__(self) -> int:
+        return len(self.xy)
+
+
+def parse_line(line: str, lineno: int, name: str):
+    """One line of a targets file: ``(x_m, y_m, phi_rad or None)``, or None for a blank, comment or
+    header line; BadInputError naming ``name:lineno`` for anything else."""
+    text = line.split("#", 1)[0].strip()
+    if not text:
+        return None
+    fields = [f.strip() for f in text.split(",")]
+    if fields[0].lower() in ("x", "x_m"):
+        return None  # a header line
+    if len(fields) not in (2, 3):
+        raise BadInputError(f"{name}:{lineno}: expected 'x,y' or 'x,y,phi_deg', found {line.strip()!r}")
+    try:
+        x = parse_length(fields[0], what="x")
+        y = parse_length(fields[1], what="y")
+        phi = math.radians(parse_float(fields[2], what="phi_deg")) if len(fields) == 3 else None
+    except BadInputError as exc:
+        raise BadInputError(f"{name}:{lineno}: {exc}") from None
+    return x, y, phi
+
+
+def _from_rows(rows: list, lines: int) -> Block:
+    k = len(rows)
+    xy = np.array([(r[0], r[1]) for r in rows], dtype=float).reshape(k, 2)
+    has_phi = np.array([r[2] is not None for r in rows], dtype=bool)
+    phi = np.array([np.nan if r[2] is None else r[2] for r in rows], dtype=float)
+    return Block(xy, phi, has_phi, lines)
+
+
+def _parse_lines(text: str, first_line: int, name: str) -> Block:
+    lines = text.splitlines()
+    rows = []
+    for i, line in enumerate(lines):
+        row = parse_line(line, first_line + i, name)
+        if row is not None:
+            rows.append(row)
+    return _from_rows(rows, len(lines))
+
+
+def _parse_plain(block: bytes, first_line: int, name: str) -> Block | None:
+    """numpy's reader on the plain lines and the line parser on the others; None if anything is
+    unusual (then the whole block goes through the line parser, which finds the first mistake)."""
+    if not block.isascii():
+        return None
+    if b"\r" in block:  # Windows line ends are fine; other uses of CR are line breaks: the line parser
+        block = block.replace(b"\r\n", b"\n")
+        if b"\r" in block:
+            return None
+    buf = np.frombuffer(block, np.uint8)
+    nl = np.flatnonzero(buf == 10)
+    n_lines = len(nl) + (1 if len(buf) and buf[-1] != 10 else 0)
+    odd = np.flatnonzero(~_PLAIN[buf])
+    special: list[int] = []
+    if odd.size:
+        special = np.unique(np.searchsorted(nl, odd)).tolist()  # line index of each odd byte
+        if len(special) * 8 > n_lines:
+            return None
+    starts = np.concatenate([[0], nl + 1])
+    ends = np.concatenate([nl, [len(buf)]])
+    extra = []  # (line index, row) from lines the line parser read
+    if special:
+        text = block.decode("ascii")
+        pieces, prev = [], 0
+        for j in special:
+            s, e = int(starts[j]), int(ends[j])
+            try:
+                row = parse_line(text[s:e], first_line + j, name)
+            except BadInputError:
+                return None
+            if row is not None:
+                extra.append((j, row))
+            pieces.append(block[prev:s])
+            prev = min(e + 1, len(block))
+        pieces.append(block[prev:])
+        plain = b"".join(pieces)
+    else:
+        plain = block
+    if plain.strip():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                vals = np.loadtxt(
+                    io.StringIO(plain.decode("ascii")), delimiter=",", dtype=float, ndmin=2, comments=None
+                )
+        except (ValueError, UserWarning):
+            return None
+        if vals.shape[1] not in (2, 3) or not np.all(np.abs(vals[:, :2]) <= MAX_LENGTH_M):
+            return None  # too many or too few fields, NaN, inf, beyond 1 km: the line parser says which
+        if vals.shape[1] == 3 and not np.all(np.isfinite(vals[:, 2])):
+            return None
+    else:
+        vals = np.zeros((0, 2))
+    k = len(vals)
+    xy = vals[:, :2]
+    has_phi = np.full(k, vals.shape[1] == 3)
+    phi = np.radians(vals[:, 2]) if vals.shape[1] == 3 else np.full(k, np.nan)
+    if extra:
+        # Put the line parser's rows where their lines are among the plain rows (numpy's reader
+        # skipped the empty lines; a blank one made it fail).
+        kept = starts[:n_lines] < ends[:n_lines]
+        kept[special] = False
+        plain_rows = np.flatnonzero(kept)
+        if len(plain_rows) != k:
+            return None
+        extra_block = _from_rows([r for _, r in extra], 0)
+        order = np.argsort(np.concatenate([plain_rows, [j for j, _ in extra]]), kind="stable")
+        xy = np.concatenate([xy, extra_block.xy])[order]
+        phi = np.concatenate([phi, extra_block.phi])[order]
+        has_phi = np.concatenate([has_phi, extra_block.has_phi])[order]
+    return Block(np.ascontiguousarray(xy), phi, has_phi, n_lines)
+
+
+def parse_block(block: bytes, first_line: int, name: str) -> Block:
+    """The targets in ``block`` (whole lines of the file, the first being line ``first_line``).
+    Raises BadInputError naming the first bad line, UnicodeDecodeError (offsets within the block)."""
+    parsed = _parse_plain(block, first_line, name)
+    if parsed is None:
+        parsed = _parse_lines(block.decode("utf-8"), first_line, name)
+    return parsed
+
+
+class TargetSource:
+    """The targets file (or standard input) as blocks of whole lines."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.name = "<stdin>" if path == "-" else path
+        if path == "-":
+            self._fh = getattr(sys.stdin, "buffer", None) or io.BytesIO(sys.stdin.read().encode("utf-8"))
+        else:
+            try:
+                self._fh = open(path, "rb")  # noqa: SIM115 (closed by close())
+            except OSError as exc:
+                raise BadInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+    def close(self) -> None:
+        if self.path != "-":
+            self._fh.close()
+
+    def blocks(self):
+        """Yield (bytes, offset of its first byte in the file), each ending at a line end."""
+        offset, rest = 0, b""
+        while True:
+            try:
+                data = self._fh.read(BLOCK_BYTES)
+            except OSError as exc:
+                raise BadInputError(f"{self.name}: cannot read: {exc.strerror or exc}") from None
+            if not data:
+                if rest:
+                    yield rest, offset
+                return
+            data = rest + data
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                rest = data
+                continue
+            yield data[:cut], offset
+            offset += cut
+            rest = data[cut:]
+
+
+class Checked:
+    """The whole file, checked and parsed: row count, how many give a tool angle, the line of the
+    first that does (for 2-link arms), and the parsed rows waiting to be solved (``chunks``)."""
+
+    def __init__(self):
+        self.rows = 0
+        self.with_phi = 0
+        self.first_phi_line: int | None = None
+        self._spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
+
+    def add(self, parsed: Block) -> None:
+        rec = np.empty((len(parsed), 3))
+        rec[:, :2] = parsed.xy
+        rec[:, 2] = parsed.phi  # NaN: no tool angle on that line (given angles are finite)
+        self._spool.write(rec.tobytes())
+        self.rows += len(parsed)
+        self.with_phi += int(parsed.has_phi.sum())
+
+    def chunks(self):
+        """The parsed targets in file order, at most SOLVE_ROWS at a time."""
+        self._spool.seek(0)
+        while True:
+            data = self._spool.read(SOLVE_ROWS * 24)
+            if not data:
+                return
+            rec = np.frombuffer(data, dtype=float).reshape(-1, 3)
+            has_phi = ~np.isnan(rec[:, 2])
+            yield Block(np.ascontiguousarray(rec[:, :2]), rec[:, 2].copy(), has_phi, 0)
+
+    def close(self) -> None:
+        self._spool.close()
+
+
+def check_all(src: TargetSource, arm_links: int) -> Checked:
+    """Read and parse every line: the first mistake raises BadInputError (a file that is not UTF-8
+    anywhere is reported first, as when the file was decoded whole). The caller closes the result."""
+    line, error = 1, None
+    checked = Checked()
+    try:
+        for block, offset in src.blocks():
+            try:
+                if error is not None:
+                    if not block.isascii():
+                        block.decode("utf-8")
+                    continue
+                parsed = parse_block(block, line, src.name)
+            except UnicodeDecodeError as exc:
+                raise BadInputError(f"{src.name}: cannot read: not UTF-8 text (byte {offset + exc.start})") from None
+            except BadInputError as exc:
+                error = exc
+                continue
+            if checked.first_phi_line is None and arm_links != 3 and parsed.has_phi.any():
+                checked.first_phi_line = _first_phi_line(block.decode("utf-8"), line, src.name)  # for the error
+            checked.add(parsed)
+            line += parsed.lines
+        if error is not None:
+            raise error
+        if checked.rows == 0:
+            raise BadInputError(f"{src.name}: no targets (expected one 'x,y[,phi_deg]' a line)")
+    except BaseException:
+        checked.close()
+        raise
+    return checked
+
+
+def _first_phi_line(text: str, first_line: int, name: str) -> int | None:
+    for i, line in enumerate(text.splitlines()):
+        row = parse_line(line, first_line + i, name)
+        if row is not None and row[2] is not None:
+            return first_line + i
+    return None
+
+
+@dataclass
+class Solved:
+    """Results for a chunk of targets, one row each."""
+
+    ok: np.ndarray
+    q: np.ndarray
+    error_m: np.ndarray
+    shortfall_m: np.ndarray
+    reasons: list
+    iterations: np.ndarray
+
+
+def solve_chunk(arm, chunk: Block, *, method: str, batch: bool, q0) -> Solved:
+    """``solve_batch`` on the chunk (``batch``), else ``solve`` row by row with ``method``."""
+    from ..ik import solve, solve_batch
+
+    if batch:
+        any_phi = bool(chunk.has_phi.any())
+        res = solve_batch(arm, chunk.xy, phi=chunk.phi if any_phi else None, q0=q0)
+        return Solved(
+            np.asarray(res.ok, dtype=bool),
+            res.q,
+            np.asarray(res.error_m, dtype=float),
+            np.asarray(res.shortfall_m, dtype=float),
+            list(res.reasons),
+            np.asarray(res.iterations),
+        )
+    out = []
+    for t, p, h in zip(chunk.xy, chunk.phi.tolist(), chunk.has_phi.tolist()):
+        r = solve(arm, t, phi=p if h else None, q0=q0, method=method)
+        out.append(r)
+    return Solved(
+        np.array([bool(r.ok) for r in out], dtype=bool),
+        np.array([r.q for r in out], dtype=float).reshape(len(out), arm.n),
+        np.array([r.error_m for r in out], dtype=float),
+        np.array([r.shortfall_m for r in out], dtype=float),
+        [r.reason for r in out],
+        np.array([int(r.iterations) for r in out], dtype=np.int64),
+    )
+
+
+def csv_header(n_joints: int) -> bytes:
+    """The first line of the CSV output."""
+    qcols = ",".join(f"q{i + 1}_deg" for i in range(n_joints))
+    return f"x_m,y_m,ok,{qcols},error_m,shortfall_m\n".encode("ascii")
+
+
+def csv_rows(chunk: Block, res: Solved) -> bytes:
+    """``x,y,ok,q1..qn (deg),error_m,shortfall_m`` lines for the chunk."""
+    k = len(chunk)
+    comma = nt.literal(",", k)
+    qd = np.degrees(res.q)
+    fields = [nt.fixed(chunk.xy[:, 0], 6), comma, nt.fixed(chunk.xy[:, 1], 6), comma, nt.choose(res.ok, "1", "0")]
+    for j in range(qd.shape[1]):
+        fields += [comma, nt.fixed(qd[:, j], 6)]
+    fields += [comma, nt.sci(res.error_m, 3), comma, nt.fixed(res.shortfall_m, 6), nt.literal("\n", k)]
+    return nt.join(fields)
+
+
+def json_rows(chunk: Block, res: Solved, method: str) -> bytes:
+    """The chunk's results as JSON objects separated by ', ' (what ``json.dumps`` of the list writes
+    between its brackets)."""
+    k = len(chunk)
+    qd = np.degrees(res.q)
+    fields = [
+        nt.choose(res.ok, '{"ok": true, "target_m": [', '{"ok": false, "target_m": ['),
+        nt.float_repr(chunk.xy[:, 0]),
+        nt.literal(", ", k),
+        nt.float_repr(chunk.xy[:, 1]),
+        nt.literal('], "q_deg": [', k),
+    ]
+    for j in range(qd.shape[1]):
+        if j:
+            fields.append(nt.literal(", ", k))
+        fields.append(nt.round_repr(qd[:, j], 6))
+    fields += [
+        nt.literal('], "error_m": ', k),
+        nt.float_repr(res.error_m),
+        nt.literal(', "iterations": ', k),
+        nt.ints(res.iterations),
+        nt.literal(f', "method": "{method}"', k),
+    ]
+    if chunk.has_phi.any():
+        fields += [
+            nt.only(nt.literal(', "phi_deg": ', k), chunk.has_phi),
+            nt.only(nt.round_repr(np.degrees(np.where(chunk.has_phi, chunk.phi, 0.0)), 6), chunk.has_phi),
+        ]
+    failed = ~res.ok
+    if failed.any():
+        fields += [
+            nt.only(nt.literal(', "reason": ', k), failed),
+            nt.only(nt.json_strings([r if f else None for r, f in zip(res.reasons, failed.tolist())]), failed),
+            nt.only(nt.literal(', "shortfall_m": ', k), failed),
+            nt.only(nt.float_repr(np.where(failed, res.shortfall_m, 0.0)), failed),
+        ]
+    fields.append(nt.literal("}, ", k))
+    return nt.join(fields)[:-2]
