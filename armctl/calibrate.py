@@ -27,6 +27,7 @@ from .calibration import PULSE_RANGE_US, Calibration, ServoCal
 from .config import Section, load_yaml_file
 from .errors import BadInputError
 from .kinematics import fk
+from .paths import atomic_write
 
 DEFAULT_MAX_RESIDUAL_DEG = 1.0
 DEFAULT_MARGIN_DEG = 2.0
@@ -311,9 +312,11 @@ def append_record(path: str | Path, cal: Calibration, record: Record) -> str:
         if text and not text.endswith("\n"):
             text += "\n"
     else:
-        path.parent.mkdir(parents=True, exist_ok=True)
         text = POINTS_HEADER + f"arm: {cal.arm}\npoints:\n"
-    path.write_text(text + line + "\n", encoding="utf-8")
+    try:
+        atomic_write(path, text + line + "\n")
+    except OSError as exc:
+        raise BadInputError(f"points file {path}: cannot write it: {exc.strerror or exc}") from None
     return line.strip()
 
 

@@ -126,7 +126,15 @@ class Calibration:
         return us
 
     def check_arm(self, arm) -> None:
-        """ConfigError unless this calibration has one servo per joint of ``arm`` (and a gripper if it has one)."""
+        """ConfigError unless this calibration was made for ``arm`` (its ``arm:`` key names it) and has one
+        servo per joint (and a gripper if the arm has one)."""
+        if self.arm != arm.name:
+            raise ConfigError(
+                f"this calibration is for arm {self.arm!r}, not {arm.name!r}: its servos may be mounted otherwise; "
+                f"pass the calibration made for {arm.name!r} (or change its arm: key if the servos are the same)",
+                path=self.source,
+                key="arm",
+            )
         if len(self.joints) != arm.n:
             raise ConfigError(
                 f"calibration has {len(self.joints)} joint servos but arm {arm.name!r} has {arm.n} joints",

@@ -83,3 +83,15 @@ class StopRequested(ArmctlError):
     """Motion was stopped on request (the web page's stop button, a closed page): like Ctrl-C, not a fault."""
 
     exit_code = 130
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived (systemd, ``timeout``, a closed SSH session): handled exactly like Ctrl-C,
+    a controlled stop, then exit ``exit_code`` (128 + the signal number: 143, 129)."""
+
+    def __init__(self, signum: int):
+        import signal
+
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.exit_code = 128 + signum

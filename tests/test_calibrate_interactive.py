@@ -248,3 +248,20 @@ def test_an_inconsistent_fit_is_refused_on_screen_and_can_be_redone(tmp_path, ca
     t.send(b"\x03")
     assert t.finish() == 130
     assert cal_file.read_bytes() == before
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_mid_way_is_a_controlled_stop_with_its_exit_code(tmp_path, cal_file, sig):
+    """systemd, `timeout` or a closed SSH session: the same stop as Ctrl-C, then exit 128 + the signal."""
+    before = cal_file.read_bytes()
+    t = start(tmp_path, cal_file, sim_url(tmp_path, limits="800:2200,500:2500,500:2500,1250:1850"))
+    t.wait("reference pose 1 of 3")
+    t.send("]]]]]")  # nudging: moves queued on the board
+    t.wait(r"pulse \d+(\.\d)? us")
+    os.kill(t.proc.pid, sig)
+    assert t.finish() == 128 + sig
+    assert f"stopped by {signal.Signals(sig).name}" in t.out.decode(errors="replace")
+    assert cal_file.read_bytes() == before
+    assert " X " in (tmp_path / "wire.log").read_text()  # the board was told to stop
+    board = json.loads((tmp_path / "sim-state.json").read_text())
+    assert board["limits_us"][0] == [800, 2200]  # opened up while calibrating, put back

@@ -155,25 +155,38 @@ class BoardLimitsError(LinkError):
 
 
 class WireLog:
-    """Writes every byte sent (``>``) and received (``<``) with its time, one chunk per line."""
+    """Writes every byte sent (``>``) and received (``<``) with its time, one chunk per line.
+
+    A log that cannot be written (disk full) raises BadInputError once, naming the file: at open, before the
+    port is opened, or mid-run, where the board is then stopped under control; later records are dropped."""
 
     def __init__(self, path):
+        self.path = path
         try:
             self.f = open(path, "w", encoding="ascii", errors="backslashreplace")  # noqa: SIM115
-        except OSError as exc:  # before the port is opened: nothing has been sent
+            self.f.write("# armctl wire log: seconds since open, direction (> host to board, < board to host), bytes\n")
+            self.f.flush()  # a full disk shows here, before anything is sent
+        except OSError as exc:
             raise BadInputError(f"--wire-log {path}: cannot write: {exc.strerror or exc}") from None
         self.t0 = time.monotonic()
-        self.f.write("# armctl wire log: seconds since open, direction (> host to board, < board to host), bytes\n")
 
     def record(self, direction: str, data: bytes) -> None:
         """Log ``data`` sent (``>``) or received (``<``) now."""
-        if data:
+        if not data or self.f.closed:
+            return
+        try:
             self.f.write(f"{time.monotonic() - self.t0:10.6f} {direction} {data!r}\n")
+        except OSError as exc:
+            self.close()
+            raise BadInputError(f"--wire-log {self.path}: cannot write: {exc.strerror or exc}") from None
 
     def close(self) -> None:
         """Close the log file (safe to call twice)."""
         if not self.f.closed:
-            self.f.close()
+            try:
+                self.f.close()
+            except OSError:
+                pass
 
 
 def open_port(url: str, *, baudrate: int, timeout_s: float = 0.0) -> serial.SerialBase:

@@ -104,8 +104,31 @@ def parse_url(url: str) -> SimOptions:
             raise SerialException(
                 f"armsim option limits: each channel LO:HI with 500 <= LO < HI <= 2500 us; {EXPECTED}"
             )
+
+    def bad(what: str) -> SerialException:
+        return SerialException(f"armsim option {what}; {EXPECTED}")
+
     if not (opts.rate > 0 and math.isfinite(opts.rate)):
-        raise SerialException(f"armsim option rate must be > 0; {EXPECTED}")
+        raise bad("rate must be > 0")
+    if not 0 <= opts.baud <= 10_000_000:
+        raise bad(f"baud must be 0 (instant) .. 10000000, got {opts.baud}")
+    if not 1 <= opts.depth <= 255:
+        raise bad(f"depth must be 1..255 queued moves, got {opts.depth}")
+    if not 1 <= opts.channels <= 16:
+        raise bad(f"channels must be 1..16, got {opts.channels}")
+    if not (opts.slew_deg_s > 0 and math.isfinite(opts.slew_deg_s)):
+        raise bad(f"slew must be > 0 deg/s, got {opts.slew_deg_s:g}")
+    if not (0 <= opts.delay_ms <= 60_000):
+        raise bad(f"delay must be 0..60000 ms, got {opts.delay_ms:g}")
+    if opts.disconnect is not None and opts.disconnect < 0:
+        raise bad(f"disconnect must be >= 0 bytes, got {opts.disconnect}")
+    for name, values in (("offset", opts.offset_deg), ("scale", opts.scale), ("start", opts.start_deg or [])):
+        if not all(math.isfinite(v) for v in values):
+            raise bad(f"{name} must be finite numbers")
+        if len(values) > 8:
+            raise bad(f"{name} gives {len(values)} values: one per servo at most (joints, then the gripper)")
+    if not all(v > 0 for v in opts.scale):
+        raise bad("scale must be > 0 (a servo's true us/deg over the calibrated)")
     return opts
 
 

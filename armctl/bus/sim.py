@@ -128,6 +128,7 @@ class SimArm:
         self._order = 0
         self.now = 0.0
         self.servos: dict[int, _Servo] = {}
+        self._check_options(len(self.cal.servos))
         start = self._start_pose()
         n = self.arm.n
         for i, s in enumerate(self.cal.servos):
@@ -140,6 +141,25 @@ class SimArm:
         self._to_host_schedule(self.board.banner(), 0.0)
 
     # --- state ---------------------------------------------------------------------------------
+
+    def _check_options(self, servos: int) -> None:
+        """ValueError naming the option when a per-servo option does not fit this arm, or the state file
+        cannot be written."""
+        o = self.opts
+        for name, values in (("offset", o.offset_deg), ("scale", o.scale), ("start", o.start_deg or [])):
+            if len(values) > servos:
+                raise ValueError(f"option {name} gives {len(values)} values; this arm has {servos} servos")
+        bad_flip = [i for i in o.flip if not 0 <= i < servos]
+        if bad_flip:
+            raise ValueError(f"option flip={bad_flip[0]}: servos are numbered 0..{servos - 1}")
+        if o.state:
+            path = Path(o.state)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with open(path, "a"):
+                    pass
+            except OSError as exc:
+                raise ValueError(f"option state={o.state}: cannot write it ({exc.strerror or exc})") from None
 
     def _start_pose(self) -> list[float]:
         o = self.opts

@@ -17,7 +17,7 @@ import argparse
 import importlib
 import sys
 
-from ..errors import ArmctlError
+from ..errors import ArmctlError, Terminated
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -155,16 +155,57 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in GLOBAL_DEFAULTS.items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)
+    restore = _stop_on_signals()
     try:
         return int(args.func(args) or 0)
     except ArmctlError as exc:
-        print(f"armctl {args.command}: error: {exc}", file=sys.stderr)
+        _say(f"armctl {args.command}: error: {exc}")
+        return exc.exit_code
+    except Terminated as exc:
+        _say(f"armctl {args.command}: stopped by {exc} (the arm holds its pose)")
         return exc.exit_code
     except KeyboardInterrupt:
-        print(f"armctl {args.command}: interrupted", file=sys.stderr)
+        _say(f"armctl {args.command}: interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
+    finally:
+        restore()
+
+
+def _say(line: str) -> None:
+    """One line on stderr; a terminal that went away (SIGHUP after SSH closed) is not a second error."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
+def _stop_on_signals():
+    """SIGTERM and SIGHUP become ``Terminated`` (a KeyboardInterrupt): the same controlled stop as Ctrl-C,
+    then exit 143 or 129. Only the first one counts, so a second cannot cut the stop short. Returns a
+    function that puts the previous handlers back."""
+    import signal
+
+    fired = []
+
+    def handler(signum, frame):
+        if not fired:
+            fired.append(signum)
+            raise Terminated(signum)
+
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            previous[sig] = signal.signal(sig, handler)
+        except ValueError:  # not the main thread (armctl.cli.main called from a thread): leave them alone
+            return lambda: None
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+    return restore
 
 
 if __name__ == "__main__":

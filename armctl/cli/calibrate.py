@@ -27,7 +27,7 @@ from .. import calibrate as cb
 from .. import motion
 from ..arm import Arm, load_arm
 from ..calibration import PULSE_RANGE_US, Calibration, load_calibration, save_calibration, save_path_for
-from ..errors import BadInputError, ConfigError, LinkError
+from ..errors import BadInputError, ConfigError, LinkError, Terminated
 from ..units import parse_float, parse_length
 from . import EXIT_INTERRUPTED
 from .device import open_robot, setup
@@ -626,8 +626,8 @@ def _interactive(args, arm: Arm, cal: Calibration) -> int:
         try:
             try:
                 new = flow.run()
-            except KeyboardInterrupt:
-                raise Quit("ctrl-c") from None
+            except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (Terminated)
+                raise Quit("ctrl-c") from exc
             if new is None:
                 raise Quit("q")
             robot.settle()
@@ -642,9 +642,11 @@ def _interactive(args, arm: Arm, cal: Calibration) -> int:
             robot.use_calibration(saved, out)  # the pose is remembered, and the limits pushed, by the new one
             if old_limits is not None:
                 robot.push_limits()
-        except Quit:
+        except Quit as quit:
             term.restore()
             _hold(robot, old_limits)
+            if isinstance(quit.__cause__, Terminated):
+                raise quit.__cause__ from None  # the command line says which signal and exits 143/129
             print(
                 f"armctl calibrate: quit: nothing saved ({out} unchanged); the servos hold where they are",
                 file=sys.stderr,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import secrets
-import signal
 import threading
 
 from ..errors import LinkError
@@ -60,7 +59,7 @@ def stop(server: ArmServer) -> None:
 
 
 def serve(robot: Robot, *, host: str, port: int, token: str | None, out) -> int:
-    """Serve until Ctrl-C (then a controlled stop); prints the URL to open. Returns the exit code."""
+    """Serve until Ctrl-C (then a controlled stop, and the KeyboardInterrupt goes on); prints the URL to open."""
     server = start(robot, host=host, port=port, token=token)
     print(f"armctl web: arm {robot.arm.name!r} on {robot.port} ({robot.backend.name})", file=out)
     print(f"open {server.url}", file=out)
@@ -68,15 +67,8 @@ def serve(robot: Robot, *, host: str, port: int, token: str | None, out) -> int:
         print("(the token in that URL is required: only share it with people who may move the arm)", file=out)
     print("Ctrl-C stops the arm and the server", file=out, flush=True)
 
-    def on_term(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, on_term)  # kill: the same controlled stop as Ctrl-C
     try:
-        server.thread.join()
-    except KeyboardInterrupt:
-        pass
+        server.thread.join()  # until Ctrl-C (or SIGTERM/SIGHUP, which the command line turns into one)
     finally:
-        signal.signal(signal.SIGTERM, previous)
         stop(server)
     return 0

@@ -23,6 +23,7 @@ import json
 import secrets
 import select
 import socket
+import sys
 import threading
 import time
 import urllib.parse
@@ -78,6 +79,17 @@ class ArmServer(ThreadingHTTPServer):
     def shutdown(self) -> None:
         self.closing.set()
         super().shutdown()
+
+    def handle_error(self, request, client_address) -> None:
+        """A page that went away mid-reply (closed tab, the server stopping) is no error; anything else is
+        one line on stderr, not socketserver's traceback."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)):
+            return
+        try:
+            print(f"armctl web: a request from {client_address[0]} failed: {exc!r}", file=sys.stderr, flush=True)
+        except OSError:
+            pass
 
 
 class Handler(BaseHTTPRequestHandler):
