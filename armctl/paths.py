@@ -73,15 +73,8 @@ def _tmp_prefix(path: Path) -> str:
     return f".{path.name}."
 
 
-_swept: set[Path] = set()  # files whose folder was already swept for leftovers by this process
-
-
 def remove_stale_temporaries(path: Path) -> None:
-    """Delete temporary files a killed ``atomic_write`` to ``path`` left behind (best effort; once per
-    file and process: a journal written many times a second does not scan its folder each time)."""
-    if path in _swept:
-        return
-    _swept.add(path)
+    """Delete temporary files a killed ``atomic_write`` to ``path`` left behind (best effort)."""
     prefix = _tmp_prefix(path)
     with contextlib.suppress(OSError):
         for leftover in path.parent.glob(f"{prefix}*.tmp"):

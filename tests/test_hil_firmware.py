@@ -261,6 +261,7 @@ def test_a_reset_mid_run_is_detected_and_nothing_more_is_sent(firmware_hex, tmp_
         proc = subprocess.Popen(
             [sys.executable, "-m", "armctl", "--arm", "seed-3link", "--port", uno.pty, "run", str(program)],
             cwd=ROOT,
+            env=dict(os.environ, ARMCTL_STATE_DIR=str(tmp_path / "state")),  # pty paths are reused: no stale pose
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

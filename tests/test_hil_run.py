@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -55,7 +56,10 @@ def run_cli(pty: str, backend: str, wire_log: Path, timeout_s: float, *, watchdo
         "--wire-log",
         str(wire_log),
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
+    # its own state folder: a pty path is reused between tests, and a pose stored for it by another
+    # test's board (or the journal of a killed run) is no pose of this one
+    env = dict(os.environ, ARMCTL_STATE_DIR=str(wire_log.parent / "state"))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT, env=env)
     assert proc.returncode == 0, f"armctl run failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
     return json.loads(proc.stdout)
 
