@@ -32,7 +32,7 @@ from .paths import atomic_write
 DEFAULT_MAX_RESIDUAL_DEG = 1.0
 DEFAULT_MARGIN_DEG = 2.0
 NUDGE_SPEED_FRACTION = 0.5  # of the joint's speed limit: room for a us/deg estimate off by up to 2x
-TICK_US = 0.5
+TICK_US = ServoCal.resolution  # the board's pulse step
 POINTS_HEADER = (
     "# armctl calibration points: one record a line, appended by\n"
     "#   armctl calibrate --joint J --angle DEG --us US      (a reference point)\n"
@@ -429,8 +429,8 @@ def compare_lines(a: Calibration, b: Calibration, arm: Arm) -> tuple[list[str], 
     if len(a.joints) == len(b.joints) == arm.n:
         grids = np.meshgrid(*[np.linspace(arm.q_min[i], arm.q_max[i], 9) for i in range(arm.n)], indexing="ij")
         q = np.stack([g.ravel() for g in grids], axis=1)
-        us = a.joints_to_us(q, check=False)
-        q_b = b.us_to_joints(us)
+        us = a.joints_to_values(q, check=False)
+        q_b = b.values_to_joints(us)
         dist = np.hypot(*(fk(arm.links_m, q) - fk(arm.links_m, q_b)).T)
         worst = float(np.max(dist))
         k = int(np.argmax(dist))

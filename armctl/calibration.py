@@ -1,11 +1,16 @@
-"""Servo calibration: joint angle <-> servo pulse width, per servo.
+"""Servo calibration: joint angle <-> servo value, per servo.
 
-For each servo (one per joint, plus the gripper): the board channel (our
-protocol) and Arduino pin (Firmata), the pulse at joint angle 0, microseconds
-per degree, direction (+1/-1) and the safe min/max pulse. Pulses are in
-microseconds (float); angles in radians inside, degrees in the YAML file:
+Two kinds of servo, one linear mapping. A hobby (PWM) servo is driven by a pulse width in
+microseconds: per servo the board channel (our protocol) and Arduino pin (Firmata), the pulse at joint
+angle 0, microseconds per degree, direction (+1/-1) and the safe min/max pulse::
 
     pulse_us = zero_us + direction * us_per_deg * degrees(angle_rad)
+
+A serial bus servo (Feetech STS/SCS) is driven by a goal position in steps (4096 a turn) and reports
+where it is: per servo its bus ``id``, ``zero_steps``, ``steps_per_deg``, ``direction`` and the safe
+``min_steps``/``max_steps``. Code above the calibration uses the unit-free names every servo has:
+``value(angle)``, ``angle_rad(value)``, ``lo``/``hi``, ``per_deg``, ``resolution`` and ``unit``; the YAML
+keys name their unit. Angles in radians inside, degrees in the YAML file.
 
 Files are strict YAML, saved atomically with the previous version kept as ``<file>.bak``. Where
 they are looked up and saved: ``find_calibration`` and ``save_path_for``.
@@ -25,11 +30,36 @@ from .paths import PRESET_CALIBRATION_DIR, atomic_write, user_calibration_dir
 
 FORMAT_VERSION = 1
 PULSE_RANGE_US = (500.0, 2500.0)
+STEPS_PER_TURN = 4096
+STEP_RANGE = (0.0, float(STEPS_PER_TURN - 1))
+
+
+class _Linear:
+    """The mapping every servo kind shares: value = zero + direction * per_deg * degrees(angle)."""
+
+    zero: float
+    per_deg: float
+    direction: int
+    lo: float
+    hi: float
+
+    def value(self, angle_rad):
+        """Servo value(s) (``unit``) for joint angle(s) ``angle_rad`` (rad); no limit check."""
+        return self.zero + self.direction * self.per_deg * np.degrees(np.asarray(angle_rad, dtype=float))
+
+    def angle_rad(self, value):
+        """Joint angle(s) (rad) for servo value(s) ``value`` (``unit``)."""
+        return np.radians((np.asarray(value, dtype=float) - self.zero) / (self.direction * self.per_deg))
+
+    def angle_range_rad(self) -> tuple[float, float]:
+        """Joint angles (rad) reachable inside lo..hi, low to high."""
+        a, b = float(self.angle_rad(self.lo)), float(self.angle_rad(self.hi))
+        return (min(a, b), max(a, b))
 
 
 @dataclass(frozen=True)
-class ServoCal:
-    """One servo's mapping. Pulses in us; ``us_per_deg`` > 0; ``direction`` +1 or -1."""
+class ServoCal(_Linear):
+    """A PWM servo's mapping. Pulses in us; ``us_per_deg`` > 0; ``direction`` +1 or -1."""
 
     name: str
     channel: int
@@ -40,18 +70,42 @@ class ServoCal:
     min_us: float
     max_us: float
 
+    unit = "us"
+    resolution = 0.5  # the board's pulse step (our firmware: 0.5 us ticks)
+    full_range = PULSE_RANGE_US  # what any hobby servo takes
+
+    zero = property(lambda self: self.zero_us)
+    per_deg = property(lambda self: self.us_per_deg)
+    lo = property(lambda self: self.min_us)
+    hi = property(lambda self: self.max_us)
+
     def pulse_us(self, angle_rad):
-        """Pulse width (us) for joint angle(s) ``angle_rad`` (rad); no limit check."""
-        return self.zero_us + self.direction * self.us_per_deg * np.degrees(np.asarray(angle_rad, dtype=float))
+        """Pulse width (us) for joint angle(s) ``angle_rad`` (rad); no limit check (``value``)."""
+        return self.value(angle_rad)
 
-    def angle_rad(self, pulse_us):
-        """Joint angle(s) (rad) for pulse width(s) ``pulse_us`` (us)."""
-        return np.radians((np.asarray(pulse_us, dtype=float) - self.zero_us) / (self.direction * self.us_per_deg))
 
-    def angle_range_rad(self) -> tuple[float, float]:
-        """Joint angles (rad) reachable inside min_us..max_us, low to high."""
-        a, b = float(self.angle_rad(self.min_us)), float(self.angle_rad(self.max_us))
-        return (min(a, b), max(a, b))
+@dataclass(frozen=True)
+class BusServoCal(_Linear):
+    """A bus servo's mapping. Positions in steps (4096 a turn); ``steps_per_deg`` > 0; ``direction`` +1 or -1.
+    ``channel`` is the servo's address on the bus: its ``id``."""
+
+    name: str
+    id: int
+    zero_steps: float
+    steps_per_deg: float
+    direction: int
+    min_steps: float
+    max_steps: float
+
+    unit = "steps"
+    resolution = 1.0
+    full_range = STEP_RANGE
+
+    zero = property(lambda self: self.zero_steps)
+    per_deg = property(lambda self: self.steps_per_deg)
+    lo = property(lambda self: self.min_steps)
+    hi = property(lambda self: self.max_steps)
+    channel = property(lambda self: self.id)
 
 
 @dataclass(frozen=True)
@@ -59,13 +113,13 @@ class Calibration:
     """Every servo of one arm: ``joints`` in joint order, optional ``gripper``."""
 
     arm: str
-    joints: tuple[ServoCal, ...]
-    gripper: ServoCal | None = None
+    joints: tuple[ServoCal | BusServoCal, ...]
+    gripper: ServoCal | BusServoCal | None = None
     version: int = FORMAT_VERSION
     source: str = field(default="<code>")
 
     @property
-    def servos(self) -> tuple[ServoCal, ...]:
+    def servos(self) -> tuple[ServoCal | BusServoCal, ...]:
         """Joint servos then the gripper (if any)."""
         return self.joints + ((self.gripper,) if self.gripper is not None else ())
 
@@ -74,30 +128,35 @@ class Calibration:
         """Channels a board needs: highest channel used + 1."""
         return 1 + max(s.channel for s in self.servos)
 
-    def joints_to_us(self, q_rad, *, check: bool = True) -> np.ndarray:
-        """Pulses (us), shape (..., n), for joint angles ``q_rad`` (rad), shape (..., n).
+    @property
+    def unit(self) -> str:
+        """What the servos are driven in: "us" (PWM pulse widths) or "steps" (bus servo positions)."""
+        return self.joints[0].unit
 
-        With ``check`` a pulse outside a servo's min/max raises PulseLimitError
-        naming the joint, the angle and the pulse.
+    def joints_to_values(self, q_rad, *, check: bool = True) -> np.ndarray:
+        """Servo values (``unit``), shape (..., n), for joint angles ``q_rad`` (rad), shape (..., n).
+
+        With ``check`` a value outside a servo's safe range raises PulseLimitError naming the joint, the
+        angle and the value.
         """
         q = np.asarray(q_rad, dtype=float)
         if q.shape[-1] != len(self.joints):
             raise ValueError(f"expected {len(self.joints)} joint angles, got shape {q.shape}")
-        us = np.stack([s.pulse_us(q[..., i]) for i, s in enumerate(self.joints)], axis=-1)
+        values = np.stack([s.value(q[..., i]) for i, s in enumerate(self.joints)], axis=-1)
         if check:
-            self.check_us(us, q)
-        return us
+            self.check_values(values, q)
+        return values
 
-    def us_to_joints(self, us) -> np.ndarray:
-        """Joint angles (rad), shape (..., n), for pulses ``us`` (us), shape (..., n)."""
-        us = np.asarray(us, dtype=float)
-        return np.stack([s.angle_rad(us[..., i]) for i, s in enumerate(self.joints)], axis=-1)
+    def values_to_joints(self, values) -> np.ndarray:
+        """Joint angles (rad), shape (..., n), for servo values (``unit``), shape (..., n)."""
+        values = np.asarray(values, dtype=float)
+        return np.stack([s.angle_rad(values[..., i]) for i, s in enumerate(self.joints)], axis=-1)
 
-    def check_us(self, us, q_rad=None, *, tol_us: float = 1e-6) -> None:
-        """Raise PulseLimitError if any joint pulse in ``us`` (..., n) is outside its min/max."""
-        us = np.asarray(us, dtype=float).reshape(-1, len(self.joints))
+    def check_values(self, values, q_rad=None, *, tol: float = 1e-6) -> None:
+        """Raise PulseLimitError if any joint value in ``values`` (..., n) is outside its safe range."""
+        values = np.asarray(values, dtype=float).reshape(-1, len(self.joints))
         for i, s in enumerate(self.joints):
-            bad = (us[:, i] < s.min_us - tol_us) | (us[:, i] > s.max_us + tol_us) | ~np.isfinite(us[:, i])
+            bad = (values[:, i] < s.lo - tol) | (values[:, i] > s.hi + tol) | ~np.isfinite(values[:, i])
             if np.any(bad):
                 k = int(np.argmax(bad))
                 angle = (
@@ -105,25 +164,26 @@ class Calibration:
                     if q_rad is None
                     else (f" at {math.degrees(float(np.asarray(q_rad).reshape(-1, len(self.joints))[k, i])):.1f} deg")
                 )
+                what = "pulse" if s.unit == "us" else "position"
                 raise PulseLimitError(
-                    f"joint {i + 1} ({s.name}){angle} needs a {us[k, i]:.1f} us pulse, outside the calibrated "
-                    f"{s.min_us:g}..{s.max_us:g} us (calibration {self.source}); pick another target or "
+                    f"joint {i + 1} ({s.name}){angle} needs a {values[k, i]:.1f} {s.unit} {what}, outside the "
+                    f"calibrated {s.lo:g}..{s.hi:g} {s.unit} (calibration {self.source}); pick another target or "
                     "recalibrate",
                     joint=i,
                     q=None if q_rad is None else np.asarray(q_rad),
                 )
 
-    def gripper_to_us(self, angle_rad, *, check: bool = True):
-        """Gripper pulse (us) for gripper angle(s) (rad)."""
-        if self.gripper is None:
+    def gripper_value(self, angle_rad, *, check: bool = True):
+        """Gripper servo value(s) (``unit``) for gripper angle(s) (rad)."""
+        g = self.gripper
+        if g is None:
             raise ConfigError("this calibration has no gripper servo", path=self.source)
-        us = self.gripper.pulse_us(angle_rad)
-        if check and np.any((us < self.gripper.min_us - 1e-6) | (us > self.gripper.max_us + 1e-6)):
+        v = g.value(angle_rad)
+        if check and np.any((v < g.lo - 1e-6) | (v > g.hi + 1e-6)):
             raise PulseLimitError(
-                f"gripper needs a pulse outside the calibrated {self.gripper.min_us:g}.."
-                f"{self.gripper.max_us:g} us (calibration {self.source})"
+                f"gripper needs a value outside the calibrated {g.lo:g}..{g.hi:g} {g.unit} (calibration {self.source})"
             )
-        return us
+        return v
 
     def check_arm(self, arm) -> None:
         """ConfigError unless this calibration was made for ``arm`` (its ``arm:`` key names it) and has one
@@ -149,9 +209,44 @@ class Calibration:
 # --- YAML --------------------------------------------------------------------------------------------------
 
 _SERVO_KEYS = ("channel", "pin", "zero_us", "us_per_deg", "direction", "min_us", "max_us")
+_BUS_SERVO_KEYS = ("id", "zero_steps", "steps_per_deg", "direction", "min_steps", "max_steps")
+MAX_BUS_ID = 252  # 253 and 254 are reserved, 0xFE is broadcast
 
 
-def _parse_servo(sec: Section, default_name: str) -> ServoCal:
+def _direction(sec: Section) -> int:
+    direction = sec.number("direction")
+    if direction not in (1.0, -1.0):
+        raise sec.error("direction", f"expected 1 or -1, found {direction:g}")
+    return int(direction)
+
+
+def _parse_bus_servo(sec: Section, default_name: str) -> BusServoCal:
+    name = sec.string("name", default_name)
+    sid = sec.number("id", lo=0, hi=MAX_BUS_ID)
+    if sid != int(sid):
+        raise sec.error("id", f"expected a whole number, found {sid:g}")
+    zero = sec.number("zero_steps", lo=-(2**15 - 1), hi=2**15 - 1)
+    per_deg = sec.number("steps_per_deg", STEPS_PER_TURN / 360.0, lo=1.0, hi=1000.0)
+    direction = _direction(sec)
+    lo = sec.number("min_steps", lo=STEP_RANGE[0], hi=STEP_RANGE[1])
+    hi = sec.number("max_steps", lo=STEP_RANGE[0], hi=STEP_RANGE[1])
+    if hi <= lo:
+        raise sec.error("max_steps", f"max_steps ({hi:g}) must be greater than min_steps ({lo:g})")
+    sec.done()
+    return BusServoCal(
+        name=name,
+        id=int(sid),
+        zero_steps=zero,
+        steps_per_deg=per_deg,
+        direction=direction,
+        min_steps=lo,
+        max_steps=hi,
+    )
+
+
+def _parse_servo(sec: Section, default_name: str) -> ServoCal | BusServoCal:
+    if sec.has("zero_steps") or sec.has("id"):
+        return _parse_bus_servo(sec, default_name)
     name = sec.string("name", default_name)
     channel = sec.number("channel", lo=0, hi=15)
     pin = sec.number("pin", lo=0, hi=127)
@@ -160,9 +255,7 @@ def _parse_servo(sec: Section, default_name: str) -> ServoCal:
             raise sec.error(key, f"expected a whole number, found {v:g}")
     zero = sec.number("zero_us", lo=PULSE_RANGE_US[0], hi=PULSE_RANGE_US[1])
     per_deg = sec.number("us_per_deg", lo=1.0, hi=50.0)
-    direction = sec.number("direction")
-    if direction not in (1.0, -1.0):
-        raise sec.error("direction", f"expected 1 or -1, found {direction:g}")
+    direction = _direction(sec)
     lo = sec.number("min_us", lo=PULSE_RANGE_US[0], hi=PULSE_RANGE_US[1])
     hi = sec.number("max_us", lo=PULSE_RANGE_US[0], hi=PULSE_RANGE_US[1])
     if hi <= lo:
@@ -174,7 +267,7 @@ def _parse_servo(sec: Section, default_name: str) -> ServoCal:
         pin=int(pin),
         zero_us=zero,
         us_per_deg=per_deg,
-        direction=int(direction),
+        direction=direction,
         min_us=lo,
         max_us=hi,
     )
@@ -202,10 +295,14 @@ def parse_calibration(data, path) -> Calibration:
         gripper = _parse_servo(g, "gripper")
     top.done()
     cal = Calibration(arm=arm, joints=tuple(joints), gripper=gripper, version=int(version), source=str(path))
+    units = {s.unit for s in cal.servos}
+    if len(units) > 1:
+        raise ConfigError("servos mix pulse widths (us) and bus positions (steps): one kind per arm", path=path)
     seen: dict[int, str] = {}
+    what = "channel" if cal.unit == "us" else "id"
     for s in cal.servos:
         if s.channel in seen:
-            raise ConfigError(f"servos {seen[s.channel]!r} and {s.name!r} share channel {s.channel}", path=path)
+            raise ConfigError(f"servos {seen[s.channel]!r} and {s.name!r} share {what} {s.channel}", path=path)
         seen[s.channel] = s.name
     return cal
 
@@ -254,10 +351,15 @@ def save_path_for(arm_name: str, loaded_from: str | Path) -> Path:
     return Path(loaded_from)
 
 
-def _servo_yaml(s: ServoCal) -> str:
+def _servo_yaml(s: ServoCal | BusServoCal) -> str:
     def num(v: float) -> str:
         return f"{v:.6g}"
 
+    if isinstance(s, BusServoCal):
+        return (
+            f"{{name: {s.name}, id: {s.id}, zero_steps: {num(s.zero_steps)}, steps_per_deg: {num(s.steps_per_deg)}, "
+            f"direction: {s.direction}, min_steps: {num(s.min_steps)}, max_steps: {num(s.max_steps)}}}"
+        )
     return (
         f"{{name: {s.name}, channel: {s.channel}, pin: {s.pin}, zero_us: {num(s.zero_us)}, "
         f"us_per_deg: {num(s.us_per_deg)}, direction: {s.direction}, min_us: {num(s.min_us)}, "
@@ -268,7 +370,10 @@ def _servo_yaml(s: ServoCal) -> str:
 def to_yaml(cal: Calibration, *, comment: str = "") -> str:
     """The YAML text of a calibration (what ``save_calibration`` writes)."""
     lines = [f"# {c}" for c in comment.splitlines()] if comment else []
-    lines.append("# pulse_us = zero_us + direction * us_per_deg * joint_angle_deg; min_us/max_us: safe range.")
+    if cal.unit == "us":
+        lines.append("# pulse_us = zero_us + direction * us_per_deg * joint_angle_deg; min_us/max_us: safe range.")
+    else:
+        lines.append("# steps = zero_steps + direction * steps_per_deg * joint_angle_deg; min/max_steps: safe range.")
     lines += [f"version: {cal.version}", f"arm: {cal.arm}", "joints:"]
     lines += [f"  - {_servo_yaml(s)}" for s in cal.joints]
     if cal.gripper is not None:

@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,12 +39,12 @@ from . import motion
 from .arm import Arm, load_arm
 from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class
 from .bus.portlock import PortLock
-from .calibration import PULSE_RANGE_US, Calibration, find_calibration, load_calibration
+from .calibration import Calibration, find_calibration, load_calibration
 from .errors import BadInputError, LinkError, MotionError, StopRequested
 from .kinematics import fk, tool_angle
 from .paths import PRESET_DIR, state_dir
 from .state import PoseStore
-from .stream import TICK_US, Player, Pulses, StreamResult, prepare
+from .stream import Player, Pulses, StreamResult, prepare
 from .trajectory import Trajectory
 
 DEFAULT_ARM = "seed-3link"
@@ -212,14 +212,15 @@ class Motion:
 
 def board_limits_us(servo) -> tuple[float, float]:
     """The limits (us, 0.5 us steps) a board should store for a servo: its min/max rounded inward."""
-    return (math.ceil(servo.min_us * 2 - 1e-6) / 2, math.floor(servo.max_us * 2 + 1e-6) / 2)
+    r = servo.resolution
+    return (math.ceil(servo.lo / r - 1e-6) * r, math.floor(servo.hi / r + 1e-6) * r)
 
 
 def _snap_to_limits(q: float, lo: float, hi: float, servo) -> float:
     """A joint angle read back from a pulse, moved onto its limit when it lies outside by less than one
     pulse step: a pose commanded right at a limit comes back from the board's 0.5 us resolution up to
     half a step beyond it, and the next move would refuse to start from there."""
-    step = math.radians(TICK_US / servo.us_per_deg)
+    step = math.radians(servo.resolution / servo.per_deg)
     if lo - step <= q < lo:
         return float(lo)
     if hi < q <= hi + step:
@@ -300,6 +301,12 @@ def connect(
         cal = load_calibration(cal_path)
     cal.check_arm(arm_obj)
     cls = backend if isinstance(backend, type) and issubclass(backend, Backend) else backend_class(backend)
+    if cal.unit != cls.servo_unit:
+        kind = {"us": "hobby (PWM) servos", "steps": "serial bus servos"}
+        raise BadInputError(
+            f"the {cls.name} backend drives {kind.get(cls.servo_unit, cls.servo_unit)}, but calibration "
+            f"{cal_path} is for {kind.get(cal.unit, cal.unit)}: pass --backend for that board, or its calibration"
+        )
     if port is not None and not str(port).strip():
         raise BadInputError("--port: empty; give a device path or URL, or leave it out for the simulated arm")
     if port is None and isinstance(arm, Arm) and Path(arm.source).suffix not in (".yaml", ".yml"):
@@ -498,9 +505,9 @@ class Robot:
     def _pose(self, q, g: float | None, source: str, detail: str, values=()) -> Pose:
         arm, cal = self.arm, self.calibration
         if not values:  # measured angles: the servo values that mean them
-            values = [float(s.pulse_us(a)) for s, a in zip(cal.joints, q)]
+            values = [float(s.value(a)) for s, a in zip(cal.joints, q)]
             if cal.gripper is not None:
-                values.append(None if g is None else float(cal.gripper.pulse_us(g)))
+                values.append(None if g is None else float(cal.gripper.value(g)))
         return Pose(
             q_rad=np.asarray(q, dtype=float),
             tool_m=fk(arm.links_m, q),
@@ -555,7 +562,7 @@ class Robot:
         if not self.backend.caps.reports_pulses and self.backend.caps.measures_positions:
             measured = self.backend.measured()  # bus servos: where each one is, is what it holds
             held = [
-                h if h is not None or measured.get(s.channel) is None else float(s.pulse_us(measured[s.channel]))
+                h if h is not None or measured.get(s.channel) is None else float(s.value(measured[s.channel]))
                 for h, s in zip(held, self.calibration.servos)
             ]
         return held
@@ -581,7 +588,7 @@ class Robot:
                 continue
             if stored_values and stored_values[i] is not None:
                 v = float(stored_values[i])  # what the servo physically held: exact, whatever the calibration
-                want[i] = float(np.round((min(max(v, s.min_us), s.max_us) if clamp else v) / TICK_US) * TICK_US)
+                want[i] = self._on_grid(s, min(max(v, s.lo), s.hi) if clamp else v)
             else:
                 angle = q_decl[i] if i < arm.n else (g_decl if math.isfinite(g_decl) else 0.0)
                 want[i] = self._declared_value(s, angle, clamp)
@@ -592,15 +599,20 @@ class Robot:
         if cal.gripper is not None and arm.gripper is not None:
             g = float(cal.gripper.angle_rad(values[len(cal.joints)]))
         if check:
-            cal.check_us(np.array([s.pulse_us(q[i]) for i, s in enumerate(cal.joints)]))
+            cal.check_values(np.array([s.value(q[i]) for i, s in enumerate(cal.joints)]))
         return q, g, declare, held
 
     @staticmethod
     def _declared_value(servo, angle: float, clamp: bool) -> float:
-        v = float(servo.pulse_us(angle))
+        v = float(servo.value(angle))
         if clamp:
-            v = min(max(v, servo.min_us), servo.max_us)
-        return float(np.round(v / TICK_US) * TICK_US)
+            v = min(max(v, servo.lo), servo.hi)
+        return Robot._on_grid(servo, v)
+
+    @staticmethod
+    def _on_grid(servo, value: float) -> float:
+        """``value`` on the servo's resolution (our firmware's 0.5 us, a bus servo's step)."""
+        return float(np.round(value / servo.resolution) * servo.resolution)
 
     # --- planning ------------------------------------------------------------------------------------------
 
@@ -994,9 +1006,10 @@ class Robot:
         ``frames`` 20 ms frames, unchecked against the calibration (it is being made): the caller keeps it
         under the joint's speed limit (``armctl.calibrate.Nudger`` does)."""
         self._check_open()
-        lo, hi = PULSE_RANGE_US
+        servo = self.calibration.servos[index]
+        lo, hi = servo.full_range
         if not (lo <= value <= hi) or frames < 1:
-            raise BadInputError(f"servo value {value!r} outside {lo:g}..{hi:g} us, or {frames} frames")
+            raise BadInputError(f"servo value {value!r} outside {lo:g}..{hi:g} {servo.unit}, or {frames} frames")
         with self._board():
             self.backend.move(int(frames), {self.calibration.servos[index].channel: float(value)})
 
@@ -1044,10 +1057,7 @@ class Robot:
     def use_calibration(self, cal: Calibration, path: Path | None = None) -> None:
         """Drive the servos by ``cal`` from now on (a new calibration was just made): addressed like the old."""
         cal.check_arm(self.arm)
-        old = self.calibration
-        joints = tuple(replace(s, channel=o.channel) for s, o in zip(cal.joints, old.joints))
-        grip = None if cal.gripper is None or old.gripper is None else replace(cal.gripper, channel=old.gripper.channel)
-        self.calibration = replace(cal, joints=joints, gripper=grip)
+        self.calibration = self.backend.address(cal)
         if path is not None:
             self.calibration_path = Path(path)
 

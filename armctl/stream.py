@@ -22,12 +22,13 @@ from .errors import LinkError
 from .trajectory import Trajectory
 
 MAX_SEGMENT_FRAMES = 25
-TICK_US = 0.5
+SEGMENT_TOL = 0.5  # servo units: samples this close to a straight line in value space are merged into one move
 
 
 @dataclass
 class Pulses:
-    """Pulses (us) of a trajectory: ``us`` (N, c) in channel order ``channels``; NaN = no change."""
+    """Servo values of a trajectory (pulses in us, or bus servo steps): ``us`` (N, c) in channel order
+    ``channels``; NaN = no change."""
 
     channels: tuple[int, ...]
     us: np.ndarray
@@ -42,19 +43,21 @@ class Pulses:
 
 
 def prepare(traj: Trajectory, cal: Calibration) -> Pulses:
-    """Pulses for every sample of ``traj``; PulseLimitError (a MotionError) if any is outside min/max."""
-    us = [cal.joints_to_us(traj.q_rad)]
-    channels = [s.channel for s in cal.joints]
+    """Servo values for every sample of ``traj`` (us, or steps for bus servos), on each servo's resolution;
+    PulseLimitError (a MotionError) if any is outside its calibrated range."""
+    values = [cal.joints_to_values(traj.q_rad)]
+    servos = list(cal.joints)
     if cal.gripper is not None and np.all(np.isfinite(traj.gripper_rad)):
-        us.append(np.asarray(cal.gripper_to_us(traj.gripper_rad))[:, None])
-        channels.append(cal.gripper.channel)
+        values.append(np.asarray(cal.gripper_value(traj.gripper_rad))[:, None])
+        servos.append(cal.gripper)
     fps = max(1, round(traj.period_s / FRAME_S))
-    us = np.round(np.concatenate(us, axis=1) / TICK_US) * TICK_US  # the board's resolution
-    return Pulses(tuple(channels), us, np.asarray(traj.step), list(traj.steps), fps)
+    res = np.array([s.resolution for s in servos])
+    values = np.round(np.concatenate(values, axis=1) / res) * res  # the board's resolution
+    return Pulses(tuple(s.channel for s in servos), values, np.asarray(traj.step), list(traj.steps), fps)
 
 
 def segments(
-    us: np.ndarray, *, frames_per_sample: int = 1, max_frames: int = MAX_SEGMENT_FRAMES, tol_us: float = TICK_US
+    us: np.ndarray, *, frames_per_sample: int = 1, max_frames: int = MAX_SEGMENT_FRAMES, tol_us: float = SEGMENT_TOL
 ) -> list[tuple[int, int]]:
     """Cut samples ``us`` (N, c) into moves: list of (end sample index, frames). Samples that lie within
     ``tol_us`` of the straight line between a move's ends are merged into it."""

@@ -165,9 +165,9 @@ def analyse(res: dict, backend: str, arm, cal, traj) -> dict:
     if backend == "firmata":  # the attach transient (1500 us) until every servo has its start pulse
         start = next(i for i, f in enumerate(frames) if all(w is not None for w in f.widths_us))
         frames = frames[start + 2 :]
-    planned_us = cal.joints_to_us(traj.q_rad)
+    planned_us = cal.joints_to_values(traj.q_rad)
     if cal.gripper is not None:
-        planned_us = np.column_stack([planned_us, cal.gripper_to_us(traj.gripper_rad)])
+        planned_us = np.column_stack([planned_us, cal.gripper_value(traj.gripper_rad)])
     nj = len(cal.joints)
     w = np.array([[np.nan if x is None else x for x in f.widths_us[:nj]] for f in frames])
     w = w[~np.isnan(w).any(axis=1)]

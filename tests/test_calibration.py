@@ -27,21 +27,21 @@ def test_example_files_cover_the_joint_ranges(name):
     arm = load_arm(name)
     cal.check_arm(arm)
     for q in (arm.q_min, arm.q_max, arm.home_rad):
-        cal.joints_to_us(q)  # inside min/max: no error
-    cal.gripper_to_us(np.array([arm.gripper.open_rad, arm.gripper.closed_rad]))
+        cal.joints_to_values(q)  # inside min/max: no error
+    cal.gripper_value(np.array([arm.gripper.open_rad, arm.gripper.closed_rad]))
 
 
 @given(st.lists(st.floats(-1.5, 1.5), min_size=3, max_size=3))
 def test_round_trip_angles(q):
     cal = load_calibration(SEED3)
-    us = cal.joints_to_us(np.array(q), check=False)
-    assert np.allclose(cal.us_to_joints(us), q, atol=1e-12)
+    us = cal.joints_to_values(np.array(q), check=False)
+    assert np.allclose(cal.values_to_joints(us), q, atol=1e-12)
 
 
 def test_vectorised_and_direction():
     cal = load_calibration(SEED3)
     q = np.radians([[0, 0, 0], [10, 10, 10]])
-    us = cal.joints_to_us(q)
+    us = cal.joints_to_values(q)
     assert us.shape == (2, 3)
     assert np.allclose(us[0], 1500)
     assert np.allclose(us[1], [1574, 1426, 1574])  # the elbow runs the other way
@@ -50,7 +50,7 @@ def test_vectorised_and_direction():
 def test_pulse_outside_range_is_a_joint_limit_error():
     cal = load_calibration(SEED3)
     with pytest.raises(PulseLimitError, match=r"joint 1 \(shoulder\) at 95.0 deg needs a 2203.0 us") as err:
-        cal.joints_to_us(np.radians([95, 0, 0]))
+        cal.joints_to_values(np.radians([95, 0, 0]))
     assert isinstance(err.value, JointLimitError) and err.value.joint == 0
 
 
@@ -154,6 +154,60 @@ def test_default_lookup(tmp_path, monkeypatch):
 
 def test_gripper_mapping():
     cal = load_calibration(SEED3)
-    assert cal.gripper_to_us(math.radians(60)) == pytest.approx(1800)
+    assert cal.gripper_value(math.radians(60)) == pytest.approx(1800)
     with pytest.raises(PulseLimitError, match="gripper"):
-        cal.gripper_to_us(math.radians(90))
+        cal.gripper_value(math.radians(90))
+
+
+BUS_CAL = """version: 1
+arm: seed-3link
+joints:
+  - {name: shoulder, id: 1, zero_steps: 2048, direction: 1, min_steps: 1024, max_steps: 3072}
+  - {name: elbow, id: 2, zero_steps: 2048, steps_per_deg: 11.3778, direction: -1, min_steps: 512, max_steps: 3584}
+  - {name: wrist, id: 3, zero_steps: 2000, direction: 1, min_steps: 512, max_steps: 3584}
+gripper: {name: gripper, id: 6, zero_steps: 1500, direction: 1, min_steps: 1600, max_steps: 2200}
+"""
+
+
+def test_bus_servo_calibration_in_steps(tmp_path):
+    path = tmp_path / "bus.yaml"
+    path.write_text(BUS_CAL)
+    cal = load_calibration(path)
+    assert cal.unit == "steps" and [s.channel for s in cal.servos] == [1, 2, 3, 6]
+    shoulder = cal.joints[0]
+    assert shoulder.steps_per_deg == pytest.approx(4096 / 360) and shoulder.resolution == 1.0
+    assert shoulder.value(math.radians(90)) == pytest.approx(2048 + 1024)
+    assert cal.values_to_joints(cal.joints_to_values(np.radians([10, -20, 30]))) == pytest.approx(
+        np.radians([10, -20, 30])
+    )
+    with pytest.raises(PulseLimitError, match="steps position, outside the calibrated 1024..3072 steps"):
+        cal.joints_to_values(np.radians([95, 0, 0]))
+    save_calibration(cal, tmp_path / "again.yaml")
+    again = load_calibration(tmp_path / "again.yaml")
+    assert again.joints == cal.joints and again.gripper == cal.gripper
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("id: 2,", "id: 1,"), "share id 1"),
+        (("id: 3, zero_steps: 2000,", "channel: 2, pin: 11, zero_us: 1500, us_per_deg: 7.4,"), "mix"),
+        (("min_steps: 1024, max_steps: 3072", "min_steps: 3072, max_steps: 1024"), "max_steps"),
+        (("id: 6,", "id: 254,"), "id"),
+    ],
+)
+def test_bus_servo_calibration_is_checked(tmp_path, change, message):
+    path = tmp_path / "bus.yaml"
+    path.write_text(BUS_CAL.replace(*change))
+    with pytest.raises(ConfigError, match=message):
+        load_calibration(path)
+
+
+def test_a_backend_refuses_the_other_kind_of_servo(tmp_path):
+    from armctl import connect
+    from armctl.errors import BadInputError
+
+    path = tmp_path / "bus.yaml"
+    path.write_text(BUS_CAL)
+    with pytest.raises(BadInputError, match="armctl backend drives hobby .PWM. servos.*serial bus servos"):
+        connect("seed-3link", "armsim://?rate=20", calibration=path)

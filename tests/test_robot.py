@@ -289,7 +289,7 @@ def _grip_events(robot, sim) -> list[tuple[bool, np.ndarray]]:
             if prev is not None and w != prev:
                 closing = bool(cal.gripper.angle_rad(w) < cal.gripper.angle_rad(prev))
                 if closing != going:
-                    events.append((closing, fk(robot.arm.links_m, cal.us_to_joints(np.array(widths)))))
+                    events.append((closing, fk(robot.arm.links_m, cal.values_to_joints(np.array(widths)))))
                 going = closing
             prev = w
     return events

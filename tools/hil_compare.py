@@ -147,7 +147,7 @@ def tool_points(widths_us: np.ndarray, cal, links_m) -> np.ndarray:
     """Tool points (N, 2) m for joint pulse widths (N, n_joints) us through the calibration and FK."""
     from armctl.kinematics import fk
 
-    return fk(links_m, cal.us_to_joints(np.asarray(widths_us, dtype=float)))
+    return fk(links_m, cal.values_to_joints(np.asarray(widths_us, dtype=float)))
 
 
 def planned_path(q_rad: np.ndarray, links_m, *, substeps: int = 8) -> np.ndarray:

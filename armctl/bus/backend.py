@@ -73,6 +73,8 @@ class Backend(ABC):
     info: BoardInfo | None = None
     port: str = ""
     caps = Capabilities()
+    #: What the servos are driven in: "us" (PWM pulse widths) or "steps" (bus servo positions).
+    servo_unit = "us"
     #: What ``measured()`` reads, in words ("simulated servos", "servo encoders"), for reports.
     measured_by = ""
     #: If this program dies, how many more frames the board plays of what it was sent before it holds

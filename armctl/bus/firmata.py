@@ -41,7 +41,7 @@ class FirmataBackend(Backend):
     def create(cls, port: str, cal, *, wire_log=None, watchdog_s: float = 1.0, calibrating: bool = False):
         """StandardFirmata on ``port``; each servo attached with its calibrated min/max (500..2500 us while
         calibrating). Firmata has no watchdog."""
-        ranges = {s.channel: (PULSE_RANGE_US if calibrating else (s.min_us, s.max_us)) for s in cal.servos}
+        ranges = {s.channel: (PULSE_RANGE_US if calibrating else (s.lo, s.hi)) for s in cal.servos}
         return cls(port, pins_range_us=ranges, wire_log=wire_log)
 
     def __init__(

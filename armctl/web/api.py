@@ -138,7 +138,8 @@ def describe(arm: Arm, cal: Calibration, reach: ReachMap, *, backend: str, port:
         "gripper": None
         if arm.gripper is None
         else {"open_deg": math.degrees(arm.gripper.open_rad), "closed_deg": math.degrees(arm.gripper.closed_rad)},
-        "servos": [{"name": s.name, "channel": s.channel, "min_us": s.min_us, "max_us": s.max_us} for s in cal.servos],
+        "servos": [{"name": s.name, "channel": s.channel, "min": s.lo, "max": s.hi} for s in cal.servos],
+        "unit": cal.unit,
         "reach_map": reach.to_json(),
         "default_speed_mm_s": DEFAULT_SPEED_M_S * 1000,
         "backend": backend,
