@@ -355,10 +355,16 @@ def _servo_yaml(s: ServoCal | BusServoCal) -> str:
     def num(v: float) -> str:
         return f"{v:.6g}"
 
-    if isinstance(s, BusServoCal):
+    if isinstance(s, BusServoCal):  # exact: a position is a whole step, and 4096/360 has no short form
+
+        def exact(v: float) -> str:
+            text = repr(float(v))
+            return text[:-2] if text.endswith(".0") else text
+
         return (
-            f"{{name: {s.name}, id: {s.id}, zero_steps: {num(s.zero_steps)}, steps_per_deg: {num(s.steps_per_deg)}, "
-            f"direction: {s.direction}, min_steps: {num(s.min_steps)}, max_steps: {num(s.max_steps)}}}"
+            f"{{name: {s.name}, id: {s.id}, zero_steps: {exact(s.zero_steps)}, steps_per_deg: "
+            f"{exact(s.steps_per_deg)}, direction: {s.direction}, min_steps: {exact(s.min_steps)}, "
+            f"max_steps: {exact(s.max_steps)}}}"
         )
     return (
         f"{{name: {s.name}, channel: {s.channel}, pin: {s.pin}, zero_us: {num(s.zero_us)}, "

@@ -191,7 +191,14 @@ def test_bus_servo_calibration_in_steps(tmp_path):
     ("change", "message"),
     [
         (("id: 2,", "id: 1,"), "share id 1"),
-        (("id: 3, zero_steps: 2000,", "channel: 2, pin: 11, zero_us: 1500, us_per_deg: 7.4,"), "mix"),
+        (
+            (
+                "{name: wrist, id: 3, zero_steps: 2000, direction: 1, min_steps: 512, max_steps: 3584}",
+                "{name: wrist, channel: 2, pin: 11, zero_us: 1500, us_per_deg: 7.4, direction: 1, min_us: 500, "
+                "max_us: 2500}",
+            ),
+            "mix",
+        ),
         (("min_steps: 1024, max_steps: 3072", "min_steps: 3072, max_steps: 1024"), "max_steps"),
         (("id: 6,", "id: 254,"), "id"),
     ],
