@@ -99,6 +99,14 @@ class Arm:
             gripper=gripper,
         )
 
+    @property
+    def ref(self) -> str:
+        """How to load this arm again (``load_arm(arm.ref)``): its preset name, else its file's path."""
+        source = Path(self.source)
+        if source.suffix in (".yaml", ".yml") and source.parent.resolve() != PRESET_DIR.resolve():
+            return str(source.resolve())
+        return self.name
+
     def within_limits(self, q, tol: float = 1e-9) -> bool:
         """True if joint angles ``q`` (rad) are inside the angle limits."""
         q = np.asarray(q, dtype=float)

@@ -42,7 +42,7 @@ from .bus.portlock import PortLock
 from .calibration import Calibration, find_calibration, load_calibration
 from .errors import BadInputError, LinkError, MotionError, StopRequested
 from .kinematics import fk, tool_angle
-from .paths import PRESET_DIR, state_dir
+from .paths import state_dir
 from .state import PoseStore
 from .stream import Player, Pulses, StreamResult, prepare
 from .trajectory import Trajectory
@@ -115,8 +115,9 @@ class Pose:
 @dataclass(frozen=True)
 class MoveResult:
     """What a finished motion did: its label, planned duration (s, without the ramp to its start), the
-    frames and move commands sent, the frames of that ramp, the wall time it took (s) and the pose it was
-    planned to end in (``planned_q_rad``, ``planned_tool_m``)."""
+    frames and move commands sent, the frames of that ramp, the wall time it took (s), the pose it was
+    planned to end in (``planned_q_rad``, ``planned_tool_m``), and on boards that measure while moving (bus
+    servos) how far each servo lagged the path."""
 
     label: str
     duration_s: float
@@ -126,6 +127,8 @@ class MoveResult:
     wall_s: float
     planned_q_rad: np.ndarray
     planned_tool_m: np.ndarray
+    #: servo name -> the farthest (deg) it lagged the commanded path, for boards that measure while moving
+    tracking_error_deg: dict[str, float] | None = None
 
 
 class Motion:
@@ -231,18 +234,13 @@ def _snap_to_limits(q: float, lo: float, hi: float, servo) -> float:
 # --- the default port --------------------------------------------------------------------------------------
 
 
-def _arm_ref(arm: Arm) -> str:
-    """How a simulator finds ``arm`` again: its preset name, else its file."""
-    source = Path(arm.source)
-    if source.suffix in (".yaml", ".yml") and source.parent.resolve() != PRESET_DIR.resolve():
-        return str(source.resolve())
-    return arm.name
-
-
-def default_port(arm: Arm, cal_path: Path) -> str:
-    """The simulated arm for ``arm``: an armsim:// URL that keeps its servos in the state folder between runs."""
-    query = {"arm": _arm_ref(arm), "cal": str(cal_path), "state": str(state_dir() / f"armsim-{arm.name}.json")}
-    return f"armsim://?{urllib.parse.urlencode(query)}"
+def default_port(arm: Arm, cal_path: Path, backend: type[Backend]) -> str:
+    """The simulated board of ``backend`` for ``arm``, keeping its servos in the state folder between runs;
+    BadInputError if that backend has no simulator (give --port)."""
+    url = backend.simulator_url(arm, cal_path, state_dir() / f"{backend.simulator}-{arm.name}.json")
+    if url is None:
+        raise BadInputError(f"the {backend.name} backend has no simulated board: give --port (a device path)")
+    return url
 
 
 def sim_port_for(port: str, arm: Arm, cal_path: Path) -> str:
@@ -253,7 +251,7 @@ def sim_port_for(port: str, arm: Arm, cal_path: Path) -> str:
     query = urllib.parse.parse_qs(parts.query)
     extra = {}
     if "arm" not in query:
-        extra["arm"] = _arm_ref(arm)
+        extra["arm"] = arm.ref
     if "cal" not in query:
         extra["cal"] = str(cal_path)
     if not extra:
@@ -268,7 +266,7 @@ def sim_port_for(port: str, arm: Arm, cal_path: Path) -> str:
 def connect(
     arm: str | Path | Arm = DEFAULT_ARM,
     port: str | None = None,
-    backend: str = "armctl",
+    backend: str | None = None,
     calibration: str | Path | Calibration | None = None,
     *,
     wire_log: str | Path | None = None,
@@ -280,9 +278,11 @@ def connect(
 
     - ``arm``: a preset name (``seed-2link``, ``seed-3link``), an arm YAML file, or an ``Arm``.
     - ``port``: a device path (``/dev/ttyACM0``) or any pyserial URL (``socket://host:7000``,
-      ``spy://...``, ``armsim://?rate=20``); None: the simulated arm, which keeps its pose between runs.
-    - ``backend``: the board's protocol: ``"armctl"`` (our firmware or the simulator) or ``"firmata"``
-      (stock StandardFirmata, 57600 baud, device paths only); see ``armctl.bus.backend.backend_names()``.
+      ``spy://...``, ``armsim://?rate=20``, ``feetechsim://``); None: the backend's simulated board, which
+      keeps its pose between runs.
+    - ``backend``: the board's protocol: ``"armctl"`` (our firmware or the simulator), ``"firmata"`` (stock
+      StandardFirmata, 57600 baud, device paths only) or ``"feetech"`` (Feetech STS/SCS bus servos, 1 Mbaud);
+      None: ``"feetech"`` if the calibration is in steps (bus servos), else ``"armctl"``.
     - ``calibration``: a calibration file or ``Calibration``; default: ``./calibration/<arm>.yaml``, the
       user's calibration folder, else the example shipped with the preset.
     - ``wire_log``: a file that receives every byte sent and received, with times.
@@ -300,6 +300,8 @@ def connect(
         cal_path = find_calibration(arm_obj.name, calibration)
         cal = load_calibration(cal_path)
     cal.check_arm(arm_obj)
+    if backend is None:  # by the kind of servo the calibration describes
+        backend = "feetech" if cal.unit == "steps" else "armctl"
     cls = backend if isinstance(backend, type) and issubclass(backend, Backend) else backend_class(backend)
     if cal.unit != cls.servo_unit:
         kind = {"us": "hobby (PWM) servos", "steps": "serial bus servos"}
@@ -311,7 +313,7 @@ def connect(
         raise BadInputError("--port: empty; give a device path or URL, or leave it out for the simulated arm")
     if port is None and isinstance(arm, Arm) and Path(arm.source).suffix not in (".yaml", ".yml"):
         raise BadInputError("the simulated arm needs an arm preset or file; this Arm was built in code: pass port=")
-    url = sim_port_for(str(port), arm_obj, cal_path) if port is not None else default_port(arm_obj, cal_path)
+    url = sim_port_for(str(port), arm_obj, cal_path) if port is not None else default_port(arm_obj, cal_path, cls)
     lock = PortLock(url)
     lock.acquire()
     store = PoseStore(url, arm_obj)
@@ -842,7 +844,9 @@ class Robot:
             if m.cancelled():
                 raise StopRequested(f"{m.label}: not started: {m.stop_reason}")
             t0 = time.monotonic()
+            self.backend.reset_tracking()
             result = self._play(m)
+            lag = self.backend.tracking_deg()
             outcome = MoveResult(
                 label=m.label,
                 duration_s=m.trajectory.duration_s,
@@ -852,6 +856,7 @@ class Robot:
                 wall_s=time.monotonic() - t0,
                 planned_q_rad=np.array(m.end_q_rad),
                 planned_tool_m=fk(self.arm.links_m, m.end_q_rad),
+                tracking_error_deg=None if lag is None else {s.name: lag[s.channel] for s in self.calibration.servos},
             )
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the motion
             if isinstance(exc, StopRequested) and not str(exc).startswith(m.label):
@@ -1012,6 +1017,17 @@ class Robot:
             raise BadInputError(f"servo value {value!r} outside {lo:g}..{hi:g} {servo.unit}, or {frames} frames")
         with self._board():
             self.backend.move(int(frames), {self.calibration.servos[index].channel: float(value)})
+
+    def release(self) -> None:
+        """Let the servos go limp so the arm can be guided by hand (bus servos: torque off). The next motion
+        starts from wherever the arm was left, measured. BadInputError on boards that cannot do it."""
+        self._check_open()
+        if not self.backend.caps.releases:
+            raise BadInputError(
+                f"the {self.backend.name} backend cannot let its servos go limp and still say where they are"
+            )
+        with self._board():
+            self.backend.release()
 
     def board_status(self):
         """The board's status (``armctl.bus.backend.BoardStatus``: values it outputs, queue, counters), asked

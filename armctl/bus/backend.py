@@ -57,13 +57,16 @@ class Capabilities:
     - ``measures_positions``: ``measured()`` gives joint angles measured by the hardware (bus servos, through
       the calibration) or the simulator;
     - ``timed_moves``: the board plays queued moves on its own clock (else the host times every frame);
-    - ``stores_limits``: the board keeps per-servo limits (``set_limits``) and refuses values outside them.
+    - ``stores_limits``: the board keeps per-servo limits (``set_limits``) and refuses values outside them;
+    - ``releases``: ``release()`` turns the servos limp and ``measured()`` still says where they are (an arm
+      you can guide by hand: teaching, calibrating by feel).
     """
 
     reports_pulses: bool = False
     measures_positions: bool = False
     timed_moves: bool = False
     stores_limits: bool = False
+    releases: bool = False
 
 
 class Backend(ABC):
@@ -75,6 +78,8 @@ class Backend(ABC):
     caps = Capabilities()
     #: What the servos are driven in: "us" (PWM pulse widths) or "steps" (bus servo positions).
     servo_unit = "us"
+    #: The URL scheme of this backend's simulated board ("armsim"), if it has one (``simulator_url``).
+    simulator = ""
     #: What ``measured()`` reads, in words ("simulated servos", "servo encoders"), for reports.
     measured_by = ""
     #: If this program dies, how many more frames the board plays of what it was sent before it holds
@@ -129,10 +134,28 @@ class Backend(ABC):
         with ``settle_s`` > 0, first wait up to that long for the servos to stop moving. Not available: {}."""
         return {}
 
+    def tracking_deg(self) -> dict[int, float] | None:
+        """Per address, the farthest (deg) a servo lagged its commanded path since ``reset_tracking``;
+        None for boards that cannot measure it."""
+        return None
+
+    def reset_tracking(self) -> None:  # noqa: B027 - a no-op for boards that do not track
+        """Start a new tracking record (see ``tracking_deg``)."""
+
+    def release(self) -> None:
+        """Let the servos go limp, so the arm can be moved by hand (``caps.releases``)."""
+        raise NotImplementedError(f"the {self.name} backend cannot release its servos")
+
     @classmethod
     def address(cls, cal):
         """``cal`` with each servo's ``channel`` set to this backend's address for it (default: as is)."""
         return cal
+
+    @classmethod
+    def simulator_url(cls, arm, cal_path, state_path) -> str | None:
+        """The URL of a simulated board for ``arm`` with the calibration in ``cal_path``, keeping its servos
+        in ``state_path`` between runs (the default port); None if this backend has no simulator."""
+        return None
 
     @classmethod
     def create(cls, port: str, cal, *, wire_log=None, watchdog_s: float = 1.0, calibrating: bool = False):
@@ -209,6 +232,7 @@ def open_port(url: str, *, baudrate: int, timeout_s: float = 0.0) -> serial.Seri
 _BACKENDS: dict[str, str] = {
     "armctl": "armctl.bus.armproto:ArmProtocolBackend",
     "firmata": "armctl.bus.firmata:FirmataBackend",
+    "feetech": "armctl.bus.feetech_backend:FeetechBackend",
 }
 
 

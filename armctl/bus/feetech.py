@@ -482,6 +482,8 @@ class FeetechBus:
         self.check_errors = bool(check_errors)
         self.byte_s = 10.0 / baudrate
         self.error_bits: dict[int, int] = {}  #: the last error bits each servo reported
+        #: Called with (">", bytes sent) and ("<", bytes received), e.g. a wire log's ``record``.
+        self.on_bytes = None
         self.counters = {"packets": 0, "bytes_out": 0, "bytes_in": 0, "retries": 0, "timeouts": 0, "corrupt": 0}
         self._ser = None
         self._rx = bytearray()
@@ -737,6 +739,8 @@ class FeetechBus:
             ser.write(packet)
         except (OSError, ValueError) as exc:  # SerialException is an OSError
             raise LinkError(f"{self.port}: writing to the Feetech bus failed: {exc}") from None
+        if self.on_bytes is not None:
+            self.on_bytes(">", packet)
         self.counters["packets"] += 1
         self.counters["bytes_out"] += len(packet)
         sent = time.monotonic() + len(packet) * self.byte_s
@@ -774,6 +778,8 @@ class FeetechBus:
         except (OSError, ValueError) as exc:
             raise LinkError(f"{self.port}: reading from the Feetech bus failed: {exc}") from None
         self.counters["bytes_in"] += len(chunk)
+        if chunk and self.on_bytes is not None:
+            self.on_bytes("<", chunk)
         self._rx += chunk
         return bool(chunk) or not late
 

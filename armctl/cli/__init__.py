@@ -45,7 +45,7 @@ COMMANDS = {
     "web": ("web", "the arm in a browser page: click to move"),
 }
 
-GLOBAL_DEFAULTS = {"arm": "seed-3link", "port": None, "backend": "armctl", "calibration": None, "watchdog": 1.0}
+GLOBAL_DEFAULTS = {"arm": "seed-3link", "port": None, "backend": None, "calibration": None, "watchdog": 1.0}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -73,8 +73,8 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         "--backend",
         default=d,
         metavar="NAME",
-        help="board protocol: armctl (our firmware or the simulator, the default) or firmata (stock "
-        "StandardFirmata); unknown names list the registered backends",
+        help="board protocol: armctl (our firmware or the simulator), firmata (stock StandardFirmata) or "
+        "feetech (bus servos); default: feetech for a calibration in steps, else armctl",
     )
     g.add_argument(
         "--calibration",

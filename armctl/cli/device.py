@@ -153,6 +153,10 @@ def _print(args, report: dict, headline: str) -> None:
         x, y = report["tool_m"]
         print(f"tool at x={x:.4f} m y={y:.4f} m ({report['source']}: {report['detail']})")
         print("joints " + " ".join(f"{v:.2f}" for v in report["q_deg"]) + " deg")
+        lag = report.get("tracking_error_deg")
+        if lag:
+            name = max(lag, key=lag.get)
+            print(f"tracking: the servos stayed within {lag[name]:.2f} deg of the path (most behind: {name})")
 
 
 def _drive(args, arm: Arm, cal: Calibration, act) -> dict:
@@ -177,6 +181,8 @@ def _drive(args, arm: Arm, cal: Calibration, act) -> dict:
                 "backend": robot.backend.name,
             }
         )
+        if result.tracking_error_deg is not None:
+            report["tracking_error_deg"] = result.tracking_error_deg
         report["error_m"] = float(np.hypot(*(np.array(report["tool_m"]) - result.planned_tool_m)))
         return report
 
@@ -259,9 +265,12 @@ def cmd_status(args) -> int:
                 "frame": st.frame,
             }
         )
+    held = [st.widths_us[s.channel] if s.channel < len(st.widths_us) else None for s in robot.calibration.servos]
+    what = "pulses" if robot.calibration.unit == "us" else "goals"
     headline = (
-        f"{info.firmware} (protocol {info.protocol}) on {robot.port}: {info.channels} channels, "
-        f"pulses {' '.join('-' if w is None else f'{w:g}' for w in st.widths_us)} us"
+        f"{info.firmware} (protocol {info.protocol}) on {robot.port}: {info.channels} channels, {what} "
+        + " ".join(f"{s.name} {'-' if w is None else f'{w:g}'}" for s, w in zip(robot.calibration.servos, held))
+        + f" {robot.calibration.unit}"
     )
     _print(args, report, headline)
     return 0

@@ -1,0 +1,246 @@
+"""Backend for Feetech STS/SCS serial bus servos (the SO-100/SO-101 arms) on one half-duplex line.
+
+Servos are addressed by bus id (the calibration's ``id``) and driven in steps (4096 a turn). Motion is
+host-timed like Firmata's: every 20 ms frame one SYNC_WRITE sets the interpolated goal position of every
+servo that moves, and one SYNC_READ reads back where they all are, so the backend knows the tracking
+error (how far each servo is behind the path) and sees a stalled joint: one more than ``STALL_DEG`` from
+its goal that has not moved ``STALL_MOVE_DEG`` in ``STALL_S`` stops the motion with a LinkError naming it
+(a servo merely lagging a fast move is moving); a servo reporting error bits (overload, voltage,
+overheat) does too (``feetech.ServoFault``).
+
+No jump at start, exactly: a bus servo reports where it is, so the Robot starts every motion from the
+present positions. Torque goes on only when a move starts, servo by servo, after its goal has been set
+to where it is. ``close()`` leaves the servos holding (torque on); ``release()`` turns the torque off
+(teaching, calibrating by hand).
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.parse
+
+from ..calibration import STEPS_PER_TURN, Calibration
+from ..errors import LinkError
+from .backend import FRAME_S, Backend, BoardInfo, BoardStatus, Capabilities
+from .feetech import DEFAULT_BAUD, FeetechBus, ServoError
+
+STALL_DEG = 5.0  # a servo this far from its goal ...
+STALL_MOVE_DEG = 0.5  # ... that has not moved this much ...
+STALL_S = 0.3  # ... in this long is stalled (blocked, overloaded, unpowered)
+SETTLE_STEPS = 1  # at rest: within a step of the goal
+
+
+class FeetechBackend(Backend):
+    """Feetech bus servos on ``port`` (a device path at 1 Mbaud, or ``feetechsim://``)."""
+
+    name = "feetech"
+    simulator = "feetechsim"
+    servo_unit = "steps"
+    caps = Capabilities(measures_positions=True, releases=True)
+    measured_by = "servo encoders"
+    runs_on_frames = 0.0  # host-timed: when armctl dies, the servos hold the last goal
+
+    @classmethod
+    def create(cls, port: str, cal, *, wire_log=None, watchdog_s: float = 1.0, calibrating: bool = False):
+        """Bus servos on ``port``, each addressed by its calibration ``id``. No watchdog (host-timed)."""
+        return cls(port, cal, wire_log=wire_log)
+
+    @classmethod
+    def simulator_url(cls, arm, cal_path, state_path) -> str:
+        """A simulated bus with the calibration's servos, starting at the arm's home pose."""
+        from ..calibration import load_calibration
+
+        cal = load_calibration(cal_path)
+        angles = [*arm.home_rad, *([arm.gripper.open_rad] if arm.gripper is not None and cal.gripper else [])]
+        start = [round(float(s.value(a))) % STEPS_PER_TURN for s, a in zip(cal.servos, angles)]
+        query = {
+            "ids": ",".join(str(s.id) for s in cal.servos),
+            "start": ",".join(map(str, start)),
+            "state": str(state_path),
+        }
+        return "feetechsim://?" + urllib.parse.urlencode(query)
+
+    def __init__(self, port: str, cal: Calibration, *, baudrate: int = DEFAULT_BAUD, wire_log=None):
+        self.port = port
+        self.cal = cal
+        self.bus = FeetechBus(port, baudrate=baudrate)
+        self.wire_log_path = wire_log
+        self.info: BoardInfo | None = None
+        self.ids = [s.id for s in cal.servos]
+        self.goal: dict[int, float | None] = dict.fromkeys(self.ids)  # last goal sent per id (None: none yet)
+        self.torque: dict[int, bool] = dict.fromkeys(self.ids, False)
+        self.present: dict[int, int] = {}
+        self.tracking: dict[int, float] = dict.fromkeys(self.ids, 0.0)  #: worst |present - goal| (steps) per id
+        self._behind_since: dict[int, float] = {}
+        self._next_frame_t: float | None = None
+        self._played = 0
+        self.log = None
+
+    # --- lifecycle ---
+
+    def open(self) -> BoardInfo:
+        from .backend import WireLog
+
+        self.log = WireLog(self.wire_log_path) if self.wire_log_path else None
+        if self.log is not None:
+            self.bus.on_bytes = self.log.record
+        self.bus.open()
+        try:
+            models = self.bus.check_ids(self.ids)  # a missing servo is named here, before anything moves
+            self.torque = {i: bool(self.bus.read(i, "torque_enable")) for i in self.ids}
+            self.present = self.bus.read_positions(self.ids)
+        except ServoError as exc:
+            self.close()
+            raise LinkError(self._named(str(exc))) from None
+        except BaseException:
+            self.close()
+            raise
+        self.info = BoardInfo(
+            firmware=f"feetech ({', '.join(sorted({str(m) for m in models.values()}))})",
+            protocol="feetech",
+            channels=len(self.ids),
+            depth=0,
+        )
+        return self.info
+
+    def close(self) -> None:
+        """Release the port; the servos keep their torque and hold their goal."""
+        self.bus.close()
+        if self.log is not None:
+            self.log.close()
+
+    def release(self) -> None:
+        """Torque off on every servo (they can be moved by hand; nothing holds the arm up)."""
+        self.bus.set_torque(self.ids, False)
+        self.torque = dict.fromkeys(self.ids, False)
+        self.goal = dict.fromkeys(self.ids)
+
+    # --- motion ---
+
+    def _torque_on(self, ids) -> None:
+        """Before a servo first moves: its goal where it is, then torque on (it does not jump)."""
+        off = [i for i in ids if not self.torque.get(i)]
+        if not off:
+            return
+        here = self.bus.read_positions(off)
+        self.bus.write_positions(here)
+        self.bus.set_torque(off, True)
+        for i in off:
+            self.torque[i] = True
+            self.goal[i] = float(here[i])
+
+    def move(self, frames: int, widths_us: dict[int, float | None]) -> None:
+        """Host-timed: each frame one SYNC_WRITE of the interpolated goals, one SYNC_READ of the positions."""
+        targets = {i: v for i, v in widths_us.items() if v is not None}
+        self._torque_on([i for i in targets if self.goal.get(i) is None or not self.torque.get(i)])
+        starts = {i: self.goal[i] if self.goal[i] is not None else v for i, v in targets.items()}
+        now = time.monotonic()
+        if self._next_frame_t is None or self._next_frame_t < now - FRAME_S:
+            self._next_frame_t = now
+        for k in range(1, frames + 1):
+            self._waiting()
+            delay = self._next_frame_t - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            goals = {i: starts[i] + (v - starts[i]) * k / frames for i, v in targets.items()}
+            try:
+                self.bus.write_positions({i: round(v) for i, v in goals.items()})
+                for i, v in goals.items():
+                    self.goal[i] = v
+                self._watch(self.bus.read_positions(self.ids))
+            except ServoError as exc:
+                raise LinkError(self._named(str(exc))) from None
+            self._next_frame_t += FRAME_S
+            self._played += 1
+
+    def _named(self, text: str) -> str:
+        """``text`` with each "servo N" followed by its joint name."""
+        for s in self.cal.servos:
+            text = text.replace(f"servo {s.id} ", f"servo {s.id} ({s.name}) ").replace(
+                f"servo {s.id}:", f"servo {s.id} ({s.name}):"
+            )
+        return text
+
+    def _watch(self, present: dict[int, int]) -> None:
+        """Track how far each moving servo is behind its goal; a stalled one raises LinkError naming it."""
+        self.present = present
+        now = time.monotonic()
+        for s in self.cal.servos:
+            goal = self.goal.get(s.id)
+            if goal is None or not self.torque.get(s.id):
+                continue
+            behind = abs(present[s.id] - goal)
+            self.tracking[s.id] = max(self.tracking[s.id], behind)
+            if behind <= STALL_DEG * s.per_deg:
+                self._behind_since.pop(s.id, None)
+                continue
+            since, where = self._behind_since.setdefault(s.id, (now, present[s.id]))
+            if abs(present[s.id] - where) > STALL_MOVE_DEG * s.per_deg:
+                self._behind_since[s.id] = (now, present[s.id])  # lagging, but moving
+            elif now - since >= STALL_S:
+                raise LinkError(
+                    f"servo {s.id} ({s.name}) is stalled: {behind / s.per_deg:.1f} deg from its goal and not moving "
+                    f"for {now - since:.2f} s (blocked, overloaded or without power?); the arm was stopped"
+                )
+
+    def drain(self, *, timeout_s: float | None = None) -> None:
+        """Wait for the frame clock, then until every servo has reached its goal (bounded)."""
+        self._waiting()
+        delay = (self._next_frame_t or 0) - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        self._settle(1.0 if timeout_s is None else timeout_s)
+
+    def _settle(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        moving = [i for i in self.ids if self.torque.get(i) and self.goal.get(i) is not None]
+        while moving and time.monotonic() < deadline:
+            try:
+                present = self.bus.read_positions(self.ids)
+            except ServoError as exc:
+                raise LinkError(self._named(str(exc))) from None
+            self._watch(present)
+            moving = [i for i in moving if abs(present[i] - self.goal[i]) > SETTLE_STEPS]
+            if moving:
+                self._waiting()
+                time.sleep(FRAME_S / 2)
+
+    def stop(self) -> None:
+        """Nothing is queued on the bus: each servo holds where it is now (its goal set to its position)."""
+        self._next_frame_t = None
+        try:
+            here = self.bus.read_positions([i for i in self.ids if self.torque.get(i)])
+            if here:
+                self.bus.write_positions(here)
+                for i, v in here.items():
+                    self.goal[i] = float(v)
+        except ServoError as exc:
+            raise LinkError(self._named(str(exc))) from None
+
+    def status(self) -> BoardStatus:
+        """The goals last sent (None before a servo first moved), by id."""
+        top = max(self.ids) + 1
+        return BoardStatus(widths_us=tuple(self.goal.get(i) if self.torque.get(i) else None for i in range(top)))
+
+    def played_frames(self) -> int:
+        return self._played
+
+    def measured(self, *, settle_s: float = 0.0) -> dict[int, float]:
+        """Present positions, as angles (rad) by the calibration, per id; ``settle_s``: first wait until the
+        servos with torque have reached their goals."""
+        if settle_s > 0:
+            self._settle(settle_s)
+        try:
+            present = self.bus.read_positions(self.ids)
+        except ServoError as exc:
+            raise LinkError(self._named(str(exc))) from None
+        self.present = present
+        return {s.id: float(s.angle_rad(present[s.id])) for s in self.cal.servos}
+
+    def tracking_deg(self) -> dict[int, float]:
+        """Per id, the farthest (deg) a servo was behind its goal since the last ``reset_tracking``."""
+        return {s.id: self.tracking[s.id] / s.per_deg for s in self.cal.servos}
+
+    def reset_tracking(self) -> None:
+        self.tracking = dict.fromkeys(self.ids, 0.0)
+        self._behind_since.clear()
