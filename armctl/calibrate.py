@@ -23,7 +23,7 @@ import numpy as np
 
 from .arm import Arm
 from .bus.backend import FRAME_S
-from .calibration import PULSE_RANGE_US, Calibration, ServoCal
+from .calibration import PULSE_RANGE_US, BusServoCal, Calibration, ServoCal
 from .config import Section, load_yaml_file
 from .errors import BadInputError
 from .kinematics import fk
@@ -115,14 +115,16 @@ def gripper_poses(arm: Arm) -> list[RefPose]:
 
 @dataclass(frozen=True)
 class Fit:
-    """A line through (angle_deg, pulse_us) points: the mapping and how well it fits."""
+    """A line through (angle_deg, value) points: the mapping and how well it fits. Values in the servo's
+    ``unit``: pulse widths (us) for hobby servos, positions (steps) for bus servos."""
 
-    zero_us: float
-    us_per_deg: float
+    zero: float
+    per_deg: float
     direction: int
     angles_deg: tuple[float, ...]
-    pulses_us: tuple[float, ...]
+    values: tuple[float, ...]
     residuals_deg: tuple[float, ...]  # measured angle minus fitted, per point (0 with two points)
+    unit: str = "us"
 
     @property
     def max_residual_deg(self) -> float:
@@ -132,105 +134,130 @@ class Fit:
     def rms_residual_deg(self) -> float:
         return math.sqrt(sum(r * r for r in self.residuals_deg) / max(len(self.residuals_deg), 1))
 
-    def pulse_us(self, angle_deg: float) -> float:
-        """Pulse (us) for ``angle_deg`` by this fit."""
-        return self.zero_us + self.direction * self.us_per_deg * angle_deg
+    def value(self, angle_deg: float) -> float:
+        """Servo value for ``angle_deg`` by this fit."""
+        return self.zero + self.direction * self.per_deg * angle_deg
 
-    def angle_deg(self, pulse_us: float) -> float:
-        """Angle (deg) for ``pulse_us`` by this fit."""
-        return (pulse_us - self.zero_us) / (self.direction * self.us_per_deg)
+    def angle_deg(self, value: float) -> float:
+        """Angle (deg) for the servo value ``value`` by this fit."""
+        return (value - self.zero) / (self.direction * self.per_deg)
 
     def describe(self) -> list[str]:
         """Lines for the user: the mapping, then each point with its residual."""
+        u = self.unit
         out = [
-            f"zero {self.zero_us:.1f} us, {self.us_per_deg:.3f} us/deg, direction {self.direction:+d}"
+            f"zero {self.zero:.1f} {u}, {self.per_deg:.3f} {u}/deg, direction {self.direction:+d}"
             + (
                 f", residual rms {self.rms_residual_deg:.2f} deg, max {self.max_residual_deg:.2f} deg"
                 if len(self.angles_deg) >= 3
                 else " (two points: no residual to check)"
             )
         ]
-        for a, p, r in zip(self.angles_deg, self.pulses_us, self.residuals_deg):
-            out.append(f"  {a:7.1f} deg at {p:7.1f} us   off the line by {r:+.2f} deg")
+        for a, p, r in zip(self.angles_deg, self.values, self.residuals_deg):
+            out.append(f"  {a:7.1f} deg at {p:7.1f} {u}   off the line by {r:+.2f} deg")
         return out
 
 
 def fit_points(
-    angles_deg, pulses_us, *, label: str = "servo", max_residual_deg: float = DEFAULT_MAX_RESIDUAL_DEG
+    angles_deg,
+    values,
+    *,
+    label: str = "servo",
+    max_residual_deg: float = DEFAULT_MAX_RESIDUAL_DEG,
+    kind: type = ServoCal,
 ) -> Fit:
-    """Least-squares line through (angle_deg, pulse_us) points; FitError with the reason if it is unusable:
-    fewer than two distinct angles, a slope outside 1..50 us/deg, a zero pulse outside 500..2500 us, or
-    (with three or more points) a point further than ``max_residual_deg`` from the line."""
+    """Least-squares line through (angle_deg, value) points for a servo of ``kind`` (``ServoCal``: pulses
+    in us; ``BusServoCal``: positions in steps); FitError with the reason if it is unusable: fewer than two
+    distinct angles, a slope outside the kind's ``per_deg_range`` (1..50 us/deg for a hobby servo), a zero
+    outside its ``full_range`` (500..2500 us), or (with three or more points) a point further than
+    ``max_residual_deg`` from the line."""
+    u = kind.unit
     a = np.asarray(angles_deg, dtype=float)
-    p = np.asarray(pulses_us, dtype=float)
+    p = np.asarray(values, dtype=float)
     if len(a) != len(p) or len(np.unique(np.round(a, 6))) < 2:
-        raise FitError(f"{label}: need pulses at two or more different angles, have {len(np.unique(a))}")
+        raise FitError(f"{label}: need {u} at two or more different angles, have {len(np.unique(a))}")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(p))):
-        raise FitError(f"{label}: angles and pulses must be finite numbers")
+        raise FitError(f"{label}: angles and {u} must be finite numbers")
     design = np.stack([np.ones_like(a), a], axis=1)
     (zero, slope), *_ = np.linalg.lstsq(design, p, rcond=None)
     per_deg = abs(float(slope))
-    if not 1.0 <= per_deg <= 50.0:
+    lo_slope, hi_slope = kind.per_deg_range
+    if not lo_slope <= per_deg <= hi_slope:
         raise FitError(
-            f"{label}: the points give {per_deg:.3g} us/deg, outside 1..50 us/deg for a hobby servo: check that "
-            "each pulse was recorded at the angle it is listed with"
+            f"{label}: the points give {per_deg:.3g} {u}/deg, outside {lo_slope:g}..{hi_slope:g} {u}/deg for this "
+            "kind of servo: check that each value was recorded at the angle it is listed with"
         )
     direction = 1 if slope > 0 else -1
     residuals = (p - (zero + slope * a)) / slope  # in degrees: how far the joint was off the fitted angle
     fit = Fit(
-        zero_us=float(zero),
-        us_per_deg=per_deg,
+        zero=float(zero),
+        per_deg=per_deg,
         direction=direction,
         angles_deg=tuple(float(v) for v in a),
-        pulses_us=tuple(float(v) for v in p),
+        values=tuple(float(v) for v in p),
         residuals_deg=tuple(float(v) for v in residuals),
+        unit=u,
     )
     if len(a) >= 3 and fit.max_residual_deg > max_residual_deg:
-        each = ", ".join(f"{x:g} deg at {y:g} us {r:+.1f}" for x, y, r in zip(a, p, residuals))
+        each = ", ".join(f"{x:g} deg at {y:g} {u} {r:+.1f}" for x, y, r in zip(a, p, residuals))
         raise FitError(
             f"{label}: the points do not lie on one line: up to {fit.max_residual_deg:.1f} deg off the "
             f"best line, more than the {max_residual_deg:g} deg allowed (off by: {each} deg). A pose was "
-            "misjudged or a pulse recorded at the wrong angle: record the points again"
+            "misjudged or a value recorded at the wrong angle: record the points again"
         )
-    if not PULSE_RANGE_US[0] <= zero <= PULSE_RANGE_US[1]:
+    lo, hi = kind.full_range
+    if not lo <= zero <= hi:
         raise FitError(
-            f"{label}: the fitted pulse at 0 deg is {zero:.0f} us, outside {PULSE_RANGE_US[0]:g}.."
-            f"{PULSE_RANGE_US[1]:g} us: remount the horn so 0 deg is inside the servo's travel"
+            f"{label}: the fitted value at 0 deg is {zero:.0f} {u}, outside {lo:g}..{hi:g} {u}: remount the horn "
+            "so 0 deg is inside the servo's travel"
         )
     return fit
 
 
-def safe_range(end_a_us: float, end_b_us: float, *, us_per_deg: float, margin_deg: float) -> tuple[float, float]:
-    """(min_us, max_us): the two mechanical ends, each backed off ``margin_deg`` toward the other, on the
-    board's 0.5 us grid. FitError if nothing is left between them."""
-    lo, hi = sorted((float(end_a_us), float(end_b_us)))
-    margin = margin_deg * us_per_deg
-    lo_s, hi_s = math.ceil((lo + margin) / TICK_US) * TICK_US, math.floor((hi - margin) / TICK_US) * TICK_US
-    lo_s, hi_s = max(lo_s, PULSE_RANGE_US[0]), min(hi_s, PULSE_RANGE_US[1])
-    if hi_s - lo_s < 10 * us_per_deg:
+def safe_range(
+    end_a: float, end_b: float, *, per_deg: float, margin_deg: float, kind: type = ServoCal
+) -> tuple[float, float]:
+    """(lo, hi): the two mechanical ends (servo values), each backed off ``margin_deg`` toward the other, on
+    the kind's resolution (our board's 0.5 us grid; whole steps). FitError if nothing is left between them."""
+    u, r = kind.unit, kind.resolution
+    lo, hi = sorted((float(end_a), float(end_b)))
+    margin = margin_deg * per_deg
+    lo_s, hi_s = math.ceil((lo + margin) / r) * r, math.floor((hi - margin) / r) * r
+    lo_s, hi_s = max(lo_s, kind.full_range[0]), min(hi_s, kind.full_range[1])
+    if hi_s - lo_s < 10 * per_deg:
         raise FitError(
-            f"the ends {lo:g} and {hi:g} us leave {max(0.0, hi_s - lo_s):g} us after backing off {margin_deg:g} deg "
-            "each: less than 10 deg of travel; record the two opposite mechanical ends"
+            f"the ends {lo:g} and {hi:g} {u} leave {max(0.0, hi_s - lo_s):g} {u} after backing off {margin_deg:g} "
+            "deg each: less than 10 deg of travel; record the two opposite mechanical ends"
         )
     return lo_s, hi_s
 
 
-def servo_from_fit(old: ServoCal, fit: Fit, *, min_us: float, max_us: float) -> ServoCal:
-    """``old`` (channel, pin, name kept) with the fitted mapping and the new safe range."""
+def servo_from_fit(old, fit: Fit, *, lo: float, hi: float):
+    """``old`` (address, pin, name kept) with the fitted mapping and the new safe range ``lo``..``hi``."""
+    if isinstance(old, BusServoCal):
+        return replace(
+            old,
+            zero_steps=round(fit.zero, 2),
+            steps_per_deg=round(fit.per_deg, 4),
+            direction=fit.direction,
+            min_steps=float(lo),
+            max_steps=float(hi),
+        )
     return replace(
         old,
-        zero_us=round(fit.zero_us, 2),
-        us_per_deg=round(fit.us_per_deg, 4),
+        zero_us=round(fit.zero, 2),
+        us_per_deg=round(fit.per_deg, 4),
         direction=fit.direction,
-        min_us=float(min_us),
-        max_us=float(max_us),
+        min_us=float(lo),
+        max_us=float(hi),
     )
 
 
-def gripper_from_fit(old: ServoCal, fit: Fit) -> ServoCal:
+def gripper_from_fit(old, fit: Fit):
     """The gripper's mapping: fitted from open and closed; its range is exactly open..closed."""
-    lo, hi = sorted(fit.pulses_us)
-    return servo_from_fit(old, fit, min_us=round_tick(lo), max_us=round_tick(hi))
+    r = old.resolution
+    lo, hi = sorted(fit.values)
+    return servo_from_fit(old, fit, lo=round(lo / r) * r, hi=round(hi / r) * r)
 
 
 # --- points files ------------------------------------------------------------------------------------------
@@ -358,7 +385,7 @@ def fit_calibration(
             new = gripper_from_fit(servo, fit)
         else:
             lo, hi = (ranges[-1].min_us, ranges[-1].max_us) if ranges else (servo.min_us, servo.max_us)
-            new = servo_from_fit(servo, fit, min_us=lo, max_us=hi)
+            new = servo_from_fit(servo, fit, lo=lo, hi=hi)
         cal = _with(cal, index, new)
         changed.append(index)
         lines.append(f"{label}: " + fit.describe()[0])

@@ -73,6 +73,7 @@ class ServoCal(_Linear):
     unit = "us"
     resolution = 0.5  # the board's pulse step (our firmware: 0.5 us ticks)
     full_range = PULSE_RANGE_US  # what any hobby servo takes
+    per_deg_range = (1.0, 50.0)  # what a hobby servo's us/deg can be
 
     zero = property(lambda self: self.zero_us)
     per_deg = property(lambda self: self.us_per_deg)
@@ -100,6 +101,7 @@ class BusServoCal(_Linear):
     unit = "steps"
     resolution = 1.0
     full_range = STEP_RANGE
+    per_deg_range = (1.0, 100.0)  # 4096 a turn: 11.4 steps/deg; an SCS servo's 1024 over 300 deg: 3.4
 
     zero = property(lambda self: self.zero_steps)
     per_deg = property(lambda self: self.steps_per_deg)

@@ -62,8 +62,8 @@ def test_fit_recovers_a_line(zero, per_deg, direction, angles):
         return
     pulses = [zero + direction * per_deg * a for a in angles]
     fit = cb.fit_points(angles, pulses)
-    assert fit.zero_us == pytest.approx(zero, abs=1e-6)
-    assert fit.us_per_deg == pytest.approx(per_deg, rel=1e-9)
+    assert fit.zero == pytest.approx(zero, abs=1e-6)
+    assert fit.per_deg == pytest.approx(per_deg, rel=1e-9)
     assert fit.direction == direction and fit.max_residual_deg < 1e-6
 
 
@@ -87,9 +87,9 @@ def test_inconsistent_points_are_refused_with_the_reason():
 
 
 def test_safe_range_backs_off_each_end():
-    assert cb.safe_range(2300, 700, us_per_deg=7.4, margin_deg=2) == (715.0, 2285.0)
+    assert cb.safe_range(2300, 700, per_deg=7.4, margin_deg=2) == (715.0, 2285.0)
     with pytest.raises(cb.FitError, match="less than 10 deg"):
-        cb.safe_range(1500, 1520, us_per_deg=7.4, margin_deg=2)
+        cb.safe_range(1500, 1520, per_deg=7.4, margin_deg=2)
 
 
 def test_reference_poses_stay_inside_the_joint_limits():

@@ -212,9 +212,11 @@ def test_bus_servo_calibration_is_checked(tmp_path, change, message):
 
 def test_a_backend_refuses_the_other_kind_of_servo(tmp_path):
     from armctl import connect
-    from armctl.errors import BadInputError
+    from armctl.errors import BadInputError, LinkError
 
     path = tmp_path / "bus.yaml"
     path.write_text(BUS_CAL)
-    with pytest.raises(BadInputError, match="armctl backend drives hobby .PWM. servos.*serial bus servos"):
+    with pytest.raises(LinkError, match="armsim simulates hobby .PWM. servos"):  # by default the bus backend
         connect("seed-3link", "armsim://?rate=20", calibration=path)
+    with pytest.raises(BadInputError, match="armctl backend drives hobby .PWM. servos.*serial bus servos"):
+        connect("seed-3link", "armsim://?rate=20", backend="armctl", calibration=path)

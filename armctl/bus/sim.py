@@ -103,6 +103,11 @@ class SimArm:
         self.opts = o = opts or SimOptions()
         self.arm = arm or load_arm(o.arm)
         self.cal = cal or load_calibration(find_calibration(self.arm.name, o.cal))
+        if self.cal.unit != "us":
+            raise ValueError(
+                f"armsim simulates hobby (PWM) servos; calibration {self.cal.source} is for bus servos "
+                "(feetechsim:// simulates those)"
+            )
         self.rng = random.Random(o.seed)
         channels = max(o.channels, self.cal.channel_count)
         self.pulses: list[tuple[float, int, float | None]] = []

@@ -518,9 +518,9 @@ class Workflow:
             )
             if answer == "y":
                 break
-        self.n.us_per_deg[index] = fit.us_per_deg
+        self.n.us_per_deg[index] = fit.per_deg
         est = lambda u: (fit.angle_deg(u), "by the new fit")  # noqa: E731
-        margin_us = self.margin_deg * fit.us_per_deg
+        margin_us = self.margin_deg * fit.per_deg
         ends = []
         for k, (way, keys) in enumerate((("LOWER", "j/J/["), ("HIGHER", "k/K/]"))):
             body = [
@@ -532,11 +532,11 @@ class Workflow:
             ends.append(us)
             self.n.go(index, us + (margin_us if k == 0 else -margin_us))
         try:
-            lo, hi = cb.safe_range(*ends, us_per_deg=fit.us_per_deg, margin_deg=self.margin_deg)
+            lo, hi = cb.safe_range(*ends, per_deg=fit.per_deg, margin_deg=self.margin_deg)
         except cb.FitError as exc:
             self.notes.append(f"{label}: {exc}; old range kept")
             lo, hi = old.min_us, old.max_us
-        servo = cb.servo_from_fit(old, fit, min_us=lo, max_us=hi)
+        servo = cb.servo_from_fit(old, fit, lo=lo, hi=hi)
         self.new = cb._with(self.new, index, servo)
         a, b = (math.degrees(v) for v in servo.angle_range_rad())
         self.notes.append(f"{label}: {fit.describe()[0]}; safe {lo:g}..{hi:g} us = {a:.1f}..{b:.1f} deg")
