@@ -410,45 +410,53 @@ def _with(cal: Calibration, index: int, servo: ServoCal) -> Calibration:
 
 
 def show_lines(cal: Calibration) -> list[str]:
-    """A table of every servo: channel, pin, mapping, safe range in us and degrees."""
+    """A table of every servo: address (channel and pin, or bus id), mapping, safe range in the servo's
+    unit and in degrees."""
+    u = cal.unit
+    w = 8 if u == "us" else 11  # columns wide enough for "zero_steps"
+    where = f"{'ch':>2} {'pin':>3}" if u == "us" else f"{'id':>6}"
     out = [
         f"calibration {cal.source} (version {cal.version}) for arm {cal.arm}",
-        f"{'servo':<20} {'ch':>2} {'pin':>3} {'zero_us':>8} {'us/deg':>7} {'dir':>3} {'min_us':>7} "
-        f"{'max_us':>7}  range_deg",
+        f"{'servo':<20} {where} {'zero_' + u:>{w}} {u + '/deg':>{w - 1}} {'dir':>3} {'min_' + u:>{w - 1}} "
+        f"{'max_' + u:>{w - 1}}  range_deg",
     ]
     for i, s in enumerate(cal.servos):
         a, b = s.angle_range_rad()
+        addr = f"{s.channel:>2} {s.pin:>3}" if u == "us" else f"{s.id:>6}"
         out.append(
-            f"{servo_label(cal, i):<20} {s.channel:>2} {s.pin:>3} {s.zero_us:>8.1f} {s.us_per_deg:>7.3f} "
-            f"{s.direction:>+3d} {s.min_us:>7g} {s.max_us:>7g}  {math.degrees(a):.1f}..{math.degrees(b):.1f}"
+            f"{servo_label(cal, i):<20} {addr} {s.zero:>{w}.1f} {s.per_deg:>{w - 1}.3f} "
+            f"{s.direction:>+3d} {s.lo:>{w - 1}g} {s.hi:>{w - 1}g}  {math.degrees(a):.1f}..{math.degrees(b):.1f}"
         )
     return out
 
 
 def compare_lines(a: Calibration, b: Calibration, arm: Arm) -> tuple[list[str], float]:
     """How two calibrations differ: per servo, the parameters and the largest angle difference for the
-    same pulse (deg, over the pulses both allow); overall, the largest tool distance (m) between where
-    the arm goes with a pulse computed by ``a`` and where it is if ``b`` is the truth, over a grid of
+    same servo value (deg, over the values both allow); overall, the largest tool distance (m) between
+    where the arm goes with a value computed by ``a`` and where it is if ``b`` is the truth, over a grid of
     poses inside the joint limits. Returns (lines, max tool distance in m)."""
+    u = a.unit
     out = [f"A = {a.source}", f"B = {b.source}"]
+    if a.unit != b.unit:
+        return out + [f"A drives servos in {a.unit}, B in {b.unit}: not comparable"], math.inf
     out.append(
-        f"{'servo':<20} {'zero_us A/B':>15} {'us/deg A/B':>15} {'dir':>5} {'range_us A | B':>25}  "
-        "max angle diff (same pulse)"
+        f"{'servo':<20} {'zero_' + u + ' A/B':>15} {u + '/deg A/B':>15} {'dir':>5} {'range_' + u + ' A | B':>25}  "
+        f"max angle diff (same {u})"
     )
     n = min(len(a.servos), len(b.servos))
     for i in range(n):
         sa, sb = a.servos[i], b.servos[i]
-        lo, hi = max(sa.min_us, sb.min_us), min(sa.max_us, sb.max_us)
+        lo, hi = max(sa.lo, sb.lo), min(sa.hi, sb.hi)
         if hi > lo:
-            us = np.linspace(lo, hi, 101)
-            diff = float(np.max(np.abs(np.degrees(sa.angle_rad(us) - sb.angle_rad(us)))))
+            values = np.linspace(lo, hi, 101)
+            diff = float(np.max(np.abs(np.degrees(sa.angle_rad(values) - sb.angle_rad(values)))))
             d = f"{diff:.2f} deg"
         else:
             d = "ranges do not overlap"
-        ranges = f"{sa.min_us:g}..{sa.max_us:g} | {sb.min_us:g}..{sb.max_us:g}"
+        ranges = f"{sa.lo:g}..{sa.hi:g} | {sb.lo:g}..{sb.hi:g}"
         out.append(
-            f"{servo_label(a, i):<20} {sa.zero_us:>7.1f}/{sb.zero_us:<7.1f} {sa.us_per_deg:>7.3f}/"
-            f"{sb.us_per_deg:<7.3f} {sa.direction:+d}/{sb.direction:+d} {ranges:>25}  {d}"
+            f"{servo_label(a, i):<20} {sa.zero:>7.1f}/{sb.zero:<7.1f} {sa.per_deg:>7.3f}/"
+            f"{sb.per_deg:<7.3f} {sa.direction:+d}/{sb.direction:+d} {ranges:>25}  {d}"
         )
     if len(a.servos) != len(b.servos):
         out.append(f"servo count differs: A has {len(a.servos)}, B has {len(b.servos)}")
@@ -462,7 +470,8 @@ def compare_lines(a: Calibration, b: Calibration, arm: Arm) -> tuple[list[str], 
         worst = float(np.max(dist))
         k = int(np.argmax(dist))
         out.append(
-            f"same pulses, A vs B: tool up to {worst * 1000:.1f} mm apart (worst at joints "
+            f"same {'pulses' if u == 'us' else 'positions'}, A vs B: tool up to {worst * 1000:.1f} mm apart "
+            "(worst at joints "
             + " ".join(f"{math.degrees(v):.0f}" for v in q[k])
             + f" deg), over {len(q)} poses inside the joint limits of arm {arm.name!r}"
         )

@@ -237,6 +237,24 @@ class FeetechBackend(Backend):
         self.present = present
         return {s.id: float(s.angle_rad(present[s.id])) for s in self.cal.servos}
 
+    def add_homing_offsets(self, deltas: dict[int, int]) -> dict[int, int]:
+        """Add ``deltas`` (steps) to the servos' homing offsets, in their EEPROM (unlocked for the write, locked
+        again after): each then reports its position ``delta`` lower. Returns {id: new offset} of those
+        written; an offset past the register's +-2047 is skipped."""
+        written = {}
+        try:
+            for i, delta in deltas.items():
+                new = self.bus.read(i, "homing_offset") + int(delta)
+                if abs(new) > 2047:
+                    continue
+                self.bus.write(i, "lock", 0)
+                self.bus.write(i, "homing_offset", new)
+                self.bus.write(i, "lock", 1)
+                written[i] = new
+        except ServoError as exc:
+            raise LinkError(self._named(str(exc))) from None
+        return written
+
     def tracking_deg(self) -> dict[int, float]:
         """Per id, the farthest (deg) a servo was behind its goal since the last ``reset_tracking``."""
         return {s.id: self.tracking[s.id] / s.per_deg for s in self.cal.servos}

@@ -90,6 +90,11 @@ def register(sub, parents) -> None:
         metavar="DEG",
         help=f"interactive: back off each mechanical end by this much (default {cb.DEFAULT_MARGIN_DEG:g})",
     )
+    p.add_argument(
+        "--write-offsets",
+        action="store_true",
+        help="bus servos: also write each joint's homing offset to its EEPROM so its zero reads 2048 steps",
+    )
     p.add_argument("--side", metavar="LEN", help="check: side of the square (m or 200mm; default reach/4)")
     p.add_argument("--center", nargs=2, metavar=("X", "Y"), help="check: centre of the square (m)")
     p.add_argument("--speed", default="100", metavar="MM_S", help="check: tool speed, mm/s (default 100)")
@@ -414,6 +419,8 @@ class Workflow:
         self.term, self.n, self.arm, self.old = term, nudger, arm, cal
         self.header, self.out, self.margin_deg, self.max_residual = header, out, margin_deg, max_residual_deg
         self.new = cal
+        self.unit = cal.unit  # us (pulses) or steps (bus servo positions)
+        self.address = "channel" if cal.unit == "us" else "id"
         self.notes: list[str] = []
         self.points: list[str] = []
 
@@ -473,12 +480,12 @@ class Workflow:
         recorded: list[tuple[float, float]] = []
         for k, ref in enumerate(refs):
             body = heading(k, ref) + [f"  target {ref.angle_deg:g} deg"]
-            body += [f"  recorded: {a:g} deg at {p:g} us" for a, p in recorded]
+            body += [f"  recorded: {a:g} deg at {p:g} {self.unit}" for a, p in recorded]
             us = self._nudge_until_enter(
                 index,
                 body,
                 estimate=lambda u: (math.degrees(float(old.angle_rad(u))), "by the old calibration"),
-                goto_us=float(old.pulse_us(math.radians(ref.angle_deg))),
+                goto_us=float(old.value(math.radians(ref.angle_deg))),
                 allow_skip=True,
             )
             if us is None:
@@ -490,7 +497,7 @@ class Workflow:
         old = self.old.servos[index]
         label = cb.servo_label(self.old, index)
         refs = cb.reference_poses(self.arm, index)
-        title = f"{label[0].upper()}{label[1:]} of {len(self.old.joints)}, channel {old.channel}"
+        title = f"{label[0].upper()}{label[1:]} of {len(self.old.joints)}, {self.address} {old.channel}"
         while True:
             recorded = self._record_poses(
                 index, refs, lambda k, ref: [f"{title}: reference pose {k + 1} of {len(refs)}", f"  Put {ref.text}."]
@@ -500,7 +507,11 @@ class Workflow:
                 return
             try:
                 fit = cb.fit_points(
-                    [a for a, _ in recorded], [p for _, p in recorded], label=label, max_residual_deg=self.max_residual
+                    [a for a, _ in recorded],
+                    [p for _, p in recorded],
+                    label=label,
+                    max_residual_deg=self.max_residual,
+                    kind=type(old),
                 )
             except cb.FitError as exc:
                 self._ask(
@@ -522,28 +533,26 @@ class Workflow:
         est = lambda u: (fit.angle_deg(u), "by the new fit")  # noqa: E731
         margin_us = self.margin_deg * fit.per_deg
         ends = []
-        for k, (way, keys) in enumerate((("LOWER", "j/J/["), ("HIGHER", "k/K/]"))):
-            body = [
-                f"{title}: safe range, end {k + 1} of 2",
-                f"  Nudge to {way} pulses ({keys}) slowly until the joint reaches its mechanical end or touches",
-                f"  something, then press Enter. The tool backs off {self.margin_deg:g} deg ({margin_us:.1f} us).",
-            ] + ([f"  low end at {ends[0]:g} us"] if ends else [])
+        for k in range(2):
+            body = [f"{title}: safe range, end {k + 1} of 2", *self._end_text(k, margin_us)]
+            body += [f"  first end at {ends[0]:g} {self.unit}"] if ends else []
             us = self._nudge_until_enter(index, body, estimate=est, goto_us=None, allow_skip=False)
             ends.append(us)
             self.n.go(index, us + (margin_us if k == 0 else -margin_us))
         try:
-            lo, hi = cb.safe_range(*ends, per_deg=fit.per_deg, margin_deg=self.margin_deg)
+            lo, hi = cb.safe_range(*ends, per_deg=fit.per_deg, margin_deg=self.margin_deg, kind=type(old))
         except cb.FitError as exc:
             self.notes.append(f"{label}: {exc}; old range kept")
-            lo, hi = old.min_us, old.max_us
+            lo, hi = old.lo, old.hi
         servo = cb.servo_from_fit(old, fit, lo=lo, hi=hi)
         self.new = cb._with(self.new, index, servo)
         a, b = (math.degrees(v) for v in servo.angle_range_rad())
-        self.notes.append(f"{label}: {fit.describe()[0]}; safe {lo:g}..{hi:g} us = {a:.1f}..{b:.1f} deg")
+        u = self.unit
+        self.notes.append(f"{label}: {fit.describe()[0]}; safe {lo:g}..{hi:g} {u} = {a:.1f}..{b:.1f} deg")
         self.points.append(
             f"{label}: "
-            + ", ".join(f"{x:g} deg at {p:g} us" for x, p in recorded)
-            + f"; ends {ends[0]:g}, {ends[1]:g} us"
+            + ", ".join(f"{x:g} deg at {p:g} {u}" for x, p in recorded)
+            + f"; ends {ends[0]:g}, {ends[1]:g} {u}"
         )
         jmin, jmax = math.degrees(self.arm.q_min[index]), math.degrees(self.arm.q_max[index])
         if a > jmin + 0.05 or b < jmax - 0.05:
@@ -551,8 +560,19 @@ class Workflow:
                 f"  note: the arm file allows {jmin:g}..{jmax:g} deg; targets outside {a:.1f}..{b:.1f} deg "
                 "will be refused"
             )
-        home = float(servo.pulse_us(self.arm.home_rad[index]))
+        home = float(servo.value(self.arm.home_rad[index]))
         self.n.go(index, min(max(home, lo), hi))  # back to its home angle, inside the new range
+
+    def _end_text(self, k: int, margin: float) -> list[str]:
+        """How to find mechanical end ``k`` (0: low, 1: high)."""
+        way, keys = (("LOWER", "j/J/["), ("HIGHER", "k/K/]"))[k]
+        return [
+            f"  Nudge to {way} pulses ({keys}) slowly until the joint reaches its mechanical end or touches",
+            f"  something, then press Enter. The tool backs off {self.margin_deg:g} deg ({margin:.1f} {self.unit}).",
+        ]
+
+    def _move_text(self, what: str) -> str:
+        return f"  Nudge to the {what}."
 
     def gripper(self) -> None:
         index = len(self.old.joints)
@@ -561,22 +581,23 @@ class Workflow:
             index,
             cb.gripper_poses(self.arm),
             lambda k, ref: [
-                f"Gripper, channel {old.channel}: {'open' if k == 0 else 'closed'} ({k + 1} of 2)",
-                f"  Nudge to the {ref.text}.",
+                f"Gripper, {self.address} {old.channel}: {'open' if k == 0 else 'closed'} ({k + 1} of 2)",
+                self._move_text(ref.text),
             ],
         )
         if recorded is None:
             self.notes.append("gripper: skipped, old calibration kept")
             return
         try:
-            fit = cb.fit_points([a for a, _ in recorded], [p for _, p in recorded], label="gripper")
+            fit = cb.fit_points([a for a, _ in recorded], [p for _, p in recorded], label="gripper", kind=type(old))
         except cb.FitError as exc:
             self.notes.append(f"gripper: {exc}; old calibration kept")
             return
         servo = cb.gripper_from_fit(old, fit)
         self.new = cb._with(self.new, index, servo)
-        self.notes.append(f"gripper: open {recorded[0][1]:g} us, closed {recorded[1][1]:g} us; {fit.describe()[0]}")
-        self.points.append(f"gripper: open at {recorded[0][1]:g} us, closed at {recorded[1][1]:g} us")
+        u = self.unit
+        self.notes.append(f"gripper: open {recorded[0][1]:g} {u}, closed {recorded[1][1]:g} {u}; {fit.describe()[0]}")
+        self.points.append(f"gripper: open at {recorded[0][1]:g} {u}, closed at {recorded[1][1]:g} {u}")
         self.n.go(index, recorded[0][1])
 
     def run(self) -> Calibration | None:
@@ -586,10 +607,11 @@ class Workflow:
             self.gripper()
         lines, _ = cb.compare_lines(self.old, replace(self.new, source="this session (not saved yet)"), self.arm)
         body = ["Calibration finished. Old (A) against new (B):"] + ["  " + s for s in lines]
+        limits = " and write the limits to the board" if self.unit == "us" else ""
         answer = self._ask(
             body,
-            f"keys: y save to {self.out} (the old file is kept as {Path(self.out).name}.bak) and write the "
-            "limits to the board   q or Ctrl-C quit, nothing saved",
+            f"keys: y save to {self.out} (the old file is kept as {Path(self.out).name}.bak){limits}   "
+            "q or Ctrl-C quit, nothing saved",
             "y",
         )
         return self.new if answer == "y" else None
@@ -605,6 +627,10 @@ def _interactive(args, arm: Arm, cal: Calibration) -> int:
     max_res = _number(args.max_residual_deg, "--max-residual-deg")
     out = _save_path(args, arm, cal)
     with open_robot(args, arm, cal, calibrating=True) as robot:
+        if robot.backend.caps.releases:  # bus servos: moved by hand, they say where they are
+            from .calibrate_bus import interactive
+
+            return interactive(args, robot, arm, cal, out=out, margin_deg=margin, max_residual=max_res)
         values = robot.servo_values()
         old_limits = robot.board_limits()
         for i, lims in enumerate(old_limits or ()):  # the ends may lie outside the old range: open it up

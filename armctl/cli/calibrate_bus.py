@@ -1,0 +1,149 @@
+"""``armctl calibrate`` on bus servos (Feetech): the torque goes off, you move each joint by hand.
+
+The same screens and fits as the PWM workflow (``armctl.cli.calibrate``), but the servo says where it
+is: for each reference pose you put the joint there by hand and press Enter, and the position it reports
+is recorded (live on the screen while you move it); the safe range is the two mechanical ends you move it
+to. Positions are in steps. The servos' EEPROM is not touched unless ``--write-offsets`` asks for it:
+then each joint's homing offset is set so that its zero angle reads 2048, as LeRobot's calibration does.
+armctl does not need that (the calibration file maps any position), and EEPROM writes change the servo
+for every other program that drives it, so it is the user's choice.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from ..arm import Arm
+from ..calibration import STEP_RANGE, Calibration
+from ..errors import BadInputError, LinkError
+from .calibrate import Quit, Terminal, Workflow, _comment, _save, _saved_line
+
+REFRESH_S = 0.1  # the live position on the screen
+
+
+class HandGuide:
+    """The Workflow's servo driver when the servos are moved by hand: reads where they are, moves nothing."""
+
+    def __init__(self, robot):
+        self.robot, self.arm, self.cal = robot, robot.arm, robot.calibration
+        self.us_per_deg = {i: s.per_deg for i, s in enumerate(self.cal.servos)}  # the Workflow's name for it
+
+    def pulse(self, index: int) -> float:
+        """Where servo ``index`` is now (steps), measured."""
+        return float(self.robot.where().values[index])
+
+    def go(self, index: int, target: float) -> float:
+        """Nothing: the torque is off, the user moves the arm."""
+        return target
+
+
+class BusWorkflow(Workflow):
+    """The calibration screens for servos moved by hand (see the module docstring)."""
+
+    def _key(self) -> str:
+        k = self.term.key(REFRESH_S)
+        if k in ("q", "Q", "ctrl-c"):
+            raise Quit(k)
+        return k or ""
+
+    def _nudge_until_enter(self, index, body, *, estimate, goto_us, allow_skip):
+        keys = [
+            "keys: move the joint by hand (the torque is off)   Enter record   "
+            + ("s skip this joint (keep its old calibration)   " if allow_skip else "")
+            + "q or Ctrl-C quit, nothing saved"
+        ]
+        while True:
+            steps = self.n.pulse(index)
+            est, how = estimate(steps)
+            self._screen(body + [f"  position {steps:.0f} steps   estimated angle {est:.1f} deg ({how})"], keys)
+            k = self._key()
+            if k == "enter":
+                return self.n.pulse(index)
+            if k == "s" and allow_skip:
+                return None
+
+    def _end_text(self, k: int, margin: float) -> list[str]:
+        return [
+            f"  Move the joint by hand to its {('one', 'other')[k]} mechanical end (as far as it goes, or until it",
+            f"  touches something), then press Enter. armctl keeps {self.margin_deg:g} deg ({margin:.0f} steps) away.",
+        ]
+
+    def _move_text(self, what: str) -> str:
+        return f"  Move it by hand to the {what}."
+
+
+def interactive(args, robot, arm: Arm, cal: Calibration, *, out: Path, margin_deg: float, max_residual: float) -> int:
+    """The whole bus-servo session on an open ``robot`` whose servos can be released."""
+    robot.release()
+    term = Terminal()
+    flow = BusWorkflow(
+        term,
+        HandGuide(robot),
+        arm,
+        robot.calibration,
+        header=f"armctl calibrate: arm {arm.name}, {robot.info.firmware} on "
+        + (robot.port if len(robot.port) <= 60 else robot.port[:57] + "...")
+        + " (torque off: move the arm by hand)",
+        out=out,
+        margin_deg=margin_deg,
+        max_residual_deg=max_residual,
+    )
+    try:
+        try:
+            new = flow.run()
+        except KeyboardInterrupt as exc:
+            raise Quit("ctrl-c") from exc
+        if new is None:
+            raise Quit("q")
+    except Quit as quit:
+        term.restore()
+        from ..errors import Terminated
+
+        if isinstance(quit.__cause__, Terminated):
+            raise quit.__cause__ from None
+        print(f"armctl calibrate: quit: nothing saved ({out} unchanged); the servos are limp", file=sys.stderr)
+        from . import EXIT_INTERRUPTED
+
+        return EXIT_INTERRUPTED
+    finally:
+        term.restore()
+    saved = replace(new, source=str(out))
+    if args.write_offsets:
+        saved = _write_offsets(robot, saved, flow.notes)
+    comment = _comment("recorded by armctl calibrate, the joints moved by hand") + "\n" + "\n".join(flow.points)
+    out = _save(saved, out, comment)
+    robot.use_calibration(saved, out)
+    print("\n".join(flow.notes))
+    print(_saved_line(out) + "; the servos are limp (torque off) until the next move")
+    return 0
+
+
+def _write_offsets(robot, cal: Calibration, notes: list[str]) -> Calibration:
+    """Set each joint's homing offset (servo EEPROM) so that its zero angle reads 2048 steps, and shift the
+    calibration to match. A joint whose range would leave 0..4095, or whose offset would pass the
+    register's +-2047, keeps its offset (noted)."""
+    joints = []
+    offsets = {}
+    for s in cal.servos:
+        delta = round(s.zero_steps - 2048)
+        lo, hi = s.min_steps - delta, s.max_steps - delta
+        if not (STEP_RANGE[0] <= lo and hi <= STEP_RANGE[1]):
+            notes.append(f"{s.name}: offset not written (its range would leave 0..4095 steps)")
+            joints.append(s)
+            continue
+        offsets[s.id] = delta
+        joints.append(replace(s, zero_steps=s.zero_steps - delta, min_steps=lo, max_steps=hi))
+    try:
+        written = robot.call(lambda backend: backend.add_homing_offsets(offsets))
+    except (LinkError, BadInputError) as exc:
+        notes.append(f"homing offsets not written: {exc}")
+        return cal
+    shifted = {s.id: s for s in joints}
+    out = [shifted[s.id] if s.id in written else s for s in cal.servos]
+    for s in cal.servos:
+        if s.id in written:
+            notes.append(f"{s.name}: homing offset {written[s.id]:+d} steps written (zero now reads 2048)")
+    n = len(cal.joints)
+    return replace(cal, joints=tuple(out[:n]), gripper=out[n] if cal.gripper is not None else None)

@@ -1,0 +1,145 @@
+"""armctl calibrate on bus servos, driven as a user would: the torque goes off, each joint is turned by
+hand (the simulated bus's test hook) to the poses the screen names, Enter records where the servo says it
+is. The servos have a hidden mapping unlike the old calibration's; the saved calibration finds it, and a
+move afterwards lands where it should, measured by the servos. --write-offsets puts each zero at 2048.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_calibrate_interactive import Term
+
+import armctl
+from armctl.bus.sim_pty import PtySim
+from armctl.calibration import load_calibration
+
+REPO = Path(__file__).resolve().parents[1]
+PER_DEG = 4096 / 360
+TRUE = {1: (2100.0, 1), 2: (1990.0, -1), 3: (2048.0, 1), 6: (1800.0, 1)}  # id -> (zero steps, direction)
+OLD = """version: 1
+arm: seed-3link
+joints:
+  - {name: shoulder, id: 1, zero_steps: 2048, direction: 1, min_steps: 1024, max_steps: 3072}
+  - {name: elbow, id: 2, zero_steps: 2048, direction: 1, min_steps: 512, max_steps: 3584}
+  - {name: wrist, id: 3, zero_steps: 2048, direction: 1, min_steps: 512, max_steps: 3584}
+gripper: {name: gripper, id: 6, zero_steps: 1500, direction: 1, min_steps: 1600, max_steps: 2300}
+"""
+
+
+def true_steps(servo_id: int, angle_deg: float) -> float:
+    zero, direction = TRUE[servo_id]
+    return zero + direction * PER_DEG * angle_deg
+
+
+@pytest.fixture
+def bus(tmp_path):
+    """The simulated bus on a pty, served from this process (the test turns its servos by hand)."""
+    start = ",".join(str(round(true_steps(i, a))) for i, a in ((1, 45), (2, -90), (3, -45), (6, 60)))
+    pty = PtySim(f"feetechsim://?ids=1,2,3,6&start={start}")
+    stop = threading.Event()
+    thread = threading.Thread(target=_serve, args=(pty, stop), daemon=True)
+    thread.start()
+    yield pty
+    stop.set()
+    thread.join(timeout=5)
+    pty.close()
+
+
+def _serve(pty: PtySim, stop: threading.Event) -> None:
+    while not stop.is_set() and not pty.closed:
+        pty.serve(until=time.monotonic() + 0.1)
+
+
+def _start(tmp_path: Path, bus: PtySim, *extra: str) -> Term:
+    cal = tmp_path / "seed-3link.yaml"
+    cal.write_text(OLD)
+    env = dict(os.environ, ARMCTL_STATE_DIR=str(tmp_path / "state"), PYTHONPATH=str(REPO), TERM="xterm")
+    argv = [sys.executable, "-m", "armctl", "--calibration", str(cal), "--port", bus.path, "calibrate", *extra]
+    return Term(argv, cwd=tmp_path, env=env)
+
+
+def _put(t: Term, bus: PtySim, servo_id: int, steps: float) -> None:
+    """Turn a servo by hand to ``steps``, wait until the screen shows it, press Enter."""
+    assert bus.sim.turn_by_hand(servo_id, steps), "the servo resisted: its torque is on"
+    t.wait(rf"position {round(steps)} steps")
+    t.send("\r")
+
+
+def _home_by_hand(bus: PtySim) -> None:
+    """Put the arm back to its home pose by hand (calibrating left it at mechanical ends)."""
+    for sid, angle in ((1, 45), (2, -90), (3, -45), (6, 60)):
+        offset = bus.sim.servo(sid).get("homing_offset")  # the servo reports its position less this
+        assert bus.sim.turn_by_hand(sid, true_steps(sid, angle) - offset)
+
+
+def _calibrate(t: Term, bus: PtySim) -> None:
+    for i, sid in enumerate((1, 2, 3)):
+        for k, angle in enumerate((0, 90, -90)):
+            t.wait(rf"reference pose {k + 1} of 3")
+            _put(t, bus, sid, true_steps(sid, angle))
+        t.wait("fit from 3 points")
+        t.send("y")
+        lo, hi = (-90, 90) if i == 0 else (-135, 135)  # the arm file's limits: the mechanical ends here
+        t.wait("safe range, end 1 of 2")
+        _put(t, bus, sid, true_steps(sid, lo - 5))
+        t.wait("safe range, end 2 of 2")
+        _put(t, bus, sid, true_steps(sid, hi + 5))
+    t.wait(r"Gripper, id 6: open")
+    _put(t, bus, 6, true_steps(6, 60))
+    t.wait(r"Gripper, id 6: closed")
+    _put(t, bus, 6, true_steps(6, 10))
+    t.wait("Calibration finished")
+    t.send("y")
+
+
+def test_calibrate_by_hand_finds_the_servos_mapping(tmp_path, bus):
+    t = _start(tmp_path, bus)
+    t.wait("torque off")
+    assert not any(bus.sim.servo(i).torque_on for i in (1, 2, 3, 6))
+    _calibrate(t, bus)
+    assert t.finish() == 0, t.screen()
+    cal = load_calibration(tmp_path / "seed-3link.yaml")
+    for s in cal.servos:
+        zero, direction = TRUE[s.id]
+        assert s.zero_steps == pytest.approx(zero, abs=1) and s.direction == direction, s
+        assert s.steps_per_deg == pytest.approx(PER_DEG, rel=1e-3)
+    shoulder = cal.joints[0]
+    assert shoulder.min_steps == pytest.approx(true_steps(1, -95) + 2 * PER_DEG, abs=1)  # backed off 2 deg
+    assert (tmp_path / "seed-3link.yaml.bak").read_text() == OLD
+    # and a move with it lands where it should, by the servos' own encoders
+    _home_by_hand(bus)
+    with armctl.connect("seed-3link", bus.path, calibration=tmp_path / "seed-3link.yaml") as robot:
+        robot.move_to(0.5, 0.2, speed=0.3)
+        assert np.hypot(*(robot.where(settle=True).tool_m - [0.5, 0.2])) < 1e-3
+
+
+def test_write_offsets_puts_each_zero_at_2048(tmp_path, bus):
+    t = _start(tmp_path, bus, "--write-offsets")
+    _calibrate(t, bus)
+    assert t.finish() == 0, t.screen()
+    cal = load_calibration(tmp_path / "seed-3link.yaml")
+    assert [round(s.zero_steps) for s in cal.joints] == [2048, 2048, 2048]
+    for s in cal.joints:
+        offset = bus.sim.servo(s.id).get("homing_offset")
+        assert offset == round(TRUE[s.id][0] - 2048)
+    _home_by_hand(bus)
+    with armctl.connect("seed-3link", bus.path, calibration=tmp_path / "seed-3link.yaml") as robot:
+        robot.move_to(0.5, 0.2, speed=0.3)
+        assert np.hypot(*(robot.where(settle=True).tool_m - [0.5, 0.2])) < 1e-3
+
+
+def test_quit_leaves_the_old_calibration(tmp_path, bus):
+    t = _start(tmp_path, bus)
+    t.wait("reference pose 1 of 3")
+    _put(t, bus, 1, true_steps(1, 0))
+    t.wait("reference pose 2 of 3")
+    t.send("q")
+    assert t.finish() == 130
+    assert (tmp_path / "seed-3link.yaml").read_text() == OLD
