@@ -7,7 +7,9 @@ never pass by skipping the hardware-in-the-loop tests.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -61,3 +63,4 @@ def arm_and_pose(draw, narrowest_deg: float = 20.0):
 _TEST_HOME = Path(tempfile.mkdtemp(prefix="armctl-tests-"))
 os.environ["ARMCTL_CONFIG_DIR"] = str(_TEST_HOME / "config")
 os.environ["ARMCTL_STATE_DIR"] = str(_TEST_HOME / "state")
+atexit.register(shutil.rmtree, _TEST_HOME, ignore_errors=True)
