@@ -146,7 +146,8 @@ class Board:
                 self._boundary()
             else:
                 break
-        self.now = max(self.now, t)
+        if t >= self.now:  # t, not max(): keeps the caller's number type (exact Fractions stay exact)
+            self.now = t
         return out
 
     def _boundary(self) -> None:
