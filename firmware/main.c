@@ -293,11 +293,13 @@ int main(void)
 	for (;;) {
 		wdt_reset();
 		uint32_t now = now_ticks();
+		/* the watchdog first: a deadline at or before the bytes' arrival fires before they are
+		 * handled (and restart it), as in the simulator's board (Board.receive) */
+		proto_poll(&P, now);
 		while (rx_tail != rx_head) {
 			uint8_t b = rx_buf[rx_tail];
 			rx_tail = (uint8_t)((rx_tail + 1) % RX_SIZE);
 			proto_feed(&P, b, now);
 		}
-		proto_poll(&P, now);
 	}
 }

@@ -334,56 +334,49 @@ typedef struct {
 	uint8_t n;
 } field_t;
 
-#define BIG 0xFFFFFFFFUL /* saturated: larger than every limit below */
+/*
+ * Numbers (section 1): canonical decimal, "0" or a digit 1-9 followed by
+ * digits, any length. A malformed field is ARG; a well-formed value outside
+ * its range is RANGE, however many digits it has, so values saturate.
+ */
+#define MALFORMED 0xFFFFFFFFUL
+#define HUGE_NUM 0xFFFFFFFEUL /* well formed, larger than every limit (all are <= 65535) */
 
-/* plain decimal, up to 10 digits (the reference's parse_uint); BIG if malformed */
+static uint8_t is_digit(char c) { return c >= '0' && c <= '9'; }
+
 static uint32_t parse_uint(field_t f)
 {
-	if (!f.n || f.n > 10)
-		return BIG;
+	if (!f.n || (f.s[0] == '0' && f.n > 1))
+		return MALFORMED; /* empty, or a leading zero */
 	uint32_t v = 0;
 	for (uint8_t i = 0; i < f.n; i++) {
 		char c = f.s[i];
-		if (c < '0' || c > '9')
-			return BIG;
-		uint32_t nv = v * 10 + (uint32_t)(c - '0');
-		if (nv / 10 != v) /* overflow: 10-digit numbers above 2^32 */
-			return BIG - 1;
-		v = nv;
+		if (!is_digit(c))
+			return MALFORMED;
+		v = v < 1000000UL ? v * 10 + (uint32_t)(c - '0') : HUGE_NUM;
 	}
 	return v;
 }
-#define UINT_LIMIT 1000000000UL /* the reference parses numbers up to 1e9; above is malformed */
+
+enum { W_BAD, W_DASH, W_NUM };
 
 /*
- * A width: digits with an optional ".5" (any number of digits: a huge value
- * is well formed but out of range). Returns 1 and *ticks (0 for '-',
- * saturated at 0xFFFF) or 0 if malformed.
+ * A width field: '-' (W_DASH) or a number with an optional ".5" (W_NUM,
+ * *ticks saturated at 0xFFFF; 0 is a well-formed width of 0 us, out of every
+ * range); anything else is W_BAD.
  */
 static uint8_t parse_width(field_t f, uint16_t *ticks)
 {
-	if (f.n == 1 && f.s[0] == '-') {
-		*ticks = 0;
-		return 1;
-	}
-	uint8_t digits = f.n, half = 0;
-	if (f.n >= 2 && f.s[f.n - 2] == '.' && f.s[f.n - 1] == '5') {
-		digits = f.n - 2;
-		half = 1;
-	}
-	if (!digits)
-		return 0;
-	uint32_t v = 0;
-	for (uint8_t i = 0; i < digits; i++) {
-		char c = f.s[i];
-		if (c < '0' || c > '9')
-			return 0;
-		if (v < 0x10000UL)
-			v = v * 10 + (uint32_t)(c - '0');
-	}
-	v = v * 2 + half;
-	*ticks = v > 0xFFFFUL ? 0xFFFF : (uint16_t)v;
-	return 1;
+	if (f.n == 1 && f.s[0] == '-')
+		return W_DASH;
+	uint8_t half = f.n >= 2 && f.s[f.n - 2] == '.' && f.s[f.n - 1] == '5';
+	field_t whole = { f.s, (uint8_t)(f.n - 2 * half) };
+	uint32_t v = parse_uint(whole);
+	if (v == MALFORMED)
+		return W_BAD;
+	v = v < 0x8000UL ? v * 2 + half : 0xFFFF;
+	*ticks = (uint16_t)v;
+	return W_NUM;
 }
 
 static int8_t hexval(char c)
@@ -470,7 +463,10 @@ static void cmd_X(proto_t *p, uint8_t seq)
 {
 	PROTO_CRIT_BEGIN();
 	flush_moves(p);
-	memcpy(p->width, p->out, sizeof(p->width));
+	/* hold what this frame outputs; a channel disabled during this frame
+	 * still outputs its last pulse, but it has forgotten its width */
+	for (uint8_t ch = 0; ch < PROTO_NCH; ch++)
+		p->width[ch] = (p->mask >> ch & 1) ? p->out[ch] : 0;
 	snap(p);
 	PROTO_CRIT_END();
 	send_ack(p, seq);
@@ -482,28 +478,37 @@ static const char *cmd_M(proto_t *p, const field_t *a, uint8_t argc)
 {
 	if (argc != 1 + PROTO_NCH)
 		return "ARG";
+	/* every argument is parsed (ARG) before any range is checked (RANGE, OFF) */
 	uint32_t frames = parse_uint(a[0]);
-	proto_move_t m;
-	if (frames > UINT_LIMIT)
+	if (frames == MALFORMED)
 		return "ARG";
-	for (uint8_t ch = 0; ch < PROTO_NCH; ch++)
-		if (!parse_width(a[1 + ch], &m.ends[ch]))
+	proto_move_t m;
+	uint8_t given = 0;
+	for (uint8_t ch = 0; ch < PROTO_NCH; ch++) {
+		uint8_t kind = parse_width(a[1 + ch], &m.ends[ch]);
+		if (kind == W_BAD)
 			return "ARG";
+		if (kind == W_NUM)
+			given |= (uint8_t)(1u << ch);
+		else
+			m.ends[ch] = 0;
+	}
 	if (frames < 1 || frames > 65535)
 		return "RANGE";
 	m.frames = (uint16_t)frames;
 	const char *why = NULL;
 	PROTO_CRIT_BEGIN();
+	/* channel by channel from 0: the first channel at fault names the reason */
 	for (uint8_t ch = 0; ch < PROTO_NCH && !why; ch++) {
 		uint16_t e = m.ends[ch];
-		if (!e)
+		if (!(given >> ch & 1))
 			continue;
 		if (!(p->mask >> ch & 1))
 			why = "OFF";
 		else if (e < p->lo[ch] || e > p->hi[ch])
-			why = "RANGE";
+			why = "RANGE"; /* a width of 0 too: lo is at least 500 us */
 	}
-	if (!why) {
+	if (!why) { /* every end is now in range, so not 0: 0 in the queue means '-' */
 		p->queue[(p->q_head + p->q_len) % PROTO_DEPTH] = m;
 		p->q_len++;
 	}
@@ -513,24 +518,44 @@ static const char *cmd_M(proto_t *p, const field_t *a, uint8_t argc)
 	return why;
 }
 
+/* a hex number (the enable mask): "0" or no leading zero, any length; MALFORMED if not, saturated */
+static uint32_t parse_hex(field_t f)
+{
+	if (!f.n || (f.s[0] == '0' && f.n > 1))
+		return MALFORMED;
+	uint32_t v = 0;
+	for (uint8_t i = 0; i < f.n; i++) {
+		int8_t h = hexval(f.s[i]);
+		if (h < 0)
+			return MALFORMED;
+		v = v < 0x100000UL ? v << 4 | (uint8_t)h : HUGE_NUM;
+	}
+	return v;
+}
+
 static const char *cmd_E(proto_t *p, const field_t *a, uint8_t argc)
 {
-	if (argc != 1 || a[0].n < 1 || a[0].n > 2)
+	if (argc != 1)
 		return "ARG";
-	uint8_t mask = 0;
-	for (uint8_t i = 0; i < a[0].n; i++) {
-		int8_t h = hexval(a[0].s[i]);
-		if (h < 0)
-			return "ARG";
-		mask = (uint8_t)(mask << 4 | (uint8_t)h);
-	}
+	uint32_t mask = parse_hex(a[0]);
+	if (mask == MALFORMED)
+		return "ARG";
 	if (mask >> PROTO_NCH)
 		return "RANGE";
 	PROTO_CRIT_BEGIN();
-	for (uint8_t ch = 0; ch < PROTO_NCH; ch++)
-		if (!(mask >> ch & 1))
-			p->width[ch] = 0; /* a disabled channel forgets its width */
-	p->mask = mask;
+	/* A disabled channel forgets its width, and every move forgets its
+	 * number for it: no pulse on it until a move accepted after it is
+	 * enabled again gives it one (section 3). */
+	for (uint8_t ch = 0; ch < PROTO_NCH; ch++) {
+		if (mask >> ch & 1)
+			continue;
+		p->width[ch] = 0;
+		p->cur.ends[ch] = 0;
+		p->cur_start[ch] = 0;
+		for (uint8_t k = 0; k < PROTO_DEPTH; k++)
+			p->queue[k].ends[ch] = 0;
+	}
+	p->mask = (uint8_t)mask;
 	p->expect++;
 	snap(p);
 	PROTO_CRIT_END();
@@ -542,7 +567,7 @@ static const char *cmd_W(proto_t *p, const field_t *a, uint8_t argc, uint32_t no
 	if (argc != 2 || a[1].n != 1 || (a[1].s[0] != 'H' && a[1].s[0] != 'O'))
 		return "ARG";
 	uint32_t ms = parse_uint(a[0]);
-	if (ms > UINT_LIMIT)
+	if (ms == MALFORMED)
 		return "ARG";
 	if (ms != 0 && (ms < 20 || ms > 65535))
 		return "RANGE";
@@ -559,7 +584,7 @@ static const char *cmd_L(proto_t *p, const field_t *a, uint8_t argc)
 		return "ARG";
 	uint32_t ch = parse_uint(a[0]);
 	uint16_t lo, hi;
-	if (ch > 255 || !parse_width(a[1], &lo) || !parse_width(a[2], &hi) || !lo || !hi)
+	if (ch == MALFORMED || parse_width(a[1], &lo) != W_NUM || parse_width(a[2], &hi) != W_NUM)
 		return "ARG";
 	if (ch >= PROTO_NCH || lo < PROTO_LIMIT_MIN || lo >= hi || hi > PROTO_LIMIT_MAX)
 		return "RANGE";
@@ -637,7 +662,7 @@ static void handle_line(proto_t *p, const char *s, uint8_t n, uint32_t now)
 		return;
 	}
 	uint32_t seq32 = parse_uint(f[0]);
-	if (seq32 > 255) {
+	if (seq32 > 255) { /* MALFORMED too */
 		send_reject(p, -1, "ARG");
 		return;
 	}

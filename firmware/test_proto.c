@@ -271,8 +271,8 @@ static void test_enable_disable(void)
 	CHECK(p.out[1] == 3200);
 	send(&p, 0, "6 E 1F");
 	BODY("6 R 7 16 RANGE");
-	send(&p, 0, "7 E FFF");
-	BODY("7 R 8 16 ARG");
+	send(&p, 0, "7 E FFF"); /* well formed, too large */
+	BODY("7 R 8 16 RANGE");
 	send(&p, 0, "8 E G");
 	BODY("8 R 9 16 ARG");
 	send(&p, 0, "9 E 0");
@@ -346,7 +346,7 @@ static void test_limits(void)
 	send(&p, 0, "7 L 4 1000 2000");
 	BODY("7 R 8 15 RANGE");
 	send(&p, 0, "8 L 256 1000 2000");
-	BODY("8 R 9 15 ARG");
+	BODY("8 R 9 15 RANGE");
 	send(&p, 0, "9 L 1 499.5 2000");
 	BODY("9 R 10 15 RANGE");
 	send(&p, 0, "10 L 1 2000 2000");
@@ -398,8 +398,17 @@ static void test_move_args(void)
 		{ "0 1500 - - -", "RANGE" },
 		{ "65536 1500 - - -", "RANGE" },
 		{ "1000000000 1500 - - -", "RANGE" },
-		{ "1000000001 1500 - - -", "ARG" },
-		{ "12345678901 1500 - - -", "ARG" },
+		{ "1000000001 1500 - - -", "RANGE" },
+		{ "12345678901 1500 - - -", "RANGE" }, /* any number of digits: the value decides */
+		{ "01 1500 - - -", "ARG" },              /* a leading zero is malformed */
+		{ "00 1500 - - -", "ARG" },
+		{ "1 0 - - -", "RANGE" },                /* issue 11: a width of 0 is no '-' */
+		{ "1 - 0 - -", "RANGE" },
+		{ "1 0.5 - - -", "RANGE" },
+		{ "1 00 - - -", "ARG" },
+		{ "1 0500 - - -", "ARG" },
+		{ "1 00.5 - - -", "ARG" },
+		{ "1 1500 - - 0", "RANGE" },
 		{ "x 1500 - - -", "ARG" },
 		{ "1 1500.0 - - -", "ARG" },
 		{ "1 1500.25 - - -", "ARG" },
@@ -413,6 +422,8 @@ static void test_move_args(void)
 		{ "1 2500.5 - - -", "RANGE" },
 		{ "1 - - - 2600 x", "ARG" },
 		{ "0 1500 - - x", "ARG" }, /* every argument is parsed before ranges are checked */
+		{ "1 3000 0 - -", "RANGE" },
+		{ "1 - 0500 - 0", "ARG" },
 	};
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		uint8_t s = (uint8_t)(1 + i);
@@ -422,7 +433,7 @@ static void test_move_args(void)
 		BODY(want);
 	}
 	CHECK(p.count[PC_REJ] == sizeof(cases) / sizeof(cases[0]));
-	send(&p, 0, "%u M 1 0500 2500 500.5 2499.5", 1 + (unsigned)(sizeof(cases) / sizeof(cases[0])));
+	send(&p, 0, "%u M 1 500 2500 500.5 2499.5", 1 + (unsigned)(sizeof(cases) / sizeof(cases[0])));
 	frames(&p, 1);
 	CHECK(p.out[0] == 1000 && p.out[1] == 5000 && p.out[2] == 1001 && p.out[3] == 4999);
 }
@@ -530,6 +541,79 @@ static void test_sequence_wrap(void)
 	BODY("- N 1 16 SEQ");
 }
 
+/* issue 11: a channel disabled while its move executes, or with moves queued for it, forgets the
+ * width and those moves' numbers for it: re-enabled, it stays silent until a new move sets it */
+static void test_disable_forgets_moves(void)
+{
+	proto_t p;
+	fresh(&p, 1);
+	send(&p, 0, "1 M 1 1000 1000 - -");
+	send(&p, 0, "2 M 10 2000 2000 - -"); /* executing when channel 0 is disabled */
+	send(&p, 0, "3 M 5 1500 1500 - -");  /* queued */
+	frames(&p, 4);
+	CHECK(p.out[0] == 2600 && p.out[1] == 2600);
+	send(&p, 0, "4 E E");
+	BODY("4 A 5 15");
+	frames(&p, 1);
+	CHECK(p.out[0] == 0 && p.out[1] == 2800); /* channel 1 moves on */
+	send(&p, 0, "5 E F"); /* enabled again before the queued move starts */
+	frames(&p, 20);
+	CHECK(p.out[0] == 0 && p.width[0] == 0); /* no pulse: not the executing move's 2000, not the queued 1500 */
+	CHECK(p.out[1] == 3000);
+	send(&p, 0, "6 L 0 600 700"); /* nothing queued for channel 0 any more */
+	BODY("6 A 7 16");
+	send(&p, 0, "7 M 1 650 - - -");
+	frames(&p, 1);
+	CHECK(p.out[0] == 1300); /* a move after the enable sets it */
+	send(&p, 0, "8 Q");
+	BODY("8 S 26 8 16 F 650 1500 - - 0 0 0 0 0 0 0 1 0 0001");
+}
+
+/* issue 11: X in the frame a channel was disabled must not give the channel back its width */
+static void test_stop_after_disable(void)
+{
+	proto_t p;
+	fresh(&p, 1);
+	send(&p, 0, "1 M 1 1500 1500 - -");
+	frames(&p, 1);
+	send(&p, 0, "2 E 2");
+	CHECK(p.out[0] == 3000); /* this frame still pulses */
+	send(&p, 0, "2 X");
+	BODY("2 A 3 16");
+	send(&p, 0, "3 E F");
+	frames(&p, 3);
+	CHECK(p.out[0] == 0 && p.out[1] == 3000);
+}
+
+/* section 1: canonical numbers; a malformed field is ARG, a well-formed value out of range is RANGE */
+static void test_number_forms(void)
+{
+	proto_t p;
+	fresh(&p, 1);
+	static const struct { const char *line; const char *reply; } cases[] = {
+		{ "1 L 0 00 2400", "1 R 2 16 ARG" },
+		{ "2 L 0 0 2400", "2 R 3 16 RANGE" },
+		{ "3 L 00 600 2400", "3 R 4 16 ARG" },
+		{ "4 L 0 600 02400", "4 R 5 16 ARG" },
+		{ "5 L 99999999999999999999 600 2400", "5 R 6 16 RANGE" },
+		{ "6 E 0F", "6 R 7 16 ARG" },
+		{ "7 E 00", "7 R 8 16 ARG" },
+		{ "8 E 10000000000000", "8 R 9 16 RANGE" },
+		{ "9 W 020 H", "9 R 10 16 ARG" },
+		{ "10 W 00 H", "10 R 11 16 ARG" },
+		{ "11 W 99999999999 H", "11 R 12 16 RANGE" },
+		{ "012 Q", "- R 12 16 ARG" },
+		{ "00 Q", "- R 12 16 ARG" },
+		{ "12 E f", "12 A 13 16" },
+		{ "13 E 0", "13 A 14 16" },
+		{ "14 W 0 H", "14 A 15 16" },
+	};
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		send(&p, 0, "%s", cases[i].line);
+		BODY(cases[i].reply);
+	}
+}
+
 static void test_fuzz(void)
 {
 	proto_t p;
@@ -570,6 +654,9 @@ int main(void)
 	test_line_errors();
 	test_full();
 	test_sequence_wrap();
+	test_disable_forgets_moves();
+	test_stop_after_disable();
+	test_number_forms();
 	test_fuzz();
 	if (failures) {
 		fprintf(stderr, "test_proto: %d of %d checks failed\n", failures, checks);

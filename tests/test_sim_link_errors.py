@@ -139,5 +139,6 @@ def test_board_reset_mid_run_is_detected():
 def test_armsim_is_a_plain_pyserial_port():
     s = serial.serial_for_url("armsim://seed-2link?rate=10&boot=3F2A", timeout=1)
     s.write(codec.hello(0))
+    assert s.readline() == codec.encode(None, "!", "BOOT", "armsim", 1, "3F2A")  # the board just reset
     assert s.readline().startswith(b"0 H armsim 1 4 16 20000 3F2A ")
     s.close()

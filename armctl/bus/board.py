@@ -4,7 +4,9 @@
 numbers, the move queue, frame-timed interpolation in 0.5 us ticks, stop,
 enable, watchdog, limits and status. It has no clock of its own: the caller
 says what time it is (seconds since boot) with every call, so the simulator can
-run it on a scaled clock and the test vectors on a virtual one.
+run it on a scaled clock and the test vectors on a virtual one. Times may be
+floats or ``fractions.Fraction`` (exact, with ``frame_s=Fraction(1, 50)``: the
+differential test against the firmware, tools/fuzz/, needs exact ties).
 """
 
 from __future__ import annotations
@@ -13,17 +15,72 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 from . import codec
 
 DEFAULT_LIMITS_TICKS = (1000, 5000)  # 500..2500 us
+FRAME_MOD = 2**32  # the frame counter is 32 bits on the wire
+_HEX = frozenset("0123456789ABCDEFabcdef")
+
+
+class _Reject(Exception):
+    """A sequenced command's arguments are bad: ``reason`` is ARG or RANGE (docs/protocol.md section 4)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _number(text: str) -> int:
+    """A canonical decimal: ``0`` or no leading zero, any length (section 1); _Reject(ARG) if malformed."""
+    if not (text.isascii() and text.isdigit()) or (len(text) > 1 and text[0] == "0"):
+        raise _Reject("ARG")
+    return int(text)
+
+
+def _width(text: str) -> int | None:
+    """A width field in ticks: ``-`` is None, else a number with an optional ``.5``; _Reject(ARG) if malformed.
+
+    ``0`` is a well-formed width (0 us) that no channel's range holds."""
+    if text == "-":
+        return None
+    half = text.endswith(".5")
+    return _number(text[:-2] if half else text) * 2 + half
+
+
+def _hex(text: str) -> int:
+    """A hex number (the enable mask): ``0`` or no leading zero, any length, either case; _Reject(ARG) if not."""
+    if not text or any(c not in _HEX for c in text) or (len(text) > 1 and text[0] == "0"):
+        raise _Reject("ARG")
+    return int(text, 16)
+
+
+def _split_checked(line: bytes) -> list[str] | None:
+    """The fields of a line whose CRC is good (the line without its newline and one CR).
+
+    Raises codec.CrcError (section 4 step 2); returns None when the CRC is good but the body is not
+    ASCII fields separated by single spaces with at least ``<seq> <TYPE>`` (a reject, ARG)."""
+    star = line.rfind(b"*")
+    tail = line[star + 1 :]
+    if star < 1 or len(tail) != 4 or line[star - 1] != 0x20 or any(c not in b"0123456789ABCDEFabcdef" for c in tail):
+        raise codec.CrcError(f"no checksum in line {line[:40]!r}")
+    if codec.crc16(line[:star]) != int(tail, 16):
+        raise codec.CrcError(f"checksum mismatch in line {line[:40]!r}")
+    body = line[: star - 1]  # without the space before '*'
+    if any(c >= 0x80 for c in body):
+        return None
+    fields = body.decode("ascii").split(" ")
+    if len(fields) < 2 or any(f == "" for f in fields):
+        return None
+    return fields
 
 
 @dataclass
 class _Move:
     frames: int
-    ends: tuple[int | None, ...]
-    starts: tuple[int | None, ...] = ()
+    ends: list[int | None]  # ticks; None = '-' (also for every channel disabled since the move was accepted)
+    starts: list[int | None] | None = None  # set when the move starts
     done: int = 0
 
 
@@ -37,13 +94,13 @@ class Board:
         depth: int = 16,
         firmware: str = "armsim",
         boot: int | None = None,
-        frame_s: float = codec.FRAME_US * 1e-6,
+        frame_s: float | Fraction = codec.FRAME_US * 1e-6,
         on_pulse: Callable[[float, int, int | None], None] | None = None,
     ):
         self.channels = int(channels)
         self.depth = int(depth)
         self.firmware = firmware
-        self.frame_s = float(frame_s)
+        self.frame_s = frame_s if isinstance(frame_s, Fraction) else float(frame_s)
         self.boot = random.getrandbits(16) if boot is None else int(boot) & 0xFFFF
         self.on_pulse = on_pulse
         self.frame = 0
@@ -89,7 +146,8 @@ class Board:
                 self._boundary()
             else:
                 break
-        self.now = max(self.now, t)
+        if t >= self.now:  # t, not max(): keeps the caller's number type (exact Fractions stay exact)
+            self.now = t
         return out
 
     def _boundary(self) -> None:
@@ -98,13 +156,11 @@ class Board:
             self.cur, ended = None, True
         if self.cur is None and self.queue:
             self.cur = self.queue.popleft()
-            starts = []
-            for ch, e in enumerate(self.cur.ends):
-                if e is None or not self.mask >> ch & 1:
-                    starts.append(None)
-                else:
-                    starts.append(self.width[ch] if self.width[ch] is not None else e)
-            self.cur.starts = tuple(starts)
+            # a channel with no width yet starts at its end width (disabled channels have no end: see _cmd_E)
+            self.cur.starts = [
+                None if e is None else (self.width[ch] if self.width[ch] is not None else e)
+                for ch, e in enumerate(self.cur.ends)
+            ]
         elif self.cur is None and ended:
             self.counters["empty"] += 1
         if self.cur is not None:
@@ -132,7 +188,7 @@ class Board:
         self.counters["wdog"] += 1
         self.wdog_s = 0.0
         self.wdog_deadline = None
-        return codec.encode(None, "!", "WDOG", self.frame)
+        return codec.encode(None, "!", "WDOG", self.frame % FRAME_MOD)
 
     # --- bytes in ----------------------------------------------------------------------------------
 
@@ -148,9 +204,11 @@ class Board:
                     self.counters["long"] += 1
                     out += self._nak("LONG")
                     continue
-                # One "\r" before "\n" is allowed (serial monitors send CRLF); split_line
-                # strips it, as the firmware does: strip it here too and "\r\r\n" would pass.
-                if line not in (b"", b"\r"):
+                # One "\r" before "\n" is allowed (serial monitors send CRLF): "\r\r\n" is a
+                # line "\r", a bad checksum; empty lines are ignored.
+                if line.endswith(b"\r"):
+                    line = line[:-1]
+                if line:
                     out += self.handle_line(line, t)
             elif not self._discarding:
                 self._buf.append(byte)
@@ -173,20 +231,22 @@ class Board:
         return codec.encode(seq, "R", self.expect, self.free, reason)
 
     def handle_line(self, line: bytes, t: float) -> bytes:
-        """Process one complete line (without its newline) received at time ``t``."""
+        """Process one complete line (without its newline and one CR) received at time ``t``, as section 4 says."""
         try:
-            fields = codec.split_line(line)
+            fields = _split_checked(line)
         except codec.CrcError:
             self.counters["crc"] += 1
             return self._nak("CRC")
-        except Exception:
-            # Good CRC, but no readable "<seq> <TYPE>" head.
-            self._restart_watchdog(t)
+        self._restart_watchdog(t)  # any line with a good CRC, duplicates and rejects too
+        if fields is None:
             return self._reject(None, "ARG")
-        self._restart_watchdog(t)
-        seq, kind, args = fields.seq, fields.kind, fields.args
-        if seq is None:
+        try:
+            seq = _number(fields[0])
+        except _Reject:
+            seq = None
+        if seq is None or seq > 255:
             return self._reject(None, "ARG")
+        kind, args = fields[1], fields[2:]
         if kind not in codec.IMMEDIATE and kind not in codec.SEQUENCED:
             return self._reject(seq, "CMD")
         if kind in codec.IMMEDIATE:
@@ -205,8 +265,12 @@ class Board:
         if kind == "M" and not self.free:
             self.counters["full"] += 1
             return self._nak("FULL")
-        reason = getattr(self, f"_cmd_{kind}")(args)
-        self.expect = (self.expect + 1) % codec.SEQ_MOD
+        try:
+            getattr(self, f"_cmd_{kind}")(args)
+            reason = None
+        except _Reject as exc:
+            reason = exc.reason
+        self.expect = (self.expect + 1) % codec.SEQ_MOD  # used up, executed or rejected
         if reason:
             return self._reject(seq, reason)
         return codec.encode(seq, "A", self.expect, self.free)
@@ -237,7 +301,7 @@ class Board:
         return codec.encode(
             seq,
             "S",
-            self.frame,
+            self.frame % FRAME_MOD,
             self.expect,
             self.free,
             f"{self.mask:X}",
@@ -250,7 +314,9 @@ class Board:
     def _cmd_X(self, seq: int) -> bytes:
         self.queue.clear()
         self.cur = None
-        self.width = list(self.out)
+        # hold what this frame outputs; a channel disabled during this frame still outputs its last
+        # pulse, but it has forgotten its width
+        self.width = [w if self.mask >> ch & 1 else None for ch, w in enumerate(self.out)]
         return codec.encode(seq, "A", self.expect, self.free)
 
     @property
@@ -261,71 +327,65 @@ class Board:
             left += self.cur.frames - self.cur.done
         return left
 
-    # --- sequenced commands: return a reject reason or None ----------------------------------------
+    # --- sequenced commands: raise _Reject(reason) ------------------------------------------------
 
-    def _cmd_M(self, args) -> str | None:
+    def _cmd_M(self, args) -> None:
         if len(args) != 1 + self.channels:
-            return "ARG"
-        try:
-            frames = codec.parse_uint(args[0], 0, 10**9)
-            ends = tuple(codec.parse_width(a) for a in args[1:])
-        except ValueError:
-            return "ARG"
+            raise _Reject("ARG")
+        frames = _number(args[0])  # every argument is parsed (ARG) before any range (RANGE, OFF)
+        ends = [_width(a) for a in args[1:]]
         if not 1 <= frames <= 65535:
-            return "RANGE"
-        for ch, e in enumerate(ends):
+            raise _Reject("RANGE")
+        for ch, e in enumerate(ends):  # channel by channel from 0: the first at fault names the reason
             if e is None:
                 continue
             if not self.mask >> ch & 1:
-                return "OFF"
+                raise _Reject("OFF")
             lo, hi = self.limits[ch]
             if not lo <= e <= hi:
-                return "RANGE"
+                raise _Reject("RANGE")
         self.queue.append(_Move(frames, ends))
-        return None
 
-    def _cmd_E(self, args) -> str | None:
-        if len(args) != 1 or not 1 <= len(args[0]) <= 2 or any(c not in "0123456789ABCDEFabcdef" for c in args[0]):
-            return "ARG"
-        mask = int(args[0], 16)
+    def _cmd_E(self, args) -> None:
+        if len(args) != 1:
+            raise _Reject("ARG")
+        mask = _hex(args[0])
         if mask >> self.channels:
-            return "RANGE"
+            raise _Reject("RANGE")
+        # A disabled channel forgets its width, and every move forgets its number for it: no pulse on
+        # it until a move accepted after it is enabled again gives it one (docs/protocol.md section 3).
         for ch in range(self.channels):
             if not mask >> ch & 1:
                 self.width[ch] = None
+                for m in [*self.queue, *([self.cur] if self.cur is not None else [])]:
+                    m.ends[ch] = None
+                    if m.starts is not None:
+                        m.starts[ch] = None
         self.mask = mask
-        return None
 
-    def _cmd_W(self, args) -> str | None:
+    def _cmd_W(self, args) -> None:
         if len(args) != 2 or args[1] not in ("H", "O"):
-            return "ARG"
-        try:
-            ms = codec.parse_uint(args[0], 0, 10**9)
-        except ValueError:
-            return "ARG"
+            raise _Reject("ARG")
+        ms = _number(args[0])
         if ms != 0 and not 20 <= ms <= 65535:
-            return "RANGE"
-        self.wdog_s = ms / 1000.0
+            raise _Reject("RANGE")
+        self.wdog_s = Fraction(ms, 1000)  # exact; float + Fraction is a float for the simulator's clock
         self.wdog_mode = args[1]
         self.wdog_deadline = None if ms == 0 else self.now + self.wdog_s
-        return None
 
-    def _cmd_L(self, args) -> str | None:
+    def _cmd_L(self, args) -> None:
         if len(args) != 3:
-            return "ARG"
-        try:
-            ch = codec.parse_uint(args[0], 0, 255)
-            lo, hi = codec.parse_width(args[1]), codec.parse_width(args[2])
-        except ValueError:
-            return "ARG"
+            raise _Reject("ARG")
+        ch = _number(args[0])
+        lo, hi = _width(args[1]), _width(args[2])
         if lo is None or hi is None:
-            return "ARG"
-        if ch >= self.channels or not 1000 <= lo < hi <= 5000:
-            return "RANGE"
+            raise _Reject("ARG")
+        if ch >= self.channels or not DEFAULT_LIMITS_TICKS[0] <= lo < hi <= DEFAULT_LIMITS_TICKS[1]:
+            raise _Reject("RANGE")
+        # the channel's width, every queued end and the executing move's end must fit
         widths = [self.width[ch]] + [m.ends[ch] for m in self.queue]
         if self.cur is not None:
             widths.append(self.cur.ends[ch])
         if any(w is not None and not lo <= w <= hi for w in widths):
-            return "RANGE"
+            raise _Reject("RANGE")
         self.limits[ch] = (lo, hi)
-        return None

@@ -9,6 +9,10 @@ bytes, giving it the simulated time. Times here are simulated seconds; the
   ``delay``; whole lines are dropped or get one bit flipped with probability
   ``drop``/``corrupt`` (both directions); after ``disconnect`` host bytes the
   link is gone.
+- Boot: the port opening is the board's reset (a Uno resets on DTR). The board
+  sends its ``- ! BOOT`` line ``BOOT_S`` after it, when its UART is ready, and
+  reads host bytes from then on (earlier ones wait), so the banner comes before
+  any reply, as on the firmware.
 - Servos: each channel's horn moves toward the commanded pulse at ``slew``
   deg/s (converted to us/s with the servo's us per degree); without pulses it
   stays where it is. Joint angles come from the pulse through the calibration,
@@ -99,6 +103,8 @@ class _Servo:
 class SimArm:
     """A simulated board and arm; feed it host bytes with ``host_write`` and read ``host_read``."""
 
+    BOOT_S = 0.05  # simulated seconds from reset (the port opening) to the board's UART being ready
+
     def __init__(self, opts: SimOptions | None = None, *, arm: Arm | None = None, cal: Calibration | None = None):
         self.opts = o = opts or SimOptions()
         self.arm = arm or load_arm(o.arm)
@@ -143,7 +149,7 @@ class SimArm:
             servo = _Servo(s, sign, scale, offset, 0.0, slew_us_s=o.slew_deg_s * s.us_per_deg)
             servo.p_us = servo.us_for_angle(start[i] if i < n else start[n])
             self.servos[s.channel] = servo
-        self._to_host_schedule(self.board.banner(), 0.0)
+        self._to_host_schedule(self.board.banner(), self.BOOT_S)
 
     # --- state ---------------------------------------------------------------------------------
 
@@ -289,7 +295,8 @@ class SimArm:
                 self._tx_line.clear()
                 if line is not None:
                     self._order += 1
-                    insort(self._to_board, (start + (i + 1) * self.byte_s + self.delay_s, self._order, line))
+                    arrival = max(start + (i + 1) * self.byte_s + self.delay_s, self.BOOT_S)  # read once booted
+                    insort(self._to_board, (arrival, self._order, line))
         self._tx_free_s = start + len(data) * self.byte_s
         if self.gone:
             raise LinkGone(f"disconnected after {limit} bytes (disconnect={limit})")
@@ -345,5 +352,7 @@ class SimArm:
         return min(cands, default=math.inf)
 
     def drop_pending_output(self) -> None:
-        """Forget bytes not yet read by the host (pyserial's reset_input_buffer)."""
-        self._to_host.clear()
+        """Forget bytes that have reached the host and not been read (pyserial's reset_input_buffer).
+
+        Bytes still on the wire (the boot banner right after the port opened) arrive later, as on a real port."""
+        self._to_host = [item for item in self._to_host if item[0] > self.now]

@@ -14,7 +14,8 @@ lines out, run against a fresh board:
     <none                  no board line is waiting
     ~ 3                    let 3 frames (20 ms each) pass
 
-A BOOT event that arrives before the first board line is matched is ignored.
+A BOOT event that arrives before the first board line is matched is ignored, unless that line
+is itself a BOOT event (``< - ! BOOT ...``).
 """
 
 from __future__ import annotations
@@ -112,7 +113,8 @@ def run(vector: VectorFile, transport: VectorTransport, *, reply_timeout_s: floa
             assert got is None, f"{where}: expected no board line, got {got!r}"
         else:
             got = transport.read_line(reply_timeout_s)
-            while got is not None and not matched_any and got.startswith(b"- ! BOOT "):
+            boot_wanted = step.data.startswith(b"- ! BOOT ")
+            while got is not None and not matched_any and not boot_wanted and got.startswith(b"- ! BOOT "):
                 got = transport.read_line(reply_timeout_s)
             assert got is not None, f"{where}: expected {step.data!r}, board sent nothing"
             got = got.rstrip(b"\n")
