@@ -915,10 +915,15 @@ class Robot:
     def _store_pose(self, values, *, clean: bool, hold_in_s: float = 0.0) -> None:
         """Store the pose servo ``values`` mean (best effort: the state folder was writable at connect, and the
         motion matters more than its record)."""
-        pose = self._pose_from(values, "commanded", "")
-        g = math.nan if pose.gripper_rad is None else pose.gripper_rad
+        q = [float(s.angle_rad(v)) for s, v in zip(self.calibration.joints, values)]  # no fk: this runs 50 Hz
+        grip = self.calibration.gripper
+        g = (
+            math.nan
+            if grip is None or len(values) <= self.arm.n or values[self.arm.n] is None
+            else grip.angle_rad(values[self.arm.n])
+        )
         try:
-            self._store.save(pose.q_rad, g, pose.values, clean=clean, durable=clean, hold_in_s=hold_in_s)
+            self._store.save(q, float(g), values, clean=clean, durable=clean, hold_in_s=hold_in_s)
         except OSError:
             pass
 

@@ -22,6 +22,10 @@ from . import codec
 from .backend import FRAME_S, Backend, BoardInfo, BoardLimitsError, BoardStatus, Capabilities, WireLog, open_port
 
 DEFAULT_BAUD = 115200
+POLL_SLICE_S = 0.02  # while waiting on the board: how often replies are read and the tick runs (once a frame)
+SLOT_MARGIN_FRAMES = 0.5  # ask for a freed slot half a frame after it is due: the board's frame edge may be late
+REFILL_SLOTS = 4  # while the board's queue is full, ask again once this many slots are due to be free ...
+LOW_WATER_S = 0.3  # ... but before less than this much motion is left queued
 
 
 @dataclass
@@ -68,6 +72,8 @@ class ArmProtocolBackend(Backend):
         self._queued: deque[int] = deque()  # frames of acked moves the board has not started (estimate)
         self._sent_frames = 0
         self._anchor: tuple[float, float] | None = None  # (host time, frames played then) from the last status
+        self._next_poll_t = 0.0  # while the board's queue is full: when a slot is due to free (host time)
+        self._last_sent_t = 0.0
         self._last_progress = 0.0
         self._resends = 0
         self._resent_for: int | None = None
@@ -155,6 +161,7 @@ class ArmProtocolBackend(Backend):
             self._dead = LinkError(f"lost the link to {self.port}: {exc}")
             raise self._dead from None
         self.bytes_out += len(data)
+        self._last_sent_t = time.monotonic()
         if self.log:
             self.log.record(">", data)
 
@@ -226,7 +233,9 @@ class ArmProtocolBackend(Backend):
             self._update_credit(reply.expect, reply.free)
             # frames played when the board answered: everything it accepted (seq < expect) minus what is left
             unaccepted = sum(s.frames for s in self._out if (s.seq - reply.expect) % codec.SEQ_MOD < 128)
-            self._anchor = (time.monotonic(), float(self._sent_frames - unaccepted - reply.left_frames))
+            now = time.monotonic()
+            self._anchor = (now, float(self._sent_frames - unaccepted - reply.left_frames))
+            self._next_poll_t = now + (self._refill_due_s(reply.left_frames) if reply.free == 0 else 0.0)
         elif isinstance(reply, codec.Event):
             if reply.name == "BOOT" and self.info is not None:
                 self._fail(LinkError("the board reset itself (boot event); the servos may have gone limp"))
@@ -344,8 +353,8 @@ class ArmProtocolBackend(Backend):
                 self._full_wait = False
                 self._resent_for = None
                 self._resend_all(self._expect)
-            elif "Q" not in self._pending_imm:
-                self._immediate("Q")
+            else:
+                self._poll_when_due(now)
             return
         if oldest is not None and now - oldest > self._timeout_s():
             self._resent_for = None
@@ -436,11 +445,12 @@ class ArmProtocolBackend(Backend):
         data = codec.move(self._next, frames, ticks)
         deadline = time.monotonic() + max(5.0, frames * 0.02 * 4)
         while self._credit() <= 0 or len(self._out) >= 32:
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 raise LinkError(f"the board on {self.port} stopped taking moves (queue full for too long)")
-            if not self._out and "Q" not in self._pending_imm:
-                self._immediate("Q")
-            self._service(0.002)
+            if not self._out:
+                self._poll_when_due(now)
+            self._service(min(POLL_SLICE_S, max(0.0005, self._next_poll_t - now)))
             self._waiting()
         self._streaming = True
         self._sequenced(data, frames)
@@ -455,6 +465,8 @@ class ArmProtocolBackend(Backend):
             self._service(0.005)
 
     def drain(self, *, timeout_s: float | None = None) -> None:
+        """Block until the board has played every move: it is asked when its queue is due to be done (from
+        ``left``), not over and over."""
         self.flush()
         budget = timeout_s if timeout_s is not None else 10.0 + (sum(self._queued) + 20) * 0.02 * 2
         deadline = time.monotonic() + budget
@@ -463,10 +475,34 @@ class ArmProtocolBackend(Backend):
             if st.left_frames == 0:
                 self._streaming = False
                 return
+            start = time.monotonic()
+            until = min(start + st.left_frames * FRAME_S / self._time_scale, start + self._keepalive_s(), deadline)
+            while (now := time.monotonic()) < until:
+                self._waiting()
+                self._service(min(POLL_SLICE_S, until - now))
             if time.monotonic() > deadline:
                 raise LinkError(f"the board on {self.port} did not finish its moves within {budget:g} s")
-            self._waiting()
-            time.sleep(min(0.01, st.left_frames * 0.005))
+
+    def _refill_due_s(self, left_frames: int) -> float:
+        """Queue full, ``left_frames`` to play: seconds until it is worth asking again. Slots free as the
+        board starts the queued moves, whose lengths we know (the rest of ``left`` is the executing move):
+        ask when ``REFILL_SLOTS`` are free, but while at least ``LOW_WATER_S`` of motion is still queued."""
+        queued = list(self._queued)
+        current = max(left_frames - sum(queued), 0)
+        due = current + sum(queued[: REFILL_SLOTS - 1])
+        due = min(due, max(current, left_frames - LOW_WATER_S / FRAME_S))
+        return (due + SLOT_MARGIN_FRAMES) * FRAME_S / self._time_scale
+
+    def _keepalive_s(self) -> float:
+        """The longest the host stays silent while it waits: a third of the board's watchdog."""
+        return self.watchdog_s / 3 if self.watchdog_s else 1.0
+
+    def _poll_when_due(self, now: float) -> None:
+        """Ask for the status when a queue slot is due to free (or the watchdog needs feeding)."""
+        if "Q" in self._pending_imm:
+            return
+        if now >= self._next_poll_t or now - self._last_sent_t >= self._keepalive_s():
+            self._immediate("Q")
 
     def stop(self) -> None:
         self._streaming = False
