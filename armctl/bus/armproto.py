@@ -25,7 +25,8 @@ DEFAULT_BAUD = 115200
 POLL_SLICE_S = 0.02  # while waiting on the board: how often replies are read and the tick runs (once a frame)
 SLOT_MARGIN_FRAMES = 0.5  # ask for a freed slot half a frame after it is due: the board's frame edge may be late
 REFILL_SLOTS = 4  # while the board's queue is full, ask again once this many slots are due to be free ...
-LOW_WATER_S = 0.3  # ... but before less than this much motion is left queued
+LOW_WATER_S = 0.3  # ... but before less than this much motion is left queued (board time) ...
+LOW_WATER_HOST_S = 0.15  # ... or than the host may need to refill it (a board run faster than real time)
 
 
 @dataclass
@@ -121,6 +122,8 @@ class ArmProtocolBackend(Backend):
         except (AttributeError, OSError, ValueError, serial.SerialException):
             self._fd = None
         self._time_scale = float(getattr(self.ser, "rate", 1.0))  # armsim runs its clock faster
+        self._board_rate = self._time_scale  # board seconds per host second, measured from its frame counter
+        self._clock_ref: tuple[float, int] | None = None
         try:
             self.info = self._handshake()
             self.runs_on_frames = math.inf  # no watchdog: the board plays everything it was sent
@@ -234,6 +237,7 @@ class ArmProtocolBackend(Backend):
             # frames played when the board answered: everything it accepted (seq < expect) minus what is left
             unaccepted = sum(s.frames for s in self._out if (s.seq - reply.expect) % codec.SEQ_MOD < 128)
             now = time.monotonic()
+            self._measure_clock(now, reply.frame)
             self._anchor = (now, float(self._sent_frames - unaccepted - reply.left_frames))
             self._next_poll_t = now + (self._refill_due_s(reply.left_frames) if reply.free == 0 else 0.0)
         elif isinstance(reply, codec.Event):
@@ -476,12 +480,27 @@ class ArmProtocolBackend(Backend):
                 self._streaming = False
                 return
             start = time.monotonic()
-            until = min(start + st.left_frames * FRAME_S / self._time_scale, start + self._keepalive_s(), deadline)
+            until = min(start + st.left_frames * FRAME_S / self._board_rate, start + self._keepalive_s(), deadline)
             while (now := time.monotonic()) < until:
                 self._waiting()
                 self._service(min(POLL_SLICE_S, until - now))
             if time.monotonic() > deadline:
                 raise LinkError(f"the board on {self.port} did not finish its moves within {budget:g} s")
+
+    def _measure_clock(self, now: float, frame: int) -> None:
+        """How fast the board's frames go against the host's clock (a real board: 1; a simulator run faster
+        than real time: more), from its frame counter, so waits are timed on the board's clock."""
+        if self._clock_ref is None:
+            self._clock_ref = (now, frame)
+            return
+        t0, f0 = self._clock_ref
+        frames = (frame - f0) % 2**32
+        if frames < 10:  # too short to tell (a frame is the resolution)
+            return
+        rate = frames * FRAME_S / (now - t0)
+        if 0.02 < rate < 500:
+            self._board_rate = 0.5 * self._board_rate + 0.5 * rate
+        self._clock_ref = (now, frame)
 
     def _refill_due_s(self, left_frames: int) -> float:
         """Queue full, ``left_frames`` to play: seconds until it is worth asking again. Slots free as the
@@ -490,8 +509,9 @@ class ArmProtocolBackend(Backend):
         queued = list(self._queued)
         current = max(left_frames - sum(queued), 0)
         due = current + sum(queued[: REFILL_SLOTS - 1])
-        due = min(due, max(current, left_frames - LOW_WATER_S / FRAME_S))
-        return (due + SLOT_MARGIN_FRAMES) * FRAME_S / self._time_scale
+        low_water = max(LOW_WATER_S, LOW_WATER_HOST_S * self._board_rate) / FRAME_S  # frames to keep queued
+        due = min(due, max(current, left_frames - low_water))
+        return (due + SLOT_MARGIN_FRAMES) * FRAME_S / self._board_rate
 
     def _keepalive_s(self) -> float:
         """The longest the host stays silent while it waits: a third of the board's watchdog."""
@@ -560,7 +580,7 @@ class ArmProtocolBackend(Backend):
         if self._anchor is None:
             return max(0, acked - sum(self._queued))
         t, played = self._anchor
-        est = played + (time.monotonic() - t) * self._time_scale / FRAME_S
+        est = played + (time.monotonic() - t) * self._board_rate / FRAME_S
         return int(max(0.0, min(float(acked), est)))
 
     def measured(self, *, settle_s: float = 0.0) -> dict[int, float]:

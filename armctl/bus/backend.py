@@ -188,7 +188,8 @@ class WireLog:
     def __init__(self, path):
         self.path = path
         try:
-            self.f = open(path, "w", encoding="ascii", errors="backslashreplace")  # noqa: SIM115
+            # line-buffered: a wire log is for bug reports, and must hold what was sent up to a crash
+            self.f = open(path, "w", encoding="ascii", errors="backslashreplace", buffering=1)  # noqa: SIM115
             self.f.write("# armctl wire log: seconds since open, direction (> host to board, < board to host), bytes\n")
             self.f.flush()  # a full disk shows here, before anything is sent
         except OSError as exc:
