@@ -37,7 +37,7 @@ COMMANDS = {
     "workspace": ("kin", "reach, joint limits and speeds of the arm"),
     "plan": ("motion", "plan a YAML program into a timed joint trajectory (checked whole)"),
     "plot": ("motion", "draw a planned program: workspace, path, arm poses, joint speeds"),
-    "jog": ("device", "move the tool in a straight line to X Y"),
+    "jog": ("device", "move the tool in a straight line to X Y, or jog it with the keys (no target)"),
     "run": ("device", "run a YAML program on the arm"),
     "home": ("device", "move slowly to the arm's home pose"),
     "status": ("device", "show the board and the pose it holds"),
