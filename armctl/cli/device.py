@@ -109,8 +109,12 @@ def setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration]:
 
 
 def open_robot(args, arm: Arm, cal: Calibration, *, calibrating: bool = False, progress=None):
-    """``armctl.connect`` with the global options (--port, --backend, --watchdog) and --wire-log."""
+    """``armctl.connect`` with the global options (--port, --backend, --watchdog) and --wire-log; ``--port
+    auto`` is the one board ``armctl ports`` finds."""
     from ..robot import connect
+    from .ports import resolve_port
+
+    resolve_port(args)
 
     robot = connect(
         arm,
