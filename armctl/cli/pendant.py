@@ -345,9 +345,12 @@ class Pendant:
 
     def _release(self, t: float) -> None:
         """The held key was let go: stop now if a step still plays or waits."""
-        self.held = None
+        key, self.held = self.held, None
         if self._pending():
             self.stop("key released", t)
+            self.message = Message(
+                f"{KEY_NAMES.get(key, key)} released: stopped {(t - self.last_t) * 1000:.0f} ms after its last repeat"
+            )
 
     # --- keys ------------------------------------------------------------------------------------------
 
@@ -473,8 +476,11 @@ class Pendant:
     # --- the screen ------------------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Read the pose for the screen (which also keeps the board's watchdog fed)."""
+        """Read the pose for the screen (which also keeps the board's watchdog fed), and the target if it
+        is to be read back (after a stop)."""
         self.pose = self.robot.where()
+        if self.target is None and not self._pending():
+            self._target()
 
     def screen(self, width: int = 100) -> list[str]:
         """The lines to draw."""
