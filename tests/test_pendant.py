@@ -482,3 +482,45 @@ def test_recorded_poses_make_a_program_that_plans_and_runs_to_them(sim, pendant,
     assert main(["--port", sim.path, "run", str(prog_path)]) == 0
     got, _ = settled_tool_mm(sim)
     assert np.hypot(*(got - recorded[-1])) < 1.0
+
+
+@pytest.mark.parametrize("how", ["SIGHUP", "terminal closed"])
+def test_a_dropped_ssh_link_stops_the_arm(sim, pendant, how):
+    """SSH going away: the pendant gets SIGHUP, or its terminal reads end-of-file. Either way the arm stops
+    at once (mid-step here) and the pendant leaves with exit code 130."""
+    s = pendant("--step", "50", "--speed", "10")  # one step takes 5 s
+    s.send(RIGHT)
+    s.wait(r"moving")
+    s.pump(0.5)
+    t_cut = time.monotonic()
+    if how == "SIGHUP":
+        s.proc.send_signal(signal.SIGHUP)
+    else:
+        os.close(s.master)
+    assert s.proc.wait(10) == 130
+    t_sim = (t_cut - sim.t0) * sim.rate
+    late_ms = (max(t for t, _, _ in sim.sim.pulses) - t_sim) / sim.rate * 1000
+    print(f"{how}: pulses kept changing for {late_ms:.0f} ms")
+    assert late_ms < 1000  # not the 4.5 s the step had left (the board holds, then the port is released)
+    got, _ = settled_tool_mm(sim)
+    start = fk(sim.sim.arm.links_m, sim.sim.arm.home_rad) * 1000
+    assert 1.0 < got[0] - start[0] < 25.0  # it moved, and stopped well short of the 50 mm step
+
+
+@pytest.mark.parametrize(
+    "argv, why",
+    [
+        (["jog"], "needs a terminal"),  # pytest's stdin is not one
+        (["jog", "0.5"], "both X and Y"),
+        (["jog", "0.5", "0.2", "--record", "x.yaml"], "--record is for the pendant"),
+        (["jog", "0.5", "0.2", "--step", "5"], "--step is for the pendant"),
+        (["jog", "--phi", "10"], "--phi needs a target"),
+        (["jog", "--json"], "--json needs a target"),
+    ],
+)
+def test_jog_arguments_are_checked_before_any_port_opens(argv, why, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert why in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "state").exists()  # nothing opened, nothing stored

@@ -147,17 +147,22 @@ class Terminal:
         self.out.flush()
 
     def restore(self) -> None:
-        """Back to the terminal as it was (safe to call twice)."""
+        """Back to the terminal as it was (safe to call twice, and on a terminal that went away)."""
         if self.saved is None:
             return
-        self.out.write("\x1b[?25h\x1b[?1049l")
-        self.out.flush()
-        termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)
-        self.saved = None
+        saved, self.saved = self.saved, None
+        try:
+            self.out.write("\x1b[?25h\x1b[?1049l")
+            self.out.flush()
+            termios.tcsetattr(self.fd, termios.TCSADRAIN, saved)
+        except (OSError, termios.error):
+            self.closed = True
 
     def keys(self, timeout_s: float) -> list[tuple[str, float]]:
         """The keys that arrive within ``timeout_s`` (all that are waiting, or none), each with the
         ``time.monotonic()`` it was read at. End of input reads as 'ctrl-d'."""
+        if self.closed:
+            return [("ctrl-d", time.monotonic())]
         if not select.select([self.fd], [], [], timeout_s)[0]:
             if self._pending:  # a lone ESC that nothing followed
                 keys, self._pending = decode_keys(self._pending, final=True)
@@ -179,9 +184,13 @@ class Terminal:
         return [(k, now) for k in keys]
 
     def draw(self, lines: list[str]) -> None:
-        """Redraw the whole screen: each line cleared to its end, the rest of the screen cleared."""
-        self.out.write("\x1b[H" + "".join(line + "\x1b[K\r\n" for line in lines) + "\x1b[J")
-        self.out.flush()
+        """Redraw the whole screen: each line cleared to its end, the rest of the screen cleared. A terminal
+        that went away (the SSH link dropped) reads as 'ctrl-d' next."""
+        try:
+            self.out.write("\x1b[H" + "".join(line + "\x1b[K\r\n" for line in lines) + "\x1b[J")
+            self.out.flush()
+        except OSError:
+            self.closed = True
 
 
 # --- the pendant ---------------------------------------------------------------------------------------------
@@ -558,15 +567,14 @@ def _next(values: tuple[float, ...], now: float, way: int) -> float:
 # --- running it ------------------------------------------------------------------------------------------------
 
 
-class _Hangup(Exception):
-    """SIGHUP or SIGTERM (the SSH link dropped, or a kill): stop under control and leave."""
-
-
 def run(pendant: Pendant, term: Terminal) -> str:
-    """The pendant's loop until a quit key (or SIGHUP/SIGTERM); returns why it ended."""
+    """The pendant's loop until a quit key, or SIGHUP/SIGTERM (the SSH link dropped, a kill: the arm stops
+    at once, from the handler, and the loop ends); returns why it ended."""
 
     def on_signal(signum, frame):
-        raise _Hangup(signal.Signals(signum).name)
+        name = signal.Signals(signum).name
+        pendant.robot.stop(name)  # safe from a signal handler; the loop notices quit within a tick
+        pendant.quit = name
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGHUP, signal.SIGTERM)}
     last_draw = -math.inf
@@ -587,9 +595,6 @@ def run(pendant: Pendant, term: Terminal) -> str:
                 width = _width()
                 term.draw([line[:width] for line in pendant.screen(width)])
                 last_draw = now
-    except _Hangup as exc:
-        pendant.stop(str(exc), time.monotonic())
-        pendant.quit = str(exc)
     except KeyboardInterrupt:
         pendant.stop("interrupted", time.monotonic())
         pendant.quit = "ctrl-c"
@@ -654,10 +659,13 @@ def cmd_pendant(args) -> int:
             term.restore()
         pose = robot.commanded_pose()
     x, y = pose.tool_mm
-    print(f"armctl jog: left the arm at x={x:.1f} mm y={y:.1f} mm ({why}); it holds its pose")
-    if recorder is not None and pendant.recorded:
-        print(
-            f"recorded {len(pendant.recorded)} poses into {recorder.path}: check it with 'armctl plan {recorder.path}',"
-            f" play it with 'armctl run {recorder.path}'"
-        )
-    return EXIT_INTERRUPTED if why not in ("q",) else 0
+    try:
+        print(f"armctl jog: left the arm at x={x:.1f} mm y={y:.1f} mm ({why}); it holds its pose")
+        if recorder is not None and pendant.recorded:
+            print(
+                f"recorded {len(pendant.recorded)} poses into {recorder.path}: check it with "
+                f"'armctl plan {recorder.path}', play it with 'armctl run {recorder.path}'"
+            )
+    except OSError:  # the terminal went away with the SSH link
+        pass
+    return 0 if why == "q" else EXIT_INTERRUPTED
