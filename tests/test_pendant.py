@@ -39,7 +39,7 @@ from armctl.cli.pendant import (
     decode_keys,
     release_time,
 )
-from armctl.errors import StopRequested, UnreachableError
+from armctl.errors import LinkError, MotionError, StopRequested, UnreachableError
 from armctl.kinematics import fk, tool_angle
 from armctl.program import load_program, plan_program
 
@@ -216,6 +216,24 @@ def test_z_and_the_tool_angle_are_refused_where_the_arm_has_none():
     p3 = Pendant(robot3, step_mm=10)
     p3.key(".", 0.0)
     assert robot3.motions[0].target[2] == pytest.approx(robot3.pose.phi_rad + math.radians(10))
+
+
+def test_motion_errors_are_shown_and_link_errors_end_the_pendant():
+    robot = FakeRobot()
+    p = Pendant(robot, step_mm=1)
+    p.key("right", 0.0)
+    robot.motions[0].finish(MotionError("the arm is outside its joint limits now"))
+    p.tick(0.1)
+    assert p.message.kind == "error" and "outside its joint limits" in p.message.text and p.target is None
+    p.key("right", 1.0)
+    robot.motions[1].finish(StopRequested("stopped"))  # a stop we asked for: nothing to say
+    p.tick(1.1)
+    assert p.message.kind == "info"
+    p.key("right", 2.0)
+    robot.motions[2].finish(LinkError("lost the link to /dev/ttyACM0"))
+    p._pending()  # looking at the motions (as the screen does) does not lose the error
+    with pytest.raises(LinkError, match="lost the link"):
+        p.tick(2.1)
 
 
 def test_step_and_speed_keys_walk_their_lists():

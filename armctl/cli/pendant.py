@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ArmctlError, BadInputError, LinkError, MotionError
+from ..errors import ArmctlError, BadInputError, LinkError, MotionError, StopRequested
 
 STEPS_MM = (0.1, 1.0, 10.0, 50.0)
 SPEEDS_MM_S = (2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 200.0)
@@ -252,12 +252,32 @@ class Pendant:
         self.pose = None  # the last Pose read for the screen
         self.quit: str | None = None  # why the pendant ends ("q", "ctrl-c", ...)
         self.stops: list[tuple[float, str]] = []  # (time, reason) of every stop the pendant asked for
+        self.failure: BaseException | None = None  # a motion ended on a link error: the pendant ends
 
     # --- motion ----------------------------------------------------------------------------------------
 
     def _pending(self) -> list:
-        self.motions = [m for m in self.motions if not m.done]
-        return self.motions
+        """Our motions not over yet; those that ended are dropped, their errors kept (see ``_ended``)."""
+        still = []
+        for m in self.motions:
+            if m.done:
+                self._ended(m)
+            else:
+                still.append(m)
+        self.motions = still
+        return still
+
+    def _ended(self, m) -> None:
+        """A motion of ours is over: a motion error is shown (the target is read back); a link error (or
+        any other failure) ends the pendant at the next ``tick``; a stop is what we asked for."""
+        err = m.error
+        if err is None or isinstance(err, StopRequested):
+            return
+        if isinstance(err, MotionError):
+            self.message = Message(f"{m.label}: {err}", "error")
+            self.target = None
+        elif self.failure is None:
+            self.failure = err
 
     def _waiting(self) -> list:
         return [m for m in self._pending() if not m.started.is_set()]
@@ -267,20 +287,6 @@ class Pendant:
             pose = self.robot.commanded_pose()
             self.target = (np.array(pose.tool_m, dtype=float), float(pose.phi_rad) if self.arm.n == 3 else None)
         return self.target
-
-    def _check_errors(self) -> None:
-        """A motion of ours that ended on a link error ends the pendant (LinkError); others are shown."""
-        for m in list(self.motions):
-            if not m.done:
-                continue
-            err = m.error
-            if isinstance(err, LinkError):
-                raise err
-            if err is not None and not isinstance(err, ArmctlError):
-                raise err
-            if isinstance(err, MotionError):
-                self.message = Message(f"{m.label}: {err}", "error")
-                self.target = None
 
     def stop(self, reason: str, t: float) -> None:
         """The Robot's controlled stop, now; the target is read back from the board afterwards."""
@@ -470,10 +476,13 @@ class Pendant:
         return release_time(self.gaps, self.release_override_s)
 
     def tick(self, t: float) -> None:
-        """Release a held key whose repeats stopped; record once the arm stopped; surface motion errors."""
+        """Release a held key whose repeats stopped; record once the arm stopped; show motion errors, and
+        raise the link error a motion ended on."""
         if self.held is not None and t - self.last_t > self.release_s():
             self._release(t)
-        self._check_errors()
+        self._pending()
+        if self.failure is not None:
+            raise self.failure
         if self.pending_record is not None and not self._pending():
             name, self.pending_record = self.pending_record, None
             self._record(name)
