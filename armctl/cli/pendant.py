@@ -308,6 +308,8 @@ class Pendant:
         if repeat:
             self.held = key
             self.gaps.append(gap)
+        else:
+            self.gaps.clear()  # a new press: this hold's repeat rate is measured afresh
         waiting = self._waiting()
         if repeat and waiting:
             return  # still held, and one step already waits: nothing piles up
