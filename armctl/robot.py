@@ -809,6 +809,37 @@ class Robot:
         """True while a motion plays or waits to."""
         return self._active is not None or bool(self._queue)
 
+    # --- jogging -------------------------------------------------------------------------------------------
+
+    def commanded_pose(self) -> Pose:
+        """The pose the arm is commanded to be in once the motions still to play are over: where the last of
+        them ends, else the pulses the board holds (servos without pulses: the pose they will be set to,
+        source ``"assumed"``). Never a measurement: where the next motion starts from, and what a recorded
+        pose should store (played again, it commands the very same pulses)."""
+        self._check_open()
+
+        def last_pending():
+            with self._cv:
+                pending = [m for m in (self._active, *self._queue) if m is not None and not m.cancelled()]
+            return pending[-1] if pending else None
+
+        m = last_pending()
+        if m is None:
+            with self._board():  # a stopped motion lets go of the board once the board holds
+                m = last_pending()
+                if m is None:
+                    _, _, declare, held = self._start_state(check=False)
+                    servos = self.calibration.servos
+                    values = [h if h is not None else declare.get(s.channel) for h, s in zip(held, servos)]
+                    if declare:
+                        return self._pose_from(values, "assumed", "servos without pulses yet: the pose set first")
+                    detail = "pulses the board outputs" if self.backend.caps.reports_pulses else "pulses last sent"
+                    return self._pose_from(values, "commanded", detail)
+        g = m.end_gripper_rad
+        return self._pose(
+            m.end_q_rad, g if math.isfinite(g) else None, "commanded", "where the motions still to play end"
+        )
+
     # --- running motions -----------------------------------------------------------------------------------
 
     def _start_worker(self) -> None:

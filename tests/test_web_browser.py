@@ -138,3 +138,29 @@ def test_click_moves_the_arm_refuses_the_unreachable_and_stops(browser, tmp_path
         browser.get("about:blank")
         _wait(lambda: not _state(srv)["moving"], timeout_s=2, what="the stop on page close")
         assert "controlling page closed" in _state(srv)["message"]
+
+
+def test_record_pose_button_writes_the_program_file(browser, tmp_path):
+    from armctl.program import load_program
+
+    path = tmp_path / "taught.yaml"
+    with served(rate=4, record=path) as srv:
+        browser.get(srv.url)
+        _wait(lambda: browser.find_element("id", "status").text == "in control", what="the page to take control")
+        assert browser.find_element("id", "record").is_displayed()
+        _click_mm(browser, 450, 250)
+        _wait(lambda: _state(srv)["moving"], what="the move to start")
+        _wait(lambda: not _state(srv)["moving"], timeout_s=20, what="the move to end")
+        _wait(lambda: browser.find_element("id", "record-pose").is_enabled(), what="the record button")
+        browser.find_element("id", "record-name").send_keys("spot")
+        browser.find_element("id", "record-pose").click()
+        _wait(lambda: "recorded 'spot'" in browser.find_element("id", "message").text, what="the page to say so")
+        _shot(browser, tmp_path, "web_recorded.png")
+        prog = load_program(path)
+        assert list(prog.poses) == ["spot"] and prog.steps[-1].target == "spot"
+        tool, _, _ = sim_now(srv)
+        assert "this session: spot" in browser.find_element("id", "record-file").text
+        browser.find_element("id", "record-undo").click()
+        _wait(lambda: "took back 'spot'" in browser.find_element("id", "message").text, what="the undo")
+        assert not path.exists()
+    print(f"recorded the pose at {tool * 1000} mm from the page")

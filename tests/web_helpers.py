@@ -8,14 +8,19 @@ import json
 import urllib.parse
 
 from armctl import connect
+from armctl.recording import Recorder
 from armctl.web import app
 
 
 @contextlib.contextmanager
-def served(*, arm_name="seed-3link", rate=20, host="127.0.0.1", token=None, heartbeat_timeout_s=None):
-    """Yield an ArmServer on a free port, driving a fresh simulated arm; stops and closes both after."""
+def served(*, arm_name="seed-3link", rate=20, host="127.0.0.1", token=None, heartbeat_timeout_s=None, record=None):
+    """Yield an ArmServer on a free port, driving a fresh simulated arm; stops and closes both after.
+    ``record``: a program file the page's "Record pose" button writes (``armctl web --record``)."""
     with connect(arm_name, f"armsim://?rate={rate}&seed=1") as robot:
-        server = app.start(robot, host=host, port=0, token=token, heartbeat_timeout_s=heartbeat_timeout_s)
+        recorder = None if record is None else Recorder(record, robot.arm)
+        server = app.start(
+            robot, host=host, port=0, token=token, heartbeat_timeout_s=heartbeat_timeout_s, recorder=recorder
+        )
         try:
             yield server
         finally:

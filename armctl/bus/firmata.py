@@ -11,6 +11,15 @@ before any position is written. We attach each servo and write its declared
 start pulse right after, one servo at a time, so the 1500 us lasts at most a
 frame or two (a twitch toward the servo centre, not a full move); a calibration
 whose start/home pose is near 1500 us makes even that twitch small.
+
+**Start-up.** Opening a Uno's port resets it; StandardFirmata then blinks its
+version on pin 13 for about 2 s before it reads the serial port, and announces
+itself (protocol version, then firmware name and version). pymata4 sleeps a
+fixed ``arduino_wait`` (4 s by default) after opening. Here the port is opened
+the same way, but the wait ends as soon as the board answers (``wait_for_firmata``:
+its own announcement, or the answer to a version query sent from
+``QUERY_AFTER_S`` on, once a second): about 2.2 s on a freshly reset board,
+half a second on one that did not reset. ``arduino_wait_s`` is the longest wait.
 """
 
 from __future__ import annotations
@@ -18,12 +27,150 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from dataclasses import dataclass
 
 from ..calibration import PULSE_RANGE_US
 from ..errors import LinkError
 from .backend import FRAME_S, Backend, BoardInfo, BoardStatus, Capabilities, WireLog, readdress
 
 FIRMATA_BAUD = 57600
+REPORT_VERSION, START_SYSEX, END_SYSEX, REPORT_FIRMWARE = 0xF9, 0xF0, 0xF7, 0x79
+#: Asks for the protocol version and the firmware's name and version.
+VERSION_QUERY = bytes([REPORT_VERSION, START_SYSEX, REPORT_FIRMWARE, END_SYSEX])
+#: Nothing is sent, and nothing read is trusted, before this long after opening: a reset Uno's pulse and
+#: its bootloader's hand-over come first (a board that did not reset answers the first query).
+QUERY_AFTER_S = 0.5
+QUERY_PERIOD_S = 1.0
+QUIET_S = 0.05  # after the first answer, read until the line is this quiet (answers to earlier queries)
+
+
+# --- recognising StandardFirmata ---------------------------------------------------------------------------
+
+
+@dataclass
+class FirmataVersion:
+    """What a Firmata board said about itself: protocol version ("2.5"), firmware name and version."""
+
+    protocol: str | None = None
+    firmware: str | None = None
+    firmware_version: str | None = None
+
+    def describe(self) -> str:
+        """One line: "StandardFirmata.ino 2.5 (Firmata protocol 2.5)"."""
+        name = f"{self.firmware} {self.firmware_version}" if self.firmware else "Firmata"
+        return f"{name} (Firmata protocol {self.protocol})" if self.protocol else name
+
+
+class FirmataListener:
+    """Finds Firmata's version reports in the bytes a board sends (``feed``); other messages are skipped.
+    ``version`` once one came; ``reports``: how many firmware reports came (one per query, and one the
+    board sends unasked when it starts); ``at_boundary`` while no message is cut in half."""
+
+    def __init__(self):
+        self.version: FirmataVersion | None = None
+        self.reports = 0
+        self._buf = bytearray()
+
+    @property
+    def at_boundary(self) -> bool:
+        """True if no message read so far is waiting for its rest."""
+        return not self._buf
+
+    def feed(self, data: bytes) -> None:
+        """Take more bytes from the board."""
+        self._buf += data
+        buf = self._buf
+        while buf:
+            b = buf[0]
+            if b == REPORT_VERSION:
+                if len(buf) < 3:
+                    return
+                if buf[1] < 0x80 and buf[2] < 0x80:
+                    self._found().protocol = f"{buf[1]}.{buf[2]}"
+                del buf[:3]
+            elif b == START_SYSEX:
+                end = buf.find(bytes([END_SYSEX]))
+                if end < 0:
+                    if len(buf) > 256:  # not a sysex after all
+                        del buf[:1]
+                        continue
+                    return
+                body = bytes(buf[1:end])
+                del buf[: end + 1]
+                if len(body) >= 3 and body[0] == REPORT_FIRMWARE and all(c < 0x80 for c in body[1:]):
+                    v = self._found()
+                    self.reports += 1
+                    v.firmware_version = f"{body[1]}.{body[2]}"
+                    chars = body[3:]
+                    v.firmware = "".join(chr(lo | (hi << 7)) for lo, hi in zip(chars[::2], chars[1::2]))
+            elif 0x80 <= b < 0xF0 and b & 0xF0 in (0x90, 0xE0):  # digital / analog report: 2 data bytes
+                if len(buf) < 3:
+                    return
+                del buf[:3]
+            else:
+                del buf[:1]  # anything else: skipped a byte at a time
+
+    def _found(self) -> FirmataVersion:
+        if self.version is None:
+            self.version = FirmataVersion()
+        return self.version
+
+
+def wait_for_firmata(
+    ser, *, max_s: float, clock=time.monotonic, sleep=time.sleep
+) -> tuple[FirmataVersion | None, float]:
+    """Wait until StandardFirmata answers on the open port ``ser`` (a pyserial port at 57600 baud, opened
+    just now: a Uno is resetting): its own announcement, or the answer to ``VERSION_QUERY``, sent from
+    ``QUERY_AFTER_S`` on, once a second. Once it answered, the answers to earlier queries are read too, so
+    whoever reads next starts at a message boundary. Returns (what it said or None after ``max_s``, the
+    seconds waited)."""
+    t0 = clock()
+    listener = FirmataListener()
+    queried = False
+    next_query = t0 + QUERY_AFTER_S
+    quiet_since = None
+    while True:
+        now = clock()
+        if now - t0 > max_s:
+            return listener.version, now - t0
+        if now >= next_query:
+            if not queried:
+                ser.reset_input_buffer()  # from before the reset: not trusted
+                listener = FirmataListener()
+            ser.write(VERSION_QUERY)
+            queried, next_query = True, now + QUERY_PERIOD_S
+        n = ser.in_waiting
+        data = ser.read(n) if n else b""
+        if data:
+            if queried:
+                listener.feed(data)
+            quiet_since = None
+        elif listener.version is not None and listener.at_boundary:
+            quiet_since = quiet_since or now
+            if now - quiet_since >= QUIET_S:
+                return listener.version, now - t0
+        if not data:
+            sleep(0.002)
+
+
+def _fast_start(pymata_class):
+    """pymata4's board class, but started by ``wait_for_firmata`` instead of a fixed ``arduino_wait`` sleep
+    (which stays the longest wait). Needs pymata4's ``_manual_open`` (1.x); other versions start as they do."""
+    if not hasattr(pymata_class, "_manual_open"):
+        return pymata_class
+
+    class FastStartPymata(pymata_class):
+        def _manual_open(self):
+            import serial
+
+            self.serial_port = serial.Serial(self.com_port, self.baud_rate, timeout=1, writeTimeout=0)
+            version, waited = wait_for_firmata(self.serial_port, max_s=self.arduino_wait)
+            self.armctl_start = (version, waited)
+            if version is None:
+                self.serial_port.close()
+                raise RuntimeError(f"no answer from a Firmata board within {self.arduino_wait:g} s")
+
+    return FastStartPymata
 
 
 class FirmataBackend(Backend):
@@ -79,7 +226,7 @@ class FirmataBackend(Backend):
                 from pymata4 import pymata4
             except ImportError as exc:  # pragma: no cover - a declared dependency
                 raise LinkError(f"the firmata backend needs pymata4: {exc}") from None
-            factory = pymata4.Pymata4
+            factory = _fast_start(pymata4.Pymata4)
         if "://" in self.port:
             raise LinkError(f"the firmata backend needs a device path (pymata4 opens it itself), not {self.port!r}")
         self.log = WireLog(self.wire_log_path) if self.wire_log_path else None

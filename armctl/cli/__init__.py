@@ -27,7 +27,7 @@ EXIT_LINK = 4
 EXIT_INTERRUPTED = 130
 
 # Command modules, in the order their commands appear in --help.
-COMMAND_MODULES = ["kin", "motion", "device", "calibrate", "web"]
+COMMAND_MODULES = ["kin", "motion", "device", "calibrate", "web", "ports"]
 
 # Every command: its module and its line in 'armctl --help' (the same text as the module's
 # add_parser(help=...); tests/test_cli_kin.py checks they agree). A new command goes here too.
@@ -37,12 +37,13 @@ COMMANDS = {
     "workspace": ("kin", "reach, joint limits and speeds of the arm"),
     "plan": ("motion", "plan a YAML program into a timed joint trajectory (checked whole)"),
     "plot": ("motion", "draw a planned program: workspace, path, arm poses, joint speeds"),
-    "jog": ("device", "move the tool in a straight line to X Y"),
+    "jog": ("device", "move the tool in a straight line to X Y, or jog it with the keys (no target)"),
     "run": ("device", "run a YAML program on the arm"),
     "home": ("device", "move slowly to the arm's home pose"),
     "status": ("device", "show the board and the pose it holds"),
     "calibrate": ("calibrate", "calibrate the servos (interactive), or record/fit/show/compare/check calibrations"),
     "web": ("web", "the arm in a browser page: click to move"),
+    "ports": ("ports", "list the serial ports and identify the board on each"),
 }
 
 GLOBAL_DEFAULTS = {"arm": "seed-3link", "port": None, "backend": None, "calibration": None, "watchdog": 1.0}
@@ -67,7 +68,8 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         "--port",
         default=d,
         metavar="URL|PATH",
-        help="serial port or pyserial URL of the board (default: the simulated arm, armsim://)",
+        help="serial port or pyserial URL of the board, or 'auto': the one board 'armctl ports' finds "
+        "(default: the simulated arm, armsim://)",
     )
     g.add_argument(
         "--backend",
@@ -152,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help, or a usage error already printed on one line
         return int(exc.code or 0)
     args.arm_given = getattr(args, "arm", None) is not None
+    args.backend_given = getattr(args, "backend", None) is not None
     for key, value in GLOBAL_DEFAULTS.items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)

@@ -29,6 +29,7 @@ default: the simulated arm, armsim://<arm> (it keeps its pose between runs; see 
 examples:
   armctl run examples/pick_and_place.yaml
   armctl jog 0.5 0.2 --phi -30 --speed 50
+  armctl jog --record poses.yaml               # the keyboard pendant; Enter records a pose
   armctl --port /dev/ttyACM0 home
   armctl --backend firmata --port /dev/ttyACM0 run examples/pick_and_place.yaml"""
 
@@ -43,17 +44,26 @@ def register(sub, parents) -> None:
         parents=parents + [common],
         epilog=EPILOG,
         formatter_class=fmt,
-        help="move the tool in a straight line to X Y",
-        description="Move the tool point in a straight line from where the arm is to (X, Y).",
+        help="move the tool in a straight line to X Y, or jog it with the keys (no target)",
+        description="Move the tool point in a straight line from where the arm is to (X, Y). Without a target: "
+        "a full-screen keyboard pendant (arrows move, [ ] step, < > speed, , . tool angle, o c gripper, h home, "
+        "Space stop, Enter record, u undo, q quit; a held key moves until released).",
     )
-    p.add_argument("x", metavar="X", help="target x (m, or with a unit: 500mm)")
-    p.add_argument("y", metavar="Y", help="target y (m, or with a unit)")
+    p.add_argument("x", metavar="X", nargs="?", help="target x (m, or with a unit: 500mm); none: the pendant")
+    p.add_argument("y", metavar="Y", nargs="?", help="target y (m, or with a unit)")
     p.add_argument("--phi", metavar="DEG", help="tool angle at the target, degrees (3-link arms)")
     p.add_argument(
         "--speed",
         metavar="MM_S",
-        default=str(motion.DEFAULT_SPEED_M_S * 1000),
-        help=f"tool speed along the line, mm/s (default {motion.DEFAULT_SPEED_M_S * 1000:g})",
+        help=f"tool speed along the line, mm/s (default {motion.DEFAULT_SPEED_M_S * 1000:g}; pendant: 25)",
+    )
+    p.add_argument("--record", metavar="FILE.yaml", help="pendant: Enter records the pose into this program file")
+    p.add_argument("--step", metavar="MM", help="pendant: the step of one key press at start, mm (default 1)")
+    p.add_argument(
+        "--release-ms",
+        metavar="MS",
+        help="pendant: a held key counts as released this long after its last repeat (default: twice the "
+        "terminal's repeat interval, 50..250 ms)",
     )
     p.set_defaults(func=cmd_jog)
     p = sub.add_parser(
@@ -99,8 +109,12 @@ def setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration]:
 
 
 def open_robot(args, arm: Arm, cal: Calibration, *, calibrating: bool = False, progress=None):
-    """``armctl.connect`` with the global options (--port, --backend, --watchdog) and --wire-log."""
+    """``armctl.connect`` with the global options (--port, --backend, --watchdog) and --wire-log; ``--port
+    auto`` is the one board ``armctl ports`` finds."""
     from ..robot import connect
+    from .ports import resolve_port
+
+    resolve_port(args)
 
     robot = connect(
         arm,
@@ -191,10 +205,21 @@ def _drive(args, arm: Arm, cal: Calibration, act) -> dict:
 
 
 def cmd_jog(args) -> int:
+    if args.x is None:
+        if args.phi is not None:
+            raise BadInputError("--phi needs a target (armctl jog X Y --phi DEG); the pendant turns it with , and .")
+        from .pendant import cmd_pendant
+
+        return cmd_pendant(args)
+    if args.y is None:
+        raise BadInputError("jog needs both X and Y (or no target at all for the keyboard pendant)")
+    for opt in ("record", "step", "release_ms"):
+        if getattr(args, opt) is not None:
+            raise BadInputError(f"--{opt.replace('_', '-')} is for the pendant (armctl jog without a target)")
     arm, cal = setup(args)
     target = np.array([parse_length(args.x, what="X"), parse_length(args.y, what="Y")])
     phi = None if args.phi is None else math.radians(parse_float(args.phi, what="--phi"))
-    speed = parse_float(args.speed, what="--speed") / 1000.0
+    speed = parse_float(args.speed or str(motion.DEFAULT_SPEED_M_S * 1000), what="--speed") / 1000.0
     if speed <= 0:
         raise BadInputError(f"--speed: must be > 0 mm/s, got {args.speed}")
     if phi is not None and arm.n != 3:

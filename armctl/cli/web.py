@@ -17,7 +17,8 @@ it stops the arm. A non-loopback --listen address needs the token printed at sta
 examples:
   armctl web                                   # the simulated arm on http://127.0.0.1:8000/
   armctl --port /dev/ttyACM0 web --listen 127.0.0.1:8080
-  armctl --arm seed-2link web --listen 0.0.0.0:8000   # reachable from the LAN, with a token"""
+  armctl --arm seed-2link web --listen 0.0.0.0:8000   # reachable from the LAN, with a token
+  armctl web --record taught.yaml              # 'Record pose' writes a program: armctl run taught.yaml"""
 
 
 def register(sub, parents) -> None:
@@ -37,6 +38,11 @@ def register(sub, parents) -> None:
     )
     p.add_argument("--token", action="store_true", help="require the printed token even on a loopback address")
     p.add_argument("--wire-log", metavar="FILE", help="write every byte sent and received, with times, to FILE")
+    p.add_argument(
+        "--record",
+        metavar="FILE.yaml",
+        help="the page's 'Record pose' button adds the arm's pose (and a move to it) to this program file",
+    )
     p.set_defaults(func=cmd_web)
 
 
@@ -53,7 +59,17 @@ def cmd_web(args) -> int:
 
     host, port = parse_listen(args.listen)
     arm, cal = setup(args)
+    recorder = None
+    if args.record:
+        from ..recording import Recorder
+
+        recorder = Recorder(args.record, arm)  # a program it cannot record into fails before the port opens
     with open_robot(args, arm, cal) as robot:
         return serve(
-            robot, host=host, port=port, token=secrets.token_urlsafe(16) if args.token else None, out=sys.stdout
+            robot,
+            host=host,
+            port=port,
+            token=secrets.token_urlsafe(16) if args.token else None,
+            out=sys.stdout,
+            recorder=recorder,
         )

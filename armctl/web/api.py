@@ -123,6 +123,17 @@ def gripper_close(data: dict, arm: Arm) -> bool:
     return state == "close"
 
 
+def record_name(data: dict) -> str | None:
+    """A ``POST /api/record`` body {"name": "pick"} (or {} for the next free name) -> the name or None."""
+    _only(data, {"name"})
+    name = data.get("name")
+    if name is None or (isinstance(name, str) and not name.strip()):
+        return None
+    if not isinstance(name, str):
+        raise ApiError(400, f"'name' must be text, got {json.dumps(name)[:40]}")
+    return name
+
+
 def describe(arm: Arm, cal: Calibration, reach: ReachMap, *, backend: str, port: str, firmware: str) -> dict:
     """What the page needs to draw the arm: geometry (mm), limits (deg), servos, the reachable region."""
     return {

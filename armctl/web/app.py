@@ -21,16 +21,18 @@ def start(
     port: int = 8000,
     token: str | None = None,
     heartbeat_timeout_s: float | None = None,
+    recorder=None,
 ) -> ArmServer:
     """Start serving ``robot`` (open) on ``host``:``port`` in a background thread; returns the server.
 
-    A non-loopback ``host`` always gets a token (a fresh one unless ``token`` is given). Stop it
-    with ``stop(server)``; the caller closes the robot.
+    A non-loopback ``host`` always gets a token (a fresh one unless ``token`` is given). ``recorder`` (an
+    ``armctl.recording.Recorder``) turns on the page's "record pose" button. Stop it with ``stop(server)``;
+    the caller closes the robot.
     """
     if token is None and not is_loopback(host):
         token = secrets.token_urlsafe(16)
     control = Control() if heartbeat_timeout_s is None else Control(timeout_s=heartbeat_timeout_s)
-    controller = Controller(robot, watchdog=control.silent)
+    controller = Controller(robot, watchdog=control.silent, recorder=recorder)
     reach = reach_map(robot.arm)
     info = api.describe(
         robot.arm,
@@ -40,6 +42,7 @@ def start(
         port=robot.port,
         firmware=robot.info.firmware if robot.info is not None else "",
     )
+    info["record_file"] = None if recorder is None else str(recorder.path)
     try:
         server = ArmServer((host, port), controller, control, info, reach, token=token)
     except OSError as exc:
@@ -58,10 +61,12 @@ def stop(server: ArmServer) -> None:
     server.server_close()
 
 
-def serve(robot: Robot, *, host: str, port: int, token: str | None, out) -> int:
+def serve(robot: Robot, *, host: str, port: int, token: str | None, out, recorder=None) -> int:
     """Serve until Ctrl-C (then a controlled stop, and the KeyboardInterrupt goes on); prints the URL to open."""
-    server = start(robot, host=host, port=port, token=token)
+    server = start(robot, host=host, port=port, token=token, recorder=recorder)
     print(f"armctl web: arm {robot.arm.name!r} on {robot.port} ({robot.backend.name})", file=out)
+    if recorder is not None:
+        print(f"'Record pose' adds the pose to {recorder.path}", file=out)
     print(f"open {server.url}", file=out)
     if server.token:
         print("(the token in that URL is required: only share it with people who may move the arm)", file=out)

@@ -29,6 +29,10 @@ IDLE_POLL_S = 0.1  # pose poll when idle (keeps the board's watchdog fed, shows 
 WATCH_PERIOD_S = 0.01  # how often the page's watchdog is checked while moving
 
 
+class ArmBusy(ArmctlError):
+    """The arm is moving: what was asked needs it still (recording its pose)."""
+
+
 @dataclass
 class Command:
     """A motion for the Robot: ``start(robot)`` plans it and hands it over (returns the Motion)."""
@@ -65,9 +69,10 @@ def home_command(arm: Arm) -> Command:
 class Controller:
     """Shares the open ``robot`` between the page's HTTP threads (the caller closes the robot)."""
 
-    def __init__(self, robot: Robot, *, watchdog: Callable[[], str | None] | None = None):
+    def __init__(self, robot: Robot, *, watchdog: Callable[[], str | None] | None = None, recorder=None):
         self.robot, self.arm, self.cal = robot, robot.arm, robot.calibration
         self.watchdog = watchdog  # returns a reason to stop (the page went silent), or None
+        self.recorder = recorder  # an armctl.recording.Recorder (armctl web --record FILE), or None
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._submit_lock = threading.Lock()  # one command planned at a time
@@ -77,6 +82,9 @@ class Controller:
         self._version = 0
         self._progress = (0.0, "")
         self._state: dict = {"moving": False, "progress": 0.0, "step": "", "message": "connected", "error": False}
+        self._recorded: list[str] = []
+        if recorder is not None:
+            self._state.update(recorded=[], record_next=recorder.next_name(), can_undo=False)
         self._thread = threading.Thread(target=self._watch, name="armctl-web-watch", daemon=True)
         robot.progress = self._on_progress
 
@@ -141,6 +149,56 @@ class Controller:
             self._update(message=f"stopped ({reason}); holding the pose", error=False, moving=False)
         fut.set_result({"stopped": True})
         return fut
+
+    def record(self, name: str | None) -> dict:
+        """Record the pose the arm holds into the program file (``armctl.recording``): the commanded pose,
+        with a joint move to it. ``name`` None: the next free name. Refused (ArmctlError, nothing written)
+        while the arm moves, for a bad or taken name, or when not recording."""
+        from ..errors import BadInputError
+        from ..recording import gripper_state
+
+        if self.recorder is None:
+            raise BadInputError("not recording: start the server with 'armctl web --record FILE.yaml'")
+        with self._submit_lock:  # no move starts while the pose is read and written
+            if self.robot.moving:
+                raise ArmBusy("the arm is moving: record once it stops")
+            pose = self.robot.commanded_pose()
+            rec = self.recorder.record(
+                name or self.recorder.next_name(), pose.q_rad, gripper=gripper_state(self.arm, pose.gripper_rad)
+            )
+        self._recorded.append(rec.name)
+        x, y = pose.tool_mm
+        note = "" if rec.kept_layout else " (written anew: its comments could not be kept)"
+        self._update_record(f"recorded '{rec.name}' at ({x:.1f}, {y:.1f}) mm in {rec.path.name}{note}")
+        return {
+            "name": rec.name,
+            "tool_mm": [x, y],
+            "steps": list(rec.steps),
+            "poses": rec.poses,
+            "file": str(rec.path),
+            "kept_layout": rec.kept_layout,
+        }
+
+    def undo_record(self) -> dict:
+        """Take back the last pose recorded by this server (the file's text before it)."""
+        from ..errors import BadInputError
+
+        if self.recorder is None:
+            raise BadInputError("not recording: start the server with 'armctl web --record FILE.yaml'")
+        name = self.recorder.undo()
+        if name in self._recorded:
+            self._recorded.remove(name)
+        self._update_record(f"took back '{name}' from {self.recorder.path.name}")
+        return {"name": name, "file": str(self.recorder.path)}
+
+    def _update_record(self, message: str) -> None:
+        self._update(
+            recorded=list(self._recorded),
+            record_next=self.recorder.next_name(),
+            can_undo=self.recorder.can_undo,
+            message=message,
+            error=False,
+        )
 
     def call(self, fn: Callable) -> Future:
         """``fn(backend)`` with the board to itself (between frames while moving); its result in the future."""

@@ -8,6 +8,7 @@ GET  /api/events?session=S  server-sent events: the state whenever it changes; t
 POST /api/session           claim control -> {"session": S}; 409 while another page holds it
 POST /api/move              {"x_mm", "y_mm"[, "phi_deg", "speed_mm_s", "mode": "line"|"joint"]}
 POST /api/home, /api/gripper {"state": "open"|"close"}, /api/heartbeat
+POST /api/record            {"name": "pick"} or {}: the pose into the --record program file; /api/record/undo
 POST /api/stop              any page may stop the arm
 
 Every API call carries the token (header ``X-Armctl-Token``, or ``token=`` in the query of
@@ -33,7 +34,7 @@ from importlib import resources
 
 from ..errors import ArmctlError, LinkError, StopRequested
 from . import api
-from .controller import Controller, gripper_command, home_command
+from .controller import ArmBusy, Controller, gripper_command, home_command
 from .reach_map import ReachMap
 from .session import Control
 
@@ -259,10 +260,34 @@ class Handler(BaseHTTPRequestHandler):
                 self._session()
                 cmd = gripper_command(srv.controller.arm, api.gripper_close(body, srv.controller.arm))
                 self._wait(srv.controller.submit(cmd), cmd)
+            elif path in ("/api/record", "/api/record/undo"):
+                self._session()
+                self._record(path, body)
             else:
                 raise api.ApiError(404, f"no such API {path!r}")
         except api.ApiError as err:
             self._error(err)
+
+    def _record(self, path: str, body: dict) -> None:
+        """Record the pose (or take the last record back): 200, 404 when not recording, 409 while moving or
+        when the file changed since, 400 for a bad or taken name, 503 on a link error."""
+        controller = self.server.controller
+        if controller.recorder is None:
+            raise api.ApiError(404, "not recording: start the server with 'armctl web --record FILE.yaml'")
+        try:
+            if path == "/api/record":
+                result = controller.record(api.record_name(body))
+            else:
+                api._only(body, set())
+                result = controller.undo_record()
+        except ArmBusy as exc:
+            raise api.ApiError(409, f"not recorded: {exc}") from None
+        except LinkError as exc:
+            raise api.ApiError(503, f"link error: {exc}") from None
+        except ArmctlError as exc:
+            status = 409 if "changed since" in str(exc) or "nothing to undo" in str(exc) else 400
+            raise api.ApiError(status, str(exc)) from None
+        self._json(200, {"ok": True, **result})
 
     def _wait(self, future, cmd) -> None:
         """Answer once the worker has planned ``cmd`` (or refused it): 200, 409, 422 or 503."""

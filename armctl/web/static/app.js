@@ -84,6 +84,10 @@ function setRole(st) {
   const control = st.role === "control";
   if (!control && session) session = "";
   for (const id of ["home", "grip-open", "grip-close"]) $(id).disabled = !control || (id !== "home" && !arm.gripper);
+  if (arm && arm.record_file) {
+    $("record-pose").disabled = !control || !!(state && state.moving);
+    $("record-undo").disabled = !control || !state || !state.can_undo;
+  }
   $("take-control").hidden = control || st.control_held;
   if (st.moving) setStatus("moving", "pill-moving");
   else if (control) setStatus("in control", "pill-control");
@@ -133,6 +137,11 @@ function renderPanel() {
     (arm.gripper && Math.abs(state.gripper_deg - arm.gripper.closed_deg) < 2 ? "closed" :
       arm.gripper && Math.abs(state.gripper_deg - arm.gripper.open_deg) < 2 ? "open" : `${fmt(state.gripper_deg, 1)}°`);
   $("measured").textContent = state.measured || "–";
+  if (arm.record_file && state.recorded) {
+    $("record-name").placeholder = state.record_next || "";
+    const done = state.recorded.length ? `this session: ${state.recorded.join(", ")}` : "nothing recorded yet";
+    $("record-file").textContent = `into ${arm.record_file}; ${done}`;
+  }
 }
 
 // --- geometry ------------------------------------------------------------------------------------------
@@ -451,6 +460,19 @@ $("home").addEventListener("click", async () => {
 $("grip-open").addEventListener("click", () => command("/api/gripper", { state: "open" }, "gripper"));
 $("grip-close").addEventListener("click", () => command("/api/gripper", { state: "close" }, "gripper"));
 $("take-control").addEventListener("click", claim);
+$("record-pose").addEventListener("click", async () => {
+  const name = $("record-name").value.trim();
+  const r = await command("/api/record", name ? { name } : {}, "record");
+  if (r.status === 200) {
+    $("record-name").value = "";
+    say(`recorded '${r.data.name}' at ${r.data.tool_mm.map((v) => v.toFixed(1)).join(", ")} mm: ${r.data.poses} poses in the file`, false);
+  }
+});
+$("record-name").addEventListener("keydown", (ev) => { if (ev.key === "Enter") $("record-pose").click(); });
+$("record-undo").addEventListener("click", async () => {
+  const r = await command("/api/record/undo", {}, "undo");
+  if (r.status === 200) say(`took back '${r.data.name}'`, false);
+});
 $("speed").addEventListener("input", () => { $("speed-out").textContent = `${$("speed").value} mm/s`; });
 window.addEventListener("resize", layout);
 window.addEventListener("keydown", (ev) => {  // Escape stops, like the button
@@ -475,6 +497,7 @@ async function init() {
   $("speed").value = arm.default_speed_mm_s;
   $("speed-out").textContent = `${arm.default_speed_mm_s} mm/s`;
   if (arm.links_mm.length !== 3) $("phi-row").hidden = true;
+  $("record").hidden = !arm.record_file;
   reachImage = buildReachImage(arm.reach_map);
   layout();
   await claim();

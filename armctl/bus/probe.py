@@ -1,0 +1,287 @@
+"""Which serial ports have a board on them, and which firmware it runs: what ``armctl ports`` and
+``--port auto`` use.
+
+``candidates()`` lists the serial ports (pyserial's ``list_ports``) and marks those that look like a
+board: a USB serial device (Arduino, CH340, FTDI, CP210x, Prolific, ... or a ttyACM/ttyUSB name).
+``probe(port)`` identifies what is on one port in bounded time, sending nothing a board of the other
+kind could act on:
+
+1. The port's lock is taken first (``armctl.bus.portlock``): a port another armctl holds is reported as
+   in use and never opened. Then it is opened exclusively at 115200 baud. **Opening a Uno's port
+   resets it**, so every step below waits for a board that is starting up.
+2. Listen (``BOOT_WAIT_S``): our firmware announces itself after a reset (``- ! BOOT ...``). Any line of
+   our protocol means our firmware: it is asked for its handshake (``H``).
+3. Else switch the open port to 57600 baud (no reset) and ask for Firmata's version (``VERSION_QUERY``,
+   once a second) until ``FIRMATA_WAIT_S`` after opening: StandardFirmata blinks for about 2 s after a
+   reset before it answers. Our firmware ignores these bytes (its lines carry a checksum); Firmata is never
+   sent our text at the wrong speed, where a garbled byte could be a pin command.
+4. Else back to 115200 baud and ask for our handshake (a board that did not reset, a simulator on a pty).
+
+A port with nothing on it takes about ``FIRMATA_WAIT_S + HELLO_WAIT_S`` (5.7 s); ``probe_all`` probes
+ports in parallel, so many ports take no longer than one.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import asdict, dataclass
+
+import serial
+
+from ..errors import ArmctlError, LinkError, ProtocolError
+from . import codec
+from .armproto import DEFAULT_BAUD
+from .backend import open_port
+from .firmata import FIRMATA_BAUD, VERSION_QUERY, FirmataListener
+from .portlock import PortLock
+
+BOOT_WAIT_S = 1.6  # a Uno's reset and bootloader (~1 s), then our firmware's start (~0.3 s)
+FIRMATA_WAIT_S = 4.5  # from opening: bootloader, then StandardFirmata's ~2.1 s version blink
+FIRMATA_QUERY_PERIOD_S = 1.0
+HELLO_WAIT_S = 1.2
+HELLO_PERIOD_S = 0.3
+
+# USB vendor ids of boards and of the USB serial chips on Arduino-compatible boards.
+BOARD_VIDS = {
+    0x2341: "Arduino",
+    0x2A03: "Arduino (arduino.org)",
+    0x1A86: "QinHeng CH340/CH341",
+    0x0403: "FTDI",
+    0x10C4: "Silicon Labs CP210x",
+    0x067B: "Prolific PL2303",
+    0x239A: "Adafruit",
+    0x1B4F: "SparkFun",
+    0x2E8A: "Raspberry Pi (RP2040)",
+    0x303A: "Espressif",
+}
+BOARD_NAMES = ("ttyACM", "ttyUSB", "cu.usbmodem", "cu.usbserial", "cu.wchusbserial")
+
+
+@dataclass
+class PortInfo:
+    """A serial port as listed: ``device`` path, ``usb_id`` ("2341:0043" or None), ``description``,
+    ``serial_number``, and whether it ``looks_like_board``."""
+
+    device: str
+    usb_id: str | None = None
+    description: str = ""
+    serial_number: str | None = None
+    looks_like_board: bool = True
+
+
+@dataclass
+class PortReport:
+    """What ``probe`` found on a port.
+
+    ``found``: ``"armctl"`` (our firmware or the simulator), ``"firmata"`` (StandardFirmata), ``"in use"``
+    (another armctl holds it), ``"busy"`` (another program has it open), ``"no answer"``, ``"unknown"``
+    (bytes in no protocol we know), ``"not probed"`` (not a board) or ``"error"``. ``detail`` says it in
+    words; ``backend`` is the ``--backend`` that drives it (None if not a board of ours);
+    ``reset_seen``: the board restarted when the port opened (True), answered at once (False), or unknown
+    (None); ``seconds``: how long the probe took."""
+
+    port: str
+    usb_id: str | None
+    description: str
+    found: str
+    detail: str
+    backend: str | None = None
+    reset_seen: bool | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        """JSON-ready."""
+        return asdict(self)
+
+
+def candidates() -> list[PortInfo]:
+    """The serial ports pyserial lists, each marked whether it looks like a board."""
+    from serial.tools import list_ports
+
+    out = []
+    for p in sorted(list_ports.comports(), key=lambda p: p.device):
+        usb = None if p.vid is None else f"{p.vid:04x}:{p.pid:04x}"
+        looks = p.vid in BOARD_VIDS or any(n in p.device for n in BOARD_NAMES)
+        desc = p.description if p.description and p.description != "n/a" else (BOARD_VIDS.get(p.vid) or "")
+        out.append(PortInfo(p.device, usb, desc, p.serial_number, looks))
+    return out
+
+
+class _Port:
+    """The open port with what arrived on it, read in whole lines for our protocol."""
+
+    def __init__(self, ser):
+        self.ser = ser
+        self.rx = bytearray()
+        self.sample = bytearray()  # the first bytes received, for "unknown" answers
+
+    def read(self, wait_s: float) -> bytes:
+        deadline = time.monotonic() + wait_s
+        while True:
+            n = self.ser.in_waiting
+            if n:
+                data = self.ser.read(n)
+                if len(self.sample) < 32:
+                    self.sample += data[: 32 - len(self.sample)]
+                return data
+            if time.monotonic() >= deadline:
+                return b""
+            time.sleep(0.005)
+
+    def lines(self, data: bytes) -> list:
+        """Replies of our protocol in ``data`` (whole lines; the rest is kept for the next call)."""
+        self.rx += data
+        out = []
+        while True:
+            nl = self.rx.find(b"\n")
+            if nl < 0:
+                if len(self.rx) > 512:
+                    del self.rx[:-64]
+                return out
+            line = bytes(self.rx[: nl + 1])
+            del self.rx[: nl + 1]
+            try:
+                out.append(codec.parse_reply(line))
+            except (ProtocolError, ValueError):
+                continue
+
+
+def _handshake(port: _Port, wait_s: float) -> codec.Hello | None:
+    """Our handshake: ``H`` every ``HELLO_PERIOD_S`` until a reply or ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    port.ser.write(b"\n")  # ends whatever half line the board holds (e.g. Firmata queries)
+    next_hello = 0.0
+    while time.monotonic() < deadline:
+        if time.monotonic() >= next_hello:
+            port.ser.write(codec.hello(0))
+            next_hello = time.monotonic() + HELLO_PERIOD_S
+        for reply in port.lines(port.read(0.02)):
+            if isinstance(reply, codec.Hello):
+                return reply
+    return None
+
+
+def _ours(hello: codec.Hello) -> str:
+    text = f"{hello.firmware} (armctl protocol {hello.protocol}, {hello.channels} channels)"
+    if hello.protocol != codec.PROTOCOL_VERSION:
+        text += f": this armctl speaks protocol {codec.PROTOCOL_VERSION}, update one of them"
+    return text
+
+
+def identify(ser) -> tuple[str, str, str | None, bool | None]:
+    """Steps 2-4 of the module docstring on ``ser``, an open pyserial port at 115200 baud opened just now.
+    Returns (found, detail, backend, reset_seen)."""
+    t0 = time.monotonic()
+    port = _Port(ser)
+    # 2. our firmware announces itself after a reset
+    while time.monotonic() - t0 < BOOT_WAIT_S:
+        replies = port.lines(port.read(0.05))
+        if replies:
+            boot = any(isinstance(r, codec.Event) and r.name == "BOOT" for r in replies)
+            hello = _handshake(port, HELLO_WAIT_S)
+            if hello is not None:
+                return "armctl", _ours(hello), "armctl", boot
+            return "unknown", "lines in the armctl protocol, but no answer to the handshake", None, boot
+    # 3. Firmata, at its own speed
+    ser.baudrate = FIRMATA_BAUD
+    ser.reset_input_buffer()
+    listener = FirmataListener()
+    first_query = time.monotonic()
+    next_query = 0.0
+    answered = None
+    queries = 0
+    while time.monotonic() - t0 < FIRMATA_WAIT_S:
+        if time.monotonic() >= next_query and answered is None:
+            # The newline is a stray data byte to Firmata (ignored); our firmware answers the line it ends.
+            ser.write(VERSION_QUERY + b"\n")
+            queries += 1
+            next_query = time.monotonic() + FIRMATA_QUERY_PERIOD_S
+        data = port.read(0.05)
+        listener.feed(data)
+        v = listener.version
+        if v is not None:
+            answered = answered or time.monotonic()
+            if v.firmware is not None or time.monotonic() - answered > 0.3:  # the name follows the version
+                while more := port.read(0.1):  # an announcement comes with the answers it held back
+                    listener.feed(more)
+                # More reports than queries: one came unasked, as StandardFirmata does when it starts.
+                reset = True if listener.reports > queries else (False if answered - first_query < 0.3 else None)
+                return "firmata", v.describe(), "firmata", reset
+        elif port.lines(data):  # a pty, where speeds mean nothing: our protocol answering
+            break
+    # 4. our handshake, for a board that did not reset
+    ser.baudrate = DEFAULT_BAUD
+    hello = _handshake(port, HELLO_WAIT_S)
+    if hello is not None:
+        return "armctl", _ours(hello), "armctl", False
+    if port.sample:
+        return "unknown", f"answers, but in no protocol armctl knows (first bytes {bytes(port.sample)!r})", None, None
+    return "no answer", "no answer at 115200 (armctl) nor 57600 baud (Firmata)", None, None
+
+
+def probe(info: PortInfo | str) -> PortReport:
+    """Identify what is on one port (see the module docstring). Never raises for the port's sake: what
+    went wrong is in the report."""
+    if isinstance(info, str):
+        info = PortInfo(info)
+    t0 = time.monotonic()
+
+    def report(found: str, detail: str, backend=None, reset=None) -> PortReport:
+        return PortReport(
+            info.device, info.usb_id, info.description, found, detail, backend, reset, time.monotonic() - t0
+        )
+
+    lock = PortLock(info.device)
+    try:
+        lock.acquire()
+    except LinkError as exc:
+        holder = re.search(r"in use by (.*?)(: one program|$)", str(exc))
+        return report("in use", f"in use by {holder.group(1)}" if holder else str(exc))
+    except ArmctlError as exc:
+        return report("error", str(exc))
+    try:
+        try:
+            ser = open_port(info.device, baudrate=DEFAULT_BAUD)
+        except LinkError as exc:
+            text = str(exc)
+            return report("busy" if "another program" in text else "error", text)
+        try:
+            found, detail, backend, reset = identify(ser)
+        except (serial.SerialException, OSError) as exc:
+            return report("error", f"the port failed while probing: {exc}")
+        finally:
+            try:
+                ser.close()
+            except (serial.SerialException, OSError):
+                pass
+        return report(found, detail, backend, reset)
+    finally:
+        lock.release()
+
+
+def probe_all(ports: list[PortInfo]) -> list[PortReport]:
+    """``probe`` every port that looks like a board (in parallel); the others are reported as not probed."""
+    results: dict[int, PortReport] = {}
+
+    def run(i: int, info: PortInfo) -> None:
+        results[i] = probe(info)
+
+    threads = []
+    for i, info in enumerate(ports):
+        if not info.looks_like_board:
+            results[i] = PortReport(
+                info.device,
+                info.usb_id,
+                info.description,
+                "not probed",
+                "not a USB serial board; name it to probe it (armctl ports PORT)",
+            )
+            continue
+        t = threading.Thread(target=run, args=(i, info), name=f"armctl-probe-{info.device}", daemon=True)
+        t.start()
+        threads.append(t)
+    for t in threads:
+        t.join()
+    return [results[i] for i in range(len(ports))]

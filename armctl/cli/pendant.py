@@ -1,0 +1,682 @@
+"""``armctl jog`` without a target: a full-screen keyboard pendant in the terminal (raw terminal I/O, no X
+server: it works over SSH).
+
+Keys: arrows move the tool in x/y (PgUp/PgDn in z on an arm with a rotating base), ``[``/``]`` the step
+(0.1, 1, 10, 50 mm; the tool angle turns by the same number of degrees, at most 15), ``<``/``>`` the speed,
+``,``/``.`` turn the tool angle (3 links), ``o``/``c`` the gripper, ``h`` home, Space stops at once, Enter
+records the pose (``--record FILE.yaml``), ``u`` takes the last record back, ``q`` quits holding the pose.
+
+**A held key.** Terminals send no key-up event (nor does SSH): a held key repeats, and the repeats are the
+"still held" signal. Every press plans one step, a short straight line from the pendant's target to the
+target plus the step, checked whole by the Robot (reach, joint, speed and pulse limits) before anything
+moves; a refused step shows why and moves nothing. An event of the same key within ``REPEAT_GAP_S`` of the
+previous one is an auto-repeat: the key is *held*. While held, at most one step waits behind the one
+playing (repeats arriving while one waits are dropped), so nothing piles up in the Robot's queue; when no
+repeat has come for the release time (twice the repeat interval seen, 50..250 ms, or ``--release-ms``)
+the key counts as released and the Robot stops at once (its controlled stop: the board drops what it has
+queued and holds the pulses it outputs). Single presses are never cut short: each plays its whole step
+(up to ``MAX_WAITING`` wait behind the one playing).
+
+The pendant keeps its target (x, y, tool angle) exact and plans every step from it, so steps add up
+without the 0.5 us pulse rounding creeping in; after a stop (release, Space, home) the target is read
+back from the pulses the board holds (``Robot.commanded_pose``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import select
+import signal
+import sys
+import termios
+import time
+import tty
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ArmctlError, BadInputError, LinkError, MotionError, StopRequested
+
+STEPS_MM = (0.1, 1.0, 10.0, 50.0)
+SPEEDS_MM_S = (2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 200.0)
+DEFAULT_STEP_MM = 1.0
+DEFAULT_SPEED_MM_S = 25.0
+MAX_TURN_DEG = 15.0  # the tool angle turns by the step's number of millimetres in degrees, at most this
+REPEAT_GAP_S = 0.12  # a second event of one key this soon after the first is the terminal's auto-repeat
+RELEASE_MIN_S, RELEASE_MAX_S, RELEASE_FACTOR = 0.05, 0.25, 2.0
+MAX_WAITING = 4  # single presses that may wait behind the step playing
+IDLE_REFRESH_S = 0.2  # the screen (and the board's watchdog) while nothing moves
+MOVING_REFRESH_S = 0.05
+NEAR_LIMIT_DEG = 5.0
+
+# Cartesian directions of the motion keys: (x, y, z). z (a rotating base) is refused on planar arms.
+AXES = {
+    "right": (1.0, 0.0, 0.0),
+    "left": (-1.0, 0.0, 0.0),
+    "up": (0.0, 1.0, 0.0),
+    "down": (0.0, -1.0, 0.0),
+    "pgup": (0.0, 0.0, 1.0),
+    "pgdn": (0.0, 0.0, -1.0),
+}
+TURNS = {".": 1.0, ",": -1.0}  # tool angle: '.' counter-clockwise (+), ',' clockwise (-)
+KEY_NAMES = {"right": "Right", "left": "Left", "up": "Up", "down": "Down", "pgup": "PgUp", "pgdn": "PgDn"}
+
+HELP = [
+    "keys: arrows move x/y   [ ] step   < > speed   , . tool angle   o c gripper open/close   h home",
+    "      Space stop   Enter record pose   u undo record   q quit (the arm holds its pose)",
+]
+
+
+# --- the terminal ------------------------------------------------------------------------------------------
+
+_SEQUENCES = {
+    b"\x1b[A": "up",
+    b"\x1b[B": "down",
+    b"\x1b[C": "right",
+    b"\x1b[D": "left",
+    b"\x1bOA": "up",
+    b"\x1bOB": "down",
+    b"\x1bOC": "right",
+    b"\x1bOD": "left",
+    b"\x1b[5~": "pgup",
+    b"\x1b[6~": "pgdn",
+}
+_SINGLE = {
+    b"\r": "enter",
+    b"\n": "enter",
+    b"\x03": "ctrl-c",
+    b"\x04": "ctrl-d",
+    b"\x7f": "backspace",
+    b"\x08": "backspace",
+}
+
+
+def decode_keys(buf: bytes, *, final: bool = False) -> tuple[list[str], bytes]:
+    """Split terminal input into keys: ('up', 'pgdn', 'enter', 'escape', 'ctrl-c', 'a', ...) and the bytes of
+    an escape sequence not complete yet (kept for the next read; with ``final`` a lone ESC is the Escape
+    key). Unknown escape sequences are dropped whole."""
+    keys: list[str] = []
+    i = 0
+    while i < len(buf):
+        b = buf[i : i + 1]
+        if b != b"\x1b":
+            if b == b"\r" and buf[i + 1 : i + 2] == b"\n":
+                i += 1  # CR LF is one Enter
+            keys.append(_SINGLE.get(b, b.decode("latin-1")))
+            i += 1
+            continue
+        rest = buf[i:]
+        if len(rest) == 1:
+            if final:
+                keys.append("escape")
+                i += 1
+                continue
+            return keys, rest
+        if rest[1:2] not in (b"[", b"O"):
+            keys.append("escape")  # ESC then a plain key
+            i += 1
+            continue
+        j = 2
+        while j < len(rest) and not (0x40 <= rest[j] <= 0x7E):  # CSI parameters until the final byte
+            j += 1
+        if j >= len(rest):
+            if final:
+                return keys, b""
+            return keys, rest
+        seq = rest[: j + 1]
+        name = _SEQUENCES.get(seq)
+        if name is not None:
+            keys.append(name)
+        i += j + 1
+    return keys, b""
+
+
+class Terminal:
+    """The pendant's terminal: raw keys with their arrival times, full-screen redraws (alternate screen)."""
+
+    def __init__(self, fd_in: int | None = None, out=None):
+        self.fd = sys.stdin.fileno() if fd_in is None else fd_in
+        self.out = out or sys.stdout
+        self.saved = termios.tcgetattr(self.fd)
+        self._pending = b""
+        self.closed = False
+        tty.setraw(self.fd)
+        self.out.write("\x1b[?1049h\x1b[?25l")
+        self.out.flush()
+
+    def restore(self) -> None:
+        """Back to the terminal as it was (safe to call twice, and on a terminal that went away)."""
+        if self.saved is None:
+            return
+        saved, self.saved = self.saved, None
+        try:
+            self.out.write("\x1b[?25h\x1b[?1049l")
+            self.out.flush()
+            termios.tcsetattr(self.fd, termios.TCSADRAIN, saved)
+        except (OSError, termios.error):
+            self.closed = True
+
+    def keys(self, timeout_s: float) -> list[tuple[str, float]]:
+        """The keys that arrive within ``timeout_s`` (all that are waiting, or none), each with the
+        ``time.monotonic()`` it was read at. End of input reads as 'ctrl-d'."""
+        if self.closed:
+            return [("ctrl-d", time.monotonic())]
+        if not select.select([self.fd], [], [], timeout_s)[0]:
+            if self._pending:  # a lone ESC that nothing followed
+                keys, self._pending = decode_keys(self._pending, final=True)
+                now = time.monotonic()
+                return [(k, now) for k in keys]
+            return []
+        try:
+            data = os.read(self.fd, 4096)
+        except OSError:
+            data = b""
+        now = time.monotonic()
+        if not data:
+            self.closed = True
+            return [("ctrl-d", now)]
+        keys, self._pending = decode_keys(self._pending + data)
+        if self._pending and not select.select([self.fd], [], [], 0.03)[0]:
+            more, self._pending = decode_keys(self._pending, final=True)
+            keys += more
+        return [(k, now) for k in keys]
+
+    def draw(self, lines: list[str]) -> None:
+        """Redraw the whole screen: each line cleared to its end, the rest of the screen cleared. A terminal
+        that went away (the SSH link dropped) reads as 'ctrl-d' next."""
+        try:
+            self.out.write("\x1b[H" + "".join(line + "\x1b[K\r\n" for line in lines) + "\x1b[J")
+            self.out.flush()
+        except OSError:
+            self.closed = True
+
+
+# --- the pendant ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Message:
+    """The line under the arm's state: ``kind`` is "info", "refused" or "error"."""
+
+    text: str
+    kind: str = "info"
+
+
+def bar(value: float, lo: float, hi: float, width: int = 28, *, mark_ends: bool = True) -> str:
+    """A text bar of ``width`` cells from ``lo`` to ``hi`` with ``|`` at ``value`` (``!`` within 5 of an end,
+    with ``mark_ends``)."""
+    frac = 0.0 if hi <= lo else min(1.0, max(0.0, (value - lo) / (hi - lo)))
+    at = min(width - 1, int(frac * width))
+    near = mark_ends and min(value - lo, hi - value) < NEAR_LIMIT_DEG
+    return "[" + "." * at + ("!" if near else "|") + "." * (width - 1 - at) + "]"
+
+
+def release_time(gaps, override_s: float | None) -> float:
+    """How long after a held key's last repeat it counts as released (s): ``override_s``, else twice the
+    longest of the recent repeat intervals, within 50..250 ms."""
+    if override_s is not None:
+        return override_s
+    seen = max(gaps, default=0.0)
+    return min(RELEASE_MAX_S, max(RELEASE_MIN_S, RELEASE_FACTOR * seen))
+
+
+class Pendant:
+    """The pendant's state and keys, on an open ``robot`` (an ``armctl.robot.Robot``); ``recorder`` (an
+    ``armctl.recording.Recorder``) or None. Call ``key(name, t)`` for every key, ``tick(t)`` often, and
+    ``screen()`` for the lines to draw. Times are ``time.monotonic()`` seconds."""
+
+    def __init__(
+        self,
+        robot,
+        *,
+        recorder=None,
+        step_mm: float = DEFAULT_STEP_MM,
+        speed_mm_s: float = DEFAULT_SPEED_MM_S,
+        release_s: float | None = None,
+    ):
+        self.robot, self.arm, self.recorder = robot, robot.arm, recorder
+        self.step_mm, self.speed_mm_s, self.release_override_s = step_mm, speed_mm_s, release_s
+        self.axes = 2  # Cartesian axes the arm moves in (a rotating base adds z)
+        self.target: tuple[np.ndarray, float | None] | None = None  # (x, y) m and tool angle; None: read back
+        self.motions: list = []  # our motions not yet over
+        self.held: str | None = None
+        self.last_key: str | None = None
+        self.last_t = -math.inf
+        self.gaps: deque[float] = deque(maxlen=4)
+        self.message = Message("ready: arrows move the tool; the screen shows where it is")
+        self.prompt: str | None = None  # the pose name being typed
+        self.pending_record: str | None = None
+        self.recorded: list[str] = []
+        self.pose = None  # the last Pose read for the screen
+        self.quit: str | None = None  # why the pendant ends ("q", "ctrl-c", ...)
+        self.stops: list[tuple[float, str]] = []  # (time, reason) of every stop the pendant asked for
+        self.failure: BaseException | None = None  # a motion ended on a link error: the pendant ends
+
+    # --- motion ----------------------------------------------------------------------------------------
+
+    def _pending(self) -> list:
+        """Our motions not over yet; those that ended are dropped, their errors kept (see ``_ended``)."""
+        still = []
+        for m in self.motions:
+            if m.done:
+                self._ended(m)
+            else:
+                still.append(m)
+        self.motions = still
+        return still
+
+    def _ended(self, m) -> None:
+        """A motion of ours is over: a motion error is shown (the target is read back); a link error (or
+        any other failure) ends the pendant at the next ``tick``; a stop is what we asked for."""
+        err = m.error
+        if err is None or isinstance(err, StopRequested):
+            return
+        if isinstance(err, MotionError):
+            self.message = Message(f"{m.label}: {err}", "error")
+            self.target = None
+        elif self.failure is None:
+            self.failure = err
+
+    def _waiting(self) -> list:
+        return [m for m in self._pending() if not m.started.is_set()]
+
+    def _target(self) -> tuple[np.ndarray, float | None]:
+        if self.target is None:
+            pose = self.robot.commanded_pose()
+            self.target = (np.array(pose.tool_m, dtype=float), float(pose.phi_rad) if self.arm.n == 3 else None)
+        return self.target
+
+    def stop(self, reason: str, t: float) -> None:
+        """The Robot's controlled stop, now; the target is read back from the board afterwards."""
+        self.robot.stop(reason)
+        self.stops.append((t, reason))
+        self.held = None
+        self.target = None
+
+    def turn_step_deg(self) -> float:
+        """How far one press turns the tool angle (deg): the step's millimetres, at most 15."""
+        return min(MAX_TURN_DEG, self.step_mm)
+
+    def _jog(self, key: str, t: float) -> None:
+        gap = t - self.last_t if key == self.last_key else math.inf
+        if self.held is not None and key != self.held:
+            self._release(t)  # another key: the terminal stopped repeating the held one
+        self.last_key, self.last_t = key, t
+        repeat = gap <= REPEAT_GAP_S
+        if repeat:
+            self.held = key
+            self.gaps.append(gap)
+        else:
+            self.gaps.clear()  # a new press: this hold's repeat rate is measured afresh
+        waiting = self._waiting()
+        if repeat and waiting:
+            return  # still held, and one step already waits: nothing piles up
+        if not repeat and len(waiting) >= MAX_WAITING:
+            self.message = Message(f"{len(waiting)} steps already wait: press ignored (Space stops)", "refused")
+            return
+        step_m = self.step_mm / 1000.0
+        if key in AXES:
+            d = np.array(AXES[key][: self.axes]) * step_m
+            if not np.any(d):
+                self.message = Message(
+                    f"refused: {KEY_NAMES[key]} moves z, and arm '{self.arm.name}' has no z axis (no rotating base)",
+                    "refused",
+                )
+                return
+            dphi = 0.0
+            what = f"{KEY_NAMES[key]} {self.step_mm:g} mm"
+        else:
+            if self.arm.n != 3:
+                self.message = Message(
+                    f"refused: arm '{self.arm.name}' has {self.arm.n} links: no tool angle to turn", "refused"
+                )
+                return
+            d = np.zeros(self.axes)
+            dphi = math.radians(TURNS[key] * self.turn_step_deg())
+            what = f"tool angle {TURNS[key] * self.turn_step_deg():+g} deg"
+        xy, phi = self._target()
+        new_xy = xy + d
+        new_phi = None if phi is None else phi + dphi
+        label = f"jog {what}"
+        try:
+            m = self.robot.move_to(
+                float(new_xy[0]),
+                float(new_xy[1]),
+                phi=new_phi,
+                speed=self.speed_mm_s / 1000.0,
+                label=label,
+                wait=False,
+            )
+        except LinkError:
+            raise
+        except ArmctlError as exc:
+            why = str(exc).removeprefix(f"{label}: ")
+            self.message = Message(f"refused ({what}), nothing moved: {why}", "refused")
+            return
+        self.motions.append(m)
+        self.target = (new_xy, new_phi)
+        if not repeat:
+            self.message = Message(f"jog {what} ({m.trajectory.duration_s:.2f} s)")
+
+    def _release(self, t: float) -> None:
+        """The held key was let go: stop now if a step still plays or waits."""
+        key, self.held = self.held, None
+        if self._pending():
+            self.stop("key released", t)
+            self.message = Message(
+                f"{KEY_NAMES.get(key, key)} released: stopped {(t - self.last_t) * 1000:.0f} ms after its last repeat"
+            )
+
+    # --- keys ------------------------------------------------------------------------------------------
+
+    def key(self, name: str, t: float) -> None:
+        """Handle one key read at time ``t``."""
+        if name in ("ctrl-c", "ctrl-d"):
+            self.stop("quit", t)
+            self.quit = name
+            return
+        if self.prompt is not None:
+            self._prompt_key(name)
+            return
+        if name in AXES or name in TURNS:
+            self._jog(name, t)
+            return
+        if self.held is not None:
+            self._release(t)
+        if name == " ":
+            self.stop("Space", t)
+            self.message = Message("stopped (Space): the arm holds its pose")
+        elif name in ("q", "Q"):
+            self.stop("quit", t)
+            self.quit = "q"
+        elif name in ("[", "]"):
+            self.step_mm = _next(STEPS_MM, self.step_mm, -1 if name == "[" else 1)
+            self.message = Message(f"step {self.step_mm:g} mm")
+        elif name in ("<", ">"):
+            self.speed_mm_s = _next(SPEEDS_MM_S, self.speed_mm_s, -1 if name == "<" else 1)
+            self.message = Message(f"speed {self.speed_mm_s:g} mm/s")
+        elif name in ("o", "c"):
+            self._submit(lambda: self.robot.gripper("open" if name == "o" else "close", wait=False))
+        elif name == "h":
+            if self._submit(lambda: self.robot.home(wait=False)):
+                self.target = None  # read back: the end of the home move
+        elif name == "enter":
+            if self.recorder is None:
+                self.message = Message("not recording: start with 'armctl jog --record FILE.yaml' to record poses")
+            else:
+                self.prompt = ""
+                self.message = Message(f"name of the pose (Enter: {self.recorder.next_name()}, Esc: cancel)", "prompt")
+        elif name == "u":
+            self._undo()
+        elif name in ("escape", "backspace"):
+            pass
+        else:
+            self.message = Message(f"key {name!r} does nothing here (the keys are listed below)", "refused")
+
+    def _submit(self, start) -> bool:
+        try:
+            m = start()
+        except LinkError:
+            raise
+        except ArmctlError as exc:
+            self.message = Message(f"refused, nothing moved: {exc}", "refused")
+            return False
+        self.motions.append(m)
+        self.message = Message(f"{m.label} ({m.trajectory.duration_s:.2f} s)")
+        return True
+
+    def _prompt_key(self, name: str) -> None:
+        if name == "escape":
+            self.prompt = None
+            self.message = Message("not recorded")
+        elif name == "enter":
+            typed = self.prompt.strip() or self.recorder.next_name()
+            self.prompt = None
+            self.pending_record = typed
+            if self._pending():
+                self.message = Message(f"recording {typed!r} once the arm stops")
+        elif name == "backspace":
+            self.prompt = self.prompt[:-1]
+        elif len(name) == 1 and name.isprintable() and len(self.prompt) < 40:
+            self.prompt += name
+
+    def _record(self, name: str) -> None:
+        from ..recording import gripper_state
+
+        pose = self.robot.commanded_pose()
+        try:
+            rec = self.recorder.record(name, pose.q_rad, gripper=gripper_state(self.arm, pose.gripper_rad))
+        except ArmctlError as exc:
+            self.message = Message(f"not recorded: {exc}", "refused")
+            return
+        self.recorded.append(rec.name)
+        x, y = pose.tool_mm
+        extra = "" if len(rec.steps) == 1 else f" after {rec.steps[0]}"
+        note = "" if rec.kept_layout else " (written anew: its comments could not be kept)"
+        count = f"{rec.poses} pose" + ("s" if rec.poses != 1 else "")
+        self.message = Message(f"recorded {rec.name!r} at ({x:.1f}, {y:.1f}) mm{extra} in {rec.path}: {count}{note}")
+
+    def _undo(self) -> None:
+        if self.recorder is None:
+            self.message = Message("not recording: nothing to undo", "refused")
+            return
+        try:
+            name = self.recorder.undo()
+        except ArmctlError as exc:
+            self.message = Message(str(exc), "refused")
+            return
+        if name in self.recorded:
+            self.recorded.remove(name)
+        self.message = Message(f"took back {name!r} from {self.recorder.path}")
+
+    # --- time ------------------------------------------------------------------------------------------
+
+    def release_s(self) -> float:
+        """How long after the held key's last repeat the pendant stops (s)."""
+        return release_time(self.gaps, self.release_override_s)
+
+    def tick(self, t: float) -> None:
+        """Release a held key whose repeats stopped; record once the arm stopped; show motion errors, and
+        raise the link error a motion ended on."""
+        if self.held is not None and t - self.last_t > self.release_s():
+            self._release(t)
+        self._pending()
+        if self.failure is not None:
+            raise self.failure
+        if self.pending_record is not None and not self._pending():
+            name, self.pending_record = self.pending_record, None
+            self._record(name)
+
+    def busy(self) -> bool:
+        """True while a key is held or a motion of ours plays or waits."""
+        return self.held is not None or bool(self._pending())
+
+    # --- the screen ------------------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Read the pose for the screen (which also keeps the board's watchdog fed), and the target if it
+        is to be read back (after a stop)."""
+        self.pose = self.robot.where()
+        if self.target is None and not self._pending():
+            self._target()
+
+    def screen(self, width: int = 100) -> list[str]:
+        """The lines to draw."""
+        r, arm, pose = self.robot, self.arm, self.pose
+        port = r.port if len(r.port) <= 50 else r.port[:47] + "..."
+        lines = [f"armctl jog: arm {arm.name} on {port} ({r.backend.name})", ""]
+        if pose is not None:
+            x, y = pose.tool_mm
+            phi = f"   tool angle {math.degrees(pose.phi_rad):7.1f} deg" if arm.n == 3 else ""
+            lines.append(f"tool     x {x:8.1f} mm   y {y:8.1f} mm{phi}   ({pose.source}: {pose.detail})")
+        if self.target is not None:
+            (tx, ty), tphi = self.target
+            phi = f"   tool angle {math.degrees(tphi):7.1f} deg" if tphi is not None else ""
+            lines.append(f"target   x {tx * 1000:8.1f} mm   y {ty * 1000:8.1f} mm{phi}")
+        state = "moving" if self._pending() else "idle"
+        if self.held:
+            state = f"held {KEY_NAMES.get(self.held, self.held)}"
+        turn = f" / {self.turn_step_deg():g} deg" if arm.n == 3 else ""
+        lines.append(f"step {self.step_mm:g} mm{turn}   speed {self.speed_mm_s:g} mm/s   {state}")
+        lines.append("")
+        if pose is not None:
+            lines.append(f"{'joint':<16}{'angle':>9}   {'limits (deg)':<38}{'pulse':>10}   safe range")
+            servos = r.calibration.servos
+            for i in range(arm.n):
+                lo, hi = math.degrees(arm.q_min[i]), math.degrees(arm.q_max[i])
+                q = pose.q_deg[i]
+                lines.append(
+                    f"{i + 1} {arm.joint_names[i]:<14}{q:8.1f}°  {lo:5.0f} {bar(q, lo, hi)} {hi:<4.0f}"
+                    f"{_us(pose.values, i)}   {servos[i].min_us:g}..{servos[i].max_us:g} us"
+                )
+            if arm.gripper is not None and pose.gripper_rad is not None:
+                g = math.degrees(pose.gripper_rad)
+                lo, hi = sorted((math.degrees(arm.gripper.closed_rad), math.degrees(arm.gripper.open_rad)))
+                s = servos[arm.n] if len(servos) > arm.n else None
+                rng = f"   {s.min_us:g}..{s.max_us:g} us" if s is not None else ""
+                gbar = bar(g, lo, hi, mark_ends=False)
+                lines.append(f"  {'gripper':<14}{g:8.1f}°  {lo:5.0f} {gbar} {hi:<4.0f}{_us(pose.values, arm.n)}{rng}")
+        lines.append("")
+        if self.recorder is not None:
+            recent = ", ".join(self.recorded[-6:]) or "none yet"
+            lines.append(f"recording into {self.recorder.path}: this session {recent}")
+        if self.prompt is not None:
+            lines.append(f"pose name: {self.prompt}_")
+        tag = {"refused": "! ", "error": "!! "}.get(self.message.kind, "")
+        lines += _wrap(tag + self.message.text, width)
+        lines.append("")
+        lines += HELP
+        return lines
+
+
+def _us(values, i: int) -> str:
+    v = values[i] if i < len(values) else None
+    return f"{'-' if v is None else f'{v:.1f}':>9} us"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` cut into lines of at most ``width`` characters (at spaces where it can), the later ones
+    indented by two."""
+    out = []
+    while len(text) > width:
+        cut = text.rfind(" ", 3, width)
+        cut = width if cut < 3 else cut
+        out.append(text[:cut])
+        text = "  " + text[cut:].lstrip()
+    return out + [text]
+
+
+def _next(values: tuple[float, ...], now: float, way: int) -> float:
+    """The next value of ``values`` above (``way`` 1) or below (-1) ``now``; ``now`` at the ends."""
+    if way > 0:
+        return next((v for v in values if v > now + 1e-9), now)
+    return next((v for v in reversed(values) if v < now - 1e-9), now)
+
+
+# --- running it ------------------------------------------------------------------------------------------------
+
+
+def run(pendant: Pendant, term: Terminal) -> str:
+    """The pendant's loop until a quit key, or SIGHUP/SIGTERM (the SSH link dropped, a kill: the arm stops
+    at once, from the handler, and the loop ends); returns why it ended."""
+
+    def on_signal(signum, frame):
+        name = signal.Signals(signum).name
+        pendant.robot.stop(name)  # safe from a signal handler; the loop notices quit within a tick
+        pendant.quit = name
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGHUP, signal.SIGTERM)}
+    last_draw = -math.inf
+    try:
+        pendant.refresh()
+        while pendant.quit is None:
+            busy = pendant.busy()
+            timeout = 0.005 if pendant.held is not None else (0.02 if busy else IDLE_REFRESH_S)
+            keys = term.keys(timeout)
+            for name, t in keys:
+                pendant.key(name, t)
+                if pendant.quit is not None:
+                    break
+            now = time.monotonic()
+            pendant.tick(now)
+            if keys or now - last_draw >= (MOVING_REFRESH_S if pendant.busy() else IDLE_REFRESH_S):
+                pendant.refresh()
+                width = _width()
+                term.draw([line[:width] for line in pendant.screen(width)])
+                last_draw = now
+    except KeyboardInterrupt:
+        pendant.stop("interrupted", time.monotonic())
+        pendant.quit = "ctrl-c"
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    return pendant.quit
+
+
+def _width() -> int:
+    """The terminal's width less one (120 if it does not say), at least 60."""
+    try:
+        cols = os.get_terminal_size().columns
+    except OSError:
+        cols = 0
+    return max(60, cols - 1) if cols else 120
+
+
+def parse_step_mm(text: str | None) -> float:
+    """``--step MM`` (default 1): a length in mm, > 0 and at most 100."""
+    from ..units import parse_float
+
+    if text is None:
+        return DEFAULT_STEP_MM
+    v = parse_float(text, what="--step")
+    if not 0 < v <= 100:
+        raise BadInputError(f"--step: {text} mm is outside (0, 100] mm")
+    return v
+
+
+def cmd_pendant(args) -> int:
+    """``armctl jog`` with no target."""
+    from ..recording import Recorder
+    from ..units import parse_float
+    from . import EXIT_INTERRUPTED
+    from .device import open_robot, setup
+
+    if args.json:
+        raise BadInputError("--json needs a target (armctl jog X Y); the pendant is interactive")
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise BadInputError(
+            "armctl jog without a target is the keyboard pendant and needs a terminal; in scripts give a "
+            "target: armctl jog X Y"
+        )
+    step = parse_step_mm(args.step)
+    speed = DEFAULT_SPEED_MM_S if args.speed is None else parse_float(args.speed, what="--speed")
+    if not 0 < speed <= 1000:
+        raise BadInputError(f"--speed: {args.speed} mm/s is outside (0, 1000] mm/s")
+    release = None
+    if args.release_ms is not None:
+        release = parse_float(args.release_ms, what="--release-ms") / 1000.0
+        if not 0.01 <= release <= 1.0:
+            raise BadInputError(f"--release-ms: {args.release_ms} is outside 10..1000 ms")
+    arm, cal = setup(args)
+    recorder = Recorder(args.record, arm) if args.record else None  # a broken program fails before the port opens
+    with open_robot(args, arm, cal) as robot:
+        pendant = Pendant(robot, recorder=recorder, step_mm=step, speed_mm_s=speed, release_s=release)
+        term = Terminal()
+        try:
+            why = run(pendant, term)
+        finally:
+            term.restore()
+        pose = robot.commanded_pose()
+    x, y = pose.tool_mm
+    try:
+        print(f"armctl jog: left the arm at x={x:.1f} mm y={y:.1f} mm ({why}); it holds its pose")
+        if recorder is not None and pendant.recorded:
+            print(
+                f"recorded {len(pendant.recorded)} poses into {recorder.path}: check it with "
+                f"'armctl plan {recorder.path}', play it with 'armctl run {recorder.path}'"
+            )
+    except OSError:  # the terminal went away with the SSH link
+        pass
+    return 0 if why == "q" else EXIT_INTERRUPTED

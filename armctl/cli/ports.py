@@ -1,0 +1,98 @@
+"""``armctl ports``: the serial ports, and which board answers on each; and ``--port auto`` for every
+command that opens a port. The probing itself is ``armctl.bus.probe``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..errors import BadInputError, LinkError
+
+EPILOG = """\
+Each port that looks like a board (a USB serial device) is opened and asked, in bounded time, for our
+firmware's handshake (115200 baud) and for StandardFirmata's version (57600 baud). Opening an Arduino
+Uno's port resets it: the probe waits for the board to start again (up to about 6 s; all ports at once).
+A port another armctl holds is reported as in use and not opened.
+examples:
+  armctl ports
+  armctl ports --json
+  armctl ports /dev/ttyS0 /dev/pts/3           # probe these (any path), not the listed ones
+  armctl --port auto status                     # use the one board found"""
+
+
+def register(sub, parents) -> None:
+    p = sub.add_parser(
+        "ports",
+        parents=parents,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="list the serial ports and identify the board on each",
+        description="List the serial ports (pyserial list_ports) and identify the board on each: our firmware "
+        "or StandardFirmata.",
+    )
+    p.add_argument("ports", nargs="*", metavar="PORT", help="probe these ports instead of the listed ones")
+    p.add_argument("--json", action="store_true", help="print JSON: one object per port")
+    p.set_defaults(func=cmd_ports)
+
+
+def _reports(explicit: list[str] | None, *, quiet: bool):
+    from ..bus.probe import PortInfo, candidates, probe_all
+
+    listed = [PortInfo(p) for p in explicit] if explicit else candidates()
+    if not quiet and any(p.looks_like_board for p in listed):
+        print(
+            "armctl ports: opening a port resets an Arduino Uno; waiting for each board to start (up to ~6 s)...",
+            file=sys.stderr,
+            flush=True,
+        )
+    return probe_all(listed)
+
+
+def cmd_ports(args) -> int:
+    reports = _reports(args.ports or None, quiet=args.json)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in reports], indent=1))
+        return 0
+    if not reports:
+        print("no serial ports found")
+        return 0
+    rows = [("port", "usb id", "device", "what answered")]
+    for r in reports:
+        what = r.detail if r.found in ("armctl", "firmata") else f"{r.found}: {r.detail}"
+        if r.reset_seen:
+            what += " [reset on open]"
+        rows.append((r.port, r.usb_id or "-", r.description or "-", what))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[3])
+    return 0
+
+
+def auto_port(args) -> tuple[str, str]:
+    """``--port auto``: (port, backend) of the one board found; LinkError (exit 4) naming what was found if
+    there is none or more than one, or if ``--backend`` was given and the board runs another firmware."""
+    reports = _reports(None, quiet=False)
+    boards = [r for r in reports if r.backend is not None]
+    if len(boards) != 1:
+        seen = ", ".join(f"{r.port} ({r.detail if r.backend else r.found})" for r in reports) or "no serial ports"
+        if not boards:
+            raise LinkError(f"--port auto: no board found ({seen}); connect one, or give --port PATH")
+        raise LinkError(f"--port auto: {len(boards)} boards found ({seen}): choose one with --port PATH")
+    board = boards[0]
+    if getattr(args, "backend_given", False) and args.backend != board.backend:
+        raise LinkError(
+            f"--port auto: the board on {board.port} runs {board.detail}, which --backend {board.backend} drives, "
+            f"not --backend {args.backend}"
+        )
+    print(f"armctl {args.command}: --port auto: {board.port}: {board.detail}", file=sys.stderr, flush=True)
+    return board.port, board.backend
+
+
+def resolve_port(args) -> None:
+    """Replace ``--port auto`` in ``args`` by the board found (and its backend); anything else stays."""
+    if args.port is None or args.port.strip().lower() != "auto":
+        return
+    if getattr(args, "command", None) is None:
+        raise BadInputError("--port auto needs a command that opens the port")
+    args.port, args.backend = auto_port(args)
