@@ -679,4 +679,8 @@ def cmd_pendant(args) -> int:
             )
     except OSError:  # the terminal went away with the SSH link
         pass
-    return 0 if why == "q" else EXIT_INTERRUPTED
+    if why == "q":
+        return 0
+    if why.startswith("SIG"):  # SIGTERM 143, SIGHUP 129: as every moving command (docs: exit codes)
+        return 128 + int(signal.Signals[why])
+    return EXIT_INTERRUPTED
