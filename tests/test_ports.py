@@ -150,8 +150,8 @@ def test_ports_identifies_the_simulated_arm_on_a_pty(sim_pty, capsys):
             "found": "armctl",
             "detail": "armsim (armctl protocol 1, 4 channels)",
             "backend": "armctl",
-            "reset_seen": False,
-            "seconds": got[0]["seconds"],
+            "reset_seen": got[0]["reset_seen"],  # the simulator sends its boot line when it starts, which
+            "seconds": got[0]["seconds"],  # may be just after the port was opened: either is right here
         }
     ]
     assert main(["ports", pty.path]) == 0
