@@ -26,7 +26,7 @@ from .bus.backend import FRAME_S
 from .calibration import PULSE_RANGE_US, Calibration, ServoCal
 from .config import Section, load_yaml_file
 from .errors import BadInputError
-from .kinematics import fk
+from .kinematics import tool_point
 from .paths import atomic_write
 
 DEFAULT_MAX_RESIDUAL_DEG = 1.0
@@ -431,7 +431,8 @@ def compare_lines(a: Calibration, b: Calibration, arm: Arm) -> tuple[list[str], 
         q = np.stack([g.ravel() for g in grids], axis=1)
         us = a.joints_to_us(q, check=False)
         q_b = b.us_to_joints(us)
-        dist = np.hypot(*(fk(arm.links_m, q) - fk(arm.links_m, q_b)).T)
+        off = tool_point(arm, q) - tool_point(arm, q_b)
+        dist = np.hypot(*off.T) if off.shape[-1] == 2 else np.linalg.norm(off, axis=-1)
         worst = float(np.max(dist))
         k = int(np.argmax(dist))
         out.append(

@@ -213,10 +213,12 @@ def arm_manipulability(arm, q) -> np.ndarray:
 
 
 def limit_names(arm) -> list[str]:
-    """One name per column of ``limit_excess``: each joint, then a parallelogram's link angle."""
-    names = [f"joint {i + 1} ({name})" for i, name in enumerate(arm.joint_names)]
+    """One name per column of ``limit_excess``: each joint, then a parallelogram's link angle. The chain's
+    joints count from 1 on a base arm too (Q1 Q2 after QBASE)."""
+    chain = arm.joint_names[1:] if arm.has_base else arm.joint_names
+    names = [f"joint {i + 1} ({name})" for i, name in enumerate(chain)]
     if arm.has_base:
-        names[0] = f"the base ({arm.joint_names[0]})"
+        names.insert(0, f"the base ({arm.joint_names[0]})")
     if arm.parallelogram:
         names.append("the angle between upper arm and forearm")
     return names

@@ -125,7 +125,7 @@ def check_joint_limits(arm: Arm, q) -> None:
     if bad is not None and arm.layered:
         i, _ = bad
         raise JointLimitError(
-            f"{limit_description(arm, q, i)}; outside its limits",
+            limit_description(arm, q, i),
             joint=i if i < arm.n else None,
             q=np.asarray(q, dtype=float),
         )

@@ -20,8 +20,8 @@ from .. import motion
 from ..arm import Arm, load_arm
 from ..calibration import Calibration, find_calibration, load_calibration
 from ..errors import BadInputError
-from ..kinematics import fk
-from ..units import parse_float, parse_length
+from ..kinematics import tool_point
+from ..units import parse_float
 
 EPILOG = """\
 port: a device path (/dev/ttyACM0) or any pyserial URL (socket://host:port, rfc2217://, spy://...);
@@ -29,6 +29,7 @@ default: the simulated arm, armsim://<arm> (it keeps its pose between runs; see 
 examples:
   armctl run examples/pick_and_place.yaml
   armctl jog 0.5 0.2 --phi -30 --speed 50
+  armctl --arm mearm jog 150mm 40mm 20mm      # an arm on a rotating base: X Y Z
   armctl --port /dev/ttyACM0 home
   armctl --backend firmata --port /dev/ttyACM0 run examples/pick_and_place.yaml"""
 
@@ -44,10 +45,12 @@ def register(sub, parents) -> None:
         epilog=EPILOG,
         formatter_class=fmt,
         help="move the tool in a straight line to X Y",
-        description="Move the tool point in a straight line from where the arm is to (X, Y).",
+        description="Move the tool point in a straight line from where the arm is to (X, Y), or (X, Y, Z) on an "
+        "arm with a rotating base.",
     )
     p.add_argument("x", metavar="X", help="target x (m, or with a unit: 500mm)")
     p.add_argument("y", metavar="Y", help="target y (m, or with a unit)")
+    p.add_argument("z", nargs="?", metavar="Z", help="target z, height (m, or with a unit): arms on a base only")
     p.add_argument("--phi", metavar="DEG", help="tool angle at the target, degrees (3-link arms)")
     p.add_argument(
         "--speed",
@@ -150,8 +153,8 @@ def _print(args, report: dict, headline: str) -> None:
     if report.get("source") == "assumed":
         print(f"pose: not known yet ({report['detail']}); the first move sets it, then ramps slowly")
     elif report.get("tool_m") is not None:
-        x, y = report["tool_m"]
-        print(f"tool at x={x:.4f} m y={y:.4f} m ({report['source']}: {report['detail']})")
+        where = " ".join(f"{k}={v:.4f} m" for k, v in zip("xyz", report["tool_m"]))
+        print(f"tool at {where} ({report['source']}: {report['detail']})")
         print("joints " + " ".join(f"{v:.2f}" for v in report["q_deg"]) + " deg")
 
 
@@ -177,7 +180,8 @@ def _drive(args, arm: Arm, cal: Calibration, act) -> dict:
                 "backend": robot.backend.name,
             }
         )
-        report["error_m"] = float(np.hypot(*(np.array(report["tool_m"]) - result.planned_tool_m)))
+        off = np.array(report["tool_m"]) - result.planned_tool_m
+        report["error_m"] = float(np.hypot(*off) if len(off) == 2 else np.linalg.norm(off))
         return report
 
 
@@ -185,18 +189,21 @@ def _drive(args, arm: Arm, cal: Calibration, act) -> dict:
 
 
 def cmd_jog(args) -> int:
+    from .kin import target_args
+
     arm, cal = setup(args)
-    target = np.array([parse_length(args.x, what="X"), parse_length(args.y, what="Y")])
+    target = np.array(target_args(args, arm, "armctl jog 0.5 0.2"))
     phi = None if args.phi is None else math.radians(parse_float(args.phi, what="--phi"))
     speed = parse_float(args.speed, what="--speed") / 1000.0
     if speed <= 0:
         raise BadInputError(f"--speed: must be > 0 mm/s, got {args.speed}")
-    if phi is not None and arm.n != 3:
+    if phi is not None and arm.n_links != 3:
         raise BadInputError("--phi needs a 3-link arm")
     motion.solve_pose(arm, target, phi, arm.home_rad)  # unreachable targets fail before any port is opened
-    label = f"jog to ({target[0]:g}, {target[1]:g}) m"
+    where = "(" + ", ".join(f"{v:g}" for v in target) + ")"
+    label = f"jog to {where} m"
     report = _drive(args, arm, cal, lambda robot: robot.move_to(*target, phi=phi, speed=speed, label=label))
-    _print(args, report, f"jogged to ({target[0]:g}, {target[1]:g}) m in {report['duration_s']:.2f} s")
+    _print(args, report, f"jogged to {where} m in {report['duration_s']:.2f} s")
     return 0
 
 
@@ -217,7 +224,7 @@ def cmd_run(args) -> int:
     traj = plan.trajectory
     prepare(traj, cal)  # every pulse checked before a port is opened
     if args.dry_run:
-        end = fk(arm.links_m, traj.q_rad[-1])
+        end = tool_point(arm, traj.q_rad[-1])
         report = {
             "dry_run": True,
             "duration_s": float(traj.duration_s),
