@@ -380,7 +380,7 @@ def solve_batch(
     iters = np.zeros(m, dtype=int)
     base, u, v, axis = _batch_plane(arm, t, q_start)
     if arm.n_links == 2:
-        qc, found = _batch_closed_form(arm, u, v, q_start)
+        qc, found = batch_closed_form(arm, u, v, q_start)
         if base is not None:
             found &= np.isfinite(base)
         rows = np.flatnonzero(found)
@@ -446,9 +446,10 @@ def _batch_plane(arm: Arm, t, q_start):
     return b, u, v, axis
 
 
-def _batch_closed_form(arm: Arm, u, v, q_start):
-    """2-link chains, vectorised: per row the elbow branch inside every limit nearest the start (the arm's
-    chain joints, each at its turn nearest the start), and whether one exists."""
+def batch_closed_form(arm: Arm, u, v, q_start):
+    """2-link chains, vectorised: per row the elbow branch reaching the chain target (``u``, ``v``) (m, from
+    the shoulder) inside every limit nearest the start (the arm's chain joints, each at its turn nearest
+    ``q_start``'s, shape (N, n)), and whether one exists: (poses (N, 2), found (N,))."""
     l1, l2 = float(arm.links_m[0]), float(arm.links_m[1])
     c = arm.chain_joints
     lo, hi = arm.q_min[c], arm.q_max[c]

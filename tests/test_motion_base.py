@@ -206,3 +206,19 @@ def test_move_to_wants_z_on_a_base_arm_and_refuses_it_on_a_planar_one():
     with armctl.connect("seed-3link", FAST) as robot:
         with pytest.raises(BadInputError, match="not z"):
             robot.move_to(0.5, 0.2, 0.1)
+
+
+def test_plot_draws_top_and_side_views(tmp_path):
+    pytest.importorskip("matplotlib")
+    from matplotlib.image import imread
+
+    from armctl.plot import plot_plan
+
+    plan = plan_program(load_program(ROOT / "examples" / "pick_and_place_mearm.yaml"), MEARM)
+    out = tmp_path / "mearm.png"
+    plot_plan(plan, out, title="mearm")
+    img = imread(out)
+    assert img.shape[0] > 0.65 * img.shape[1]  # taller than a planar arm's: top view above side view
+    planar = tmp_path / "seed.png"
+    plot_plan(plan_program(load_program(ROOT / "examples" / "pick_and_place.yaml"), load_arm("seed-3link")), planar)
+    assert imread(planar).shape[0] < 0.6 * imread(planar).shape[1]
