@@ -1119,8 +1119,14 @@ def _solve_rows(arm: Arm, t, q_start, tol, max_iter) -> BatchIKResult:
     return BatchIKResult(q=q, ok=ok, error_m=error, iterations=iters, shortfall_m=short, method="dls", reasons=reasons)
 
 
+_IK_ARM = None
+
+
 def _layer():
     """armctl.ik_arm, imported on first use (it imports this module)."""
-    from . import ik_arm
+    global _IK_ARM
+    if _IK_ARM is None:
+        from . import ik_arm
 
-    return ik_arm
+        _IK_ARM = ik_arm
+    return _IK_ARM

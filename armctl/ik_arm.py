@@ -31,7 +31,15 @@ from .arm import Arm
 from .errors import BadInputError
 from .ik import DEFAULT_MAX_ITER, DEFAULT_TOL_M, BatchIKResult, IKResult
 from .kinematics import joint_angles, limit_excess, tool_point
-from .workspace import base_planes, nearest_reachable
+from .workspace import (
+    _turn_batch,
+    base_planes,
+    closed_form_2link,
+    nearest_reachable,
+    nearest_reachable_batch,
+    nearest_turn,
+    plain,
+)
 
 TWO_PI = 2.0 * math.pi
 LIMIT_TOL = 1e-9
@@ -89,17 +97,18 @@ def _check(arm: Arm, target, phi, q0):
 
 
 def _planes(arm: Arm, t, phi, q0):
-    """Planes to solve in, in order of preference: (base angle or None, chain target (u, v), chain phi).
-    The base towards the target first, turned half a turn second (only those inside the base limits)."""
+    """Planes to solve in, in order of preference: (base angle or None, chain target (u, v), chain phi,
+    whether the chain reaches back over the base axis). The base towards the target first, turned half a
+    turn second (only those inside the base limits)."""
     if not arm.has_base:
-        return [(None, (t[0], t[1]), phi)]
+        return [(None, (t[0], t[1]), phi, False)]
     out = []
     rho = math.hypot(t[0], t[1])
     for b, u, d in base_planes(arm, t, q0):
         if d > 1e-12 * max(1.0, rho):
             break  # the end-stop planes miss the target; only the planes through it solve it
         ph = phi if phi is None or u >= 0 or rho <= 1e-12 else math.pi - phi
-        out.append((b, (u - arm.base_offset_m, t[2] - arm.shoulder_height_m), ph))
+        out.append((b, (u - arm.base_offset_m, t[2] - arm.shoulder_height_m), ph, u < 0))
     return out
 
 
@@ -127,29 +136,11 @@ def _inside(arm: Arm, q) -> bool:
 def closed_form(arm: Arm, base, uv, q0) -> np.ndarray | None:
     """2-link chains: the closed-form pose (the arm's joints, base ``base``) reaching plane point ``uv``
     inside every limit, nearest ``q0``; None if neither elbow branch fits."""
-    l1, l2 = float(arm.links_m[0]), float(arm.links_m[1])
-    c = arm.chain_joints
-    lo, hi = arm.q_min[c], arm.q_max[c]
-    ref = q0[c]
-    best, best_d = None, math.inf
-    for s1, e in ik.analytic_2link(l1, l2, float(uv[0]), float(uv[1])):
-        if arm.parallelogram and e > 0.0:
-            e -= TWO_PI  # folded flat (pi) is -pi: the parallelogram's elbow bends one way only
-        for a in _turns(s1, lo[0], hi[0]):
-            if arm.parallelogram:
-                seconds = [a + e]
-            else:
-                seconds = _turns(e, lo[1], hi[1])
-            for b2 in seconds:
-                q = np.array([a, b2]) if base is None else np.array([base, a, b2])
-                if not _inside(arm, q):
-                    continue
-                d = (a - ref[0]) ** 2 + (b2 - ref[1]) ** 2
-                if d < best_d:
-                    best, best_d = q, d
-    if best is not None:
-        best[c] = np.clip(best[c], lo, hi)
-    return best
+    c = 1 if arm.has_base else 0
+    q = closed_form_2link(plain(arm), float(uv[0]), float(uv[1]), float(q0[c]), float(q0[c + 1]))
+    if q is None:
+        return None
+    return np.array(q if base is None else (base, *q))
 
 
 def _turns(angle: float, lo: float, hi: float) -> list[float]:
@@ -180,20 +171,113 @@ def solve(
     else the nearest pose found and ``shortfall_m``."""
     if not arm.layered:
         return ik.solve(arm, target, phi=phi, q0=q0, method=method, tol=tol, max_iter=max_iter)
+    if phi is None and (method == "dls" or method == "analytic"):
+        fast = _fast(arm, target, q0, method, tol, max_iter)
+        if fast is not None:
+            return fast
     if method not in ik.METHODS:
         raise BadInputError(f"unknown IK method {method!r}; choose one of: {', '.join(ik.METHODS)}")
     t, phi, q0 = _check(arm, target, phi, q0)
     tv = np.array(t)
     stats = _Stats()
     tried: list = []
-    for base, uv, ph in _planes(arm, t, phi, q0):
-        q = _in_plane(arm, base, uv, ph, q0, method, tol, max_iter, stats, tried)
+    for base, uv, ph, back in _planes(arm, t, phi, q0):
+        q = _in_plane(arm, base, uv, ph, q0, method, tol, max_iter, stats, tried, back)
         if q is not None:
             err = float(np.linalg.norm(tool_point(arm, q) - tv))
             return IKResult(
                 q, True, err, stats.it, stats.fk, stats.jac, method, None, 0.0, stats.step, stats.restarts + len(tried)
             )
     return _miss(arm, tv, phi, q0, method, tried, stats, tol)
+
+
+def _fast(arm: Arm, target, q0, method, tol, max_iter) -> IKResult | None:
+    """The common case in plain floats: a well-formed target some plane reaches inside every limit, by
+    the closed form (2-link chains: what DLS starting from it returns at once) or by the planar solver's
+    C path (3-link chains). None: anything else (bad input, a miss, a closed form off by more than
+    ``tol``), which the general path handles and explains."""
+    P = plain(arm)
+    if type(target) is np.ndarray:
+        target = target.tolist()  # one conversion, not one numpy scalar per coordinate
+    try:
+        if P.has_base:
+            x, y, z = target
+            x, y, v = float(x), float(y), float(z)
+        else:
+            x, v = target
+            x, v = float(x), float(v)
+            y = 0.0
+        if q0 is None:
+            q = P.home
+        else:
+            q = [float(a) for a in (q0.tolist() if isinstance(q0, np.ndarray) else q0)]
+            if len(q) != arm.n:
+                return None
+            q = [min(max(a, lo), hi) for a, lo, hi in zip(q, P.qlo, P.qhi)]
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(x + y + v + sum(q)):
+        return None
+    c = 1 if P.has_base else 0
+    az = None
+    if P.has_base:
+        v -= P.h
+        rho = math.hypot(x, y)
+        if rho <= 1e-12:  # on the base axis: the base stays where it is
+            first = (min(max(q[0], P.blo), P.bhi), 0.0)
+        else:
+            az = math.atan2(y, x)
+            b1 = nearest_turn(az, q[0], P.blo, P.bhi)
+            first = None if b1 is None else (b1, rho)
+    else:
+        first = (None, x)
+    l1, l2 = P.links[0], P.links[1]
+    for flip in (False, True):
+        if not flip:
+            plane = first
+        elif az is None:
+            break
+        else:  # the base half a turn round, the chain reaching back over the axis
+            b2 = nearest_turn(az + math.pi, q[0], P.blo, P.bhi)
+            plane = None if b2 is None else (b2, -rho)
+        if plane is None:
+            continue
+        b, u = plane
+        uc = u - P.bo
+        if arm.n_links == 2:
+            j = closed_form_2link(P, uc, v, q[c], q[c + 1])
+            if j is None:
+                continue
+            j1, j2 = j
+            a2 = j2 if P.pg else j1 + j2
+            err = math.hypot(l1 * math.cos(j1) + l2 * math.cos(a2) - uc, l1 * math.sin(j1) + l2 * math.sin(a2) - v)
+            if err > tol:
+                return None  # rounding near a singular pose: the general path polishes it
+            return IKResult(np.array((b, j1, j2) if P.has_base else j), True, err, 0, 1, 0, method, None, 0.0, 0.0, 0)
+        start = q[c:] if not flip else _mirrored(q[c:])
+        res = ik.solve(arm.chain, (uc, v), q0=start, method=method, tol=tol, max_iter=max_iter)
+        if res.ok:
+            qv = np.concatenate(([b], res.q)) if P.has_base else res.q
+            return IKResult(
+                qv,
+                True,
+                res.error_m,
+                res.iterations,
+                res.fk_evals,
+                res.jacobian_evals,
+                method,
+                None,
+                0.0,
+                res.max_step_rad,
+                res.restarts,
+            )
+    return None
+
+
+def _mirrored(chain) -> list[float]:
+    """A serial chain's pose mirrored about the vertical through the shoulder: the start for a chain
+    reaching back over the base axis from one reaching forward (the planar solver clips it to the limits)."""
+    return [math.pi - chain[0], *(-a for a in chain[1:])]
 
 
 class _Stats:
@@ -211,7 +295,7 @@ class _Stats:
         self.step = max(self.step, res.max_step_rad)
 
 
-def _in_plane(arm: Arm, base, uv, ph, q0, method, tol, max_iter, stats: _Stats, tried: list):
+def _in_plane(arm: Arm, base, uv, ph, q0, method, tol, max_iter, stats: _Stats, tried: list, back: bool = False):
     """The pose (the arm's joints) reaching chain target ``uv`` in the plane at ``base`` inside every limit,
     or None (the planar solver's best attempt then goes to ``tried``)."""
     chain = arm.chain
@@ -231,7 +315,10 @@ def _in_plane(arm: Arm, base, uv, ph, q0, method, tol, max_iter, stats: _Stats, 
         if res.ok and _inside(arm, cand):
             return cand
         return q if _plane_error(arm, q, tv) <= tol else None
-    res = ik.solve(chain, uv, phi=ph, q0=_chain_start(arm, q0), method=method, tol=tol, max_iter=max_iter)
+    start = _chain_start(arm, q0)
+    if back:  # reaching back over the axis: start from the current pose mirrored
+        start = np.clip(_mirrored(start.tolist()), chain.q_min, chain.q_max)
+    res = ik.solve(chain, uv, phi=ph, q0=start, method=method, tol=tol, max_iter=max_iter)
     stats.add(res)
     cand = _full(arm, base, res.q)
     if res.ok and _inside(arm, cand):
@@ -262,15 +349,12 @@ def _miss(arm, tv, phi, q0, method, tried, stats: _Stats, tol: float) -> IKResul
         return IKResult(
             np.asarray(q, dtype=float), True, err, stats.it, stats.fk, stats.jac, method, None, 0.0, stats.step, 0
         )
-    geometric = _outside_annulus(arm, tv, phi, q0)
-    if geometric > 1e-12:
-        short = max(err, geometric) if arm.n_links == 2 else near.shortfall_m
-        reason = f"unreachable: {short * 1000:.1f} mm outside the reach of arm '{arm.name}'" + (
-            " at this tool angle" if phi is not None else ""
-        )
-    else:
+    if arm.n_links == 2:
         short = err
-        reason = "no pose inside the joint limits reaches the target"
+    else:
+        geometric = _outside_annulus(arm, tv, phi, q0)
+        short = near.shortfall_m if geometric > 1e-12 else err
+    reason = _miss_reason(arm, tv, phi, q0, short)
     return IKResult(
         np.asarray(q, dtype=float),
         False,
@@ -284,6 +368,16 @@ def _miss(arm, tv, phi, q0, method, tried, stats: _Stats, tol: float) -> IKResul
         stats.step,
         stats.restarts + len(tried),
     )
+
+
+def _miss_reason(arm: Arm, tv, phi, q0, short: float) -> str:
+    """Why a target is not reached: outside the chain's reach with its joint limits ignored (the planar
+    arms' 'unreachable'), or inside it but not inside the limits."""
+    if _outside_annulus(arm, tv, phi, q0) > 1e-12:
+        return f"unreachable: {short * 1000:.1f} mm outside the reach of arm '{arm.name}'" + (
+            " at this tool angle" if phi is not None else ""
+        )
+    return "no pose inside the joint limits reaches the target"
 
 
 def _outside_annulus(arm: Arm, tv, phi, q0) -> float:
@@ -389,28 +483,47 @@ def solve_batch(
     else:
         chain = arm.chain
         c0 = np.array(q_start[:, 1:]) if arm.has_base else np.array(q_start)
-        sub = base is not None
-        fine = np.ones(m, dtype=bool) if not sub else np.isfinite(base)
-        rows = np.flatnonzero(fine)
-        if rows.size:
+        planes = [(base, u, ph, c0)]
+        if arm.has_base:  # then the base half a turn round, the chain reaching back over the axis
+            rho = np.hypot(t[:, 0], t[:, 1])
+            back = _turn_batch(np.arctan2(t[:, 1], t[:, 0]) + math.pi, q_start[:, 0], arm.q_min[0], arm.q_max[0])
+            back[rho <= 1e-12] = np.nan
+            mirrored = np.concatenate([math.pi - c0[:, :1], -c0[:, 1:]], axis=1)
+            planes.append((back, -rho - arm.base_offset_m, None if ph is None else math.pi - ph, mirrored))
+        for b, uu, pp, start in planes:
+            fine = ~done if b is None else ~done & np.isfinite(b)
+            rows = np.flatnonzero(fine)
+            if rows.size == 0:
+                continue
             res = ik.solve_batch(
                 chain,
-                np.stack([u[rows], v[rows]], axis=1),
-                phi=None if ph is None else ph[rows],
-                q0=c0[rows],
+                np.stack([uu[rows], v[rows]], axis=1),
+                phi=None if pp is None else pp[rows],
+                q0=start[rows],
                 tol=tol,
                 max_iter=max_iter,
             )
             good = rows[res.ok]
-            q[good] = res.q[res.ok] if not arm.has_base else np.concatenate([base[good, None], res.q[res.ok]], axis=1)
-            iters[rows] = res.iterations
-            inside = np.all(limit_excess(arm, q[good]) <= LIMIT_TOL, axis=-1)
-            done[good[inside]] = True
+            q[good] = res.q[res.ok] if b is None else np.concatenate([b[good, None], res.q[res.ok]], axis=1)
+            iters[rows] += res.iterations
+            done[good] = True
     del axis
     error = np.zeros(m)
     short = np.zeros(m)
     ok = done.copy()
     reasons: list = [None] * m
+    if arm.n_links == 2 and not np.all(done):
+        # the rest at once: the base half a turn round, else the nearest point inside every limit
+        rest = np.flatnonzero(~done)
+        nq, _, dist = nearest_reachable_batch(arm, t[rest], q_start[rest])
+        q[rest] = nq
+        reached = dist <= tol
+        ok[rest] = reached
+        done[rest] = True
+        for j in np.flatnonzero(~reached):
+            i = rest[j]
+            short[i] = dist[j]
+            reasons[i] = _miss_reason(arm, t[i], None, q_start[i], float(dist[j]))
     for i in np.flatnonzero(~done):
         r = solve(arm, t[i], phi=None if ph is None else ph[i], q0=q_start[i], tol=tol, max_iter=max_iter)
         q[i], ok[i], short[i], reasons[i] = r.q, r.ok, r.shortfall_m, r.reason
@@ -458,37 +571,37 @@ def batch_closed_form(arm: Arm, u, v, q_start):
     c2 = (r2 - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
     reach = np.abs(c2) <= 1.0 + 1e-12
     c2 = np.clip(c2, -1.0, 1.0)
-    s2 = np.where(1.0 - np.abs(c2) < 1e-12, 0.0, np.sqrt(1.0 - c2 * c2))
+    s2 = np.sqrt(1.0 - c2 * c2)
+    s2[1.0 - np.abs(c2) < 1e-12] = 0.0
     ang = np.arctan2(v, u)
     best = np.full((len(u), 2), np.nan)
     best_d = np.full(len(u), np.inf)
     for s in (-s2, s2):
         e = np.arctan2(s, c2)
-        a = ang - np.arctan2(l2 * s, l1 + l2 * c2)
-        a = a + TWO_PI * np.round((ref[:, 0] - a) / TWO_PI)
-        for k1 in (-1.0, 0.0, 1.0):
-            j1 = a + k1 * TWO_PI
-            if arm.parallelogram:
-                e = np.where(e > 0.0, e - TWO_PI, e)  # folded flat (pi) is -pi: one way only
-                j2 = j1 + e
-                ok = (j2 >= lo[1] - LIMIT_TOL) & (j2 <= hi[1] + LIMIT_TOL)
-                la = math.pi + e
-                la_lo, la_hi = arm.link_angle_rad
-                ok &= (la >= la_lo - LIMIT_TOL) & (la <= la_hi + LIMIT_TOL)
-                cands = [(j2, ok)]
-            else:
-                e0 = e + TWO_PI * np.round((ref[:, 1] - e) / TWO_PI)
-                cands = []
-                for k2 in (-1.0, 0.0, 1.0):
-                    j2 = e0 + k2 * TWO_PI
-                    cands.append((j2, (j2 >= lo[1] - LIMIT_TOL) & (j2 <= hi[1] + LIMIT_TOL)))
-            ok1 = reach & (j1 >= lo[0] - LIMIT_TOL) & (j1 <= hi[0] + LIMIT_TOL)
-            for j2, ok2 in cands:
-                good = ok1 & ok2
-                d = np.where(good, (j1 - ref[:, 0]) ** 2 + (j2 - ref[:, 1]) ** 2, np.inf)
-                take = d < best_d
-                best[take] = np.stack([j1[take], j2[take]], axis=1)
-                best_d[take] = d[take]
+        j1 = _turn_in(ang - np.arctan2(l2 * s, l1 + l2 * c2), ref[:, 0], lo[0], hi[0])
+        if arm.parallelogram:
+            e = np.where(e > 0.0, e - TWO_PI, e)  # folded flat (pi) is -pi: one way only
+            la_lo, la_hi = arm.link_angle_rad
+            j2 = j1 + e
+            ok = (math.pi + e >= la_lo - LIMIT_TOL) & (math.pi + e <= la_hi + LIMIT_TOL)
+            ok &= (j2 >= lo[1] - LIMIT_TOL) & (j2 <= hi[1] + LIMIT_TOL)
+        else:
+            j2 = _turn_in(e, ref[:, 1], lo[1], hi[1])
+            ok = np.isfinite(j2)
+        ok &= reach & np.isfinite(j1)
+        d = np.where(ok, (j1 - ref[:, 0]) ** 2 + (j2 - ref[:, 1]) ** 2, np.inf)
+        take = d < best_d
+        best[take, 0] = j1[take]
+        best[take, 1] = j2[take]
+        best_d[take] = d[take]
     found = np.isfinite(best_d)
     best[found] = np.clip(best[found], lo, hi)
     return best, found
+
+
+def _turn_in(angle, ref, lo: float, hi: float):
+    """Per row the turn of ``angle`` inside [lo, hi] (nearest ``ref`` if several fit), NaN if none does."""
+    if hi - lo < TWO_PI:  # one turn at most fits: the first one at or above lo
+        j = angle + TWO_PI * np.ceil((lo - LIMIT_TOL - angle) / TWO_PI)
+        return np.where(j <= hi + LIMIT_TOL, j, np.nan)
+    return _turn_batch(angle, ref, lo, hi)

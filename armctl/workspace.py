@@ -20,7 +20,8 @@ import numpy as np
 
 from .arm import Arm
 from .errors import JointLimitError, UnreachableError
-from .kinematics import fk, joint_angles, limit_excess, limit_names
+from .ik import analytic_2link
+from .kinematics import joint_angles, limit_excess, limit_names
 
 
 @dataclass(frozen=True)
@@ -283,69 +284,108 @@ def _chord(poly, a, b, k):
     return (pts[0], pts[-1])
 
 
-_GOLD = (math.sqrt(5.0) - 1.0) / 2.0
+@dataclass(frozen=True)
+class Arcs:
+    """The border of what a 2-link chain reaches, as circular arcs in its plane (m, from the shoulder).
+
+    Every edge of the joint polygon and every straight or folded chord across it fixes one thing: the
+    upper arm's angle (the tool turns about the elbow), the elbow angle or the link angle (the tool turns
+    about the shoulder on a circle), or a parallelogram's forearm angle (the tool turns about a shifted
+    centre). Arc i: centre (cx, cy), radius r, the tool at angle p + beta for the parameter p in [p0, p1];
+    joints (q1, q2) = (a1 * p + b1, a2 * p + b2) in the chain's own joints.
+    """
+
+    cx: np.ndarray
+    cy: np.ndarray
+    r: np.ndarray
+    beta: np.ndarray
+    p0: np.ndarray
+    p1: np.ndarray
+    a1: np.ndarray
+    b1: np.ndarray
+    a2: np.ndarray
+    b2: np.ndarray
+
+
+def _arc(arm: Arm, a, b):
+    """The arc traced by the chain's tool along the joint segment a -> b (one of the three kinds)."""
+    l1, l2 = float(arm.links_m[0]), float(arm.links_m[1])
+    pg = arm.parallelogram
+    (a1, a2), (b1, b2) = a, b
+    if abs(a1 - b1) < 1e-12:  # upper arm fixed at c: the tool turns about the elbow
+        c = a1
+        lo, hi = min(a2, b2), max(a2, b2)
+        return (l1 * math.cos(c), l1 * math.sin(c), l2, 0.0 if pg else c, lo, hi, 0.0, c, 1.0, 0.0)
+    lo, hi = min(a1, b1), max(a1, b1)  # the upper arm's angle is the parameter
+    if abs(a2 - b2) < 1e-12 and pg:  # forearm fixed at c: a circle of radius l1 about the forearm's end
+        c = a2
+        return (l2 * math.cos(c), l2 * math.sin(c), l1, 0.0, lo, hi, 1.0, 0.0, 0.0, c)
+    # serial elbow fixed (q2 = c), or parallelogram link angle fixed (q2 - q1 = c): the arm turns rigidly
+    c = a2 if abs(a2 - b2) < 1e-12 else a2 - a1
+    wx, wy = l1 + l2 * math.cos(c), l2 * math.sin(c)
+    a2k, b2k = (0.0, c) if not pg else (1.0, c)
+    return (0.0, 0.0, math.hypot(wx, wy), math.atan2(wy, wx), lo, hi, 1.0, 0.0, a2k, b2k)
+
+
+def _build_arcs(arm: Arm) -> Arcs:
+    segs = _segments(arm)
+    rows = [_arc(arm, seg[0], seg[1]) for seg in segs if np.hypot(*(seg[1] - seg[0])) > 1e-12]
+    if not rows:  # a single point of joint space (a degenerate region)
+        poly = _polygon(arm)
+        q1, q2 = poly[0] if poly else (0.0, 0.0)
+        rows = [_arc(arm, (q1, q2), (q1, q2))]
+    cols = np.array(rows, dtype=float).T
+    return Arcs(*cols)
+
+
+_ARCS: dict = {}
+
+
+def arcs(arm: Arm) -> Arcs:
+    """The border arcs of a 2-link chain's reach (cached per arm)."""
+    hit = _ARCS.get(id(arm))
+    if hit is None or hit[0] is not arm:
+        if len(_ARCS) > 64:
+            _ARCS.clear()
+        hit = _ARCS[id(arm)] = (arm, _build_arcs(arm))
+    return hit[1]
+
+
+def chain_nearest_batch(arm: Arm, u, v):
+    """Vectorised ``chain_nearest``: per point (``u``, ``v``) (N,) the chain joints (N, 2) on the border of
+    the reach nearest it and that distance (N,). Exact: the nearest point of each border arc in closed form."""
+    A = arcs(arm)
+    u = np.asarray(u, dtype=float)[:, None]
+    v = np.asarray(v, dtype=float)[:, None]
+    dx, dy = u - A.cx, v - A.cy
+    gamma = np.arctan2(dy, dx) - A.beta
+    p_in = gamma + 2.0 * math.pi * np.ceil((A.p0 - gamma) / (2.0 * math.pi))
+    best_p = np.broadcast_to(A.p0, dx.shape).copy()
+    best_d = None
+    for p, ok in ((p_in, p_in <= A.p1), (A.p0, True), (A.p1, True)):
+        ang = p + A.beta
+        d = np.hypot(A.cx + A.r * np.cos(ang) - u, A.cy + A.r * np.sin(ang) - v)
+        d = np.where(ok, d, np.inf)
+        if best_d is None:
+            best_d, best_p = d, np.broadcast_to(p, dx.shape).copy()
+        else:
+            take = d < best_d
+            best_d = np.where(take, d, best_d)
+            best_p = np.where(take, p, best_p)
+    k = np.argmin(best_d, axis=1)
+    rows = np.arange(len(k))
+    p = best_p[rows, k]
+    q = np.stack([A.a1[k] * p + A.b1[k], A.a2[k] * p + A.b2[k]], axis=1)
+    return q, best_d[rows, k]
 
 
 def chain_nearest(arm: Arm, uv) -> tuple[np.ndarray, float]:
     """The chain's joint angles (its own joints: a parallelogram's joint 2 from the horizontal) inside
-    every limit whose tool point lies nearest ``uv`` (m, in the chain's plane from the shoulder), and that
-    distance (m). 2-link chains only. The caller first tries the closed form: this searches the border."""
-    from .kinematics import chain_angles
-
-    segs = _segments_cached(arm)
-    t = np.asarray(uv, dtype=float)
-    sub = arm if not arm.has_base else _ChainView(arm)
-
-    def dist2(q):
-        p = fk(arm.links_m, chain_angles(sub, q))
-        return np.sum((p - t) ** 2, axis=-1)
-
-    s = np.linspace(0.0, 1.0, 257)
-    q = segs[:, None, 0, :] + s[None, :, None] * (segs[:, None, 1, :] - segs[:, None, 0, :])
-    d = dist2(q)
-    order = np.argsort(d, axis=None)[:6]
-    best_q, best_d = None, math.inf
-    for flat in order:
-        i, j = divmod(int(flat), len(s))
-        a, b = s[max(j - 1, 0)], s[min(j + 1, len(s) - 1)]
-        p0, p1 = segs[i, 0], segs[i, 1]
-        x1, x2 = b - _GOLD * (b - a), a + _GOLD * (b - a)
-        f1, f2 = float(dist2(p0 + x1 * (p1 - p0))), float(dist2(p0 + x2 * (p1 - p0)))
-        for _ in range(60):
-            if f1 < f2:
-                b, x2, f2 = x2, x1, f1
-                x1 = b - _GOLD * (b - a)
-                f1 = float(dist2(p0 + x1 * (p1 - p0)))
-            else:
-                a, x1, f1 = x1, x2, f2
-                x2 = a + _GOLD * (b - a)
-                f2 = float(dist2(p0 + x2 * (p1 - p0)))
-        for u, f in ((x1, f1), (x2, f2), (s[j], float(d.flat[flat]))):
-            if f < best_d:
-                best_q, best_d = p0 + u * (p1 - p0), f
-    return np.asarray(best_q, dtype=float), math.sqrt(best_d)
-
-
-class _ChainView:
-    """An arm's chain without its base, for ``chain_angles`` on chain-only joint vectors."""
-
-    has_base = False
-
-    def __init__(self, arm: Arm):
-        self.parallelogram = arm.parallelogram
-
-
-_SEGMENTS: dict = {}
-
-
-def _segments_cached(arm: Arm) -> np.ndarray:
-    key = id(arm)
-    hit = _SEGMENTS.get(key)
-    if hit is None or hit[0] is not arm:
-        if len(_SEGMENTS) > 64:
-            _SEGMENTS.clear()
-        hit = _SEGMENTS[key] = (arm, _segments(arm))
-    return hit[1]
+    every limit whose tool point lies nearest ``uv`` (m, in the chain's plane from the shoulder), on the
+    border of its reach, and that distance (m). 2-link chains only; the caller first tries the closed
+    form (a point inside the reach)."""
+    q, d = chain_nearest_batch(arm, [float(uv[0])], [float(uv[1])])
+    return q[0], float(d[0])
 
 
 def nearest_reachable(arm: Arm, target, phi: float | None = None, q_near=None) -> Nearest:
@@ -379,35 +419,174 @@ def nearest_reachable(arm: Arm, target, phi: float | None = None, q_near=None) -
     return Nearest(point, q, 0.0 if dist < 1e-12 else float(np.linalg.norm(point - t)))
 
 
+def _turn_batch(angle, ref, lo: float, hi: float):
+    """Per row: ``angle + 2 pi k`` inside [lo, hi] nearest ``ref``, NaN where none is."""
+    b = angle + _TWO_PI * np.round((ref - angle) / _TWO_PI)
+    for k in (-1.0, 1.0):  # the nearest turn may lie outside while another is inside
+        alt = b + k * _TWO_PI
+        swap = ((b < lo - 1e-9) | (b > hi + 1e-9)) & (alt >= lo - 1e-9) & (alt <= hi + 1e-9)
+        b = np.where(swap, alt, b)
+    return np.where((b < lo - 1e-9) | (b > hi + 1e-9), np.nan, np.clip(b, lo, hi))
+
+
+def nearest_reachable_batch(arm: Arm, targets, q_near=None):
+    """``nearest_reachable`` for many targets of an arm with a 2-link chain, vectorised: (poses (N, n) inside
+    every limit, the points they reach (N, dim), the distances (N,), 0 where the target is reached)."""
+    from .ik_arm import batch_closed_form
+    from .kinematics import tool_point
+
+    t = np.asarray(targets, dtype=float)
+    m = len(t)
+    ref = np.array(np.broadcast_to(arm.home_rad if q_near is None else q_near, (m, arm.n)), dtype=float)
+    if arm.has_base:
+        rho, az = np.hypot(t[:, 0], t[:, 1]), np.arctan2(t[:, 1], t[:, 0])
+        z = t[:, 2] - arm.shoulder_height_m
+        lo, hi = float(arm.q_min[0]), float(arm.q_max[0])
+        axis = rho <= 1e-12
+        nan = np.full(m, np.nan)
+        planes = [
+            (np.where(axis, np.clip(ref[:, 0], lo, hi), _turn_batch(az, ref[:, 0], lo, hi)), rho, np.zeros(m)),
+            (np.where(axis, nan, _turn_batch(az + math.pi, ref[:, 0], lo, hi)), -rho, np.zeros(m)),
+        ]
+        for b in (lo, hi):  # the base's end stops
+            planes.append((np.where(axis, nan, b), rho * np.cos(az - b), np.abs(rho * np.sin(az - b))))
+    else:
+        z = t[:, 1]
+        planes = [(np.zeros(m), t[:, 0], np.zeros(m))]
+    best = np.full(m, np.inf)
+    q_best = np.array(ref)
+    c = arm.chain_joints
+    for b, u, d in planes:
+        uc = u - arm.base_offset_m
+        qc, found = batch_closed_form(arm, uc, z, ref)
+        border_q, border_d = chain_nearest_batch(arm, uc, z)
+        qc = np.where(found[:, None], qc, border_q)
+        total = np.where(np.isfinite(b), np.hypot(d, np.where(found, 0.0, border_d)), np.inf)
+        take = total < best
+        best = np.where(take, total, best)
+        q_best[take, c] = qc[take]
+        if arm.has_base:
+            q_best[take, 0] = b[take]
+    point = tool_point(arm, q_best)
+    dist = np.linalg.norm(point - t, axis=-1)
+    return q_best, point, np.where(best < 1e-12, 0.0, dist)
+
+
 def _serial(arm: Arm, qc) -> np.ndarray:
     """Chain joints (a parallelogram's from the horizontal) -> serial chain angles."""
     qc = np.asarray(qc, dtype=float)
     return np.array([qc[0], qc[1] - qc[0]]) if arm.parallelogram else qc
 
 
+class PlainArm:
+    """An arm's numbers as plain Python floats for scalar code (one per arm: ``plain(arm)``): the chain's
+    joint limits (its own joints), the link-angle range, the base's range and the offsets."""
+
+    __slots__ = (
+        "arm",
+        "links",
+        "lo",
+        "hi",
+        "qlo",
+        "qhi",
+        "home",
+        "pg",
+        "la_lo",
+        "la_hi",
+        "has_base",
+        "blo",
+        "bhi",
+        "bo",
+        "h",
+    )
+
+    def __init__(self, arm: Arm):
+        c = arm.chain_joints
+        self.arm = arm
+        self.links = [float(v) for v in arm.links_m]
+        self.lo = [float(v) for v in arm.q_min[c]]
+        self.hi = [float(v) for v in arm.q_max[c]]
+        self.qlo = [float(v) for v in arm.q_min]  # every joint, the base first
+        self.qhi = [float(v) for v in arm.q_max]
+        self.home = [float(v) for v in arm.home_rad]
+        self.pg = arm.parallelogram
+        self.la_lo, self.la_hi = (float(v) for v in arm.link_angle_rad) if self.pg else (0.0, 0.0)
+        self.has_base = arm.has_base
+        self.blo = float(arm.q_min[0]) if arm.has_base else 0.0
+        self.bhi = float(arm.q_max[0]) if arm.has_base else 0.0
+        self.bo, self.h = float(arm.base_offset_m), float(arm.shoulder_height_m)
+
+
+_PLAIN: dict = {}
+
+
+def plain(arm: Arm) -> PlainArm:
+    """``PlainArm`` of ``arm`` (cached)."""
+    p = _PLAIN.get(id(arm))
+    if p is None or p.arm is not arm:
+        if len(_PLAIN) > 64:
+            _PLAIN.clear()
+        p = _PLAIN[id(arm)] = PlainArm(arm)
+    return p
+
+
+_TWO_PI = 2.0 * math.pi
+
+
+def nearest_turn(angle: float, ref: float, lo: float, hi: float, tol: float = 1e-9) -> float | None:
+    """``angle + 2 pi k`` inside [lo, hi] nearest ``ref`` (clipped onto the range within ``tol``), or None."""
+    if lo <= angle <= hi and -math.pi <= angle - ref <= math.pi:
+        return angle  # the usual case: no other turn is nearer
+    k = round((ref - angle) / _TWO_PI)
+    best = None
+    for kk in (k, k - 1, k + 1):
+        w = angle + _TWO_PI * kk
+        if lo - tol <= w <= hi + tol and (best is None or abs(w - ref) < abs(best - ref)):
+            best = w
+    return None if best is None else min(max(best, lo), hi)
+
+
+def closed_form_2link(P: PlainArm, u: float, v: float, ref1: float, ref2: float):
+    """A 2-link chain's pose (its own joints, plain floats) reaching (``u``, ``v``) (m, from the shoulder)
+    inside every limit (the link angle too), nearest (``ref1``, ``ref2``); None if neither elbow branch
+    fits. The closed form is ``ik.analytic_2link``'s."""
+    best, best_d = None, math.inf
+    lo1, hi1, lo2, hi2 = P.lo[0], P.hi[0], P.lo[1], P.hi[1]
+    for a, e in analytic_2link(P.links[0], P.links[1], u, v):
+        if P.pg:
+            if e > 0.0:
+                e -= _TWO_PI  # folded flat (pi) is -pi: the parallelogram's elbow bends one way only
+            if not P.la_lo - 1e-9 <= math.pi + e <= P.la_hi + 1e-9:
+                continue
+            if hi1 - lo1 < _TWO_PI:  # one turn at most fits the range
+                turns = (a,) if lo1 - 1e-9 <= a <= hi1 + 1e-9 else _turns_inside(a, lo1, hi1)
+            else:
+                turns = _turns_inside(a, lo1, hi1)
+            for j1 in turns:  # the upper arm's turns; the forearm follows it
+                j2 = j1 + e
+                if not lo2 - 1e-9 <= j2 <= hi2 + 1e-9:
+                    continue
+                d = (j1 - ref1) ** 2 + (j2 - ref2) ** 2
+                if d < best_d:
+                    best, best_d = (j1, min(max(j2, lo2), hi2)), d
+        else:
+            j1 = nearest_turn(a, ref1, lo1, hi1)
+            j2 = nearest_turn(e, ref2, lo2, hi2)
+            if j1 is None or j2 is None:
+                continue
+            d = (j1 - ref1) ** 2 + (j2 - ref2) ** 2
+            if d < best_d:
+                best, best_d = (j1, j2), d
+    return best
+
+
 def _closed_form_inside(arm: Arm, uv):
     """A 2-link chain pose (its own joints) inside every limit reaching ``uv`` exactly, or None."""
-    from .ik import analytic_2link
-
-    l1, l2 = float(arm.links_m[0]), float(arm.links_m[1])
+    P = plain(arm)
     c = arm.chain_joints
-    lo, hi = arm.q_min[c], arm.q_max[c]
-    for q1, e in analytic_2link(l1, l2, float(uv[0]), float(uv[1])):
-        if arm.parallelogram and e > 0.0:
-            e -= 2.0 * math.pi  # folded flat (pi) is -pi: the parallelogram's elbow bends one way only
-        for a in _turns_inside(q1, lo[0], hi[0]):
-            if arm.parallelogram:
-                cand = [a, a + e]
-            else:
-                turns = _turns_inside(e, lo[1], hi[1])
-                if not turns:
-                    break
-                cand = [a, turns[0]]
-            full = np.concatenate([[0.0], cand]) if arm.has_base else np.array(cand)
-            ex = limit_excess(arm, full)
-            if np.all(ex[1:] <= 1e-9) if arm.has_base else np.all(ex <= 1e-9):
-                return np.array(cand)
-    return None
+    ref = arm.home_rad[c]
+    q = closed_form_2link(P, float(uv[0]), float(uv[1]), float(ref[0]), float(ref[1]))
+    return None if q is None else np.array(q)
 
 
 def _nearest_annulus(arm: Arm, t, phi, q_near) -> Nearest:
