@@ -159,7 +159,7 @@ def limit_description(arm: Arm, q, i: int) -> str:
 
 def fmt_point(p) -> str:
     """'(x, y)' or '(x, y, z)' in metres with 4 decimals."""
-    return "(" + ", ".join(f"{float(v):.4f}" for v in p) + ")"
+    return "(" + ", ".join(f"{round(float(v), 4) + 0.0:.4f}" for v in p) + ")"  # (+ 0.0: no '-0.0000')
 
 
 def _with_phi(arm: Arm, phi) -> str:
