@@ -102,6 +102,7 @@ ROWS = [
     ("run xyz points on a planar arm", ["--port", "{port}", "run", "{tmp}/planar-xyz.yaml"], 2, "write xy_mm: [x, y]"),
     ("run 2-value offset on a base arm", ["--port", "{port}", "run", "{tmp}/mearm-offset.yaml"], 2, "[dx, dy, dz]"),
     ("run base arm target out of reach", ["--port", "{port}", "run", "{tmp}/mearm-far.yaml"], 3, "mearm-far.yaml"),
+    ("check square on a base arm", ["--arm", "mearm", "--port", "{port}", "calibrate", "--check"], 2, "rotating base"),
     ("ik targets file on a base arm", ["--arm", "mearm", "ik", "--targets", "{tmp}/points.csv"], 2, "--targets"),
     # run
     ("run missing program", ["--port", "{port}", "run", "{tmp}/missing.yaml"], 2, "missing.yaml"),
