@@ -319,6 +319,13 @@ function drawArm() {
   let base = 0;
   for (let i = 0; i < q.length; i++) {
     const r = Math.max(26, Math.min(52, arm.links_mm[i] * view.scale * 0.22));
+    if (arm.linkage === "parallelogram" && i === 1) {  // the forearm's own angle, cut by the link angle's range
+      const lo = Math.max(arm.min_deg[1], q[0] + arm.link_angle_deg[0] - 180);
+      const hi = Math.min(arm.max_deg[1], q[0] + arm.link_angle_deg[1] - 180);
+      wedge(pts[i][0], pts[i][1], r, lo, hi, q[1]);
+      base = q[1];
+      continue;
+    }
     wedge(pts[i][0], pts[i][1], r, base + arm.min_deg[i], base + arm.max_deg[i], base + q[i]);
     base += q[i];
   }
