@@ -26,7 +26,7 @@ from .bus.backend import FRAME_S
 from .calibration import PULSE_RANGE_US, BusServoCal, Calibration, ServoCal
 from .config import Section, load_yaml_file
 from .errors import BadInputError
-from .kinematics import fk
+from .kinematics import tool_point
 from .paths import atomic_write
 
 DEFAULT_MAX_RESIDUAL_DEG = 1.0
@@ -68,7 +68,25 @@ class RefPose:
     text: str
 
 
-def _joint_refs(index: int) -> dict[float, str]:
+def _joint_refs(index: int, arm: Arm | None = None) -> dict[float, str]:
+    if arm is not None and arm.has_base:
+        if index == 0:
+            return {
+                0.0: "the base turned so the arm points straight ahead, along the base's x axis",
+                90.0: "the base a quarter turn counter-clockwise (seen from above): the arm points left, along y",
+                -90.0: "the base a quarter turn clockwise (seen from above): the arm points right, along -y",
+                45.0: "the base an eighth of a turn counter-clockwise (45 deg, seen from above)",
+                -45.0: "the base an eighth of a turn clockwise (-45 deg, seen from above)",
+            }
+        index -= 1  # the chain's joints, counted from the shoulder
+    if arm is not None and arm.parallelogram and index == 1:  # the forearm's own angle from the horizontal
+        return {
+            0.0: "the forearm level (horizontal), pointing away from the shoulder",
+            90.0: "the forearm straight up (vertical)",
+            -90.0: "the forearm straight down (vertical)",
+            45.0: "the forearm 45 deg above level",
+            -45.0: "the forearm 45 deg below level",
+        }
     if index == 0:
         return {
             0.0: "link 1 straight along the base's x axis (pointing forward, level)",
@@ -90,7 +108,7 @@ def _joint_refs(index: int) -> dict[float, str]:
 def reference_poses(arm: Arm, index: int) -> list[RefPose]:
     """Three reference poses for joint ``index`` (0-based) inside its angle limits: 0 and +-90 deg where
     the joint can get there, else +-45 deg. Three, so the fit has a residual to check."""
-    refs = _joint_refs(index)
+    refs = _joint_refs(index, arm)
     lo, hi = math.degrees(arm.q_min[index]), math.degrees(arm.q_max[index])
     order = (0.0, 90.0, -90.0, 45.0, -45.0)
     inside = [a for a in order if lo - 1e-9 <= a <= hi + 1e-9]
@@ -466,7 +484,8 @@ def compare_lines(a: Calibration, b: Calibration, arm: Arm) -> tuple[list[str], 
         q = np.stack([g.ravel() for g in grids], axis=1)
         us = a.joints_to_values(q, check=False)
         q_b = b.values_to_joints(us)
-        dist = np.hypot(*(fk(arm.links_m, q) - fk(arm.links_m, q_b)).T)
+        off = tool_point(arm, q) - tool_point(arm, q_b)
+        dist = np.hypot(*off.T) if off.shape[-1] == 2 else np.linalg.norm(off, axis=-1)
         worst = float(np.max(dist))
         k = int(np.argmax(dist))
         out.append(

@@ -773,7 +773,11 @@ def solve(
     the position tolerance in metres. Bad input raises BadInputError; an
     unreachable target is not an exception but a result with ok False,
     ``shortfall_m`` > 0 and the arm stretched to the closest reachable point.
+    An arm with a base or a parallelogram goes to ``armctl.ik_arm`` (targets
+    (x, y, z) on a base), which solves its planar chain with this function.
     """
+    if arm.layered:  # base / parallelogram layer (armctl/ik_arm.py), built on this planar solver
+        return _layer().solve(arm, target, phi=phi, q0=q0, method=method, tol=tol, max_iter=max_iter)
     P = _plain(arm)
     if method == "dls" and phi is None and _core is not None:
         # The general path below, in C, for when one of its starting points reaches the goal (the
@@ -987,7 +991,10 @@ def solve_batch(
     Without ``phi`` every row is exactly what ``solve`` gives for it, computed row by row in C (or
     in Python without the C kernel). With ``phi`` (3 links), vectorised numpy: the wrist points by
     DLS from q0, closed-form restarts for rows that stall, the stretched pose and the shortfall for
-    rows out of reach: the same guarantees as ``solve``, not always the same pose."""
+    rows out of reach: the same guarantees as ``solve``, not always the same pose.
+    An arm with a base or a parallelogram goes to ``armctl.ik_arm.solve_batch``."""
+    if arm.layered:  # base / parallelogram layer (armctl/ik_arm.py), built on this planar solver
+        return _layer().solve_batch(arm, targets, phi=phi, q0=q0, method=method, tol=tol, max_iter=max_iter)
     if method != "dls":
         raise BadInputError(f"batch IK supports method 'dls' only, got {method!r}")
     t = np.asarray(targets, dtype=float)
@@ -1110,3 +1117,16 @@ def _solve_rows(arm: Arm, t, q_start, tol, max_iter) -> BatchIKResult:
             res.reason,
         )
     return BatchIKResult(q=q, ok=ok, error_m=error, iterations=iters, shortfall_m=short, method="dls", reasons=reasons)
+
+
+_IK_ARM = None
+
+
+def _layer():
+    """armctl.ik_arm, imported on first use (it imports this module)."""
+    global _IK_ARM
+    if _IK_ARM is None:
+        from . import ik_arm
+
+        _IK_ARM = ik_arm
+    return _IK_ARM

@@ -1,11 +1,15 @@
 """Motion planning: line and joint moves -> segments -> a timed joint trajectory.
 
-A *line move* takes the tool point along a straight Cartesian line (and, on a
-3-link arm, turns the tool angle phi linearly from its start value to the
-target's). The line is cut into segments no longer than ``segment_m``; every
-segment point is solved by closed-form IK on the elbow branch the move starts
-on, each angle unwrapped against the previous point (the exact limit of a
-warm-started Newton continuation, without its iterations). Where a joint moves
+A *line move* takes the tool point along a straight Cartesian line, in the plane
+(x, y) or, on an arm with a rotating base, in space (x, y, z) (and, on a 3-link
+chain, turns the tool angle phi linearly from its start value to the target's).
+The line is cut into segments no longer than ``segment_m``; every segment point
+is solved by closed-form IK on the branch the move starts on (the elbow, and on
+a base arm the side of the base axis the chain reaches to: the base is atan2 of
+the point, or half a turn from it), each angle unwrapped against the previous
+point (the exact limit of a warm-started Newton continuation, without its
+iterations). A line starting on the base axis first turns the base (the tool
+stays put) to the line's direction. Where a joint moves
 more than ``max_joint_step_rad`` in one segment, that segment is cut finer; a
 change that does not shrink when cut finer is a jump (the path crosses a
 singularity or needs the other elbow branch) and is refused with a
@@ -40,9 +44,9 @@ import numpy as np
 from . import ik
 from .arm import Arm
 from .errors import JointLimitError, MotionError, UnreachableError
-from .kinematics import fk
+from .kinematics import fk, joint_angles, limit_excess, limit_names, link_angle, tool_pitch, tool_point
 from .trajectory import DEFAULT_PERIOD_S, Trajectory
-from .workspace import check_reachable
+from .workspace import check_reachable, fmt_point
 
 TWO_PI = 2.0 * math.pi
 
@@ -72,9 +76,9 @@ REACH_TOL_M = 1e-9
 
 @dataclass(frozen=True)
 class LineMove:
-    """Straight-line move of the tool point to ``target_m`` (x, y in m).
+    """Straight-line move of the tool point to ``target_m`` (x, y in m; x, y, z on a base arm).
 
-    ``phi_rad``: tool angle at the end (3-link arms only); None keeps the
+    ``phi_rad``: tool angle at the end (3-link chains only); None keeps the
     redundancy free (the end angle comes from IK near the start pose, then phi
     is interpolated). ``speed_m_s`` and ``accel_m_s2`` bound the tool point's
     speed and acceleration along the line; ``segment_m`` is the longest
@@ -83,7 +87,7 @@ class LineMove:
     trapezoid speed profile into an S-curve whose acceleration ramps over that time.
     """
 
-    target_m: tuple[float, float]
+    target_m: tuple[float, ...]
     phi_rad: float | None = None
     speed_m_s: float = DEFAULT_SPEED_M_S
     accel_m_s2: float = DEFAULT_ACCEL_M_S2
@@ -140,7 +144,7 @@ class MovePlan:
     gripper_rad: np.ndarray  # (k+1,)
     points_m: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
     segments: int = 0
-    line_m: tuple | None = None  # (start xy, end xy) for line moves
+    line_m: tuple | None = None  # (start point, end point) for line moves
     slowed: bool = False  # joint speed limits made this line move take longer
 
     @property
@@ -211,6 +215,68 @@ def _elbow_of(q) -> float:
     return 1.0 if q[1] >= 0.0 else -1.0
 
 
+def arm_branch_ik(arm: Arm, points_m, phi_rad, side: float, elbow: float, base_ref: float = 0.0):
+    """Closed-form IK for many tool points of any arm on one branch, vectorised.
+
+    ``points_m`` (K, dim) m; ``phi_rad`` (K,) tool angles (3-link chains; on a base arm the pitch from the
+    outward horizontal) or None; ``elbow`` the sign of the chain's serial elbow angle; ``side`` on a base
+    arm +1 for the base pointing at the point, -1 for half a turn from it (the chain reaching back over the
+    axis). Points on the base axis take the base angle of their neighbours (else ``base_ref``).
+    Returns (q (K, n) rad, each angle wrapped to (-pi, pi]; excess (K,) m outside the chain's annulus).
+    A planar serial arm is exactly ``branch_ik``.
+    """
+    if not arm.layered:
+        return _branch_ik(arm.links_m, points_m, phi_rad, elbow)
+    p = np.asarray(points_m, dtype=float)
+    base = None
+    ph = phi_rad
+    if arm.has_base:
+        rho = np.hypot(p[:, 0], p[:, 1])
+        base = np.arctan2(p[:, 1], p[:, 0]) + (0.0 if side > 0 else math.pi)
+        axis = rho <= 1e-12
+        if np.any(axis):
+            base = _fill_axis(base, axis, base_ref)
+        uv = np.stack([side * rho - arm.base_offset_m, p[:, 2] - arm.shoulder_height_m], axis=-1)
+        if phi_rad is not None and side < 0:
+            ph = math.pi - np.asarray(phi_rad, dtype=float)
+    else:
+        uv = p
+    c, excess = _branch_ik(arm.links_m, uv, ph, elbow)
+    return _wrap(joint_angles(arm, c, base)), excess
+
+
+def _fill_axis(base, axis, ref: float):
+    """Base angles where the point is on the base axis: the nearest earlier point's, else the next one's,
+    else ``ref``."""
+    idx = np.arange(len(base))
+    fwd = np.maximum.accumulate(np.where(~axis, idx, -1))
+    bwd = np.minimum.accumulate(np.where(~axis, idx, len(base))[::-1])[::-1]
+    pick = np.where(fwd >= 0, fwd, bwd)
+    out = np.where(pick < len(base), base[np.minimum(pick, len(base) - 1)], ref)
+    return np.where(axis, out, base)
+
+
+def branch_of(arm: Arm, q) -> tuple[float, float]:
+    """(side, elbow) of pose ``q``: the sign of the chain's serial elbow angle and, on a base arm, whether
+    the tool is on the base's side of its axis (+1) or reached back over it (-1)."""
+    if not arm.layered:
+        return 1.0, _elbow_of(q)
+    from .kinematics import chain_angles
+
+    c = chain_angles(arm, q)
+    side = 1.0
+    if arm.has_base:
+        u = fk(arm.links_m, c)[0] + arm.base_offset_m
+        side = 1.0 if u >= 0.0 else -1.0
+    return side, (1.0 if c[1] >= 0.0 else -1.0)
+
+
+def _pitch(arm: Arm, q) -> float:
+    """The tool angle a line interpolates: the sum of the joint angles on a planar serial arm (unwrapped,
+    as always), the pitch from the outward horizontal on a layered one."""
+    return float(np.sum(q)) if not arm.layered else float(tool_pitch(arm, q))
+
+
 # --------------------------------------------------------------------------- errors
 
 
@@ -224,7 +290,7 @@ def _located(exc: MotionError, label: str) -> MotionError:
 
 
 def _where(frac: float, point) -> str:
-    return f"{100.0 * frac:.0f}% along the line, at ({point[0]:.4f}, {point[1]:.4f}) m"
+    return f"{100.0 * frac:.0f}% along the line, at {fmt_point(point)} m"
 
 
 def _limit_error(arm: Arm, q, where: str, *, hint: str, peak=None) -> JointLimitError:
@@ -234,6 +300,21 @@ def _limit_error(arm: Arm, q, where: str, *, hint: str, peak=None) -> JointLimit
     is beyond ``q`` (the first pose out of limits).
     """
     q = np.asarray(q, dtype=float)
+    if arm.parallelogram:
+        ex = limit_excess(arm, q)
+        if int(np.argmax(ex)) == arm.n:  # the coupled limit: the angle between upper arm and forearm
+            lo, hi = arm.link_angle_rad
+            a = float(link_angle(arm, q))
+            what = (
+                f"would cross its limit {math.degrees(lo if a < lo else hi):.0f} deg"
+                if peak is not None
+                else f"would be {math.degrees(a):.1f} deg"
+            )
+            return JointLimitError(
+                f"the angle between upper arm and forearm {what} {where}, outside "
+                f"link_angle_deg [{math.degrees(lo):.0f}, {math.degrees(hi):.0f}]; {hint}",
+                q=q,
+            )
     lo_excess = arm.q_min - q
     hi_excess = q - arm.q_max
     j = int(np.argmax(np.maximum(lo_excess, hi_excess)))
@@ -246,7 +327,7 @@ def _limit_error(arm: Arm, q, where: str, *, hint: str, peak=None) -> JointLimit
     else:
         what = f"would be at {math.degrees(q[j]):.1f} deg {where}"
     return JointLimitError(
-        f"joint {j + 1} ({arm.joint_names[j]}) {what}, outside its "
+        f"{limit_names(arm)[j]} {what}, outside its "
         f"limits [{math.degrees(arm.q_min[j]):.0f}, {math.degrees(arm.q_max[j]):.0f}] deg; {hint}",
         joint=j,
         q=np.asarray(q, dtype=float),
@@ -254,6 +335,8 @@ def _limit_error(arm: Arm, q, where: str, *, hint: str, peak=None) -> JointLimit
 
 
 def _outside_limits(arm: Arm, q, tol: float = 1e-9) -> np.ndarray:
+    if arm.parallelogram:
+        return np.any(limit_excess(arm, q) > tol, axis=-1)
     return np.any((q < arm.q_min - tol) | (q > arm.q_max + tol), axis=-1)
 
 
@@ -268,7 +351,9 @@ def solve_pose(arm: Arm, target_m, phi_rad: float | None, q_near) -> np.ndarray:
     """
     target = np.asarray(target_m, dtype=float)
     q_near = np.asarray(q_near, dtype=float)
-    phi = phi_rad if arm.n == 3 else None
+    phi = phi_rad if arm.n_links == 3 else None
+    if arm.layered:
+        return _solve_pose_layered(arm, target, phi, q_near)
     check_reachable(arm, target, phi)
     # 2 links or a given tool angle: the closed-form branch inside the limits nearest q_near;
     # a redundant 3-link arm: DLS from q_near (ik.solve decides, the same as `armctl ik`).
@@ -290,6 +375,30 @@ def solve_pose(arm: Arm, target_m, phi_rad: float | None, q_near) -> np.ndarray:
     )
 
 
+def _solve_pose_layered(arm: Arm, target, phi, q_near) -> np.ndarray:
+    from .ik_arm import check_target
+
+    check_target(arm, target)
+    res = ik.solve(arm, target, phi=phi, q0=q_near)
+    if res.ok:
+        return np.asarray(res.q, dtype=float)
+    near = tool_point(arm, res.q)
+    if res.reason and res.reason.startswith("unreachable"):
+        raise UnreachableError(
+            f"target {fmt_point(target)} m is {res.shortfall_m * 1000:.1f} mm outside the reach of arm "
+            f"'{arm.name}' inside its joint limits (nearest reachable point {fmt_point(near)} m)",
+            target=tuple(float(v) for v in target),
+            shortfall_m=res.shortfall_m,
+        )
+    raise JointLimitError(
+        f"no pose inside the joint limits reaches {fmt_point(target)} m: the nearest reachable point "
+        f"{fmt_point(near)} m is {res.error_m * 1000:.1f} mm away"
+        + ("" if phi is None or arm.n_links != 3 else " at this tool angle")
+        + "; move the target",
+        q=np.asarray(res.q, dtype=float),
+    )
+
+
 def _nearest_turn(q, ref):
     """``q`` shifted by whole turns per joint to lie nearest ``ref``."""
     return q + TWO_PI * np.round((ref - q) / TWO_PI)
@@ -304,7 +413,7 @@ class LinePath:
 
     s: np.ndarray  # (K,) path parameter (m of equivalent length), 0 .. length
     q: np.ndarray  # (K, n) joint angles at the points (rad), continuous
-    points: np.ndarray  # (K, 2) tool points (m)
+    points: np.ndarray  # (K, dim) tool points (m)
     start: np.ndarray
     end: np.ndarray
     phi0: float
@@ -313,6 +422,8 @@ class LinePath:
     length: float
     speed_scale: float  # tool speed per unit ds/dt (|dp|/length)
     links: np.ndarray
+    arm: Arm | None = None  # a base or parallelogram arm (None: the planar serial chain of ``links``)
+    side: float = 1.0  # base arms: +1 the base points at the tool, -1 half a turn from it
 
     def at(self, s) -> np.ndarray:
         """Joint angles (rad) at path parameters ``s``: exact IK, continuous with the segment points."""
@@ -320,8 +431,13 @@ class LinePath:
         u = s / self.length if self.length > 0 else np.zeros_like(s)
         pts = self.start + u[:, None] * (self.end - self.start)
         phi = self.phi0 + u * self.dphi
-        q, _ = _branch_ik(self.links, pts, phi, self.elbow)
         ref = np.stack([np.interp(s, self.s, self.q[:, j]) for j in range(self.q.shape[1])], axis=-1)
+        if self.arm is None:
+            q, _ = _branch_ik(self.links, pts, phi, self.elbow)
+        else:
+            q, _ = arm_branch_ik(
+                self.arm, pts, None if self.arm.n_links == 2 else phi, self.side, self.elbow, float(ref[0, 0])
+            )
         return _nearest_turn(q, ref)
 
 
@@ -332,17 +448,21 @@ def plan_line_path(arm: Arm, q0, move: LineMove, *, max_joint_step_rad: float = 
     point) the problem is.
     """
     q0 = np.asarray(q0, dtype=float)
-    if arm.n == 2:
+    if len(move.target_m) != arm.dim:
+        from .ik_arm import check_target
+
+        check_target(arm, move.target_m)
+    if arm.n_links == 2:
         if move.phi_rad is not None:
             raise MotionError("a tool angle (phi) needs a 3-link arm; this arm has 2 links")
         return _line_path(arm, q0, move, None, max_joint_step_rad)
     if move.end_q_rad is not None:
-        return _line_path(arm, q0, move, float(np.sum(move.end_q_rad)), max_joint_step_rad)
+        return _line_path(arm, q0, move, _pitch(arm, move.end_q_rad), max_joint_step_rad)
     if move.phi_rad is not None:
         return _line_path(arm, q0, move, float(move.phi_rad), max_joint_step_rad)
     # Free tool angle: the end angle IK picks near the start pose, else the nearest end angle
     # (5 deg steps, up to 90 deg away) for which the line works on the start's elbow branch.
-    phi_ik = float(np.sum(solve_pose(arm, move.target_m, None, q0)))
+    phi_ik = _pitch(arm, solve_pose(arm, move.target_m, None, q0))
     first = None
     for d in sorted(np.radians(np.arange(-90.0, 90.1, 5.0)), key=abs):
         try:
@@ -353,18 +473,22 @@ def plan_line_path(arm: Arm, q0, move: LineMove, *, max_joint_step_rad: float = 
 
 
 def _line_path(arm: Arm, q0, move: LineMove, phi_end: float | None, max_joint_step_rad: float) -> LinePath:
-    start = fk(arm.links_m, q0)
+    start = tool_point(arm, q0)
     end = np.asarray(move.target_m, dtype=float)
-    n = arm.n
-    phi0 = float(np.sum(q0))
+    n = arm.n_links
+    phi0 = _pitch(arm, q0)
     dphi = 0.0 if phi_end is None else float(_wrap(phi_end - phi0))
-    check_reachable(arm, end, None if n == 2 else phi0 + dphi)
-    dist = float(np.hypot(*(end - start)))
+    if arm.layered:
+        solve_pose(arm, end, None if n == 2 else phi0 + dphi, q0)  # the end reachable inside every limit
+    else:
+        check_reachable(arm, end, None if n == 2 else phi0 + dphi)
+    dist = float(np.linalg.norm(end - start)) if arm.has_base else float(np.hypot(*(end - start)))
     # A pure turn of the tool counts as the distance the tool tip's last link sweeps.
     length = max(dist, float(arm.links_m[-1]) * abs(dphi)) if n == 3 else dist
-    elbow = _elbow_of(q0)
-    if abs(q0[1]) < 1e-9 and move.end_q_rad is not None:
-        elbow = _elbow_of(move.end_q_rad)
+    side, elbow = branch_of(arm, q0)
+    rel = q0[1] if not arm.layered else float(_chain_elbow(arm, q0))
+    if abs(rel) < 1e-9 and move.end_q_rad is not None:
+        side, elbow = branch_of(arm, np.asarray(move.end_q_rad, dtype=float))
     path = LinePath(
         s=np.zeros(1),
         q=q0[None, :].copy(),
@@ -377,6 +501,8 @@ def _line_path(arm: Arm, q0, move: LineMove, phi_end: float | None, max_joint_st
         length=length,
         speed_scale=(dist / length) if length > 0 else 0.0,
         links=arm.links_m,
+        arm=arm if arm.layered else None,
+        side=side,
     )
     if length <= 0.0:
         return path
@@ -441,8 +567,20 @@ def _solve_points(path: LinePath, s):
     u = s / path.length
     pts = path.start + u[:, None] * (path.end - path.start)
     phi = path.phi0 + u * path.dphi
-    q, excess = _branch_ik(path.links, pts, phi, path.elbow)
+    if path.arm is None:
+        q, excess = _branch_ik(path.links, pts, phi, path.elbow)
+    else:
+        q, excess = arm_branch_ik(
+            path.arm, pts, None if path.arm.n_links == 2 else phi, path.side, path.elbow, float(path.q[0, 0])
+        )
     return q, pts, excess
+
+
+def _chain_elbow(arm: Arm, q) -> float:
+    """The chain's serial elbow angle (rad) of pose ``q``."""
+    from .kinematics import chain_angles
+
+    return float(chain_angles(arm, q)[1])
 
 
 def _continuous(q, q0):
@@ -644,6 +782,9 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
         q[-1] = q1
         return MovePlan(kind="joint", label=move.label, t_s=t, q_rad=q, gripper_rad=np.full(len(t), g0), segments=1)
     if isinstance(move, LineMove):
+        turn = _base_turn_first(arm, move, q0)
+        if turn is not None:
+            return _line_from_axis(arm, move, q0, g0, period, max_step, turn)
         path = plan_line_path(arm, q0, move, max_joint_step_rad=max_step)
         if path.length <= 0:
             return _hold(q0, g0, 0.0, period, "line", move.label)
@@ -658,7 +799,7 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
         outside = _outside_limits(arm, q)
         if np.any(outside):  # a joint peaking between two segment points
             i = int(np.argmax(outside))
-            p = fk(arm.links_m, q[i])
+            p = tool_point(arm, q[i])
             raise _limit_error(
                 arm,
                 q[i],
@@ -677,6 +818,60 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
             slowed=slowed,
         )
     raise TypeError(f"not a move: {move!r}")
+
+
+def _base_turn_first(arm: Arm, move: LineMove, q0) -> list[float] | None:
+    """A line that starts on the base axis and leaves it: base angles (nearest first, inside the limits)
+    that point the arm along the line (or half a turn from it) if the base must turn before the line
+    starts (turning it there does not move the tool); None if it need not."""
+    if not arm.has_base or len(move.target_m) != 3:
+        return None
+    start = tool_point(arm, q0)
+    end = np.asarray(move.target_m, dtype=float)
+    d = end[:2] - start[:2]
+    if math.hypot(start[0], start[1]) > 1e-9 or math.hypot(*d) <= 1e-9:
+        return None
+    az = math.atan2(d[1], d[0])
+    if abs(math.remainder(q0[0] - az, math.pi)) < 1e-9:
+        return None
+    from .workspace import _turns_inside
+
+    out = []
+    for flip in (0.0, math.pi):
+        out += _turns_inside(az + flip, float(arm.q_min[0]), float(arm.q_max[0]))
+    return sorted(out, key=lambda b: abs(b - q0[0]))
+
+
+def _line_from_axis(arm: Arm, move: LineMove, q0, g0, period, max_step, bases) -> MovePlan:
+    """Turn the base (the tool on its axis stays put), then the line: one move."""
+    if not bases:
+        raise MotionError(
+            "the line starts on the base axis and its direction is outside the base's limits: move the start "
+            "off the axis or the target"
+        )
+    first = None
+    for b in bases:
+        q1 = np.array(q0, dtype=float)
+        q1[0] = b
+        try:
+            turn = _plan_move(arm, JointMove(tuple(q1), label=move.label), q0, g0, period, max_step)
+            line = _plan_move(arm, move, q1, g0, period, max_step)
+        except MotionError as exc:
+            first = first or exc
+            continue
+        t = np.concatenate([turn.t_s, turn.t_s[-1] + line.t_s[1:]])
+        return MovePlan(
+            kind="line",
+            label=move.label,
+            t_s=t,
+            q_rad=np.concatenate([turn.q_rad, line.q_rad[1:]]),
+            gripper_rad=np.concatenate([turn.gripper_rad, line.gripper_rad[1:]]),
+            points_m=line.points_m,
+            segments=line.segments,
+            line_m=line.line_m if line.line_m is not None else (tool_point(arm, q0), tool_point(arm, q0)),
+            slowed=line.slowed,
+        )
+    raise first
 
 
 # --------------------------------------------------------------------------- many moves
@@ -738,13 +933,14 @@ def assemble(
         steps.append(np.full(len(mp.t_s) - 1, i))
     q = np.concatenate(qs)
     points = [mp.points_m for mp in plans if len(mp.points_m)]
+    empty = np.zeros((0, arm.dim))
     return Trajectory(
         t_s=np.arange(len(q)) * period_s,
         q_rad=q,
         gripper_rad=np.concatenate(gs),
         step=np.concatenate(steps),
         steps=list(labels) if labels is not None else [mp.label for mp in plans],
-        points_m=np.concatenate(points) if points else np.zeros((0, 2)),
+        points_m=np.concatenate(points) if points else empty,
         period_s=period_s,
     )
 
@@ -758,12 +954,13 @@ def line_deviation(arm: Arm, q_samples, start, end, *, sub: int = 4) -> float:
     f = np.linspace(0.0, 1.0, sub + 1)[:-1]
     qq = (q[:-1, None, :] + f[None, :, None] * np.diff(q, axis=0)[:, None, :]).reshape(-1, q.shape[1])
     qq = np.concatenate([qq, q[-1:]])
-    p = fk(arm.links_m, qq)
+    p = tool_point(arm, qq)
     a, b = np.asarray(start, dtype=float), np.asarray(end, dtype=float)
     d = b - a
     dd = float(d @ d)
     u = np.clip(((p - a) @ d) / dd, 0.0, 1.0) if dd > 0 else np.zeros(len(p))
-    return float(np.max(np.hypot(*(p - (a + u[:, None] * d)).T)))
+    off = p - (a + u[:, None] * d)
+    return float(np.max(np.hypot(*off.T) if off.shape[-1] == 2 else np.linalg.norm(off, axis=-1)))
 
 
 def summarize(arm: Arm, traj: Trajectory, moves: list[MovePlan]) -> dict:

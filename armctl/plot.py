@@ -1,5 +1,9 @@
 """Pictures of a planned program: workspace, tool path, arm poses, joint speeds and angles vs limits.
 
+A planar arm is drawn in its plane; an arm on a rotating base in a top view (x, y: the reach on the
+table, the base's range, the path) above a side view (the arm's own vertical plane: distance from the
+base axis and height).
+
 matplotlib is an optional extra (``pip install -e '.[plot]'``); it is imported
 only when a picture is drawn, and its absence is one clear error.
 """
@@ -12,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ArmctlError, BadInputError
-from .kinematics import fk, joint_positions
+from .kinematics import arm_points, fk, joint_angles, joint_positions, limit_excess, tool_point
 
 INSTALL_HINT = "pip install -e '.[plot]'"
 
@@ -37,12 +41,25 @@ def require_matplotlib():
     return plt
 
 
-def _workspace_image(arm, box, *, samples: int = 300_000, bins: int = 140, seed: int = 0):
+def _workspace_image(arm, box, *, samples: int = 300_000, bins: int = 140, seed: int = 0, view: str = "plane"):
     """Where the tool can be with the joints inside their limits, over ``box`` (x0, x1, y0, y1) in m:
-    a (bins, bins) mask from random poses, with one-cell sampling holes filled."""
+    a (bins, bins) mask from random poses, with one-cell sampling holes filled. ``view`` on a base arm:
+    "top" (x, y: the reach on the table) or "side" (the arm's plane: distance from the base axis, z)."""
     rng = np.random.default_rng(seed)
-    q = rng.uniform(arm.q_min, arm.q_max, size=(samples, arm.n))
-    p = fk(arm.links_m, q)
+    if not arm.layered:
+        q = rng.uniform(arm.q_min, arm.q_max, size=(samples, arm.n))
+        p = fk(arm.links_m, q)
+    else:
+        ch = arm.chain
+        c = rng.uniform(ch.q_min, ch.q_max, size=(samples, arm.n_links))
+        b = rng.uniform(arm.q_min[0], arm.q_max[0], samples) if arm.has_base else None
+        if view == "side":
+            b = np.zeros(samples)  # the arm's own plane: u along x, z up
+        q = joint_angles(arm, c, b)
+        q = q[np.all(limit_excess(arm, q) <= 0, axis=1)]
+        p = tool_point(arm, q)
+        if view == "side":
+            p = p[:, [0, 2]]
     h, _, _ = np.histogram2d(p[:, 0], p[:, 1], bins=bins, range=[box[:2], box[2:]])
     m = h.T > 0
     for _ in range(3):
@@ -57,13 +74,10 @@ def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6) -> N
     their limits (deg), over time (s)."""
     plt = require_matplotlib()
     from matplotlib.gridspec import GridSpec
-    from matplotlib.lines import Line2D
 
     arm, tr = plan.arm, plan.trajectory
-    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
-    fig = plt.figure(figsize=(14, 7.5), dpi=110, layout="constrained")
+    fig = plt.figure(figsize=(14, 9.5 if arm.has_base else 7.5), dpi=110, layout="constrained")
     gs = GridSpec(2, 2, figure=fig, width_ratios=[1.05, 1.0])
-    ax = fig.add_subplot(gs[:, 0])
     ax_v = fig.add_subplot(gs[0, 1])
     ax_q = fig.add_subplot(gs[1, 1], sharex=ax_v)
     s = plan.summary()
@@ -72,12 +86,199 @@ def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6) -> N
         f"{1000 * s['max_path_deviation_m']:.3f} mm",
         fontsize=12,
     )
-
-    # Frame the arm's working area: the path and the drawn poses, with a margin.
     idx = np.unique(np.linspace(0, len(tr) - 1, max(1, poses)).round().astype(int))
-    allp = np.concatenate(
-        [joint_positions(arm.links_m, tr.q_rad[idx]).reshape(-1, 2), fk(arm.links_m, tr.q_rad), [[0.0, 0.0]]]
+    if arm.has_base:
+        _draw_top(fig.add_subplot(gs[0, 0]), plan, idx)
+        _draw_side(fig.add_subplot(gs[1, 0]), plan, idx)
+    else:
+        _draw_plane(fig.add_subplot(gs[:, 0]), plan, idx)
+    _draw_joints(ax_v, ax_q, plan)
+    try:
+        fig.savefig(output)
+    except OSError as exc:
+        raise BadInputError(f"cannot write {output}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
+
+
+def _legend_handles(what: str):
+    from matplotlib.lines import Line2D
+
+    return [
+        Line2D([], [], color="#1f77b4", lw=2, label="line moves (tool path)"),
+        Line2D([], [], color="#ff7f0e", lw=1.3, ls="--", label="joint moves (tool path)"),
+        Line2D([], [], color="0.1", marker="o", markerfacecolor="white", lw=3, label=what),
+        Line2D([], [], color="#ff7f0e", marker="o", ls="", mec="k", label="start"),
+        Line2D([], [], color="#d62728", marker="v", ls="", mec="k", label="gripper closes"),
+        Line2D([], [], color="#2ca02c", marker="^", ls="", mec="k", label="gripper opens"),
+    ]
+
+
+def _gripper_marks(ax, plan, where) -> None:
+    """Where the gripper closes (picks) and opens (places): ``where(q)`` gives the drawn (x, y)."""
+    arm = plan.arm
+    for mp in plan.moves:
+        if mp.kind == "gripper" and len(mp.t_s) > 1 and arm.gripper is not None:
+            closing = bool(mp.gripper_rad[-1] < mp.gripper_rad[0]) == bool(
+                arm.gripper.closed_rad < arm.gripper.open_rad
+            )
+            x, y = where(mp.q_rad[-1])
+            ax.plot(
+                x,
+                y,
+                "v" if closing else "^",
+                color="#d62728" if closing else "#2ca02c",
+                ms=9,
+                zorder=8,
+                mec="k",
+                mew=0.6,
+            )
+
+
+def _shade(ax, mask, box) -> None:
+    ax.imshow(
+        np.where(mask, 1.0, np.nan),
+        extent=box,
+        origin="lower",
+        cmap="Blues",
+        vmin=0,
+        vmax=8,
+        interpolation="nearest",
+        zorder=0,
     )
+
+
+def _poses(ax, plan, idx, points_of, label_at) -> None:
+    """The arm at a few moments, fading from early (light) to late (dark); labels kept apart."""
+    arm, tr = plan.arm, plan.trajectory
+    placed: list = []
+    for j, i in enumerate(idx):
+        pts = points_of(tr.q_rad[i])
+        shade = 0.25 + 0.7 * (j / max(1, len(idx) - 1))
+        ax.plot(
+            pts[:, 0],
+            pts[:, 1],
+            "-o",
+            color=(0.1, 0.1, 0.1, shade),
+            lw=3.5,
+            ms=5,
+            zorder=5,
+            markerfacecolor="white",
+            markeredgecolor=(0.1, 0.1, 0.1, shade),
+        )
+        anchor = label_at(pts)
+        if all(np.hypot(*(anchor - e)) > 0.05 * arm.reach_max for e in placed):
+            placed.append(anchor)
+            ax.annotate(
+                f"{tr.t_s[i]:.1f} s",
+                anchor,
+                textcoords="offset points",
+                xytext=(7, 3),
+                fontsize=8,
+                color=(0.1, 0.1, 0.1, max(shade, 0.7)),
+                zorder=6,
+            )
+
+
+def _paths(ax, plan, where) -> None:
+    """The tool path: line moves solid, joint moves dashed (their tool path is a curve, not a line)."""
+    for mp in plan.moves:
+        if len(mp.t_s) < 2 or mp.kind not in ("line", "joint"):
+            continue
+        p = where(mp.q_rad)
+        if mp.kind == "line":
+            ax.plot(p[:, 0], p[:, 1], "-", color="#1f77b4", lw=2.2, zorder=3, solid_capstyle="round")
+        else:
+            ax.plot(p[:, 0], p[:, 1], "--", color="#ff7f0e", lw=1.3, zorder=2)
+
+
+def _box(points, pad):
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    return (lo[0] - pad, hi[0] + pad, lo[1] - pad, hi[1] + pad)
+
+
+def _in_plane(arm, q):
+    """Points of pose(s) ``q`` in the arm's own vertical plane: (distance along the base's direction, z)."""
+    pts = arm_points(arm, q)
+    b = np.asarray(q, dtype=float)[..., 0][..., None]
+    return np.stack([pts[..., 0] * np.cos(b) + pts[..., 1] * np.sin(b), pts[..., 2]], axis=-1)
+
+
+def _tool_in_plane(arm, q):
+    return _in_plane(arm, q)[..., -1, :]
+
+
+def _draw_top(ax, plan, idx) -> None:
+    """Top view of a base arm: the reach on the table, the base's range and angle, the path, the poses."""
+    arm, tr = plan.arm, plan.trajectory
+    top = lambda q: tool_point(arm, q)[..., :2]  # noqa: E731
+    reach = arm.reach_max + abs(arm.base_offset_m)
+    th = np.linspace(arm.q_min[0], arm.q_max[0], 200)
+    rim = reach * np.stack([np.cos(th), np.sin(th)], axis=1)  # the whole range of the base, framed
+    pts = np.concatenate([arm_points(arm, tr.q_rad[idx])[..., :2].reshape(-1, 2), top(tr.q_rad), rim, [[0.0, 0.0]]])
+    box = _box(pts, 0.06 * reach)
+    _shade(ax, _workspace_image(arm, box, view="top"), box)
+    for a in (arm.q_min[0], arm.q_max[0]):  # the base's end stops
+        ax.plot([0, reach * math.cos(a)], [0, reach * math.sin(a)], ":", color="#b45309", lw=1.2, zorder=1)
+    ax.plot(rim[:, 0], rim[:, 1], ":", color="#b45309", lw=1.0, zorder=1)
+    _paths(ax, plan, top)
+    if len(tr.points_m):
+        ax.plot(tr.points_m[:, 0], tr.points_m[:, 1], ".", color="white", ms=1.1, mew=0, zorder=4)
+    _gripper_marks(ax, plan, top)
+    _poses(ax, plan, idx, lambda q: arm_points(arm, q)[1:, :2], lambda p: p[-1])
+    ax.plot(*top(tr.q_rad[0]), "o", color="#ff7f0e", ms=9, zorder=7, mec="k", mew=0.6)
+    ax.plot(0, 0, "s", color="k", ms=9, zorder=7)
+    ax.set_xlim(box[0], box[1])
+    ax.set_ylim(box[2], box[3])
+    ax.set_aspect("equal")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.set_title(
+        f"top view of {arm.name}: reach on the table (shaded), base range "
+        f"{math.degrees(arm.q_min[0]):.0f}..{math.degrees(arm.q_max[0]):.0f} deg (dotted)",
+        fontsize=10,
+    )
+    ax.grid(True, lw=0.3, alpha=0.6)
+    ax.legend(handles=_legend_handles("arm pose (from above)"), loc="best", fontsize=8, framealpha=0.9)
+
+
+def _draw_side(ax, plan, idx) -> None:
+    """Side view of a base arm in its own vertical plane: distance from the base axis and height."""
+    arm, tr = plan.arm, plan.trajectory
+    side = lambda q: _tool_in_plane(arm, q)  # noqa: E731
+    reach = arm.reach_max + abs(arm.base_offset_m)
+    pts = np.concatenate([_in_plane(arm, tr.q_rad[idx]).reshape(-1, 2), side(tr.q_rad), [[0.0, 0.0]]])
+    box = _box(pts, 0.1 * reach)
+    _shade(ax, _workspace_image(arm, box, view="side"), box)
+    ax.axvline(0.0, color="0.55", lw=0.8, ls="-.", zorder=1)  # the base axis
+    _paths(ax, plan, side)
+    _gripper_marks(ax, plan, side)
+    _poses(ax, plan, idx, lambda q: _in_plane(arm, q), lambda p: p[-2])
+    ax.plot(*side(tr.q_rad[0]), "o", color="#ff7f0e", ms=9, zorder=7, mec="k", mew=0.6)
+    ax.plot(0, 0, "s", color="k", ms=9, zorder=7)
+    ax.set_xlim(box[0], box[1])
+    ax.set_ylim(box[2], box[3])
+    ax.set_aspect("equal")
+    ax.set_xlabel("distance from the base axis, along the arm (m)")
+    ax.set_ylabel("z (m)")
+    link = ""
+    if arm.parallelogram:
+        lo, hi = (math.degrees(v) for v in arm.link_angle_rad)
+        link = f", link angle {lo:.0f}..{hi:.0f} deg"
+    ax.set_title(f"side view in the arm's plane: reachable inside the limits (shaded{link})", fontsize=10)
+    ax.grid(True, lw=0.3, alpha=0.6)
+    ax.legend(handles=_legend_handles("arm pose (in its plane)"), loc="best", fontsize=8, framealpha=0.9)
+
+
+def _draw_plane(ax, plan, idx) -> None:
+    """A planar arm in its plane: workspace, tool path, poses."""
+    from matplotlib.lines import Line2D
+
+    arm, tr = plan.arm, plan.trajectory
+    tool = (lambda q: fk(arm.links_m, q)) if not arm.layered else (lambda q: tool_point(arm, q))
+    joints = (lambda q: joint_positions(arm.links_m, q)) if not arm.layered else (lambda q: arm_points(arm, q))
+    # Frame the arm's working area: the path and the drawn poses, with a margin.
+    allp = np.concatenate([joints(tr.q_rad[idx]).reshape(-1, 2), tool(tr.q_rad), [[0.0, 0.0]]])
     lo, hi = allp.min(axis=0), allp.max(axis=0)
     pad = 0.08 * arm.reach_max
     box = (lo[0] - pad, hi[0] + pad, lo[1] - pad, hi[1] + pad)
@@ -103,7 +304,7 @@ def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6) -> N
     for mp in plan.moves:
         if len(mp.t_s) < 2 or mp.kind not in ("line", "joint"):
             continue
-        p = fk(arm.links_m, mp.q_rad)
+        p = tool(mp.q_rad)
         if mp.kind == "line":
             ax.plot(p[:, 0], p[:, 1], "-", color="#1f77b4", lw=2.2, zorder=3, solid_capstyle="round")
         else:
@@ -117,7 +318,7 @@ def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6) -> N
             closing = bool(mp.gripper_rad[-1] < mp.gripper_rad[0]) == bool(
                 arm.gripper.closed_rad < arm.gripper.open_rad
             )
-            x, y = fk(arm.links_m, mp.q_rad[-1])
+            x, y = tool(mp.q_rad[-1])
             ax.plot(
                 x,
                 y,
@@ -132,7 +333,7 @@ def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6) -> N
     # The arm at a few moments, fading from early (light) to late (dark); labels kept apart.
     placed: list = []
     for j, i in enumerate(idx):
-        pts = joint_positions(arm.links_m, tr.q_rad[i])
+        pts = joints(tr.q_rad[i])
         shade = 0.25 + 0.7 * (j / max(1, len(idx) - 1))
         ax.plot(
             pts[:, 0],
@@ -145,7 +346,7 @@ def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6) -> N
             markerfacecolor="white",
             markeredgecolor=(0.1, 0.1, 0.1, shade),
         )
-        elbow = pts[-3] if arm.n == 3 else pts[-2]
+        elbow = pts[-3] if arm.n_links == 3 else pts[-2]
         if all(np.hypot(*(elbow - e)) > 0.05 * arm.reach_max for e in placed):
             placed.append(elbow)
             ax.annotate(
@@ -157,7 +358,7 @@ def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6) -> N
                 color=(0.1, 0.1, 0.1, max(shade, 0.7)),
                 zorder=6,
             )
-    p0 = fk(arm.links_m, tr.q_rad[0])
+    p0 = tool(tr.q_rad[0])
     ax.plot(*p0, "o", color="#ff7f0e", ms=9, zorder=7, mec="k", mew=0.6)
     ax.plot(0, 0, "s", color="k", ms=9, zorder=7)
     ax.set_xlim(box[0], box[1])
@@ -181,7 +382,11 @@ def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6) -> N
         framealpha=0.9,
     )
 
-    # Joint speeds (what the servo frames command) against the limits.
+
+def _draw_joints(ax_v, ax_q, plan) -> None:
+    """Joint speeds (what the servo frames command) against the limits, and joint angles against theirs."""
+    arm, tr = plan.arm, plan.trajectory
+    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
     if len(tr) > 1:
         t_mid = 0.5 * (tr.t_s[1:] + tr.t_s[:-1])
         speed = np.degrees(np.abs(np.diff(tr.q_rad, axis=0))) / tr.period_s
@@ -222,12 +427,6 @@ def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6) -> N
     ax_q.grid(True, lw=0.3, alpha=0.6)
     ax_q.set_xlim(0, max(tr.duration_s, tr.period_s))
     _shade_steps(ax_q, plan)
-    try:
-        fig.savefig(output)
-    except OSError as exc:
-        raise BadInputError(f"cannot write {output}: {exc.strerror or exc}") from None
-    finally:
-        plt.close(fig)
 
 
 def _shade_steps(ax, plan) -> None:

@@ -23,7 +23,7 @@ from . import motion
 from .arm import Arm
 from .config import LineList, Section, load_yaml_file, load_yaml_text
 from .errors import ConfigError, MotionError
-from .kinematics import fk
+from .kinematics import tool_pitch, tool_point
 from .motion import GripperMove, JointMove, LineMove, Plan, Wait
 
 STEP_ACTIONS = ("line", "joint", "gripper", "wait_s", "repeat", "for_each")
@@ -77,13 +77,20 @@ class Settings:
 
 @dataclass(frozen=True)
 class Pose:
-    """A named (or inline) pose: a tool point with an optional tool angle, or joint angles."""
+    """A named (or inline) pose: a tool point (x, y; x, y, z on a base arm) with an optional tool angle,
+    or joint angles."""
 
     name: str
     line: int | None
-    xy_m: tuple[float, float] | None = None
+    point_m: tuple[float, ...] | None = None
     phi_rad: float | None = None
     q_rad: tuple[float, ...] | None = None
+    key: str = ""  # how the point was written: xy_mm, xyz_m, ...
+
+    @property
+    def xy_m(self) -> tuple[float, ...] | None:
+        """The tool point (the name of planar arms' files; 3 values on a base arm)."""
+        return self.point_m
 
     def describe(self) -> str:
         where = f" (line {self.line})" if self.line else ""
@@ -99,7 +106,7 @@ class Step:
     action: str
     name: str | None = None
     target: str | Pose | None = None  # pose name, '$var' or inline Pose
-    offset_m: tuple[float, float] | None = None
+    offset_m: tuple[float, ...] | None = None  # (dx, dy), or (dx, dy, dz) on a base arm
     speed_m_s: float | None = None
     accel_m_s2: float | None = None
     segment_m: float | None = None
@@ -172,26 +179,29 @@ def _length(
 
 def _pose(sec: Section, name: str, *, line) -> Pose:
     has_xy = sec.has("xy_m") or sec.has("xy_mm")
+    has_xyz = sec.has("xyz_m") or sec.has("xyz_mm")
     has_q = sec.has("q_deg")
-    if has_xy == has_q:
+    if has_xy + has_xyz + has_q != 1:
         raise sec.error(
             None,
-            "a pose needs either a tool point (xy_mm: [x, y] or xy_m: [x, y], optional phi_deg) "
-            "or joint angles (q_deg: [...])",
+            "a pose needs one of: a tool point (xy_mm: [x, y], or on an arm with a base xyz_mm: [x, y, z]; "
+            "_m for metres; optional phi_deg) or joint angles (q_deg: [...])",
         )
-    for k in ("xy_m", "xy_mm", "phi_deg", "q_deg"):
+    for k in ("xy_m", "xy_mm", "xyz_m", "xyz_mm", "phi_deg", "q_deg"):
         if not sec.has(k):
             sec.raw(k, None)
     if has_q:
-        q = tuple(math.radians(v) for v in sec.numbers("q_deg", count=(2, 3)))
+        q = tuple(math.radians(v) for v in sec.numbers("q_deg", count=(2, 3, 4)))
         if sec.has("phi_deg"):
             raise sec.error("phi_deg", "a joint pose (q_deg) has no separate phi_deg: its tool angle is the sum")
         sec.done()
         return Pose(name=name, line=line, q_rad=q)
-    xy = _length(sec, "xy", count=2)
+    base = "xyz" if has_xyz else "xy"
+    point = _length(sec, base, count=3 if has_xyz else 2)
+    key = f"{base}_mm" if sec.has(f"{base}_mm") else f"{base}_m"
     phi = sec.number("phi_deg", None, lo=-360, hi=360)
     sec.done()
-    return Pose(name=name, line=line, xy_m=xy, phi_rad=None if phi is None else math.radians(phi))
+    return Pose(name=name, line=line, point_m=point, phi_rad=None if phi is None else math.radians(phi), key=key)
 
 
 def _pose_ref(value, sec: Section, key: str, number: str) -> str | Pose:
@@ -204,7 +214,9 @@ def _pose_ref(value, sec: Section, key: str, number: str) -> str | Pose:
             f"<step {number}>",
             line=getattr(value, "line", None) or sec.line_of(key),
         )
-    raise sec.error(key, f"expected a pose name or an inline pose like {{xy_mm: [400, 100]}}, found {value!r}")
+    raise sec.error(
+        key, f"expected a pose name or an inline pose like {{xy_mm: [400, 100]}} or {{xyz_mm: ...}}, found {value!r}"
+    )
 
 
 def parse_program(data: Any, path) -> Program:
@@ -325,7 +337,7 @@ def _step(sec: Section, number: str, line, path: str, bound: set) -> Step:
     st = Step(number=number, line=line, action=action, name=sec.string("name", None))
     if action in ("line", "joint"):
         st.target = _pose_ref(sec.raw(action), sec, action, number)
-        st.offset_m = _length(sec, "offset", count=2)
+        st.offset_m = _length(sec, "offset", count=(2, 3))
     if action == "line":
         st.speed_m_s = _length(sec, "speed", "_s", lo=0, lo_open=True)
         st.accel_m_s2 = _length(sec, "accel", "_s2", lo=0, lo_open=True)
@@ -484,9 +496,27 @@ def _pose_of(prog: Program, ref, env) -> Pose:
     return prog.poses[ref] if isinstance(ref, str) else ref
 
 
-def _check_pose_on_arm(prog: Program, pose: Pose, arm: Arm, where: str, line) -> None:
-    """Arm-specific format checks: joint count, phi only on 3 links, joint poses inside limits."""
+def _check_pose_on_arm(prog: Program, pose: Pose, arm: Arm, where: str, line, offset=None) -> None:
+    """Arm-specific format checks: x, y or x, y, z; joint count; phi only on 3 links; joint poses inside
+    limits; offsets with as many values as the arm's points."""
     pline = pose.line or line
+    if offset is not None and len(offset) != arm.dim:
+        raise ConfigError(
+            f"{where}: offset has {len(offset)} values but arm '{arm.name}' "
+            + ("stands on a rotating base: give [dx, dy, dz]" if arm.has_base else "works in a plane: give [dx, dy]"),
+            path=prog.path,
+            line=line,
+        )
+    if pose.point_m is not None and len(pose.point_m) != arm.dim:
+        unit = pose.key.rsplit("_", 1)[-1] or "mm"
+        want = f"xyz_{unit}: [x, y, z]" if arm.has_base else f"xy_{unit}: [x, y]"
+        why = "stands on a rotating base" if arm.has_base else "works in a vertical plane (no base)"
+        raise ConfigError(
+            f"{where}: {pose.describe()} gives {pose.key or 'a point'} with {len(pose.point_m)} values but arm "
+            f"'{arm.name}' {why}: write {want}",
+            path=prog.path,
+            line=pline,
+        )
     if pose.q_rad is not None:
         if len(pose.q_rad) != arm.n:
             raise ConfigError(
@@ -498,24 +528,25 @@ def _check_pose_on_arm(prog: Program, pose: Pose, arm: Arm, where: str, line) ->
         q = np.array(pose.q_rad)
         if not arm.within_limits(q):
             raise motion._limit_error(arm, q, f"in {pose.describe()}", hint="change its q_deg")
-    elif pose.phi_rad is not None and arm.n != 3:
+    elif pose.phi_rad is not None and arm.n_links != 3:
         raise ConfigError(
             f"{where}: {pose.describe()} gives a tool angle phi_deg, which needs a 3-link arm; "
-            f"arm '{arm.name}' has {arm.n} links: remove phi_deg",
+            f"arm '{arm.name}' has {arm.n_links} links: remove phi_deg",
             path=prog.path,
             line=pline,
         )
 
 
 def _target(pose: Pose, offset, arm: Arm):
-    """(xy_m, phi_rad or None, exact end q or None) of a pose plus an optional offset (m)."""
+    """(point_m, phi_rad or None, exact end q or None) of a pose plus an optional offset (m)."""
     if pose.q_rad is not None:
         q = np.array(pose.q_rad)
+        phi = (float(np.sum(q)) if not arm.layered else float(tool_pitch(arm, q))) if arm.n_links == 3 else None
         if offset is None:
-            return fk(arm.links_m, q), (float(np.sum(q)) if arm.n == 3 else None), q
-        return fk(arm.links_m, q) + np.asarray(offset), (float(np.sum(q)) if arm.n == 3 else None), None
-    xy = np.asarray(pose.xy_m, dtype=float) + (np.asarray(offset) if offset is not None else 0.0)
-    return xy, pose.phi_rad, None
+            return tool_point(arm, q), phi, q
+        return tool_point(arm, q) + np.asarray(offset), phi, None
+    point = np.asarray(pose.point_m, dtype=float) + (np.asarray(offset) if offset is not None else 0.0)
+    return point, pose.phi_rad, None
 
 
 def _is_arm_file(ref: str) -> bool:
@@ -592,7 +623,7 @@ def _move(prog: Program, item: _Flat, arm: Arm, q):
         angle = arm.gripper.open_rad if s.gripper == "open" else arm.gripper.closed_rad
         return GripperMove(angle, label=label)
     pose = _pose_of(prog, s.target, item.env)
-    _check_pose_on_arm(prog, pose, arm, f"step {s.number}", s.line)
+    _check_pose_on_arm(prog, pose, arm, f"step {s.number}", s.line, s.offset_m)
     xy, phi, q_exact = _target(pose, s.offset_m, arm)
     try:
         if s.action == "line":

@@ -29,7 +29,7 @@ import yaml
 
 from .arm import Arm
 from .errors import BadInputError, ConfigError, MotionError
-from .kinematics import fk, tool_angle
+from .kinematics import tool_pitch, tool_point
 from .paths import PRESET_DIR, atomic_write
 from .program import Program, expand, load_program_text, plan_program
 
@@ -222,10 +222,10 @@ class Recorder:
     # --- helpers ---------------------------------------------------------------------------------------
 
     def _comment(self, q: np.ndarray) -> str:
-        x, y = (float(v) * 1000 for v in fk(self.arm.links_m, q))
-        text = f"tool ({x:.1f}, {y:.1f}) mm"
-        if self.arm.n == 3:
-            text += f", phi {math.degrees(float(tool_angle(q))):.1f} deg"
+        point = ", ".join(f"{float(v) * 1000:.1f}" for v in tool_point(self.arm, q))
+        text = f"tool ({point}) mm"
+        if self.arm.n_links == 3:
+            text += f", phi {math.degrees(float(tool_pitch(self.arm, q))):.1f} deg"
         return text
 
     def _new_text(self, head: str, name: str, pose: str, comment: str, steps: list[str]) -> str:

@@ -41,7 +41,7 @@ from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class
 from .bus.portlock import PortLock
 from .calibration import Calibration, find_calibration, load_calibration
 from .errors import BadInputError, LinkError, MotionError, StopRequested
-from .kinematics import fk, tool_angle
+from .kinematics import tool_pitch, tool_point
 from .paths import state_dir
 from .state import PoseStore
 from .stream import Player, Pulses, StreamResult, prepare
@@ -60,7 +60,8 @@ JOURNAL_PERIOD_S = 0.02  # while moving, the pose the board would stop in is jou
 
 @dataclass(frozen=True)
 class Pose:
-    """Where the arm is: joint angles (rad), tool point (m), tool angle (rad), gripper (rad).
+    """Where the arm is: joint angles (rad, base first on a base arm), tool point (m: x, y; x, y, z on a
+    base arm), tool angle (rad; on a base arm the pitch from the horizontal), gripper (rad).
 
     ``source`` says how it is known: ``"measured"`` (servo positions measured by the hardware or the
     simulator), ``"commanded"`` (the pulses the board outputs, or for boards that cannot report them the
@@ -106,10 +107,10 @@ class Pose:
         }
 
     def __str__(self) -> str:
-        x, y = self.tool_mm
+        where = ", ".join(f"{v:.1f}" for v in self.tool_mm)
         g = "" if self.gripper_rad is None else f", gripper {math.degrees(self.gripper_rad):.1f} deg"
         joints = " ".join(f"{v:.2f}" for v in self.q_deg)
-        return f"tool at ({x:.1f}, {y:.1f}) mm, joints {joints} deg{g} ({self.source}: {self.detail})"
+        return f"tool at ({where}) mm, joints {joints} deg{g} ({self.source}: {self.detail})"
 
 
 @dataclass(frozen=True)
@@ -512,8 +513,8 @@ class Robot:
                 values.append(None if g is None else float(cal.gripper.value(g)))
         return Pose(
             q_rad=np.asarray(q, dtype=float),
-            tool_m=fk(arm.links_m, q),
-            phi_rad=float(tool_angle(q)),
+            tool_m=tool_point(arm, q),
+            phi_rad=float(tool_pitch(arm, q)),
             gripper_rad=g,
             source=source,
             detail=detail,
@@ -639,25 +640,34 @@ class Robot:
         return traj, prepare(traj, self.calibration)  # every pulse checked before anything moves
 
     def plan_to(
-        self, x: float, y: float, *, phi: float | None = None, speed: float | None = None, accel: float | None = None
+        self,
+        x: float,
+        y: float,
+        z: float | None = None,
+        *,
+        phi: float | None = None,
+        speed: float | None = None,
+        accel: float | None = None,
     ) -> Trajectory:
         """The straight-line trajectory ``move_to`` would play, from where the arm is (or will be, after the
         motions still to play), without moving: for previews and plots. Raises what ``move_to`` raises."""
         self._check_open()
-        return self._plan([self._line(x, y, phi, speed, accel, None)], "plan")[0]
+        return self._plan([self._line(x, y, z, phi, speed, accel, None)], "plan")[0]
 
-    def _line(self, x, y, phi, speed, accel, label) -> motion.LineMove:
-        target = self._point(x, y)
+    def _line(self, x, y, z, phi, speed, accel, label) -> motion.LineMove:
+        target = self._point(x, y, z)
         if phi is not None:
             phi = self._number(phi, "phi")
-            if self.arm.n != 3:
-                raise BadInputError(f"phi (a tool angle) needs a 3-link arm; {self.arm.name!r} has {self.arm.n} links")
+            if self.arm.n_links != 3:
+                raise BadInputError(
+                    f"phi (a tool angle) needs a 3-link arm; {self.arm.name!r} has {self.arm.n_links} links"
+                )
         kw = {}
         if speed is not None:
             kw["speed_m_s"] = self._positive(speed, "speed")
         if accel is not None:
             kw["accel_m_s2"] = self._positive(accel, "accel")
-        label = label or f"move to ({target[0]:g}, {target[1]:g}) m"
+        label = label or f"move to ({', '.join(f'{v:g}' for v in target)}) m"
         return motion.LineMove(tuple(target), phi_rad=phi, label=label, **kw)
 
     @staticmethod
@@ -676,8 +686,16 @@ class Robot:
             raise BadInputError(f"{what}: must be > 0, got {v!r}")
         return f
 
-    def _point(self, x, y) -> tuple[float, float]:
-        return self._number(x, "x"), self._number(y, "y")
+    def _point(self, x, y, z=None) -> tuple[float, ...]:
+        if self.arm.has_base and z is None:
+            raise BadInputError(
+                f"arm {self.arm.name!r} stands on a rotating base: give z (the height, m) too: move_to(x, y, z)"
+            )
+        if not self.arm.has_base and z is not None:
+            raise BadInputError(f"arm {self.arm.name!r} works in a vertical plane (no base): give x and y, not z")
+        if z is None:
+            return self._number(x, "x"), self._number(y, "y")
+        return self._number(x, "x"), self._number(y, "y"), self._number(z, "z")
 
     # --- moving ------------------------------------------------------------------------------------------
 
@@ -685,6 +703,7 @@ class Robot:
         self,
         x: float,
         y: float,
+        z: float | None = None,
         *,
         phi: float | None = None,
         speed: float | None = None,
@@ -693,7 +712,8 @@ class Robot:
         label: str | None = None,
         wait: bool = True,
     ) -> Motion:
-        """Move the tool point to (``x``, ``y``) m: in a straight line at ``speed`` m/s (default 0.1) with
+        """Move the tool point to (``x``, ``y``) m, or (``x``, ``y``, ``z``) on an arm with a rotating base (z
+        is required there and refused on a planar arm): in a straight line at ``speed`` m/s (default 0.1) with
         ``accel`` m/s^2 (default 0.5), slowed wherever a joint would pass its speed limit; ``path="joint"``
         instead moves every joint at once to the IK pose nearest the start. ``phi``: the tool angle (rad) at
         the target, 3-link arms. Raises UnreachableError (with ``shortfall_m``), JointLimitError (also
@@ -702,7 +722,7 @@ class Robot:
         gen = self._stop_gen
         if path not in ("line", "joint"):
             raise BadInputError(f"path: 'line' or 'joint', got {path!r}")
-        line = self._line(x, y, phi, speed, accel, label)
+        line = self._line(x, y, z, phi, speed, accel, label)
         if path == "line":
             return self._go([line], line.label, gen, wait)
         joint_label = label or line.label.replace("move to", "joint move to")
@@ -886,7 +906,7 @@ class Robot:
                 ramp_frames=result.ramp_frames,
                 wall_s=time.monotonic() - t0,
                 planned_q_rad=np.array(m.end_q_rad),
-                planned_tool_m=fk(self.arm.links_m, m.end_q_rad),
+                planned_tool_m=tool_point(self.arm, m.end_q_rad),
                 tracking_error_deg=None if lag is None else {s.name: lag[s.channel] for s in self.calibration.servos},
             )
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the motion

@@ -58,6 +58,51 @@ def arm_and_pose(draw, narrowest_deg: float = 20.0):
     return arm, np.array(q)
 
 
+@st.composite
+def base_arm_and_pose(draw, narrowest_deg: float = 20.0, base: bool | None = None, linkage: str | None = None):
+    """A random arm with a rotating base and/or a parallelogram linkage (``base``/``linkage`` None: drawn),
+    random limits (link angles too), shoulder offsets, and a pose inside every limit."""
+    from armctl.arm import Arm
+
+    has_base = draw(st.booleans()) if base is None else base
+    kind = linkage or draw(st.sampled_from(["serial", "parallelogram"]))
+    if not has_base and kind == "serial":
+        kind = "parallelogram"  # a planar serial arm is arm_and_pose's
+    k = 2 if kind == "parallelogram" else draw(st.sampled_from([2, 3]))
+    links = [draw(st.floats(0.05, 1.0)) for _ in range(k)]
+    lo = [draw(st.floats(-180, -narrowest_deg)) for _ in range(k)]
+    hi = [draw(st.floats(narrowest_deg, 180)) for _ in range(k)]
+    la = None
+    if kind == "parallelogram":
+        a = draw(st.floats(0, 150))
+        la = [a, draw(st.floats(a + 20, 180))]
+    extra = {}
+    if has_base:
+        lo.insert(0, draw(st.floats(-180, -narrowest_deg)))
+        hi.insert(0, draw(st.floats(narrowest_deg, 180)))
+        extra = {"base_offset_m": draw(st.floats(-0.1, 0.1)), "shoulder_height_m": draw(st.floats(-0.2, 0.2))}
+    from hypothesis import assume
+
+    from armctl.errors import ConfigError
+
+    try:
+        arm = Arm.from_lengths(
+            links, q_min_deg=lo, q_max_deg=hi, base=has_base, linkage=kind, link_angle_deg=la, **extra
+        )
+    except ConfigError:  # joint limits that cannot keep the link angle: not an arm
+        assume(False)
+    # a pose inside every limit: the chain's joints drawn inside their box (serial angles for a
+    # parallelogram's forearm, so the link angle is inside too), then checked
+    from armctl.kinematics import joint_angles
+
+    ch = arm.chain
+    c = [draw(st.floats(a, b)) for a, b in zip(ch.q_min, ch.q_max)]
+    b = draw(st.floats(arm.q_min[0], arm.q_max[0])) if has_base else None
+    q = joint_angles(arm, np.array(c), b)
+    assume(arm.within_limits(q))
+    return arm, q
+
+
 # Tests never touch the user's own folders: every run gets its own config and state folders (tests that
 # need a fresh one per test set them again with monkeypatch).
 _TEST_HOME = Path(tempfile.mkdtemp(prefix="armctl-tests-"))

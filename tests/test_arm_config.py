@@ -25,7 +25,7 @@ def write(tmp_path, text, name="arm.yaml"):
 
 
 def test_presets_load():
-    assert {"seed-2link", "seed-3link"} <= set(preset_names())
+    assert {"seed-2link", "seed-3link", "mearm", "eezybot-mk2"} <= set(preset_names())
     arm = load_arm("seed-3link")
     assert np.allclose(arm.links_m, [0.40, 0.30, 0.20])
     assert arm.n == 3 and arm.gripper is not None
@@ -78,7 +78,7 @@ def test_bad_files_say_where_and_what(tmp_path, old, new, expect):
 def test_missing_file_and_unknown_preset(tmp_path):
     with pytest.raises(ConfigError, match="file not found"):
         load_arm(tmp_path / "nope.yaml")
-    with pytest.raises(ConfigError, match="presets: seed-2link"):
+    with pytest.raises(ConfigError, match="presets: eezybot-mk2, mearm, seed-2link, seed-3link"):
         load_arm("seed-9link")
 
 
@@ -111,3 +111,66 @@ def test_hostile_yaml_is_one_config_error(tmp_path, text, expect):
     with pytest.raises(ConfigError, match=expect) as info:
         load_arm(write(tmp_path, text))
     assert "\n" not in str(info.value)
+
+
+BASE = """\
+name: desk-arm
+links_m: [0.08, 0.08]
+linkage: parallelogram
+link_angle_deg: [30, 150]
+base: {name: turntable, min_deg: -90, max_deg: 90, max_speed_deg_s: 120}
+base_offset_m: 0.068
+shoulder_height_m: 0.05
+joints:
+  - {name: shoulder, min_deg: 0, max_deg: 150, max_speed_deg_s: 120}
+  - {name: elbow, min_deg: -75, max_deg: 75, max_speed_deg_s: 100}
+home_deg: [10, 90, 0]
+"""
+
+
+def test_a_base_arm_file_loads_base_first(tmp_path):
+    arm = load_arm(write(tmp_path, BASE))
+    assert arm.has_base and arm.parallelogram and arm.layered
+    assert arm.n == 3 and arm.n_links == 2 and arm.dim == 3
+    assert arm.joint_names == ("turntable", "shoulder", "elbow")
+    assert np.allclose(np.degrees(arm.q_min), [-90, 0, -75]) and np.allclose(np.degrees(arm.home_rad), [10, 90, 0])
+    assert math.isclose(math.degrees(arm.max_speed_rad_s[0]), 120) and math.isclose(arm.base_offset_m, 0.068)
+    assert np.allclose(np.degrees(arm.link_angle_rad), [30, 150])
+    # the planar solver's view: serial angles, the coupled limits as their bounding box
+    assert np.allclose(np.degrees(arm.chain.q_min), [0, -150]) and np.allclose(np.degrees(arm.chain.q_max), [150, -30])
+    serial = load_arm(write(tmp_path, BASE.replace("linkage: parallelogram\nlink_angle_deg: [30, 150]\n", "")))
+    assert serial.linkage == "serial" and serial.link_angle_rad is None
+
+
+@pytest.mark.parametrize(
+    "old, new, expect",
+    [
+        ("links_m: [0.08, 0.08]", "links_m: [0.08, 0.08, 0.05]", "parallelogram linkage drives 2 links"),
+        ("link_angle_deg: [30, 150]", "link_angle_deg: [30, 190]", r"link_angle_deg.*0\.\.180 deg, found \[30, 190\]"),
+        ("link_angle_deg: [30, 150]", "link_angle_deg: [-5, 150]", r"0\.\.180 deg"),
+        ("link_angle_deg: [30, 150]", "link_angle_deg: [150, 30]", "must be the smaller"),
+        ("link_angle_deg: [30, 150]", "link_angle_deg: [30]", "expected 2 numbers"),
+        ("linkage: parallelogram", "linkage: scissor", "'scissor' is not one of: serial, parallelogram"),
+        ("linkage: parallelogram\n", "", "link_angle_deg applies only with 'linkage: parallelogram'"),
+        ("home_deg: [10, 90, 0]", "home_deg: [90, 0]", "expected 3 numbers"),
+        ("home_deg: [10, 90, 0]", "home_deg: [100, 90, 0]", "home angle of the base"),
+        ("home_deg: [10, 90, 0]", "home_deg: [10, 140, -20]", "home pose puts 20 deg between upper arm and forearm"),
+        ("max_speed_deg_s: 120}\nbase_off", "max_speed_deg_s: 0}\nbase_off", "must be > 0"),
+        (
+            "{name: elbow, min_deg: -75, max_deg: 75,",
+            "{name: elbow, min_deg: 151, max_deg: 175,",
+            "no shoulder and forearm",
+        ),
+    ],
+)
+def test_bad_base_arm_files_say_where_and_what(tmp_path, old, new, expect):
+    assert old in BASE
+    path = write(tmp_path, BASE.replace(old, new))
+    with pytest.raises(ConfigError, match=expect) as info:
+        load_arm(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_offsets_need_a_base(tmp_path):
+    with pytest.raises(ConfigError, match="base_offset_m places the shoulder relative to a base"):
+        load_arm(write(tmp_path, GOOD + "base_offset_m: 0.02\n"))

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from armctl.cli import main
-from armctl.paths import PRESET_CALIBRATION_DIR
+from armctl.paths import PRESET_CALIBRATION_DIR, PRESET_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "examples" / "pick_and_place.yaml"
@@ -69,6 +69,41 @@ ROWS = [
     ("jog phi on 2 links", ["--arm", "seed-2link", "--port", "{port}", "jog", "0.5", "0.2", "--phi", "10"], 2, "--phi"),
     ("jog wire log a folder", ["--port", "{port}", "jog", "0.5", "0.2", "--wire-log", "{tmp}"], 2, "--wire-log"),
     ("jog wire log disk full", ["--port", "{port}", "jog", "0.5", "0.2", "--wire-log", "/dev/full"], 2, "--wire-log"),
+    # arms on a rotating base, parallelogram linkages
+    ("jog 2 numbers on a base arm", ["--arm", "mearm", "--port", "{port}", "jog", "0.15", "0.04"], 2, "give X Y Z"),
+    ("jog 3 numbers on a planar arm", ["--port", "{port}", "jog", "0.5", "0.2", "0.1"], 2, "give X Y, got 3"),
+    ("ik 2 numbers on a base arm", ["--arm", "mearm", "ik", "0.15", "0.04"], 2, "give X Y Z"),
+    ("ik 3 numbers on a planar arm", ["ik", "0.5", "0.4", "0.1"], 2, "give X Y, got 3 numbers"),
+    ("fk 2 angles on a base arm", ["--arm", "mearm", "fk", "90", "0"], 2, "has 3 joints (base first)"),
+    ("fk outside the coupled limits", ["--arm", "mearm", "fk", "0", "140", "-30"], 3, "upper arm and forearm"),
+    (
+        "jog base arm unreachable",
+        ["--arm", "mearm", "--port", "{port}", "jog", "0.5", "0", "0"],
+        3,
+        "outside the reach",
+    ),
+    ("jog base arm behind its base", ["--arm", "mearm", "--port", "{port}", "jog", "-0.15", "0", "0"], 3, "mearm"),
+    ("jog base arm z nan", ["--arm", "mearm", "--port", "{port}", "jog", "0.15", "0", "nan"], 2, "Z"),
+    (
+        "jog phi on a base arm of 2 links",
+        ["--arm", "mearm", "--port", "{port}", "jog", "0.15", "0", "0", "--phi", "0"],
+        2,
+        "--phi",
+    ),
+    (
+        "parallelogram with 3 links",
+        ["--arm", "{tmp}/para3.yaml", "--port", "{port}", "jog", "0.1", "0", "0"],
+        2,
+        "2 links",
+    ),
+    ("link angle over 180", ["--arm", "{tmp}/la200.yaml", "--port", "{port}", "jog", "0.1", "0", "0"], 2, "0..180"),
+    ("link angle below 0", ["--arm", "{tmp}/la-10.yaml", "--port", "{port}", "jog", "0.1", "0", "0"], 2, "0..180"),
+    ("run xy points on a base arm", ["--port", "{port}", "run", "{tmp}/mearm-xy.yaml"], 2, "write xyz_mm: [x, y, z]"),
+    ("run xyz points on a planar arm", ["--port", "{port}", "run", "{tmp}/planar-xyz.yaml"], 2, "write xy_mm: [x, y]"),
+    ("run 2-value offset on a base arm", ["--port", "{port}", "run", "{tmp}/mearm-offset.yaml"], 2, "[dx, dy, dz]"),
+    ("run base arm target out of reach", ["--port", "{port}", "run", "{tmp}/mearm-far.yaml"], 3, "mearm-far.yaml"),
+    ("check square on a base arm", ["--arm", "mearm", "--port", "{port}", "calibrate", "--check"], 2, "rotating base"),
+    ("ik targets file on a base arm", ["--arm", "mearm", "ik", "--targets", "{tmp}/points.csv"], 2, "--targets"),
     # run
     ("run missing program", ["--port", "{port}", "run", "{tmp}/missing.yaml"], 2, "missing.yaml"),
     ("run malformed program", ["--port", "{port}", "run", "{tmp}/bad.yaml"], 2, "bad.yaml"),
@@ -164,6 +199,19 @@ def folder(tmp_path, monkeypatch):
         "arm: seed-3link\nposes:\n  far: {xy_mm: [2000, 0]}\nsteps:\n  - {line: far}\n"
     )
     (tmp_path / "two.yaml").write_text("arm: seed-2link\nposes:\n  p: {xy_mm: [500, 100]}\nsteps:\n  - {line: p}\n")
+    mearm = (PRESET_DIR / "mearm.yaml").read_text()
+    (tmp_path / "para3.yaml").write_text(mearm.replace("links_m: [0.080, 0.080]", "links_m: [0.08, 0.08, 0.03]"))
+    (tmp_path / "la200.yaml").write_text(mearm.replace("link_angle_deg: [30, 150]", "link_angle_deg: [30, 200]"))
+    (tmp_path / "la-10.yaml").write_text(mearm.replace("link_angle_deg: [30, 150]", "link_angle_deg: [-10, 150]"))
+    (tmp_path / "mearm-xy.yaml").write_text("arm: mearm\nposes:\n  p: {xy_mm: [150, 20]}\nsteps:\n  - {line: p}\n")
+    (tmp_path / "planar-xyz.yaml").write_text(
+        "arm: seed-3link\nposes:\n  p: {xyz_mm: [500, 100, 20]}\nsteps:\n  - {line: p}\n"
+    )
+    (tmp_path / "mearm-offset.yaml").write_text(
+        "arm: mearm\nposes:\n  p: {xyz_mm: [150, 20, 0]}\nsteps:\n  - {line: p, offset_mm: [0, 10]}\n"
+    )
+    (tmp_path / "mearm-far.yaml").write_text("arm: mearm\nposes:\n  p: {xyz_mm: [400, 0, 0]}\nsteps:\n  - {line: p}\n")
+    (tmp_path / "points.csv").write_text("0.15,0.02,0.0\n")
     (tmp_path / "points.yaml").write_text(
         "arm: seed-3link\npoints:\n  - {joint: 1, angle_deg: 0, us: 1500}\n  - {joint: 1, angle_deg: 90, us: 2166}\n"
     )

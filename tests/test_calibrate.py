@@ -101,6 +101,17 @@ def test_reference_poses_stay_inside_the_joint_limits():
     assert "90 deg to link 1" in cb.reference_poses(arm, 1)[1].text
 
 
+def test_reference_poses_of_a_base_arm_name_the_base_and_the_level_forearm():
+    arm = load_arm("mearm")  # base -75..75, shoulder 0..150 from the horizontal, forearm -75..75 from it
+    texts = [[r.text for r in cb.reference_poses(arm, i)] for i in range(arm.n)]
+    assert "base" in texts[0][0] and "arm points straight ahead" in texts[0][0]
+    assert "link 1" in texts[1][0]  # the shoulder: the chain's joint 1
+    assert texts[2][0].startswith("the forearm level")  # a parallelogram's joint 2: from the horizontal
+    for i in range(arm.n):
+        for r in cb.reference_poses(arm, i):
+            assert math.radians(r.angle_deg) >= arm.q_min[i] - 1e-9 and math.radians(r.angle_deg) <= arm.q_max[i] + 1e-9
+
+
 def test_nudges_are_timed_under_the_speed_limit():
     arm = load_arm("seed-3link")
     cal = load_calibration(NOMINAL)

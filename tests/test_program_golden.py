@@ -90,7 +90,7 @@ def _no_gripper_arm(tmp_path) -> str:
     return str(arm)
 
 
-@pytest.mark.parametrize("case", ["repeat", "example-3link", "example-2link", "no-gripper"])
+@pytest.mark.parametrize("case", ["repeat", "example-3link", "example-2link", "no-gripper", "mearm", "eezybot"])
 def test_bulk_plan_output_is_byte_identical(capsys, monkeypatch, tmp_path, case):
     from armctl.cli import motion as cli_motion
 
@@ -101,6 +101,8 @@ def test_bulk_plan_output_is_byte_identical(capsys, monkeypatch, tmp_path, case)
         "example-3link": (examples / "pick_and_place.yaml", "seed-3link"),
         "example-2link": (examples / "pick_and_place_2link.yaml", "seed-2link"),
         "no-gripper": (tmp_path / "p.yaml", None),
+        "mearm": (examples / "pick_and_place_mearm.yaml", "mearm"),  # x, y, z points
+        "eezybot": (examples / "pick_and_place_eezybot.yaml", "eezybot-mk2"),
     }[case]
     if case == "repeat":
         text = PROGRAM.read_text().replace("steps:\n", "steps:\n  - repeat: 12\n    steps:\n", 1)

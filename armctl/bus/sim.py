@@ -32,7 +32,7 @@ import numpy as np
 
 from ..arm import Arm, load_arm
 from ..calibration import Calibration, ServoCal, find_calibration, load_calibration
-from ..kinematics import fk
+from ..kinematics import tool_point
 from .board import DEFAULT_LIMITS_TICKS, Board
 
 
@@ -246,8 +246,8 @@ class SimArm:
         return {ch: float(servo.angle_rad(t)) for ch, servo in self.servos.items()}
 
     def tool_m(self, t: float | None = None) -> np.ndarray:
-        """True tool point (x, y) in metres, from the simulated servo positions."""
-        return fk(self.arm.links_m, self.q_rad(t))
+        """True tool point (x, y; x, y, z on a base arm) in metres, from the simulated servo positions."""
+        return tool_point(self.arm, self.q_rad(t))
 
     def settle_s(self) -> float:
         """Simulated seconds until every servo reaches its commanded pulse (and the queue is played)."""

@@ -278,6 +278,11 @@ def _push_limits(args, arm: Arm, cal: Calibration) -> int:
 
 
 def _check(args, arm: Arm, cal: Calibration) -> int:
+    if arm.has_base:
+        raise BadInputError(
+            f"--check draws its square in a planar arm's plane; arm '{arm.name}' stands on a rotating base: "
+            "check it with 'armctl jog X Y Z' to points you can measure"
+        )
     side = parse_length(args.side, what="--side") if args.side else None
     if side is not None and not side > 0:
         raise BadInputError(f"--side: must be > 0, got {args.side}")

@@ -20,8 +20,8 @@ from .. import motion
 from ..arm import Arm, load_arm
 from ..calibration import Calibration, find_calibration, load_calibration
 from ..errors import BadInputError
-from ..kinematics import fk
-from ..units import parse_float, parse_length
+from ..kinematics import tool_point
+from ..units import parse_float
 
 EPILOG = """\
 port: a device path (/dev/ttyACM0) or any pyserial URL (socket://host:port, rfc2217://, spy://...);
@@ -30,6 +30,7 @@ examples:
   armctl run examples/pick_and_place.yaml
   armctl jog 0.5 0.2 --phi -30 --speed 50
   armctl jog --record poses.yaml               # the keyboard pendant; Enter records a pose
+  armctl --arm mearm jog 150mm 40mm 20mm      # an arm on a rotating base: X Y Z
   armctl --port /dev/ttyACM0 home
   armctl --backend firmata --port /dev/ttyACM0 run examples/pick_and_place.yaml"""
 
@@ -45,12 +46,14 @@ def register(sub, parents) -> None:
         epilog=EPILOG,
         formatter_class=fmt,
         help="move the tool in a straight line to X Y, or jog it with the keys (no target)",
-        description="Move the tool point in a straight line from where the arm is to (X, Y). Without a target: "
-        "a full-screen keyboard pendant (arrows move, [ ] step, < > speed, , . tool angle, o c gripper, h home, "
-        "Space stop, Enter record, u undo, q quit; a held key moves until released).",
+        description="Move the tool point in a straight line from where the arm is to (X, Y), or (X, Y, Z) on an "
+        "arm with a rotating base. Without a target: a full-screen keyboard pendant (arrows move, [ ] step, "
+        "< > speed, , . tool angle, o c gripper, h home, Space stop, Enter record, u undo, q quit; a held key "
+        "moves until released).",
     )
     p.add_argument("x", metavar="X", nargs="?", help="target x (m, or with a unit: 500mm); none: the pendant")
     p.add_argument("y", metavar="Y", nargs="?", help="target y (m, or with a unit)")
+    p.add_argument("z", nargs="?", metavar="Z", help="target z, height (m, or with a unit): arms on a base only")
     p.add_argument("--phi", metavar="DEG", help="tool angle at the target, degrees (3-link arms)")
     p.add_argument(
         "--speed",
@@ -164,8 +167,8 @@ def _print(args, report: dict, headline: str) -> None:
     if report.get("source") == "assumed":
         print(f"pose: not known yet ({report['detail']}); the first move sets it, then ramps slowly")
     elif report.get("tool_m") is not None:
-        x, y = report["tool_m"]
-        print(f"tool at x={x:.4f} m y={y:.4f} m ({report['source']}: {report['detail']})")
+        where = " ".join(f"{k}={v:.4f} m" for k, v in zip("xyz", report["tool_m"]))
+        print(f"tool at {where} ({report['source']}: {report['detail']})")
         print("joints " + " ".join(f"{v:.2f}" for v in report["q_deg"]) + " deg")
         lag = report.get("tracking_error_deg")
         if lag:
@@ -197,7 +200,8 @@ def _drive(args, arm: Arm, cal: Calibration, act) -> dict:
         )
         if result.tracking_error_deg is not None:
             report["tracking_error_deg"] = result.tracking_error_deg
-        report["error_m"] = float(np.hypot(*(np.array(report["tool_m"]) - result.planned_tool_m)))
+        off = np.array(report["tool_m"]) - result.planned_tool_m
+        report["error_m"] = float(np.hypot(*off) if len(off) == 2 else np.linalg.norm(off))
         return report
 
 
@@ -216,18 +220,21 @@ def cmd_jog(args) -> int:
     for opt in ("record", "step", "release_ms"):
         if getattr(args, opt) is not None:
             raise BadInputError(f"--{opt.replace('_', '-')} is for the pendant (armctl jog without a target)")
+    from .kin import target_args
+
     arm, cal = setup(args)
-    target = np.array([parse_length(args.x, what="X"), parse_length(args.y, what="Y")])
+    target = np.array(target_args(args, arm, "armctl jog 0.5 0.2"))
     phi = None if args.phi is None else math.radians(parse_float(args.phi, what="--phi"))
     speed = parse_float(args.speed or str(motion.DEFAULT_SPEED_M_S * 1000), what="--speed") / 1000.0
     if speed <= 0:
         raise BadInputError(f"--speed: must be > 0 mm/s, got {args.speed}")
-    if phi is not None and arm.n != 3:
+    if phi is not None and arm.n_links != 3:
         raise BadInputError("--phi needs a 3-link arm")
     motion.solve_pose(arm, target, phi, arm.home_rad)  # unreachable targets fail before any port is opened
-    label = f"jog to ({target[0]:g}, {target[1]:g}) m"
+    where = "(" + ", ".join(f"{v:g}" for v in target) + ")"
+    label = f"jog to {where} m"
     report = _drive(args, arm, cal, lambda robot: robot.move_to(*target, phi=phi, speed=speed, label=label))
-    _print(args, report, f"jogged to ({target[0]:g}, {target[1]:g}) m in {report['duration_s']:.2f} s")
+    _print(args, report, f"jogged to {where} m in {report['duration_s']:.2f} s")
     return 0
 
 
@@ -248,7 +255,7 @@ def cmd_run(args) -> int:
     traj = plan.trajectory
     prepare(traj, cal)  # every pulse checked before a port is opened
     if args.dry_run:
-        end = fk(arm.links_m, traj.q_rad[-1])
+        end = tool_point(arm, traj.q_rad[-1])
         report = {
             "dry_run": True,
             "duration_s": float(traj.duration_s),

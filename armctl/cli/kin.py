@@ -14,11 +14,13 @@ from ..errors import BadInputError, JointLimitError, UnreachableError
 from ..units import parse_float, parse_length
 
 IK_EPILOG = """\
-units: X and Y in metres, or with a unit (500mm, 50cm, 0.5m); angles in degrees.
+units: X, Y (and Z) in metres, or with a unit (500mm, 50cm, 0.5m); angles in degrees.
+Arms on a rotating base (mearm, eezybot-mk2) take X Y Z: x, y on the table from the base, z up.
 examples:
   armctl ik 0.5 0.4                      # seed-3link, damped least squares from home
   armctl ik 500mm 400mm --phi 30 --json  # 3-link arm with the tool at 30 deg
   armctl --arm seed-2link ik 0.5 0.4 --method analytic --from 45 -90
+  armctl --arm mearm ik 150mm 40mm 20mm  # base, shoulder, elbow angles
   printf '0.5,0.4\\n0.6,0.1,20\\n' | armctl ik --targets -
 exit codes: 0 reached, 2 bad input, 3 unreachable or outside the joint limits"""
 
@@ -28,13 +30,18 @@ def register(sub, parents) -> None:
         "ik",
         parents=parents,
         help="joint angles for a tool point (inverse kinematics)",
-        description="Solve joint angles that put the tool point on X Y.",
+        description="Solve joint angles that put the tool point on X Y (X Y Z on an arm with a rotating base).",
         epilog=IK_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("x", nargs="?", metavar="X", help="target x (m, or with a unit: 500mm)")
     p.add_argument("y", nargs="?", metavar="Y", help="target y (m, or with a unit)")
-    p.add_argument("--phi", metavar="DEG", help="tool angle from the x axis in degrees (3-link arms)")
+    p.add_argument("z", nargs="?", metavar="Z", help="target z, height (m, or with a unit): arms on a base only")
+    p.add_argument(
+        "--phi",
+        metavar="DEG",
+        help="tool angle in degrees (3-link arms): from the x axis; on a base, the pitch from the horizontal",
+    )
     p.add_argument(
         "--method",
         default="dls",
@@ -50,8 +57,10 @@ def register(sub, parents) -> None:
         "fk",
         parents=parents,
         help="tool point for joint angles (forward kinematics)",
-        description="Where the tool is for the joint angles Q1 Q2 [Q3] (degrees).",
+        description="Where the tool is for the joint angles Q1 Q2 [Q3] (degrees); QBASE Q1 Q2 [Q3] on an arm "
+        "with a rotating base (base first).",
         epilog="example:\n  armctl fk 45 -90 -45\n  armctl --arm seed-2link fk 0 90 --json\n"
+        "  armctl --arm mearm fk 20 90 0       # base, shoulder, forearm (from the horizontal)\n"
         "exit codes: 0 ok, 2 bad input, 3 outside the joint limits",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -74,7 +83,8 @@ def register(sub, parents) -> None:
 
 def _angles(values, arm: Arm, what: str) -> np.ndarray:
     if len(values) != arm.n:
-        raise BadInputError(f"{what}: arm '{arm.name}' has {arm.n} joints, got {len(values)} angles")
+        order = " (base first)" if arm.has_base else ""
+        raise BadInputError(f"{what}: arm '{arm.name}' has {arm.n} joints{order}, got {len(values)} angles")
     return np.radians([parse_float(v, what=f"{what} angle {i + 1}") for i, v in enumerate(values)])
 
 
@@ -85,7 +95,7 @@ def _deg(q) -> list[float]:
 def _result_dict(res, target, phi) -> dict:
     d = {
         "ok": bool(res.ok),
-        "target_m": [float(target[0]), float(target[1])],
+        "target_m": [float(v) for v in target],
         "q_deg": _deg(res.q),
         "error_m": float(res.error_m),
         "iterations": int(res.iterations),
@@ -108,13 +118,11 @@ def cmd_ik(args) -> int:
         if args.x is not None:
             raise BadInputError("give either X Y or --targets FILE, not both")
         return _ik_batch(args, arm)
-    if args.x is None or args.y is None:
-        raise BadInputError("missing target: give X Y (e.g. 'armctl ik 0.5 0.4') or --targets FILE.csv")
-    target = (parse_length(args.x, what="X"), parse_length(args.y, what="Y"))
+    target = target_args(args, arm, "armctl ik 0.5 0.4")
     phi = None if args.phi is None else math.radians(parse_float(args.phi, what="--phi"))
     q0 = None if args.q_from is None else _angles(args.q_from, arm, "--from")
-    if phi is not None and arm.n != 3:
-        raise BadInputError(f"--phi needs a 3-link arm; '{arm.name}' has {arm.n} links")
+    if phi is not None and arm.n_links != 3:
+        raise BadInputError(f"--phi needs a 3-link arm; '{arm.name}' has {arm.n_links} links")
     res = solve(arm, target, phi=phi, q0=q0, method=args.method)
     q = ", ".join(f"{v:.3f}" for v in np.degrees(res.q))
     if args.json:
@@ -123,18 +131,43 @@ def cmd_ik(args) -> int:
         print(f"q = [{q}] deg   ({res.method}, {res.iterations} iterations, error {res.error_m:.2e} m)")
     if res.ok:
         return 0
+    where = "(" + ", ".join(f"{v:.4f}" for v in target) + ")"
     message = (
-        f"target ({target[0]:.4f}, {target[1]:.4f}) m: {res.reason}; closest pose q = [{q}] deg "
-        f"leaves the tool {res.error_m * 1000:.1f} mm away"
+        f"target {where} m: {res.reason}; closest pose q = [{q}] deg leaves the tool {res.error_m * 1000:.1f} mm away"
     )
     if res.shortfall_m > 0:
         raise UnreachableError(message, target=target, shortfall_m=res.shortfall_m)
     raise JointLimitError(message)
 
 
+def target_args(args, arm: Arm, example: str) -> tuple[float, ...]:
+    """X Y (planar arms) or X Y Z (arms on a base) from ``args.x``, ``args.y``, ``args.z``, in metres; one
+    BadInputError line for a missing or extra number."""
+    given = [v for v in (args.x, args.y, getattr(args, "z", None)) if v is not None]
+    if arm.has_base and len(given) != 3:
+        raise BadInputError(
+            f"arm '{arm.name}' stands on a rotating base: give X Y Z (x, y on the table, z up), got {len(given)} "
+            f"number{'s' if len(given) != 1 else ''}"
+        )
+    if not arm.has_base and len(given) != 2:
+        if len(given) == 3:
+            raise BadInputError(
+                f"arm '{arm.name}' works in a vertical plane (no base): give X Y, got 3 numbers ({' '.join(given)})"
+            )
+        raise BadInputError(
+            f"missing target: give X Y (e.g. '{example}')" + (", or --targets FILE.csv" if "ik" in example else "")
+        )
+    return tuple(parse_length(v, what=w) for v, w in zip(given, "XYZ"))
+
+
 def _ik_batch(args, arm: Arm) -> int:
     from . import ik_targets as it
 
+    if arm.has_base:
+        raise BadInputError(
+            f"--targets takes planar arms' 'x,y[,phi_deg]' lines; arm '{arm.name}' stands on a base: solve its "
+            "targets one at a time (armctl ik X Y Z) or with armctl.ik.solve_batch in Python"
+        )
     if args.phi is not None:
         raise BadInputError("--phi does not apply to --targets: give each target's tool angle as 'x,y,phi_deg'")
     src = it.TargetSource(args.targets)
@@ -191,34 +224,41 @@ def _binary_stdout():
 
 
 def cmd_fk(args) -> int:
-    from ..kinematics import fk, joint_positions, manipulability
+    from ..kinematics import arm_manipulability, arm_points, tool_pitch, tool_point
     from ..workspace import check_joint_limits
 
     arm = load_arm(args.arm)
     q = _angles(args.q, arm, "fk")
     check_joint_limits(arm, q)
-    tool = fk(arm.links_m, q)
-    joints = joint_positions(arm.links_m, q)
-    w = float(manipulability(arm.links_m, q))
-    phi = math.degrees(float(np.sum(q)))
+    tool = tool_point(arm, q)
+    joints = arm_points(arm, q)
+    w = float(arm_manipulability(arm, q))
+    phi = math.degrees(float(tool_pitch(arm, q)))
     if args.json:
         d = {"q_deg": _deg(q), "tool_m": [float(v) for v in tool], "joints_m": joints.tolist(), "manipulability": w}
-        if arm.n == 3:
+        if arm.n_links == 3:
             d["phi_deg"] = round(phi, 6)
+        if arm.parallelogram:
+            from ..kinematics import link_angle
+
+            d["link_angle_deg"] = round(math.degrees(float(link_angle(arm, q))), 6)
         print(json.dumps(d))
-    else:
-        extra = f", tool angle {phi:.2f} deg" if arm.n == 3 else ""
-        print(f"tool at ({tool[0]:.4f}, {tool[1]:.4f}) m{extra}; manipulability {w:.4f} m^2")
-        for i, (px, py) in enumerate(joints[1:-1]):
-            print(f"  joint {i + 2} ({arm.joint_names[i + 1]}) at ({px:.4f}, {py:.4f}) m")
+        return 0
+    extra = f", tool angle {phi:.2f} deg" if arm.n_links == 3 else ""
+    unit = "m^3" if arm.has_base else "m^2"
+    print(f"tool at ({', '.join(f'{v:.4f}' for v in tool)}) m{extra}; manipulability {w:.4g} {unit}")
+    chain = arm.joint_names[1:] if arm.has_base else arm.joint_names
+    elbows = joints[3:-1] if arm.has_base else joints[1:-1]
+    for i, p in enumerate(elbows):
+        print(f"  joint {i + 2} ({chain[i + 1]}) at ({', '.join(f'{v:.4f}' for v in p)}) m")
     return 0
 
 
 def cmd_workspace(args) -> int:
-    from ..kinematics import fk
+    from ..kinematics import tool_point
 
     arm = load_arm(args.arm)
-    home_tool = fk(arm.links_m, arm.home_rad)
+    home_tool = tool_point(arm, arm.home_rad)
     d = {
         "arm": arm.name,
         "source": arm.source,
@@ -237,6 +277,13 @@ def cmd_workspace(args) -> int:
         "home_deg": _deg(arm.home_rad),
         "home_tool_m": home_tool.tolist(),
     }
+    if arm.layered:
+        d["linkage"] = arm.linkage
+        if arm.parallelogram:
+            d["link_angle_deg"] = [round(math.degrees(v), 6) for v in arm.link_angle_rad]
+        if arm.has_base:
+            d["base_offset_m"] = arm.base_offset_m
+            d["shoulder_height_m"] = arm.shoulder_height_m
     if arm.gripper is not None:
         d["gripper"] = {
             "open_deg": round(math.degrees(arm.gripper.open_rad), 6),
@@ -246,13 +293,31 @@ def cmd_workspace(args) -> int:
         print(json.dumps(d))
         return 0
     print(f"arm {arm.name} ({arm.source}): links {', '.join(f'{v:.3f}' for v in arm.links_m)} m")
-    print(f"reach annulus: {arm.reach_min:.3f} .. {arm.reach_max:.3f} m from the base (joint limits cut it further)")
+    if arm.has_base:
+        print(
+            f"on a rotating base: shoulder {arm.base_offset_m:.3f} m ahead of the base axis, "
+            f"{arm.shoulder_height_m:.3f} m above z = 0; targets X Y Z"
+        )
+        print(
+            f"reach: {arm.reach_min:.3f} .. {arm.reach_max:.3f} m from the shoulder, in the vertical plane at the "
+            "base angle (joint limits cut it further)"
+        )
+    else:
+        print(
+            f"reach annulus: {arm.reach_min:.3f} .. {arm.reach_max:.3f} m from the base (joint limits cut it further)"
+        )
+    if arm.parallelogram:
+        lo, hi = (math.degrees(v) for v in arm.link_angle_rad)
+        print(
+            "parallelogram: joint 2 is the forearm's angle from the horizontal; "
+            f"upper arm to forearm {lo:g} .. {hi:g} deg"
+        )
     for j in d["joints"]:
         print(
             f"  {j['name']:<10} {j['min_deg']:8.1f} .. {j['max_deg']:7.1f} deg   max {j['max_speed_deg_s']:.0f} deg/s"
         )
     print(
         f"home: q = [{', '.join(f'{v:.1f}' for v in d['home_deg'])}] deg, tool at "
-        f"({home_tool[0]:.4f}, {home_tool[1]:.4f}) m"
+        f"({', '.join(f'{v:.4f}' for v in home_tool)}) m"
     )
     return 0

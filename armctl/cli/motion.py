@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BadInputError
-from ..kinematics import fk
+from ..kinematics import tool_point
 
 CHUNK = 1 << 16  # samples formatted at a time
 
 PLAN_EPILOG = """\
-units: time in s, joint and gripper angles in deg, tool x/y in m, speeds in deg/s.
+units: time in s, joint and gripper angles in deg, tool x/y (x/y/z on a base arm) in m, speeds in deg/s.
 examples:
   armctl plan examples/pick_and_place.yaml                # table + summary
   armctl plan examples/pick_and_place.yaml --summary      # summary only
@@ -88,7 +88,7 @@ def _plan(args):
 
 
 def _tool(arm, q):
-    return fk(arm.links_m, q)
+    return tool_point(arm, q)
 
 
 def samples_table(plan, *, rows: bool = True) -> tuple[list[str], list[list]]:
@@ -97,7 +97,7 @@ def samples_table(plan, *, rows: bool = True) -> tuple[list[str], list[list]]:
     header = ["t_s", *(f"{n}_deg" for n in arm.joint_names)]
     if arm.gripper is not None:
         header.append("gripper_deg")
-    header += ["x_m", "y_m", "step"]
+    header += ["x_m", "y_m", "z_m", "step"] if arm.has_base else ["x_m", "y_m", "step"]
     if not rows:
         return header, []
     tool = _tool(arm, tr.q_rad)
@@ -108,7 +108,7 @@ def samples_table(plan, *, rows: bool = True) -> tuple[list[str], list[list]]:
         row = [round(float(tr.t_s[i]), 6), *(round(float(v), 4) for v in qd[i])]
         if arm.gripper is not None:
             row.append(round(float(gd[i]), 4))
-        row += [round(float(tool[i, 0]), 6), round(float(tool[i, 1]), 6), int(tr.step[i]) + 1]
+        row += [round(float(v), 6) for v in tool[i]] + [int(tr.step[i]) + 1]
         rows.append(row)
     return header, rows
 
@@ -136,7 +136,7 @@ def plan_json(plan, program: str) -> dict:
         "joint_names": list(arm.joint_names),
         "steps": list(tr.steps),
         "samples": samples,
-        "points_m": [[round(float(x), 7), round(float(y), 7)] for x, y in tr.points_m],
+        "points_m": [[round(float(v), 7) for v in p] for p in tr.points_m],
         "summary": plan.summary(),
     }
 
@@ -176,11 +176,10 @@ def write_plan_json(plan, program: str, out) -> None:
         for c in range(qd.shape[1]):
             fields += [nt.literal(",", k)] if c else []
             fields.append(_json_floats(qd[:, c], 6))
+        fields += [nt.literal('],"tool_m":[', k), _json_floats(tool[:, 0], 7)]
+        for c in range(1, tool.shape[1]):
+            fields += [nt.literal(",", k), _json_floats(tool[:, c], 7)]
         fields += [
-            nt.literal('],"tool_m":[', k),
-            _json_floats(tool[:, 0], 7),
-            nt.literal(",", k),
-            _json_floats(tool[:, 1], 7),
             nt.literal('],"step":', k),
             nt.ints(tr.step[i:j] + 1),
         ]
@@ -190,19 +189,14 @@ def write_plan_json(plan, program: str, out) -> None:
         text = nt.join(fields)
         out.write(text[:-1] if j == len(tr) else text)
     out.write(b'],"points_m":[')
-    pts = np.asarray(tr.points_m, dtype=float).reshape(-1, 2)
+    pts = np.asarray(tr.points_m, dtype=float).reshape(-1, arm.dim)
     for i in range(0, len(pts), CHUNK):
         p = pts[i : i + CHUNK]
         k = len(p)
-        text = nt.join(
-            [
-                nt.literal("[", k),
-                _json_floats(p[:, 0], 7),
-                nt.literal(",", k),
-                _json_floats(p[:, 1], 7),
-                nt.literal("],", k),
-            ]
-        )
+        parts = [nt.literal("[", k), _json_floats(p[:, 0], 7)]
+        for c in range(1, arm.dim):
+            parts += [nt.literal(",", k), _json_floats(p[:, c], 7)]
+        text = nt.join([*parts, nt.literal("],", k)])
         out.write(text[:-1] if i + CHUNK >= len(pts) else text)
     out.write(b'],"summary":' + json.dumps(plan.summary(), separators=(",", ":")).encode("ascii") + b"}\n")
 
@@ -229,7 +223,9 @@ def write_samples_csv(plan, out) -> int:
             fields += [comma, nt.round_repr(qd[:, c], 4)]
         if arm.gripper is not None:
             fields += [comma, nt.round_repr(np.degrees(tr.gripper_rad[i:j]), 4)]
-        fields += [comma, nt.round_repr(tool[:, 0], 6), comma, nt.round_repr(tool[:, 1], 6), comma]
+        for c in range(tool.shape[1]):
+            fields += [comma, nt.round_repr(tool[:, c], 6)]
+        fields.append(comma)
         fields += [nt.ints(tr.step[i:j] + 1), nt.literal("\n", k)]
         out.write(nt.join(fields))
     return len(tr)
@@ -290,11 +286,11 @@ def cmd_plan(args) -> int:
         widths = [max(len(h), 9) for h in header]
         print("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
         for row in rows:
+            d = plan.arm.dim
             cells = [
                 f"{row[0]:.3f}",
-                *(f"{v:.3f}" for v in row[1:-3]),
-                f"{row[-3]:.4f}",
-                f"{row[-2]:.4f}",
+                *(f"{v:.3f}" for v in row[1 : -1 - d]),
+                *(f"{v:.4f}" for v in row[-1 - d : -1]),
                 str(row[-1]),
             ]
             print("  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)))

@@ -238,7 +238,7 @@ class Pendant:
     ):
         self.robot, self.arm, self.recorder = robot, robot.arm, recorder
         self.step_mm, self.speed_mm_s, self.release_override_s = step_mm, speed_mm_s, release_s
-        self.axes = 2  # Cartesian axes the arm moves in (a rotating base adds z)
+        self.axes = 3 if self.arm.has_base else 2  # Cartesian axes the arm moves in (a rotating base adds z)
         self.target: tuple[np.ndarray, float | None] | None = None  # (x, y) m and tool angle; None: read back
         self.motions: list = []  # our motions not yet over
         self.held: str | None = None
@@ -285,7 +285,8 @@ class Pendant:
     def _target(self) -> tuple[np.ndarray, float | None]:
         if self.target is None:
             pose = self.robot.commanded_pose()
-            self.target = (np.array(pose.tool_m, dtype=float), float(pose.phi_rad) if self.arm.n == 3 else None)
+            phi = float(pose.phi_rad) if self.arm.n_links == 3 else None
+            self.target = (np.array(pose.tool_m, dtype=float), phi)
         return self.target
 
     def stop(self, reason: str, t: float) -> None:
@@ -328,9 +329,9 @@ class Pendant:
             dphi = 0.0
             what = f"{KEY_NAMES[key]} {self.step_mm:g} mm"
         else:
-            if self.arm.n != 3:
+            if self.arm.n_links != 3:
                 self.message = Message(
-                    f"refused: arm '{self.arm.name}' has {self.arm.n} links: no tool angle to turn", "refused"
+                    f"refused: arm '{self.arm.name}' has {self.arm.n_links} links: no tool angle to turn", "refused"
                 )
                 return
             d = np.zeros(self.axes)
@@ -342,8 +343,7 @@ class Pendant:
         label = f"jog {what}"
         try:
             m = self.robot.move_to(
-                float(new_xy[0]),
-                float(new_xy[1]),
+                *(float(v) for v in new_xy),  # x, y (and z on an arm with a rotating base)
                 phi=new_phi,
                 speed=self.speed_mm_s / 1000.0,
                 label=label,
@@ -452,11 +452,11 @@ class Pendant:
             self.message = Message(f"not recorded: {exc}", "refused")
             return
         self.recorded.append(rec.name)
-        x, y = pose.tool_mm
+        where = ", ".join(f"{v:.1f}" for v in pose.tool_mm)
         extra = "" if len(rec.steps) == 1 else f" after {rec.steps[0]}"
         note = "" if rec.kept_layout else " (written anew: its comments could not be kept)"
         count = f"{rec.poses} pose" + ("s" if rec.poses != 1 else "")
-        self.message = Message(f"recorded {rec.name!r} at ({x:.1f}, {y:.1f}) mm{extra} in {rec.path}: {count}{note}")
+        self.message = Message(f"recorded {rec.name!r} at ({where}) mm{extra} in {rec.path}: {count}{note}")
 
     def _undo(self) -> None:
         if self.recorder is None:
@@ -508,17 +508,16 @@ class Pendant:
         port = r.port if len(r.port) <= 50 else r.port[:47] + "..."
         lines = [f"armctl jog: arm {arm.name} on {port} ({r.backend.name})", ""]
         if pose is not None:
-            x, y = pose.tool_mm
-            phi = f"   tool angle {math.degrees(pose.phi_rad):7.1f} deg" if arm.n == 3 else ""
-            lines.append(f"tool     x {x:8.1f} mm   y {y:8.1f} mm{phi}   ({pose.source}: {pose.detail})")
+            phi = f"   tool angle {math.degrees(pose.phi_rad):7.1f} deg" if arm.n_links == 3 else ""
+            lines.append(f"tool     {_xyz(pose.tool_mm)}{phi}   ({pose.source}: {pose.detail})")
         if self.target is not None:
-            (tx, ty), tphi = self.target
+            point, tphi = self.target
             phi = f"   tool angle {math.degrees(tphi):7.1f} deg" if tphi is not None else ""
-            lines.append(f"target   x {tx * 1000:8.1f} mm   y {ty * 1000:8.1f} mm{phi}")
+            lines.append(f"target   {_xyz([v * 1000 for v in point])}{phi}")
         state = "moving" if self._pending() else "idle"
         if self.held:
             state = f"held {KEY_NAMES.get(self.held, self.held)}"
-        turn = f" / {self.turn_step_deg():g} deg" if arm.n == 3 else ""
+        turn = f" / {self.turn_step_deg():g} deg" if arm.n_links == 3 else ""
         lines.append(f"step {self.step_mm:g} mm{turn}   speed {self.speed_mm_s:g} mm/s   {state}")
         lines.append("")
         if pose is not None:
@@ -615,6 +614,11 @@ def run(pendant: Pendant, term: Terminal) -> str:
     return pendant.quit
 
 
+def _xyz(point_mm, width: int = 8) -> str:
+    """ "x  500.0 mm   y  200.0 mm" (and z on an arm with a rotating base)."""
+    return "   ".join(f"{a} {v:{width}.1f} mm" for a, v in zip("xyz", point_mm))
+
+
 def _width() -> int:
     """The terminal's width less one (120 if it does not say), at least 60."""
     try:
@@ -669,9 +673,8 @@ def cmd_pendant(args) -> int:
         finally:
             term.restore()
         pose = robot.commanded_pose()
-    x, y = pose.tool_mm
     try:
-        print(f"armctl jog: left the arm at x={x:.1f} mm y={y:.1f} mm ({why}); it holds its pose")
+        print(f"armctl jog: left the arm at {_xyz(pose.tool_mm, width=0)} ({why}); it holds its pose")
         if recorder is not None and pendant.recorded:
             print(
                 f"recorded {len(pendant.recorded)} poses into {recorder.path}: check it with "

@@ -14,12 +14,12 @@ import numpy as np
 
 from ..arm import Arm
 from ..calibration import Calibration
-from ..kinematics import fk
+from ..kinematics import tool_point
 from ..motion import DEFAULT_SPEED_M_S
-from ..workspace import annulus, shortfall
+from ..workspace import annulus, nearest_reachable, shortfall
 from . import controller
 from .controller import Command
-from .reach_map import ReachMap
+from .reach_map import ReachMap, top_map
 
 MAX_BODY_BYTES = 4096
 MAX_COORD_MM = 10_000.0
@@ -74,7 +74,10 @@ def _only(data: dict, keys: set) -> None:
 
 
 def move_command(data: dict, arm: Arm, reach: ReachMap) -> Command:
-    """A ``POST /api/move`` body -> Command; ApiError 400 (malformed) or 422 (out of the workspace)."""
+    """A ``POST /api/move`` body -> Command; ApiError 400 (malformed) or 422 (out of the workspace).
+    An arm on a rotating base takes ``z_mm`` too (required)."""
+    if arm.has_base:
+        return _move_command_xyz(data, arm)
     _only(data, {"x_mm", "y_mm", "phi_deg", "speed_mm_s", "mode"})
     x = _number(data, "x_mm", required=True, lo=-MAX_COORD_MM, hi=MAX_COORD_MM)
     y = _number(data, "y_mm", required=True, lo=-MAX_COORD_MM, hi=MAX_COORD_MM)
@@ -98,6 +101,33 @@ def move_command(data: dict, arm: Arm, reach: ReachMap) -> Command:
             target_mm=[x, y],
         )
     label = f"{'line' if mode == 'line' else 'joint move'} to ({x:.0f}, {y:.0f}) mm"
+    return controller.move_command(target, phi, speed / 1000.0, mode, label)
+
+
+def _move_command_xyz(data: dict, arm: Arm) -> Command:
+    """``POST /api/move`` for an arm on a base: x_mm, y_mm, z_mm, optional phi_deg, speed_mm_s, mode."""
+    _only(data, {"x_mm", "y_mm", "z_mm", "phi_deg", "speed_mm_s", "mode"})
+    x, y, z = (_number(data, k, required=True, lo=-MAX_COORD_MM, hi=MAX_COORD_MM) for k in ("x_mm", "y_mm", "z_mm"))
+    phi_deg = _number(data, "phi_deg", required=False, lo=-360, hi=360)
+    speed = _number(data, "speed_mm_s", required=False, lo=1, hi=MAX_SPEED_MM_S, default=DEFAULT_SPEED_M_S * 1000)
+    mode = data.get("mode", "line")
+    if mode not in ("line", "joint"):
+        raise ApiError(400, f'\'mode\' must be "line" or "joint", got {json.dumps(mode)[:40]}')
+    if phi_deg is not None and arm.n_links != 3:
+        raise ApiError(400, "'phi_deg' needs a 3-link arm")
+    target = (x / 1000.0, y / 1000.0, z / 1000.0)
+    phi = None if phi_deg is None else math.radians(phi_deg)
+    near = nearest_reachable(arm, target, phi)
+    if near.shortfall_m > 1e-9:
+        raise ApiError(
+            422,
+            f"({x:.0f}, {y:.0f}, {z:.0f}) mm is {near.shortfall_m * 1000:.1f} mm outside the reach of arm "
+            f"'{arm.name}' inside its joint limits: nothing moved",
+            shortfall_mm=near.shortfall_m * 1000,
+            target_mm=[x, y, z],
+            nearest_mm=[float(v) * 1000 for v in near.point_m],
+        )
+    label = f"{'line' if mode == 'line' else 'joint move'} to ({x:.0f}, {y:.0f}, {z:.0f}) mm"
     return controller.move_command(target, phi, speed / 1000.0, mode, label)
 
 
@@ -135,8 +165,10 @@ def record_name(data: dict) -> str | None:
 
 
 def describe(arm: Arm, cal: Calibration, reach: ReachMap, *, backend: str, port: str, firmware: str) -> dict:
-    """What the page needs to draw the arm: geometry (mm), limits (deg), servos, the reachable region."""
-    return {
+    """What the page needs to draw the arm: geometry (mm), limits (deg), servos, the reachable region. An arm
+    on a rotating base also gets ``base`` (its range), its offsets, and ``top_map`` (the reach on the table)
+    beside ``reach_map`` (its own vertical plane); every per-joint list starts with the base."""
+    out = {
         "name": arm.name,
         "links_mm": [float(v) * 1000 for v in arm.links_m],
         "joint_names": list(arm.joint_names),
@@ -144,7 +176,7 @@ def describe(arm: Arm, cal: Calibration, reach: ReachMap, *, backend: str, port:
         "max_deg": [math.degrees(v) for v in arm.q_max],
         "max_speed_deg_s": [math.degrees(v) for v in arm.max_speed_rad_s],
         "home_deg": [math.degrees(v) for v in arm.home_rad],
-        "home_tool_mm": [float(v) * 1000 for v in fk(arm.links_m, arm.home_rad)],
+        "home_tool_mm": [float(v) * 1000 for v in tool_point(arm, arm.home_rad)],
         "reach_mm": [arm.reach_min * 1000, arm.reach_max * 1000],
         "gripper": None
         if arm.gripper is None
@@ -156,7 +188,21 @@ def describe(arm: Arm, cal: Calibration, reach: ReachMap, *, backend: str, port:
         "backend": backend,
         "port": port,
         "firmware": firmware,
+        "dim": arm.dim,
+        "linkage": arm.linkage,
     }
+    if arm.parallelogram:
+        out["link_angle_deg"] = [math.degrees(v) for v in arm.link_angle_rad]
+    if arm.has_base:
+        out["base"] = {
+            "name": arm.joint_names[0],
+            "min_deg": math.degrees(arm.q_min[0]),
+            "max_deg": math.degrees(arm.q_max[0]),
+        }
+        out["base_offset_mm"] = arm.base_offset_m * 1000
+        out["shoulder_height_mm"] = arm.shoulder_height_m * 1000
+        out["top_map"] = top_map(arm).to_json()
+    return out
 
 
 def finite_json(obj) -> str:

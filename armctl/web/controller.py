@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ..arm import Arm
 from ..errors import ArmctlError, LinkError, StopRequested
-from ..kinematics import fk, joint_positions, manipulability
+from ..kinematics import arm_manipulability, arm_points, tool_point
 from ..robot import Motion, Pose, Robot
 
 PUBLISH_PERIOD_S = 0.04  # live pose while moving: 25 updates a second
@@ -40,18 +40,18 @@ class Command:
     kind: str  # "move", "home", "gripper"
     label: str
     start: Callable[[Robot], Motion]
-    target_m: tuple[float, float] | None = None
+    target_m: tuple[float, ...] | None = None
 
 
 def move_command(target_m, phi_rad: float | None, speed_m_s: float, mode: str, label: str) -> Command:
     """A click: a straight line (``mode="line"``, as ``armctl jog``) or a joint move to the IK pose nearest
     the current one (``"joint"``)."""
-    x, y = float(target_m[0]), float(target_m[1])
+    point = tuple(float(v) for v in target_m)  # (x, y), or (x, y, z) on a base arm
     return Command(
         "move",
         label,
-        lambda r: r.move_to(x, y, phi=phi_rad, speed=speed_m_s, path=mode, label=label, wait=False),
-        target_m=(x, y),
+        lambda r: r.move_to(*point, phi=phi_rad, speed=speed_m_s, path=mode, label=label, wait=False),
+        target_m=point,
     )
 
 
@@ -63,7 +63,7 @@ def gripper_command(arm: Arm, close: bool) -> Command:
 
 def home_command(arm: Arm) -> Command:
     """The page's home button: the CLI's ``home`` move."""
-    return Command("home", "home", lambda r: r.home(wait=False), target_m=tuple(fk(arm.links_m, arm.home_rad)))
+    return Command("home", "home", lambda r: r.home(wait=False), target_m=tuple(tool_point(arm, arm.home_rad)))
 
 
 class Controller:
@@ -167,12 +167,12 @@ class Controller:
                 name or self.recorder.next_name(), pose.q_rad, gripper=gripper_state(self.arm, pose.gripper_rad)
             )
         self._recorded.append(rec.name)
-        x, y = pose.tool_mm
+        where = ", ".join(f"{v:.1f}" for v in pose.tool_mm)
         note = "" if rec.kept_layout else " (written anew: its comments could not be kept)"
-        self._update_record(f"recorded '{rec.name}' at ({x:.1f}, {y:.1f}) mm in {rec.path.name}{note}")
+        self._update_record(f"recorded '{rec.name}' at ({where}) mm in {rec.path.name}{note}")
         return {
             "name": rec.name,
-            "tool_mm": [x, y],
+            "tool_mm": pose.tool_mm,
             "steps": list(rec.steps),
             "poses": rec.poses,
             "file": str(rec.path),
@@ -249,10 +249,10 @@ class Controller:
         self._update(
             q_deg=pose.q_deg,
             gripper_deg=None if g is None else math.degrees(g),
-            joints_mm=(joint_positions(self.arm.links_m, q) * 1000).tolist(),
+            joints_mm=(arm_points(self.arm, q) * 1000).tolist(),
             tool_mm=pose.tool_mm,
             phi_deg=math.degrees(pose.phi_rad),
-            manipulability_m2=float(manipulability(self.arm.links_m, q)),
+            manipulability_m2=float(arm_manipulability(self.arm, q)),  # (m^3 on a base arm)
             pulses_us=values,
             measured=pose.detail,
             source=pose.source,

@@ -4,6 +4,11 @@ A cell is reachable when some pose inside the joint limits puts the tool point
 on its centre: closed-form IK on both elbow branches (3 links: for tool angles
 sampled every ``phi_step_rad``). Used to shade the workspace on the page; the
 planner stays the judge of every move.
+
+On an arm with a rotating base, ``reach_map`` is the side view: the arm's own
+vertical plane (distance along the base's direction, height), the same at every
+base angle; ``top_map`` is the top view: where on the table (x, y) the tool can
+be at some height, inside the base's range.
 """
 
 from __future__ import annotations
@@ -31,9 +36,15 @@ class ReachMap:
     origin_m: tuple[float, float]
     cell_m: float
     cells: np.ndarray
+    arm: Arm | None = None  # a base or parallelogram arm: gaps come from its exact reach instead
 
     def gap_m(self, point_m) -> float:
-        """Distance (m) from ``point_m`` to the nearest reachable cell centre, 0 if its own cell is reachable."""
+        """Distance (m) from ``point_m`` to the nearest reachable cell centre, 0 if its own cell is reachable
+        (on a base or parallelogram arm: to the nearest point it reaches, ``workspace.shortfall``)."""
+        if self.arm is not None:
+            from ..workspace import shortfall
+
+            return shortfall(self.arm, point_m)
         h, w = self.cells.shape
         col = int(math.floor((point_m[0] - self.origin_m[0]) / self.cell_m))
         row = int(math.floor((point_m[1] - self.origin_m[1]) / self.cell_m))
@@ -71,8 +82,11 @@ def _in_limits(arm: Arm, q) -> np.ndarray:
 
 
 def reachable(arm: Arm, points_m, *, phi_step_rad: float = math.radians(3.0)) -> np.ndarray:
-    """(K,) True where some pose inside the joint limits reaches each point of ``points_m`` (K, 2) m."""
+    """(K,) True where some pose inside the joint limits reaches each point of ``points_m`` (K, 2) m (on a
+    base arm: points of its vertical plane, distance along the base's direction and height)."""
     p = np.asarray(points_m, dtype=float)
+    if arm.layered:
+        return _plane_reachable(arm, p, phi_step_rad)
     out = np.zeros(len(p), dtype=bool)
     phis = [None] if arm.n == 2 else np.arange(-math.pi, math.pi, phi_step_rad)
     for phi in phis:
@@ -105,6 +119,82 @@ def _cached(arm_key: tuple, arm: Arm, cell_m: float) -> ReachMap:
 
 
 def reach_map(arm: Arm, *, cell_m: float = 0.005) -> ReachMap:
-    """The reachable region of ``arm`` on a square grid of ``cell_m`` (m) cells covering the outer reach."""
+    """The reachable region of ``arm`` on a square grid of ``cell_m`` (m) cells covering the outer reach
+    (on a base or parallelogram arm: its plane, with cells no larger than 1/150 of its size)."""
+    if arm.layered:
+        return _layered_map(arm, min(cell_m, _extent(arm) / 150.0))
     key = (tuple(arm.links_m), tuple(arm.q_min), tuple(arm.q_max))
     return _cached(key, arm, cell_m)
+
+
+def _extent(arm: Arm) -> float:
+    """Half the side (m) of a square centred on the base holding all the arm can reach."""
+    return arm.reach_max + abs(arm.base_offset_m) + abs(arm.shoulder_height_m)
+
+
+def _plane_reachable(arm: Arm, p, phi_step_rad: float) -> np.ndarray:
+    """Points (K, 2) of a layered arm's plane (from the base axis and z = 0) some pose reaches."""
+    from ..ik_arm import batch_closed_form
+
+    u = p[:, 0] - arm.base_offset_m
+    v = p[:, 1] - arm.shoulder_height_m
+    start = np.broadcast_to(arm.home_rad, (len(p), arm.n))
+    if arm.n_links == 2:
+        return batch_closed_form(arm, u, v, start)[1]
+    out = np.zeros(len(p), dtype=bool)  # a 3-link chain (serial): its own planar map
+    for phi in np.arange(-math.pi, math.pi, phi_step_rad):
+        todo = np.flatnonzero(~out)
+        if todo.size == 0:
+            break
+        for elbow in (1.0, -1.0):
+            q, excess = branch_ik(arm.chain, np.stack([u[todo], v[todo]], axis=1), np.full(todo.size, phi), elbow)
+            out[todo[(excess <= 1e-9) & _in_limits(arm.chain, q)]] = True
+    return out
+
+
+def _grid(extent: float, cell_m: float):
+    n = int(math.ceil(2 * extent / cell_m))
+    origin = (-n * cell_m / 2, -n * cell_m / 2)
+    c = origin[0] + (np.arange(n) + 0.5) * cell_m
+    xx, yy = np.meshgrid(c, c)
+    return origin, n, np.stack([xx.ravel(), yy.ravel()], axis=-1)
+
+
+_LAYERED: dict = {}
+
+
+def _layered_map(arm: Arm, cell_m: float) -> ReachMap:
+    key = (id(arm), cell_m, "side")
+    hit = _LAYERED.get(key)
+    if hit is not None and hit[0] is arm:
+        return hit[1]
+    origin, n, pts = _grid(_extent(arm), cell_m)
+    m = ReachMap(origin, cell_m, _plane_reachable(arm, pts, math.radians(3.0)).reshape(n, n), arm=arm)
+    if len(_LAYERED) > 16:
+        _LAYERED.clear()
+    _LAYERED[key] = (arm, m)
+    return m
+
+
+def top_map(arm: Arm, *, cell_m: float = 0.005) -> ReachMap:
+    """Where on the table (x, y) the tool of a base arm can be at some height, inside the base's range,
+    on a square grid (the same cell as ``reach_map``)."""
+    side = reach_map(arm, cell_m=cell_m)
+    cols = np.any(side.cells, axis=0)  # distances along the arm's plane reachable at some height
+    origin, n, pts = _grid(_extent(arm), side.cell_m)
+    rho = np.hypot(pts[:, 0], pts[:, 1])
+    az = np.arctan2(pts[:, 1], pts[:, 0])
+
+    def reaches(u):
+        col = np.floor((u - side.origin_m[0]) / side.cell_m).astype(int)
+        ok = (col >= 0) & (col < len(cols))
+        return ok & cols[np.clip(col, 0, len(cols) - 1)]
+
+    def in_base(a):
+        hit = np.zeros(len(a), dtype=bool)
+        for turn in (-2 * TWO_PI, -TWO_PI, 0.0, TWO_PI, 2 * TWO_PI):
+            hit |= (a + turn >= arm.q_min[0] - 1e-9) & (a + turn <= arm.q_max[0] + 1e-9)
+        return hit
+
+    cells = (in_base(az) & reaches(rho)) | (in_base(az + math.pi) & reaches(-rho))
+    return ReachMap(origin, side.cell_m, cells.reshape(n, n), arm=arm)

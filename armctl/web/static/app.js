@@ -1,22 +1,30 @@
 // armctl web: draws the arm from the joint positions the server sends (its forward kinematics),
 // shades the reachable region it sampled, and sends clicks as move targets. Millimetres and
 // degrees here; the server plans, checks and streams every move.
+// A planar arm is drawn in its plane (one canvas). An arm on a rotating base gets two panes: a top
+// view (x, y: the base's range and angle, the reach on the table) and a side view (the arm's own
+// vertical plane at the current base angle: distance from the base axis and height). A click on the
+// top view moves the tool there at the height in the z box (empty: the tool's height); a click on the
+// side view moves it within the plane the arm stands in.
 "use strict";
 
 const TOKEN = new URLSearchParams(location.search).get("token") || "";
 const HEARTBEAT_MS = 100;
 
 const $ = (id) => document.getElementById(id);
-const canvas = $("arm-canvas");
-const ctx = canvas.getContext("2d");
+// The pane being drawn or clicked: its canvas, 2-d context, transform and reach image. A planar arm
+// has one pane; a base arm two ("top" and "side"), each drawn after use(pane).
+let canvas = $("arm-canvas");
+let ctx = canvas.getContext("2d");
+let panes = null;        // base arms: {top, side}
 
 let arm = null;          // /api/arm
 let state = null;        // the latest event
 let session = "";        // control session, "" when read-only
 let reachImage = null;   // offscreen canvas of the reachable cells
 let view = { scale: 1, ox: 0, oy: 0, w: 0, h: 0 };  // px per mm, base position in CSS px
-let target = null;       // {x, y, ok, text}: the last target asked for
-let preview = null;      // {x, y}: where the pointer is while dragging
+let target = null;       // {x, y, [z], ok, text}: the last target asked for
+let preview = null;      // {x, y, pane}: where the pointer is while dragging (pane coordinates)
 let trail = [];          // tool positions while moving (mm)
 let events = null;
 let heartbeat = null;
@@ -129,10 +137,14 @@ function renderPanel() {
       `<td>${fmt(state.pulses_us[arm.joint_names.length], 1)} µs</td></tr>`);
   }
   $("joints").tBodies[0].innerHTML = rows.join("");
-  $("tool-xy").textContent = state.tool_mm ? `${fmt(state.tool_mm[0], 1)}, ${fmt(state.tool_mm[1], 1)} mm` : "–";
+  $("tool-xy").textContent = state.tool_mm ? state.tool_mm.map((v) => fmt(v, 1)).join(", ") + " mm" : "–";
   $("tool-phi").textContent = state.phi_deg === undefined ? "–" : `${fmt(state.phi_deg, 1)}°`;
   const m = state.manipulability_m2;
-  $("manip").textContent = m === undefined ? "–" : `${m.toFixed(4)} m²` + (m < 0.005 ? " (near a singularity)" : "");
+  if (arm.dim === 3) {  // m³: small numbers for a small arm; relative to the home pose's
+    $("manip").textContent = m === undefined ? "–" : `${m.toExponential(2)} m³`;
+  } else {
+    $("manip").textContent = m === undefined ? "–" : `${m.toFixed(4)} m²` + (m < 0.005 ? " (near a singularity)" : "");
+  }
   $("gripper").textContent = state.gripper_deg === null || state.gripper_deg === undefined ? "–" :
     (arm.gripper && Math.abs(state.gripper_deg - arm.gripper.closed_deg) < 2 ? "closed" :
       arm.gripper && Math.abs(state.gripper_deg - arm.gripper.open_deg) < 2 ? "open" : `${fmt(state.gripper_deg, 1)}°`);
@@ -177,7 +189,12 @@ function reachableAt(x, y) {
   return ((R.bits.charCodeAt(r * R.rowBytes + (c >> 3)) >> (7 - (c & 7))) & 1) === 1;
 }
 
+function use(p) {
+  canvas = p.canvas; ctx = p.ctx; view = p.view; reachImage = p.reach;
+}
+
 function layout() {
+  if (panes) { for (const p of [panes.top, panes.side]) { use(p); fit(p, p.bbox()); } draw(); return; }
   const dpr = window.devicePixelRatio || 1;
   const w = canvas.clientWidth, h = canvas.clientHeight;
   canvas.width = Math.round(w * dpr);
@@ -191,16 +208,37 @@ function layout() {
   draw();
 }
 
+function fit(p, [bx0, by0, bx1, by1]) {
+  // size pane p's canvas to its box on the page and fit the world box (mm) in it
+  const dpr = window.devicePixelRatio || 1;
+  const w = p.canvas.clientWidth, h = p.canvas.clientHeight;
+  p.canvas.width = Math.round(w * dpr);
+  p.canvas.height = Math.round(h * dpr);
+  p.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  const pad = 36;
+  const scale = Math.min((w - 2 * pad) / (bx1 - bx0), (h - 2 * pad) / (by1 - by0));
+  p.view = { scale, w, h, ox: w / 2 - scale * (bx0 + bx1) / 2, oy: h / 2 + scale * (by0 + by1) / 2 };
+  if (view === undefined || canvas === p.canvas) view = p.view;
+}
+
 const toPx = (x, y) => [view.ox + x * view.scale, view.oy - y * view.scale];
 const toMm = (px, py) => [(px - view.ox) / view.scale, (view.oy - py) / view.scale];
 
 // For tests and tools: where the world point (x, y) mm is, in CSS px from the canvas's top-left corner.
-window.armctlView = { toCanvas: (x, y) => { const [px, py] = toPx(x, y); return { x: px, y: py }; } };
+// On a base arm: armctlView.top.toCanvas(x, y) on the top view, armctlView.side.toCanvas(r, z) on the
+// side view (distance from the base axis in the arm's plane, height); toCanvas is the side view's.
+function paneToCanvas(p, x, y) { return { x: p.view.ox + x * p.view.scale, y: p.view.oy - y * p.view.scale }; }
+window.armctlView = {
+  toCanvas: (x, y) => (panes ? paneToCanvas(panes.side, x, y) : (([px, py]) => ({ x: px, y: py }))(toPx(x, y))),
+  top: { toCanvas: (x, y) => paneToCanvas(panes.top, x, y) },
+  side: { toCanvas: (x, y) => paneToCanvas(panes.side, x, y) },
+};
 
 // --- drawing -------------------------------------------------------------------------------------------
 
 function draw() {
   if (!arm || !reachImage) return;
+  if (panes) { drawTopPane(); drawSidePane(); return; }
   const { w, h, scale } = view;
   ctx.clearRect(0, 0, w, h);
   ctx.fillStyle = "#ffffff";
@@ -230,7 +268,7 @@ function draw() {
   if (preview) drawPreview();
 }
 
-function drawGrid() {
+function drawGrid(xName, yName) {
   const step = 100, label = view.scale * 100 >= 45 ? 100 : 200;  // grid every 100 mm, labels >= 45 px apart
   const [x0, y1] = toMm(0, 0), [x1, y0] = toMm(view.w, view.h);
   const [ax, ay] = toPx(0, 0);
@@ -249,8 +287,8 @@ function drawGrid() {
     ctx.beginPath(); ctx.moveTo(0, py); ctx.lineTo(view.w, py); ctx.stroke();
     if (y !== 0 && y % label === 0) ctx.fillText(`${y}`, ax + 4, py - 3);
   }
-  ctx.fillText("x mm", view.w - 40, ay - 5);
-  ctx.fillText("y mm", ax + 4, 14);
+  ctx.fillText(xName || "x mm", view.w - 8 - ctx.measureText(xName || "x mm").width, ay - 5);
+  ctx.fillText(yName || "y mm", ax + 4, 14);
 }
 
 function wedge(cx, cy, r, a0, a1, current) {
@@ -290,6 +328,13 @@ function drawArm() {
   let base = 0;
   for (let i = 0; i < q.length; i++) {
     const r = Math.max(26, Math.min(52, arm.links_mm[i] * view.scale * 0.22));
+    if (arm.linkage === "parallelogram" && i === 1) {  // the forearm's own angle, cut by the link angle's range
+      const lo = Math.max(arm.min_deg[1], q[0] + arm.link_angle_deg[0] - 180);
+      const hi = Math.min(arm.max_deg[1], q[0] + arm.link_angle_deg[1] - 180);
+      wedge(pts[i][0], pts[i][1], r, lo, hi, q[1]);
+      base = q[1];
+      continue;
+    }
     wedge(pts[i][0], pts[i][1], r, base + arm.min_deg[i], base + arm.max_deg[i], base + q[i]);
     base += q[i];
   }
@@ -393,6 +438,7 @@ function drawTarget() {
 }
 
 function drawPreview() {
+  if (panes && preview.pane !== (canvas === panes.top.canvas ? "top" : "side")) return;
   const ok = reachableAt(preview.x, preview.y);
   const [px, py] = toPx(preview.x, preview.y);
   ctx.strokeStyle = ok ? "rgba(22, 163, 74, 0.7)" : "rgba(220, 38, 38, 0.7)";
@@ -402,42 +448,69 @@ function drawPreview() {
 
 // --- input ---------------------------------------------------------------------------------------------
 
+function paneOf(el) {
+  if (!panes) return null;
+  return el === panes.top.canvas ? panes.top : panes.side;
+}
+
 function pointerMm(ev) {
+  const p = paneOf(ev.currentTarget);
+  if (p) use(p);
   const r = canvas.getBoundingClientRect();
   return toMm(ev.clientX - r.left, ev.clientY - r.top);
 }
 
-canvas.addEventListener("pointerdown", (ev) => {
+function onDown(ev) {
   if (!arm) return;
-  canvas.setPointerCapture(ev.pointerId);
+  ev.currentTarget.setPointerCapture(ev.pointerId);
   const [x, y] = pointerMm(ev);
-  preview = { x, y };
+  preview = { x, y, pane: panes ? paneOf(ev.currentTarget).kind : "" };
   draw();
-});
-canvas.addEventListener("pointermove", (ev) => {
+}
+function onMove(ev) {
   if (!arm) return;
   const [x, y] = pointerMm(ev);
-  $("cursor").textContent = `x ${x.toFixed(0)} mm, y ${y.toFixed(0)} mm` + (reachableAt(x, y) ? "" : "  (out of reach)");
-  if (preview) { preview = { x, y }; draw(); }
-});
-canvas.addEventListener("pointerup", (ev) => {
+  const names = panes && paneOf(ev.currentTarget).kind === "side" ? ["r", "z"] : ["x", "y"];
+  $("cursor").textContent = `${names[0]} ${x.toFixed(0)} mm, ${names[1]} ${y.toFixed(0)} mm` +
+    (reachableAt(x, y) ? "" : "  (out of reach)");
+  if (preview) { preview = { x, y, pane: preview.pane }; draw(); }
+}
+function onUp(ev) {
   if (!preview) return;
   const [x, y] = pointerMm(ev);
+  const pane = preview.pane;
   preview = null;
-  moveTo(x, y);
-});
+  if (!panes) { moveTo(x, y); return; }
+  if (pane === "top") {  // x, y on the table, at the height asked for (else where the tool is)
+    const zBox = $("z").value.trim();
+    const z = zBox !== "" ? Number(zBox) : (state && state.tool_mm ? state.tool_mm[2] : arm.home_tool_mm[2]);
+    moveTo(x, y, z);
+  } else {  // distance from the axis and height, in the plane the arm stands in
+    const b = baseRad();
+    moveTo(x * Math.cos(b), x * Math.sin(b), y);
+  }
+}
+for (const c of [$("arm-canvas"), $("top-canvas")]) {
+  if (!c) continue;
+  c.addEventListener("pointerdown", onDown);
+  c.addEventListener("pointermove", onMove);
+  c.addEventListener("pointerup", onUp);
+}
 
-async function moveTo(x, y) {
+const r1 = (v) => Math.round(v * 10) / 10;
+
+async function moveTo(x, y, z) {
   if (!session) { say("read-only: this page does not control the arm", true); return; }
-  const body = { x_mm: Math.round(x * 10) / 10, y_mm: Math.round(y * 10) / 10, speed_mm_s: Number($("speed").value) };
+  const body = { x_mm: r1(x), y_mm: r1(y), speed_mm_s: Number($("speed").value) };
+  if (z !== undefined) body.z_mm = r1(z);
   body.mode = document.querySelector("input[name=mode]:checked").value;
   const phi = $("phi").value.trim();
   if (phi !== "" && arm.links_mm.length === 3) body.phi_deg = Number(phi);
-  target = { x: body.x_mm, y: body.y_mm, ok: true, text: "" };
+  target = { x: body.x_mm, y: body.y_mm, z: body.z_mm, ok: true, text: "" };
   draw();
   const r = await post("/api/move", body);
   if (r.status === 200) {
-    target.text = `${body.x_mm.toFixed(0)}, ${body.y_mm.toFixed(0)} mm`;
+    target.text = [body.x_mm, body.y_mm, body.z_mm].filter((v) => v !== undefined).map((v) => v.toFixed(0)).join(", ") + " mm";
   } else {
     target.ok = false;
     target.text = r.data.shortfall_mm !== undefined ? `${r.data.shortfall_mm.toFixed(1)} mm out of reach` : "refused";
@@ -455,7 +528,9 @@ async function command(path, body, what) {
 $("stop").addEventListener("click", () => command("/api/stop", {}, "stop"));
 $("home").addEventListener("click", async () => {
   const r = await command("/api/home", {}, "home");
-  if (r.status === 200) target = { x: arm.home_tool_mm[0], y: arm.home_tool_mm[1], ok: true, text: "home" };
+  if (r.status === 200) {
+    target = { x: arm.home_tool_mm[0], y: arm.home_tool_mm[1], z: arm.home_tool_mm[2], ok: true, text: "home" };
+  }
 });
 $("grip-open").addEventListener("click", () => command("/api/gripper", { state: "open" }, "gripper"));
 $("grip-close").addEventListener("click", () => command("/api/gripper", { state: "close" }, "gripper"));
@@ -499,8 +574,164 @@ async function init() {
   if (arm.links_mm.length !== 3) $("phi-row").hidden = true;
   $("record").hidden = !arm.record_file;
   reachImage = buildReachImage(arm.reach_map);
+  if (arm.dim === 3) setUpBasePanes();
   layout();
   await claim();
 }
 
 init();
+
+// --- an arm on a rotating base: the top and side panes ---------------------------------------------------
+
+const RAD = Math.PI / 180;
+const baseRad = () => (state && state.q_deg ? state.q_deg[0] : arm.home_deg[0]) * RAD;
+
+function setUpBasePanes() {
+  document.body.classList.add("base-arm");
+  const top = $("top-canvas");
+  top.hidden = false;
+  $("z-row").hidden = false;
+  $("tool-label").textContent = "x, y, z";
+  const ring = document.querySelector("#legend .sw-ring");
+  if (ring) ring.parentElement.lastChild.textContent = "base range";
+  const extent = Math.max(...arm.links_mm.map(Math.abs)) * arm.links_mm.length + Math.abs(arm.base_offset_mm);
+  const side = buildReachImage(arm.reach_map), onTable = buildReachImage(arm.top_map);
+  const wedgeBox = () => {  // the base's whole range, framed
+    const xs = [0], ys = [0];
+    for (let a = arm.base.min_deg; a <= arm.base.max_deg + 1e-9; a += Math.max(1, (arm.base.max_deg - arm.base.min_deg) / 60)) {
+      xs.push(extent * Math.cos(a * RAD)); ys.push(extent * Math.sin(a * RAD));
+    }
+    return [Math.min(...xs) - 20, Math.min(...ys) - 20, Math.max(...xs) + 20, Math.max(...ys) + 20];
+  };
+  const sideBox = () => {
+    const [x0, y0, x1, y1] = side.bbox;
+    return [Math.min(x0, -40), Math.min(y0, -40), Math.max(x1, 40), Math.max(y1, arm.shoulder_height_mm + 20)];
+  };
+  panes = {
+    top: { kind: "top", canvas: top, ctx: top.getContext("2d"), reach: onTable, view: {}, bbox: wedgeBox, extent },
+    side: { kind: "side", canvas: $("arm-canvas"), ctx: $("arm-canvas").getContext("2d"), reach: side, view: {}, bbox: sideBox },
+  };
+}
+
+function clearPane(xName, yName) {
+  const { w, h, scale } = view;
+  ctx.clearRect(0, 0, w, h);
+  ctx.fillStyle = "#ffffff";
+  ctx.fillRect(0, 0, w, h);
+  drawGrid(xName, yName);
+  const R = reachImage;
+  const [rx, ry] = toPx(R.ox, R.oy + R.map.height * R.cell);
+  ctx.imageSmoothingEnabled = true;
+  ctx.drawImage(R.canvas, rx, ry, R.map.width * R.cell * scale, R.map.height * R.cell * scale);
+}
+
+function polyline(pts, color, width) {
+  ctx.strokeStyle = color;
+  ctx.lineWidth = width;
+  ctx.lineCap = "round";
+  ctx.lineJoin = "round";
+  ctx.beginPath();
+  pts.forEach(([x, y], i) => { const [px, py] = toPx(x, y); if (i) ctx.lineTo(px, py); else ctx.moveTo(px, py); });
+  ctx.stroke();
+}
+
+function dots(pts, r) {
+  for (const [x, y] of pts) {
+    const [px, py] = toPx(x, y);
+    ctx.fillStyle = "#f8fafc";
+    ctx.strokeStyle = "#0f172a";
+    ctx.lineWidth = 2;
+    ctx.beginPath(); ctx.arc(px, py, r, 0, 2 * Math.PI); ctx.fill(); ctx.stroke();
+  }
+}
+
+function drawTopPane() {
+  use(panes.top);
+  clearPane("x mm", "y mm");
+  // the base's range (its end stops) and where it points now
+  const [ox, oy] = toPx(0, 0);
+  const R = panes.top.extent * view.scale;
+  wedge(ox, oy, R, arm.base.min_deg, arm.base.max_deg, undefined);
+  const b = baseRad();
+  ctx.save();
+  ctx.setLineDash([5, 4]);
+  polyline([[0, 0], [panes.top.extent * Math.cos(b), panes.top.extent * Math.sin(b)]], "#b45309", 1.5);
+  ctx.restore();
+  // the path while moving, the target, the arm seen from above
+  if (trail.length > 1) polyline(trail.map(([x, y]) => [x, y]), "rgba(14, 165, 233, 0.85)", 2);
+  if (target) marker(target.x, target.y, target.ok, target.text);
+  if (state && state.joints_mm) {
+    const pts = state.joints_mm.slice(1).map(([x, y]) => [x, y]);  // the axis, shoulder, elbow(s), tool
+    const linkW = Math.max(6, Math.min(16, 22 * view.scale));
+    polyline(pts, "#334155", linkW);
+    polyline(pts, "#64748b", linkW * 0.35);
+    dots(pts.slice(1, -1), linkW * 0.5);
+    ctx.fillStyle = "#475569";
+    ctx.beginPath(); ctx.arc(ox, oy, Math.max(8, linkW * 0.9), 0, 2 * Math.PI); ctx.fill();
+    const [tx, ty] = toPx(...pts[pts.length - 1]);
+    ctx.fillStyle = "#0ea5e9";
+    ctx.beginPath(); ctx.arc(tx, ty, 4, 0, 2 * Math.PI); ctx.fill();
+  }
+  if (preview) drawPreview();
+  caption(`top view · base ${(b / RAD).toFixed(1)}° (range ${arm.base.min_deg.toFixed(0)}…${arm.base.max_deg.toFixed(0)}°)`);
+}
+
+function caption(text) {  // top right of the pane, clear of the cursor readout and the legend
+  ctx.font = "600 12px system-ui, sans-serif";
+  const w = ctx.measureText(text).width;
+  ctx.fillStyle = "rgba(255, 255, 255, 0.85)";
+  ctx.fillRect(view.w - w - 18, 34, w + 12, 20);
+  ctx.fillStyle = "#475569";
+  ctx.fillText(text, view.w - w - 12, 49);
+}
+
+function inPlane([x, y, z], b) { return [x * Math.cos(b) + y * Math.sin(b), z]; }
+
+function drawSidePane() {
+  use(panes.side);
+  clearPane("r mm", "z mm");
+  const b = baseRad();
+  ctx.save();  // the base axis
+  ctx.setLineDash([6, 5]);
+  polyline([[0, toMm(0, view.h)[1]], [0, toMm(0, 0)[1]]], "#94a3b8", 1.2);
+  ctx.restore();
+  if (trail.length > 1) polyline(trail.map((p) => inPlane(p, b)), "rgba(14, 165, 233, 0.85)", 2);
+  if (target && target.z !== undefined) {
+    const [u, z] = inPlane([target.x, target.y, target.z], b);
+    marker(u, z, target.ok, target.text);
+  }
+  if (state && state.joints_mm && state.q_deg) {
+    const pts = state.joints_mm.map((p) => inPlane(p, b));  // foot, axis top, shoulder, elbow(s), tool
+    const q = state.q_deg;
+    const linkW = Math.max(7, Math.min(18, 26 * view.scale));
+    // joint limits at the shoulder (from the horizontal) and the elbow; a parallelogram's elbow range
+    // depends on the shoulder: the forearm's own range cut by the link angle's
+    const chain = pts.slice(2);
+    let abs = 0;
+    for (let i = 1; i < q.length; i++) {
+      const r = Math.max(24, Math.min(48, arm.links_mm[i - 1] * view.scale * 0.22));
+      let lo = arm.min_deg[i], hi = arm.max_deg[i], now = q[i];
+      if (arm.linkage === "parallelogram" && i === 2) {
+        lo = Math.max(lo, q[1] + arm.link_angle_deg[0] - 180);
+        hi = Math.min(hi, q[1] + arm.link_angle_deg[1] - 180);
+      } else if (i > 1) { lo += abs; hi += abs; now += abs; }
+      const [px, py] = toPx(...chain[i - 1]);
+      wedge(px, py, r, lo, hi, now);
+      abs = arm.linkage === "parallelogram" ? q[i] : abs + q[i];
+    }
+    polyline(pts.slice(0, 3), "#94a3b8", linkW * 0.8);  // the base column and the shoulder's offset
+    polyline(chain, "#334155", linkW);
+    polyline(chain, "#64748b", linkW * 0.35);
+    const last = arm.linkage === "parallelogram" ? 0 : abs;  // a parallelogram holds the hand level
+    drawGripper(toPx(...chain[chain.length - 1]), last, linkW);
+    dots(chain.slice(0, -1), linkW * 0.55);
+    const [bx, by] = toPx(0, 0);
+    ctx.fillStyle = "#475569";
+    ctx.beginPath(); ctx.roundRect(bx - 22, by, 44, 12, 3); ctx.fill();
+    const [tx, ty] = toPx(...chain[chain.length - 1]);
+    ctx.fillStyle = "#0ea5e9";
+    ctx.beginPath(); ctx.arc(tx, ty, 4, 0, 2 * Math.PI); ctx.fill();
+  }
+  if (preview) drawPreview();
+  caption(`side view · the arm's plane at base ${(b / RAD).toFixed(1)}°`);
+}
