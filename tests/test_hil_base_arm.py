@@ -67,7 +67,7 @@ def _measured(frames, cal, arm):
     widths = np.array([f.widths_us for f in frames], dtype=float)
     assert not np.isnan(widths).any(), "a servo without pulses in some frame"
     cols = [s.channel for s in cal.joints]
-    q = cal.us_to_joints(widths[:, cols])
+    q = cal.values_to_joints(widths[:, cols])
     return tool_point(arm, q), q, widths[:, cal.gripper.channel]
 
 
