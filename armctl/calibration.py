@@ -285,8 +285,8 @@ def parse_calibration(data, path) -> Calibration:
         )
     arm = top.string("arm")
     raw = top.items("joints")
-    if len(raw) not in (2, 3):
-        raise top.error("joints", f"expected 2 or 3 joint servos, found {len(raw)}")
+    if len(raw) not in (2, 3, 4):
+        raise top.error("joints", f"expected 2 to 4 joint servos (a base and 3 links at most), found {len(raw)}")
     joints = []
     for i, item in enumerate(raw):
         line = raw.item_lines[i] if hasattr(raw, "item_lines") else None

@@ -258,7 +258,7 @@ def sim_port_for(port: str, arm: Arm, cal_path: Path) -> str:
     if not extra:
         return port
     sep = "&" if parts.query else ""
-    return f"armsim://?{parts.query}{sep}{urllib.parse.urlencode(extra)}"
+    return f"armsim://?{parts.query}{sep}{urllib.parse.urlencode(extra, safe=',/')}"
 
 
 # --- connect -----------------------------------------------------------------------------------------------

@@ -103,7 +103,7 @@ class ArmProtocolBackend(Backend):
     def simulator_url(cls, arm, cal_path, state_path) -> str:
         """The simulated arm (armsim://) with ``arm`` and its calibration."""
         query = {"arm": arm.ref, "cal": str(cal_path), "state": str(state_path)}
-        return f"armsim://?{urllib.parse.urlencode(query)}"
+        return f"armsim://?{urllib.parse.urlencode(query, safe=',/')}"
 
     def open(self) -> BoardInfo:
         self.log = WireLog(self.wire_log_path) if self.wire_log_path else None

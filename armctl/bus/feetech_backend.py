@@ -22,7 +22,7 @@ import urllib.parse
 from ..calibration import STEPS_PER_TURN, Calibration
 from ..errors import LinkError
 from .backend import FRAME_S, Backend, BoardInfo, BoardStatus, Capabilities
-from .feetech import DEFAULT_BAUD, FeetechBus, ServoError
+from .feetech import DEFAULT_BAUD, MODEL_NAMES, FeetechBus, ServoError
 
 STALL_DEG = 5.0  # a servo this far from its goal ...
 STALL_MOVE_DEG = 0.5  # ... that has not moved this much ...
@@ -58,7 +58,7 @@ class FeetechBackend(Backend):
             "start": ",".join(map(str, start)),
             "state": str(state_path),
         }
-        return "feetechsim://?" + urllib.parse.urlencode(query)
+        return "feetechsim://?" + urllib.parse.urlencode(query, safe=",/")
 
     def __init__(self, port: str, cal: Calibration, *, baudrate: int = DEFAULT_BAUD, wire_log=None):
         self.port = port
@@ -96,7 +96,7 @@ class FeetechBackend(Backend):
             self.close()
             raise
         self.info = BoardInfo(
-            firmware=f"feetech ({', '.join(sorted({str(m) for m in models.values()}))})",
+            firmware="feetech " + ", ".join(sorted({MODEL_NAMES.get(m, f"model {m}").upper() for m in models.values()})),
             protocol="feetech",
             channels=len(self.ids),
             depth=0,
