@@ -8,24 +8,25 @@
  * for what is left of the error, and an early end after three slow steps.
  * A 2-link arm runs as three links with a zero-length third link pinned at 0.
  *
- * On top of it, the common case of armctl.ik.solve(method="dls", phi=None),
+ * On top of it, armctl.ik.solve(method="dls", phi=None), every case of it,
  * with the same starting points in the same order: the target (or, out of
  * reach, the closest point of the reach annulus) from the closed-form pose
  * nearest q0 inside the limits for 2 links or out of reach; else from q0,
- * then from the closed-form poses of ik._candidates(want=2, coarse=True) when
- * that stalls. Anything else (no start inside the limits, no start reaching
- * the goal, bad numbers) returns None and armctl.ik takes its general path,
- * which gives the same answer.
+ * then from the closed-form poses of ik._candidates(want=2, coarse=True) (or
+ * its near misses) when that stalls; when no start reaches the goal, the pose
+ * inside the limits closest to the target (ik._closest, exact). Only bad
+ * numbers return None (armctl.ik's checks then say what is wrong).
  *
  *   dls(links, lo, hi, tx, ty, q0, tol, max_iter, lam)
  *       -> (q tuple, err, iterations, fk_evals, jac_evals, max_step)
  *   solve(links, lo, hi, target, q0, tol, max_iter)
  *       -> (q tuple, err, iterations, fk_evals, jac_evals, max_step, restarts,
- *           shortfall) or None
+ *           shortfall, blocked) or None; blocked: 1 if no pose inside the
+ *           limits reaches the target (shortfall: how far the closest is)
  *   solve_rows(links, lo, hi, targets, q0s, q, out, tol, max_iter) -> None
  *       targets (m, 2), q0s and q (m, n), out (m, 4) float64 buffers: per row
- *       q the solution, out [1 if solved else 0 (take the general path), err,
- *       iterations, shortfall].
+ *       q the solution, out [1 solved, 2 blocked, 0 bad numbers (take the
+ *       general path), err, iterations, shortfall].
  *
  * links, lo, hi, q0: sequences of 2 or 3 floats (m, rad).
  */
@@ -253,6 +254,8 @@ static int pose_at_phi(const arm_t *a, double gx, double gy, double ph, int bran
 
 static const int COARSE_DEG[] = { 0, 30, -30, 60, -60, 90, -90, 120, -120, 150, -150, 180 };
 #define MAX_CAND 8
+#define MAX_PHIS (12 + 74)
+#define MAX_MISSES 3
 
 static double dist2(int n, const double *q, const double *q0)
 {
@@ -262,25 +265,78 @@ static double dist2(int n, const double *q, const double *q0)
 	return s;
 }
 
-/* ik._candidates' poses inside the limits (phi None), nearest q0 first; returns how many */
-static int candidates(const arm_t *a, double gx, double gy, const double *q0, int want, int coarse,
-		      double out[MAX_CAND][3])
+/* a closed-form pose outside the limits: its violation, tool angle and branch (3 links), and the pose clipped */
+typedef struct {
+	double over, ph;
+	int b;
+	double pose[3];
+} miss_t;
+
+/* Python's order of the tuples (over, ph, b, pose) */
+static int miss_before(const miss_t *x, const miss_t *y)
 {
-	int count = 0;
+	if (x->over != y->over)
+		return x->over < y->over;
+	if (x->ph != y->ph)
+		return x->ph < y->ph;
+	if (x->b != y->b)
+		return x->b < y->b;
+	for (int i = 0; i < 3; i++)
+		if (x->pose[i] != y->pose[i])
+			return x->pose[i] < y->pose[i];
+	return 0;
+}
+
+/* stable insertion sort: by (over, ph, b, pose) when full, else by over alone */
+static void sort_misses(miss_t *m, int count, int full)
+{
+	for (int i = 1; i < count; i++) {
+		miss_t tmp = m[i];
+		int j = i - 1;
+		while (j >= 0 && (full ? miss_before(&tmp, &m[j]) : tmp.over < m[j].over)) {
+			m[j + 1] = m[j];
+			j--;
+		}
+		m[j + 1] = tmp;
+	}
+}
+
+/* the violation of the 3-link closed form at tool angle ph, branch b (inf out of reach), and its pose */
+static double violation(const arm_t *a, double gx, double gy, const double *q0, double ph, int b, double pose[3])
+{
+	double q[3];
+	if (!pose_at_phi(a, gx, gy, ph, b, q))
+		return INFINITY;
+	return fit(a, q, q0, pose);
+}
+
+/* ik._candidates (phi None): poses inside the limits reaching (gx, gy), nearest q0 first, and into
+ * misses (if not NULL) the first MAX_MISSES near misses, least violation first; returns how many
+ * poses, *nmiss how many misses */
+static int candidates(const arm_t *a, double gx, double gy, const double *q0, int want, int coarse,
+		      double out[MAX_CAND][3], double misses[MAX_MISSES][3], int *nmiss)
+{
+	int count = 0, nm = 0;
 	double pose[3], q[3];
+	miss_t grid[2 * MAX_PHIS];
 	if (a->n == 2) {
 		double sols[2][2];
 		int ns = analytic2(a->L[0], a->L[1], gx, gy, sols);
-		for (int i = 0; i < ns; i++)
-			if (fit(a, sols[i], q0, pose) <= 0.0) {
+		for (int i = 0; i < ns; i++) {
+			double over = fit(a, sols[i], q0, pose);
+			if (over <= 0.0) {
 				out[count][0] = pose[0];
 				out[count][1] = pose[1];
 				count++;
+			} else {
+				grid[nm] = (miss_t){ over, 0.0, 0, { pose[0], pose[1], 0.0 } };
+				nm++;
 			}
+		}
 	} else {
 		double phi0 = 0.0 + q0[0] + q0[1] + q0[2];
 		/* the order of ik._candidates: coarse angles, then phi0, the target's direction, phi0 +-5, +-10, ... */
-		double phis[12 + 74];
+		double phis[MAX_PHIS];
 		int np = 0;
 		if (coarse)
 			for (int i = 0; i < 12; i++)
@@ -296,10 +352,49 @@ static int candidates(const arm_t *a, double gx, double gy, const double *q0, in
 			for (int b = 0; b < 2; b++) {
 				if (!pose_at_phi(a, gx, gy, phis[k], b, q))
 					continue;
-				if (fit(a, q, q0, pose) <= 0.0 && count < MAX_CAND) {
-					for (int i = 0; i < 3; i++)
-						out[count][i] = pose[i];
+				double over = fit(a, q, q0, pose);
+				if (over > 0.0) {
+					grid[nm] = (miss_t){ over, phis[k], b, { pose[0], pose[1], pose[2] } };
+					nm++;
+				} else if (count < MAX_CAND) {
+					memcpy(out[count], pose, sizeof pose);
 					count++;
+				}
+			}
+		}
+		if (!count && nm) {
+			/* no grid angle fits: minimise the violation over the tool angle around the best near
+			 * misses (golden section), which finds windows narrower than the grid */
+			miss_t best[2 * MAX_PHIS];
+			memcpy(best, grid, nm * sizeof *grid);
+			sort_misses(best, nm, 1);
+			const double golden = (sqrt(5.0) - 1.0) / 2.0, step = 5.0 * (M_PI / 180.0);
+			for (int s = 0; s < nm && s < 4; s++) {
+				int b = best[s].b;
+				double lo = best[s].ph - step, hi = best[s].ph + step;
+				double x1 = hi - golden * (hi - lo), x2 = lo + golden * (hi - lo);
+				double f1 = violation(a, gx, gy, q0, x1, b, pose), f2 = violation(a, gx, gy, q0, x2, b, pose);
+				for (int it = 0; it < 40; it++) {
+					if (fmin(f1, f2) == 0.0)
+						break;
+					if (f1 < f2) {
+						hi = x2;
+						x2 = x1;
+						f2 = f1;
+						x1 = hi - golden * (hi - lo);
+						f1 = violation(a, gx, gy, q0, x1, b, pose);
+					} else {
+						lo = x1;
+						x1 = x2;
+						f1 = f2;
+						x2 = lo + golden * (hi - lo);
+						f2 = violation(a, gx, gy, q0, x2, b, pose);
+					}
+				}
+				if (violation(a, gx, gy, q0, f1 <= f2 ? x1 : x2, b, pose) == 0.0) {
+					memcpy(out[count], pose, sizeof pose);
+					count++;
+					break;
 				}
 			}
 		}
@@ -316,11 +411,138 @@ static int candidates(const arm_t *a, double gx, double gy, const double *q0, in
 		}
 		memcpy(out[j + 1], tmp, sizeof tmp);
 	}
+	if (misses) {
+		sort_misses(grid, nm, 0);
+		*nmiss = nm < MAX_MISSES ? nm : MAX_MISSES;
+		for (int i = 0; i < *nmiss; i++)
+			memcpy(misses[i], grid[i].pose, sizeof grid[i].pose);
+	}
 	return count;
 }
 
 /* ------------------------------------------------------------------------ */
+/* The closest pose inside the limits (ik._closest)                          */
+
+#define TIE_M 1e-12
+#define DEGENERATE_M 1e-12
+
+typedef struct {
+	const arm_t *a;
+	double tx, ty;
+	const double *q0;
+	double d, near, pose[3];
+} closest_t;
+
+/* ik._closest's consider: q at the turns nearest q0 inside the limits, kept if nearer the target */
+static void consider(closest_t *c, const double *q)
+{
+	const arm_t *a = c->a;
+	double pose[3] = { 0.0, 0.0, 0.0 };
+	for (int i = 0; i < a->n; i++)
+		if (!nearest_turn(q[i], c->q0[i], a->lo[i], a->hi[i], &pose[i]))
+			return;
+	double ang = 0.0, x = 0.0, y = 0.0;
+	for (int i = 0; i < a->n; i++) {
+		ang += pose[i];
+		x += a->L[i] * cos(ang);
+		y += a->L[i] * sin(ang);
+	}
+	double d = sqrt((c->tx - x) * (c->tx - x) + (c->ty - y) * (c->ty - y));
+	double near = dist2(a->n, pose, c->q0);
+	if (d < c->d - TIE_M || (d <= c->d + TIE_M && near < c->near)) {
+		c->d = d;
+		c->near = near;
+		memcpy(c->pose, pose, sizeof pose);
+	}
+}
+
+/* ik._chain: from joint i to joint j (n: the tool) in the frame of link i */
+static void chain(const arm_t *a, const double *q, int i, int j, double *x, double *y)
+{
+	double rel = 0.0;
+	*x = *y = 0.0;
+	for (int k = i; k < j; k++) {
+		if (k > i)
+			rel += q[k];
+		*x += a->L[k] * cos(rel);
+		*y += a->L[k] * sin(rel);
+	}
+}
+
+/* The pose inside the joint limits whose tool point is closest to (tx, ty), by enumeration of the
+ * stationary points on every face of the box of limits (see ik._closest); returns the distance. */
+static double closest(const arm_t *a, double tx, double ty, const double *q0, double pose[3])
+{
+	int n = a->n, faces = n == 3 ? 27 : 9;
+	closest_t c = { a, tx, ty, q0, INFINITY, INFINITY, { 0.0, 0.0, 0.0 } };
+	for (int f = 0; f < faces; f++) {
+		int state[3], free[3], nfree = 0;
+		double q[3] = { 0.0, 0.0, 0.0 };
+		for (int i = 0, div = faces / 3; i < n; i++, div /= 3) {
+			state[i] = (f / div) % 3;
+			q[i] = state[i] == 0 ? a->lo[i] : a->hi[i];
+			if (state[i] == 2)
+				free[nfree++] = i;
+		}
+		if (!nfree) {
+			consider(&c, q);
+			continue;
+		}
+		int i = free[0];
+		double px = 0.0, py = 0.0, before = 0.0;
+		for (int k = 0; k < i; k++) {
+			before += q[k];
+			px += a->L[k] * cos(before);
+			py += a->L[k] * sin(before);
+		}
+		double wx = tx - px, wy = ty - py;
+		int toward = sqrt(wx * wx + wy * wy) > DEGENERATE_M;
+		if (nfree == 1) {
+			double vx, vy;
+			chain(a, q, i, n, &vx, &vy);
+			if (sqrt(vx * vx + vy * vy) <= DEGENERATE_M)
+				continue;
+			q[i] = toward ? atan2(wy, wx) - atan2(vy, vx) - before : q0[i];
+			consider(&c, q);
+		} else if (nfree == 2) {
+			int j = free[1];
+			double ux, uy, vx, vy;
+			chain(a, q, i, j, &ux, &uy);
+			chain(a, q, j, n, &vx, &vy);
+			double la = sqrt(ux * ux + uy * uy), lb = sqrt(vx * vx + vy * vy);
+			if (la <= DEGENERATE_M || lb <= DEGENERATE_M)
+				continue;
+			double alpha = atan2(uy, ux), beta = atan2(vy, vx), between = 0.0;
+			for (int k = i + 1; k < j; k++)
+				between += q[k];
+			double phi_w = toward ? atan2(wy, wx) : before + q0[i] + alpha;
+			double shapes[6][2];
+			int ns = analytic2(la, lb, wx, wy, shapes);
+			double lines[4][2] = { { phi_w, 0.0 }, { phi_w, M_PI }, { phi_w + M_PI, 0.0 }, { phi_w + M_PI, M_PI } };
+			memcpy(shapes[ns], lines, sizeof lines);
+			for (int k = 0; k < ns + 4; k++) {
+				q[i] = shapes[k][0] - alpha - before;
+				q[j] = shapes[k][1] + alpha - beta - between;
+				consider(&c, q);
+			}
+		} else {
+			double phi_w = toward ? atan2(ty, tx) : q0[0];
+			for (int k = 0; k < 2; k++)
+				for (int s2 = 0; s2 < 2; s2++)
+					for (int s3 = 0; s3 < 2; s3++) {
+						double line[3] = { k ? phi_w + M_PI : phi_w, s2 ? M_PI : 0.0, s3 ? M_PI : 0.0 };
+						consider(&c, line);
+					}
+		}
+	}
+	memcpy(pose, c.pose, sizeof c.pose);
+	return c.d;
+}
+
+/* ------------------------------------------------------------------------ */
 /* ik.solve's common case                                                    */
+
+enum { GENERAL_PATH = 0, REACHED = 1, BLOCKED = 2 };
 
 typedef struct {
 	run_t run;
@@ -499,9 +721,9 @@ static int solve_point(const arm_t *a, double tx, double ty, const double *q0_in
 		short_m = 0.0; /* on the rim within rounding: reachable */
 	double lam = 0.01 * (a->L[0] + a->L[1]);
 	int tried = short_m > 0.0 || n == 2; /* closed-form starts first */
-	int count;
+	int count, hit = 0, status = REACHED;
 	if (tried) {
-		count = candidates(a, gx, gy, q0, 1, 0, starts);
+		count = candidates(a, gx, gy, q0, 1, 0, starts, NULL, NULL);
 		if (count > 1)
 			count = 1;
 	} else {
@@ -509,7 +731,7 @@ static int solve_point(const arm_t *a, double tx, double ty, const double *q0_in
 		count = 1;
 	}
 	memset(out, 0, sizeof *out);
-	for (int k = 0; k < count; k++) {
+	for (int k = 0; k < count && !hit; k++) {
 		dls(n, a->L, a->lo, a->hi, gx, gy, starts[k], tol, max_iter, lam, &out->run);
 		out->it += out->run.it;
 		out->fk_evals += out->run.fk_evals;
@@ -517,27 +739,49 @@ static int solve_point(const arm_t *a, double tx, double ty, const double *q0_in
 		if (out->run.max_step > out->max_step)
 			out->max_step = out->run.max_step;
 		out->restarts = k;
-		if (out->run.err <= tol && inside(a, out->run.q)) {
-			if (n == 3 && short_m == 0.0)
-				slide(a, gx, gy, q0, tol, max_iter, out);
-			/* the error to the target itself (ik._fk, then hypot) */
-			double ang = 0.0, x = 0.0, y = 0.0;
-			for (int i = 0; i < n; i++) {
-				ang += out->run.q[i];
-				x += a->L[i] * cos(ang);
-				y += a->L[i] * sin(ang);
+		hit = out->run.err <= tol && inside(a, out->run.q);
+		if (!hit && !tried && k == 0) {
+			/* stalled: restart from the closed-form poses nearest q0, else from the near misses */
+			double misses[MAX_MISSES][3];
+			int nmiss;
+			tried = 1;
+			int more = candidates(a, gx, gy, q0, 2, 1, starts + 1, misses, &nmiss);
+			if (more) {
+				count = 1 + (more > 2 ? 2 : more);
+			} else {
+				memcpy(starts + 1, misses, nmiss * sizeof misses[0]);
+				count = 1 + nmiss;
 			}
-			out->err = hypot(tx - x, ty - y);
-			out->short_m = short_m;
-			return 1;
-		}
-		if (!tried && k == 0) {
-			/* stalled: restart from the closed-form poses nearest q0 */
-			int more = candidates(a, gx, gy, q0, 2, 1, starts + 1);
-			count = 1 + (more > 2 ? 2 : more);
 		}
 	}
-	return 0;
+	if (!hit) {
+		/* no start reached the goal: the pose inside the limits closest to the target, which reaches
+		 * the goal when the searches missed a pose with a joint at a limit */
+		double *q = out->run.q;
+		closest(a, tx, ty, q0, q);
+		double ang = 0.0, x = 0.0, y = 0.0;
+		for (int i = 0; i < n; i++) {
+			ang += q[i];
+			x += a->L[i] * cos(ang);
+			y += a->L[i] * sin(ang);
+		}
+		out->run.err = sqrt((gx - x) * (gx - x) + (gy - y) * (gy - y));
+		hit = out->run.err <= tol;
+		if (!hit)
+			status = BLOCKED;
+	}
+	if (hit && n == 3 && short_m == 0.0)
+		slide(a, gx, gy, q0, tol, max_iter, out);
+	/* the error to the target itself (ik._fk, then hypot) */
+	double ang = 0.0, x = 0.0, y = 0.0;
+	for (int i = 0; i < n; i++) {
+		ang += out->run.q[i];
+		x += a->L[i] * cos(ang);
+		y += a->L[i] * sin(ang);
+	}
+	out->err = hypot(tx - x, ty - y);
+	out->short_m = status == BLOCKED ? out->err : short_m;
+	return status;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -647,13 +891,14 @@ static PyObject *py_solve(PyObject *self, PyObject *const *args, Py_ssize_t narg
 		Py_RETURN_NONE;
 	}
 	solved_t sol;
-	if (!solve_point(&a, t[0], t[1], q0, tol, max_iter, &sol))
+	int status = solve_point(&a, t[0], t[1], q0, tol, max_iter, &sol);
+	if (status == GENERAL_PATH)
 		Py_RETURN_NONE;
 	PyObject *q = q_tuple(a.n, sol.run.q);
 	if (!q)
 		return NULL;
-	return Py_BuildValue("(Ndllldld)", q, sol.err, sol.it, sol.fk_evals, sol.jac_evals, sol.max_step,
-			     sol.restarts, sol.short_m);
+	return Py_BuildValue("(Ndllldldi)", q, sol.err, sol.it, sol.fk_evals, sol.jac_evals, sol.max_step,
+			     sol.restarts, sol.short_m, status == BLOCKED);
 }
 
 static PyObject *py_solve_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -688,10 +933,11 @@ static PyObject *py_solve_rows(PyObject *self, PyObject *const *args, Py_ssize_t
 	Py_BEGIN_ALLOW_THREADS
 	for (Py_ssize_t i = 0; i < m; i++) {
 		solved_t sol;
-		int ok = solve_point(&a, tp[2 * i], tp[2 * i + 1], q0p + a.n * i, tol, max_iter, &sol);
+		int status = solve_point(&a, tp[2 * i], tp[2 * i + 1], q0p + a.n * i, tol, max_iter, &sol);
+		int ok = status != GENERAL_PATH;
 		for (int j = 0; j < a.n; j++)
 			qp[a.n * i + j] = ok ? sol.run.q[j] : q0p[a.n * i + j];
-		op[4 * i] = ok;
+		op[4 * i] = status;
 		op[4 * i + 1] = ok ? sol.err : NAN;
 		op[4 * i + 2] = ok ? (double)sol.it : 0.0;
 		op[4 * i + 3] = ok ? sol.short_m : NAN;

@@ -29,6 +29,7 @@ kernel row by row, or vectorised numpy without it.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -521,6 +522,112 @@ def _candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False):
 
 
 # ----------------------------------------------------------------------------
+# The closest pose inside the limits (targets no pose inside them reaches)
+
+_TIE_M = 1e-12  # candidates this close in distance tie: the one nearer q0 wins
+_DEGENERATE_M = 1e-12  # a target this close to a joint lies in every direction from it
+
+
+def _closest(links, lo, hi, tx, ty, q0):
+    """The pose inside the joint limits whose tool point is closest to (tx, ty): (distance in m, pose).
+
+    Exact, by enumeration. The closest pose is a stationary point of the distance on one face of the box
+    of joint limits (each joint at its lower limit, at its upper limit, or free). On a face with free
+    joints F, a stationary point either reaches the target or has every free joint, the tool and the
+    target on one line (the error is normal to each free joint's Jacobian column). So per face: one free
+    joint turns what follows it towards the target; two free joints are a 2-link arm (its closed form,
+    or straight or folded along the line from the first to the target, either way round); three are
+    straight or folded along the line through the base and the target. Each candidate takes the turn of
+    each angle nearest q0 inside the limits (none: not a candidate). The nearest of all wins; ties (within
+    _TIE_M) go to the pose nearest q0. ``_ikcore.c`` does the same, candidate for candidate."""
+    n = len(links)
+    pi = math.pi
+    best = [math.inf, math.inf, None]  # distance, squared distance to q0, pose
+
+    def consider(q):
+        pose = []
+        for i in range(n):
+            v = _nearest_turn(q[i], q0[i], lo[i], hi[i])
+            if v is None:
+                return
+            pose.append(v)
+        x, y = _fk(links, pose)
+        d = math.sqrt((tx - x) * (tx - x) + (ty - y) * (ty - y))
+        near = _dsq(pose, q0)
+        if d < best[0] - _TIE_M or (d <= best[0] + _TIE_M and near < best[1]):
+            best[0], best[1], best[2] = d, near, pose
+
+    for face in _FACES[n]:
+        q = [lo[i] if s == 0 else hi[i] for i, s in enumerate(face)]
+        free = [i for i, s in enumerate(face) if s == 2]
+        if not free:
+            consider(q)
+            continue
+        i = free[0]
+        # the base of joint i and the absolute angle of the link before it (joints before i are fixed)
+        px = py = before = 0.0
+        for k in range(i):
+            before += q[k]
+            px += links[k] * math.cos(before)
+            py += links[k] * math.sin(before)
+        wx, wy = tx - px, ty - py
+        toward = math.sqrt(wx * wx + wy * wy) > _DEGENERATE_M
+        if len(free) == 1:
+            vx, vy = _chain(links, q, i, n)
+            if math.sqrt(vx * vx + vy * vy) <= _DEGENERATE_M:
+                continue  # what follows joint i folds onto it: the faces with joint i fixed cover this one
+            q[i] = (math.atan2(wy, wx) - math.atan2(vy, vx) - before) if toward else q0[i]
+            consider(q)
+        elif len(free) == 2:
+            j = free[1]
+            ux, uy = _chain(links, q, i, j)
+            vx, vy = _chain(links, q, j, n)
+            a, b = math.sqrt(ux * ux + uy * uy), math.sqrt(vx * vx + vy * vy)
+            if a <= _DEGENERATE_M or b <= _DEGENERATE_M:
+                continue
+            alpha, beta = math.atan2(uy, ux), math.atan2(vy, vx)
+            between = 0.0
+            for k in range(i + 1, j):
+                between += q[k]
+            # the 2-link arm (a, b) from joint i: (angle of its first link, its elbow angle)
+            phi_w = math.atan2(wy, wx) if toward else before + q0[i] + alpha
+            shapes = analytic_2link(a, b, wx, wy) + [(phi_w, 0.0), (phi_w, pi), (phi_w + pi, 0.0), (phi_w + pi, pi)]
+            for t1, t2 in shapes:
+                q[i] = t1 - alpha - before
+                q[j] = t2 + alpha - beta - between
+                consider(q)
+        else:
+            phi_w = math.atan2(ty, tx) if toward else q0[0]
+            for d in (phi_w, phi_w + pi):
+                for s2 in (0.0, pi):
+                    for s3 in (0.0, pi):
+                        consider([d, s2, s3])
+    return best[0], best[2]
+
+
+def _chain(links, q, i, j):
+    """The vector from joint i to joint j (j = n: the tool) in the frame of link i, q fixed in between."""
+    rel = x = y = 0.0
+    for k in range(i, j):
+        if k > i:
+            rel += q[k]
+        x += links[k] * math.cos(rel)
+        y += links[k] * math.sin(rel)
+    return x, y
+
+
+def _dsq(q, q0):
+    s = 0.0
+    for a, b in zip(q, q0):
+        s += (a - b) * (a - b)
+    return s
+
+
+# Each joint at its lower limit (0), its upper limit (1) or free (2); the first joint varies slowest.
+_FACES = {n: list(itertools.product((0, 1, 2), repeat=n)) for n in (2, 3)}
+
+
+# ----------------------------------------------------------------------------
 # Redundancy: the nearest pose (3 links, no tool angle)
 
 _SLIDE_MAX, _SLIDE_STEP, _SLIDE_MIN, _SLIDE_FIX_ITER, _SLIDE_HALVINGS, _SLIDE_SKIP = 12, 0.3, 1e-5, 10, 4, 1e-4
@@ -749,6 +856,9 @@ def _project(P: _Plain, tx, ty, phi):
     return 0.0, (tx, ty)
 
 
+_BLOCKED = "no pose inside the joint limits reaches the target"
+
+
 def _unreachable(arm: Arm, short: float, phi) -> str:
     return (
         f"unreachable: {short * 1000:.1f} mm outside the reach of arm '{arm.name}'"
@@ -776,12 +886,11 @@ def solve(
     """
     P = _plain(arm)
     if method == "dls" and phi is None and _core is not None:
-        # The general path below, in C, for when one of its starting points reaches the goal (the
-        # target, or out of reach the closest point the arm can reach); None: take the path below.
+        # The path below, in C, step for step; None (bad numbers): the path below says what is wrong.
         fast = _core.solve(P.links, P.lo, P.hi, target, P.home if q0 is None else q0, tol, max_iter)
         if fast is not None:
-            q, err, iterations, fk_evals, jac_evals, max_step, restarts, short = fast
-            reason = None if short == 0.0 else _unreachable(arm, short, phi)
+            q, err, iterations, fk_evals, jac_evals, max_step, restarts, short, blocked = fast
+            reason = _BLOCKED if blocked else None if short == 0.0 else _unreachable(arm, short, phi)
             return IKResult(
                 np.array(q), not reason, err, iterations, fk_evals, jac_evals, "dls", reason, short, max_step, restarts
             )
@@ -806,7 +915,8 @@ def solve(
         tried_candidates = method == "dls" and (short > 0.0 or len(P.links) == 2 or phi is not None)
         if tried_candidates:
             found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=1)
-            starts = found[:1] or misses[:3] or [q0]
+            # (without a tool angle no other start reaches the goal: the closest pose below is the answer)
+            starts = found[:1] if phi is None else (found[:1] or misses[:3] or [q0])
         else:
             starts = [q0]
         runs = 0
@@ -834,6 +944,13 @@ def solve(
                 tried_candidates = True
                 found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=2, coarse=True)
                 starts = found[:2] or misses[:3]
+    closest = None
+    if not hit and phi is None and (method == "dls" or q is None):
+        # No start reached the goal: the pose inside the limits closest to the target (exact). It reaches
+        # the goal when the searches missed a pose with a joint at a limit.
+        closest, q = _closest(P.links, P.lo, P.hi, tx, ty, q0)
+        x, y = _fk(P.links, q)
+        hit = math.sqrt((goal[0] - x) * (goal[0] - x) + (goal[1] - y) * (goal[1] - y)) <= tol
     if hit and method == "dls" and phi is None and len(P.links) == 3 and short == 0.0:
         q, it, fk_n, jac_n = _slide(P, goal[0], goal[1], q0, q, tol, max_iter)
         iterations += it
@@ -852,9 +969,17 @@ def solve(
     if not hit and not _inside(q, P.lo, P.hi):
         reason = "solution outside the joint limits"
     elif not reached:
-        if method == "analytic" or not _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=1)[0]:
-            reason = "no pose inside the joint limits reaches the target"
-            short = error
+        if phi is not None:
+            blocked = method == "analytic" or not _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=1)[0]
+        elif closest is not None:  # q is the closest pose
+            blocked = True
+        else:  # newton or broyden did not get there: does any pose inside the limits?
+            closest = _closest(P.links, P.lo, P.hi, tx, ty, q0)[0]
+            blocked = closest > short + tol
+        if blocked:
+            reason = _BLOCKED
+            # (how far the target is from what the arm reaches: this pose's error, or the closest pose's)
+            short = error if closest is None or method in ("dls", "analytic") else closest
         else:
             reason = f"did not converge in {max_iter} iterations"
     elif short > 0.0:
@@ -1086,20 +1211,21 @@ def _solve_rows(arm: Arm, t, q_start, tol, max_iter) -> BatchIKResult:
     P = _plain(arm)
     m = len(t)
     q = np.empty((m, arm.n))
-    info = np.zeros((m, 4))  # solved (1/0), error, iterations, shortfall
+    info = np.zeros((m, 4))  # solved (1), blocked (2) or bad numbers (0), error, iterations, shortfall
     if _core is not None:
         _core.solve_rows(
             P.links, P.lo, P.hi, np.ascontiguousarray(t), np.ascontiguousarray(q_start), q, info, tol, max_iter
         )
-    solved = info[:, 0] == 1.0
+    solved = info[:, 0] != 0.0
+    blocked = info[:, 0] == 2.0
     error = info[:, 1]
     iters = info[:, 2].astype(int)
     short = info[:, 3]
-    ok = solved & (short == 0.0)
+    ok = solved & ~blocked & (short == 0.0)
     reasons: list = [None] * m
     for i in np.flatnonzero(solved & (short > 0.0)):
-        reasons[i] = _unreachable(arm, short[i], None)
-    for i in np.flatnonzero(~solved):  # every row without C; in C, rows where no start reaches the goal
+        reasons[i] = _BLOCKED if blocked[i] else _unreachable(arm, short[i], None)
+    for i in np.flatnonzero(~solved):  # every row without C
         res = solve(arm, t[i], q0=q_start[i], method="dls", tol=tol, max_iter=max_iter)
         q[i], ok[i], error[i], iters[i], short[i], reasons[i] = (
             res.q,
