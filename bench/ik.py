@@ -45,13 +45,16 @@ import statistics
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
-from armctl import ik
-from armctl.arm import load_arm
-from armctl.ik import solve, solve_batch
-from armctl.kinematics import fk
+# the armctl of this checkout, not whichever one is installed
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from armctl import ik  # noqa: E402
+from armctl.arm import load_arm  # noqa: E402
+from armctl.ik import solve, solve_batch  # noqa: E402
+from armctl.kinematics import fk  # noqa: E402
 
 GOAL_SINGLE = 3.0  # rtb ik_LM p50 / armctl dls p50, every set
 GOAL_BATCH_3LINK = 15.0  # rtb ik_LM p50 / armctl batch per target, 3 links
@@ -327,7 +330,8 @@ def main(argv=None) -> int:
         "(sets out of reach: failure reported, inside the limits, error == true shortfall)"
     )
     kernel = "C (armctl._ikcore)" if ik._core is not None else "pure Python (armctl._ikcore not built)"
-    print(f"armctl IK kernel: {kernel}; times in us per solve; batch: per target, best of 5 runs\n")
+    print(f"armctl from {Path(ik.__file__).parent}; IK kernel: {kernel}")
+    print("times in us per solve; batch: per target, best of 5 runs\n")
     goals = []
     for name in args.arm or ("seed-2link", "seed-3link"):
         arm = load_arm(name)
