@@ -312,7 +312,8 @@ static double violation(const arm_t *a, double gx, double gy, const double *q0, 
 
 /* ik._candidates (phi None): poses inside the limits reaching (gx, gy), nearest q0 first, and into
  * misses (if not NULL) the first MAX_MISSES near misses, least violation first; returns how many
- * poses, *nmiss how many misses */
+ * poses, *nmiss how many misses. coarse: 0, 1 (coarse angles first) or COARSE_ONLY */
+#define COARSE_ONLY 2
 static int candidates(const arm_t *a, double gx, double gy, const double *q0, int want, int coarse,
 		      double out[MAX_CAND][3], double misses[MAX_MISSES][3], int *nmiss)
 {
@@ -341,12 +342,14 @@ static int candidates(const arm_t *a, double gx, double gy, const double *q0, in
 		if (coarse)
 			for (int i = 0; i < 12; i++)
 				phis[np++] = phi0 + COARSE_DEG[i] * (M_PI / 180.0);
-		phis[np++] = phi0 + 0 * (M_PI / 180.0);
-		phis[np++] = atan2(gy, gx);
-		for (int d = 5; d <= 180; d += 5) {
-			phis[np++] = phi0 + d * (M_PI / 180.0);
-			if (d != 180)
-				phis[np++] = phi0 + d * (M_PI / 180.0) * -1;
+		if (coarse != COARSE_ONLY) {
+			phis[np++] = phi0 + 0 * (M_PI / 180.0);
+			phis[np++] = atan2(gy, gx);
+			for (int d = 5; d <= 180; d += 5) {
+				phis[np++] = phi0 + d * (M_PI / 180.0);
+				if (d != 180)
+					phis[np++] = phi0 + d * (M_PI / 180.0) * -1;
+			}
 		}
 		for (int k = 0; k < np && count < want; k++) {
 			for (int b = 0; b < 2; b++) {
@@ -362,7 +365,7 @@ static int candidates(const arm_t *a, double gx, double gy, const double *q0, in
 				}
 			}
 		}
-		if (!count && nm) {
+		if (!count && nm && coarse != COARSE_ONLY) {
 			/* no grid angle fits: minimise the violation over the tool angle around the best near
 			 * misses (golden section), which finds windows narrower than the grid */
 			miss_t best[2 * MAX_PHIS];
@@ -421,40 +424,11 @@ static int candidates(const arm_t *a, double gx, double gy, const double *q0, in
 }
 
 /* ------------------------------------------------------------------------ */
-/* The closest pose inside the limits (ik._closest)                          */
+/* The closest pose inside the limits (ik._closest, ik._face, ik._reachable3) */
 
 #define TIE_M 1e-12
 #define DEGENERATE_M 1e-12
-
-typedef struct {
-	const arm_t *a;
-	double tx, ty;
-	const double *q0;
-	double d, near, pose[3];
-} closest_t;
-
-/* ik._closest's consider: q at the turns nearest q0 inside the limits, kept if nearer the target */
-static void consider(closest_t *c, const double *q)
-{
-	const arm_t *a = c->a;
-	double pose[3] = { 0.0, 0.0, 0.0 };
-	for (int i = 0; i < a->n; i++)
-		if (!nearest_turn(q[i], c->q0[i], a->lo[i], a->hi[i], &pose[i]))
-			return;
-	double ang = 0.0, x = 0.0, y = 0.0;
-	for (int i = 0; i < a->n; i++) {
-		ang += pose[i];
-		x += a->L[i] * cos(ang);
-		y += a->L[i] * sin(ang);
-	}
-	double d = sqrt((c->tx - x) * (c->tx - x) + (c->ty - y) * (c->ty - y));
-	double near = dist2(a->n, pose, c->q0);
-	if (d < c->d - TIE_M || (d <= c->d + TIE_M && near < c->near)) {
-		c->d = d;
-		c->near = near;
-		memcpy(c->pose, pose, sizeof pose);
-	}
-}
+#define MAX_FACE 8
 
 /* ik._chain: from joint i to joint j (n: the tool) in the frame of link i */
 static void chain(const arm_t *a, const double *q, int i, int j, double *x, double *y)
@@ -469,74 +443,169 @@ static void chain(const arm_t *a, const double *q, int i, int j, double *x, doub
 	}
 }
 
-/* The pose inside the joint limits whose tool point is closest to (tx, ty), by enumeration of the
- * stationary points on every face of the box of limits (see ik._closest); returns the distance. */
-static double closest(const arm_t *a, double tx, double ty, const double *q0, double pose[3])
+/* ik._face: the stationary points of the distance to (tx, ty) on the face f (joint i's state: digit i of
+ * f in base 3, joint 0 the most significant; 0 lower limit, 1 upper limit, 2 free) as raw angles into
+ * out; returns how many, *exact how many of the first reach the target */
+static int face(const arm_t *a, int f, double tx, double ty, const double *q0, double out[MAX_FACE][3], int *exact)
+{
+	int n = a->n, free[3], nfree = 0;
+	double q[3] = { 0.0, 0.0, 0.0 };
+	*exact = 0;
+	for (int i = 0, div = n == 3 ? 9 : 3; i < n; i++, div /= 3) {
+		int s = (f / div) % 3;
+		q[i] = s == 0 ? a->lo[i] : a->hi[i];
+		if (s == 2)
+			free[nfree++] = i;
+	}
+	if (!nfree) {
+		memcpy(out[0], q, sizeof q);
+		return 1;
+	}
+	int i = free[0];
+	double px = 0.0, py = 0.0, before = 0.0;
+	for (int k = 0; k < i; k++) {
+		before += q[k];
+		px += a->L[k] * cos(before);
+		py += a->L[k] * sin(before);
+	}
+	double wx = tx - px, wy = ty - py;
+	int toward = sqrt(wx * wx + wy * wy) > DEGENERATE_M;
+	if (nfree == 1) {
+		double vx, vy;
+		chain(a, q, i, n, &vx, &vy);
+		if (sqrt(vx * vx + vy * vy) <= DEGENERATE_M)
+			return 0;
+		q[i] = toward ? atan2(wy, wx) - atan2(vy, vx) - before : q0[i];
+		memcpy(out[0], q, sizeof q);
+		return 1;
+	}
+	if (nfree == 2) {
+		int j = free[1];
+		double ux, uy, vx, vy;
+		chain(a, q, i, j, &ux, &uy);
+		chain(a, q, j, n, &vx, &vy);
+		double la = sqrt(ux * ux + uy * uy), lb = sqrt(vx * vx + vy * vy);
+		if (la <= DEGENERATE_M || lb <= DEGENERATE_M)
+			return 0;
+		double alpha = atan2(uy, ux), beta = atan2(vy, vx), between = 0.0;
+		for (int k = i + 1; k < j; k++)
+			between += q[k];
+		double shapes[6][2];
+		int ns = analytic2(la, lb, wx, wy, shapes);
+		double phi_w = toward ? atan2(wy, wx) : before + q0[i] + alpha;
+		double lines[4][2] = { { phi_w, 0.0 }, { phi_w, M_PI }, { phi_w + M_PI, 0.0 }, { phi_w + M_PI, M_PI } };
+		memcpy(shapes[ns], lines, sizeof lines);
+		for (int k = 0; k < ns + 4; k++) {
+			q[i] = shapes[k][0] - alpha - before;
+			q[j] = shapes[k][1] + alpha - beta - between;
+			memcpy(out[k], q, sizeof q);
+		}
+		*exact = ns;
+		return ns + 4;
+	}
+	double phi_w = toward ? atan2(ty, tx) : q0[0];
+	int count = 0;
+	for (int k = 0; k < 2; k++)
+		for (int s2 = 0; s2 < 2; s2++)
+			for (int s3 = 0; s3 < 2; s3++) {
+				out[count][0] = k ? phi_w + M_PI : phi_w;
+				out[count][1] = s2 ? M_PI : 0.0;
+				out[count][2] = s3 ? M_PI : 0.0;
+				count++;
+			}
+	return count;
+}
+
+/* ik._turns: each angle at its turn nearest q0 inside the limits; 0 if one has none */
+static int turns(const arm_t *a, const double *q, const double *q0, double pose[3])
+{
+	pose[0] = pose[1] = pose[2] = 0.0;
+	for (int i = 0; i < a->n; i++)
+		if (!nearest_turn(q[i], q0[i], a->lo[i], a->hi[i], &pose[i]))
+			return 0;
+	return 1;
+}
+
+/* ik._closest: the pose inside the limits whose tool point is closest to (tx, ty); returns the distance */
+static double closest(const arm_t *a, double tx, double ty, const double *q0, double best[3])
 {
 	int n = a->n, faces = n == 3 ? 27 : 9;
-	closest_t c = { a, tx, ty, q0, INFINITY, INFINITY, { 0.0, 0.0, 0.0 } };
+	double best_d = INFINITY, best_near = INFINITY, cand[MAX_FACE][3], pose[3];
+	memset(best, 0, 3 * sizeof *best);
 	for (int f = 0; f < faces; f++) {
-		int state[3], free[3], nfree = 0;
-		double q[3] = { 0.0, 0.0, 0.0 };
-		for (int i = 0, div = faces / 3; i < n; i++, div /= 3) {
-			state[i] = (f / div) % 3;
-			q[i] = state[i] == 0 ? a->lo[i] : a->hi[i];
-			if (state[i] == 2)
-				free[nfree++] = i;
-		}
-		if (!nfree) {
-			consider(&c, q);
-			continue;
-		}
-		int i = free[0];
-		double px = 0.0, py = 0.0, before = 0.0;
-		for (int k = 0; k < i; k++) {
-			before += q[k];
-			px += a->L[k] * cos(before);
-			py += a->L[k] * sin(before);
-		}
-		double wx = tx - px, wy = ty - py;
-		int toward = sqrt(wx * wx + wy * wy) > DEGENERATE_M;
-		if (nfree == 1) {
-			double vx, vy;
-			chain(a, q, i, n, &vx, &vy);
-			if (sqrt(vx * vx + vy * vy) <= DEGENERATE_M)
+		int exact, count = face(a, f, tx, ty, q0, cand, &exact);
+		for (int k = 0; k < count; k++) {
+			if (!turns(a, cand[k], q0, pose))
 				continue;
-			q[i] = toward ? atan2(wy, wx) - atan2(vy, vx) - before : q0[i];
-			consider(&c, q);
-		} else if (nfree == 2) {
-			int j = free[1];
-			double ux, uy, vx, vy;
-			chain(a, q, i, j, &ux, &uy);
-			chain(a, q, j, n, &vx, &vy);
-			double la = sqrt(ux * ux + uy * uy), lb = sqrt(vx * vx + vy * vy);
-			if (la <= DEGENERATE_M || lb <= DEGENERATE_M)
-				continue;
-			double alpha = atan2(uy, ux), beta = atan2(vy, vx), between = 0.0;
-			for (int k = i + 1; k < j; k++)
-				between += q[k];
-			double phi_w = toward ? atan2(wy, wx) : before + q0[i] + alpha;
-			double shapes[6][2];
-			int ns = analytic2(la, lb, wx, wy, shapes);
-			double lines[4][2] = { { phi_w, 0.0 }, { phi_w, M_PI }, { phi_w + M_PI, 0.0 }, { phi_w + M_PI, M_PI } };
-			memcpy(shapes[ns], lines, sizeof lines);
-			for (int k = 0; k < ns + 4; k++) {
-				q[i] = shapes[k][0] - alpha - before;
-				q[j] = shapes[k][1] + alpha - beta - between;
-				consider(&c, q);
+			double ang = 0.0, x = 0.0, y = 0.0;
+			for (int i = 0; i < n; i++) {
+				ang += pose[i];
+				x += a->L[i] * cos(ang);
+				y += a->L[i] * sin(ang);
 			}
-		} else {
-			double phi_w = toward ? atan2(ty, tx) : q0[0];
-			for (int k = 0; k < 2; k++)
-				for (int s2 = 0; s2 < 2; s2++)
-					for (int s3 = 0; s3 < 2; s3++) {
-						double line[3] = { k ? phi_w + M_PI : phi_w, s2 ? M_PI : 0.0, s3 ? M_PI : 0.0 };
-						consider(&c, line);
-					}
+			double d = sqrt((tx - x) * (tx - x) + (ty - y) * (ty - y));
+			double near = dist2(n, pose, q0);
+			if (d < best_d - TIE_M || (d <= best_d + TIE_M && near < best_near)) {
+				best_d = d;
+				best_near = near;
+				memcpy(best, pose, sizeof pose);
+			}
 		}
 	}
-	memcpy(pose, c.pose, sizeof c.pose);
-	return c.d;
+	return best_d;
+}
+
+/* ik._reachable3: 1 if a pose inside the limits of a 3-link arm reaches (gx, gy) (in the annulus): on a
+ * face with one joint at a limit, or on a self-motion loop inside the limits whole */
+static int reachable3(const arm_t *a, double gx, double gy, const double *q0)
+{
+	double cand[MAX_FACE][3], pose[3];
+	for (int f = 0; f < 27; f++) {
+		int twos = (f / 9 == 2) + ((f / 3) % 3 == 2) + (f % 3 == 2);
+		if (twos != 2)
+			continue;
+		int exact;
+		face(a, f, gx, gy, q0, cand, &exact);
+		for (int k = 0; k < exact; k++)
+			if (turns(a, cand[k], q0, pose))
+				return 1;
+	}
+	double l1 = a->L[0], l2 = a->L[1], l3 = a->L[2];
+	double r = sqrt(gx * gx + gy * gy), theta = atan2(gy, gx), ca, cb;
+	if (r <= DEGENERATE_M) {
+		int on = fabs(l1 - l2) <= l3 && l3 <= l1 + l2;
+		ca = on ? -2.0 : 2.0;
+		cb = on ? 2.0 : -2.0;
+	} else {
+		ca = (r * r + l3 * l3 - (l1 + l2) * (l1 + l2)) / (2.0 * l3 * r);
+		cb = (r * r + l3 * l3 - (l1 - l2) * (l1 - l2)) / (2.0 * l3 * r);
+	}
+	double ph[2];
+	int br[2] = { 0, 0 }, count;
+	if (ca > 1.0 || cb < -1.0) {
+		count = 0;
+	} else if (cb >= 1.0 && ca <= -1.0) {
+		ph[0] = ph[1] = theta;
+		br[1] = 1;
+		count = 2;
+	} else if (cb >= 1.0) {
+		ph[0] = theta;
+		count = 1;
+	} else if (ca <= -1.0) {
+		ph[0] = theta + M_PI;
+		count = 1;
+	} else {
+		double mid = 0.5 * (acos(cb) + acos(ca));
+		ph[0] = theta + mid;
+		ph[1] = theta - mid;
+		count = 2;
+	}
+	for (int k = 0; k < count; k++) {
+		double q[3];
+		if (pose_at_phi(a, gx, gy, ph[k], br[k], q) && fit(a, q, q0, pose) == 0.0)
+			return 1;
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -745,7 +814,11 @@ static int solve_point(const arm_t *a, double tx, double ty, const double *q0_in
 			double misses[MAX_MISSES][3];
 			int nmiss;
 			tried = 1;
-			int more = candidates(a, gx, gy, q0, 2, 1, starts + 1, misses, &nmiss);
+			int more = candidates(a, gx, gy, q0, 2, COARSE_ONLY, starts + 1, misses, &nmiss);
+			if (!more && !reachable3(a, gx, gy, q0))
+				break; /* no pose inside the limits reaches the goal: the closest pose below */
+			if (more < 2)
+				more = candidates(a, gx, gy, q0, 2, 1, starts + 1, misses, &nmiss);
 			if (more) {
 				count = 1 + (more > 2 ? 2 : more);
 			} else {

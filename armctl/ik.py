@@ -448,7 +448,7 @@ _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 _COARSE_FIRST = (0, 30, -30, 60, -60, 90, -90, 120, -120, 150, -150, 180)
 
 
-def _candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False):
+def _candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False, coarse_only=False):
     """Closed-form poses reaching ``goal`` inside the limits, nearest q0 first,
     and near misses (poses clipped to the limits, least violation first) as
     starting points for an iterative solver.
@@ -458,7 +458,8 @@ def _candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False):
     reach, comes second) until ``want`` poses are found; ``coarse`` tries every
     30 degrees first (starting points for a restart need not be the nearest).
     If no grid angle fits the limits, the violation is minimised over the tool
-    angle around the best near misses, which finds windows narrower than the grid.
+    angle around the best near misses, which finds windows narrower than the grid. ``coarse_only``:
+    the coarse angles alone (what the whole search finds first, if ``want`` poses are among them).
     """
     out, misses = [], []
     if len(links) == 2 or phi is not None:
@@ -475,7 +476,7 @@ def _candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False):
         phis = [phi0 + math.radians(d) * s for d in range(0, 181, 5) for s in ((1,) if d in (0, 180) else (1, -1))]
         phis.insert(1, math.atan2(goal[1], goal[0]))
         if coarse:
-            phis = [phi0 + math.radians(d) for d in _COARSE_FIRST] + phis
+            phis = [phi0 + math.radians(d) for d in _COARSE_FIRST] + ([] if coarse_only else phis)
         grid_misses = []
         for ph in phis:
             for b in (0, 1):
@@ -489,7 +490,7 @@ def _candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False):
                     out.append((0.0, pose))
             if len(out) >= want:
                 break
-        if not out:
+        if not out and not coarse_only:
             step = math.radians(5.0)
 
             def violation(p, b):
@@ -532,77 +533,130 @@ def _closest(links, lo, hi, tx, ty, q0):
     """The pose inside the joint limits whose tool point is closest to (tx, ty): (distance in m, pose).
 
     Exact, by enumeration. The closest pose is a stationary point of the distance on one face of the box
-    of joint limits (each joint at its lower limit, at its upper limit, or free). On a face with free
-    joints F, a stationary point either reaches the target or has every free joint, the tool and the
-    target on one line (the error is normal to each free joint's Jacobian column). So per face: one free
+    of joint limits (each joint at its lower limit, at its upper limit, or free): ``_face`` lists them.
+    Each candidate takes the turn of each angle nearest q0 inside the limits (none: not a candidate).
+    The nearest of all wins; ties (within _TIE_M) go to the pose nearest q0. ``_ikcore.c`` does the
+    same, candidate for candidate."""
+    n = len(links)
+    best_d = best_near = math.inf
+    best = None
+    for face in _FACES[n]:
+        for q in _face(links, lo, hi, face, tx, ty, q0)[0]:
+            pose = _turns(q, q0, lo, hi)
+            if pose is None:
+                continue
+            x, y = _fk(links, pose)
+            d = math.sqrt((tx - x) * (tx - x) + (ty - y) * (ty - y))
+            near = _dsq(pose, q0)
+            if d < best_d - _TIE_M or (d <= best_d + _TIE_M and near < best_near):
+                best_d, best_near, best = d, near, pose
+    return best_d, best
+
+
+def _face(links, lo, hi, face, tx, ty, q0):
+    """The stationary points of the distance to (tx, ty) on one face of the box of limits (``face``: per
+    joint 0 at its lower limit, 1 at its upper limit, 2 free), as raw joint angles, and how many of them
+    (the first) reach the target.
+
+    With free joints F, a stationary point either reaches the target or has every free joint, the tool
+    and the target on one line (the error is normal to each free joint's Jacobian column). So: one free
     joint turns what follows it towards the target; two free joints are a 2-link arm (its closed form,
-    or straight or folded along the line from the first to the target, either way round); three are
-    straight or folded along the line through the base and the target. Each candidate takes the turn of
-    each angle nearest q0 inside the limits (none: not a candidate). The nearest of all wins; ties (within
-    _TIE_M) go to the pose nearest q0. ``_ikcore.c`` does the same, candidate for candidate."""
+    then straight or folded along the line from the first to the target, either way round); three are
+    straight or folded along the line through the base and the target. A degenerate face (a free joint
+    with nothing after it, or a chain folded onto itself) has none: the faces around it cover it."""
     n = len(links)
     pi = math.pi
-    best = [math.inf, math.inf, None]  # distance, squared distance to q0, pose
+    q = [lo[i] if s == 0 else hi[i] for i, s in enumerate(face)]
+    free = [i for i, s in enumerate(face) if s == 2]
+    if not free:
+        return [q], 0
+    i = free[0]
+    # the base of joint i and the absolute angle of the link before it (joints before i are fixed)
+    px = py = before = 0.0
+    for k in range(i):
+        before += q[k]
+        px += links[k] * math.cos(before)
+        py += links[k] * math.sin(before)
+    wx, wy = tx - px, ty - py
+    toward = math.sqrt(wx * wx + wy * wy) > _DEGENERATE_M  # else the target is at joint i: any direction
+    if len(free) == 1:
+        vx, vy = _chain(links, q, i, n)
+        if math.sqrt(vx * vx + vy * vy) <= _DEGENERATE_M:
+            return [], 0
+        q[i] = (math.atan2(wy, wx) - math.atan2(vy, vx) - before) if toward else q0[i]
+        return [q], 0
+    if len(free) == 2:
+        j = free[1]
+        ux, uy = _chain(links, q, i, j)
+        vx, vy = _chain(links, q, j, n)
+        a, b = math.sqrt(ux * ux + uy * uy), math.sqrt(vx * vx + vy * vy)
+        if a <= _DEGENERATE_M or b <= _DEGENERATE_M:
+            return [], 0
+        alpha, beta = math.atan2(uy, ux), math.atan2(vy, vx)
+        between = 0.0
+        for k in range(i + 1, j):
+            between += q[k]
+        # the 2-link arm (a, b) from joint i: (angle of its first link, its elbow angle)
+        exact = analytic_2link(a, b, wx, wy)
+        phi_w = math.atan2(wy, wx) if toward else before + q0[i] + alpha
+        out = []
+        for t1, t2 in exact + [(phi_w, 0.0), (phi_w, pi), (phi_w + pi, 0.0), (phi_w + pi, pi)]:
+            q[i] = t1 - alpha - before
+            q[j] = t2 + alpha - beta - between
+            out.append(list(q))
+        return out, len(exact)
+    phi_w = math.atan2(ty, tx) if toward else q0[0]
+    return [[d, s2, s3] for d in (phi_w, phi_w + pi) for s2 in (0.0, pi) for s3 in (0.0, pi)], 0
 
-    def consider(q):
-        pose = []
-        for i in range(n):
-            v = _nearest_turn(q[i], q0[i], lo[i], hi[i])
-            if v is None:
-                return
-            pose.append(v)
-        x, y = _fk(links, pose)
-        d = math.sqrt((tx - x) * (tx - x) + (ty - y) * (ty - y))
-        near = _dsq(pose, q0)
-        if d < best[0] - _TIE_M or (d <= best[0] + _TIE_M and near < best[1]):
-            best[0], best[1], best[2] = d, near, pose
 
-    for face in _FACES[n]:
-        q = [lo[i] if s == 0 else hi[i] for i, s in enumerate(face)]
-        free = [i for i, s in enumerate(face) if s == 2]
-        if not free:
-            consider(q)
-            continue
-        i = free[0]
-        # the base of joint i and the absolute angle of the link before it (joints before i are fixed)
-        px = py = before = 0.0
-        for k in range(i):
-            before += q[k]
-            px += links[k] * math.cos(before)
-            py += links[k] * math.sin(before)
-        wx, wy = tx - px, ty - py
-        toward = math.sqrt(wx * wx + wy * wy) > _DEGENERATE_M
-        if len(free) == 1:
-            vx, vy = _chain(links, q, i, n)
-            if math.sqrt(vx * vx + vy * vy) <= _DEGENERATE_M:
-                continue  # what follows joint i folds onto it: the faces with joint i fixed cover this one
-            q[i] = (math.atan2(wy, wx) - math.atan2(vy, vx) - before) if toward else q0[i]
-            consider(q)
-        elif len(free) == 2:
-            j = free[1]
-            ux, uy = _chain(links, q, i, j)
-            vx, vy = _chain(links, q, j, n)
-            a, b = math.sqrt(ux * ux + uy * uy), math.sqrt(vx * vx + vy * vy)
-            if a <= _DEGENERATE_M or b <= _DEGENERATE_M:
-                continue
-            alpha, beta = math.atan2(uy, ux), math.atan2(vy, vx)
-            between = 0.0
-            for k in range(i + 1, j):
-                between += q[k]
-            # the 2-link arm (a, b) from joint i: (angle of its first link, its elbow angle)
-            phi_w = math.atan2(wy, wx) if toward else before + q0[i] + alpha
-            shapes = analytic_2link(a, b, wx, wy) + [(phi_w, 0.0), (phi_w, pi), (phi_w + pi, 0.0), (phi_w + pi, pi)]
-            for t1, t2 in shapes:
-                q[i] = t1 - alpha - before
-                q[j] = t2 + alpha - beta - between
-                consider(q)
-        else:
-            phi_w = math.atan2(ty, tx) if toward else q0[0]
-            for d in (phi_w, phi_w + pi):
-                for s2 in (0.0, pi):
-                    for s3 in (0.0, pi):
-                        consider([d, s2, s3])
-    return best[0], best[2]
+def _turns(q, q0, lo, hi):
+    """Each angle of q at its turn nearest q0 inside the limits; None if one has none."""
+    pose = []
+    for i, v in enumerate(q):
+        w = _nearest_turn(v, q0[i], lo[i], hi[i])
+        if w is None:
+            return None
+        pose.append(w)
+    return pose
+
+
+def _reachable3(links, lo, hi, goal, q0):
+    """Whether a pose inside the limits of a 3-link arm reaches ``goal`` (in the reach annulus): on a face
+    with one joint at a limit (closed form), or anywhere on a self-motion loop that lies inside the limits
+    whole (the loop's poses at one tool angle tested). A loop that meets the limits only on an edge is
+    missed (``_closest`` finds it): True is certain, False nearly so."""
+    for face in _FACES1:
+        poses, exact = _face(links, lo, hi, face, goal[0], goal[1], q0)
+        for q in poses[:exact]:
+            if _turns(q, q0, lo, hi) is not None:
+                return True
+    # The wrist (goal - l3 e^{i phi}) lies in the 2-link annulus for cos(phi - theta) in [ca, cb]: one or
+    # two arcs of tool angles, a loop each (the two branches meet at the arc's ends), or the whole circle
+    # (two loops, one a branch).
+    l1, l2, l3 = links
+    r = math.sqrt(goal[0] * goal[0] + goal[1] * goal[1])
+    theta = math.atan2(goal[1], goal[0])
+    if r <= _DEGENERATE_M:  # the wrist on a circle about the base: the whole circle or nothing
+        ca, cb = (-2.0, 2.0) if abs(l1 - l2) <= l3 <= l1 + l2 else (2.0, -2.0)
+    else:
+        ca = (r * r + l3 * l3 - (l1 + l2) * (l1 + l2)) / (2.0 * l3 * r)
+        cb = (r * r + l3 * l3 - (l1 - l2) * (l1 - l2)) / (2.0 * l3 * r)
+    if ca > 1.0 or cb < -1.0:
+        samples = []
+    elif cb >= 1.0 and ca <= -1.0:
+        samples = [(theta, 0), (theta, 1)]
+    elif cb >= 1.0:
+        samples = [(theta, 0)]
+    elif ca <= -1.0:
+        samples = [(theta + math.pi, 0)]
+    else:
+        mid = 0.5 * (math.acos(cb) + math.acos(ca))
+        samples = [(theta + mid, 0), (theta - mid, 0)]
+    for ph, b in samples:
+        q = _pose_at_phi(links, goal, ph, b)
+        if q is not None and _fit(q, q0, lo, hi)[0] == 0.0:
+            return True
+    return False
 
 
 def _chain(links, q, i, j):
@@ -625,6 +679,7 @@ def _dsq(q, q0):
 
 # Each joint at its lower limit (0), its upper limit (1) or free (2); the first joint varies slowest.
 _FACES = {n: list(itertools.product((0, 1, 2), repeat=n)) for n in (2, 3)}
+_FACES1 = [face for face in _FACES[3] if face.count(2) == 2]  # 3 links, one joint at a limit
 
 
 # ----------------------------------------------------------------------------
@@ -942,7 +997,13 @@ def solve(
                 # Stalled on a joint limit or in a local minimum: restart from
                 # the closed-form poses nearest the start, inside the limits.
                 tried_candidates = True
-                found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=2, coarse=True)
+                found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=2, coarse=True, coarse_only=True)
+                if phi is None and not found and not _reachable3(P.links, P.lo, P.hi, goal, q0):
+                    # no pose inside the limits reaches the goal: the closest pose below is the answer,
+                    # without the whole search that would find nothing
+                    break
+                if len(found) < 2:
+                    found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=2, coarse=True)
                 starts = found[:2] or misses[:3]
     closest = None
     if not hit and phi is None and (method == "dls" or q is None):
