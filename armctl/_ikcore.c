@@ -628,125 +628,167 @@ static int inside(const arm_t *a, const double *q)
 	return 1;
 }
 
-/* The unit tangent of a 3-link arm's self-motion (the null vector of its 2x3 Jacobian: the joint
- * direction that keeps the tool point still); 0 at a singular pose. (ik._tangent) */
-static int tangent3(const double *L, const double *q, double t[3])
+#define SLIDE_MAX 20
+#define SLIDE_STEP 0.3
+#define SLIDE_HALVINGS 10
+#define SLIDE_NEWTON 6
+#define SLIDE_SKIP 1e-4
+#define SLIDE_CONV 1e-8
+#define SLIDE_TINY 1e-6
+#define SLIDE_MARGIN (5.0 * (M_PI / 180.0))
+
+/* ik._arm3: the link vectors of a 3-link arm at q */
+static void arm3(const double *L, const double *q, double c[3], double s[3])
 {
-	double a1 = q[0], a2 = a1 + q[1], a3 = a2 + q[2];
-	double j3x = -(L[2] * sin(a3)), j3y = L[2] * cos(a3);
-	double j2x = j3x - L[1] * sin(a2), j2y = j3y + L[1] * cos(a2);
-	double j1x = j2x - L[0] * sin(a1), j1y = j2y + L[0] * cos(a1);
-	double t1 = j2x * j3y - j3x * j2y, t2 = j3x * j1y - j1x * j3y, t3 = j1x * j2y - j2x * j1y;
-	double norm = sqrt(t1 * t1 + t2 * t2 + t3 * t3);
+	double a2 = q[0] + q[1], a3 = a2 + q[2];
+	c[0] = L[0] * cos(q[0]);
+	c[1] = L[1] * cos(a2);
+	c[2] = L[2] * cos(a3);
+	s[0] = L[0] * sin(q[0]);
+	s[1] = L[1] * sin(a2);
+	s[2] = L[2] * sin(a3);
+}
+
+/* ik._self_motion: the unit tangent t of the self-motion and dt/ds from the link vectors; 0 if singular */
+static int self_motion(const double c[3], const double s[3], double t[3], double dt[3])
+{
+	double j3x = -s[2], j3y = c[2];
+	double j2x = j3x - s[1], j2y = j3y + c[1];
+	double j1x = j2x - s[0], j1y = j2y + c[0];
+	double u1 = j2x * j3y - j3x * j2y, u2 = j3x * j1y - j1x * j3y, u3 = j1x * j2y - j2x * j1y;
+	double norm = sqrt(u1 * u1 + u2 * u2 + u3 * u3);
 	if (!(norm > 1e-12))
 		return 0;
-	t[0] = t1 / norm;
-	t[1] = t2 / norm;
-	t[2] = t3 / norm;
+	t[0] = u1 / norm;
+	t[1] = u2 / norm;
+	t[2] = u3 / norm;
+	double T1 = t[0], T2 = T1 + t[1], T3 = T2 + t[2];
+	double d3x = -(c[2] * T3), d3y = -(s[2] * T3);
+	double d2x = d3x - c[1] * T2, d2y = d3y - s[1] * T2;
+	double d1x = d2x - c[0] * T1, d1y = d2y - s[0] * T1;
+	double du1 = (d2x * j3y - d3x * j2y) + (j2x * d3y - j3x * d2y);
+	double du2 = (d3x * j1y - d1x * j3y) + (j3x * d1y - j1x * d3y);
+	double du3 = (d1x * j2y - d2x * j1y) + (j1x * d2y - j2x * d1y);
+	double td = t[0] * du1 + t[1] * du2 + t[2] * du3;
+	dt[0] = (du1 - t[0] * td) / norm;
+	dt[1] = (du2 - t[1] * td) / norm;
+	dt[2] = (du3 - t[2] * td) / norm;
 	return 1;
 }
 
-#define SLIDE_MAX 12
-#define SLIDE_STEP 0.3
-#define SLIDE_MIN 1e-5
-#define SLIDE_FIX_ITER 10
-#define SLIDE_HALVINGS 4
-#define SLIDE_SKIP 1e-4
-#define SLIDE_MARGIN (5.0 * (M_PI / 180.0))
+/* ik._onto_goal: Newton on the two joints other than k until the tool is within eps of (gx, gy); 1 and
+ * q, c, s there, or 0; *evals fk evaluations, *steps Newton steps */
+static int onto_goal(const double *L, double gx, double gy, double q[3], int k, double eps, long newton,
+		     double c[3], double s[3], long *evals, long *steps)
+{
+	int i = k == 0 ? 1 : 0, j = k == 2 ? 1 : 2;
+	double prev = INFINITY;
+	for (long n = 0;; n++) {
+		arm3(L, q, c, s);
+		*evals = n + 1;
+		*steps = n;
+		double ex = gx - (c[0] + c[1] + c[2]);
+		double ey = gy - (s[0] + s[1] + s[2]);
+		double e = sqrt(ex * ex + ey * ey);
+		if (e <= eps)
+			return 1;
+		if (!(e < 0.5 * prev) || n == newton)
+			return 0;
+		prev = e;
+		double j3x = -s[2], j3y = c[2];
+		double j2x = j3x - s[1], j2y = j3y + c[1];
+		double jx[3] = { j2x - s[0], j2x, j3x }, jy[3] = { j2y + c[0], j2y, j3y };
+		double a = jx[i], b = jx[j], cc = jy[i], dd = jy[j];
+		double det = a * dd - b * cc;
+		if (!(fabs(det) > 1e-300))
+			return 0;
+		q[i] += (dd * ex - b * ey) / det;
+		q[j] += (a * ey - cc * ex) / det;
+	}
+}
 
-/* Slide a 3-link pose on the goal along its self-motion towards q0 until it is the nearest such pose
- * that keeps SLIDE_MARGIN from every joint limit (or for at most SLIDE_MAX steps): along the tangent by
- * a Newton step on the projection of q - q0 (slope from the previous step), back onto the goal with
- * DLS; kept if the pose came nearer, else halved (up to SLIDE_HALVINGS times). A step that would take
- * a joint into the margin stops there and pins that joint. (ik._slide) */
+/* ik._slide: slide a 3-link pose on the goal along its self-motion to the nearest pose to q0 that keeps
+ * SLIDE_MARGIN from every joint limit (the local minimum of |q - q0|^2 downhill from it) */
 static void slide(const arm_t *a, double gx, double gy, const double *q0, double tol, long max_iter,
 		  solved_t *out)
 {
-	double lam = 0.01 * (a->L[0] + a->L[1]);
-	long fix_iter = max_iter < SLIDE_FIX_ITER ? max_iter : SLIDE_FIX_ITER;
+	long newton = max_iter < 0 ? 0 : max_iter < SLIDE_NEWTON ? max_iter : SLIDE_NEWTON;
+	double eps = 1e-3 * tol;
 	double *q = out->run.q;
-	double d = dist2(3, q, q0);
-	long it0 = out->it;
-	arm_t lim = *a; /* the limits less the margin (a joint already inside it keeps where it is) */
+	double lo[3], hi[3]; /* the limits less the margin (a joint already inside it keeps where it is) */
 	for (int j = 0; j < 3; j++) {
 		double m = fmin(SLIDE_MARGIN, 0.25 * (a->hi[j] - a->lo[j]));
-		lim.lo[j] = fmin(a->lo[j] + m, q[j]);
-		lim.hi[j] = fmax(a->hi[j] - m, q[j]);
+		lo[j] = fmin(a->lo[j] + m, q[j]);
+		hi[j] = fmax(a->hi[j] - m, q[j]);
 	}
-	a = &lim;
-	double s = 0.0, prev_s = 0.0, prev_g = 0.0;
-	int have_prev = 0;
+	double d = dist2(3, q, q0), c[3], s[3];
+	arm3(a->L, q, c, s);
+	out->fk_evals++;
 	for (int k = 0; k < SLIDE_MAX; k++) {
-		double t[3];
-		if (!tangent3(a->L, q, t))
+		double t[3], dt[3];
+		if (!self_motion(c, s, t, dt))
 			break;
-		double g = t[0] * (q[0] - q0[0]) + t[1] * (q[1] - q0[1]) + t[2] * (q[2] - q0[2]);
-		if (k == 0 && fabs(g) < SLIDE_SKIP)
-			break; /* already the nearest pose, to first order */
-		double alpha = -g;
-		if (have_prev) {
-			double slope = (g - prev_g) / (s - prev_s);
-			if (slope > 0.1)
-				alpha = -g / slope;
-		}
-		alpha = clampd(alpha, -SLIDE_STEP, SLIDE_STEP);
-		int moved = 0, tries = 0;
-		while (!moved && fabs(alpha) > SLIDE_MIN && tries <= SLIDE_HALVINGS) {
+		double w1 = q[0] - q0[0], w2 = q[1] - q0[1], w3 = q[2] - q0[2];
+		double g = t[0] * w1 + t[1] * w2 + t[2] * w3;
+		if (fabs(g) < SLIDE_CONV || (k == 0 && fabs(g) < SLIDE_SKIP))
+			break; /* the nearest pose (the first time: to first order, and q stays as it is) */
+		double kappa = sqrt(dt[0] * dt[0] + dt[1] * dt[1] + dt[2] * dt[2]);
+		double step = kappa > 0.0 ? fmin(SLIDE_STEP, 0.5 / kappa) : SLIDE_STEP;
+		double slope = 1.0 + (dt[0] * w1 + dt[1] * w2 + dt[2] * w3);
+		double alpha = slope > 0.0 ? -g / slope : -copysign(step, g);
+		alpha = clampd(alpha, -step, step);
+		int moved = 0, pinned = 0, tries = 0;
+		double h = 0.0;
+		while (!moved && tries <= SLIDE_HALVINGS) {
 			tries++;
 			/* a step that takes a joint into the margin stops there, and that joint stays pinned */
 			double frac = 1.0;
 			int pin = -1;
-			for (int j = 0; j < 3; j++) {
-				double dq = alpha * t[j];
-				double room = dq > 0.0 ? (a->hi[j] - q[j]) / dq : dq < 0.0 ? (a->lo[j] - q[j]) / dq : 1.0;
+			for (int m = 0; m < 3; m++) {
+				double dq = alpha * t[m];
+				double room = dq > 0.0 ? (hi[m] - q[m]) / dq : dq < 0.0 ? (lo[m] - q[m]) / dq : 1.0;
 				if (room < frac) {
 					frac = room;
-					pin = j;
+					pin = m;
 				}
 			}
-			double start[3] = { q[0] + frac * alpha * t[0], q[1] + frac * alpha * t[1],
-					    q[2] + frac * alpha * t[2] };
-			double lo_f[3], hi_f[3];
-			memcpy(lo_f, a->lo, sizeof lo_f);
-			memcpy(hi_f, a->hi, sizeof hi_f);
+			h = frac * alpha;
+			double r[3], rc[3], rs[3];
+			for (int m = 0; m < 3; m++)
+				r[m] = q[m] + h * t[m] + 0.5 * h * h * dt[m];
+			int fixed = 0;
 			if (pin >= 0) {
-				double limit = alpha * t[pin] < 0.0 ? a->lo[pin] : a->hi[pin];
-				start[pin] = lo_f[pin] = hi_f[pin] = limit;
-			}
-			run_t r;
-			dls(3, a->L, lo_f, hi_f, gx, gy, start, tol, fix_iter, lam, &r);
-			out->it += r.it;
-			out->fk_evals += r.fk_evals;
-			out->jac_evals += r.jac_evals;
-			double dn = dist2(3, r.q, q0);
-			if (r.err <= tol && dn < d) {
-				prev_s = s;
-				prev_g = g;
-				have_prev = 1;
-				s += alpha;
-				memcpy(q, r.q, sizeof r.q);
-				out->run.err = r.err;
-				d = dn;
-				moved = 1;
+				fixed = pin;
+				r[pin] = alpha * t[pin] < 0.0 ? lo[pin] : hi[pin];
 			} else {
-				alpha *= 0.5;
+				if (fabs(t[1]) > fabs(t[fixed]))
+					fixed = 1;
+				if (fabs(t[2]) > fabs(t[fixed]))
+					fixed = 2;
 			}
+			long evals, steps;
+			int on = onto_goal(a->L, gx, gy, r, fixed, eps, newton, rc, rs, &evals, &steps);
+			out->fk_evals += evals;
+			out->it += steps;
+			out->jac_evals += steps;
+			if (on && lo[0] <= r[0] && r[0] <= hi[0] && lo[1] <= r[1] && r[1] <= hi[1] && lo[2] <= r[2] &&
+			    r[2] <= hi[2]) {
+				double dn = dist2(3, r, q0);
+				/* (a step this short is kept whatever rounding does to the distance) */
+				if (dn < d || fabs(h) < SLIDE_TINY) {
+					memcpy(q, r, sizeof r);
+					memcpy(c, rc, sizeof rc);
+					memcpy(s, rs, sizeof rs);
+					d = dn;
+					moved = 1;
+					pinned = pin >= 0;
+					continue;
+				}
+			}
+			alpha *= 0.5;
 		}
-		/* a pinned joint leaves no self-motion: the pose is that one */
-		if (!moved || q[0] == a->lo[0] || q[0] == a->hi[0] || q[1] == a->lo[1] || q[1] == a->hi[1] ||
-		    q[2] == a->lo[2] || q[2] == a->hi[2])
+		if (!moved || pinned || fabs(h) < 1e-10)
 			break;
-	}
-	if (out->it > it0) { /* polish: one more DLS step is usually a thousand times closer */
-		run_t r;
-		dls(3, a->L, a->lo, a->hi, gx, gy, q, tol * 1e-3, fix_iter, lam, &r);
-		out->it += r.it;
-		out->fk_evals += r.fk_evals;
-		out->jac_evals += r.jac_evals;
-		if (r.err <= tol) {
-			memcpy(q, r.q, sizeof r.q);
-			out->run.err = r.err;
-		}
 	}
 }
 
