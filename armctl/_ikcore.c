@@ -36,6 +36,7 @@
 
 typedef struct {
 	double q[3];
+	double c[3], s[3]; /* the link vectors at q (x and y components) */
 	double err;
 	long it, fk_evals, jac_evals;
 	double max_step;
@@ -160,6 +161,12 @@ static void dls(int n, const double *L, const double *lo, const double *hi, doub
 	run->q[0] = q1;
 	run->q[1] = q2;
 	run->q[2] = q3;
+	run->c[0] = c1;
+	run->c[1] = c2;
+	run->c[2] = c3;
+	run->s[0] = s1;
+	run->s[1] = s2;
+	run->s[2] = s3;
 	run->err = err;
 	run->it = it;
 	run->fk_evals = fk_evals;
@@ -187,13 +194,18 @@ static int analytic2(double l1, double l2, double x, double y, double sols[2][2]
 	c2 = fmin(1.0, fmax(-1.0, c2));
 	double s2 = 1.0 - fabs(c2) < 1e-12 ? 0.0 : sqrt(1.0 - c2 * c2);
 	double base = atan2(y, x);
-	int count = s2 > 0.0 ? 2 : 1;
-	for (int i = 0; i < count; i++) {
-		double s = count == 2 ? (i == 0 ? -s2 : s2) : 0.0;
-		sols[i][1] = atan2(s, c2);
-		sols[i][0] = base - atan2(l2 * s, l1 + l2 * c2);
+	/* atan2 is odd in y: the elbow-up angles are the elbow-down ones negated */
+	double elbow = atan2(s2, c2), off = atan2(l2 * s2, l1 + l2 * c2);
+	if (!(s2 > 0.0)) {
+		sols[0][1] = elbow;
+		sols[0][0] = base - off;
+		return 1;
 	}
-	return count;
+	sols[0][1] = -elbow;
+	sols[0][0] = base + off;
+	sols[1][1] = elbow;
+	sols[1][0] = base - off;
+	return 2;
 }
 
 /* angle + 2 pi k nearest ref inside [lo, hi]; 0 if none */
@@ -239,16 +251,27 @@ static double fit(const arm_t *a, const double *q, const double *q0, double *pos
 }
 
 /* 3-link closed form at tool angle ph: branch 0 elbow up, 1 elbow down; 0 if out of reach */
-static int pose_at_phi(const arm_t *a, double gx, double gy, double ph, int branch, double q[3])
+/* both branches of it (branch 1 repeats branch 0 when there is one pose); returns 0 if out of reach */
+static int poses_at_phi(const arm_t *a, double gx, double gy, double ph, double q[2][3])
 {
 	double sols[2][2];
 	int count = analytic2(a->L[0], a->L[1], gx - a->L[2] * cos(ph), gy - a->L[2] * sin(ph), sols);
-	if (!count)
+	for (int b = 0; b < count; b++) {
+		q[b][0] = sols[b][0];
+		q[b][1] = sols[b][1];
+		q[b][2] = ph - q[b][0] - q[b][1];
+	}
+	if (count == 1)
+		memcpy(q[1], q[0], sizeof q[0]);
+	return count;
+}
+
+static int pose_at_phi(const arm_t *a, double gx, double gy, double ph, int branch, double q[3])
+{
+	double both[2][3];
+	if (!poses_at_phi(a, gx, gy, ph, both))
 		return 0;
-	int b = branch < count - 1 ? branch : count - 1;
-	q[0] = sols[b][0];
-	q[1] = sols[b][1];
-	q[2] = ph - q[0] - q[1];
+	memcpy(q, both[branch], sizeof both[0]);
 	return 1;
 }
 
@@ -318,7 +341,7 @@ static int candidates(const arm_t *a, double gx, double gy, const double *q0, in
 		      double out[MAX_CAND][3], double misses[MAX_MISSES][3], int *nmiss)
 {
 	int count = 0, nm = 0;
-	double pose[3], q[3];
+	double pose[3];
 	miss_t grid[2 * MAX_PHIS];
 	if (a->n == 2) {
 		double sols[2][2];
@@ -352,10 +375,11 @@ static int candidates(const arm_t *a, double gx, double gy, const double *q0, in
 			}
 		}
 		for (int k = 0; k < np && count < want; k++) {
+			double both[2][3];
+			if (!poses_at_phi(a, gx, gy, phis[k], both))
+				continue;
 			for (int b = 0; b < 2; b++) {
-				if (!pose_at_phi(a, gx, gy, phis[k], b, q))
-					continue;
-				double over = fit(a, q, q0, pose);
+				double over = fit(a, both[b], q0, pose);
 				if (over > 0.0) {
 					grid[nm] = (miss_t){ over, phis[k], b, { pose[0], pose[1], pose[2] } };
 					nm++;
@@ -721,9 +745,8 @@ static void slide(const arm_t *a, double gx, double gy, const double *q0, double
 		lo[j] = fmin(a->lo[j] + m, q[j]);
 		hi[j] = fmax(a->hi[j] - m, q[j]);
 	}
-	double d = dist2(3, q, q0), c[3], s[3];
-	arm3(a->L, q, c, s);
-	out->fk_evals++;
+	double d = dist2(3, q, q0), *c = out->run.c, *s = out->run.s; /* (the link vectors at q, kept up to date) */
+	out->fk_evals++;                                               /* (counted as in ik._slide, which computes them) */
 	for (int k = 0; k < SLIDE_MAX; k++) {
 		double t[3], dt[3];
 		if (!self_motion(c, s, t, dt))
@@ -875,10 +898,12 @@ static int solve_point(const arm_t *a, double tx, double ty, const double *q0_in
 		double *q = out->run.q;
 		closest(a, tx, ty, q0, q);
 		double ang = 0.0, x = 0.0, y = 0.0;
-		for (int i = 0; i < n; i++) {
+		for (int i = 0; i < 3; i++) {
 			ang += q[i];
-			x += a->L[i] * cos(ang);
-			y += a->L[i] * sin(ang);
+			out->run.c[i] = i < n ? a->L[i] * cos(ang) : 0.0;
+			out->run.s[i] = i < n ? a->L[i] * sin(ang) : 0.0;
+			x += out->run.c[i];
+			y += out->run.s[i];
 		}
 		out->run.err = sqrt((gx - x) * (gx - x) + (gy - y) * (gy - y));
 		hit = out->run.err <= tol;
@@ -887,12 +912,11 @@ static int solve_point(const arm_t *a, double tx, double ty, const double *q0_in
 	}
 	if (hit && n == 3 && short_m == 0.0)
 		slide(a, gx, gy, q0, tol, max_iter, out);
-	/* the error to the target itself (ik._fk, then hypot) */
-	double ang = 0.0, x = 0.0, y = 0.0;
-	for (int i = 0; i < n; i++) {
-		ang += out->run.q[i];
-		x += a->L[i] * cos(ang);
-		y += a->L[i] * sin(ang);
+	/* the error to the target itself (ik._fk, then hypot; the link vectors are those at q) */
+	double x = out->run.c[0] + out->run.c[1], y = out->run.s[0] + out->run.s[1];
+	if (n == 3) {
+		x += out->run.c[2];
+		y += out->run.s[2];
 	}
 	out->err = hypot(tx - x, ty - y);
 	out->short_m = status == BLOCKED ? out->err : short_m;

@@ -395,12 +395,11 @@ def analytic_2link(l1: float, l2: float, x: float, y: float) -> list[tuple[float
     # Straight or folded within rounding: one solution, not two 1e-8 rad apart.
     s2 = 0.0 if 1.0 - abs(c2) < 1e-12 else math.sqrt(1.0 - c2 * c2)
     base = math.atan2(y, x)
-    out = []
-    for s in (-s2, s2) if s2 > 0.0 else (0.0,):
-        q2 = math.atan2(s, c2)
-        q1 = base - math.atan2(l2 * s, l1 + l2 * c2)
-        out.append((q1, q2))
-    return out
+    # (atan2 is odd in y: elbow up is elbow down with both angles' offsets negated)
+    elbow, off = math.atan2(s2, c2), math.atan2(l2 * s2, l1 + l2 * c2)
+    if not s2 > 0.0:
+        return [(base - off, elbow)]
+    return [(base + off, -elbow), (base - off, elbow)]
 
 
 def _nearest_turn(angle: float, ref: float, lo: float, hi: float) -> float | None:
