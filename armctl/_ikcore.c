@@ -756,7 +756,7 @@ static void slide(const arm_t *a, double gx, double gy, const double *q0, double
 		if (fabs(g) < SLIDE_CONV || (k == 0 && fabs(g) < SLIDE_SKIP))
 			break; /* the nearest pose (the first time: to first order, and q stays as it is) */
 		double kappa = sqrt(dt[0] * dt[0] + dt[1] * dt[1] + dt[2] * dt[2]);
-		double step = kappa > 0.0 ? fmin(SLIDE_STEP, 0.5 / kappa) : SLIDE_STEP;
+		double step = kappa > 0.0 ? fmin(SLIDE_STEP, 1.0 / kappa) : SLIDE_STEP;
 		double slope = 1.0 + (dt[0] * w1 + dt[1] * w2 + dt[2] * w3);
 		double alpha = slope > 0.0 ? -g / slope : -copysign(step, g);
 		alpha = clampd(alpha, -step, step);

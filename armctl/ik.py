@@ -762,7 +762,7 @@ def _slide(P: _Plain, gx, gy, q0, q, tol, max_iter):
     seed-3link, for 1 target in 4 over 10 degrees further; test_ik checks the slide's result against
     a search). Unless q is already the nearest to first order (_SLIDE_SKIP), each step is a Newton
     step on the slope g = t . (q - q0) along the unit tangent t, with its exact derivative
-    1 + (q - q0) . dt/ds, at most _SLIDE_STEP and half the radius of curvature; the pose goes there to
+    1 + (q - q0) . dt/ds, at most _SLIDE_STEP and the radius of curvature; the pose goes there to
     second order (q + h t + h^2/2 dt/ds), then back onto the goal by Newton on the two joints other
     than the one that moves most (exact to 1e-3 tol). A step is kept if the pose came nearer, else
     halved. A step that would take a joint into the margin stops there and pins that joint (the pose
@@ -789,7 +789,7 @@ def _slide(P: _Plain, gx, gy, q0, q, tol, max_iter):
         if abs(g) < _SLIDE_CONV or (k == 0 and abs(g) < _SLIDE_SKIP):
             break  # the nearest pose (the first time: to first order, and q stays as it is)
         kappa = math.sqrt(dt[0] * dt[0] + dt[1] * dt[1] + dt[2] * dt[2])
-        step = min(_SLIDE_STEP, 0.5 / kappa) if kappa > 0.0 else _SLIDE_STEP
+        step = min(_SLIDE_STEP, 1.0 / kappa) if kappa > 0.0 else _SLIDE_STEP
         slope = 1.0 + (dt[0] * w1 + dt[1] * w2 + dt[2] * w3)
         # (where the distance curves down, downhill as far as a step goes)
         alpha = -g / slope if slope > 0.0 else -math.copysign(step, g)
