@@ -67,8 +67,9 @@ static int step3(double j1x, double j1y, double j2x, double j2y, double j3x, dou
 	return 1;
 }
 
+/* cs0: NULL, or the link vectors at q0 clipped to the limits (c1, c2, c3, s1, s2, s3), 3 links only */
 static void dls(int n, const double *L, const double *lo, const double *hi, double tx, double ty, const double *q0,
-		double tol, long max_iter, double lam, run_t *run)
+		double tol, long max_iter, double lam, const double *cs0, run_t *run)
 {
 	double l1 = L[0], l2 = L[1], l3 = n == 3 ? L[2] : 0.0;
 	double lo1 = lo[0], lo2 = lo[1], hi1 = hi[0], hi2 = hi[1];
@@ -79,8 +80,13 @@ static void dls(int n, const double *L, const double *lo, const double *hi, doub
 	double reach = l1 + l2 + l3;
 	double lam_min = 1e-12 * reach, lam_max = 1e4 * reach;
 	double a2 = q1 + q2, a3 = a2 + q3;
-	double c1 = l1 * cos(q1), s1 = l1 * sin(q1), c2 = l2 * cos(a2), s2 = l2 * sin(a2);
-	double c3 = l3 * cos(a3), s3 = l3 * sin(a3);
+	double c1, s1, c2, s2, c3, s3;
+	if (cs0) {
+		c1 = cs0[0], c2 = cs0[1], c3 = cs0[2], s1 = cs0[3], s2 = cs0[4], s3 = cs0[5];
+	} else {
+		c1 = l1 * cos(q1), s1 = l1 * sin(q1), c2 = l2 * cos(a2), s2 = l2 * sin(a2);
+		c3 = l3 * cos(a3), s3 = l3 * sin(a3);
+	}
 	double x = c1 + c2 + c3, y = s1 + s2 + s3;
 	double err = sqrt((tx - x) * (tx - x) + (ty - y) * (ty - y));
 	long it = 0, slow = 0, fk_evals = 1, jac_evals = 1;
@@ -644,6 +650,12 @@ typedef struct {
 	double err, short_m; /* distance from the tool to the target; how far it is out of reach */
 } solved_t;
 
+/* the link vectors of the last start pose a batch used: rows from the same start share them */
+typedef struct {
+	int valid;
+	double q[3], cs[6];
+} start_t;
+
 static int inside(const arm_t *a, const double *q)
 {
 	for (int i = 0; i < a->n; i++)
@@ -818,7 +830,7 @@ static void slide(const arm_t *a, double gx, double gy, const double *q0, double
 /* 1 and the answer when a start reaches the target (or, out of reach, the closest point of the
  * reach annulus, as ik._project) within tol; 0: take the general path */
 static int solve_point(const arm_t *a, double tx, double ty, const double *q0_in, double tol, long max_iter,
-		       solved_t *out)
+		       start_t *cache, solved_t *out)
 {
 	double q0[3], starts[1 + MAX_CAND][3]; /* q0 or the first closed-form start, then restarts */
 	int n = a->n;
@@ -865,8 +877,20 @@ static int solve_point(const arm_t *a, double tx, double ty, const double *q0_in
 		count = 1;
 	}
 	memset(out, 0, sizeof *out);
+	const double *cs0 = NULL;
+	if (!tried && cache) { /* the first start is q0 */
+		if (!cache->valid || memcmp(cache->q, q0, sizeof q0) != 0) {
+			double c[3], s[3];
+			arm3(a->L, q0, c, s);
+			memcpy(cache->q, q0, sizeof q0);
+			memcpy(cache->cs, c, sizeof c);
+			memcpy(cache->cs + 3, s, sizeof s);
+			cache->valid = 1;
+		}
+		cs0 = cache->cs;
+	}
 	for (int k = 0; k < count && !hit; k++) {
-		dls(n, a->L, a->lo, a->hi, gx, gy, starts[k], tol, max_iter, lam, &out->run);
+		dls(n, a->L, a->lo, a->hi, gx, gy, starts[k], tol, max_iter, lam, k == 0 ? cs0 : NULL, &out->run);
 		out->it += out->run.it;
 		out->fk_evals += out->run.fk_evals;
 		out->jac_evals += out->run.jac_evals;
@@ -991,7 +1015,7 @@ static PyObject *py_dls(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 	if (PyErr_Occurred())
 		return NULL;
 	run_t run;
-	dls(n, a.L, a.lo, a.hi, tx, ty, q0, tol, max_iter, lam, &run);
+	dls(n, a.L, a.lo, a.hi, tx, ty, q0, tol, max_iter, lam, NULL, &run);
 	PyObject *q = q_tuple(n, run.q);
 	if (!q)
 		return NULL;
@@ -1030,7 +1054,7 @@ static PyObject *py_solve(PyObject *self, PyObject *const *args, Py_ssize_t narg
 		Py_RETURN_NONE;
 	}
 	solved_t sol;
-	int status = solve_point(&a, t[0], t[1], q0, tol, max_iter, &sol);
+	int status = solve_point(&a, t[0], t[1], q0, tol, max_iter, NULL, &sol);
 	if (status == GENERAL_PATH)
 		Py_RETURN_NONE;
 	PyObject *q = q_tuple(a.n, sol.run.q);
@@ -1069,10 +1093,11 @@ static PyObject *py_solve_rows(PyObject *self, PyObject *const *args, Py_ssize_t
 		goto fail_q;
 	const double *tp = tb.buf, *q0p = q0b.buf;
 	double *qp = qb.buf, *op = ob.buf;
+	start_t cache = { 0 };
 	Py_BEGIN_ALLOW_THREADS
 	for (Py_ssize_t i = 0; i < m; i++) {
 		solved_t sol;
-		int status = solve_point(&a, tp[2 * i], tp[2 * i + 1], q0p + a.n * i, tol, max_iter, &sol);
+		int status = solve_point(&a, tp[2 * i], tp[2 * i + 1], q0p + a.n * i, tol, max_iter, &cache, &sol);
 		int ok = status != GENERAL_PATH;
 		for (int j = 0; j < a.n; j++)
 			qp[a.n * i + j] = ok ? sol.run.q[j] : q0p[a.n * i + j];
