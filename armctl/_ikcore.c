@@ -664,7 +664,7 @@ static int inside(const arm_t *a, const double *q)
 	return 1;
 }
 
-#define SLIDE_MAX 20
+#define SLIDE_MAX 50
 #define SLIDE_STEP 0.3
 #define SLIDE_HALVINGS 10
 #define SLIDE_NEWTON 6

@@ -684,7 +684,7 @@ _FACES1 = [face for face in _FACES[3] if face.count(2) == 2]  # 3 links, one joi
 # ----------------------------------------------------------------------------
 # Redundancy: the nearest pose (3 links, no tool angle)
 
-_SLIDE_MAX, _SLIDE_STEP, _SLIDE_HALVINGS, _SLIDE_NEWTON = 20, 0.3, 10, 6
+_SLIDE_MAX, _SLIDE_STEP, _SLIDE_HALVINGS, _SLIDE_NEWTON = 50, 0.3, 10, 6
 _SLIDE_SKIP, _SLIDE_CONV, _SLIDE_TINY = 1e-4, 1e-8, 1e-6
 _SLIDE_MARGIN = math.radians(5.0)
 
