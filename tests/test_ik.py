@@ -213,6 +213,94 @@ def test_target_blocked_by_joint_limits_is_not_ok():
     assert arm.within_limits(res.q)
 
 
+def _grid_shortfall(arm, targets, step_deg):
+    """Distance from each target to the nearest tool point of a joint grid over the limits: what a pose
+    of the grid gets, so no worse than the true shortfall can be."""
+    axes = [np.linspace(a, b, int(np.ceil(np.degrees(b - a) / step_deg)) + 1) for a, b in zip(arm.q_min, arm.q_max)]
+    points = fk(arm.links_m, np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, arm.n))
+    return np.array([math.sqrt(float(np.min(np.sum((points - t) ** 2, axis=1)))) for t in targets])
+
+
+def _assert_closest(arm, target, res, grid_best):
+    """res is the pose inside the limits closest to target: not ok, the shortfall its error, no grid
+    pose closer, and a stationary point of the distance (the gradient zero along every joint off its
+    limits, pointing out of the limits along those on them)."""
+    assert not res.ok and "joint limits" in res.reason, res.reason
+    assert arm.within_limits(res.q)
+    assert res.shortfall_m == pytest.approx(res.error_m, abs=1e-12)
+    assert res.shortfall_m <= grid_best + 1e-12, (target, res.shortfall_m, grid_best)
+    e = np.asarray(target) - fk(arm.links_m, res.q)
+    grad = -2.0 * jacobian(arm.links_m, res.q).T @ e  # of |e|^2
+    for g, v, a, b in zip(grad, res.q, arm.q_min, arm.q_max):
+        if v <= a + 1e-9:
+            assert g >= -1e-7, (target, grad, res.q)
+        elif v >= b - 1e-9:
+            assert g <= 1e-7, (target, grad, res.q)
+        else:
+            assert abs(g) <= 1e-7, (target, grad, res.q)
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_targets_the_limits_block_get_the_closest_pose(name):
+    """Behind the shoulder (beyond reach or not) and wherever the limits block: the closest pose inside
+    the limits, exactly. (seed-3link at (-0.5, 0.1) used to get a pose 0.518 m away; the closest is
+    0.083 m away.)"""
+    arm = PRESETS[name]
+    rng = np.random.default_rng(12)
+    ang = rng.uniform(math.pi / 2, 3 * math.pi / 2, 60)  # where the shoulder (-90..90) cannot point
+    r = arm.reach_max * rng.uniform(0.05, 2.0, 60)
+    targets = [(-0.5, 0.1)] + list(np.stack([r * np.cos(ang), r * np.sin(ang)], axis=1))
+    results = [solve(arm, t) for t in targets]
+    blocked = [(t, res) for t, res in zip(targets, results) if not res.ok and "joint limits" in res.reason]
+    assert len(blocked) >= 30
+    best = _grid_shortfall(arm, [t for t, _ in blocked], 1.0 if arm.n == 2 else 2.0)
+    for (t, res), b in zip(blocked, best):
+        _assert_closest(arm, t, res, b)
+    if arm.n == 3:
+        assert results[0].shortfall_m == pytest.approx(0.083095, abs=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(arm_and_pose(narrowest_deg=5.0), st.floats(-1.3, 1.3), st.floats(-1.3, 1.3))
+def test_blocked_targets_get_the_closest_pose_on_random_arms(case, fx, fy):
+    arm, _ = case
+    target = (fx * arm.reach_max, fy * arm.reach_max)
+    res = solve(arm, target)
+    assume(not res.ok and "joint limits" in res.reason)
+    _assert_closest(arm, target, res, _grid_shortfall(arm, [target], 2.0 if arm.n == 2 else 4.0)[0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(arm_and_pose(narrowest_deg=3.0), st.floats(0.0, 1.0), st.floats(-math.pi, math.pi))
+def test_reachability_of_a_3_link_target_is_decided_right(case, fr, ang):
+    """_reachable3 (a pose with one joint at a limit, or a self-motion loop inside the limits whole)
+    against a search of both branches at every 0.02 degree of tool angle: never reachable where the
+    search finds nothing; unreachable where it finds a pose only if the closest pose is within 1e-9 m
+    (a loop that meets the limits on an edge)."""
+    arm, q0 = case
+    assume(arm.n == 3)
+    P = ik._plain(arm)
+    r = arm.reach_min + fr * (arm.reach_max - arm.reach_min)
+    goal = (r * math.cos(ang), r * math.sin(ang))
+    fast = ik._reachable3(P.links, P.lo, P.hi, goal, list(q0))
+    l1, l2, l3 = P.links
+    ph = np.radians(np.arange(-180.0, 180.0, 0.02))
+    wx, wy = goal[0] - l3 * np.cos(ph), goal[1] - l3 * np.sin(ph)
+    c2 = (wx * wx + wy * wy - l1 * l1 - l2 * l2) / (2 * l1 * l2)
+    keep = np.abs(c2) <= 1.0
+    ph, wx, wy, c2 = ph[keep], wx[keep], wy[keep], c2[keep]
+    found = False
+    for q2 in (np.arccos(c2), -np.arccos(c2)):
+        q1 = np.arctan2(wy, wx) - np.arctan2(l2 * np.sin(q2), l1 + l2 * np.cos(q2))
+        poses = np.stack([q1, q2, ph - q1 - q2], axis=1)
+        turned = arm.q_min + np.mod(poses - arm.q_min, 2 * np.pi)  # each angle's first turn above its minimum
+        found = found or bool(np.any(np.all(turned <= arm.q_max, axis=1)))
+    if fast:
+        assert found or ik._closest(P.links, P.lo, P.hi, goal[0], goal[1], list(q0))[0] <= 1e-9
+    elif found:
+        assert ik._closest(P.links, P.lo, P.hi, goal[0], goal[1], list(q0))[0] <= 1e-9
+
+
 def test_newton_and_broyden_claims_on_the_2link_arm():
     # Seed 000 says Broyden needs 1.5-2x Newton's iterations but far fewer
     # Jacobians. On 0.40/0.30 m, tol 1e-3, cold start, what holds here is:
