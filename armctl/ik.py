@@ -18,13 +18,17 @@ Methods, all returning an ``IKResult``:
 
 Out-of-reach targets are never "ok": the solver moves to the closest point
 of the reach annulus (the arm stretched towards the target) and reports the
-shortfall in metres. No method reports ok for a pose outside the joint limits.
+shortfall in metres. A target no pose inside the joint limits reaches (behind
+the shoulder, say), without ``phi``: ``dls`` and ``analytic`` take the pose
+inside the limits closest to it (``_closest``, exact) and the shortfall is its
+distance. No method reports ok for a pose outside the joint limits.
 
-The DLS iterations run in a small C kernel (``armctl._ikcore``, built by
-``pip install``); without a C compiler the pure-Python kernel ``_dls_py``
-(2x2 and 2x3 algebra written out in plain floats) gives the same results,
-several times slower. ``solve_batch`` solves many targets at once: the C
-kernel row by row, or vectorised numpy without it.
+``dls`` without ``phi`` runs whole in a small C kernel (``armctl._ikcore``,
+built by ``pip install``): the iterations, the start-pose search, the slide and
+the closest pose. Without a C compiler the same algorithm in pure Python (2x2
+and 2x3 algebra written out in plain floats, ``_dls_py``) gives the same
+results (to rounding), several times slower. ``solve_batch`` solves many
+targets at once: the C kernel row by row, or vectorised numpy with ``phi``.
 """
 
 from __future__ import annotations
