@@ -953,6 +953,23 @@ static int solve_point(const arm_t *a, double tx, double ty, const double *q0_in
 /* 2 or 3 floats from a sequence; returns the count, or -1 with an exception set */
 static int floats(PyObject *seq, double *out, const char *what)
 {
+	/* a 1-d float64 array (numpy's) straight from its buffer: a sequence of numpy scalars is slow */
+	if (!PyList_Check(seq) && !PyTuple_Check(seq) && PyObject_CheckBuffer(seq)) {
+		Py_buffer view;
+		if (PyObject_GetBuffer(seq, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0) {
+			int plain = view.ndim == 1 && view.itemsize == 8 && view.format &&
+				    (strcmp(view.format, "d") == 0 || strcmp(view.format, "=d") == 0) &&
+				    view.len >= 16 && view.len <= 24;
+			int len = (int)(view.len / 8);
+			if (plain)
+				memcpy(out, view.buf, view.len);
+			PyBuffer_Release(&view);
+			if (plain)
+				return len;
+		} else {
+			PyErr_Clear();
+		}
+	}
 	PyObject *fast = PySequence_Fast(seq, what);
 	if (!fast)
 		return -1;

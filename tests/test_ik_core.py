@@ -140,6 +140,19 @@ def test_odd_input_falls_back_to_the_checks(core):
     assert core.solve(P.links, P.lo, P.hi, (0.3, 0.2), P.home, 1e-9, 10**30) is None  # max_iter beyond a C long
 
 
+def test_arrays_and_lists_give_the_same_answer(core):
+    """Float64 arrays are read from their buffer; any other array (strided, float32, big-endian, ints)
+    as a sequence: every form gives the answer its values give as a list."""
+    arm = load_arm("seed-3link")
+    P = ik._plain(arm)
+    q0 = [0.3, -1.2, 0.4]
+    for target in (np.array([0.5, 0.3]), np.array([[0.5, 9.0], [0.3, 9.0]])[:, 0], np.array([0.5, 0.25], "f4")):
+        for start in (np.array(q0), np.array(q0, ">f8"), np.array([[v, 9.0] for v in q0])[:, 0], np.array([0, -1, 0])):
+            got = core.solve(P.links, P.lo, P.hi, target, start, 1e-9, 100)
+            want = core.solve(P.links, P.lo, P.hi, target.tolist(), start.tolist(), 1e-9, 100)
+            assert got == want
+
+
 def test_the_kernel_is_the_python_kernel_step_for_step(core):
     rng = np.random.default_rng(11)
     for n in (2, 3):
