@@ -735,7 +735,8 @@ def _onto_goal(links, gx, gy, q, k, eps, newton):
     q = list(q)
     i, j = (1, 2) if k == 0 else (0, 2) if k == 1 else (0, 1)
     prev = math.inf
-    for n in range(newton + 1):
+    n = 0
+    while True:
         c, s = _arm3(links, q)
         ex = gx - (c[0] + c[1] + c[2])
         ey = gy - (s[0] + s[1] + s[2])
@@ -754,7 +755,7 @@ def _onto_goal(links, gx, gy, q, k, eps, newton):
             return None, c, s, n + 1, n
         q[i] += (dd * ex - b * ey) / det
         q[j] += (a * ey - cc * ex) / det
-    raise AssertionError("unreachable")  # (the loop returns at n == newton)
+        n += 1
 
 
 def _slide(P: _Plain, gx, gy, q0, q, tol, max_iter):
