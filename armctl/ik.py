@@ -18,17 +18,22 @@ Methods, all returning an ``IKResult``:
 
 Out-of-reach targets are never "ok": the solver moves to the closest point
 of the reach annulus (the arm stretched towards the target) and reports the
-shortfall in metres. No method reports ok for a pose outside the joint limits.
+shortfall in metres. A target no pose inside the joint limits reaches (behind
+the shoulder, say), without ``phi``: ``dls`` and ``analytic`` take the pose
+inside the limits closest to it (``_closest``, exact) and the shortfall is its
+distance. No method reports ok for a pose outside the joint limits.
 
-The DLS iterations run in a small C kernel (``armctl._ikcore``, built by
-``pip install``); without a C compiler the pure-Python kernel ``_dls_py``
-(2x2 and 2x3 algebra written out in plain floats) gives the same results,
-several times slower. ``solve_batch`` solves many targets at once: the C
-kernel row by row, or vectorised numpy without it.
+``dls`` without ``phi`` runs whole in a small C kernel (``armctl._ikcore``,
+built by ``pip install``): the iterations, the start-pose search, the slide and
+the closest pose. Without a C compiler the same algorithm in pure Python (2x2
+and 2x3 algebra written out in plain floats, ``_dls_py``) gives the same
+results (to rounding), several times slower. ``solve_batch`` solves many
+targets at once: the C kernel row by row, or vectorised numpy with ``phi``.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -394,12 +399,11 @@ def analytic_2link(l1: float, l2: float, x: float, y: float) -> list[tuple[float
     # Straight or folded within rounding: one solution, not two 1e-8 rad apart.
     s2 = 0.0 if 1.0 - abs(c2) < 1e-12 else math.sqrt(1.0 - c2 * c2)
     base = math.atan2(y, x)
-    out = []
-    for s in (-s2, s2) if s2 > 0.0 else (0.0,):
-        q2 = math.atan2(s, c2)
-        q1 = base - math.atan2(l2 * s, l1 + l2 * c2)
-        out.append((q1, q2))
-    return out
+    # (atan2 is odd in y: elbow up is elbow down with both angles' offsets negated)
+    elbow, off = math.atan2(s2, c2), math.atan2(l2 * s2, l1 + l2 * c2)
+    if not s2 > 0.0:
+        return [(base - off, elbow)]
+    return [(base + off, -elbow), (base - off, elbow)]
 
 
 def _nearest_turn(angle: float, ref: float, lo: float, hi: float) -> float | None:
@@ -447,7 +451,7 @@ _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 _COARSE_FIRST = (0, 30, -30, 60, -60, 90, -90, 120, -120, 150, -150, 180)
 
 
-def _candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False):
+def _candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False, coarse_only=False):
     """Closed-form poses reaching ``goal`` inside the limits, nearest q0 first,
     and near misses (poses clipped to the limits, least violation first) as
     starting points for an iterative solver.
@@ -457,7 +461,8 @@ def _candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False):
     reach, comes second) until ``want`` poses are found; ``coarse`` tries every
     30 degrees first (starting points for a restart need not be the nearest).
     If no grid angle fits the limits, the violation is minimised over the tool
-    angle around the best near misses, which finds windows narrower than the grid.
+    angle around the best near misses, which finds windows narrower than the grid. ``coarse_only``:
+    the coarse angles alone (what the whole search finds first, if ``want`` poses are among them).
     """
     out, misses = [], []
     if len(links) == 2 or phi is not None:
@@ -474,7 +479,7 @@ def _candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False):
         phis = [phi0 + math.radians(d) * s for d in range(0, 181, 5) for s in ((1,) if d in (0, 180) else (1, -1))]
         phis.insert(1, math.atan2(goal[1], goal[0]))
         if coarse:
-            phis = [phi0 + math.radians(d) for d in _COARSE_FIRST] + phis
+            phis = [phi0 + math.radians(d) for d in _COARSE_FIRST] + ([] if coarse_only else phis)
         grid_misses = []
         for ph in phis:
             for b in (0, 1):
@@ -488,7 +493,7 @@ def _candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False):
                     out.append((0.0, pose))
             if len(out) >= want:
                 break
-        if not out:
+        if not out and not coarse_only:
             step = math.radians(5.0)
 
             def violation(p, b):
@@ -521,112 +526,318 @@ def _candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False):
 
 
 # ----------------------------------------------------------------------------
+# The closest pose inside the limits (targets no pose inside them reaches)
+
+_TIE_M = 1e-12  # candidates this close in distance tie: the one nearer q0 wins
+_DEGENERATE_M = 1e-12  # a target this close to a joint lies in every direction from it
+
+
+def _closest(links, lo, hi, tx, ty, q0):
+    """The pose inside the joint limits whose tool point is closest to (tx, ty): (distance in m, pose).
+
+    Exact, by enumeration. The closest pose is a stationary point of the distance on one face of the box
+    of joint limits (each joint at its lower limit, at its upper limit, or free): ``_face`` lists them.
+    Each candidate takes the turn of each angle nearest q0 inside the limits (none: not a candidate).
+    The nearest of all wins; ties (within _TIE_M) go to the pose nearest q0. ``_ikcore.c`` does the
+    same, candidate for candidate."""
+    n = len(links)
+    best_d = best_near = math.inf
+    best = None
+    for face in _FACES[n]:
+        for q in _face(links, lo, hi, face, tx, ty, q0)[0]:
+            pose = _turns(q, q0, lo, hi)
+            if pose is None:
+                continue
+            x, y = _fk(links, pose)
+            d = math.sqrt((tx - x) * (tx - x) + (ty - y) * (ty - y))
+            near = _dsq(pose, q0)
+            if d < best_d - _TIE_M or (d <= best_d + _TIE_M and near < best_near):
+                best_d, best_near, best = d, near, pose
+    return best_d, best
+
+
+def _face(links, lo, hi, face, tx, ty, q0):
+    """The stationary points of the distance to (tx, ty) on one face of the box of limits (``face``: per
+    joint 0 at its lower limit, 1 at its upper limit, 2 free), as raw joint angles, and how many of them
+    (the first) reach the target.
+
+    With free joints F, a stationary point either reaches the target or has every free joint, the tool
+    and the target on one line (the error is normal to each free joint's Jacobian column). So: one free
+    joint turns what follows it towards the target; two free joints are a 2-link arm (its closed form,
+    then straight or folded along the line from the first to the target, either way round); three are
+    straight or folded along the line through the base and the target. A degenerate face (a free joint
+    with nothing after it, or a chain folded onto itself) has none: the faces around it cover it."""
+    n = len(links)
+    pi = math.pi
+    q = [lo[i] if s == 0 else hi[i] for i, s in enumerate(face)]
+    free = [i for i, s in enumerate(face) if s == 2]
+    if not free:
+        return [q], 0
+    i = free[0]
+    # the base of joint i and the absolute angle of the link before it (joints before i are fixed)
+    px = py = before = 0.0
+    for k in range(i):
+        before += q[k]
+        px += links[k] * math.cos(before)
+        py += links[k] * math.sin(before)
+    wx, wy = tx - px, ty - py
+    toward = math.sqrt(wx * wx + wy * wy) > _DEGENERATE_M  # else the target is at joint i: any direction
+    if len(free) == 1:
+        vx, vy = _chain(links, q, i, n)
+        if math.sqrt(vx * vx + vy * vy) <= _DEGENERATE_M:
+            return [], 0
+        q[i] = (math.atan2(wy, wx) - math.atan2(vy, vx) - before) if toward else q0[i]
+        return [q], 0
+    if len(free) == 2:
+        j = free[1]
+        ux, uy = _chain(links, q, i, j)
+        vx, vy = _chain(links, q, j, n)
+        a, b = math.sqrt(ux * ux + uy * uy), math.sqrt(vx * vx + vy * vy)
+        if a <= _DEGENERATE_M or b <= _DEGENERATE_M:
+            return [], 0
+        alpha, beta = math.atan2(uy, ux), math.atan2(vy, vx)
+        between = 0.0
+        for k in range(i + 1, j):
+            between += q[k]
+        # the 2-link arm (a, b) from joint i: (angle of its first link, its elbow angle)
+        exact = analytic_2link(a, b, wx, wy)
+        phi_w = math.atan2(wy, wx) if toward else before + q0[i] + alpha
+        out = []
+        for t1, t2 in exact + [(phi_w, 0.0), (phi_w, pi), (phi_w + pi, 0.0), (phi_w + pi, pi)]:
+            q[i] = t1 - alpha - before
+            q[j] = t2 + alpha - beta - between
+            out.append(list(q))
+        return out, len(exact)
+    phi_w = math.atan2(ty, tx) if toward else q0[0]
+    return [[d, s2, s3] for d in (phi_w, phi_w + pi) for s2 in (0.0, pi) for s3 in (0.0, pi)], 0
+
+
+def _turns(q, q0, lo, hi):
+    """Each angle of q at its turn nearest q0 inside the limits; None if one has none."""
+    pose = []
+    for i, v in enumerate(q):
+        w = _nearest_turn(v, q0[i], lo[i], hi[i])
+        if w is None:
+            return None
+        pose.append(w)
+    return pose
+
+
+def _reachable3(links, lo, hi, goal, q0):
+    """Whether a pose inside the limits of a 3-link arm reaches ``goal`` (in the reach annulus): on a face
+    with one joint at a limit (closed form), or anywhere on a self-motion loop that lies inside the limits
+    whole (the loop's poses at one tool angle tested). A loop that meets the limits only on an edge is
+    missed (``_closest`` finds it): True is certain, False nearly so."""
+    for face in _FACES1:
+        poses, exact = _face(links, lo, hi, face, goal[0], goal[1], q0)
+        for q in poses[:exact]:
+            if _turns(q, q0, lo, hi) is not None:
+                return True
+    # The wrist (goal - l3 e^{i phi}) lies in the 2-link annulus for cos(phi - theta) in [ca, cb]: one or
+    # two arcs of tool angles, a loop each (the two branches meet at the arc's ends), or the whole circle
+    # (two loops, one a branch).
+    l1, l2, l3 = links
+    r = math.sqrt(goal[0] * goal[0] + goal[1] * goal[1])
+    theta = math.atan2(goal[1], goal[0])
+    if r <= _DEGENERATE_M:  # the wrist on a circle about the base: the whole circle or nothing
+        ca, cb = (-2.0, 2.0) if abs(l1 - l2) <= l3 <= l1 + l2 else (2.0, -2.0)
+    else:
+        ca = (r * r + l3 * l3 - (l1 + l2) * (l1 + l2)) / (2.0 * l3 * r)
+        cb = (r * r + l3 * l3 - (l1 - l2) * (l1 - l2)) / (2.0 * l3 * r)
+    if ca > 1.0 or cb < -1.0:
+        samples = []
+    elif cb >= 1.0 and ca <= -1.0:
+        samples = [(theta, 0), (theta, 1)]
+    elif cb >= 1.0:
+        samples = [(theta, 0)]
+    elif ca <= -1.0:
+        samples = [(theta + math.pi, 0)]
+    else:
+        mid = 0.5 * (math.acos(cb) + math.acos(ca))
+        samples = [(theta + mid, 0), (theta - mid, 0)]
+    for ph, b in samples:
+        q = _pose_at_phi(links, goal, ph, b)
+        if q is not None and _fit(q, q0, lo, hi)[0] == 0.0:
+            return True
+    return False
+
+
+def _chain(links, q, i, j):
+    """The vector from joint i to joint j (j = n: the tool) in the frame of link i, q fixed in between."""
+    rel = x = y = 0.0
+    for k in range(i, j):
+        if k > i:
+            rel += q[k]
+        x += links[k] * math.cos(rel)
+        y += links[k] * math.sin(rel)
+    return x, y
+
+
+def _dsq(q, q0):
+    s = 0.0
+    for a, b in zip(q, q0):
+        s += (a - b) * (a - b)
+    return s
+
+
+# Each joint at its lower limit (0), its upper limit (1) or free (2); the first joint varies slowest.
+_FACES = {n: list(itertools.product((0, 1, 2), repeat=n)) for n in (2, 3)}
+_FACES1 = [face for face in _FACES[3] if face.count(2) == 2]  # 3 links, one joint at a limit
+
+
+# ----------------------------------------------------------------------------
 # Redundancy: the nearest pose (3 links, no tool angle)
 
-_SLIDE_MAX, _SLIDE_STEP, _SLIDE_MIN, _SLIDE_FIX_ITER, _SLIDE_HALVINGS, _SLIDE_SKIP = 12, 0.3, 1e-5, 10, 4, 1e-4
+_SLIDE_MAX, _SLIDE_STEP, _SLIDE_HALVINGS, _SLIDE_NEWTON = 50, 0.3, 10, 6
+_SLIDE_SKIP, _SLIDE_CONV, _SLIDE_TINY = 1e-4, 1e-8, 1e-6
 _SLIDE_MARGIN = math.radians(5.0)
 
 
-def _tangent(links, q):
-    """Unit tangent of a 3-link arm's self-motion at q (the null vector of its 2x3 Jacobian: the joint
-    direction that keeps the tool point still); None at a singular pose."""
-    a1 = q[0]
-    a2 = a1 + q[1]
+def _arm3(links, q):
+    """The link vectors of a 3-link arm at q: (x components, y components), m."""
+    a2 = q[0] + q[1]
     a3 = a2 + q[2]
-    j3x, j3y = -(links[2] * math.sin(a3)), links[2] * math.cos(a3)
-    j2x, j2y = j3x - links[1] * math.sin(a2), j3y + links[1] * math.cos(a2)
-    j1x, j1y = j2x - links[0] * math.sin(a1), j2y + links[0] * math.cos(a1)
-    t1, t2, t3 = j2x * j3y - j3x * j2y, j3x * j1y - j1x * j3y, j1x * j2y - j2x * j1y
-    norm = math.sqrt(t1 * t1 + t2 * t2 + t3 * t3)
+    c = (links[0] * math.cos(q[0]), links[1] * math.cos(a2), links[2] * math.cos(a3))
+    s = (links[0] * math.sin(q[0]), links[1] * math.sin(a2), links[2] * math.sin(a3))
+    return c, s
+
+
+def _self_motion(c, s):
+    """The unit tangent t of a 3-link arm's self-motion (the null vector of its 2x3 Jacobian: the joint
+    direction that keeps the tool point still) and its derivative dt/ds along the motion (s: arc length
+    in joint space), from the link vectors; None at a singular pose."""
+    j3x, j3y = -s[2], c[2]
+    j2x, j2y = j3x - s[1], j3y + c[1]
+    j1x, j1y = j2x - s[0], j2y + c[0]
+    u1, u2, u3 = j2x * j3y - j3x * j2y, j3x * j1y - j1x * j3y, j1x * j2y - j2x * j1y
+    norm = math.sqrt(u1 * u1 + u2 * u2 + u3 * u3)
     if not norm > 1e-12:
         return None
-    return t1 / norm, t2 / norm, t3 / norm
+    t1, t2, t3 = u1 / norm, u2 / norm, u3 / norm
+    # along t the absolute link angles turn at T1, T2, T3: the Jacobian's columns change by dJ, and
+    # u = Jx x Jy by dJx x Jy + Jx x dJy
+    T1 = t1
+    T2 = T1 + t2
+    T3 = T2 + t3
+    d3x, d3y = -(c[2] * T3), -(s[2] * T3)
+    d2x, d2y = d3x - c[1] * T2, d3y - s[1] * T2
+    d1x, d1y = d2x - c[0] * T1, d2y - s[0] * T1
+    du1 = (d2x * j3y - d3x * j2y) + (j2x * d3y - j3x * d2y)
+    du2 = (d3x * j1y - d1x * j3y) + (j3x * d1y - j1x * d3y)
+    du3 = (d1x * j2y - d2x * j1y) + (j1x * d2y - j2x * d1y)
+    td = t1 * du1 + t2 * du2 + t3 * du3
+    return (t1, t2, t3), ((du1 - t1 * td) / norm, (du2 - t2 * td) / norm, (du3 - t3 * td) / norm)
 
 
-def _d2(q, q0):
-    return (q[0] - q0[0]) * (q[0] - q0[0]) + (q[1] - q0[1]) * (q[1] - q0[1]) + (q[2] - q0[2]) * (q[2] - q0[2])
+def _onto_goal(links, gx, gy, q, k, eps, newton):
+    """Newton steps on the two joints other than k (joint k stays) until the tool is within eps of
+    (gx, gy): (pose, link vectors, fk evaluations, steps); pose None if the error stops halving."""
+    q = list(q)
+    i, j = (1, 2) if k == 0 else (0, 2) if k == 1 else (0, 1)
+    prev = math.inf
+    n = 0
+    while True:
+        c, s = _arm3(links, q)
+        ex = gx - (c[0] + c[1] + c[2])
+        ey = gy - (s[0] + s[1] + s[2])
+        e = math.sqrt(ex * ex + ey * ey)
+        if e <= eps:
+            return q, c, s, n + 1, n
+        if not e < 0.5 * prev or n == newton:
+            return None, c, s, n + 1, n
+        prev = e
+        j3x, j3y = -s[2], c[2]
+        j2x, j2y = j3x - s[1], j3y + c[1]
+        jx, jy = (j2x - s[0], j2x, j3x), (j2y + c[0], j2y, j3y)
+        a, b, cc, dd = jx[i], jx[j], jy[i], jy[j]
+        det = a * dd - b * cc
+        if not abs(det) > 1e-300:
+            return None, c, s, n + 1, n
+        q[i] += (dd * ex - b * ey) / det
+        q[j] += (a * ey - cc * ex) / det
+        n += 1
 
 
 def _slide(P: _Plain, gx, gy, q0, q, tol, max_iter):
-    """Slide a 3-link pose on the goal along its self-motion towards q0 until it is the nearest such
-    pose that keeps _SLIDE_MARGIN from every joint limit (or for at most _SLIDE_MAX steps).
+    """Slide a 3-link pose on the goal along its self-motion towards q0 to the nearest such pose that
+    keeps _SLIDE_MARGIN from every joint limit: the local minimum of |q - q0|^2 along the motion,
+    downhill from q.
 
     DLS from q0 takes the minimum-norm path, which can end far from the nearest pose (from home on
     seed-3link, for 1 target in 4 over 10 degrees further; test_ik checks the slide's result against
-    a search). Each step goes along the tangent by a Newton step on the projection of q - q0 (its
-    slope estimated from the previous step), then back onto the goal with DLS; it is kept if the pose
-    came nearer, else halved (up to _SLIDE_HALVINGS times). A step that would take a joint into the
-    margin stops there and pins that joint. The margin keeps poses off the limits (a pose jammed
-    against one is a calibration error away from outside it); a joint already inside the margin may
-    stay there or move out of it. Returns (q, iterations, fk_evals, jac_evals). ``_ikcore.c`` does
-    the same, step for step."""
+    a search). Unless q is already the nearest to first order (_SLIDE_SKIP), each step is a Newton
+    step on the slope g = t . (q - q0) along the unit tangent t, with its exact derivative
+    1 + (q - q0) . dt/ds, at most _SLIDE_STEP and the radius of curvature; the pose goes there to
+    second order (q + h t + h^2/2 dt/ds), then back onto the goal by Newton on the two joints other
+    than the one that moves most (exact to 1e-3 tol). A step is kept if the pose came nearer, else
+    halved. A step that would take a joint into the margin stops there and pins that joint (the pose
+    is then that one). The margin keeps poses off the limits (a pose jammed against one is a
+    calibration error away from outside it); a joint already inside the margin may stay there or move
+    out of it. Stops when |g| < _SLIDE_CONV (rad). Returns (q, iterations, fk_evals, jac_evals).
+    ``_ikcore.c`` does the same, step for step."""
     links = P.links
     lo = [min(a + min(_SLIDE_MARGIN, 0.25 * (b - a)), v) for a, b, v in zip(P.lo, P.hi, q)]
     hi = [max(b - min(_SLIDE_MARGIN, 0.25 * (b - a)), v) for a, b, v in zip(P.lo, P.hi, q)]
-    lam = 0.01 * (links[0] + links[1])
-    fix_iter = min(max_iter, _SLIDE_FIX_ITER)
-    d = _d2(q, q0)
-    it = fk_evals = jac_evals = 0
-    s = prev_s = prev_g = 0.0
-    have_prev = False
+    newton = max(0, min(max_iter, _SLIDE_NEWTON))
+    eps = 1e-3 * tol
+    d = _dsq(q, q0)
+    c, s = _arm3(links, q)
+    it = jac_evals = 0
+    fk_evals = 1
     for k in range(_SLIDE_MAX):
-        t = _tangent(links, q)
-        if t is None:
+        motion = _self_motion(c, s)
+        if motion is None:
             break
-        g = t[0] * (q[0] - q0[0]) + t[1] * (q[1] - q0[1]) + t[2] * (q[2] - q0[2])
-        if k == 0 and abs(g) < _SLIDE_SKIP:
-            break  # already the nearest pose, to first order
-        alpha = -g
-        if have_prev:
-            slope = (g - prev_g) / (s - prev_s)
-            if slope > 0.1:
-                alpha = -g / slope
-        alpha = min(max(alpha, -_SLIDE_STEP), _SLIDE_STEP)
-        moved = False
+        t, dt = motion
+        w1, w2, w3 = q[0] - q0[0], q[1] - q0[1], q[2] - q0[2]
+        g = t[0] * w1 + t[1] * w2 + t[2] * w3
+        if abs(g) < _SLIDE_CONV or (k == 0 and abs(g) < _SLIDE_SKIP):
+            break  # the nearest pose (the first time: to first order, and q stays as it is)
+        kappa = math.sqrt(dt[0] * dt[0] + dt[1] * dt[1] + dt[2] * dt[2])
+        step = min(_SLIDE_STEP, 1.0 / kappa) if kappa > 0.0 else _SLIDE_STEP
+        slope = 1.0 + (dt[0] * w1 + dt[1] * w2 + dt[2] * w3)
+        # (where the distance curves down, downhill as far as a step goes)
+        alpha = -g / slope if slope > 0.0 else -math.copysign(step, g)
+        alpha = min(max(alpha, -step), step)
+        moved = pinned = False
         tries = 0
-        while not moved and abs(alpha) > _SLIDE_MIN and tries <= _SLIDE_HALVINGS:
+        while not moved and tries <= _SLIDE_HALVINGS:
             tries += 1
-            # A step that takes a joint into the margin stops there; that joint stays pinned while DLS
-            # brings the other two back onto the goal (where the self-motion meets the margin: the
+            # A step that takes a joint into the margin stops there; that joint stays pinned while
+            # the other two come back onto the goal (where the self-motion meets the margin: the
             # nearest pose when the nearest lies beyond it).
             frac, pin = 1.0, -1
-            for j in range(3):
-                dq = alpha * t[j]
-                room = (hi[j] - q[j]) / dq if dq > 0.0 else (lo[j] - q[j]) / dq if dq < 0.0 else 1.0
+            for m in range(3):
+                dq = alpha * t[m]
+                room = (hi[m] - q[m]) / dq if dq > 0.0 else (lo[m] - q[m]) / dq if dq < 0.0 else 1.0
                 if room < frac:
-                    frac, pin = room, j
-            start = [q[0] + frac * alpha * t[0], q[1] + frac * alpha * t[1], q[2] + frac * alpha * t[2]]
-            lo_f, hi_f = lo, hi
+                    frac, pin = room, m
+            h = frac * alpha
+            pred = [q[m] + h * t[m] + 0.5 * h * h * dt[m] for m in range(3)]
             if pin >= 0:
-                start[pin] = limit = lo[pin] if alpha * t[pin] < 0.0 else hi[pin]
-                lo_f, hi_f = list(lo), list(hi)
-                lo_f[pin] = hi_f[pin] = limit
-            r = _dls_fast(links, gx, gy, start, lo_f, hi_f, tol, fix_iter, lam)
-            it += r.iterations
-            fk_evals += r.fk_evals
-            jac_evals += r.jac_evals
-            dn = _d2(r.q, q0)
-            if r.err <= tol and dn < d:
-                prev_s, prev_g, have_prev = s, g, True
-                s += alpha
-                q, d, moved = r.q, dn, True
+                fixed = pin
+                pred[pin] = lo[pin] if alpha * t[pin] < 0.0 else hi[pin]
             else:
-                alpha *= 0.5
-        if not moved or _on_limit(q, lo, hi):
-            # (a pinned joint leaves no self-motion: the pose is that one)
+                fixed = 0
+                if abs(t[1]) > abs(t[fixed]):
+                    fixed = 1
+                if abs(t[2]) > abs(t[fixed]):
+                    fixed = 2
+            r, rc, rs, evals, steps = _onto_goal(links, gx, gy, pred, fixed, eps, newton)
+            fk_evals += evals
+            it += steps
+            jac_evals += steps
+            if r is not None and _inside(r, lo, hi, 0.0):
+                dn = _dsq(r, q0)
+                # (a step this short is kept whatever rounding does to the distance)
+                if dn < d or abs(h) < _SLIDE_TINY:
+                    q, c, s, d = r, rc, rs, dn
+                    moved, pinned = True, pin >= 0
+                    continue
+            alpha *= 0.5
+        if not moved or pinned or abs(h) < 1e-10:
             break
-    if it:  # polish: the steps stop at tol, one more DLS step is usually a thousand times closer
-        r = _dls_fast(links, gx, gy, q, lo, hi, tol * 1e-3, fix_iter, lam)
-        it += r.iterations
-        fk_evals += r.fk_evals
-        jac_evals += r.jac_evals
-        if r.err <= tol:
-            q = r.q
     return q, it, fk_evals, jac_evals
-
-
-def _on_limit(q, lo, hi) -> bool:
-    return q[0] in (lo[0], hi[0]) or q[1] in (lo[1], hi[1]) or q[2] in (lo[2], hi[2])
 
 
 # ----------------------------------------------------------------------------
@@ -749,6 +960,9 @@ def _project(P: _Plain, tx, ty, phi):
     return 0.0, (tx, ty)
 
 
+_BLOCKED = "no pose inside the joint limits reaches the target"
+
+
 def _unreachable(arm: Arm, short: float, phi) -> str:
     return (
         f"unreachable: {short * 1000:.1f} mm outside the reach of arm '{arm.name}'"
@@ -780,12 +994,11 @@ def solve(
         return _layer().solve(arm, target, phi=phi, q0=q0, method=method, tol=tol, max_iter=max_iter)
     P = _plain(arm)
     if method == "dls" and phi is None and _core is not None:
-        # The general path below, in C, for when one of its starting points reaches the goal (the
-        # target, or out of reach the closest point the arm can reach); None: take the path below.
+        # The path below, in C, step for step; None (bad numbers): the path below says what is wrong.
         fast = _core.solve(P.links, P.lo, P.hi, target, P.home if q0 is None else q0, tol, max_iter)
         if fast is not None:
-            q, err, iterations, fk_evals, jac_evals, max_step, restarts, short = fast
-            reason = None if short == 0.0 else _unreachable(arm, short, phi)
+            q, err, iterations, fk_evals, jac_evals, max_step, restarts, short, blocked = fast
+            reason = _BLOCKED if blocked else None if short == 0.0 else _unreachable(arm, short, phi)
             return IKResult(
                 np.array(q), not reason, err, iterations, fk_evals, jac_evals, "dls", reason, short, max_step, restarts
             )
@@ -810,7 +1023,8 @@ def solve(
         tried_candidates = method == "dls" and (short > 0.0 or len(P.links) == 2 or phi is not None)
         if tried_candidates:
             found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=1)
-            starts = found[:1] or misses[:3] or [q0]
+            # (without a tool angle no other start reaches the goal: the closest pose below is the answer)
+            starts = found[:1] if phi is None else (found[:1] or misses[:3] or [q0])
         else:
             starts = [q0]
         runs = 0
@@ -836,8 +1050,21 @@ def solve(
                 # Stalled on a joint limit or in a local minimum: restart from
                 # the closed-form poses nearest the start, inside the limits.
                 tried_candidates = True
-                found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=2, coarse=True)
+                found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=2, coarse=True, coarse_only=True)
+                if phi is None and not found and not _reachable3(P.links, P.lo, P.hi, goal, q0):
+                    # no pose inside the limits reaches the goal: the closest pose below is the answer,
+                    # without the whole search that would find nothing
+                    break
+                if len(found) < 2:
+                    found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=2, coarse=True)
                 starts = found[:2] or misses[:3]
+    closest = None
+    if not hit and phi is None and (method == "dls" or q is None):
+        # No start reached the goal: the pose inside the limits closest to the target (exact). It reaches
+        # the goal when the searches missed a pose with a joint at a limit.
+        closest, q = _closest(P.links, P.lo, P.hi, tx, ty, q0)
+        x, y = _fk(P.links, q)
+        hit = math.sqrt((goal[0] - x) * (goal[0] - x) + (goal[1] - y) * (goal[1] - y)) <= tol
     if hit and method == "dls" and phi is None and len(P.links) == 3 and short == 0.0:
         q, it, fk_n, jac_n = _slide(P, goal[0], goal[1], q0, q, tol, max_iter)
         iterations += it
@@ -856,9 +1083,17 @@ def solve(
     if not hit and not _inside(q, P.lo, P.hi):
         reason = "solution outside the joint limits"
     elif not reached:
-        if method == "analytic" or not _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=1)[0]:
-            reason = "no pose inside the joint limits reaches the target"
-            short = error
+        if phi is not None:
+            blocked = method == "analytic" or not _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=1)[0]
+        elif closest is not None:  # q is the closest pose
+            blocked = True
+        else:  # newton or broyden did not get there: does any pose inside the limits?
+            closest = _closest(P.links, P.lo, P.hi, tx, ty, q0)[0]
+            blocked = closest > short + tol
+        if blocked:
+            reason = _BLOCKED
+            # (how far the target is from what the arm reaches: this pose's error, or the closest pose's)
+            short = error if closest is None or method in ("dls", "analytic") else closest
         else:
             reason = f"did not converge in {max_iter} iterations"
     elif short > 0.0:
@@ -1093,20 +1328,21 @@ def _solve_rows(arm: Arm, t, q_start, tol, max_iter) -> BatchIKResult:
     P = _plain(arm)
     m = len(t)
     q = np.empty((m, arm.n))
-    info = np.zeros((m, 4))  # solved (1/0), error, iterations, shortfall
+    info = np.zeros((m, 4))  # solved (1), blocked (2) or bad numbers (0), error, iterations, shortfall
     if _core is not None:
         _core.solve_rows(
             P.links, P.lo, P.hi, np.ascontiguousarray(t), np.ascontiguousarray(q_start), q, info, tol, max_iter
         )
-    solved = info[:, 0] == 1.0
+    solved = info[:, 0] != 0.0
+    blocked = info[:, 0] == 2.0
     error = info[:, 1]
     iters = info[:, 2].astype(int)
     short = info[:, 3]
-    ok = solved & (short == 0.0)
+    ok = solved & ~blocked & (short == 0.0)
     reasons: list = [None] * m
     for i in np.flatnonzero(solved & (short > 0.0)):
-        reasons[i] = _unreachable(arm, short[i], None)
-    for i in np.flatnonzero(~solved):  # every row without C; in C, rows where no start reaches the goal
+        reasons[i] = _BLOCKED if blocked[i] else _unreachable(arm, short[i], None)
+    for i in np.flatnonzero(~solved):  # every row without C
         res = solve(arm, t[i], q0=q_start[i], method="dls", tol=tol, max_iter=max_iter)
         q[i], ok[i], error[i], iters[i], short[i], reasons[i] = (
             res.q,

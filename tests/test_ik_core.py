@@ -1,9 +1,12 @@
 """The C kernel (armctl._ikcore) gives what the pure-Python solver gives, only faster.
 
-``solve`` and ``solve_batch`` take a C path for DLS without a tool angle; the
-pure-Python path (used when the extension is not built) is the reference.
-test_ik.py runs all its tests on both paths; here they are compared result by
-result on random arms, targets and start poses, reachable or not.
+``solve`` and ``solve_batch`` take a C path for DLS without a tool angle, every
+case of it: reachable targets (with the nearest-pose slide on 3 links), targets
+out of reach, and targets the joint limits block (the start-pose search, the
+closest pose inside the limits). The pure-Python path (used when the extension
+is not built) is the reference. test_ik.py runs all its tests on both paths;
+here they are compared result by result on random arms, targets and start
+poses, reachable or not.
 """
 
 import math
@@ -61,19 +64,52 @@ def test_c_and_python_agree_on_random_arms(core, c):
     same(ik.solve(arm, target, q0=q0), pure_python(ik.solve, arm, target, q0=q0))
 
 
+def _hard_targets(arm, rng, count):
+    """Near-singular poses (the joints after the shoulder within 0.01 rad of straight), targets behind
+    the shoulder beyond reach and within it, and points of the reach annulus at random."""
+    shoulder = rng.uniform(arm.q_min[:1], arm.q_max[:1], (count, 1))
+    near = np.concatenate([shoulder, rng.uniform(-0.01, 0.01, (count, arm.n - 1))], axis=1)
+    ang = rng.uniform(math.pi / 2, 3 * math.pi / 2, count)
+    r = arm.reach_max * rng.uniform(0.05, 2.0, count)
+    r_any = rng.uniform(arm.reach_min, arm.reach_max, count)
+    ang_any = rng.uniform(-math.pi, math.pi, count)
+    return np.concatenate(
+        [
+            fk(arm.links_m, np.clip(near, arm.q_min, arm.q_max)),
+            np.stack([r * np.cos(ang), r * np.sin(ang)], axis=1),
+            np.stack([r_any * np.cos(ang_any), r_any * np.sin(ang_any)], axis=1),
+        ]
+    )
+
+
 @pytest.mark.parametrize("name", ["seed-2link", "seed-3link"])
 def test_c_and_python_agree_on_the_presets(core, name):
     arm = load_arm(name)
     rng = np.random.default_rng(7)
     q = rng.uniform(arm.q_min, arm.q_max, (300, arm.n))
-    targets = np.concatenate([fk(arm.links_m, q), rng.uniform(-1.5, 1.5, (100, 2)), [[0.0, 0.0], [arm.reach_max, 0]]])
+    edges = [[0.0, 0.0], [arm.reach_max, 0]]
+    targets = np.concatenate([fk(arm.links_m, q), rng.uniform(-1.5, 1.5, (100, 2)), edges, _hard_targets(arm, rng, 60)])
+    # random start poses, then home (from where the slide has furthest to go)
     starts = rng.uniform(arm.q_min, arm.q_max, (len(targets), arm.n))
-    took_c = []
+    starts[200:] = arm.home_rad
+    kinds = set()
     for t, q0 in zip(targets, starts):
-        same(ik.solve(arm, t, q0=q0), pure_python(ik.solve, arm, t, q0=q0))
-        took_c.append(core.solve(*_arm_args(arm), t, q0, ik.DEFAULT_TOL_M, ik.DEFAULT_MAX_ITER) is not None)
-    # the C path is the common case: targets the arm can reach inside its limits
-    assert sum(took_c[:300]) >= 0.97 * 300, sum(took_c[:300])
+        c = ik.solve(arm, t, q0=q0)
+        same(c, pure_python(ik.solve, arm, t, q0=q0))
+        # every case takes the C path
+        assert core.solve(*_arm_args(arm), t, q0, ik.DEFAULT_TOL_M, ik.DEFAULT_MAX_ITER) is not None
+        kinds.add("ok" if c.ok else c.reason.split(":")[0])
+    assert kinds == {"ok", "unreachable", "no pose inside the joint limits reaches the target"}, kinds
+
+
+@settings(max_examples=300, deadline=None)
+@given(case())
+def test_c_takes_every_case(core, c):
+    """No finite input leaves the C kernel for the Python path: it returns an answer (ok, out of reach,
+    or blocked by the limits) whatever the arm, target and start pose."""
+    arm, target, q0 = c
+    P = ik._plain(arm)
+    assert core.solve(P.links, P.lo, P.hi, target, q0, ik.DEFAULT_TOL_M, ik.DEFAULT_MAX_ITER) is not None
 
 
 def _arm_args(arm):
@@ -86,7 +122,7 @@ def test_batch_rows_are_the_single_solves(core, name):
     arm = load_arm(name)
     rng = np.random.default_rng(3)
     q = rng.uniform(arm.q_min, arm.q_max, (200, arm.n))
-    targets = np.concatenate([fk(arm.links_m, q), rng.uniform(-1.5, 1.5, (50, 2))])
+    targets = np.concatenate([fk(arm.links_m, q), rng.uniform(-1.5, 1.5, (50, 2)), _hard_targets(arm, rng, 30)])
     res = ik.solve_batch(arm, targets)
     for i, t in enumerate(targets):
         one = pure_python(ik.solve, arm, t)
@@ -102,6 +138,19 @@ def test_odd_input_falls_back_to_the_checks(core):
     for target, q0 in [((math.nan, 0.1), P.home), ((0.3, 0.2), [0.0, math.inf, 0.0]), ((0.3,), P.home), ("ab", P.home)]:
         assert core.solve(P.links, P.lo, P.hi, target, q0, 1e-9, 100) is None
     assert core.solve(P.links, P.lo, P.hi, (0.3, 0.2), P.home, 1e-9, 10**30) is None  # max_iter beyond a C long
+
+
+def test_arrays_and_lists_give_the_same_answer(core):
+    """Float64 arrays are read from their buffer; any other array (strided, float32, big-endian, ints)
+    as a sequence: every form gives the answer its values give as a list."""
+    arm = load_arm("seed-3link")
+    P = ik._plain(arm)
+    q0 = [0.3, -1.2, 0.4]
+    for target in (np.array([0.5, 0.3]), np.array([[0.5, 9.0], [0.3, 9.0]])[:, 0], np.array([0.5, 0.25], "f4")):
+        for start in (np.array(q0), np.array(q0, ">f8"), np.array([[v, 9.0] for v in q0])[:, 0], np.array([0, -1, 0])):
+            got = core.solve(P.links, P.lo, P.hi, target, start, 1e-9, 100)
+            want = core.solve(P.links, P.lo, P.hi, target.tolist(), start.tolist(), 1e-9, 100)
+            assert got == want
 
 
 def test_the_kernel_is_the_python_kernel_step_for_step(core):

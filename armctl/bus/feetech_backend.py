@@ -95,8 +95,9 @@ class FeetechBackend(Backend):
         except BaseException:
             self.close()
             raise
+        names = sorted({MODEL_NAMES.get(m, f"model {m}").upper() for m in models.values()})
         self.info = BoardInfo(
-            firmware="feetech " + ", ".join(sorted({MODEL_NAMES.get(m, f"model {m}").upper() for m in models.values()})),
+            firmware="feetech " + ", ".join(names),
             protocol="feetech",
             channels=len(self.ids),
             depth=0,
