@@ -38,7 +38,8 @@ def throughput(seconds: float) -> dict:
     try:
         with ArmProtocolBackend(sim.path, watchdog_s=0) as b:
             widths = {0: 1500.5, 1: 1500.5, 2: 1500.5, 3: 1500.5}
-            line_len = len(codec.move(123, 1, [3001] * 4))
+            # the line these moves make on this board (its version and channel count)
+            line_len = len(codec.move(123, 1, [3001] * 4 + [None] * (b.info.channels - 4), version=b.version))
             t0 = time.monotonic()
             n = 0
             while time.monotonic() - t0 < seconds:

@@ -2,14 +2,21 @@
  * armctl firmware for the Arduino Uno (ATmega328P, 16 MHz): the hardware side.
  *
  * - UART0 at 115200 baud (U2X, UBRR 16), interrupt driven, with receive and
- *   transmit rings; the protocol (proto.c) runs in the main loop.
+ *   transmit rings; the protocol (proto.c, version 2) runs in the main loop.
  * - Timer2 makes the 20 ms frame boundaries; Timer1 (counting CPU cycles)
  *   times the pulse edges. Widths arrive in 0.5 us ticks (8 cycles) and
  *   every edge is placed to the exact cycle.
- * - Channels 0-3 are Arduino pins D9-D12 (PB1-PB4). In each frame the
- *   channels that have a width pulse one after another, starting 1.5 ms
- *   after the boundary; the falling edge of one and the rising edge of the
- *   next are a single write to PORTB.
+ * - 8 channels: 0-3 on D9-D12 (PB1-PB4, as in version 1), 4-6 on D5-D7
+ *   (PD5-PD7), 7 on D8 (PB0). Not D13: the bootloader blinks its LED at
+ *   reset, which a servo would take for pulses.
+ * - Two lanes of four channels pulse side by side: in each lane the channels
+ *   that have a width pulse one after another, the falling edge of one and
+ *   the rising edge of the next being one port write. Lane A (channels 0-3)
+ *   starts 1.5 ms after the boundary; lane B (4-7) starts with it, shifted
+ *   later just enough that each of its edges either falls on one of lane A's
+ *   (one write sets both) or lies at least EDGE_GAP away, so every edge gets
+ *   its own exact interrupt. One lane of 8 would not fit the frame: 1.5 ms +
+ *   8 x 2.5 ms > 20 ms (docs/protocol.md, "Channels on an Uno").
  * - Widths change only at frame boundaries: proto_boundary() computes the
  *   frame's widths inside the boundary interrupt, before its first edge.
  * - The AVR's hardware watchdog (500 ms) resets a hung firmware; the boot id
@@ -24,10 +31,13 @@
 #include "proto.h"
 
 #define BAUD_UBRR 16          /* 115200 baud with U2X at 16 MHz (2.1% fast, like the Arduino core) */
-#define CH_PORT PORTB
-#define CH_DDR DDRB
-#define CH_SHIFT 1            /* channel 0 = PB1 = D9 ... channel 3 = PB4 = D12 */
-#define CH_MASK (((1 << PROTO_NCH) - 1) << CH_SHIFT)
+
+/* each channel's pin: a bit in PORTB or in PORTD */
+static const uint8_t CH_PB[PROTO_NCH] = { _BV(PB1), _BV(PB2), _BV(PB3), _BV(PB4), 0, 0, 0, _BV(PB0) };
+static const uint8_t CH_PD[PROTO_NCH] = { 0, 0, 0, 0, _BV(PD5), _BV(PD6), _BV(PD7), 0 };
+#define PB_CH_MASK (_BV(PB0) | _BV(PB1) | _BV(PB2) | _BV(PB3) | _BV(PB4))
+#define PD_CH_MASK (_BV(PD5) | _BV(PD6) | _BV(PD7))
+#define LANE 4                /* channels per lane: 0-3 (A) and 4-7 (B) */
 
 static proto_t P;
 
@@ -97,25 +107,119 @@ static void uart_init(void)
  * are pending and every edge is timed from the previous one. Compare A
  * fires EDGE_LEAD cycles early; the handler polls TCNT1 up to the target,
  * measures how late it is (0..SLED cycles) and waits out the rest, so the
- * port write lands a fixed number of cycles after the target whatever the
- * interrupt latency: widths are exact to the cycle (1/16 us).
+ * port writes land a fixed number of cycles after the target whatever the
+ * interrupt latency: widths are exact to the cycle (1/16 us). An edge writes
+ * both ports, PORTB then PORTD one cycle later, every time: a channel's
+ * rising and falling edges come from the same write, so its width is exact.
  */
 #define CYCLES_PER_TICK 8u    /* protocol ticks are 0.5 us */
 #define T2_PERIODS 5u         /* 5 x 4 ms = 20 ms */
 #define FIRST_EDGE 24000u     /* cycles after the boundary: 1.5 ms to compute the frame */
 #define EDGE_LEAD 1600u       /* cycles: compare A fires 100 us before the edge */
 #define SLED 16u              /* lateness the edge handler absorbs, cycles */
-/* cycles from one port write to the Timer1 restart that follows it, plus
- * from the end of polling to the next port write (measured in simavr:
+/* cycles from the first port write to the Timer1 restart that follows it,
+ * plus from the end of polling to the next port write (measured in simavr:
  * widths come out exact; real hardware may differ by a cycle, 0.06 us) */
-#define EDGE_FIXED 31u
+#define EDGE_FIXED 32u
+/* Ticks between an edge of lane B and one of lane A, unless they coincide:
+ * the edge interrupt returns ~5 us after its write and the next one must be
+ * armed EDGE_LEAD before its edge, so 125 us. */
+#define EDGE_GAP 250u
+#define MAX_EDGES (2 * (LANE + 1))
 
-static volatile uint16_t edge_w[PROTO_NCH];   /* cycles from each edge to the next */
-static volatile uint8_t edge_pat[PROTO_NCH + 1];
+static volatile uint16_t edge_w[MAX_EDGES];   /* cycles from each edge to the next (minus EDGE_FIXED) */
+static volatile uint8_t edge_pb[MAX_EDGES], edge_pd[MAX_EDGES]; /* channel pins high after each edge */
 static volatile uint8_t edge_n, edge_k;
 static volatile uint16_t edge_target;         /* TCNT1 value of the next edge */
 static volatile uint8_t t2_period;            /* 4 ms periods since the last boundary */
 static volatile uint32_t frame_start_ticks;   /* 0.5 us ticks since boot at the last boundary */
+
+/* One lane's pulses, back to back: edge k at t[k] ticks from the lane's start
+ * raises ch[k] (k < n) and lowers the one before; edge n only lowers. */
+typedef struct {
+	uint16_t t[LANE + 1];
+	uint8_t ch[LANE];
+	uint8_t n;
+} lane_t;
+
+static void lane_build(lane_t *l, const uint16_t *w, uint8_t first_ch)
+{
+	uint16_t t = 0;
+	l->n = 0;
+	for (uint8_t k = 0; k < LANE; k++) {
+		if (!w[first_ch + k])
+			continue;
+		l->t[l->n] = t;
+		l->ch[l->n] = (uint8_t)(first_ch + k);
+		t += w[first_ch + k];
+		l->n++;
+	}
+	l->t[l->n] = t;
+}
+
+/*
+ * Lane B's start (ticks after lane A's): the least offset at which none of
+ * its edges lies within EDGE_GAP of one of lane A's without falling exactly
+ * on it. Each move passes one pair of edges for good and moves less than
+ * 2 * EDGE_GAP, and there are at most 5 x 5 pairs: the offset stays below
+ * 50 * EDGE_GAP = 6.25 ms, so lane B ends by 1.5 + 6.25 + 4 x 2.5 = 17.75 ms.
+ */
+static uint16_t lane_offset(const lane_t *a, const lane_t *b)
+{
+	uint16_t off = 0;
+	if (!a->n || !b->n)
+		return 0;
+	for (;;) {
+		uint8_t moved = 0;
+		for (uint8_t i = 0; i <= a->n; i++)
+			for (uint8_t j = 0; j <= b->n; j++) {
+				int32_t d = (int32_t)off + b->t[j] - a->t[i];
+				if (d != 0 && d > -(int32_t)EDGE_GAP && d < (int32_t)EDGE_GAP) {
+					off = (uint16_t)(off + EDGE_GAP - d);
+					moved = 1;
+				}
+			}
+		if (!moved)
+			return off;
+	}
+}
+
+/* The frame's edges, both lanes merged in time order, into edge_*; returns how many. */
+static uint8_t frame_edges(const uint16_t *w)
+{
+	lane_t a, b;
+	lane_build(&a, w, 0);
+	lane_build(&b, w, LANE);
+	uint16_t off = lane_offset(&a, &b);
+	uint8_t i = 0, j = 0, n = 0, hi_a = 0xFF, hi_b = 0xFF;
+	uint8_t ia = a.n ? a.n + 1 : 0, jb = b.n ? b.n + 1 : 0; /* edges per lane */
+	uint16_t prev = 0;
+	while (i < ia || j < jb) {
+		uint16_t ta = i < ia ? a.t[i] : 0xFFFF;
+		uint16_t tb = j < jb ? (uint16_t)(off + b.t[j]) : 0xFFFF;
+		uint16_t t = ta < tb ? ta : tb;
+		if (ta == t) {
+			hi_a = i < a.n ? a.ch[i] : 0xFF;
+			i++;
+		}
+		if (tb == t) {
+			hi_b = j < b.n ? b.ch[j] : 0xFF;
+			j++;
+		}
+		uint8_t pb = 0, pd = 0;
+		if (hi_a != 0xFF)
+			pb |= CH_PB[hi_a], pd |= CH_PD[hi_a];
+		if (hi_b != 0xFF)
+			pb |= CH_PB[hi_b], pd |= CH_PD[hi_b];
+		edge_pb[n] = pb;
+		edge_pd[n] = pd;
+		if (n) /* edges at most 2.5 ms apart (a width, or EDGE_GAP): fits 16 bits of cycles */
+			edge_w[n - 1] = (uint16_t)((t - prev) * CYCLES_PER_TICK - EDGE_FIXED);
+		prev = t;
+		n++;
+	}
+	return n;
+}
 
 ISR(TIMER2_COMPA_vect)
 {
@@ -123,6 +227,7 @@ ISR(TIMER2_COMPA_vect)
 		return;
 	t2_period = 0;
 	TCNT1 = 0; /* edges of this frame count from here */
+	TIMSK1 = 0;
 	frame_start_ticks += PROTO_FRAME_TICKS;
 	/* Compute the frame with interrupts on so the UART keeps running; no
 	 * edge is pending between frames, and the main loop cannot run until
@@ -132,20 +237,12 @@ ISR(TIMER2_COMPA_vect)
 	uint16_t w[PROTO_NCH];
 	for (uint8_t ch = 0; ch < PROTO_NCH; ch++)
 		w[ch] = P.out[ch];
+	uint8_t n = frame_edges(w);
 	cli();
 
-	uint8_t n = 0;
-	for (uint8_t ch = 0; ch < PROTO_NCH; ch++) {
-		if (!w[ch])
-			continue;
-		edge_w[n] = (uint16_t)(w[ch] * CYCLES_PER_TICK - EDGE_FIXED);
-		edge_pat[n] = (uint8_t)(1 << (ch + CH_SHIFT));
-		n++;
-	}
 	if (!n)
 		return;
-	edge_pat[n] = 0; /* the last falling edge */
-	edge_n = (uint8_t)(n + 1);
+	edge_n = n;
 	edge_k = 0;
 	uint16_t first = FIRST_EDGE;
 	if (TCNT1 > first - EDGE_LEAD - 200) /* the computation ran long: start later, widths unchanged */
@@ -156,8 +253,8 @@ ISR(TIMER2_COMPA_vect)
 	TIMSK1 = _BV(OCIE1A);
 }
 
-/* One pulse edge: the falling edge of one channel and the rising edge of
- * the next are a single write to the port. */
+/* One edge: the port writes that end one pulse and start the next of each
+ * lane that has an edge here (the other lane's pins are written unchanged). */
 ISR(TIMER1_COMPA_vect)
 {
 	uint8_t k = edge_k;
@@ -166,13 +263,14 @@ ISR(TIMER1_COMPA_vect)
 		return;
 	}
 	uint16_t t = edge_target;
-	uint8_t val = (uint8_t)((CH_PORT & (uint8_t)~CH_MASK) | edge_pat[k]);
+	uint8_t vb = (uint8_t)((PORTB & (uint8_t)~PB_CH_MASK) | edge_pb[k]);
+	uint8_t vd = (uint8_t)((PORTD & (uint8_t)~PD_CH_MASK) | edge_pd[k]);
 	while (TCNT1 < t)
 		;
 	uint8_t late = (uint8_t)(TCNT1L - (uint8_t)t);
 	if (late > SLED)
 		late = SLED; /* only if this handler started too late: the edge is late */
-	/* skip `late` of SLED nops, write the port, restart Timer1: both at a
+	/* skip `late` of SLED nops, write the ports, restart Timer1: all at a
 	 * fixed number of cycles after TCNT1 reached t */
 	__asm__ __volatile__(
 		"ldi r30, lo8(pm(1f))\n\t"
@@ -183,12 +281,13 @@ ISR(TIMER1_COMPA_vect)
 		"1:\n\t"
 		"nop\n\tnop\n\tnop\n\tnop\n\tnop\n\tnop\n\tnop\n\tnop\n\t"
 		"nop\n\tnop\n\tnop\n\tnop\n\tnop\n\tnop\n\tnop\n\tnop\n\t"
-		"out %[port], %[val]\n\t"
+		"out %[portb], %[vb]\n\t"
+		"out %[portd], %[vd]\n\t"
 		"sts %[tcnth], __zero_reg__\n\t"
 		"sts %[tcntl], __zero_reg__\n\t"
 		:
-		: [late] "r"(late), [port] "I"(_SFR_IO_ADDR(CH_PORT)), [val] "r"(val),
-		  [tcnth] "n"(_SFR_MEM_ADDR(TCNT1H)), [tcntl] "n"(_SFR_MEM_ADDR(TCNT1L))
+		: [late] "r"(late), [portb] "I"(_SFR_IO_ADDR(PORTB)), [vb] "r"(vb), [portd] "I"(_SFR_IO_ADDR(PORTD)),
+		  [vd] "r"(vd), [tcnth] "n"(_SFR_MEM_ADDR(TCNT1H)), [tcntl] "n"(_SFR_MEM_ADDR(TCNT1L))
 		: "r30", "r31");
 	if (k + 1 < edge_n) {
 		uint16_t next = edge_w[k];
@@ -203,8 +302,10 @@ ISR(TIMER1_COMPA_vect)
 
 static void timer_init(void)
 {
-	CH_PORT &= (uint8_t)~CH_MASK;
-	CH_DDR |= CH_MASK;
+	PORTB &= (uint8_t)~PB_CH_MASK;
+	PORTD &= (uint8_t)~PD_CH_MASK;
+	DDRB |= PB_CH_MASK;
+	DDRD |= PD_CH_MASK;
 	/* Timer1: normal mode, clk/1, compare A enabled per frame */
 	TCCR1A = 0;
 	TIMSK1 = 0;

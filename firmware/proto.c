@@ -1,5 +1,5 @@
 /*
- * The armctl serial protocol, version 1: board side. See proto.h and
+ * The armctl serial protocol, version 2: board side. See proto.h and
  * docs/protocol.md; section numbers below refer to that document. The Python
  * reference board (armctl/bus/board.py) makes the same decisions in the same
  * order, so both produce the same bytes for the test vectors.
@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#define MAXF 10 /* fields kept per line; the longest valid line (M) has 7 */
+#define MAXF (PROTO_NCH + 4) /* fields kept per line; the longest valid line (M) has NCH + 3 */
 
 /* ---------------------------------------------------------------- CRC */
 
@@ -112,15 +112,13 @@ static void o_hexmin(outline_t *o, uint8_t v)
 	o_ch(o, HEX[v & 0xF]);
 }
 
+/* a width in ticks, '-' for none (version 2: ticks on the wire) */
 static void o_width(outline_t *o, uint16_t ticks)
 {
-	if (!ticks) {
+	if (!ticks)
 		o_ch(o, '-');
-		return;
-	}
-	o_u32(o, ticks >> 1);
-	if (ticks & 1)
-		o_str(o, ".5");
+	else
+		o_u16(o, ticks, 0);
 }
 
 /* start a line: "<seq> <kind>"; seq < 0 is '-' */
@@ -266,7 +264,9 @@ void proto_boundary(proto_t *p)
 		p->cur_done = 0;
 		for (uint8_t ch = 0; ch < PROTO_NCH; ch++) {
 			uint16_t e = p->cur.ends[ch];
-			if (!e || !(p->mask >> ch & 1))
+			if (!(p->mask >> ch & 1))
+				e = p->cur.ends[ch] = 0; /* disabled while cmd_E was still clearing the queue */
+			if (!e)
 				p->cur_start[ch] = 0;
 			else /* a channel with no width yet starts at its end width */
 				p->cur_start[ch] = p->width[ch] ? p->width[ch] : e;
@@ -361,21 +361,18 @@ static uint32_t parse_uint(field_t f)
 enum { W_BAD, W_DASH, W_NUM };
 
 /*
- * A width field: '-' (W_DASH) or a number with an optional ".5" (W_NUM,
- * *ticks saturated at 0xFFFF; 0 is a well-formed width of 0 us, out of every
- * range); anything else is W_BAD.
+ * A width field: '-' (W_DASH) or a number of ticks (W_NUM, *ticks saturated
+ * at 0xFFFF; 0 is a well-formed width of 0 us, out of every range); anything
+ * else (a version 1 "1450.5" too) is W_BAD.
  */
 static uint8_t parse_width(field_t f, uint16_t *ticks)
 {
 	if (f.n == 1 && f.s[0] == '-')
 		return W_DASH;
-	uint8_t half = f.n >= 2 && f.s[f.n - 2] == '.' && f.s[f.n - 1] == '5';
-	field_t whole = { f.s, (uint8_t)(f.n - 2 * half) };
-	uint32_t v = parse_uint(whole);
+	uint32_t v = parse_uint(f);
 	if (v == MALFORMED)
 		return W_BAD;
-	v = v < 0x8000UL ? v * 2 + half : 0xFFFF;
-	*ticks = (uint16_t)v;
+	*ticks = v < 0xFFFFUL ? (uint16_t)v : 0xFFFF;
 	return W_NUM;
 }
 
@@ -542,23 +539,33 @@ static const char *cmd_E(proto_t *p, const field_t *a, uint8_t argc)
 		return "ARG";
 	if (mask >> PROTO_NCH)
 		return "RANGE";
-	PROTO_CRIT_BEGIN();
 	/* A disabled channel forgets its width, and every move forgets its
 	 * number for it: no pulse on it until a move accepted after it is
 	 * enabled again gives it one (section 3). */
-	for (uint8_t ch = 0; ch < PROTO_NCH; ch++) {
-		if (mask >> ch & 1)
-			continue;
-		p->width[ch] = 0;
-		p->cur.ends[ch] = 0;
-		p->cur_start[ch] = 0;
-		for (uint8_t k = 0; k < PROTO_DEPTH; k++)
-			p->queue[k].ends[ch] = 0;
+	{
+		PROTO_CRIT_BEGIN();
+		for (uint8_t ch = 0; ch < PROTO_NCH; ch++) {
+			if (mask >> ch & 1)
+				continue;
+			p->width[ch] = 0;
+			p->cur.ends[ch] = 0;
+			p->cur_start[ch] = 0;
+		}
+		p->mask = (uint8_t)mask;
+		p->expect++;
+		snap(p);
+		PROTO_CRIT_END();
 	}
-	p->mask = (uint8_t)mask;
-	p->expect++;
-	snap(p);
-	PROTO_CRIT_END();
+	/* The queue one move at a time, so interrupts wait at most one move's
+	 * worth (the edge interrupt starts 100 us early, not more); a move the
+	 * frame interrupt starts meanwhile is cleared there (proto_boundary). */
+	for (uint8_t k = 0; k < PROTO_DEPTH; k++) {
+		PROTO_CRIT_BEGIN();
+		for (uint8_t ch = 0; ch < PROTO_NCH; ch++)
+			if (!(mask >> ch & 1))
+				p->queue[k].ends[ch] = 0;
+		PROTO_CRIT_END();
+	}
 	return NULL;
 }
 
@@ -616,7 +623,12 @@ static const char *cmd_L(proto_t *p, const field_t *a, uint8_t argc)
 
 /* ------------------------------------------------------- one line */
 
-/* Section 4: one complete line without its '\n' (and without one '\r'). */
+/* Section 4: one complete line without its '\n' (and without one '\r'). Not
+ * inlined into proto_feed: its 200-byte frame and saved registers would be set
+ * up for every received byte, not once a line. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
 static void handle_line(proto_t *p, const char *s, uint8_t n, uint32_t now)
 {
 	/* 2. the checksum: " *XXXX" at the very end */

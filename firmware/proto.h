@@ -1,5 +1,5 @@
 /*
- * The armctl serial protocol, version 1 (docs/protocol.md): the board side.
+ * The armctl serial protocol, version 2 (docs/protocol.md): the board side.
  *
  * Plain C99 with no hardware access, so the same file runs on the ATmega328P
  * and in the host unit tests. The hardware layer (main.c) feeds received
@@ -7,23 +7,24 @@
  * 20 ms frame boundary (from the Timer1 interrupt) and reads out[] to shape
  * the pulses of that frame, and calls proto_poll() for the watchdog.
  *
- * Times are in ticks of 0.5 us (Timer1 at 16 MHz / 8), as a wrapping uint32.
- * Widths are in ticks too; 0 means "no width" (the wire's '-').
+ * Times are in ticks of 0.5 us, as a wrapping uint32. Widths are in ticks too,
+ * on the wire as well (version 2; version 1 wrote microseconds with ".5");
+ * 0 means "no width" (the wire's '-').
  */
 #ifndef ARMCTL_PROTO_H
 #define ARMCTL_PROTO_H
 
 #include <stdint.h>
 
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2
 #define PROTO_FW_NAME "armctl-fw"
-#define PROTO_NCH 4
+#define PROTO_NCH 8             /* at most 8: the enable mask is a byte */
 #define PROTO_DEPTH 16
 #define PROTO_FRAME_US 20000UL
 #define PROTO_TICKS_PER_US 2
 #define PROTO_FRAME_TICKS (PROTO_FRAME_US * PROTO_TICKS_PER_US)
 #define PROTO_HOST_LINE_MAX 64  /* bytes including '\n' */
-#define PROTO_BOARD_LINE_MAX 128
+#define PROTO_BOARD_LINE_MAX 160 /* version 2; the longest (S, 8 channels) is 134 */
 #define PROTO_LIMIT_MIN 1000    /* ticks: 500 us */
 #define PROTO_LIMIT_MAX 5000    /* ticks: 2500 us */
 

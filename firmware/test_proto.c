@@ -127,34 +127,37 @@ static void test_crc(void)
 	CHECK(proto_crc16("0 H ", 4) == 0x8EE8);
 }
 
+static void feed_str(proto_t *p, const char *s) { feed_raw(p, s, strlen(s), 0); }
+
 /* docs/protocol.md section 6, byte for byte */
 static void test_example_session(void)
 {
 	proto_t p;
 	proto_init(&p, 0x3F2A, emit);
-	feed_raw(&p, "0 H *8EE8\n", 10, 0);
-	EXPECT("0 H armctl-fw 1 4 16 20000 3F2A 500:2500 500:2500 500:2500 500:2500 *9517\n");
-	feed_raw(&p, "1 E F *BB9F\n", 12, 0);
+	feed_str(&p, "0 H *8EE8\n");
+	EXPECT("0 H armctl-fw 2 8 16 20000 3F2A 1000:5000 1000:5000 1000:5000 1000:5000 1000:5000 1000:5000 "
+	       "1000:5000 1000:5000 *CB0E\n");
+	feed_str(&p, "1 E FF *0C5E\n");
 	EXPECT("1 A 2 16 *2A59\n");
-	feed_raw(&p, "2 M 50 1500 1450.5 - - *58D4\n", 29, 0);
+	feed_str(&p, "2 M 50 3000 2901 - - - - - - *EB55\n");
 	EXPECT("2 A 3 15 *F81F\n");
 	frames(&p, 1);
-	CHECK(p.out[0] == 3000 && p.out[1] == 2901 && !p.out[2] && !p.out[3]);
-	feed_raw(&p, "3 W 500 H *5250\n", 16, 0);
+	CHECK(p.out[0] == 3000 && p.out[1] == 2901 && !p.out[2] && !p.out[3] && !p.out[7]);
+	feed_str(&p, "3 W 500 H *5250\n");
 	EXPECT("3 A 4 16 *21BB\n");
-	feed_raw(&p, "4 M 1 3000 - - - *0C86\n", 23, 0);
+	feed_str(&p, "4 M 1 6000 - - - - - - - *61B8\n");
 	EXPECT("4 R 5 16 RANGE *09EB\n");
 	frames(&p, 411);
-	feed_raw(&p, "5 Q *8B46\n", 10, 0);
-	EXPECT("5 S 412 5 16 F 1500 1450.5 - - 0 0 0 0 1 0 0 1 0 3F2A *861A\n");
+	feed_str(&p, "5 Q *8B46\n");
+	EXPECT("5 S 412 5 16 FF 3000 2901 - - - - - - 0 0 0 0 1 0 0 1 0 3F2A *3DE9\n");
 	/* Q is immediate and does not use up 5: the next sequenced line is 5 */
-	feed_raw(&p, "5 M 1 1500 1450 - - *E768\n", 26, 0);
+	feed_str(&p, "5 M 1 3000 2900 - - - - - - *A54B\n");
 	EXPECT("- N 5 16 CRC *0472\n");
-	feed_raw(&p, "5 M 1 1500 1450 - - *E767\n", 26, 0);
+	feed_str(&p, "5 M 1 3000 2900 - - - - - - *A54A\n");
 	EXPECT("5 A 6 15 *6AE3\n");
-	feed_raw(&p, "5 M 1 1500 1450 - - *E767\n", 26, 0);
+	feed_str(&p, "5 M 1 3000 2900 - - - - - - *A54A\n");
 	EXPECT("5 A 6 15 *6AE3\n");
-	feed_raw(&p, "6 X *AA02\n", 10, 0);
+	feed_str(&p, "6 X *AA02\n");
 	EXPECT("6 A 6 16 *12F4\n");
 	CHECK(p.count[PC_DUP] == 1 && p.count[PC_CRC] == 1);
 }
@@ -168,8 +171,9 @@ static void test_numbers(void)
 		fresh(&p, 1);
 		p.frame = frames_[k];
 		send(&p, 0, "1 Q");
-		char want[80];
-		snprintf(want, sizeof(want), "1 S %lu 1 16 F - - - - 0 0 0 0 0 0 0 0 0 0001", (unsigned long)frames_[k]);
+		char want[96];
+		snprintf(want, sizeof(want), "1 S %lu 1 16 FF - - - - - - - - 0 0 0 0 0 0 0 0 0 0001",
+			 (unsigned long)frames_[k]);
 		BODY(want);
 	}
 }
@@ -180,40 +184,40 @@ static void test_banner(void)
 	proto_init(&p, 0xBEEF, emit);
 	got_len = 0;
 	proto_banner(&p);
-	BODY("- ! BOOT armctl-fw 1 BEEF");
+	BODY("- ! BOOT armctl-fw 2 BEEF");
 }
 
 static void test_interpolation(void)
 {
 	proto_t p;
 	fresh(&p, 1);
-	send(&p, 0, "1 M 1 1000 - - 2000");
+	send(&p, 0, "1 M 1 2000 - - 4000 - - - 4000");
 	frames(&p, 1);
-	CHECK(p.out[0] == 2000 && p.out[3] == 4000);
+	CHECK(p.out[0] == 2000 && p.out[3] == 4000 && p.out[7] == 4000);
 	/* 2000 -> 2003 ticks over 4 frames: d=3, w_i = 2000 + (6i+4)/8 = 1,2,2,3 */
-	send(&p, 0, "2 M 4 1001.5 - - 1998.5");
+	send(&p, 0, "2 M 4 2003 - - 3997 - - - 3997");
 	for (int i = 1; i <= 4; i++) {
 		frames(&p, 1);
 		static const int up[] = { 0, 2001, 2002, 2002, 2003 };
 		static const int down[] = { 0, 3999, 3998, 3998, 3997 };
 		CHECK(p.out[0] == up[i]);
-		CHECK(p.out[3] == down[i]);
-		CHECK(p.out[1] == 0 && p.out[2] == 0); /* never given: no pulse */
+		CHECK(p.out[3] == down[i] && p.out[7] == down[i]);
+		CHECK(p.out[1] == 0 && p.out[2] == 0 && p.out[4] == 0); /* never given: no pulse */
 	}
 	/* 65535 frames of a 4000-tick swing: no overflow, exact end */
-	send(&p, 0, "3 M 65535 2500 - - 500");
+	send(&p, 0, "3 M 65535 5000 - - 1000 - - - 5000");
 	frames(&p, 32768);
 	CHECK(p.out[0] == 2003 + (2UL * 2997 * 32768 + 65535) / (2UL * 65535));
 	frames(&p, 32767);
-	CHECK(p.out[0] == 5000 && p.out[3] == 1000);
+	CHECK(p.out[0] == 5000 && p.out[3] == 1000 && p.out[7] == 5000);
 }
 
 static void test_back_to_back_and_empty(void)
 {
 	proto_t p;
 	fresh(&p, 1);
-	send(&p, 0, "1 M 2 1500 - - -");
-	send(&p, 0, "2 M 2 1600 - - -");
+	send(&p, 0, "1 M 2 3000 - - - - - - -");
+	send(&p, 0, "2 M 2 3200 - - - - - - -");
 	BODY("2 A 3 14");
 	frames(&p, 1);
 	CHECK(p.out[0] == 3000);
@@ -225,7 +229,7 @@ static void test_back_to_back_and_empty(void)
 	CHECK(p.out[0] == 3200);
 	CHECK(p.count[PC_EMPTY] == 0);
 	send(&p, 0, "3 Q");
-	BODY("3 S 4 3 16 F 1600 - - - 0 0 0 0 0 0 0 0 0 0001");
+	BODY("3 S 4 3 16 FF 3200 - - - - - - - 0 0 0 0 0 0 0 0 0 0001");
 	frames(&p, 1);
 	CHECK(p.count[PC_EMPTY] == 1);
 	frames(&p, 5);
@@ -236,10 +240,10 @@ static void test_stop_holds_current(void)
 {
 	proto_t p;
 	fresh(&p, 1);
-	send(&p, 0, "1 M 1 1000 - - -");
-	send(&p, 0, "2 M 10 2000 - - -");
-	send(&p, 0, "3 M 10 1000 - - -");
-	frames(&p, 4); /* 1000, then 3 frames of the 10-frame move */
+	send(&p, 0, "1 M 1 2000 - - - - - - -");
+	send(&p, 0, "2 M 10 4000 - - - - - - -");
+	send(&p, 0, "3 M 10 2000 - - - - - - -");
+	frames(&p, 4); /* 2000, then 3 frames of the 10-frame move */
 	uint16_t held = p.out[0];
 	CHECK(held == 2000 + 3 * 200);
 	send(&p, 0, "4 X");
@@ -247,29 +251,29 @@ static void test_stop_holds_current(void)
 	frames(&p, 3);
 	CHECK(p.out[0] == held);
 	send(&p, 0, "4 Q");
-	BODY("4 S 7 4 16 F 1300 - - - 0 0 0 0 0 0 0 0 0 0001");
+	BODY("4 S 7 4 16 FF 2600 - - - - - - - 0 0 0 0 0 0 0 0 0 0001");
 }
 
 static void test_enable_disable(void)
 {
 	proto_t p;
 	fresh(&p, 1);
-	send(&p, 0, "1 M 1 1500 1500 - -");
+	send(&p, 0, "1 M 1 3000 3000 - - - - - -");
 	frames(&p, 1);
-	send(&p, 0, "2 E D"); /* channel 1 off */
+	send(&p, 0, "2 E FD"); /* channel 1 off */
 	BODY("2 A 3 16");
 	CHECK(p.out[1] == 3000); /* from the next frame */
 	frames(&p, 1);
 	CHECK(p.out[1] == 0 && p.out[0] == 3000);
-	send(&p, 0, "3 M 1 - 1600 - -");
+	send(&p, 0, "3 M 1 - 3200 - - - - - -");
 	BODY("3 R 4 16 OFF");
-	send(&p, 0, "4 E F");
+	send(&p, 0, "4 E FF");
 	frames(&p, 2);
 	CHECK(p.out[1] == 0); /* forgot its width: still no pulse */
-	send(&p, 0, "5 M 1 - 1600 - -");
+	send(&p, 0, "5 M 1 - 3200 - - - - - -");
 	frames(&p, 1);
 	CHECK(p.out[1] == 3200);
-	send(&p, 0, "6 E 1F");
+	send(&p, 0, "6 E 1FF");
 	BODY("6 R 7 16 RANGE");
 	send(&p, 0, "7 E FFF"); /* well formed, too large */
 	BODY("7 R 8 16 RANGE");
@@ -277,9 +281,10 @@ static void test_enable_disable(void)
 	BODY("8 R 9 16 ARG");
 	send(&p, 0, "9 E 0");
 	frames(&p, 1);
-	CHECK(!p.out[0] && !p.out[1] && !p.out[2] && !p.out[3]);
+	for (int ch = 0; ch < PROTO_NCH; ch++)
+		CHECK(!p.out[ch]);
 	send(&p, 0, "10 Q");
-	BODY("10 S 6 10 16 0 - - - - 0 0 0 0 4 0 0 2 0 0001");
+	BODY("10 S 6 10 16 0 - - - - - - - - 0 0 0 0 4 0 0 2 0 0001");
 }
 
 static void test_watchdog(void)
@@ -287,10 +292,10 @@ static void test_watchdog(void)
 	proto_t p;
 	const uint32_t MS = 2000; /* ticks per ms */
 	fresh(&p, 1);
-	send(&p, 0, "1 M 1 1500 - - -");
+	send(&p, 0, "1 M 1 3000 - - - - - - -");
 	send(&p, 0, "2 W 100 H");
 	BODY("2 A 3 15");
-	send(&p, 10 * MS, "3 M 100 2000 - - -");
+	send(&p, 10 * MS, "3 M 100 4000 - - - - - - -");
 	frames(&p, 3);
 	proto_poll(&p, 109 * MS); /* 99 ms after the last line: not yet */
 	CHECK(p.count[PC_WDOG] == 0);
@@ -331,30 +336,37 @@ static void test_limits(void)
 {
 	proto_t p;
 	fresh(&p, 1);
-	send(&p, 0, "1 M 1 1500 - - -");
-	send(&p, 0, "2 L 0 1600 2000");
-	BODY("2 R 3 15 RANGE"); /* the queued 1500 falls outside */
+	send(&p, 0, "1 M 1 3000 - - - - - - -");
+	send(&p, 0, "2 L 0 3200 4000");
+	BODY("2 R 3 15 RANGE"); /* the queued 3000 falls outside */
 	frames(&p, 1);
-	send(&p, 0, "3 L 0 1000 2000.5");
+	send(&p, 0, "3 L 0 2000 4001");
 	BODY("3 A 4 16");
-	send(&p, 0, "4 M 1 2001 - - -");
+	send(&p, 0, "4 M 1 4002 - - - - - - -");
 	BODY("4 R 5 16 RANGE");
-	send(&p, 0, "5 M 1 2000.5 - - -");
+	send(&p, 0, "5 M 1 4001 - - - - - - -");
 	BODY("5 A 6 15");
-	send(&p, 0, "6 H");
-	BODY("6 H armctl-fw 1 4 16 20000 0001 1000:2000.5 500:2500 500:2500 500:2500");
-	send(&p, 0, "7 L 4 1000 2000");
-	BODY("7 R 8 15 RANGE");
-	send(&p, 0, "8 L 256 1000 2000");
+	send(&p, 0, "6 L 7 1200 4800");
+	BODY("6 A 7 15");
+	send(&p, 0, "7 H");
+	BODY("7 H armctl-fw 2 8 16 20000 0001 2000:4001 1000:5000 1000:5000 1000:5000 1000:5000 1000:5000 1000:5000 "
+	     "1200:4800");
+	send(&p, 0, "8 L 8 2000 4000");
 	BODY("8 R 9 15 RANGE");
-	send(&p, 0, "9 L 1 499.5 2000");
+	send(&p, 0, "9 L 256 2000 4000");
 	BODY("9 R 10 15 RANGE");
-	send(&p, 0, "10 L 1 2000 2000");
+	send(&p, 0, "10 L 1 999 4000");
 	BODY("10 R 11 15 RANGE");
-	send(&p, 0, "11 L 1 - 2000");
-	BODY("11 R 12 15 ARG");
-	send(&p, 0, "12 L 1 1000");
+	send(&p, 0, "11 L 1 4000 4000");
+	BODY("11 R 12 15 RANGE");
+	send(&p, 0, "12 L 1 - 4000");
 	BODY("12 R 13 15 ARG");
+	send(&p, 0, "13 L 1 2000");
+	BODY("13 R 14 15 ARG");
+	send(&p, 0, "14 L 1 1000.5 4000"); /* a version 1 width */
+	BODY("14 R 15 15 ARG");
+	send(&p, 0, "15 L 1 1000 5001");
+	BODY("15 R 16 15 RANGE");
 }
 
 /* issue 6: accepted limits go to the store (EEPROM on the board), rejected ones do not; limits read
@@ -375,10 +387,10 @@ static void test_limits_store(void)
 	proto_t p;
 	fresh(&p, 1);
 	p.on_limits = store;
-	send(&p, 0, "1 L 2 800 2200.5");
+	send(&p, 0, "1 L 2 1600 4401");
 	BODY("1 A 2 16");
 	CHECK(stores == 1 && stored_ch == 2 && stored_lo == 1600 && stored_hi == 4401);
-	send(&p, 0, "2 L 2 2200 800");
+	send(&p, 0, "2 L 2 4400 1600");
 	BODY("2 R 3 16 RANGE");
 	CHECK(stores == 1);
 	proto_init(&p, 2, p.emit); /* a reset: RAM limits gone, restored from the store */
@@ -386,7 +398,8 @@ static void test_limits_store(void)
 	CHECK(proto_restore_limits(&p, 2, stored_lo, stored_hi) == 1);
 	CHECK(p.lo[2] == 1600 && p.hi[2] == 4401);
 	CHECK(proto_restore_limits(&p, 1, 0xFFFF, 0xFFFF) == 0 && p.lo[1] == 1000 && p.hi[1] == 5000);
-	CHECK(proto_restore_limits(&p, 4, 1600, 4000) == 0);
+	CHECK(proto_restore_limits(&p, 7, 1600, 4000) == 1 && p.lo[7] == 1600);
+	CHECK(proto_restore_limits(&p, 8, 1600, 4000) == 0);
 	CHECK(proto_restore_limits(&p, 0, 999, 4000) == 0 && p.lo[0] == 1000);
 }
 
@@ -394,36 +407,38 @@ static void test_move_args(void)
 {
 	proto_t p;
 	fresh(&p, 1);
+#define D7 " - - - - - - -" /* the other seven channels: no change */
 	static const struct { const char *args; const char *reason; } cases[] = {
-		{ "0 1500 - - -", "RANGE" },
-		{ "65536 1500 - - -", "RANGE" },
-		{ "1000000000 1500 - - -", "RANGE" },
-		{ "1000000001 1500 - - -", "RANGE" },
-		{ "12345678901 1500 - - -", "RANGE" }, /* any number of digits: the value decides */
-		{ "01 1500 - - -", "ARG" },              /* a leading zero is malformed */
-		{ "00 1500 - - -", "ARG" },
-		{ "1 0 - - -", "RANGE" },                /* issue 11: a width of 0 is no '-' */
-		{ "1 - 0 - -", "RANGE" },
-		{ "1 0.5 - - -", "RANGE" },
-		{ "1 00 - - -", "ARG" },
-		{ "1 0500 - - -", "ARG" },
-		{ "1 00.5 - - -", "ARG" },
-		{ "1 1500 - - 0", "RANGE" },
-		{ "x 1500 - - -", "ARG" },
-		{ "1 1500.0 - - -", "ARG" },
-		{ "1 1500.25 - - -", "ARG" },
-		{ "1 1.5e3 - - -", "ARG" },
-		{ "1 .5 - - -", "ARG" },
-		{ "1 +1500 - - -", "ARG" },
-		{ "1 1500 - -", "ARG" },
-		{ "1 1500 - - - -", "ARG" },
-		{ "1 99999999999999999999 - - -", "RANGE" },
-		{ "1 499.5 - - -", "RANGE" },
-		{ "1 2500.5 - - -", "RANGE" },
-		{ "1 - - - 2600 x", "ARG" },
-		{ "0 1500 - - x", "ARG" }, /* every argument is parsed before ranges are checked */
-		{ "1 3000 0 - -", "RANGE" },
-		{ "1 - 0500 - 0", "ARG" },
+		{ "0 3000" D7, "RANGE" },
+		{ "65536 3000" D7, "RANGE" },
+		{ "1000000000 3000" D7, "RANGE" },
+		{ "1000000001 3000" D7, "RANGE" },
+		{ "12345678901 3000" D7, "RANGE" }, /* any number of digits: the value decides */
+		{ "01 3000" D7, "ARG" },              /* a leading zero is malformed */
+		{ "00 3000" D7, "ARG" },
+		{ "1 0" D7, "RANGE" },                /* issue 11: a width of 0 is no '-' */
+		{ "1 - 0 - - - - - -", "RANGE" },
+		{ "1 1" D7, "RANGE" },
+		{ "1 00" D7, "ARG" },
+		{ "1 0500" D7, "ARG" },
+		{ "1 00.5" D7, "ARG" },
+		{ "1 3000 - - - - - - 0", "RANGE" },
+		{ "x 3000" D7, "ARG" },
+		{ "1 3000.0" D7, "ARG" },
+		{ "1 1500.5" D7, "ARG" },             /* microseconds with .5: version 1, not 2 */
+		{ "1 3e3" D7, "ARG" },
+		{ "1 .5" D7, "ARG" },
+		{ "1 +3000" D7, "ARG" },
+		{ "1 3000 - - - - - -", "ARG" },      /* 7 widths */
+		{ "1 3000 - - - - - - - -", "ARG" },  /* 9 widths */
+		{ "1 3000 - -", "ARG" },
+		{ "1 99999999999999999999" D7, "RANGE" },
+		{ "1 999" D7, "RANGE" },
+		{ "1 5001" D7, "RANGE" },
+		{ "1 - - - - - - - 5200 x", "ARG" },
+		{ "0 3000 - - - - - - x", "ARG" }, /* every argument is parsed before ranges are checked */
+		{ "1 6000 0 - - - - - -", "RANGE" },
+		{ "1 - 0500 - - - - - 0", "ARG" },
 	};
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		uint8_t s = (uint8_t)(1 + i);
@@ -433,36 +448,39 @@ static void test_move_args(void)
 		BODY(want);
 	}
 	CHECK(p.count[PC_REJ] == sizeof(cases) / sizeof(cases[0]));
-	send(&p, 0, "%u M 1 500 2500 500.5 2499.5", 1 + (unsigned)(sizeof(cases) / sizeof(cases[0])));
+	send(&p, 0, "%u M 1 1000 5000 1001 4999 1002 4998 3000 3001", 1 + (unsigned)(sizeof(cases) / sizeof(cases[0])));
 	frames(&p, 1);
-	CHECK(p.out[0] == 1000 && p.out[1] == 5000 && p.out[2] == 1001 && p.out[3] == 4999);
+	static const uint16_t want[PROTO_NCH] = { 1000, 5000, 1001, 4999, 1002, 4998, 3000, 3001 };
+	for (int ch = 0; ch < PROTO_NCH; ch++)
+		CHECK(p.out[ch] == want[ch]);
 }
 
 static void test_line_errors(void)
 {
 	proto_t p;
 	proto_init(&p, 1, emit);
-	send(&p, 0, "0 M 1 1500 - - -");
+	send(&p, 0, "0 M 1 3000" D7);
 	BODY("- N 0 16 SYNC");
 	send(&p, 0, "0 Q");
-	BODY("0 S 0 0 16 F - - - - 0 0 0 0 0 0 0 0 0 0001"); /* immediate: works unsynced */
+	BODY("0 S 0 0 16 FF - - - - - - - - 0 0 0 0 0 0 0 0 0 0001"); /* immediate: works unsynced */
 	send(&p, 0, "5 H");
-	BODY("5 H armctl-fw 1 4 16 20000 0001 500:2500 500:2500 500:2500 500:2500");
-	send(&p, 0, "7 E F");
+	BODY("5 H armctl-fw 2 8 16 20000 0001 1000:5000 1000:5000 1000:5000 1000:5000 1000:5000 1000:5000 1000:5000 "
+	     "1000:5000");
+	send(&p, 0, "7 E FF");
 	BODY("- N 6 16 SEQ");
-	send(&p, 0, "5 E F");
+	send(&p, 0, "5 E FF");
 	BODY("5 A 6 16"); /* duplicate of an old number */
-	send(&p, 0, "- E F");
+	send(&p, 0, "- E FF");
 	BODY("- R 6 16 ARG");
-	send(&p, 0, "256 E F");
+	send(&p, 0, "256 E FF");
 	BODY("- R 6 16 ARG");
 	send(&p, 0, "6 Z");
 	BODY("6 R 6 16 CMD");
-	send(&p, 0, "6 EE F");
+	send(&p, 0, "6 EE FF");
 	BODY("6 R 6 16 CMD");
 	send(&p, 0, "6 Q 1");
 	BODY("6 R 6 16 ARG");
-	send(&p, 0, "6  E F");
+	send(&p, 0, "6  E FF");
 	BODY("- R 6 16 ARG");
 	send(&p, 0, "6");
 	BODY("- R 6 16 ARG");
@@ -477,14 +495,14 @@ static void test_line_errors(void)
 	BODY("- N 6 16 CRC");
 	/* lower-case CRC and CRLF are fine; empty lines are ignored */
 	char line[80];
-	uint16_t crc = proto_crc16("6 E F ", 6);
-	snprintf(line, sizeof(line), "\n\r\n6 E F *%04x\r\n", crc);
+	uint16_t crc = proto_crc16("6 E FF ", 7);
+	snprintf(line, sizeof(line), "\n\r\n6 E FF *%04x\r\n", crc);
 	feed_raw(&p, line, strlen(line), 0);
 	BODY("6 A 7 16");
 	/* 63 bytes + '\n' is the longest line; one more is LONG */
 	char body[80];
 	memset(body, 0, sizeof(body));
-	strcpy(body, "7 M 1 1500 - - -");
+	strcpy(body, "7 M 1 3000" D7);
 	size_t n = strlen(body);
 	while (n < 57)
 		body[n++] = ' '; /* padding spaces make empty fields: a reject, but not LONG */
@@ -505,7 +523,7 @@ static void test_line_errors(void)
 	send(&p, 0, "7 E \xC6");
 	BODY("- R 7 16 ARG");
 	send(&p, 0, "7 Q");
-	BODY("7 S 0 7 16 F - - - - 0 5 1 1 9 0 1 0 0 0001");
+	BODY("7 S 0 7 16 FF - - - - - - - - 0 5 1 1 9 0 1 0 0 0001");
 }
 
 static void test_full(void)
@@ -513,17 +531,17 @@ static void test_full(void)
 	proto_t p;
 	fresh(&p, 1);
 	for (int i = 1; i <= PROTO_DEPTH; i++)
-		send(&p, 0, "%d M 10 1500 - - -", i);
+		send(&p, 0, "%d M 10 3000" D7, i);
 	BODY("16 A 17 0");
-	send(&p, 0, "17 M 1 1500 - - -");
+	send(&p, 0, "17 M 1 3000" D7);
 	BODY("- N 17 0 FULL");
-	send(&p, 0, "17 E F"); /* only moves wait for room */
+	send(&p, 0, "17 E FF"); /* only moves wait for room */
 	BODY("17 A 18 0");
 	frames(&p, 1);
-	send(&p, 0, "18 M 1 1500 - - -");
+	send(&p, 0, "18 M 1 3000" D7);
 	BODY("18 A 19 0");
 	send(&p, 0, "19 Q");
-	BODY("19 S 1 19 0 F 1500 - - - 160 0 0 0 0 1 0 0 0 0001");
+	BODY("19 S 1 19 0 FF 3000 - - - - - - - 160 0 0 0 0 1 0 0 0 0001");
 }
 
 static void test_sequence_wrap(void)
@@ -531,13 +549,13 @@ static void test_sequence_wrap(void)
 	proto_t p;
 	proto_init(&p, 1, emit);
 	send(&p, 0, "254 H");
-	send(&p, 0, "255 E F");
+	send(&p, 0, "255 E FF");
 	BODY("255 A 0 16");
-	send(&p, 0, "0 E F");
+	send(&p, 0, "0 E FF");
 	BODY("0 A 1 16");
-	send(&p, 0, "129 E F"); /* d = 128: still a duplicate */
+	send(&p, 0, "129 E FF"); /* d = 128: still a duplicate */
 	BODY("129 A 1 16");
-	send(&p, 0, "128 E F"); /* d = 129: from the future */
+	send(&p, 0, "128 E FF"); /* d = 129: from the future */
 	BODY("- N 1 16 SEQ");
 }
 
@@ -547,26 +565,27 @@ static void test_disable_forgets_moves(void)
 {
 	proto_t p;
 	fresh(&p, 1);
-	send(&p, 0, "1 M 1 1000 1000 - -");
-	send(&p, 0, "2 M 10 2000 2000 - -"); /* executing when channel 0 is disabled */
-	send(&p, 0, "3 M 5 1500 1500 - -");  /* queued */
+	send(&p, 0, "1 M 1 2000 2000 - - - - - 2000");
+	send(&p, 0, "2 M 10 4000 4000 - - - - - 4000"); /* executing when channels 0 and 7 are disabled */
+	send(&p, 0, "3 M 5 3000 3000 - - - - - 3000");  /* queued */
 	frames(&p, 4);
-	CHECK(p.out[0] == 2600 && p.out[1] == 2600);
-	send(&p, 0, "4 E E");
+	CHECK(p.out[0] == 2600 && p.out[1] == 2600 && p.out[7] == 2600);
+	send(&p, 0, "4 E 7E");
 	BODY("4 A 5 15");
 	frames(&p, 1);
-	CHECK(p.out[0] == 0 && p.out[1] == 2800); /* channel 1 moves on */
-	send(&p, 0, "5 E F"); /* enabled again before the queued move starts */
+	CHECK(p.out[0] == 0 && p.out[7] == 0 && p.out[1] == 2800); /* channel 1 moves on */
+	send(&p, 0, "5 E FF"); /* enabled again before the queued move starts */
 	frames(&p, 20);
-	CHECK(p.out[0] == 0 && p.width[0] == 0); /* no pulse: not the executing move's 2000, not the queued 1500 */
+	/* no pulse: not the executing move's 4000, not the queued 3000 */
+	CHECK(p.out[0] == 0 && p.width[0] == 0 && p.out[7] == 0 && p.width[7] == 0);
 	CHECK(p.out[1] == 3000);
-	send(&p, 0, "6 L 0 600 700"); /* nothing queued for channel 0 any more */
+	send(&p, 0, "6 L 0 1200 1400"); /* nothing queued for channel 0 any more */
 	BODY("6 A 7 16");
-	send(&p, 0, "7 M 1 650 - - -");
+	send(&p, 0, "7 M 1 1300" D7);
 	frames(&p, 1);
 	CHECK(p.out[0] == 1300); /* a move after the enable sets it */
 	send(&p, 0, "8 Q");
-	BODY("8 S 26 8 16 F 650 1500 - - 0 0 0 0 0 0 0 1 0 0001");
+	BODY("8 S 26 8 16 FF 1300 3000 - - - - - - 0 0 0 0 0 0 0 1 0 0001");
 }
 
 /* issue 11: X in the frame a channel was disabled must not give the channel back its width */
@@ -574,15 +593,28 @@ static void test_stop_after_disable(void)
 {
 	proto_t p;
 	fresh(&p, 1);
-	send(&p, 0, "1 M 1 1500 1500 - -");
+	send(&p, 0, "1 M 1 3000 3000 - - - - - -");
 	frames(&p, 1);
 	send(&p, 0, "2 E 2");
 	CHECK(p.out[0] == 3000); /* this frame still pulses */
 	send(&p, 0, "2 X");
 	BODY("2 A 3 16");
-	send(&p, 0, "3 E F");
+	send(&p, 0, "3 E FF");
 	frames(&p, 3);
 	CHECK(p.out[0] == 0 && p.out[1] == 3000);
+}
+
+/* a move that starts while cmd_E is still clearing the queue (on the AVR the frame interrupt can come
+ * between its per-move critical sections) is cleared as it starts: it never drives a disabled channel */
+static void test_start_clears_disabled(void)
+{
+	proto_t p;
+	fresh(&p, 1);
+	send(&p, 0, "1 M 3 3000 3000 - - - - - 3000");
+	p.mask = 0x7E; /* as cmd_E leaves it before it reaches the queue */
+	proto_boundary(&p);
+	CHECK(p.cur_active && p.cur.ends[0] == 0 && p.cur.ends[7] == 0 && p.cur_start[0] == 0);
+	CHECK(p.out[0] == 0 && p.out[7] == 0 && p.out[1] == 3000);
 }
 
 /* section 1: canonical numbers; a malformed field is ARG, a well-formed value out of range is RANGE */
@@ -591,11 +623,11 @@ static void test_number_forms(void)
 	proto_t p;
 	fresh(&p, 1);
 	static const struct { const char *line; const char *reply; } cases[] = {
-		{ "1 L 0 00 2400", "1 R 2 16 ARG" },
-		{ "2 L 0 0 2400", "2 R 3 16 RANGE" },
-		{ "3 L 00 600 2400", "3 R 4 16 ARG" },
-		{ "4 L 0 600 02400", "4 R 5 16 ARG" },
-		{ "5 L 99999999999999999999 600 2400", "5 R 6 16 RANGE" },
+		{ "1 L 0 00 4800", "1 R 2 16 ARG" },
+		{ "2 L 0 0 4800", "2 R 3 16 RANGE" },
+		{ "3 L 00 1200 4800", "3 R 4 16 ARG" },
+		{ "4 L 0 1200 04800", "4 R 5 16 ARG" },
+		{ "5 L 99999999999999999999 1200 4800", "5 R 6 16 RANGE" },
 		{ "6 E 0F", "6 R 7 16 ARG" },
 		{ "7 E 00", "7 R 8 16 ARG" },
 		{ "8 E 10000000000000", "8 R 9 16 RANGE" },
@@ -604,7 +636,7 @@ static void test_number_forms(void)
 		{ "11 W 99999999999 H", "11 R 12 16 RANGE" },
 		{ "012 Q", "- R 12 16 ARG" },
 		{ "00 Q", "- R 12 16 ARG" },
-		{ "12 E f", "12 A 13 16" },
+		{ "12 E ff", "12 A 13 16" },
 		{ "13 E 0", "13 A 14 16" },
 		{ "14 W 0 H", "14 A 15 16" },
 	};
@@ -656,6 +688,7 @@ int main(void)
 	test_sequence_wrap();
 	test_disable_forgets_moves();
 	test_stop_after_disable();
+	test_start_clears_disabled();
 	test_number_forms();
 	test_fuzz();
 	if (failures) {

@@ -27,13 +27,14 @@ def test_limits_persist_in_eeprom_and_the_firmware_refuses_pulses_beyond_them(fi
             b.drain()
             b.set_limits(0, 800, 2200.5)
             b.set_limits(2, 600, 2400)
+            b.set_limits(7, 700.5, 2300)  # the last record (EEPROM bytes 58..63)
             first_boot = b.info.boot
         resets = len(uno.events("reset"))
         uno.reset()  # the reset button: RAM is gone, EEPROM is not
         assert uno.wait_for(lambda u: len(u.events("reset")) > resets, 5.0)
         with ArmProtocolBackend(uno.pty, watchdog_s=0) as b:
             assert b.info.boot != first_boot
-            assert b.info.limits_us == ((800, 2200.5), (500, 2500), (600, 2400), (500, 2500))
+            assert b.info.limits_us == ((800, 2200.5), (500, 2500), (600, 2400), *[(500, 2500)] * 4, (700.5, 2300))
             b.move(10, {0: 2200.5})
             b.drain()
             with pytest.raises(ProtocolError, match=r"rejected a command \(RANGE\)"):
@@ -65,9 +66,9 @@ def test_raw_lines_report_the_refusal(firmware_hex):
 
             ask(codec.hello(0))
             assert ask(codec.limits(1, 1, 1400, 3600)).kind == "A"  # channel 1: 700..1800 us
-            assert ask(codec.move(2, 1, [None, 3700, None, None])).kind == "R"  # 1850 us
+            assert ask(codec.move(2, 1, [None, 3700, *[None] * 6])).kind == "R"  # 1850 us
             assert lines[-1].split()[4] == b"RANGE"
-            assert ask(codec.move(3, 1, [None, 3600, None, None])).kind == "A"  # 1800 us: at the limit
+            assert ask(codec.move(3, 1, [None, 3600, *[None] * 6])).kind == "A"  # 1800 us: at the limit
         finally:
             ser.close()
         assert all(p.width_us < 1800.6 for p in uno.pulses(pin=10))

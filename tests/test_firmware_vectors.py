@@ -1,7 +1,8 @@
-"""The protocol test vectors (tests/vectors/*.txt) against our firmware on the virtual Uno.
+"""The protocol test vectors of version 2 (tests/vectors/v2/*.txt) against our firmware on the virtual Uno.
 
 The same files run against the Python board in test_protocol_vectors.py: the
-firmware and the simulated arm must answer byte for byte alike.
+firmware and the simulated arm must answer byte for byte alike. (The version 1
+files run on the Python board only: our firmware speaks version 2.)
 
 The virtual Uno runs in --control mode: simulated time advances only when
 the transport says so, so "~ N" steps exactly N servo frames like the Python
@@ -25,7 +26,7 @@ from virtual_uno import BINARY  # noqa: E402
 
 from armctl.bus import vectors  # noqa: E402
 
-VECTOR_DIR = Path(__file__).with_name("vectors")
+VECTOR_DIR = Path(__file__).with_name("vectors") / "v2"
 FILES = vectors.vector_files(VECTOR_DIR)
 FRAME_US = 20000.0
 PHASE_US = 1000.0  # where in each frame the runner acts (the Python runner: 5 ms after boot)
@@ -45,6 +46,7 @@ class ControlledUno:
             bufsize=1,
         )
         assert self._line() == "CONTROL"
+        self.protocol = 2  # what our firmware speaks (the runner checks each file's %protocol against it)
         self.t_us = 0.0
         self.timer_us: float | None = None
         self.rx = bytearray()
@@ -144,10 +146,10 @@ def test_vector_on_firmware(firmware_hex, path):
 
 def test_runner_catches_a_wrong_reply(firmware_hex, tmp_path):
     bad = tmp_path / "bad.txt"
-    bad.write_text("> 0 H *8EE8\n< 0 A 1 16 *0000\n")
+    bad.write_text("%protocol 2\n> 0 H *8EE8\n< 0 A 1 16 *0000\n")
     uno = ControlledUno(firmware_hex)
     try:
-        with pytest.raises(AssertionError, match="bad.txt:2"):
+        with pytest.raises(AssertionError, match="bad.txt:3"):
             vectors.run(vectors.load(bad), uno)
     finally:
         uno.close()

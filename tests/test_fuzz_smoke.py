@@ -1,5 +1,7 @@
 """Fuzzing the firmware's line handler, and the differential against the simulator's board (tools/fuzz/).
 
+Both speak protocol version 2 with 8 channels: the seeds are the version 2 vectors (tests/vectors/v2).
+
 In bounded time (about a minute in all): build the libFuzzer target (clang, ASan,
 UBSan) and the host library, fuzz from the seeds (every test vector and generated
 scripts) into a fresh corpus, replay that corpus through the firmware's core and
@@ -83,7 +85,9 @@ def test_structured_scripts_alike_on_firmware_and_model(lib, data):
 
 
 def test_vectors_as_scripts_alike(lib):
-    for path in proto_diff.vectors.vector_files(proto_diff.ROOT / "tests" / "vectors"):
+    files = proto_diff.vectors.vector_files(proto_diff.ROOT / "tests" / "vectors" / "v2")
+    assert len(files) >= 17
+    for path in files:
         d = proto_diff.run_script(lib, proto_diff.vector_script(path))
         assert d is None, f"{path.name}: {d}"
 
@@ -105,6 +109,39 @@ class _OldBoard(Board):
 
 def test_differential_catches_a_disagreement(lib, monkeypatch):
     monkeypatch.setattr(proto_diff, "Board", _OldBoard)
-    d = proto_diff.run_script(lib, b"0 H\x031 M 100 0 - - -\x03")
+    d = proto_diff.run_script(lib, b"0 H\x031 M 100 0 - - - - - - -\x03")
     assert d is not None and "replies differ" in d.what
     assert "1 R 2 16 RANGE" in d.what and "1 A 2 15" in d.what
+
+
+class _Version1Widths(Board):
+    """A model that still reads version 1 widths (microseconds, ``.5``) in a version 2 board."""
+
+    def _cmd_M(self, args):
+        return super()._cmd_M([a if a == "-" or "." not in a else str(int(float(a) * 2)) for a in args])
+
+
+def test_differential_catches_a_version_1_width_taken_in_version_2(lib, monkeypatch):
+    monkeypatch.setattr(proto_diff, "Board", _Version1Widths)
+    d = proto_diff.run_script(lib, b"0 H\x031 M 1 1500.5 - - - - - - -\x03")
+    assert d is not None and "1 R 2 16 ARG" in d.what and "1 A 2 15" in d.what
+
+
+def test_the_state_compared_covers_every_channel(lib):
+    """Channel 7's width and limits are compared too: the state vector is laid out for 8 channels."""
+    script = b"0 H\x031 L 7 1200 4800\x032 M 1 - - - - - - - 4321\x03\x02\x00"
+    fw, model = proto_diff.FirmwareCore(lib, 1), proto_diff.ModelCore(1)
+    try:
+        for kind, val in proto_diff.decode(lib, script):
+            if kind == "feed":
+                fw.feed(val, 0)
+                model.feed(val, 0)
+            else:
+                fw.advance(val)
+                model.advance(val)
+        names = proto_diff.STATE_NAMES
+        state = dict(zip(names, fw.state(), strict=True))
+        assert state["width7"] == state["out7"] == 4321 and (state["lo7"], state["hi7"]) == (1200, 4800)
+        assert fw.state() == model.state()
+    finally:
+        fw.close()

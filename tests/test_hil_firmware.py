@@ -23,11 +23,12 @@ import serial
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import hil_compare as hc  # noqa: E402
-from virtual_uno import VirtualUno  # noqa: E402
+from virtual_uno import ARMCTL_PINS, VirtualUno  # noqa: E402
 
 from armctl.bus import codec  # noqa: E402
 
-PINS = [9, 10, 11, 12]  # channels 0..3
+PINS = list(ARMCTL_PINS)  # channels 0..7
+NONE4 = [None] * 4  # channels 4..7 left alone
 
 
 class Link:
@@ -94,7 +95,7 @@ def test_no_pulses_until_the_host_sets_a_position(board):
     uno, link = board
     link.wait_frames(1, 10)
     assert uno.pulses() == [], "pulses before any position was set"
-    link.send(codec.move(1, 50, [None, 2 * 1234, None, None]))  # only channel 1, 50 frames
+    link.send(codec.move(1, 50, [None, 2 * 1234, None, None, *NONE4]))  # only channel 1, 50 frames
     assert isinstance(link.reply(), codec.Ack)
     link.wait_frames(2, 5)
     pulses = uno.pulses()
@@ -105,7 +106,7 @@ def test_no_pulses_until_the_host_sets_a_position(board):
 
 def test_widths_are_exact(board):
     uno, link = board
-    targets = [1000.0, 1500.5, 2000.0, 2499.5]
+    targets = [1000.0, 1500.5, 2000.0, 2499.5, 2500.0, 500.0, 1234.5, 1999.5]
     link.send(codec.move(1, 1, [int(w * 2) for w in targets]))
     assert isinstance(link.reply(), codec.Ack)
     link.wait_frames(2, 20)
@@ -129,7 +130,7 @@ def _last_host_byte_us(uno) -> float:
 @pytest.mark.parametrize("mode", ["O", "H"])
 def test_watchdog_fires_when_the_host_goes_silent(board, mode):
     uno, link = board
-    link.send(codec.move(1, 1, [3000, 3000, None, None]))
+    link.send(codec.move(1, 1, [3000, 3000, None, None, *NONE4]))
     assert isinstance(link.reply(), codec.Ack)
     link.send(codec.watchdog(2, 0.1, mode=mode))
     assert isinstance(link.reply(), codec.Ack)
@@ -156,8 +157,8 @@ def test_watchdog_fires_when_the_host_goes_silent(board, mode):
 
 def test_a_corrupt_line_is_naked_resent_and_never_executed(board):
     uno, link = board
-    good = codec.move(1, 1, [2 * 1600, None, None, None])
-    bad = good.replace(b"1600", b"2100")  # one field changed on the wire, CRC unchanged
+    good = codec.move(1, 1, [2 * 1600, None, None, None, *NONE4])
+    bad = good.replace(b"3200", b"4200")  # one field changed on the wire, CRC unchanged
     link.send(bad)
     nak = link.reply()
     assert isinstance(nak, codec.Nak) and nak.reason == "CRC" and nak.expect == 1
@@ -238,7 +239,11 @@ def test_host_backend_through_a_corrupting_link_never_plays_a_wrong_pulse(firmwa
             with be:
                 for k in range(300):
                     ramp = 1200 + 2 * k
-                    be.move(1 + k % 3, {0: ramp, 1: 2700 - ramp, 2: 1500 + (k % 7), 3: 1000 + k})
+                    be.move(
+                        1 + k % 3,
+                        {0: ramp, 1: 2700 - ramp, 2: 1500 + (k % 7), 3: 1000 + k}
+                        | {4: 2200 - k, 5: 600 + 5 * k, 6: 1800 - (k % 11), 7: ramp + 0.5},
+                    )
                 be.drain(timeout_s=60)
                 st = be.status()
             stats = dict(be.stats)

@@ -25,7 +25,7 @@ def test_banner_comes_when_the_uart_is_ready_and_before_any_reply():
     got = sim.host_read(SimArm.BOOT_S + 0.05)
     first, rest = got.split(b"\n", 1)
     assert first + b"\n" == BANNER
-    assert rest.startswith(b"0 H armsim 1 4 16 20000 3F2A ")
+    assert rest.startswith(b"0 H armsim 2 8 16 20000 3F2A 1000:5000 ")
     assert sim.host_read(1.0) == b""  # once only
 
 
@@ -45,7 +45,7 @@ def test_plain_pyserial_port_sees_the_banner_first():
     try:
         assert s.readline() == BANNER
         s.write(codec.hello(0))
-        assert s.readline().startswith(b"0 H armsim 1 4 16 20000 3F2A ")
+        assert s.readline().startswith(b"0 H armsim 2 8 16 20000 3F2A 1000:5000 ")
     finally:
         s.close()
 

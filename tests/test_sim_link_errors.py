@@ -79,9 +79,19 @@ class _FakeBoard:
         (lambda line: None, LinkError, r"no answer from a board on .* within 1 s"),
         (lambda line: b"\x00\xf9garbage\xff\n", ProtocolError, r"answers, but not in the armctl protocol"),
         (
-            lambda line: codec.encode(0, "H", "future-fw", 2, 4, 16, 20000, "0001", *["500:2500"] * 4),
+            lambda line: codec.encode(0, "H", "future-fw", 3, 4, 16, 20000, "0001", *["1000:5000"] * 4),
             ProtocolError,
-            r"speaks protocol version 2, this armctl speaks 1",
+            r"speaks protocol version 3, this armctl speaks 1 and 2",
+        ),
+        (  # a version 1 status line holds 4 channels in its 128 bytes
+            lambda line: codec.encode(0, "H", "odd-fw", 1, 5, 16, 20000, "0001", *["500:2500"] * 5),
+            ProtocolError,
+            r"reports 5 channels: protocol version 1 lines carry at most 4",
+        ),
+        (  # a version 2 move line holds 9 widths in its 64 bytes
+            lambda line: codec.encode(0, "H", "odd-fw", 2, 10, 16, 20000, "0001", *["1000:5000"] * 10),
+            ProtocolError,
+            r"reports 10 channels: protocol version 2 lines carry at most 9",
         ),
     ],
 )
@@ -139,6 +149,6 @@ def test_board_reset_mid_run_is_detected():
 def test_armsim_is_a_plain_pyserial_port():
     s = serial.serial_for_url("armsim://seed-2link?rate=10&boot=3F2A", timeout=1)
     s.write(codec.hello(0))
-    assert s.readline() == codec.encode(None, "!", "BOOT", "armsim", 1, "3F2A")  # the board just reset
-    assert s.readline().startswith(b"0 H armsim 1 4 16 20000 3F2A ")
+    assert s.readline() == codec.encode(None, "!", "BOOT", "armsim", 2, "3F2A")  # the board just reset
+    assert s.readline().startswith(b"0 H armsim 2 8 16 20000 3F2A 1000:5000 ")
     s.close()

@@ -67,17 +67,22 @@ def host_bytes_from_wire_log(path: str | Path) -> bytes:
     return bytes(out)
 
 
-def commanded_frames(host_bytes: bytes, *, channels: int = 4) -> list[tuple[float | None, ...]]:
+def commanded_frames(
+    host_bytes: bytes, *, protocol: int | None = None, channels: int | None = None
+) -> list[tuple[float | None, ...]]:
     """Per-frame widths (us) the host's moves ask for, replayed on the Python reference board.
 
     The board gets every line at once with an unbounded queue and no
     watchdog, so lines naked FULL/SEQ on the real link (and resent later)
-    count once, like on the real board. Returns the frames from the first
-    one with any pulse to the end of the last move.
+    count once, like on the real board. ``protocol`` is the version the host
+    spoke (default the newest, our firmware's) and ``channels`` the board's
+    (default our firmware's in that version). Returns the frames from the
+    first one with any pulse to the end of the last move.
     """
+    from armctl.bus import codec
     from armctl.bus.board import Board
 
-    b = Board(channels=channels, depth=10**9, boot=0)
+    b = Board(protocol=protocol or codec.PROTOCOL_VERSION, channels=channels, depth=10**9, boot=0)
     b.receive(host_bytes, 0.0)
     b.wdog_s, b.wdog_deadline = 0.0, None
     out: list[tuple[float | None, ...]] = []

@@ -28,6 +28,8 @@ TOOLS = Path(__file__).resolve().parent
 ROOT = TOOLS.parent
 BINARY = TOOLS / "build" / "virtual_uno"
 FIRMWARE_HEX = ROOT / "firmware" / "build" / "armctl.hex"
+#: The Arduino pin of each channel of our firmware (firmware/main.c): 0-3 on D9-D12, 4-6 on D5-D7, 7 on D8.
+ARMCTL_PINS = (9, 10, 11, 12, 5, 6, 7, 8)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,8 @@
-"""Backend for our protocol (docs/protocol.md) over any pyserial port or URL.
+"""Backend for our protocol (docs/protocol.md), versions 1 and 2, over any pyserial port or URL.
+
+The board's handshake says which version it speaks and how many channels it has; every line after it
+is written and read in that version (widths in microseconds in version 1, in ticks in version 2), so a
+version 1 board gets exactly the bytes it always got.
 
 Pipelined, go-back-N: moves are sent as long as the board has room (every
 reply carries ``expect`` and ``free``), naks and timeouts resend from the
@@ -65,6 +69,7 @@ class ArmProtocolBackend(Backend):
         self.ser: serial.SerialBase | None = None
         self.log: WireLog | None = None
         self.info: BoardInfo | None = None
+        self.version: int | None = None  # the board's protocol version, from its handshake
         self._rx = bytearray()
         self._next = 0
         self._out: deque[_Sent] = deque()  # sequenced lines sent and not yet acknowledged
@@ -206,7 +211,7 @@ class ArmProtocolBackend(Backend):
 
     def _handle(self, line: bytes) -> None:
         try:
-            reply = codec.parse_reply(line)
+            reply = codec.parse_reply(line, version=self.version or codec.PROTOCOL_VERSION)
         except ProtocolError:
             self.stats["bad_lines"] += 1
             if len(self._garbage) < 256:
@@ -419,11 +424,18 @@ class ArmProtocolBackend(Backend):
                 f"no answer from a board on {self.port} within {self.connect_timeout_s:g} s: is it "
                 "connected, powered and running armctl firmware?"
             )
-        if hello.protocol != codec.PROTOCOL_VERSION:
+        if hello.protocol not in codec.VERSIONS:
             raise ProtocolError(
                 f"the board on {self.port} ({hello.firmware}) speaks protocol version "
-                f"{hello.protocol}, this armctl speaks {codec.PROTOCOL_VERSION}: update one of them"
+                f"{hello.protocol}, this armctl speaks {' and '.join(map(str, codec.VERSIONS))}: update one of them"
             )
+        if hello.channels > codec.max_channels(hello.protocol):
+            raise ProtocolError(
+                f"the board on {self.port} ({hello.firmware}) reports {hello.channels} channels: protocol version "
+                f"{hello.protocol} lines carry at most {codec.max_channels(hello.protocol)} (docs/protocol.md, "
+                "section 1): its firmware does not fit its own protocol"
+            )
+        self.version = hello.protocol
         self._next = 1
         self._expect, self._free = 1, hello.depth
         info = BoardInfo(
@@ -446,7 +458,7 @@ class ArmProtocolBackend(Backend):
         for ch, us in widths_us.items():
             if us is not None:
                 ticks[ch] = int(round(us * codec.TICKS_PER_US))
-        data = codec.move(self._next, frames, ticks)
+        data = codec.move(self._next, frames, ticks, version=self.version)
         deadline = time.monotonic() + max(5.0, frames * 0.02 * 4)
         while self._credit() <= 0 or len(self._out) >= 32:
             now = time.monotonic()
@@ -551,7 +563,7 @@ class ArmProtocolBackend(Backend):
         self.flush()
         self._limits_seq = self._next
         try:
-            self._sequenced(codec.limits(self._next, channel, lo, hi), 0)
+            self._sequenced(codec.limits(self._next, channel, lo, hi, version=self.version), 0)
             self.flush()
             rejected = self._replies.pop("L", None)
         finally:

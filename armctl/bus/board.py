@@ -1,4 +1,4 @@
-"""The board side of the armctl protocol as a pure state machine (docs/protocol.md).
+"""The board side of the armctl protocol as a pure state machine (docs/protocol.md), versions 1 and 2.
 
 ``Board`` is what our firmware does, in Python: line assembly, CRC, sequence
 numbers, the move queue, frame-timed interpolation in 0.5 us ticks, stop,
@@ -7,6 +7,9 @@ says what time it is (seconds since boot) with every call, so the simulator can
 run it on a scaled clock and the test vectors on a virtual one. Times may be
 floats or ``fractions.Fraction`` (exact, with ``frame_s=Fraction(1, 50)``: the
 differential test against the firmware, tools/fuzz/, needs exact ties).
+
+The two versions differ only in how widths are written on the wire (version 1: microseconds with an
+optional ``.5``; version 2: ticks) and so in how many channels a line can carry; every rule is the same.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from fractions import Fraction
 
 from . import codec
 
-DEFAULT_LIMITS_TICKS = (1000, 5000)  # 500..2500 us
+DEFAULT_LIMITS_TICKS = codec.LIMITS_TICKS  # 500..2500 us
+FIRMWARE_CHANNELS = {1: 4, 2: 8}  # our firmware's channel count in each protocol version
 FRAME_MOD = 2**32  # the frame counter is 32 bits on the wire
 _HEX = frozenset("0123456789ABCDEFabcdef")
 
@@ -39,12 +43,15 @@ def _number(text: str) -> int:
     return int(text)
 
 
-def _width(text: str) -> int | None:
-    """A width field in ticks: ``-`` is None, else a number with an optional ``.5``; _Reject(ARG) if malformed.
+def _width(text: str, version: int) -> int | None:
+    """A width field in ticks: ``-`` is None, else (version 2) a number of ticks or (version 1) a number of
+    microseconds with an optional ``.5``; _Reject(ARG) if malformed.
 
     ``0`` is a well-formed width (0 us) that no channel's range holds."""
     if text == "-":
         return None
+    if version >= 2:
+        return _number(text)
     half = text.endswith(".5")
     return _number(text[:-2] if half else text) * 2 + half
 
@@ -85,19 +92,31 @@ class _Move:
 
 
 class Board:
-    """One simulated board. Times are seconds since boot; frame k begins at k * frame_s."""
+    """One simulated board. Times are seconds since boot; frame k begins at k * frame_s.
+
+    ``protocol`` is the version it speaks (default the newest); ``channels`` defaults to our firmware's count
+    in that version (4, 8) and may be at most what the version's lines carry (``codec.max_channels``)."""
 
     def __init__(
         self,
         *,
-        channels: int = 4,
+        protocol: int = codec.PROTOCOL_VERSION,
+        channels: int | None = None,
         depth: int = 16,
         firmware: str = "armsim",
         boot: int | None = None,
         frame_s: float | Fraction = codec.FRAME_US * 1e-6,
         on_pulse: Callable[[float, int, int | None], None] | None = None,
     ):
-        self.channels = int(channels)
+        if protocol not in codec.VERSIONS:
+            raise ValueError(f"protocol version {protocol}: the board speaks {', '.join(map(str, codec.VERSIONS))}")
+        self.protocol = int(protocol)
+        self.channels = FIRMWARE_CHANNELS[self.protocol] if channels is None else int(channels)
+        if not 1 <= self.channels <= codec.max_channels(self.protocol):
+            raise ValueError(
+                f"{self.channels} channels: protocol version {self.protocol} lines carry 1.."
+                f"{codec.max_channels(self.protocol)}"
+            )
         self.depth = int(depth)
         self.firmware = firmware
         self.frame_s = frame_s if isinstance(frame_s, Fraction) else float(frame_s)
@@ -124,7 +143,7 @@ class Board:
 
     def banner(self) -> bytes:
         """The boot event line."""
-        return codec.encode(None, "!", "BOOT", self.firmware, codec.PROTOCOL_VERSION, f"{self.boot:04X}")
+        return codec.encode(None, "!", "BOOT", self.firmware, self.protocol, f"{self.boot:04X}")
 
     def next_event_s(self) -> float:
         """Time of the next thing the board does on its own (frame boundary or watchdog)."""
@@ -284,12 +303,13 @@ class Board:
     def _cmd_H(self, seq: int) -> bytes:
         self.expect = (seq + 1) % codec.SEQ_MOD
         self.synced = True
-        lims = [f"{codec.format_width(lo)}:{codec.format_width(hi)}" for lo, hi in self.limits]
+        v = self.protocol
+        lims = [f"{codec.format_width(lo, version=v)}:{codec.format_width(hi, version=v)}" for lo, hi in self.limits]
         return codec.encode(
             seq,
             "H",
             self.firmware,
-            codec.PROTOCOL_VERSION,
+            v,
             self.channels,
             self.depth,
             round(self.frame_s * 1e6),
@@ -305,7 +325,7 @@ class Board:
             self.expect,
             self.free,
             f"{self.mask:X}",
-            *(codec.format_width(w) for w in self.out),
+            *(codec.format_width(w, version=self.protocol) for w in self.out),
             self.left_frames,
             *(self.counters[k] % 65536 for k in codec.COUNTER_NAMES),
             f"{self.boot:04X}",
@@ -333,7 +353,7 @@ class Board:
         if len(args) != 1 + self.channels:
             raise _Reject("ARG")
         frames = _number(args[0])  # every argument is parsed (ARG) before any range (RANGE, OFF)
-        ends = [_width(a) for a in args[1:]]
+        ends = [_width(a, self.protocol) for a in args[1:]]
         if not 1 <= frames <= 65535:
             raise _Reject("RANGE")
         for ch, e in enumerate(ends):  # channel by channel from 0: the first at fault names the reason
@@ -377,7 +397,7 @@ class Board:
         if len(args) != 3:
             raise _Reject("ARG")
         ch = _number(args[0])
-        lo, hi = _width(args[1]), _width(args[2])
+        lo, hi = _width(args[1], self.protocol), _width(args[2], self.protocol)
         if lo is None or hi is None:
             raise _Reject("ARG")
         if ch >= self.channels or not DEFAULT_LIMITS_TICKS[0] <= lo < hi <= DEFAULT_LIMITS_TICKS[1]:

@@ -1,8 +1,10 @@
-"""Encode and decode lines of the armctl serial protocol (docs/protocol.md).
+"""Encode and decode lines of the armctl serial protocol (docs/protocol.md), versions 1 and 2.
 
-Pure functions, shared by the host backend and the simulated board. A pulse
-width travels as microseconds with an optional ``.5``; inside it is an integer
-number of ticks of 0.5 us. ``None`` stands for ``-`` (no change / no width).
+Pure functions, shared by the host backend and the simulated board. Inside, a pulse width is an
+integer number of ticks of 0.5 us; ``None`` stands for ``-`` (no change / no width). On the wire
+version 1 writes widths in microseconds with an optional ``.5`` (``1450.5``), version 2 in ticks
+(``2901``): that is what lets a version 2 move line carry 8 channels in 64 bytes. Every function
+that writes or reads a width takes the ``version`` (keyword, default the newest).
 """
 
 from __future__ import annotations
@@ -11,16 +13,20 @@ from dataclasses import dataclass
 
 from ..errors import ProtocolError
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # the newest: what our firmware speaks, and the simulator unless told otherwise
+VERSIONS = (1, 2)  # what this host speaks
 TICKS_PER_US = 2
 FRAME_US = 20000
-HOST_LINE_MAX = 64  # bytes including "\n"
-BOARD_LINE_MAX = 128
+HOST_LINE_MAX = 64  # bytes including "\n": the board's receive buffer, both versions
+BOARD_LINE_MAX = 160  # the longest board line of any version (version 1: 128)
+_BOARD_LINE_MAX = {1: 128, 2: 160}
+LIMITS_TICKS = (1000, 5000)  # every board's widest range: 500..2500 us
 SEQ_MOD = 256
 IMMEDIATE = frozenset("HQX")
 SEQUENCED = frozenset("MEWL")
 NAK_REASONS = ("CRC", "SEQ", "LONG", "FULL", "SYNC")
 REJECT_REASONS = ("ARG", "CMD", "RANGE", "OFF")
+_CRC_TAIL = len(" *XXXX\n")
 
 
 def crc16(data: bytes, crc: int = 0xFFFF) -> int:
@@ -32,22 +38,78 @@ def crc16(data: bytes, crc: int = 0xFFFF) -> int:
     return crc
 
 
-def format_width(ticks: int | None) -> str:
-    """Wire text of a width in 0.5 us ticks: 2901 -> '1450.5', None -> '-'."""
+def _check_version(version: int) -> int:
+    if version not in VERSIONS:
+        raise ValueError(f"protocol version {version!r}: this armctl speaks {', '.join(map(str, VERSIONS))}")
+    return version
+
+
+def format_width(ticks: int | None, *, version: int = PROTOCOL_VERSION) -> str:
+    """Wire text of a width in 0.5 us ticks: 2901 -> '2901' (version 2) or '1450.5' (version 1); None -> '-'."""
     if ticks is None:
         return "-"
     ticks = int(ticks)
+    if _check_version(version) >= 2:
+        return str(ticks)
     return f"{ticks // 2}.5" if ticks % 2 else str(ticks // 2)
 
 
-def parse_width(text: str) -> int | None:
-    """Ticks (0.5 us) from wire text '1450.5' -> 2901; '-' -> None; ValueError if malformed."""
+def parse_width(text: str, *, version: int = PROTOCOL_VERSION) -> int | None:
+    """Ticks (0.5 us) from wire text: '2901' (version 2) or '1450.5' (version 1) -> 2901; '-' -> None;
+    ValueError if malformed."""
     if text == "-":
         return None
+    if _check_version(version) >= 2:
+        if not text.isdigit() or not text.isascii():
+            raise ValueError(f"malformed width {text!r}")
+        return int(text)
     whole, dot, frac = text.partition(".")
     if not whole.isdigit() or not whole.isascii() or (dot and frac != "5"):
         raise ValueError(f"malformed width {text!r}")
     return int(whole) * 2 + (1 if dot else 0)
+
+
+def board_line_max(version: int) -> int:
+    """The longest line (bytes, with its newline) a board of this protocol version sends."""
+    return _BOARD_LINE_MAX[_check_version(version)]
+
+
+def _widest_width(version: int) -> int:
+    """Characters of the longest width a board accepts (500..2500 us): '2499.5' or '5000'."""
+    return max(len(format_width(t, version=version)) for t in (LIMITS_TICKS[1] - 1, LIMITS_TICKS[1]))
+
+
+def longest_move_line(version: int, channels: int) -> int:
+    """Bytes of the longest move line for ``channels`` channels: ``255 M 65535 <w> ... *XXXX\\n``."""
+    return len("255 M 65535") + channels * (1 + _widest_width(version)) + _CRC_TAIL
+
+
+def longest_status_line(version: int, channels: int, *, depth: int = 255) -> int:
+    """Bytes of the longest status line: every counter at its largest, every channel at its widest."""
+    fields = [
+        "255",
+        "S",
+        str(2**32 - 1),  # frame
+        "255",  # expect
+        str(depth),  # free
+        f"{(1 << channels) - 1:X}",  # mask
+        *["9" * _widest_width(version)] * channels,
+        str((depth + 1) * 65535),  # left: every queued move and the executing one at 65535 frames
+        *["65535"] * len(COUNTER_NAMES),
+        "FFFF",  # boot
+    ]
+    return len(" ".join(fields)) + _CRC_TAIL
+
+
+def max_channels(version: int) -> int:
+    """The most channels a board of this version can have: every move line fits the board's 64-byte
+    buffer, and (version 1) every status line its 128 bytes (version 2 board lines may be 160)."""
+    n = 1
+    while longest_move_line(version, n + 1) <= HOST_LINE_MAX and longest_status_line(version, n + 1) <= board_line_max(
+        version
+    ):
+        n += 1
+    return n
 
 
 def parse_uint(text: str, lo: int, hi: int) -> int:
@@ -137,11 +199,19 @@ def stop(seq: int) -> bytes:
     return encode(seq, "X")
 
 
-def move(seq: int, frames: int, ticks) -> bytes:
-    """Move line: reach ``ticks`` (0.5 us each, None = no change) linearly over ``frames`` 20 ms frames."""
+def move(seq: int, frames: int, ticks, *, version: int = PROTOCOL_VERSION) -> bytes:
+    """Move line: reach ``ticks`` (0.5 us each, None = no change) linearly over ``frames`` 20 ms frames.
+
+    ValueError if the line would not fit the board's 64-byte buffer (too many channels for ``version``)."""
     if not 1 <= int(frames) <= 65535:
         raise ValueError(f"frames {frames} outside 1..65535")
-    return encode(seq, "M", int(frames), *(format_width(t) for t in ticks))
+    line = encode(seq, "M", int(frames), *(format_width(t, version=version) for t in ticks))
+    if len(line) > HOST_LINE_MAX:
+        raise ValueError(
+            f"a move line for {len(ticks)} channels is {len(line)} bytes, over the board's {HOST_LINE_MAX} "
+            f"(protocol version {version} carries at most {max_channels(version)} channels)"
+        )
+    return line
 
 
 def enable(seq: int, mask: int) -> bytes:
@@ -157,9 +227,11 @@ def watchdog(seq: int, timeout_s: float, *, mode: str = "H") -> bytes:
     return encode(seq, "W", ms, mode)
 
 
-def limits(seq: int, channel: int, lo_ticks: int, hi_ticks: int) -> bytes:
+def limits(seq: int, channel: int, lo_ticks: int, hi_ticks: int, *, version: int = PROTOCOL_VERSION) -> bytes:
     """Limits line: channel pulse range, in ticks."""
-    return encode(seq, "L", int(channel), format_width(lo_ticks), format_width(hi_ticks))
+    return encode(
+        seq, "L", int(channel), format_width(lo_ticks, version=version), format_width(hi_ticks, version=version)
+    )
 
 
 # --- board replies ---------------------------------------------------------------------------------
@@ -221,9 +293,12 @@ class Event:
 COUNTER_NAMES = ("crc", "seq", "dup", "rej", "full", "long", "empty", "wdog")
 
 
-def parse_reply(raw: bytes):
+def parse_reply(raw: bytes, *, version: int = PROTOCOL_VERSION):
     """Decode one board line into Ack, Nak, Reject, Hello, Status or Event.
 
+    ``version`` is the protocol the board speaks (its handshake says which): it decides how widths in a
+    status line are written. A handshake reply carries its own version; its limits are read by that one
+    (left empty for a version this host does not speak, so the caller can name it).
     Raises CrcError or ProtocolError (with the line) for anything else.
     """
     line = split_line(raw)
@@ -236,17 +311,19 @@ def parse_reply(raw: bytes):
         if line.kind == "R" and len(a) == 3:
             return Reject(line.seq, parse_uint(a[0], 0, 255), parse_uint(a[1], 0, 65535), a[2])
         if line.kind == "H" and len(a) >= 6 and line.seq is not None:
+            proto = parse_uint(a[1], 0, 65535)
             nch = parse_uint(a[2], 1, 64)
             if len(a) != 6 + nch:
                 raise ValueError(f"expected {nch} channel limits")
             lims = []
-            for item in a[6:]:
-                lo, _, hi = item.partition(":")
-                lims.append((parse_width(lo), parse_width(hi)))
+            if proto in VERSIONS:
+                for item in a[6:]:
+                    lo, _, hi = item.partition(":")
+                    lims.append((parse_width(lo, version=proto), parse_width(hi, version=proto)))
             return Hello(
                 line.seq,
                 a[0],
-                parse_uint(a[1], 0, 65535),
+                proto,
                 nch,
                 parse_uint(a[3], 1, 65535),
                 parse_uint(a[4], 1, 10**6),
@@ -257,7 +334,7 @@ def parse_reply(raw: bytes):
             nch = len(a) - 4 - 1 - len(COUNTER_NAMES) - 1
             if nch < 1:
                 raise ValueError("too few fields")
-            widths = tuple(parse_width(w) for w in a[4 : 4 + nch])
+            widths = tuple(parse_width(w, version=version) for w in a[4 : 4 + nch])
             rest = a[4 + nch :]
             counters = {k: parse_uint(v, 0, 65535) for k, v in zip(COUNTER_NAMES, rest[1:-1], strict=True)}
             return Status(

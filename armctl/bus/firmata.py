@@ -6,6 +6,14 @@ value >= 544 is taken as us) of each channel that changed. Channels are
 Arduino pins here (the calibration's ``pin``). Servos are attached with the
 calibrated min/max (``set_pin_mode_servo``) so the firmware clamps too.
 
+**Pins.** Any digital pin the board reports can carry a servo: on an Uno D2-D13
+and the analog pins A0-A5 as digital pins 14-19 (StandardFirmata attaches a
+servo to any digital pin, though its capability report lists servo only for
+D2-D13; pymata4 writes pins from 16 on with the extended analog message).
+D0/D1 are the serial link itself and are refused, as is a pin the board does
+not have. D13 works but carries the board's LED: StandardFirmata blinks its
+version there at every reset, which a servo on D13 takes for pulses.
+
 Stock Firmata cannot avoid one thing: attaching a servo starts 1500 us pulses
 before any position is written. We attach each servo and write its declared
 start pulse right after, one servo at a time, so the 1500 us lasts at most a
@@ -34,6 +42,7 @@ from ..errors import LinkError
 from .backend import FRAME_S, Backend, BoardInfo, BoardStatus, Capabilities, WireLog, readdress
 
 FIRMATA_BAUD = 57600
+SERIAL_PINS = (0, 1)  # D0/D1: the UART the host talks over
 REPORT_VERSION, START_SYSEX, END_SYSEX, REPORT_FIRMWARE = 0xF9, 0xF0, 0xF7, 0x79
 #: Asks for the protocol version and the firmware's name and version.
 VERSION_QUERY = bytes([REPORT_VERSION, START_SYSEX, REPORT_FIRMWARE, END_SYSEX])
@@ -242,6 +251,7 @@ class FirmataBackend(Backend):
             raise LinkError(
                 f"cannot talk Firmata on {self.port}: {exc} (StandardFirmata at {self.baudrate} baud?)"
             ) from None
+        self._check_pins()
         self.info = BoardInfo(
             firmware="StandardFirmata",
             protocol="firmata",
@@ -251,6 +261,24 @@ class FirmataBackend(Backend):
             widths_us=(),
         )
         return self.info
+
+    def _check_pins(self) -> None:
+        """LinkError naming the first servo pin the board cannot drive (the serial pins, or a pin it does not
+        report); the board is left alone (nothing is attached)."""
+        reported = getattr(self.board, "digital_pins", None)
+        count = len(reported) if reported else None  # pymata4's pin discovery (a fake board may have none)
+        for pin in sorted(self.ranges):
+            if pin in SERIAL_PINS:
+                why = f"D{pin} is the serial link to the host"
+            elif count is not None and pin >= count:
+                why = f"the board reports pins 0..{count - 1}"
+            else:
+                continue
+            self.close()
+            raise LinkError(
+                f"servo pin {pin} on {self.port}: {why}; give the servo another pin in the calibration (an Uno: "
+                "D2-D13, or A0-A5 as pins 14-19)"
+            )
 
     def _servo_write(self, pin: int, us: float) -> None:
         value = int(round(us))

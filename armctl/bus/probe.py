@@ -165,8 +165,8 @@ def _handshake(port: _Port, wait_s: float) -> codec.Hello | None:
 
 def _ours(hello: codec.Hello) -> str:
     text = f"{hello.firmware} (armctl protocol {hello.protocol}, {hello.channels} channels)"
-    if hello.protocol != codec.PROTOCOL_VERSION:
-        text += f": this armctl speaks protocol {codec.PROTOCOL_VERSION}, update one of them"
+    if hello.protocol not in codec.VERSIONS:
+        text += f": this armctl speaks protocol {' and '.join(map(str, codec.VERSIONS))}, update one of them"
     return text
 
 

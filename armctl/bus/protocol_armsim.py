@@ -19,7 +19,10 @@ ARM is an arm preset name or file (same as option ``arm``). Options:
 - ``delay=MS``          added latency per line, each direction, simulated ms (default 0)
 - ``disconnect=N``      the link dies after N host bytes: later reads and writes raise
 - ``seed=S``            random seed for faults and the boot id
-- ``depth=N``           board queue depth (default 16); ``channels=N`` channel count (default 4)
+- ``protocol=1|2``      the protocol version the board speaks (default 2, the newest; 1 is a board
+                        from before version 2, e.g. for testing that old boards are still driven)
+- ``depth=N``           board queue depth (default 16); ``channels=N`` channel count (default our
+                        firmware's: 8 in version 2, 4 in version 1; at most 9 and 4)
 - ``slew=DEG_S``        servo speed, deg/s (default 400, i.e. 60 deg in 0.15 s)
 - ``offset=D,D,..``     hidden per-servo angle error, deg (joints, then gripper)
 - ``scale=F,F,..``      hidden per-servo gain error (true us/deg = calibrated * F)
@@ -44,11 +47,12 @@ import urllib.parse
 
 from serial.serialutil import PortNotOpenError, SerialBase, SerialException
 
+from . import codec
 from .sim import LinkGone, SimArm, SimOptions
 
 EXPECTED = (
     "expected a URL like armsim://[ARM][?rate=20&drop=0.01&seed=1] with options arm, cal, rate, baud, drop, "
-    "corrupt, delay, disconnect, seed, depth, channels, slew, offset, scale, flip, start, state, limits, boot"
+    "corrupt, delay, disconnect, seed, protocol, depth, channels, slew, offset, scale, flip, start, state, limits, boot"
 )
 
 
@@ -66,6 +70,7 @@ _OPTIONS = {
     "delay": ("delay_ms", float),
     "disconnect": ("disconnect", int),
     "seed": ("seed", int),
+    "protocol": ("protocol", int),
     "depth": ("depth", int),
     "channels": ("channels", int),
     "slew": ("slew_deg_s", float),
@@ -114,8 +119,11 @@ def parse_url(url: str) -> SimOptions:
         raise bad(f"baud must be 0 (instant) .. 10000000, got {opts.baud}")
     if not 1 <= opts.depth <= 255:
         raise bad(f"depth must be 1..255 queued moves, got {opts.depth}")
-    if not 1 <= opts.channels <= 16:
-        raise bad(f"channels must be 1..16, got {opts.channels}")
+    if opts.protocol not in codec.VERSIONS:
+        raise bad(f"protocol must be one of {', '.join(map(str, codec.VERSIONS))}, got {opts.protocol}")
+    most = codec.max_channels(opts.protocol)
+    if opts.channels is not None and not 1 <= opts.channels <= most:
+        raise bad(f"channels must be 1..{most} (what protocol {opts.protocol} lines carry), got {opts.channels}")
     if not (opts.slew_deg_s > 0 and math.isfinite(opts.slew_deg_s)):
         raise bad(f"slew must be > 0 deg/s, got {opts.slew_deg_s:g}")
     if not (0 <= opts.delay_ms <= 60_000):

@@ -33,7 +33,8 @@ import numpy as np
 from ..arm import Arm, load_arm
 from ..calibration import Calibration, ServoCal, find_calibration, load_calibration
 from ..kinematics import tool_point
-from .board import DEFAULT_LIMITS_TICKS, Board
+from . import codec
+from .board import DEFAULT_LIMITS_TICKS, FIRMWARE_CHANNELS, Board
 
 
 @dataclass
@@ -50,7 +51,8 @@ class SimOptions:
     disconnect: int | None = None
     seed: int | None = None
     depth: int = 16
-    channels: int = 4
+    protocol: int = codec.PROTOCOL_VERSION
+    channels: int | None = None  # None: our firmware's count in that protocol version (4, 8)
     slew_deg_s: float = 400.0
     offset_deg: list[float] = field(default_factory=list)
     scale: list[float] = field(default_factory=list)
@@ -115,9 +117,15 @@ class SimArm:
                 "(feetechsim:// simulates those)"
             )
         self.rng = random.Random(o.seed)
-        channels = max(o.channels, self.cal.channel_count)
+        channels = max(FIRMWARE_CHANNELS[o.protocol] if o.channels is None else o.channels, self.cal.channel_count)
+        if channels > codec.max_channels(o.protocol):
+            raise ValueError(
+                f"calibration {self.cal.source} uses channel {self.cal.channel_count - 1}: protocol version "
+                f"{o.protocol} lines carry channels 0..{codec.max_channels(o.protocol) - 1} (protocol=2 carries more)"
+            )
         self.pulses: list[tuple[float, int, float | None]] = []
         self.board = Board(
+            protocol=o.protocol,
             channels=channels,
             depth=o.depth,
             boot=o.boot if o.boot is not None else self.rng.getrandbits(16),

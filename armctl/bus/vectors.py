@@ -4,6 +4,8 @@ A vector file (``tests/vectors/*.txt``) is a script of host bytes in and board
 lines out, run against a fresh board:
 
     # comment (also after two spaces at the end of any line)
+    %protocol 2            the protocol version the file is written in (default 1: files from before
+                           version 2); the board under test speaks it, with our firmware's channel count
     %exact-frames          needs a transport that can step frames exactly (not wall-clock sleeps)
     > 0 H *8EE8            send this text plus "\\n", byte for byte (the CRC is part of the text)
     >cr 0 H *8EE8          send this text plus "\r\n" (as a serial monitor does)
@@ -51,18 +53,23 @@ class VectorFile:
     path: Path
     steps: list[Step]
     exact_frames: bool
+    protocol: int = 1
 
 
 def load(path: str | Path) -> VectorFile:
     """Parse a vector file."""
     p = Path(path)
-    steps, exact = [], False
+    steps, exact, protocol = [], False, 1
     for n, raw in enumerate(p.read_text(encoding="ascii").splitlines(), start=1):
         text = raw.split("  #", 1)[0].rstrip() if not raw.startswith("#") else ""
         if not text:
             continue
         if text == "%exact-frames":
             exact = True
+        elif text.startswith("%protocol "):
+            protocol = int(text.split()[1])
+            if protocol not in codec.VERSIONS:
+                raise ValueError(f"{p}:{n}: protocol version {protocol} is not one of {codec.VERSIONS}")
         elif text.startswith(">hex "):
             steps.append(Step(n, "send", bytes.fromhex(text[5:])))
         elif text.startswith(">cr "):
@@ -77,7 +84,7 @@ def load(path: str | Path) -> VectorFile:
             steps.append(Step(n, "wait", frames=int(text[2:])))
         else:
             raise ValueError(f"{p}:{n}: cannot read vector line {raw!r}")
-    return VectorFile(p, steps, exact)
+    return VectorFile(p, steps, exact, protocol)
 
 
 def _matches(expected: bytes, got: bytes) -> bool:
@@ -100,7 +107,12 @@ def _matches(expected: bytes, got: bytes) -> bool:
 
 
 def run(vector: VectorFile, transport: VectorTransport, *, reply_timeout_s: float = 0.5) -> None:
-    """Run one vector file; AssertionError names file:line and both lines on the first mismatch."""
+    """Run one vector file; AssertionError names file:line and both lines on the first mismatch.
+
+    A transport with a ``protocol`` attribute must speak the file's version (ValueError if not)."""
+    spoken = getattr(transport, "protocol", vector.protocol)
+    if spoken != vector.protocol:
+        raise ValueError(f"{vector.path.name} is protocol version {vector.protocol}, the board speaks {spoken}")
     matched_any = False
     for step in vector.steps:
         where = f"{vector.path.name}:{step.line}"
@@ -123,10 +135,14 @@ def run(vector: VectorFile, transport: VectorTransport, *, reply_timeout_s: floa
 
 
 class BoardTransport:
-    """Runs vectors on ``Board`` in virtual time: every byte arrives instantly, frames step exactly."""
+    """Runs vectors on ``Board`` in virtual time: every byte arrives instantly, frames step exactly.
 
-    def __init__(self, board: Board | None = None, *, start_s: float = 0.005):
-        self.board = board or Board(boot=0x3F2A)
+    Without a ``board``, a fresh one speaking ``protocol`` (default 1, like a vector file without a
+    ``%protocol`` line) with our firmware's channel count for it."""
+
+    def __init__(self, board: Board | None = None, *, protocol: int = 1, start_s: float = 0.005):
+        self.board = board or Board(protocol=protocol, boot=0x3F2A)
+        self.protocol = self.board.protocol
         self.t = start_s
         self._out = bytearray(self.board.banner())
 

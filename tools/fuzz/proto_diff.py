@@ -1,4 +1,4 @@
-"""Differential test of the armctl protocol: the firmware's core against the simulator's board model.
+"""Differential test of the armctl protocol, version 2: the firmware's core against the simulator's board model.
 
 The firmware's line handler (firmware/proto.c, built for the host as
 build/libproto_host.so, see proto_host.h) and the simulator's board
@@ -44,16 +44,18 @@ from armctl.bus.board import Board  # noqa: E402
 LIB_PATH = HERE / "build" / "libproto_host.so"
 TICKS_PER_S = 2_000_000
 BOOT_DEFAULT = 0x3F2A
+PROTOCOL = 2  # what the firmware speaks
+NCH = 8  # its channels (proto_host.h: PH_NCH)
 STATE_NAMES = (
     "frame",
     "expect",
     "free",
     "synced",
     "mask",
-    *(f"width{ch}" for ch in range(4)),
-    *(f"out{ch}" for ch in range(4)),
-    *(f"lo{ch}" for ch in range(4)),
-    *(f"hi{ch}" for ch in range(4)),
+    *(f"width{ch}" for ch in range(NCH)),
+    *(f"out{ch}" for ch in range(NCH)),
+    *(f"lo{ch}" for ch in range(NCH)),
+    *(f"hi{ch}" for ch in range(NCH)),
     *(f"count_{k}" for k in codec.COUNTER_NAMES),
     "left",
     "wd_armed",
@@ -148,7 +150,9 @@ class ModelCore:
     """The simulator's board model with the firmware's name, on an exact clock."""
 
     def __init__(self, boot: int):
-        self.board = Board(channels=4, depth=16, firmware="armctl-fw", boot=boot, frame_s=Fraction(1, 50))
+        self.board = Board(
+            protocol=PROTOCOL, channels=NCH, depth=16, firmware="armctl-fw", boot=boot, frame_s=Fraction(1, 50)
+        )
         self.out = bytearray()
 
     def banner(self) -> None:
@@ -252,8 +256,10 @@ def save_divergence(d: Divergence, directory: Path = HERE / "build") -> Path:
 
 
 def vector_script(path: str | Path) -> bytes:
-    """A test vector's host side (tests/vectors/*.txt) as a script: its bytes and its waits."""
+    """A test vector's host side (tests/vectors/v2/*.txt) as a script: its bytes and its waits."""
     vf = vectors.load(path)
+    if vf.protocol != PROTOCOL:
+        raise ValueError(f"{path}: protocol version {vf.protocol}; the firmware speaks {PROTOCOL}")
     out = bytearray(b"\x01\x09")  # 5 ms after boot, like the vector runner
     for step in vf.steps:
         if step.op == "send":
@@ -288,14 +294,13 @@ def generate(pick: Callable[[int, int], int], *, max_lines: int = 40) -> bytes:
             return one(edges)
         return one(["0" + str(pick(0, 99)), "1" * pick(11, 22), "x", "", "+1", "-"])
 
-    def width() -> str:
+    def width() -> str:  # ticks of 0.5 us
         r = pick(0, 19)
         if r < 5:
             return "-"
         if r < 14:
-            us = pick(1000, 5000)
-            return f"{us // 2}.5" if us % 2 else str(us // 2)
-        return one(["499.5", "500", "2500", "2500.5", "0", "0.5", "00", "0500", "1500.0", "1500.25", ".5", "9" * 19])
+            return str(pick(1000, 5000))
+        return one(["999", "1000", "5000", "5001", "0", "1", "00", "0500", "3000.0", "1500.5", ".5", "9" * 19])
 
     out = bytearray()
     nxt = 0
@@ -321,13 +326,14 @@ def generate(pick: Callable[[int, int], int], *, max_lines: int = 40) -> bytes:
             seq = one(["256", "01", "-", "x"])
         kind = one("MMMMMMMEEEWWLLQQXHZ")
         if kind == "M":
-            args = [number(1, 60, ["0", "1", "65535", "65536", "00", "01"]), *(width() for _ in range(4))]
+            args = [number(1, 60, ["0", "1", "65535", "65536", "00", "01"]), *(width() for _ in range(NCH))]
         elif kind == "E":
-            args = [one(["F", "F", "E", "D", "B", "7", "0", "3", "C", "f", "1F", "10", "0F", "00", "G"])]
+            masks = ["FF", "FF", "FE", "7F", "F", "F0", "5A", "80", "1", "0", "ff", "100", "1FF", "0FF", "00", "G"]
+            args = [one(masks)]
         elif kind == "W":
             args = [number(20, 200, ["0", "19", "20", "65535", "65536", "020"]), one(["H", "H", "O", "O", "X"])]
         elif kind == "L":
-            args = [number(0, 3, ["4", "00", "256"]), width(), width()]
+            args = [number(0, NCH - 1, [str(NCH), "00", "256"]), width(), width()]
         else:
             args = []
         if pick(0, 29) == 0:
@@ -362,7 +368,7 @@ def write_seeds(directory: str | Path, *, generated: int = 64) -> int:
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     n = 0
-    for path in vectors.vector_files(ROOT / "tests" / "vectors"):
+    for path in vectors.vector_files(ROOT / "tests" / "vectors" / "v2"):
         (d / f"vector-{path.stem}").write_bytes(vector_script(path))
         n += 1
     rng = random.Random(11)

@@ -10,6 +10,9 @@
 
 #include "proto.h"
 
+/* proto_host.h's state layout has PH_NCH channels: it must be the firmware's count */
+typedef char ph_nch_is_proto_nch[PH_NCH == PROTO_NCH ? 1 : -1];
+
 struct ph {
 	proto_t p;
 	uint64_t now;    /* ticks since boot */

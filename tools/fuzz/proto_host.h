@@ -1,7 +1,7 @@
 /*
- * The firmware's protocol core (firmware/proto.c) on the host, driven by a
- * virtual clock: the libFuzzer target (fuzz_proto.c) and the Python
- * differential runner (proto_diff.py, through ctypes) both use it.
+ * The firmware's protocol core (firmware/proto.c, protocol version 2) on the
+ * host, driven by a virtual clock: the libFuzzer target (fuzz_proto.c) and the
+ * Python differential runner (proto_diff.py, through ctypes) both use it.
  *
  * Time is in ticks of 0.5 us since boot. ph_advance() runs what the board does
  * on its own up to a time, in the order the simulator's board model
@@ -42,9 +42,10 @@ size_t ph_take(ph_t *h, char *buf, size_t cap);
 
 /* the board's state as numbers, in this order (PH_STATE_LEN of them) */
 enum {
-	PH_FRAME, PH_EXPECT, PH_FREE, PH_SYNCED, PH_MASK,
-	PH_WIDTH0, PH_OUT0 = PH_WIDTH0 + 4, PH_LO0 = PH_OUT0 + 4, PH_HI0 = PH_LO0 + 4,
-	PH_COUNT0 = PH_HI0 + 4, PH_LEFT = PH_COUNT0 + 8,
+	PH_NCH = 8, /* the firmware's channels (PROTO_NCH; proto_host.c checks) */
+	PH_FRAME = 0, PH_EXPECT, PH_FREE, PH_SYNCED, PH_MASK,
+	PH_WIDTH0, PH_OUT0 = PH_WIDTH0 + PH_NCH, PH_LO0 = PH_OUT0 + PH_NCH, PH_HI0 = PH_LO0 + PH_NCH,
+	PH_COUNT0 = PH_HI0 + PH_NCH, PH_LEFT = PH_COUNT0 + 8,
 	PH_WD_ARMED, PH_WD_DEADLINE, PH_WD_MS, PH_WD_MODE,
 	PH_STATE_LEN
 };
