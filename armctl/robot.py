@@ -30,6 +30,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,13 +137,29 @@ class Motion:
     """A motion handed to the Robot: ``wait()`` for its result, ``done``, ``cancel()``.
 
     ``trajectory`` is what was planned (from the pose the arm was expected to be in; if the arm is
-    elsewhere when the motion starts, a slow ramp takes it to the start first)."""
+    elsewhere when the motion starts, a slow ramp takes it to the start first). A motion planned to follow
+    another that then did not end where planned (cancelled, stopped, failed) is planned again from where
+    the arm is when it starts (``replanned`` is True): it never goes to the dropped motion's target."""
 
-    def __init__(self, robot: Robot, label: str, trajectory: Trajectory, pulses: Pulses, gen: int):
+    def __init__(
+        self,
+        robot: Robot,
+        label: str,
+        trajectory: Trajectory,
+        pulses: Pulses,
+        gen: int,
+        *,
+        moves=None,
+        after: Motion | None = None,
+    ):
         self.robot, self.label, self.trajectory, self._pulses, self._gen = robot, label, trajectory, pulses, gen
         self._future: Future = Future()
         self._cancelled = False
         self.started = threading.Event()
+        # Planned from where ``after`` ends: if that one does not end there (cancelled, stopped, failed, or
+        # itself re-planned), this one is planned again from where the arm is, never towards a dropped target.
+        self._moves, self._after = moves, after
+        self.replanned = False
 
     @property
     def done(self) -> bool:
@@ -619,25 +636,26 @@ class Robot:
 
     # --- planning ------------------------------------------------------------------------------------------
 
-    def _expected_start(self) -> tuple[np.ndarray, float]:
-        """The pose a new motion starts from: the end of the last motion still to play, else the pose the
-        arm is in now (read from the board)."""
+    def _expected_start(self) -> tuple[np.ndarray, float, Motion | None]:
+        """The pose a new motion starts from, and the motion it follows: the end of the last motion still to
+        play, else the pose the arm is in now (read from the board; no motion)."""
         with self._cv:
             pending = [m for m in (self._active, *self._queue) if m is not None and not m.cancelled()]
         if pending:
-            return np.array(pending[-1].end_q_rad), pending[-1].end_gripper_rad
+            return np.array(pending[-1].end_q_rad), pending[-1].end_gripper_rad, pending[-1]
         with self._board():
             q, g, _, _ = self._start_state()
-        return q, g
+        return q, g, None
 
-    def _plan(self, moves, label: str) -> tuple[Trajectory, Pulses]:
-        """Plan ``moves`` (a list, or a function of the start pose giving one) from the expected start."""
-        q0, g0 = self._expected_start()
+    def _plan(self, moves, label: str, start=None) -> tuple[Trajectory, Pulses, Motion | None]:
+        """Plan ``moves`` (a list, or a function of the start pose giving one) from ``start`` (q, gripper),
+        default the expected start; with the motion it follows (None: planned from the board's pose)."""
+        q0, g0, after = self._expected_start() if start is None else (*start, None)
         if callable(moves):
             moves = moves(q0)
         plan = motion.plan_moves(self.arm, moves, q_start=q0, gripper_start=g0 if math.isfinite(g0) else None)
         traj = plan.trajectory
-        return traj, prepare(traj, self.calibration)  # every pulse checked before anything moves
+        return traj, prepare(traj, self.calibration), after  # every pulse checked before anything moves
 
     def plan_to(
         self,
@@ -797,11 +815,13 @@ class Robot:
         return self._submit(label, traj, prepare(traj, self.calibration), gen, wait)
 
     def _go(self, moves, label: str, gen: int, wait: bool) -> Motion:
-        traj, pulses = self._plan(moves, label)
-        return self._submit(label, traj, pulses, gen, wait)
+        traj, pulses, after = self._plan(moves, label)
+        return self._submit(label, traj, pulses, gen, wait, moves=moves, after=after)
 
-    def _submit(self, label: str, traj: Trajectory, pulses: Pulses, gen: int, wait: bool) -> Motion:
-        m = Motion(self, label, traj, pulses, gen)
+    def _submit(
+        self, label: str, traj: Trajectory, pulses: Pulses, gen: int, wait: bool, *, moves=None, after=None
+    ) -> Motion:
+        m = Motion(self, label, traj, pulses, gen, moves=moves, after=after)
         with self._cv:
             idle = self._active is None and not self._queue
             if wait and idle:
@@ -931,6 +951,12 @@ class Robot:
     def _play(self, m: Motion) -> StreamResult:
         self._check_board_limits()
         q0, g0, declare, held = self._start_state()
+        if self._start_moved(m):
+            # what it was planned after did not end where planned: plan it again from here (a move to the
+            # same target, the gripper where the arm is), checked whole as before; never a ramp to a target
+            # that was cancelled or stopped short of
+            m.trajectory, m._pulses, _ = self._plan(m._moves, m.label, start=(q0, g0))
+            m.replanned = True
         parts = [m._pulses]
         ramp = None if self._already_there(m._pulses, held, declare) else self._ramp(q0, g0, m.trajectory)
         if ramp is not None:
@@ -946,6 +972,16 @@ class Robot:
         self._player = Player(self.backend, tick=tick, progress=self.progress)
         self._journaled = 0.0
         return self._player.play(parts, declare=declare, ramp=ramp is not None)
+
+    @staticmethod
+    def _start_moved(m: Motion) -> bool:
+        """True if ``m`` was planned from the end of a motion that did not end there."""
+        prev = m._after
+        if prev is None or m._moves is None:
+            return False
+        if not prev._future.done():  # it ran in another thread, which hands over its outcome just after the board
+            futures_wait([prev._future], timeout=BOARD_WAIT_S)
+        return prev.replanned or not prev._future.done() or prev._future.exception() is not None
 
     def _journal(self, start: list) -> None:
         """Once a frame while playing: store, marked unclean, the pose the board would stop in if this program

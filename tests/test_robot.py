@@ -323,3 +323,34 @@ def test_the_python_example_does_what_the_yaml_example_does(monkeypatch):
     assert [c for c, _ in got] == [c for c, _ in want]
     for (_, a), (_, b) in zip(got, want):
         assert np.hypot(*(a - b)) < 1e-3
+
+
+def test_cancel_mid_way_the_next_motion_starts_where_the_arm_stopped():
+    """A gripper close queued after a move used to ramp the arm to the cancelled move's target first."""
+    with armctl.connect("seed-3link", "armsim://?rate=2&seed=1") as robot:
+        a = robot.move_to(0.3, 0.4, speed=0.05, wait=False)
+        g = robot.gripper("close", wait=False)
+        a.started.wait(10)
+        time.sleep(0.5)
+        a.cancel()
+        with pytest.raises(StopRequested):
+            a.wait(30)
+        stopped = robot.where(settle=True).tool_m
+        assert np.hypot(*(stopped - [0.3, 0.4])) > 0.02  # it stopped well short of the target
+        res = g.wait(30)
+        assert g.replanned and res.ramp_frames == 0
+        pose = robot.where(settle=True)
+        assert np.hypot(*(pose.tool_m - stopped)) < 1e-3  # the gripper closed where the arm stopped
+        assert pose.gripper_rad == pytest.approx(robot.arm.gripper.closed_rad, abs=math.radians(1))
+
+
+def test_cancel_a_queued_move_the_one_after_it_goes_from_where_the_arm_is():
+    with armctl.connect("seed-3link", FAST) as robot:
+        a = robot.move_to(0.5, 0.3, wait=False)
+        b = robot.move_to(0.6, 0.0, wait=False)
+        c = robot.gripper("close", wait=False)
+        b.cancel()
+        a.wait(30)
+        c.wait(30)
+        assert c.replanned and not a.replanned
+        assert np.hypot(*(robot.where(settle=True).tool_m - [0.5, 0.3])) < 1e-3  # never went to b's target
