@@ -11,7 +11,7 @@ is the caller's (``armctl.robot``): this module only plays.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,10 +58,10 @@ def prepare(traj: Trajectory, cal: Calibration) -> Pulses:
 
 def segments(
     us: np.ndarray, *, frames_per_sample: int = 1, max_frames: int = MAX_SEGMENT_FRAMES, tol_us: float = SEGMENT_TOL
-) -> list[tuple[int, int]]:
-    """Cut samples ``us`` (N, c) into moves: list of (end sample index, frames). Samples that lie within
-    ``tol_us`` of the straight line between a move's ends are merged into it."""
-    out = []
+) -> Iterator[tuple[int, int]]:
+    """Cut samples ``us`` (N, c) into moves: (end sample index, frames), one at a time as they are sent
+    (cutting a long program whole first would leave the board's watchdog without a line). Samples that lie
+    within ``tol_us`` of the straight line between a move's ends are merged into it."""
     a, n = 0, len(us)
     max_samples = max(1, max_frames // frames_per_sample)
     while a < n - 1:
@@ -73,9 +73,8 @@ def segments(
             if np.nanmax(np.abs(line - us[a + 1 : cand]), initial=0.0) > tol_us:
                 break
             b = cand
-        out.append((b, (b - a) * frames_per_sample))
+        yield b, (b - a) * frames_per_sample
         a = b
-    return out
 
 
 # --- playback ------------------------------------------------------------------------------------------------

@@ -354,3 +354,42 @@ def test_cancel_a_queued_move_the_one_after_it_goes_from_where_the_arm_is():
         c.wait(30)
         assert c.replanned and not a.replanned
         assert np.hypot(*(robot.where(settle=True).tool_m - [0.5, 0.3])) < 1e-3  # never went to b's target
+
+
+def test_a_long_program_streams_from_its_first_frame(tmp_path):
+    """A 50-minute program was cut into moves whole before the first was sent: the board's watchdog (1 s)
+    fired at the start and the run died. Its moves are now cut as they are sent."""
+    import yaml
+
+    prog = yaml.safe_load(PROGRAM.read_text())
+    prog["steps"] = [{"repeat": 120, "steps": prog["steps"]}]
+    path = tmp_path / "long.yaml"
+    path.write_text(yaml.safe_dump(prog))
+    with armctl.connect("seed-3link", "armsim://?rate=1&seed=1") as robot:
+        m = robot.run(path, wait=False)
+        assert m.trajectory.duration_s > 3000
+        m.started.wait(60)
+        # (planning 30 000 moves the arm stood still a while: the watchdog may have fired then, harmlessly)
+        fired = robot.call(lambda b: b.ser.sim.board.counters["wdog"])
+        time.sleep(3.0)  # board seconds: three times its watchdog
+        assert not m.done, m.error
+        robot.stop("test over")
+        with pytest.raises(StopRequested):
+            m.wait(30)
+        assert robot.board_status().counters["wdog"] == fired
+
+
+def test_the_watchdog_that_fired_while_the_arm_stood_still_is_on_again_for_the_next_move():
+    """Idle for longer than the board's watchdog: it fires (harmless, the arm holds) and turns itself off.
+    The next move used to play without one; a host that died then left the board playing its whole queue."""
+    with armctl.connect("seed-3link", "armsim://?rate=1&seed=1") as robot:
+        robot.move_to(0.5, 0.2)
+        time.sleep(1.6)
+
+        def watchdog_s(backend):
+            backend.ser.sim.pump(backend.ser.sim_time_s())
+            return backend.ser.sim.board.wdog_s
+
+        assert robot.call(watchdog_s) == 0  # it fired: off
+        robot.move_to(0.5, 0.25)
+        assert robot.call(watchdog_s) == 1  # on again (1 s)

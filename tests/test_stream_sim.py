@@ -79,7 +79,7 @@ def test_program_on_sim(name, program):
 def test_merged_segments_reproduce_every_sample():
     arm, cal, plan = _setup()
     p = prepare(plan.trajectory, cal)
-    segs = segments(p.us)
+    segs = list(segments(p.us))
     assert len(segs) < len(p.us) / 3  # merging pays
     a = 0
     for b, frames in segs:

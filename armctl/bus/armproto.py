@@ -91,6 +91,8 @@ class ArmProtocolBackend(Backend):
         self.bytes_out = 0
         self._fd = None
         self._time_scale = 1.0
+        self._watchdog_fired = False
+        self._watchdog_board_s = 0.0
         self._streaming = False
         self._full_wait = False
         self._srtt = 0.05
@@ -133,14 +135,19 @@ class ArmProtocolBackend(Backend):
             self.info = self._handshake()
             self.runs_on_frames = math.inf  # no watchdog: the board plays everything it was sent
             if self.watchdog_s:
-                board_s = min(65.0, max(0.05, self.watchdog_s * self._time_scale))
-                self._sequenced(codec.watchdog(self._next, board_s, mode="H"), 0)
+                self._arm_watchdog()
                 self.flush()
-                self.runs_on_frames = board_s / FRAME_S  # then it holds (mode H) and drops its queue
+                self.runs_on_frames = self._watchdog_board_s / FRAME_S  # then it holds (mode H), drops its queue
         except BaseException:
             self.close()
             raise
         return self.info
+
+    def _arm_watchdog(self) -> None:
+        """Send ``W``: the board holds its pulses and drops its queue after ``watchdog_s`` of silence."""
+        self._watchdog_board_s = min(65.0, max(0.05, self.watchdog_s * self._time_scale))
+        self._sequenced(codec.watchdog(self._next, self._watchdog_board_s, mode="H"), 0)
+        self._watchdog_fired = False
 
     def close(self) -> None:
         if self.ser is not None:
@@ -248,12 +255,14 @@ class ArmProtocolBackend(Backend):
         elif isinstance(reply, codec.Event):
             if reply.name == "BOOT" and self.info is not None:
                 self._fail(LinkError("the board reset itself (boot event); the servos may have gone limp"))
-            elif reply.name == "WDOG" and (self._streaming or self._out):
+            elif reply.name == "WDOG" and (self._streaming or any(s.frames for s in self._out)):
                 self._fail(
                     LinkError(
                         f"the board's watchdog fired: it heard nothing from us for {self.watchdog_s:g} s and stopped"
                     )
                 )
+            elif reply.name == "WDOG":  # idle (the arm held still): harmless, but the board turned it off
+                self._watchdog_fired = True
 
     def _fail(self, exc: LinkError) -> None:
         if self._dead is None:
@@ -458,6 +467,10 @@ class ArmProtocolBackend(Backend):
         for ch, us in widths_us.items():
             if us is not None:
                 ticks[ch] = int(round(us * codec.TICKS_PER_US))
+        if not self._streaming and self.watchdog_s and time.monotonic() - self._last_sent_t > self.watchdog_s / 2:
+            self.status()  # quiet for a while: hear a watchdog that fired while the arm stood still as such
+        if self._watchdog_fired:  # it fired while the arm stood still: on again before anything moves
+            self._arm_watchdog()
         data = codec.move(self._next, frames, ticks, version=self.version)
         deadline = time.monotonic() + max(5.0, frames * 0.02 * 4)
         while self._credit() <= 0 or len(self._out) >= 32:
