@@ -227,7 +227,9 @@ def test_fresh_board_gets_the_calibrated_limits_and_keeps_them(cal_file, tmp_pat
     port = sim(tmp_path)
     assert main(["--calibration", str(cal_file), "--port", port, "home"]) == 0
     saved = json.loads((tmp_path / "sim.json").read_text())["limits_us"]
-    assert saved == [[800, 2200], [500, 2500], [500, 2500], [1250, 1850]]
+    # the four calibrated channels carry their limits; the board's spare channels keep 500..2500 us
+    assert saved[:4] == [[800, 2200], [500, 2500], [500, 2500], [1250, 1850]]
+    assert saved[4:] == [[500, 2500]] * (len(saved) - 4)
     with ArmProtocolBackend(port) as b:  # a new connection: the board remembers (EEPROM)
         assert b.info.limits_us[0] == (800, 2200)
         with pytest.raises(Exception, match="rejected"):  # and enforces them itself
