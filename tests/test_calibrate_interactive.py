@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 import pytest
 
 from armctl.arm import load_arm
+from armctl.bus.codec import TICKS_PER_US
 from armctl.calibration import load_calibration
 from armctl.cli import main
 from armctl.paths import PRESET_CALIBRATION_DIR
@@ -135,7 +136,8 @@ def start(tmp_path: Path, cal: Path, port: str) -> Term:
 
 
 def move_speeds_deg_s(wire_log: Path) -> dict[int, list[float]]:
-    """Per channel, the speed (deg/s by the old calibration's 7.4 us/deg) of every move sent."""
+    """Per channel, the speed (deg/s by the old calibration's 7.4 us/deg) of every move sent (protocol
+    version 2: widths in ticks of 0.5 us)."""
     last: dict[int, float] = {}
     out: dict[int, list[float]] = {ch: [] for ch in range(4)}
     for m in re.finditer(r"> b'\d+ M (\d+) ([^*]+)\*", wire_log.read_text()):
@@ -144,7 +146,7 @@ def move_speeds_deg_s(wire_log: Path) -> dict[int, list[float]]:
             if w == "-":
                 continue
             if ch in last:
-                out[ch].append(abs(float(w) - last[ch]) / 7.4 / (frames * 0.02))
+                out[ch].append(abs(float(w) - last[ch]) / TICKS_PER_US / 7.4 / (frames * 0.02))
             last[ch] = float(w)
     return out
 

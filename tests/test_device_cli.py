@@ -52,15 +52,15 @@ def test_run_on_sim_with_wire_log(tmp_path, capsys):
     )
     assert out["error_m"] < 1e-3
     text = log.read_text()
-    # the reply may share its read with the board's boot line ("- ! BOOT ...\\n0 H armsim 1 ...")
-    assert " > b'0 H *8EE8\\n'" in text and "0 H armsim 1" in text
+    # the reply may share its read with the board's boot line ("- ! BOOT ...\\n0 H armsim 2 ...")
+    assert " > b'0 H *8EE8\\n'" in text and "0 H armsim 2" in text
 
 
 def test_home_and_status(capsys):
     out = _json(capsys, ["--port", FAST, "home", "--json"])
     assert out["q_deg"] == pytest.approx([45, -90, -45], abs=0.1)
     st = _json(capsys, ["--port", FAST, "status", "--json"])
-    assert st["firmware"] == "armsim" and st["protocol"] == 1 and "tool_m" in st
+    assert st["firmware"] == "armsim" and st["protocol"] == 2 and "tool_m" in st
 
 
 def test_watchdog_option_reaches_the_board(tmp_path, capsys):

@@ -148,7 +148,7 @@ def test_ports_identifies_the_simulated_arm_on_a_pty(sim_pty, capsys):
             "usb_id": None,
             "description": "",
             "found": "armctl",
-            "detail": "armsim (armctl protocol 1, 4 channels)",
+            "detail": "armsim (armctl protocol 2, 8 channels)",
             "backend": "armctl",
             "reset_seen": got[0]["reset_seen"],  # the simulator sends its boot line when it starts, which
             "seconds": got[0]["seconds"],  # may be just after the port was opened: either is right here
@@ -156,7 +156,7 @@ def test_ports_identifies_the_simulated_arm_on_a_pty(sim_pty, capsys):
     ]
     assert main(["ports", pty.path]) == 0
     out = capsys.readouterr()
-    assert f"{pty.path}" in out.out and "armsim (armctl protocol 1, 4 channels)" in out.out
+    assert f"{pty.path}" in out.out and "armsim (armctl protocol 2, 8 channels)" in out.out
     assert "resets an Arduino Uno" in out.err
 
 
@@ -239,7 +239,7 @@ def test_ports_identifies_both_firmwares_on_virtual_unos_that_reset_on_open(firm
     f, o = got[fm.pty], got[ours.pty]
     assert f["found"] == "firmata" and f["backend"] == "firmata" and f["reset_seen"] is True
     assert f["detail"].startswith("StandardFirmata.ino 2.") and "(Firmata protocol 2." in f["detail"]
-    assert o["found"] == "armctl" and o["detail"].startswith("armctl-fw (armctl protocol 1") and o["reset_seen"]
+    assert o["found"] == "armctl" and o["detail"].startswith("armctl-fw (armctl protocol 2") and o["reset_seen"]
     assert opened == ["open"]  # opened once: the speed changed on the open port, no second reset
     print(f"probe: StandardFirmata {f['seconds']:.2f} s, our firmware {o['seconds']:.2f} s")
 
