@@ -556,6 +556,44 @@ def _closest(links, lo, hi, tx, ty, q0):
     return best_d, best
 
 
+def _closest_at_phi(links, lo, hi, tx, ty, phi, q0):
+    """3 links, tool angle ``phi`` fixed: the pose inside the joint limits whose tool point is closest to
+    (tx, ty), as (distance in m, pose) (pose None if no pose inside the limits has this tool angle).
+
+    With phi fixed the tool is the wrist point plus a fixed offset, so this is the closest point to the
+    wrist target W of a 2-link arm whose (q1, q2) is held in the box of their limits and in the band
+    ``lo3 <= phi - q1 - q2 <= hi3`` (the wrist joint's limits). Exact, by enumeration of the stationary
+    points: inside (the closed form; the arm straight or folded towards W when W is out of its reach), on
+    each edge (q1 at a limit; q2 at a limit: the arm turns rigidly;
+    the forearm's angle q1 + q2 at a band edge: the elbow turns on its circle) and at the corners."""
+    l1, l2, l3 = links
+    wx, wy = tx - l3 * math.cos(phi), ty - l3 * math.sin(phi)
+    c_band = (phi - lo[2], phi - hi[2])  # the forearm's absolute angle where the wrist is at a limit
+    pairs = list(analytic_2link(l1, l2, wx, wy))
+    for a in (lo[0], hi[0]):  # upper arm at a limit: the forearm points at W from the elbow
+        pairs.append((a, math.atan2(wy - l1 * math.sin(a), wx - l1 * math.cos(a)) - a))
+        pairs += [(a, b) for b in (lo[1], hi[1])] + [(a, c - a) for c in c_band]
+    for b in (lo[1], hi[1], 0.0, math.pi):  # elbow at a limit (or straight, folded: W out of reach): the
+        # arm turns rigidly about the shoulder
+        pairs.append((math.atan2(wy, wx) - math.atan2(l2 * math.sin(b), l1 + l2 * math.cos(b)), b))
+        pairs += [(c - b, b) for c in c_band]
+    for c in c_band:  # wrist at a limit: the forearm's direction is fixed, the elbow turns on its circle
+        q1 = math.atan2(wy - l2 * math.sin(c), wx - l2 * math.cos(c))
+        pairs.append((q1, c - q1))
+    best_d = best_near = math.inf
+    best = None
+    for q1, q2 in pairs:
+        pose = _turns((q1, q2, phi - q1 - q2), q0, lo, hi)
+        if pose is None:
+            continue
+        x, y = _fk(links, pose)
+        d = math.sqrt((tx - x) * (tx - x) + (ty - y) * (ty - y))
+        near = _dsq(pose, q0)
+        if d < best_d - _TIE_M or (d <= best_d + _TIE_M and near < best_near):
+            best_d, best_near, best = d, near, pose
+    return best_d, best
+
+
 def _face(links, lo, hi, face, tx, ty, q0):
     """The stationary points of the distance to (tx, ty) on one face of the box of limits (``face``: per
     joint 0 at its lower limit, 1 at its upper limit, 2 free), as raw joint angles, and how many of them
@@ -1065,6 +1103,16 @@ def solve(
         closest, q = _closest(P.links, P.lo, P.hi, tx, ty, q0)
         x, y = _fk(P.links, q)
         hit = math.sqrt((goal[0] - x) * (goal[0] - x) + (goal[1] - y) * (goal[1] - y)) <= tol
+    elif not hit and phi is not None:
+        # The tool angle is given and no start reached the goal: the pose inside the limits closest to the
+        # target at that tool angle (exact), never a pose outside them.
+        closest, q_phi = _closest_at_phi(P.links, P.lo, P.hi, tx, ty, phi, q0)
+        if q_phi is not None and (
+            q is None or not _inside(q, P.lo, P.hi) or closest < math.dist(_fk(P.links, q), (tx, ty))
+        ):
+            q = q_phi
+            x, y = _fk(P.links, q)
+            hit = _reaches(P, q, goal, phi, tol)
     if hit and method == "dls" and phi is None and len(P.links) == 3 and short == 0.0:
         q, it, fk_n, jac_n = _slide(P, goal[0], goal[1], q0, q, tol, max_iter)
         iterations += it
@@ -1091,7 +1139,7 @@ def solve(
             closest = _closest(P.links, P.lo, P.hi, tx, ty, q0)[0]
             blocked = closest > short + tol
         if blocked:
-            reason = _BLOCKED
+            reason = _BLOCKED + ("" if phi is None else " at this tool angle")
             # (how far the target is from what the arm reaches: this pose's error, or the closest pose's)
             short = error if closest is None or method in ("dls", "analytic") else closest
         else:

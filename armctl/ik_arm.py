@@ -377,7 +377,7 @@ def _miss_reason(arm: Arm, tv, phi, q0, short: float) -> str:
         return f"unreachable: {short * 1000:.1f} mm outside the reach of arm '{arm.name}'" + (
             " at this tool angle" if phi is not None else ""
         )
-    return "no pose inside the joint limits reaches the target"
+    return "no pose inside the joint limits reaches the target" + ("" if phi is None else " at this tool angle")
 
 
 def _outside_annulus(arm: Arm, tv, phi, q0) -> float:

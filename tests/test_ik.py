@@ -386,3 +386,48 @@ def test_every_point_is_reached_or_explained(x, y):
         assert "joint limits" in res.reason
         assert res.shortfall_m >= annulus_short - 1e-9
         assert res.shortfall_m == pytest.approx(res.error_m)
+
+
+def _grid_closest_at_phi(links, lo, hi, tx, ty, phi, n=500):
+    """Brute force: the closest tool point to (tx, ty) at tool angle phi over a grid of (q1, q2)."""
+    q1, q2 = np.meshgrid(np.linspace(lo[0], hi[0], n), np.linspace(lo[1], hi[1], n))
+    q3 = phi - q1 - q2
+    q3 = q3 + 2 * np.pi * np.round((0.5 * (lo[2] + hi[2]) - q3) / (2 * np.pi))
+    x = links[0] * np.cos(q1) + links[1] * np.cos(q1 + q2) + links[2] * np.cos(phi)
+    y = links[0] * np.sin(q1) + links[1] * np.sin(q1 + q2) + links[2] * np.sin(phi)
+    d = np.hypot(x - tx, y - ty)
+    d[(q3 < lo[2]) | (q3 > hi[2])] = np.inf
+    return float(d.min())
+
+
+def test_closest_pose_at_a_tool_angle_is_inside_the_limits_and_no_grid_point_beats_it():
+    """A target no pose inside the limits reaches at the given tool angle used to get a pose outside
+    them, reported 0.0 mm away. Now: the exact closest pose inside them, checked against a grid."""
+    rng = np.random.default_rng(7)
+    for _ in range(150):
+        links = list(rng.uniform(0.1, 0.5, 3))
+        lo = list(rng.uniform(-3.0, 0.0, 3))
+        hi = [a + rng.uniform(0.3, 3.5) for a in lo]
+        tx, ty = rng.uniform(-sum(links), sum(links), 2)
+        phi = rng.uniform(-math.pi, math.pi)
+        q0 = [(a + b) / 2 for a, b in zip(lo, hi)]
+        d, pose = ik._closest_at_phi(links, lo, hi, tx, ty, phi, q0)
+        grid = _grid_closest_at_phi(links, lo, hi, tx, ty, phi)
+        if pose is None:
+            assert grid == math.inf
+            continue
+        assert all(a - 1e-9 <= v <= b + 1e-9 for v, a, b in zip(pose, lo, hi))
+        assert math.remainder(sum(pose) - phi, 2 * math.pi) == pytest.approx(0, abs=1e-9)
+        assert d <= grid + 1e-9
+        assert d == pytest.approx(math.dist(fk(np.array(links), np.array(pose)), (tx, ty)), abs=1e-12)
+
+
+@pytest.mark.parametrize("method", ["dls", "analytic", "newton", "broyden"])
+def test_a_tool_angle_the_limits_forbid_gets_the_closest_pose_inside_them(method):
+    arm = load_arm("seed-3link")
+    r = solve(arm, (0.3, -0.4), phi=math.radians(130), method=method)
+    assert not r.ok and "at this tool angle" in r.reason
+    assert arm.within_limits(r.q)
+    assert r.shortfall_m == pytest.approx(r.error_m) and r.error_m > 0.1  # 121 mm: not "0.0 mm away"
+    d, _ = ik._closest_at_phi(list(arm.links_m), list(arm.q_min), list(arm.q_max), 0.3, -0.4, math.radians(130), r.q)
+    assert r.error_m == pytest.approx(d, abs=1e-9)

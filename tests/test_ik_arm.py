@@ -308,3 +308,14 @@ def test_phi_needs_a_three_link_chain():
         ik.solve(PRESETS["mearm"], [0.15, 0, 0.05], phi=0.0)
     with pytest.raises(BadInputError, match=r"shape \(N, 3\)"):
         solve_batch(PRESETS["mearm"], [[0.15, 0.0]])
+
+
+def test_a_base_arm_at_a_tool_angle_its_wrist_cannot_take_gets_the_closest_pose_inside_the_limits():
+    """so101, tool straight down at a point where the wrist would need more than its limit: the answer
+    used to be a pose outside the limits reported "0.0 mm away"."""
+    from armctl.ik import solve as planar_and_base_solve
+
+    arm = load_arm("so101")
+    r = planar_and_base_solve(arm, (0.22, 0.06, 0.102), phi=math.radians(-90))
+    assert not r.ok and r.reason.endswith("at this tool angle")
+    assert arm.within_limits(r.q) and r.error_m > 1e-3 and r.shortfall_m == pytest.approx(r.error_m)
