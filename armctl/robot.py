@@ -21,11 +21,14 @@ control within a frame plus the board's queue. All units SI: metres, radians, se
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import math
+import sys
 import threading
 import time
 import urllib.parse
+import weakref
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -367,6 +370,28 @@ def _let_a_dead_run_finish(store: PoseStore) -> None:
 # --- the Robot ---------------------------------------------------------------------------------------------
 
 
+_OPEN: weakref.WeakSet[Robot] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    """A script that ends with a Robot still open (no ``with``, no ``close()``) would leave a motion to be
+    cut off mid-stream by the interpreter: stop it under control and release the port instead."""
+    for robot in list(_OPEN):
+        if robot._closed:
+            continue
+        if robot.moving:
+            print(
+                f"armctl: the program ended while the arm on {robot.port} was moving: stopped under control "
+                "(wait() for a motion, or close() the Robot, to end where you meant)",
+                file=sys.stderr,
+            )
+        try:
+            robot.close()
+        except Exception:  # noqa: BLE001 - exiting: nothing left to tell
+            pass
+
+
 class Robot:
     """The open arm (made by ``connect``). Attributes: ``arm``, ``calibration`` (in the backend's
     addressing: each servo's ``channel`` is its address on this board), ``calibration_path``, ``backend``
@@ -404,6 +429,7 @@ class Robot:
         #: One line if the last run on this port ended without a clean stop (it was killed, the PC lost
         #: power, the USB link dropped mid-motion): the pose it journaled is where this run starts from.
         self.recovered: str | None = None
+        _OPEN.add(self)  # closed at exit if the script forgot to
         if stored is not None and not stored.clean:
             age = time.time() - stored.time_s
             when = f" {age:.0f} s ago" if 0 <= age < 36000 else ""

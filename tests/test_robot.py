@@ -393,3 +393,24 @@ def test_the_watchdog_that_fired_while_the_arm_stood_still_is_on_again_for_the_n
         assert robot.call(watchdog_s) == 0  # it fired: off
         robot.move_to(0.5, 0.25)
         assert robot.call(watchdog_s) == 1  # on again (1 s)
+
+
+def test_a_script_that_ends_while_the_arm_moves_stops_it_under_control(tmp_path):
+    """No close(), no wait(): the interpreter used to cut the stream off mid-motion (the board played on
+    until its watchdog; the next run found an unclean end). Now the motion stops under control at exit."""
+    port = f"armsim://?rate=1&seed=1&state={tmp_path / 'sim.json'}"
+    script = (
+        "import sys, time, armctl\n"
+        "r = armctl.connect('seed-3link', sys.argv[1])\n"
+        "m = r.move_to(0.3, 0.4, speed=0.05, wait=False)\n"
+        "m.started.wait(30); time.sleep(1.0)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", script, port], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "the program ended while the arm" in out.stderr and "stopped under control" in out.stderr
+    with armctl.connect("seed-3link", port) as robot:
+        assert robot.recovered is None  # a clean stop, not a crash
+        here = robot.where().tool_m
+        assert 0.01 < np.hypot(*(here - fk(robot.arm.links_m, np.radians([45, -90, -45]))))
+        assert np.hypot(*(here - [0.3, 0.4])) > 0.05  # stopped part way

@@ -21,9 +21,11 @@ bytes, giving it the simulated time. Times here are simulated seconds; the
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import random
+import time
 from bisect import insort
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +108,7 @@ class SimArm:
     """A simulated board and arm; feed it host bytes with ``host_write`` and read ``host_read``."""
 
     BOOT_S = 0.05  # simulated seconds from reset (the port opening) to the board's UART being ready
+    SAVE_PERIOD_S = 0.1  # wall seconds between two writes of the state file while the host streams
 
     def __init__(self, opts: SimOptions | None = None, *, arm: Arm | None = None, cal: Calibration | None = None):
         self.opts = o = opts or SimOptions()
@@ -133,6 +136,7 @@ class SimArm:
         )
         self.board.limits = self._start_limits(channels)
         self._saved_limits = list(self.board.limits)
+        self._saved_wall = -math.inf
         self.byte_s = 0.0 if o.baud <= 0 else 10.0 / o.baud
         self.delay_s = o.delay_ms / 1000.0
         self.host_bytes = 0
@@ -212,12 +216,18 @@ class SimArm:
             lims[ch] = (round(lo * 2), round(hi * 2))
         return lims
 
-    def save_state(self) -> None:
+    def save_state(self, *, host_gone: bool = False) -> None:
         """Write the servo positions and the board's limits to the ``state`` file (the arm stays where it
-        is between runs; the limits persist like the firmware's EEPROM)."""
+        is between runs; the limits persist like the firmware's EEPROM). ``host_gone``: the positions the
+        servos end in if the host went silent now (the board plays its queue until its watchdog fires),
+        written while the host streams, so a host killed outright leaves the arm where a real one stops."""
         if not self.opts.state:
             return
-        q = [*self.q_rad(), *([self.gripper_rad()] if self.cal.gripper is not None else [0.0])]
+        if host_gone:
+            q = self._angles_after(self._widths_when_host_gone())
+        else:
+            q = [*self.q_rad(), *([self.gripper_rad()] if self.cal.gripper is not None else [0.0])]
+        self._saved_wall = time.monotonic()
         path = Path(self.opts.state)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -225,6 +235,31 @@ class SimArm:
         tmp.write_text(json.dumps({"q_rad": q, "limits_us": limits}))
         tmp.replace(path)
         self._saved_limits = list(self.board.limits)
+
+    def _widths_when_host_gone(self) -> list[int | None]:
+        """Per channel, the width (ticks; None: no pulse) the board holds once it has played its queue up
+        to its watchdog (to the queue's end with no watchdog set), hearing nothing more."""
+        keep = self.board.on_pulse
+        self.board.on_pulse = None  # (the copy must not call back into this simulator)
+        try:
+            board = copy.deepcopy(self.board)
+        finally:
+            self.board.on_pulse = keep
+        if board.wdog_deadline is not None:
+            board.advance_to(board.wdog_deadline + board.frame_s)
+        else:
+            left = sum(m.frames for m in board.queue) + (board.cur.frames - board.cur.done if board.cur else 0)
+            board.advance_to(board.now + (left + 2) * board.frame_s)
+        return list(board.out)
+
+    def _angles_after(self, widths: list[int | None]) -> list[float]:
+        """Joint angles (then the gripper's, 0 without one) the servos settle at, holding ``widths``."""
+        out = []
+        for s in self.cal.servos:
+            servo, w = self.servos[s.channel], widths[s.channel] if s.channel < len(widths) else None
+            held = servo.position_us(self.now) if w is None else w / 2.0
+            out.append(servo.sign * float(servo.cal.angle_rad(held)) / servo.scale + servo.offset_rad)
+        return out if self.cal.gripper is not None else [*out, 0.0]
 
     def _on_pulse(self, t: float, channel: int, ticks: int | None) -> None:
         width = None if ticks is None else ticks / 2.0
@@ -311,6 +346,7 @@ class SimArm:
 
     def pump(self, t: float) -> None:
         """Run the board and the link up to simulated time ``t``."""
+        heard = False
         while True:
             t_line = self._to_board[0][0] if self._to_board else math.inf
             t_board = self.board.next_event_s()
@@ -320,14 +356,17 @@ class SimArm:
             if t_line <= t_board:
                 _, _, line = self._to_board.pop(0)
                 out = self.board.receive(line, t_line)
+                heard = True
             else:
                 out = self.board.advance_to(t_board)
             if out:
                 self._to_host_schedule(out, t_next)
-        if self.board.limits != self._saved_limits:
-            self.save_state()  # an L command: written through at once, like EEPROM
         self.board.advance_to(t)
         self.now = max(self.now, t)
+        if self.board.limits != self._saved_limits:
+            self.save_state()  # an L command: written through at once, like EEPROM
+        elif heard and time.monotonic() - self._saved_wall >= self.SAVE_PERIOD_S:
+            self.save_state(host_gone=True)
 
     def host_read(self, t: float, size: int | None = None) -> bytes:
         """Bytes that have reached the host by simulated time ``t`` (at most ``size``)."""
