@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import math
+import numbers
 import sys
 import threading
 import time
@@ -56,6 +57,7 @@ RAMP_SPEED_FRACTION = 0.25  # of each joint's limit: from wherever the arm is to
 HOME_SPEED_FRACTION = 0.25
 FACTORY_LIMITS_US = (500.0, 2500.0)  # a board's stored limits before anyone calibrated it
 BOARD_WAIT_S = 10.0  # longest wait for the board to be free (another thread's motion stopping)
+TURN_RAD = 2.0 * math.pi
 JOURNAL_PERIOD_S = 0.02  # while moving, the pose the board would stop in is journaled once a frame
 
 
@@ -466,6 +468,7 @@ class Robot:
     @contextlib.contextmanager
     def _board(self, timeout_s: float = BOARD_WAIT_S):
         """The board to this thread (waiting for a motion in another thread to end), as a ``with`` block."""
+        self._check_open()
         self._take_board(timeout_s)
         try:
             yield self.backend
@@ -701,7 +704,7 @@ class Robot:
     def _line(self, x, y, z, phi, speed, accel, label) -> motion.LineMove:
         target = self._point(x, y, z)
         if phi is not None:
-            phi = self._number(phi, "phi")
+            phi = self._radians(phi, "phi")
             if self.arm.n_links != 3:
                 raise BadInputError(
                     f"phi (a tool angle) needs a 3-link arm; {self.arm.name!r} has {self.arm.n_links} links"
@@ -716,12 +719,23 @@ class Robot:
 
     @staticmethod
     def _number(v, what: str) -> float:
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            raise BadInputError(f"{what}: expected a number, got {v!r}") from None
+        # (a number, not a string or a bool: "0.5" and True are mistakes in a program, not values)
+        if not isinstance(v, numbers.Real) or isinstance(v, (bool, np.bool_)):
+            raise BadInputError(f"{what}: expected a number, got {v!r}")
+        f = float(v)
         if not math.isfinite(f):
             raise BadInputError(f"{what}: must be a finite number, got {v!r}")
+        return f
+
+    @classmethod
+    def _radians(cls, v, what: str) -> float:
+        """An angle in radians: more than a turn either way is refused (degrees given where radians go)."""
+        f = cls._number(v, what)
+        if abs(f) > TURN_RAD + 1e-9:
+            raise BadInputError(
+                f"{what}: {f:g} rad is more than a turn; angles here are in radians "
+                "(math.radians(deg), or degrees=True where the method takes it)"
+            )
         return f
 
     def _positive(self, v, what: str) -> float:
@@ -783,9 +797,12 @@ class Robot:
         the limits, BadInputError for the wrong number of angles."""
         self._check_open()
         gen = self._stop_gen
-        vals = [self._number(v, f"joint {i + 1}") for i, v in enumerate(np.atleast_1d(q).tolist())]
+        check = self._number if degrees else self._radians
+        items = list(q) if isinstance(q, (list, tuple)) else np.atleast_1d(q).tolist()
+        vals = [check(v, f"joint {i + 1}") for i, v in enumerate(items)]
         if len(vals) != self.arm.n:
             raise BadInputError(f"expected {self.arm.n} joint angles for arm {self.arm.name!r}, got {len(vals)}")
+        speed_fraction = self._number(speed_fraction, "speed_fraction")
         if not 0 < speed_fraction <= 1:
             raise BadInputError(f"speed_fraction: must be in (0, 1], got {speed_fraction!r}")
         q_rad = np.radians(vals) if degrees else np.array(vals)
@@ -814,7 +831,7 @@ class Robot:
                 raise BadInputError(f"gripper: 'open', 'close' or an angle, got {state!r}")
             angle, label = (g.open_rad, "open the gripper") if word == "open" else (g.closed_rad, "close the gripper")
         else:
-            angle = self._number(state, "gripper angle")
+            angle = self._number(state, "gripper angle") if degrees else self._radians(state, "gripper angle")
             angle = math.radians(angle) if degrees else angle
             label = f"gripper to {math.degrees(angle):g} deg"
         move = motion.GripperMove(angle, label=label)
@@ -1166,6 +1183,7 @@ class Robot:
 
     def board_limits(self) -> list[tuple[float, float]] | None:
         """Each servo's pulse limits (us) stored on the board, joints then gripper; None if the board keeps none."""
+        self._check_open()
         info = self.backend.info
         if not self.backend.caps.stores_limits or info is None or not info.limits_us:
             return None
@@ -1190,6 +1208,7 @@ class Robot:
 
     def use_calibration(self, cal: Calibration, path: Path | None = None) -> None:
         """Drive the servos by ``cal`` from now on (a new calibration was just made): addressed like the old."""
+        self._check_open()
         cal.check_arm(self.arm)
         self.calibration = self.backend.address(cal)
         if path is not None:

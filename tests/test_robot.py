@@ -414,3 +414,25 @@ def test_a_script_that_ends_while_the_arm_moves_stops_it_under_control(tmp_path)
         here = robot.where().tool_m
         assert 0.01 < np.hypot(*(here - fk(robot.arm.links_m, np.radians([45, -90, -45]))))
         assert np.hypot(*(here - [0.3, 0.4])) > 0.05  # stopped part way
+
+
+def test_the_api_refuses_what_is_not_a_number_or_a_radian_and_a_closed_robot_says_closed():
+    with armctl.connect("seed-3link", FAST) as robot:
+        start = robot.where().q_deg
+        bad = [
+            (lambda: robot.move_joints([0.5, -1.0, -0.5], speed_fraction="0.5"), "speed_fraction: expected a number"),
+            (lambda: robot.move_to(0.5, 0.2, phi=-90), "phi: -90 rad is more than a turn"),
+            (lambda: robot.move_to(True, 0.2), "x: expected a number, got True"),
+            (lambda: robot.move_to("0.5", 0.2), "x: expected a number, got '0.5'"),
+            (lambda: robot.move_joints([45, -90, -45]), "joint 1: 45 rad is more than a turn"),
+            (lambda: robot.gripper(30), "gripper angle: 30 rad is more than a turn"),
+        ]
+        for call, msg in bad:
+            with pytest.raises(BadInputError, match=msg):
+                call()
+        assert robot.where().q_deg == pytest.approx(start)  # nothing moved
+        robot.move_joints(np.radians([45, -80, -45]))  # numpy numbers are numbers
+        robot.gripper(30, degrees=True)
+    for call in (robot.hold, robot.settle, robot.push_limits, robot.board_status, robot.board_limits, robot.where):
+        with pytest.raises(LinkError, match="is closed"):
+            call()

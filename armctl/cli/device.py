@@ -224,7 +224,7 @@ def cmd_jog(args) -> int:
 
     arm, cal = setup(args)
     target = np.array(target_args(args, arm, "armctl jog 0.5 0.2"))
-    phi = None if args.phi is None else math.radians(parse_float(args.phi, what="--phi"))
+    phi = None if args.phi is None else math.remainder(math.radians(parse_float(args.phi, what="--phi")), 2 * math.pi)
     speed = parse_float(args.speed or str(motion.DEFAULT_SPEED_M_S * 1000), what="--speed") / 1000.0
     if speed <= 0:
         raise BadInputError(f"--speed: must be > 0 mm/s, got {args.speed}")

@@ -339,7 +339,7 @@ class Pendant:
             what = f"tool angle {TURNS[key] * self.turn_step_deg():+g} deg"
         xy, phi = self._target()
         new_xy = xy + d
-        new_phi = None if phi is None else phi + dphi
+        new_phi = None if phi is None else math.remainder(phi + dphi, 2.0 * math.pi)  # (turned round and round)
         label = f"jog {what}"
         try:
             m = self.robot.move_to(
