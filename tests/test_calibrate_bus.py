@@ -143,3 +143,46 @@ def test_quit_leaves_the_old_calibration(tmp_path, bus):
     t.send("q")
     assert t.finish() == 130
     assert (tmp_path / "seed-3link.yaml").read_text() == OLD
+
+
+def _reads(t: Term, seconds: float = 0.6) -> None:
+    """The user reads the screen for a while (several live-refresh periods) without pressing a key."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        t._pump(0.05)
+
+
+def test_the_fit_refusal_and_save_screens_wait_for_the_users_key(tmp_path, bus):
+    """A user reads the fit before answering: each screen stays until a key, however long that takes (the
+    live-position refresh must not answer it), and the final y saves (exit 0, not a quit)."""
+    t = _start(tmp_path, bus)
+    # joint 1: a point far off the line, so the fit is refused; that screen waits for r
+    for k, angle in enumerate((0, 90, -60)):
+        t.wait(rf"reference pose {k + 1} of 3")
+        _put(t, bus, 1, true_steps(1, angle))
+    t.wait("the fit is refused")
+    _reads(t)
+    assert "the fit is refused" in t.screen()
+    t.send("r")
+    for k, angle in enumerate((0, 90, -90)):
+        t.wait(rf"reference pose {k + 1} of 3")
+        _put(t, bus, 1, true_steps(1, angle))
+    t.wait("fit from 3 points")
+    _reads(t)
+    assert "fit from 3 points" in t.screen(), t.screen()
+    t.send("y")
+    t.wait("safe range, end 1 of 2")
+    _put(t, bus, 1, true_steps(1, -95))
+    t.wait("safe range, end 2 of 2")
+    _put(t, bus, 1, true_steps(1, 95))
+    for sid in (2, 3):  # skip the other joints and the gripper
+        t.wait(rf"id {sid}: reference pose 1 of 3")
+        t.send("s")
+    t.wait(r"Gripper, id 6: open")
+    t.send("s")
+    t.wait("Calibration finished")
+    _reads(t)
+    assert "Calibration finished" in t.screen()
+    t.send("y")
+    assert t.finish() == 0, t.screen()
+    assert load_calibration(tmp_path / "seed-3link.yaml").joints[0].zero_steps == pytest.approx(TRUE[1][0], abs=1)

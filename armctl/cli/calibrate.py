@@ -473,7 +473,7 @@ class Workflow:
             k = self._key()
             if k == "enter":
                 k = allowed[0]
-            if k.lower() in allowed:
+            if k and k.lower() in allowed:  # a key, not a refresh tick ("" is in every string)
                 return k.lower()
 
     def _record_poses(self, index: int, refs, heading) -> list[tuple[float, float]] | None:
