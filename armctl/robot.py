@@ -37,7 +37,7 @@ import numpy as np
 
 from . import motion
 from .arm import Arm, load_arm
-from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class
+from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class, check_simulator_port
 from .bus.portlock import PortLock
 from .calibration import Calibration, find_calibration, load_calibration
 from .errors import BadInputError, LinkError, MotionError, StopRequested
@@ -312,6 +312,8 @@ def connect(
         )
     if port is not None and not str(port).strip():
         raise BadInputError("--port: empty; give a device path or URL, or leave it out for the simulated arm")
+    if port is not None:
+        check_simulator_port(str(port), cls)  # a simulator of other servos would only time out
     if port is None and isinstance(arm, Arm) and Path(arm.source).suffix not in (".yaml", ".yml"):
         raise BadInputError("the simulated arm needs an arm preset or file; this Arm was built in code: pass port=")
     url = sim_port_for(str(port), arm_obj, cal_path) if port is not None else default_port(arm_obj, cal_path, cls)
