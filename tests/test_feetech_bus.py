@@ -608,7 +608,9 @@ def test_pty_goes_away_when_the_link_is_pulled(pty_bus):
     ],
 )
 def test_sim_pty_bad_arguments_are_one_line_and_exit_2(argv, fragment):
-    run = subprocess.run([sys.executable, "-m", "armctl.bus.sim_pty", *argv], capture_output=True, text=True, timeout=30)
+    run = subprocess.run(
+        [sys.executable, "-m", "armctl.bus.sim_pty", *argv], capture_output=True, text=True, timeout=30
+    )
     assert run.returncode == 2 and run.stdout == "", run
     assert "Traceback" not in run.stderr and fragment in run.stderr.strip().splitlines()[-1], run.stderr
 
