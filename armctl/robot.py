@@ -40,7 +40,7 @@ from .arm import Arm, load_arm
 from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class, check_simulator_port
 from .bus.portlock import PortLock
 from .calibration import Calibration, find_calibration, load_calibration
-from .errors import BadInputError, LinkError, MotionError, StopRequested
+from .errors import BadInputError, JointLimitError, LinkError, MotionError, StopRequested
 from .kinematics import tool_pitch, tool_point
 from .paths import state_dir
 from .state import PoseStore
@@ -604,8 +604,32 @@ class Robot:
         if cal.gripper is not None and arm.gripper is not None:
             g = float(cal.gripper.angle_rad(values[len(cal.joints)]))
         if check:
+            self._check_current(q, values)
             cal.check_values(np.array([s.value(q[i]) for i, s in enumerate(cal.joints)]))
         return q, g, declare, held
+
+    def _check_current(self, q, values) -> None:
+        """JointLimitError naming the first joint that is now (measured, or as the board holds it) outside its
+        calibrated range or the arm's limits: no target can fix that, the arm has to be put back first."""
+        arm, measured = self.arm, self.backend.caps.measures_positions
+        fix = "check the calibration"
+        if measured:
+            fix = "move it back by hand (torque off: robot.release(), armctl teach)"
+        for i, s in enumerate(self.calibration.joints):
+            v, deg = values[i], math.degrees(q[i])
+            lo, hi = math.degrees(arm.q_min[i]), math.degrees(arm.q_max[i])
+            if v is not None and not s.lo - 1e-6 <= v <= s.hi + 1e-6:
+                where = f"{v:.0f} {s.unit}, outside the calibrated {s.lo:g}..{s.hi:g} {s.unit}"
+            elif not lo - 1e-9 <= deg <= hi + 1e-9:
+                where = f"outside its limits {lo:g}..{hi:g} deg"
+            else:
+                continue
+            raise JointLimitError(
+                f"the arm is outside its joint limits now: joint {i + 1} ({s.name}) is at {deg:.1f} deg ({where}); "
+                f"{fix}, then move again",
+                joint=i,
+                q=np.asarray(q),
+            )
 
     @staticmethod
     def _declared_value(servo, angle: float, clamp: bool) -> float:

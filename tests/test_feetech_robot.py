@@ -159,3 +159,20 @@ def test_the_wire_log_has_the_bus_bytes(bus_cal, tmp_path):
         robot.gripper("close")
     sent = [ast.literal_eval(line.split(None, 2)[2]) for line in log.read_text().splitlines() if " > " in line]
     assert sent and all(chunk.startswith(b"\xff\xff") for chunk in sent)
+
+
+def test_an_arm_moved_out_of_range_by_hand_is_named_before_any_target(bus_cal, capsys):
+    """The shoulder turned by hand past its calibrated range: every motion is refused with the joint named
+    and what to do (move it back by hand), not "needs a 3181 steps position... pick another target"."""
+    port = "feetechsim://?ids=1,2,3,6&start=3181,3072,1536,2183&rate=5"
+    for argv in (["jog", "0.5", "0.2"], ["home"]):
+        assert main(["--calibration", str(bus_cal), "--port", port, *argv]) == 3
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "pick another target" not in err, err
+        assert "outside its joint limits now: joint 1 (shoulder) is at 99.6 deg (3181 steps" in err, err
+        assert "move it back by hand" in err
+    with armctl.connect("seed-3link", port, calibration=bus_cal) as robot:
+        with pytest.raises(armctl.errors.JointLimitError, match=r"joint 1 \(shoulder\)") as info:
+            robot.move_joints([45, -90, -45], degrees=True)
+        assert info.value.joint == 0
+        assert not robot.backend.bus.serial.sim.servo(1).torque_on  # nothing moved
