@@ -618,3 +618,18 @@ def test_sim_pty_bad_arguments_are_one_line_and_exit_2(argv, fragment):
 def test_sim_pty_help():
     run = subprocess.run([sys.executable, "-m", "armctl.bus.sim_pty", "--help"], capture_output=True, text=True)
     assert run.returncode == 0 and "feetechsim://" in run.stdout and run.stderr == ""
+
+
+def test_voltage_sags_and_temperature_rises_under_load():
+    """A servo pushing on a stop reports its load, a supply that sags under it and a temperature that rises
+    toward its steady state (time constant about a minute); an idle one reads the supply and the room."""
+    sim = _sim(ids=[1, 2], volts=7.4, temp_c=25.0)
+    sim.set_stops(2, 1900, 2100)
+    _write(sim, 2, "torque_enable", 1, 0.0)
+    _write(sim, 2, "goal_position", 2200, 0.0)  # 100 steps past the stop: pushes at 100 % (capped)
+    load = _read(sim, 2, "present_load", 1.0)
+    assert 500 <= abs(load) <= 1000
+    assert _read(sim, 2, "present_voltage", 1.0) < 74 and _read(sim, 1, "present_voltage", 1.0) == 74
+    t30 = _read(sim, 2, "present_temperature", 30.0)
+    t300 = _read(sim, 2, "present_temperature", 300.0)
+    assert 25 < t30 < t300 <= 25 + 40 and _read(sim, 1, "present_temperature", 300.0) == 25

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -215,3 +216,29 @@ def test_a_servo_that_stops_answering_mid_motion_is_a_lost_link_named_in_one_lin
     text = str(info.value)
     assert "\n" not in text and "servo 2 (elbow)" in text and "the link is lost" in text, text
     assert LOST_FRAMES - 2 <= after <= LOST_FRAMES + 3  # the stream went on while its feedback was late
+
+
+def test_status_in_a_fresh_process_reads_the_goals_and_each_servos_state(tmp_path, monkeypatch, capsys):
+    """The servos stay powered between runs: status in a new process shows the goals they hold (read from
+    them, not '-') and each servo's position, load, voltage and temperature."""
+    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+    assert main(["--arm", "so101", "jog", "0.2", "0.0", "0.15"]) == 0
+    capsys.readouterr()
+    assert main(["--arm", "so101", "status", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["tool_m"] == pytest.approx([0.2, 0.0, 0.15], abs=1e-3)
+    assert [s["name"] for s in report["servos"]] == [
+        "shoulder_pan",
+        "shoulder_lift",
+        "elbow_flex",
+        "wrist_flex",
+        "gripper",
+    ]
+    for s in report["servos"]:
+        assert s["torque"] and s["goal_steps"] == pytest.approx(s["position_steps"], abs=2), s
+        assert report["widths_us"][s["id"]] == s["goal_steps"]
+        assert 7.0 < s["voltage_v"] <= 7.4 and 20 <= s["temperature_c"] <= 70 and abs(s["load_fraction"]) <= 1
+    assert main(["--arm", "so101", "status"]) == 0
+    out = capsys.readouterr().out
+    assert " - " not in out.splitlines()[0], out
+    assert re.search(r"shoulder_lift\s+id 2\s+position\s+\d+ goal\s+\d+ steps\s+torque on\s+load\s+-?[\d.]+ %", out)

@@ -47,6 +47,8 @@ class BoardStatus:
     left_frames: int = 0
     counters: dict = field(default_factory=dict)
     frame: int | None = None
+    #: Per address, what a servo reports of itself (bus servos: position, load, voltage, temperature...).
+    servos: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

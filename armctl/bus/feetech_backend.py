@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 import urllib.parse
+from pathlib import Path
 
 from ..calibration import STEPS_PER_TURN, Calibration
 from ..errors import LinkError
@@ -55,11 +56,9 @@ class FeetechBackend(Backend):
         cal = load_calibration(cal_path)
         angles = [*arm.home_rad, *([arm.gripper.open_rad] if arm.gripper is not None and cal.gripper else [])]
         start = [round(float(s.value(a))) % STEPS_PER_TURN for s, a in zip(cal.servos, angles)]
-        query = {
-            "ids": ",".join(str(s.id) for s in cal.servos),
-            "start": ",".join(map(str, start)),
-            "state": str(state_path),
-        }
+        query = {"ids": ",".join(str(s.id) for s in cal.servos), "state": str(state_path)}
+        if not Path(state_path).is_file():  # else the servos stand (and hold) where the last run left them
+            query["start"] = ",".join(map(str, start))
         return "feetechsim://?" + urllib.parse.urlencode(query, safe=",/")
 
     def __init__(self, port: str, cal: Calibration, *, baudrate: int = DEFAULT_BAUD, wire_log=None):
@@ -93,6 +92,9 @@ class FeetechBackend(Backend):
             models = self.bus.check_ids(self.ids)  # a missing servo is named here, before anything moves
             self.torque = {i: bool(self.bus.read(i, "torque_enable")) for i in self.ids}
             self.present = self.bus.read_positions(self.ids)
+            held = [i for i in self.ids if self.torque[i]]  # servos left holding (by an earlier run): their goals
+            for i, v in self.bus.sync_read("goal_position", held).items() if held else ():
+                self.goal[i] = float(v)
         except ServoError as exc:
             self.close()
             raise LinkError(self._named(str(exc))) from None
@@ -257,9 +259,30 @@ class FeetechBackend(Backend):
             raise LinkError(self._named(str(exc))) from None
 
     def status(self) -> BoardStatus:
-        """The goals last sent (None before a servo first moved), by id."""
+        """The goal each servo holds (None with its torque off), by id, and in ``servos`` what each reports:
+        ``{id: {torque, goal_steps, position_steps, speed_steps_s, load_fraction, voltage_v, temperature_c,
+        moving, errors}}`` (one SYNC_READ)."""
+        try:
+            states = self.bus.read_states(self.ids)
+        except ServoError as exc:
+            raise LinkError(self._named(str(exc))) from None
         top = max(self.ids) + 1
-        return BoardStatus(widths_us=tuple(self.goal.get(i) if self.torque.get(i) else None for i in range(top)))
+        goals = tuple(self.goal.get(i) if self.torque.get(i) else None for i in range(top))
+        servos = {
+            i: {
+                "torque": bool(self.torque.get(i)),
+                "goal_steps": goals[i],
+                "position_steps": st.position_steps,
+                "speed_steps_s": st.speed_steps_s,
+                "load_fraction": st.load_fraction,
+                "voltage_v": st.voltage_v,
+                "temperature_c": st.temperature_c,
+                "moving": st.moving,
+                "errors": st.errors,
+            }
+            for i, st in states.items()
+        }
+        return BoardStatus(widths_us=goals, servos=servos)
 
     def played_frames(self) -> int:
         return self._played

@@ -34,7 +34,8 @@ Options (lists are comma-separated):
 - ``stall=I,..``        jammed servos: with torque on they do not move, push, and end up overloaded
 - ``garble=I,..``       servos whose every answer arrives with one bit flipped
 - ``stops=I:LO:HI,..``  mechanical stops of servo I, encoder steps (present + homing offset)
-- ``state=PATH``        keep the servos' EEPROM (written with lock 0) and positions in this file
+- ``state=PATH``        keep the servos' EEPROM (written with lock 0), positions and RAM (torque, goal:
+                        they stay powered between runs) in this file
 
 The opened port has ``.sim`` (a ``FeetechSim``): its servos, test hooks (``turn_by_hand``,
 ``set_stops``, ``power_cycle``) and the log of every packet the servos took in.
