@@ -331,10 +331,11 @@ def load_points(path: str | Path, cal: Calibration) -> list[Record]:
             servo = parse_servo_name(str(servo_raw), cal)
         except BadInputError as exc:
             raise sec.error("joint", str(exc)) from None
+        bottom, top = cal.servos[servo].full_range  # the keys say us; a bus servo's values are its steps
         if sec.has("angle_deg"):
-            rec = Record(servo, angle_deg=sec.number("angle_deg"), us=sec.number("us", lo=500, hi=2500))
+            rec = Record(servo, angle_deg=sec.number("angle_deg"), us=sec.number("us", lo=bottom, hi=top))
         else:
-            lo, hi = sec.number("min_us", lo=500, hi=2500), sec.number("max_us", lo=500, hi=2500)
+            lo, hi = sec.number("min_us", lo=bottom, hi=top), sec.number("max_us", lo=bottom, hi=top)
             if hi <= lo:
                 raise sec.error("max_us", f"max_us ({hi:g}) must be greater than min_us ({lo:g})")
             rec = Record(servo, min_us=lo, max_us=hi)
@@ -397,12 +398,16 @@ def fit_calibration(
         if len(pts) < 2:
             raise FitError(f"{label}: has {len(pts)} reference point(s); record at least two different angles")
         fit = fit_points(
-            [r.angle_deg for r in pts], [r.us for r in pts], label=label, max_residual_deg=max_residual_deg
+            [r.angle_deg for r in pts],
+            [r.us for r in pts],
+            label=label,
+            max_residual_deg=max_residual_deg,
+            kind=type(servo),
         )
         if index == len(old.joints) and not ranges:
             new = gripper_from_fit(servo, fit)
         else:
-            lo, hi = (ranges[-1].min_us, ranges[-1].max_us) if ranges else (servo.min_us, servo.max_us)
+            lo, hi = (ranges[-1].min_us, ranges[-1].max_us) if ranges else (servo.lo, servo.hi)
             new = servo_from_fit(servo, fit, lo=lo, hi=hi)
         cal = _with(cal, index, new)
         changed.append(index)
@@ -410,7 +415,7 @@ def fit_calibration(
         lines += ["  " + s for s in fit.describe()[1:]]
         a, b = new.angle_range_rad()
         lines.append(
-            f"  safe range {new.min_us:g}..{new.max_us:g} us = {math.degrees(a):.1f}..{math.degrees(b):.1f} deg"
+            f"  safe range {new.lo:g}..{new.hi:g} {new.unit} = {math.degrees(a):.1f}..{math.degrees(b):.1f} deg"
             + ("" if ranges or index == len(old.joints) else " (old range kept: no range recorded)")
         )
     return FitReport(cal=cal, lines=lines, changed=changed)
@@ -511,7 +516,7 @@ class Nudger:
     def __init__(self, robot, values: list[float]):
         self.robot, self.arm, self.cal = robot, robot.arm, robot.calibration
         self.values = [float(v) for v in values]
-        self.us_per_deg = {i: s.us_per_deg for i, s in enumerate(self.cal.servos)}
+        self.us_per_deg = {i: s.per_deg for i, s in enumerate(self.cal.servos)}
         self.moves = 0
 
     def speed_deg_s(self, index: int) -> float:

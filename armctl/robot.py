@@ -42,10 +42,10 @@ import numpy as np
 
 from . import motion
 from .arm import Arm, load_arm
-from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class
+from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class, check_simulator_port
 from .bus.portlock import PortLock
 from .calibration import Calibration, find_calibration, load_calibration
-from .errors import BadInputError, LinkError, MotionError, StopRequested
+from .errors import BadInputError, JointLimitError, LinkError, MotionError, StopRequested
 from .kinematics import tool_pitch, tool_point
 from .paths import state_dir
 from .state import PoseStore
@@ -334,6 +334,8 @@ def connect(
         )
     if port is not None and not str(port).strip():
         raise BadInputError("--port: empty; give a device path or URL, or leave it out for the simulated arm")
+    if port is not None:
+        check_simulator_port(str(port), cls)  # a simulator of other servos would only time out
     if port is None and isinstance(arm, Arm) and Path(arm.source).suffix not in (".yaml", ".yml"):
         raise BadInputError("the simulated arm needs an arm preset or file; this Arm was built in code: pass port=")
     url = sim_port_for(str(port), arm_obj, cal_path) if port is not None else default_port(arm_obj, cal_path, cls)
@@ -648,8 +650,32 @@ class Robot:
         if cal.gripper is not None and arm.gripper is not None:
             g = float(cal.gripper.angle_rad(values[len(cal.joints)]))
         if check:
+            self._check_current(q, values)
             cal.check_values(np.array([s.value(q[i]) for i, s in enumerate(cal.joints)]))
         return q, g, declare, held
+
+    def _check_current(self, q, values) -> None:
+        """JointLimitError naming the first joint that is now (measured, or as the board holds it) outside its
+        calibrated range or the arm's limits: no target can fix that, the arm has to be put back first."""
+        arm, measured = self.arm, self.backend.caps.measures_positions
+        fix = "check the calibration"
+        if measured:
+            fix = "move it back by hand (torque off: robot.release(), armctl teach)"
+        for i, s in enumerate(self.calibration.joints):
+            v, deg = values[i], math.degrees(q[i])
+            lo, hi = math.degrees(arm.q_min[i]), math.degrees(arm.q_max[i])
+            if v is not None and not s.lo - 1e-6 <= v <= s.hi + 1e-6:
+                where = f"{v:.0f} {s.unit}, outside the calibrated {s.lo:g}..{s.hi:g} {s.unit}"
+            elif not lo - 1e-9 <= deg <= hi + 1e-9:
+                where = f"outside its limits {lo:g}..{hi:g} deg"
+            else:
+                continue
+            raise JointLimitError(
+                f"the arm is outside its joint limits now: joint {i + 1} ({s.name}) is at {deg:.1f} deg ({where}); "
+                f"{fix}, then move again",
+                joint=i,
+                q=np.asarray(q),
+            )
 
     @staticmethod
     def _declared_value(servo, angle: float, clamp: bool) -> float:

@@ -143,3 +143,79 @@ def test_quit_leaves_the_old_calibration(tmp_path, bus):
     t.send("q")
     assert t.finish() == 130
     assert (tmp_path / "seed-3link.yaml").read_text() == OLD
+
+
+def _reads(t: Term, seconds: float = 0.6) -> None:
+    """The user reads the screen for a while (several live-refresh periods) without pressing a key."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        t._pump(0.05)
+
+
+def test_the_fit_refusal_and_save_screens_wait_for_the_users_key(tmp_path, bus):
+    """A user reads the fit before answering: each screen stays until a key, however long that takes (the
+    live-position refresh must not answer it), and the final y saves (exit 0, not a quit)."""
+    t = _start(tmp_path, bus)
+    # joint 1: a point far off the line, so the fit is refused; that screen waits for r
+    for k, angle in enumerate((0, 90, -60)):
+        t.wait(rf"reference pose {k + 1} of 3")
+        _put(t, bus, 1, true_steps(1, angle))
+    t.wait("the fit is refused")
+    _reads(t)
+    assert "the fit is refused" in t.screen()
+    t.send("r")
+    for k, angle in enumerate((0, 90, -90)):
+        t.wait(rf"reference pose {k + 1} of 3")
+        _put(t, bus, 1, true_steps(1, angle))
+    t.wait("fit from 3 points")
+    _reads(t)
+    assert "fit from 3 points" in t.screen(), t.screen()
+    t.send("y")
+    t.wait("safe range, end 1 of 2")
+    _put(t, bus, 1, true_steps(1, -95))
+    t.wait("safe range, end 2 of 2")
+    _put(t, bus, 1, true_steps(1, 95))
+    for sid in (2, 3):  # skip the other joints and the gripper
+        t.wait(rf"id {sid}: reference pose 1 of 3")
+        t.send("s")
+    t.wait(r"Gripper, id 6: open")
+    t.send("s")
+    t.wait("Calibration finished")
+    _reads(t)
+    assert "Calibration finished" in t.screen()
+    t.send("y")
+    assert t.finish() == 0, t.screen()
+    assert load_calibration(tmp_path / "seed-3link.yaml").joints[0].zero_steps == pytest.approx(TRUE[1][0], abs=1)
+
+
+def test_the_script_forms_record_fit_and_show_a_bus_calibration(tmp_path, capsys):
+    """--joint/--angle/--us record positions in steps for bus servos, --fit fits them as bus servos, and
+    --show --json prints the calibration's own keys (these assumed PWM servos: 500..2500 us, min_us...)."""
+    from armctl.cli import main
+
+    cal = tmp_path / "seed-3link.yaml"
+    cal.write_text(OLD)
+    base = ["--calibration", str(cal), "calibrate"]
+    for angle in (0, 90, -90):
+        assert main([*base, "--joint", "1", "--angle", str(angle), "--us", f"{true_steps(1, angle):.0f}"]) == 0
+    assert main([*base, "--joint", "1", "--min-us", "1100", "--max-us", "3100"]) == 0
+    assert main([*base, "--joint", "1", "--angle", "0", "--us", "5000"]) == 2
+    assert "outside 0..4095 steps" in capsys.readouterr().err
+    assert main([*base, "--fit"]) == 0
+    assert "safe range 1100..3100 steps" in capsys.readouterr().out
+    shoulder = load_calibration(cal).joints[0]
+    assert shoulder.zero_steps == pytest.approx(TRUE[1][0], abs=0.5) and shoulder.direction == 1
+    assert (shoulder.min_steps, shoulder.max_steps) == (1100, 3100)
+    assert main(["--calibration", str(cal), "calibrate", "--show", "--json"]) == 0
+    import json
+
+    shown = json.loads(capsys.readouterr().out)["servos"][0]
+    assert shown == {
+        "name": "shoulder",
+        "id": 1,
+        "zero_steps": shoulder.zero_steps,
+        "steps_per_deg": shoulder.steps_per_deg,
+        "direction": 1,
+        "min_steps": 1100.0,
+        "max_steps": 3100.0,
+    }

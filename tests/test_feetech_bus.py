@@ -542,8 +542,8 @@ def test_echo_adapters():
         ("feetechsim://bus?rate=2", r"has a host or path"),
     ],
 )
-def test_bad_simulator_urls_say_the_expected_form(url, match):
-    with pytest.raises(LinkError, match=match):
+def test_bad_simulator_urls_say_the_expected_form(url, match):  # bad input (exit 2), not a link failure
+    with pytest.raises(BadInputError, match=match):
         FeetechBus(url).open()
 
 
@@ -596,3 +596,40 @@ def test_pty_goes_away_when_the_link_is_pulled(pty_bus):
         with pytest.raises(LinkError):
             for _ in range(20):
                 bus.ping(1)
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["feetechsim://?bogus=1"], "unknown feetechsim option 'bogus'"),
+        (["armsim://?rate=abc"], "rate='abc' is not valid"),
+        (["http://example"], "not a simulator URL"),
+        (["a", "b"], "unrecognized arguments"),
+    ],
+)
+def test_sim_pty_bad_arguments_are_one_line_and_exit_2(argv, fragment):
+    run = subprocess.run(
+        [sys.executable, "-m", "armctl.bus.sim_pty", *argv], capture_output=True, text=True, timeout=30
+    )
+    assert run.returncode == 2 and run.stdout == "", run
+    assert "Traceback" not in run.stderr and fragment in run.stderr.strip().splitlines()[-1], run.stderr
+
+
+def test_sim_pty_help():
+    run = subprocess.run([sys.executable, "-m", "armctl.bus.sim_pty", "--help"], capture_output=True, text=True)
+    assert run.returncode == 0 and "feetechsim://" in run.stdout and run.stderr == ""
+
+
+def test_voltage_sags_and_temperature_rises_under_load():
+    """A servo pushing on a stop reports its load, a supply that sags under it and a temperature that rises
+    toward its steady state (time constant about a minute); an idle one reads the supply and the room."""
+    sim = _sim(ids=[1, 2], volts=7.4, temp_c=25.0)
+    sim.set_stops(2, 1900, 2100)
+    _write(sim, 2, "torque_enable", 1, 0.0)
+    _write(sim, 2, "goal_position", 2200, 0.0)  # 100 steps past the stop: pushes at 100 % (capped)
+    load = _read(sim, 2, "present_load", 1.0)
+    assert 500 <= abs(load) <= 1000
+    assert _read(sim, 2, "present_voltage", 1.0) < 74 and _read(sim, 1, "present_voltage", 1.0) == 74
+    t30 = _read(sim, 2, "present_temperature", 30.0)
+    t300 = _read(sim, 2, "present_temperature", 300.0)
+    assert 25 < t30 < t300 <= 25 + 40 and _read(sim, 1, "present_temperature", 300.0) == 25

@@ -8,6 +8,8 @@ stop with one line naming the servo; torque goes on only when a move starts, fro
 from __future__ import annotations
 
 import ast
+import json
+import re
 import sys
 from pathlib import Path
 
@@ -159,3 +161,84 @@ def test_the_wire_log_has_the_bus_bytes(bus_cal, tmp_path):
         robot.gripper("close")
     sent = [ast.literal_eval(line.split(None, 2)[2]) for line in log.read_text().splitlines() if " > " in line]
     assert sent and all(chunk.startswith(b"\xff\xff") for chunk in sent)
+
+
+def test_an_arm_moved_out_of_range_by_hand_is_named_before_any_target(bus_cal, capsys):
+    """The shoulder turned by hand past its calibrated range: every motion is refused with the joint named
+    and what to do (move it back by hand), not "needs a 3181 steps position... pick another target"."""
+    port = "feetechsim://?ids=1,2,3,6&start=3181,3072,1536,2183&rate=5"
+    for argv in (["jog", "0.5", "0.2"], ["home"]):
+        assert main(["--calibration", str(bus_cal), "--port", port, *argv]) == 3
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "pick another target" not in err, err
+        assert "outside its joint limits now: joint 1 (shoulder) is at 99.6 deg (3181 steps" in err, err
+        assert "move it back by hand" in err
+    with armctl.connect("seed-3link", port, calibration=bus_cal) as robot:
+        with pytest.raises(armctl.errors.JointLimitError, match=r"joint 1 \(shoulder\)") as info:
+            robot.move_joints([45, -90, -45], degrees=True)
+        assert info.value.joint == 0
+        assert not robot.backend.bus.serial.sim.servo(1).torque_on  # nothing moved
+
+
+@pytest.mark.parametrize("seed", [3, 9, 11])
+def test_a_program_completes_and_lands_at_5_percent_packet_loss(bus_cal, capsys, seed):
+    """drop=0.05: one packet in twenty lost each way. A lost position reply only makes the feedback late,
+    a lost goal frame is followed by the next one, and the last goals are sent again until the servos are
+    there: the program completes and lands within 1 mm, measured by the servos."""
+    port = _port(f"drop=0.05&seed={seed}")
+    argv = ["--calibration", str(bus_cal), "--port", port, "run", str(PROGRAM), "--json"]
+    assert main(argv) == 0, capsys.readouterr().err
+    report = json.loads(capsys.readouterr().out)
+    assert report["error_m"] < 1e-3, report
+    joints = {k: v for k, v in report["tracking_error_deg"].items() if k != "gripper"}  # the gripper snaps shut
+    assert max(joints.values()) < 5, report["tracking_error_deg"]
+
+
+def test_a_servo_that_stops_answering_mid_motion_is_a_lost_link_named_in_one_line(bus_cal):
+    """Unplugged while the program plays: its late replies are tolerated for LOST_FRAMES frames, then the
+    motion stops with one line naming the servo (exit 4 on the command line: a LinkError)."""
+    from armctl.bus.feetech_backend import LOST_FRAMES
+
+    state = {}
+
+    def progress(fraction, step, left_s):
+        if fraction > 0.3 and "sent" not in state:
+            sim = state["robot"].backend.bus.serial.sim
+            sim.servos.remove(sim.servo(2))  # the elbow's cable comes out
+            state["sent"] = sum(1 for _, p in sim.log if p.code == SYNC_WRITE)
+
+    with armctl.connect("seed-3link", _port(), calibration=bus_cal, progress=progress) as robot:
+        state["robot"] = robot
+        with pytest.raises(LinkError) as info:
+            robot.run(PROGRAM)
+        sim = robot.backend.bus.serial.sim
+        after = sum(1 for _, p in sim.log if p.code == SYNC_WRITE) - state["sent"]
+    text = str(info.value)
+    assert "\n" not in text and "servo 2 (elbow)" in text and "the link is lost" in text, text
+    assert LOST_FRAMES - 2 <= after <= LOST_FRAMES + 3  # the stream went on while its feedback was late
+
+
+def test_status_in_a_fresh_process_reads_the_goals_and_each_servos_state(tmp_path, monkeypatch, capsys):
+    """The servos stay powered between runs: status in a new process shows the goals they hold (read from
+    them, not '-') and each servo's position, load, voltage and temperature."""
+    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+    assert main(["--arm", "so101", "jog", "0.2", "0.0", "0.15"]) == 0
+    capsys.readouterr()
+    assert main(["--arm", "so101", "status", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["tool_m"] == pytest.approx([0.2, 0.0, 0.15], abs=1e-3)
+    assert [s["name"] for s in report["servos"]] == [
+        "shoulder_pan",
+        "shoulder_lift",
+        "elbow_flex",
+        "wrist_flex",
+        "gripper",
+    ]
+    for s in report["servos"]:
+        assert s["torque"] and s["goal_steps"] == pytest.approx(s["position_steps"], abs=2), s
+        assert report["widths_us"][s["id"]] == s["goal_steps"]
+        assert 7.0 < s["voltage_v"] <= 7.4 and 20 <= s["temperature_c"] <= 70 and abs(s["load_fraction"]) <= 1
+    assert main(["--arm", "so101", "status"]) == 0
+    out = capsys.readouterr().out
+    assert " - " not in out.splitlines()[0], out
+    assert re.search(r"shoulder_lift\s+id 2\s+position\s+\d+ goal\s+\d+ steps\s+torque on\s+load\s+-?[\d.]+ %", out)

@@ -28,6 +28,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+import armctl
 from armctl.arm import load_arm
 from armctl.bus.sim_pty import PtySim
 from armctl.cli import main
@@ -543,3 +544,27 @@ def test_jog_arguments_are_checked_before_any_port_opens(argv, why, capsys, tmp_
     err = capsys.readouterr().err
     assert why in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "state").exists()  # nothing opened, nothing stored
+
+
+def test_the_screen_on_bus_servos_shows_positions_in_steps(tmp_path, monkeypatch):
+    """The pendant on a Feetech bus arm (a real Robot on the simulated bus): each servo's measured position
+    and safe range in steps, from the calibration (it crashed asking a bus servo for its pulse range)."""
+    from armctl.cli.pendant import Pendant
+
+    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+    cal = tmp_path / "bus.yaml"
+    cal.write_text(
+        "version: 1\narm: seed-3link\njoints:\n"
+        "  - {name: shoulder, id: 1, zero_steps: 2048, direction: 1, min_steps: 1024, max_steps: 3072}\n"
+        "  - {name: elbow, id: 2, zero_steps: 2048, direction: -1, min_steps: 512, max_steps: 3584}\n"
+        "  - {name: wrist, id: 3, zero_steps: 2048, direction: 1, min_steps: 512, max_steps: 3584}\n"
+        "gripper: {name: gripper, id: 6, zero_steps: 1500, direction: 1, min_steps: 1600, max_steps: 2300}\n"
+    )
+    with armctl.connect("seed-3link", "feetechsim://?ids=1,2,3,6&start=2560,3072,1536,2183", calibration=cal) as r:
+        p = Pendant(r)
+        p.refresh()
+        lines = p.screen()
+    text = "\n".join(lines)
+    assert "position" in text and " us" not in text, text
+    assert re.search(r"1 shoulder .* 2560 steps\s+1024\.\.3072 steps", text), text
+    assert re.search(r"gripper .* 2183 steps\s+1600\.\.2300 steps", text), text

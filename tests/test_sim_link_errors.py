@@ -13,7 +13,7 @@ import serial
 import armctl.bus  # noqa: F401  registers armsim://
 from armctl.bus import codec
 from armctl.bus.armproto import ArmProtocolBackend
-from armctl.errors import LinkError, ProtocolError
+from armctl.errors import BadInputError, LinkError, ProtocolError
 
 
 def _timed(fn):
@@ -31,8 +31,8 @@ def test_bad_port():
         b.open()
 
 
-def test_unknown_armsim_option_names_the_form():
-    with pytest.raises(LinkError, match=r"unknown armsim option 'speed'.*armsim://\[ARM\]\[\?rate="):
+def test_unknown_armsim_option_names_the_form():  # bad input (exit 2), not a link failure
+    with pytest.raises(BadInputError, match=r"unknown armsim option 'speed'.*armsim://\[ARM\]\[\?rate="):
         ArmProtocolBackend("armsim://?speed=3").open()
 
 

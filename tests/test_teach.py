@@ -98,3 +98,23 @@ def test_teach_on_hobby_servos_is_the_pendant(tmp_path):
     t.send("q")
     assert t.finish() == 0, t.screen()
     assert "start:" in prog.read_text()
+
+
+def test_a_gripper_that_cannot_move_says_so_and_the_message_stays(tmp_path, monkeypatch):
+    """g with a gripper whose calibrated range does not reach 'closed': the screen says why it did not
+    move (the success line must not overwrite it), nothing moved, and the arm is limp again."""
+    from armctl.cli.teach import Teach
+    from armctl.recording import Recorder
+
+    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+    cal = tmp_path / "bus.yaml"
+    cal.write_text(CAL.replace("1850, max_steps: 2550", "2300, max_steps: 2550"))  # closed (10 deg) is 1913
+    start = ",".join(str(round(true_steps(i, a))) for i, a in ((1, 45), (2, -90), (3, -45), (6, 60)))
+    with armctl.connect("seed-3link", f"feetechsim://?ids=1,2,3,6&start={start}", calibration=cal) as robot:
+        robot.release()
+        teach = Teach(robot, Recorder(tmp_path / "taught.yaml", robot.arm))
+        teach.key("g")
+        assert teach.message.startswith("gripper not moved:") and "gripper" in teach.message[18:], teach.message
+        assert any(teach.message in line for line in teach.screen())
+        sim = robot.backend.bus.serial.sim
+        assert not sim.servo(6).torque_on and sim.servo(6).present_steps() == round(true_steps(6, 60))

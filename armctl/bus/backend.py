@@ -47,6 +47,8 @@ class BoardStatus:
     left_frames: int = 0
     counters: dict = field(default_factory=dict)
     frame: int | None = None
+    #: Per address, what a servo reports of itself (bus servos: position, load, voltage, temperature...).
+    servos: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -219,8 +221,12 @@ def open_port(url: str, *, baudrate: int, timeout_s: float = 0.0) -> serial.Seri
     """Open ``url`` (a path or any pyserial URL, armsim:// included) exclusively where the platform can
     (pyserial's ``exclusive``: other programs cannot open a device path at the same time); LinkError
     naming the port if it fails."""
+    from .simurl import BadSimURL
+
     try:
         return serial.serial_for_url(url, baudrate=baudrate, timeout=timeout_s, write_timeout=2.0, exclusive=True)
+    except BadSimURL as exc:
+        raise BadInputError(f"port {url!r}: {exc}") from None
     except (serial.SerialException, OSError, ValueError) as exc:
         text = str(exc)
         if "exclusively lock" in text:
@@ -235,6 +241,28 @@ _BACKENDS: dict[str, str] = {
     "firmata": "armctl.bus.firmata:FirmataBackend",
     "feetech": "armctl.bus.feetech_backend:FeetechBackend",
 }
+
+
+#: The simulator URL schemes and the servos each simulates (in the calibration's unit).
+SIMULATOR_UNITS = {"armsim": "us", "feetechsim": "steps"}
+
+
+def check_simulator_port(url: str, backend: type[Backend]) -> None:
+    """BadInputError, at once, if ``url`` simulates another kind of servo than ``backend`` drives (it would
+    only time out): e.g. ``feetechsim://`` with a PWM calibration, which picks the armctl backend."""
+    scheme = str(url).split("://", 1)[0].lower() if "://" in str(url) else ""
+    unit = SIMULATOR_UNITS.get(scheme)
+    if unit is None or unit == backend.servo_unit:
+        return
+    if unit == "steps":
+        raise BadInputError(
+            f"port {scheme}:// simulates Feetech bus servos, which the {backend.name} backend does not drive: give "
+            "a bus-servo calibration (in steps, e.g. --arm so101) and --backend feetech"
+        )
+    raise BadInputError(
+        f"port {scheme}:// simulates hobby (PWM) servos, which the {backend.name} backend does not drive: give a "
+        "hobby-servo calibration (in us) and --backend armctl, or use feetechsim:// for bus servos"
+    )
 
 
 def register_backend(name: str, target: str | type[Backend]) -> None:

@@ -658,6 +658,35 @@ class FeetechBus:
         self._check_status(got, op)
         return {i: {r.name: self.series.decode(r, got[i].params[r.address - first :]) for r in regs} for i in ids}
 
+    def sync_read_once(
+        self, names: Sequence[str], ids: Sequence[int], *, timeout_s: float | None = None
+    ) -> tuple[dict[int, dict[str, int]], list[int], set[int]]:
+        """One SYNC_READ, not retried, for a stream that cannot wait: (``{id: {name: value}}`` of the servos
+        that answered, the ids that did not, those of them whose answer came corrupt). ``timeout_s``: how long
+        to wait beyond the bytes' time on the wire (default the bus's). ServoFault if an answer has error
+        bits. SCS servos (no SYNC_READ) are read one by one, each once."""
+        ids = list(ids)
+        for servo_id in ids:
+            self._check_id(servo_id)
+        regs = [self.series.register(n) for n in names]
+        first, count = _span(regs)
+        op = f"sync read {', '.join(names)}"
+        if self.series.sync_read:
+            got, corrupt = self._round_trip(
+                sync_read_packet(first, count, ids), dict.fromkeys(ids, count), timeout_s=timeout_s
+            )
+        else:
+            got, corrupt = {}, set()
+            for servo_id in ids:
+                one, bad = self._round_trip(read_packet(servo_id, first, count), {servo_id: count}, timeout_s=timeout_s)
+                got.update(one)
+                corrupt |= bad
+        self._check_status(got, op)
+        decode = self.series.decode
+        values = {i: {r.name: decode(r, p.params[r.address - first :]) for r in regs} for i, p in got.items()}
+        missing = [i for i in ids if i not in got]
+        return values, missing, corrupt & set(missing)
+
     # --- what a backend needs per frame ---
 
     def write_positions(self, steps: Mapping[int, int]) -> None:
@@ -783,14 +812,18 @@ class FeetechBus:
         self._rx += chunk
         return bool(chunk) or not late
 
-    def _round_trip(self, request: bytes, expect: dict[int, int]) -> tuple[dict[int, Packet], set[int]]:
-        """Send ``request`` and collect status packets from the ids in ``expect`` ({id: parameter count}).
+    def _round_trip(
+        self, request: bytes, expect: dict[int, int], *, timeout_s: float | None = None
+    ) -> tuple[dict[int, Packet], set[int]]:
+        """Send ``request`` and collect status packets from the ids in ``expect`` ({id: parameter count}),
+        waiting ``timeout_s`` (default the bus's) beyond the bytes' time on the wire.
 
         Returns the packets that came and the ids whose answer (or an answer that may have been theirs)
         was corrupt or malformed. Packets from other ids are dropped (late answers to an earlier request).
         """
         reply_bytes = sum(6 + n for n in expect.values())
-        deadline = self._send(request) + reply_bytes * self.byte_s + self.timeout_s
+        wait = self.timeout_s if timeout_s is None else timeout_s
+        deadline = self._send(request) + reply_bytes * self.byte_s + wait
         got: dict[int, Packet] = {}
         corrupt: set[int] = set()
         order = list(expect)

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import time
 import urllib.parse
+from pathlib import Path
 
 from ..calibration import STEPS_PER_TURN, Calibration
 from ..errors import LinkError
 from .backend import FRAME_S, Backend, BoardInfo, BoardStatus, Capabilities
-from .feetech import DEFAULT_BAUD, MODEL_NAMES, FeetechBus, ServoError
+from .feetech import DEFAULT_BAUD, MODEL_NAMES, FeetechBus, ServoBadReply, ServoError, ServoNoReply
 
+LOST_FRAMES = 10  # this many frames in a row without a position reply from a servo: the link is lost
+RETRIES = 4  # extra tries of an exchange that can be repeated (reads, pings, acknowledged writes)
 STALL_DEG = 5.0  # a servo this far from its goal ...
 STALL_MOVE_DEG = 0.5  # ... that has not moved this much ...
 STALL_S = 0.3  # ... in this long is stalled (blocked, overloaded, unpowered)
@@ -53,17 +56,15 @@ class FeetechBackend(Backend):
         cal = load_calibration(cal_path)
         angles = [*arm.home_rad, *([arm.gripper.open_rad] if arm.gripper is not None and cal.gripper else [])]
         start = [round(float(s.value(a))) % STEPS_PER_TURN for s, a in zip(cal.servos, angles)]
-        query = {
-            "ids": ",".join(str(s.id) for s in cal.servos),
-            "start": ",".join(map(str, start)),
-            "state": str(state_path),
-        }
+        query = {"ids": ",".join(str(s.id) for s in cal.servos), "state": str(state_path)}
+        if not Path(state_path).is_file():  # else the servos stand (and hold) where the last run left them
+            query["start"] = ",".join(map(str, start))
         return "feetechsim://?" + urllib.parse.urlencode(query, safe=",/")
 
     def __init__(self, port: str, cal: Calibration, *, baudrate: int = DEFAULT_BAUD, wire_log=None):
         self.port = port
         self.cal = cal
-        self.bus = FeetechBus(port, baudrate=baudrate)
+        self.bus = FeetechBus(port, baudrate=baudrate, retries=RETRIES)
         self.wire_log_path = wire_log
         self.info: BoardInfo | None = None
         self.ids = [s.id for s in cal.servos]
@@ -72,6 +73,8 @@ class FeetechBackend(Backend):
         self.present: dict[int, int] = {}
         self.tracking: dict[int, float] = dict.fromkeys(self.ids, 0.0)  #: worst |present - goal| (steps) per id
         self._behind_since: dict[int, float] = {}
+        self._unheard: dict[int, int] = dict.fromkeys(self.ids, 0)  # frames in a row without a position reply
+        self._unheard_corrupt: set[int] = set()
         self._next_frame_t: float | None = None
         self._played = 0
         self.log = None
@@ -89,6 +92,9 @@ class FeetechBackend(Backend):
             models = self.bus.check_ids(self.ids)  # a missing servo is named here, before anything moves
             self.torque = {i: bool(self.bus.read(i, "torque_enable")) for i in self.ids}
             self.present = self.bus.read_positions(self.ids)
+            held = [i for i in self.ids if self.torque[i]]  # servos left holding (by an earlier run): their goals
+            for i, v in self.bus.sync_read("goal_position", held).items() if held else ():
+                self.goal[i] = float(v)
         except ServoError as exc:
             self.close()
             raise LinkError(self._named(str(exc))) from None
@@ -124,7 +130,8 @@ class FeetechBackend(Backend):
         if not off:
             return
         here = self.bus.read_positions(off)
-        self.bus.write_positions(here)
+        for i in off:  # acknowledged (and retried): a lost goal here would be a jump when the torque goes on
+            self.bus.write(i, "goal_position", here[i])
         self.bus.set_torque(off, True)
         for i in off:
             self.torque[i] = True
@@ -145,14 +152,40 @@ class FeetechBackend(Backend):
                 time.sleep(delay)
             goals = {i: starts[i] + (v - starts[i]) * k / frames for i, v in targets.items()}
             try:
-                self.bus.write_positions({i: round(v) for i, v in goals.items()})
+                self.bus.write_positions({i: round(v) for i, v in goals.items()})  # a lost one: the next follows
                 for i, v in goals.items():
                     self.goal[i] = v
-                self._watch(self.bus.read_positions(self.ids))
+                self._watch(self._feedback(self._next_frame_t + FRAME_S))
             except ServoError as exc:
                 raise LinkError(self._named(str(exc))) from None
             self._next_frame_t += FRAME_S
             self._played += 1
+
+    def _feedback(self, next_frame_t: float) -> dict[int, int]:
+        """One SYNC_READ of the positions, waiting for the answers no later than the next frame is due: a lost
+        or corrupt answer only makes that servo's feedback late (its last position stands). ``LOST_FRAMES``
+        frames in a row without one from a servo is a lost link (ServoNoReply/ServoBadReply naming it)."""
+        wait = max(0.002, next_frame_t - time.monotonic() - 0.002)
+        got, missing, corrupt = self.bus.sync_read_once(["present_position"], self.ids, timeout_s=wait)
+        for i in got:
+            self._unheard[i] = 0
+            self._unheard_corrupt.discard(i)
+        for i in missing:
+            self._unheard[i] += 1
+            if i in corrupt:
+                self._unheard_corrupt.add(i)
+        lost = [i for i in missing if self._unheard[i] >= LOST_FRAMES]
+        if lost:
+            i = lost[0]
+            bad = i in self._unheard_corrupt
+            what = "only corrupt replies (noise on the bus, a loose cable)" if bad else "no reply (cable, power)"
+            raise (ServoBadReply if bad else ServoNoReply)(
+                f"{self.port}: servo {i}: {what} to {LOST_FRAMES} position reads in a row "
+                f"({LOST_FRAMES * FRAME_S:.1f} s): the link is lost; the arm was stopped",
+                servo_ids=lost,
+                operation="sync read present_position",
+            )
+        return {i: v["present_position"] for i, v in got.items()}
 
     def _named(self, text: str) -> str:
         """``text`` with each "servo N" followed by its joint name."""
@@ -163,12 +196,13 @@ class FeetechBackend(Backend):
         return text
 
     def _watch(self, present: dict[int, int]) -> None:
-        """Track how far each moving servo is behind its goal; a stalled one raises LinkError naming it."""
-        self.present = present
+        """Track how far each moving servo is behind its goal; a stalled one raises LinkError naming it.
+        ``present``: the servos heard from this frame (the others keep their last position)."""
+        self.present = {**self.present, **present}
         now = time.monotonic()
         for s in self.cal.servos:
             goal = self.goal.get(s.id)
-            if goal is None or not self.torque.get(s.id):
+            if goal is None or not self.torque.get(s.id) or s.id not in present:
                 continue
             behind = abs(present[s.id] - goal)
             self.tracking[s.id] = max(self.tracking[s.id], behind)
@@ -193,15 +227,21 @@ class FeetechBackend(Backend):
         self._settle(1.0 if timeout_s is None else timeout_s)
 
     def _settle(self, timeout_s: float) -> None:
+        """Until every servo with torque is within a step of its goal (at most ``timeout_s``). A servo that
+        stands still short of its goal is sent its goal again: the last frame of a motion may have been lost."""
         deadline = time.monotonic() + timeout_s
         moving = [i for i in self.ids if self.torque.get(i) and self.goal.get(i) is not None]
+        last: dict[int, int] = {}
         while moving and time.monotonic() < deadline:
             try:
-                present = self.bus.read_positions(self.ids)
+                present = self._feedback(time.monotonic() + FRAME_S / 2)
+                still = {i: round(self.goal[i]) for i in moving if i in present and present[i] == last.get(i)}
+                self.bus.write_positions(still)
             except ServoError as exc:
                 raise LinkError(self._named(str(exc))) from None
             self._watch(present)
-            moving = [i for i in moving if abs(present[i] - self.goal[i]) > SETTLE_STEPS]
+            last.update(present)
+            moving = [i for i in moving if i not in present or abs(present[i] - self.goal[i]) > SETTLE_STEPS]
             if moving:
                 self._waiting()
                 time.sleep(FRAME_S / 2)
@@ -219,9 +259,30 @@ class FeetechBackend(Backend):
             raise LinkError(self._named(str(exc))) from None
 
     def status(self) -> BoardStatus:
-        """The goals last sent (None before a servo first moved), by id."""
+        """The goal each servo holds (None with its torque off), by id, and in ``servos`` what each reports:
+        ``{id: {torque, goal_steps, position_steps, speed_steps_s, load_fraction, voltage_v, temperature_c,
+        moving, errors}}`` (one SYNC_READ)."""
+        try:
+            states = self.bus.read_states(self.ids)
+        except ServoError as exc:
+            raise LinkError(self._named(str(exc))) from None
         top = max(self.ids) + 1
-        return BoardStatus(widths_us=tuple(self.goal.get(i) if self.torque.get(i) else None for i in range(top)))
+        goals = tuple(self.goal.get(i) if self.torque.get(i) else None for i in range(top))
+        servos = {
+            i: {
+                "torque": bool(self.torque.get(i)),
+                "goal_steps": goals[i],
+                "position_steps": st.position_steps,
+                "speed_steps_s": st.speed_steps_s,
+                "load_fraction": st.load_fraction,
+                "voltage_v": st.voltage_v,
+                "temperature_c": st.temperature_c,
+                "moving": st.moving,
+                "errors": st.errors,
+            }
+            for i, st in states.items()
+        }
+        return BoardStatus(widths_us=goals, servos=servos)
 
     def played_frames(self) -> int:
         return self._played

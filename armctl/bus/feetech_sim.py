@@ -19,7 +19,8 @@ simulated time. Times are simulated seconds; the ``rate`` option only maps them 
   pushes with a load proportional to the position error, up to ``torque_limit``; above
   ``overload_torque`` for ``protection_time`` it reports overload (error bit 0x20) and, when
   ``unloading_condition`` has that bit, drops to ``protective_torque`` until torque is written again.
-  With torque off it holds still and ``turn_by_hand`` moves it. Temperature rises with the load.
+  With torque off it holds still and ``turn_by_hand`` moves it. Temperature rises with the load, and the
+  voltage it reports sags under it (``SAG_V`` at full load).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ LOAD_PER_STEP = 20.0  # load (0.1 % of stall torque) per step of position error 
 MOVING_LOAD = 40.0  # load while moving freely (friction)
 HEAT_C = 40.0  # temperature rise at full load, steady state
 HEAT_TAU_S = 60.0  # thermal time constant
+SAG_V = 0.5  # supply drop at full load (an STS3215 stalls at ~2.7 A; ~0.2 ohm of supply and wiring)
 
 
 @dataclass
@@ -191,9 +193,13 @@ class SimServo:
         """Present position as the servo reports it (homing offset applied, modulo a turn)."""
         return (round(self.raw) - self.offset()) % self.res
 
+    def volts(self) -> float:
+        """The supply at the servo: ``volts`` less the drop in the supply and wiring under its load."""
+        return self.opts.volts - SAG_V * abs(self.load) / 1000.0
+
     def error_bits(self) -> int:
         bits = 0
-        volts = round(self.opts.volts * 10)
+        volts = round(self.volts() * 10)
         if not self.get("min_voltage") <= volts <= self.get("max_voltage"):
             bits |= 0x01
         if self.temp_c > self.get("max_temperature"):
@@ -208,7 +214,7 @@ class SimServo:
         speed = round(self.vel)
         self.put("present_speed", max(-32767, min(32767, speed)))
         self.put("present_load", max(-1000, min(1000, round(self.load))))
-        self.put("present_voltage", round(self.opts.volts * 10))
+        self.put("present_voltage", round(self.volts() * 10))
         self.put("present_temperature", round(self.temp_c))
         self.put("reg_write_pending", 1 if self.pending else 0)
         self.put("status", self.error_bits())
@@ -418,7 +424,7 @@ class FeetechSim:
         o = self.opts
         saved = self._load_state()
         if saved is not None:
-            servos = [SimServo(self.series, 0, raw, o, eeprom=eeprom) for eeprom, raw in saved]
+            servos = [SimServo(self.series, 0, raw, o, eeprom=eeprom) for eeprom, raw, _ in saved]
         else:
             start = o.start_steps or []
             servos = []
@@ -429,8 +435,14 @@ class FeetechSim:
         if saved is not None and o.start_steps:
             for servo, present in zip(servos, o.start_steps):
                 servo.raw = float(present + servo.offset()) % servo.res
-        for servo in servos:
+        for k, servo in enumerate(servos):
             servo._power_on_sram()
+            sram = saved[k][2] if saved is not None else None
+            if sram:  # the servos stayed powered between runs: torque, goal and the rest as they were left
+                servo.mem[EEPROM_END:] = bytes.fromhex(sram)[: MEM_BYTES - EEPROM_END]
+                if o.start_steps:  # moved to start= by hand: limp, its goal where it is
+                    servo.mem[40] = 0
+                    servo.put("goal_position", servo.present_steps())
             if servo.id in o.stops:
                 servo.stops = tuple(float(v) for v in o.stops[servo.id])
             servo.jammed = servo.id in o.stall
@@ -438,7 +450,7 @@ class FeetechSim:
 
     # --- state file (the servos' EEPROM and where they stand, between runs) ---
 
-    def _load_state(self) -> list[tuple[bytes, float]] | None:
+    def _load_state(self) -> list[tuple[bytes, float, str | None]] | None:
         path = self.opts.state
         if not path or not Path(path).is_file():
             return None
@@ -446,7 +458,7 @@ class FeetechSim:
             data = json.loads(Path(path).read_text())
             if data.get("series") != self.series.name:
                 return None
-            return [(bytes.fromhex(s["eeprom"]), float(s["raw_steps"])) for s in data["servos"]]
+            return [(bytes.fromhex(s["eeprom"]), float(s["raw_steps"]), s.get("sram")) for s in data["servos"]]
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
@@ -458,7 +470,10 @@ class FeetechSim:
         path.parent.mkdir(parents=True, exist_ok=True)
         data = {
             "series": self.series.name,
-            "servos": [{"eeprom": s.saved_eeprom.hex(), "raw_steps": s.raw} for s in self.servos + self._absent],
+            "servos": [
+                {"eeprom": s.saved_eeprom.hex(), "raw_steps": s.raw, "sram": s.mem[EEPROM_END:].hex()}
+                for s in self.servos + self._absent
+            ],
         }
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data))

@@ -49,6 +49,7 @@ from serial.serialutil import PortNotOpenError, SerialBase, SerialException
 
 from . import codec
 from .sim import LinkGone, SimArm, SimOptions
+from .simurl import BadSimURL
 
 EXPECTED = (
     "expected a URL like armsim://[ARM][?rate=20&drop=0.01&seed=1] with options arm, cal, rate, baud, drop, "
@@ -88,30 +89,28 @@ def parse_url(url: str) -> SimOptions:
     """SimOptions from an ``armsim://`` URL; SerialException with the expected form if it is wrong."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != "armsim":
-        raise SerialException(f"not an armsim URL: {url!r}; {EXPECTED}")
+        raise BadSimURL(f"not an armsim URL: {url!r}; {EXPECTED}")
     opts = SimOptions()
     if parts.netloc or parts.path.strip("/"):
         opts.arm = urllib.parse.unquote(parts.netloc + parts.path).strip("/")
     for key, values in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items():
         if key not in _OPTIONS:
-            raise SerialException(f"unknown armsim option {key!r}; {EXPECTED}")
+            raise BadSimURL(f"unknown armsim option {key!r}; {EXPECTED}")
         attr, conv = _OPTIONS[key]
         try:
             value = conv(values[-1])
         except ValueError:
-            raise SerialException(f"armsim option {key}={values[-1]!r} is not valid; {EXPECTED}") from None
+            raise BadSimURL(f"armsim option {key}={values[-1]!r} is not valid; {EXPECTED}") from None
         setattr(opts, attr, value)
     for name in ("drop", "corrupt"):
         if not 0.0 <= getattr(opts, name) <= 1.0:
-            raise SerialException(f"armsim option {name} must be a probability 0..1; {EXPECTED}")
+            raise BadSimURL(f"armsim option {name} must be a probability 0..1; {EXPECTED}")
     for pair in opts.limits_us or []:
         if len(pair) != 2 or not 500 <= pair[0] < pair[1] <= 2500:
-            raise SerialException(
-                f"armsim option limits: each channel LO:HI with 500 <= LO < HI <= 2500 us; {EXPECTED}"
-            )
+            raise BadSimURL(f"armsim option limits: each channel LO:HI with 500 <= LO < HI <= 2500 us; {EXPECTED}")
 
-    def bad(what: str) -> SerialException:
-        return SerialException(f"armsim option {what}; {EXPECTED}")
+    def bad(what: str) -> BadSimURL:
+        return BadSimURL(f"armsim option {what}; {EXPECTED}")
 
     if not (opts.rate > 0 and math.isfinite(opts.rate)):
         raise bad("rate must be > 0")
@@ -157,7 +156,9 @@ class Serial(SerialBase):
         opts = parse_url(self.portstr)
         try:
             self.sim = SimArm(opts)
-        except Exception as exc:  # a bad arm or calibration name is a port that cannot be opened
+        except ValueError as exc:  # a bad arm or calibration (name, kind, channels): bad input
+            raise BadSimURL(f"armsim: {exc}") from exc
+        except Exception as exc:  # a port that cannot be opened
             raise SerialException(f"armsim: {exc}") from exc
         self._rate = opts.rate
         self._t0 = time.monotonic()

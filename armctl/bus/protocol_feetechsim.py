@@ -34,7 +34,8 @@ Options (lists are comma-separated):
 - ``stall=I,..``        jammed servos: with torque on they do not move, push, and end up overloaded
 - ``garble=I,..``       servos whose every answer arrives with one bit flipped
 - ``stops=I:LO:HI,..``  mechanical stops of servo I, encoder steps (present + homing offset)
-- ``state=PATH``        keep the servos' EEPROM (written with lock 0) and positions in this file
+- ``state=PATH``        keep the servos' EEPROM (written with lock 0), positions and RAM (torque, goal:
+                        they stay powered between runs) in this file
 
 The opened port has ``.sim`` (a ``FeetechSim``): its servos, test hooks (``turn_by_hand``,
 ``set_stops``, ``power_cycle``) and the log of every packet the servos took in.
@@ -51,6 +52,7 @@ from serial.serialutil import PortNotOpenError, SerialBase, SerialException
 from ..errors import BadInputError
 from .feetech import BAUD_RATES, MAX_ID, get_series
 from .feetech_sim import FeetechSim, FeetechSimOptions, LinkGone
+from .simurl import BadSimURL
 
 EXPECTED = (
     "expected a URL like feetechsim://[?ids=1-6&rate=20&drop=0.01] with options ids, model, baud, rate, start, "
@@ -117,21 +119,21 @@ _OPTIONS = {
 }
 
 
-def _bad(message: str) -> SerialException:
-    return SerialException(f"feetechsim option {message}; {EXPECTED}")
+def _bad(message: str) -> BadSimURL:
+    return BadSimURL(f"feetechsim option {message}; {EXPECTED}")
 
 
 def parse_url(url: str) -> FeetechSimOptions:
     """FeetechSimOptions from a ``feetechsim://`` URL; SerialException with the expected form if it is wrong."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != "feetechsim":
-        raise SerialException(f"not a feetechsim URL: {url!r}; {EXPECTED}")
+        raise BadSimURL(f"not a feetechsim URL: {url!r}; {EXPECTED}")
     if parts.netloc or parts.path.strip("/"):
-        raise SerialException(f"feetechsim URL {url!r} has a host or path; {EXPECTED}")
+        raise BadSimURL(f"feetechsim URL {url!r} has a host or path; {EXPECTED}")
     opts = FeetechSimOptions()
     for key, values in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items():
         if key not in _OPTIONS:
-            raise SerialException(f"unknown feetechsim option {key!r}; {EXPECTED}")
+            raise BadSimURL(f"unknown feetechsim option {key!r}; {EXPECTED}")
         attr, conv = _OPTIONS[key]
         try:
             value = conv(values[-1])

@@ -7,7 +7,8 @@ Prints the pty path (e.g. /dev/pts/5) on stdout, then serves until killed
 (Ctrl-C). The link model emulates the baud rate's byte time in both
 directions (``baud=`` option, default 115200), whatever speed the pty runs.
 The Feetech bus runs at the baud rate the client sets on the pty (servos at
-another rate do not answer); ``disconnect=N`` closes the pty.
+another rate do not answer); ``disconnect=N`` closes the pty. A bad URL or argument: one line on stderr,
+exit 2.
 """
 
 from __future__ import annotations
@@ -87,8 +88,27 @@ class PtySim:
 
 
 def main(argv=None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    sim = PtySim(args[0] if args else "armsim://")
+    """Serve the URL given on a pty until killed. Exit 2 with one line for bad arguments or a bad URL."""
+    import argparse
+
+    from .simurl import BadSimURL
+
+    parser = argparse.ArgumentParser(
+        prog="python -m armctl.bus.sim_pty",
+        description="Serve the simulated arm (armsim://) or a simulated Feetech servo bus (feetechsim://) on a "
+        "pseudo-terminal; prints the pty path, then serves until killed (Ctrl-C).",
+        epilog="examples: python -m armctl.bus.sim_pty 'armsim://seed-3link?baud=115200'   "
+        "python -m armctl.bus.sim_pty 'feetechsim://?ids=1-6'",
+    )
+    parser.add_argument("url", nargs="?", default="armsim://", help="the simulator URL (default armsim://)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    scheme = urllib.parse.urlsplit(args.url).scheme
+    if scheme not in ("armsim", "feetechsim"):
+        parser.exit(2, f"{parser.prog}: error: {args.url!r} is not a simulator URL: armsim://... or feetechsim://...\n")
+    try:
+        sim = PtySim(args.url)
+    except (BadSimURL, ValueError) as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
     print(sim.path, flush=True)
     try:
         sim.serve()

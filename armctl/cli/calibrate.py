@@ -18,7 +18,7 @@ import sys
 import termios
 import time
 import tty
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +146,9 @@ def _record(args, arm: Arm, cal: Calibration) -> int:
         raise BadInputError("recording a point needs --joint J with --angle DEG --us US (or --min-us/--max-us)")
     index = cb.parse_servo_name(args.joint, cal)
     path = _points_path(args, arm, cal)
+    servo = cal.servos[index]
+    bottom, top = servo.full_range
+    unit, what = servo.unit, "pulse widths" if servo.unit == "us" else "bus servo positions: --us takes steps"
     if args.angle is not None or args.us is not None:
         if args.angle is None or args.us is None or args.min_us or args.max_us:
             raise BadInputError("a reference point is --joint J --angle DEG --us US (nothing else)")
@@ -157,15 +160,17 @@ def _record(args, arm: Arm, cal: Calibration) -> int:
         else:
             angle = _number(args.angle, "--angle")
         us = _number(args.us, "--us")
-        if not PULSE_RANGE_US[0] <= us <= PULSE_RANGE_US[1]:
-            raise BadInputError(f"--us {us:g}: outside {PULSE_RANGE_US[0]:g}..{PULSE_RANGE_US[1]:g} us")
+        if not bottom <= us <= top:
+            raise BadInputError(f"--us {us:g}: outside {bottom:g}..{top:g} {unit} ({what})")
         rec = cb.Record(index, angle_deg=angle, us=us)
     else:
         if args.min_us is None or args.max_us is None:
             raise BadInputError("a safe range is --joint J --min-us US --max-us US")
         lo, hi = _number(args.min_us, "--min-us"), _number(args.max_us, "--max-us")
-        if not PULSE_RANGE_US[0] <= lo < hi <= PULSE_RANGE_US[1]:
-            raise BadInputError(f"--min-us/--max-us: need 500 <= min < max <= 2500 us, got {lo:g} and {hi:g}")
+        if not bottom <= lo < hi <= top:
+            raise BadInputError(
+                f"--min-us/--max-us: need {bottom:g} <= min < max <= {top:g} {unit} ({what}), got {lo:g} and {hi:g}"
+            )
         rec = cb.Record(index, min_us=lo, max_us=hi)
     line = cb.append_record(path, cal, rec)
     print(f"{path}: {line}")
@@ -221,22 +226,7 @@ def _show(args) -> int:
                     "source": cal.source,
                     "arm": cal.arm,
                     "version": cal.version,
-                    "servos": [
-                        {
-                            k: getattr(s, k)
-                            for k in (
-                                "name",
-                                "channel",
-                                "pin",
-                                "zero_us",
-                                "us_per_deg",
-                                "direction",
-                                "min_us",
-                                "max_us",
-                            )
-                        }
-                        for s in cal.servos
-                    ],
+                    "servos": [{f.name: getattr(s, f.name) for f in fields(s)} for s in cal.servos],  # YAML keys
                 },
                 indent=1,
             )
@@ -473,7 +463,7 @@ class Workflow:
             k = self._key()
             if k == "enter":
                 k = allowed[0]
-            if k.lower() in allowed:
+            if k and k.lower() in allowed:  # a key, not a refresh tick ("" is in every string)
                 return k.lower()
 
     def _record_poses(self, index: int, refs, heading) -> list[tuple[float, float]] | None:

@@ -43,6 +43,14 @@ class BusWorkflow(Workflow):
     """The calibration screens for servos moved by hand (see the module docstring)."""
 
     def _key(self) -> str:
+        """The next key: the screen (fit, refusal, save) waits for the user as long as it takes."""
+        while True:
+            k = self._poll()
+            if k:
+                return k
+
+    def _poll(self) -> str:
+        """The key pressed within ``REFRESH_S``, or "" (then the live position is redrawn)."""
         k = self.term.key(REFRESH_S)
         if k in ("q", "Q", "ctrl-c"):
             raise Quit(k)
@@ -58,7 +66,7 @@ class BusWorkflow(Workflow):
             steps = self.n.pulse(index)
             est, how = estimate(steps)
             self._screen(body + [f"  position {steps:.0f} steps   estimated angle {est:.1f} deg ({how})"], keys)
-            k = self._key()
+            k = self._poll()
             if k == "enter":
                 return self.n.pulse(index)
             if k == "s" and allow_skip:

@@ -297,6 +297,8 @@ def cmd_status(args) -> int:
                 "frame": st.frame,
             }
         )
+        if st.servos:  # bus servos report their own state
+            report["servos"] = [{"name": s.name, "id": s.channel, **st.servos[s.channel]} for s in cal.servos]
     held = [st.widths_us[s.channel] if s.channel < len(st.widths_us) else None for s in robot.calibration.servos]
     what = "pulses" if robot.calibration.unit == "us" else "goals"
     headline = (
@@ -305,4 +307,13 @@ def cmd_status(args) -> int:
         + f" {robot.calibration.unit}"
     )
     _print(args, report, headline)
+    if not args.json:
+        for sv in report.get("servos", ()):
+            goal = "-" if sv["goal_steps"] is None else f"{sv['goal_steps']:.0f}"
+            print(
+                f"  {sv['name']:<14} id {sv['id']:<3} position {sv['position_steps']:>4} goal {goal:>4} steps  "
+                f"torque {'on ' if sv['torque'] else 'off'}  load {100 * sv['load_fraction']:5.1f} %  "
+                f"{sv['voltage_v']:.1f} V  {sv['temperature_c']} degC"
+                + ("" if sv["errors"] == "no error" else f"  {sv['errors']}")
+            )
     return 0

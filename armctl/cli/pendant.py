@@ -521,22 +521,23 @@ class Pendant:
         lines.append(f"step {self.step_mm:g} mm{turn}   speed {self.speed_mm_s:g} mm/s   {state}")
         lines.append("")
         if pose is not None:
-            lines.append(f"{'joint':<16}{'angle':>9}   {'limits (deg)':<38}{'pulse':>10}   safe range")
             servos = r.calibration.servos
+            column = "pulse" if r.calibration.unit == "us" else "position"
+            lines.append(f"{'joint':<16}{'angle':>9}   {'limits (deg)':<38}{column:>12}   safe range")
             for i in range(arm.n):
                 lo, hi = math.degrees(arm.q_min[i]), math.degrees(arm.q_max[i])
                 q = pose.q_deg[i]
                 lines.append(
                     f"{i + 1} {arm.joint_names[i]:<14}{q:8.1f}°  {lo:5.0f} {bar(q, lo, hi)} {hi:<4.0f}"
-                    f"{_us(pose.values, i)}   {servos[i].min_us:g}..{servos[i].max_us:g} us"
+                    f"{_value(pose.values, i, servos[i])}   {_range(servos[i])}"
                 )
             if arm.gripper is not None and pose.gripper_rad is not None:
                 g = math.degrees(pose.gripper_rad)
                 lo, hi = sorted((math.degrees(arm.gripper.closed_rad), math.degrees(arm.gripper.open_rad)))
                 s = servos[arm.n] if len(servos) > arm.n else None
-                rng = f"   {s.min_us:g}..{s.max_us:g} us" if s is not None else ""
+                rng = f"{_value(pose.values, arm.n, s)}   {_range(s)}" if s is not None else ""
                 gbar = bar(g, lo, hi, mark_ends=False)
-                lines.append(f"  {'gripper':<14}{g:8.1f}°  {lo:5.0f} {gbar} {hi:<4.0f}{_us(pose.values, arm.n)}{rng}")
+                lines.append(f"  {'gripper':<14}{g:8.1f}°  {lo:5.0f} {gbar} {hi:<4.0f}{rng}")
         lines.append("")
         if self.recorder is not None:
             recent = ", ".join(self.recorded[-6:]) or "none yet"
@@ -550,9 +551,16 @@ class Pendant:
         return lines
 
 
-def _us(values, i: int) -> str:
+def _value(values, i: int, servo) -> str:
+    """Servo ``i``'s value in its own unit (a PWM pulse in us, a bus servo's position in steps)."""
     v = values[i] if i < len(values) else None
-    return f"{'-' if v is None else f'{v:.1f}':>9} us"
+    text = "-" if v is None else f"{v:.{1 if servo.resolution < 1 else 0}f}"
+    return f"{text:>9} {servo.unit:<5}"
+
+
+def _range(servo) -> str:
+    """The servo's calibrated safe range in its own unit."""
+    return f"{servo.lo:g}..{servo.hi:g} {servo.unit}"
 
 
 def _wrap(text: str, width: int) -> list[str]:

@@ -108,10 +108,11 @@ class Teach:
         try:
             self.robot.gripper(want)
         except ArmctlError as exc:
-            self.message = f"gripper not moved: {exc}"
+            self.message = f"gripper not moved: {exc}"  # stays on the screen until the next key
+        else:
+            self.message = f"gripper {'closed' if want == 'close' else 'open'}; torque off again"
         finally:
             self.robot.release()
-        self.message = f"gripper {'closed' if want == 'close' else 'open'}; torque off again"
 
     def refresh(self) -> None:
         self.pose = self.robot.where()
