@@ -30,7 +30,7 @@ from . import ik
 from .arm import Arm
 from .errors import BadInputError
 from .ik import DEFAULT_MAX_ITER, DEFAULT_TOL_M, BatchIKResult, IKResult
-from .kinematics import joint_angles, limit_excess, tool_point
+from .kinematics import joint_angles, limit_excess, tool_pitch, tool_point
 from .workspace import (
     _turn_batch,
     base_planes,
@@ -343,9 +343,10 @@ def _miss(arm, tv, phi, q0, method, tried, stats: _Stats, tol: float) -> IKResul
         near = nearest_reachable(arm, tv, phi, q0)
         q = _three_link_nearest(arm, tv, phi, q0, near, tried)
     err = float(np.linalg.norm(tool_point(arm, q) - tv))
-    if arm.n_links == 2 and err <= tol and _inside(arm, q):
-        # reached after all, where the closed form is degenerate (a fold through the shoulder: any
-        # upper-arm angle reaches it, the formula gives one)
+    if err <= tol and _inside(arm, q) and (phi is None or _at_pitch(arm, q, phi, tol)):
+        # reached after all: where the closed form is degenerate (a fold through the shoulder: any
+        # upper-arm angle reaches it, the formula gives one), or a 3-link iteration that stopped short
+        # found the goal from the nearest point's start
         return IKResult(
             np.asarray(q, dtype=float), True, err, stats.it, stats.fk, stats.jac, method, None, 0.0, stats.step, 0
         )
@@ -368,6 +369,12 @@ def _miss(arm, tv, phi, q0, method, tried, stats: _Stats, tol: float) -> IKResul
         stats.step,
         stats.restarts + len(tried),
     )
+
+
+def _at_pitch(arm: Arm, q, phi: float, tol: float) -> bool:
+    """The tool's pitch is ``phi`` (within ``tol`` m at the tool point)."""
+    pitch = float(tool_pitch(arm, np.asarray(q, dtype=float)))
+    return abs(math.remainder(pitch - phi, 2.0 * math.pi)) * arm.links_m[-1] <= tol
 
 
 def _miss_reason(arm: Arm, tv, phi, q0, short: float) -> str:

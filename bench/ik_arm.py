@@ -246,7 +246,7 @@ def main(argv=None) -> int:
     print(f"IK on base arms, {count} targets per set (ikpy {n_ikpy}); planar kernel: {kernel}")
     print("times in us per solve: p50 / p99 / max; batch: per target, over 9 calls of solve_batch\n")
     verdict = []
-    for arm in (load_arm("mearm"), load_arm("eezybot-mk2"), base_3link()):
+    for arm in (load_arm("mearm"), load_arm("eezybot-mk2"), base_3link(), load_arm("braccio")):
         rng = np.random.default_rng(20260515)
         peers = []
         for cls in (RtbLM, Ikpy):

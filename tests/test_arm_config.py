@@ -25,7 +25,7 @@ def write(tmp_path, text, name="arm.yaml"):
 
 
 def test_presets_load():
-    assert {"seed-2link", "seed-3link", "mearm", "eezybot-mk2"} <= set(preset_names())
+    assert {"seed-2link", "seed-3link", "mearm", "eezybot-mk2", "braccio", "so101"} <= set(preset_names())
     arm = load_arm("seed-3link")
     assert np.allclose(arm.links_m, [0.40, 0.30, 0.20])
     assert arm.n == 3 and arm.gripper is not None
@@ -78,7 +78,7 @@ def test_bad_files_say_where_and_what(tmp_path, old, new, expect):
 def test_missing_file_and_unknown_preset(tmp_path):
     with pytest.raises(ConfigError, match="file not found"):
         load_arm(tmp_path / "nope.yaml")
-    with pytest.raises(ConfigError, match="presets: eezybot-mk2, mearm, seed-2link, seed-3link"):
+    with pytest.raises(ConfigError, match="presets: braccio, eezybot-mk2, mearm, seed-2link, seed-3link, so101"):
         load_arm("seed-9link")
 
 

@@ -32,7 +32,7 @@ from armctl.kinematics import (
 )
 from armctl.workspace import check_reachable, nearest_reachable
 
-PRESETS = {name: load_arm(name) for name in ("mearm", "eezybot-mk2")}
+PRESETS = {name: load_arm(name) for name in ("mearm", "eezybot-mk2", "braccio")}
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 
 

@@ -132,7 +132,12 @@ def test_targets_need_as_many_coordinates_as_the_arm():
 
 
 @pytest.mark.parametrize(
-    ("program", "arm"), [("pick_and_place_mearm.yaml", "mearm"), ("pick_and_place_eezybot.yaml", "eezybot-mk2")]
+    ("program", "arm"),
+    [
+        ("pick_and_place_mearm.yaml", "mearm"),
+        ("pick_and_place_eezybot.yaml", "eezybot-mk2"),
+        ("pick_and_place_braccio.yaml", "braccio"),
+    ],
 )
 def test_example_programs_plan_and_pick_where_they_say(program, arm):
     prog = load_program(ROOT / "examples" / program)

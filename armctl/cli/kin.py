@@ -15,7 +15,7 @@ from ..units import parse_float, parse_length
 
 IK_EPILOG = """\
 units: X, Y (and Z) in metres, or with a unit (500mm, 50cm, 0.5m); angles in degrees.
-Arms on a rotating base (mearm, eezybot-mk2) take X Y Z: x, y on the table from the base, z up.
+Arms on a rotating base (mearm, eezybot-mk2, braccio, so101) take X Y Z: x, y on the table from the base, z up.
 examples:
   armctl ik 0.5 0.4                      # seed-3link, damped least squares from home
   armctl ik 500mm 400mm --phi 30 --json  # 3-link arm with the tool at 30 deg
