@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -82,6 +83,12 @@ def remove_stale_temporaries(path: Path) -> None:
                 leftover.unlink()
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)  # (read it by setting it, and put it back at once)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str | Path, data: str | bytes, *, durable: bool = True) -> Path:
     """Write ``data`` to ``path`` atomically (temp file in the same folder, fsync, rename).
 
@@ -91,8 +98,13 @@ def atomic_write(path: str | Path, data: str | bytes, *, durable: bool = True) -
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:  # the file keeps its permissions; a new one gets the usual (0666 less the umask), not mkstemp's 0600
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
             f.flush()

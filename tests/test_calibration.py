@@ -212,11 +212,12 @@ def test_bus_servo_calibration_is_checked(tmp_path, change, message):
 
 def test_a_backend_refuses_the_other_kind_of_servo(tmp_path):
     from armctl import connect
-    from armctl.errors import BadInputError, LinkError
+    from armctl.errors import BadInputError
 
     path = tmp_path / "bus.yaml"
     path.write_text(BUS_CAL)
-    with pytest.raises(LinkError, match="armsim simulates hobby .PWM. servos"):  # by default the bus backend
+    # by default the bus backend, which armsim cannot serve: refused before anything opens
+    with pytest.raises(BadInputError, match="armsim:// simulates hobby .PWM. servos, which the feetech backend"):
         connect("seed-3link", "armsim://?rate=20", calibration=path)
     with pytest.raises(BadInputError, match="armctl backend drives hobby .PWM. servos.*serial bus servos"):
         connect("seed-3link", "armsim://?rate=20", backend="armctl", calibration=path)

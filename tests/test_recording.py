@@ -230,3 +230,21 @@ def test_an_arm_file_is_named_relative_to_the_program(tmp_path):
     assert prog.arm_name == "../arms/my-arm.yaml"
     plan = plan_program(prog, arm)
     assert fk(arm.links_m, plan.trajectory.q_rad[-1]) == pytest.approx(fk(arm.links_m, np.radians([30, -60])))
+
+
+def test_files_written_keep_their_mode_and_new_ones_get_the_usual(tmp_path):
+    """Saves went through mkstemp and left every program and calibration readable by its owner only."""
+    import os
+    import stat
+
+    from armctl.paths import atomic_write
+
+    new = atomic_write(tmp_path / "new.yaml", "a: 1\n")
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert stat.S_IMODE(new.stat().st_mode) == 0o666 & ~mask
+    shared = tmp_path / "shared.yaml"
+    shared.write_text("a: 1\n")
+    shared.chmod(0o664)
+    atomic_write(shared, "a: 2\n")
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o664 and shared.read_text() == "a: 2\n"
