@@ -562,7 +562,7 @@ class Robot:
         return Pose(
             q_rad=np.asarray(q, dtype=float),
             tool_m=tool_point(arm, q),
-            phi_rad=float(tool_pitch(arm, q)),
+            phi_rad=math.remainder(float(tool_pitch(arm, q)), TURN_RAD),  # -pi..pi: 384.5 deg is 24.5
             gripper_rad=g,
             source=source,
             detail=detail,

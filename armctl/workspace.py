@@ -132,8 +132,10 @@ def check_joint_limits(arm: Arm, q) -> None:
         )
     if bad is not None:
         i, _ = bad
+        deg = math.degrees(q[i])
+        shown = f"{deg:.2f}" if abs(deg) < 1e6 else f"{deg:.3g}"  # (not 300 digits for 1e308)
         raise JointLimitError(
-            f"joint {i + 1} ({arm.joint_names[i]}) at {math.degrees(q[i]):.2f} deg is outside its limits "
+            f"joint {i + 1} ({arm.joint_names[i]}) at {shown} deg is outside its limits "
             f"[{math.degrees(arm.q_min[i]):.1f}, {math.degrees(arm.q_max[i]):.1f}] deg",
             joint=i,
             q=np.asarray(q, dtype=float),

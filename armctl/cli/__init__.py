@@ -8,7 +8,8 @@ and its one-line help, so ``armctl --help`` needs none of them):
 
   0 success, 1 internal error, 2 bad input (arguments, files, YAML),
   3 target or motion impossible (unreachable, joint/speed/pulse limit),
-  4 link or board error (port, timeout, lost link, protocol), 130 interrupted.
+  4 link or board error (port, timeout, lost link, protocol), 130 interrupted,
+  143 SIGTERM, 129 SIGHUP.
 """
 
 from __future__ import annotations
@@ -116,7 +117,10 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
         parents=[_global_options(False)],
         description="Drive a hobby 2- or 3-link servo arm: IK, planning, streaming to the board. "
         "Lengths in metres (or with a unit: 500mm, 50cm), angles in degrees.",
-        epilog="exit codes: 0 ok, 2 bad input, 3 unreachable or limit, 4 link/board error, 130 interrupted",
+        epilog=(
+            "exit codes: 0 ok, 2 bad input, 3 unreachable or limit, 4 link/board error, 130 interrupted (Ctrl-C), "
+            "143 SIGTERM, 129 SIGHUP (each after a controlled stop)"
+        ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True

@@ -684,8 +684,9 @@ def cmd_pendant(args) -> int:
     try:
         print(f"armctl jog: left the arm at {_xyz(pose.tool_mm, width=0)} ({why}); it holds its pose")
         if recorder is not None and pendant.recorded:
+            n = len(pendant.recorded)
             print(
-                f"recorded {len(pendant.recorded)} poses into {recorder.path}: check it with "
+                f"recorded {n} pose{'' if n == 1 else 's'} into {recorder.path}: check it with "
                 f"'armctl plan {recorder.path}', play it with 'armctl run {recorder.path}'"
             )
     except OSError:  # the terminal went away with the SSH link

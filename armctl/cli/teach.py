@@ -93,7 +93,7 @@ class Teach:
             self.message = f"not recorded: {exc}"
             return
         self.records.append(done.name)
-        self.message = f"recorded {done.name!r} ({done.poses} poses in {done.path.name})"
+        self.message = f"recorded {done.name!r} ({_count(done.poses, 'pose')} in {done.path.name})"
 
     def _gripper(self) -> None:
         from ..recording import gripper_state
@@ -178,7 +178,7 @@ def cmd_teach(args) -> int:
             for s, h in previous.items():
                 signal.signal(s, h)
     try:
-        print(f"armctl teach: {len(teach.records)} poses recorded into {recorder.path} (the servos are limp)")
+        print(f"armctl teach: {_count(len(teach.records), 'pose')} recorded into {recorder.path} (the servos are limp)")
         if teach.records:
             print(f"check it with 'armctl plan {recorder.path}', play it with 'armctl run {recorder.path}'")
     except OSError:
@@ -196,3 +196,8 @@ def _pendant_instead(args) -> int:
     args.json = False
     args.step = args.speed = args.release_ms = None
     return cmd_pendant(args)
+
+
+def _count(n: int, word: str) -> str:
+    """'1 pose', '2 poses'."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
