@@ -1061,7 +1061,10 @@ class Robot:
             return
         self._journaled = now
         played = player.frames_played()
-        frame = min(player.frames_sent, played + self.backend.runs_on_frames)
+        # the board's watchdog runs from the last byte it heard: with the queue full the host may have been
+        # quiet for a third of it already, and the board stops that much sooner than "now + watchdog"
+        runs_on = max(0.0, self.backend.runs_on_frames - self.backend.silent_frames())
+        frame = min(player.frames_sent, played + runs_on)
         by_ch = player.values_at(frame)
         values = [by_ch.get(s.channel, v) for s, v in zip(self.calibration.servos, start)]
         if any(v is None for v in values[: self.arm.n]):

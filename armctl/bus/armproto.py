@@ -598,6 +598,9 @@ class ArmProtocolBackend(Backend):
             lims[channel] = (lo / 2, hi / 2)
             self.info.limits_us = tuple(lims)
 
+    def silent_frames(self) -> float:
+        return max(0.0, (time.monotonic() - self._last_sent_t) * self._board_rate / FRAME_S)
+
     def played_frames(self) -> int:
         """Frames played so far: from the last status (frames accepted minus ``left``) and the time since,
         never past what the board acknowledged; before any status, counted by whole moves."""

@@ -123,6 +123,11 @@ class Backend(ABC):
         """Frames of queued motion played so far (for progress), best estimate."""
         return 0
 
+    def silent_frames(self) -> float:
+        """Board frames since this host last sent the board a byte: a board that plays on for
+        ``runs_on_frames`` after its host dies counts them from there, not from now."""
+        return 0.0
+
     def set_limits(self, channel: int, lo_us: float, hi_us: float) -> None:
         """Store ``channel``'s safe pulse range (us) on the board, which then refuses widths outside it.
 
