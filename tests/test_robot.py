@@ -436,3 +436,35 @@ def test_the_api_refuses_what_is_not_a_number_or_a_radian_and_a_closed_robot_say
     for call in (robot.hold, robot.settle, robot.push_limits, robot.board_status, robot.board_limits, robot.where):
         with pytest.raises(LinkError, match="is closed"):
             call()
+
+
+def test_lock_files_go_with_their_lock_and_a_racing_opener_still_gets_a_working_one(tmp_path, monkeypatch):
+    """Every port used to leave its lock file behind in the state folder for good."""
+    from armctl.bus import portlock
+
+    port = f"armsim://?rate=20&seed=1&state={tmp_path / 'sim.json'}"
+    locks = Path(os.environ["ARMCTL_STATE_DIR"]) / "locks"
+    with armctl.connect("seed-3link", port):
+        assert len(list(locks.iterdir())) == 1
+    assert list(locks.iterdir()) == []
+    a = portlock.PortLock("/dev/ttyFAKE0")
+    a.acquire()
+    stale = os.open(a.path, os.O_RDWR)  # a second program opened the file just before the first let go
+    a.release()
+    real_open, handed = os.open, []
+
+    def open_the_stale_one_first(path, flags, mode=0o777):
+        if not handed:
+            handed.append(path)
+            return os.dup(stale)
+        return real_open(path, flags, mode)
+
+    b = portlock.PortLock("/dev/ttyFAKE0")
+    with monkeypatch.context() as m:
+        m.setattr(portlock.os, "open", open_the_stale_one_first)
+        b.acquire()  # it locked a file that is gone from the path: it must notice and lock the one there
+    assert handed and b.held and os.stat(b.path).st_ino == os.fstat(b._fd).st_ino
+    with pytest.raises(LinkError, match="in use by pid"):
+        portlock.PortLock("/dev/ttyFAKE0").acquire()
+    b.release()
+    os.close(stale)

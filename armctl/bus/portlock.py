@@ -74,36 +74,49 @@ class PortLock:
         """Take the lock (nothing to do for a private port); LinkError naming the holder if it is taken."""
         if self.path is None or self._fd is not None:
             return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise BadInputError(
-                f"cannot lock port {self.url!r}: cannot write the state folder {self.path.parent} "
-                f"({exc.strerror or exc}); set ARMCTL_STATE_DIR to a writable folder"
-            ) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = ""
-            with contextlib.suppress(OSError):
-                holder = os.pread(fd, 400, 0).decode("utf-8", "replace").strip()
+        for _ in range(10):
+            fd = self._open()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = ""
+                with contextlib.suppress(OSError):
+                    holder = os.pread(fd, 400, 0).decode("utf-8", "replace").strip()
+                os.close(fd)
+                raise LinkError(
+                    f"port {self.url!r} is in use by {holder or 'another armctl'}: one program at a time on a port"
+                ) from None
+            try:  # the holder before removes its file as it lets go: ours must still be the one at the path
+                if os.stat(self.path).st_ino == os.fstat(fd).st_ino:
+                    break
+            except OSError:
+                pass
             os.close(fd)
-            raise LinkError(
-                f"port {self.url!r} is in use by {holder or 'another armctl'}: one program at a time on a port"
-            ) from None
+        else:  # pragma: no cover - ten holders in a row let go between our open and our lock
+            raise LinkError(f"port {self.url!r}: could not take its lock (it changed hands ten times)")
         with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)
             os.pwrite(fd, (_holder_text() + "\n").encode(), 0)
         self._fd = fd
 
+    def _open(self) -> int:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise BadInputError(
+                f"cannot lock port {self.url!r}: cannot write the state folder {self.path.parent} "
+                f"({exc.strerror or exc}); set ARMCTL_STATE_DIR to a writable folder"
+            ) from None
+
     def release(self) -> None:
-        """Drop the lock (the file stays: removing it would race with the next holder)."""
+        """Drop the lock and remove its file (a program that opened the old file meanwhile finds it gone
+        from the path once it has the lock, and takes a new one: see ``acquire``)."""
         fd, self._fd = self._fd, None
         if fd is None:
             return
         with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
+            os.unlink(self.path)  # while still holding it
         os.close(fd)  # closing the descriptor releases the flock
 
     @property
