@@ -3,6 +3,7 @@
 import io
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -213,13 +214,13 @@ def _reference_ik_targets(arm_name, text, *, method="dls", json_out=False, name=
             objs = []
             for t, p, (ok, q, e, short, reason, its) in zip(targets, phis, results):
                 d = {"ok": ok, "target_m": t.tolist(), "q_deg": [round(float(v), 6) for v in np.degrees(q)],
-                     "error_m": e, "iterations": its, "method": method}  # fmt: skip
+                     "error_m": f"@{e:.3e}@", "iterations": its, "method": method}  # fmt: skip
                 if p is not None:
                     d["phi_deg"] = round(math.degrees(p), 6)
                 if not ok:
                     d.update(reason=reason, shortfall_m=short)
                 objs.append(d)
-            print(json.dumps(objs), file=out)
+            print(re.sub(r'"@([^@]*)@"', r"\1", json.dumps(objs)), file=out)
         else:
             print(f"x_m,y_m,ok,{','.join(f'q{i + 1}_deg' for i in range(arm.n))},error_m,shortfall_m", file=out)
             for t, (ok, q, e, short, _r, _i) in zip(targets, results):

@@ -357,7 +357,7 @@ def json_rows(chunk: Block, res: Solved, method: str) -> bytes:
         fields.append(nt.round_repr(qd[:, j], 6))
     fields += [
         nt.literal('], "error_m": ', k),
-        nt.float_repr(res.error_m),
+        nt.sci(res.error_m, 3),  # as the CSV: 4 significant digits (repr of a 1e-12 residual is slow)
         nt.literal(', "iterations": ', k),
         nt.ints(res.iterations),
         nt.literal(f', "method": "{method}"', k),
