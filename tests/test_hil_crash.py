@@ -87,6 +87,11 @@ def test_killed_runs_restart_where_they_stopped(firmware_hex, tmp_path):
     speeds = [*np.degrees(arm.max_speed_rad_s), np.degrees(arm.gripper.max_speed_rad_s)]
     bound = {PINS[s.channel]: BOUND_FRAMES * 0.02 * v * s.us_per_deg + 0.5 for s, v in zip(cal.servos, speeds)}
     assert len(steps) >= KILLS, f"only {len(steps)} restarts seen (seed {seed})"
+    worst = {pin: max(st.get(pin, 0.0) for st in steps) for pin in bound}
+    print(  # the figure for the note: pytest -s tests/test_hil_crash.py
+        f"largest first step after {len(steps)} kills (seed {seed}): "
+        + ", ".join(f"pin {p} {us:.1f} us ({us / per_deg[p]:.2f} deg, bound {bound[p]:.1f})" for p, us in worst.items())
+    )
     for step in steps:
         for pin, us in step.items():
             assert us <= bound[pin], (
