@@ -43,13 +43,12 @@ from __future__ import annotations
 
 import math
 import time
-import urllib.parse
 
-from serial.serialutil import PortNotOpenError, SerialBase, SerialException
+from serial.serialutil import SerialException
 
 from . import codec
 from .sim import LinkGone, SimArm, SimOptions
-from .simurl import BadSimURL
+from .simurl import BadSimURL, SimSerial, parse_options
 
 EXPECTED = (
     "expected a URL like armsim://[ARM][?rate=20&drop=0.01&seed=1] with options arm, cal, rate, baud, drop, "
@@ -86,22 +85,10 @@ _OPTIONS = {
 
 
 def parse_url(url: str) -> SimOptions:
-    """SimOptions from an ``armsim://`` URL; SerialException with the expected form if it is wrong."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme != "armsim":
-        raise BadSimURL(f"not an armsim URL: {url!r}; {EXPECTED}")
-    opts = SimOptions()
-    if parts.netloc or parts.path.strip("/"):
-        opts.arm = urllib.parse.unquote(parts.netloc + parts.path).strip("/")
-    for key, values in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items():
-        if key not in _OPTIONS:
-            raise BadSimURL(f"unknown armsim option {key!r}; {EXPECTED}")
-        attr, conv = _OPTIONS[key]
-        try:
-            value = conv(values[-1])
-        except ValueError:
-            raise BadSimURL(f"armsim option {key}={values[-1]!r} is not valid; {EXPECTED}") from None
-        setattr(opts, attr, value)
+    """SimOptions from an ``armsim://`` URL; BadSimURL with the expected form if it is wrong."""
+    opts, arm = parse_options(url, "armsim", _OPTIONS, SimOptions(), EXPECTED)
+    if arm:
+        opts.arm = arm
     for name in ("drop", "corrupt"):
         if not 0.0 <= getattr(opts, name) <= 1.0:
             raise BadSimURL(f"armsim option {name} must be a probability 0..1; {EXPECTED}")
@@ -139,39 +126,20 @@ def parse_url(url: str) -> SimOptions:
     return opts
 
 
-class Serial(SerialBase):
+class Serial(SimSerial):
     """A simulated arm behind a pyserial port (see the module docstring for the URL)."""
 
-    def __init__(self, *args, **kwargs):
-        self.sim: SimArm | None = None
-        self._t0 = 0.0
-        self._rate = 1.0
-        super().__init__(*args, **kwargs)
+    scheme = "armsim"
+    link_gone = LinkGone
 
-    def open(self):
-        if self.is_open:
-            raise SerialException("Port is already open.")
-        if self._port is None:
-            raise SerialException("Port must be configured before it can be used.")
+    def _open_sim(self):
         opts = parse_url(self.portstr)
         try:
-            self.sim = SimArm(opts)
+            return SimArm(opts), opts.rate
         except ValueError as exc:  # a bad arm or calibration (name, kind, channels): bad input
             raise BadSimURL(f"armsim: {exc}") from exc
         except Exception as exc:  # a port that cannot be opened
             raise SerialException(f"armsim: {exc}") from exc
-        self._rate = opts.rate
-        self._t0 = time.monotonic()
-        self.is_open = True
-        self.reset_input_buffer()
-
-    def sim_time_s(self) -> float:
-        """Simulated seconds since the port was opened (the board booted)."""
-        return (time.monotonic() - self._t0) * self._rate
-
-    @property
-    def rate(self) -> float:
-        return self._rate
 
     def measured_angles(self, *, settle_s: float = 0.0) -> dict[int, float]:
         """Where each simulated joint really is: channel -> angle (rad), hidden ``offset``/``scale``/``flip``
@@ -188,75 +156,5 @@ class Serial(SerialBase):
             time.sleep(min(0.05, left / self._rate + 0.001))
         return sim.angles_rad()
 
-    def close(self):
-        if self.is_open and self.sim is not None:
-            self.sim.pump(self.sim_time_s())
-            self.sim.save_state()
-        self.is_open = False
-
-    def _reconfigure_port(self):
-        pass
-
     def from_url(self, url):
         return parse_url(url)
-
-    @property
-    def in_waiting(self):
-        self._check()
-        try:
-            return self.sim.waiting(self.sim_time_s())
-        except LinkGone as exc:
-            raise SerialException(f"armsim: {exc}") from None
-
-    def _check(self):
-        if not self.is_open:
-            raise PortNotOpenError()
-
-    def read(self, size=1):
-        self._check()
-        deadline = None if self._timeout is None else time.monotonic() + self._timeout
-        out = bytearray()
-        while len(out) < size:
-            now = self.sim_time_s()
-            try:
-                out += self.sim.host_read(now, size - len(out))
-            except LinkGone as exc:
-                raise SerialException(f"armsim: {exc}") from None
-            if len(out) >= size:
-                break
-            remaining = math.inf if deadline is None else deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            wait = (self.sim.next_arrival_s() - now) / self._rate
-            time.sleep(max(0.0001, min(remaining, wait, 0.02)))
-        return bytes(out)
-
-    def write(self, data):
-        self._check()
-        data = bytes(data)
-        try:
-            self.sim.host_write(data, self.sim_time_s())
-        except LinkGone as exc:
-            raise SerialException(f"armsim: {exc}") from None
-        return len(data)
-
-    def reset_input_buffer(self):
-        self._check()
-        self.sim.pump(self.sim_time_s())
-        self.sim.drop_pending_output()
-
-    def reset_output_buffer(self):
-        self._check()
-
-    @property
-    def out_waiting(self):
-        return 0
-
-    def flush(self):
-        self._check()
-
-    def cancel_read(self):
-        pass
-
-    def cancel_write(self):
-        pass

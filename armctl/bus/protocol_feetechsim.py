@@ -44,15 +44,11 @@ The opened port has ``.sim`` (a ``FeetechSim``): its servos, test hooks (``turn_
 from __future__ import annotations
 
 import math
-import time
-import urllib.parse
-
-from serial.serialutil import PortNotOpenError, SerialBase, SerialException
 
 from ..errors import BadInputError
 from .feetech import BAUD_RATES, MAX_ID, get_series
 from .feetech_sim import FeetechSim, FeetechSimOptions, LinkGone
-from .simurl import BadSimURL
+from .simurl import BadSimURL, SimSerial, parse_options
 
 EXPECTED = (
     "expected a URL like feetechsim://[?ids=1-6&rate=20&drop=0.01] with options ids, model, baud, rate, start, "
@@ -125,21 +121,9 @@ def _bad(message: str) -> BadSimURL:
 
 def parse_url(url: str) -> FeetechSimOptions:
     """FeetechSimOptions from a ``feetechsim://`` URL; SerialException with the expected form if it is wrong."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme != "feetechsim":
-        raise BadSimURL(f"not a feetechsim URL: {url!r}; {EXPECTED}")
-    if parts.netloc or parts.path.strip("/"):
+    opts, where = parse_options(url, "feetechsim", _OPTIONS, FeetechSimOptions(), EXPECTED)
+    if where:
         raise BadSimURL(f"feetechsim URL {url!r} has a host or path; {EXPECTED}")
-    opts = FeetechSimOptions()
-    for key, values in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items():
-        if key not in _OPTIONS:
-            raise BadSimURL(f"unknown feetechsim option {key!r}; {EXPECTED}")
-        attr, conv = _OPTIONS[key]
-        try:
-            value = conv(values[-1])
-        except ValueError:
-            raise _bad(f"{key}={values[-1]!r} is not valid") from None
-        setattr(opts, attr, value)
     try:
         series = get_series(opts.model)
     except BadInputError:
@@ -169,41 +153,18 @@ def parse_url(url: str) -> FeetechSimOptions:
     return opts
 
 
-class Serial(SerialBase):
+class Serial(SimSerial):
     """A simulated Feetech bus behind a pyserial port (see the module docstring for the URL)."""
 
-    def __init__(self, *args, **kwargs):
-        self.sim: FeetechSim | None = None
-        self._t0 = 0.0
-        self._rate = 1.0
-        super().__init__(*args, **kwargs)
+    scheme = "feetechsim"
+    link_gone = LinkGone
+    min_wait_s = 0.00005
+    runs_when_gone = False  # the adapter was pulled: nothing more reaches the servos, nothing to run
 
-    def open(self):
-        if self.is_open:
-            raise SerialException("Port is already open.")
-        if self._port is None:
-            raise SerialException("Port must be configured before it can be used.")
-        self.sim = FeetechSim(parse_url(self.portstr))
-        self.sim.host_baud = self._baudrate
-        self._rate = self.sim.opts.rate
-        self._t0 = time.monotonic()
-        self.is_open = True
-        self.reset_input_buffer()
-
-    def sim_time_s(self) -> float:
-        """Simulated seconds since the port was opened (the servos were powered)."""
-        return (time.monotonic() - self._t0) * self._rate
-
-    @property
-    def rate(self) -> float:
-        return self._rate
-
-    def close(self):
-        if self.is_open and self.sim is not None:
-            if not self.sim.gone:
-                self.sim.pump(self.sim_time_s())
-            self.sim.save_state()
-        self.is_open = False
+    def _open_sim(self):
+        sim = FeetechSim(parse_url(self.portstr))
+        sim.host_baud = self._baudrate
+        return sim, sim.opts.rate
 
     def _reconfigure_port(self):
         if self.sim is not None:
@@ -211,65 +172,3 @@ class Serial(SerialBase):
 
     def from_url(self, url):
         return parse_url(url)
-
-    def _check(self):
-        if not self.is_open:
-            raise PortNotOpenError()
-
-    @property
-    def in_waiting(self):
-        self._check()
-        try:
-            return self.sim.waiting(self.sim_time_s())
-        except LinkGone as exc:
-            raise SerialException(f"feetechsim: {exc}") from None
-
-    def read(self, size=1):
-        self._check()
-        deadline = None if self._timeout is None else time.monotonic() + self._timeout
-        out = bytearray()
-        while len(out) < size:
-            now = self.sim_time_s()
-            try:
-                out += self.sim.host_read(now, size - len(out))
-            except LinkGone as exc:
-                raise SerialException(f"feetechsim: {exc}") from None
-            if len(out) >= size:
-                break
-            remaining = math.inf if deadline is None else deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            wait = (self.sim.next_arrival_s() - now) / self._rate
-            time.sleep(max(0.00005, min(remaining, wait, 0.02)))
-        return bytes(out)
-
-    def write(self, data):
-        self._check()
-        data = bytes(data)
-        try:
-            self.sim.host_write(data, self.sim_time_s())
-        except LinkGone as exc:
-            raise SerialException(f"feetechsim: {exc}") from None
-        return len(data)
-
-    def reset_input_buffer(self):
-        self._check()
-        if not self.sim.gone:
-            self.sim.pump(self.sim_time_s())
-        self.sim.drop_pending_output()
-
-    def reset_output_buffer(self):
-        self._check()
-
-    @property
-    def out_waiting(self):
-        return 0
-
-    def flush(self):
-        self._check()
-
-    def cancel_read(self):
-        pass
-
-    def cancel_write(self):
-        pass

@@ -1,8 +1,16 @@
-"""The error a simulator URL handler raises for a URL it cannot parse (``armsim://``, ``feetechsim://``)."""
+"""What the simulator URL handlers (``armsim://``, ``feetechsim://``) share: the error for a URL they
+cannot parse, the reading of a URL's options, and the pyserial port over a simulation that runs on
+simulated time (``SimSerial``)."""
 
 from __future__ import annotations
 
-from serial.serialutil import SerialException
+import math
+import time
+import urllib.parse
+from collections.abc import Callable
+from typing import Any
+
+from serial.serialutil import PortNotOpenError, SerialBase, SerialException
 
 
 class BadSimURL(SerialException, ValueError):
@@ -10,3 +18,147 @@ class BadSimURL(SerialException, ValueError):
 
     A SerialException, so pyserial callers that catch those still do; ``open_port`` turns it into a
     BadInputError naming the URL."""
+
+
+def parse_options(
+    url: str, scheme: str, options: dict[str, tuple[str, Callable[[str], Any]]], opts, expected: str
+) -> tuple[Any, str]:
+    """Set on ``opts`` each ``?key=value`` of ``url`` (``options``: key -> (attribute, converter));
+    the last value of a repeated key wins. Returns ``(opts, host_and_path)``. BadSimURL naming the
+    option (and ``expected``, the URL's form) for another scheme, an unknown key or a value the
+    converter refuses (ValueError)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != scheme:
+        raise BadSimURL(f"{url!r} is not a {scheme}:// URL; {expected}")
+    for key, values in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items():
+        if key not in options:
+            raise BadSimURL(f"unknown {scheme} option {key!r}; {expected}")
+        attr, conv = options[key]
+        try:
+            value = conv(values[-1])
+        except ValueError:
+            raise BadSimURL(f"{scheme} option {key}={values[-1]!r} is not valid; {expected}") from None
+        setattr(opts, attr, value)
+    return opts, urllib.parse.unquote(parts.netloc + parts.path).strip("/")
+
+
+class SimSerial(SerialBase):
+    """A pyserial port over a simulation (``self.sim``) that keeps its own simulated clock, ``rate``
+    simulated seconds a wall second from the moment the port opened.
+
+    The simulation gives ``pump(t)``, ``host_read(t, size)``, ``host_write(data, t)``, ``waiting(t)``,
+    ``next_arrival_s()``, ``drop_pending_output()``, ``save_state()`` and ``gone`` (the link was cut:
+    it raises ``link_gone`` from then on). A subclass names itself (``scheme``) and builds it
+    (``_open_sim``, returning the simulation and its rate)."""
+
+    scheme = "sim"
+    link_gone: type[Exception] = Exception
+    #: the shortest sleep while a read waits for bytes (s of wall time)
+    min_wait_s = 0.0001
+    #: whether the simulation still runs after its link was cut (a board the host lost goes on playing)
+    runs_when_gone = True
+
+    def __init__(self, *args, **kwargs):
+        self.sim = None
+        self._t0 = 0.0
+        self._rate = 1.0
+        super().__init__(*args, **kwargs)
+
+    def _open_sim(self):
+        """The simulation for ``self.portstr``, and its rate."""
+        raise NotImplementedError
+
+    def open(self):
+        if self.is_open:
+            raise SerialException("Port is already open.")
+        if self._port is None:
+            raise SerialException("Port must be configured before it can be used.")
+        self.sim, self._rate = self._open_sim()
+        self._t0 = time.monotonic()
+        self.is_open = True
+        self.reset_input_buffer()
+
+    def sim_time_s(self) -> float:
+        """Simulated seconds since the port was opened (the simulated hardware was powered)."""
+        return (time.monotonic() - self._t0) * self._rate
+
+    @property
+    def rate(self) -> float:
+        return self._rate
+
+    def _pump(self) -> None:
+        if self.runs_when_gone or not self.sim.gone:
+            self.sim.pump(self.sim_time_s())
+
+    def close(self):
+        if self.is_open and self.sim is not None:
+            self._pump()
+            self.sim.save_state()
+        self.is_open = False
+
+    def _reconfigure_port(self):
+        pass
+
+    def _check(self):
+        if not self.is_open:
+            raise PortNotOpenError()
+
+    def _gone(self, exc: Exception) -> SerialException:
+        return SerialException(f"{self.scheme}: {exc}")
+
+    @property
+    def in_waiting(self):
+        self._check()
+        try:
+            return self.sim.waiting(self.sim_time_s())
+        except self.link_gone as exc:
+            raise self._gone(exc) from None
+
+    def read(self, size=1):
+        self._check()
+        deadline = None if self._timeout is None else time.monotonic() + self._timeout
+        out = bytearray()
+        while len(out) < size:
+            now = self.sim_time_s()
+            try:
+                out += self.sim.host_read(now, size - len(out))
+            except self.link_gone as exc:
+                raise self._gone(exc) from None
+            if len(out) >= size:
+                break
+            remaining = math.inf if deadline is None else deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            wait = (self.sim.next_arrival_s() - now) / self._rate
+            time.sleep(max(self.min_wait_s, min(remaining, wait, 0.02)))
+        return bytes(out)
+
+    def write(self, data):
+        self._check()
+        data = bytes(data)
+        try:
+            self.sim.host_write(data, self.sim_time_s())
+        except self.link_gone as exc:
+            raise self._gone(exc) from None
+        return len(data)
+
+    def reset_input_buffer(self):
+        self._check()
+        self._pump()
+        self.sim.drop_pending_output()
+
+    def reset_output_buffer(self):
+        self._check()
+
+    @property
+    def out_waiting(self):
+        return 0
+
+    def flush(self):
+        self._check()
+
+    def cancel_read(self):
+        pass
+
+    def cancel_write(self):
+        pass
