@@ -12,6 +12,10 @@ where it is: per servo its bus ``id``, ``zero_steps``, ``steps_per_deg``, ``dire
 ``value(angle)``, ``angle_rad(value)``, ``lo``/``hi``, ``per_deg``, ``resolution`` and ``unit``; the YAML
 keys name their unit. Angles in radians inside, degrees in the YAML file.
 
+A bus servo that is no joint of the arm model (the SO-101's wrist roll: it turns the jaws about the tool
+point, which stays where it is) can be held at one position: ``hold: [{name, id, position_steps,
+speed_deg_s}]``. The backend brings it there at ``speed_deg_s`` when the arm first moves and keeps it there.
+
 Files are strict YAML, saved atomically with the previous version kept as ``<file>.bak``. Where
 they are looked up and saved: ``find_calibration`` and ``save_path_for``.
 """
@@ -111,14 +115,36 @@ class BusServoCal(_Linear):
 
 
 @dataclass(frozen=True)
+class HeldServo:
+    """A bus servo kept at one position (no joint of the arm model): ``position_steps`` (0..4095), reached at
+    no more than ``speed_deg_s`` from wherever it stands."""
+
+    name: str
+    id: int
+    position_steps: float
+    speed_deg_s: float = 60.0
+
+    steps_per_deg = STEPS_PER_TURN / 360.0
+    per_deg = steps_per_deg
+    channel = property(lambda self: self.id)
+
+    @property
+    def speed_steps_s(self) -> int:
+        """The goal speed register's value (steps/s)."""
+        return max(1, round(self.speed_deg_s * self.steps_per_deg))
+
+
+@dataclass(frozen=True)
 class Calibration:
-    """Every servo of one arm: ``joints`` in joint order, optional ``gripper``."""
+    """Every servo of one arm: ``joints`` in joint order, optional ``gripper``, and bus servos ``held`` at one
+    position (not joints of the model)."""
 
     arm: str
     joints: tuple[ServoCal | BusServoCal, ...]
     gripper: ServoCal | BusServoCal | None = None
     version: int = FORMAT_VERSION
     source: str = field(default="<code>")
+    held: tuple[HeldServo, ...] = ()
 
     @property
     def servos(self) -> tuple[ServoCal | BusServoCal, ...]:
@@ -275,6 +301,17 @@ def _parse_servo(sec: Section, default_name: str) -> ServoCal | BusServoCal:
     )
 
 
+def _parse_held(sec: Section, index: int) -> HeldServo:
+    name = sec.string("name", f"held{index + 1}")
+    sid = sec.number("id", lo=0, hi=MAX_BUS_ID)
+    if sid != int(sid):
+        raise sec.error("id", f"expected a whole number, found {sid:g}")
+    position = sec.number("position_steps", lo=STEP_RANGE[0], hi=STEP_RANGE[1])
+    speed = sec.number("speed_deg_s", HeldServo.speed_deg_s, lo=1.0, hi=360.0)
+    sec.done()
+    return HeldServo(name=name, id=int(sid), position_steps=position, speed_deg_s=speed)
+
+
 def parse_calibration(data, path) -> Calibration:
     """Validate a parsed calibration YAML document."""
     top = Section(data, path=path)
@@ -295,14 +332,26 @@ def parse_calibration(data, path) -> Calibration:
     g = top.section("gripper", required=False)
     if g is not None:
         gripper = _parse_servo(g, "gripper")
+    held = []
+    if top.has("hold"):
+        raw_held = top.items("hold")
+        for i, item in enumerate(raw_held):
+            line = raw_held.item_lines[i] if hasattr(raw_held, "item_lines") else top.line_of("hold")
+            held.append(_parse_held(Section(item, path=path, key=f"hold[{i}]", line=line), i))
     top.done()
-    cal = Calibration(arm=arm, joints=tuple(joints), gripper=gripper, version=int(version), source=str(path))
+    cal = Calibration(
+        arm=arm, joints=tuple(joints), gripper=gripper, version=int(version), source=str(path), held=tuple(held)
+    )
     units = {s.unit for s in cal.servos}
     if len(units) > 1:
         raise ConfigError("servos mix pulse widths (us) and bus positions (steps): one kind per arm", path=path)
+    if held and cal.unit == "us":
+        raise top.error(
+            "hold", "only bus servos (id, steps) can be held at a position; a PWM servo not in the arm is not driven"
+        )
     seen: dict[int, str] = {}
     what = "channel" if cal.unit == "us" else "id"
-    for s in cal.servos:
+    for s in (*cal.servos, *cal.held):
         if s.channel in seen:
             raise ConfigError(f"servos {seen[s.channel]!r} and {s.name!r} share {what} {s.channel}", path=path)
         seen[s.channel] = s.name
@@ -386,6 +435,14 @@ def to_yaml(cal: Calibration, *, comment: str = "") -> str:
     lines += [f"  - {_servo_yaml(s)}" for s in cal.joints]
     if cal.gripper is not None:
         lines.append(f"gripper: {_servo_yaml(cal.gripper)}")
+    if cal.held:
+        lines.append("# held at position_steps (not a joint of the arm), reached at no more than speed_deg_s:")
+        lines.append("hold:")
+        lines += [
+            f"  - {{name: {h.name}, id: {h.id}, position_steps: {h.position_steps:.6g}, "
+            f"speed_deg_s: {h.speed_deg_s:.6g}}}"
+            for h in cal.held
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -1240,6 +1240,7 @@ class Robot:
         self._check_open()
         cal.check_arm(self.arm)
         self.calibration = self.backend.address(cal)
+        self.backend.use_calibration(self.calibration)
         if path is not None:
             self.calibration_path = Path(path)
 

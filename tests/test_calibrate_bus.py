@@ -57,9 +57,9 @@ def _serve(pty: PtySim, stop: threading.Event) -> None:
         pty.serve(until=time.monotonic() + 0.1)
 
 
-def _start(tmp_path: Path, bus: PtySim, *extra: str) -> Term:
+def _start(tmp_path: Path, bus: PtySim, *extra: str, old: str = OLD) -> Term:
     cal = tmp_path / "seed-3link.yaml"
-    cal.write_text(OLD)
+    cal.write_text(old)
     env = dict(os.environ, ARMCTL_STATE_DIR=str(tmp_path / "state"), PYTHONPATH=str(REPO), TERM="xterm")
     argv = [sys.executable, "-m", "armctl", "--calibration", str(cal), "--port", bus.path, "calibrate", *extra]
     return Term(argv, cwd=tmp_path, env=env)
@@ -79,7 +79,7 @@ def _home_by_hand(bus: PtySim) -> None:
         assert bus.sim.turn_by_hand(sid, true_steps(sid, angle) - offset)
 
 
-def _calibrate(t: Term, bus: PtySim) -> None:
+def _calibrate(t: Term, bus: PtySim, held=None) -> None:
     for i, sid in enumerate((1, 2, 3)):
         for k, angle in enumerate((0, 90, -90)):
             t.wait(rf"reference pose {k + 1} of 3")
@@ -95,6 +95,8 @@ def _calibrate(t: Term, bus: PtySim) -> None:
     _put(t, bus, 6, true_steps(6, 60))
     t.wait(r"Gripper, id 6: closed")
     _put(t, bus, 6, true_steps(6, 10))
+    if held is not None:
+        held()
     t.wait("Calibration finished")
     t.send("y")
 
@@ -133,6 +135,39 @@ def test_write_offsets_puts_each_zero_at_2048(tmp_path, bus):
     with armctl.connect("seed-3link", bus.path, calibration=tmp_path / "seed-3link.yaml") as robot:
         robot.move_to(0.5, 0.2, speed=0.3)
         assert np.hypot(*(robot.where(settle=True).tool_m - [0.5, 0.2])) < 1e-3
+
+
+def test_calibrate_records_where_the_held_servo_is_turned_by_hand(tmp_path):
+    """A held servo (a wrist roll, id 5) gets its own screen after the gripper: turned by hand, Enter records
+    its position as the one the arm holds from then on."""
+    start = ",".join(str(round(true_steps(i, a))) for i, a in ((1, 45), (2, -90), (3, -45), (6, 60)))
+    pty = PtySim(f"feetechsim://?ids=1,2,3,6,5&start={start},3000")
+    stop = threading.Event()
+    thread = threading.Thread(target=_serve, args=(pty, stop), daemon=True)
+    thread.start()
+    try:
+        old = OLD + "hold: [{name: wrist_roll, id: 5, position_steps: 2048, speed_deg_s: 90}]\n"
+        t = _start(tmp_path, pty, old=old)
+
+        def held():
+            t.wait(r"Held servo wrist_roll, id 5")
+            _put(t, pty, 5, 2300)
+
+        _calibrate(t, pty, held)
+        assert t.finish() == 0, t.screen()
+        cal = load_calibration(tmp_path / "seed-3link.yaml")
+        assert [(h.id, h.position_steps, h.speed_deg_s) for h in cal.held] == [(5, 2300, 90)]
+        assert not pty.sim.servo(5).torque_on  # released with the joints while calibrating
+        _home_by_hand(pty)
+        pty.sim.turn_by_hand(5, 1800)
+        with armctl.connect("seed-3link", pty.path, calibration=tmp_path / "seed-3link.yaml") as robot:
+            robot.move_to(0.5, 0.2, speed=0.3)
+            robot.where(settle=True)
+            assert pty.sim.servo(5).present_steps() == 2300
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        pty.close()
 
 
 def test_quit_leaves_the_old_calibration(tmp_path, bus):

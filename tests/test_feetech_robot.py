@@ -233,7 +233,9 @@ def test_status_in_a_fresh_process_reads_the_goals_and_each_servos_state(tmp_pat
         "elbow_flex",
         "wrist_flex",
         "gripper",
+        "wrist_roll",  # held at 2048, no joint
     ]
+    assert report["servos"][-1]["held_at_steps"] == 2048
     for s in report["servos"]:
         assert s["torque"] and s["goal_steps"] == pytest.approx(s["position_steps"], abs=2), s
         assert report["widths_us"][s["id"]] == s["goal_steps"]

@@ -149,6 +149,9 @@ class Backend(ABC):
     def reset_tracking(self) -> None:  # noqa: B027 - a no-op for boards that do not track
         """Start a new tracking record (see ``tracking_deg``)."""
 
+    def use_calibration(self, cal) -> None:  # noqa: B027 - a no-op for boards that map nothing themselves
+        """From now on the servos of ``cal`` (a new calibration of the same servos, already ``address``-ed)."""
+
     def release(self) -> None:
         """Let the servos go limp, so the arm can be moved by hand (``caps.releases``)."""
         raise NotImplementedError(f"the {self.name} backend cannot release its servos")

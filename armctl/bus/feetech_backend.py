@@ -12,6 +12,11 @@ No jump at start, exactly: a bus servo reports where it is, so the Robot starts 
 present positions. Torque goes on only when a move starts, servo by servo, after its goal has been set
 to where it is. ``close()`` leaves the servos holding (torque on); ``release()`` turns the torque off
 (teaching, calibrating by hand).
+
+Servos the calibration holds (``hold:``, e.g. the SO-101's wrist roll, no joint of the arm model) are
+addressed, watched and released like the others; when the arm first moves (and after a release or a
+stop) each is given its goal speed (``speed_deg_s``) and then its ``position_steps`` as its goal, from
+where it stands with the torque on, so it turns there no faster than that, and holds there.
 """
 
 from __future__ import annotations
@@ -56,7 +61,8 @@ class FeetechBackend(Backend):
         cal = load_calibration(cal_path)
         angles = [*arm.home_rad, *([arm.gripper.open_rad] if arm.gripper is not None and cal.gripper else [])]
         start = [round(float(s.value(a))) % STEPS_PER_TURN for s, a in zip(cal.servos, angles)]
-        query = {"ids": ",".join(str(s.id) for s in cal.servos), "state": str(state_path)}
+        start += [round(h.position_steps) for h in cal.held]  # a held servo stands where it is held
+        query = {"ids": ",".join(str(s.id) for s in (*cal.servos, *cal.held)), "state": str(state_path)}
         if not Path(state_path).is_file():  # else the servos stand (and hold) where the last run left them
             query["start"] = ",".join(map(str, start))
         return "feetechsim://?" + urllib.parse.urlencode(query, safe=",/")
@@ -67,7 +73,8 @@ class FeetechBackend(Backend):
         self.bus = FeetechBus(port, baudrate=baudrate, retries=RETRIES)
         self.wire_log_path = wire_log
         self.info: BoardInfo | None = None
-        self.ids = [s.id for s in cal.servos]
+        self.held = {h.id: h for h in cal.held}  # servos kept at one position, not joints
+        self.ids = [s.id for s in cal.servos] + list(self.held)
         self.goal: dict[int, float | None] = dict.fromkeys(self.ids)  # last goal sent per id (None: none yet)
         self.torque: dict[int, bool] = dict.fromkeys(self.ids, False)
         self.present: dict[int, int] = {}
@@ -78,6 +85,11 @@ class FeetechBackend(Backend):
         self._next_frame_t: float | None = None
         self._played = 0
         self.log = None
+
+    def use_calibration(self, cal: Calibration) -> None:
+        """Angles, names and held positions from ``cal`` from now on (the same servos, newly calibrated)."""
+        self.cal = cal
+        self.held = {h.id: h for h in cal.held if h.id in self.held}
 
     # --- lifecycle ---
 
@@ -137,9 +149,29 @@ class FeetechBackend(Backend):
             self.torque[i] = True
             self.goal[i] = float(here[i])
 
+    def _hold(self) -> None:
+        """Each held servo not yet holding its position: its goal speed, its goal where it stands, torque on,
+        then its position as the goal: the servo turns there at no more than its speed."""
+        todo = [
+            h for h in self.held.values() if not self.torque.get(h.id) or self.goal.get(h.id) != round(h.position_steps)
+        ]
+        if not todo:
+            return
+        for h in todo:
+            self.bus.write(h.id, "goal_speed", h.speed_steps_s)
+        self._torque_on([h.id for h in todo])
+        for h in todo:
+            self.bus.write(h.id, "goal_position", round(h.position_steps))
+            self.goal[h.id] = float(round(h.position_steps))
+
     def move(self, frames: int, widths_us: dict[int, float | None]) -> None:
         """Host-timed: each frame one SYNC_WRITE of the interpolated goals, one SYNC_READ of the positions."""
         targets = {i: v for i, v in widths_us.items() if v is not None}
+        if self.held:
+            try:
+                self._hold()
+            except ServoError as exc:
+                raise LinkError(self._named(str(exc))) from None
         self._torque_on([i for i in targets if self.goal.get(i) is None or not self.torque.get(i)])
         starts = {i: self.goal[i] if self.goal[i] is not None else v for i, v in targets.items()}
         now = time.monotonic()
@@ -189,7 +221,7 @@ class FeetechBackend(Backend):
 
     def _named(self, text: str) -> str:
         """``text`` with each "servo N" followed by its joint name."""
-        for s in self.cal.servos:
+        for s in (*self.cal.servos, *self.cal.held):
             text = text.replace(f"servo {s.id} ", f"servo {s.id} ({s.name}) ").replace(
                 f"servo {s.id}:", f"servo {s.id} ({s.name}):"
             )
@@ -200,7 +232,7 @@ class FeetechBackend(Backend):
         ``present``: the servos heard from this frame (the others keep their last position)."""
         self.present = {**self.present, **present}
         now = time.monotonic()
-        for s in self.cal.servos:
+        for s in (*self.cal.servos, *self.cal.held):
             goal = self.goal.get(s.id)
             if goal is None or not self.torque.get(s.id) or s.id not in present:
                 continue
@@ -261,7 +293,7 @@ class FeetechBackend(Backend):
     def status(self) -> BoardStatus:
         """The goal each servo holds (None with its torque off), by id, and in ``servos`` what each reports:
         ``{id: {torque, goal_steps, position_steps, speed_steps_s, load_fraction, voltage_v, temperature_c,
-        moving, errors}}`` (one SYNC_READ)."""
+        moving, errors}}`` (one SYNC_READ), and for a held servo ``held_at_steps`` (its calibrated position)."""
         try:
             states = self.bus.read_states(self.ids)
         except ServoError as exc:
@@ -282,6 +314,8 @@ class FeetechBackend(Backend):
             }
             for i, st in states.items()
         }
+        for i, h in self.held.items():
+            servos[i]["held_at_steps"] = h.position_steps
         return BoardStatus(widths_us=goals, servos=servos)
 
     def played_frames(self) -> int:
@@ -298,6 +332,13 @@ class FeetechBackend(Backend):
             raise LinkError(self._named(str(exc))) from None
         self.present = present
         return {s.id: float(s.angle_rad(present[s.id])) for s in self.cal.servos}
+
+    def held_positions(self) -> dict[int, int]:
+        """Present positions (steps) of the held servos, per id."""
+        try:
+            return self.bus.read_positions(list(self.held))
+        except ServoError as exc:
+            raise LinkError(self._named(str(exc))) from None
 
     def add_homing_offsets(self, deltas: dict[int, int]) -> dict[int, int]:
         """Add ``deltas`` (steps) to the servos' homing offsets, in their EEPROM (unlocked for the write, locked

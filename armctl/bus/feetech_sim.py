@@ -425,6 +425,10 @@ class FeetechSim:
         saved = self._load_state()
         if saved is not None:
             servos = [SimServo(self.series, 0, raw, o, eeprom=eeprom) for eeprom, raw, _ in saved]
+            known = {servo.id for servo in servos}
+            added = [i for i in o.ids if i not in known]  # plugged in since the state was saved: half a turn
+            servos += [SimServo(self.series, i, self.series.steps_per_turn // 2, o) for i in added]
+            saved += [(b"", 0.0, None)] * len(added)
         else:
             start = o.start_steps or []
             servos = []

@@ -595,11 +595,15 @@ class Workflow:
         self.points.append(f"gripper: open at {recorded[0][1]:g} {u}, closed at {recorded[1][1]:g} {u}")
         self.n.go(index, recorded[0][1])
 
+    def held(self) -> None:
+        """Servos held at one position (bus servos only: see the bus workflow)."""
+
     def run(self) -> Calibration | None:
         for i in range(len(self.old.joints)):
             self.joint(i)
         if self.old.gripper is not None and self.arm.gripper is not None:
             self.gripper()
+        self.held()
         lines, _ = cb.compare_lines(self.old, replace(self.new, source="this session (not saved yet)"), self.arm)
         body = ["Calibration finished. Old (A) against new (B):"] + ["  " + s for s in lines]
         limits = " and write the limits to the board" if self.unit == "us" else ""

@@ -38,6 +38,10 @@ class HandGuide:
         """Nothing: the torque is off, the user moves the arm."""
         return target
 
+    def held_position(self, servo_id: int) -> float:
+        """Where held servo ``servo_id`` is now (steps), measured."""
+        return float(self.robot.call(lambda backend: backend.held_positions())[servo_id])
+
 
 class BusWorkflow(Workflow):
     """The calibration screens for servos moved by hand (see the module docstring)."""
@@ -71,6 +75,32 @@ class BusWorkflow(Workflow):
                 return self.n.pulse(index)
             if k == "s" and allow_skip:
                 return None
+
+    def held(self) -> None:
+        """Each held servo (no joint: the SO-101's wrist roll): turned by hand to where it is to stay, Enter
+        records that position; s keeps the old one."""
+        held = list(self.new.held)
+        for k, h in enumerate(held):
+            body = [
+                f"Held servo {h.name}, id {h.id} (no joint of the arm: armctl keeps it at one position)",
+                "",
+                "  Turn it by hand to where it should stay (a wrist roll: the jaws level), then press Enter.",
+            ]
+            keys = [
+                f"keys: move it by hand   Enter record   s keep {h.position_steps:g} steps   "
+                "q or Ctrl-C quit, nothing saved"
+            ]
+            while True:
+                steps = self.n.held_position(h.id)
+                self._screen([*body, f"  position {steps:.0f} steps (held now at {h.position_steps:g})"], keys)
+                key = self._poll()
+                if key == "enter":
+                    held[k] = replace(h, position_steps=float(round(self.n.held_position(h.id))))
+                    self.points.append(f"{h.name}: held at {held[k].position_steps:g} steps")
+                    break
+                if key == "s":
+                    break
+        self.new = replace(self.new, held=tuple(held))
 
     def _end_text(self, k: int, margin: float) -> list[str]:
         return [

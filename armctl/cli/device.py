@@ -298,12 +298,14 @@ def cmd_status(args) -> int:
             }
         )
         if st.servos:  # bus servos report their own state
-            report["servos"] = [{"name": s.name, "id": s.channel, **st.servos[s.channel]} for s in cal.servos]
+            every = (*cal.servos, *cal.held)  # a held servo (no joint) has held_at_steps
+            report["servos"] = [{"name": s.name, "id": s.channel, **st.servos[s.channel]} for s in every]
     held = [st.widths_us[s.channel] if s.channel < len(st.widths_us) else None for s in robot.calibration.servos]
     what = "pulses" if robot.calibration.unit == "us" else "goals"
     headline = (
         f"{info.firmware} (protocol {info.protocol}) on {robot.port}: {info.channels} channels, {what} "
         + " ".join(f"{s.name} {'-' if w is None else f'{w:g}'}" for s, w in zip(robot.calibration.servos, held))
+        + "".join(f" {h.name} {h.position_steps:g} (held)" for h in robot.calibration.held)
         + f" {robot.calibration.unit}"
     )
     _print(args, report, headline)
@@ -315,5 +317,6 @@ def cmd_status(args) -> int:
                 f"torque {'on ' if sv['torque'] else 'off'}  load {100 * sv['load_fraction']:5.1f} %  "
                 f"{sv['voltage_v']:.1f} V  {sv['temperature_c']} degC"
                 + ("" if sv["errors"] == "no error" else f"  {sv['errors']}")
+                + (f"  held at {sv['held_at_steps']:.0f}" if "held_at_steps" in sv else "")
             )
     return 0
