@@ -204,3 +204,18 @@ def _sdk():
         scservo_sdk = None
     require(scservo_sdk is not None, "the vendor's Feetech SDK: pip install feetech-servo-sdk")
     return scservo_sdk
+
+
+def test_a_simulated_bus_saved_before_the_roll_was_held_gets_it_plugged_in(tmp_path, capsys):
+    """The default port's state file from a run whose calibration had no id 5: the next run opens (the
+    simulated bus plugs the servo in) instead of reporting servo 5 missing."""
+    from armctl.bus.feetech_sim import FeetechSim, FeetechSimOptions
+
+    state = tmp_path / "state" / "feetechsim-so101.json"
+    home = [2048, 2048, 2050, 2048, 2731]
+    FeetechSim(FeetechSimOptions(ids=[1, 2, 3, 4, 6], start_steps=home, state=str(state))).save_state()
+    assert main(["--arm", "so101", "home"]) == 0
+    capsys.readouterr()
+    assert main(["--arm", "so101", "status", "--json"]) == 0
+    roll = [s for s in json.loads(capsys.readouterr().out)["servos"] if s["id"] == 5][0]
+    assert roll["position_steps"] == 2048 and roll["torque"]

@@ -31,8 +31,8 @@ def _dirs(tmp_path, monkeypatch):
 
 @pytest.fixture
 def sim_pty():
-    def start():
-        pty = PtySim("armsim://seed-3link?seed=1")
+    def start(url: str = "armsim://seed-3link?seed=1"):
+        pty = PtySim(url)
         threading.Thread(target=pty.serve, daemon=True).start()
         made.append(pty)
         return pty
@@ -160,6 +160,16 @@ def test_ports_identifies_the_simulated_arm_on_a_pty(sim_pty, capsys):
     assert "resets an Arduino Uno" in out.err
 
 
+def test_ports_identifies_feetech_bus_servos_on_a_pty(sim_pty, capsys):
+    """The simulated bus answers neither our handshake nor Firmata: the pings at 1 Mbaud find its servos."""
+    pty = sim_pty("feetechsim://?ids=1,2,3,4,6,9")
+    (got,) = _ports_json(capsys, pty.path)
+    assert got["found"] == "feetech" and got["backend"] == "feetech"
+    assert got["detail"] == "Feetech bus servos STS3215: ids 1, 2, 3, 4, 6, 9"
+    assert main(["ports", pty.path]) == 0
+    assert "Feetech bus servos STS3215: ids 1, 2, 3, 4, 6, 9" in capsys.readouterr().out
+
+
 def test_a_port_another_armctl_holds_is_reported_and_not_opened(sim_pty, capsys):
     pty = sim_pty()
     with armctl.connect("seed-3link", pty.path) as robot:
@@ -179,7 +189,8 @@ def test_a_port_with_nothing_on_it_answers_nothing(capsys):
         os.close(master)
         os.close(slave)
     assert got["found"] == "no answer" and got["backend"] is None
-    assert got["seconds"] < probe.FIRMATA_WAIT_S + probe.HELLO_WAIT_S + 1.0
+    pings = len(probe.FEETECH_IDS) * probe.FEETECH_PING_S
+    assert got["seconds"] < probe.FIRMATA_WAIT_S + probe.HELLO_WAIT_S + pings + 1.0
 
 
 def test_the_listed_ports_that_look_like_boards_are_probed(monkeypatch, sim_pty, capsys):
@@ -203,6 +214,18 @@ def test_port_auto_uses_the_one_board_found(monkeypatch, sim_pty, capsys):
     out = capsys.readouterr()
     assert json.loads(out.out)["port"] == pty.path
     assert f"--port auto: {pty.path}: armsim" in out.err
+
+
+def test_port_auto_drives_the_bus_servos_found_with_the_feetech_backend(monkeypatch, sim_pty, capsys):
+    pty = sim_pty("feetechsim://?ids=1-6&start=2048,2048,2050,2048,2048,2731")
+    monkeypatch.setattr(probe, "candidates", lambda: [probe.PortInfo(pty.path, "1a86:55d3", "USB Single Serial")])
+    assert main(["--arm", "so101", "--port", "auto", "status", "--json"]) == 0
+    out = capsys.readouterr()
+    report = json.loads(out.out)
+    assert report["port"] == pty.path and report["backend"] == "feetech" and report["source"] == "measured"
+    assert f"--port auto: {pty.path}: Feetech bus servos" in out.err
+    assert main(["--port", "auto", "status"]) == 2  # seed-3link's calibration is for hobby servos: refused
+    assert "feetech backend drives serial bus servos" in capsys.readouterr().err
 
 
 def test_port_auto_with_none_or_many_boards_says_which_and_exits_4(monkeypatch, sim_pty, capsys):

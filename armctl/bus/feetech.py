@@ -497,6 +497,13 @@ class FeetechBus:
             self._rx.clear()
         return self
 
+    def adopt(self, ser) -> FeetechBus:
+        """Talk over ``ser``, a pyserial port already open (a port probe's); ``close()`` then closes it."""
+        ser.baudrate = self.baudrate
+        self._ser = ser
+        self._rx.clear()
+        return self
+
     def close(self) -> None:
         """Release the port (safe to call twice)."""
         ser, self._ser = self._ser, None

@@ -65,6 +65,8 @@ class FeetechBackend(Backend):
         query = {"ids": ",".join(str(s.id) for s in (*cal.servos, *cal.held)), "state": str(state_path)}
         if not Path(state_path).is_file():  # else the servos stand (and hold) where the last run left them
             query["start"] = ",".join(map(str, start))
+        else:  # a servo the file lacks (the calibration gained one) is plugged in
+            query["plug"] = query["ids"]
         return "feetechsim://?" + urllib.parse.urlencode(query, safe=",/")
 
     def __init__(self, port: str, cal: Calibration, *, baudrate: int = DEFAULT_BAUD, wire_log=None):

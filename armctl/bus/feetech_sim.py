@@ -85,6 +85,7 @@ class FeetechSimOptions:
     garble: list[int] = field(default_factory=list)
     stops: dict[int, tuple[float, float]] = field(default_factory=dict)
     state: str | None = None
+    plug: list[int] = field(default_factory=list)
 
 
 class LinkGone(Exception):
@@ -426,7 +427,7 @@ class FeetechSim:
         if saved is not None:
             servos = [SimServo(self.series, 0, raw, o, eeprom=eeprom) for eeprom, raw, _ in saved]
             known = {servo.id for servo in servos}
-            added = [i for i in o.ids if i not in known]  # plugged in since the state was saved: half a turn
+            added = [i for i in o.plug if i not in known]  # plugged in since the state was saved: half a turn
             servos += [SimServo(self.series, i, self.series.steps_per_turn // 2, o) for i in added]
             saved += [(b"", 0.0, None)] * len(added)
         else:

@@ -16,9 +16,12 @@ kind could act on:
    reset before it answers. Our firmware ignores these bytes (its lines carry a checksum); Firmata is never
    sent our text at the wrong speed, where a garbled byte could be a pin command.
 4. Else back to 115200 baud and ask for our handshake (a board that did not reset, a simulator on a pty).
+5. Else, with no board of ours or Firmata there, switch to 1 Mbaud and ping Feetech bus servo ids
+   ``FEETECH_IDS`` (a bus servo adapter: the SO-100/SO-101's, ids 1-6 on the arm, 1 out of the box),
+   each once with a short timeout: the ids that answer, and their models.
 
-A port with nothing on it takes about ``FIRMATA_WAIT_S + HELLO_WAIT_S`` (5.7 s); ``probe_all`` probes
-ports in parallel, so many ports take no longer than one.
+A port with nothing on it takes about ``FIRMATA_WAIT_S + HELLO_WAIT_S`` and the pings (6 s);
+``probe_all`` probes ports in parallel, so many ports take no longer than one.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ FIRMATA_WAIT_S = 4.5  # from opening: bootloader, then StandardFirmata's ~2.1 s 
 FIRMATA_QUERY_PERIOD_S = 1.0
 HELLO_WAIT_S = 1.2
 HELLO_PERIOD_S = 0.3
+FEETECH_IDS = range(0, 21)  # bus servo ids pinged (an arm's are 1-6; a new servo is 1)
+FEETECH_PING_S = 0.02  # per id, beyond the bytes' time: a USB adapter's latency (FTDI's timer: 16 ms)
 
 # USB vendor ids of boards and of the USB serial chips on Arduino-compatible boards.
 BOARD_VIDS = {
@@ -75,7 +80,8 @@ class PortInfo:
 class PortReport:
     """What ``probe`` found on a port.
 
-    ``found``: ``"armctl"`` (our firmware or the simulator), ``"firmata"`` (StandardFirmata), ``"in use"``
+    ``found``: ``"armctl"`` (our firmware or the simulator), ``"firmata"`` (StandardFirmata), ``"feetech"``
+    (Feetech bus servos answering pings at 1 Mbaud, or the simulated bus), ``"in use"``
     (another armctl holds it), ``"busy"`` (another program has it open), ``"no answer"``, ``"unknown"``
     (bytes in no protocol we know), ``"not probed"`` (not a board) or ``"error"``. ``detail`` says it in
     words; ``backend`` is the ``--backend`` that drives it (None if not a board of ours);
@@ -218,7 +224,30 @@ def identify(ser) -> tuple[str, str, str | None, bool | None]:
         return "armctl", _ours(hello), "armctl", False
     if port.sample:
         return "unknown", f"answers, but in no protocol armctl knows (first bytes {bytes(port.sample)!r})", None, None
-    return "no answer", "no answer at 115200 (armctl) nor 57600 baud (Firmata)", None, None
+    # 5. Feetech bus servos, at 1 Mbaud
+    servos = _feetech_servos(ser)
+    if servos:
+        return "feetech", servos, "feetech", None
+    return "no answer", "no answer at 115200 (armctl), 57600 (Firmata) nor 1 Mbaud (Feetech servos)", None, None
+
+
+def _feetech_servos(ser) -> str | None:
+    """The Feetech servos answering a ping on ``ser`` (switched to 1 Mbaud), in words; None if none does."""
+    from .feetech import MODEL_NAMES, FeetechBus, ServoError
+
+    bus = FeetechBus("probe", timeout_s=FEETECH_PING_S, retries=0).adopt(ser)
+    found = bus.scan(FEETECH_IDS, timeout_s=FEETECH_PING_S)
+    if not found:
+        return None
+    models = {}
+    for i in found:
+        try:
+            models[i] = bus.read(i, "model_number")
+        except ServoError:
+            models[i] = None
+    names = sorted({MODEL_NAMES.get(m, f"model {m}").upper() for m in models.values() if m is not None})
+    ids = ", ".join(map(str, found))
+    return f"Feetech bus servos{' ' + ', '.join(names) if names else ''}: id{'s' if len(found) > 1 else ''} {ids}"
 
 
 def probe(info: PortInfo | str) -> PortReport:

@@ -36,6 +36,8 @@ Options (lists are comma-separated):
 - ``stops=I:LO:HI,..``  mechanical stops of servo I, encoder steps (present + homing offset)
 - ``state=PATH``        keep the servos' EEPROM (written with lock 0), positions and RAM (torque, goal:
                         they stay powered between runs) in this file
+- ``plug=I,..``        with ``state``: servos with these ids that the state file does not have are
+                        plugged in (new, at half a turn); armctl's default port lists the calibration's ids
 
 The opened port has ``.sim`` (a ``FeetechSim``): its servos, test hooks (``turn_by_hand``,
 ``set_stops``, ``power_cycle``) and the log of every packet the servos took in.
@@ -52,7 +54,8 @@ from .simurl import BadSimURL, SimSerial, parse_options
 
 EXPECTED = (
     "expected a URL like feetechsim://[?ids=1-6&rate=20&drop=0.01] with options ids, model, baud, rate, start, "
-    "speed, accel, volts, temp, drop, corrupt, delay, disconnect, seed, echo, missing, stall, garble, stops, state"
+    "speed, accel, volts, temp, drop, corrupt, delay, disconnect, seed, echo, missing, stall, garble, stops, state, "
+    "plug"
 )
 
 
@@ -112,6 +115,7 @@ _OPTIONS = {
     "garble": ("garble", _ids),
     "stops": ("stops", _stops),
     "state": ("state", str),
+    "plug": ("plug", _ids),
 }
 
 

@@ -11,7 +11,8 @@ from ..errors import BadInputError, LinkError
 
 EPILOG = """\
 Each port that looks like a board (a USB serial device) is opened and asked, in bounded time, for our
-firmware's handshake (115200 baud) and for StandardFirmata's version (57600 baud). Opening an Arduino
+firmware's handshake (115200 baud) and for StandardFirmata's version (57600 baud); if neither answers,
+Feetech bus servos (ids 0-20) are pinged at 1 Mbaud. Opening an Arduino
 Uno's port resets it: the probe waits for the board to start again (up to about 6 s; all ports at once).
 A port another armctl holds is reported as in use and not opened.
 examples:
@@ -28,8 +29,8 @@ def register(sub, parents) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         help="list the serial ports and identify the board on each",
-        description="List the serial ports (pyserial list_ports) and identify the board on each: our firmware "
-        "or StandardFirmata.",
+        description="List the serial ports (pyserial list_ports) and identify the board on each: our firmware, "
+        "StandardFirmata, or Feetech bus servos.",
     )
     p.add_argument("ports", nargs="*", metavar="PORT", help="probe these ports instead of the listed ones")
     p.add_argument("--json", action="store_true", help="print JSON: one object per port")
@@ -59,7 +60,7 @@ def cmd_ports(args) -> int:
         return 0
     rows = [("port", "usb id", "device", "what answered")]
     for r in reports:
-        what = r.detail if r.found in ("armctl", "firmata") else f"{r.found}: {r.detail}"
+        what = r.detail if r.backend is not None else f"{r.found}: {r.detail}"
         if r.reset_seen:
             what += " [reset on open]"
         rows.append((r.port, r.usb_id or "-", r.description or "-", what))
