@@ -107,7 +107,7 @@ ROWS = [
     ("run 2-value offset on a base arm", ["--port", "{port}", "run", "{tmp}/mearm-offset.yaml"], 2, "[dx, dy, dz]"),
     ("run base arm target out of reach", ["--port", "{port}", "run", "{tmp}/mearm-far.yaml"], 3, "mearm-far.yaml"),
     ("check square on a base arm", ["--arm", "mearm", "--port", "{port}", "calibrate", "--check"], 2, "rotating base"),
-    ("ik targets file on a base arm", ["--arm", "mearm", "ik", "--targets", "{tmp}/points.csv"], 2, "--targets"),
+    ("ik targets file of x,y on a base arm", ["--arm", "mearm", "ik", "--targets", "{tmp}/xy.csv"], 2, "'x,y,z'"),
     # run
     ("run missing program", ["--port", "{port}", "run", "{tmp}/missing.yaml"], 2, "missing.yaml"),
     ("run malformed program", ["--port", "{port}", "run", "{tmp}/bad.yaml"], 2, "bad.yaml"),
@@ -215,7 +215,7 @@ def folder(tmp_path, monkeypatch):
         "arm: mearm\nposes:\n  p: {xyz_mm: [150, 20, 0]}\nsteps:\n  - {line: p, offset_mm: [0, 10]}\n"
     )
     (tmp_path / "mearm-far.yaml").write_text("arm: mearm\nposes:\n  p: {xyz_mm: [400, 0, 0]}\nsteps:\n  - {line: p}\n")
-    (tmp_path / "points.csv").write_text("0.15,0.02,0.0\n")
+    (tmp_path / "xy.csv").write_text("0.15,0.02,0.0\n0.15,0.02\n")
     (tmp_path / "points.yaml").write_text(
         "arm: seed-3link\npoints:\n  - {joint: 1, angle_deg: 0, us: 1500}\n  - {joint: 1, angle_deg: 90, us: 2166}\n"
     )

@@ -174,6 +174,8 @@ def _reference_ik_targets(arm_name, text, *, method="dls", json_out=False, name=
     from armctl.units import parse_float, parse_length
 
     arm = load_arm(arm_name)
+    d = arm.dim  # coordinates a line: x, y (planar) or x, y, z (on a base)
+    form = "'x,y' or 'x,y,phi_deg'" if d == 2 else "'x,y,z' or 'x,y,z,phi_deg'"
     out, err = io.StringIO(), io.StringIO()
     try:
         rows, phis = [], []
@@ -184,18 +186,17 @@ def _reference_ik_targets(arm_name, text, *, method="dls", json_out=False, name=
             fields = [f.strip() for f in t.split(",")]
             if fields[0].lower() in ("x", "x_m"):
                 continue
-            if len(fields) not in (2, 3):
-                raise BadInputError(f"{name}:{lineno}: expected 'x,y' or 'x,y,phi_deg', found {line.strip()!r}")
+            if len(fields) not in (d, d + 1):
+                raise BadInputError(f"{name}:{lineno}: expected {form}, found {line.strip()!r}")
             try:
-                x = parse_length(fields[0], what="x")
-                y = parse_length(fields[1], what="y")
-                phi = math.radians(parse_float(fields[2], what="phi_deg")) if len(fields) == 3 else None
+                pt = tuple(parse_length(f, what=w) for f, w in zip(fields, "xyz"[:d]))
+                phi = math.radians(parse_float(fields[d], what="phi_deg")) if len(fields) > d else None
             except BadInputError as exc:
                 raise BadInputError(f"{name}:{lineno}: {exc}") from None
-            rows.append((x, y))
+            rows.append(pt)
             phis.append(phi)
         if not rows:
-            raise BadInputError(f"{name}: no targets (expected one 'x,y[,phi_deg]' a line)")
+            raise BadInputError(f"{name}: no targets (expected one {form} a line)")
         targets = np.array(rows)
         with_phi = [p is not None for p in phis]
         if method == "dls" and (all(with_phi) or not any(with_phi)):
@@ -222,10 +223,12 @@ def _reference_ik_targets(arm_name, text, *, method="dls", json_out=False, name=
                 objs.append(d)
             print(re.sub(r'"@([^@]*)@"', r"\1", json.dumps(objs)), file=out)
         else:
-            print(f"x_m,y_m,ok,{','.join(f'q{i + 1}_deg' for i in range(arm.n))},error_m,shortfall_m", file=out)
+            xyz = ",".join(f"{c}_m" for c in "xyz"[:d])
+            print(f"{xyz},ok,{','.join(f'q{i + 1}_deg' for i in range(arm.n))},error_m,shortfall_m", file=out)
             for t, (ok, q, e, short, _r, _i) in zip(targets, results):
                 qs = ",".join(f"{v:.6f}" for v in np.degrees(q))
-                print(f"{t[0]:.6f},{t[1]:.6f},{int(ok)},{qs},{e:.3e},{short:.6f}", file=out)
+                ts = ",".join(f"{v:.6f}" for v in t)
+                print(f"{ts},{int(ok)},{qs},{e:.3e},{short:.6f}", file=out)
         failed = sum(1 for r in results if not r[0])
         if failed:
             print(f"armctl ik: {failed} of {len(results)} targets not reached (see ok=0 rows)", file=err)
@@ -312,6 +315,55 @@ def test_bulk_targets_mixed_angles_and_other_methods(capsys, monkeypatch, tmp_pa
     _same_as_reference(capsys, monkeypatch, tmp_path, "\n".join(lines))
     two = "\n".join(ln for ln in _mixed_targets(4, 60).splitlines() if "mm" not in ln)
     _same_as_reference(capsys, monkeypatch, tmp_path, two, arm="seed-2link", method="analytic")
+
+
+def _base_targets(arm_name, seed, count, *, phi=False):
+    """Targets for an arm on a base, in the spellings of ``_mixed_targets``: reachable ones (fk of random
+    poses), some out of reach, some on the base axis."""
+    import numpy as np
+
+    from armctl.arm import load_arm
+    from armctl.kinematics import tool_point
+
+    arm = load_arm(arm_name)
+    rng = np.random.default_rng(seed)
+    lines = ["x_m,y_m,z_m" + (",phi_deg" if phi else "")]
+    for i in range(count):
+        x, y, z = tool_point(arm, rng.uniform(arm.q_min, arm.q_max)).tolist()
+        if i % 10 == 3:
+            x, y, z = 2 * x, 2 * y, z  # out of reach
+        if i % 31 == 5:
+            x, y = 0.0, 0.0  # on the base axis
+        tail = f",{rng.uniform(-90, 90):.3f}" if phi else ""
+        style = i % 7
+        if style == 2:
+            lines.append(f"{x * 1000:.3f}mm, {y * 100:.4f}cm, {z:.6f}m{tail}")
+        elif style == 4:
+            lines += ["", "# a comment", f"  {x!r} ,\t{y!r},{z!r}{tail}   # note"]
+        else:
+            lines.append(f"{x:.6f},{y:.6f},{z:.6f}{tail}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("arm", ["mearm", "eezybot-mk2", "braccio", "so101"])
+def test_bulk_targets_on_a_base_arm_byte_identical_to_line_by_line(capsys, monkeypatch, tmp_path, small_chunks, arm):
+    """x,y,z lines for an arm on a base, in bulk and in chunks: what the line-by-line reference writes."""
+    _same_as_reference(capsys, monkeypatch, tmp_path, _base_targets(arm, 5, 90), arm=arm)
+
+
+def test_bulk_targets_on_a_base_arm_with_tool_angles_and_mistakes(capsys, monkeypatch, tmp_path, small_chunks):
+    _same_as_reference(capsys, monkeypatch, tmp_path, _base_targets("braccio", 6, 60, phi=True), arm="braccio")
+    lines = _base_targets("braccio", 7, 40, phi=True).splitlines()
+    lines[9] = lines[9].rsplit(",", 1)[0]  # one row without a tool angle: row by row with solve()
+    _same_as_reference(capsys, monkeypatch, tmp_path, "\n".join(lines) + "\n", arm="braccio")
+    for bad in ("0.1,0.1\n", "0.1,0.1,0.1,0.1,0.1\n", "0.1,0.1,nan\n", "0.1,0.1,0.05,20\n"):
+        text = "0.1,0.1,0.05\n" * 40 + bad  # the last: a tool angle on the MeArm's 2-link chain
+        f = tmp_path / "bad.csv"
+        f.write_text(text)
+        code, out, err = run(capsys, "--arm", "mearm", "ik", "--targets", str(f))
+        assert (code, out) == (2, "") and err.startswith(f"armctl ik: error: {f}:41: "), err
+        if bad != "0.1,0.1,0.05,20\n":
+            assert err == _reference_ik_targets("mearm", text, name=str(f))[2]
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,9 @@ stays bounded whatever the file's length.
 Blocks of plain numbers are parsed by numpy's C reader; lines with anything else (units, comments,
 headers, other line breaks, non-ASCII) go through the line parser, which gives the same values and
 the same errors as reading the file line by line always did.
+
+A line is ``x,y[,phi_deg]`` for a planar arm and ``x,y,z[,phi_deg]`` for an arm on a base: ``dims``
+(2 or 3, the arm's ``dim``) is passed down to every parser.
 """
 
 from __future__ import annotations
@@ -36,56 +39,60 @@ _PLAIN[np.frombuffer(b"0123456789.+-eE, \t\n", np.uint8)] = True
 
 @dataclass
 class Block:
-    """Targets parsed from one block of lines: ``xy`` (k, 2) m, ``phi`` (k,) rad (NaN: none given)."""
+    """Targets parsed from one block of lines: ``pts`` (k, dims) m, ``phi`` (k,) rad (NaN: none given)."""
 
-    xy: np.ndarray
+    pts: np.ndarray
     phi: np.ndarray
     has_phi: np.ndarray
     lines: int  # how many lines the block holds
 
     def __len__(self) -> int:
-        return len(self.xy)
+        return len(self.pts)
 
 
-def parse_line(line: str, lineno: int, name: str):
-    """One line of a targets file: ``(x_m, y_m, phi_rad or None)``, or None for a blank, comment or
-    header line; BadInputError naming ``name:lineno`` for anything else."""
+def form(dims: int) -> str:
+    """How a line looks, in words."""
+    return "'x,y' or 'x,y,phi_deg'" if dims == 2 else "'x,y,z' or 'x,y,z,phi_deg'"
+
+
+def parse_line(line: str, lineno: int, name: str, dims: int = 2):
+    """One line of a targets file: ``((x_m, y_m[, z_m]), phi_rad or None)``, or None for a blank,
+    comment or header line; BadInputError naming ``name:lineno`` for anything else."""
     text = line.split("#", 1)[0].strip()
     if not text:
         return None
     fields = [f.strip() for f in text.split(",")]
     if fields[0].lower() in ("x", "x_m"):
         return None  # a header line
-    if len(fields) not in (2, 3):
-        raise BadInputError(f"{name}:{lineno}: expected 'x,y' or 'x,y,phi_deg', found {line.strip()!r}")
+    if len(fields) not in (dims, dims + 1):
+        raise BadInputError(f"{name}:{lineno}: expected {form(dims)}, found {line.strip()!r}")
     try:
-        x = parse_length(fields[0], what="x")
-        y = parse_length(fields[1], what="y")
-        phi = math.radians(parse_float(fields[2], what="phi_deg")) if len(fields) == 3 else None
+        pt = tuple(parse_length(f, what=w) for f, w in zip(fields, "xyz"[:dims]))
+        phi = math.radians(parse_float(fields[dims], what="phi_deg")) if len(fields) > dims else None
     except BadInputError as exc:
         raise BadInputError(f"{name}:{lineno}: {exc}") from None
-    return x, y, phi
+    return pt, phi
 
 
-def _from_rows(rows: list, lines: int) -> Block:
+def _from_rows(rows: list, lines: int, dims: int) -> Block:
     k = len(rows)
-    xy = np.array([(r[0], r[1]) for r in rows], dtype=float).reshape(k, 2)
-    has_phi = np.array([r[2] is not None for r in rows], dtype=bool)
-    phi = np.array([np.nan if r[2] is None else r[2] for r in rows], dtype=float)
-    return Block(xy, phi, has_phi, lines)
+    pts = np.array([r[0] for r in rows], dtype=float).reshape(k, dims)
+    has_phi = np.array([r[1] is not None for r in rows], dtype=bool)
+    phi = np.array([np.nan if r[1] is None else r[1] for r in rows], dtype=float)
+    return Block(pts, phi, has_phi, lines)
 
 
-def _parse_lines(text: str, first_line: int, name: str) -> Block:
+def _parse_lines(text: str, first_line: int, name: str, dims: int) -> Block:
     lines = text.splitlines()
     rows = []
     for i, line in enumerate(lines):
-        row = parse_line(line, first_line + i, name)
+        row = parse_line(line, first_line + i, name, dims)
         if row is not None:
             rows.append(row)
-    return _from_rows(rows, len(lines))
+    return _from_rows(rows, len(lines), dims)
 
 
-def _parse_plain(block: bytes, first_line: int, name: str) -> Block | None:
+def _parse_plain(block: bytes, first_line: int, name: str, dims: int) -> Block | None:
     """numpy's reader on the plain lines and the line parser on the others; None if anything is
     unusual (then the whole block goes through the line parser, which finds the first mistake)."""
     if not block.isascii():
@@ -112,7 +119,7 @@ def _parse_plain(block: bytes, first_line: int, name: str) -> Block | None:
         for j in special:
             s, e = int(starts[j]), int(ends[j])
             try:
-                row = parse_line(text[s:e], first_line + j, name)
+                row = parse_line(text[s:e], first_line + j, name, dims)
             except BadInputError:
                 return None
             if row is not None:
@@ -132,16 +139,16 @@ def _parse_plain(block: bytes, first_line: int, name: str) -> Block | None:
                 )
         except (ValueError, UserWarning):
             return None
-        if vals.shape[1] not in (2, 3) or not np.all(np.abs(vals[:, :2]) <= MAX_LENGTH_M):
+        if vals.shape[1] not in (dims, dims + 1) or not np.all(np.abs(vals[:, :dims]) <= MAX_LENGTH_M):
             return None  # too many or too few fields, NaN, inf, beyond 1 km: the line parser says which
-        if vals.shape[1] == 3 and not np.all(np.isfinite(vals[:, 2])):
+        if vals.shape[1] > dims and not np.all(np.isfinite(vals[:, dims])):
             return None
     else:
-        vals = np.zeros((0, 2))
+        vals = np.zeros((0, dims))
     k = len(vals)
-    xy = vals[:, :2]
-    has_phi = np.full(k, vals.shape[1] == 3)
-    phi = np.radians(vals[:, 2]) if vals.shape[1] == 3 else np.full(k, np.nan)
+    pts = vals[:, :dims]
+    has_phi = np.full(k, vals.shape[1] > dims)
+    phi = np.radians(vals[:, dims]) if vals.shape[1] > dims else np.full(k, np.nan)
     if extra:
         # Put the line parser's rows where their lines are among the plain rows (numpy's reader
         # skipped the empty lines; a blank one made it fail).
@@ -150,20 +157,20 @@ def _parse_plain(block: bytes, first_line: int, name: str) -> Block | None:
         plain_rows = np.flatnonzero(kept)
         if len(plain_rows) != k:
             return None
-        extra_block = _from_rows([r for _, r in extra], 0)
+        extra_block = _from_rows([r for _, r in extra], 0, dims)
         order = np.argsort(np.concatenate([plain_rows, [j for j, _ in extra]]), kind="stable")
-        xy = np.concatenate([xy, extra_block.xy])[order]
+        pts = np.concatenate([pts, extra_block.pts])[order]
         phi = np.concatenate([phi, extra_block.phi])[order]
         has_phi = np.concatenate([has_phi, extra_block.has_phi])[order]
-    return Block(np.ascontiguousarray(xy), phi, has_phi, n_lines)
+    return Block(np.ascontiguousarray(pts), phi, has_phi, n_lines)
 
 
-def parse_block(block: bytes, first_line: int, name: str) -> Block:
+def parse_block(block: bytes, first_line: int, name: str, dims: int = 2) -> Block:
     """The targets in ``block`` (whole lines of the file, the first being line ``first_line``).
     Raises BadInputError naming the first bad line, UnicodeDecodeError (offsets within the block)."""
-    parsed = _parse_plain(block, first_line, name)
+    parsed = _parse_plain(block, first_line, name, dims)
     if parsed is None:
-        parsed = _parse_lines(block.decode("utf-8"), first_line, name)
+        parsed = _parse_lines(block.decode("utf-8"), first_line, name, dims)
     return parsed
 
 
@@ -211,16 +218,17 @@ class Checked:
     """The whole file, checked and parsed: row count, how many give a tool angle, the line of the
     first that does (for 2-link arms), and the parsed rows waiting to be solved (``chunks``)."""
 
-    def __init__(self):
+    def __init__(self, dims: int = 2):
+        self.dims = dims
         self.rows = 0
         self.with_phi = 0
         self.first_phi_line: int | None = None
         self._spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
 
     def add(self, parsed: Block) -> None:
-        rec = np.empty((len(parsed), 3))
-        rec[:, :2] = parsed.xy
-        rec[:, 2] = parsed.phi  # NaN: no tool angle on that line (given angles are finite)
+        rec = np.empty((len(parsed), self.dims + 1))
+        rec[:, : self.dims] = parsed.pts
+        rec[:, self.dims] = parsed.phi  # NaN: no tool angle on that line (given angles are finite)
         self._spool.write(rec.tobytes())
         self.rows += len(parsed)
         self.with_phi += int(parsed.has_phi.sum())
@@ -229,22 +237,24 @@ class Checked:
         """The parsed targets in file order, at most SOLVE_ROWS at a time."""
         self._spool.seek(0)
         while True:
-            data = self._spool.read(SOLVE_ROWS * 24)
+            d = self.dims
+            data = self._spool.read(SOLVE_ROWS * 8 * (d + 1))
             if not data:
                 return
-            rec = np.frombuffer(data, dtype=float).reshape(-1, 3)
-            has_phi = ~np.isnan(rec[:, 2])
-            yield Block(np.ascontiguousarray(rec[:, :2]), rec[:, 2].copy(), has_phi, 0)
+            rec = np.frombuffer(data, dtype=float).reshape(-1, d + 1)
+            has_phi = ~np.isnan(rec[:, d])
+            yield Block(np.ascontiguousarray(rec[:, :d]), rec[:, d].copy(), has_phi, 0)
 
     def close(self) -> None:
         self._spool.close()
 
 
-def check_all(src: TargetSource, arm_links: int) -> Checked:
-    """Read and parse every line: the first mistake raises BadInputError (a file that is not UTF-8
-    anywhere is reported first, as when the file was decoded whole). The caller closes the result."""
+def check_all(src: TargetSource, arm_links: int, dims: int = 2) -> Checked:
+    """Read and parse every line (``dims`` coordinates, then an optional tool angle): the first mistake
+    raises BadInputError (a file that is not UTF-8 anywhere is reported first, as when the file was
+    decoded whole). ``arm_links``: the chain's links (a tool angle needs 3). The caller closes the result."""
     line, error = 1, None
-    checked = Checked()
+    checked = Checked(dims)
     try:
         for block, offset in src.blocks():
             try:
@@ -252,30 +262,30 @@ def check_all(src: TargetSource, arm_links: int) -> Checked:
                     if not block.isascii():
                         block.decode("utf-8")
                     continue
-                parsed = parse_block(block, line, src.name)
+                parsed = parse_block(block, line, src.name, dims)
             except UnicodeDecodeError as exc:
                 raise BadInputError(f"{src.name}: cannot read: not UTF-8 text (byte {offset + exc.start})") from None
             except BadInputError as exc:
                 error = exc
                 continue
             if checked.first_phi_line is None and arm_links != 3 and parsed.has_phi.any():
-                checked.first_phi_line = _first_phi_line(block.decode("utf-8"), line, src.name)  # for the error
+                checked.first_phi_line = _first_phi_line(block.decode("utf-8"), line, src.name, dims)  # the error
             checked.add(parsed)
             line += parsed.lines
         if error is not None:
             raise error
         if checked.rows == 0:
-            raise BadInputError(f"{src.name}: no targets (expected one 'x,y[,phi_deg]' a line)")
+            raise BadInputError(f"{src.name}: no targets (expected one {form(dims)} a line)")
     except BaseException:
         checked.close()
         raise
     return checked
 
 
-def _first_phi_line(text: str, first_line: int, name: str) -> int | None:
+def _first_phi_line(text: str, first_line: int, name: str, dims: int) -> int | None:
     for i, line in enumerate(text.splitlines()):
-        row = parse_line(line, first_line + i, name)
-        if row is not None and row[2] is not None:
+        row = parse_line(line, first_line + i, name, dims)
+        if row is not None and row[1] is not None:
             return first_line + i
     return None
 
@@ -298,7 +308,7 @@ def solve_chunk(arm, chunk: Block, *, method: str, batch: bool, q0) -> Solved:
 
     if batch:
         any_phi = bool(chunk.has_phi.any())
-        res = solve_batch(arm, chunk.xy, phi=chunk.phi if any_phi else None, q0=q0)
+        res = solve_batch(arm, chunk.pts, phi=chunk.phi if any_phi else None, q0=q0)
         return Solved(
             np.asarray(res.ok, dtype=bool),
             res.q,
@@ -308,7 +318,7 @@ def solve_chunk(arm, chunk: Block, *, method: str, batch: bool, q0) -> Solved:
             np.asarray(res.iterations),
         )
     out = []
-    for t, p, h in zip(chunk.xy, chunk.phi.tolist(), chunk.has_phi.tolist()):
+    for t, p, h in zip(chunk.pts, chunk.phi.tolist(), chunk.has_phi.tolist()):
         r = solve(arm, t, phi=p if h else None, q0=q0, method=method)
         out.append(r)
     return Solved(
@@ -321,18 +331,22 @@ def solve_chunk(arm, chunk: Block, *, method: str, batch: bool, q0) -> Solved:
     )
 
 
-def csv_header(n_joints: int) -> bytes:
+def csv_header(n_joints: int, dims: int = 2) -> bytes:
     """The first line of the CSV output."""
     qcols = ",".join(f"q{i + 1}_deg" for i in range(n_joints))
-    return f"x_m,y_m,ok,{qcols},error_m,shortfall_m\n".encode("ascii")
+    xyz = ",".join(f"{c}_m" for c in "xyz"[:dims])
+    return f"{xyz},ok,{qcols},error_m,shortfall_m\n".encode("ascii")
 
 
 def csv_rows(chunk: Block, res: Solved) -> bytes:
-    """``x,y,ok,q1..qn (deg),error_m,shortfall_m`` lines for the chunk."""
+    """``x,y[,z],ok,q1..qn (deg),error_m,shortfall_m`` lines for the chunk."""
     k = len(chunk)
     comma = nt.literal(",", k)
     qd = np.degrees(res.q)
-    fields = [nt.fixed(chunk.xy[:, 0], 6), comma, nt.fixed(chunk.xy[:, 1], 6), comma, nt.choose(res.ok, "1", "0")]
+    fields = []
+    for j in range(chunk.pts.shape[1]):
+        fields += [nt.fixed(chunk.pts[:, j], 6), comma]
+    fields.append(nt.choose(res.ok, "1", "0"))
     for j in range(qd.shape[1]):
         fields += [comma, nt.fixed(qd[:, j], 6)]
     fields += [comma, nt.sci(res.error_m, 3), comma, nt.fixed(res.shortfall_m, 6), nt.literal("\n", k)]
@@ -346,11 +360,12 @@ def json_rows(chunk: Block, res: Solved, method: str) -> bytes:
     qd = np.degrees(res.q)
     fields = [
         nt.choose(res.ok, '{"ok": true, "target_m": [', '{"ok": false, "target_m": ['),
-        nt.float_repr(chunk.xy[:, 0]),
-        nt.literal(", ", k),
-        nt.float_repr(chunk.xy[:, 1]),
-        nt.literal('], "q_deg": [', k),
     ]
+    for j in range(chunk.pts.shape[1]):
+        if j:
+            fields.append(nt.literal(", ", k))
+        fields.append(nt.float_repr(chunk.pts[:, j]))
+    fields.append(nt.literal('], "q_deg": [', k))
     for j in range(qd.shape[1]):
         if j:
             fields.append(nt.literal(", ", k))

@@ -22,6 +22,7 @@ examples:
   armctl --arm seed-2link ik 0.5 0.4 --method analytic --from 45 -90
   armctl --arm mearm ik 150mm 40mm 20mm  # base, shoulder, elbow angles
   printf '0.5,0.4\\n0.6,0.1,20\\n' | armctl ik --targets -
+  printf '150mm,40mm,20mm\\n0.1,0.1,0.05\\n' | armctl --arm mearm ik --targets -   # x,y,z on a base
 exit codes: 0 reached, 2 bad input, 3 unreachable or outside the joint limits"""
 
 
@@ -49,7 +50,11 @@ def register(sub, parents) -> None:
         help="solver (default dls: damped least squares with adaptive damping)",
     )
     p.add_argument("--from", dest="q_from", nargs="+", metavar="Q", help="start pose in degrees (default: home)")
-    p.add_argument("--targets", metavar="FILE.csv", help="solve many targets: one 'x,y[,phi_deg]' a line, - for stdin")
+    p.add_argument(
+        "--targets",
+        metavar="FILE.csv",
+        help="solve many targets: one 'x,y[,phi_deg]' a line (an arm on a base: 'x,y,z[,phi_deg]'), - for stdin",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_ik)
 
@@ -163,27 +168,23 @@ def target_args(args, arm: Arm, example: str) -> tuple[float, ...]:
 def _ik_batch(args, arm: Arm) -> int:
     from . import ik_targets as it
 
-    if arm.has_base:
-        raise BadInputError(
-            f"--targets takes planar arms' 'x,y[,phi_deg]' lines; arm '{arm.name}' stands on a base: solve its "
-            "targets one at a time (armctl ik X Y Z) or with armctl.ik.solve_batch in Python"
-        )
     if args.phi is not None:
-        raise BadInputError("--phi does not apply to --targets: give each target's tool angle as 'x,y,phi_deg'")
+        last = "'x,y,z,phi_deg'" if arm.has_base else "'x,y,phi_deg'"
+        raise BadInputError(f"--phi does not apply to --targets: give each target's tool angle as {last}")
     src = it.TargetSource(args.targets)
     try:
-        checked = it.check_all(src, arm.n)  # every line, before anything is written
+        checked = it.check_all(src, arm.n_links, arm.dim)  # every line, before anything is written
     finally:
         src.close()
     try:
         q0 = None if args.q_from is None else _angles(args.q_from, arm, "--from")
-        if checked.with_phi and arm.n != 3:
+        if checked.with_phi and arm.n_links != 3:
             raise BadInputError(
-                f"{src.name}:{checked.first_phi_line}: phi_deg given but arm '{arm.name}' has {arm.n} links"
+                f"{src.name}:{checked.first_phi_line}: phi_deg given but arm '{arm.name}' has {arm.n_links} links"
             )
         batch = args.method == "dls" and checked.with_phi in (0, checked.rows)
         out = _binary_stdout()
-        out.write(b"[" if args.json else it.csv_header(arm.n))
+        out.write(b"[" if args.json else it.csv_header(arm.n, arm.dim))
         failed, first = 0, True
         for chunk in checked.chunks():
             res = it.solve_chunk(arm, chunk, method=args.method, batch=batch, q0=q0)
