@@ -438,17 +438,24 @@ def show_lines(cal: Calibration) -> list[str]:
     u = cal.unit
     w = 8 if u == "us" else 11  # columns wide enough for "zero_steps"
     where = f"{'ch':>2} {'pin':>3}" if u == "us" else f"{'id':>6}"
+    labels = [servo_label(cal, i) for i in range(len(cal.servos))] + [h.name for h in cal.held]
+    n = max(20, *map(len, labels))  # the name column: as wide as the longest name
     out = [
         f"calibration {cal.source} (version {cal.version}) for arm {cal.arm}",
-        f"{'servo':<20} {where} {'zero_' + u:>{w}} {u + '/deg':>{w - 1}} {'dir':>3} {'min_' + u:>{w - 1}} "
+        f"{'servo':<{n}} {where} {'zero_' + u:>{w}} {u + '/deg':>{w - 1}} {'dir':>3} {'min_' + u:>{w - 1}} "
         f"{'max_' + u:>{w - 1}}  range_deg",
     ]
     for i, s in enumerate(cal.servos):
         a, b = s.angle_range_rad()
         addr = f"{s.channel:>2} {s.pin:>3}" if u == "us" else f"{s.id:>6}"
         out.append(
-            f"{servo_label(cal, i):<20} {addr} {s.zero:>{w}.1f} {s.per_deg:>{w - 1}.3f} "
+            f"{labels[i]:<{n}} {addr} {s.zero:>{w}.1f} {s.per_deg:>{w - 1}.3f} "
             f"{s.direction:>+3d} {s.lo:>{w - 1}g} {s.hi:>{w - 1}g}  {math.degrees(a):.1f}..{math.degrees(b):.1f}"
+        )
+    for k, h in enumerate(cal.held):
+        out.append(
+            f"{labels[len(cal.servos) + k]:<{n}} {h.id:>6} held at {h.position_steps:g} steps, "
+            f"turned there at {h.speed_deg_s:g} deg/s"
         )
     return out
 

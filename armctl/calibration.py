@@ -307,7 +307,7 @@ def _parse_held(sec: Section, index: int) -> HeldServo:
     if sid != int(sid):
         raise sec.error("id", f"expected a whole number, found {sid:g}")
     position = sec.number("position_steps", lo=STEP_RANGE[0], hi=STEP_RANGE[1])
-    speed = sec.number("speed_deg_s", HeldServo.speed_deg_s, lo=1.0, hi=360.0)
+    speed = sec.number("speed_deg_s", HeldServo.speed_deg_s, lo=5.0, hi=360.0)  # slower reads as a stall
     sec.done()
     return HeldServo(name=name, id=int(sid), position_steps=position, speed_deg_s=speed)
 

@@ -47,6 +47,7 @@ def _peak_rss_kib(proc) -> float:
 
 def run_once(root: Path, argv: list[str]) -> tuple[float, float]:
     env = dict(os.environ, PYTHONPATH=str(root))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an install has its bytecode; without it every run compiles
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [*TIME, sys.executable, *argv], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE

@@ -9,6 +9,7 @@ stop), holds it there with its torque on, releases it with the joints, names it 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -58,7 +59,7 @@ def test_the_so101_preset_holds_its_wrist_roll_at_its_calibrated_zero():
         ("[{name: roll, id: 4, position_steps: 2048}]", "share id 4"),
         ("[{name: roll, id: 5, position_steps: 5000}]", "hold[0].position_steps"),
         ("[{name: roll, id: 5}]", "missing required key 'hold[0].position_steps'"),
-        ("[{name: roll, id: 5, position_steps: 2048, speed_deg_s: 0}]", "hold[0].speed_deg_s"),
+        ("[{name: roll, id: 5, position_steps: 2048, speed_deg_s: 2}]", "hold[0].speed_deg_s"),
         ("{name: roll, id: 5, position_steps: 2048}", "key 'hold': expected a list"),
     ],
 )
@@ -219,3 +220,11 @@ def test_a_simulated_bus_saved_before_the_roll_was_held_gets_it_plugged_in(tmp_p
     assert main(["--arm", "so101", "status", "--json"]) == 0
     roll = [s for s in json.loads(capsys.readouterr().out)["servos"] if s["id"] == 5][0]
     assert roll["position_steps"] == 2048 and roll["torque"]
+
+
+def test_calibrate_show_lists_the_held_servo(capsys):
+    assert main(["--arm", "so101", "calibrate", "--show"]) == 0
+    assert re.search(r"wrist_roll\s+5 held at 2048 steps, turned there at 60 deg/s", capsys.readouterr().out)
+    assert main(["--arm", "so101", "calibrate", "--show", "--json"]) == 0
+    hold = json.loads(capsys.readouterr().out)["hold"]
+    assert hold == [{"name": "wrist_roll", "id": 5, "position_steps": 2048, "speed_deg_s": 60}]

@@ -227,6 +227,11 @@ def _show(args) -> int:
                     "arm": cal.arm,
                     "version": cal.version,
                     "servos": [{f.name: getattr(s, f.name) for f in fields(s)} for s in cal.servos],  # YAML keys
+                    **(
+                        {"hold": [{f.name: getattr(h, f.name) for f in fields(h)} for h in cal.held]}
+                        if cal.held
+                        else {}
+                    ),
                 },
                 indent=1,
             )
