@@ -86,6 +86,7 @@ def time_cli(root: Path, path: Path, json_out: bool) -> tuple[float, float]:
     """Wall time (s) and peak RSS (MiB) of one CLI run."""
     cmd = [sys.executable, "-m", "armctl", "ik", "--targets", str(path)] + (["--json"] if json_out else [])
     env = dict(os.environ, PYTHONPATH=str(root))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: bytecode cached after the first run
     t0 = time.perf_counter()
     proc = subprocess.Popen([*TIME, *cmd], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)

@@ -31,6 +31,7 @@ SLOT_MARGIN_FRAMES = 0.5  # ask for a freed slot half a frame after it is due: t
 REFILL_SLOTS = 4  # while the board's queue is full, ask again once this many slots are due to be free ...
 LOW_WATER_S = 0.3  # ... but before less than this much motion is left queued (board time) ...
 LOW_WATER_HOST_S = 0.15  # ... or than the host may need to refill it (a board run faster than real time)
+GATHER_BYTES = 24  # a reply line arriving a byte at a time (a UART): read it in pieces of this many bytes
 
 
 @dataclass
@@ -188,9 +189,15 @@ class ArmProtocolBackend(Backend):
             n = self.ser.in_waiting
             if not n and wait_s > 0:
                 if self._fd is not None:  # a real port or pty: wait in select, the port stays non-blocking
+                    t0 = time.monotonic()
                     select.select([self._fd], [], [], wait_s)
                     n = self.ser.in_waiting
                     data = self.ser.read(n) if n else b""
+                    if data and b"\n" not in data:  # a line arriving byte by byte: let more of it come first
+                        gather = GATHER_BYTES * 10.0 / max(self.baudrate, 1200) / self._time_scale
+                        time.sleep(max(0.0, min(gather, t0 + wait_s - time.monotonic())))
+                        n = self.ser.in_waiting
+                        data += self.ser.read(n) if n else b""
                 else:  # URL handlers: changing their timeout is cheap
                     self.ser.timeout = wait_s
                     data = self.ser.read(1)
