@@ -6,7 +6,7 @@ each R: ``plan_program`` alone in this process (plan), then ``python -m armctl p
 us per move, the ratio to planning alone, and the CLI's peak RSS (MiB) and RSS per move (KiB).
 
   python bench/plan_output.py                    # R = 1000 and 4000, 3 repeats
-  python bench/plan_output.py --reps 1000 16667 --repeats 1   # up to 100,000 moves
+  python bench/plan_output.py --reps 1000 16666 --repeats 1   # up to 99,996 moves (the limit is 100,000)
   python bench/plan_output.py --peer /path/to/other/checkout  # also another armctl (e.g. before)
 """
 
