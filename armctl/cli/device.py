@@ -305,7 +305,6 @@ def cmd_status(args) -> int:
     headline = (
         f"{info.firmware} (protocol {info.protocol}) on {robot.port}: {info.channels} channels, {what} "
         + " ".join(f"{s.name} {'-' if w is None else f'{w:g}'}" for s, w in zip(robot.calibration.servos, held))
-        + "".join(f" {h.name} {h.position_steps:g} (held)" for h in robot.calibration.held)
         + f" {robot.calibration.unit}"
     )
     _print(args, report, headline)

@@ -2,7 +2,7 @@
 
 The file is read once, a block (about 1 MiB of text) at a time, and every line is checked before
 anything is written, so a mistake anywhere gives its one error line and nothing on stdout (as when
-the file was read whole). The parsed targets (24 bytes a row) wait in a temporary file (in memory up
+the file was read whole). The parsed targets (24 or 32 bytes a row) wait in a temporary file (in memory up
 to 16 MiB), then are solved with ``solve_batch`` and written out in chunks of 32768 rows. Memory
 stays bounded whatever the file's length.
 
