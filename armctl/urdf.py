@@ -431,7 +431,8 @@ def urdf_spec(text: str, path, *, tool_link: str | None = None, sidecar: Sidecar
             if pitch and np.linalg.norm(np.cross(axis, pitch[0][1])) > tol:
                 raise refuse(
                     f"joint {j.name!r}: axis {where} is not parallel to joint {pitch[0][0].name!r}'s: off the arm's "
-                    "plane (armctl's pitch joints turn in one vertical plane)"
+                    "plane (armctl's pitch joints turn in one vertical plane; hold it with held_joints in the sidecar "
+                    "if it is no joint of the model)"
                 )
             pitch.append((j, axis, point))
         else:

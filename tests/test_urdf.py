@@ -178,18 +178,27 @@ SO101_TOOL = ("gripper_frame_joint", "gripper_link", "gripper_frame_link", (-0.0
 SO101_FLOOR_Z = -0.0024  # the base meshes' lowest vertex in base_link
 
 
-def _write_so101(path: Path) -> Path:
+def _published(v: float) -> str:
+    """A figure as the published URDF writes it (onshape-to-robot rounds pi/2 to 1.5708, pi to 3.14159)."""
+    for exact, text in ((math.pi / 2, "1.5708"), (math.pi, "3.14159")):
+        if abs(abs(v) - exact) < 1e-12:
+            return ("-" if v < 0 else "") + text
+    return repr(v)
+
+
+def _write_so101(path: Path, *, rounded: bool = False) -> Path:
+    fmt = _published if rounded else repr
     links = {"base_link"} | {j[2] for j in SO101} | {SO101_TOOL[2]}
     out = ['<?xml version="1.0"?>', '<robot name="so101_test">'] + [f'<link name="{n}"/>' for n in sorted(links)]
     for name, parent, child, xyz, rpy, (lo, hi) in SO101:
         out.append(
             f'<joint name="{name}" type="revolute"><origin xyz="{" ".join(map(str, xyz))}" '
-            f'rpy="{" ".join(map(repr, rpy))}"/><parent link="{parent}"/><child link="{child}"/>'
+            f'rpy="{" ".join(map(fmt, rpy))}"/><parent link="{parent}"/><child link="{child}"/>'
             f'<axis xyz="0 0 1"/><limit effort="10" velocity="10" lower="{lo}" upper="{hi}"/></joint>'
         )
     name, parent, child, xyz, rpy = SO101_TOOL
     out.append(
-        f'<joint name="{name}" type="fixed"><origin xyz="{" ".join(map(str, xyz))}" rpy="{" ".join(map(repr, rpy))}"/>'
+        f'<joint name="{name}" type="fixed"><origin xyz="{" ".join(map(str, xyz))}" rpy="{" ".join(map(fmt, rpy))}"/>'
         f'<parent link="{parent}"/><child link="{child}"/></joint></robot>'
     )
     path.write_text("\n".join(out))
@@ -231,6 +240,28 @@ def test_the_so101_figures_match_yourdfpy_and_the_preset(tmp_path):
     assert (preset.base_offset_m, preset.shoulder_height_m) == pytest.approx((arm.base_offset_m, arm.shoulder_height_m))
     for (n1, o1, s1), (n2, o2, s2) in zip(preset.urdf_map, arm.urdf_map):
         assert (n1, s1) == (n2, s2) and o1 == pytest.approx(o2, abs=1e-9)
+
+
+def test_the_published_rounding_and_a_fixed_side_frame_are_accepted(tmp_path):
+    """The published file writes pi/2 as 1.5708 and carries a dummy frame on a fixed side branch (0c8e289's
+    baseframe): both import, within micrometres of yourdfpy, and give the same figures."""
+    path = _write_so101(tmp_path / "so101_pub.urdf", rounded=True)
+    text = path.read_text().replace(
+        "</robot>",
+        '<link name="baseframe"/><joint name="baseframe_frame" type="fixed"><parent link="base_link"/>'
+        '<child link="baseframe"/><origin xyz="0.020791 0.0157608 0.0324817"/></joint></robot>',
+    )
+    path.write_text(text)
+    assert "1.5708" in text
+    arm = load_urdf_arm(path)
+    exact = load_urdf_arm(_write_so101(tmp_path / "so101_exact.urdf"))
+    assert arm.links_m == pytest.approx(exact.links_m, abs=1e-5)
+    assert arm.shoulder_height_m == pytest.approx(exact.shoulder_height_m, abs=1e-5)
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        q = {n: rng.uniform(-1.5, 1.5) for n in ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex")}
+        got = arm.urdf.to_urdf_point(tool_point(arm, armctl_angles(arm, q)))
+        assert np.linalg.norm(got - _urdf_fk(path, "gripper_frame_link", q)) < 5e-5
 
 
 def test_so101_tool_point_equals_the_urdf_after_the_frame_shift_within_1mm():
