@@ -629,6 +629,13 @@ def urdf_spec(text: str, path, *, tool_link: str | None = None, sidecar: Sidecar
         gripper_urdf_joint=grip_joint,
     )
     n = len(names)
+    if linkage == "parallelogram":
+        c = 1 if base is not None else 0
+        if min(q_max[c + 1] - q_min[c], 0.0) < max(q_min[c + 1] - q_max[c], -math.pi):
+            raise refuse(
+                f"joints {names[c]!r} and {names[c + 1]!r} (a parallelogram): no angles inside the URDF's limits keep "
+                "upper arm and forearm 0..180 deg apart"
+            )
     if base is None and np.hypot(*offset_uv) > SAME_POINT_M:
         # a planar arm has no offsets: its origin is the shoulder, moved by a segment that never turns
         origin = origin + offset_uv[0] * u + offset_uv[1] * z
@@ -647,6 +654,10 @@ def urdf_spec(text: str, path, *, tool_link: str | None = None, sidecar: Sidecar
             )
     else:
         home = np.clip(zero, q_min, q_max)
+        if linkage == "parallelogram":  # the forearm moved until upper arm and forearm are 0..180 deg apart
+            c = 1 if base is not None else 0
+            rel = min(max(home[c + 1] - home[c], -math.pi), 0.0)
+            home[c + 1] = min(max(home[c] + rel, q_min[c + 1]), q_max[c + 1])
     spec["home_rad"] = home
     spec["urdf"] = UrdfDerivation(
         path=str(path),

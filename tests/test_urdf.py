@@ -110,6 +110,8 @@ def _random_arm(rng, *, base: bool, k: int, parallelogram: bool = False):
         parent = c.add(name, "revolute", parent, at=at, axis_world=w * sign, limits=(-1.2, 1.3))
         names.append(name)
         ang = rng.uniform(-math.pi, math.pi)
+        if parallelogram:  # upper arm raised, forearm ahead: 40..160 deg apart at the zero pose
+            ang = math.radians(rng.uniform(60, 120) if i == 0 else rng.uniform(-40, 20))
         here = here + rng.uniform(0.08, 0.3) * (math.cos(ang) * u + math.sin(ang) * z)
     if parallelogram:  # a level hand: the wrist mimics the elbow joint back
         parent = c.add("hand", "revolute", parent, at=here + w * 0.01, axis_world=w, mimic=("j1", -1, 0.0))
@@ -158,6 +160,7 @@ def test_a_parallelogram_through_mimic_matches_yourdfpy(tmp_path, seed):
     arm, worst = _compare(tmp_path, c, tool, names, rng)
     assert arm.linkage == "parallelogram" and arm.n_links == 2
     assert worst < 1e-9
+    assert arm.within_limits(arm.home_rad)
 
 
 # --- the SO-101: its published joint figures, kept here as numbers -------------------------------------------
