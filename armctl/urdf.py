@@ -366,12 +366,19 @@ def urdf_spec(text: str, path, *, tool_link: str | None = None, sidecar: Sidecar
         if jn not in joints:
             raise ConfigError(f"{jn!r} is no joint of {Path(str(path)).name}", path=sc.path)
 
-    # every moving joint off the chain must be the gripper, under it, or mimic it
+    # every moving joint off the chain must be the gripper, under it, or a mimic (a passive link that the chain's
+    # joints drive: it moves nothing of the chain)
     for j in joints.values():
         if j.name in chain_names or j.type == "fixed" or j.name == grip_joint or under_gripper(j.child):
             continue
-        if j.mimic is not None and j.mimic[0] == grip_joint:
+        if j.mimic is not None:
             continue
+        if any(a.parent == tool for a in ancestors(j.child)):
+            raise refuse(
+                f"joint {j.name!r} ({j.type}) moves links beyond the tool link {tool!r}: armctl's chain ends at the "
+                "tool (choose the last link with --tool-link, or name the gripper joint in "
+                f"{sidecar_path(path).name})"
+            )
         raise refuse(
             f"joint {j.name!r} ({j.type}, from link {j.parent!r}) is a second branch: armctl drives one chain from "
             f"{root!r} to the tool link {tool!r} (choose another with --tool-link, or name the gripper joint in "

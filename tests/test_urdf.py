@@ -384,9 +384,15 @@ def test_tool_link_option_and_the_default_longest_chain(tmp_path, capsys):
     with pytest.raises(ConfigError, match="2 chains are longest .*--tool-link"):
         load_arm(str(two))
     assert load_arm(f"{two}#tip").urdf.tool_link == "tip"
+    with pytest.raises(ConfigError, match="joint 'finger' \\(revolute\\) moves links beyond the tool link 'tip'"):
+        load_arm(f"{_toy(tmp_path, 'finger.urdf', extra=FINGER)}#tip")
     assert main(["--arm", str(two), "--tool-link", "tip", "fk", "0", "0", "0"]) == 0
 
 
+FINGER = (
+    '<link name="f"/><joint name="finger" type="revolute"><parent link="tip"/><child link="f"/>'
+    '<axis xyz="1 0 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+)
 REFUSALS = [
     ("axis off the plane", dict(lift_axis="0 -1 0.3"), "joint 'lift': axis"),
     ("tilted pitch axis", dict(lift_axis="0.2 -1 0"), "joint 'elbow': axis (0, 1, 0) is not parallel to joint 'lift'"),
@@ -400,6 +406,14 @@ REFUSALS = [
         "joint 'side' (revolute, from link 'l1') is a second branch",
     ),
     ("floating", dict(elbow_type="floating"), "joint 'elbow' is a floating joint"),
+    (
+        "branch at the tool",
+        dict(
+            extra=FINGER + '<link name="g"/><joint name="gj" type="fixed"><parent link="tip"/><child link="g"/></joint>'
+            '<link name="h"/><joint name="hj" type="fixed"><parent link="g"/><child link="h"/></joint>'
+        ),
+        "joint 'finger' (revolute, from link 'tip') is a second branch",
+    ),
 ]
 
 
@@ -425,6 +439,16 @@ def test_malformed_urdfs_get_one_line_exit_2(tmp_path, capsys):
     (tmp_path / "toy.armctl.yaml").write_text("tool_lnk: tip\n")
     assert main(["--arm", str(_toy(tmp_path)), "workspace"]) == 2
     assert "unknown key 'tool_lnk'" in capsys.readouterr().err
+
+
+def test_a_passive_branch_that_mimics_a_chain_joint_is_no_second_branch(tmp_path):
+    extra = (
+        '<link name="rod"/><joint name="rod_j" type="revolute"><parent link="l1"/><child link="rod"/>'
+        '<origin xyz="0.0 0 0.02"/><axis xyz="0 1 0"/><limit lower="-2" upper="2" effort="1" velocity="1"/>'
+        '<mimic joint="lift" multiplier="-1"/></joint>'
+    )
+    arm = load_arm(str(_toy(tmp_path, extra=extra)))
+    assert arm.urdf.tool_link == "tip" and arm.joint_names == ("pan", "lift", "elbow")
 
 
 def test_a_yaw_joint_after_a_pitch_joint_and_a_tool_beside_the_plane_are_refused(tmp_path):
