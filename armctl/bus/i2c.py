@@ -1,5 +1,6 @@
 """I2C buses for the boards that hang off one (the PCA9685): Linux's i2c-dev interface through smbus2,
-and the simulated bus, behind one small interface and opened from a URL::
+and the simulated bus (``armctl.bus.pca9685_sim``), behind one small interface. The URLs that name them
+(opened by ``armctl.bus.pca9685.open_i2c``)::
 
     i2c:///dev/i2c-1?address=0x40[,0x41..]&osc_hz=25000000     a bus device of this machine
     pca9685sim://?address=0x40&...                              the simulated chip (armctl.bus.pca9685_sim)
@@ -16,11 +17,9 @@ from __future__ import annotations
 
 import errno
 import glob
-import urllib.parse
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 
-from ..errors import BadInputError, LinkError
+from ..errors import LinkError
 
 ADDRESS_RANGE = (0x03, 0x77)  # 7-bit addresses a device may have (0x00-0x02, 0x78-0x7F are reserved)
 
@@ -139,57 +138,3 @@ def list_buses() -> list[str]:
         return int(tail) if tail.isdigit() else 1 << 30
 
     return sorted(glob.glob("/dev/i2c-*"), key=num)
-
-
-@dataclass
-class I2CPort:
-    """An opened I2C URL: the bus, the chips' addresses, the oscillator trim."""
-
-    bus: I2CBus
-    addresses: list[int]
-    osc_hz: float
-
-
-EXPECTED = "expected i2c:///dev/i2c-N?address=0x40[,0x41]&osc_hz=25000000 or pca9685sim://?address=0x40"
-
-
-def _host_options(url: str, query: dict) -> tuple[list[int], float]:
-    try:
-        addresses = parse_addresses(query.get("address", ["0x40"])[-1])
-        osc_hz = float(query.get("osc_hz", ["25000000"])[-1])
-    except ValueError as exc:
-        raise BadInputError(f"port {url!r}: {exc}; {EXPECTED}") from None
-    for a in addresses:
-        if not 0x40 <= a <= 0x7F:
-            raise BadInputError(f"port {url!r}: 0x{a:02x} is no PCA9685 address (0x40..0x7F)")
-    if not 1e6 <= osc_hz <= 50e6:
-        raise BadInputError(f"port {url!r}: osc_hz={osc_hz:g} is no PCA9685 oscillator (nominal 25000000)")
-    return addresses, osc_hz
-
-
-def open_i2c(url: str) -> I2CPort:
-    """Open an ``i2c://`` or ``pca9685sim://`` URL (see the module note). BadInputError for a malformed
-    URL (exit 2), LinkError if the bus cannot be opened (exit 4)."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme == "pca9685sim":
-        from .pca9685_sim import SimI2CBus, parse_url
-
-        try:
-            opts = parse_url(url)
-        except ValueError as exc:
-            raise BadInputError(f"port {url!r}: {exc}") from None
-        bad = [a for a in opts.addresses if not 0x40 <= a <= 0x7F]
-        if bad:
-            raise BadInputError(f"port {url!r}: 0x{bad[0]:02x} is no PCA9685 address (0x40..0x7F)")
-        return I2CPort(SimI2CBus(opts, url), opts.addresses, opts.osc_hz)
-    if parts.scheme != "i2c":
-        raise BadInputError(f"port {url!r}: the pca9685 backend takes an I2C bus; {EXPECTED}")
-    query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
-    unknown = set(query) - {"address", "osc_hz"}
-    if unknown:
-        raise BadInputError(f"port {url!r}: unknown option {sorted(unknown)[0]!r}; {EXPECTED}")
-    device = urllib.parse.unquote(parts.netloc + parts.path)
-    if not device:
-        raise BadInputError(f"port {url!r}: no bus device; {EXPECTED}")
-    addresses, osc_hz = _host_options(url, query)
-    return I2CPort(LinuxI2C(device), addresses, osc_hz)

@@ -22,12 +22,69 @@ Closing leaves the outputs running (the servos hold).
 from __future__ import annotations
 
 import time
+import urllib.parse
+from dataclasses import dataclass
 
 from ..errors import BadInputError, LinkError
 from . import pca9685_chip as hw
 from .backend import BoardInfo, BoardStatus, Capabilities, WireLog
 from .hosttimed import HostTimed
-from .i2c import I2CNack, open_i2c
+from .i2c import I2CBus, I2CNack, LinuxI2C, parse_addresses
+from .pca9685_sim import SimI2CBus, parse_url
+
+# --- the port: an I2C bus URL -----------------------------------------------------------------------------
+
+
+@dataclass
+class I2CPort:
+    """An opened I2C URL: the bus, the chips' addresses, the oscillator trim."""
+
+    bus: I2CBus
+    addresses: list[int]
+    osc_hz: float
+
+
+EXPECTED = "expected i2c:///dev/i2c-N?address=0x40[,0x41]&osc_hz=25000000 or pca9685sim://?address=0x40"
+
+
+def _host_options(url: str, query: dict) -> tuple[list[int], float]:
+    try:
+        addresses = parse_addresses(query.get("address", ["0x40"])[-1])
+        osc_hz = float(query.get("osc_hz", ["25000000"])[-1])
+    except ValueError as exc:
+        raise BadInputError(f"port {url!r}: {exc}; {EXPECTED}") from None
+    for a in addresses:
+        if not 0x40 <= a <= 0x7F:
+            raise BadInputError(f"port {url!r}: 0x{a:02x} is no PCA9685 address (0x40..0x7F)")
+    if not 1e6 <= osc_hz <= 50e6:
+        raise BadInputError(f"port {url!r}: osc_hz={osc_hz:g} is no PCA9685 oscillator (nominal 25000000)")
+    return addresses, osc_hz
+
+
+def open_i2c(url: str) -> I2CPort:
+    """Open an ``i2c://`` or ``pca9685sim://`` URL (see the module note). BadInputError for a malformed
+    URL (exit 2), LinkError if the bus cannot be opened (exit 4)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "pca9685sim":
+        try:
+            opts = parse_url(url)
+        except ValueError as exc:
+            raise BadInputError(f"port {url!r}: {exc}") from None
+        bad = [a for a in opts.addresses if not 0x40 <= a <= 0x7F]
+        if bad:
+            raise BadInputError(f"port {url!r}: 0x{bad[0]:02x} is no PCA9685 address (0x40..0x7F)")
+        return I2CPort(SimI2CBus(opts, url), opts.addresses, opts.osc_hz)
+    if parts.scheme != "i2c":
+        raise BadInputError(f"port {url!r}: the pca9685 backend takes an I2C bus; {EXPECTED}")
+    query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
+    unknown = set(query) - {"address", "osc_hz"}
+    if unknown:
+        raise BadInputError(f"port {url!r}: unknown option {sorted(unknown)[0]!r}; {EXPECTED}")
+    device = urllib.parse.unquote(parts.netloc + parts.path)
+    if not device:
+        raise BadInputError(f"port {url!r}: no bus device; {EXPECTED}")
+    addresses, osc_hz = _host_options(url, query)
+    return I2CPort(LinuxI2C(device), addresses, osc_hz)
 
 
 class PCA9685Backend(HostTimed):

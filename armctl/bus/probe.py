@@ -111,8 +111,7 @@ def is_i2c(device: str) -> bool:
 def probe_i2c(info: PortInfo) -> PortReport:
     """What answers at 0x40..0x7F on an I2C bus; ``found`` "pca9685" (its port: the i2c:// URL that drives
     it) when one PCA9685 or more answer."""
-    from .i2c import open_i2c
-    from .pca9685 import scan
+    from .pca9685 import open_i2c, scan
 
     t0 = time.monotonic()
     device = info.device
