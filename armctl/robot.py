@@ -42,7 +42,7 @@ import numpy as np
 
 from . import motion
 from .arm import Arm, load_arm
-from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class, check_simulator_port
+from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class, check_simulator_port, scheme_backend
 from .bus.portlock import PortLock
 from .calibration import Calibration, find_calibration, load_calibration
 from .errors import BadInputError, JointLimitError, LinkError, MotionError, StopRequested
@@ -324,8 +324,8 @@ def connect(
         cal_path = find_calibration(arm_obj.name, calibration)
         cal = load_calibration(cal_path)
     cal.check_arm(arm_obj)
-    if backend is None:  # by the kind of servo the calibration describes
-        backend = "feetech" if cal.unit == "steps" else "armctl"
+    if backend is None:  # by the port (an I2C bus), else by the kind of servo the calibration describes
+        backend = scheme_backend(port) or ("feetech" if cal.unit == "steps" else "armctl")
     cls = backend if isinstance(backend, type) and issubclass(backend, Backend) else backend_class(backend)
     if cal.unit != cls.servo_unit:
         kind = {"us": "hobby (PWM) servos", "steps": "serial bus servos"}
