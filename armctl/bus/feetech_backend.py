@@ -75,7 +75,7 @@ class FeetechBackend(Backend):
             query["limits"] = ",".join(
                 f"{s.id}:{round(s.min_steps)}:{round(s.max_steps)}" for s in cal.servos if s.homing_offset is not None
             )
-        return "feetechsim://?" + urllib.parse.urlencode(query, safe=",/")
+        return "feetechsim://?" + urllib.parse.urlencode(query, safe=",/:")
 
     def __init__(
         self, port: str, cal: Calibration, *, baudrate: int = DEFAULT_BAUD, wire_log=None, strict_offsets: bool = True
