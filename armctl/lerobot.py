@@ -249,6 +249,11 @@ def from_lerobot(motors: dict[str, Motor], arm, source: str | Path) -> tuple[Cal
             "on it: use --arm so101 or --arm FILE.urdf",
             path=path,
         )
+    kind = path.parent.name
+    if path.parent.parent.name in ("robots", "teleoperators") and not kind.startswith(("so_", "so100_", "so101_")):
+        raise ConfigError(
+            f"a calibration of LeRobot's {kind}, not of an SO-100/SO-101 arm (robots/so_follower/...)", path=path
+        )
     wanted = [entry[0] for entry in urdf_map] + ([GRIPPER] if arm.gripper is not None else [])
     absent = [n for n in wanted if n not in motors]
     if absent:
