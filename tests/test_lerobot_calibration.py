@@ -292,3 +292,45 @@ def test_a_range_beyond_the_servos_own_limits_is_clamped_with_a_note(tmp_path, c
         assert (clamped.min_steps, clamped.max_steps) == (max(lift.min_steps, 862), min(lift.max_steps, 3128))
     err = capsys.readouterr().err
     assert "servo 2 (shoulder_lift): the calibrated range" in err and "clamped to the servo's own limits" in err
+
+
+def test_write_offsets_refuses_over_offsets_lerobot_stored_unless_forced(tmp_path):
+    """Nothing is written without --force (LeRobot would rewrite its own at its next connect); with it the
+    session starts (and is quit here: nothing saved, EEPROM untouched)."""
+    import threading
+    import time
+
+    from test_calibrate_bus import OLD
+    from test_calibrate_interactive import Term
+
+    from armctl.bus.sim_pty import PtySim
+
+    pty = PtySim("feetechsim://?ids=1,2,3,6&offsets=1:-1024,2:312")
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set() and not pty.closed:
+            pty.serve(until=time.monotonic() + 0.1)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        cal = tmp_path / "seed-3link.yaml"
+        cal.write_text(OLD)
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TERM": "xterm", "PYTHONPATH": str(REPO)}
+        env["ARMCTL_STATE_DIR"] = str(tmp_path / "state")
+        argv = [sys.executable, "-m", "armctl", "--calibration", str(cal), "--port", pty.path, "calibrate"]
+        t = Term([*argv, "--write-offsets"], cwd=tmp_path, env=env)
+        t.wait(r"servos 1 \(shoulder\) -1024, 2 \(elbow\) \+312 already carry homing offsets")
+        assert t.finish() == 2
+        assert "pass --force to write anyway; nothing was changed" in " ".join(t.screen().split())
+        t = Term([*argv, "--write-offsets", "--force"], cwd=tmp_path, env=env)
+        t.wait("torque off")
+        t.send("q")
+        assert t.finish() == 130
+        assert [pty.sim.servo(i).get("homing_offset") for i in (1, 2, 3, 6)] == [-1024, 312, 0, 0]
+        assert cal.read_text() == OLD
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        pty.close()
