@@ -281,7 +281,13 @@ def _keys(servo) -> dict:
 
 
 def _show(args) -> int:
-    if args.show:
+    from ..lerobot import open_calibration, resolve
+
+    if args.show and resolve(args.show) is not None:  # LeRobot's: as the armctl calibration it means
+        from . import choose_arm
+
+        cal = open_calibration(args.show, load_arm(choose_arm(args)))[0]
+    elif args.show:
         cal = load_calibration(args.show)
     else:
         _, cal = setup(args)
@@ -293,11 +299,7 @@ def _show(args) -> int:
                     "arm": cal.arm,
                     "version": cal.version,
                     "servos": [_keys(s) for s in cal.servos],  # YAML keys
-                    **(
-                        {"hold": [_keys(h) for h in cal.held]}
-                        if cal.held
-                        else {}
-                    ),
+                    **({"hold": [_keys(h) for h in cal.held]} if cal.held else {}),
                 },
                 indent=1,
             )
