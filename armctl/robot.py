@@ -1249,6 +1249,8 @@ class Robot:
         cal.check_arm(self.arm)
         self.calibration = self.backend.address(cal)
         self.backend.use_calibration(self.calibration)
+        if isinstance(getattr(self.backend, "cal", None), Calibration):  # e.g. clamped to the servos' own limits
+            self.calibration = self.backend.cal
         if path is not None:
             self.calibration_path = Path(path)
 

@@ -103,8 +103,9 @@ class FeetechBackend(Backend):
         self.log = None
 
     def use_calibration(self, cal: Calibration) -> None:
-        """Angles, names and held positions from ``cal`` from now on (the same servos, newly calibrated)."""
-        self.cal = cal
+        """Angles, names and held positions from ``cal`` from now on (the same servos, newly calibrated), each
+        range inside the servo's own limits."""
+        self.cal = self._clamped(cal) if self.position_limits else cal
         self.held = {h.id: h for h in cal.held if h.id in self.held}
 
     # --- lifecycle ---
