@@ -13,6 +13,11 @@ present positions. Torque goes on only when a move starts, servo by servo, after
 to where it is. ``close()`` leaves the servos holding (torque on); ``release()`` turns the torque off
 (teaching, calibrating by hand).
 
+When the port opens each servo's homing offset and Min/Max_Position_Limit are read from its EEPROM (as
+LeRobot reads them; armctl never writes them unless asked): a servo whose offset differs from the one the
+calibration was made with (``homing_offset``, LeRobot's) is refused with a LinkError naming it (only noted
+when calibrating), and a calibrated range beyond the servo's own limits is clamped to them (``notes``).
+
 Servos the calibration holds (``hold:``, e.g. the SO-101's wrist roll, no joint of the arm model) are
 addressed, watched and released like the others; when the arm first moves (and after a release or a
 stop) each is given its goal speed (``speed_deg_s``) and then its ``position_steps`` as its goal, from
