@@ -161,15 +161,15 @@ def _read_legacy(data: dict, path: Path) -> dict[str, Motor]:
         start, end = data["start_pos"][k], data["end_pos"][k]
         linear = mode == "LINEAR"
         if linear:
-            start = _int(start, f"start_pos of {name}", path, lo=-(2**31), hi=2**31)
-            end = _int(end, f"end_pos of {name}", path, lo=-(2**31), hi=2**31)
+            start = _int(start, f"start_pos of {name}", path, lo=0, hi=STEPS_PER_TURN - 1)
+            end = _int(end, f"end_pos of {name}", path, lo=0, hi=STEPS_PER_TURN - 1)
             if start == end:
                 raise ConfigError(f"legacy LeRobot calibration: {name}: start_pos equals end_pos", path=path)
         motors[name] = Motor(
             name=name,
             id=k + 1,  # the legacy file names no ids: LeRobot's SO arms number the motors in this order
             drive_mode=1 if _int(data["drive_mode"][k], f"drive_mode of {name}", path, lo=-1, hi=1) else 0,
-            homing_offset=_int(data["homing_offset"][k], f"homing_offset of {name}", path, lo=-(2**31), hi=2**31),
+            homing_offset=_int(data["homing_offset"][k], f"homing_offset of {name}", path, lo=-32767, hi=32767),
             range_min=start if linear else None,
             range_max=end if linear else None,
             legacy=True,
@@ -297,6 +297,8 @@ def from_lerobot(motors: dict[str, Motor], arm, source: str | Path) -> tuple[Cal
         joints.append(BusServoCal(name, m.id, zero, LEGACY_STEPS_PER_DEG, direction, lo, hi))
     gripper = None
     if arm.gripper is not None:
+        if legacy and not motors[GRIPPER].linear:
+            raise ConfigError("legacy calibration: the gripper must be calibrated LINEAR (0..100 %)", path=path)
         gripper = _gripper(motors[GRIPPER], arm, path)
     held = []
     held_deg = getattr(getattr(arm, "urdf", None), "held_deg", {}) or {}

@@ -118,6 +118,18 @@ def test_the_legacy_list_layout(so101):
     assert cal.held[0].id == 5
 
 
+def test_legacy_files_convert_to_a_yaml_armctl_reads_back(tmp_path, monkeypatch):
+    out = tmp_path / "legacy.yaml"
+    run = _armctl(
+        "--arm", "so101", "calibrate", "--from-lerobot", str(FIXTURES / "legacy/main_follower.json"),
+        "--out", str(out), tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "note: " in run.stdout and "legacy LeRobot calibration" in run.stdout
+    back = load_calibration(out)
+    assert [s.id for s in back.servos] == [1, 2, 3, 4, 6] and all(s.homing_offset is None for s in back.servos)
+
+
 def test_lerobot_id_is_found_where_lerobot_keeps_it(tmp_path, monkeypatch):
     for var in ("HF_LEROBOT_CALIBRATION", "HF_LEROBOT_HOME", "HF_HOME"):
         monkeypatch.delenv(var, raising=False)
