@@ -314,3 +314,27 @@ def test_lerobot_calibrates_the_simulated_arm_and_armctl_reads_it_with_its_file(
         assert again.is_calibrated(calibration)
     finally:
         again.close()
+
+
+SCAN_BAUDRATES = [4800, 9600, 14400, 19200, 38400, 57600, 115200, 128000, 250000, 500000, 1000000]  # tables.py
+
+
+def test_lerobots_port_scan_finds_the_servos_only_at_their_rate(lerobot_bus):
+    """LeRobot scans a port at each of its SCAN_BAUDRATES (14400, 128000, 250000 are set with BOTHER): servos at
+    1 Mbaud answer a ping at 1 000 000 only (the simulator used to take 4800..19200 for the last rate set)."""
+    path, _ = lerobot_bus
+    bus = LeRobotBus(path)
+    answered = []
+    try:
+        for baud in SCAN_BAUDRATES:
+            assert bus.port.setBaudRate(baud)
+            for _ in range(3):  # a loaded machine may serve the pty after the 50 ms: ask again before giving up
+                bus.port.ser.reset_input_buffer()
+                model, comm, _ = bus.ph.ping(bus.port, 1)
+                if comm == scs.COMM_SUCCESS:
+                    answered.append((baud, model))
+                    break
+                time.sleep(0.05)
+    finally:
+        bus.close()
+    assert answered == [(1_000_000, 777)]
