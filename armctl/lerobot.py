@@ -32,8 +32,8 @@ main_follower.json``) is one object of parallel lists ``homing_offset``, ``drive
     gripper % = (steps - start_pos) / (end_pos - start_pos) * 100
 
 Its zero was LeRobot's "zero position" (every joint 0: the arm straight out, level), which is armctl's
-zero; the directions are taken from ``Arm.urdf_map``'s signs (an assumption a note says to check) and the
-ranges from the arm's joint limits (legacy files recorded none).
+zero; the directions are ``Arm.urdf_map``'s signs whatever ``drive_mode`` says (it only turned the old degrees
+round; an assumption a note says to check) and the ranges from the arm's joint limits (none were recorded).
 
 Where LeRobot keeps them: ``$HF_LEROBOT_CALIBRATION``, else ``$HF_LEROBOT_HOME/calibration``, else
 ``$HF_HOME/lerobot/calibration`` (``~/.cache/huggingface/lerobot/calibration``), under
@@ -286,10 +286,13 @@ def from_lerobot(motors: dict[str, Motor], arm, source: str | Path) -> tuple[Cal
                 )
             )
             continue
-        # legacy: steps = s * (legacy_deg * 2048/180 - homing_offset); armctl = sign * legacy_deg (zero pose shared)
+        # legacy: steps = s * (legacy_deg * 2048/180 - homing_offset), so legacy_deg is 0 (the zero pose, shared
+        # with armctl) at steps = -s * homing_offset. The direction is the URDF's, as in LeRobot's newer files:
+        # drive_mode only turned LeRobot's old degrees round (and was set inconsistently, lerobot#930, #1130);
+        # the servos turn as they are mounted, and a steps_follow_urdf arm refuses any other direction.
         s = -1 if m.drive_mode else 1
         zero = -s * m.homing_offset
-        direction = s * int(sign)
+        direction = int(sign)
         ends = sorted(zero + direction * LEGACY_STEPS_PER_DEG * math.degrees(a) for a in (arm.q_min[k], arm.q_max[k]))
         lo, hi = max(0.0, ends[0]), min(STEPS_PER_TURN - 1.0, ends[1])
         if hi <= lo:
@@ -307,8 +310,7 @@ def from_lerobot(motors: dict[str, Motor], arm, source: str | Path) -> tuple[Cal
             continue
         urdf_deg = float(held_deg.get(name, 0.0))
         if m.legacy:
-            s = -1 if m.drive_mode else 1
-            position = s * (urdf_deg * LEGACY_STEPS_PER_DEG - m.homing_offset)
+            position = -(-1 if m.drive_mode else 1) * m.homing_offset + urdf_deg * LEGACY_STEPS_PER_DEG
         else:
             position = (m.range_min + m.range_max) / 2.0 + urdf_deg * LEROBOT_STEPS_PER_DEG
         position %= STEPS_PER_TURN

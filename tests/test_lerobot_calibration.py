@@ -101,7 +101,9 @@ def test_the_wrist_roll_is_held_at_lerobots_zero(so101):
 
 def test_the_legacy_list_layout(so101):
     """Before June 2025: degrees = (s * steps + homing_offset) * 180 / 2048 (s = -1 with drive_mode), the offset
-    applied in software (so not compared with the EEPROM); gripper % = (steps - start) / (end - start) * 100."""
+    applied in software (so not compared with the EEPROM); gripper % = (steps - start) / (end - start) * 100.
+    Zero is where those degrees are 0; the direction is the URDF's whatever drive_mode says (it turned only the
+    old degrees round), so armctl = sign * s * legacy degrees."""
     path = FIXTURES / "legacy/main_follower.json"
     data = json.loads(path.read_text())
     cal, _, notes = open_calibration(path, so101)
@@ -111,7 +113,8 @@ def test_the_legacy_list_layout(so101):
         s = -1 if data["drive_mode"][k] else 1
         for steps in (servo.min_steps, (servo.min_steps + servo.max_steps) / 2, servo.max_steps):
             legacy = (s * steps + data["homing_offset"][k]) * 180 / 2048
-            assert math.degrees(float(servo.angle_rad(steps))) == pytest.approx(sign * legacy, abs=1e-9)
+            assert math.degrees(float(servo.angle_rad(steps))) == pytest.approx(sign * s * legacy, abs=1e-9)
+        assert servo.direction == sign
     g, start, end = cal.gripper, data["start_pos"][5], data["end_pos"][5]
     assert math.degrees(float(g.angle_rad(start))) == pytest.approx(math.degrees(so101.gripper.closed_rad))
     assert math.degrees(float(g.angle_rad(end))) == pytest.approx(math.degrees(so101.gripper.open_rad))
@@ -128,6 +131,17 @@ def test_legacy_files_convert_to_a_yaml_armctl_reads_back(tmp_path, monkeypatch)
     assert "note: " in run.stdout and "legacy LeRobot calibration" in run.stdout
     back = load_calibration(out)
     assert [s.id for s in back.servos] == [1, 2, 3, 4, 6] and all(s.homing_offset is None for s in back.servos)
+    back.check_arm(load_arm("so101"))  # the so101's steps follow its URDF: a drive_mode 1 joint is no reversed servo
+
+
+def test_status_takes_a_legacy_file_whose_drive_mode_reverses_a_joint(tmp_path):
+    """The fixture's shoulder_lift has drive_mode 1 (as many legacy SO-100 files do): the arm opens with it."""
+    assert json.loads((FIXTURES / "legacy/main_follower.json").read_text())["drive_mode"][1] == 1
+    run = _armctl(
+        "--arm", "so101", "--calibration", str(FIXTURES / "legacy/main_follower.json"), "status", tmp_path=tmp_path
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "legacy LeRobot calibration" in run.stderr and "error" not in run.stderr
 
 
 def test_lerobot_id_is_found_where_lerobot_keeps_it(tmp_path, monkeypatch):
