@@ -366,6 +366,23 @@ def test_velocity_zero_or_missing_takes_the_stated_default_printed_once(tmp_path
     assert np.degrees(arm.max_speed_rad_s) == pytest.approx([45, math.degrees(2), 30])
 
 
+def test_the_speed_note_is_printed_once_when_the_arm_is_given_by_a_relative_path(tmp_path, capsys, monkeypatch):
+    """status loads the arm in the CLI (as given: 'fast.urdf') and in the simulator (its absolute path)."""
+    path = _toy(tmp_path, "fast.urdf", v="0")
+    (tmp_path / "fast.yaml").write_text(
+        "version: 1\narm: toy\njoints:\n"
+        + "".join(
+            f"  - {{name: {n}, channel: {i}, pin: {9 + i}, zero_us: 1500, us_per_deg: 7.4, direction: 1, "
+            "min_us: 500, max_us: 2500}\n"
+            for i, n in enumerate(("pan", "lift", "elbow"))
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["--arm", path.name, "--calibration", "fast.yaml", "status"]) == 0
+    assert capsys.readouterr().err.count("no velocity limit") == 1
+
+
 def test_tool_link_option_and_the_default_longest_chain(tmp_path, capsys):
     path = _toy(tmp_path)
     assert load_arm(str(path)).urdf.tool_link == "tip"
