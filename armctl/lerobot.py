@@ -368,7 +368,7 @@ def open_calibration(spec: str | Path | None, arm) -> tuple[Calibration, Path, l
     ``armctl.calibration.find_calibration``). ConfigError (exit 2) for anything that is not one."""
     path = None if spec is None else resolve(spec)
     if path is None:
-        found = find_calibration(arm.name, spec)
+        found = find_calibration(arm.name, spec, arm_ref=getattr(arm, "ref", None))
         return load_calibration(found), found, []
     cal, notes = from_lerobot(read_lerobot_file(path), arm, path)
     return cal, path, notes

@@ -525,3 +525,12 @@ def test_connect_takes_a_urdf(tmp_path, monkeypatch):
         assert robot.arm.urdf_map is not None and robot.arm.joint_names == ("pan", "lift", "elbow")
         robot.move_to(0.22, 0.05, 0.12, speed=0.1)
         assert np.linalg.norm(robot.where(settle=True).tool_m - [0.22, 0.05, 0.12]) < 1e-3
+
+
+def test_no_calibration_for_an_arm_from_a_urdf_names_the_urdf_in_the_hint(tmp_path, capsys, monkeypatch):
+    """'armctl --arm toy calibrate' would be an unknown arm: the hint names the file --arm takes."""
+    monkeypatch.chdir(tmp_path)
+    path = _toy(tmp_path)
+    assert main(["--arm", path.name, "status"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "no calibration for arm 'toy'" in err and f"run 'armctl --arm {path.resolve()} calibrate'" in err
