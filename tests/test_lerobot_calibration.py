@@ -282,6 +282,12 @@ def test_from_lerobot_writes_the_armctl_calibration_it_means(tmp_path, lerobot_h
         assert (a.name, a.id, a.homing_offset) == (b.name, b.id, b.homing_offset)
         for attr in ("zero_steps", "steps_per_deg", "direction", "min_steps", "max_steps", "position_steps"):
             assert getattr(a, attr, None) == pytest.approx(getattr(b, attr, None)), (a.name, attr)
+    same = _armctl(
+        "--arm", "so101", "calibrate", "--from-lerobot", "lerobot:my_arm", "--out", str(tmp_path / "same.yaml"),
+        tmp_path=tmp_path, env_extra={"HF_LEROBOT_CALIBRATION": str(lerobot_home)},
+    )  # fmt: skip
+    assert same.returncode == 0, same.stderr  # lerobot:ID, as --calibration takes it
+    assert (tmp_path / "same.yaml").read_text().split("\n", 1)[1] == out.read_text().split("\n", 1)[1]
     argv = ("--arm", "so101", "calibrate", "--from-lerobot", "--out", str(tmp_path / "only.yaml"))
     env = {"HF_LEROBOT_CALIBRATION": str(lerobot_home)}
     several = _armctl(*argv, tmp_path=tmp_path, env_extra=env)  # no id, and LeRobot has two: listed, exit 2

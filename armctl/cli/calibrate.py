@@ -247,9 +247,8 @@ def _from_lerobot(args) -> int:
                 f"{lerobot.lerobot_calibration_root()}: {listed})"
             )
         spec = every[0][1]
-    path = Path(spec) if lerobot.is_lerobot_file(spec) or Path(spec).is_file() else None
-    if path is None:
-        path = lerobot.find_lerobot_calibration(spec)
+    # a file, lerobot:ID (as --calibration takes it) or a bare ID
+    path = Path(spec) if Path(spec).is_file() else lerobot.resolve(spec) or lerobot.find_lerobot_calibration(spec)
     cal, notes = lerobot.from_lerobot(lerobot.read_lerobot_file(path), arm, path)
     out = Path(args.out) if args.out else save_path_for(arm.name, path)
     comment = (
