@@ -116,24 +116,9 @@ def test_a_missing_hand_file_is_bad_input(tmp_path):
         FeetechBus(f"feetechsim://?hand={tmp_path / 'nope.csv'}").open()
 
 
-@pytest.fixture
-def pty_sim():
-    procs = []
-
-    def serve(url: str) -> str:
-        proc = subprocess.Popen([sys.executable, "-m", "armctl.bus.sim_pty", url], stdout=subprocess.PIPE, text=True)
-        procs.append(proc)
-        return proc.stdout.readline().strip()
-
-    yield serve
-    for proc in procs:
-        proc.terminate()
-        proc.wait(5)
-
-
-def test_the_hand_moves_the_bus_on_a_pty_as_time_goes_by(pty_sim, hand_file):
+def test_the_hand_moves_the_bus_on_a_pty_as_time_goes_by(pty_bus, hand_file):
     path = hand_file("0,1,500\n100,1,3500\n")  # 30 steps a second, for 100 s
-    with FeetechBus(pty_sim(f"feetechsim://?hand={path}")) as bus:
+    with FeetechBus(pty_bus(f"feetechsim://?hand={path}")) as bus:
         first = bus.read_positions([1])[1]
         t0 = time.monotonic()
         time.sleep(0.5)
@@ -174,9 +159,9 @@ def _pings_at(path: str, baud: int) -> bool:
 
 
 @pytest.mark.parametrize("servo_baud", [1_000_000, 128_000])
-def test_the_pty_follows_every_rate_of_lerobots_port_scan(pty_sim, servo_baud):
+def test_the_pty_follows_every_rate_of_lerobots_port_scan(pty_bus, servo_baud):
     """Servos answer only at their own rate, whatever rate (standard or BOTHER) the client sets."""
-    path = pty_sim(f"feetechsim://?ids=1&baud={servo_baud}")
+    path = pty_bus(f"feetechsim://?ids=1&baud={servo_baud}")
     answered = [baud for baud in SCAN_BAUDRATES if _pings_at(path, baud)]
     assert answered == [servo_baud]
 
