@@ -297,6 +297,20 @@ def test_from_lerobot_writes_the_armctl_calibration_it_means(tmp_path, lerobot_h
     assert only.returncode == 0 and load_calibration(tmp_path / "only.yaml").joints[0].homing_offset == -1024
 
 
+def test_compare_takes_lerobots_calibration(tmp_path, lerobot_home):
+    """calibrate --compare, like --show, takes lerobot:ID: the YAML --from-lerobot writes is the same mapping
+    (0 mm), the shipped example is not (LeRobot's zero is the middle of each recorded range)."""
+    env = {"HF_LEROBOT_CALIBRATION": str(lerobot_home)}
+    out = tmp_path / "mine.yaml"
+    assert _armctl("--arm", "so101", "calibrate", "--from-lerobot", "my_arm", "--out", str(out),
+                   tmp_path=tmp_path, env_extra=env).returncode == 0  # fmt: skip
+    for other, lo, hi in ((str(out), 0.0, 1e-9), (str(REPO / "armctl/presets/calibration/so101.yaml"), 0.01, 1.0)):
+        run = _armctl("--arm", "so101", "calibrate", "--compare", "lerobot:my_arm", other, "--json",
+                      tmp_path=tmp_path, env_extra=env)  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        assert lo <= json.loads(run.stdout)["max_tool_distance_m"] <= hi, run.stdout
+
+
 # --- the servos' EEPROM ------------------------------------------------------------------------------------------
 
 

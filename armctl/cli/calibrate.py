@@ -309,8 +309,11 @@ def _show(args) -> int:
 
 
 def _compare(args) -> int:
-    a, b = (load_calibration(p) for p in args.compare)
+    from ..lerobot import open_calibration, resolve
+
     arm = load_arm(args.arm)
+    # LeRobot's (lerobot:ID or its JSON) as the armctl calibration it means on --arm, as --show takes them
+    a, b = (open_calibration(p, arm)[0] if resolve(p) is not None else load_calibration(p) for p in args.compare)
     if arm.name != a.arm:  # --arm left at its default: the arm the calibration names, if it is a preset
         try:
             arm = load_arm(a.arm)
