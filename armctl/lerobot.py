@@ -332,14 +332,15 @@ def _eeprom(m: Motor) -> int | None:
 
 
 def _gripper(m: Motor, arm, path: Path) -> BusServoCal:
-    """LeRobot's 0..100 % (0 closed at range_min, 100 open at range_max; drive_mode 1: reversed) onto the arm's
-    closed..open angles."""
+    """LeRobot's 0..100 % (0 closed at range_min, 100 open at range_max; drive_mode 1: reversed, except in legacy
+    files) onto the arm's closed..open angles."""
     closed, opened = math.degrees(arm.gripper.closed_rad), math.degrees(arm.gripper.open_rad)
     span_deg = opened - closed
     if abs(span_deg) < 1e-9:
         raise ConfigError(f"arm {arm.name!r}: the gripper's open and closed angles are equal", path=path)
     lo, hi = float(m.range_min), float(m.range_max)
-    at_closed, at_open = (hi, lo) if m.drive_mode else (lo, hi)
+    # legacy LINEAR motors ignored drive_mode: 0 % at start_pos, 100 % at end_pos (either way round)
+    at_closed, at_open = (hi, lo) if m.drive_mode and not m.legacy else (lo, hi)
     per_deg = (at_open - at_closed) / span_deg  # signed steps per gripper degree
     zero = at_closed - per_deg * closed
     return BusServoCal(

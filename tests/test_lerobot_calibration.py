@@ -99,7 +99,7 @@ def test_the_wrist_roll_is_held_at_lerobots_zero(so101):
     assert roll.position_steps == pytest.approx(2047.5)  # (0 + 4095) / 2: LeRobot reads 0 deg there
 
 
-def test_the_legacy_list_layout(so101):
+def test_the_legacy_list_layout(so101, tmp_path):
     """Before June 2025: degrees = (s * steps + homing_offset) * 180 / 2048 (s = -1 with drive_mode), the offset
     applied in software (so not compared with the EEPROM); gripper % = (steps - start) / (end - start) * 100.
     Zero is where those degrees are 0; the direction is the URDF's whatever drive_mode says (it turned only the
@@ -119,6 +119,13 @@ def test_the_legacy_list_layout(so101):
     assert math.degrees(float(g.angle_rad(start))) == pytest.approx(math.degrees(so101.gripper.closed_rad))
     assert math.degrees(float(g.angle_rad(end))) == pytest.approx(math.degrees(so101.gripper.open_rad))
     assert cal.held[0].id == 5
+    # legacy LINEAR motors ignored drive_mode (only DEGREE ones were turned round): the same gripper with it
+    data["drive_mode"][5] = 1
+    flipped = tmp_path / "main_follower.json"
+    flipped.write_text(json.dumps(data))
+    g2 = open_calibration(flipped, so101)[0].gripper
+    for steps in (start, (start + end) / 2, end):
+        assert float(g2.angle_rad(steps)) == pytest.approx(float(g.angle_rad(steps)))
 
 
 def test_legacy_files_convert_to_a_yaml_armctl_reads_back(tmp_path, monkeypatch):
