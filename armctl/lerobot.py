@@ -264,6 +264,11 @@ def from_lerobot(motors: dict[str, Motor], arm, source: str | Path) -> tuple[Cal
         )
     legacy = any(m.legacy for m in motors.values())
     notes = []
+    if kind.startswith("so100_") and arm.name == "so101" and path.parent.parent.name in ("robots", "teleoperators"):
+        notes.append(
+            f"{path}: LeRobot saved this for an SO-100 ({kind}), but arm 'so101' has the SO-101's links; for an "
+            "SO-100 give --arm with SO-ARM100's Simulation/SO100 URDF (and a sidecar), or tool points will be off"
+        )
     joints = []
     for k, (name, offset_rad, sign) in enumerate(urdf_map):
         m = motors[name]

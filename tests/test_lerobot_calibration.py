@@ -193,6 +193,15 @@ def test_files_that_are_not_an_so_arms_calibration_are_refused(so101, which, mat
         open_calibration(FIXTURES / which, so101)
 
 
+def test_an_so100_file_on_the_so101_preset_gets_a_note(so101, tmp_path):
+    path = tmp_path / "robots/so100_follower/old_arm.json"
+    path.parent.mkdir(parents=True)
+    shutil.copy(FIXTURES / "so_follower/my_arm.json", path)
+    notes = open_calibration(path, so101)[2]
+    assert len(notes) == 1 and "for an SO-100 (so100_follower)" in notes[0] and "SO101 URDF" not in notes[0]
+    assert open_calibration(FIXTURES / "so101_follower/erics_first_so101.json", so101)[2] == []
+
+
 def test_an_arm_not_from_a_urdf_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="not derived from a URDF"):
         open_calibration(FIXTURES / "so_follower/my_arm.json", load_arm("seed-3link"))
