@@ -264,7 +264,14 @@ def test_status_reads_lerobots_angles_and_the_urdfs_tool_point(tmp_path, lerobot
     lerobot = [lerobot_deg(steps, motors[name]) for name, steps in zip(BODY, out["values"])]
     want = [math.degrees(off) + sign * d for (_, off, sign), d in zip(so101.urdf_map, lerobot)]
     assert np.allclose(out["q_deg"], want, atol=0.1)
+    assert list(out["urdf_deg"]) == BODY and np.allclose(list(out["urdf_deg"].values()), lerobot, atol=0.1)
     assert np.allclose(out["tool_m"], urdf_tool_point(dict(zip(BODY, lerobot))), atol=1e-3)
+    text = _armctl(
+        "--arm", "so101", "--calibration", "lerobot:my_arm", "status", tmp_path=tmp_path,
+        env_extra={"HF_LEROBOT_CALIBRATION": str(lerobot_home)},
+    ).stdout  # fmt: skip
+    line = next(x for x in text.splitlines() if x.startswith("URDF joint angles "))
+    assert [float(v) for v in line.split()[4:11:2]] == pytest.approx(lerobot, abs=0.01), line
 
 
 def urdf_tool_point(lerobot_degrees: dict) -> np.ndarray:

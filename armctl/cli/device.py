@@ -303,6 +303,11 @@ def cmd_status(args) -> int:
         if st.servos:  # bus servos report their own state
             every = (*cal.servos, *cal.held)  # a held servo (no joint) has held_at_steps
             report["servos"] = [{"name": s.name, "id": s.channel, **st.servos[s.channel]} for s in every]
+        if arm.urdf_map is not None and report.get("source") != "assumed" and report.get("q_deg") is not None:
+            from ..urdf import urdf_angles  # an arm from a URDF: its joint angles, as LeRobot reads them (degrees)
+
+            q = urdf_angles(arm, [math.radians(v) for v in report["q_deg"]])
+            report["urdf_deg"] = {name: math.degrees(v) for name, v in q.items()}
     held = [st.widths_us[s.channel] if s.channel < len(st.widths_us) else None for s in robot.calibration.servos]
     what = "pulses" if robot.calibration.unit == "us" else "goals"
     headline = (
@@ -312,6 +317,9 @@ def cmd_status(args) -> int:
     )
     _print(args, report, headline)
     if not args.json:
+        if "urdf_deg" in report:
+            angles = " ".join(f"{n} {v:.2f}" for n, v in report["urdf_deg"].items())
+            print(f"URDF joint angles {angles} deg")
         for sv in report.get("servos", ()):
             goal = "-" if sv["goal_steps"] is None else f"{sv['goal_steps']:.0f}"
             print(
