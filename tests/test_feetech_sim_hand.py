@@ -128,6 +128,38 @@ def test_the_hand_moves_the_bus_on_a_pty_as_time_goes_by(pty_bus, hand_file):
     assert second - first >= 30 * 0.5 - 2 and second - first <= 30 * (elapsed + 0.5) + 2
 
 
+def test_armctl_teach_records_what_the_hand_file_did(tmp_path, hand_file):
+    """teach with no test code: the hand file turns the so101's pan and lift, teach records where they went
+    (the example calibration: 4096/360 steps a degree, direction -1, pan zero 2048, lift zero 2913.08)."""
+    import os
+    import re
+
+    from test_calibrate_interactive import Term
+
+    path = hand_file("t_s,id,steps\n0,1,2048\n1.5,1,2400\n0,2,2048\n1.5,2,2200\n")
+    out = tmp_path / "taught.yaml"
+    want = [-(2400 - 2048) * 360 / 4096, (2200 - 2913.08) * 360 / 4096 * -1]  # -30.94, 62.67 deg
+    env = dict(os.environ, ARMCTL_STATE_DIR=str(tmp_path / "state"), TERM="xterm")
+    argv = [sys.executable, "-m", "armctl", "--arm", "so101", "--port", f"feetechsim://?hand={path}", "teach"]
+    t = Term([*argv, str(out)], cwd=tmp_path, env=env)
+    t.wait("torque off: move the arm by hand")
+    deadline = time.monotonic() + 30
+    while True:  # the hand's moves take 1.5 s from the port's opening
+        got = re.findall(r"shoulder_pan\s+(-?[\d.]+) deg\s+shoulder_lift\s+(-?[\d.]+) deg", t.screen())
+        if got and [float(v) for v in got[-1]] == pytest.approx(want, abs=0.1):
+            break
+        assert time.monotonic() < deadline, t.screen()[-400:]
+        t._pump(0.1)
+    t.send("\r")
+    t.wait("name of the pose")
+    t.send("there\r")
+    t.wait("recorded 'there'")
+    t.send("q")
+    assert t.finish() == 0, t.screen()
+    (q,) = re.findall(r"there: \{q_deg: \[([^\]]+)\]", out.read_text())
+    assert [float(v) for v in q.split(",")][:2] == pytest.approx(want, abs=0.1)
+
+
 def test_sim_pty_refuses_a_bad_hand_file_in_one_line(hand_file):
     path = hand_file("0,1,2,3\n")
     run = subprocess.run(
