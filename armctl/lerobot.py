@@ -225,6 +225,17 @@ def find_lerobot_calibration(calibration_id: str) -> Path:
     )
 
 
+def _looks_like_lerobot(path: Path) -> bool:
+    """True if ``path`` holds a JSON object shaped like LeRobot's calibration (either layout), whatever its name."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    if not isinstance(data, dict) or not data or "version" in data:
+        return False
+    return "motor_names" in data or all(isinstance(v, dict) and "homing_offset" in v for v in data.values())
+
+
 def resolve(spec: str | Path) -> Path | None:
     """The LeRobot file ``spec`` means (``lerobot:ID`` or a ``.json`` path), else None (an armctl YAML)."""
     text = str(spec)
@@ -375,6 +386,14 @@ def open_calibration(spec: str | Path | None, arm) -> tuple[Calibration, Path, l
     path = None if spec is None else resolve(spec)
     if path is None:
         found = find_calibration(arm.name, spec, arm_ref=getattr(arm, "ref", None))
-        return load_calibration(found), found, []
+        try:
+            return load_calibration(found), found, []
+        except ConfigError as exc:
+            if not _looks_like_lerobot(found):
+                raise
+            # LeRobot's JSON under another name (my_arm.yaml, a download without .json): said, not guessed at
+            raise ConfigError(
+                f"{exc} - it holds LeRobot's calibration: give it a .json name, or use lerobot:ID"
+            ) from None
     cal, notes = from_lerobot(read_lerobot_file(path), arm, path)
     return cal, path, notes

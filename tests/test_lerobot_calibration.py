@@ -252,6 +252,16 @@ def test_bad_lerobot_calibrations_get_one_line_and_exit_2(tmp_path, lerobot_home
     assert len(lines) == 1 and fragment in lines[0] and "Traceback" not in run.stderr, run.stderr
 
 
+def test_lerobots_json_under_a_yaml_name_is_named_as_lerobots(tmp_path):
+    """The issue's first symptom ('missing required key version') now says what the file is."""
+    renamed = tmp_path / "my_arm.yaml"
+    shutil.copy(FIXTURES / "so_follower/my_arm.json", renamed)
+    run = _armctl("--arm", "so101", "--calibration", str(renamed), "status", tmp_path=tmp_path)
+    assert run.returncode == 2 and run.stdout == ""
+    (line,) = run.stderr.strip().splitlines()
+    assert "missing required key 'version'" in line and "holds LeRobot's calibration" in line
+
+
 def test_status_reads_lerobots_angles_and_the_urdfs_tool_point(tmp_path, lerobot_home, so101):
     """The done-when of issue 21 on the default simulated bus (its servos carry the file's offsets and limits)."""
     run = _armctl(
