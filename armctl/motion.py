@@ -85,6 +85,9 @@ class LineMove:
     Cartesian segment. ``end_q_rad`` (optional) is the exact pose the move must
     end in (a joint pose used as a line target). ``jerk_time_s`` > 0 turns the
     trapezoid speed profile into an S-curve whose acceleration ramps over that time.
+    ``blend_m`` > 0: the tool may pass the corner at the end of this line within that distance of it,
+    without stopping, when the next move is a line too (``plan_moves``; see ``blend_chain``); ``stop``
+    forces a rest at the end whatever the blend.
     """
 
     target_m: tuple[float, ...]
@@ -95,6 +98,8 @@ class LineMove:
     end_q_rad: tuple[float, ...] | None = None
     jerk_time_s: float = 0.0
     label: str = ""
+    blend_m: float = 0.0
+    stop: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,8 @@ class MovePlan:
     segments: int = 0
     line_m: tuple | None = None  # (start point, end point) for line moves
     slowed: bool = False  # joint speed limits made this line move take longer
+    path: object = None  # line moves: the LinePath it was planned on (blending re-uses it)
+    blended: bool = False  # part of a blended chain (it does not start or end at rest at a shared corner)
 
     @property
     def duration_s(self) -> float:
@@ -593,7 +600,8 @@ def _continuous(q, q0):
 
 
 def speed_profile(s, cap, accel: float):
-    """Fastest speeds at path points ``s`` under speed caps ``cap`` and acceleration ``accel``.
+    """Fastest speeds at path points ``s`` under speed caps ``cap`` and acceleration ``accel`` (one value, or
+    one per segment).
 
     Starts and ends at rest. Between points the acceleration is constant.
     Returns (v (K,), t (K,)): speed at each point and the time it is passed.
@@ -603,6 +611,7 @@ def speed_profile(s, cap, accel: float):
     ds = np.diff(s)
     u_cap = np.asarray(cap, dtype=float) ** 2
     u_cap[0] = u_cap[-1] = 0.0
+    # ``accel`` may be one bound or one per segment (len(s) - 1): v^2 grows by 2 a ds over each
     reach = np.concatenate([[0.0], np.cumsum(2.0 * accel * ds)])  # v^2 gained accelerating from 0
     fwd = reach + np.minimum.accumulate(u_cap - reach)
     back = reach[-1] - reach
@@ -661,7 +670,9 @@ def s_curve(s, v, t, jerk_time_s: float):
     return np.arange(len(sm)) * (duration / steps), sm
 
 
-def _timed(s, cap, accel, q_at, speed_limit, period, *, label_kind: str, jerk_time_s: float = 0.0):
+def _timed(
+    s, cap, accel, q_at, speed_limit, period, *, label_kind: str, jerk_time_s: float = 0.0, with_s: bool = False
+):
     """Time a path and sample it; re-time locally until no sampled joint speed exceeds its limit.
 
     ``q_at(s)`` gives (K, m) channel angles; ``speed_limit`` (m,) rad/s;
@@ -685,7 +696,7 @@ def _timed(s, cap, accel, q_at, speed_limit, period, *, label_kind: str, jerk_ti
         rate = np.abs(np.diff(q, axis=0)) / period
         ratio = (rate / speed_limit).max(axis=1)
         if not np.any(ratio > 1.0 + 1e-12):
-            return t_local, q, False
+            return (t_local, q, False, s_samp) if with_s else (t_local, q, False)
         # Slow the path down where a sample interval was too fast, by that much and a bit.
         for i in np.nonzero(ratio > 1.0 + 1e-12)[0]:
             lo, hi = np.searchsorted(s, [s_samp[i], s_samp[i + 1]])
@@ -816,6 +827,7 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
             segments=len(path.s) - 1,
             line_m=(path.start, path.end),
             slowed=slowed,
+            path=path,
         )
     raise TypeError(f"not a move: {move!r}")
 
@@ -893,6 +905,7 @@ def plan_moves(
     first problem raises a MotionError carrying that move's label.
     ``labels``: one label per move for ``Trajectory.steps`` (default the moves' labels).
     """
+    moves = list(moves)
     q = np.array(arm.home_rad if q_start is None else q_start, dtype=float)
     if not arm.within_limits(q):
         raise _limit_error(arm, q, "at the start pose", hint="change the start pose")
@@ -904,6 +917,8 @@ def plan_moves(
         mp = plan_move(arm, move, q, g, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
         plans.append(mp)
         q, g = mp.q_rad[-1], float(mp.gripper_rad[-1])
+    if any(isinstance(m, LineMove) and m.blend_m > 0 for m in moves):
+        plans = blend_chain(arm, moves, plans, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
     return Plan(
         trajectory=assemble(
             arm,
@@ -945,9 +960,22 @@ def assemble(
     )
 
 
-def line_deviation(arm: Arm, q_samples, start, end, *, sub: int = 4) -> float:
+def _neighbour_lines(moves: list[MovePlan], i: int) -> list:
+    """The lines a blended move shares corners with (its samples near a corner belong to either line)."""
+    if not moves[i].blended:
+        return []
+    out = []
+    for j in (i - 1, i + 1):
+        if 0 <= j < len(moves) and moves[j].blended and moves[j].line_m is not None:
+            out.append(moves[j].line_m)
+    return out
+
+
+def line_deviation(arm: Arm, q_samples, start, end, *, sub: int = 4, also=()) -> float:
     """Worst distance (m) of the tool from the segment start-end, at the samples and ``sub`` points
-    between each pair of samples (joints interpolated linearly, as a servo does between frames)."""
+    between each pair of samples (joints interpolated linearly, as a servo does between frames).
+    ``also``: more (start, end) segments; the distance is then to the nearest of them (a blended chain's
+    samples near a shared corner)."""
     q = np.asarray(q_samples, dtype=float)
     if len(q) < 2:
         return 0.0
@@ -955,12 +983,16 @@ def line_deviation(arm: Arm, q_samples, start, end, *, sub: int = 4) -> float:
     qq = (q[:-1, None, :] + f[None, :, None] * np.diff(q, axis=0)[:, None, :]).reshape(-1, q.shape[1])
     qq = np.concatenate([qq, q[-1:]])
     p = tool_point(arm, qq)
-    a, b = np.asarray(start, dtype=float), np.asarray(end, dtype=float)
-    d = b - a
-    dd = float(d @ d)
-    u = np.clip(((p - a) @ d) / dd, 0.0, 1.0) if dd > 0 else np.zeros(len(p))
-    off = p - (a + u[:, None] * d)
-    return float(np.max(np.hypot(*off.T) if off.shape[-1] == 2 else np.linalg.norm(off, axis=-1)))
+    best = None
+    for sa, sb in [(start, end), *also]:
+        a, b = np.asarray(sa, dtype=float), np.asarray(sb, dtype=float)
+        d = b - a
+        dd = float(d @ d)
+        u = np.clip(((p - a) @ d) / dd, 0.0, 1.0) if dd > 0 else np.zeros(len(p))
+        off = p - (a + u[:, None] * d)
+        dist = np.hypot(*off.T) if off.shape[-1] == 2 else np.linalg.norm(off, axis=-1)
+        best = dist if best is None else np.minimum(best, dist)
+    return float(np.max(best))
 
 
 def summarize(arm: Arm, traj: Trajectory, moves: list[MovePlan]) -> dict:
@@ -971,7 +1003,14 @@ def summarize(arm: Arm, traj: Trajectory, moves: list[MovePlan]) -> dict:
         peak = np.abs(np.diff(q, axis=0)).max(axis=0) / traj.period_s
     else:
         peak = np.zeros(arm.n)
-    dev = max((line_deviation(arm, mp.q_rad, *mp.line_m) for mp in moves if mp.line_m is not None), default=0.0)
+    dev = max(
+        (
+            line_deviation(arm, mp.q_rad, *mp.line_m, also=_neighbour_lines(moves, i))
+            for i, mp in enumerate(moves)
+            if mp.line_m is not None
+        ),
+        default=0.0,
+    )
     out = {
         "duration_s": traj.duration_s,
         "segments": int(sum(mp.segments for mp in moves)),
@@ -988,3 +1027,276 @@ def summarize(arm: Arm, traj: Trajectory, moves: list[MovePlan]) -> dict:
         out["peak_gripper_speed_deg_s"] = round(float(np.degrees(peak_g)), 6)
         out["gripper_speed_limit_deg_s"] = round(float(np.degrees(arm.gripper.max_speed_rad_s)), 6)
     return out
+
+
+# --------------------------------------------------------------------------- blending
+
+
+#: Share of a line's tool acceleration a rounded corner may spend turning (normal, v^2 kappa) and speeding
+#: up or slowing down (tangential): 0.6^2 + 0.8^2 = 1, so the tool's acceleration stays within the bound.
+BLEND_NORMAL_SHARE = 0.6
+BLEND_TANGENT_SHARE = 0.8
+
+
+def corner_reach(d_in: float, d_out: float, u_in, u_out, blend_m: float) -> float:
+    """How far (m) before and after a corner its rounding starts and ends.
+
+    The corner between a line of length ``d_in`` along unit vector ``u_in`` and one of length ``d_out``
+    along ``u_out`` is replaced by the quadratic Bezier from C - d u_in to C + d u_out with C as its control
+    point; its middle passes C at d sin(theta/2) / 2 (theta the turn), the furthest it gets from C. So
+    d = 2 blend / sin(theta/2), at most half of each line (two roundings never overlap).
+    """
+    c = float(np.clip(np.dot(u_in, u_out), -1.0, 1.0))
+    half = math.sqrt(max(0.0, (1.0 - c) / 2.0))  # sin(theta / 2)
+    d = 2.0 * blend_m / half if half > 1e-12 else math.inf
+    return min(d, 0.5 * d_in, 0.5 * d_out)
+
+
+def _phi_of(path: LinePath, u):
+    return path.phi0 + np.asarray(u, dtype=float) * path.dphi
+
+
+class ChainPath:
+    """Consecutive lines with rounded corners, as one path: the path parameter s runs over the pieces
+    (line stretches in each line's own units, corners by arc length, or the tool's turn if longer); the
+    tool point and angle at any s, and joint angles by closed-form IK on the chain's branch."""
+
+    def __init__(self, arm: Arm, paths: list[LinePath], moves: list[LineMove]):
+        """``paths``: the lines as planned alone; ``moves``: their LineMoves (speed, acceleration, segment
+        length, blend distance of the corner at each one's end)."""
+        self.arm = arm
+        blends = [mv.blend_m for mv in moves[:-1]]
+        segment_m = [mv.segment_m for mv in moves]
+        speed = [mv.speed_m_s for mv in moves]
+        acc = [mv.accel_m_s2 for mv in moves]
+        self.paths = paths
+        n = len(paths)
+        dist = [float(np.linalg.norm(p.end - p.start)) for p in paths]
+        dirs = [(p.end - p.start) / d for p, d in zip(paths, dist, strict=True)]
+        self.reach = [
+            corner_reach(dist[i], dist[i + 1], dirs[i], dirs[i + 1], blends[i]) for i in range(n - 1)
+        ]  # d of each corner
+        u0 = [0.0] + [self.reach[i - 1] / dist[i] for i in range(1, n)]
+        u1 = [1.0 - self.reach[i] / dist[i] for i in range(n - 1)] + [1.0]
+        pieces = []  # (kind, index, s0, s1, data)
+        s_pts, caps, accs = [], [], []
+        s0 = 0.0
+        self.bounds = []  # s where each line hands over to the next (the corner's middle)
+        for i, p in enumerate(paths):
+            # the straight stretch of line i
+            ua, ub = u0[i], u1[i]
+            grid_u = p.s / p.length
+            inner = grid_u[(grid_u > ua) & (grid_u < ub)]
+            uu = np.concatenate([[ua], inner, [ub]])
+            ss = s0 + (uu - ua) * p.length
+            pieces.append(("line", i, s0, float(ss[-1]), (ua, ub)))
+            s_pts.append(ss if not s_pts else ss[1:])
+            scale = p.speed_scale if p.speed_scale > 0 else 1.0
+            caps.append(np.full(len(ss) - (0 if len(caps) == 0 else 1), speed[i] / scale))
+            accs.append(np.full(len(ss) - 1, acc[i] / scale))
+            s0 = float(ss[-1])
+            if i == n - 1:
+                break
+            # the rounded corner between line i and line i + 1
+            q = paths[i + 1]
+            d = self.reach[i]
+            c = p.end
+            a, b = c - d * dirs[i], c + d * dirs[i + 1]
+            ph_a, ph_b = float(_phi_of(p, ub)), float(_phi_of(q, u0[i + 1]))
+            k = max(MIN_TIMING_SEGMENTS, math.ceil(8 * d / min(segment_m[i], segment_m[i + 1])))
+            t = np.linspace(0.0, 1.0, 8 * k + 1)
+            pts = _bezier(a, c, b, t)
+            arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1))])
+            arc_len = float(arc[-1])
+            turn = float(self.arm.links_m[-1]) * abs(ph_b - ph_a) if arm.n_links == 3 else 0.0
+            length = max(arc_len, turn, 1e-12)
+            scale = arc_len / length
+            tt = t[::8]
+            ss = s0 + np.interp(tt, t, arc) / max(arc_len, 1e-300) * length
+            kappa = _bezier_curvature(a, c, b, tt)
+            acc_c = min(acc[i], acc[i + 1])
+            v_c = min(speed[i], speed[i + 1])
+            with np.errstate(divide="ignore"):
+                v_kappa = np.sqrt(BLEND_NORMAL_SHARE * acc_c / np.maximum(kappa, 1e-300))
+            vcap = np.minimum(v_c, v_kappa) / (scale if scale > 0 else 1.0)
+            pieces.append(("corner", i, s0, float(ss[-1]), (a, c, b, ph_a, ph_b, t, arc, length)))
+            s_pts.append(ss[1:])
+            caps.append(vcap[1:])
+            caps[-2][-1] = min(caps[-2][-1], vcap[0])
+            accs.append(np.full(len(ss) - 1, BLEND_TANGENT_SHARE * acc_c / (scale if scale > 0 else 1.0)))
+            self.bounds.append(float(np.interp(0.5, tt, ss)))
+            s0 = float(ss[-1])
+        self.pieces = pieces
+        self.s = np.concatenate(s_pts)
+        self.cap = np.concatenate(caps)
+        self.accel = np.concatenate(accs)
+        self.length = float(self.s[-1])
+        self.side, self.elbow = paths[0].side, paths[0].elbow
+        self.q = None
+        pts, phi = self.geometry(self.s)
+        self.points = pts
+        q, excess = self._ik(pts, phi, float(paths[0].q[0, 0]))
+        self.excess = excess
+        self.q = _continuous(q, paths[0].q[0])
+
+    def geometry(self, s):
+        """Tool points (K, dim) and tool angles (K,) at path parameters ``s``."""
+        s = np.asarray(s, dtype=float)
+        pts = np.zeros((len(s), len(self.paths[0].start)))
+        phi = np.zeros(len(s))
+        starts = np.array([pc[2] for pc in self.pieces])
+        which = np.clip(np.searchsorted(starts, s, side="right") - 1, 0, len(self.pieces) - 1)
+        for j, (kind, i, s0, s1, data) in enumerate(self.pieces):
+            m = which == j
+            if not np.any(m):
+                continue
+            f = np.clip((s[m] - s0) / (s1 - s0), 0.0, 1.0) if s1 > s0 else np.zeros(int(m.sum()))
+            if kind == "line":
+                p = self.paths[i]
+                u = data[0] + f * (data[1] - data[0])
+                pts[m] = p.start + u[:, None] * (p.end - p.start)
+                phi[m] = _phi_of(p, u)
+            else:
+                a, c, b, ph_a, ph_b, t, arc, _ = data
+                tt = np.interp(f * arc[-1], arc, t)
+                pts[m] = _bezier(a, c, b, tt)
+                phi[m] = ph_a + tt * (ph_b - ph_a)
+        return pts, phi
+
+    def _ik(self, pts, phi, base_ref: float):
+        arm = self.arm
+        ph = None if arm.n_links == 2 else phi
+        if not arm.layered:
+            return _branch_ik(arm.links_m, pts, ph, self.elbow)
+        return arm_branch_ik(arm, pts, ph, self.side, self.elbow, base_ref)
+
+    def at(self, s) -> np.ndarray:
+        """Joint angles (rad) at path parameters ``s``, continuous with the grid's."""
+        s = np.asarray(s, dtype=float)
+        pts, phi = self.geometry(s)
+        ref = np.stack([np.interp(s, self.s, self.q[:, j]) for j in range(self.q.shape[1])], axis=-1)
+        q, _ = self._ik(pts, phi, float(ref[0, 0]))
+        return _nearest_turn(q, ref)
+
+
+def _bezier(a, c, b, t):
+    t = np.asarray(t, dtype=float)[:, None]
+    return (1 - t) ** 2 * a + 2 * (1 - t) * t * c + t * t * b
+
+
+def _bezier_curvature(a, c, b, t):
+    t = np.asarray(t, dtype=float)[:, None]
+    d1 = 2 * (1 - t) * (c - a) + 2 * t * (b - c)
+    d2 = np.broadcast_to(2 * (b - 2 * c + a), d1.shape)
+    sp = np.linalg.norm(d1, axis=1)
+    if d1.shape[1] == 2:
+        cross = np.abs(d1[:, 0] * d2[:, 1] - d1[:, 1] * d2[:, 0])
+    else:
+        cross = np.linalg.norm(np.cross(d1, d2), axis=1)
+    return np.divide(cross, sp**3, out=np.zeros_like(sp), where=sp > 1e-300)
+
+
+def _blendable(arm: Arm, a: MovePlan, b: MovePlan, move_a) -> bool:
+    """Lines ``a`` then ``b`` may share a rounded corner: both plain lines that move the tool, on one branch,
+    and ``a`` asks for a blend without a stop."""
+    if not (isinstance(move_a, LineMove) and move_a.blend_m > 0 and not move_a.stop):
+        return False
+    pa, pb = a.path, b.path
+    if pa is None or pb is None or a.kind != "line" or b.kind != "line":
+        return False
+    da, db = np.linalg.norm(pa.end - pa.start), np.linalg.norm(pb.end - pb.start)
+    if da < 1e-9 or db < 1e-9:
+        return False
+    return pa.side == pb.side and pa.elbow == pb.elbow
+
+
+def blend_chain(arm: Arm, moves, plans: list[MovePlan], *, period_s: float, max_joint_step_rad: float):
+    """Replace runs of consecutive line plans whose moves ask for a blend (``LineMove.blend_m``) by one timed
+    motion through rounded corners (``ChainPath``): the tool passes each shared corner within the blend
+    distance, under every limit of the lines (tool speed and acceleration, joint speed and acceleration),
+    and comes to rest only at the end of the run. A corner that cannot be rounded (it would leave the
+    joint limits or jump between branches) is passed at rest, as without a blend. Returns the new plans
+    (one per move, each holding its share of the samples: up to the middle of its end corner)."""
+    out = list(plans)
+    i = 0
+    while i < len(plans):
+        j = i
+        while j + 1 < len(plans) and _blendable(arm, plans[j], plans[j + 1], moves[j]):
+            j += 1
+        if j > i:
+            done = _blend_run(arm, moves[i : j + 1], plans[i : j + 1], period_s, max_joint_step_rad)
+            out[i : j + 1] = done
+        i = j + 1
+    return out
+
+
+def _blend_run(arm, moves, plans, period, max_step):
+    """One run of blendable lines: split where a corner cannot be rounded, time each part."""
+    paths = [mp.path for mp in plans]
+    try:
+        chain = ChainPath(arm, paths, moves)
+    except (FloatingPointError, ValueError):  # pragma: no cover - degenerate geometry: keep the stops
+        return plans
+    bad = _bad_corners(arm, chain, max_step)
+    if bad:
+        # cut the run at the first bad corner and blend each side on its own
+        k = bad[0]
+        left = _blend_run(arm, moves[: k + 1], plans[: k + 1], period, max_step) if k > 0 else plans[:1]
+        right = (
+            _blend_run(arm, moves[k + 1 :], plans[k + 1 :], period, max_step)
+            if len(plans) - k - 1 > 1
+            else plans[k + 1 :]
+        )
+        return list(left) + list(right)
+    limit = arm.max_speed_rad_s
+    cap, _ = _caps_from_joints(chain.s, chain.q, limit, np.inf)
+    cap = np.minimum(cap, chain.cap)
+    accel = chain.accel
+    jerk = max(mv.jerk_time_s for mv in moves)
+    t, q, _, s_samp = _timed(
+        chain.s, cap, accel, chain.at, limit, period, label_kind="blended line", jerk_time_s=jerk, with_s=True
+    )
+    q[0], q[-1] = chain.q[0], chain.q[-1]
+    if np.any(_outside_limits(arm, q)):
+        return plans  # a joint peaking between grid points: keep the stops
+    # which sample belongs to which move: up to the middle of its end corner
+    cuts = [0] + [int(np.searchsorted(s_samp, b)) for b in chain.bounds] + [len(q) - 1]
+    cuts = [min(max(c, 0), len(q) - 1) for c in cuts]
+    for k in range(1, len(cuts)):
+        cuts[k] = max(cuts[k], cuts[k - 1])
+    g0 = plans[0].gripper_rad[0]
+    out = []
+    for k, mp in enumerate(plans):
+        a, b = cuts[k], cuts[k + 1]
+        qq = q[a : b + 1]
+        out.append(
+            MovePlan(
+                kind="line",
+                label=mp.label,
+                t_s=np.arange(len(qq)) * period,
+                q_rad=qq,
+                gripper_rad=np.full(len(qq), g0),
+                points_m=mp.points_m,
+                segments=mp.segments,
+                line_m=mp.line_m,
+                slowed=False,
+                path=mp.path,
+                blended=True,
+            )
+        )
+    return out
+
+
+def _bad_corners(arm, chain: ChainPath, max_step: float) -> list[int]:
+    """Corners (indices) whose rounding leaves the reach or the joint limits, or makes a joint jump."""
+    bad = []
+    step = np.abs(np.diff(chain.q, axis=0)).max(axis=1)
+    outside = _outside_limits(arm, chain.q)
+    for kind, i, s0, s1, _ in chain.pieces:
+        if kind != "corner":
+            continue
+        m = (chain.s >= s0) & (chain.s <= s1)
+        idx = np.nonzero(m)[0]
+        if np.any(chain.excess[idx] > REACH_TOL_M) or np.any(outside[idx]) or np.any(step[idx[:-1]] > 2.0 * max_step):
+            bad.append(i)
+    return bad
