@@ -717,6 +717,46 @@ def _caps_from_joints(s, q, speed_limit, base_cap):
     return cap, bool(np.any(seg_cap < base_cap * (1 - 1e-9)))
 
 
+def joint_accel_bounds(s, q, accel_limit, cap, accel):
+    """Speed caps (per point) and path accelerations (per segment) that keep every joint's acceleration
+    within ``accel_limit`` (rad/s^2) on the path (s, q).
+
+    A joint's acceleration is q_s s'' + q_ss s'^2 (q_s, q_ss its first and second derivatives along s).
+    The caps leave at most half of each limit to the curvature term (q_ss cap^2 <= A / 2); each segment's
+    path acceleration then keeps |q_s| a + |q_ss| cap^2 <= 0.98 A with the segment's largest cap (the
+    speed there is never higher). Where nothing binds, ``cap`` and ``accel`` come back unchanged (the same
+    objects), so arms whose joints never reach their limits plan exactly as before.
+    """
+    s = np.asarray(s, dtype=float)
+    q = np.asarray(q, dtype=float)
+    A = np.asarray(accel_limit, dtype=float)
+    ds = np.diff(s)
+    if len(ds) == 0:
+        return cap, accel
+    slope = np.diff(q, axis=0) / np.maximum(ds, 1e-300)[:, None]  # (K-1, m) per segment
+    curv = np.zeros_like(q)
+    if len(ds) > 1:
+        curv[1:-1] = 2.0 * np.diff(slope, axis=0) / np.maximum(ds[:-1] + ds[1:], 1e-300)[:, None]
+        curv[0], curv[-1] = curv[1], curv[-2]
+    curv = np.abs(curv)
+    cap = np.asarray(cap, dtype=float)
+    with np.errstate(divide="ignore"):
+        v2 = np.min(0.5 * A / np.maximum(curv, 1e-300), axis=1)
+    new_cap = cap
+    if np.any(v2 < cap * cap):
+        new_cap = np.minimum(cap, np.sqrt(v2))
+    seg_cap2 = np.maximum(new_cap[:-1], new_cap[1:]) ** 2
+    seg_curv = np.maximum(curv[:-1], curv[1:])
+    room = SPEED_MARGIN * A[None, :] - seg_curv * seg_cap2[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a_j = np.min(np.where(np.abs(slope) > 1e-300, room / np.abs(slope), np.inf), axis=1)
+    a_j = np.maximum(a_j, 1e-9)
+    new_acc = accel
+    if np.any(a_j < np.asarray(accel)):
+        new_acc = np.minimum(accel, a_j)
+    return new_cap, new_acc
+
+
 # --------------------------------------------------------------------------- one move
 
 
@@ -780,10 +820,12 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
         s = np.linspace(0.0, 1.0, 129)
         moving = np.abs(dq) > 0
         cap = float(np.min(move.speed_fraction * limit[moving] / np.abs(dq[moving])))
+        acc = move.accel_rad_s2 / span
+        acc = min(acc, float(np.min(arm.max_accel_rad_s2[moving] / np.abs(dq[moving]))))  # each joint's limit
         t, q, _ = _timed(
             s,
             np.full(len(s), cap),
-            move.accel_rad_s2 / span,
+            acc,
             lambda u: q0 + u[:, None] * dq,
             limit,
             period,
@@ -802,8 +844,10 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
         base = move.speed_m_s / path.speed_scale if path.speed_scale > 0 else move.speed_m_s
         acc = move.accel_m_s2 / path.speed_scale if path.speed_scale > 0 else move.accel_m_s2
         cap, _ = _caps_from_joints(path.s, path.q, limit, base)
-        t, q, _ = _timed(path.s, cap, acc, path.at, limit, period, label_kind="line", jerk_time_s=move.jerk_time_s)
-        # Slowed if the joint speed limits made the move longer than the Cartesian limits alone would.
+        cap, acc_j = joint_accel_bounds(path.s, path.q, arm.max_accel_rad_s2, cap, acc)
+        t, q, _ = _timed(path.s, cap, acc_j, path.at, limit, period, label_kind="line", jerk_time_s=move.jerk_time_s)
+        # Slowed if the joint speed (or acceleration) limits made the move longer than the Cartesian limits
+        # alone would.
         free = speed_profile(path.s, np.full(len(path.s), base), acc)[1][-1] + move.jerk_time_s
         slowed = bool(_sample_times(float(free), period)[0][-1] < t[-1] - 1e-9)
         q[0], q[-1] = path.q[0], path.q[-1]
@@ -1036,6 +1080,8 @@ def summarize(arm: Arm, traj: Trajectory, moves: list[MovePlan]) -> dict:
 #: up or slowing down (tangential): 0.6^2 + 0.8^2 = 1, so the tool's acceleration stays within the bound.
 BLEND_NORMAL_SHARE = 0.6
 BLEND_TANGENT_SHARE = 0.8
+#: A corner turning more than 170 degrees is passed at rest (the tool turns back and stops there anyway).
+MAX_BLEND_TURN_COS = math.cos(math.radians(170.0))
 
 
 def corner_reach(d_in: float, d_out: float, u_in, u_out, blend_m: float) -> float:
@@ -1085,16 +1131,18 @@ class ChainPath:
         for i, p in enumerate(paths):
             # the straight stretch of line i
             ua, ub = u0[i], u1[i]
-            grid_u = p.s / p.length
-            inner = grid_u[(grid_u > ua) & (grid_u < ub)]
-            uu = np.concatenate([[ua], inner, [ub]])
-            ss = s0 + (uu - ua) * p.length
-            pieces.append(("line", i, s0, float(ss[-1]), (ua, ub)))
-            s_pts.append(ss if not s_pts else ss[1:])
-            scale = p.speed_scale if p.speed_scale > 0 else 1.0
-            caps.append(np.full(len(ss) - (0 if len(caps) == 0 else 1), speed[i] / scale))
-            accs.append(np.full(len(ss) - 1, acc[i] / scale))
-            s0 = float(ss[-1])
+            eps = 1e-6 / p.length  # no grid points closer than a micrometre (slopes between them are noise)
+            if i == 0 or (ub - ua) > eps:  # (between two roundings that meet there is no straight stretch)
+                grid_u = p.s / p.length
+                inner = grid_u[(grid_u > ua + eps) & (grid_u < ub - eps)]
+                uu = np.concatenate([[ua], inner, [ub]])
+                ss = s0 + (uu - ua) * p.length
+                pieces.append(("line", i, s0, float(ss[-1]), (ua, ub)))
+                s_pts.append(ss if not s_pts else ss[1:])
+                scale = p.speed_scale if p.speed_scale > 0 else 1.0
+                caps.append(np.full(len(ss) - (0 if len(caps) == 0 else 1), speed[i] / scale))
+                accs.append(np.full(len(ss) - 1, acc[i] / scale))
+                s0 = float(ss[-1])
             if i == n - 1:
                 break
             # the rounded corner between line i and line i + 1
@@ -1207,6 +1255,8 @@ def _blendable(arm: Arm, a: MovePlan, b: MovePlan, move_a) -> bool:
     da, db = np.linalg.norm(pa.end - pa.start), np.linalg.norm(pb.end - pb.start)
     if da < 1e-9 or db < 1e-9:
         return False
+    if np.dot(pa.end - pa.start, pb.end - pb.start) / (da * db) < MAX_BLEND_TURN_COS:
+        return False  # turning back (nearly) the way it came: the tool stops there anyway
     return pa.side == pb.side and pa.elbow == pb.elbow
 
 
@@ -1251,7 +1301,7 @@ def _blend_run(arm, moves, plans, period, max_step):
     limit = arm.max_speed_rad_s
     cap, _ = _caps_from_joints(chain.s, chain.q, limit, np.inf)
     cap = np.minimum(cap, chain.cap)
-    accel = chain.accel
+    cap, accel = joint_accel_bounds(chain.s, chain.q, arm.max_accel_rad_s2, cap, chain.accel)
     jerk = max(mv.jerk_time_s for mv in moves)
     t, q, _, s_samp = _timed(
         chain.s, cap, accel, chain.at, limit, period, label_kind="blended line", jerk_time_s=jerk, with_s=True
