@@ -671,7 +671,17 @@ def s_curve(s, v, t, jerk_time_s: float):
 
 
 def _timed(
-    s, cap, accel, q_at, speed_limit, period, *, label_kind: str, jerk_time_s: float = 0.0, with_s: bool = False
+    s,
+    cap,
+    accel,
+    q_at,
+    speed_limit,
+    period,
+    *,
+    label_kind: str,
+    jerk_time_s: float = 0.0,
+    with_s: bool = False,
+    profile=speed_profile,
 ):
     """Time a path and sample it; re-time locally until no sampled joint speed exceeds its limit.
 
@@ -681,7 +691,7 @@ def _timed(
     """
     cap = np.array(cap, dtype=float)
     for _ in range(12):
-        v, t = speed_profile(s, cap, accel)
+        v, t = profile(s, cap, accel)
         if not t[-1] > 0 and s[-1] > s[0]:  # speeds so small that v^2 vanished against the rounding of accel*s
             raise MotionError(f"the speed or acceleration of this {label_kind} is too small to time it")
         if jerk_time_s > 0 and t[-1] > 0:
@@ -730,14 +740,9 @@ def joint_accel_bounds(s, q, accel_limit, cap, accel):
     s = np.asarray(s, dtype=float)
     q = np.asarray(q, dtype=float)
     A = np.asarray(accel_limit, dtype=float)
-    ds = np.diff(s)
-    if len(ds) == 0:
+    if len(s) < 2:
         return cap, accel
-    slope = np.diff(q, axis=0) / np.maximum(ds, 1e-300)[:, None]  # (K-1, m) per segment
-    curv = np.zeros_like(q)
-    if len(ds) > 1:
-        curv[1:-1] = 2.0 * np.diff(slope, axis=0) / np.maximum(ds[:-1] + ds[1:], 1e-300)[:, None]
-        curv[0], curv[-1] = curv[1], curv[-2]
+    slope, curv = _derivatives(s, q)
     curv = np.abs(curv)
     cap = np.asarray(cap, dtype=float)
     with np.errstate(divide="ignore"):
@@ -755,6 +760,86 @@ def joint_accel_bounds(s, q, accel_limit, cap, accel):
     if np.any(a_j < np.asarray(accel)):
         new_acc = np.minimum(accel, a_j)
     return new_cap, new_acc
+
+
+def _derivatives(s, q):
+    """Per segment dq/ds (K-1, m) and per point d2q/ds2 (K, m) of a path sampled at (s, q)."""
+    ds = np.diff(s)
+    slope = np.diff(q, axis=0) / np.maximum(ds, 1e-300)[:, None]
+    curv = np.zeros_like(q)
+    if len(ds) > 1:
+        curv[1:-1] = 2.0 * np.diff(slope, axis=0) / np.maximum(ds[:-1] + ds[1:], 1e-300)[:, None]
+        curv[0], curv[-1] = curv[1], curv[-2]
+    return slope, curv
+
+
+def joint_accel_profile(s, cap, accel, q, accel_limit):
+    """Fastest speeds at path points ``s`` (as ``speed_profile``: caps, path acceleration ``accel``, rest at
+    both ends) that also keep each joint's acceleration q_s s'' + q_ss s'^2 within ``accel_limit`` (rad/s^2,
+    with the planning margin) at both ends of every segment, the path acceleration constant over each.
+
+    The time-optimal profile's two passes (as in TOPP-RA): backwards, the largest squared speed at each point
+    from which the rest of the path can still be braked to rest; forwards, the largest acceleration every
+    constraint allows, within that bound. The constraints are linear in the squared speeds of a segment's
+    two ends, so each step is a few divisions per joint. Returns (v, t).
+    """
+    s = np.asarray(s, dtype=float)
+    K = len(s)
+    ds = np.diff(s).tolist()
+    slope, curv = _derivatives(s, np.asarray(q, dtype=float))
+    A = (SPEED_MARGIN * np.asarray(accel_limit, dtype=float)).tolist()
+    acc = np.broadcast_to(np.asarray(accel, dtype=float), (K - 1,)).tolist()
+    U = (np.asarray(cap, dtype=float) ** 2).tolist()
+    U[0] = U[-1] = 0.0
+    sl, cv = slope.tolist(), curv.tolist()
+    m = len(A)
+
+    def upper(hi, alpha, beta, a_lim):
+        # -a_lim <= alpha x + beta <= a_lim: the upper bound on x it gives
+        if alpha > 1e-300:
+            return min(hi, (a_lim - beta) / alpha)
+        if alpha < -1e-300:
+            return min(hi, (-a_lim - beta) / alpha)
+        return hi
+
+    ub = [0.0] * K
+    for k in range(K - 2, -1, -1):
+        un, h = ub[k + 1], 2.0 * ds[k]
+        if h <= 0.0:
+            ub[k] = min(U[k], un)
+            continue
+        hi = min(U[k], un + h * acc[k])  # x = u_k; a = (un - x) / h >= -acc
+        for j in range(m):
+            g = sl[k][j] / h
+            hi = upper(hi, cv[k][j] - g, g * un, A[j])  # at the segment's start
+            hi = upper(hi, -g, (g + cv[k + 1][j]) * un, A[j])  # at its end
+        ub[k] = max(hi, 0.0)
+    u = [0.0] * K
+    for k in range(K - 1):
+        x, h = u[k], 2.0 * ds[k]
+        if h <= 0.0:
+            u[k + 1] = min(x, ub[k + 1])
+            continue
+        hi = min(ub[k + 1], x + h * acc[k])  # y = u_{k+1}; a = (y - x) / h <= acc
+        for j in range(m):
+            g = sl[k][j] / h
+            hi = upper(hi, g, (cv[k][j] - g) * x, A[j])
+            hi = upper(hi, g + cv[k + 1][j], -g * x, A[j])
+        u[k + 1] = max(hi, 0.0)
+    v = np.sqrt(np.maximum(np.array(u), 0.0))
+    vsum = v[:-1] + v[1:]
+    dsa = np.diff(s)
+    dt = np.divide(2.0 * dsa, vsum, out=np.zeros_like(dsa), where=vsum > 0)
+    return v, np.concatenate([[0.0], np.cumsum(dt)])
+
+
+def _profile_for(s, q, accel_limit, cap, accel):
+    """The speed profile function a path needs: ``speed_profile`` where no joint acceleration limit binds
+    (the same numbers as before joint acceleration limits existed), else ``joint_accel_profile``."""
+    cap2, acc2 = joint_accel_bounds(s, q, accel_limit, cap, accel)
+    if cap2 is cap and acc2 is accel:
+        return speed_profile
+    return lambda s_, cap_, acc_: joint_accel_profile(s_, cap_, acc_, q, accel_limit)
 
 
 # --------------------------------------------------------------------------- one move
@@ -844,8 +929,10 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
         base = move.speed_m_s / path.speed_scale if path.speed_scale > 0 else move.speed_m_s
         acc = move.accel_m_s2 / path.speed_scale if path.speed_scale > 0 else move.accel_m_s2
         cap, _ = _caps_from_joints(path.s, path.q, limit, base)
-        cap, acc_j = joint_accel_bounds(path.s, path.q, arm.max_accel_rad_s2, cap, acc)
-        t, q, _ = _timed(path.s, cap, acc_j, path.at, limit, period, label_kind="line", jerk_time_s=move.jerk_time_s)
+        profile = _profile_for(path.s, path.q, arm.max_accel_rad_s2, cap, acc)
+        t, q, _ = _timed(
+            path.s, cap, acc, path.at, limit, period, label_kind="line", jerk_time_s=move.jerk_time_s, profile=profile
+        )
         # Slowed if the joint speed (or acceleration) limits made the move longer than the Cartesian limits
         # alone would.
         free = speed_profile(path.s, np.full(len(path.s), base), acc)[1][-1] + move.jerk_time_s
@@ -1301,10 +1388,20 @@ def _blend_run(arm, moves, plans, period, max_step):
     limit = arm.max_speed_rad_s
     cap, _ = _caps_from_joints(chain.s, chain.q, limit, np.inf)
     cap = np.minimum(cap, chain.cap)
-    cap, accel = joint_accel_bounds(chain.s, chain.q, arm.max_accel_rad_s2, cap, chain.accel)
+    accel = chain.accel
+    profile = _profile_for(chain.s, chain.q, arm.max_accel_rad_s2, cap, accel)
     jerk = max(mv.jerk_time_s for mv in moves)
     t, q, _, s_samp = _timed(
-        chain.s, cap, accel, chain.at, limit, period, label_kind="blended line", jerk_time_s=jerk, with_s=True
+        chain.s,
+        cap,
+        accel,
+        chain.at,
+        limit,
+        period,
+        label_kind="blended line",
+        jerk_time_s=jerk,
+        with_s=True,
+        profile=profile,
     )
     q[0], q[-1] = chain.q[0], chain.q[-1]
     if np.any(_outside_limits(arm, q)):
