@@ -834,12 +834,37 @@ def joint_accel_profile(s, cap, accel, q, accel_limit):
 
 
 def _profile_for(s, q, accel_limit, cap, accel):
-    """The speed profile function a path needs: ``speed_profile`` where no joint acceleration limit binds
-    (the same numbers as before joint acceleration limits existed), else ``joint_accel_profile``."""
-    cap2, acc2 = joint_accel_bounds(s, q, accel_limit, cap, accel)
-    if cap2 is cap and acc2 is accel:
+    """The speed profile function a path needs: ``speed_profile`` where no joint acceleration limit can
+    bind (the very numbers of the planner before joint acceleration limits), else one that keeps
+    ``speed_profile``'s answer where it keeps every joint within its limit and otherwise gives
+    ``joint_accel_profile``'s."""
+    s = np.asarray(s, dtype=float)
+    if len(s) < 3:
         return speed_profile
-    return lambda s_, cap_, acc_: joint_accel_profile(s_, cap_, acc_, q, accel_limit)
+    A = SPEED_MARGIN * np.asarray(accel_limit, dtype=float)
+    ds = s[1:] - s[:-1]
+    slope = (q[1:] - q[:-1]) / ds[:, None]
+    # the most any joint could accelerate anywhere on the path: steepest slope at the largest path
+    # acceleration plus sharpest bend at the highest speed cap (a quick bound, all joints at once:
+    # where it holds, nothing binds; whole-array reductions, as this runs for every line)
+    a_max = accel if isinstance(accel, float) else float(np.max(accel))
+    bend = float(np.abs(slope[1:] - slope[:-1]).max()) / (0.5 * float((ds[:-1] + ds[1:]).min()))
+    if float(np.abs(slope).max()) * a_max + bend * float(cap.max()) ** 2 <= float(A.min()):
+        return speed_profile
+    slope, curv = _derivatives(s, q)
+
+    def profile(s_, cap_, acc_):
+        v, t = speed_profile(s_, cap_, acc_)
+        u = v * v
+        a = np.diff(u) / np.maximum(2.0 * np.diff(s_), 1e-300)
+        worst = np.maximum(
+            np.abs(slope * a[:, None] + curv[:-1] * u[:-1, None]), np.abs(slope * a[:, None] + curv[1:] * u[1:, None])
+        )
+        if np.all(worst <= A * (1.0 + 1e-9)):
+            return v, t
+        return joint_accel_profile(s_, cap_, acc_, q, accel_limit)
+
+    return profile
 
 
 # --------------------------------------------------------------------------- one move
