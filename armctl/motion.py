@@ -43,8 +43,19 @@ import numpy as np
 
 from . import ik
 from .arm import Arm
+from .branch_ik import _branch_ik, _elbow_of, _fill_axis, _ik_two_link, _wrap, arm_branch_ik, branch_ik  # noqa: F401
 from .errors import JointLimitError, MotionError, UnreachableError
-from .kinematics import fk, joint_angles, limit_excess, limit_names, link_angle, tool_pitch, tool_point
+from .kinematics import fk, limit_excess, limit_names, link_angle, tool_point
+from .redundancy import (  # noqa: F401
+    CRITERION_BEST,
+    CRITERION_NEAREST,
+    CRITERION_PHI,
+    REACH_TOL_M,
+    _pitch,
+    best_free_pose,
+    free_angle_profile,
+    pose_score,
+)
 from .trajectory import DEFAULT_PERIOD_S, Trajectory
 from .workspace import check_reachable, fmt_point
 
@@ -66,9 +77,7 @@ MIN_TIMING_SEGMENTS = 16
 MAX_MOVE_S = 3600.0
 #: A segment this short that still moves a joint more than the bound is a jump.
 MIN_SEGMENT_M = 1e-6
-#: How far (m) a target may lie outside the reach annulus and still be taken
-#: as on its edge (rounding in mm/deg inputs).
-REACH_TOL_M = 1e-9
+# (REACH_TOL_M, how far a target may lie outside the reach annulus and count as on its edge: armctl.redundancy)
 
 
 # --------------------------------------------------------------------------- moves
@@ -172,97 +181,6 @@ class Plan:
         return summarize(self.arm, self.trajectory, self.moves)
 
 
-# --------------------------------------------------------------------------- closed-form IK on one branch
-
-
-def _ik_two_link(l1: float, l2: float, x, y, elbow: float):
-    """Closed-form 2-link IK on the elbow branch ``elbow`` (+1/-1), vectorised.
-
-    Returns (q1, q2, excess): ``excess`` > 0 where the point is out of reach,
-    by how much (m, radial); those points get the nearest reachable solution.
-    """
-    r2 = x * x + y * y
-    r = np.sqrt(r2)
-    excess = np.maximum(r - (l1 + l2), abs(l1 - l2) - r)
-    c2 = np.clip((r2 - l1 * l1 - l2 * l2) / (2.0 * l1 * l2), -1.0, 1.0)
-    q2 = elbow * np.arccos(c2)
-    q1 = np.arctan2(y, x) - np.arctan2(l2 * np.sin(q2), l1 + l2 * np.cos(q2))
-    return q1, q2, excess
-
-
-def branch_ik(arm: Arm, points_m, phi_rad, elbow: float):
-    """Closed-form IK for many tool points on one elbow branch.
-
-    ``points_m`` (K, 2) m; ``phi_rad`` (K,) tool angles (3-link arms) or None.
-    Returns (q (K, n) rad, each angle wrapped to (-pi, pi]; excess (K,) m, the
-    distance outside the reach annulus, <= 0 when reachable).
-    """
-    return _branch_ik(arm.links_m, points_m, phi_rad, elbow)
-
-
-def _branch_ik(links, points_m, phi_rad, elbow: float):
-    p = np.asarray(points_m, dtype=float)
-    if len(links) == 2:
-        q1, q2, excess = _ik_two_link(links[0], links[1], p[:, 0], p[:, 1], elbow)
-        q = np.stack([q1, q2], axis=-1)
-    else:
-        phi = np.asarray(phi_rad, dtype=float)
-        wx = p[:, 0] - links[2] * np.cos(phi)
-        wy = p[:, 1] - links[2] * np.sin(phi)
-        q1, q2, excess = _ik_two_link(links[0], links[1], wx, wy, elbow)
-        q = np.stack([q1, q2, phi - q1 - q2], axis=-1)
-    return _wrap(q), excess
-
-
-def _wrap(a):
-    return (np.asarray(a) + math.pi) % TWO_PI - math.pi
-
-
-def _elbow_of(q) -> float:
-    return 1.0 if q[1] >= 0.0 else -1.0
-
-
-def arm_branch_ik(arm: Arm, points_m, phi_rad, side: float, elbow: float, base_ref: float = 0.0):
-    """Closed-form IK for many tool points of any arm on one branch, vectorised.
-
-    ``points_m`` (K, dim) m; ``phi_rad`` (K,) tool angles (3-link chains; on a base arm the pitch from the
-    outward horizontal) or None; ``elbow`` the sign of the chain's serial elbow angle; ``side`` on a base
-    arm +1 for the base pointing at the point, -1 for half a turn from it (the chain reaching back over the
-    axis). Points on the base axis take the base angle of their neighbours (else ``base_ref``).
-    Returns (q (K, n) rad, each angle wrapped to (-pi, pi]; excess (K,) m outside the chain's annulus).
-    A planar serial arm is exactly ``branch_ik``.
-    """
-    if not arm.layered:
-        return _branch_ik(arm.links_m, points_m, phi_rad, elbow)
-    p = np.asarray(points_m, dtype=float)
-    base = None
-    ph = phi_rad
-    if arm.has_base:
-        rho = np.hypot(p[:, 0], p[:, 1])
-        base = np.arctan2(p[:, 1], p[:, 0]) + (0.0 if side > 0 else math.pi)
-        axis = rho <= 1e-12
-        if np.any(axis):
-            base = _fill_axis(base, axis, base_ref)
-        uv = np.stack([side * rho - arm.base_offset_m, p[:, 2] - arm.shoulder_height_m], axis=-1)
-        if phi_rad is not None and side < 0:
-            ph = math.pi - np.asarray(phi_rad, dtype=float)
-    else:
-        uv = p
-    c, excess = _branch_ik(arm.links_m, uv, ph, elbow)
-    return _wrap(joint_angles(arm, c, base)), excess
-
-
-def _fill_axis(base, axis, ref: float):
-    """Base angles where the point is on the base axis: the nearest earlier point's, else the next one's,
-    else ``ref``."""
-    idx = np.arange(len(base))
-    fwd = np.maximum.accumulate(np.where(~axis, idx, -1))
-    bwd = np.minimum.accumulate(np.where(~axis, idx, len(base))[::-1])[::-1]
-    pick = np.where(fwd >= 0, fwd, bwd)
-    out = np.where(pick < len(base), base[np.minimum(pick, len(base) - 1)], ref)
-    return np.where(axis, out, base)
-
-
 def branch_of(arm: Arm, q) -> tuple[float, float]:
     """(side, elbow) of pose ``q``: the sign of the chain's serial elbow angle and, on a base arm, whether
     the tool is on the base's side of its axis (+1) or reached back over it (-1)."""
@@ -276,12 +194,6 @@ def branch_of(arm: Arm, q) -> tuple[float, float]:
         u = fk(arm.links_m, c)[0] + arm.base_offset_m
         side = 1.0 if u >= 0.0 else -1.0
     return side, (1.0 if c[1] >= 0.0 else -1.0)
-
-
-def _pitch(arm: Arm, q) -> float:
-    """The tool angle a line interpolates: the sum of the joint angles on a planar serial arm (unwrapped,
-    as always), the pitch from the outward horizontal on a layered one."""
-    return float(np.sum(q)) if not arm.layered else float(tool_pitch(arm, q))
 
 
 # --------------------------------------------------------------------------- errors
@@ -350,15 +262,21 @@ def _outside_limits(arm: Arm, q, tol: float = 1e-9) -> np.ndarray:
 # --------------------------------------------------------------------------- IK for move end poses
 
 
-def solve_pose(arm: Arm, target_m, phi_rad: float | None, q_near) -> np.ndarray:
+def solve_pose(arm: Arm, target_m, phi_rad: float | None, q_near, *, criterion: str = "best") -> np.ndarray:
     """Joint angles (rad) reaching ``target_m`` (m) [with tool angle ``phi_rad``], nearest ``q_near``.
 
-    Raises UnreachableError (with the shortfall) or JointLimitError when no
+    A 3-link chain without a tool angle is redundant: ``criterion="best"`` (default) takes the pose furthest
+    inside the joint limits and away from singularity (``best_free_pose``), ``"nearest"`` the one IK finds
+    nearest ``q_near``. Raises UnreachableError (with the shortfall) or JointLimitError when no
     solution inside the joint limits exists.
     """
     target = np.asarray(target_m, dtype=float)
     q_near = np.asarray(q_near, dtype=float)
     phi = phi_rad if arm.n_links == 3 else None
+    if phi is None and arm.n_links == 3 and criterion == "best" and len(target) == arm.dim:
+        best = best_free_pose(arm, target)
+        if best is not None:
+            return _nearest_turn(best[0], q_near) if not arm.within_limits(best[0]) else best[0]
     if arm.layered:
         return _solve_pose_layered(arm, target, phi, q_near)
     check_reachable(arm, target, phi)
@@ -431,13 +349,21 @@ class LinePath:
     links: np.ndarray
     arm: Arm | None = None  # a base or parallelogram arm (None: the planar serial chain of ``links``)
     side: float = 1.0  # base arms: +1 the base points at the tool, -1 half a turn from it
+    profile: tuple | None = None  # free tool angle: (u knots, phi offsets from phi0) of a piecewise-linear profile
+
+    def phi_at(self, u):
+        """The tool angle (rad) at fractions ``u`` of the line: linear from phi0 to phi0 + dphi, or the profile."""
+        u = np.asarray(u, dtype=float)
+        if self.profile is None:
+            return self.phi0 + u * self.dphi
+        return self.phi0 + np.interp(u, self.profile[0], self.profile[1])
 
     def at(self, s) -> np.ndarray:
         """Joint angles (rad) at path parameters ``s``: exact IK, continuous with the segment points."""
         s = np.asarray(s, dtype=float)
         u = s / self.length if self.length > 0 else np.zeros_like(s)
         pts = self.start + u[:, None] * (self.end - self.start)
-        phi = self.phi0 + u * self.dphi
+        phi = self.phi_at(u)
         ref = np.stack([np.interp(s, self.s, self.q[:, j]) for j in range(self.q.shape[1])], axis=-1)
         if self.arm is None:
             q, _ = _branch_ik(self.links, pts, phi, self.elbow)
@@ -467,10 +393,38 @@ def plan_line_path(arm: Arm, q0, move: LineMove, *, max_joint_step_rad: float = 
         return _line_path(arm, q0, move, _pitch(arm, move.end_q_rad), max_joint_step_rad)
     if move.phi_rad is not None:
         return _line_path(arm, q0, move, float(move.phi_rad), max_joint_step_rad)
-    # Free tool angle: the end angle IK picks near the start pose, else the nearest end angle
-    # (5 deg steps, up to 90 deg away) for which the line works on the start's elbow branch.
-    phi_ik = _pitch(arm, solve_pose(arm, move.target_m, None, q0))
+    return _free_angle_path(arm, q0, move, max_joint_step_rad)
+
+
+def _free_angle_path(arm: Arm, q0, move: LineMove, max_joint_step_rad: float) -> LinePath:
+    """A line with a free tool angle (null-space motion): the tool angle turns linearly to the best end pose on
+    the start's branch (``best_free_pose``) when that line stays inside every limit; else along the profile
+    ``free_angle_profile`` finds (the tool angle that keeps the joints furthest inside their limits all
+    along); else the end angles near the one IK picks near the start pose (5 deg steps, up to 90 deg away).
+    Refused (the first error) only when none works."""
+    side, elbow = branch_of(arm, q0)
+    target = np.asarray(move.target_m, dtype=float)
+    if float(np.linalg.norm(target - tool_point(arm, q0))) <= 1e-9:
+        return _line_path(arm, q0, move, _pitch(arm, q0), max_joint_step_rad)  # already there: keep the angle
     first = None
+    best = best_free_pose(arm, target, branches=[(side, elbow)])
+    if best is not None:
+        try:
+            return _line_path(arm, q0, move, best[1], max_joint_step_rad)
+        except MotionError as exc:
+            first = exc
+    for grid_deg, steps in ((1.0, 1), (0.5, 2)):
+        profile = free_angle_profile(arm, q0, target, side, elbow, grid_deg=grid_deg, steps_per_5mm=steps)
+        if profile is None:
+            break
+        try:
+            return _line_path(arm, q0, move, None, max_joint_step_rad, profile=profile)
+        except MotionError as exc:
+            first = first or exc
+    try:
+        phi_ik = _pitch(arm, solve_pose(arm, target, None, q0, criterion="nearest"))
+    except MotionError as exc:
+        raise first or exc from None
     for d in sorted(np.radians(np.arange(-90.0, 90.1, 5.0)), key=abs):
         try:
             return _line_path(arm, q0, move, phi_ik + float(d), max_joint_step_rad)
@@ -479,19 +433,27 @@ def plan_line_path(arm: Arm, q0, move: LineMove, *, max_joint_step_rad: float = 
     raise first
 
 
-def _line_path(arm: Arm, q0, move: LineMove, phi_end: float | None, max_joint_step_rad: float) -> LinePath:
+def _line_path(
+    arm: Arm, q0, move: LineMove, phi_end: float | None, max_joint_step_rad: float, profile=None
+) -> LinePath:
+    """``profile``: (u knots, tool angle offsets from the start's) of a free tool angle's profile; else the
+    tool angle turns linearly to ``phi_end``."""
     start = tool_point(arm, q0)
     end = np.asarray(move.target_m, dtype=float)
     n = arm.n_links
     phi0 = _pitch(arm, q0)
     dphi = 0.0 if phi_end is None else float(_wrap(phi_end - phi0))
+    turn = abs(dphi)
+    if profile is not None:
+        dphi = float(profile[1][-1])
+        turn = float(np.sum(np.abs(np.diff(profile[1]))))
     if arm.layered:
         solve_pose(arm, end, None if n == 2 else phi0 + dphi, q0)  # the end reachable inside every limit
     else:
         check_reachable(arm, end, None if n == 2 else phi0 + dphi)
     dist = float(np.linalg.norm(end - start)) if arm.has_base else float(np.hypot(*(end - start)))
     # A pure turn of the tool counts as the distance the tool tip's last link sweeps.
-    length = max(dist, float(arm.links_m[-1]) * abs(dphi)) if n == 3 else dist
+    length = max(dist, float(arm.links_m[-1]) * turn) if n == 3 else dist
     side, elbow = branch_of(arm, q0)
     rel = q0[1] if not arm.layered else float(_chain_elbow(arm, q0))
     if abs(rel) < 1e-9 and move.end_q_rad is not None:
@@ -510,6 +472,7 @@ def _line_path(arm: Arm, q0, move: LineMove, phi_end: float | None, max_joint_st
         links=arm.links_m,
         arm=arm if arm.layered else None,
         side=side,
+        profile=profile,
     )
     if length <= 0.0:
         return path
@@ -573,7 +536,7 @@ def _line_path(arm: Arm, q0, move: LineMove, phi_end: float | None, max_joint_st
 def _solve_points(path: LinePath, s):
     u = s / path.length
     pts = path.start + u[:, None] * (path.end - path.start)
-    phi = path.phi0 + u * path.dphi
+    phi = path.phi_at(u)
     if path.arm is None:
         q, excess = _branch_ik(path.links, pts, phi, path.elbow)
     else:
@@ -1211,7 +1174,7 @@ def corner_reach(d_in: float, d_out: float, u_in, u_out, blend_m: float) -> floa
 
 
 def _phi_of(path: LinePath, u):
-    return path.phi0 + np.asarray(u, dtype=float) * path.dphi
+    return path.phi_at(u)
 
 
 class ChainPath:
