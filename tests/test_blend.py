@@ -261,3 +261,28 @@ def test_cli_blend_option(tmp_path, capsys):
     assert main(["plan", str(f), "--blend", "-2"]) == 2
     err = capsys.readouterr().err
     assert "--blend" in err and len(err.strip().splitlines()) == 1
+
+
+# --- the Python API: move_to(..., blend=) chains wait=False lines
+
+
+def test_robot_move_to_blend_chains_queued_lines():
+    import armctl
+    from armctl.errors import BadInputError
+
+    square = [(0.52, -0.05), (0.52, 0.0), (0.47, 0.0), (0.47, -0.05)]
+    with armctl.connect("seed-3link", "armsim://?rate=20") as robot:
+        robot.move_to(0.47, -0.05, phi=DOWN)
+        ms = [robot.move_to(x, y, phi=DOWN, speed=0.2, blend=0.004, wait=False) for x, y in square]
+        res = ms[-1].wait(30)
+        assert all(m.done for m in ms) and ms[0]._chain == ms[1:]
+        traj = ms[0].trajectory  # the chain, played as one motion
+        tool = dense_tool(ARM3, traj.q_rad)
+        assert polyline_distance(tool, [(0.47, -0.05), *square]).max() <= 0.004
+        assert np.linalg.norm(tool - np.array(square[1]), axis=1).min() > 0.001  # rounded, not stopped
+        assert math.dist(robot.where(settle=True).tool_m, square[-1]) < 0.002
+        assert res.duration_s == pytest.approx(traj.duration_s)
+        with pytest.raises(BadInputError, match="blend"):
+            robot.move_to(0.5, 0.0, phi=DOWN, blend=-0.001)
+        with pytest.raises(BadInputError, match="blend"):
+            robot.move_to(0.5, 0.0, phi=DOWN, blend=0.002, path="joint")
