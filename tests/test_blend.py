@@ -286,3 +286,23 @@ def test_robot_move_to_blend_chains_queued_lines():
             robot.move_to(0.5, 0.0, phi=DOWN, blend=-0.001)
         with pytest.raises(BadInputError, match="blend"):
             robot.move_to(0.5, 0.0, phi=DOWN, blend=0.002, path="joint")
+
+
+def test_blended_corners_with_a_turning_tool_keep_joint_speeds_continuous():
+    """Lines whose tool angle changes at every corner: the rounding turns the tool along a Bezier too, so no
+    joint's speed jumps where a rounding starts or ends (sampled accelerations within the limits) and the
+    chain is not slowed down to a crawl at the corners."""
+    pts = [(0.45, -0.1), (0.55, -0.1), (0.55, 0.0), (0.45, 0.0), (0.45, 0.08)]
+    phis = [-90.0, -75.0, -60.0, -80.0, -95.0]
+    q0 = solve_pose(ARM3, pts[0], math.radians(phis[0]), ARM3.home_rad)
+    moves = [
+        LineMove(p, phi_rad=math.radians(f), speed_m_s=0.1, accel_m_s2=0.5, blend_m=0.004)
+        for p, f in zip(pts[1:], phis[1:], strict=True)
+    ]
+    plan = plan_moves(ARM3, moves, q_start=q0)
+    assert all(mp.blended for mp in plan.moves)
+    assert_limits(ARM3, plan.trajectory, tool_accel=0.5)
+    v = tool_speed(ARM3, plan.trajectory)
+    assert v[10:-10].min() > 0.03
+    tool = dense_tool(ARM3, plan.trajectory.q_rad)
+    assert polyline_distance(tool, pts).max() <= 0.004
