@@ -34,6 +34,8 @@ from .paths import PRESET_CALIBRATION_DIR, atomic_write, user_calibration_dir
 
 FORMAT_VERSION = 1
 PULSE_RANGE_US = (500.0, 2500.0)
+DEFAULT_PWM_HZ = 50.0
+MAX_PWM_CHANNEL = 63  # four PCA9685 boards (our firmware and Firmata boards check their own counts)
 STEPS_PER_TURN = 4096
 STEP_RANGE = (0.0, float(STEPS_PER_TURN - 1))
 
@@ -145,6 +147,8 @@ class Calibration:
     version: int = FORMAT_VERSION
     source: str = field(default="<code>")
     held: tuple[HeldServo, ...] = ()
+    #: PWM servos' pulse frequency (Hz), for boards that set it (the PCA9685); hobby servos take 50
+    pwm_hz: float = DEFAULT_PWM_HZ
 
     @property
     def servos(self) -> tuple[ServoCal | BusServoCal, ...]:
@@ -232,6 +236,27 @@ class Calibration:
             raise ConfigError(
                 f"arm {arm.name!r} has a gripper but the calibration has no 'gripper' servo", path=self.source
             )
+        self._check_urdf_directions(arm)
+
+    def _check_urdf_directions(self, arm) -> None:
+        """On an arm whose bus servos count steps the way its URDF's joints turn (the sidecar's
+        ``steps_follow_urdf``: the SO-101 under LeRobot's convention), every direction is that joint's URDF
+        sign; a calibration that differs (the so101 example's old shoulder_pan direction 1, which mirrored the
+        base) is refused, not silently flipped."""
+        derived = getattr(arm, "urdf", None)
+        if self.unit != "steps" or derived is None or not getattr(derived, "steps_follow_urdf", False):
+            return
+        for i, (s, (urdf_joint, _, sign)) in enumerate(zip(self.joints, arm.urdf_map)):
+            if s.direction != sign:
+                turn = "mirrors the base" if arm.has_base and i == 0 else "turns that joint the wrong way"
+                raise ConfigError(
+                    f"{s.name} direction {s.direction:g} {turn}: {arm.name}'s servos count steps the way its URDF "
+                    f"joint {urdf_joint} turns (LeRobot's convention), so its direction is {sign:g} (armctl's "
+                    f"example had 1 for the pan before the URDF fix): set 'direction: {sign:g}' (README, "
+                    f"'SO-101: heights and the base's direction')",
+                    path=self.source,
+                    key=f"joints[{i}].direction",
+                )
 
 
 # --- YAML --------------------------------------------------------------------------------------------------
@@ -276,7 +301,7 @@ def _parse_servo(sec: Section, default_name: str) -> ServoCal | BusServoCal:
     if sec.has("zero_steps") or sec.has("id"):
         return _parse_bus_servo(sec, default_name)
     name = sec.string("name", default_name)
-    channel = sec.number("channel", lo=0, hi=15)
+    channel = sec.number("channel", lo=0, hi=MAX_PWM_CHANNEL)
     pin = sec.number("pin", lo=0, hi=127)
     for key, v in (("channel", channel), ("pin", pin)):
         if v != int(v):
@@ -338,9 +363,16 @@ def parse_calibration(data, path) -> Calibration:
         for i, item in enumerate(raw_held):
             line = raw_held.item_lines[i] if hasattr(raw_held, "item_lines") else top.line_of("hold")
             held.append(_parse_held(Section(item, path=path, key=f"hold[{i}]", line=line), i))
+    pwm_hz = top.number("pwm_hz", DEFAULT_PWM_HZ, lo=24.0, hi=1526.0)
     top.done()
     cal = Calibration(
-        arm=arm, joints=tuple(joints), gripper=gripper, version=int(version), source=str(path), held=tuple(held)
+        arm=arm,
+        joints=tuple(joints),
+        gripper=gripper,
+        version=int(version),
+        source=str(path),
+        held=tuple(held),
+        pwm_hz=pwm_hz,
     )
     units = {s.unit for s in cal.servos}
     if len(units) > 1:
@@ -372,10 +404,15 @@ def calibration_places(arm_name: str, *, cwd: Path | None = None) -> list[Path]:
 
 
 def find_calibration(arm_name: str, explicit: str | Path | None = None, *, cwd: Path | None = None) -> Path:
-    """The calibration file to use: ``explicit``, else the first of ``calibration_places`` that exists;
-    ConfigError naming the places looked at otherwise."""
+    """The calibration file to use: ``explicit`` (a path, or the name of an example shipped with the presets,
+    such as ``mearm-pca9685``), else the first of ``calibration_places`` that exists; ConfigError naming the
+    places looked at otherwise."""
     if explicit is not None:
-        return Path(explicit)
+        path = Path(explicit)
+        shipped = PRESET_CALIBRATION_DIR / f"{explicit}.yaml"
+        if not path.exists() and str(explicit) == path.name and shipped.is_file():
+            return shipped  # an example shipped with the presets, by name (e.g. mearm-pca9685)
+        return path
     places = calibration_places(arm_name, cwd=cwd)
     for candidate in places:
         if candidate.is_file():
@@ -431,7 +468,10 @@ def to_yaml(cal: Calibration, *, comment: str = "") -> str:
         lines.append("# pulse_us = zero_us + direction * us_per_deg * joint_angle_deg; min_us/max_us: safe range.")
     else:
         lines.append("# steps = zero_steps + direction * steps_per_deg * joint_angle_deg; min/max_steps: safe range.")
-    lines += [f"version: {cal.version}", f"arm: {cal.arm}", "joints:"]
+    lines += [f"version: {cal.version}", f"arm: {cal.arm}"]
+    if cal.pwm_hz != DEFAULT_PWM_HZ:
+        lines.append(f"pwm_hz: {cal.pwm_hz:g}  # pulse frequency on boards that set it (PCA9685)")
+    lines.append("joints:")
     lines += [f"  - {_servo_yaml(s)}" for s in cal.joints]
     if cal.gripper is not None:
         lines.append(f"gripper: {_servo_yaml(cal.gripper)}")

@@ -42,7 +42,7 @@ import numpy as np
 
 from . import motion
 from .arm import Arm, load_arm
-from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class, check_simulator_port
+from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class, check_simulator_port, scheme_backend
 from .bus.portlock import PortLock
 from .calibration import Calibration, find_calibration, load_calibration
 from .errors import BadInputError, JointLimitError, LinkError, MotionError, StopRequested
@@ -299,7 +299,8 @@ def connect(
 ) -> Robot:
     """Open the arm and return its ``Robot`` (use it in a ``with`` block, or call ``close()``).
 
-    - ``arm``: a preset name (``seed-2link``, ``seed-3link``), an arm YAML file, or an ``Arm``.
+    - ``arm``: a preset name (``seed-2link``, ``seed-3link``), an arm YAML file, a URDF (``FILE.urdf``, or
+      ``FILE.urdf#TOOL_LINK``; see ``armctl.urdf``), or an ``Arm``.
     - ``port``: a device path (``/dev/ttyACM0``) or any pyserial URL (``socket://host:7000``,
       ``spy://...``, ``armsim://?rate=20``, ``feetechsim://``); None: the backend's simulated board, which
       keeps its pose between runs.
@@ -323,8 +324,8 @@ def connect(
         cal_path = find_calibration(arm_obj.name, calibration)
         cal = load_calibration(cal_path)
     cal.check_arm(arm_obj)
-    if backend is None:  # by the kind of servo the calibration describes
-        backend = "feetech" if cal.unit == "steps" else "armctl"
+    if backend is None:  # by the port (an I2C bus), else by the kind of servo the calibration describes
+        backend = scheme_backend(port) or ("feetech" if cal.unit == "steps" else "armctl")
     cls = backend if isinstance(backend, type) and issubclass(backend, Backend) else backend_class(backend)
     if cal.unit != cls.servo_unit:
         kind = {"us": "hobby (PWM) servos", "steps": "serial bus servos"}
@@ -336,7 +337,7 @@ def connect(
         raise BadInputError("--port: empty; give a device path or URL, or leave it out for the simulated arm")
     if port is not None:
         check_simulator_port(str(port), cls)  # a simulator of other servos would only time out
-    if port is None and isinstance(arm, Arm) and Path(arm.source).suffix not in (".yaml", ".yml"):
+    if port is None and isinstance(arm, Arm) and Path(arm.source).suffix not in (".yaml", ".yml", ".urdf"):
         raise BadInputError("the simulated arm needs an arm preset or file; this Arm was built in code: pass port=")
     url = sim_port_for(str(port), arm_obj, cal_path) if port is not None else default_port(arm_obj, cal_path, cls)
     lock = PortLock(url)
