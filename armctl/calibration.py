@@ -103,6 +103,9 @@ class BusServoCal(_Linear):
     direction: int
     min_steps: float
     max_steps: float
+    #: the servo's Homing_Offset register (EEPROM) this calibration was made with (LeRobot's), checked when the
+    #: port opens; None: not checked. Its positions already carry it: it is never added again.
+    homing_offset: int | None = None
 
     unit = "steps"
     resolution = 1.0
@@ -125,6 +128,7 @@ class HeldServo:
     id: int
     position_steps: float
     speed_deg_s: float = 60.0
+    homing_offset: int | None = None  # as BusServoCal.homing_offset
 
     steps_per_deg = STEPS_PER_TURN / 360.0
     per_deg = steps_per_deg
@@ -285,6 +289,7 @@ def _parse_bus_servo(sec: Section, default_name: str) -> BusServoCal:
     hi = sec.number("max_steps", lo=STEP_RANGE[0], hi=STEP_RANGE[1])
     if hi <= lo:
         raise sec.error("max_steps", f"max_steps ({hi:g}) must be greater than min_steps ({lo:g})")
+    offset = _homing_offset(sec)
     sec.done()
     return BusServoCal(
         name=name,
@@ -294,7 +299,17 @@ def _parse_bus_servo(sec: Section, default_name: str) -> BusServoCal:
         direction=direction,
         min_steps=lo,
         max_steps=hi,
+        homing_offset=offset,
     )
+
+
+def _homing_offset(sec: Section) -> int | None:
+    if not sec.has("homing_offset"):
+        return None
+    offset = sec.number("homing_offset", lo=-2047, hi=2047)
+    if offset != int(offset):
+        raise sec.error("homing_offset", f"expected a whole number, found {offset:g}")
+    return int(offset)
 
 
 def _parse_servo(sec: Section, default_name: str) -> ServoCal | BusServoCal:
@@ -333,8 +348,9 @@ def _parse_held(sec: Section, index: int) -> HeldServo:
         raise sec.error("id", f"expected a whole number, found {sid:g}")
     position = sec.number("position_steps", lo=STEP_RANGE[0], hi=STEP_RANGE[1])
     speed = sec.number("speed_deg_s", HeldServo.speed_deg_s, lo=5.0, hi=360.0)  # slower reads as a stall
+    offset = _homing_offset(sec)
     sec.done()
-    return HeldServo(name=name, id=int(sid), position_steps=position, speed_deg_s=speed)
+    return HeldServo(name=name, id=int(sid), position_steps=position, speed_deg_s=speed, homing_offset=offset)
 
 
 def parse_calibration(data, path) -> Calibration:
@@ -433,8 +449,8 @@ def is_shipped(path: str | Path) -> bool:
 
 def save_path_for(arm_name: str, loaded_from: str | Path) -> Path:
     """Where a new calibration of ``arm_name`` is saved by default: over the file it was loaded from,
-    unless that is a shipped example, then in the user's calibration folder."""
-    if is_shipped(loaded_from):
+    unless that is a shipped example or LeRobot's JSON, then in the user's calibration folder."""
+    if is_shipped(loaded_from) or Path(loaded_from).suffix.lower() == ".json":
         return user_calibration_dir() / f"{arm_name}.yaml"
     return Path(loaded_from)
 
@@ -449,10 +465,11 @@ def _servo_yaml(s: ServoCal | BusServoCal) -> str:
             text = repr(float(v))
             return text[:-2] if text.endswith(".0") else text
 
+        offset = "" if s.homing_offset is None else f", homing_offset: {s.homing_offset}"
         return (
             f"{{name: {s.name}, id: {s.id}, zero_steps: {exact(s.zero_steps)}, steps_per_deg: "
             f"{exact(s.steps_per_deg)}, direction: {s.direction}, min_steps: {exact(s.min_steps)}, "
-            f"max_steps: {exact(s.max_steps)}}}"
+            f"max_steps: {exact(s.max_steps)}{offset}}}"
         )
     return (
         f"{{name: {s.name}, channel: {s.channel}, pin: {s.pin}, zero_us: {num(s.zero_us)}, "
@@ -480,7 +497,9 @@ def to_yaml(cal: Calibration, *, comment: str = "") -> str:
         lines.append("hold:")
         lines += [
             f"  - {{name: {h.name}, id: {h.id}, position_steps: {h.position_steps:.6g}, "
-            f"speed_deg_s: {h.speed_deg_s:.6g}}}"
+            f"speed_deg_s: {h.speed_deg_s:.6g}"
+            + ("" if h.homing_offset is None else f", homing_offset: {h.homing_offset}")
+            + "}"
             for h in cal.held
         ]
     return "\n".join(lines) + "\n"

@@ -94,7 +94,7 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         default=d,
         metavar="FILE",
         help="servo calibration YAML (default: ./calibration/<arm>.yaml, else ~/.config/armctl/calibration/"
-        "<arm>.yaml, else the example shipped with the arm preset)",
+        "<arm>.yaml, else the example shipped with the arm preset); LeRobot's as it is: FILE.json or lerobot:ID",
     )
     g.add_argument(
         "--watchdog",
