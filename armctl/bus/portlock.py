@@ -36,6 +36,9 @@ def port_key(url: str) -> str | None:
     simulator by the state file that holds its servos (else the whole URL); ``spy://PORT`` by PORT; other
     URLs by scheme and address."""
     parts = urllib.parse.urlsplit(url)
+    com = re.fullmatch(r"(?:\\\\\.\\)?(COM\d+)", url.strip(), re.IGNORECASE)
+    if com:  # a Windows serial port: COM3 and \\.\COM3 are one port, from whichever folder
+        return com.group(1).upper()
     if not parts.scheme or len(parts.scheme) == 1:  # a path (C:\\... has a one-letter "scheme")
         return os.path.realpath(url)
     scheme = parts.scheme.lower()
@@ -84,7 +87,7 @@ class PortLock:
 
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            lock = filelock.FileLock(self.path, timeout=0, thread_local=False, fallback_to_soft=False)
+            lock = filelock.FileLock(self.path, timeout=0, thread_local=False)
             lock.acquire()
         except filelock.Timeout:
             holder = ""

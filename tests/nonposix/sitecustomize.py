@@ -1,5 +1,5 @@
 """Windows' missing pieces, taken away on Linux: ``ARMCTL_TEST_NO_POSIX=1`` with this folder on PYTHONPATH
-(``tests/run_nonposix.sh``; every Python process the tests start inherits both).
+(``tests/run_portable.sh --without-posix``; every Python process the tests start inherits both).
 
 What Windows lacks and armctl must not touch there:
 - the modules ``fcntl``, ``termios``, ``tty``, ``pty``, ``resource``: importing them *from armctl* raises
