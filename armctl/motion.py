@@ -718,11 +718,40 @@ def plan_move(
     period_s: float = DEFAULT_PERIOD_S,
     max_joint_step_rad: float = DEFAULT_MAX_JOINT_STEP_RAD,
 ) -> MovePlan:
-    """Plan one move from pose ``q0`` (rad) and gripper angle ``g0`` (rad); errors carry the move's label."""
+    """Plan one move from pose ``q0`` (rad) and gripper angle ``g0`` (rad); errors carry the move's label.
+    The whole move is checked against the arm's keep-out zones (``arm.zones``; ZoneError)."""
     try:
-        return _plan_move(arm, move, np.asarray(q0, dtype=float), float(g0), period_s, max_joint_step_rad)
+        mp = _plan_move(arm, move, np.asarray(q0, dtype=float), float(g0), period_s, max_joint_step_rad)
+        check_zones(arm, mp)
+        return mp
     except MotionError as exc:
         raise _located(exc, move.label) from None
+
+
+def check_zones(arm: Arm, mp: MovePlan) -> None:
+    """Raise ZoneError if the planned move ``mp`` takes a link into one of ``arm.zones`` anywhere along it
+    (between samples too), naming the zone, the link and where along the move."""
+    if not arm.zones or mp.kind not in ("line", "joint") or len(mp.t_s) < 2:
+        return
+    from .zones import first_violation, refusal
+
+    v = first_violation(arm, arm.zones, mp.q_rad)
+    if v is None:
+        return
+    k = min(int(v.at), len(mp.t_s) - 2)
+    t = float(mp.t_s[k] + (v.at - k) * (mp.t_s[k + 1] - mp.t_s[k]))
+    p = tool_point(arm, v.q)
+    if mp.kind == "line" and mp.line_m is not None:
+        a, b = (np.asarray(e, dtype=float) for e in mp.line_m)
+        length = float(np.linalg.norm(b - a))
+        frac = float(np.linalg.norm(p - a)) / length if length > 0 else 0.0
+        where = _where(min(frac, 1.0), p)
+        hint = "add a via point around it, or move the target"
+    else:
+        frac = t / mp.duration_s if mp.duration_s > 0 else 0.0
+        where = f"{100.0 * frac:.0f}% through the joint move (t = {t:.2f} s, tool at {fmt_point(p)} m)"
+        hint = "move through a pose above it first"
+    raise refusal(arm, arm.zones, v, where, fraction=min(frac, 1.0), hint=hint)
 
 
 def _hold(q0, g0, duration, period, kind, label) -> MovePlan:
