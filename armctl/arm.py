@@ -33,6 +33,9 @@ from .paths import PRESET_DIR
 from .zones import Zones, parse_zones, pose_refusal
 
 LINKAGES = ("serial", "parallelogram")
+#: A joint without ``max_accel_deg_s2`` may accelerate at this many times its speed limit per second
+#: (it reaches full speed in 0.1 s): 1200 deg/s^2 for a 120 deg/s joint.
+DEFAULT_ACCEL_PER_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,18 @@ class Arm:
     base_offset_m: float = 0.0
     shoulder_height_m: float = 0.0
     zones: Zones | None = None  # keep-out zones (armctl.zones), checked on every move
+    max_accel_given_rad_s2: np.ndarray | None = None  # per joint, as the arm file gives it (NaN: not given)
+
+    @property
+    def max_accel_rad_s2(self) -> np.ndarray:
+        """Each joint's acceleration limit (rad/s^2): ``max_accel_deg_s2`` from the arm file, else
+        ``DEFAULT_ACCEL_PER_S`` times its speed limit (full speed in 0.1 s)."""
+        default = DEFAULT_ACCEL_PER_S * np.asarray(self.max_speed_rad_s, dtype=float)
+        given = self.max_accel_given_rad_s2
+        if given is None:
+            return default
+        given = np.asarray(given, dtype=float)
+        return np.where(np.isnan(given), default, given)
 
     @property
     def n(self) -> int:
@@ -124,6 +139,7 @@ class Arm:
             q_min=lo,
             q_max=hi,
             max_speed_rad_s=np.array(self.max_speed_rad_s[c]),
+            max_accel_given_rad_s2=np.array(self.max_accel_rad_s2[c]),
             home_rad=np.clip(home, lo, hi),
             joint_names=self.joint_names[c],
             source=self.source,
@@ -148,6 +164,7 @@ class Arm:
         q_min_deg=None,
         q_max_deg=None,
         max_speed_deg_s=None,
+        max_accel_deg_s2=None,
         home_deg=None,
         name: str = "custom",
         gripper: Gripper | None = None,
@@ -157,7 +174,8 @@ class Arm:
         base_offset_m: float = 0.0,
         shoulder_height_m: float = 0.0,
     ) -> Arm:
-        """Build an arm in code; limits default to +-180 deg and 180 deg/s (the link angle of a
+        """Build an arm in code; limits default to +-180 deg, 180 deg/s and ``DEFAULT_ACCEL_PER_S`` times the
+        speed limit per second (``max_accel_deg_s2``; the link angle of a
         parallelogram to 0..180 deg). With ``base`` every per-joint value lists the base first."""
         links = np.asarray(links_m, dtype=float)
         k = len(links)
@@ -190,6 +208,7 @@ class Arm:
             q_min=q_min,
             q_max=q_max,
             max_speed_rad_s=vec(max_speed_deg_s, 180.0),
+            max_accel_given_rad_s2=None if max_accel_deg_s2 is None else vec(max_accel_deg_s2, 0.0),
             home_rad=np.zeros(n),
             joint_names=names,
             gripper=gripper,
@@ -258,15 +277,16 @@ def load_arm(name_or_path: str | Path) -> Arm:
 
 
 def _joint(j: Section, default_name: str):
-    """(name, min_deg, max_deg, max_speed_deg_s) of one joint mapping."""
+    """(name, min_deg, max_deg, max_speed_deg_s, max_accel_deg_s2 or NaN) of one joint mapping."""
     name = j.string("name", default_name)
     lo = j.number("min_deg", lo=-360, hi=360)
     hi = j.number("max_deg", lo=-360, hi=360)
     if hi <= lo:
         raise j.error("max_deg", f"max_deg ({hi:g}) must be greater than min_deg ({lo:g})")
     speed = j.number("max_speed_deg_s", lo=0, lo_open=True, hi=3600)
+    accel = j.number("max_accel_deg_s2", None, lo=0, lo_open=True, hi=1e6)
     j.done()
-    return name, lo, hi, speed
+    return name, lo, hi, speed, math.nan if accel is None else accel
 
 
 def parse_arm(data, path) -> Arm:
@@ -301,10 +321,10 @@ def parse_arm(data, path) -> Arm:
     elif linkage == "parallelogram":
         link_angle = (0.0, math.pi)
 
-    names, q_min, q_max, speeds = [], [], [], []
+    names, q_min, q_max, speeds, accels = [], [], [], [], []
     b = top.section("base", required=False)
     if b is not None:
-        for out, v in zip((names, q_min, q_max, speeds), _joint(b, "base"), strict=True):
+        for out, v in zip((names, q_min, q_max, speeds, accels), _joint(b, "base"), strict=True):
             out.append(v)
     has_base = b is not None
     offsets = {}
@@ -319,7 +339,7 @@ def parse_arm(data, path) -> Arm:
     for i, raw in enumerate(joints_raw):
         line = joints_raw.item_lines[i] if hasattr(joints_raw, "item_lines") else None
         j = Section(raw, path=path, key=f"joints[{i}]", line=line)
-        for out, v in zip((names, q_min, q_max, speeds), _joint(j, f"joint{i + 1}"), strict=True):
+        for out, v in zip((names, q_min, q_max, speeds, accels), _joint(j, f"joint{i + 1}"), strict=True):
             out.append(v)
     n = len(names)
     if link_angle is not None:  # some shoulder and forearm angles must keep the link angle
@@ -358,6 +378,7 @@ def parse_arm(data, path) -> Arm:
         q_min=np.radians(q_min),
         q_max=np.radians(q_max),
         max_speed_rad_s=np.radians(speeds),
+        max_accel_given_rad_s2=np.radians(accels),
         home_rad=np.radians(home),
         joint_names=tuple(names),
         gripper=gripper,

@@ -7,9 +7,10 @@ moves and travels on G0). ``Paper`` says where it goes: the drawing plane (an ar
 table at a height z; a planar arm draws in its own vertical plane, on a board beside it, with a pen
 sticking out sideways), the rectangle it is scaled into (uniformly, centred; none: its own size, centred on
 the home tool point), how the pen lifts (the arm raises it ``pen_up_m`` along z, or a servo: ``pen="gripper"``,
-closed is down) and the speeds. ``plan_drawing`` flattens the curves into polylines within ``tolerance_m``
-on the paper, turns the strokes into line moves (pen down, the stroke, pen up, travel) and plans them with
-``armctl.motion``: every point reachable, every joint and speed limit, every keep-out zone, before anything
+closed is down), the speeds and the blend (the corners of a stroke rounded within ``blend_m``, default
+0.2 mm: the pen does not stop at every vertex). ``plan_drawing`` flattens the curves into polylines within
+``tolerance_m`` on the paper, turns the strokes into line moves (pen down, the stroke, pen up, travel) and
+plans them with ``armctl.motion``: every point reachable, every joint and speed limit, every keep-out zone, before anything
 moves. The drawing's right is +x and its up +y in the drawing plane.
 """
 
@@ -31,6 +32,7 @@ GCODE_SUFFIXES = (".gcode", ".nc", ".ngc", ".gc", ".g", ".tap")
 DEFAULT_TOLERANCE_M = 0.00005  # 0.05 mm: curves flattened to within this on the paper
 DEFAULT_PEN_UP_M = 0.010
 DEFAULT_SPEED_M_S = 0.040
+DEFAULT_BLEND_M = 0.0002  # 0.2 mm: the corners of a stroke are rounded within this (no blob at each vertex)
 SVG_PX_MM = 25.4 / 96.0  # SVG user units (CSS px) in mm
 
 
@@ -368,6 +370,7 @@ class Paper:
     speed_m_s: float | None = None
     tolerance_m: float = DEFAULT_TOLERANCE_M
     segment_m: float = motion.DEFAULT_SEGMENT_M
+    blend_m: float = DEFAULT_BLEND_M
 
 
 def parse_plane(text: str) -> float | None:
@@ -518,8 +521,10 @@ def plan_drawing(arm, drawing: Drawing, paper: Paper) -> DrawingPlan:
         g_up, g_down = arm.gripper.open_rad, arm.gripper.closed_rad
     moves, labels = [], []
 
-    def line(target, label, v):
-        moves.append(motion.LineMove(target, speed_m_s=v, segment_m=paper.segment_m, label=label))
+    def line(target, label, v, blend=paper.blend_m):
+        moves.append(
+            motion.LineMove(target, speed_m_s=v, segment_m=paper.segment_m, blend_m=blend, stop=blend <= 0, label=label)
+        )
         labels.append(label)
 
     first = at(strokes[0][0], up=True)
@@ -532,12 +537,12 @@ def plan_drawing(arm, drawing: Drawing, paper: Paper) -> DrawingPlan:
         if i:
             line(at(s[0], up=True), f"{name}: travel (pen up)", 2 * speed)
         if lift is not None:
-            line(at(s[0]), f"{name}: pen down", speed)
+            line(at(s[0]), f"{name}: pen down", speed, blend=0.0)  # the pen lands at rest, where the stroke starts
         else:
             moves.append(motion.GripperMove(g_down, label=f"{name}: pen down"))
             labels.append(f"{name}: pen down")
-        for k, p in enumerate(s[1:], 1):
-            line(at(p), f"{name}: point {k} of {len(s) - 1}", speed)
+        for k, p in enumerate(s[1:], 1):  # blended through the stroke's corners; at rest at its end
+            line(at(p), f"{name}: point {k} of {len(s) - 1}", speed, blend=paper.blend_m if k < len(s) - 1 else 0.0)
         if lift is not None:
             line(at(s[-1], up=True), f"{name}: pen up", speed)
         else:

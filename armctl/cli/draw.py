@@ -40,6 +40,8 @@ def add_drawing_options(p) -> None:
     p.add_argument("--pen", metavar="SERVO", help="a servo lifts the pen instead: gripper (closed: pen down)")
     p.add_argument("--speed", metavar="MM_S", help="drawing speed (default: the G-code's F, else 40 mm/s)")
     p.add_argument("--tolerance", metavar="MM", help="curves flattened to within this on the paper (default 0.05)")
+    if not any(a.dest == "blend" for a in p._actions):  # (plan and plot have --blend already)
+        p.add_argument("--blend", metavar="MM", help="round the strokes' corners within MM mm (default 0.2; 0: stop)")
 
 
 def register(sub, parents) -> None:
@@ -62,7 +64,7 @@ def register(sub, parents) -> None:
 
 def paper_from_args(args):
     """A ``draw.Paper`` from the drawing options (BadInputError naming the option)."""
-    from ..draw import DEFAULT_PEN_UP_M, DEFAULT_TOLERANCE_M, Paper, parse_fit, parse_plane
+    from ..draw import DEFAULT_BLEND_M, DEFAULT_PEN_UP_M, DEFAULT_TOLERANCE_M, Paper, parse_fit, parse_plane
     from ..units import parse_float
 
     def mm(text, what, lo=0.0, lo_open=True):
@@ -71,6 +73,9 @@ def paper_from_args(args):
             raise BadInputError(f"{what}: {text} mm is out of range ({'>' if lo_open else '>='} {lo:g}, <= 1000)")
         return v / 1000.0
 
+    blend = DEFAULT_BLEND_M
+    if getattr(args, "blend", None) is not None:
+        blend = mm(args.blend, "--blend", lo_open=False)
     pen_up = DEFAULT_PEN_UP_M
     if getattr(args, "pen_up", None) is not None:
         if getattr(args, "pen", None) is not None:
@@ -83,6 +88,7 @@ def paper_from_args(args):
         pen=args.pen,
         speed_m_s=None if args.speed is None else mm(args.speed, "--speed"),
         tolerance_m=DEFAULT_TOLERANCE_M if args.tolerance is None else mm(args.tolerance, "--tolerance"),
+        blend_m=blend,
     )
 
 

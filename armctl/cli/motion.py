@@ -63,6 +63,7 @@ def register(subparsers, parents) -> None:
         "--csv", metavar="FILE", help="write the samples as CSV to FILE (- for stdout) and print the summary"
     )
     out.add_argument("--summary", action="store_true", help="print only the summary")
+    p.add_argument("--blend", metavar="MM", help="round line corners within MM mm (as 'armctl run --blend')")
     add_drawing_options(p)
     p.set_defaults(func=cmd_plan)
 
@@ -77,6 +78,7 @@ def register(subparsers, parents) -> None:
     q.add_argument("program", metavar="PROGRAM.yaml", help="the program file (or a drawing: .svg, .gcode)")
     q.add_argument("-o", "--output", metavar="FILE.png|svg", required=True, help="picture to write (.png or .svg)")
     q.add_argument("--poses", type=int, default=6, metavar="N", help="how many arm poses to draw (default 6)")
+    q.add_argument("--blend", metavar="MM", help="round line corners within MM mm (as 'armctl run --blend')")
     add_drawing_options(q)
     q.set_defaults(func=cmd_plot)
 
@@ -84,7 +86,7 @@ def register(subparsers, parents) -> None:
 def _plan(args):
     from ..arm import load_arm
     from ..draw import is_drawing
-    from ..program import load_program, plan_program
+    from ..program import load_program, plan_program, with_blend
     from . import choose_arm
 
     if is_drawing(args.program):  # armctl draw's plan, shown before drawing
@@ -92,7 +94,7 @@ def _plan(args):
 
         return plan_from_args(args, load_arm(choose_arm(args))).plan
     _no_drawing_options(args)
-    prog = load_program(args.program)
+    prog = with_blend(load_program(args.program), getattr(args, "blend", None))
     return plan_program(prog, load_arm(choose_arm(args, prog.arm_ref)))
 
 
