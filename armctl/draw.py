@@ -3,14 +3,14 @@
 ``load_drawing(path)`` reads an SVG (every shape's outline: paths, lines, rectangles, circles, ellipses,
 polygons, with their transforms; parsed by the svgelements library) or G-code (G0/G1/G2/G3 in the XY plane,
 G20/G21, G90/G91, the pen down by Z <= 0 or M3/M4, up by Z > 0 or M5; a file with neither draws its G1-G3
-moves and travels on G0). ``Paper`` says where it goes: the drawing plane (an arm on a base draws on the
-table at a height z; a planar arm draws in its own vertical plane, on a board beside it, with a pen
-sticking out sideways), the rectangle it is scaled into (uniformly, centred; none: its own size, centred on
-the home tool point), how the pen lifts (the arm raises it ``pen_up_m`` along z, or a servo: ``pen="gripper"``,
-closed is down), the speeds and the blend (the corners of a stroke rounded within ``blend_m``, default
-0.2 mm: the pen does not stop at every vertex). ``plan_drawing`` flattens the curves into polylines within
-``tolerance_m`` on the paper, turns the strokes into line moves (pen down, the stroke, pen up, travel) and
-plans them with ``armctl.motion``: every point reachable, every joint and speed limit, every keep-out zone, before anything
+moves and travels on G0). ``Paper`` says where it goes: the drawing plane (an arm on a base draws on the table
+at a height z; a planar arm draws in its own vertical plane, on a board beside it, with a pen sticking out
+sideways), the rectangle it is scaled into (uniformly, centred; none: its own size, centred on the home tool
+point), how the pen lifts (the arm raises it ``pen_up_m`` along z, or a servo: ``pen="gripper"``, closed is
+down), the speeds and the blend (the corners of a stroke rounded within ``blend_m``, default 0.2 mm: the pen
+does not stop at every vertex). ``plan_drawing`` flattens the curves into polylines within ``tolerance_m`` on
+the paper, turns the strokes into line moves (pen down, the stroke, pen up, travel) and plans them with
+``armctl.motion``: every point reachable, every joint and speed limit, every keep-out zone, before anything
 moves. The drawing's right is +x and its up +y in the drawing plane.
 """
 
