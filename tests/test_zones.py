@@ -315,3 +315,31 @@ def test_plan_plot_draws_zones(tmp_path, text):
     r = _armctl("plot", str(prog), "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert "keep-out: box &#x27;tray&#x27;" in out.read_text() or "keep-out: box 'tray'" in out.read_text()
+
+
+def test_a_blended_corner_into_a_zone_is_passed_at_rest():
+    """Two lines clear of a box, whose rounded corner would cut into it: the corner is passed at rest."""
+    from armctl.kinematics import tool_point
+
+    arm = load_arm("seed-3link")
+    box = Zones((Zone("box", "box 'post'", lo=(0.47, -0.14), hi=(0.499, -0.101)),), link_radius_m=0.0)
+    down = -math.pi / 2
+    q0 = motion.solve_pose(arm, (0.3, -0.1), down, arm.home_rad)
+    moves = [
+        motion.LineMove((0.5, -0.1), phi_rad=down, blend_m=0.005),
+        motion.LineMove((0.5, -0.25), phi_rad=down),
+    ]
+
+    def speed_at_corner(a):
+        tr = motion.plan_moves(a, moves, q_start=q0).trajectory
+        p = tool_point(a, tr.q_rad)
+        i = int(np.argmin(np.hypot(p[:, 0] - 0.5, p[:, 1] + 0.1)))
+        v = np.hypot(*np.diff(p, axis=0).T) / tr.period_s
+        return float(min(np.hypot(p[i, 0] - 0.5, p[i, 1] + 0.1), 1.0)), float(v[max(i - 1, 0) : i + 1].min()), tr
+
+    gap, v_free, _ = speed_at_corner(arm)
+    assert v_free > 0.01 and gap > 1e-4  # without the box: rounded, never at rest
+    zoned = arm.with_zones(box)
+    gap, v_zone, tr = speed_at_corner(zoned)
+    assert gap < 1e-9 and v_zone < 0.2 * v_free  # with it: through the corner itself, at rest
+    assert first_violation(zoned, box, tr.q_rad) is None
