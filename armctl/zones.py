@@ -31,6 +31,8 @@ DEFAULT_LINK_RADIUS_M = 0.010
 TOUCH_M = 1e-7
 #: Intervals of a motion are halved until their points move less than this (m).
 RESOLUTION_M = 1e-6
+#: Clearances surely above this are taken as their lower bound (enough to prove a stretch clear).
+FAR_M = 0.02
 KINDS = ("table", "box", "base")
 
 
@@ -200,9 +202,10 @@ def link_radii(arm, zones: Zones) -> np.ndarray:
     return r
 
 
-def clearances(arm, zones: Zones, q) -> tuple[np.ndarray, np.ndarray]:
+def clearances(arm, zones: Zones, q, *, far: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Clearance (m) of every link from every zone at poses ``q`` (..., n): (..., n_links, n_zones), +inf
-    where a zone does not check a link; and where along each link (t in [0, 1]) it is least."""
+    where a zone does not check a link; and where along each link (t in [0, 1]) it is least. ``far``: a
+    clearance surely above this may be given as a lower bound (``capsule.clearance``)."""
     seg = link_segments(arm, q)
     a, b = seg[..., 0, :], seg[..., 1, :]
     r = link_radii(arm, zones)
@@ -210,7 +213,7 @@ def clearances(arm, zones: Zones, q) -> tuple[np.ndarray, np.ndarray]:
     out = np.full(shape, np.inf)
     where = np.zeros(shape)
     for k, z in enumerate(zones.zones):
-        c, t = capsule.clearance(z.sd, a, b, r[:, 0], r[:, 1], linear=z.kind == "table")
+        c, t = capsule.clearance(z.sd, a, b, r[:, 0], r[:, 1], linear=z.kind == "table", far=far)
         for i in range(arm.n_links):
             if z.checks_link(i):
                 out[..., i, k] = c[..., i]
@@ -244,9 +247,10 @@ class Violation:
     point_m: np.ndarray
 
 
-def _worst(arm, zones: Zones, q):
-    """Per pose: the least clearance, and (link, zone, t along the link) where it is."""
-    c, t = clearances(arm, zones, q)
+def _worst(arm, zones: Zones, q, far: float | None = None):
+    """Per pose: the least clearance (a lower bound where it is above ``far``), and (link, zone, t along
+    the link) where it is."""
+    c, t = clearances(arm, zones, q, far=far)
     flat = c.reshape(c.shape[:-2] + (-1,))
     k = np.argmin(flat, axis=-1)
     rows = np.arange(len(k))
@@ -263,7 +267,7 @@ def first_violation(arm, zones: Zones | None, q_samples) -> Violation | None:
     if q.ndim == 1:
         q = q[None, :]
     R = reach_radii(arm)
-    c, link, zone, tl = _worst(arm, zones, q)
+    c, link, zone, tl = _worst(arm, zones, q, FAR_M)
     found = []  # (at, q, clear before: (at, q) or None)
     bad = np.flatnonzero(c < -TOUCH_M)
     if bad.size:
@@ -281,7 +285,7 @@ def first_violation(arm, zones: Zones | None, q_samples) -> Violation | None:
             break
         qa, qb, ca, cb, ta, tb = qa[open_], qb[open_], ca[open_], cb[open_], ta[open_], tb[open_]
         qm, tm = 0.5 * (qa + qb), 0.5 * (ta + tb)
-        cm, lm, zm, tlm = _worst(arm, zones, qm)
+        cm, lm, zm, tlm = _worst(arm, zones, qm, FAR_M)
         hit = np.flatnonzero(cm < -TOUCH_M)
         if hit.size:
             j = int(hit[np.argmin(tm[hit])])

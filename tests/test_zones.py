@@ -84,6 +84,8 @@ def test_capsule_clearance_matches_dense_sampling(data, d):
     rb = data.draw(st.floats(0.0, ra))
     c, t = capsule.clearance(zone.sd, a, b, ra, rb, linear=zone.kind == "table")
     assert 0.0 <= t <= 1.0
+    bound, _ = capsule.clearance(zone.sd, a, b, ra, rb, far=0.02)  # a lower bound where surely far
+    assert bound <= c + 1e-9 and (bound > 0.02 or bound == pytest.approx(c, abs=1e-9))
     pts, _ = _capsule_points(a, b, ra, rb)
     if np.any(_inside(zone, pts)):  # a point of the capsule is in the zone
         assert c <= 1e-12
