@@ -282,6 +282,8 @@ def test_cli_plan_run_and_jog_refuse_a_zone(tmp_path):
     r = _armctl("--arm", str(arm), "jog", "0.4", "-0.25", "--phi", "-90", "--json")
     assert r.returncode == 3
     assert "would enter box 'tray'" in r.stderr
+    ws = json.loads(_armctl("--arm", str(arm), "workspace", "--json").stdout)
+    assert [z["name"] for z in ws["zones"]][-1] == "box 'tray'" and ws["link_radius_mm"] == pytest.approx(15)
     r = _armctl("--arm", str(arm), "status", "--json")
     assert r.returncode == 0
     assert json.loads(r.stdout)["tool_m"][1] == pytest.approx(-0.1294, abs=1e-3)  # nothing moved
