@@ -1255,12 +1255,13 @@ class ChainPath:
             c = p.end
             a, b = c - d * dirs[i], c + d * dirs[i + 1]
             ph_a, ph_b = float(_phi_of(p, ub)), float(_phi_of(q, u0[i + 1]))
+            ph_c = float(_phi_of(p, 1.0))  # the tool angle at the corner: the control value of its own Bezier
             k = max(MIN_TIMING_SEGMENTS, math.ceil(8 * d / min(segment_m[i], segment_m[i + 1])))
             t = np.linspace(0.0, 1.0, 8 * k + 1)
             pts = _bezier(a, c, b, t)
             arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1))])
             arc_len = float(arc[-1])
-            turn = float(self.arm.links_m[-1]) * abs(ph_b - ph_a) if arm.n_links == 3 else 0.0
+            turn = float(self.arm.links_m[-1]) * (abs(ph_c - ph_a) + abs(ph_b - ph_c)) if arm.n_links == 3 else 0.0
             length = max(arc_len, turn, 1e-12)
             scale = arc_len / length
             tt = t[::8]
@@ -1271,7 +1272,7 @@ class ChainPath:
             with np.errstate(divide="ignore"):
                 v_kappa = np.sqrt(BLEND_NORMAL_SHARE * acc_c / np.maximum(kappa, 1e-300))
             vcap = np.minimum(v_c, v_kappa) / (scale if scale > 0 else 1.0)
-            pieces.append(("corner", i, s0, float(ss[-1]), (a, c, b, ph_a, ph_b, t, arc, length)))
+            pieces.append(("corner", i, s0, float(ss[-1]), (a, c, b, (ph_a, ph_c, ph_b), t, arc, length)))
             s_pts.append(ss[1:])
             caps.append(vcap[1:])
             caps[-2][-1] = min(caps[-2][-1], vcap[0])
@@ -1309,10 +1310,12 @@ class ChainPath:
                 pts[m] = p.start + u[:, None] * (p.end - p.start)
                 phi[m] = _phi_of(p, u)
             else:
-                a, c, b, ph_a, ph_b, t, arc, _ = data
+                a, c, b, (ph_a, ph_c, ph_b), t, arc, _ = data
                 tt = np.interp(f * arc[-1], arc, t)
                 pts[m] = _bezier(a, c, b, tt)
-                phi[m] = ph_a + tt * (ph_b - ph_a)
+                # the tool angle along the same quadratic Bezier (its rate along the path is then the
+                # lines' at both ends: no jump in any joint's speed where the rounding starts or ends)
+                phi[m] = (1 - tt) ** 2 * ph_a + 2 * (1 - tt) * tt * ph_c + tt * tt * ph_b
         return pts, phi
 
     def _ik(self, pts, phi, base_ref: float):

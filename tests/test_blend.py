@@ -261,3 +261,48 @@ def test_cli_blend_option(tmp_path, capsys):
     assert main(["plan", str(f), "--blend", "-2"]) == 2
     err = capsys.readouterr().err
     assert "--blend" in err and len(err.strip().splitlines()) == 1
+
+
+# --- the Python API: move_to(..., blend=) chains wait=False lines
+
+
+def test_robot_move_to_blend_chains_queued_lines():
+    import armctl
+    from armctl.errors import BadInputError
+
+    square = [(0.52, -0.05), (0.52, 0.0), (0.47, 0.0), (0.47, -0.05)]
+    with armctl.connect("seed-3link", "armsim://?rate=20") as robot:
+        robot.move_to(0.47, -0.05, phi=DOWN)
+        ms = [robot.move_to(x, y, phi=DOWN, speed=0.2, blend=0.004, wait=False) for x, y in square]
+        res = ms[-1].wait(30)
+        assert all(m.done for m in ms) and ms[0]._chain == ms[1:]
+        traj = ms[0].trajectory  # the chain, played as one motion
+        tool = dense_tool(ARM3, traj.q_rad)
+        assert polyline_distance(tool, [(0.47, -0.05), *square]).max() <= 0.004
+        assert np.linalg.norm(tool - np.array(square[1]), axis=1).min() > 0.001  # rounded, not stopped
+        assert math.dist(robot.where(settle=True).tool_m, square[-1]) < 0.002
+        assert res.duration_s == pytest.approx(traj.duration_s)
+        with pytest.raises(BadInputError, match="blend"):
+            robot.move_to(0.5, 0.0, phi=DOWN, blend=-0.001)
+        with pytest.raises(BadInputError, match="blend"):
+            robot.move_to(0.5, 0.0, phi=DOWN, blend=0.002, path="joint")
+
+
+def test_blended_corners_with_a_turning_tool_keep_joint_speeds_continuous():
+    """Lines whose tool angle changes at every corner: the rounding turns the tool along a Bezier too, so no
+    joint's speed jumps where a rounding starts or ends (sampled accelerations within the limits) and the
+    chain is not slowed down to a crawl at the corners."""
+    pts = [(0.45, -0.1), (0.55, -0.1), (0.55, 0.0), (0.45, 0.0), (0.45, 0.08)]
+    phis = [-90.0, -75.0, -60.0, -80.0, -95.0]
+    q0 = solve_pose(ARM3, pts[0], math.radians(phis[0]), ARM3.home_rad)
+    moves = [
+        LineMove(p, phi_rad=math.radians(f), speed_m_s=0.1, accel_m_s2=0.5, blend_m=0.004)
+        for p, f in zip(pts[1:], phis[1:], strict=True)
+    ]
+    plan = plan_moves(ARM3, moves, q_start=q0)
+    assert all(mp.blended for mp in plan.moves)
+    assert_limits(ARM3, plan.trajectory, tool_accel=0.5)
+    v = tool_speed(ARM3, plan.trajectory)
+    assert v[10:-10].min() > 0.03
+    tool = dense_tool(ARM3, plan.trajectory.q_rad)
+    assert polyline_distance(tool, pts).max() <= 0.004
