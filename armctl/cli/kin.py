@@ -314,6 +314,10 @@ def cmd_workspace(args) -> int:
 
         d["zones"] = describe(arm.zones)
         d["link_radius_mm"] = arm.zones.link_radius_m * 1000
+    if arm.urdf_map is not None:
+        from ..urdf import describe
+
+        d["urdf"] = describe(arm)
     if args.json:
         print(json.dumps(d))
         return 0
@@ -348,4 +352,8 @@ def cmd_workspace(args) -> int:
     if arm.zones:
         names = "; ".join(z.name for z in arm.zones.zones)
         print(f"keep-out zones (links as capsules of radius {arm.zones.link_radius_m * 1000:g} mm): {names}")
+    if arm.urdf_map is not None:
+        from ..urdf import describe_lines
+
+        print("\n".join(describe_lines(arm)))
     return 0
