@@ -347,3 +347,33 @@ def test_a_blended_corner_into_a_zone_is_passed_at_rest():
     gap, v_zone, tr = speed_at_corner(zoned)
     assert gap < 1e-9 and v_zone < 0.2 * v_free  # with it: through the corner itself, at rest
     assert first_violation(zoned, box, tr.q_rad) is None
+
+
+def test_the_ramp_to_a_programs_start_is_checked_against_its_zones(tmp_path):
+    """A program whose own box lies where the arm swings from where it is to the program's start: the
+    program plans (it starts past the box), but running it is refused before anything moves."""
+    import armctl
+    from armctl.kinematics import tool_point
+    from armctl.program import load_program_text, plan_program
+
+    arm = load_arm("seed-3link")
+    start = motion.solve_pose(arm, (0.3, 0.3), None, arm.home_rad)
+    mid = tool_point(arm, 0.5 * (arm.home_rad + start))  # the tool halfway through the ramp (a joint move)
+    lo = [round(1000 * v - 10) for v in mid]
+    hi = [round(1000 * v + 10) for v in mid]
+    text = f"""\
+arm: seed-3link
+zones:
+  boxes:
+    - {{name: lamp, min_mm: {lo}, max_mm: {hi}}}
+start: {{q_deg: {[round(math.degrees(v), 6) for v in start]}}}
+steps:
+  - {{line: {{xy_mm: [300, 320]}}}}
+"""
+    prog = load_program_text(text, str(tmp_path / "p.yaml"))
+    plan_program(prog, arm)  # the program itself stays clear of its box
+    with armctl.connect("seed-3link") as robot:
+        before = robot.where().tool_m
+        with pytest.raises(ZoneError, match="would enter box 'lamp'"):
+            robot.run(prog)
+        assert robot.where().tool_m == pytest.approx(before, abs=1e-6)
