@@ -54,7 +54,7 @@ def register(sub, parents) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("drawing", metavar="FILE.svg|FILE.gcode")
+    p.add_argument("drawing", metavar="FILE.svg|FILE.gcode", help="the drawing: an SVG, or G-code (.gcode, .nc, .ngc)")
     add_drawing_options(p)
     p.add_argument("--dry-run", action="store_true", help="check and plan everything, open no port")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
