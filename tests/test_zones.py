@@ -377,3 +377,17 @@ steps:
         with pytest.raises(ZoneError, match="would enter box 'lamp'"):
             robot.run(prog)
         assert robot.where().tool_m == pytest.approx(before, abs=1e-6)
+
+
+def test_the_zones_example_arm_file():
+    """examples/seed-3link-zones.yaml: the pick-and-place example plans inside its zones; a jog into its
+    parts bin is refused (exit 3) naming the bin."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    arm = str(root / "examples" / "seed-3link-zones.yaml")
+    assert [z.kind for z in load_arm(arm).zones.zones] == ["table", "base", "box"]
+    r = _armctl("--arm", arm, "plan", str(root / "examples" / "pick_and_place.yaml"), "--summary")
+    assert r.returncode == 0, r.stderr
+    r = _armctl("--arm", arm, "jog", "0.7", "-0.2", "--phi", "-90", "--port", "armsim://?rate=20")
+    assert r.returncode == 3 and "would enter box 'parts bin'" in r.stderr
