@@ -146,11 +146,11 @@ def _oracle_hits(arm, zones, q0, q1, grow: float, k: int = 601, n_t: int = 121):
     return f, hits
 
 
-SHALLOW = 0.005  # m: the pose and point spacing of _oracle_hits (2.5-3 mm) is well inside this
+SHALLOW = 0.008  # m: the pose, point and direction spacing of _oracle_hits (at most 6 mm apart) is inside this
 
 
 @given(arm_with_zone())
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_whole_move_check_matches_dense_pose_sampling(case):
     """Only the two end poses are given: whatever happens between them is found by the checker."""
     arm, zones, q0, q1 = case
