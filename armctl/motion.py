@@ -397,22 +397,29 @@ def plan_line_path(arm: Arm, q0, move: LineMove, *, max_joint_step_rad: float = 
 
 
 def _free_angle_path(arm: Arm, q0, move: LineMove, max_joint_step_rad: float) -> LinePath:
-    """A line with a free tool angle (null-space motion): the tool angle turns linearly to the best end pose on
-    the start's branch (``best_free_pose``) when that line stays inside every limit; else along the profile
-    ``free_angle_profile`` finds (the tool angle that keeps the joints furthest inside their limits all
-    along); else the end angles near the one IK picks near the start pose (5 deg steps, up to 90 deg away).
-    Refused (the first error) only when none works."""
-    side, elbow = branch_of(arm, q0)
+    """A line with a free tool angle (null-space motion), the first of these that stays inside every limit:
+    the tool angle turning linearly to the end pose IK finds nearest the start pose (the least joint motion:
+    the tool keeps its angle as far as it can); to the best end pose on the start's branch
+    (``best_free_pose``: furthest inside the limits and from singularity); along the tool-angle profile
+    ``free_angle_profile`` finds (the joints furthest inside their limits all along the line); to end angles
+    near the nearest pose's (5 deg steps, up to 90 deg away). Refused (the first error) only when none works."""
     target = np.asarray(move.target_m, dtype=float)
     if float(np.linalg.norm(target - tool_point(arm, q0))) <= 1e-9:
         return _line_path(arm, q0, move, _pitch(arm, q0), max_joint_step_rad)  # already there: keep the angle
     first = None
+    phi_ik = None
+    try:
+        phi_ik = _pitch(arm, solve_pose(arm, target, None, q0, criterion="nearest"))
+        return _line_path(arm, q0, move, phi_ik, max_joint_step_rad)
+    except MotionError as exc:
+        first = exc
+    side, elbow = branch_of(arm, q0)
     best = best_free_pose(arm, target, branches=[(side, elbow)])
     if best is not None:
         try:
             return _line_path(arm, q0, move, best[1], max_joint_step_rad)
         except MotionError as exc:
-            first = exc
+            first = first or exc
     for grid_deg, steps in ((1.0, 1), (0.5, 2)):
         profile = free_angle_profile(arm, q0, target, side, elbow, grid_deg=grid_deg, steps_per_5mm=steps)
         if profile is None:
@@ -421,11 +428,9 @@ def _free_angle_path(arm: Arm, q0, move: LineMove, max_joint_step_rad: float) ->
             return _line_path(arm, q0, move, None, max_joint_step_rad, profile=profile)
         except MotionError as exc:
             first = first or exc
-    try:
-        phi_ik = _pitch(arm, solve_pose(arm, target, None, q0, criterion="nearest"))
-    except MotionError as exc:
-        raise first or exc from None
-    for d in sorted(np.radians(np.arange(-90.0, 90.1, 5.0)), key=abs):
+    if phi_ik is None:
+        raise first
+    for d in sorted(np.radians(np.arange(-90.0, 90.1, 5.0)), key=abs)[1:]:
         try:
             return _line_path(arm, q0, move, phi_ik + float(d), max_joint_step_rad)
         except MotionError as exc:

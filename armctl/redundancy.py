@@ -48,15 +48,19 @@ def pose_score(arm: Arm, q) -> np.ndarray:
     l1 l2 sin(q_elbow): 0 with the elbow straight or folded). Continuous in q."""
     q = np.atleast_2d(np.asarray(q, dtype=float))
     mid, half = 0.5 * (arm.q_min + arm.q_max), 0.5 * (arm.q_max - arm.q_min)
-    qa = _nearest_turn(q, mid)
-    margin = np.min((half - np.abs(qa - mid)) / half, axis=1)
-    elbow = q[:, arm.chain_joints][:, 1]
-    return np.minimum(margin, np.abs(np.sin(elbow)))
+    # each angle's offset from the middle of its range, whole turns removed (column by column: this runs
+    # on hundreds of candidate poses for every free-angle line)
+    score = np.abs(np.sin(q[:, 1 if not arm.has_base else 2]))
+    for j in range(q.shape[1]):
+        off = np.abs((q[:, j] - mid[j] + math.pi) % TWO_PI - math.pi)
+        np.minimum(score, (half[j] - off) / half[j], out=score)
+    return score
 
 
-def _poses_at(arm: Arm, points, phis, side: float, elbow: float):
-    """Closed-form poses (K, n) of tool points (K, dim) at tool angles (K,) on one branch, each angle moved by
-    whole turns nearest the middle of its range; and the reach excess (K,) m."""
+def _poses_at(arm: Arm, points, phis, side: float, elbow):
+    """Closed-form poses (K, n) of tool points (K, dim) at tool angles (K,) on one branch (``elbow`` may be one
+    sign per point), each angle moved by whole turns nearest the middle of its range; and the reach excess
+    (K,) m."""
     if arm.layered:
         q, excess = arm_branch_ik(arm, points, phis, side, elbow)
     else:
@@ -68,30 +72,70 @@ def _branches(arm: Arm):
     return [(sd, el) for sd in ((1.0, -1.0) if arm.has_base else (1.0,)) for el in (1.0, -1.0)]
 
 
+#: The tool angles ``best_free_pose`` tries first (4 deg apart), then 0.2 deg and 0.01 deg apart around the
+#: best (a few numpy calls on short arrays).
+_GRID = np.radians(np.arange(-180.0, 180.0, 4.0))
+_REFINE = (np.radians(np.linspace(-4.0, 4.0, 41)), np.radians(np.linspace(-0.2, 0.2, 41)))
+
+
 def best_free_pose(arm: Arm, target_m, *, branches=None):
     """The pose reaching ``target_m`` that sits furthest inside the joint limits and away from singularity
-    (``pose_score``), over every tool angle (0.5 deg grid, then 0.01 deg around the best) and every branch
-    (or ``branches``: (side, elbow) pairs). Returns (q (n,) rad, tool angle rad, score) or None when no pose
-    inside the limits reaches it. 3-link chains only."""
+    (``pose_score``), over every tool angle (a 4 deg grid, then 0.2 and 0.01 deg steps around the best) and
+    every branch (or ``branches``: (side, elbow) pairs). Returns (q (n,) rad, tool angle rad, score) or None
+    when no pose inside the limits reaches it. 3-link chains only."""
     if arm.n_links != 3:
         raise ValueError("best_free_pose needs a 3-link chain")
     target = np.asarray(target_m, dtype=float)
-    grid = np.radians(np.arange(-180.0, 180.0, 0.5))
+    todo = branches or _branches(arm)
     best = None
-    for side, elbow in branches or _branches(arm):
-        for phis in (grid, None):
-            if phis is None:  # refine around the best of the coarse grid
-                if best is None or best[3] != (side, elbow):
+    for side in sorted({sd for sd, _ in todo}):
+        elbows = np.array([el for sd, el in todo if sd == side], dtype=float)
+        for refine in (None, *_REFINE):
+            if refine is not None:  # around the best so far, on its branch
+                if best is None or best[3][0] != side:
                     break
-                phis = best[1] + np.radians(np.linspace(-0.5, 0.5, 101))
-            q, excess = _poses_at(arm, np.repeat(target[None, :], len(phis), axis=0), phis, side, elbow)
-            score = np.where(excess <= REACH_TOL_M, pose_score(arm, q), -np.inf)
+                phis = best[1] + refine
+                el = np.full(len(phis), best[3][1])
+            else:  # every branch of this side at once
+                phis = np.tile(_GRID, len(elbows))
+                el = np.repeat(elbows, len(_GRID))
+            if arm.layered:
+                q, excess = _poses_at(arm, np.broadcast_to(target, (len(phis), len(target))), phis, side, el)
+                score = pose_score(arm, q)
+                score[excess > REACH_TOL_M] = -np.inf
+            else:
+                score, q = _planar_scores(arm, target, phis, el)
             k = int(np.argmax(score))
             if score[k] > 0 and (best is None or score[k] > best[2]):
-                best = (q[k], float(phis[k]), float(score[k]), (side, elbow))
+                best = (q[k], float(phis[k]), float(score[k]), (side, float(el[k])))
     if best is None:
         return None
     return best[0], best[1], best[2]
+
+
+def _planar_scores(arm: Arm, target, phis, elbows):
+    """(``pose_score`` (-inf where out of reach), poses (K, 3) rad, each angle nearest the middle of its
+    range) of the closed-form poses of a planar serial 3-link arm reaching ``target`` at tool angles ``phis``
+    on elbow signs ``elbows``: the poses ``_poses_at`` gives, in a third of the numpy calls."""
+    l1, l2, l3 = (float(v) for v in arm.links_m)
+    wx = target[0] - l3 * np.cos(phis)
+    wy = target[1] - l3 * np.sin(phis)
+    r = np.sqrt(wx * wx + wy * wy)
+    c2 = (r * r - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
+    out = np.maximum(r - (l1 + l2), abs(l1 - l2) - r) > REACH_TOL_M
+    c2 = np.clip(c2, -1.0, 1.0)
+    s2 = elbows * np.sqrt(1.0 - c2 * c2)
+    q2 = np.arctan2(s2, c2)
+    q1 = np.arctan2(wy, wx) - np.arctan2(l2 * s2, l1 + l2 * c2)
+    mid, half = 0.5 * (arm.q_min + arm.q_max), 0.5 * (arm.q_max - arm.q_min)
+    score = np.abs(s2)
+    q = np.empty((len(phis), 3))
+    for j, qj in enumerate((q1, q2, phis - q1 - q2)):
+        off = np.remainder(qj - (mid[j] - math.pi), TWO_PI) - math.pi  # from the range's middle, turns removed
+        q[:, j] = mid[j] + off
+        np.minimum(score, (half[j] - np.abs(off)) * (1.0 / half[j]), out=score)
+    score[out] = -np.inf
+    return score, q
 
 
 def free_angle_profile(arm: Arm, q0, target_m, side: float, elbow: float, *, grid_deg=1.0, steps_per_5mm=1):

@@ -1014,20 +1014,21 @@ class Robot:
         )
 
     def _gather(self, m: Motion) -> list[Motion]:
-        """Under the lock: the queued lines that follow ``m`` in one blended chain (taken off the queue),
-        waiting up to BLEND_GATHER_S after each for the next to be queued."""
+        """Under the lock: the queued lines that follow ``m`` in one blended chain (left in the queue, so
+        that motions asked for meanwhile are still planned from the last one's end), waiting up to
+        BLEND_GATHER_S after each for the next to be queued."""
         chain: list[Motion] = []
         last = m
         deadline = time.monotonic() + BLEND_GATHER_S
         while self._blends(last) and not self._closed:
-            if self._queue:
-                nxt = self._queue[0]
+            if len(self._queue) > len(chain):
+                nxt = self._queue[len(chain)]
                 mv = nxt._moves
                 if not (isinstance(mv, list) and len(mv) == 1 and isinstance(mv[0], motion.LineMove)):
                     break
                 if nxt.cancelled() or nxt._after is not last:
                     break
-                chain.append(self._queue.popleft())
+                chain.append(nxt)
                 last = nxt
                 deadline = time.monotonic() + BLEND_GATHER_S
                 continue
@@ -1044,10 +1045,15 @@ class Robot:
         try:
             traj, pulses, _ = self._plan(moves, head.label, start=(q0, g0))
         except (MotionError, ValueError):  # pragma: no cover - each line planned alone already; keep them apart
-            with self._cv:
-                self._queue.extendleft(reversed(chain))
             return
         with self._cv:
+            # take the chain off the queue at the same moment the head takes over its end: the pose the next
+            # motion is planned from (the last one's end) never changes
+            queued = list(self._queue)[: len(chain)]
+            if queued != chain or any(m.cancelled() for m in chain) or head.cancelled():
+                return  # cancelled or stopped meanwhile: each plays (or is dropped) alone
+            for _ in chain:
+                self._queue.popleft()
             head.trajectory, head._pulses, head._moves = traj, pulses, moves
             head._chain = chain
             for m in chain:

@@ -306,3 +306,32 @@ def test_blended_corners_with_a_turning_tool_keep_joint_speeds_continuous():
     assert v[10:-10].min() > 0.03
     tool = dense_tool(ARM3, plan.trajectory.q_rad)
     assert polyline_distance(tool, pts).max() <= 0.004
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(st.floats(0.10, 0.17), st.floats(-0.08, 0.08), st.floats(-0.02, 0.06)), min_size=3, max_size=6),
+    st.floats(0.001, 0.01),
+    st.booleans(),
+)
+def test_random_polylines_on_a_base_arm(pts, blend, s_curve):
+    """The MeArm (a base and a parallelogram): blended polylines in space stay within blend of the polyline,
+    every limit holds (the S-curve profile too)."""
+    arm = load_arm("mearm")
+    assume(all(math.dist(a, b) > 0.002 for a, b in zip(pts[:-1], pts[1:], strict=False)))
+    try:
+        q0 = solve_pose(arm, pts[0], None, arm.home_rad)
+        moves = [
+            LineMove(p, speed_m_s=0.05, accel_m_s2=0.3, blend_m=blend, jerk_time_s=0.1 if s_curve else 0.0)
+            for p in pts[1:]
+        ]
+        plan = plan_moves(arm, moves, q_start=q0)
+    except MotionError:
+        assume(False)
+    tool = dense_tool(arm, plan.trajectory.q_rad)
+    assert polyline_distance(tool, pts).max() <= blend + 1e-9
+    q, T = plan.trajectory.q_rad, plan.trajectory.period_s
+    assert np.all(np.abs(np.diff(q, axis=0)) / T <= arm.max_speed_rad_s * (1 + 1e-9))
+    assert np.all(np.abs(np.diff(q, 2, axis=0)) / T**2 <= arm.max_accel_rad_s2 * 1.01)
+    assert all(arm.within_limits(x) for x in q)
+    assert np.linalg.norm(tool[-1] - np.asarray(pts[-1])) < 1e-9
