@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from . import motion
-from .errors import BadInputError, ConfigError, MotionError
+from .errors import BadInputError, MotionError
 from .kinematics import tool_point
 
 SVG_SUFFIXES = (".svg",)
@@ -530,8 +530,8 @@ def plan_drawing(arm, drawing: Drawing, paper: Paper) -> DrawingPlan:
     first = at(strokes[0][0], up=True)
     try:
         q0 = motion.solve_pose(arm, first, None, arm.home_rad)
-    except MotionError as exc:
-        raise type(exc)(f"{drawing.source}: the start of stroke 1: {exc}") from None
+    except MotionError as exc:  # the same error, fields kept, said to be the first stroke's
+        raise motion._located(exc, f"{drawing.source}: the start of stroke 1") from None
     for i, s in enumerate(strokes):
         name = f"{drawing.source}: stroke {i + 1} of {len(strokes)}"
         if i:
@@ -562,7 +562,6 @@ def pen_down_mask(dp: DrawingPlan) -> np.ndarray:
 
 
 __all__ = [
-    "ConfigError",
     "Drawing",
     "DrawingPlan",
     "Paper",
