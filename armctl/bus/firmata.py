@@ -327,6 +327,19 @@ class FirmataBackend(Backend):
             self._next_frame_t += FRAME_S
             self._played += 1
 
+    def set_goal(self, widths_us: dict[int, float | None]) -> None:
+        """Teleoperation: each servo's pulse written now (the caller paces the steps); no frame clock."""
+        for pin, us in widths_us.items():
+            if us is None:
+                continue
+            if pin not in self.attached:
+                self.attach(pin, us)
+            elif us != self.current[pin]:
+                self._servo_write(pin, us)
+                self.current[pin] = us
+        self._next_frame_t = None
+        self._played += 1
+
     def drain(self, *, timeout_s: float | None = None) -> None:
         self._waiting()
         delay = (self._next_frame_t or 0) - self._clock()
