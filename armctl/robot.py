@@ -630,6 +630,56 @@ class Robot:
             return self._pose_idle(False)
         return self._pose_from(values, "commanded", "pulses the board is playing (estimate)")
 
+    def sample(self) -> tuple[np.ndarray, float, np.ndarray | None, float, int]:
+        """What the arm is commanded and measured to do now, for recording: (commanded joint angles (rad),
+        commanded gripper (rad, NaN: none), measured joint angles (rad; None where the servos cannot report),
+        measured gripper (NaN: none), the index of the program sample playing (-1: none, or the ramp to its
+        start)). While a motion plays it is read between two frames, without a word to the board."""
+        self._check_open()
+        return self._on_board(self._sample_idle, self._sample_playing)
+
+    def _sample_from(self, values: dict, index: int):
+        cal, n = self.calibration, self.arm.n
+        if any(values.get(s.channel) is None for s in cal.joints):
+            pose = self.commanded_pose() if self._player is None else None
+            q = pose.q_rad if pose is not None else np.full(n, np.nan)
+            g = pose.gripper_rad if pose is not None and pose.gripper_rad is not None else math.nan
+        else:
+            q = np.array([float(s.angle_rad(values[s.channel])) for s in cal.joints])
+            gv = values.get(cal.gripper.channel) if cal.gripper is not None else None
+            g = float(cal.gripper.angle_rad(gv)) if gv is not None else math.nan
+        got = self.backend.last_measured() if self.backend.caps.measures_positions else {}
+        qm = gm = None
+        if got and all(s.channel in got for s in cal.joints):
+            qm = np.array([got[s.channel] for s in cal.joints])
+            gm = got.get(cal.gripper.channel) if cal.gripper is not None else None
+        return q, g, qm, (math.nan if gm is None else float(gm)), index
+
+    def _sample_playing(self):
+        player = self._player
+        if player is None:
+            m = self._active
+            if isinstance(m, FollowMotion):
+                values = {}
+                q, g = m.end_q_rad, m.end_gripper_rad
+                cal = self.calibration
+                values = {s.channel: float(s.value(a)) for s, a in zip(cal.joints, q)}
+                if cal.gripper is not None and math.isfinite(g):
+                    values[cal.gripper.channel] = float(cal.gripper.value(g))
+                return self._sample_from(values, -1)
+            return self._sample_idle()
+        frame = player.frames_played()
+        values = player.values_at(frame)
+        ramp = player.parts[0].frames if len(player.parts) > 1 else 0
+        part = player.parts[-1]
+        index = -1 if frame < ramp else min(len(part.us) - 1, (frame - ramp) // part.frames_per_sample)
+        return self._sample_from(values, int(index))
+
+    def _sample_idle(self):
+        held = self._held()
+        values = {s.channel: h for s, h in zip(self.calibration.servos, held) if h is not None}
+        return self._sample_from(values, -1)
+
     def _held(self) -> list[float | None]:
         """What each servo (joints, then gripper) holds now, in servo units; None where it has nothing."""
         st = self.backend.status()
