@@ -6,8 +6,9 @@ Values (``ArmFeatures``):
 
 - an SO-101 on bus servos: LeRobot's six ``<motor>.pos`` (``shoulder_pan.pos`` ... ``gripper.pos``) in LeRobot's
   units (0.4.4 and later, ``use_degrees``): body joints in degrees from the middle of the servo's range,
-  ``(steps - mid) * 360 / 4095``, where ``mid`` is the step at the URDF's zero pose (0 / 76.0 / -73.8 / -5.0 deg
-  in armctl's angles; the middle of the range in a LeRobot calibration); the wrist roll, which armctl holds,
+  ``(steps - mid) * 360 / 4095``, where ``mid`` is the step at the URDF's zero pose (``Arm.urdf_map``'s offsets,
+  0 / 76.0 / -73.8 / -5.0 deg in armctl's angles; the middle of the range in a LeRobot calibration), which is
+  the URDF angle LeRobot feeds its kinematics; the wrist roll, which armctl holds,
   at its held position; the gripper 0..100 over its calibrated range; ``robot_type`` ``so_follower``;
 - any other arm: armctl's joint names, ``<joint>.pos`` in degrees (armctl's angles), and ``gripper.pos`` as
   0..100 % open (closed 0, open 100); ``robot_type`` the arm's name.
@@ -29,8 +30,6 @@ import numpy as np
 from .dataset import DatasetWriter
 
 SO101_MOTORS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
-#: The SO-ARM100 URDF's zero pose in armctl's angles (FACTS: so101_new_calib.urdf), where LeRobot reads 0 deg.
-SO101_URDF_ZERO_DEG = (0.0, 76.0, -73.8, -5.0)
 LEROBOT_STEPS_PER_TURN = 4095  # LeRobot's degrees: (raw - mid) * 360 / 4095
 WRIST_ROLL_MID = 2047.5  # LeRobot forces the wrist roll's range to 0..4095
 
@@ -55,8 +54,8 @@ class ArmFeatures:
         q = np.asarray(q_rad, dtype=float)
         if self.lerobot_so101:
             out = []
-            for s, a, a0 in zip(cal.joints, q, SO101_URDF_ZERO_DEG):
-                out.append((float(s.value(a)) - float(s.value(math.radians(a0)))) * 360.0 / LEROBOT_STEPS_PER_TURN)
+            for s, a, (_, a0, _) in zip(cal.joints, q, arm.urdf_map):
+                out.append((float(s.value(a)) - float(s.value(a0))) * 360.0 / LEROBOT_STEPS_PER_TURN)
             roll = next((h for h in cal.held if h.name == "wrist_roll"), None)
             out.append(0.0 if roll is None else (roll.position_steps - WRIST_ROLL_MID) * 360.0 / LEROBOT_STEPS_PER_TURN)
             g = cal.gripper
@@ -77,7 +76,8 @@ class ArmFeatures:
 
 def arm_features(arm, calibration) -> ArmFeatures:
     """What a dataset of ``arm`` (with ``calibration``, in the backend's addressing or not) records."""
-    if arm.name == "so101" and calibration.unit == "steps" and tuple(arm.joint_names) == SO101_MOTORS[:4]:
+    so101 = arm.name == "so101" and tuple(arm.joint_names) == SO101_MOTORS[:4] and arm.urdf_map is not None
+    if so101 and calibration.unit == "steps":
         return ArmFeatures(
             "so_follower",
             tuple(f"{m}.pos" for m in SO101_MOTORS),
