@@ -232,6 +232,27 @@ class Calibration:
             raise ConfigError(
                 f"arm {arm.name!r} has a gripper but the calibration has no 'gripper' servo", path=self.source
             )
+        self._check_urdf_directions(arm)
+
+    def _check_urdf_directions(self, arm) -> None:
+        """On an arm whose bus servos count steps the way its URDF's joints turn (the sidecar's
+        ``steps_follow_urdf``: the SO-101 under LeRobot's convention), every direction is that joint's URDF
+        sign; a calibration that differs (the so101 example's old shoulder_pan direction 1, which mirrored the
+        base) is refused, not silently flipped."""
+        derived = getattr(arm, "urdf", None)
+        if self.unit != "steps" or derived is None or not getattr(derived, "steps_follow_urdf", False):
+            return
+        for i, (s, (urdf_joint, _, sign)) in enumerate(zip(self.joints, arm.urdf_map)):
+            if s.direction != sign:
+                turn = "mirrors the base" if arm.has_base and i == 0 else "turns that joint the wrong way"
+                raise ConfigError(
+                    f"{s.name} direction {s.direction:g} {turn}: {arm.name}'s servos count steps the way its URDF "
+                    f"joint {urdf_joint} turns (LeRobot's convention), so its direction is {sign:g} (armctl's "
+                    f"example had 1 for the pan before the URDF fix): set 'direction: {sign:g}' (README, "
+                    f"'SO-101: heights and the base's direction')",
+                    path=self.source,
+                    key=f"joints[{i}].direction",
+                )
 
 
 # --- YAML --------------------------------------------------------------------------------------------------

@@ -323,7 +323,8 @@ def connect(
 ) -> Robot:
     """Open the arm and return its ``Robot`` (use it in a ``with`` block, or call ``close()``).
 
-    - ``arm``: a preset name (``seed-2link``, ``seed-3link``), an arm YAML file, or an ``Arm``.
+    - ``arm``: a preset name (``seed-2link``, ``seed-3link``), an arm YAML file, a URDF (``FILE.urdf``, or
+      ``FILE.urdf#TOOL_LINK``; see ``armctl.urdf``), or an ``Arm``.
     - ``port``: a device path (``/dev/ttyACM0``) or any pyserial URL (``socket://host:7000``,
       ``spy://...``, ``armsim://?rate=20``, ``feetechsim://``); None: the backend's simulated board, which
       keeps its pose between runs.
@@ -360,7 +361,7 @@ def connect(
         raise BadInputError("--port: empty; give a device path or URL, or leave it out for the simulated arm")
     if port is not None:
         check_simulator_port(str(port), cls)  # a simulator of other servos would only time out
-    if port is None and isinstance(arm, Arm) and Path(arm.source).suffix not in (".yaml", ".yml"):
+    if port is None and isinstance(arm, Arm) and Path(arm.source).suffix not in (".yaml", ".yml", ".urdf"):
         raise BadInputError("the simulated arm needs an arm preset or file; this Arm was built in code: pass port=")
     url = sim_port_for(str(port), arm_obj, cal_path) if port is not None else default_port(arm_obj, cal_path, cls)
     lock = PortLock(url)

@@ -29,7 +29,9 @@ under ``held_joints`` in the sidecar. Anything else is refused with one line nam
 The **sidecar** ``<stem>.armctl.yaml`` beside ``<stem>.urdf`` (optional) holds what a URDF lacks; every key
 is optional: ``name``, ``tool_link``, ``floor_z_m``, ``default_speed_deg_s``, ``max_speed_deg_s`` ({joint:
 deg/s}, wins over the URDF), ``home_deg`` (armctl angles, base first; default the URDF zero pose),
-``held_joints`` ({joint: URDF deg}), ``gripper`` ({joint, open_deg, closed_deg, max_speed_deg_s}; angles
+``held_joints`` ({joint: URDF deg}), ``steps_follow_urdf`` (true: a bus-servo calibration's direction of
+every joint must be its URDF sign, as LeRobot calibrates; checked by ``Calibration.check_arm``), ``gripper``
+({joint, open_deg, closed_deg, max_speed_deg_s}; angles
 of the gripper servo as the URDF's gripper joint counts them).
 """
 
@@ -87,6 +89,7 @@ class UrdfDerivation:
     plane_u: tuple  # the arm's direction at the URDF zero pose (root frame)
     floor_z_m: float
     tool_lateral_m: float  # the tool beside the plane through the base axis (or the first pitch axis)
+    steps_follow_urdf: bool = False  # the sidecar's: bus-servo steps grow with the URDF angle on every joint
     lateral_m: dict = field(default_factory=dict)  # each pitch joint's axis point beside that plane
     held_deg: dict = field(default_factory=dict)
     notes: tuple = ()
@@ -216,6 +219,7 @@ class Sidecar:
     home_deg: list | None = None
     held_deg: dict = field(default_factory=dict)
     gripper: dict | None = None
+    steps_follow_urdf: bool = False
     path: str | None = None
     lines: dict = field(default_factory=dict)
 
@@ -241,6 +245,10 @@ def read_sidecar(data, path) -> Sidecar:
                     out[jn] = sec.number(jn, lo=-360, hi=360)
             sc.lines[key] = sec
             sec.done()
+    follow = top.raw("steps_follow_urdf", False)
+    if not isinstance(follow, bool):
+        raise top.error("steps_follow_urdf", f"expected true or false, found {follow!r}")
+    sc.steps_follow_urdf = follow
     sc.home_deg = top.numbers("home_deg", None)
     if top.has("home_deg"):
         sc.lines["home_deg"] = top
@@ -268,7 +276,8 @@ def load_urdf_arm(path, *, tool_link: str | None = None, sidecar: str | Path | N
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the URDF: {exc.strerror if isinstance(exc, OSError) else exc}", path=path)
+        why = exc.strerror if isinstance(exc, OSError) else exc
+        raise ConfigError(f"cannot read the URDF: {why}", path=path) from None
     sc_path = Path(sidecar) if sidecar is not None else sidecar_path(path)
     sc = None
     if sidecar is not None or sc_path.is_file():
@@ -503,7 +512,7 @@ def arm_from_urdf(text: str, path, *, tool_link: str | None = None, sidecar: Sid
             f"the pitch joints ({', '.join(p[0].name for p in pitch)}) make {len(groups)} independently turning "
             "links: armctl's arms have 2 or 3"
         )
-    for r, vec, j in groups:
+    for _, vec, j in groups:
         if np.hypot(*vec) < SAME_POINT_M:
             raise refuse(f"joint {j.name!r} turns a link of zero length (the tool lies on its axis): hold it instead")
     rows = [g[0] for g in groups]
@@ -649,6 +658,7 @@ def arm_from_urdf(text: str, path, *, tool_link: str | None = None, sidecar: Sid
             plane_u=tuple(float(v) for v in u),
             floor_z_m=sc.floor_z_m,
             tool_lateral_m=tool_lateral,
+            steps_follow_urdf=sc.steps_follow_urdf,
             lateral_m=lateral,
             held_deg=dict(sc.held_deg),
             notes=tuple(notes),
@@ -672,3 +682,71 @@ def armctl_angles(arm: Arm, urdf_q: dict) -> np.ndarray:
     if arm.urdf_map is None:
         raise ValueError(f"arm {arm.name!r} was not derived from a URDF")
     return np.array([off + sign * float(urdf_q[name]) for name, off, sign in arm.urdf_map])
+
+
+def describe(arm: Arm) -> dict | None:
+    """What was derived from the URDF (``armctl workspace --json`` key ``urdf``), None for other arms."""
+    d = arm.urdf
+    if d is None:
+        return None
+    return {
+        "path": d.path,
+        "robot": d.robot,
+        "root_link": d.root_link,
+        "tool_link": d.tool_link,
+        "sidecar": d.sidecar,
+        "origin_in_urdf_m": list(d.origin_m),
+        "floor_z_m": d.floor_z_m,
+        "plane_u": list(d.plane_u),
+        "tool_beside_plane_m": d.tool_lateral_m,
+        "joints": [
+            {
+                "name": arm.joint_names[i],
+                "urdf_joint": name,
+                "zero_deg": round(math.degrees(off), 6),
+                "sign": sign,
+                "speed_from": d.speed_from.get(name),
+                "beside_plane_m": d.lateral_m.get(name),
+            }
+            for i, (name, off, sign) in enumerate(arm.urdf_map)
+        ],
+        "held_joints_deg": d.held_deg,
+        "gripper_joint": arm.gripper_urdf_joint,
+        "notes": list(d.notes),
+    }
+
+
+def describe_lines(arm: Arm) -> list[str]:
+    """``describe`` as text lines for ``armctl workspace``."""
+    d = describe(arm)
+    if d is None:
+        return []
+    o = d["origin_in_urdf_m"]
+    if arm.has_base:
+        shift = (
+            f"x, y from the yaw axis, z from the floor: armctl = URDF - ({o[0]:.4f}, {o[1]:.4f}, {o[2]:.4f}) m "
+            f"in {d['root_link']}"
+        )
+    else:
+        u = d["plane_u"]
+        shift = (
+            f"x along ({u[0]:.3f}, {u[1]:.3f}, {u[2]:.3f}), y up, from ({o[0]:.4f}, {o[1]:.4f}, {o[2]:.4f}) m "
+            f"in {d['root_link']}"
+        )
+    out = [
+        f"from URDF {d['path']} (robot {d['robot']}), tool link {d['tool_link']}, sidecar {d['sidecar'] or 'none'}",
+        f"frame shift: {shift}",
+    ]
+    for j in d["joints"]:
+        out.append(
+            f"  {j['name']:<14} = {j['zero_deg']:8.3f} {'+' if j['sign'] > 0 else '-'} URDF {j['urdf_joint']} deg"
+            f"   speed from the {j['speed_from']}"
+        )
+    if d["held_joints_deg"]:
+        out.append(
+            "held (no joint of the model): " + ", ".join(f"{k} at {v:g} deg" for k, v in d["held_joints_deg"].items())
+        )
+    if d["gripper_joint"]:
+        out.append(f"gripper: URDF joint {d['gripper_joint']}")
+    out.extend(f"note: {n}" for n in d["notes"])
+    return out

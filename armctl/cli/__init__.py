@@ -65,7 +65,15 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         "--arm",
         default=d,
         metavar="NAME|PATH",
-        help="arm preset name (seed-2link, seed-3link) or arm YAML file (default: the program's arm:, else seed-3link)",
+        help="arm preset name (seed-2link, seed-3link), arm YAML file or URDF (FILE.urdf, with FILE.armctl.yaml "
+        "beside it if any) (default: the program's arm:, else seed-3link)",
+    )
+    g.add_argument(
+        "--tool-link",
+        default=d,
+        metavar="NAME",
+        help="with --arm FILE.urdf: the URDF link that is the tool point (default: the sidecar's tool_link, else "
+        "the last link of the longest chain)",
     )
     g.add_argument(
         "--port",
@@ -164,6 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in GLOBAL_DEFAULTS.items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)
+    if getattr(args, "tool_link", None) is not None:  # one arm reference: FILE.urdf#LINK (armctl.arm.load_arm)
+        if not (args.arm_given and args.arm.endswith(".urdf")):
+            _say(f"armctl {args.command}: error: --tool-link applies to an arm from a URDF: give --arm FILE.urdf")
+            return EXIT_BAD_INPUT
+        args.arm = f"{args.arm}#{args.tool_link}"
     restore = _stop_on_signals()
     try:
         return int(args.func(args) or 0)
