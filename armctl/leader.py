@@ -15,6 +15,7 @@ follower's (one process per port). Angles through the leader's own calibration, 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,7 @@ class Leader:
         self._unheard = dict.fromkeys(self.ids, 0)
         self._closed = False
         self.reads = 0
+        self._io = threading.Lock()  # one read at a time (the follow loop, and a caller's own read)
 
     def _name(self, servo_id: int) -> str:
         for s in self.calibration.servos:
@@ -63,7 +65,12 @@ class Leader:
         return f"leader servo {servo_id}"
 
     def read(self) -> LeaderReading:
-        """One SYNC_READ of the leader's positions (see the module docstring); LinkError if the leader is lost."""
+        """One SYNC_READ of the leader's positions (see the module docstring); LinkError if the leader is lost.
+        Safe from several threads (one read at a time)."""
+        with self._io:
+            return self._read()
+
+    def _read(self) -> LeaderReading:
         if self._closed:
             raise LinkError(f"the leader on {self.port} is closed")
         try:
@@ -96,7 +103,8 @@ class Leader:
         """Release the leader's port (its servos stay limp). Safe to call twice."""
         if self._closed:
             return
-        self._closed = True
+        with self._io:
+            self._closed = True
         try:
             self.bus.close()
         finally:
@@ -111,6 +119,16 @@ class Leader:
 
     def __repr__(self) -> str:
         return f"<Leader {self.arm.name!r} on {self.port}>"
+
+
+def check_leader(arm: Arm, cal: Calibration) -> None:
+    """ConfigError unless ``cal`` is ``arm``'s; BadInputError unless its servos report where they are (bus servos)."""
+    cal.check_arm(arm)
+    if cal.unit != "steps":
+        raise BadInputError(
+            f"leader arm {arm.name!r}: its calibration {cal.source} is for hobby (PWM) servos, which cannot say "
+            "where they are; a leader must be bus servos (e.g. --leader-arm so101)"
+        )
 
 
 def open_leader(
@@ -132,12 +150,7 @@ def open_leader(
         cal = calibration
     else:
         cal = load_calibration(find_calibration(arm_obj.name, calibration))
-    cal.check_arm(arm_obj)
-    if cal.unit != "steps":
-        raise BadInputError(
-            f"leader arm {arm_obj.name!r}: its calibration {cal.source} is for hobby (PWM) servos, which cannot say "
-            "where they are; a leader must be bus servos (e.g. --leader-arm so101)"
-        )
+    check_leader(arm_obj, cal)
     url = str(port)
     lock = PortLock(url)
     lock.acquire()

@@ -61,6 +61,7 @@ TURN_RAD = 2.0 * math.pi
 JOURNAL_PERIOD_S = 0.02  # while moving, the pose the board would stop in is journaled once a frame
 FOLLOW_RAMP_DONE_DEG = 1.0  # a follow's start ramp ends once every joint is this close to the leader's pose
 FOLLOW_QUEUE_FRAMES = 2  # a follow keeps at most this many frames queued on boards that play timed moves
+FOLLOW_CATCH_UP_FRAMES = 5  # a follow this many frames late starts its schedule again from now
 
 
 # --- what the Robot reports ------------------------------------------------------------------------------------
@@ -1207,7 +1208,8 @@ class Robot:
                     time.sleep(min(wait, 0.01))
                     check_stop()
                 now = time.monotonic()
-                t_next = t_next + period if t_next + period > now - period else now + period
+                # on schedule (a late frame is caught up at once), unless far behind (a stall): then from now
+                t_next = t_next + period if t_next > now - FOLLOW_CATCH_UP_FRAMES * period else now + period
                 target = tp.target()
                 if framed and be.queued_frames() >= FOLLOW_QUEUE_FRAMES:
                     continue  # the board plays 20 ms frames: one more when it has room

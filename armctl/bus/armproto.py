@@ -619,7 +619,8 @@ class ArmProtocolBackend(Backend):
         return int(max(0.0, min(float(acked), est)))
 
     def queued_frames(self) -> float:
-        """Frames sent and not yet played (estimate, see ``played_frames``)."""
+        """Frames sent and not yet played (estimate, see ``played_frames``), after reading the replies waiting."""
+        self._service(0.0)
         return float(max(0, self._sent_frames - self.played_frames()))
 
     def measured(self, *, settle_s: float = 0.0) -> dict[int, float]:

@@ -202,13 +202,13 @@ def cmd_follow(args) -> int:
     from ..arm import load_arm
     from ..calibration import find_calibration, load_calibration
     from ..follow import Teleop
-    from ..leader import open_leader
+    from ..leader import check_leader, open_leader
     from .device import open_robot, setup
 
     arm, cal = setup(args)
     leader_arm = load_arm(args.leader_arm)
     leader_cal = load_calibration(find_calibration(leader_arm.name, args.leader_calibration))
-    leader_cal.check_arm(leader_arm)
+    check_leader(leader_arm, leader_cal)
     rate = parse_float(args.rate, what="--rate")
     scale = None if args.scale is None else parse_float(args.scale, what="--scale")
     offset = _offset(args.offset)
