@@ -79,7 +79,7 @@ def register(sub, parents) -> None:
     )
     p.add_argument("program", metavar="PROGRAM.yaml")
     p.add_argument("--dry-run", action="store_true", help="check and plan everything, open no port")
-    from .follow import dataset_options
+    from .dataset_options import dataset_options
 
     dataset_options(p, follow=False)  # --record-dataset: each run (each pass of a top-level repeat) an episode
     p.set_defaults(func=cmd_run)
@@ -283,7 +283,7 @@ def cmd_run(args) -> int:
         _print(args, report, f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s")
         return 0
     from ..program import episode_of_steps
-    from .follow import open_dataset
+    from .dataset_options import open_dataset
 
     source = "measured" if cal.unit == "steps" or args.port is None else "commanded"
     recorder = open_dataset(args, arm, cal, state_source=source)
