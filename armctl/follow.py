@@ -127,6 +127,9 @@ class Teleop:
         self.on_frame = on_frame
         self.status = FollowStatus(lag_deg={n: 0.0 for n in fa.joint_names})
         self._ticks: deque[float] = deque(maxlen=int(rate_hz * 2) + 2)
+        #: when the leader was read, every frame (the loop's own rate; a board of 20 ms frames may take fewer
+        #: commands than that), the last ten minutes' worth
+        self.read_times: deque[float] = deque(maxlen=int(rate_hz * 600))
         self._q_follow: np.ndarray | None = None
         self._last_steps: dict | None = None
         self._changed_t = math.nan
@@ -151,6 +154,7 @@ class Teleop:
             self._changed_t = r.t_s
         self._last_steps = r.steps
         self.status.leader_reads += 1
+        self.read_times.append(r.t_s)
         arm = self.arm
         clamped = ""
         if self.map == "joints":

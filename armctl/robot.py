@@ -1228,6 +1228,7 @@ class Robot:
                     gs = cal.gripper
                     values[gs.channel] = self._on_grid(gs, min(max(float(gs.value(g_new)), gs.lo), gs.hi))
                     g_new = float(gs.angle_rad(values[gs.channel]))
+                t_cmd = time.monotonic()  # the command leaves for the servos now
                 be.set_goal(values)
                 commands += 1
                 frames += 1
@@ -1236,7 +1237,7 @@ class Robot:
                 q_cmd, g_cmd = q_new, g_new
                 m._q_now, m._g_now = q_cmd, g_cmd
                 measured = be.last_measured() if be.caps.measures_positions else {}
-                tp.sent(now, q_cmd, g_cmd, target, measured)
+                tp.sent(t_cmd, q_cmd, g_cmd, target, measured)
                 lag = np.abs(target.q_rad - q_cmd)
                 if ramping and np.max(lag, initial=0.0) < math.radians(FOLLOW_RAMP_DONE_DEG):
                     ramping = tp.status.ramping = False
