@@ -365,3 +365,24 @@ def test_python_api_names():
     assert callable(armctl.open_leader) and armctl.DatasetWriter.__name__ == "DatasetWriter"
     assert "open_leader" in armctl.__all__ and "DatasetWriter" in armctl.__all__
     assert os.environ.get("ARMCTL_STATE_DIR")
+
+
+def test_cli_sigterm_stops_the_follower_under_control_and_keeps_the_episode(tmp_path, state):
+    import signal
+    import subprocess
+    import sys
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    hand = hand_file(tmp_path / "hand.csv", [(0, [0, 76, -74, -5], 10), (20, [30, 70, -70, -5], 30)])
+    ds = tmp_path / "ds"
+    cmd = [sys.executable, "-m", "armctl", "--arm", "so101", "follow", "--leader", f"feetechsim://?hand={hand}"]
+    cmd += ["--record-dataset", str(ds), "--task", "wave"]
+    env = {**os.environ, "ARMCTL_STATE_DIR": str(state)}
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    time.sleep(4.0)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err
+    assert err.decode() == "armctl follow: stopped by SIGTERM (the arm holds its pose)\n", err
+    t = pq.read_table(ds / "data/chunk-000/file-000.parquet")
+    assert t.num_rows > 30  # the episode being recorded was kept
