@@ -80,7 +80,9 @@ class Leader:
             who = self._name(ids[0]) if ids else "the leader"
             raise LinkError(f"{who} on {self.port}: {exc}; the follower was stopped") from None
         except LinkError as exc:
-            raise LinkError(f"the leader on {self.port}: {exc}; the follower was stopped") from None
+            text = str(exc)
+            text = text[len(self.port) + 2 :] if text.startswith(f"{self.port}: ") else text
+            raise LinkError(f"the leader on {self.port}: {text}; the follower was stopped") from None
         now = time.monotonic()
         for i, v in got.items():
             self._last[i] = v["present_position"]

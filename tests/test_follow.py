@@ -386,3 +386,29 @@ def test_cli_sigterm_stops_the_follower_under_control_and_keeps_the_episode(tmp_
     assert err.decode() == "armctl follow: stopped by SIGTERM (the arm holds its pose)\n", err
     t = pq.read_table(ds / "data/chunk-000/file-000.parquet")
     assert t.num_rows > 30  # the episode being recorded was kept
+
+
+def test_cli_enter_ends_and_starts_episodes_and_d_discards(tmp_path, state):
+    """Without a terminal: the first episode starts once the follower has caught up; an empty line (Enter)
+    ends it (saved), the next starts one, ``d`` discards it, ``q`` ends the follow."""
+    import subprocess
+    import sys
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    hand = hand_file(tmp_path / "hand.csv", [(0, [0, 76, -74, -5], 10), (20, [30, 70, -70, -5], 30)])
+    ds = tmp_path / "ds"
+    cmd = [sys.executable, "-m", "armctl", "--arm", "so101", "follow", "--leader", f"feetechsim://?hand={hand}"]
+    cmd += ["--record-dataset", str(ds), "--task", "wave", "--json"]
+    env = {**os.environ, "ARMCTL_STATE_DIR": str(state)}
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    for line, wait in (("", 3.0), ("", 1.0), ("d", 1.0), ("", 1.5), ("", 0.5), ("q", 0.0)):
+        time.sleep(wait)
+        proc.stdin.write((line + "\n").encode())
+        proc.stdin.flush()
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    report = json.loads(out)
+    assert report["episodes_saved"] == [0, 1] and report["episodes_discarded"] == 1, report
+    e = pq.read_table(ds / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
+    assert [r["episode_index"] for r in e] == [0, 1]
+    assert 5 <= e[1]["length"] <= 40  # 0.5 s at 30 fps, give or take the machine's load
