@@ -642,10 +642,8 @@ class Robot:
 
     def _sample_from(self, values: dict, index: int):
         cal, n = self.calibration, self.arm.n
-        if any(values.get(s.channel) is None for s in cal.joints):
-            pose = self.commanded_pose() if self._player is None else None
-            q = pose.q_rad if pose is not None else np.full(n, np.nan)
-            g = pose.gripper_rad if pose is not None and pose.gripper_rad is not None else math.nan
+        if any(values.get(s.channel) is None for s in cal.joints):  # servos without pulses yet: nothing to record
+            q, g = np.full(n, np.nan), math.nan
         else:
             q = np.array([float(s.angle_rad(values[s.channel])) for s in cal.joints])
             gv = values.get(cal.gripper.channel) if cal.gripper is not None else None
@@ -662,7 +660,6 @@ class Robot:
         if player is None:
             m = self._active
             if isinstance(m, FollowMotion):
-                values = {}
                 q, g = m.end_q_rad, m.end_gripper_rad
                 cal = self.calibration
                 values = {s.channel: float(s.value(a)) for s, a in zip(cal.joints, q)}
