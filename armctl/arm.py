@@ -263,12 +263,20 @@ def load_arm(name_or_path: str | Path, *, tool_link: str | None = None) -> Arm:
         else:
             raise ConfigError(f"no arm preset or file named {text!r}; presets: {', '.join(preset_names())}")
     if path.suffix == ".urdf":
-        from .urdf import load_urdf_arm
-
         return load_urdf_arm(path, tool_link=tool_link)
     if tool_link is not None:
         raise ConfigError(f"--tool-link {tool_link!r} applies to an arm from a URDF (FILE.urdf), not {text!r}")
     return parse_arm(load_yaml_file(path), path)
+
+
+def load_urdf_arm(path, *, tool_link: str | None = None, sidecar=None) -> Arm:
+    """The arm a URDF describes, with its sidecar (``armctl.urdf`` derives it; see there)."""
+    from .urdf import load_urdf_spec
+
+    spec = load_urdf_spec(path, tool_link=tool_link, sidecar=sidecar)
+    if spec["gripper"] is not None:
+        spec["gripper"] = Gripper(*spec["gripper"])
+    return Arm(**spec)
 
 
 def _joint(j: Section, default_name: str):

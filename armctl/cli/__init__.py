@@ -86,15 +86,16 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         "--backend",
         default=d,
         metavar="NAME",
-        help="board protocol: armctl (our firmware or the simulator), firmata (stock StandardFirmata) or "
-        "feetech (bus servos); default: feetech for a calibration in steps, else armctl",
+        help="board protocol: armctl (our firmware or the simulator), firmata (stock StandardFirmata), "
+        "feetech (bus servos) or pca9685 (PCA9685 boards on I2C: --port i2c:///dev/i2c-1?address=0x40); default: "
+        "pca9685 for an i2c:// port, feetech for a calibration in steps, else armctl",
     )
     g.add_argument(
         "--calibration",
         default=d,
         metavar="FILE",
         help="servo calibration YAML (default: ./calibration/<arm>.yaml, else ~/.config/armctl/calibration/"
-        "<arm>.yaml, else the example shipped with the arm preset)",
+        "<arm>.yaml, else the example shipped with the arm preset); LeRobot's as it is: FILE.json or lerobot:ID",
     )
     g.add_argument(
         "--watchdog",
