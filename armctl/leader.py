@@ -25,7 +25,7 @@ import numpy as np
 from .arm import Arm, load_arm
 from .bus.feetech import DEFAULT_BAUD, FeetechBus, ServoError
 from .bus.portlock import PortLock
-from .calibration import Calibration, find_calibration, load_calibration
+from .calibration import Calibration
 from .errors import BadInputError, LinkError
 
 LOST_FRAMES = 10  # reads in a row without a reply from a leader servo: the leader is lost
@@ -142,16 +142,18 @@ def open_leader(
 ) -> Leader:
     """Open a leader arm of bus servos on ``port`` (a device path or URL; ``feetechsim://?...`` for a simulated
     one, ``&hand=FILE.csv`` moving it as a hand would): ``arm`` its model (default so101), ``calibration`` its
-    servo calibration (a file; default as for ``connect``). Every servo must answer (LinkError naming the first
-    that does not: no leader on the port); then their torque goes off. BadInputError for a calibration of PWM
-    servos (a leader must report where it is)."""
+    servo calibration (an armctl YAML, ``lerobot:ID`` or LeRobot's JSON file; default as for ``connect``).
+    Every servo must answer (LinkError naming the first that does not: no leader on the port); then their
+    torque goes off. BadInputError for a calibration of PWM servos (a leader must report where it is)."""
     if port is None or not str(port).strip():
         raise BadInputError("--leader: give the leader arm's port (a device path, or feetechsim://... to simulate)")
     arm_obj = arm if isinstance(arm, Arm) else load_arm(arm)
     if isinstance(calibration, Calibration):
         cal = calibration
     else:
-        cal = load_calibration(find_calibration(arm_obj.name, calibration))
+        from .lerobot import open_calibration
+
+        cal, _, _ = open_calibration(calibration, arm_obj)  # armctl's YAML, or LeRobot's (lerobot:ID, .json)
     check_leader(arm_obj, cal)
     url = str(port)
     lock = PortLock(url)

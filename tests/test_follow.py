@@ -412,3 +412,25 @@ def test_cli_enter_ends_and_starts_episodes_and_d_discards(tmp_path, state):
     e = pq.read_table(ds / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
     assert [r["episode_index"] for r in e] == [0, 1]
     assert 5 <= e[1]["length"] <= 40  # 0.5 s at 30 fps, give or take the machine's load
+
+
+def test_a_leader_with_lerobots_calibration_drives_the_follower(tmp_path, monkeypatch):
+    """``--leader-calibration lerobot:ID``: LeRobot's own file for the leader (teleoperators/so_leader), read as
+    LeRobot reads it (zero at the middle of each range = the URDF's zero pose)."""
+    root = tmp_path / "lerobot-cal"
+    monkeypatch.setenv("HF_LEROBOT_CALIBRATION", str(root))
+    motors = {"shoulder_pan": 1, "shoulder_lift": 2, "elbow_flex": 3, "wrist_flex": 4, "wrist_roll": 5, "gripper": 6}
+    body = {"drive_mode": 0, "homing_offset": 0, "range_min": 1000, "range_max": 3096}
+    cal = {n: {"id": i, **body} for n, i in motors.items()}
+    cal["wrist_roll"].update(range_min=0, range_max=4095)
+    cal["gripper"].update(range_min=2000, range_max=3400)
+    (root / "teleoperators/so_leader").mkdir(parents=True)
+    (root / "teleoperators/so_leader/my_leader.json").write_text(json.dumps(cal, indent=4))
+    leader = armctl.open_leader("so101", "feetechsim://?ids=1-6", calibration="lerobot:my_leader")
+    with leader, armctl.connect("so101") as robot:
+        zero = np.array([off for _, off, _ in robot.arm.urdf_map])
+        assert np.allclose(leader.read().q_rad, zero, atol=math.radians(0.1))  # every servo at 2048: the middle
+        m, _ = run_follow(robot, leader, 2.5)
+        where = robot.where()
+        stop(robot, m)
+    assert np.max(np.abs(np.degrees(where.q_rad - zero))) < 0.5, where.q_deg

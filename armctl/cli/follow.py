@@ -142,14 +142,16 @@ def _positive(text, what: str) -> float | None:
 
 def cmd_follow(args) -> int:
     from ..arm import load_arm
-    from ..calibration import find_calibration, load_calibration
     from ..follow import Teleop
     from ..leader import check_leader, open_leader
+    from ..lerobot import open_calibration
     from .device import open_robot, setup
 
     arm, cal = setup(args)
     leader_arm = load_arm(args.leader_arm)
-    leader_cal = load_calibration(find_calibration(leader_arm.name, args.leader_calibration))
+    leader_cal, _, notes = open_calibration(args.leader_calibration, leader_arm)  # YAML, lerobot:ID or .json
+    for note in notes:
+        print(f"armctl: note: leader: {note}", file=sys.stderr)
     check_leader(leader_arm, leader_cal)
     rate = parse_float(args.rate, what="--rate")
     scale = None if args.scale is None else parse_float(args.scale, what="--scale")
