@@ -160,7 +160,10 @@ def open_leader(
     lock.acquire()
     bus = FeetechBus(url, baudrate=baudrate, retries=4)
     try:
-        bus.open()
+        try:
+            bus.open()
+        except LinkError as exc:
+            raise LinkError(f"no leader arm {arm_obj.name!r}: {exc}") from None
         ids = [s.id for s in cal.servos]
         try:
             bus.check_ids(ids)

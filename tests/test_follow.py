@@ -434,3 +434,28 @@ def test_a_leader_with_lerobots_calibration_drives_the_follower(tmp_path, monkey
         where = robot.where()
         stop(robot, m)
     assert np.max(np.abs(np.degrees(where.q_rad - zero))) < 0.5, where.q_deg
+
+
+def test_a_mearm_on_a_pca9685_follows_too(tmp_path):
+    """A host-timed board with no feedback (the simulated PCA9685): the same loop, the goals written as they
+    come; the chip's pulses end where the leader's tool point maps to."""
+    poses = [
+        (0, [0, 76, -74, -5], 10),
+        (0.5, [0, 76, -74, -5], 10),
+        (1.5, [20, 70, -65, -5], 40),
+        (9, [20, 70, -65, -5], 40),
+    ]
+    leader = armctl.open_leader("so101", f"feetechsim://?hand={hand_file(tmp_path / 'hand.csv', poses)}")
+    with leader, armctl.connect("mearm", backend="pca9685", calibration="mearm-pca9685") as robot:
+        m, frames = run_follow(robot, leader, 3.5, map="tool")
+        assert not m.done, m.error
+        tp = m.teleop
+        lq = leader.read().q_rad
+        where = robot.where()  # from the pulses the chip outputs
+        stop(robot, m)
+    la, fa = leader.arm, robot.arm
+    want = np.array([0, 0, fa.shoulder_height_m]) + tp.scale * (tool_point(la, lq) - [0, 0, la.shoulder_height_m])
+    assert where.source == "commanded" and not tp.status.clamped
+    assert np.linalg.norm(where.tool_m - want) < 3e-3, (where.tool_m, want)
+    q = np.array([f[1] for f in frames])
+    assert np.all(np.abs(np.diff(q, axis=0)) <= fa.max_speed_rad_s * PERIOD + 1e-6)
