@@ -259,3 +259,22 @@ def test_an_unknown_camera_is_one_line(tmp_path):
             open_cameras([spec])
     with pytest.raises(BadInputError, match="NAME=SOURCE"):
         open_cameras(["front"])
+
+
+def test_the_tasks_table_reads_as_lerobot_reads_it_with_pandas(tmp_path):
+    """LeRobot reads meta/tasks.parquet with pandas.read_parquet and looks tasks up by the index named task."""
+    from conftest import require
+
+    try:
+        import pandas as pd
+    except ImportError:
+        pd = None
+    require(pd is not None, "pandas not installed (pip install -e '.[test]')")
+    root = tmp_path / "ds"
+    _write(root, [(0, 10)], task="pick the cube")
+    _write(root, [(1, 10)], task="stack two cubes")
+    tasks = pd.read_parquet(root / "meta/tasks.parquet")
+    assert tasks.index.name == "task" and list(tasks.columns) == ["task_index"]
+    assert tasks.loc["stack two cubes", "task_index"] == 1 and tasks.loc["pick the cube", "task_index"] == 0
+    episodes = pd.read_parquet(root / "meta/episodes/chunk-000/file-001.parquet")
+    assert list(episodes["tasks"].iloc[0]) == ["stack two cubes"]
