@@ -459,3 +459,16 @@ def test_a_mearm_on_a_pca9685_follows_too(tmp_path):
     assert np.linalg.norm(where.tool_m - want) < 3e-3, (where.tool_m, want)
     q = np.array([f[1] for f in frames])
     assert np.all(np.abs(np.diff(q, axis=0)) <= fa.max_speed_rad_s * PERIOD + 1e-6)
+
+
+def test_cli_episode_s_and_episodes_record_back_to_back_then_stop(tmp_path, capsys, state):
+    hand = hand_file(tmp_path / "hand.csv", [(0, [0, 76, -74, -5], 10), (9, [20, 70, -70, -5], 30)])
+    ds = tmp_path / "ds"
+    argv = ["--arm", "so101", "follow", "--leader", f"feetechsim://?hand={hand}", "--json"]
+    argv += ["--record-dataset", str(ds), "--task", "wave", "--episode-s", "1", "--episodes", "2"]
+    rc, out, err = cli(argv, capsys)
+    assert rc == 0, err
+    report = json.loads(out)
+    assert report["episodes_saved"] == [0, 1] and report["stopped"] == "2 episodes recorded", report
+    info = json.loads((ds / "meta/info.json").read_text())
+    assert info["total_episodes"] == 2 and 40 <= info["total_frames"] <= 70  # 2 x 1 s at 30 fps
