@@ -98,7 +98,7 @@ def test_so101_follows_so101_joint_to_joint_within_its_speed_limits(tmp_path):
     # after the ramp: the follower where the leader is (both measured), and never more than a frame behind
     assert np.max(np.abs(np.degrees(follower.q_rad - lead_q))) < 1.0, (follower.q_deg, np.degrees(lead_q))
     moving = [abs(np.degrees(tg.q_rad - q)).max() for t, q, tg in frames if t - frames[0][0] > 1.5]
-    assert max(moving) < 1.0, max(moving)  # the leader turns at 17.5 deg/s: well under the limits
+    assert max(moving) < 2.5, max(moving)  # 17.5 deg/s: caught up every frame (a stall of 0.14 s would not be)
     # the servo log: no goal step beyond the joint's speed limit in a frame
     for i, s in enumerate(cal.joints):
         g = goals(sim, s.id)
@@ -234,7 +234,7 @@ def test_follow_records_a_dataset_of_what_it_commanded(tmp_path):
     t = pq.read_table(tmp_path / "ds/data/chunk-000/file-000.parquet")
     action = np.array(t.column("action").to_pylist(), dtype=np.float32)
     state = np.array(t.column("observation.state").to_pylist(), dtype=np.float32)
-    assert 80 <= len(action) <= 95  # 3 s at 30 fps
+    assert 80 <= len(action) <= 110  # 3 s at 30 fps (and the frames until the stop took)
     sent = np.array(sent)
     # every action is one of the commands sent, in order
     idx = [int(np.argmin(np.abs(sent - a).max(axis=1))) for a in action]
@@ -265,7 +265,7 @@ def test_cli_follow_records_an_episode_and_says_where(tmp_path, capsys, state):
     report = json.loads(out)
     assert 25 < report["rate_hz"] < 55 and report["episodes_saved"] == [0]
     info = json.loads((ds / "meta/info.json").read_text())
-    assert info["total_episodes"] == 1 and 60 <= info["total_frames"] <= 95
+    assert info["total_episodes"] == 1 and 60 <= info["total_frames"] <= 100
     assert json.loads((ds / "meta/armctl.json").read_text())["state_source"] == "measured"
 
 
