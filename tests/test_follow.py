@@ -76,7 +76,12 @@ def run_follow(robot, leader, seconds, **kw):
 def stop(robot, m):
     robot.stop("test over")
     with pytest.raises(StopRequested):
-        m.wait(10)
+        try:
+            m.wait(10)
+        except StopRequested:
+            raise
+        except Exception as exc:  # what ended it, said plainly
+            pytest.fail(f"the follow ended with {type(exc).__name__}: {exc}")
 
 
 def test_so101_follows_so101_joint_to_joint_within_its_speed_limits(tmp_path):
@@ -116,7 +121,8 @@ def test_the_start_is_a_slow_ramp_from_where_the_follower_is(tmp_path):
     with leader, armctl.connect("so101") as robot:
         start = robot.where().q_rad
         m, frames = run_follow(robot, leader, 1.5)
-        assert m.teleop.status.ramping  # 70 deg of pan at a quarter of 120 deg/s: still ramping after 1.5 s
+        # 70 deg of pan at a quarter of 120 deg/s: still ramping after 1.5 s
+        assert m.teleop.status.ramping, (m.done, m.error, m.teleop.status)
         stop(robot, m)
         sim = robot.backend.bus.serial.sim
         arm, cal = robot.arm, robot.calibration
