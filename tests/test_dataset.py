@@ -205,7 +205,7 @@ def _source_video(path, frames: int, h: int = 48, w: int = 64):
         s.width, s.height, s.pix_fmt = w, h, "rgb24"
         for k in range(frames):
             img = np.zeros((h, w, 3), np.uint8)
-            img[..., 2] = 40 + 4 * k
+            img[..., 2] = (40 + 4 * k) % 256
             img[8:24, (2 * k) % (w - 16) : (2 * k) % (w - 16) + 16] = (255, 200, 0)
             out.append(img)
             for p in s.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):

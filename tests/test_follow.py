@@ -478,3 +478,23 @@ def test_cli_episode_s_and_episodes_record_back_to_back_then_stop(tmp_path, caps
     assert report["episodes_saved"] == [0, 1] and report["stopped"] == "2 episodes recorded", report
     info = json.loads((ds / "meta/info.json").read_text())
     assert info["total_episodes"] == 2 and 40 <= info["total_frames"] <= 70  # 2 x 1 s at 30 fps
+
+
+def test_cli_follow_with_a_camera_writes_a_video_frame_for_frame(tmp_path, capsys, state):
+    av = pytest.importorskip("av")
+    pytest.importorskip("cv2")
+    from test_dataset import _source_video, doctor
+
+    clip = tmp_path / "clip.mkv"
+    _source_video(clip, 200)
+    hand = hand_file(tmp_path / "hand.csv", [(0, [0, 76, -74, -5], 10), (9, [20, 70, -70, -5], 30)])
+    ds = tmp_path / "ds"
+    argv = ["--arm", "so101", "follow", "--leader", f"feetechsim://?hand={hand}", "--duration", "2.5", "--json"]
+    rc, out, err = cli([*argv, "--record-dataset", str(ds), "--task", "wave", "--camera", f"front={clip}"], capsys)
+    assert rc == 0, err
+    doctor(ds)
+    info = json.loads((ds / "meta/info.json").read_text())
+    with av.open(str(ds / "videos/observation.images.front/chunk-000/file-000.mp4")) as c:
+        decoded = sum(1 for _ in c.decode(video=0))
+    assert decoded == info["total_frames"] > 40
+    assert json.loads((ds / "meta/armctl.json").read_text())["cameras"] == {"front": str(clip)}
