@@ -238,8 +238,11 @@ def test_a_camera_from_a_video_file_decodes_frame_for_frame(tmp_path):
     assert feat["info"]["video.codec"] == "av1" and feat["info"]["video.fps"] == 30
     video = root / "videos/observation.images.front/chunk-000/file-000.mp4"
     with av.open(str(video)) as c:
-        decoded = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+        got = [(f.time, f.to_ndarray(format="rgb24")) for f in c.decode(video=0)]
+    decoded = [img for _, img in got]
     assert len(decoded) == 40  # frame for frame
+    # at the times LeRobot looks them up: episode 1 starts at its from_timestamp, 15/30 s
+    assert [t for t, _ in got] == pytest.approx([k / 30 for k in range(40)], abs=1e-6)
     err = [float(np.abs(d.astype(int) - s.astype(int)).mean()) for d, s in zip(decoded, frames)]
     assert max(err) < 12, err  # AV1 at crf 30 on 64x48: a few levels off on average, the same picture
     # the second episode's frames are the source's 15..39, at its from/to timestamps
