@@ -16,7 +16,6 @@ import argparse
 import json
 import math
 import os
-import select
 import sys
 import threading
 import time
@@ -77,26 +76,23 @@ def register(sub, parents) -> None:
 
 
 class Keys:
-    """Keys from the terminal (cbreak: Ctrl-C still interrupts) or lines from a pipe: ``get()`` -> "enter",
-    "d", "q" or None."""
+    """Keys from the terminal (``armctl.terminal``, every OS; Ctrl-C there is an interrupt, a terminal that went
+    away is ``q``) or lines from a pipe: ``get()`` -> "enter", "d", "q" or None."""
 
     def __init__(self, stream=sys.stdin):
         self.stream = stream
         self.events: list[str] = []
-        self.tty = False
-        self._saved = None
+        self.term = None
         try:
-            self.fd = stream.fileno()
-            self.tty = os.isatty(self.fd)
+            fd = stream.fileno()
+            self.tty = os.isatty(fd)
         except (AttributeError, OSError, ValueError):
-            self.fd = None
+            fd, self.tty = None, False
         if self.tty:
-            import termios
-            import tty
+            from ..terminal import Terminal
 
-            self._saved = termios.tcgetattr(self.fd)
-            tty.setcbreak(self.fd)
-        elif self.fd is not None:
+            self.term = Terminal(fullscreen=False, fd_in=fd, out=sys.stderr)
+        elif fd is not None:
             threading.Thread(target=self._lines, name="armctl-follow-keys", daemon=True).start()
 
     def _lines(self) -> None:
@@ -108,20 +104,17 @@ class Keys:
             pass
 
     def get(self) -> str | None:
-        if self.tty:
-            r, _, _ = select.select([self.fd], [], [], 0)
-            if r:
-                ch = os.read(self.fd, 1).decode(errors="replace")
-                return "enter" if ch in ("\r", "\n") else ch.lower()
-            return None
+        if self.term is not None:
+            key = self.term.key(0.0)
+            if key == "ctrl-c":
+                raise KeyboardInterrupt
+            return {"ctrl-d": "q", "escape": None}.get(key, key.lower() if key else None)
         return self.events.pop(0) if self.events else None
 
     def close(self) -> None:
-        if self._saved is not None:
-            import termios
-
-            termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
-            self._saved = None
+        if self.term is not None:
+            self.term.restore()
+            self.term = None
 
 
 def _offset(text: str | None):
