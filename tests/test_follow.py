@@ -499,3 +499,26 @@ def test_cli_follow_with_a_camera_writes_a_video_frame_for_frame(tmp_path, capsy
         decoded = sum(1 for _ in c.decode(video=0))
     assert decoded == info["total_frames"] > 40
     assert json.loads((ds / "meta/armctl.json").read_text())["cameras"] == {"front": str(clip)}
+
+
+def test_max_lag_deg_stops_a_follower_left_too_far_behind(tmp_path):
+    """A leader that jumps (faster than the follower may turn) after the ramp: with ``max_lag_deg`` the follower
+    stops under control once a joint is that far behind, with one line naming it."""
+    from armctl.errors import MotionError
+
+    poses = [
+        (0, [0, 76, -74, -5], 10),
+        (1.5, [0, 76, -74, -5], 10),
+        (1.6, [60, 76, -74, -5], 10),
+        (9, [60, 76, -74, -5], 10),
+    ]
+    leader = armctl.open_leader("so101", f"feetechsim://?hand={hand_file(tmp_path / 'hand.csv', poses)}")
+    with leader, armctl.connect("so101") as robot:
+        m, frames = run_follow(robot, leader, 4.0, max_lag_deg=10)
+        with pytest.raises(MotionError) as info:
+            m.wait(5)
+        assert not robot.moving
+    text = str(info.value)
+    assert "joint 1 (shoulder_pan) lagged the leader by" in text and "--max-lag-deg 10" in text and "\n" not in text
+    q = np.array([f[1] for f in frames])  # it never jumped: at most a frame's worth of its speed limit a frame
+    assert np.all(np.abs(np.diff(q[:, 0])) <= load_arm("so101").max_speed_rad_s[0] * PERIOD + 1e-6)
