@@ -621,6 +621,11 @@ class ArmProtocolBackend(Backend):
         est = played + (time.monotonic() - t) * self._board_rate / FRAME_S
         return int(max(0.0, min(float(acked), est)))
 
+    def queued_frames(self) -> float:
+        """Frames sent and not yet played (estimate, see ``played_frames``), after reading the replies waiting."""
+        self._service(0.0)
+        return float(max(0, self._sent_frames - self.played_frames()))
+
     def measured(self, *, settle_s: float = 0.0) -> dict[int, float]:
         if not self.caps.measures_positions or self.ser is None:
             return {}
