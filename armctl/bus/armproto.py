@@ -619,7 +619,9 @@ class ArmProtocolBackend(Backend):
         return int(max(0.0, min(float(acked), est)))
 
     def queued_frames(self) -> float:
-        """Frames sent and not yet played (estimate, see ``played_frames``)."""
+        """Frames sent and not yet played (estimate, see ``played_frames``). Reads the acknowledgements that came in
+        first: the estimate never runs past them, and a caller that only sends (a follow) would wait forever."""
+        self._service(0.0)
         return float(max(0, self._sent_frames - self.played_frames()))
 
     def measured(self, *, settle_s: float = 0.0) -> dict[int, float]:
