@@ -432,3 +432,15 @@ def test_bad_options_exit_2_before_anything(rospy, env):
         assert r.returncode == 2, (args, r.stderr)
         lines = [ln for ln in r.stderr.splitlines() if ln.startswith("armctl ros:") and "note:" not in ln]
         assert len(lines) == 1, r.stderr
+
+
+def test_example_ros2_wave(rospy, env, client, arm1):
+    """examples/ros2_wave.py (README "ROS 2") waves arm1 and ends with its 'done' event."""
+    client.events("/arm1")
+    r = subprocess.run(
+        [rospy, str(ROOT / "examples" / "ros2_wave.py"), "arm1"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "'event': 'done'" in r.stdout, r.stdout
+    q = steady(client, "/arm1")
+    assert np.allclose(q[:3], [0.785, -1.2, -0.6], atol=math.radians(0.2))
