@@ -42,7 +42,6 @@ class Target:
     gripper_rad: float
     clamped: str
     leader_t_s: float
-    leader_changed_t_s: float = math.nan
 
 
 @dataclass
@@ -127,9 +126,10 @@ class Teleop:
         self.on_frame = on_frame
         self.status = FollowStatus(lag_deg={n: 0.0 for n in fa.joint_names})
         self._ticks: deque[float] = deque(maxlen=int(rate_hz * 2) + 2)
+        #: when the leader was read, every frame (the loop's own rate; a board of 20 ms frames may take fewer
+        #: commands than that), the last ten minutes' worth
+        self.read_times: deque[float] = deque(maxlen=int(rate_hz * 600))
         self._q_follow: np.ndarray | None = None
-        self._last_steps: dict | None = None
-        self._changed_t = math.nan
         self._clamps = 0
 
     # --- the shoulder frames (tool map) ---
@@ -145,12 +145,8 @@ class Teleop:
     def target(self) -> Target:
         """Read the leader once; the follower pose it means (clamped to fit). LinkError if the leader is lost."""
         r = self.leader.read()
-        if self._last_steps is not None and r.steps != self._last_steps:
-            self._changed_t = r.t_s
-        elif self._last_steps is None:
-            self._changed_t = r.t_s
-        self._last_steps = r.steps
         self.status.leader_reads += 1
+        self.read_times.append(r.t_s)
         arm = self.arm
         clamped = ""
         if self.map == "joints":
@@ -177,7 +173,7 @@ class Teleop:
             if math.isfinite(g):
                 lo, hi = sorted((arm.gripper.closed_rad, arm.gripper.open_rad))
                 g = min(max(g, lo), hi)
-        return Target(np.asarray(q, dtype=float), float(g), clamped, r.t_s, self._changed_t)
+        return Target(np.asarray(q, dtype=float), float(g), clamped, r.t_s)
 
     def _inside(self, q) -> tuple[np.ndarray, str]:
         """``q`` moved inside the coupled limits (a parallelogram's link angle): the farthest point towards it on

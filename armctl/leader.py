@@ -15,6 +15,7 @@ follower's (one process per port). Angles through the leader's own calibration, 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ import numpy as np
 from .arm import Arm, load_arm
 from .bus.feetech import DEFAULT_BAUD, FeetechBus, ServoError
 from .bus.portlock import PortLock
-from .calibration import Calibration, find_calibration, load_calibration
+from .calibration import Calibration
 from .errors import BadInputError, LinkError
 
 LOST_FRAMES = 10  # reads in a row without a reply from a leader servo: the leader is lost
@@ -55,6 +56,7 @@ class Leader:
         self._unheard = dict.fromkeys(self.ids, 0)
         self._closed = False
         self.reads = 0
+        self._io = threading.Lock()  # one read at a time (the follow loop, and a caller's own read)
 
     def _name(self, servo_id: int) -> str:
         for s in self.calibration.servos:
@@ -63,7 +65,12 @@ class Leader:
         return f"leader servo {servo_id}"
 
     def read(self) -> LeaderReading:
-        """One SYNC_READ of the leader's positions (see the module docstring); LinkError if the leader is lost."""
+        """One SYNC_READ of the leader's positions (see the module docstring); LinkError if the leader is lost.
+        Safe from several threads (one read at a time)."""
+        with self._io:
+            return self._read()
+
+    def _read(self) -> LeaderReading:
         if self._closed:
             raise LinkError(f"the leader on {self.port} is closed")
         try:
@@ -73,7 +80,9 @@ class Leader:
             who = self._name(ids[0]) if ids else "the leader"
             raise LinkError(f"{who} on {self.port}: {exc}; the follower was stopped") from None
         except LinkError as exc:
-            raise LinkError(f"the leader on {self.port}: {exc}; the follower was stopped") from None
+            text = str(exc)
+            text = text[len(self.port) + 2 :] if text.startswith(f"{self.port}: ") else text
+            raise LinkError(f"the leader on {self.port}: {text}; the follower was stopped") from None
         now = time.monotonic()
         for i, v in got.items():
             self._last[i] = v["present_position"]
@@ -96,7 +105,8 @@ class Leader:
         """Release the leader's port (its servos stay limp). Safe to call twice."""
         if self._closed:
             return
-        self._closed = True
+        with self._io:
+            self._closed = True
         try:
             self.bus.close()
         finally:
@@ -113,6 +123,16 @@ class Leader:
         return f"<Leader {self.arm.name!r} on {self.port}>"
 
 
+def check_leader(arm: Arm, cal: Calibration) -> None:
+    """ConfigError unless ``cal`` is ``arm``'s; BadInputError unless its servos report where they are (bus servos)."""
+    cal.check_arm(arm)
+    if cal.unit != "steps":
+        raise BadInputError(
+            f"leader arm {arm.name!r}: its calibration {cal.source} is for hobby (PWM) servos, which cannot say "
+            "where they are; a leader must be bus servos (e.g. --leader-arm so101)"
+        )
+
+
 def open_leader(
     arm: str | Path | Arm = "so101",
     port: str | None = None,
@@ -122,28 +142,28 @@ def open_leader(
 ) -> Leader:
     """Open a leader arm of bus servos on ``port`` (a device path or URL; ``feetechsim://?...`` for a simulated
     one, ``&hand=FILE.csv`` moving it as a hand would): ``arm`` its model (default so101), ``calibration`` its
-    servo calibration (a file; default as for ``connect``). Every servo must answer (LinkError naming the first
-    that does not: no leader on the port); then their torque goes off. BadInputError for a calibration of PWM
-    servos (a leader must report where it is)."""
+    servo calibration (an armctl YAML, ``lerobot:ID`` or LeRobot's JSON file; default as for ``connect``).
+    Every servo must answer (LinkError naming the first that does not: no leader on the port); then their
+    torque goes off. BadInputError for a calibration of PWM servos (a leader must report where it is)."""
     if port is None or not str(port).strip():
         raise BadInputError("--leader: give the leader arm's port (a device path, or feetechsim://... to simulate)")
     arm_obj = arm if isinstance(arm, Arm) else load_arm(arm)
     if isinstance(calibration, Calibration):
         cal = calibration
     else:
-        cal = load_calibration(find_calibration(arm_obj.name, calibration))
-    cal.check_arm(arm_obj)
-    if cal.unit != "steps":
-        raise BadInputError(
-            f"leader arm {arm_obj.name!r}: its calibration {cal.source} is for hobby (PWM) servos, which cannot say "
-            "where they are; a leader must be bus servos (e.g. --leader-arm so101)"
-        )
+        from .lerobot import open_calibration
+
+        cal, _, _ = open_calibration(calibration, arm_obj)  # armctl's YAML, or LeRobot's (lerobot:ID, .json)
+    check_leader(arm_obj, cal)
     url = str(port)
     lock = PortLock(url)
     lock.acquire()
     bus = FeetechBus(url, baudrate=baudrate, retries=4)
     try:
-        bus.open()
+        try:
+            bus.open()
+        except LinkError as exc:
+            raise LinkError(f"no leader arm {arm_obj.name!r}: {exc}") from None
         ids = [s.id for s in cal.servos]
         try:
             bus.check_ids(ids)

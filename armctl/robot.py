@@ -42,11 +42,12 @@ import numpy as np
 
 from . import motion
 from .arm import Arm, load_arm
-from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class, check_simulator_port
+from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class, check_simulator_port, scheme_backend
 from .bus.portlock import PortLock
-from .calibration import Calibration, find_calibration, load_calibration
+from .calibration import Calibration
 from .errors import BadInputError, JointLimitError, LinkError, MotionError, StopRequested
 from .kinematics import tool_pitch, tool_point
+from .lerobot import open_calibration
 from .paths import state_dir
 from .state import PoseStore
 from .stream import Player, Pulses, StreamResult, prepare
@@ -61,6 +62,11 @@ TURN_RAD = 2.0 * math.pi
 JOURNAL_PERIOD_S = 0.02  # while moving, the pose the board would stop in is journaled once a frame
 FOLLOW_RAMP_DONE_DEG = 1.0  # a follow's start ramp ends once every joint is this close to the leader's pose
 FOLLOW_QUEUE_FRAMES = 2  # a follow keeps at most this many frames queued on boards that play timed moves
+FOLLOW_CATCH_UP_FRAMES = 5  # a follow this many frames late starts its schedule again from now
+#: A blended motion (``move_to(..., blend=)``) waits this long for the next one to be queued before it starts,
+#: so that a loop queuing lines with ``wait=False`` gets them planned as one chain through rounded corners.
+BLEND_GATHER_S = 0.05
+MAX_BLEND_M = 0.5
 
 
 # --- what the Robot reports ------------------------------------------------------------------------------------
@@ -167,6 +173,9 @@ class Motion:
         # itself re-planned), this one is planned again from where the arm is, never towards a dropped target.
         self._moves, self._after = moves, after
         self.replanned = False
+        # blended chains (move_to(..., blend=)): the first motion plays the chain; the others follow its fate
+        self._head: Motion | None = None
+        self._chain: list[Motion] = []
 
     @property
     def done(self) -> bool:
@@ -174,8 +183,11 @@ class Motion:
         return self._future.done()
 
     def cancel(self) -> None:
-        """Stop this motion under control if it is playing (the arm holds where it is); drop it if queued."""
+        """Stop this motion under control if it is playing (the arm holds where it is); drop it if queued.
+        A motion blended into a chain with the ones before it stops the whole chain."""
         self._cancelled = True
+        if self._head is not None:
+            self._head._cancelled = True
 
     def cancelled(self) -> bool:
         """True once ``cancel()`` or ``Robot.stop()`` was called for it."""
@@ -332,7 +344,8 @@ def connect(
       StandardFirmata, 57600 baud, device paths only) or ``"feetech"`` (Feetech STS/SCS bus servos, 1 Mbaud);
       None: ``"feetech"`` if the calibration is in steps (bus servos), else ``"armctl"``.
     - ``calibration``: a calibration file or ``Calibration``; default: ``./calibration/<arm>.yaml``, the
-      user's calibration folder, else the example shipped with the preset.
+      user's calibration folder, else the example shipped with the preset. LeRobot's calibration is used as
+      it is: ``"lerobot:ID"`` (found where LeRobot keeps it) or its ``.json`` file (``armctl.lerobot``).
     - ``wire_log``: a file that receives every byte sent and received, with times.
     - ``watchdog_s``: our firmware holds its servos and drops its queue after this long without a word
       from us (0 turns it off); ``calibrating``: Firmata servos are attached with 500..2500 us.
@@ -344,12 +357,13 @@ def connect(
     arm_obj = arm if isinstance(arm, Arm) else load_arm(arm)
     if isinstance(calibration, Calibration):
         cal, cal_path = calibration, Path(calibration.source)
-    else:
-        cal_path = find_calibration(arm_obj.name, calibration)
-        cal = load_calibration(cal_path)
+    else:  # an armctl YAML, or LeRobot's (lerobot:ID, FILE.json) as the armctl calibration it means
+        cal, cal_path, notes = open_calibration(calibration, arm_obj)
+        for note in notes:
+            print(f"armctl: note: {note}", file=sys.stderr)
     cal.check_arm(arm_obj)
-    if backend is None:  # by the kind of servo the calibration describes
-        backend = "feetech" if cal.unit == "steps" else "armctl"
+    if backend is None:  # by the port (an I2C bus), else by the kind of servo the calibration describes
+        backend = scheme_backend(port) or ("feetech" if cal.unit == "steps" else "armctl")
     cls = backend if isinstance(backend, type) and issubclass(backend, Backend) else backend_class(backend)
     if cal.unit != cls.servo_unit:
         kind = {"us": "hobby (PWM) servos", "steps": "serial bus servos"}
@@ -379,6 +393,10 @@ def connect(
         addressed = cls.address(cal)
         be = cls.create(url, addressed, wire_log=wire_log, watchdog_s=watchdog_s, calibrating=calibrating)
         be.open()
+        if isinstance(getattr(be, "cal", None), Calibration):  # e.g. clamped to bus servos' own limits
+            addressed = be.cal
+        for note in getattr(be, "notes", ()):
+            print(f"armctl: note: {note}", file=sys.stderr)
     except BaseException:
         store.close()
         lock.release()
@@ -641,10 +659,8 @@ class Robot:
 
     def _sample_from(self, values: dict, index: int):
         cal, n = self.calibration, self.arm.n
-        if any(values.get(s.channel) is None for s in cal.joints):
-            pose = self.commanded_pose() if self._player is None else None
-            q = pose.q_rad if pose is not None else np.full(n, np.nan)
-            g = pose.gripper_rad if pose is not None and pose.gripper_rad is not None else math.nan
+        if any(values.get(s.channel) is None for s in cal.joints):  # servos without pulses yet: nothing to record
+            q, g = np.full(n, np.nan), math.nan
         else:
             q = np.array([float(s.angle_rad(values[s.channel])) for s in cal.joints])
             gv = values.get(cal.gripper.channel) if cal.gripper is not None else None
@@ -661,7 +677,6 @@ class Robot:
         if player is None:
             m = self._active
             if isinstance(m, FollowMotion):
-                values = {}
                 q, g = m.end_q_rad, m.end_gripper_rad
                 cal = self.calibration
                 values = {s.channel: float(s.value(a)) for s, a in zip(cal.joints, q)}
@@ -802,7 +817,7 @@ class Robot:
         self._check_open()
         return self._plan([self._line(x, y, z, phi, speed, accel, None)], "plan")[0]
 
-    def _line(self, x, y, z, phi, speed, accel, label) -> motion.LineMove:
+    def _line(self, x, y, z, phi, speed, accel, label, blend=None) -> motion.LineMove:
         target = self._point(x, y, z)
         if phi is not None:
             phi = self._radians(phi, "phi")
@@ -815,6 +830,11 @@ class Robot:
             kw["speed_m_s"] = self._positive(speed, "speed")
         if accel is not None:
             kw["accel_m_s2"] = self._positive(accel, "accel")
+        if blend is not None:
+            b = self._number(blend, "blend")
+            if not 0.0 <= b <= MAX_BLEND_M:
+                raise BadInputError(f"blend: {b:g} m: give 0 .. {MAX_BLEND_M:g} m (metres, as every length here)")
+            kw["blend_m"] = b
         label = label or f"move to ({', '.join(f'{v:g}' for v in target)}) m"
         return motion.LineMove(tuple(target), phi_rad=phi, label=label, **kw)
 
@@ -870,18 +890,24 @@ class Robot:
         path: str = "line",
         label: str | None = None,
         wait: bool = True,
+        blend: float | None = None,
     ) -> Motion:
         """Move the tool point to (``x``, ``y``) m, or (``x``, ``y``, ``z``) on an arm with a rotating base (z
         is required there and refused on a planar arm): in a straight line at ``speed`` m/s (default 0.1) with
         ``accel`` m/s^2 (default 0.5), slowed wherever a joint would pass its speed limit; ``path="joint"``
         instead moves every joint at once to the IK pose nearest the start. ``phi``: the tool angle (rad) at
-        the target, 3-link arms. Raises UnreachableError (with ``shortfall_m``), JointLimitError (also
-        PulseLimitError), MotionError, BadInputError before anything moves; LinkError if the link fails."""
+        the target, 3-link arms. ``blend`` (m, lines only): with ``wait=False``, consecutive blended lines are
+        played as one motion that passes each shared corner within that distance without stopping (it rests
+        only at the last line queued; see docs/programs.md, "Blending"). Raises UnreachableError (with
+        ``shortfall_m``), JointLimitError (also PulseLimitError), MotionError, BadInputError before anything
+        moves; LinkError if the link fails."""
         self._check_open()
         gen = self._stop_gen
         if path not in ("line", "joint"):
             raise BadInputError(f"path: 'line' or 'joint', got {path!r}")
-        line = self._line(x, y, z, phi, speed, accel, label)
+        if blend is not None and path != "line":
+            raise BadInputError("blend applies to straight lines (path='line'), not to joint moves")
+        line = self._line(x, y, z, phi, speed, accel, label, blend)
         if path == "line":
             return self._go([line], line.label, gen, wait)
         joint_label = label or line.label.replace("move to", "joint move to")
@@ -1091,7 +1117,69 @@ class Robot:
                     return
                 m = self._queue.popleft()
                 self._active = m  # at once, under the lock: a motion is always queued or active until it ends
+                chain = self._gather(m)
+            if chain:
+                self._merge(m, chain)
             self._run(m)
+
+    @staticmethod
+    def _blends(m: Motion) -> bool:
+        """``m`` is one line asking to blend into the next (``move_to(..., blend=)``)."""
+        mv = m._moves
+        return (
+            isinstance(mv, list)
+            and len(mv) == 1
+            and isinstance(mv[0], motion.LineMove)
+            and mv[0].blend_m > 0
+            and not mv[0].stop
+            and not m.cancelled()
+        )
+
+    def _gather(self, m: Motion) -> list[Motion]:
+        """Under the lock: the queued lines that follow ``m`` in one blended chain (left in the queue, so
+        that motions asked for meanwhile are still planned from the last one's end), waiting up to
+        BLEND_GATHER_S after each for the next to be queued."""
+        chain: list[Motion] = []
+        last = m
+        deadline = time.monotonic() + BLEND_GATHER_S
+        while self._blends(last) and not self._closed:
+            if len(self._queue) > len(chain):
+                nxt = self._queue[len(chain)]
+                mv = nxt._moves
+                if not (isinstance(mv, list) and len(mv) == 1 and isinstance(mv[0], motion.LineMove)):
+                    break
+                if nxt.cancelled() or nxt._after is not last:
+                    break
+                chain.append(nxt)
+                last = nxt
+                deadline = time.monotonic() + BLEND_GATHER_S
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._cv.wait(left)
+        return chain
+
+    def _merge(self, head: Motion, chain: list[Motion]) -> None:
+        """Plan ``head`` and the lines ``chain`` after it as one blended motion played by ``head``."""
+        moves = [head._moves[0], *(m._moves[0] for m in chain)]
+        q0, g0 = head.trajectory.q_rad[0], float(head.trajectory.gripper_rad[0])
+        try:
+            traj, pulses, _ = self._plan(moves, head.label, start=(q0, g0))
+        except (MotionError, ValueError):  # pragma: no cover - each line planned alone already; keep them apart
+            return
+        with self._cv:
+            # take the chain off the queue at the same moment the head takes over its end: the pose the next
+            # motion is planned from (the last one's end) never changes
+            queued = list(self._queue)[: len(chain)]
+            if queued != chain or any(m.cancelled() for m in chain) or head.cancelled():
+                return  # cancelled or stopped meanwhile: each plays (or is dropped) alone
+            for _ in chain:
+                self._queue.popleft()
+            head.trajectory, head._pulses, head._moves = traj, pulses, moves
+            head._chain = chain
+            for m in chain:
+                m._head = head
 
     def _run(self, m: Motion) -> None:
         """Play motion ``m``, already made ``_active`` (this thread takes the board for it); its outcome goes
@@ -1136,6 +1224,12 @@ class Robot:
                 self._cv.notify_all()
             self._serve_calls()
             self._give_board()
+        for f in m._chain:  # lines blended into this motion end with it
+            f.started.set()
+            if isinstance(outcome, MoveResult):
+                f._future.set_result(outcome)
+            else:
+                f._future.set_exception(outcome if isinstance(outcome, Exception) else StopRequested(str(outcome)))
         if isinstance(outcome, MoveResult):
             m._future.set_result(outcome)
             return
@@ -1207,7 +1301,8 @@ class Robot:
                     time.sleep(min(wait, 0.01))
                     check_stop()
                 now = time.monotonic()
-                t_next = t_next + period if t_next + period > now - period else now + period
+                # on schedule (a late frame is caught up at once), unless far behind (a stall): then from now
+                t_next = t_next + period if t_next > now - FOLLOW_CATCH_UP_FRAMES * period else now + period
                 target = tp.target()
                 if framed and be.queued_frames() >= FOLLOW_QUEUE_FRAMES:
                     continue  # the board plays 20 ms frames: one more when it has room
@@ -1226,6 +1321,7 @@ class Robot:
                     gs = cal.gripper
                     values[gs.channel] = self._on_grid(gs, min(max(float(gs.value(g_new)), gs.lo), gs.hi))
                     g_new = float(gs.angle_rad(values[gs.channel]))
+                t_cmd = time.monotonic()  # the command leaves for the servos now
                 be.set_goal(values)
                 commands += 1
                 frames += 1
@@ -1234,7 +1330,7 @@ class Robot:
                 q_cmd, g_cmd = q_new, g_new
                 m._q_now, m._g_now = q_cmd, g_cmd
                 measured = be.last_measured() if be.caps.measures_positions else {}
-                tp.sent(now, q_cmd, g_cmd, target, measured)
+                tp.sent(t_cmd, q_cmd, g_cmd, target, measured)
                 lag = np.abs(target.q_rad - q_cmd)
                 if ramping and np.max(lag, initial=0.0) < math.radians(FOLLOW_RAMP_DONE_DEG):
                     ramping = tp.status.ramping = False
@@ -1460,6 +1556,8 @@ class Robot:
         cal.check_arm(self.arm)
         self.calibration = self.backend.address(cal)
         self.backend.use_calibration(self.calibration)
+        if isinstance(getattr(self.backend, "cal", None), Calibration):  # e.g. clamped to the servos' own limits
+            self.calibration = self.backend.cal
         if path is not None:
             self.calibration_path = Path(path)
 

@@ -45,7 +45,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .arm import Arm, Gripper
 from .config import Section, load_yaml_file
 from .errors import ConfigError
 
@@ -269,9 +268,10 @@ def read_sidecar(data, path) -> Sidecar:
 # --- the importer -------------------------------------------------------------------------------------------
 
 
-def load_urdf_arm(path, *, tool_link: str | None = None, sidecar: str | Path | None = None) -> Arm:
-    """The arm a URDF file describes (see the module docstring). ``tool_link`` wins over the sidecar's;
-    ``sidecar`` defaults to ``<stem>.armctl.yaml`` beside the URDF, if there is one."""
+def load_urdf_spec(path, *, tool_link: str | None = None, sidecar: str | Path | None = None) -> dict:
+    """The arm a URDF file describes (see the module docstring), as the keyword arguments of ``armctl.arm.Arm``
+    (``armctl.arm.load_arm`` builds it; this module does not import that one). ``tool_link`` wins over the
+    sidecar's; ``sidecar`` defaults to ``<stem>.armctl.yaml`` beside the URDF, if there is one."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -282,7 +282,7 @@ def load_urdf_arm(path, *, tool_link: str | None = None, sidecar: str | Path | N
     sc = None
     if sidecar is not None or sc_path.is_file():
         sc = read_sidecar(load_yaml_file(sc_path), sc_path)
-    return arm_from_urdf(text, path, tool_link=tool_link, sidecar=sc)
+    return urdf_spec(text, path, tool_link=tool_link, sidecar=sc)
 
 
 def _note(key: str, message: str) -> None:
@@ -292,8 +292,8 @@ def _note(key: str, message: str) -> None:
         print(f"note: {message}", file=sys.stderr)
 
 
-def arm_from_urdf(text: str, path, *, tool_link: str | None = None, sidecar: Sidecar | None = None) -> Arm:
-    """The arm a URDF document describes; ``sidecar`` as ``read_sidecar`` gives it (None: no sidecar)."""
+def urdf_spec(text: str, path, *, tool_link: str | None = None, sidecar: Sidecar | None = None) -> dict:
+    """``load_urdf_spec`` of a URDF document; ``sidecar`` as ``read_sidecar`` gives it (None: no sidecar)."""
     sc = sidecar or Sidecar()
     robot, links, joints = parse_urdf(text, path)
 
@@ -366,12 +366,19 @@ def arm_from_urdf(text: str, path, *, tool_link: str | None = None, sidecar: Sid
         if jn not in joints:
             raise ConfigError(f"{jn!r} is no joint of {Path(str(path)).name}", path=sc.path)
 
-    # every moving joint off the chain must be the gripper, under it, or mimic it
+    # every moving joint off the chain must be the gripper, under it, or a mimic (a passive link that the chain's
+    # joints drive: it moves nothing of the chain)
     for j in joints.values():
         if j.name in chain_names or j.type == "fixed" or j.name == grip_joint or under_gripper(j.child):
             continue
-        if j.mimic is not None and j.mimic[0] == grip_joint:
+        if j.mimic is not None:
             continue
+        if any(a.parent == tool for a in ancestors(j.child)):
+            raise refuse(
+                f"joint {j.name!r} ({j.type}) moves links beyond the tool link {tool!r}: armctl's chain ends at the "
+                "tool (choose the last link with --tool-link, or name the gripper joint in "
+                f"{sidecar_path(path).name})"
+            )
         raise refuse(
             f"joint {j.name!r} ({j.type}, from link {j.parent!r}) is a second branch: armctl drives one chain from "
             f"{root!r} to the tool link {tool!r} (choose another with --tool-link, or name the gripper joint in "
@@ -431,7 +438,8 @@ def arm_from_urdf(text: str, path, *, tool_link: str | None = None, sidecar: Sid
             if pitch and np.linalg.norm(np.cross(axis, pitch[0][1])) > tol:
                 raise refuse(
                     f"joint {j.name!r}: axis {where} is not parallel to joint {pitch[0][0].name!r}'s: off the arm's "
-                    "plane (armctl's pitch joints turn in one vertical plane)"
+                    "plane (armctl's pitch joints turn in one vertical plane; hold it with held_joints in the sidecar "
+                    "if it is no joint of the model)"
                 )
             pitch.append((j, axis, point))
         else:
@@ -476,7 +484,7 @@ def arm_from_urdf(text: str, path, *, tool_link: str | None = None, sidecar: Sid
     tool_lateral = float((tool_p - origin) @ w)
     if base is not None and abs(tool_lateral) > TOOL_PLANE_TOL_M:
         raise refuse(
-            f"the tool link {tool!r} lies {tool_lateral * 1000:.1f} mm beside the plane through the yaw axis of "
+            f"the tool link {tool!r} lies {abs(tool_lateral) * 1000:.1f} mm beside the plane through the yaw axis of "
             f"{base[0].name!r}: armctl's model needs the tool in that plane"
         )
 
@@ -607,9 +615,9 @@ def arm_from_urdf(text: str, path, *, tool_link: str | None = None, sidecar: Sid
             gs = joints[grip_joint].velocity
         else:
             gs = math.radians(sc.default_speed_deg_s or DEFAULT_SPEED_DEG_S)
-        gripper = Gripper(math.radians(sc.gripper["open_deg"]), math.radians(sc.gripper["closed_deg"]), gs)
+        gripper = (math.radians(sc.gripper["open_deg"]), math.radians(sc.gripper["closed_deg"]), gs)
 
-    arm = Arm(
+    spec = dict(
         name=sc.name or robot,
         links_m=links_m,
         q_min=q_min,
@@ -627,15 +635,25 @@ def arm_from_urdf(text: str, path, *, tool_link: str | None = None, sidecar: Sid
         urdf_map=tuple(urdf_map),
         gripper_urdf_joint=grip_joint,
     )
+    n = len(names)
+    if linkage == "parallelogram":
+        c = 1 if base is not None else 0
+        if min(q_max[c + 1] - q_min[c], 0.0) < max(q_min[c + 1] - q_max[c], -math.pi):
+            raise refuse(
+                f"joints {names[c]!r} and {names[c + 1]!r} (a parallelogram): no angles inside the URDF's limits keep "
+                "upper arm and forearm 0..180 deg apart"
+            )
     if base is None and np.hypot(*offset_uv) > SAME_POINT_M:
         # a planar arm has no offsets: its origin is the shoulder, moved by a segment that never turns
         origin = origin + offset_uv[0] * u + offset_uv[1] * z
     zero = np.array([m[1] for m in urdf_map])
     if sc.home_deg is not None:
         home = np.radians(sc.home_deg)
-        if home.shape != (arm.n,):
-            raise sc.lines["home_deg"].error("home_deg", f"expected {arm.n} angles (base first), found {len(home)}")
-        if not arm.within_limits(home):
+        if home.shape != (n,):
+            raise sc.lines["home_deg"].error("home_deg", f"expected {n} angles (base first), found {len(home)}")
+        c = 1 if base is not None else 0
+        folded = linkage == "parallelogram" and not 0.0 <= math.pi + home[c + 1] - home[c] <= math.pi
+        if folded or np.any(home < q_min - 1e-9) or np.any(home > q_max + 1e-9):
             raise sc.lines["home_deg"].error(
                 "home_deg",
                 f"home pose {sc.home_deg} deg is outside the joint limits the URDF gives "
@@ -643,48 +661,48 @@ def arm_from_urdf(text: str, path, *, tool_link: str | None = None, sidecar: Sid
             )
     else:
         home = np.clip(zero, q_min, q_max)
-    object.__setattr__(arm, "home_rad", home)
-    object.__setattr__(
-        arm,
-        "urdf",
-        UrdfDerivation(
-            path=str(path),
-            robot=robot,
-            root_link=root,
-            tool_link=tool,
-            tool_link_given=given and tool_link is not None,
-            sidecar=sc.path,
-            origin_m=tuple(float(v) for v in origin),
-            plane_u=tuple(float(v) for v in u),
-            floor_z_m=sc.floor_z_m,
-            tool_lateral_m=tool_lateral,
-            steps_follow_urdf=sc.steps_follow_urdf,
-            lateral_m=lateral,
-            held_deg=dict(sc.held_deg),
-            notes=tuple(notes),
-            speed_from=speed_from,
-        ),
+        if linkage == "parallelogram":  # the forearm moved until upper arm and forearm are 0..180 deg apart
+            c = 1 if base is not None else 0
+            rel = min(max(home[c + 1] - home[c], -math.pi), 0.0)
+            home[c + 1] = min(max(home[c] + rel, q_min[c + 1]), q_max[c + 1])
+    spec["home_rad"] = home
+    spec["urdf"] = UrdfDerivation(
+        path=str(path),
+        robot=robot,
+        root_link=root,
+        tool_link=tool,
+        tool_link_given=given and tool_link is not None,
+        sidecar=sc.path,
+        origin_m=tuple(float(v) for v in origin),
+        plane_u=tuple(float(v) for v in u),
+        floor_z_m=sc.floor_z_m,
+        tool_lateral_m=tool_lateral,
+        steps_follow_urdf=sc.steps_follow_urdf,
+        lateral_m=lateral,
+        held_deg=dict(sc.held_deg),
+        notes=tuple(notes),
+        speed_from=speed_from,
     )
-    for n in notes:
-        _note(f"{path}:{n}", n)
-    return arm
+    for line in notes:
+        _note(f"{path}:{line}", line)
+    return spec
 
 
-def urdf_angles(arm: Arm, q) -> dict[str, float]:
+def urdf_angles(arm, q) -> dict[str, float]:
     """The URDF joint angles (rad) for armctl joint angles ``q`` (rad): inverse of ``Arm.urdf_map``."""
     if arm.urdf_map is None:
         raise ValueError(f"arm {arm.name!r} was not derived from a URDF")
     return {name: sign * (float(a) - off) for (name, off, sign), a in zip(arm.urdf_map, np.asarray(q, float))}
 
 
-def armctl_angles(arm: Arm, urdf_q: dict) -> np.ndarray:
+def armctl_angles(arm, urdf_q: dict) -> np.ndarray:
     """armctl joint angles (rad) for URDF joint angles (rad, by name): ``offset + sign * urdf``."""
     if arm.urdf_map is None:
         raise ValueError(f"arm {arm.name!r} was not derived from a URDF")
     return np.array([off + sign * float(urdf_q[name]) for name, off, sign in arm.urdf_map])
 
 
-def describe(arm: Arm) -> dict | None:
+def describe(arm) -> dict | None:
     """What was derived from the URDF (``armctl workspace --json`` key ``urdf``), None for other arms."""
     d = arm.urdf
     if d is None:
@@ -716,7 +734,7 @@ def describe(arm: Arm) -> dict | None:
     }
 
 
-def describe_lines(arm: Arm) -> list[str]:
+def describe_lines(arm) -> list[str]:
     """``describe`` as text lines for ``armctl workspace``."""
     d = describe(arm)
     if d is None:

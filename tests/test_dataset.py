@@ -205,7 +205,7 @@ def _source_video(path, frames: int, h: int = 48, w: int = 64):
         s.width, s.height, s.pix_fmt = w, h, "rgb24"
         for k in range(frames):
             img = np.zeros((h, w, 3), np.uint8)
-            img[..., 2] = 40 + 4 * k
+            img[..., 2] = (40 + 4 * k) % 256
             img[8:24, (2 * k) % (w - 16) : (2 * k) % (w - 16) + 16] = (255, 200, 0)
             out.append(img)
             for p in s.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
@@ -238,8 +238,11 @@ def test_a_camera_from_a_video_file_decodes_frame_for_frame(tmp_path):
     assert feat["info"]["video.codec"] == "av1" and feat["info"]["video.fps"] == 30
     video = root / "videos/observation.images.front/chunk-000/file-000.mp4"
     with av.open(str(video)) as c:
-        decoded = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+        got = [(f.time, f.to_ndarray(format="rgb24")) for f in c.decode(video=0)]
+    decoded = [img for _, img in got]
     assert len(decoded) == 40  # frame for frame
+    # at the times LeRobot looks them up: episode 1 starts at its from_timestamp, 15/30 s
+    assert [t for t, _ in got] == pytest.approx([k / 30 for k in range(40)], abs=1e-6)
     err = [float(np.abs(d.astype(int) - s.astype(int)).mean()) for d, s in zip(decoded, frames)]
     assert max(err) < 12, err  # AV1 at crf 30 on 64x48: a few levels off on average, the same picture
     # the second episode's frames are the source's 15..39, at its from/to timestamps
@@ -259,3 +262,22 @@ def test_an_unknown_camera_is_one_line(tmp_path):
             open_cameras([spec])
     with pytest.raises(BadInputError, match="NAME=SOURCE"):
         open_cameras(["front"])
+
+
+def test_the_tasks_table_reads_as_lerobot_reads_it_with_pandas(tmp_path):
+    """LeRobot reads meta/tasks.parquet with pandas.read_parquet and looks tasks up by the index named task."""
+    from conftest import require
+
+    try:
+        import pandas as pd
+    except ImportError:
+        pd = None
+    require(pd is not None, "pandas not installed (pip install -e '.[test]')")
+    root = tmp_path / "ds"
+    _write(root, [(0, 10)], task="pick the cube")
+    _write(root, [(1, 10)], task="stack two cubes")
+    tasks = pd.read_parquet(root / "meta/tasks.parquet")
+    assert tasks.index.name == "task" and list(tasks.columns) == ["task_index"]
+    assert tasks.loc["stack two cubes", "task_index"] == 1 and tasks.loc["pick the cube", "task_index"] == 0
+    episodes = pd.read_parquet(root / "meta/episodes/chunk-000/file-001.parquet")
+    assert list(episodes["tasks"].iloc[0]) == ["stack two cubes"]

@@ -87,6 +87,8 @@ class FeetechSimOptions:
     stops: dict[int, tuple[float, float]] = field(default_factory=dict)
     state: str | None = None
     plug: list[int] = field(default_factory=list)
+    offsets: dict[int, int] = field(default_factory=dict)
+    limits: dict[int, tuple[int, int]] = field(default_factory=dict)
     hand: str | None = None
     #: the ``hand`` file read: {id: (times s, encoder steps)}; read from ``hand`` when None
     hand_track: dict[int, tuple[list[float], list[float]]] | None = None
@@ -504,13 +506,16 @@ class FeetechSim:
             added = [i for i in o.plug if i not in known]  # plugged in since the state was saved: half a turn
             servos += [SimServo(self.series, i, self.series.steps_per_turn // 2, o) for i in added]
             saved += [(b"", 0.0, None)] * len(added)
+            for servo in servos:
+                self._preset_eeprom(servo)
         else:
             start = o.start_steps or []
             servos = []
             for k, servo_id in enumerate(o.ids):
                 servos.append(SimServo(self.series, servo_id, 0.0, o))
+                self._preset_eeprom(servos[-1])
                 present = start[k] if k < len(start) else self.series.steps_per_turn // 2
-                servos[-1].raw = float(present) % self.series.steps_per_turn
+                servos[-1].raw = float(present + servos[-1].offset()) % self.series.steps_per_turn
         if saved is not None and o.start_steps:
             for servo, present in zip(servos, o.start_steps):
                 servo.raw = float(present + servo.offset()) % servo.res
@@ -530,6 +535,16 @@ class FeetechSim:
         for servo in servos:
             servo.hand = (o.hand_track or {}).get(servo.id)
         return servos
+
+    def _preset_eeprom(self, servo: SimServo) -> None:
+        """The ``offsets`` and ``limits`` options: EEPROM as a calibration left it (over the state file's)."""
+        o = self.opts
+        if servo.id in o.offsets and "homing_offset" in self.series.registers:
+            servo.put("homing_offset", o.offsets[servo.id])
+        if servo.id in o.limits:
+            servo.put("min_angle_limit", o.limits[servo.id][0])
+            servo.put("max_angle_limit", o.limits[servo.id][1])
+        servo.saved_eeprom = bytes(servo.mem[:EEPROM_END])
 
     # --- state file (the servos' EEPROM and where they stand, between runs) ---
 

@@ -18,9 +18,10 @@ import numpy as np
 
 from .. import motion
 from ..arm import Arm, load_arm
-from ..calibration import Calibration, find_calibration, load_calibration
+from ..calibration import Calibration
 from ..errors import BadInputError
 from ..kinematics import tool_point
+from ..lerobot import open_calibration
 from ..units import parse_float
 
 EPILOG = """\
@@ -79,7 +80,13 @@ def register(sub, parents) -> None:
     )
     p.add_argument("program", metavar="PROGRAM.yaml")
     p.add_argument("--dry-run", action="store_true", help="check and plan everything, open no port")
-    from .follow import dataset_options
+    p.add_argument(
+        "--blend",
+        metavar="MM",
+        help="round the corners between consecutive line steps within MM millimetres instead of stopping "
+        "(the program's blend_mm; steps with their own blend_mm keep it; default 0: stop at every corner)",
+    )
+    from .dataset_options import dataset_options
 
     dataset_options(p, follow=False)  # --record-dataset: each run (each pass of a top-level repeat) an episode
     p.set_defaults(func=cmd_run)
@@ -109,7 +116,9 @@ def setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration]:
     from . import choose_arm
 
     arm = load_arm(choose_arm(args, program_arm))
-    cal = load_calibration(find_calibration(arm.name, args.calibration))
+    cal, _, notes = open_calibration(args.calibration, arm)  # armctl's YAML, or LeRobot's (lerobot:ID, .json)
+    for note in notes:
+        print(f"armctl: note: {note}", file=sys.stderr)
     cal.check_arm(arm)
     return arm, cal
 
@@ -249,10 +258,10 @@ def cmd_home(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from ..program import load_program, plan_program
+    from ..program import load_program, plan_program, with_blend
     from ..stream import prepare
 
-    prog = load_program(args.program)
+    prog = with_blend(load_program(args.program), args.blend)
     arm, cal = setup(args, prog.arm_ref)
     plan = plan_program(prog, arm)
     traj = plan.trajectory
@@ -283,7 +292,7 @@ def cmd_run(args) -> int:
         _print(args, report, f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s")
         return 0
     from ..program import episode_of_steps
-    from .follow import open_dataset
+    from .dataset_options import open_dataset
 
     source = "measured" if cal.unit == "steps" or args.port is None else "commanded"
     recorder = open_dataset(args, arm, cal, state_source=source)

@@ -16,7 +16,6 @@ import argparse
 import json
 import math
 import os
-import select
 import sys
 import threading
 import time
@@ -70,91 +69,30 @@ def register(sub, parents) -> None:
     p.add_argument("--duration", metavar="S", help="stop after S seconds (default: until q, Ctrl-C, SIGTERM)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--wire-log", metavar="FILE", help="write the follower's bytes, with times, to FILE")
+    from .dataset_options import dataset_options
+
     dataset_options(p, follow=True)
     p.set_defaults(func=cmd_follow)
 
 
-def dataset_options(p, *, follow: bool) -> None:
-    """``--record-dataset DIR --task TEXT [--fps N] [--camera NAME=SOURCE ...]`` (follow and run)."""
-    g = p.add_argument_group("LeRobot dataset (pip install 'armctl[dataset]')")
-    g.add_argument("--record-dataset", metavar="DIR", help="write (or append) LeRobotDataset v3.0 episodes in DIR")
-    g.add_argument("--task", metavar="TEXT", help="what the episodes show (LeRobot's task), e.g. 'pick the cube'")
-    g.add_argument("--fps", default="30", metavar="N", help="dataset frames a second (default 30)")
-    g.add_argument(
-        "--camera",
-        action="append",
-        default=[],
-        metavar="NAME=SOURCE",
-        help="a camera (any OpenCV source: 0, /dev/video0, a file, a URL) as observation.images.NAME; repeatable",
-    )
-    if follow:
-        g.add_argument("--episode-s", metavar="S", help="end each episode after S seconds (the next starts at once)")
-        g.add_argument("--episodes", metavar="N", help="stop after N saved episodes")
-
-
-def open_dataset(args, arm, cal, *, state_source: str):
-    """The cameras and the ``Recorder`` for ``--record-dataset`` (None without it); everything checked, nothing
-    moved. BadInputError for a missing --task, a bad fps, an unknown camera, another robot's dataset."""
-    if args.record_dataset is None:
-        for opt in ("camera", "task"):
-            if getattr(args, opt):
-                raise BadInputError(f"--{opt} is for recording: give --record-dataset DIR too")
-        return None
-    if not args.task or not args.task.strip():
-        raise BadInputError("--record-dataset needs --task TEXT: what the episodes show (e.g. 'pick the cube')")
-    fps = parse_float(args.fps, what="--fps")
-    if fps != int(fps) or not 1 <= fps <= 1000:
-        raise BadInputError(f"--fps: a whole number of frames a second, 1..1000, got {args.fps}")
-    from ..camera import open_cameras
-    from ..dataset import DatasetWriter
-    from ..dataset_recorder import Recorder, arm_features
-
-    cams = open_cameras(args.camera)
-    try:
-        feats = arm_features(arm, cal)
-        writer = DatasetWriter(
-            args.record_dataset,
-            robot_type=feats.robot_type,
-            fps=int(fps),
-            state_names=feats.names,
-            cameras={n: (c.height, c.width) for n, c in cams.items()},
-            info={
-                "arm": arm.name,
-                "calibration": str(cal.source),
-                "state_source": state_source,
-                "action": "the pose commanded to the servos each frame",
-                "units": feats.units,
-                "cameras": {n: c.source for n, c in cams.items()},
-            },
-        )
-    except BaseException:
-        for c in cams.values():
-            c.close()
-        raise
-    return Recorder(writer, feats, cams)
-
-
 class Keys:
-    """Keys from the terminal (cbreak: Ctrl-C still interrupts) or lines from a pipe: ``get()`` -> "enter",
-    "d", "q" or None."""
+    """Keys from the terminal (``armctl.terminal``, every OS; Ctrl-C there is an interrupt, a terminal that went
+    away is ``q``) or lines from a pipe: ``get()`` -> "enter", "d", "q" or None."""
 
     def __init__(self, stream=sys.stdin):
         self.stream = stream
         self.events: list[str] = []
-        self.tty = False
-        self._saved = None
+        self.term = None
         try:
-            self.fd = stream.fileno()
-            self.tty = os.isatty(self.fd)
+            fd = stream.fileno()
+            self.tty = os.isatty(fd)
         except (AttributeError, OSError, ValueError):
-            self.fd = None
+            fd, self.tty = None, False
         if self.tty:
-            import termios
-            import tty
+            from ..terminal import Terminal
 
-            self._saved = termios.tcgetattr(self.fd)
-            tty.setcbreak(self.fd)
-        elif self.fd is not None:
+            self.term = Terminal(fullscreen=False, fd_in=fd, out=sys.stderr)
+        elif fd is not None:
             threading.Thread(target=self._lines, name="armctl-follow-keys", daemon=True).start()
 
     def _lines(self) -> None:
@@ -166,20 +104,17 @@ class Keys:
             pass
 
     def get(self) -> str | None:
-        if self.tty:
-            r, _, _ = select.select([self.fd], [], [], 0)
-            if r:
-                ch = os.read(self.fd, 1).decode(errors="replace")
-                return "enter" if ch in ("\r", "\n") else ch.lower()
-            return None
+        if self.term is not None:
+            key = self.term.key(0.0)
+            if key == "ctrl-c":
+                raise KeyboardInterrupt
+            return {"ctrl-d": "q", "escape": None}.get(key, key.lower() if key else None)
         return self.events.pop(0) if self.events else None
 
     def close(self) -> None:
-        if self._saved is not None:
-            import termios
-
-            termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
-            self._saved = None
+        if self.term is not None:
+            self.term.restore()
+            self.term = None
 
 
 def _offset(text: str | None):
@@ -200,15 +135,17 @@ def _positive(text, what: str) -> float | None:
 
 def cmd_follow(args) -> int:
     from ..arm import load_arm
-    from ..calibration import find_calibration, load_calibration
     from ..follow import Teleop
-    from ..leader import open_leader
+    from ..leader import check_leader, open_leader
+    from ..lerobot import open_calibration
     from .device import open_robot, setup
 
     arm, cal = setup(args)
     leader_arm = load_arm(args.leader_arm)
-    leader_cal = load_calibration(find_calibration(leader_arm.name, args.leader_calibration))
-    leader_cal.check_arm(leader_arm)
+    leader_cal, _, notes = open_calibration(args.leader_calibration, leader_arm)  # YAML, lerobot:ID or .json
+    for note in notes:
+        print(f"armctl: note: leader: {note}", file=sys.stderr)
+    check_leader(leader_arm, leader_cal)
     rate = parse_float(args.rate, what="--rate")
     scale = None if args.scale is None else parse_float(args.scale, what="--scale")
     offset = _offset(args.offset)
@@ -225,6 +162,8 @@ def cmd_follow(args) -> int:
     opts = dict(map=args.map, rate_hz=rate, scale=scale, offset_m=offset, max_lag_deg=max_lag)
     Teleop(SimpleNamespace(arm=leader_arm), arm, **opts)  # the mapping checked before any port is opened
     source = "measured" if cal.unit == "steps" or (args.port is None and cal.unit == "us") else "commanded"
+    from .dataset_options import open_dataset
+
     recorder = open_dataset(args, arm, cal, state_source=source)
     keys = None
     try:
