@@ -270,10 +270,10 @@ class ArmNode:
             for p in msg.points
         ]
         names = list(msg.joint_names)
-        try:  # malformed messages are refused at once, before anything else happens
+        try:  # malformed messages and points outside the limits are refused at once: what plays goes on
             check_trajectory(self.arm, names, points, self.arm.home_rad, math.nan, too_fast="retime")
         except Refused as exc:
-            if exc.kind == "malformed":
+            if exc.kind in ("malformed", "limit"):
                 self._refused("joint_trajectory", exc)
                 return
         self._request("trajectory", (names, points))
@@ -456,7 +456,7 @@ class ArmNode:
             try:
                 check_trajectory(self.arm, list(t.joint_names), pts, self.arm.home_rad, math.nan)
             except Refused as exc:
-                if exc.kind == "malformed":
+                if exc.kind in ("malformed", "limit"):
                     self._refused("follow_joint_trajectory", exc)
                     return GoalResponse.REJECT
             return GoalResponse.ACCEPT
