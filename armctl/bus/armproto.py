@@ -44,6 +44,9 @@ class _Sent:
     resent: bool = False
 
 
+REANCHOR_S = 0.1  # queued_frames(): re-anchor the played-frames estimate on a status at least this often
+
+
 class ArmProtocolBackend(Backend):
     """Our firmware or the simulated arm, through ``serial.serial_for_url``."""
 
@@ -622,8 +625,13 @@ class ArmProtocolBackend(Backend):
         return int(max(0.0, min(float(acked), est)))
 
     def queued_frames(self) -> float:
-        """Frames sent and not yet played (estimate, see ``played_frames``), after reading the replies waiting."""
+        """Frames sent and not yet played (estimate, see ``played_frames``). Reads the acknowledgements that came in
+        first: the estimate never runs past them, and a caller that only sends (a follow) would wait forever; and asks
+        for the status now and then (``REANCHOR_S``), so the estimate does not drift from the board's clock."""
         self._service(0.0)
+        now = time.monotonic()
+        if "Q" not in self._pending_imm and (self._anchor is None or now - self._anchor[0] > REANCHOR_S):
+            self._immediate("Q")
         return float(max(0, self._sent_frames - self.played_frames()))
 
     def measured(self, *, settle_s: float = 0.0) -> dict[int, float]:
