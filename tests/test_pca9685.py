@@ -315,3 +315,35 @@ def test_status_json_gives_prescale_and_counts_and_ports_finds_the_chip(tmp_path
     (found,) = json.loads(r.stdout)
     assert found["found"] == "pca9685" and found["backend"] == "pca9685"
     assert "address=0x40,0x41" in found["port"] and "0x68 a device that is no PCA9685" in found["detail"]
+
+
+def test_a_chip_left_at_another_period_keeps_its_pulse_widths_when_armctl_changes_it(tmp_path):
+    # another program (or a calibration with pwm_hz 60, as Adafruit's tutorials use) left the chip awake at
+    # 60 Hz holding the servos: at 50 Hz the same counts are 20 % longer pulses, a jump of every servo;
+    # armctl rewrites them, in SLEEP, to the same widths in its counts
+    from armctl.paths import PRESET_CALIBRATION_DIR
+
+    cal60 = tmp_path / "cal60.yaml"
+    text = (PRESET_CALIBRATION_DIR / "seed-3link.yaml").read_text()
+    cal60.write_text(text.replace("arm: seed-3link", "arm: seed-3link\npwm_hz: 60"))
+    log = tmp_path / "log.csv"
+    url = f"pca9685sim://?state={tmp_path / 'chip.json'}&log={log}"
+    with armctl.connect("seed-3link", port=url, backend="pca9685", calibration=cal60) as robot:
+        robot.move_to(0.5, 0.2, speed=0.3)
+        held = robot.board_status().widths_us
+        assert robot.board_status().counters["pca9685"]["0x40"]["prescale"] == hw.prescale_for(60)
+    before = len(log.read_text().splitlines())
+    with armctl.connect("seed-3link", port=url, backend="pca9685") as robot:
+        chip = robot.backend.i2c.bus.chips[0x40]
+        st = robot.board_status()
+        pose = robot.where()
+        assert chip.violations == []
+    assert st.counters["pca9685"]["0x40"]["prescale"] == 121
+    assert all(a == pytest.approx(b, abs=hw.count_us(121)) for a, b in zip(st.widths_us[:4], held[:4]))
+    # half a count on each joint of the 0.9 m arm: up to 5.5 mm (docs/pca9685.md); a jump would be ~300 mm
+    assert pose.tool_m[0] == pytest.approx(0.5, abs=0.006) and pose.tool_m[1] == pytest.approx(0.2, abs=0.006)
+    # every pulse the chip gave since: the held width (to a count at 50 Hz), or none while it slept
+    for row in log.read_text().splitlines()[before:]:
+        _, _, ch, w = row.split(",")
+        if w and int(ch) < 4:
+            assert float(w) == pytest.approx(held[int(ch)], abs=hw.count_us(121)), row

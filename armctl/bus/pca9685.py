@@ -14,7 +14,9 @@ the I2C STOP.
 **Safe start.** After power-on every output is fully off: the first pulse a servo sees is the one armctl
 writes. At open armctl reads MODE1 and PRE_SCALE first and runs the frequency sequence (SLEEP, PRE_SCALE,
 wake, 500 us, RESTART) only when the chip is not already awake at the right period, so a restarted host
-does not interrupt the pulses a powered chip is giving. The chip's registers are read back: ``status``
+does not interrupt the pulses a powered chip is giving; a chip left at another period (another program,
+another ``pwm_hz``) has its pulsing channels rewritten in SLEEP to the same widths in the new counts, so
+no servo jumps. The chip's registers are read back: ``status``
 says what each channel outputs (``source: commanded``), and a restarted armctl starts from there.
 Closing leaves the outputs running (the servos hold).
 """
@@ -246,9 +248,19 @@ class PCA9685Backend(HostTimed):
                 self._write(address, bytes([hw.MODE1, mode1 | hw.AI]))
             return
         base = mode1 & ~(hw.RESTART | hw.SLEEP) & 0xFF
+        kept = {}
+        if prescale != self.prescale:
+            # the chip gives (or holds for a RESTART) pulses at another period: their counts would mean other
+            # widths at ours (20 % longer from 60 Hz to 50 Hz), a jump of every servo; rewrite them, in SLEEP,
+            # to the same widths in our counts
+            if not mode1 & hw.AI:
+                self._write(address, bytes([hw.MODE1, (mode1 & ~hw.RESTART & 0xFF) | hw.AI]))  # to read 64 bytes
+            kept = hw.rescale_channels(self._read_registers(address), prescale, self.prescale)
         if not mode1 & hw.SLEEP:
-            self._write(address, bytes([hw.MODE1, base | hw.SLEEP]))  # PRE_SCALE is written only in SLEEP
+            self._write(address, bytes([hw.MODE1, base | hw.SLEEP | hw.AI]))  # PRE_SCALE is written only in SLEEP
         self._write(address, bytes([hw.PRE_SCALE, self.prescale]))
+        for out, counts in sorted(kept.items()):
+            self._write(address, bytes([hw.channel_reg(out)]) + hw.channel_bytes(counts))
         self._write(address, bytes([hw.MODE1, base | hw.AI]))  # wake
         self._sleep(2 * hw.OSC_START_S)  # the oscillator starts in 500 us
         if self._read(address, hw.MODE1, 1)[0] & hw.RESTART:
