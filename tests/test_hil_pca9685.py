@@ -112,3 +112,29 @@ def test_a_uno_reset_under_a_powered_chip_keeps_the_pulses_and_reports_the_pose(
     assert status["firmware"] == "armctl-fw-pca9685"
     assert status["source"] == "commanded"
     assert status["tool_m"] == pytest.approx(report["tool_m"], abs=0.005)
+
+
+def test_a_chip_left_at_another_period_keeps_its_pulse_widths_when_the_firmware_starts(tmp_path):
+    # another program left the chip awake at 60 Hz (PRE_SCALE 101) holding four servos: at our 50 Hz the
+    # same counts would be 20 % longer pulses, a jump of every servo; the firmware rewrites them in SLEEP
+    ok, why = build_tools()
+    require(ok, f"virtual Uno does not build: {why}")
+    ok, why = build_firmware()
+    require(ok and FIRMWARE_PCA9685_HEX.exists(), f"the PCA9685 firmware does not build: {why}")
+    pre60 = hw.prescale_for(60)
+    counts60 = [368, 294, 441, 343]  # 1501, 1200, 1800, 1400 us at 4.08 us a count
+    held = [c * hw.count_us(pre60) for c in counts60]
+    with VirtualUno(
+        FIRMWARE_PCA9685_HEX, reset_on_open=True, free_run=True, pca9685=0x40, pca9685_held=(pre60, counts60)
+    ) as uno:
+        status = armctl_cli(uno.pty, tmp_path / "state", "status", "--json")
+        assert status.returncode == 0, status.stderr[-3000:]
+        pulses = uno.pulses()
+        events = uno.events()
+    assert not [e for e in events if e.name == "pca9685"], "the firmware did what the datasheet forbids"
+    for pin, want in zip(PINS, held):
+        widths = [p.width_us for p in pulses if p.pin == pin]
+        assert widths, f"no pulses on output {pin - PINS[0]}"
+        assert max(abs(w - want) for w in widths) <= COUNT_US, (pin, want, sorted(set(widths)))
+    reported = json.loads(status.stdout)["widths_us"][:4]
+    assert reported == pytest.approx(held, abs=COUNT_US)
