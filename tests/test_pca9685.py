@@ -291,8 +291,10 @@ def test_permission_denied_names_the_group(monkeypatch):
 
 
 def test_a_pulse_the_chip_cannot_make_is_refused_before_anything_is_written(tmp_path):
+    from armctl.paths import PRESET_CALIBRATION_DIR
+
     cal = tmp_path / "fast.yaml"
-    text = (armctl.calibration.PRESET_CALIBRATION_DIR / "seed-3link.yaml").read_text()
+    text = (PRESET_CALIBRATION_DIR / "seed-3link.yaml").read_text()
     cal.write_text(text.replace("arm: seed-3link", "arm: seed-3link\npwm_hz: 450"))
     log = tmp_path / "log.csv"
     r = _armctl("--calibration", str(cal), "--port", f"pca9685sim://?log={log}", "jog", "0.5", "0.2")
@@ -347,3 +349,13 @@ def test_a_chip_left_at_another_period_keeps_its_pulse_widths_when_armctl_change
         _, _, ch, w = row.split(",")
         if w and int(ch) < 4:
             assert float(w) == pytest.approx(held[int(ch)], abs=hw.count_us(121)), row
+
+
+def test_chip_reserved_bits_read_zero_and_the_pointer_wraps_past_testmode():
+    chip = Chip(0x40, strict=False)
+    chip.write(bytes((hw.MODE1, hw.AI)))
+    chip.write(bytes((hw.MODE2, 0xFF)))
+    chip.write(bytes((hw.channel_reg(1), 0xFF, 0xFF, 0xFF, 0xFF)))
+    assert chip.regs[hw.MODE2] == 0x1F and list(chip.regs[10:14]) == [0xFF, 0x1F, 0xFF, 0x1F]
+    chip.write(bytes((hw.TEST_MODE, 0, 0x31)))  # TestMode (recorded), then MODE1
+    assert chip.regs[hw.MODE1] == 0x31 and chip.violations

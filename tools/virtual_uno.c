@@ -322,7 +322,9 @@ static void pca_write(uint8_t r, uint8_t v)
 		return;
 	}
 	if (r >= 0x02 && r <= 0x05)
-		v &= 0xFE;
+		v &= 0xFE; /* bit 0 read-only */
+	else if (r == 0x01 || (r >= PCA_LED0 && (r - PCA_LED0) % 4 % 2))
+		v &= 0x1F; /* MODE2, LEDn_ON_H/OFF_H: bits 7:5 reserved, read 0 */
 	pca.reg[r] = v;
 	if (r >= PCA_LED0 && r <= PCA_LAST_LED)
 		pca.reg[PCA_MODE1] &= (uint8_t)~PCA_RESTART;
