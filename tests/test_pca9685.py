@@ -45,6 +45,9 @@ def test_identify_tells_a_pca9685_from_other_devices():
     assert "MODE2" in hw.identify(bytes((0x11, 0xE4, 0xE2, 0xE4, 0xE8, 0xE0)))
     assert "bit 0" in hw.identify(bytes((0x11, 0x04, 0xE3, 0xE4, 0xE8, 0xE0)))
     assert "everywhere" in hw.identify(bytes([0xFF] * 6))
+    # registers 0-5 that read like mode registers: a PRE_SCALE below 3 (the chip forces 3) gives it away
+    assert "PRE_SCALE reads 0" in hw.identify(bytes((0x39, 0x00, 0x00, 0x00, 0x00, 0x00)), 0)
+    assert hw.identify(bytes((0x21, 0x04, 0xE2, 0xE4, 0xE8, 0xE0)), 121) is None
 
 
 def test_addresses_parse():

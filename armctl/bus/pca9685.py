@@ -229,11 +229,13 @@ class PCA9685Backend(HostTimed):
                 f"no device answers at I2C address 0x{address:02x} on {self.i2c.bus.path}: check the wiring (SDA, SCL, "
                 "VCC, GND) and the board's address pads ('armctl ports' lists what answers)"
             )
+        prescale = None
         try:  # one register a read: auto-increment may be off (it is after power-on)
             regs = b"".join(self.i2c.bus.write_read(address, bytes([reg]), 1) for reg in range(hw.ALLCALLADR + 1))
+            prescale = self.i2c.bus.write_read(address, bytes([hw.PRE_SCALE]), 1)[0]
         except I2CNack:
             regs = b""
-        why = hw.identify(regs)
+        why = hw.identify(regs, prescale)
         if why is not None:
             raise LinkError(f"the device at I2C address 0x{address:02x} on {self.i2c.bus.path} is no PCA9685: {why}")
 
@@ -375,7 +377,7 @@ def scan(bus) -> list[tuple[int, str, bool]]:
         except LinkError:
             out.append((address, "a device (it did not answer a register read)", False))
             continue
-        why = hw.identify(regs)
+        why = hw.identify(regs, prescale)
         if why is not None:
             out.append((address, f"a device that is no PCA9685 ({why})", False))
             continue

@@ -112,10 +112,13 @@ def rescale_channels(regs: bytes, old_prescale: int, new_prescale: int) -> dict[
     return out
 
 
-def identify(regs: bytes) -> str | None:
-    """Why registers 0x00..0x05 (MODE1, MODE2, SUBADR1-3, ALLCALLADR) read from a device are not a PCA9685's
-    (None: they are). MODE2's bits 7:5 are reserved (read 0) and bit 0 of each sub-address and of the All
-    Call address is read-only 0; a register file that reads all 0x00 or all 0xFF is no PCA9685 either."""
+def identify(regs: bytes, prescale: int | None = None) -> str | None:
+    """Why registers 0x00..0x05 (MODE1, MODE2, SUBADR1-3, ALLCALLADR) and PRE_SCALE read from a device are
+    not a PCA9685's (None: they are). MODE2's bits 7:5 are reserved (read 0), bit 0 of each sub-address and
+    of the All Call address is read-only 0, and the chip holds PRE_SCALE at 3 or more; a register file that
+    reads all 0x00 or all 0xFF is no PCA9685 either."""
+    if prescale is not None and prescale < PRESCALE_RANGE[0]:
+        return f"PRE_SCALE reads {prescale} (at least {PRESCALE_RANGE[0]} on a PCA9685)"
     if len(regs) < 6:
         return f"answered {len(regs)} bytes for 6 registers"
     if all(b == 0xFF for b in regs[:6]) or all(b == 0 for b in regs[:6]):
