@@ -362,3 +362,25 @@ def test_chip_reserved_bits_read_zero_and_the_pointer_wraps_past_testmode():
     assert chip.regs[hw.MODE2] == 0x1F and list(chip.regs[10:14]) == [0xFF, 0x1F, 0xFF, 0x1F]
     chip.write(bytes((hw.TEST_MODE, 0, 0x31)))  # TestMode (recorded), then MODE1
     assert chip.regs[hw.MODE1] == 0x31 and chip.violations
+
+
+def test_status_reads_a_board_the_calibration_does_not_use_without_auto_increment(tmp_path):
+    # 0x41, named in the URL but not used by the calibration, is left as another program set it: awake,
+    # auto-increment off, output 0 pulsing 307 counts; armctl neither starts it nor misreads its registers
+    from armctl.bus.pca9685 import PCA9685Backend
+
+    regs = [0] * 256
+    regs[hw.MODE1], regs[hw.MODE2], regs[hw.PRE_SCALE] = 0x01, 0x04, 121
+    regs[2:6] = [0xE2, 0xE4, 0xE8, 0xE0]
+    for ch in range(16):
+        regs[hw.channel_reg(ch) + 3] = hw.FULL_BIT
+    regs[hw.channel_reg(0) : hw.channel_reg(0) + 4] = [0, 0, 0x33, 0x01]
+    state = tmp_path / "chips.json"
+    state.write_text(json.dumps({"chips": {"0x41": regs}}))
+    be = PCA9685Backend(f"pca9685sim://?address=0x40,0x41&state={state}", ranges_us={0: (500.0, 2500.0)})
+    info = be.open()
+    outs = be.status().counters["pca9685"]["0x41"]["outputs"]
+    assert outs[0] == {"channel": 16, "on": 0, "off": 307} and outs[1]["off"] == 0x1000
+    assert info.widths_us[16] == pytest.approx(307 * hw.count_us(121)) and info.widths_us[17] is None
+    assert be.i2c.bus.chips[0x41].writes == [] or all(len(d) == 1 for _, d in be.i2c.bus.chips[0x41].writes)
+    be.close()

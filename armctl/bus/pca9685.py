@@ -269,7 +269,11 @@ class PCA9685Backend(HostTimed):
             self._write(address, bytes([hw.MODE1, base | hw.AI | hw.RESTART]))  # resume the channels it had
 
     def _read_registers(self, address: int) -> bytes:
-        """The 64 channel registers of one chip (two reads: some adapters limit a read to 32 bytes)."""
+        """The 64 channel registers of one chip (two reads: some adapters limit a read to 32 bytes; one a
+        register on a chip with auto-increment off, such as a board named in the URL that the calibration
+        does not use, which armctl leaves as it is)."""
+        if not self._read(address, hw.MODE1, 1)[0] & hw.AI:
+            return b"".join(self._read(address, hw.LED0 + i, 1) for i in range(4 * hw.CHANNELS))
         return self._read(address, hw.LED0, 32) + self._read(address, hw.LED0 + 32, 32)
 
     def _read_widths(self) -> dict[int, float | None]:
