@@ -158,7 +158,9 @@ def test_armctl_writes_the_prescale_and_counts_adafruits_driver_writes():
     from armctl.bus.pca9685 import PCA9685Backend
 
     ranges = {0: (500.0, 2500.0), 3: (750.0, 2250.0), 15: (544.0, 2400.0)}
-    ours = PCA9685Backend.create("pca9685sim://", _cal(ranges))
+    cal = _cal(ranges)  # each servo's 0..180 deg is joint angle -90..90 deg, lo..hi us
+    servo = {s.channel: s for s in cal.servos}
+    ours = PCA9685Backend.create("pca9685sim://", cal)
     ours.open()
     theirs_bus = SimI2CBus(parse_url("pca9685sim://"))
     kit = _servokit(theirs_bus)  # strict model: its init sequence must follow the datasheet too
@@ -169,9 +171,9 @@ def test_armctl_writes_the_prescale_and_counts_adafruits_driver_writes():
     assert ours_chip.prescale == theirs_chip.prescale == 121
     worst = 0
     for angle in range(0, 181, 5):
-        for ch, (lo, hi) in ranges.items():
+        for ch in ranges:
             kit.servo[ch].angle = angle
-            ours.set_outputs({ch: lo + (hi - lo) * angle / 180})
+            ours.set_outputs({ch: float(servo[ch].value(math.radians(angle - 90)))})  # armctl's calibration
             base = hw.channel_reg(ch)
             a = hw.decode_channel(bytes(ours_chip.regs[base : base + 4]))[2]
             b = hw.decode_channel(bytes(theirs_chip.regs[base : base + 4]))[2]
