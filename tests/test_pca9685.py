@@ -272,6 +272,7 @@ def _armctl(*args, env=None):
         ("pca9685sim://?chips=0x41&other=0x40", 4, "is no PCA9685"),
         ("i2c:///dev/i2c-1?address=0x20", 2, "no PCA9685 address"),
         ("i2c:///dev/i2c-1?bogus=1", 2, "unknown option"),
+        ("i2c://dev/i2c-1?address=0x40", 2, "after three slashes (i2c:///dev/i2c-1)"),
         ("pca9685sim://?osc=1", 2, "unknown pca9685sim option"),
     ],
 )

@@ -85,6 +85,10 @@ def open_i2c(url: str) -> I2CPort:
     device = urllib.parse.unquote(parts.netloc + parts.path)
     if not device:
         raise BadInputError(f"port {url!r}: no bus device; {EXPECTED}")
+    if not device.startswith("/"):  # i2c://dev/i2c-1: the host part took "dev"
+        raise BadInputError(
+            f"port {url!r}: the bus device is a path, after three slashes (i2c:///{device}); {EXPECTED}"
+        )
     addresses, osc_hz = _host_options(url, query)
     return I2CPort(LinuxI2C(device), addresses, osc_hz)
 
