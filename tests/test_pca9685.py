@@ -387,3 +387,45 @@ def test_status_reads_a_board_the_calibration_does_not_use_without_auto_incremen
     assert info.widths_us[16] == pytest.approx(307 * hw.count_us(121)) and info.widths_us[17] is None
     assert be.i2c.bus.chips[0x41].writes == [] or all(len(d) == 1 for _, d in be.i2c.bus.chips[0x41].writes)
     be.close()
+
+
+def test_an_address_a_kernel_driver_owns_is_left_alone(monkeypatch):
+    # i2c-dev's I2C_RDWR reaches any address; I2C_SLAVE says EBUSY where a kernel driver sits (i2cdetect: UU),
+    # for instance the pwm-pca9685 driver of a dtoverlay on the board itself: not probed, not driven
+    import errno
+    import fcntl
+
+    from armctl.bus.i2c import I2C_SLAVE, LinuxI2C
+    from armctl.bus.pca9685 import PCA9685Backend, scan
+    from armctl.errors import LinkError
+
+    touched = []
+
+    class FakeSMBus:
+        fd = 99
+
+        def i2c_rdwr(self, *msgs):
+            touched.append(msgs[0].addr)
+            raise OSError(errno.ENXIO, "No such device or address")
+
+        def close(self):
+            pass
+
+    def ioctl(fd, request, address):
+        assert fd == 99 and request == I2C_SLAVE
+        if address == 0x40:
+            raise OSError(errno.EBUSY, "Device or resource busy")
+
+    monkeypatch.setattr(fcntl, "ioctl", ioctl)
+    import smbus2
+
+    monkeypatch.setattr(smbus2, "SMBus", lambda device: FakeSMBus())
+    bus = LinuxI2C("/dev/i2c-1")
+    found = scan(bus)
+    assert found == [(0x40, "in use by a kernel driver (UU; not probed)", False)]
+    assert 0x40 not in touched and len(touched) == 63
+    be = PCA9685Backend("i2c:///dev/i2c-1?address=0x40", ranges_us={0: (500.0, 2500.0)})
+    touched.clear()
+    with pytest.raises(LinkError, match="belongs to a kernel driver"):
+        be.open()
+    assert touched == []

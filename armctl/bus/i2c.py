@@ -22,6 +22,7 @@ from abc import ABC, abstractmethod
 from ..errors import LinkError
 
 ADDRESS_RANGE = (0x03, 0x77)  # 7-bit addresses a device may have (0x00-0x02, 0x78-0x7F are reserved)
+I2C_SLAVE = 0x0703  # i2c-dev ioctl: the address of later reads/writes; EBUSY when a kernel driver owns it
 
 
 class I2CNack(LinkError):
@@ -67,6 +68,10 @@ class I2CBus(ABC):
     @abstractmethod
     def probe(self, address: int) -> bool:
         """True if a device acknowledges ``address`` (a one-byte read, which changes nothing)."""
+
+    def busy(self, address: int) -> bool:
+        """True if a kernel driver owns ``address`` (``i2cdetect`` shows ``UU``): not ours to talk to."""
+        return False
 
     def close(self) -> None:  # noqa: B027 - nothing to release by default
         """Release the bus (safe to call twice)."""
@@ -116,6 +121,17 @@ class LinuxI2C(I2CBus):
         r = self._smbus2.i2c_msg.read(address, n)
         self._rdwr(address, w, r)
         return bytes(r)
+
+    def busy(self, address: int) -> bool:
+        """I2C_RDWR reaches an address whatever owns it; I2C_SLAVE (as i2cdetect uses) says EBUSY when a kernel
+        driver does (a device-tree overlay's RTC, or the pwm-pca9685 driver on the very board)."""
+        import fcntl
+
+        try:
+            fcntl.ioctl(self.bus.fd, I2C_SLAVE, address)
+        except OSError as exc:
+            return exc.errno == errno.EBUSY
+        return False
 
     def probe(self, address: int) -> bool:
         try:

@@ -228,6 +228,11 @@ class PCA9685Backend(HostTimed):
 
     def _identify(self, address: int) -> None:
         """LinkError if nothing answers at ``address`` or what answers is no PCA9685 (nothing is written)."""
+        if self.i2c.bus.busy(address):
+            raise LinkError(
+                f"I2C address 0x{address:02x} on {self.i2c.bus.path} belongs to a kernel driver (i2cdetect shows UU): "
+                "if it is this board's pwm-pca9685 driver, remove its dtoverlay from config.txt and reboot"
+            )
         if not self.i2c.bus.probe(address):
             raise LinkError(
                 f"no device answers at I2C address 0x{address:02x} on {self.i2c.bus.path}: check the wiring (SDA, SCL, "
@@ -377,6 +382,9 @@ def scan(bus) -> list[tuple[int, str, bool]]:
     one at a time (the register pointer is set for each read; no register is written)."""
     out = []
     for address in range(hw.ADDRESS_RANGE[0], hw.ADDRESS_RANGE[1] + 1):
+        if bus.busy(address):
+            out.append((address, "in use by a kernel driver (UU; not probed)", False))
+            continue
         try:
             if not bus.probe(address):
                 continue
