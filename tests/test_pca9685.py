@@ -273,6 +273,7 @@ def _armctl(*args, env=None):
         ("i2c:///dev/i2c-1?address=0x20", 2, "no PCA9685 address"),
         ("i2c:///dev/i2c-1?bogus=1", 2, "unknown option"),
         ("i2c://dev/i2c-1?address=0x40", 2, "after three slashes (i2c:///dev/i2c-1)"),
+        ("/dev/i2c-1", 2, "give it as --port 'i2c:///dev/i2c-1?address=0x40'"),
         ("pca9685sim://?osc=1", 2, "unknown pca9685sim option"),
     ],
 )
@@ -429,3 +430,8 @@ def test_an_address_a_kernel_driver_owns_is_left_alone(monkeypatch):
     with pytest.raises(LinkError, match="belongs to a kernel driver"):
         be.open()
     assert touched == []
+
+
+def test_a_bare_i2c_device_as_port_is_told_the_url_not_opened_as_a_serial_port():
+    r = _armctl("--port", "/dev/i2c-1", "status")
+    assert r.returncode == 2 and "give it as --port 'i2c:///dev/i2c-1?address=0x40'" in r.stderr, r.stderr
