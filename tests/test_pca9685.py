@@ -435,3 +435,26 @@ def test_an_address_a_kernel_driver_owns_is_left_alone(monkeypatch):
 def test_a_bare_i2c_device_as_port_is_told_the_url_not_opened_as_a_serial_port():
     r = _armctl("--port", "/dev/i2c-1", "status")
     assert r.returncode == 2 and "give it as --port 'i2c:///dev/i2c-1?address=0x40'" in r.stderr, r.stderr
+
+
+def test_a_chip_put_to_sleep_holding_pulses_is_restarted_as_the_datasheet_says(tmp_path):
+    # datasheet 7.3.1.1: RESTART set (sleeping with channels active): clear SLEEP, wait 500 us, write RESTART;
+    # the strict model refuses a RESTART written too early or while asleep
+    from armctl.bus.pca9685 import PCA9685Backend
+
+    regs = [0] * 256
+    regs[hw.MODE1] = hw.RESTART | hw.AI | hw.SLEEP | hw.ALLCALL
+    regs[hw.MODE2], regs[hw.PRE_SCALE] = 0x04, 121
+    regs[2:6] = [0xE2, 0xE4, 0xE8, 0xE0]
+    for ch in range(16):
+        regs[hw.channel_reg(ch) + 3] = hw.FULL_BIT
+    regs[hw.channel_reg(0) : hw.channel_reg(0) + 4] = [0, 0, 0x33, 0x01]
+    state = tmp_path / "chips.json"
+    state.write_text(json.dumps({"chips": {"0x40": regs}}))
+    be = PCA9685Backend(f"pca9685sim://?state={state}", ranges_us={0: (500.0, 2500.0)})
+    info = be.open()
+    chip = be.i2c.bus.chips[0x40]
+    assert chip.violations == [] and not chip.regs[hw.MODE1] & (hw.RESTART | hw.SLEEP)
+    assert chip.outputs[0] == pytest.approx(307 * hw.count_us(121)) == info.widths_us[0]
+    assert [d for _, d in chip.writes if d[0] == hw.MODE1 and len(d) > 1][-1][1] & hw.RESTART
+    be.close()
