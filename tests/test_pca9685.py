@@ -320,6 +320,8 @@ def test_status_json_gives_prescale_and_counts_and_ports_finds_the_chip(tmp_path
     assert st["backend"] == "pca9685" and st["source"] == "commanded" and chip["prescale"] == 121
     assert chip["outputs"][0]["off"] == hw.counts_for_us(st["widths_us"][0], 121)
     assert st["tool_m"] == pytest.approx([0.5, 0.2], abs=0.003)
+    r = _armctl("ports", "pca9685sim://?osc_hz=24000000")  # the frequency at the URL's oscillator trim
+    assert "0x40 PCA9685, 189.0 Hz (prescale 30)" in r.stdout, r.stdout
     r = _armctl("ports", "--json", "pca9685sim://?address=0x40,0x41&other=0x68")
     (found,) = json.loads(r.stdout)
     assert found["found"] == "pca9685" and found["backend"] == "pca9685"

@@ -376,8 +376,9 @@ class PCA9685Backend(HostTimed):
 # --- finding boards (armctl ports) -----------------------------------------------------------------------
 
 
-def scan(bus) -> list[tuple[int, str, bool]]:
-    """What answers at 0x40..0x7F on ``bus`` (an ``I2CBus``): (address, description, is_pca9685) for each.
+def scan(bus, osc_hz: float = hw.OSC_HZ) -> list[tuple[int, str, bool]]:
+    """What answers at 0x40..0x7F on ``bus`` (an ``I2CBus``): (address, description, is_pca9685) for each
+    (a PCA9685's frequency at the ``osc_hz`` of the URL).
     A device is probed with a one-byte read; a PCA9685 is told by its mode and sub-address registers, read
     one at a time (the register pointer is set for each read; no register is written)."""
     out = []
@@ -398,7 +399,7 @@ def scan(bus) -> list[tuple[int, str, bool]]:
             out.append((address, f"a device that is no PCA9685 ({why})", False))
             continue
         state = "asleep (no pulses)" if regs[hw.MODE1] & hw.SLEEP else "awake"
-        hz = hw.OSC_HZ / (hw.COUNTS * (prescale + 1))
+        hz = osc_hz / (hw.COUNTS * (prescale + 1))
         out.append((address, f"PCA9685, {hz:.1f} Hz (prescale {prescale}), {state}", True))
     # a PCA9685 with LED All Call on also answers at 0x70: not a board of its own
     if any(p for _, _, p in out) and any(a == 0x70 for a, _, _ in out):
