@@ -283,7 +283,8 @@ def test_bad_buses_and_addresses_get_one_line(port, code, words):
     assert words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
-def test_permission_denied_names_the_group(monkeypatch):
+@pytest.mark.skipif(sys.platform == "win32", reason="Linux i2c-dev (smbus2 needs fcntl)")
+def test_permission_denied_names_the_group(monkeypatch, tmp_path):
     import smbus2
 
     from armctl.bus.i2c import LinuxI2C
@@ -293,8 +294,10 @@ def test_permission_denied_names_the_group(monkeypatch):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(smbus2, "SMBus", refuse)
+    device = tmp_path / "i2c-1"  # a bus device that exists (/dev/i2c-1 here would not)
+    device.touch()
     with pytest.raises(LinkError, match="group i2c"):
-        LinuxI2C("/dev/i2c-1")
+        LinuxI2C(str(device))
 
 
 def test_a_pulse_the_chip_cannot_make_is_refused_before_anything_is_written(tmp_path):
@@ -393,7 +396,8 @@ def test_status_reads_a_board_the_calibration_does_not_use_without_auto_incremen
     be.close()
 
 
-def test_an_address_a_kernel_driver_owns_is_left_alone(monkeypatch):
+@pytest.mark.skipif(sys.platform == "win32", reason="Linux i2c-dev (smbus2 needs fcntl)")
+def test_an_address_a_kernel_driver_owns_is_left_alone(monkeypatch, tmp_path):
     # i2c-dev's I2C_RDWR reaches any address; I2C_SLAVE says EBUSY where a kernel driver sits (i2cdetect: UU),
     # for instance the pwm-pca9685 driver of a dtoverlay on the board itself: not probed, not driven
     import errno
@@ -424,11 +428,13 @@ def test_an_address_a_kernel_driver_owns_is_left_alone(monkeypatch):
     import smbus2
 
     monkeypatch.setattr(smbus2, "SMBus", lambda device: FakeSMBus())
-    bus = LinuxI2C("/dev/i2c-1")
+    device = tmp_path / "i2c-1"
+    device.touch()
+    bus = LinuxI2C(str(device))
     found = scan(bus)
     assert found == [(0x40, "in use by a kernel driver (UU; not probed)", False)]
     assert 0x40 not in touched and len(touched) == 63
-    be = PCA9685Backend("i2c:///dev/i2c-1?address=0x40", ranges_us={0: (500.0, 2500.0)})
+    be = PCA9685Backend(f"i2c://{device}?address=0x40", ranges_us={0: (500.0, 2500.0)})
     touched.clear()
     with pytest.raises(LinkError, match="belongs to a kernel driver"):
         be.open()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import glob
+import os
 from abc import ABC, abstractmethod
 
 from ..errors import LinkError
@@ -82,6 +83,8 @@ class LinuxI2C(I2CBus):
 
     def __init__(self, device: str):
         self.path = device
+        if not os.path.exists(device):  # first: I2C not enabled is the likelier news (and Windows has no such bus)
+            raise LinkError(self._no_bus(device))
         try:
             import smbus2
         except ImportError:
@@ -92,11 +95,7 @@ class LinuxI2C(I2CBus):
         try:
             self.bus = smbus2.SMBus(device)
         except FileNotFoundError:
-            found = ", ".join(list_buses()) or "none"
-            raise LinkError(
-                f"no I2C bus {device} (buses here: {found}); on a Raspberry Pi enable I2C (raspi-config, Interface "
-                "Options, I2C; or dtparam=i2c_arm=on in config.txt) and reboot"
-            ) from None
+            raise LinkError(self._no_bus(device)) from None
         except PermissionError:
             raise LinkError(
                 f"permission denied opening {device}: add yourself to group i2c (sudo adduser $USER i2c), then log "
@@ -104,6 +103,14 @@ class LinuxI2C(I2CBus):
             ) from None
         except OSError as exc:
             raise LinkError(f"cannot open {device}: {exc.strerror or exc}") from None
+
+    @staticmethod
+    def _no_bus(device: str) -> str:
+        found = ", ".join(list_buses()) or "none"
+        return (
+            f"no I2C bus {device} (buses here: {found}); on a Raspberry Pi enable I2C (raspi-config, Interface "
+            "Options, I2C; or dtparam=i2c_arm=on in config.txt) and reboot"
+        )
 
     def _rdwr(self, address: int, *msgs) -> None:
         try:
