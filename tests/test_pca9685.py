@@ -467,3 +467,31 @@ def test_a_chip_put_to_sleep_holding_pulses_is_restarted_as_the_datasheet_says(t
     assert chip.outputs[0] == pytest.approx(307 * hw.count_us(121)) == info.widths_us[0]
     assert [d for _, d in chip.writes if d[0] == hw.MODE1 and len(d) > 1][-1][1] & hw.RESTART
     be.close()
+
+
+def test_bad_boards_and_calibrations_get_no_register_written(monkeypatch):
+    # nothing at the address, a device there that is no PCA9685, a pulse the chip cannot make at the period:
+    # refused after reads only (a register pointer named for each read), no write transaction at all
+    from armctl.bus.pca9685 import PCA9685Backend
+    from armctl.errors import BadInputError, LinkError
+
+    written = []
+    write = SimI2CBus.write
+
+    def record(self, address, data):
+        written.append((address, bytes(data)))
+        return write(self, address, data)
+
+    monkeypatch.setattr(SimI2CBus, "write", record)
+    cases = [
+        ("pca9685sim://?chips=0x41", {0: (500.0, 2500.0)}, 50.0, LinkError),
+        ("pca9685sim://?chips=0x41&other=0x40", {0: (500.0, 2500.0)}, 50.0, LinkError),
+        ("pca9685sim://?address=0x40,0x41&chips=0x40", {0: (500.0, 2500.0)}, 50.0, LinkError),
+        ("pca9685sim://", {0: (500.0, 2500.0)}, 450.0, BadInputError),
+    ]
+    for url, ranges, hz, error in cases:
+        with pytest.raises(error):
+            PCA9685Backend(url, ranges_us=ranges, pwm_hz=hz).open()
+    assert written == []
+    PCA9685Backend("pca9685sim://", ranges_us={0: (500.0, 2500.0)}).open()
+    assert written  # the record sees a good board's start
