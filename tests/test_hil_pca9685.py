@@ -171,3 +171,18 @@ def test_a_mearm_on_the_chip_follows_its_path_within_1_mm(tmp_path):
     dev = hc.distance_to_path(hc.tool_points(widths, cal, arm), hc.planned_path(traj.q_rad, arm))
     print(f"MeArm path error p50 {1e3 * np.median(dev):.2f} mm, max {1e3 * dev.max():.2f} mm")
     assert len(widths) > 100 and dev.max() <= 0.001
+
+
+@pytest.mark.parametrize("chip", [None, 0x41], ids=["no-chip", "chip-at-0x41"])
+def test_no_chip_at_the_builds_address_is_one_line_and_exit_4(tmp_path, chip):
+    # the firmware finds no PCA9685 at 0x40 when it starts: its handshake says so, the host refuses the board
+    ok, why = build_tools()
+    require(ok, f"virtual Uno does not build: {why}")
+    ok, why = build_firmware()
+    require(ok and FIRMWARE_PCA9685_HEX.exists(), f"the PCA9685 firmware does not build: {why}")
+    with VirtualUno(FIRMWARE_PCA9685_HEX, reset_on_open=True, free_run=True, pca9685=chip) as uno:
+        r = armctl_cli(uno.pty, tmp_path / "state", "jog", "0.5", "0.2")
+        pulses = uno.pulses()
+    assert r.returncode == 4, r.stderr[-2000:]
+    assert "no PCA9685 answered" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not pulses
