@@ -910,16 +910,17 @@ class Robot:
         else:
             raise BadInputError(f"run: expected a program file, Program or Plan, got {type(program).__name__}")
         traj = plan.trajectory
-        return self._submit(label, traj, prepare(traj, self.calibration), gen, wait)
+        return self._submit(label, traj, prepare(traj, self.calibration), gen, wait, arm=plan.arm)
 
     def _go(self, moves, label: str, gen: int, wait: bool) -> Motion:
         traj, pulses, after = self._plan(moves, label)
         return self._submit(label, traj, pulses, gen, wait, moves=moves, after=after)
 
     def _submit(
-        self, label: str, traj: Trajectory, pulses: Pulses, gen: int, wait: bool, *, moves=None, after=None
+        self, label: str, traj: Trajectory, pulses: Pulses, gen: int, wait: bool, *, moves=None, after=None, arm=None
     ) -> Motion:
         m = Motion(self, label, traj, pulses, gen, moves=moves, after=after)
+        m.zoned_arm = arm  # a program's own keep-out zones: its ramp to the start is checked against them too
         with self._cv:
             idle = self._active is None and not self._queue
             if wait and idle:
@@ -1124,7 +1125,8 @@ class Robot:
             m.trajectory, m._pulses, _ = self._plan(m._moves, m.label, start=(q0, g0))
             m.replanned = True
         parts = [m._pulses]
-        ramp = None if self._already_there(m._pulses, held, declare) else self._ramp(q0, g0, m.trajectory)
+        arm = getattr(m, "zoned_arm", None)
+        ramp = None if self._already_there(m._pulses, held, declare) else self._ramp(q0, g0, m.trajectory, arm)
         if ramp is not None:
             parts.insert(0, prepare(ramp, self.calibration))
         start = [h if h is not None else declare.get(s.channel) for h, s in zip(held, self.calibration.servos)]
@@ -1193,7 +1195,7 @@ class Robot:
             for ch, v in zip(pulses.channels, pulses.us[0])
         )
 
-    def _ramp(self, q0, g0: float, traj: Trajectory) -> Trajectory | None:
+    def _ramp(self, q0, g0: float, traj: Trajectory, arm=None) -> Trajectory | None:
         """A slow joint move from (q0, g0) to the trajectory's first sample, or None if already there."""
         q1, g1 = traj.q_rad[0], float(traj.gripper_rad[0])
         moves = []
@@ -1210,10 +1212,14 @@ class Robot:
             )
         try:
             plan = motion.plan_moves(
-                self.arm, moves, q_start=q0, gripper_start=g0 if math.isfinite(g0) else None, period_s=traj.period_s
+                arm or self.arm,
+                moves,
+                q_start=q0,
+                gripper_start=g0 if math.isfinite(g0) else None,
+                period_s=traj.period_s,
             )
-        except MotionError as exc:
-            raise MotionError(f"cannot ramp from the current pose to the start: {exc}") from None
+        except MotionError as exc:  # the same error (a ZoneError stays one), said to be the ramp's
+            raise motion._located(exc, "cannot ramp from the current pose to the start") from None
         t = plan.trajectory
         t.steps = ["ramp to start"]
         t.step = np.zeros(len(t.t_s), dtype=int)
