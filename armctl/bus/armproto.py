@@ -457,6 +457,12 @@ class ArmProtocolBackend(Backend):
                 f"{hello.protocol} lines carry at most {codec.max_channels(hello.protocol)} (docs/protocol.md, "
                 "section 1): its firmware does not fit its own protocol"
             )
+        if hello.firmware.endswith("-nochip"):  # our PCA9685 build found no chip when it started (protocol.md 11)
+            raise LinkError(
+                f"the board on {self.port} runs {hello.firmware.removesuffix('-nochip')}, but no PCA9685 answered "
+                "it when it started: check the chip's wiring (SDA to A4, SCL to A5, VCC, GND), its address pads and "
+                "the build's PCA9685_ADDR (the board restarts, and looks again, each time its port is opened)"
+            )
         self.version = hello.protocol
         self._next = 1
         self._expect, self._free = 1, hello.depth

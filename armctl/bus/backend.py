@@ -277,6 +277,8 @@ def check_simulator_port(url: str, backend: type[Backend]) -> None:
     """BadInputError, at once, if ``url`` simulates another kind of servo than ``backend`` drives (it would
     only time out): e.g. ``feetechsim://`` with a PWM calibration, which picks the armctl backend."""
     scheme = str(url).split("://", 1)[0].lower() if "://" in str(url) else ""
+    if not scheme and str(url).startswith("/dev/i2c-"):  # not a serial port: armctl would try it as one
+        raise BadInputError(f"port {url} is an I2C bus: give it as --port 'i2c://{url}?address=0x40' (PCA9685 boards)")
     owner = SCHEME_BACKENDS.get(scheme)
     if owner is not None and owner != backend.name:
         raise BadInputError(
