@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import motion
+from . import motion, stopsignals
 from .arm import Arm, load_arm
 from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class, check_simulator_port, scheme_backend
 from .bus.portlock import PortLock
@@ -205,7 +205,7 @@ class Motion:
         was stopped). Ctrl-C while waiting stops the arm under control, then raises KeyboardInterrupt.
         TimeoutError if ``timeout`` (s) passes first (the motion goes on)."""
         try:
-            return self._future.result(timeout)
+            return stopsignals.result(self._future, timeout)  # in slices: Windows' untimed waits ignore Ctrl-C
         except FutureTimeout:
             raise TimeoutError(f"{self.label}: still moving after {timeout:g} s") from None
         except KeyboardInterrupt:

@@ -13,6 +13,11 @@ the same controlled stop as Ctrl-C (the arm holds its pose, the port is released
 
 Windows gives a process 5 s after a console window closes: the handler of that event waits until the
 controlled stop is done (``armctl.cli`` calls ``stopped()`` on the way out), at most 4.5 s.
+
+Every one of these lands in the main thread, which must be able to take it: on Windows before Python 3.14 a
+wait on a lock without a timeout (``Thread.join()``, ``Future.result()``, ``Event.wait()``) cannot be
+interrupted, so Ctrl-C would wait until the thread or motion waited for is over. The main thread waits in
+slices instead (``join``, ``result``): a signal handler runs between two of them.
 """
 
 from __future__ import annotations
@@ -20,12 +25,15 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 
 #: Console control events (wincon.h) that end a Windows console program: window closed, log-off, shut-down.
 CTRL_CLOSE_EVENT, CTRL_LOGOFF_EVENT, CTRL_SHUTDOWN_EVENT = 2, 5, 6
 HANGUP_EXIT = 129  # a terminal that went away: SIGHUP on POSIX, the console closed on Windows
 
 _done = threading.Event()
+#: How long one slice of a main-thread wait lasts: the most a stop signal waits for its handler to run.
+WAIT_SLICE_S = 0.1
 
 
 def stop_signals() -> list[int]:
@@ -107,3 +115,39 @@ def _watch_console():
 
     undo.routine = routine  # keep the callback alive as long as it is registered
     return undo
+
+
+def join(thread: threading.Thread, timeout: float | None = None) -> None:
+    """``thread.join(timeout)`` that Ctrl-C and the stop signals interrupt on every OS (module docstring)."""
+
+    def slice_(seconds: float) -> bool:
+        thread.join(seconds)
+        return not thread.is_alive()
+
+    _sliced(slice_, timeout)
+
+
+def result(future, timeout: float | None = None):
+    """``future.result(timeout)`` (a ``concurrent.futures.Future``) that Ctrl-C and the stop signals interrupt
+    on every OS; ``concurrent.futures.TimeoutError`` after ``timeout`` as ``result`` raises it."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = WAIT_SLICE_S if deadline is None else min(WAIT_SLICE_S, deadline - time.monotonic())
+        try:
+            return future.result(max(0.0, left))
+        except FutureTimeout:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
+
+
+def _sliced(wait_slice, timeout: float | None) -> bool:
+    """Call ``wait_slice(seconds)`` until it returns True or ``timeout`` passes; True if it did."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = WAIT_SLICE_S if deadline is None else min(WAIT_SLICE_S, deadline - time.monotonic())
+        if wait_slice(max(0.0, left)):
+            return True
+        if deadline is not None and time.monotonic() >= deadline:
+            return False

@@ -269,3 +269,88 @@ def test_the_cli_jogs_and_stops_on_sigterm_without_posix(tmp_path):
         proc.kill()
     assert proc.returncode == 143, err
     assert "stopped by SIGTERM" in err
+
+
+# --- waits the stop signals get through (Windows before Python 3.14 interrupts no untimed lock wait) ----------
+
+
+def test_sliced_waits_end_timeout_and_let_signals_through():
+    from concurrent.futures import Future
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    f = Future()
+    with pytest.raises(FutureTimeout):
+        stopsignals.result(f, 0.25)
+    threading.Timer(0.3, f.set_result, args=(42,)).start()
+    assert stopsignals.result(f) == 42
+    t = threading.Thread(target=threading.Event().wait, args=(0.3,))
+    t.start()
+    stopsignals.join(t, 0.05)
+    assert t.is_alive()
+    stopsignals.join(t)
+    assert not t.is_alive()
+    hold = threading.Event()
+    t = threading.Thread(target=hold.wait, args=(30,), daemon=True)
+    t.start()
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Timer(0.3, os.kill, args=(os.getpid(), signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            stopsignals.join(t)
+    finally:
+        signal.signal(signal.SIGINT, old)
+        hold.set()
+
+
+def test_the_stand_in_refuses_untimed_main_thread_waits_from_armctl_only():
+    r = _nonposix(
+        "import threading, time, armctl.stopsignals as s\n"
+        "t = threading.Thread(target=time.sleep, args=(0.3,)); t.start(); t.join()  # a test's own wait: allowed\n"
+        "t = threading.Thread(target=time.sleep, args=(0.3,)); t.start()\n"
+        "s.join(t)  # armctl's sliced wait: allowed\n"
+        "t = threading.Thread(target=time.sleep, args=(30,), daemon=True); t.start()\n"
+        "exec(compile('t.join()', 'armctl-like', 'exec'), {'__name__': 'armctl.x', 't': t})\n"
+    )
+    assert r.returncode == 1 and "Thread.join() without a timeout in the main thread" in r.stderr, r.stderr
+
+
+def test_a_queued_motion_is_waited_for_in_slices_without_posix():
+    r = _nonposix(
+        "import armctl\n"
+        "with armctl.connect('seed-3link') as robot:\n"
+        "    a = robot.move_to(0.5, 0.1, speed=0.5, wait=False)\n"
+        "    b = robot.move_to(0.45, 0.2, speed=0.5, wait=False)\n"
+        "    b.wait(); a.wait()\n"
+        "    x, y = robot.where(settle=True).tool_m\n"
+        "    print(round(x, 3), round(y, 3))\n"
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0.45", "0.2"]
+
+
+def test_web_stops_on_ctrl_c_without_posix(tmp_path):
+    """``armctl web`` waits for its server in slices: the Ctrl-C lands (a plain join would hold it on Windows)."""
+    env = dict(os.environ, ARMCTL_TEST_NO_POSIX="1", PYTHONPATH=os.pathsep.join([str(NONPOSIX), str(ROOT)]))
+    env["ARMCTL_STATE_DIR"] = str(tmp_path / "state")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "armctl", "web", "--listen", "127.0.0.1:0"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **({"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if sys.platform == "win32" else {}),
+    )
+    try:
+        import time
+
+        line, deadline = "", time.monotonic() + 60
+        while "Ctrl-C stops" not in line:
+            assert time.monotonic() < deadline and proc.poll() is None, "armctl web did not start"
+            line = proc.stdout.readline()
+        time.sleep(0.5)  # into the wait for the server
+        proc.send_signal(signal.CTRL_BREAK_EVENT if sys.platform == "win32" else signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == (149 if sys.platform == "win32" else 130), err
+    assert "Traceback" not in err and err.count("\n") == 1, err

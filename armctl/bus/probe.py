@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 
 import serial
 
+from .. import stopsignals
 from ..errors import ArmctlError, LinkError, ProtocolError
 from . import codec
 from .armproto import DEFAULT_BAUD
@@ -358,5 +359,5 @@ def probe_all(ports: list[PortInfo]) -> list[PortReport]:
         t.start()
         threads.append(t)
     for t in threads:
-        t.join()
+        stopsignals.join(t)  # Ctrl-C stops a long probe on Windows too
     return [results[i] for i in range(len(ports))]

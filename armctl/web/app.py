@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import threading
 
+from .. import stopsignals
 from ..errors import LinkError
 from ..robot import Robot
 from . import api
@@ -73,7 +74,7 @@ def serve(robot: Robot, *, host: str, port: int, token: str | None, out, recorde
     print("Ctrl-C stops the arm and the server", file=out, flush=True)
 
     try:
-        server.thread.join()  # until Ctrl-C (or SIGTERM/SIGHUP, which the command line turns into one)
+        stopsignals.join(server.thread)  # until Ctrl-C (or SIGTERM/SIGHUP, ...: the command line makes them one)
     finally:
         stop(server)
     return 0

@@ -8,7 +8,11 @@ What Windows lacks and armctl must not touch there:
 - the POSIX-only signals (``signal.SIGHUP``, ``SIGUSR1``, ``SIGUSR2``, ``SIGALRM``, ``SIGQUIT``) are gone
   from the ``signal`` module, and ``signal.SIGBREAK`` (Windows' Ctrl-Break) exists;
 - ``select.select`` on anything but a socket raises, as Windows' does (WSAENOTSOCK), when armctl calls it;
-- ``os.pread``, ``os.pwrite``, ``os.posix_fallocate`` (macOS lacks it too) and ``os.fchmod`` are gone.
+- ``os.pread``, ``os.pwrite``, ``os.posix_fallocate`` (macOS lacks it too) and ``os.fchmod`` are gone;
+- a wait without a timeout in the main thread (``Thread.join()``, ``Event.wait()``, ``Condition.wait()``,
+  ``Future.result()``/``exception()``, ``Queue.get()``) raises when armctl calls it: on Windows before Python
+  3.14 such a wait cannot be interrupted, so Ctrl-C, Ctrl-Break or a closing console would not stop armctl
+  until it ends (``armctl.stopsignals.join``/``result`` wait in slices instead).
 """
 
 from __future__ import annotations
@@ -64,6 +68,44 @@ def _install() -> None:
         return real_select(r, w, x, *timeout)
 
     select.select = select_sockets_only
+    _untimed_waits_raise()
+
+
+def _untimed_waits_raise() -> None:
+    import concurrent.futures
+    import queue
+    import threading
+
+    def guard(cls, name, timeout_at, blocking_at=None, blocks=lambda self: True):
+        real = getattr(cls, name)
+
+        def wait(self, *args, **kwargs):
+            pos = list(args)
+            timeout = kwargs.get("timeout", pos[timeout_at] if len(pos) > timeout_at else None)
+            blocking = True
+            if blocking_at is not None:
+                blocking = kwargs.get("block", pos[blocking_at] if len(pos) > blocking_at else True)
+            if (
+                timeout is None
+                and blocking
+                and threading.current_thread() is threading.main_thread()
+                and _from_armctl(2)
+                and blocks(self)
+            ):
+                raise RuntimeError(
+                    f"{cls.__name__}.{name}() without a timeout in the main thread: Windows (Python < 3.14) lets "
+                    "no Ctrl-C through it (armctl.stopsignals.join/result wait in slices)"
+                )
+            return real(self, *args, **kwargs)
+
+        setattr(cls, name, wait)
+
+    guard(threading.Thread, "join", 0, blocks=lambda t: t.is_alive())
+    guard(threading.Event, "wait", 0, blocks=lambda e: not e.is_set())
+    guard(threading.Condition, "wait", 0)
+    guard(concurrent.futures.Future, "result", 0, blocks=lambda f: not f.done())
+    guard(concurrent.futures.Future, "exception", 0, blocks=lambda f: not f.done())
+    guard(queue.Queue, "get", 1, blocking_at=0, blocks=lambda q: q.empty())
 
 
 if os.environ.get("ARMCTL_TEST_NO_POSIX") == "1":
