@@ -14,6 +14,10 @@ if [ "${1:-}" = "--without-posix" ]; then
     case "$(uname -s)" in MINGW*|MSYS*|CYGWIN*) sep=";" ;; esac
     export PYTHONPATH="$PWD/tests/nonposix${PYTHONPATH:+$sep$PYTHONPATH}"
 fi
-mapfile -t files < <(grep -v '^#' tests/portable.txt | grep .)
+files=()  # (no mapfile: macOS's /bin/bash is 3.2)
+while IFS= read -r line; do
+    line=${line%$'\r'}
+    case "$line" in "" | "#"*) ;; *) files+=("$line") ;; esac
+done < tests/portable.txt
 exec python -m pytest -q -p no:cacheprovider "$@" "${files[@]}" \
     --deselect tests/test_lerobot_calibration.py::test_write_offsets_refuses_over_offsets_lerobot_stored_unless_forced
