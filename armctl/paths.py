@@ -122,10 +122,10 @@ def atomic_write(path: str | Path, data: str | bytes, *, durable: bool = True) -
             f.flush()
             if durable:
                 os.fsync(f.fileno())
-        if not hasattr(os, "fchmod"):
-            os.chmod(tmp, mode)
         os.replace(tmp, path)
         tmp = None
+        if not hasattr(os, "fchmod"):  # after the rename: Windows deletes no read-only file (the leftover's)
+            os.chmod(path, mode)
         if durable and os.name == "posix":  # Windows cannot open a folder to fsync it; NTFS logs the rename
             dir_fd = os.open(path.parent, os.O_RDONLY)
             try:

@@ -155,6 +155,7 @@ def test_lerobot_id_is_found_where_lerobot_keeps_it(tmp_path, monkeypatch):
     for var in ("HF_LEROBOT_CALIBRATION", "HF_LEROBOT_HOME", "HF_HOME"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("USERPROFILE", str(tmp_path / "home"))  # Windows' home (Path.home() there)
     default = tmp_path / "home/.cache/huggingface/lerobot/calibration"
     assert lerobot_calibration_root() == default
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hfhome"))

@@ -174,6 +174,7 @@ def test_a_com_port_is_one_port_however_it_is_written():
     [
         ("linux", ".local/state/armctl", ".config/armctl"),
         ("darwin", "Library/Application Support/armctl", "Library/Application Support/armctl"),
+        ("win32", "AppData/Local/armctl", "AppData/Roaming/armctl"),
     ],
 )
 def test_state_and_calibration_folders_follow_the_os(monkeypatch, tmp_path, platform, state_part, config_part):
@@ -185,9 +186,17 @@ def test_state_and_calibration_folders_follow_the_os(monkeypatch, tmp_path, plat
 
     for var in ("ARMCTL_STATE_DIR", "ARMCTL_CONFIG_DIR", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
         monkeypatch.delenv(var, raising=False)
+    if sys.platform == "win32" and platform != "win32":
+        pytest.skip("platformdirs' POSIX paths cannot be loaded on Windows")
     monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("USERPROFILE", str(tmp_path))
     monkeypatch.setattr(sys, "platform", platform)
     importlib.reload(platformdirs)
+    if platform == "win32":  # the shell's known folders (SHGetKnownFolderPath), stood in
+        import platformdirs.windows
+
+        known = {"CSIDL_APPDATA": "AppData/Roaming", "CSIDL_LOCAL_APPDATA": "AppData/Local"}
+        monkeypatch.setattr(platformdirs.windows, "get_win_folder", lambda name: str(tmp_path / known[name]))
     try:
         assert paths.state_dir() == tmp_path / state_part
         assert paths.config_dir() == tmp_path / config_part

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -245,6 +246,8 @@ def test_files_written_keep_their_mode_and_new_ones_get_the_usual(tmp_path):
     assert stat.S_IMODE(new.stat().st_mode) == 0o666 & ~mask
     shared = tmp_path / "shared.yaml"
     shared.write_text("a: 1\n")
+    if sys.platform == "win32":
+        return  # Windows keeps only a read-only flag (and will not replace a read-only file)
     shared.chmod(0o664)
     atomic_write(shared, "a: 2\n")
     assert stat.S_IMODE(shared.stat().st_mode) == 0o664 and shared.read_text() == "a: 2\n"
