@@ -363,3 +363,100 @@ def test_web_stops_on_ctrl_c_without_posix(tmp_path):
         proc.kill()
     assert proc.returncode == (149 if sys.platform == "win32" else 130), err
     assert "Traceback" not in err and err.count("\n") == 1, err
+
+
+# --- the source itself: nothing Windows lacks is touched unguarded (the runs above cover only what they run) -------
+
+#: Names Windows' ``os`` and ``signal`` do not have (Python's docs: "Availability: Unix").
+POSIX_ONLY_NAMES = {
+    "os": {
+        "fork", "forkpty", "killpg", "setsid", "setpgid", "getpgid", "getpgrp", "getuid", "geteuid", "getgid",
+        "getegid", "pread", "pwrite", "posix_fallocate", "posix_fadvise", "fchmod", "fchown", "chown", "lchown",
+        "mkfifo", "mknod", "openpty", "ttyname", "uname", "sync", "statvfs", "fstatvfs", "nice", "getloadavg",
+        "sysconf", "pipe2", "WNOHANG", "O_NOCTTY", "O_NONBLOCK", "O_CLOEXEC", "O_SYNC", "O_DSYNC", "posix_spawn",
+        "sched_getaffinity", "wait3", "wait4", "getppid_posix",
+    },
+    "signal": {
+        "SIGHUP", "SIGKILL", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGQUIT", "SIGCHLD", "SIGPIPE", "SIGSTOP", "SIGCONT",
+        "SIGTSTP", "SIGWINCH", "SIGTTIN", "SIGTTOU", "alarm", "setitimer", "pause", "pthread_kill", "siginterrupt",
+        "pthread_sigmask",
+    },
+    "select": {"select", "poll", "epoll", "kqueue"},  # select: sockets only on Windows; the rest POSIX-only
+}  # fmt: skip
+POSIX_ONLY_MODULES = {"fcntl", "termios", "tty", "pty", "resource", "grp", "pwd", "posix", "syslog"}
+#: Where POSIX-only code is meant to be, and why it never runs on Windows.
+POSIX_ONLY_PLACES = {
+    "armctl/bus/sim_pty.py": "the pty server: POSIX-only, and says so",
+    "armctl/bus/i2c.py": "Linux i2c-dev buses (/dev/i2c-N)",
+    "armctl/terminal.py:_PosixInput": "the POSIX key reader; Terminal picks _WindowsInput on Windows",
+    "armctl/bus/armproto.py:_read_some": "select on the port's descriptor, which open() takes on POSIX only",
+    "armctl/web/server.py": "select on sockets, which Windows' select takes",
+}
+
+
+def _posix_only_uses(path: Path, rel: str | None = None) -> list[str]:
+    """``file:line what`` for each use of a POSIX-only module or name not under a platform check (an ``if`` on
+    ``os.name``, ``sys.platform``, ``hasattr``/``getattr``, or a ``try`` that catches ImportError)."""
+    import ast
+
+    rel = rel or path.relative_to(ROOT).as_posix()
+    if rel in POSIX_ONLY_PLACES:
+        return []
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: list[str] = []
+
+    def guarded_test(node) -> bool:
+        text = ast.unparse(node)
+        return any(k in text for k in ("os.name", "sys.platform", "hasattr(", "getattr(", "platform"))
+
+    def visit(node, guarded: bool, scope: str) -> None:
+        if f"{rel}:{scope}" in POSIX_ONLY_PLACES:
+            return
+        if isinstance(node, (ast.If, ast.IfExp, ast.While)) and guarded_test(node.test):
+            guarded = True
+        if isinstance(node, ast.Try) and any(
+            h.type is not None and any(n in ast.unparse(h.type) for n in ("ImportError", "AttributeError"))
+            for h in node.handlers
+        ):
+            guarded = True
+        if not guarded:
+            if isinstance(node, ast.Import):
+                found.extend(f"{rel}:{node.lineno} import {a.name}" for a in node.names if a.name in POSIX_ONLY_MODULES)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in POSIX_ONLY_MODULES:
+                found.append(f"{rel}:{node.lineno} from {node.module} import")
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in POSIX_ONLY_NAMES:
+                bad = [a.name for a in node.names if a.name in POSIX_ONLY_NAMES[node.module]]
+                found.extend(f"{rel}:{node.lineno} from {node.module} import {n}" for n in bad)
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.attr in POSIX_ONLY_NAMES.get(node.value.id, ())
+            ):
+                found.append(f"{rel}:{node.lineno} {node.value.id}.{node.attr}")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            scope = node.name
+        for child in ast.iter_child_nodes(node):
+            visit(child, guarded, scope)
+
+    visit(tree, False, "")
+    return found
+
+
+def test_the_source_touches_nothing_windows_lacks_outside_a_platform_check():
+    uses = [u for p in sorted((ROOT / "armctl").rglob("*.py")) for u in _posix_only_uses(p)]
+    assert not uses, "POSIX-only, unguarded (guard it, or add the place to POSIX_ONLY_PLACES with why):\n" + "\n".join(
+        uses
+    )
+
+
+def test_the_source_check_finds_what_it_should(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import os, signal, sys\nimport fcntl\nsignal.signal(signal.SIGHUP, print)\n"
+        "if os.name == 'posix':\n    os.killpg(1, 2)\nif hasattr(signal, 'SIGUSR1'):\n    signal.SIGUSR1\n"
+        "def f():\n    try:\n        import termios\n    except ImportError:\n        pass\n    os.fchmod(1, 0)\n",
+        encoding="utf-8",
+    )
+    got = [u.split(" ", 1)[1] for u in _posix_only_uses(probe, "armctl/probe.py")]
+    assert got == ["import fcntl", "signal.SIGHUP", "os.fchmod"]
+    assert _posix_only_uses(probe, "armctl/bus/sim_pty.py") == []  # a place that is POSIX-only by design
