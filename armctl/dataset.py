@@ -337,7 +337,7 @@ class DatasetWriter:
             self.file_index = 0
             return
         try:
-            have = json.loads(info_path.read_text())
+            have = json.loads(info_path.read_bytes())  # JSON is UTF-8 (LeRobot writes it so)
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot read the dataset's info.json: {exc}", path=info_path) from None
         where = f"--record-dataset {root}"

@@ -131,7 +131,7 @@ class PoseStore:
             return None
         name = f"pose-{self.arm.name}-{hashlib.sha1(f'{self.port}|{self.arm.name}'.encode()).hexdigest()[:12]}.json"
         try:
-            return _decode(json.loads((legacy / name).read_text()), self.arm)
+            return _decode(json.loads((legacy / name).read_text(encoding="utf-8")), self.arm)
         except (OSError, ValueError):
             return None
 

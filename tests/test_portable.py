@@ -460,3 +460,36 @@ def test_the_source_check_finds_what_it_should(tmp_path):
     got = [u.split(" ", 1)[1] for u in _posix_only_uses(probe, "armctl/probe.py")]
     assert got == ["import fcntl", "signal.SIGHUP", "os.fchmod"]
     assert _posix_only_uses(probe, "armctl/bus/sim_pty.py") == []  # a place that is POSIX-only by design
+
+
+def _text_io_without_encoding(path: Path) -> list[str]:
+    """``file:line call`` for each text-mode ``open()``/``read_text()``/``write_text()`` that names no encoding:
+    Windows reads and writes those in its ANSI code page (cp1252, ...), not UTF-8."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call) or any(k.arg == "encoding" for k in node.keywords):
+            continue
+        f = node.func
+        if isinstance(f, ast.Attribute) and f.attr in ("read_text", "write_text"):
+            found.append(f"{path.name}:{node.lineno} {ast.unparse(node)[:80]}")
+        elif isinstance(f, ast.Name) and f.id == "open":
+            mode = (
+                node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
+            )
+            text = mode.value if isinstance(mode, ast.Constant) else "r"
+            if "b" not in text:
+                found.append(f"{path.name}:{node.lineno} {ast.unparse(node)[:80]}")
+    return found
+
+
+def test_the_source_names_the_encoding_of_every_text_file(tmp_path):
+    uses = [u for p in sorted((ROOT / "armctl").rglob("*.py")) for u in _text_io_without_encoding(p)]
+    assert not uses, "text I/O in the platform's code page (name encoding='utf-8'):\n" + "\n".join(uses)
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "open(p)\nopen(p, 'rb')\nopen(p, 'w', encoding='utf-8')\nP.read_text()\nP.write_text(t, encoding='utf-8')\n",
+        encoding="utf-8",
+    )
+    assert [u.split(" ", 1)[1] for u in _text_io_without_encoding(probe)] == ["open(p)", "P.read_text()"]

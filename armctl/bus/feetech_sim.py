@@ -104,7 +104,7 @@ def read_hand_file(path: str, steps_per_turn: int = 4096) -> dict[int, tuple[lis
     never fall for one id. Returns {id: (times, steps)}. ValueError naming the file and line otherwise."""
     track: dict[int, tuple[list[float], list[float]]] = {}
     try:
-        lines = Path(path).read_text().splitlines()
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     seen_data = False
@@ -553,7 +553,7 @@ class FeetechSim:
         if not path or not Path(path).is_file():
             return None
         try:
-            data = json.loads(Path(path).read_text())
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
             if data.get("series") != self.series.name:
                 return None
             return [(bytes.fromhex(s["eeprom"]), float(s["raw_steps"]), s.get("sram")) for s in data["servos"]]
@@ -574,7 +574,7 @@ class FeetechSim:
             ],
         }
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data))
+        tmp.write_text(json.dumps(data), encoding="utf-8")
         tmp.replace(path)
 
     # --- test hooks ---

@@ -292,7 +292,7 @@ class SimI2CBus(I2CBus):
         if not self.opts.state or not Path(self.opts.state).is_file():
             return
         try:
-            saved = json.loads(Path(self.opts.state).read_text())
+            saved = json.loads(Path(self.opts.state).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return  # unreadable: as after a power cycle
         for key, regs in saved.get("chips", {}).items():

@@ -179,7 +179,7 @@ class SimArm:
             path = Path(o.state)
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                with open(path, "a"):
+                with open(path, "ab"):
                     pass
             except OSError as exc:
                 raise ValueError(f"option state={o.state}: cannot write it ({exc.strerror or exc})") from None
@@ -190,7 +190,7 @@ class SimArm:
         pose = [*map(float, self.arm.home_rad), grip]
         if o.state and Path(o.state).is_file():
             try:
-                saved = json.loads(Path(o.state).read_text())["q_rad"]
+                saved = json.loads(Path(o.state).read_text(encoding="utf-8"))["q_rad"]
                 if len(saved) == len(pose):
                     pose = [float(v) for v in saved]
             except (ValueError, KeyError, TypeError):
@@ -207,7 +207,7 @@ class SimArm:
         o = self.opts
         if o.state and Path(o.state).is_file():
             try:
-                saved = json.loads(Path(o.state).read_text()).get("limits_us", [])
+                saved = json.loads(Path(o.state).read_text(encoding="utf-8")).get("limits_us", [])
                 for ch, (lo, hi) in enumerate(saved[:channels]):
                     lims[ch] = (round(float(lo) * 2), round(float(hi) * 2))
             except (ValueError, KeyError, TypeError, AttributeError):
@@ -232,7 +232,7 @@ class SimArm:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         limits = [[lo / 2, hi / 2] for lo, hi in self.board.limits]
-        tmp.write_text(json.dumps({"q_rad": q, "limits_us": limits}))
+        tmp.write_text(json.dumps({"q_rad": q, "limits_us": limits}), encoding="utf-8")
         tmp.replace(path)
         self._saved_limits = list(self.board.limits)
 
