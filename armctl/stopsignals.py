@@ -9,10 +9,12 @@ the same controlled stop as Ctrl-C (the arm holds its pose, the port is released
 | POSIX | SIGTERM (systemd, ``timeout``, ``kill``) | 143 |
 | POSIX | SIGHUP (the terminal or SSH session closed) | 129 |
 | Windows | Ctrl-Break (SIGBREAK) | 149 |
-| Windows | the console window closed, log-off, shut-down (console control events) | 129, as SIGHUP |
+| Windows | the console window closed (a console control event; log-off and shut-down: services only) | 129 |
 
-Windows gives a process 5 s after a console window closes: the handler of that event waits until the
-controlled stop is done (``armctl.cli`` calls ``stopped()`` on the way out), at most 4.5 s.
+Windows gives a process 5 s after a console window closes, and ends it as soon as the handler of that event
+returns (Microsoft's HandlerRoutine docs). So the handler starts the controlled stop, and then does not return
+within ``CLOSE_WAIT_S``: the main thread, its stop done (``armctl.cli`` calls ``stopped()`` on the way out),
+ends the process itself with its own exit code (129); only if it has not by then does Windows end it.
 
 Every one of these lands in the main thread, which must be able to take it: on Windows before Python 3.14 a
 wait on a lock without a timeout (``Thread.join()``, ``Future.result()``, ``Event.wait()``) cannot be
@@ -32,6 +34,8 @@ CTRL_CLOSE_EVENT, CTRL_LOGOFF_EVENT, CTRL_SHUTDOWN_EVENT = 2, 5, 6
 HANGUP_EXIT = 129  # a terminal that went away: SIGHUP on POSIX, the console closed on Windows
 
 _done = threading.Event()
+#: How long the console close handler keeps Windows from ending the process (it allows 5 s in all).
+CLOSE_WAIT_S = 4.5
 #: How long one slice of a main-thread wait lasts: the most a stop signal waits for its handler to run.
 WAIT_SLICE_S = 0.1
 
@@ -78,17 +82,20 @@ def stopped() -> None:
 def console_event(event: int, interrupt_main=None) -> bool:
     """What a console control event does (Windows; called on the system's handler thread): a close,
     log-off or shut-down stops the program as a hang-up does (``Terminated`` with exit 129, raised in the
-    main thread), then waits up to 4.5 s for the stop to finish. Other events (Ctrl-C, Ctrl-Break) are
-    left to the signal handlers. Returns True if the event was handled."""
+    main thread); this thread then stays ``CLOSE_WAIT_S`` (module docstring: returning lets Windows end the
+    process at once, with its own exit code). Other events (Ctrl-C, Ctrl-Break) are left to the signal
+    handlers. Returns True if the event was handled."""
     if event not in (CTRL_CLOSE_EVENT, CTRL_LOGOFF_EVENT, CTRL_SHUTDOWN_EVENT):
         return False
     if interrupt_main is None:
         import _thread
 
         interrupt_main = _thread.interrupt_main
+    deadline = time.monotonic() + CLOSE_WAIT_S
     _hangup.set()
     interrupt_main(signal.SIGINT)  # the main thread raises; the CLI's handler sees _hangup and says 129
-    _done.wait(4.5)
+    _done.wait(CLOSE_WAIT_S)  # the controlled stop
+    threading.Event().wait(max(0.0, deadline - time.monotonic()))  # the main thread's own exit ends this one
     return True
 
 

@@ -102,10 +102,20 @@ def test_a_closing_console_stops_like_a_hangup_and_waits_for_the_stop(monkeypatc
     monkeypatch.setattr(stopsignals, "_done", threading.Event())
     raised = []
     assert not stopsignals.console_event(0, interrupt_main=raised.append)  # Ctrl-C: the signal handler's
-    finished = threading.Timer(0.05, stopsignals.stopped)
-    finished.start()
-    assert stopsignals.console_event(stopsignals.CTRL_CLOSE_EVENT, interrupt_main=raised.append)
-    assert raised == [signal.SIGINT] and stopsignals.hung_up() and stopsignals._done.is_set()
+    monkeypatch.setattr(stopsignals, "CLOSE_WAIT_S", 5.0)
+    handled = []
+    handler = threading.Thread(
+        target=lambda: handled.append(stopsignals.console_event(stopsignals.CTRL_CLOSE_EVENT, raised.append))
+    )
+    handler.start()
+    while not raised:
+        handler.join(0.01)
+    assert raised == [signal.SIGINT] and stopsignals.hung_up() and not stopsignals._done.is_set()
+    stopsignals.stopped()  # the controlled stop is done; the main thread goes on to exit with 129
+    handler.join(0.2)
+    assert handler.is_alive(), "returned at once: Windows would end the process before the main thread's exit"
+    handler.join(30)
+    assert handled == [True]
 
 
 def test_terminated_names_signals_the_os_may_not_have():
