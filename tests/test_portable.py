@@ -503,3 +503,22 @@ def test_the_source_names_the_encoding_of_every_text_file(tmp_path):
         encoding="utf-8",
     )
     assert [u.split(" ", 1)[1] for u in _text_io_without_encoding(probe)] == ["open(p)", "P.read_text()"]
+
+
+@pytest.mark.parametrize(
+    ("arm", "kw", "state_file"),
+    [
+        ("seed-3link", {}, "armsim-seed-3link.json"),
+        ("so101", {}, "feetechsim-so101.json"),
+        ("mearm", {"backend": "pca9685", "calibration": "mearm-pca9685"}, "pca9685sim-mearm.json"),
+    ],
+)
+def test_each_simulator_keeps_its_servos_in_a_state_folder_with_any_name(monkeypatch, tmp_path, arm, kw, state_file):
+    """A user's folder may hold spaces, '+', '&', '#' or (Windows) backslashes: the simulators' URLs quote it."""
+    import armctl
+
+    name = "Jo Smith+1 & co #2" + ("" if sys.platform == "win32" else " a\\b")
+    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / name))
+    with armctl.connect(arm, **kw) as robot:
+        assert robot.port.startswith(state_file.split("-")[0] + "://")
+    assert (tmp_path / name / state_file).is_file()

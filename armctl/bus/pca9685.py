@@ -112,7 +112,8 @@ class PCA9685Backend(HostTimed):
 
     @classmethod
     def simulator_url(cls, arm, cal_path, state_path) -> str | None:
-        return f"pca9685sim://?state={state_path}"
+        # quoted: a state folder may hold spaces, "+", "&" or "#" (a Windows user name, say)
+        return "pca9685sim://?" + urllib.parse.urlencode({"state": str(state_path)}, safe="/:")
 
     def __init__(
         self,
