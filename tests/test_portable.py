@@ -401,6 +401,9 @@ POSIX_ONLY_PLACES = {
     "armctl/terminal.py:_PosixInput": "the POSIX key reader; Terminal picks _WindowsInput on Windows",
     "armctl/bus/armproto.py:_read_some": "select on the port's descriptor, which open() takes on POSIX only",
     "armctl/web/server.py": "select on sockets, which Windows' select takes",
+    # (i24-run's run keys, not merged yet: select on the terminal's descriptor; Windows reads via armctl.terminal)
+    "armctl/cli/runkeys.py:_read": "select on a POSIX terminal's descriptor; on Windows the keys come from msvcrt",
+    "armctl/cli/runkeys.py:__exit__": "termios puts back the mode it saved, which it saves on POSIX only",
 }
 
 
