@@ -84,7 +84,8 @@ def _arm_key(arm: Arm, folder: Path) -> str:
     if source.suffix in (".yaml", ".yml", ".urdf") and source.parent.resolve() != PRESET_DIR.resolve():
         link = f"#{arm.urdf.tool_link}" if arm.urdf is not None and arm.urdf.tool_link_given else ""
         try:
-            return os.path.relpath(source.resolve(), folder.resolve()) + link
+            # with "/" on every OS: Windows reads it too, and the program stays usable on Linux and macOS
+            return os.path.relpath(source.resolve(), folder.resolve()).replace(os.sep, "/") + link
         except ValueError:  # another drive (Windows)
             return str(source.resolve())
     return arm.name
