@@ -308,14 +308,17 @@ def test_sliced_waits_end_timeout_and_let_signals_through():
     assert t.is_alive()
     stopsignals.join(t)
     assert not t.is_alive()
-    hold = threading.Event()
-    t = threading.Thread(target=hold.wait, args=(30,), daemon=True)
+    # A signal raised on another thread reaches no wait of the main thread's, on any OS: as Windows treats every
+    # untimed lock wait. A plain t.join() would sit here until t ends; the sliced one lets the handler run.
+    hold, ended = threading.Event(), []
+    t = threading.Thread(target=lambda: ended.append(hold.wait(60)), daemon=True)
     t.start()
     old = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        threading.Timer(0.3, os.kill, args=(os.getpid(), signal.SIGINT)).start()
+        threading.Timer(0.3, signal.raise_signal, args=(signal.SIGINT,)).start()
         with pytest.raises(KeyboardInterrupt):
             stopsignals.join(t)
+        assert not ended, "the join ended with the thread, not with the signal"  # (is_alive() lies after it)
     finally:
         signal.signal(signal.SIGINT, old)
         hold.set()
