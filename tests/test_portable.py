@@ -528,3 +528,17 @@ def test_each_simulator_keeps_its_servos_in_a_state_folder_with_any_name(monkeyp
     with armctl.connect(arm, **kw) as robot:
         assert robot.port.startswith(state_file.split("-")[0] + "://")
     assert (tmp_path / name / state_file).is_file()
+
+
+def test_the_board_clock_estimate_survives_a_host_clock_that_did_not_tick():
+    """Windows' time.monotonic() before Python 3.13 moves in 15.6 ms steps: a simulator run fast plays ten
+    frames within one, and the board-rate estimate divided by zero."""
+    from armctl.bus.armproto import ArmProtocolBackend
+
+    be = ArmProtocolBackend.__new__(ArmProtocolBackend)
+    be._clock_ref, be._board_rate = None, 1.0
+    be._measure_clock(10.0, 0)
+    be._measure_clock(10.0, 50)
+    assert be._board_rate == 1.0
+    be._measure_clock(10.5, 100)
+    assert be._board_rate == pytest.approx(2.5)  # 100 frames (2 board s) in 0.5 host s: 4, averaged with 1

@@ -539,8 +539,8 @@ class ArmProtocolBackend(Backend):
             return
         t0, f0 = self._clock_ref
         frames = (frame - f0) % 2**32
-        if frames < 10:  # too short to tell (a frame is the resolution)
-            return
+        if frames < 10 or now <= t0:  # too short to tell (a frame is the resolution; Windows' monotonic clock
+            return  # before Python 3.13 ticks every 15.6 ms, in which a fast simulator plays frames)
         rate = frames * FRAME_S / (now - t0)
         if 0.02 < rate < 500:
             self._board_rate = 0.5 * self._board_rate + 0.5 * rate
