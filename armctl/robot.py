@@ -257,6 +257,20 @@ class FollowMotion(Motion):
         self.teleop = teleop
         self._q_now = np.array(trajectory.q_rad[-1])
         self._g_now = float(trajectory.gripper_rad[-1])
+        self._stop_why = ""
+
+    def stop(self, reason: str = "stop requested") -> None:
+        """End the follow under control (the follower holds where it is); ``wait()`` then raises StopRequested
+        with ``reason``. The same as ``cancel()``, with a reason; other motions of the Robot are not touched."""
+        self._stop_why = str(reason)
+        self.cancel()
+
+    @property
+    def stop_reason(self) -> str:
+        """Why it was stopped: ``stop(reason)``, ``cancel()``, or the first ``Robot.stop`` after it was made."""
+        if self._stop_why and self._cancelled:
+            return self._stop_why
+        return super().stop_reason
 
     @property
     def end_q_rad(self) -> np.ndarray:

@@ -522,3 +522,21 @@ def test_max_lag_deg_stops_a_follower_left_too_far_behind(tmp_path):
     assert "joint 1 (shoulder_pan) lagged the leader by" in text and "--max-lag-deg 10" in text and "\n" not in text
     q = np.array([f[1] for f in frames])  # it never jumped: at most a frame's worth of its speed limit a frame
     assert np.all(np.abs(np.diff(q[:, 0])) <= load_arm("so101").max_speed_rad_s[0] * PERIOD + 1e-6)
+
+
+def test_the_follow_motion_stops_by_itself_with_its_reason(tmp_path):
+    """``robot.follow`` returns the usual Motion, with stop/cancel/wait (the issue's words): ``motion.stop(why)``
+    ends the follow under control, ``wait()`` raises StopRequested naming why, the follower holds and the
+    Robot takes the next motion."""
+    poses = [(0, [0, 76, -74, -5], 10), (20, [0, 76, -74, -5], 10)]
+    leader = armctl.open_leader("so101", f"feetechsim://?hand={hand_file(tmp_path / 'hand.csv', poses)}")
+    with leader, armctl.connect("so101") as robot:
+        m, _ = run_follow(robot, leader, 1.0)
+        assert not m.done, m.error
+        m.stop("enough for today")
+        with pytest.raises(StopRequested, match="enough for today"):
+            m.wait(10)
+        assert m.cancelled() and m.stop_reason == "enough for today"
+        held = np.array(m.end_q_rad)
+        assert np.max(np.abs(np.degrees(robot.where(settle=True).q_rad - held))) < 0.5
+        robot.move_joints([5, 76, -74, -5], degrees=True)  # the Robot goes on
