@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -540,3 +542,25 @@ def test_the_follow_motion_stops_by_itself_with_its_reason(tmp_path):
         held = np.array(m.end_q_rad)
         assert np.max(np.abs(np.degrees(robot.where(settle=True).q_rad - held))) < 0.5
         robot.move_joints([5, 76, -74, -5], degrees=True)  # the Robot goes on
+
+
+@pytest.mark.parametrize(
+    "extra, code",
+    [
+        (["--camera", "front=7"], 2),  # no camera 7: OpenCV and FFmpeg print their own warnings unless told not to
+        (["--camera", "front=http://127.0.0.1:9/x.mjpg"], 2),
+        ([], 4),  # no leader on the port
+    ],
+)
+def test_cli_a_refused_recording_is_one_line_in_a_fresh_process_and_leaves_no_folder(tmp_path, state, extra, code):
+    """Bad inputs in a fresh process: stderr is the one line armctl prints (the C libraries' warnings too), and a
+    dataset folder armctl would have made is not left behind empty."""
+    ds = tmp_path / "new" / "demos"
+    leader = "feetechsim://?ids=1-6" if extra else "feetechsim://?ids=1-3"
+    argv = ["--arm", "so101", "follow", "--leader", leader, "--record-dataset", str(ds), "--task", "x", *extra]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCV_")}
+    p = subprocess.run([sys.executable, "-m", "armctl", *argv], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == code, p.stderr
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith("armctl follow: error: "), p.stderr
+    assert not ds.exists()
+    assert _sim_files(state) == []  # the follower's (simulated) port was never opened
