@@ -325,6 +325,7 @@ class DatasetWriter:
         root, info_path = self.root, self.root / "meta" / "info.json"
         self.tasks: dict[str, int] = {}
         self.prev_episodes, self.prev_frames = 0, 0
+        self._made_root = not root.exists()  # removed again by close() if no episode was saved in it
         if not info_path.is_file():
             if root.exists() and not root.is_dir():
                 raise BadInputError(f"--record-dataset {root}: not a folder")
@@ -675,6 +676,11 @@ class DatasetWriter:
         self._closed = True
         self.discard_episode()
         shutil.rmtree(self._work, ignore_errors=True)
+        if self._made_root:  # a recording refused or stopped before its first episode leaves no empty folder
+            try:
+                self.root.rmdir()
+            except OSError:
+                pass  # not empty: a dataset
 
     def __enter__(self) -> DatasetWriter:
         return self
