@@ -292,7 +292,7 @@ def cmd_run(args) -> int:
         _print(args, report, f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s")
         return 0
     from ..program import episode_of_steps
-    from .dataset_options import open_dataset
+    from .dataset_options import open_dataset, saved_text
 
     source = "measured" if cal.unit == "steps" or args.port is None else "commanded"
     recorder = open_dataset(args, arm, cal, state_source=source)
@@ -305,10 +305,7 @@ def cmd_run(args) -> int:
     recorder.close(save=True)
     report["episodes_saved"] = recorder.saved
     report["dataset"] = str(recorder.writer.root)
-    headline = (
-        f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s; episodes {recorder.saved} "
-        f"saved to {recorder.writer.root}"
-    )
+    headline = f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s; {saved_text(recorder)}"
     _print(args, report, headline)
     return 0
 

@@ -162,7 +162,7 @@ def cmd_follow(args) -> int:
     opts = dict(map=args.map, rate_hz=rate, scale=scale, offset_m=offset, max_lag_deg=max_lag)
     Teleop(SimpleNamespace(arm=leader_arm), arm, **opts)  # the mapping checked before any port is opened
     source = "measured" if cal.unit == "steps" or (args.port is None and cal.unit == "us") else "commanded"
-    from .dataset_options import open_dataset
+    from .dataset_options import open_dataset, saved_text
 
     recorder = open_dataset(args, arm, cal, state_source=source)
     keys = None
@@ -217,7 +217,7 @@ def cmd_follow(args) -> int:
             f"{summary['rate_hz']:.1f} Hz, {summary['clamped_frames']} clamped"
         )
         if recorder is not None:
-            line += f"; episodes saved {summary['episodes_saved']} to {summary['dataset']}"
+            line += f"; {saved_text(recorder)}"
         print(line)
     return 0
 
