@@ -52,6 +52,7 @@ from .paths import state_dir
 from .state import PoseStore
 from .stream import Player, Pulses, StreamResult, prepare
 from .trajectory import Trajectory
+from .zones import first_violation
 
 DEFAULT_ARM = "seed-3link"
 RAMP_SPEED_FRACTION = 0.25  # of each joint's limit: from wherever the arm is to where a motion starts
@@ -1307,6 +1308,7 @@ class Robot:
             gmax = arm.gripper.max_speed_rad_s if arm.gripper is not None else 0.0
             framed = be.caps.timed_moves
             period = tp.period_s
+            zones = arm.zones or None  # keep-out zones: every step checked (the motion between frames too)
             ramping, last_sent = True, None
             t_next = time.monotonic()
             self._journaled = 0.0
@@ -1330,6 +1332,12 @@ class Robot:
                 for s, v in zip(cal.joints, cal.joints_to_values(q_new, check=False)):
                     values[s.channel] = self._on_grid(s, min(max(float(v), s.lo), s.hi))
                 q_new = np.array([float(s.angle_rad(values[s.channel])) for s in cal.joints])
+                zoned = zones is not None and first_violation(arm, zones, np.vstack([q_cmd, q_new])) is not None
+                if zoned:  # the step would take a link into a keep-out zone: the joints hold (the gripper goes on)
+                    q_new = q_cmd
+                    for s, v in zip(cal.joints, cal.joints_to_values(q_cmd, check=False)):
+                        values[s.channel] = self._on_grid(s, min(max(float(v), s.lo), s.hi))
+                    target.clamped = "held at a keep-out zone" + (f" ({target.clamped})" if target.clamped else "")
                 g_new = g_cmd
                 if cal.gripper is not None and math.isfinite(target.gripper_rad) and math.isfinite(g_cmd):
                     glim = gmax * dt * frac
@@ -1350,7 +1358,7 @@ class Robot:
                 lag = np.abs(target.q_rad - q_cmd)
                 if ramping and np.max(lag, initial=0.0) < math.radians(FOLLOW_RAMP_DONE_DEG):
                     ramping = tp.status.ramping = False
-                elif not ramping and tp.max_lag_rad is not None and np.max(lag) > tp.max_lag_rad:
+                elif not ramping and not zoned and tp.max_lag_rad is not None and np.max(lag) > tp.max_lag_rad:
                     i = int(np.argmax(lag))
                     raise MotionError(
                         f"{m.label}: joint {i + 1} ({arm.joint_names[i]}) lagged the leader by "

@@ -564,3 +564,37 @@ def test_cli_a_refused_recording_is_one_line_in_a_fresh_process_and_leaves_no_fo
     assert p.stderr.count("\n") == 1 and p.stderr.startswith("armctl follow: error: "), p.stderr
     assert not ds.exists()
     assert _sim_files(state) == []  # the follower's (simulated) port was never opened
+
+
+def test_a_follower_with_keep_out_zones_holds_at_them_and_follows_on(tmp_path):
+    """Keep-out zones are checked on every move (README); a follow too: a leader that takes the tool into a box
+    on the follower's bench makes the follower hold at the zone (reported as clamped), never in it, and follow
+    again once the leader comes back up."""
+    from armctl.zones import Zone, Zones, pose_refusal
+
+    poses = [
+        (0, [0, 76, -74, -5], 10),
+        (1.0, [0, 76, -74, -5], 10),
+        (2.5, [0, 40, -30, -40], 10),  # the tool at (390, 0, 137) mm: in the box, whose top is at 170 mm
+        (4.0, [0, 40, -30, -40], 10),
+        (5.0, [0, 70, -66, -5], 10),  # back above it
+        (20, [0, 70, -66, -5], 10),
+    ]
+    zones = Zones((Zone("box", "box 'tray'", lo=(0.3, -0.05, 0.0), hi=(0.45, 0.05, 0.17)),), link_radius_m=0.0)
+    arm = load_arm("so101").with_zones(zones)
+    leader = armctl.open_leader("so101", f"feetechsim://?hand={hand_file(tmp_path / 'hand.csv', poses)}")
+    with leader, armctl.connect(arm) as robot:
+        m, frames = run_follow(robot, leader, 3.8)
+        assert not m.done, m.error
+        assert "keep-out zone" in m.teleop.status.line()  # held at the box now, and the status line says so
+        held = robot.where(settle=True)
+        deadline = time.monotonic() + 3.5
+        while time.monotonic() < deadline and not m.done:
+            time.sleep(0.05)
+        end, lead = robot.where(), leader.read().q_rad
+        stop(robot, m)
+    assert m.teleop.status.clamped_frames > 10
+    q = [f[1] for f in frames]
+    assert all(pose_refusal(arm, zones, qi) is None for qi in q)  # never a commanded pose in the table
+    assert abs(held.tool_m[2] - 0.17) < 0.01, held.tool_m  # it stopped on the box, not short of it
+    assert np.max(np.abs(np.degrees(end.q_rad - lead))) < 1.0, (end.q_deg, np.degrees(lead))  # following again
