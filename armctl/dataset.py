@@ -34,6 +34,7 @@ import os
 import re
 import shutil
 import tempfile
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -288,6 +289,8 @@ class DatasetWriter:
         self._saved: list[dict] = []  # this session's episodes (rows of the episodes table)
         self._frames: list = []  # this session's frame rows (column lists), per saved episode
         self._work = Path(tempfile.mkdtemp(prefix=".armctl-", dir=self.root))
+        # a writer never closed (a script without close() or with): its work files go when it is collected or at exit
+        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._work), True)
         self._videos: dict[str, list[Path]] = {k: [] for k in self.cameras}
         self._closed = False
 
