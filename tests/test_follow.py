@@ -598,3 +598,33 @@ def test_a_follower_with_keep_out_zones_holds_at_them_and_follows_on(tmp_path):
     assert all(pose_refusal(arm, zones, qi) is None for qi in q)  # never a commanded pose in the table
     assert abs(held.tool_m[2] - 0.17) < 0.01, held.tool_m  # it stopped on the box, not short of it
     assert np.max(np.abs(np.degrees(end.q_rad - lead))) < 1.0, (end.q_deg, np.degrees(lead))  # following again
+
+
+def test_cli_a_camera_that_stops_mid_episode_stops_the_follow_at_once_naming_it(tmp_path, capsys, state, monkeypatch):
+    """A live camera that stops giving frames (unplugged) while recording: the follow stops under control at once
+    with one line naming the camera (exit 4), rather than following on with nothing recorded until the end."""
+    pytest.importorskip("av")
+    pytest.importorskip("cv2")
+    from test_dataset import _source_video
+
+    from armctl.camera import Camera
+
+    clip = tmp_path / "clip.mkv"
+    _source_video(clip, 200)
+    calls = {"n": 0}
+    grab = Camera.grab
+
+    def unplugged(self):
+        calls["n"] += 1
+        if calls["n"] > 20:
+            raise LinkError(f"camera {self.name} ({self.source}) stopped giving frames")
+        return grab(self)
+
+    monkeypatch.setattr(Camera, "grab", unplugged)
+    hand = hand_file(tmp_path / "hand.csv", [(0, [0, 76, -74, -5], 10), (30, [20, 70, -70, -5], 30)])
+    argv = ["--arm", "so101", "follow", "--leader", f"feetechsim://?hand={hand}", "--duration", "25"]
+    argv += ["--record-dataset", str(tmp_path / "ds"), "--task", "wave", "--camera", f"front={clip}"]
+    t0 = time.monotonic()
+    rc, out, err = cli(argv, capsys)
+    assert rc == 4 and err.count("\n") == 1 and "camera front" in err and "stopped giving frames" in err, err
+    assert time.monotonic() - t0 < 15  # not at the end of --duration

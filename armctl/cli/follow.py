@@ -267,6 +267,13 @@ def _loop(args, robot, m, recorder, keys, duration, episode_s, episodes) -> dict
                         stop_reason = f"{episodes:g} episodes recorded"
             if duration is not None and now - t0 >= duration:
                 stop_reason = f"--duration {duration:g} s"
+            if recorder is not None and recorder.error is not None:  # a camera gone, a full disk: stop now, say why
+                robot.stop("the dataset could not be written")
+                try:
+                    m.wait()
+                except Exception:  # noqa: BLE001 - the recorder's error is the one to report
+                    pass
+                raise recorder.error
             if stop_reason:
                 robot.stop(stop_reason)
                 break
