@@ -628,3 +628,43 @@ def test_cli_a_camera_that_stops_mid_episode_stops_the_follow_at_once_naming_it(
     rc, out, err = cli(argv, capsys)
     assert rc == 4 and err.count("\n") == 1 and "camera front" in err and "stopped giving frames" in err, err
     assert time.monotonic() - t0 < 15  # not at the end of --duration
+
+
+def test_cli_run_stops_when_its_camera_stops(tmp_path, capsys, state, monkeypatch):
+    """run --record-dataset: a camera that stops giving frames stops the run under control at once (exit 4,
+    one line naming it); no episode of that run is kept."""
+    pytest.importorskip("av")
+    pytest.importorskip("cv2")
+    from test_dataset import _source_video
+
+    from armctl.camera import Camera
+
+    clip = tmp_path / "clip.mkv"
+    _source_video(clip, 200)
+    calls = {"n": 0}
+    grab = Camera.grab
+
+    def unplugged(self):
+        calls["n"] += 1
+        if calls["n"] > 10:
+            raise LinkError(f"camera {self.name} ({self.source}) stopped giving frames")
+        return grab(self)
+
+    monkeypatch.setattr(Camera, "grab", unplugged)
+    prog = tmp_path / "slow.yaml"
+    prog.write_text(
+        "arm: so101\nposes:\n  a: {q_deg: [0, 80, -80, -5]}\n  b: {q_deg: [60, 90, -70, -10]}\n"
+        "steps:\n  - repeat: 4\n    steps:\n      - {joint: b}\n      - {joint: a}\n"
+    )
+    from armctl.program import load_program, plan_program
+
+    planned_s = plan_program(load_program(prog), load_arm("so101")).trajectory.duration_s
+    ds = tmp_path / "ds"
+    t0 = time.monotonic()
+    rc, out, err = cli(
+        ["run", str(prog), "--record-dataset", str(ds), "--task", "t", "--camera", f"front={clip}"], capsys
+    )
+    took = time.monotonic() - t0
+    assert rc == 4 and err.count("\n") == 1 and "camera front" in err, err
+    assert planned_s > 5 and took < planned_s - 2, (took, planned_s)  # stopped, not played to the end
+    assert not (ds / "meta/info.json").exists()

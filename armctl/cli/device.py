@@ -333,6 +333,13 @@ def _run_recording(robot, plan, recorder, episode_of_sample, args):
                 recorder.start_episode(args.task)
                 episode = ep
             recorder.feed(t, q, g, qm, gm)
+        if recorder.error is not None:  # a camera gone, a full disk: stop the run now and say why
+            robot.stop("the dataset could not be written")
+            try:
+                m.wait()
+            except Exception:  # noqa: BLE001 - the recorder's error is the one to report
+                pass
+            raise recorder.error
         time.sleep(period)
     m.wait()
     return m
