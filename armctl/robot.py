@@ -1309,6 +1309,12 @@ class Robot:
             framed = be.caps.timed_moves
             period = tp.period_s
             zones = arm.zones or None  # keep-out zones: every step checked (the motion between frames too)
+            # held servos of both arms (the SO-101's wrist roll, --map joints): the follower's turns as far from
+            # where its calibration holds it as the leader's is from its own, at no more than its speed
+            lheld = {h.name for h in getattr(getattr(tp.leader, "calibration", None), "held", ())}
+            held = [h for h in cal.held if h.name in lheld] if tp.map == "joints" else []
+            held_now = be.held_steps() if held and hasattr(be, "held_steps") else {}
+            h_cmd = {h.id: float(round(held_now.get(h.id, h.position_steps))) for h in held}
             ramping, last_sent = True, None
             t_next = time.monotonic()
             self._journaled = 0.0
@@ -1345,6 +1351,15 @@ class Robot:
                     gs = cal.gripper
                     values[gs.channel] = self._on_grid(gs, min(max(float(gs.value(g_new)), gs.lo), gs.hi))
                     g_new = float(gs.angle_rad(values[gs.channel]))
+                for h in held:
+                    d = target.held_steps.get(h.name)
+                    if d is not None:
+                        want = min(max(h.position_steps + d, 0.0), 4095.0)
+                        hlim = h.speed_steps_s * dt * frac
+                        step = math.trunc(min(max(want - h_cmd[h.id], -hlim), hlim))  # whole steps, within the limit
+                        h_cmd[h.id] += step
+                        values[h.id] = h_cmd[h.id]
+                    target.held_cmd_steps[h.name] = h_cmd[h.id]
                 t_cmd = time.monotonic()  # the command leaves for the servos now
                 be.set_goal(values)
                 commands += 1

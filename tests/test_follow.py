@@ -39,15 +39,16 @@ def state(tmp_path, monkeypatch):
     return tmp_path / "state"
 
 
-def hand_file(path, poses, arm="so101"):
-    """A hand file moving an SO-101 leader through ``poses``: (t_s, [pan, lift, elbow, wrist] deg, gripper deg)."""
+def hand_file(path, poses, arm="so101", roll=None):
+    """A hand file moving an SO-101 leader through ``poses``: (t_s, [pan, lift, elbow, wrist] deg, gripper deg);
+    ``roll``: the wrist roll's steps at each pose (else 2048)."""
     cal = load_calibration(find_calibration(arm))
     rows = ["t_s,id,steps"]
-    for t, q, g in poses:
+    for k, (t, q, g) in enumerate(poses):
         for s, a in zip(cal.joints, q):
             rows.append(f"{t},{s.id},{float(s.value(math.radians(a))):.2f}")
         rows.append(f"{t},{cal.gripper.id},{float(cal.gripper.value(math.radians(g))):.2f}")
-        rows.append(f"{t},5,2048")
+        rows.append(f"{t},5,{2048 if roll is None else roll[k]}")
     path.write_text("\n".join(rows) + "\n")
     return path
 
@@ -668,3 +669,42 @@ def test_cli_run_stops_when_its_camera_stops(tmp_path, capsys, state, monkeypatc
     assert rc == 4 and err.count("\n") == 1 and "camera front" in err, err
     assert planned_s > 5 and took < planned_s - 2, (took, planned_s)  # stopped, not played to the end
     assert not (ds / "meta/info.json").exists()
+
+
+ROLL_POSES = [(0, [0, 76, -74, -5], 10), (1.0, [0, 76, -74, -5], 10), (2.0, [0, 76, -74, -5], 10)]
+ROLL_POSES += [(20, [0, 76, -74, -5], 10)]
+ROLL_STEPS = [2048, 2048, 2448, 2448]  # the leader's wrist roll turned 35 deg by hand
+
+
+def test_the_so101_wrist_roll_follows_the_leaders_within_its_speed(tmp_path):
+    """The SO-101's wrist roll is no joint of armctl's model, but with --map joints it is a joint of both arms:
+    the follower's turns as far from where its calibration holds it as the leader's is from its own, never
+    faster than the held servo's speed."""
+    hand = hand_file(tmp_path / "hand.csv", ROLL_POSES, roll=ROLL_STEPS)
+    leader = armctl.open_leader("so101", f"feetechsim://?hand={hand}")
+    with leader, armctl.connect("so101") as robot:
+        m, frames = run_follow(robot, leader, 4.0)
+        assert not m.done, m.error
+        roll_now = robot.backend.held_steps()[5]
+        stop(robot, m)
+        sim = robot.backend.bus.serial.sim
+        roll = robot.calibration.held[0]
+    assert abs(roll_now - 2448) <= 2, roll_now
+    g = [v for _, v in goals(sim, 5)]
+    assert len(g) > 100 and abs(g[-1] - 2448) <= 1, g[-5:]
+    assert np.abs(np.diff(g)).max() <= roll.speed_steps_s * PERIOD, np.abs(np.diff(g)).max()
+
+
+def test_cli_follow_records_the_wrist_roll_it_follows(tmp_path, capsys, state):
+    pq = pytest.importorskip("pyarrow.parquet")
+    hand = hand_file(tmp_path / "hand.csv", ROLL_POSES, roll=ROLL_STEPS)
+    ds = tmp_path / "ds"
+    argv = ["--arm", "so101", "follow", "--leader", f"feetechsim://?hand={hand}", "--duration", "4"]
+    rc, out, err = cli([*argv, "--record-dataset", str(ds), "--task", "roll"], capsys)
+    assert rc == 0, err
+    t = pq.read_table(ds / "data/chunk-000/file-000.parquet")
+    roll_deg = (2448 - 2047.5) * 360 / 4095  # LeRobot's degrees for the leader's roll
+    action = np.array(t.column("action").to_pylist())[:, 4]
+    state_ = np.array(t.column("observation.state").to_pylist())[:, 4]
+    assert abs(action[-1] - roll_deg) < 0.2 and abs(state_[-1] - roll_deg) < 0.3, (action[-3:], state_[-3:])
+    assert np.ptp(action) > 30  # it turned while recording
