@@ -247,7 +247,7 @@ def _poses(ax, plan, idx, points_of, label_at, timed: bool = True) -> list:
     labels = []
     for j, i in enumerate(idx):
         pts = points_of(tr.q_rad[i])
-        shade = 0.25 + 0.7 * (j / max(1, len(idx) - 1))
+        shade = 0.25 + 0.7 * (j / max(1, len(idx) - 1)) if len(idx) > 1 else 0.95
         ax.plot(
             pts[:, 0],
             pts[:, 1],
@@ -275,10 +275,10 @@ def _poses(ax, plan, idx, points_of, label_at, timed: bool = True) -> list:
     return labels
 
 
-def _legend_below(ax, what: str) -> None:
-    """The legend of a workspace view, under the axes (never over the reach)."""
+def _legend_below(ax, what: str, path: bool = True) -> None:
+    """The legend of a workspace view, under the axes (never over the reach); ``path``: with the path's marks."""
     ax.legend(
-        handles=_legend_handles(what),
+        handles=_legend_handles(what) if path else _legend_handles(what)[2:3],
         loc="upper center",
         bbox_to_anchor=(0.5, -0.13),
         ncol=3,
@@ -380,7 +380,7 @@ def _draw_side(ax, plan, idx, *, timed: bool = True) -> list:
         link = f", link angle {lo:.0f}..{hi:.0f} deg"
     ax.set_title(f"side view in the arm's plane:\nreachable inside the limits (shaded{link})", fontsize=10)
     ax.grid(True, lw=0.3, alpha=0.6)
-    _legend_below(ax, "arm pose (in its plane)")
+    _legend_below(ax, "arm pose (in its plane)", timed)
     return labels
 
 
@@ -413,7 +413,7 @@ def _draw_plane(ax, plan, idx, *, timed: bool = True) -> list:
     ax.set_ylabel("y (m)")
     ax.set_title(f"workspace of {arm.name} (shaded: reachable inside the joint limits)", fontsize=10)
     ax.grid(True, lw=0.3, alpha=0.6)
-    _legend_below(ax, "arm pose")
+    _legend_below(ax, "arm pose", timed)
     return labels
 
 
