@@ -52,7 +52,7 @@ from .calibration import Calibration, find_calibration, load_calibration
 from .errors import BadInputError, JointLimitError, LinkError, MotionError, StopRequested, UnreachableError
 from .kinematics import tool_pitch, tool_point
 from .paths import state_dir
-from .state import PoseStore
+from .state import LiveStore, PoseStore
 from .stream import Player, Pulses, StreamResult, prepare
 from .trajectory import Trajectory
 
@@ -351,6 +351,32 @@ def connect(
     The port is opened exclusively: a second ``connect`` to it (from this or any other process) raises
     LinkError naming the holder. Errors: ConfigError (files), BadInputError, LinkError.
     """
+    arm_obj, cal, cal_path, cls, url = _resolve(arm, port, backend, calibration)
+    lock = PortLock(url)
+    _acquire(lock)
+    store = PoseStore(url, arm_obj)
+    try:
+        try:
+            store.open()
+        except OSError as exc:
+            raise BadInputError(
+                f"cannot write the state folder {store.path.parent}: {exc.strerror or exc} (set ARMCTL_STATE_DIR to "
+                "a writable folder)"
+            ) from None
+        _let_a_dead_run_finish(store)
+        addressed = cls.address(cal)
+        be = cls.create(url, addressed, wire_log=wire_log, watchdog_s=watchdog_s, calibrating=calibrating)
+        be.open()
+    except BaseException:
+        store.close()
+        lock.release()
+        raise
+    return Robot(arm_obj, addressed, be, url, calibration_path=cal_path, lock=lock, progress=progress, store=store)
+
+
+def _resolve(arm, port, backend, calibration):
+    """(Arm, Calibration, its path, backend class, port URL) as ``connect`` opens them: the one place that
+    says which port an arm, a port and a calibration mean (``Watch`` finds the same pose files by it)."""
     arm_obj = arm if isinstance(arm, Arm) else load_arm(arm)
     if isinstance(calibration, Calibration):
         cal, cal_path = calibration, Path(calibration.source)
@@ -374,26 +400,7 @@ def connect(
     if port is None and isinstance(arm, Arm) and Path(arm.source).suffix not in (".yaml", ".yml"):
         raise BadInputError("the simulated arm needs an arm preset or file; this Arm was built in code: pass port=")
     url = sim_port_for(str(port), arm_obj, cal_path) if port is not None else default_port(arm_obj, cal_path, cls)
-    lock = PortLock(url)
-    _acquire(lock)
-    store = PoseStore(url, arm_obj)
-    try:
-        try:
-            store.open()
-        except OSError as exc:
-            raise BadInputError(
-                f"cannot write the state folder {store.path.parent}: {exc.strerror or exc} (set ARMCTL_STATE_DIR to "
-                "a writable folder)"
-            ) from None
-        _let_a_dead_run_finish(store)
-        addressed = cls.address(cal)
-        be = cls.create(url, addressed, wire_log=wire_log, watchdog_s=watchdog_s, calibrating=calibrating)
-        be.open()
-    except BaseException:
-        store.close()
-        lock.release()
-        raise
-    return Robot(arm_obj, addressed, be, url, calibration_path=cal_path, lock=lock, progress=progress, store=store)
+    return arm_obj, cal, cal_path, cls, url
 
 
 def _acquire(lock: PortLock) -> None:
@@ -462,6 +469,73 @@ def _let_a_dead_run_finish(store: PoseStore) -> None:
         wait = stored.time_s + stored.hold_in_s - time.time()
         if wait > 0:
             time.sleep(min(wait + 2 * FRAME_S, 66.0))
+
+
+# --- watching an arm another process drives ------------------------------------------------------------------
+
+WATCH_STALE_S = 0.5  # a live pose older than this, not marked clean: its writer stopped writing (killed)
+
+
+class Watch:
+    """An arm that another armctl drives (a ``run``, a script, ``armctl web``), watched without opening its port:
+    ``where()`` reads the pose that process publishes in the state folder once a frame while it moves (the pose
+    the board plays now), else the pose stored when the arm was last left. Takes no port lock and no file lock,
+    so it never keeps the driver out; ``driver()`` names the process that holds the port (None: nobody).
+    Same arguments as ``connect`` (they say which port, arm and calibration to watch)."""
+
+    def __init__(self, arm=DEFAULT_ARM, port: str | None = None, backend=None, calibration=None):
+        self.arm, self.calibration, self.calibration_path, cls, self.port = _resolve(arm, port, backend, calibration)
+        self.backend_name = cls.name
+        self._live = LiveStore(self.port, self.arm)
+        self._stored = PoseStore(self.port, self.arm)
+        self._lock_path = PortLock(self.port).path
+
+    def driver(self) -> str | None:
+        """Who holds the port now, as its lock file says (``pid N (command)``), or None if nobody does."""
+        if self._lock_path is None:
+            return None
+        try:
+            return self._lock_path.read_text(encoding="utf-8", errors="replace").strip() or "another armctl"
+        except OSError:
+            return None
+
+    def where(self) -> Pose:
+        """The pose the driving process reports (source ``"watched"``), else the stored one, else home."""
+        live, stored = self._live.load(), self._stored.load()
+        age = math.inf if live is None else time.time() - live.time_s
+        if live is not None and (stored is None or live.time_s >= stored.time_s or not live.clean):
+            got, what = (
+                live,
+                "the pose the armctl driving it plays now" if not live.clean else "held, as its driver left it",
+            )
+        elif stored is not None:
+            got, what, age = stored, "the pose stored when the arm was last left", math.inf
+        else:
+            q = np.array(self.arm.home_rad)
+            return self._pose(q, None, (), "assumed", "nothing published for this port yet: the home pose")
+        g = got.gripper_rad if math.isfinite(got.gripper_rad) else None
+        moving = not got.clean and age < WATCH_STALE_S
+        if not got.clean and not moving:
+            what = "the last pose its driver published (it stopped publishing: killed, or the link dropped)"
+        return self._pose(got.q_rad, g, got.values, "watched", what, moving=moving)
+
+    def _pose(self, q, g, values, source: str, detail: str, *, moving: bool = False) -> Pose:
+        self.moving = moving
+        q = np.asarray(q, dtype=float)
+        return Pose(
+            q_rad=q,
+            tool_m=tool_point(self.arm, q),
+            phi_rad=math.remainder(float(tool_pitch(self.arm, q)), TURN_RAD),
+            gripper_rad=g,
+            source=source,
+            detail=detail,
+            values=tuple(values),
+        )
+
+    moving = False  #: True while the last ``where()`` found the driver moving the arm
+
+    def __repr__(self) -> str:
+        return f"<Watch {self.arm.name!r} on {self.port}>"
 
 
 # --- Ctrl-C --------------------------------------------------------------------------------------------------
@@ -559,7 +633,7 @@ def _close_at_exit() -> None:
             pass
 
 
-def _let_go(backend: Backend, store: PoseStore, lock: PortLock | None) -> None:
+def _let_go(backend: Backend, store: PoseStore, lock: PortLock | None, live: PoseStore | None = None) -> None:
     """A Robot that became unreachable without ``close()``: close its board and release its port, so the same
     process (a notebook) can connect again. No motion plays (a playing motion holds the Robot); the board holds
     the pose it was last sent, which was stored when that motion ended."""
@@ -569,6 +643,8 @@ def _let_go(backend: Backend, store: PoseStore, lock: PortLock | None) -> None:
         pass
     finally:
         store.close()
+        if live is not None:
+            live.close()
         if lock is not None:
             lock.release()
 
@@ -629,6 +705,7 @@ class Robot(_BoardAccess):
         self._stop_reasons: dict[int, str] = {}  # generation -> the reason of the stop that started it
         self._closed = False
         self._store = store or PoseStore(port, arm)
+        self._live = LiveStore(port, arm)  # the pose played now, for watchers (armctl web --watch)
         self._journaled = 0.0
         stored = self._store.load()
         #: One line if the last run on this port ended without a clean stop (it was killed, the PC lost
@@ -637,7 +714,7 @@ class Robot(_BoardAccess):
         _OPEN.add(self)  # closed at exit if the script forgot to
         # A Robot nobody holds any more (a notebook cell run again, a variable reassigned) lets go of its port.
         # Not at exit: _close_at_exit stops a motion first.
-        self._finalizer = weakref.finalize(self, _let_go, backend, self._store, lock)
+        self._finalizer = weakref.finalize(self, _let_go, backend, self._store, lock, self._live)
         self._finalizer.atexit = False
         if stored is not None and not stored.clean:
             age = time.time() - stored.time_s
@@ -1320,10 +1397,14 @@ class Robot(_BoardAccess):
         if any(v is None for v in values[: self.arm.n]):
             return
         self._store_pose(values, clean=False, hold_in_s=(frame - played) * FRAME_S)
+        now_ch = player.values_at(played)
+        self._store_pose(
+            [now_ch.get(s.channel, v) for s, v in zip(self.calibration.servos, start)], clean=False, live=True
+        )
 
-    def _store_pose(self, values, *, clean: bool, hold_in_s: float = 0.0) -> None:
+    def _store_pose(self, values, *, clean: bool, hold_in_s: float = 0.0, live: bool = False) -> None:
         """Store the pose servo ``values`` mean (best effort: the state folder was writable at connect, and the
-        motion matters more than its record)."""
+        motion matters more than its record); ``live``: publish it as the pose played now (for watchers)."""
         q = [float(s.angle_rad(v)) for s, v in zip(self.calibration.joints, values)]  # no fk: this runs 50 Hz
         grip = self.calibration.gripper
         g = (
@@ -1332,7 +1413,10 @@ class Robot(_BoardAccess):
             else grip.angle_rad(values[self.arm.n])
         )
         try:
-            self._store.save(q, float(g), values, clean=clean, durable=clean, hold_in_s=hold_in_s)
+            if live:
+                self._live.save(q, float(g), values, clean=clean)
+            else:
+                self._store.save(q, float(g), values, clean=clean, durable=clean, hold_in_s=hold_in_s)
         except OSError:
             pass
 
@@ -1407,6 +1491,7 @@ class Robot(_BoardAccess):
             return
         if not any(v is None for v in held[: self.arm.n]):
             self._store_pose(held, clean=True)
+            self._store_pose(held, clean=True, live=True)
 
     # --- servos one by one (calibration) ---------------------------------------------------------------
 
@@ -1523,6 +1608,7 @@ class Robot(_BoardAccess):
             self.backend.close()
         finally:
             self._store.close()
+            self._live.close()
             if owned:
                 self._give_board()
             if self._lock is not None:
