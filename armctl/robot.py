@@ -580,12 +580,16 @@ def _one_line_interrupt(method):
 _SIGINT_BEFORE: list = []  # the SIGINT handler ours runs after (set once, in the main thread)
 
 
+def _stop_all(reason: str) -> None:
+    for robot in list(_OPEN):
+        if not robot._closed and robot.moving:
+            robot.stop(reason)
+
+
 def _sigint(signum, frame) -> None:
     """Ctrl-C while motions play in the background (``wait=False``): stop them under control, then do what
     Ctrl-C did before (Python's: raise KeyboardInterrupt)."""
-    for robot in list(_OPEN):
-        if not robot._closed and robot.moving:
-            robot.stop("interrupted (Ctrl-C)")
+    _stop_all("interrupted (Ctrl-C)")
     before = _SIGINT_BEFORE[0] if _SIGINT_BEFORE else signal.default_int_handler
     if callable(before):
         before(signum, frame)
@@ -593,9 +597,20 @@ def _sigint(signum, frame) -> None:
         raise KeyboardInterrupt
 
 
+def _ipython_interrupt(shell, etype, value, tb, tb_offset=None):
+    """IPython (a Jupyter kernel) swaps SIGINT handlers around each cell: its KeyboardInterrupt, wherever it lands
+    in the cell, stops the motions playing in the background too, then shows as it would have."""
+    _stop_all("interrupted (Ctrl-C)")
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+
+
 def _watch_ctrl_c() -> None:
     """Make Ctrl-C reach motions that play in the background: chain our SIGINT handler in front of the one in
-    place (only from the main thread, and not where Ctrl-C is ignored)."""
+    place (only from the main thread, and not where Ctrl-C is ignored); in IPython also its interrupt."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    if shell is not None and not getattr(shell, "custom_exceptions", ()):  # leave another handler alone
+        shell.set_custom_exc((KeyboardInterrupt,), _ipython_interrupt)
     if threading.current_thread() is not threading.main_thread():
         return
     current = signal.getsignal(signal.SIGINT)

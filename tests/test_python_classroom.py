@@ -183,6 +183,26 @@ def test_ctrl_c_reaches_wait_false_motions(tmp_path):
     assert 120.0 < y < 195.0
 
 
+def test_a_notebook_interrupt_in_other_code_stops_wait_false_motions(tmp_path):
+    """A Jupyter kernel's interrupt lands wherever the cell is (here: the student's own loop); IPython swaps the
+    SIGINT handler around each cell, so armctl stops the background motions from IPython's interrupt too."""
+    pytest.importorskip("IPython")
+    r = _python(
+        """
+        from IPython.core.interactiveshell import InteractiveShell
+        sh = InteractiveShell.instance(colors="NoColor")
+        sh.run_cell("import armctl, time; robot = armctl.connect('seed-3link'); robot.move_to(0.5, 0.2)")
+        sh.run_cell("m = robot.move_to(0.5, -0.3, speed=0.02, wait=False); time.sleep(1.0); raise KeyboardInterrupt")
+        sh.run_cell("time.sleep(0.5); print('after', robot.moving, m.done, type(m.error).__name__)")
+        """,
+        tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    words = r.stdout.split("after ", 1)[1].split()
+    assert words[:3] == ["False", "True", "StopRequested"], r.stdout
+    assert "KeyboardInterrupt" in r.stdout  # shown as IPython shows it
+
+
 def test_ctrl_c_while_waiting_on_a_motion(tmp_path):
     p = _start(
         """
