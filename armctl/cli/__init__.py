@@ -74,7 +74,15 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         "--arm",
         default=d,
         metavar="NAME|PATH",
-        help="arm preset name (seed-2link, seed-3link) or arm YAML file (default: the program's arm:, else seed-3link)",
+        help="arm preset name (seed-2link, seed-3link), arm YAML file or URDF (FILE.urdf, with FILE.armctl.yaml "
+        "beside it if any) (default: the program's arm:, else seed-3link)",
+    )
+    g.add_argument(
+        "--tool-link",
+        default=d,
+        metavar="NAME",
+        help="with --arm FILE.urdf: the URDF link that is the tool point (default: the sidecar's tool_link, else "
+        "the last link of the longest chain)",
     )
     g.add_argument(
         "--port",
@@ -87,15 +95,16 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         "--backend",
         default=d,
         metavar="NAME",
-        help="board protocol: armctl (our firmware or the simulator), firmata (stock StandardFirmata) or "
-        "feetech (bus servos); default: feetech for a calibration in steps, else armctl",
+        help="board protocol: armctl (our firmware or the simulator), firmata (stock StandardFirmata), "
+        "feetech (bus servos) or pca9685 (PCA9685 boards on I2C: --port i2c:///dev/i2c-1?address=0x40); default: "
+        "pca9685 for an i2c:// port, feetech for a calibration in steps, else armctl",
     )
     g.add_argument(
         "--calibration",
         default=d,
         metavar="FILE",
         help="servo calibration YAML (default: ./calibration/<arm>.yaml, else ~/.config/armctl/calibration/"
-        "<arm>.yaml, else the example shipped with the arm preset)",
+        "<arm>.yaml, else the example shipped with the arm preset); LeRobot's as it is: FILE.json or lerobot:ID",
     )
     g.add_argument(
         "--watchdog",
@@ -173,6 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in GLOBAL_DEFAULTS.items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)
+    if getattr(args, "tool_link", None) is not None:  # one arm reference: FILE.urdf#LINK (armctl.arm.load_arm)
+        if not (args.arm_given and args.arm.endswith(".urdf")):
+            _say(f"armctl {args.command}: error: --tool-link applies to an arm from a URDF: give --arm FILE.urdf")
+            return EXIT_BAD_INPUT
+        args.arm = f"{args.arm}#{args.tool_link}"
     restore = _stop_on_signals()
     try:
         return int(args.func(args) or 0)
