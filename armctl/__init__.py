@@ -15,7 +15,14 @@ inside. ``armctl.connect`` is imported on first use, so the command line starts 
 
 __version__ = "0.2.0"
 
-_LAZY = {"connect": "robot", "Robot": "robot", "Pose": "robot", "Motion": "robot", "MoveResult": "robot"}
+_LAZY = {
+    "connect": "robot",
+    "Robot": "robot",
+    "Pose": "robot",
+    "Motion": "robot",
+    "MoveResult": "robot",
+    "Watch": "robot",  # an arm another armctl drives, watched without opening its port
+}
 # the exception tree (armctl.errors), so a notebook can write ``except armctl.UnreachableError``
 _ERRORS = (
     "ArmctlError",
@@ -30,7 +37,7 @@ _ERRORS = (
     "StopRequested",
 )
 _LAZY.update(dict.fromkeys(_ERRORS, "errors"))
-__all__ = ["connect", "Robot", "Pose", "Motion", "MoveResult", *_ERRORS, "__version__"]
+__all__ = ["connect", "Robot", "Pose", "Motion", "MoveResult", "Watch", *_ERRORS, "__version__"]
 
 
 def __getattr__(name):

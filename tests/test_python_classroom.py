@@ -343,3 +343,35 @@ def test_jupyter_shows_pose_table_and_inline_figure(tmp_path):
     kinds, head = r.stdout.strip().splitlines()[-2:]
     assert "'text/html'" in kinds.split("]")[0] and kinds.count("'image/png'") == 2
     assert head.startswith("<table")
+
+
+def test_watch_an_arm_another_process_drives(tmp_path, monkeypatch):
+    """armctl.Watch reads the pose the driving armctl publishes, without touching its port or its lock."""
+    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+    env = dict(os.environ)
+    jog = subprocess.Popen(
+        [sys.executable, "-m", "armctl", "jog", "0.3", "0.45", "--speed", "40", "--json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    watch = armctl.Watch("seed-3link")
+    seen, drivers = [], set()
+    deadline = time.monotonic() + 30
+    while jog.poll() is None and time.monotonic() < deadline:
+        pose = watch.where()
+        if watch.moving:
+            seen.append(pose.tool_mm)
+            drivers.add(watch.driver())
+        time.sleep(0.05)
+    out, err = jog.communicate(timeout=30)
+    assert jog.returncode == 0, err  # never disturbed
+    assert len(seen) > 10 and any(f"pid {jog.pid}" in (d or "") for d in drivers)
+    xs = [p[0] for p in seen]
+    assert xs[0] > xs[-1] + 50  # it watched the tool travel towards x = 300 mm
+    end = watch.where()
+    assert not watch.moving and watch.driver() is None and end.source == "watched"
+    import json
+
+    assert end.tool_mm == pytest.approx([v * 1000 for v in json.loads(out)["tool_m"]], abs=1.0)
