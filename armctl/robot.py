@@ -66,6 +66,10 @@ TURN_RAD = 2.0 * math.pi
 MAX_SPEED_M_S = 2.0  # a tool speed above this is a unit mistake (mm/s given where m/s go), not a wish
 FAR_REACHES = 100.0  # a target this many reaches away is millimetres given as metres, not a miss
 JOURNAL_PERIOD_S = 0.02  # while moving, the pose the board would stop in is journaled once a frame
+#: A blended motion (``move_to(..., blend=)``) waits this long for the next one to be queued before it starts,
+#: so that a loop queuing lines with ``wait=False`` gets them planned as one chain through rounded corners.
+BLEND_GATHER_S = 0.05
+MAX_BLEND_M = 0.5
 
 
 # --- what the Robot reports ------------------------------------------------------------------------------------
@@ -198,6 +202,9 @@ class Motion:
         # itself re-planned), this one is planned again from where the arm is, never towards a dropped target.
         self._moves, self._after = moves, after
         self.replanned = False
+        # blended chains (move_to(..., blend=)): the first motion plays the chain; the others follow its fate
+        self._head: Motion | None = None
+        self._chain: list[Motion] = []
 
     @property
     def done(self) -> bool:
@@ -205,8 +212,11 @@ class Motion:
         return self._future.done()
 
     def cancel(self) -> None:
-        """Stop this motion under control if it is playing (the arm holds where it is); drop it if queued."""
+        """Stop this motion under control if it is playing (the arm holds where it is); drop it if queued.
+        A motion blended into a chain with the ones before it stops the whole chain."""
         self._cancelled = True
+        if self._head is not None:
+            self._head._cancelled = True
 
     def cancelled(self) -> bool:
         """True once ``cancel()`` or ``Robot.stop()`` was called for it."""
@@ -1041,7 +1051,7 @@ class Robot(_BoardAccess):
         self._check_open()
         return self._plan([self._line(x, y, z, phi, speed, accel, None)], "plan")[0]
 
-    def _line(self, x, y, z, phi, speed, accel, label) -> motion.LineMove:
+    def _line(self, x, y, z, phi, speed, accel, label, blend=None) -> motion.LineMove:
         target = self._point(x, y, z)
         if phi is not None:
             phi = self._radians(phi, "phi")
@@ -1059,6 +1069,11 @@ class Robot(_BoardAccess):
                 )
         if accel is not None:
             kw["accel_m_s2"] = self._positive(accel, "accel")
+        if blend is not None:
+            b = self._number(blend, "blend")
+            if not 0.0 <= b <= MAX_BLEND_M:
+                raise BadInputError(f"blend: {b:g} m: give 0 .. {MAX_BLEND_M:g} m (metres, as every length here)")
+            kw["blend_m"] = b
         label = label or f"move to ({', '.join(f'{v:g}' for v in target)}) m"
         return motion.LineMove(tuple(target), phi_rad=phi, label=label, **kw)
 
@@ -1138,18 +1153,24 @@ class Robot(_BoardAccess):
         path: str = "line",
         label: str | None = None,
         wait: bool = True,
+        blend: float | None = None,
     ) -> Motion:
         """Move the tool point to (``x``, ``y``) m, or (``x``, ``y``, ``z``) on an arm with a rotating base (z
         is required there and refused on a planar arm): in a straight line at ``speed`` m/s (default 0.1) with
         ``accel`` m/s^2 (default 0.5), slowed wherever a joint would pass its speed limit; ``path="joint"``
         instead moves every joint at once to the IK pose nearest the start. ``phi``: the tool angle (rad) at
-        the target, 3-link arms. Raises UnreachableError (with ``shortfall_m``), JointLimitError (also
-        PulseLimitError), MotionError, BadInputError before anything moves; LinkError if the link fails."""
+        the target, 3-link arms. ``blend`` (m, lines only): with ``wait=False``, consecutive blended lines are
+        played as one motion that passes each shared corner within that distance without stopping (it rests
+        only at the last line queued; see docs/programs.md, "Blending"). Raises UnreachableError (with
+        ``shortfall_m``), JointLimitError (also PulseLimitError), MotionError, BadInputError before anything
+        moves; LinkError if the link fails."""
         self._check_open()
         gen = self._stop_gen
         if path not in ("line", "joint"):
             raise BadInputError(f"path: 'line' or 'joint', got {path!r}")
-        line = self._line(x, y, z, phi, speed, accel, label)
+        if blend is not None and path != "line":
+            raise BadInputError("blend applies to straight lines (path='line'), not to joint moves")
+        line = self._line(x, y, z, phi, speed, accel, label, blend)
         if path == "line":
             return self._go([line], line.label, gen, wait)
         joint_label = label or line.label.replace("move to", "joint move to")
@@ -1315,7 +1336,69 @@ class Robot(_BoardAccess):
                     return
                 m = self._queue.popleft()
                 self._active = m  # at once, under the lock: a motion is always queued or active until it ends
+                chain = self._gather(m)
+            if chain:
+                self._merge(m, chain)
             self._run(m)
+
+    @staticmethod
+    def _blends(m: Motion) -> bool:
+        """``m`` is one line asking to blend into the next (``move_to(..., blend=)``)."""
+        mv = m._moves
+        return (
+            isinstance(mv, list)
+            and len(mv) == 1
+            and isinstance(mv[0], motion.LineMove)
+            and mv[0].blend_m > 0
+            and not mv[0].stop
+            and not m.cancelled()
+        )
+
+    def _gather(self, m: Motion) -> list[Motion]:
+        """Under the lock: the queued lines that follow ``m`` in one blended chain (left in the queue, so
+        that motions asked for meanwhile are still planned from the last one's end), waiting up to
+        BLEND_GATHER_S after each for the next to be queued."""
+        chain: list[Motion] = []
+        last = m
+        deadline = time.monotonic() + BLEND_GATHER_S
+        while self._blends(last) and not self._closed:
+            if len(self._queue) > len(chain):
+                nxt = self._queue[len(chain)]
+                mv = nxt._moves
+                if not (isinstance(mv, list) and len(mv) == 1 and isinstance(mv[0], motion.LineMove)):
+                    break
+                if nxt.cancelled() or nxt._after is not last:
+                    break
+                chain.append(nxt)
+                last = nxt
+                deadline = time.monotonic() + BLEND_GATHER_S
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._cv.wait(left)
+        return chain
+
+    def _merge(self, head: Motion, chain: list[Motion]) -> None:
+        """Plan ``head`` and the lines ``chain`` after it as one blended motion played by ``head``."""
+        moves = [head._moves[0], *(m._moves[0] for m in chain)]
+        q0, g0 = head.trajectory.q_rad[0], float(head.trajectory.gripper_rad[0])
+        try:
+            traj, pulses, _ = self._plan(moves, head.label, start=(q0, g0))
+        except (MotionError, ValueError):  # pragma: no cover - each line planned alone already; keep them apart
+            return
+        with self._cv:
+            # take the chain off the queue at the same moment the head takes over its end: the pose the next
+            # motion is planned from (the last one's end) never changes
+            queued = list(self._queue)[: len(chain)]
+            if queued != chain or any(m.cancelled() for m in chain) or head.cancelled():
+                return  # cancelled or stopped meanwhile: each plays (or is dropped) alone
+            for _ in chain:
+                self._queue.popleft()
+            head.trajectory, head._pulses, head._moves = traj, pulses, moves
+            head._chain = chain
+            for m in chain:
+                m._head = head
 
     def _run(self, m: Motion) -> None:
         """Play motion ``m``, already made ``_active`` (this thread takes the board for it); its outcome goes
@@ -1360,6 +1443,12 @@ class Robot(_BoardAccess):
                 self._cv.notify_all()
             self._serve_calls()
             self._give_board()
+        for f in m._chain:  # lines blended into this motion end with it
+            f.started.set()
+            if isinstance(outcome, MoveResult):
+                f._future.set_result(outcome)
+            else:
+                f._future.set_exception(outcome if isinstance(outcome, Exception) else StopRequested(str(outcome)))
         if isinstance(outcome, MoveResult):
             m._future.set_result(outcome)
             return

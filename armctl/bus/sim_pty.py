@@ -3,6 +3,7 @@
     python -m armctl.bus.sim_pty [ARMSIM_URL]      e.g. "armsim://seed-3link?baud=115200"
     python -m armctl.bus.sim_pty FEETECHSIM_URL    e.g. "feetechsim://?ids=1-6"
 
+POSIX only (Linux, macOS): Windows has no pseudo-terminals, and says so (exit 2).
 Prints the pty path (e.g. /dev/pts/5) on stdout, then serves until killed
 (Ctrl-C). The link model emulates the baud rate's byte time in both
 directions (``baud=`` option, default 115200), whatever speed the pty runs.
@@ -14,15 +15,26 @@ exit 2.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import select
 import struct
 import sys
-import termios
 import time
-import tty
 import urllib.parse
+
+try:
+    import fcntl
+    import termios
+    import tty
+except ImportError:  # Windows: no pseudo-terminals
+    if __name__ == "__main__":
+        print(
+            "python -m armctl.bus.sim_pty: pseudo-terminals are POSIX (Linux, macOS); on Windows give armctl the "
+            "simulator itself (--port armsim://..., feetechsim://...)",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+    raise
 
 from . import feetech_sim
 from .protocol_armsim import parse_url

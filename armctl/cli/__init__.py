@@ -9,7 +9,7 @@ and its one-line help, so ``armctl --help`` needs none of them):
   0 success, 1 internal error, 2 bad input (arguments, files, YAML),
   3 target or motion impossible (unreachable, joint/speed/pulse limit),
   4 link or board error (port, timeout, lost link, protocol), 130 interrupted,
-  143 SIGTERM, 129 SIGHUP.
+  143 SIGTERM, 129 SIGHUP (Windows: 149 Ctrl-Break, 129 console closed).
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
         "Lengths in metres (or with a unit: 500mm, 50cm), angles in degrees.",
         epilog=(
             "exit codes: 0 ok, 2 bad input, 3 unreachable or limit, 4 link/board error, 130 interrupted (Ctrl-C), "
-            "143 SIGTERM, 129 SIGHUP (each after a controlled stop)"
+            "143 SIGTERM, 129 SIGHUP (Windows: 149 Ctrl-Break, 129 console closed; each after a controlled stop)"
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -193,10 +193,11 @@ def main(argv: list[str] | None = None) -> int:
     except ArmctlError as exc:
         _say(f"armctl {args.command}: error: {exc}")
         return exc.exit_code
-    except Terminated as exc:
-        _say(f"armctl {args.command}: stopped by {exc} (the arm holds its pose)")
-        return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        exc = _hangup(exc)
+        if isinstance(exc, Terminated):
+            _say(f"armctl {args.command}: stopped by {exc} (the arm holds its pose)")
+            return exc.exit_code
         _say(f"armctl {args.command}: interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
@@ -214,10 +215,11 @@ def _say(line: str) -> None:
 
 
 def _stop_on_signals():
-    """SIGTERM and SIGHUP become ``Terminated`` (a KeyboardInterrupt): the same controlled stop as Ctrl-C,
-    then exit 143 or 129. Only the first one counts, so a second cannot cut the stop short. Returns a
+    """The OS's stop signals (SIGTERM, SIGHUP; on Windows Ctrl-Break and a closing console:
+    ``armctl.stopsignals``) become ``Terminated`` (a KeyboardInterrupt): the same controlled stop as Ctrl-C,
+    then exit 143, 129 or 149. Only the first one counts, so a second cannot cut the stop short. Returns a
     function that puts the previous handlers back."""
-    import signal
+    from .. import stopsignals
 
     fired = []
 
@@ -226,18 +228,22 @@ def _stop_on_signals():
             fired.append(signum)
             raise Terminated(signum)
 
-    previous = {}
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        try:
-            previous[sig] = signal.signal(sig, handler)
-        except ValueError:  # not the main thread (armctl.cli.main called from a thread): leave them alone
-            return lambda: None
+    undo = stopsignals.install(handler)
 
     def restore() -> None:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+        undo()
+        stopsignals.stopped()  # a closing Windows console may now end the process
 
     return restore
+
+
+def _hangup(exc: KeyboardInterrupt) -> KeyboardInterrupt:
+    """A Ctrl-C that a closing Windows console raised is a hang-up (exit 129), not an interrupt."""
+    from ..stopsignals import HANGUP_EXIT, hung_up
+
+    if hung_up() and not isinstance(exc, Terminated):
+        return Terminated(0, name="the console closing", exit_code=HANGUP_EXIT)
+    return exc
 
 
 if __name__ == "__main__":

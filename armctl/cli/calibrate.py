@@ -12,19 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import select
 import sys
-import termios
 import time
-import tty
 from dataclasses import fields, replace
 from pathlib import Path
 
 import numpy as np
 
 from .. import calibrate as cb
-from .. import motion
+from .. import motion, terminal
 from ..arm import Arm, load_arm
 from ..calibration import PULSE_RANGE_US, Calibration, load_calibration, save_calibration, save_path_for
 from ..errors import BadInputError, ConfigError, LinkError, Terminated
@@ -410,22 +406,6 @@ class Quit(Exception):
     """The user left (q, Ctrl-C): hold the servos, save nothing."""
 
 
-_KEYS = {
-    b"\x1b[A": "up",
-    b"\x1b[B": "down",
-    b"\x1b[C": "right",
-    b"\x1b[D": "left",
-    b"\x1bOA": "up",
-    b"\x1bOB": "down",
-    b"\x1bOC": "right",
-    b"\x1bOD": "left",
-    b"\x1b[5~": "pgup",
-    b"\x1b[6~": "pgdn",
-    b"\r": "enter",
-    b"\n": "enter",
-    b"\x03": "ctrl-c",
-    b"\x04": "ctrl-c",
-}
 STEPS_US = {
     "k": 0.5,
     "right": 0.5,
@@ -446,38 +426,20 @@ KEY_HELP = [
 ]
 
 
-class Terminal:
-    """Raw keys from stdin (no echo, no line buffering, Ctrl-C as a key), full-screen redraws on stdout."""
+class Terminal(terminal.Terminal):
+    """calibrate's screen (``armctl.terminal``: every OS): not the alternate screen, so its last screen stays
+    when it ends; the end of input reads as Ctrl-C (quit, save nothing)."""
 
     def __init__(self):
-        self.fd = sys.stdin.fileno()
-        self.saved = termios.tcgetattr(self.fd)
-        tty.setraw(self.fd)
-
-    def restore(self) -> None:
-        if self.saved is not None:
-            termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)
-            self.saved = None
-            sys.stdout.write("\r\n")
-            sys.stdout.flush()
+        super().__init__(fullscreen=False)
 
     def key(self, timeout_s: float | None = None) -> str | None:
-        """The next key ('up', 'enter', 'ctrl-c', 'k', ...), or None after ``timeout_s`` without one."""
-        if timeout_s is not None and not select.select([self.fd], [], [], timeout_s)[0]:
-            return None
-        b = os.read(self.fd, 1)
-        if not b:
-            return "ctrl-c"  # end of input: treat like Ctrl-C
-        if b == b"\x1b":
-            while len(b) < 6 and select.select([self.fd], [], [], 0.05)[0]:
-                b += os.read(self.fd, 1)
-                if b[-1:].isalpha() or b.endswith(b"~"):
-                    break
-        return _KEYS.get(b, b.decode("latin-1"))
+        k = super().key(timeout_s)
+        return "ctrl-c" if k == "ctrl-d" else k
 
     def draw(self, lines: list[str]) -> None:
-        sys.stdout.write("\x1b[H\x1b[2J" + "\r\n".join(lines) + "\r\n")
-        sys.stdout.flush()
+        """Clear the screen, then draw (a screen at a time, as scrolled-back text reads too)."""
+        self._write("\x1b[H\x1b[2J" + "\r\n".join(lines) + "\r\n")
 
 
 # --- the interactive workflow --------------------------------------------------------------------------------

@@ -80,6 +80,12 @@ def register(sub, parents) -> None:
     )
     p.add_argument("program", metavar="PROGRAM.yaml")
     p.add_argument("--dry-run", action="store_true", help="check and plan everything, open no port")
+    p.add_argument(
+        "--blend",
+        metavar="MM",
+        help="round the corners between consecutive line steps within MM millimetres instead of stopping "
+        "(the program's blend_mm; steps with their own blend_mm keep it; default 0: stop at every corner)",
+    )
     p.set_defaults(func=cmd_run)
     p = sub.add_parser(
         "home",
@@ -249,10 +255,10 @@ def cmd_home(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from ..program import load_program, plan_program
+    from ..program import load_program, plan_program, with_blend
     from ..stream import prepare
 
-    prog = load_program(args.program)
+    prog = with_blend(load_program(args.program), args.blend)
     arm, cal = setup(args, prog.arm_ref)
     plan = plan_program(prog, arm)
     traj = plan.trajectory

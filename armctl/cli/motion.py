@@ -62,6 +62,7 @@ def register(subparsers, parents) -> None:
         "--csv", metavar="FILE", help="write the samples as CSV to FILE (- for stdout) and print the summary"
     )
     out.add_argument("--summary", action="store_true", help="print only the summary")
+    p.add_argument("--blend", metavar="MM", help="round line corners within MM mm (as 'armctl run --blend')")
     p.set_defaults(func=cmd_plan)
 
     q = subparsers.add_parser(
@@ -75,15 +76,16 @@ def register(subparsers, parents) -> None:
     q.add_argument("program", metavar="PROGRAM.yaml", help="the program file")
     q.add_argument("-o", "--output", metavar="FILE.png|svg", required=True, help="picture to write (.png or .svg)")
     q.add_argument("--poses", type=int, default=6, metavar="N", help="how many arm poses to draw (default 6)")
+    q.add_argument("--blend", metavar="MM", help="round line corners within MM mm (as 'armctl run --blend')")
     q.set_defaults(func=cmd_plot)
 
 
 def _plan(args):
     from ..arm import load_arm
-    from ..program import load_program, plan_program
+    from ..program import load_program, plan_program, with_blend
     from . import choose_arm
 
-    prog = load_program(args.program)
+    prog = with_blend(load_program(args.program), getattr(args, "blend", None))
     return plan_program(prog, load_arm(choose_arm(args, prog.arm_ref)))
 
 
