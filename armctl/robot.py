@@ -438,9 +438,11 @@ def _acquire(lock: PortLock) -> None:
         except LinkError:
             pass
         why, named = _held_here(lock.key)
-        if why is None:
-            raise LinkError(first)
-        if named or time.monotonic() > deadline:
+        late = time.monotonic() > deadline
+        if why is None:  # no Robot here holds it: another process, or ours being finalized in its worker thread
+            if late or f"pid {os.getpid()} " not in first:
+                raise LinkError(first)
+        elif named or late:
             raise LinkError(why)
         time.sleep(0.05)
 
@@ -506,14 +508,16 @@ class Watch:
         self.backend_name = cls.name
         self._live = LiveStore(self.port, self.arm)
         self._stored = PoseStore(self.port, self.arm)
-        self._lock_path = PortLock(self.port).path
+        lock = PortLock(self.port)
+        self._holder_path = None if lock.path is None else lock.holder_path
 
     def driver(self) -> str | None:
-        """Who holds the port now, as its lock file says (``pid N (command)``), or None if nobody does."""
-        if self._lock_path is None:
+        """Who holds the port now, as its lock's holder file says (``pid N (command)``), or None if nobody does
+        (the holder removes it as it lets go)."""
+        if self._holder_path is None:
             return None
         try:
-            return self._lock_path.read_text(encoding="utf-8", errors="replace").strip() or "another armctl"
+            return self._holder_path.read_text(encoding="utf-8", errors="replace").strip() or "another armctl"
         except OSError:
             return None
 
