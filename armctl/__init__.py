@@ -22,6 +22,8 @@ _LAZY = {
     "Motion": "robot",
     "MoveResult": "robot",
     "Watch": "robot",  # an arm another armctl drives, watched without opening its port
+    "open_leader": "leader",
+    "DatasetWriter": "dataset",
 }
 # the exception tree (armctl.errors), so a notebook can write ``except armctl.UnreachableError``
 _ERRORS = (
@@ -32,12 +34,24 @@ _ERRORS = (
     "UnreachableError",
     "JointLimitError",
     "PulseLimitError",
+    "ZoneError",
     "LinkError",
     "ProtocolError",
     "StopRequested",
 )
 _LAZY.update(dict.fromkeys(_ERRORS, "errors"))
-__all__ = ["connect", "Robot", "Pose", "Motion", "MoveResult", "Watch", *_ERRORS, "__version__"]
+__all__ = [
+    "connect",
+    "Robot",
+    "Pose",
+    "Motion",
+    "MoveResult",
+    "Watch",
+    "open_leader",
+    "DatasetWriter",
+    *_ERRORS,
+    "__version__",
+]
 
 
 def __getattr__(name):
