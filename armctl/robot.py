@@ -1971,6 +1971,7 @@ _BOARD_ACCESS = (
     "set_board_limits",
     "push_limits",
     "use_calibration",
+    "sample",
 )
 for _name in _BOARD_ACCESS:
     setattr(_BoardAccess, _name, Robot.__dict__[_name])
