@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
 from ..errors import ArmctlError, Terminated
@@ -54,7 +55,16 @@ COMMANDS = {
 GLOBAL_DEFAULTS = {"arm": "seed-3link", "port": None, "backend": None, "calibration": None, "watchdog": 1.0}
 
 
+# A negative value, with or without a unit (-40mm, -0.1, -.5, -1e-3, -30deg): a value, never an option (argparse
+# alone takes only -40 and -0.1 for numbers, so 'jog 150mm -40mm 50mm' was "unrecognized arguments").
+NEGATIVE_VALUE = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?[a-zA-Z]*$")
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_VALUE  # argparse's hook for "looks like a negative number"
+
     def error(self, message):  # one line, exit code 2, like every other bad input
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
