@@ -20,6 +20,7 @@ import re
 import sys
 
 from ..errors import ArmctlError, Terminated
+from ..paths import preset_names
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -77,8 +78,8 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         "--arm",
         default=d,
         metavar="NAME|PATH",
-        help="arm preset name (seed-2link, seed-3link), arm YAML file or URDF (FILE.urdf, with FILE.armctl.yaml "
-        "beside it if any) (default: the program's arm:, else seed-3link)",
+        help=f"arm preset name ({', '.join(preset_names())}), arm YAML file or URDF (FILE.urdf, with "
+        "FILE.armctl.yaml beside it if any) (default: the program's arm:, else seed-3link)",
     )
     g.add_argument(
         "--tool-link",
