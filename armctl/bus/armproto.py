@@ -605,6 +605,41 @@ class ArmProtocolBackend(Backend):
             lims[channel] = (lo / 2, hi / 2)
             self.info.limits_us = tuple(lims)
 
+    def wait_queued(self, frames: float) -> None:
+        """Until at most ``frames`` (board frames; more on a board run faster than real time: what the host
+        needs to refill it) are left to play of what was sent, from the played estimate (``played_frames``),
+        re-anchored by a status now and then."""
+        keep = max(float(frames), LOW_WATER_HOST_S * self._board_rate / FRAME_S)
+        deadline = time.monotonic() + 10.0 + (self._sent_frames - self.played_frames()) * FRAME_S * 2
+        while True:
+            self._service(0.0)
+            left = self._sent_frames - self.played_frames()
+            if left <= keep:
+                return
+            now = time.monotonic()
+            if now > deadline:
+                raise LinkError(f"the board on {self.port} stopped playing its moves")
+            self._keep_alive(now)
+            self._waiting()
+            self._service(min(POLL_SLICE_S, max(0.0005, (left - keep) * FRAME_S / self._board_rate)))
+
+    def idle(self, seconds: float) -> None:
+        """Read replies for ``seconds``, asking for the status when the watchdog needs feeding."""
+        end = time.monotonic() + seconds
+        while (now := time.monotonic()) < end:
+            self._keep_alive(now)
+            self._waiting()
+            self._service(min(POLL_SLICE_S, end - now))
+
+    def _keep_alive(self, now: float) -> None:
+        """A status request when the host has been quiet for a third of the watchdog, or the played estimate is
+        a second old."""
+        if "Q" in self._pending_imm:
+            return
+        stale = self._anchor is None or now - self._anchor[0] > 1.0
+        if now - self._last_sent_t >= self._keepalive_s() or stale:
+            self._immediate("Q")
+
     def silent_frames(self) -> float:
         return max(0.0, (time.monotonic() - self._last_sent_t) * self._board_rate / FRAME_S)
 

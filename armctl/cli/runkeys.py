@@ -1,0 +1,96 @@
+"""Keys on the terminal while a motion plays, as a CNC controller's feed hold, cycle start and overrides:
+Space = feed hold, Enter or ``r`` = resume, ``+`` / ``-`` = speed override 10..200 %, ``q`` = stop.
+
+``RunKeys(control, stop)`` is a context manager any command that plays for a while can wrap its motion in
+(``armctl run``; ``armctl follow`` may too): on a terminal it puts stdin in cbreak mode (Ctrl-C still
+interrupts), reads keys in a thread and acts on ``control`` (an ``armctl.runcontrol.RunControl``) and calls
+``stop()`` for ``q``; it restores the terminal when the block ends, whatever happens. Not on a terminal it
+does nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import sys
+import threading
+from collections.abc import Callable
+
+HELP = "Space hold, Enter resume, +/- speed, q stop"
+
+
+class RunKeys:
+    """Feed hold / resume / override / stop from the keys of the terminal on ``stream`` (default stdin)."""
+
+    def __init__(self, control, stop: Callable[[], None], *, stream=None):
+        self.control, self.stop = control, stop
+        self.stream = stream if stream is not None else sys.stdin
+        self.active = False
+        self.stopped = False  # q was pressed
+        self._saved = None
+        self._thread: threading.Thread | None = None
+        self._quit = threading.Event()
+
+    def __enter__(self) -> RunKeys:
+        try:
+            fd = self.stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            return self
+        if not os.isatty(fd):
+            return self
+        import termios
+        import tty
+
+        try:
+            self._saved = termios.tcgetattr(fd)
+            tty.setcbreak(fd)  # keys one at a time, no echo; Ctrl-C still raises KeyboardInterrupt
+        except termios.error:
+            return self
+        self._fd = fd
+        self.active = True
+        self._thread = threading.Thread(target=self._read, name="armctl-run-keys", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._quit.set()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+        if self._saved is not None:
+            import termios
+
+            with contextlib.suppress(termios.error, OSError):
+                termios.tcsetattr(self._fd, termios.TCSADRAIN, self._saved)
+            self._saved = None
+        self.active = False
+
+    def press(self, key: str) -> None:
+        """Act on one key (also for tests and other front ends)."""
+        ctl = self.control
+        if key == " ":
+            ctl.pause()
+        elif key in ("\r", "\n", "r", "R"):
+            ctl.resume()
+        elif key in ("+", "="):
+            ctl.faster()
+        elif key in ("-", "_"):
+            ctl.slower()
+        elif key in ("q", "Q"):
+            self.stopped = True
+            ctl.resume()
+            self.stop()
+
+    def _read(self) -> None:
+        while not self._quit.is_set():
+            try:
+                ready, _, _ = select.select([self._fd], [], [], 0.05)
+                if not ready:
+                    continue
+                data = os.read(self._fd, 32)
+            except (OSError, ValueError):
+                return
+            if not data:
+                return
+            for ch in data.decode("latin-1"):
+                self.press(ch)
