@@ -1379,6 +1379,21 @@ class Robot:
         with self._board():
             self.backend.release()
 
+    def hold_stored_pose(self) -> dict[int, float]:
+        """Servos without pulses (a board that reset when its port opened: an Uno) are set to the pose stored
+        for this port when the arm was last left: they hold where the arm was, nothing moves. Returns what was
+        set ({address: value}); {} when every servo has its pulses, or no pose is stored (home is not set then:
+        that would move the arm)."""
+        self._check_open()
+        if self._store.load() is None:
+            return {}
+        with self._board():
+            _, _, declare, _ = self._start_state(check=False, clamp=True)
+            if declare:
+                self.backend.move(1, declare)
+                self.backend.drain()
+        return declare
+
     def board_status(self):
         """The board's status (``armctl.bus.backend.BoardStatus``: values it outputs, queue, counters), asked
         once no motion plays."""

@@ -300,3 +300,30 @@ class RunStore:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def stored_values_for_port(port: str) -> list[tuple[str, tuple[float | None, ...], float]]:
+    """Every pose stored for ``port`` whatever the arm: (arm name, servo values, joints then gripper, time
+    stored), newest first. For ``armctl ports``, which finds a board that lost its pulses but knows no arm."""
+    out = []
+    try:
+        files = list(state_dir().glob("pose-*.bin"))
+    except OSError:
+        return out
+    for path in files:
+        name = path.name[len("pose-") : -len(".bin")].rsplit("-", 1)[0]
+        if not name or pose_file(port, name) != path:
+            continue
+        try:
+            slots = _slots(path.read_bytes())
+        except OSError:
+            continue
+        if not slots:
+            continue
+        doc = max(slots, key=lambda s: s[0])[1]
+        try:
+            values = tuple(None if v is None else float(v) for v in doc.get("values", ()))
+            out.append((name, values, float(doc.get("t", 0.0))))
+        except (TypeError, ValueError):
+            continue
+    return sorted(out, key=lambda e: -e[2])

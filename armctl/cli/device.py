@@ -367,6 +367,7 @@ def _after_unclean_stop(args, robot, prog, pr):
 def cmd_status(args) -> int:
     arm, cal = setup(args)
     with open_robot(args, arm, cal) as robot:
+        restored = robot.hold_stored_pose()  # a board that reset on open holds the arm again, no motion
         st = robot.board_status()
         report = robot.where().to_dict()
         info = robot.info
@@ -381,6 +382,7 @@ def cmd_status(args) -> int:
                 "widths_us": list(st.widths_us),
                 "counters": st.counters,
                 "frame": st.frame,
+                "restored": sorted(restored),
             }
         )
         if st.servos:  # bus servos report their own state
@@ -394,6 +396,11 @@ def cmd_status(args) -> int:
         + f" {robot.calibration.unit}"
     )
     _print(args, report, headline)
+    if restored and not args.json:
+        print(
+            f"the board had no pulses on {len(restored)} servo(s) (it reset when its port opened): set to the pose "
+            "stored when the arm was last left here, so they hold it (nothing moved)"
+        )
     if not args.json:
         for sv in report.get("servos", ()):
             goal = "-" if sv["goal_steps"] is None else f"{sv['goal_steps']:.0f}"
