@@ -97,3 +97,59 @@ def test_space_holds_plus_speeds_up_enter_resumes_q_stops_then_resume(tmp_path):
     finally:
         t.close()
     assert os.path.isdir(state)
+
+
+def _killed_while_carrying(base_env: dict, port: str) -> None:
+    """`run --from-step lift` (the gripper closes first), killed (SIGKILL) while it carries."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "armctl", "--port", port, "run", str(PROGRAM), "--from-step", "lift"],
+        cwd=ROOT,
+        env=base_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(2.5)
+    proc.kill()
+    proc.wait(timeout=30)
+
+
+def test_after_an_unclean_stop_a_run_says_and_asks_what_it_does_with_the_gripper(tmp_path):
+    require(shutil.which("tmux") is not None, "tmux is not installed")
+    env = dict(os.environ, ARMCTL_STATE_DIR=str(tmp_path / "state"), PYTHONPATH=str(ROOT))
+    port = f"armsim://?rate=2&state={tmp_path / 'sim.json'}"
+    _killed_while_carrying(env, port)
+    t = Tmux(tmp_path)
+    try:
+        python = shlex.quote(sys.executable)
+        envs = f"ARMCTL_STATE_DIR={shlex.quote(env['ARMCTL_STATE_DIR'])} PYTHONPATH={shlex.quote(str(ROOT))}"
+        where = shlex.quote(str(ROOT))
+        t.start(f"cd {where} && env {envs} {python} -m armctl --port {shlex.quote(port)} run {PROGRAM}")
+        t.wait_for(r"stopped uncleanly in step \d+ of 31: the gripper is closed: this run starts over at step 1", 30)
+        t.wait_for(r"Enter: start over, r: resume there instead, q: quit\?")
+        t.keys("r", "Enter")
+        t.wait_for(r"resuming at step \d+ of 31: .*the gripper stays closed", 30)
+        t.wait_for(r"s left")
+        t.keys("q")
+        t.wait_for(r"stopped with q in step")
+    finally:
+        t.close()
+
+
+def test_after_an_unclean_stop_a_run_not_on_a_terminal_says_what_it_does(tmp_path):
+    env = dict(os.environ, ARMCTL_STATE_DIR=str(tmp_path / "state"), PYTHONPATH=str(ROOT))
+    port = f"armsim://?rate=2&state={tmp_path / 'sim.json'}"
+    _killed_while_carrying(env, port)
+    run = subprocess.run(
+        [sys.executable, "-m", "armctl", "--port", port, "run", str(PROGRAM)],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    line = next(x for x in run.stderr.splitlines() if "stopped uncleanly" in x)
+    assert "the gripper is closed: this run starts over at step 1 and turns it open" in line
+    assert f"'armctl run {PROGRAM} --resume' would go on in step" in line

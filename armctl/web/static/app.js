@@ -98,7 +98,8 @@ function setRole(st) {
     $("record-undo").disabled = !control || !state || !state.can_undo;
   }
   $("take-control").hidden = control || st.control_held;
-  if (st.moving) setStatus("moving", "pill-moving");
+  if (st.moving && st.control && st.control.state === "held") setStatus("held", "pill-moving");
+  else if (st.moving) setStatus("moving", "pill-moving");
   else if (control) setStatus("in control", "pill-control");
   else setStatus(st.control_held ? "read-only: another page controls the arm" : "read-only", "pill-view");
 }
