@@ -53,9 +53,9 @@ def test_load_preview_run_pause_override_resume(browser, tmp_path):  # noqa: F81
         c, _, _ = sim_now(srv)
         assert np.linalg.norm(c - b) > 1e-3, "Resume did not go on"
         _wait(lambda: not _state(srv)["moving"], timeout_s=60, what="the program to finish")
-        assert "done: pick_and_place.yaml" in _state(srv)["message"]
+        assert "done: page:pick_and_place.yaml" in _state(srv)["message"]
         rec = srv.controller.robot.last_run()
-        assert rec.status == "done" and rec.step == rec.steps - 1
+        assert rec.status == "done" and rec.step == rec.steps - 1 and rec.digest == ""  # the page's copy: no file
 
 
 def test_program_and_override_api_refuse_bad_input():

@@ -250,7 +250,7 @@ def load_page_program(data: dict, arm: Arm):
     if step is not None and (isinstance(step, bool) or not isinstance(step, (int, str))):
         raise ApiError(400, "'from_step' must be a step number or name")
     try:
-        prog = load_program_text(text, path=name)
+        prog = load_program_text(text, path=f"page:{name}")  # the page's copy: no file of that name is read
         plan = plan_program(prog, arm)
         if step is not None:
             from ..restart import find_step
@@ -268,7 +268,7 @@ def program_preview(prog, plan) -> dict:
     idx = np.unique(np.linspace(0, n - 1, min(n, PREVIEW_POINTS)).round().astype(int))
     tool = tool_point(plan.arm, traj.q_rad[idx]) * 1000.0
     return {
-        "name": prog.path,
+        "program": prog.path,
         "steps": list(traj.steps),
         "duration_s": float(traj.duration_s),
         "path_mm": tool.round(2).tolist(),

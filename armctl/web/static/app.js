@@ -585,7 +585,7 @@ $("program-file").addEventListener("change", async (ev) => {
     $("program-info").textContent = r.data.error || `refused (${r.status})`;
     say(r.data.error || `program refused (${r.status})`, true);
   } else {
-    program = { name: file.name, text, ...r.data };
+    program = { ...r.data, name: file.name, text };
     $("program-info").textContent = `${file.name}: ${r.data.steps.length} steps, ${r.data.duration_s.toFixed(1)} s (the dashed path)`;
   }
   $("program-run").disabled = !session || !program;
