@@ -31,6 +31,7 @@ SLOT_MARGIN_FRAMES = 0.5  # ask for a freed slot half a frame after it is due: t
 REFILL_SLOTS = 4  # while the board's queue is full, ask again once this many slots are due to be free ...
 LOW_WATER_S = 0.3  # ... but before less than this much motion is left queued (board time) ...
 LOW_WATER_HOST_S = 0.15  # ... or than the host may need to refill it (a board run faster than real time)
+ANCHOR_STALE_S = 0.25  # while keeping the queue short (a feed hold's lead), re-anchor the played estimate this often
 GATHER_BYTES = 24  # a reply line arriving a byte at a time (a UART): read it in pieces of this many bytes
 
 
@@ -633,10 +634,11 @@ class ArmProtocolBackend(Backend):
 
     def _keep_alive(self, now: float) -> None:
         """A status request when the host has been quiet for a third of the watchdog, or the played estimate is
-        a second old."""
+        ``ANCHOR_STALE_S`` old (it is timed on the board's clock, measured from these replies: a board run faster
+        than real time would otherwise look slower than it is, and run dry)."""
         if "Q" in self._pending_imm:
             return
-        stale = self._anchor is None or now - self._anchor[0] > 1.0
+        stale = self._anchor is None or now - self._anchor[0] > ANCHOR_STALE_S
         if now - self._last_sent_t >= self._keepalive_s() or stale:
             self._immediate("Q")
 
