@@ -1034,10 +1034,12 @@ class Robot:
     def stop(self, reason: str = "stop requested") -> None:
         """Controlled stop, from any thread or a signal handler: the motion playing stops within a frame
         plus the board's queue and the arm holds its pose; motions still queued are dropped. Their
-        ``wait()`` raises StopRequested. Motions asked for after this call run as usual."""
+        ``wait()`` raises StopRequested. Motions asked for after this call run as usual (a feed hold is
+        ended too)."""
         gen = self._stop_gen + 1
         self._stop_reasons[gen] = reason
         self._stop_gen = gen
+        self.control.paused = False  # a stop ends a hold too: the next motion plays
 
     def pause(self) -> None:
         """Feed hold (GRBL's ``!``): the motion playing decelerates along its planned path under the joint limits

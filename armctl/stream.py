@@ -214,13 +214,15 @@ class Player:
 
     def _play_controlled(self, parts: list[Pulses]) -> None:
         ctl = self.control
-        ctl.state, rate = "running", 1.0
+        ctl.state, rate = "running", None
         lead = max(1.0, LEAD_S / FRAME_S)
         for pi, p in enumerate(parts):
             n = len(p.us) - 1
             if n <= 0:
                 continue
             caps = self._caps(p)
+            if rate is None:  # a motion starts at rest: at the rate asked for (held at once if paused)
+                rate = 0.0 if ctl.paused else min(ctl.override, float(caps[0]))
             fps = p.frames_per_sample
             tau = 0.0  # position along the samples of this part
             while tau < n - 1e-9:

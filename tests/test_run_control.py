@@ -150,3 +150,22 @@ def test_program_progress_is_recorded_and_resumed(tmp_path):
             robot.prepare_run(PROGRAM, from_step="nope")
         with pytest.raises(BadInputError, match="1..31"):
             robot.prepare_run(PROGRAM, from_step="99")
+
+
+def test_a_motion_asked_for_while_held_waits_at_its_start_and_a_stop_ends_the_hold(tmp_path):
+    with armctl.connect("seed-3link", f"armsim://?rate=5&seed=1&state={tmp_path / 's.json'}") as robot:
+        before = robot.where(settle=True).tool_m
+        robot.pause()
+        m = robot.move_to(0.45, -0.1, phi=math.radians(-90), wait=False)
+        deadline = time.monotonic() + 10
+        while robot.control.state != "held" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)
+        assert robot.control.state == "held" and not m.done
+        assert np.allclose(robot.where().tool_m, before, atol=1e-6), "it moved while held"
+        robot.stop("test")
+        with pytest.raises(armctl.errors.StopRequested):
+            m.wait(timeout=10)
+        assert not robot.paused
+        robot.move_to(0.45, -0.1, phi=math.radians(-90))
+        assert np.allclose(robot.where(settle=True).tool_m, [0.45, -0.1], atol=1e-3)

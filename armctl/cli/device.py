@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sys
 import time
 
@@ -166,9 +167,11 @@ class Progress:
         text = f"[{100 * fraction:5.1f}%] {label}  {left_s:5.1f} s left"
         state = self.control.describe() if self.control is not None else ""
         if state:
-            text += f"  [{state}]"
+            text = f"[{100 * fraction:5.1f}%] [{state}] {label}  {left_s:5.1f} s left"
         elif self.keys and fraction < 1.0:
             text += f"  ({self.keys})"
+        # one line: a line longer than the terminal wraps, and the next \r would rewrite only its last part
+        text = text[: max(20, shutil.get_terminal_size((120, 24)).columns - 1)]
         self.stream.write("\r" + text.ljust(self._width))
         self._width = len(text)
         self.stream.flush()
@@ -276,6 +279,10 @@ def cmd_run(args) -> int:
     plan = plan_program(prog, arm)
     traj = plan.trajectory
     prepare(traj, cal)  # every pulse checked before a port is opened
+    if args.from_step is not None:
+        from ..restart import find_step
+
+        find_step(prog, plan, args.from_step)  # a step that does not exist fails before a port is opened
     if args.dry_run:
         end = tool_point(arm, traj.q_rad[-1])
         report = {
@@ -295,10 +302,6 @@ def cmd_run(args) -> int:
                 f"calibrated range (dry run: no port opened)"
             )
         return 0
-    if args.from_step is not None:
-        from ..restart import find_step
-
-        find_step(prog, plan, args.from_step)  # a step that does not exist fails before a port is opened
     from .runkeys import HELP, RunKeys
 
     def act(robot, progress):
