@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -94,3 +95,35 @@ def test_kill_mid_carry_then_resume_places_every_part(firmware_hex, tmp_path):
     assert not opened_early, f"the gripper opened away from every slot while carrying: {opened_early[:3]}"
     assert picks == 3, f"{picks} picks (the resumed run must not pick part 2 again)"
     assert places == [0, 1, 2], f"parts placed on slots {places}"
+
+
+def test_hold_and_resume_on_standard_firmata(tmp_path, monkeypatch):
+    """The feed hold on stock StandardFirmata (host-timed writes): the pulses stop changing while held, and the
+    line finishes where planned after the resume."""
+    from conftest import require
+    from virtual_uno import build_tools, fetch_firmata
+
+    import armctl
+
+    ok, why = build_tools()
+    require(ok, f"virtual Uno does not build: {why}")
+    hex_path, why = fetch_firmata()
+    require(hex_path is not None, f"no StandardFirmata build: {why}")
+    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+    with VirtualUno(hex_path, reset_on_open=True) as uno:
+        with armctl.connect("seed-3link", uno.pty, backend="firmata") as robot:
+            robot.move_to(0.45, -0.05, phi=math.radians(-90), path="joint")
+            m = robot.move_to(0.45, -0.30, phi=math.radians(-90), speed=0.1, wait=False)
+            time.sleep(1.0)
+            m.pause()
+            deadline = time.monotonic() + 10
+            while robot.control.state != "held" and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert robot.control.state == "held" and not m.done
+            time.sleep(0.1)
+            held = [uno.pulses(pin)[-1].width_us for pin in (9, 10, 11)]
+            time.sleep(0.6)
+            assert [uno.pulses(pin)[-1].width_us for pin in (9, 10, 11)] == pytest.approx(held, abs=1.5)  # Servo jitter
+            m.resume()
+            m.wait(timeout=30)
+            assert np.allclose(robot.where().tool_m, [0.45, -0.30], atol=1e-3)

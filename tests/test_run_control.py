@@ -169,3 +169,26 @@ def test_a_motion_asked_for_while_held_waits_at_its_start_and_a_stop_ends_the_ho
         assert not robot.paused
         robot.move_to(0.45, -0.1, phi=math.radians(-90))
         assert np.allclose(robot.where(settle=True).tool_m, [0.45, -0.1], atol=1e-3)
+
+
+def test_hold_and_resume_on_bus_servos(tmp_path):
+    """The same hold on Feetech bus servos (host-timed goals; the simulated bus measures where they are)."""
+    with armctl.connect("so101", f"feetechsim://?state={tmp_path / 'bus.json'}") as robot:
+        start = robot.where(settle=True).tool_m
+        target = start + np.array([0.0, 0.08, 0.0])
+        m = robot.move_to(*target, speed=0.04, wait=False)  # 2 s
+        time.sleep(0.8)
+        m.pause()
+        deadline = time.monotonic() + 10
+        while robot.control.state != "held" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert robot.control.state == "held" and not m.done
+        time.sleep(0.3)  # the servos reach their last goals
+        a = robot.where().tool_m
+        time.sleep(0.5)
+        b = robot.where().tool_m
+        assert np.linalg.norm(a - b) < 2e-4, "the servos moved while held"
+        assert 0.01 < np.linalg.norm(a - start) < 0.07, "not held part-way"
+        m.resume()
+        m.wait(timeout=30)
+        assert np.linalg.norm(robot.where(settle=True).tool_m - target) < 2e-3
