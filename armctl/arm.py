@@ -68,6 +68,11 @@ class Arm:
     link_angle_rad: tuple[float, float] | None = None
     base_offset_m: float = 0.0
     shoulder_height_m: float = 0.0
+    # An arm derived from a URDF (``armctl.urdf``): one (urdf_joint_name, offset_rad, sign) per joint, base
+    # first, meaning armctl angle = offset_rad + sign * URDF angle; None for an arm not from a URDF.
+    urdf_map: tuple | None = None
+    gripper_urdf_joint: str | None = None  # the URDF joint of the gripper servo, when the sidecar names one
+    urdf: object | None = None  # armctl.urdf.UrdfDerivation: how the arm was derived (frame shift, notes)
 
     @property
     def n(self) -> int:
@@ -205,10 +210,14 @@ class Arm:
 
     @property
     def ref(self) -> str:
-        """How to load this arm again (``load_arm(arm.ref)``): its preset name, else its file's path."""
+        """How to load this arm again (``load_arm(arm.ref)``): its preset name, else its file's path (a URDF's
+        with ``#TOOL_LINK`` when the tool link was given)."""
         source = Path(self.source)
-        if source.suffix in (".yaml", ".yml") and source.parent.resolve() != PRESET_DIR.resolve():
-            return str(source.resolve())
+        if source.suffix in (".yaml", ".yml", ".urdf") and source.parent.resolve() != PRESET_DIR.resolve():
+            ref = str(source.resolve())
+            if self.urdf is not None and self.urdf.tool_link_given:
+                ref += f"#{self.urdf.tool_link}"
+            return ref
         return self.name
 
     def within_limits(self, q, tol: float = 1e-9) -> bool:
@@ -230,20 +239,44 @@ def _default_home(arm: Arm) -> np.ndarray:
 
 
 def preset_names() -> list[str]:
-    """Names of the built-in arm presets."""
-    return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
+    """Names of the built-in arm presets (arm YAML files, and URDFs with their sidecars)."""
+    names = {p.stem for p in PRESET_DIR.glob("*.yaml") if not p.name.endswith(".armctl.yaml")}
+    return sorted(names | {p.stem for p in PRESET_DIR.glob("*.urdf")})
 
 
-def load_arm(name_or_path: str | Path) -> Arm:
-    """Load a preset by name (``seed-2link``) or an arm YAML file by path."""
+def load_arm(name_or_path: str | Path, *, tool_link: str | None = None) -> Arm:
+    """Load a preset by name (``seed-2link``), an arm YAML file by path, or a URDF (``FILE.urdf``, with
+    its sidecar ``FILE.armctl.yaml`` if there is one; ``FILE.urdf#LINK`` or ``tool_link`` names the
+    tool link, see ``armctl.urdf``)."""
     text = str(name_or_path)
+    if ".urdf#" in text:
+        text, _, link = text.partition(".urdf#")
+        text += ".urdf"
+        tool_link = tool_link or link
     path = Path(text)
-    if not (path.suffix in (".yaml", ".yml") or path.exists()):
-        preset = PRESET_DIR / f"{text}.yaml"
-        if not preset.exists():
+    if not (path.suffix in (".yaml", ".yml", ".urdf") or path.exists()):
+        for suffix in (".yaml", ".urdf"):
+            preset = PRESET_DIR / f"{text}{suffix}"
+            if preset.exists():
+                path = preset
+                break
+        else:
             raise ConfigError(f"no arm preset or file named {text!r}; presets: {', '.join(preset_names())}")
-        path = preset
+    if path.suffix == ".urdf":
+        return load_urdf_arm(path, tool_link=tool_link)
+    if tool_link is not None:
+        raise ConfigError(f"--tool-link {tool_link!r} applies to an arm from a URDF (FILE.urdf), not {text!r}")
     return parse_arm(load_yaml_file(path), path)
+
+
+def load_urdf_arm(path, *, tool_link: str | None = None, sidecar=None) -> Arm:
+    """The arm a URDF describes, with its sidecar (``armctl.urdf`` derives it; see there)."""
+    from .urdf import load_urdf_spec
+
+    spec = load_urdf_spec(path, tool_link=tool_link, sidecar=sidecar)
+    if spec["gripper"] is not None:
+        spec["gripper"] = Gripper(*spec["gripper"])
+    return Arm(**spec)
 
 
 def _joint(j: Section, default_name: str):

@@ -34,6 +34,8 @@ from .paths import PRESET_CALIBRATION_DIR, atomic_write, user_calibration_dir
 
 FORMAT_VERSION = 1
 PULSE_RANGE_US = (500.0, 2500.0)
+DEFAULT_PWM_HZ = 50.0
+MAX_PWM_CHANNEL = 63  # four PCA9685 boards (our firmware and Firmata boards check their own counts)
 STEPS_PER_TURN = 4096
 STEP_RANGE = (0.0, float(STEPS_PER_TURN - 1))
 
@@ -101,6 +103,9 @@ class BusServoCal(_Linear):
     direction: int
     min_steps: float
     max_steps: float
+    #: the servo's Homing_Offset register (EEPROM) this calibration was made with (LeRobot's), checked when the
+    #: port opens; None: not checked. Its positions already carry it: it is never added again.
+    homing_offset: int | None = None
 
     unit = "steps"
     resolution = 1.0
@@ -123,6 +128,7 @@ class HeldServo:
     id: int
     position_steps: float
     speed_deg_s: float = 60.0
+    homing_offset: int | None = None  # as BusServoCal.homing_offset
 
     steps_per_deg = STEPS_PER_TURN / 360.0
     per_deg = steps_per_deg
@@ -145,6 +151,8 @@ class Calibration:
     version: int = FORMAT_VERSION
     source: str = field(default="<code>")
     held: tuple[HeldServo, ...] = ()
+    #: PWM servos' pulse frequency (Hz), for boards that set it (the PCA9685); hobby servos take 50
+    pwm_hz: float = DEFAULT_PWM_HZ
 
     @property
     def servos(self) -> tuple[ServoCal | BusServoCal, ...]:
@@ -232,6 +240,27 @@ class Calibration:
             raise ConfigError(
                 f"arm {arm.name!r} has a gripper but the calibration has no 'gripper' servo", path=self.source
             )
+        self._check_urdf_directions(arm)
+
+    def _check_urdf_directions(self, arm) -> None:
+        """On an arm whose bus servos count steps the way its URDF's joints turn (the sidecar's
+        ``steps_follow_urdf``: the SO-101 under LeRobot's convention), every direction is that joint's URDF
+        sign; a calibration that differs (the so101 example's old shoulder_pan direction 1, which mirrored the
+        base) is refused, not silently flipped."""
+        derived = getattr(arm, "urdf", None)
+        if self.unit != "steps" or derived is None or not getattr(derived, "steps_follow_urdf", False):
+            return
+        for i, (s, (urdf_joint, _, sign)) in enumerate(zip(self.joints, arm.urdf_map)):
+            if s.direction != sign:
+                turn = "mirrors the base" if arm.has_base and i == 0 else "turns that joint the wrong way"
+                raise ConfigError(
+                    f"{s.name} direction {s.direction:g} {turn}: {arm.name}'s servos count steps the way its URDF "
+                    f"joint {urdf_joint} turns (LeRobot's convention), so its direction is {sign:g} (armctl's "
+                    f"example had 1 for the pan before the URDF fix): set 'direction: {sign:g}' (README, "
+                    f"'SO-101: heights and the base's direction')",
+                    path=self.source,
+                    key=f"joints[{i}].direction",
+                )
 
 
 # --- YAML --------------------------------------------------------------------------------------------------
@@ -260,6 +289,7 @@ def _parse_bus_servo(sec: Section, default_name: str) -> BusServoCal:
     hi = sec.number("max_steps", lo=STEP_RANGE[0], hi=STEP_RANGE[1])
     if hi <= lo:
         raise sec.error("max_steps", f"max_steps ({hi:g}) must be greater than min_steps ({lo:g})")
+    offset = _homing_offset(sec)
     sec.done()
     return BusServoCal(
         name=name,
@@ -269,14 +299,24 @@ def _parse_bus_servo(sec: Section, default_name: str) -> BusServoCal:
         direction=direction,
         min_steps=lo,
         max_steps=hi,
+        homing_offset=offset,
     )
+
+
+def _homing_offset(sec: Section) -> int | None:
+    if not sec.has("homing_offset"):
+        return None
+    offset = sec.number("homing_offset", lo=-2047, hi=2047)
+    if offset != int(offset):
+        raise sec.error("homing_offset", f"expected a whole number, found {offset:g}")
+    return int(offset)
 
 
 def _parse_servo(sec: Section, default_name: str) -> ServoCal | BusServoCal:
     if sec.has("zero_steps") or sec.has("id"):
         return _parse_bus_servo(sec, default_name)
     name = sec.string("name", default_name)
-    channel = sec.number("channel", lo=0, hi=15)
+    channel = sec.number("channel", lo=0, hi=MAX_PWM_CHANNEL)
     pin = sec.number("pin", lo=0, hi=127)
     for key, v in (("channel", channel), ("pin", pin)):
         if v != int(v):
@@ -308,8 +348,9 @@ def _parse_held(sec: Section, index: int) -> HeldServo:
         raise sec.error("id", f"expected a whole number, found {sid:g}")
     position = sec.number("position_steps", lo=STEP_RANGE[0], hi=STEP_RANGE[1])
     speed = sec.number("speed_deg_s", HeldServo.speed_deg_s, lo=5.0, hi=360.0)  # slower reads as a stall
+    offset = _homing_offset(sec)
     sec.done()
-    return HeldServo(name=name, id=int(sid), position_steps=position, speed_deg_s=speed)
+    return HeldServo(name=name, id=int(sid), position_steps=position, speed_deg_s=speed, homing_offset=offset)
 
 
 def parse_calibration(data, path) -> Calibration:
@@ -338,9 +379,16 @@ def parse_calibration(data, path) -> Calibration:
         for i, item in enumerate(raw_held):
             line = raw_held.item_lines[i] if hasattr(raw_held, "item_lines") else top.line_of("hold")
             held.append(_parse_held(Section(item, path=path, key=f"hold[{i}]", line=line), i))
+    pwm_hz = top.number("pwm_hz", DEFAULT_PWM_HZ, lo=24.0, hi=1526.0)
     top.done()
     cal = Calibration(
-        arm=arm, joints=tuple(joints), gripper=gripper, version=int(version), source=str(path), held=tuple(held)
+        arm=arm,
+        joints=tuple(joints),
+        gripper=gripper,
+        version=int(version),
+        source=str(path),
+        held=tuple(held),
+        pwm_hz=pwm_hz,
     )
     units = {s.unit for s in cal.servos}
     if len(units) > 1:
@@ -372,10 +420,15 @@ def calibration_places(arm_name: str, *, cwd: Path | None = None) -> list[Path]:
 
 
 def find_calibration(arm_name: str, explicit: str | Path | None = None, *, cwd: Path | None = None) -> Path:
-    """The calibration file to use: ``explicit``, else the first of ``calibration_places`` that exists;
-    ConfigError naming the places looked at otherwise."""
+    """The calibration file to use: ``explicit`` (a path, or the name of an example shipped with the presets,
+    such as ``mearm-pca9685``), else the first of ``calibration_places`` that exists; ConfigError naming the
+    places looked at otherwise."""
     if explicit is not None:
-        return Path(explicit)
+        path = Path(explicit)
+        shipped = PRESET_CALIBRATION_DIR / f"{explicit}.yaml"
+        if not path.exists() and str(explicit) == path.name and shipped.is_file():
+            return shipped  # an example shipped with the presets, by name (e.g. mearm-pca9685)
+        return path
     places = calibration_places(arm_name, cwd=cwd)
     for candidate in places:
         if candidate.is_file():
@@ -396,8 +449,8 @@ def is_shipped(path: str | Path) -> bool:
 
 def save_path_for(arm_name: str, loaded_from: str | Path) -> Path:
     """Where a new calibration of ``arm_name`` is saved by default: over the file it was loaded from,
-    unless that is a shipped example, then in the user's calibration folder."""
-    if is_shipped(loaded_from):
+    unless that is a shipped example or LeRobot's JSON, then in the user's calibration folder."""
+    if is_shipped(loaded_from) or Path(loaded_from).suffix.lower() == ".json":
         return user_calibration_dir() / f"{arm_name}.yaml"
     return Path(loaded_from)
 
@@ -412,10 +465,11 @@ def _servo_yaml(s: ServoCal | BusServoCal) -> str:
             text = repr(float(v))
             return text[:-2] if text.endswith(".0") else text
 
+        offset = "" if s.homing_offset is None else f", homing_offset: {s.homing_offset}"
         return (
             f"{{name: {s.name}, id: {s.id}, zero_steps: {exact(s.zero_steps)}, steps_per_deg: "
             f"{exact(s.steps_per_deg)}, direction: {s.direction}, min_steps: {exact(s.min_steps)}, "
-            f"max_steps: {exact(s.max_steps)}}}"
+            f"max_steps: {exact(s.max_steps)}{offset}}}"
         )
     return (
         f"{{name: {s.name}, channel: {s.channel}, pin: {s.pin}, zero_us: {num(s.zero_us)}, "
@@ -431,7 +485,10 @@ def to_yaml(cal: Calibration, *, comment: str = "") -> str:
         lines.append("# pulse_us = zero_us + direction * us_per_deg * joint_angle_deg; min_us/max_us: safe range.")
     else:
         lines.append("# steps = zero_steps + direction * steps_per_deg * joint_angle_deg; min/max_steps: safe range.")
-    lines += [f"version: {cal.version}", f"arm: {cal.arm}", "joints:"]
+    lines += [f"version: {cal.version}", f"arm: {cal.arm}"]
+    if cal.pwm_hz != DEFAULT_PWM_HZ:
+        lines.append(f"pwm_hz: {cal.pwm_hz:g}  # pulse frequency on boards that set it (PCA9685)")
+    lines.append("joints:")
     lines += [f"  - {_servo_yaml(s)}" for s in cal.joints]
     if cal.gripper is not None:
         lines.append(f"gripper: {_servo_yaml(cal.gripper)}")
@@ -440,7 +497,9 @@ def to_yaml(cal: Calibration, *, comment: str = "") -> str:
         lines.append("hold:")
         lines += [
             f"  - {{name: {h.name}, id: {h.id}, position_steps: {h.position_steps:.6g}, "
-            f"speed_deg_s: {h.speed_deg_s:.6g}}}"
+            f"speed_deg_s: {h.speed_deg_s:.6g}"
+            + ("" if h.homing_offset is None else f", homing_offset: {h.homing_offset}")
+            + "}"
             for h in cal.held
         ]
     return "\n".join(lines) + "\n"

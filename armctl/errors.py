@@ -86,12 +86,13 @@ class StopRequested(ArmctlError):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP arrived (systemd, ``timeout``, a closed SSH session): handled exactly like Ctrl-C,
-    a controlled stop, then exit ``exit_code`` (128 + the signal number: 143, 129)."""
+    """SIGTERM or SIGHUP arrived (systemd, ``timeout``, a closed SSH session; on Windows Ctrl-Break or the
+    console window closed: ``armctl.stopsignals``): handled exactly like Ctrl-C, a controlled stop, then
+    exit ``exit_code`` (128 + the signal number: 143, 129, 149; 129 for a closed console)."""
 
-    def __init__(self, signum: int):
-        import signal
+    def __init__(self, signum: int, *, name: str | None = None, exit_code: int | None = None):
+        from .stopsignals import signal_name
 
-        super().__init__(signal.Signals(signum).name)
+        super().__init__(name or signal_name(signum))
         self.signum = signum
-        self.exit_code = 128 + signum
+        self.exit_code = 128 + signum if exit_code is None else exit_code

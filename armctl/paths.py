@@ -1,9 +1,12 @@
 """Where armctl keeps files, and how it writes them.
 
-- **Config** (the user's own calibrations): ``$ARMCTL_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/armctl``,
-  else ``~/.config/armctl``. Calibrations live in its ``calibration/`` folder.
+- **Config** (the user's own calibrations): ``$ARMCTL_CONFIG_DIR``, else the OS's place for it
+  (``platformdirs``): ``$XDG_CONFIG_HOME/armctl`` or ``~/.config/armctl`` on Linux,
+  ``~/Library/Application Support/armctl`` on macOS, ``%APPDATA%\\armctl`` on Windows. Calibrations live in
+  its ``calibration/`` folder.
 - **State** (the pose the arm was left in per port, port locks, the simulated arm's servos):
-  ``$ARMCTL_STATE_DIR``, else ``$XDG_STATE_HOME/armctl``, else ``~/.local/state/armctl``.
+  ``$ARMCTL_STATE_DIR``, else ``$XDG_STATE_HOME/armctl`` or ``~/.local/state/armctl`` on Linux,
+  ``~/Library/Application Support/armctl`` on macOS, ``%LOCALAPPDATA%\\armctl`` on Windows.
   Versions before 0.2 kept it in ``~/.cache/armctl``; poses stored there are still read.
 - Presets and their example calibrations ship inside the package (``armctl/presets``).
 
@@ -36,17 +39,25 @@ def _home() -> Path:
         ) from None
 
 
-def _user_dir(env: str, xdg: str, default: tuple[str, ...]) -> Path:
+def _user_dir(env: str, kind: str) -> Path:
     own = os.environ.get(env)
     if own:
         return Path(own)
-    base = os.environ.get(xdg)
-    return (Path(base) if base else _home().joinpath(*default)) / "armctl"
+    import platformdirs
+
+    if kind == "config":  # roaming on Windows (%APPDATA%): a user's calibrations follow them
+        path = Path(platformdirs.user_config_dir("armctl", appauthor=False, roaming=True))
+    else:  # the pose a port's arm was left in belongs to this machine (%LOCALAPPDATA%)
+        path = Path(platformdirs.user_state_dir("armctl", appauthor=False))
+    if not path.is_absolute():  # no home: platformdirs answered with "~/..."
+        _home()
+        raise BadInputError(f"no home directory: set {env} to a writable directory")
+    return path
 
 
 def config_dir() -> Path:
     """The user's armctl configuration folder (see the module docstring)."""
-    return _user_dir("ARMCTL_CONFIG_DIR", "XDG_CONFIG_HOME", (".config",))
+    return _user_dir("ARMCTL_CONFIG_DIR", "config")
 
 
 def user_calibration_dir() -> Path:
@@ -56,7 +67,7 @@ def user_calibration_dir() -> Path:
 
 def state_dir() -> Path:
     """The folder of armctl's small state files (see the module docstring)."""
-    return _user_dir("ARMCTL_STATE_DIR", "XDG_STATE_HOME", (".local", "state"))
+    return _user_dir("ARMCTL_STATE_DIR", "state")
 
 
 def legacy_state_dir() -> Path | None:
@@ -104,15 +115,18 @@ def atomic_write(path: str | Path, data: str | bytes, *, durable: bool = True) -
         mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, mode)
+        if hasattr(os, "fchmod"):  # POSIX (Windows has only a read-only flag: chmod below)
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
             f.flush()
             if durable:
                 os.fsync(f.fileno())
+        if not hasattr(os, "fchmod"):
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
         tmp = None
-        if durable:
+        if durable and os.name == "posix":  # Windows cannot open a folder to fsync it; NTFS logs the rename
             dir_fd = os.open(path.parent, os.O_RDONLY)
             try:
                 os.fsync(dir_fd)

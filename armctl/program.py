@@ -550,15 +550,16 @@ def _target(pose: Pose, offset, arm: Arm):
 
 
 def _is_arm_file(ref: str) -> bool:
-    return ref.endswith((".yaml", ".yml")) or "/" in ref or os.sep in ref
+    return ref.endswith((".yaml", ".yml", ".urdf")) or ".urdf#" in ref or "/" in ref or os.sep in ref
 
 
 def _same_arm(prog: Program, arm: Arm) -> bool:
     """The program's arm: key names this arm: its preset name, or its file."""
     if not _is_arm_file(prog.arm_name):
         return prog.arm_name == arm.name
+    ref = prog.arm_ref.partition(".urdf#")[0] + ".urdf" if ".urdf#" in prog.arm_ref else prog.arm_ref
     try:
-        return Path(prog.arm_ref).resolve() == Path(arm.source).resolve()
+        return Path(ref).resolve() == Path(arm.source).resolve()
     except (OSError, RuntimeError):
         return False
 

@@ -81,9 +81,10 @@ def _yaml_key(name: str) -> str:
 def _arm_key(arm: Arm, folder: Path) -> str:
     """The ``arm:`` value naming ``arm``: its preset name, else its file relative to the program's folder."""
     source = Path(arm.source)
-    if source.suffix in (".yaml", ".yml") and source.parent.resolve() != PRESET_DIR.resolve():
+    if source.suffix in (".yaml", ".yml", ".urdf") and source.parent.resolve() != PRESET_DIR.resolve():
+        link = f"#{arm.urdf.tool_link}" if arm.urdf is not None and arm.urdf.tool_link_given else ""
         try:
-            return os.path.relpath(source.resolve(), folder.resolve())
+            return os.path.relpath(source.resolve(), folder.resolve()) + link
         except ValueError:  # another drive (Windows)
             return str(source.resolve())
     return arm.name

@@ -42,11 +42,12 @@ import numpy as np
 
 from . import motion
 from .arm import Arm, load_arm
-from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class, check_simulator_port
+from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class, check_simulator_port, scheme_backend
 from .bus.portlock import PortLock
-from .calibration import Calibration, find_calibration, load_calibration
+from .calibration import Calibration
 from .errors import BadInputError, JointLimitError, LinkError, MotionError, StopRequested
 from .kinematics import tool_pitch, tool_point
+from .lerobot import open_calibration
 from .paths import state_dir
 from .restart import step_start as restart_step_start
 from .runcontrol import RunControl, check_override
@@ -339,7 +340,8 @@ def connect(
 ) -> Robot:
     """Open the arm and return its ``Robot`` (use it in a ``with`` block, or call ``close()``).
 
-    - ``arm``: a preset name (``seed-2link``, ``seed-3link``), an arm YAML file, or an ``Arm``.
+    - ``arm``: a preset name (``seed-2link``, ``seed-3link``), an arm YAML file, a URDF (``FILE.urdf``, or
+      ``FILE.urdf#TOOL_LINK``; see ``armctl.urdf``), or an ``Arm``.
     - ``port``: a device path (``/dev/ttyACM0``) or any pyserial URL (``socket://host:7000``,
       ``spy://...``, ``armsim://?rate=20``, ``feetechsim://``); None: the backend's simulated board, which
       keeps its pose between runs.
@@ -347,7 +349,8 @@ def connect(
       StandardFirmata, 57600 baud, device paths only) or ``"feetech"`` (Feetech STS/SCS bus servos, 1 Mbaud);
       None: ``"feetech"`` if the calibration is in steps (bus servos), else ``"armctl"``.
     - ``calibration``: a calibration file or ``Calibration``; default: ``./calibration/<arm>.yaml``, the
-      user's calibration folder, else the example shipped with the preset.
+      user's calibration folder, else the example shipped with the preset. LeRobot's calibration is used as
+      it is: ``"lerobot:ID"`` (found where LeRobot keeps it) or its ``.json`` file (``armctl.lerobot``).
     - ``wire_log``: a file that receives every byte sent and received, with times.
     - ``watchdog_s``: our firmware holds its servos and drops its queue after this long without a word
       from us (0 turns it off); ``calibrating``: Firmata servos are attached with 500..2500 us.
@@ -359,12 +362,13 @@ def connect(
     arm_obj = arm if isinstance(arm, Arm) else load_arm(arm)
     if isinstance(calibration, Calibration):
         cal, cal_path = calibration, Path(calibration.source)
-    else:
-        cal_path = find_calibration(arm_obj.name, calibration)
-        cal = load_calibration(cal_path)
+    else:  # an armctl YAML, or LeRobot's (lerobot:ID, FILE.json) as the armctl calibration it means
+        cal, cal_path, notes = open_calibration(calibration, arm_obj)
+        for note in notes:
+            print(f"armctl: note: {note}", file=sys.stderr)
     cal.check_arm(arm_obj)
-    if backend is None:  # by the kind of servo the calibration describes
-        backend = "feetech" if cal.unit == "steps" else "armctl"
+    if backend is None:  # by the port (an I2C bus), else by the kind of servo the calibration describes
+        backend = scheme_backend(port) or ("feetech" if cal.unit == "steps" else "armctl")
     cls = backend if isinstance(backend, type) and issubclass(backend, Backend) else backend_class(backend)
     if cal.unit != cls.servo_unit:
         kind = {"us": "hobby (PWM) servos", "steps": "serial bus servos"}
@@ -376,7 +380,7 @@ def connect(
         raise BadInputError("--port: empty; give a device path or URL, or leave it out for the simulated arm")
     if port is not None:
         check_simulator_port(str(port), cls)  # a simulator of other servos would only time out
-    if port is None and isinstance(arm, Arm) and Path(arm.source).suffix not in (".yaml", ".yml"):
+    if port is None and isinstance(arm, Arm) and Path(arm.source).suffix not in (".yaml", ".yml", ".urdf"):
         raise BadInputError("the simulated arm needs an arm preset or file; this Arm was built in code: pass port=")
     url = sim_port_for(str(port), arm_obj, cal_path) if port is not None else default_port(arm_obj, cal_path, cls)
     lock = PortLock(url)
@@ -394,6 +398,10 @@ def connect(
         addressed = cls.address(cal)
         be = cls.create(url, addressed, wire_log=wire_log, watchdog_s=watchdog_s, calibrating=calibrating)
         be.open()
+        if isinstance(getattr(be, "cal", None), Calibration):  # e.g. clamped to bus servos' own limits
+            addressed = be.cal
+        for note in getattr(be, "notes", ()):
+            print(f"armctl: note: {note}", file=sys.stderr)
     except BaseException:
         store.close()
         lock.release()
@@ -1444,6 +1452,8 @@ class Robot:
         cal.check_arm(self.arm)
         self.calibration = self.backend.address(cal)
         self.backend.use_calibration(self.calibration)
+        if isinstance(getattr(self.backend, "cal", None), Calibration):  # e.g. clamped to the servos' own limits
+            self.calibration = self.backend.cal
         if path is not None:
             self.calibration_path = Path(path)
 

@@ -11,7 +11,7 @@ pose and says so.
 The servo values (us) are kept beside the joint angles: they are what the servos physically hold, and
 stay right when the calibration changes in between. One small file per port and arm in the state folder
 (``armctl.paths.state_dir``) holds two slots written in turn, each with a sequence number and a CRC; a
-write is one ``pwrite`` of a slot (cheap enough for 50 a second), a torn write leaves the other slot,
+write is one positioned write of a slot (cheap enough for 50 a second), a torn write leaves the other slot,
 and the reader takes the newest whole one. Nothing else is written: no temporary files to leave behind.
 """
 
@@ -143,9 +143,9 @@ class PoseStore:
         if not self._seq:
             self.load()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
         try:
-            os.posix_fallocate(fd, 0, 2 * SLOT_BYTES)
+            _reserve(fd, 2 * SLOT_BYTES)
         except OSError:
             os.close(fd)
             raise
@@ -173,7 +173,7 @@ class PoseStore:
         slot = head + _CRC.pack(zlib.crc32(head))
         if len(slot) > SLOT_BYTES:
             raise ValueError(f"a stored pose of {len(slot)} bytes does not fit a {SLOT_BYTES}-byte slot")
-        os.pwrite(self._fd, slot.ljust(SLOT_BYTES, b"\0"), (self._seq % 2) * SLOT_BYTES)
+        _write_at(self._fd, slot.ljust(SLOT_BYTES, b"\0"), (self._seq % 2) * SLOT_BYTES)
         if durable:
             os.fsync(self._fd)
 
@@ -182,6 +182,26 @@ class PoseStore:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def _reserve(fd: int, size: int) -> None:
+    """Make the file at least ``size`` bytes with its blocks allocated (posix_fallocate where the OS has it:
+    Linux; elsewhere zeros written), so a full disk shows here, not in the middle of a motion."""
+    if hasattr(os, "posix_fallocate"):
+        os.posix_fallocate(fd, 0, size)
+        return
+    have = os.fstat(fd).st_size
+    if have < size:
+        _write_at(fd, b"\0" * (size - have), have)
+
+
+def _write_at(fd: int, data: bytes, offset: int) -> None:
+    """Write ``data`` at ``offset`` (pwrite where the OS has it; Windows: seek, then write)."""
+    if hasattr(os, "pwrite"):
+        os.pwrite(fd, data, offset)
+        return
+    os.lseek(fd, offset, os.SEEK_SET)
+    os.write(fd, data)
 
 
 def load_last_pose(port: str, arm: Arm) -> StoredPose | None:

@@ -29,15 +29,20 @@
 #include <stdint.h>
 
 #include "proto.h"
+#ifdef ARMCTL_PCA9685
+#include "pca9685.h"
+#endif
 
 #define BAUD_UBRR 16          /* 115200 baud with U2X at 16 MHz (2.1% fast, like the Arduino core) */
 
+#ifndef ARMCTL_PCA9685
 /* each channel's pin: a bit in PORTB or in PORTD */
 static const uint8_t CH_PB[PROTO_NCH] = { _BV(PB1), _BV(PB2), _BV(PB3), _BV(PB4), 0, 0, 0, _BV(PB0) };
 static const uint8_t CH_PD[PROTO_NCH] = { 0, 0, 0, 0, _BV(PD5), _BV(PD6), _BV(PD7), 0 };
 #define PB_CH_MASK (_BV(PB0) | _BV(PB1) | _BV(PB2) | _BV(PB3) | _BV(PB4))
 #define PD_CH_MASK (_BV(PD5) | _BV(PD6) | _BV(PD7))
 #define LANE 4                /* channels per lane: 0-3 (A) and 4-7 (B) */
+#endif
 
 static proto_t P;
 
@@ -112,8 +117,12 @@ static void uart_init(void)
  * both ports, PORTB then PORTD one cycle later, every time: a channel's
  * rising and falling edges come from the same write, so its width is exact.
  */
-#define CYCLES_PER_TICK 8u    /* protocol ticks are 0.5 us */
 #define T2_PERIODS 5u         /* 5 x 4 ms = 20 ms */
+static volatile uint8_t t2_period;            /* 4 ms periods since the last boundary */
+static volatile uint32_t frame_start_ticks;   /* 0.5 us ticks since boot at the last boundary */
+
+#ifndef ARMCTL_PCA9685
+#define CYCLES_PER_TICK 8u    /* protocol ticks are 0.5 us */
 #define FIRST_EDGE 24000u     /* cycles after the boundary: 1.5 ms to compute the frame */
 #define EDGE_LEAD 1600u       /* cycles: compare A fires 100 us before the edge */
 #define SLED 16u              /* lateness the edge handler absorbs, cycles */
@@ -131,8 +140,6 @@ static volatile uint16_t edge_w[MAX_EDGES];   /* cycles from each edge to the ne
 static volatile uint8_t edge_pb[MAX_EDGES], edge_pd[MAX_EDGES]; /* channel pins high after each edge */
 static volatile uint8_t edge_n, edge_k;
 static volatile uint16_t edge_target;         /* TCNT1 value of the next edge */
-static volatile uint8_t t2_period;            /* 4 ms periods since the last boundary */
-static volatile uint32_t frame_start_ticks;   /* 0.5 us ticks since boot at the last boundary */
 
 /* One lane's pulses, back to back: edge k at t[k] ticks from the lane's start
  * raises ch[k] (k < n) and lowers the one before; edge n only lowers. */
@@ -221,6 +228,8 @@ static uint8_t frame_edges(const uint16_t *w)
 	return n;
 }
 
+#endif
+
 ISR(TIMER2_COMPA_vect)
 {
 	if (++t2_period < T2_PERIODS)
@@ -234,6 +243,10 @@ ISR(TIMER2_COMPA_vect)
 	 * this handler returns. */
 	sei();
 	proto_boundary(&P);
+#ifdef ARMCTL_PCA9685
+	pca9685_frame(P.out); /* the main loop writes it to the chip */
+}
+#else
 	uint16_t w[PROTO_NCH];
 	for (uint8_t ch = 0; ch < PROTO_NCH; ch++)
 		w[ch] = P.out[ch];
@@ -300,8 +313,11 @@ ISR(TIMER1_COMPA_vect)
 	}
 }
 
+#endif /* ARMCTL_PCA9685 */
+
 static void timer_init(void)
 {
+#ifndef ARMCTL_PCA9685
 	PORTB &= (uint8_t)~PB_CH_MASK;
 	PORTD &= (uint8_t)~PD_CH_MASK;
 	DDRB |= PB_CH_MASK;
@@ -311,6 +327,7 @@ static void timer_init(void)
 	TIMSK1 = 0;
 	TCNT1 = 0;
 	TCCR1B = _BV(CS10);
+#endif
 	/* Timer2: CTC, TOP 249, clk/256: a compare A interrupt every 4 ms */
 	TCCR2A = _BV(WGM21);
 	OCR2A = 249;
@@ -385,6 +402,9 @@ int main(void)
 	wdt_disable();
 	proto_init(&P, next_boot_id(), uart_emit);
 	load_limits();
+#ifdef ARMCTL_PCA9685
+	pca9685_init(&P); /* before the first frame: what the chip outputs becomes the board's widths */
+#endif
 	uart_init();
 	timer_init();
 	wdt_enable(WDTO_500MS);
@@ -393,6 +413,9 @@ int main(void)
 
 	for (;;) {
 		wdt_reset();
+#ifdef ARMCTL_PCA9685
+		pca9685_poll();
+#endif
 		uint32_t now = now_ticks();
 		/* the watchdog first: a deadline at or before the bytes' arrival fires before they are
 		 * handled (and restart it), as in the simulator's board (Board.receive) */

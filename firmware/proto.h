@@ -17,7 +17,9 @@
 #include <stdint.h>
 
 #define PROTO_VERSION 2
-#define PROTO_FW_NAME "armctl-fw"
+#ifndef PROTO_FW_NAME
+#define PROTO_FW_NAME "armctl-fw"  /* the PCA9685 build: "armctl-fw-pca9685" (Makefile) */
+#endif
 #define PROTO_NCH 8             /* at most 8: the enable mask is a byte */
 #define PROTO_DEPTH 16
 #define PROTO_FRAME_US 20000UL

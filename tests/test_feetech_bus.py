@@ -115,6 +115,17 @@ LEROBOT_STS = {
     "status": (65, 1),
     "moving": (66, 1),
     "present_current": (69, 2),
+    "velocity_p_gain": (37, 1),  # Velocity_closed_loop_P_proportional_coefficient
+    "over_current_protection_time": (38, 1),
+    "velocity_i_gain": (39, 1),  # Velocity_closed_loop_I_integral_coefficient
+    "goal_position_2": (71, 2),
+    "moving_velocity_threshold": (80, 1),  # Moving_Velocity and Moving_Velocity_Threshold
+    "dts": (81, 1),
+    "velocity_unit_factor": (82, 1),
+    "hts": (83, 1),
+    "max_velocity_limit": (84, 1),  # Maximum_Velocity_Limit
+    "max_acceleration": (85, 1),  # Maximum_Acceleration
+    "acceleration_multiplier": (86, 1),  # "Acceleration_Multiplier " (with a trailing space)
 }
 LEROBOT_SIGN_BITS = {"present_load": 10, "homing_offset": 11, "goal_position": 15, "goal_speed": 15}
 

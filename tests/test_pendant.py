@@ -37,12 +37,12 @@ from armctl.cli.pendant import (
     REPEAT_GAP_S,
     Pendant,
     bar,
-    decode_keys,
     release_time,
 )
 from armctl.errors import LinkError, MotionError, StopRequested, UnreachableError
 from armctl.kinematics import fk, tool_angle
 from armctl.program import load_program, plan_program
+from armctl.terminal import decode_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 RIGHT, LEFT, UP, DOWN = b"\x1b[C", b"\x1b[D", b"\x1b[A", b"\x1b[B"

@@ -31,9 +31,17 @@ def test_the_calibration_reads_2048_at_the_urdf_zero_pose():
     cal = load_calibration(PRESET_CALIBRATION_DIR / "so101.yaml")
     cal.check_arm(arm)
     assert cal.unit == "steps" and [s.id for s in cal.joints] == [1, 2, 3, 4] and cal.gripper.id == 6
-    # the URDF's zero pose in armctl's angles (forearm level, wrist 5 deg down)
-    steps = cal.joints_to_values(np.radians([0, 76.0, -73.8, -5.0]))
-    assert steps == pytest.approx([2048] * 4, abs=0.5)
+    # the URDF's zero pose in armctl's angles (forearm level, wrist 5 deg down), as the importer derives it
+    zero = [off for _, off, _ in arm.urdf_map]
+    assert np.degrees(zero) == pytest.approx([0, 76.0, -73.8, -5.0], abs=0.05)
+    steps = cal.joints_to_values(np.array(zero))
+    assert steps == pytest.approx([2048] * 4, abs=0.01)
+    # steps grow with the URDF angle on every joint (LeRobot's convention): 2048 + 4096/360 * URDF deg
+    urdf_deg = np.array([10.0, -20.0, 30.0, -40.0])
+    steps = cal.joints_to_values(
+        np.array([off + s * math.radians(u) for (_, off, s), u in zip(arm.urdf_map, urdf_deg)])
+    )
+    assert steps == pytest.approx(2048 + 4096 / 360 * urdf_deg, abs=0.01)
     # the ranges in steps are the arm's joint ranges
     lo, hi = cal.joints_to_values(arm.q_min, check=False), cal.joints_to_values(arm.q_max, check=False)
     for s, a, b in zip(cal.joints, lo, hi):
@@ -53,7 +61,7 @@ def test_picks_and_places_land_within_1mm_measured_by_the_servos():
         assert robot.where().source == "measured"
         for pose in targets:
             x, y, z = pose.point_m
-            robot.move_to(x, y, z + 0.05, phi=pose.phi_rad, path="joint")
+            robot.move_to(x, y, z + 0.03, phi=pose.phi_rad, path="joint")
             robot.move_to(x, y, z, phi=pose.phi_rad, speed=0.1)
             got = robot.where(settle=True)
             assert got.source == "measured"

@@ -33,6 +33,16 @@
  * --uart-byte-us sets UART0's byte time regardless of the baud rate (a fast
  * link for tests that need many lines within one servo frame).
  *
+ * --pca9685 ADDR puts a PCA9685 PWM chip on the TWI bus (A4/A5) at 7-bit
+ * address ADDR (e.g. 0x40), powered apart from the MCU (an MCU reset leaves
+ * it as it is), with its oscillator at --pca9685-osc HZ (default 25 MHz). It
+ * follows the datasheet (Rev. 4): reset values (SLEEP, every output full
+ * off), the register pointer and auto-increment, PRE_SCALE written only in
+ * SLEEP, 500 us oscillator start, RESTART, ALL_LED, LED All Call at 0x70,
+ * outputs latched at STOP. Its outputs are logged as pulses of pins 100-115
+ * (output n: pin 100 + n), one record a chip period for each output that
+ * pulses; what the datasheet forbids is logged as an event "pca9685 <why>".
+ *
  * Pulse log format (text, one record a line, '#' lines are comments):
  *   P <t_us> <pin> <width_us> <mono_s>
  *   E <t_us> <mono_s> <event> [detail]
@@ -40,7 +50,7 @@
  * the simulator started (continuous across MCU resets); mono_s: the host's
  * CLOCK_MONOTONIC (Python's time.monotonic()) when the record was made.
  * Events: "reset <reason>", "open", "close", "slip <ms>" (the simulation
- * fell behind wall time and re-anchored), "exit".
+ * fell behind wall time and re-anchored), "exit", "pca9685 <why>".
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -64,6 +74,7 @@
 #include <simavr/avr_ioport.h>
 #include <simavr/avr_uart.h>
 #include <simavr/avr_extint.h>
+#include <simavr/avr_twi.h>
 
 #define F_CPU_HZ 16000000UL
 #define CYCLES_PER_US 16
@@ -110,10 +121,14 @@ static struct {
 	int keep_int_polling;
 	int control;
 	double uart_byte_us;
+	int pca_addr;
+	double pca_osc_hz;
 } opt = {
 	.speed = 1.0,
 	.max_pulse_us = 4000.0,
 	.slice_us = 100,
+	.pca_addr = -1,
+	.pca_osc_hz = 25e6,
 };
 
 /* ---- state ---- */
@@ -202,6 +217,220 @@ static void hook_pins(void)
 				avr_irq_register_notify(irq, pin_changed, &pins[k]);
 		}
 	}
+}
+
+/* ---- a PCA9685 on the TWI bus ---- */
+#define PCA_MODE1 0x00
+#define PCA_LED0 0x06
+#define PCA_LAST_LED 0x45
+#define PCA_ALL_LED 0xFA
+#define PCA_PRE_SCALE 0xFE
+#define PCA_RESTART 0x80
+#define PCA_AI 0x20
+#define PCA_SLEEP 0x10
+#define PCA_ALLCALL 0x01
+#define PCA_FULL 0x10
+
+static struct {
+	uint8_t reg[256];
+	uint8_t ptr;
+	int selected, reading, first;  /* addressed; in a read; the next written byte is the pointer */
+	uint64_t awake_at;             /* cycle SLEEP was cleared (0: asleep) */
+	uint16_t width_c[16];          /* latched outputs, counts (0: none) */
+	avr_irq_t *in;
+	int timer_on;
+} pca;
+
+static void pca_power_on(void)
+{
+	memset(pca.reg, 0, sizeof(pca.reg));
+	pca.reg[PCA_MODE1] = 0x11;
+	pca.reg[0x01] = 0x04;
+	pca.reg[0x02] = 0xE2;
+	pca.reg[0x03] = 0xE4;
+	pca.reg[0x04] = 0xE8;
+	pca.reg[0x05] = 0xE0;
+	for (int ch = 0; ch < 16; ch++)
+		pca.reg[PCA_LED0 + 4 * ch + 3] = PCA_FULL;
+	pca.reg[PCA_PRE_SCALE] = 0x1E;
+	pca.awake_at = 0;
+	memset(pca.width_c, 0, sizeof(pca.width_c));
+}
+
+static uint8_t pca_next(uint8_t r)
+{
+	if (!(pca.reg[PCA_MODE1] & PCA_AI))
+		return r;
+	if (r == PCA_LAST_LED || r == PCA_PRE_SCALE)
+		return 0;
+	return (uint8_t)(r + 1);
+}
+
+static int pca_running(void)
+{
+	uint8_t m = pca.reg[PCA_MODE1];
+	return !(m & (PCA_SLEEP | PCA_RESTART)) && pca.awake_at &&
+	       abs_cycles() - pca.awake_at >= 500 * CYCLES_PER_US;
+}
+
+static void pca_write(uint8_t r, uint8_t v)
+{
+	uint8_t m = pca.reg[PCA_MODE1];
+	if (r == 0xFF) {
+		log_event("pca9685 TestMode written");
+		return;
+	}
+	if (r == PCA_PRE_SCALE) {
+		if (!(m & PCA_SLEEP)) {
+			log_event("pca9685 PRE_SCALE written while awake (ignored)");
+			return;
+		}
+		pca.reg[r] = v < 3 ? 3 : v;
+		return;
+	}
+	if (r == PCA_MODE1) {
+		int restart_pending = (m & PCA_RESTART) != 0;
+		if (v & PCA_RESTART) {
+			if ((m & PCA_SLEEP) || !pca.awake_at)
+				log_event("pca9685 RESTART written while asleep");
+			else if (abs_cycles() - pca.awake_at < 500 * CYCLES_PER_US)
+				log_event("pca9685 RESTART written %.0f us after waking",
+					  cycles_us(abs_cycles() - pca.awake_at));
+			restart_pending = 0;
+		}
+		int any = 0;
+		for (int ch = 0; ch < 16; ch++)
+			any |= pca.width_c[ch] != 0;
+		if ((v & PCA_SLEEP) && !(m & PCA_SLEEP)) {
+			pca.awake_at = 0;
+			if (any)
+				restart_pending = 1;
+		} else if (!(v & PCA_SLEEP) && ((m & PCA_SLEEP) || !pca.awake_at)) {
+			pca.awake_at = abs_cycles() ? abs_cycles() : 1;
+		}
+		pca.reg[r] = (uint8_t)((v & ~PCA_RESTART) | (restart_pending ? PCA_RESTART : 0));
+		return;
+	}
+	if (r >= PCA_ALL_LED) {
+		for (int ch = 0; ch < 16; ch++)
+			pca.reg[PCA_LED0 + 4 * ch + (r - PCA_ALL_LED)] = v;
+		pca.reg[PCA_MODE1] &= (uint8_t)~PCA_RESTART;
+		return;
+	}
+	if (r >= 0x02 && r <= 0x05)
+		v &= 0xFE;
+	pca.reg[r] = v;
+	if (r >= PCA_LED0 && r <= PCA_LAST_LED)
+		pca.reg[PCA_MODE1] &= (uint8_t)~PCA_RESTART;
+}
+
+/* STOP (OCH = 0): the outputs take the registers' values */
+static void pca_latch(void)
+{
+	for (int ch = 0; ch < 16; ch++) {
+		const uint8_t *b = pca.reg + PCA_LED0 + 4 * ch;
+		uint16_t on = (uint16_t)(b[0] | b[1] << 8), off = (uint16_t)(b[2] | b[3] << 8);
+		uint16_t w = 0;
+		if (off & (PCA_FULL << 8))
+			w = 0;
+		else if (on & (PCA_FULL << 8))
+			w = 4096;
+		else {
+			if (on == off && (on | off))
+				log_event("pca9685 channel %d: ON and OFF both %u", ch, on);
+			w = (uint16_t)((off - on) & 0x0FFF);
+		}
+		pca.width_c[ch] = w;
+	}
+}
+
+static int pca_ours(uint8_t addr8)
+{
+	uint8_t a = addr8 >> 1;
+	return a == opt.pca_addr || (a == 0x70 && (pca.reg[PCA_MODE1] & PCA_ALLCALL));
+}
+
+static void pca_twi(struct avr_irq_t *irq, uint32_t value, void *param)
+{
+	(void)irq; (void)param;
+	avr_twi_msg_irq_t v;
+	v.u.v = value;
+	uint8_t msg = v.u.twi.msg, addr = v.u.twi.addr;
+	if (msg & TWI_COND_STOP) {
+		if (pca.selected && !pca.reading)
+			pca_latch();
+		pca.selected = 0;
+	}
+	if (msg & TWI_COND_START) {
+		pca.selected = 0;
+		if (pca_ours(addr)) {
+			pca.selected = 1;
+			pca.reading = addr & 1;
+			if (!pca.reading)
+				pca.first = 1;
+			avr_raise_irq(pca.in, avr_twi_irq_msg(TWI_COND_ACK, addr, 1));
+		}
+	}
+	if (!pca.selected)
+		return;
+	if (msg & TWI_COND_WRITE) {
+		uint8_t d = v.u.twi.data;
+		if (pca.first) {
+			pca.first = 0;
+			if (d > PCA_LAST_LED && d < PCA_ALL_LED) {
+				log_event("pca9685 register 0x%02x is reserved (not acknowledged)", d);
+				return; /* no ACK */
+			}
+			pca.ptr = d;
+		} else {
+			pca_write(pca.ptr, d);
+			pca.ptr = pca_next(pca.ptr);
+		}
+		avr_raise_irq(pca.in, avr_twi_irq_msg(TWI_COND_ACK, addr, 1));
+	}
+	if (msg & TWI_COND_READ) {
+		uint8_t r = pca.ptr;
+		uint8_t d = (r >= PCA_ALL_LED && r < PCA_PRE_SCALE) ? 0 : pca.reg[r];
+		pca.ptr = pca_next(r);
+		avr_raise_irq(pca.in, avr_twi_irq_msg(TWI_COND_READ, addr, d));
+	}
+}
+
+/* one chip period: a pulse record for each output that pulses */
+static avr_cycle_count_t pca_period(struct avr_t *a, avr_cycle_count_t when, void *param)
+{
+	(void)a; (void)param;
+	double count_us = (pca.reg[PCA_PRE_SCALE] + 1) / opt.pca_osc_hz * 1e6;
+	if (pca_running() && plog) {
+		for (int ch = 0; ch < 16; ch++) {
+			if (!pca.width_c[ch])
+				continue;
+			double w = pca.width_c[ch] * count_us;
+			if (w <= opt.max_pulse_us) {
+				fprintf(plog, "P %.4f %d %.4f %.6f\n", cycles_us(abs_cycles()), 100 + ch, w, mono_now());
+				plog_dirty = 1;
+			}
+		}
+	}
+	return when + (avr_cycle_count_t)(4096 * count_us * CYCLES_PER_US);
+}
+
+
+static void pca_attach(void)
+{
+	if (opt.pca_addr < 0)
+		return;
+	pca_power_on();
+	pca.in = avr_io_getirq(avr, AVR_IOCTL_TWI_GETIRQ(0), TWI_IRQ_INPUT);
+	avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_TWI_GETIRQ(0), TWI_IRQ_OUTPUT), pca_twi, NULL);
+}
+
+/* cycle timers do not survive an MCU reset: the chip's period timer is set again after each */
+static void pca_start_timer(void)
+{
+	if (opt.pca_addr < 0)
+		return;
+	avr_cycle_timer_register(avr, 16 * CYCLES_PER_US, pca_period, NULL);
 }
 
 /* ---- UART <-> pty ---- */
@@ -302,6 +531,7 @@ static void mcu_reset(const char *reason)
 	/* bytes in flight to the AVR are lost at reset, like on the wire */
 	to_avr.len = 0;
 	configure_after_reset();
+	pca_start_timer();
 	log_event("reset %s", reason);
 }
 
@@ -418,7 +648,7 @@ static void usage(void)
 		"usage: virtual_uno FIRMWARE.hex [--pulse-log FILE|-] [--pty-link PATH]\n"
 		"       [--free-run] [--speed X] [--reset-on-open] [--max-pulse-us US]\n"
 		"       [--slice-us US] [--exit-after S] [--uart-log FILE] [--keep-int-polling]\n"
-		"       [--control] [--uart-byte-us US]\n");
+		"       [--control] [--uart-byte-us US] [--pca9685 ADDR] [--pca9685-osc HZ]\n");
 	exit(2);
 }
 
@@ -437,6 +667,8 @@ static void parse_args(int argc, char **argv)
 		{ "keep-int-polling", no_argument, 0, 'k' },
 		{ "control", no_argument, 0, 'c' },
 		{ "uart-byte-us", required_argument, 0, 'U' },
+		{ "pca9685", required_argument, 0, 'P' },
+		{ "pca9685-osc", required_argument, 0, 'O' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -455,9 +687,13 @@ static void parse_args(int argc, char **argv)
 		case 'k': opt.keep_int_polling = 1; break;
 		case 'c': opt.control = 1; break;
 		case 'U': opt.uart_byte_us = atof(optarg); break;
+		case 'P': opt.pca_addr = (int)strtol(optarg, NULL, 0); break;
+		case 'O': opt.pca_osc_hz = atof(optarg); break;
 		default: usage();
 		}
 	}
+	if (opt.pca_addr >= 0 && (opt.pca_addr < 0x40 || opt.pca_addr > 0x7F || opt.pca_osc_hz < 1e6))
+		usage();
 	if (optind != argc - 1 || opt.speed <= 0 || opt.slice_us < 1)
 		usage();
 	opt.hex = argv[optind];
@@ -656,6 +892,7 @@ int main(int argc, char **argv)
 					(void *)(intptr_t)n);
 	find_uart0();
 	hook_pins();
+	pca_attach();
 
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);

@@ -28,6 +28,10 @@ TOOLS = Path(__file__).resolve().parent
 ROOT = TOOLS.parent
 BINARY = TOOLS / "build" / "virtual_uno"
 FIRMWARE_HEX = ROOT / "firmware" / "build" / "armctl.hex"
+#: Our firmware's PCA9685 build (``make -C firmware pca9685``): channels 0-7 on a PCA9685 on TWI.
+FIRMWARE_PCA9685_HEX = ROOT / "firmware" / "build" / "armctl-pca9685.hex"
+#: The pulse-log "pin" of each output of a virtual PCA9685 (``VirtualUno(pca9685=0x40)``): 100 + output.
+PCA9685_PINS = tuple(100 + n for n in range(16))
 #: The Arduino pin of each channel of our firmware (firmware/main.c): 0-3 on D9-D12, 4-6 on D5-D7, 7 on D8.
 ARMCTL_PINS = (9, 10, 11, 12, 5, 6, 7, 8)
 
@@ -68,7 +72,7 @@ def build_tools() -> tuple[bool, str]:
 
 
 def build_firmware() -> tuple[bool, str]:
-    """Build firmware/build/armctl.hex; return (ok, reason-if-not)."""
+    """Build firmware/build/armctl.hex (and armctl-pca9685.hex); return (ok, reason-if-not)."""
     if shutil.which("avr-gcc") is None:
         return False, "avr-gcc not installed (apt-get install gcc-avr avr-libc binutils-avr)"
     ok, out = _run_make(ROOT / "firmware")
@@ -93,7 +97,8 @@ class VirtualUno:
     """A virtual Uno subprocess running ``hex_path`` with UART0 on a pseudo-terminal.
 
     ``free_run`` runs as fast as the host allows (no wall-time pacing); ``speed``
-    scales the pace otherwise. ``reset_on_open`` resets the MCU whenever a
+    scales the pace otherwise. ``pca9685``: a virtual PCA9685 at that I2C address on the TWI bus, its
+    outputs logged as pins 100-115 (``PCA9685_PINS``). ``reset_on_open`` resets the MCU whenever a
     client opens the port, like a real Uno's DTR auto-reset.
     """
 
@@ -107,12 +112,15 @@ class VirtualUno:
         max_pulse_us: float = 4000.0,
         uart_log: bool = False,
         workdir: str | os.PathLike | None = None,
+        pca9685: int | None = None,
+        pca9685_osc_hz: float = 25e6,
     ) -> None:
         self.hex_path = Path(hex_path)
         self.free_run = free_run
         self.speed = speed
         self.reset_on_open = reset_on_open
         self.max_pulse_us = max_pulse_us
+        self.pca9685, self.pca9685_osc_hz = pca9685, pca9685_osc_hz
         self._own_dir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="virtual_uno-"))
         self.pulse_log = self.workdir / "pulses.log"
@@ -133,6 +141,8 @@ class VirtualUno:
             cmd.append("--reset-on-open")
         if self.uart_log:
             cmd += ["--uart-log", str(self.uart_log)]
+        if self.pca9685 is not None:
+            cmd += ["--pca9685", hex(self.pca9685), "--pca9685-osc", repr(self.pca9685_osc_hz)]
         self._stderr = open(self.stderr_log, "wb")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
         deadline = time.monotonic() + timeout_s

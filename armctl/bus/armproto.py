@@ -13,6 +13,7 @@ running them). Every wait is bounded; every failure is a LinkError.
 from __future__ import annotations
 
 import math
+import os
 import select
 import time
 import urllib.parse
@@ -126,10 +127,12 @@ class ArmProtocolBackend(Backend):
             measures_positions=callable(getattr(self.ser, "measured_angles", None)),
         )
         self.measured_by = "simulated servos" if self.caps.measures_positions else ""
-        try:
-            self._fd = self.ser.fileno()
-        except (AttributeError, OSError, ValueError, serial.SerialException):
-            self._fd = None
+        self._fd = None  # a POSIX port or pty: waited on with select (Windows' select takes sockets only)
+        if os.name == "posix":
+            try:
+                self._fd = self.ser.fileno()
+            except (AttributeError, OSError, ValueError, serial.SerialException):
+                self._fd = None
         self._time_scale = float(getattr(self.ser, "rate", 1.0))  # armsim runs its clock faster
         self._board_rate = self._time_scale  # board seconds per host second, measured from its frame counter
         self._clock_ref: tuple[float, int] | None = None

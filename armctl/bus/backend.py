@@ -261,17 +261,30 @@ _BACKENDS: dict[str, str] = {
     "armctl": "armctl.bus.armproto:ArmProtocolBackend",
     "firmata": "armctl.bus.firmata:FirmataBackend",
     "feetech": "armctl.bus.feetech_backend:FeetechBackend",
+    "pca9685": "armctl.bus.pca9685:PCA9685Backend",
 }
 
 
 #: The simulator URL schemes and the servos each simulates (in the calibration's unit).
-SIMULATOR_UNITS = {"armsim": "us", "feetechsim": "steps"}
+SIMULATOR_UNITS = {"armsim": "us", "feetechsim": "steps", "pca9685sim": "us"}
+#: Port schemes only one backend can open, and that backend (the default when no --backend is given).
+SCHEME_BACKENDS = {"pca9685sim": "pca9685", "i2c": "pca9685"}
 
 
 def check_simulator_port(url: str, backend: type[Backend]) -> None:
     """BadInputError, at once, if ``url`` simulates another kind of servo than ``backend`` drives (it would
     only time out): e.g. ``feetechsim://`` with a PWM calibration, which picks the armctl backend."""
     scheme = str(url).split("://", 1)[0].lower() if "://" in str(url) else ""
+    owner = SCHEME_BACKENDS.get(scheme)
+    if owner is not None and owner != backend.name:
+        raise BadInputError(
+            f"port {scheme}:// is an I2C bus for PCA9685 boards: use --backend {owner}, not {backend.name}"
+        )
+    if backend.name in SCHEME_BACKENDS.values() and owner is None:
+        raise BadInputError(
+            f"the {backend.name} backend drives PCA9685 boards on an I2C bus: give --port "
+            f"i2c:///dev/i2c-1?address=0x40 (or pca9685sim:// for the simulated board), not {url!r}"
+        )
     unit = SIMULATOR_UNITS.get(scheme)
     if unit is None or unit == backend.servo_unit:
         return
@@ -284,6 +297,13 @@ def check_simulator_port(url: str, backend: type[Backend]) -> None:
         f"port {scheme}:// simulates hobby (PWM) servos, which the {backend.name} backend does not drive: give a "
         "hobby-servo calibration (in us) and --backend armctl, or use feetechsim:// for bus servos"
     )
+
+
+def scheme_backend(url) -> str | None:
+    """The backend that must open ``url`` because of its scheme (``i2c://``: pca9685), or None."""
+    if url is None or "://" not in str(url):
+        return None
+    return SCHEME_BACKENDS.get(str(url).split("://", 1)[0].lower())
 
 
 def register_backend(name: str, target: str | type[Backend]) -> None:

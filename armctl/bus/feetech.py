@@ -164,10 +164,22 @@ def _sts_table() -> dict[str, Register]:
         Register("protective_torque", 34, 1, eeprom=True, unit="% of stall torque once overloaded"),
         Register("protection_time", 35, 1, eeprom=True, unit="10 ms above overload_torque before overload"),
         Register("overload_torque", 36, 1, eeprom=True, unit="% of stall torque"),
+        Register("velocity_p_gain", 37, 1, eeprom=True, unit="speed-mode loop P coefficient"),
+        Register("over_current_protection_time", 38, 1, eeprom=True),
+        Register("velocity_i_gain", 39, 1, eeprom=True, unit="speed-mode loop I coefficient"),
         *feedback.values(),
         Register("torque_limit", 48, 2, unit="0.1 % of stall torque"),
         Register("lock", 55, 1, unit="1: EEPROM writes are not kept over a power cycle"),
         Register("present_current", 69, 2, writable=False, unit="6.5 mA"),
+        Register("goal_position_2", 71, 2, writable=False, unit="step"),
+        # the factory area: LeRobot writes max_acceleration (85) at every connect and reads none of them
+        Register("moving_velocity_threshold", 80, 1),
+        Register("dts", 81, 1, unit="ms"),
+        Register("velocity_unit_factor", 82, 1),
+        Register("hts", 83, 1, unit="ns (firmware >= 2.54, else 0)"),
+        Register("max_velocity_limit", 84, 1),
+        Register("max_acceleration", 85, 1),
+        Register("acceleration_multiplier", 86, 1, unit="in effect when acceleration is 0"),
     )
 
 

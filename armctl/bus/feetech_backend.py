@@ -13,6 +13,11 @@ present positions. Torque goes on only when a move starts, servo by servo, after
 to where it is. ``close()`` leaves the servos holding (torque on); ``release()`` turns the torque off
 (teaching, calibrating by hand).
 
+When the port opens each servo's homing offset and Min/Max_Position_Limit are read from its EEPROM (as
+LeRobot reads them; armctl never writes them unless asked): a servo whose offset differs from the one the
+calibration was made with (``homing_offset``, LeRobot's) is refused with a LinkError naming it (only noted
+when calibrating), and a calibrated range beyond the servo's own limits is clamped to them (``notes``).
+
 Servos the calibration holds (``hold:``, e.g. the SO-101's wrist roll, no joint of the arm model) are
 addressed, watched and released like the others; when the arm first moves (and after a release or a
 stop) each is given its goal speed (``speed_deg_s``) and then its ``position_steps`` as its goal, from
@@ -50,15 +55,16 @@ class FeetechBackend(Backend):
 
     @classmethod
     def create(cls, port: str, cal, *, wire_log=None, watchdog_s: float = 1.0, calibrating: bool = False):
-        """Bus servos on ``port``, each addressed by its calibration ``id``. No watchdog (host-timed)."""
-        return cls(port, cal, wire_log=wire_log)
+        """Bus servos on ``port``, each addressed by its calibration ``id``. No watchdog (host-timed).
+        ``calibrating``: homing offsets that differ from the calibration's are noted, not refused."""
+        return cls(port, cal, wire_log=wire_log, strict_offsets=not calibrating)
 
     @classmethod
     def simulator_url(cls, arm, cal_path, state_path) -> str:
         """A simulated bus with the calibration's servos, starting at the arm's home pose."""
-        from ..calibration import load_calibration
+        from ..lerobot import open_calibration
 
-        cal = load_calibration(cal_path)
+        cal = open_calibration(cal_path, arm)[0]  # an armctl YAML, or LeRobot's JSON
         angles = [*arm.home_rad, *([arm.gripper.open_rad] if arm.gripper is not None and cal.gripper else [])]
         start = [round(float(s.value(a))) % STEPS_PER_TURN for s, a in zip(cal.servos, angles)]
         start += [round(h.position_steps) for h in cal.held]  # a held servo stands where it is held
@@ -67,11 +73,24 @@ class FeetechBackend(Backend):
             query["start"] = ",".join(map(str, start))
         else:  # a servo the file lacks (the calibration gained one) is plugged in
             query["plug"] = query["ids"]
-        return "feetechsim://?" + urllib.parse.urlencode(query, safe=",/")
+        servos = (*cal.servos, *cal.held)
+        offsets = [f"{s.id}:{s.homing_offset}" for s in servos if s.homing_offset is not None]
+        if offsets:  # servos calibrated by LeRobot: their EEPROM as LeRobot left it
+            query["offsets"] = ",".join(offsets)
+            query["limits"] = ",".join(
+                f"{s.id}:{round(s.min_steps)}:{round(s.max_steps)}" for s in cal.servos if s.homing_offset is not None
+            )
+        return "feetechsim://?" + urllib.parse.urlencode(query, safe=",/:")
 
-    def __init__(self, port: str, cal: Calibration, *, baudrate: int = DEFAULT_BAUD, wire_log=None):
+    def __init__(
+        self, port: str, cal: Calibration, *, baudrate: int = DEFAULT_BAUD, wire_log=None, strict_offsets: bool = True
+    ):
         self.port = port
         self.cal = cal
+        self.strict_offsets = strict_offsets
+        self.notes: list[str] = []  #: what open() found and did about it (limits clamped, offsets), for the user
+        self.homing_offsets: dict[int, int] = {}  #: each servo's Homing_Offset register (EEPROM), read at open
+        self.position_limits: dict[int, tuple[int, int]] = {}  #: each servo's Min/Max_Position_Limit, at open
         self.bus = FeetechBus(port, baudrate=baudrate, retries=RETRIES)
         self.wire_log_path = wire_log
         self.info: BoardInfo | None = None
@@ -89,8 +108,9 @@ class FeetechBackend(Backend):
         self.log = None
 
     def use_calibration(self, cal: Calibration) -> None:
-        """Angles, names and held positions from ``cal`` from now on (the same servos, newly calibrated)."""
-        self.cal = cal
+        """Angles, names and held positions from ``cal`` from now on (the same servos, newly calibrated), each
+        range inside the servo's own limits."""
+        self.cal = self._clamped(cal) if self.position_limits else cal
         self.held = {h.id: h for h in cal.held if h.id in self.held}
 
     # --- lifecycle ---
@@ -109,6 +129,7 @@ class FeetechBackend(Backend):
             held = [i for i in self.ids if self.torque[i]]  # servos left holding (by an earlier run): their goals
             for i, v in self.bus.sync_read("goal_position", held).items() if held else ():
                 self.goal[i] = float(v)
+            self._read_eeprom()
         except ServoError as exc:
             self.close()
             raise LinkError(self._named(str(exc))) from None
@@ -123,6 +144,57 @@ class FeetechBackend(Backend):
             depth=0,
         )
         return self.info
+
+    def _read_eeprom(self) -> None:
+        """Each servo's homing offset and position limits (EEPROM), as LeRobot reads them: an offset that differs
+        from the one the calibration was made with is refused (LinkError naming the servo; noted when
+        calibrating); a calibrated range beyond the servo's limits is clamped to them, with a note."""
+        regs = self.bus.series.registers
+        names = [n for n in ("min_angle_limit", "max_angle_limit", "homing_offset") if n in regs]
+        for i in self.ids:
+            got = self.bus.read_many(i, names)
+            self.position_limits[i] = (got["min_angle_limit"], got["max_angle_limit"])
+            if "homing_offset" in got:
+                self.homing_offsets[i] = got["homing_offset"]
+        for s in (*self.cal.servos, *self.cal.held):
+            want, have = s.homing_offset, self.homing_offsets.get(s.id)
+            if want is None or have is None or want == have:
+                continue
+            off_deg = abs(have - want) / s.per_deg
+            text = (
+                f"servo {s.id} ({s.name}) carries homing offset {have:+d} in its EEPROM, but calibration "
+                f"{self.cal.source} was made with {want:+d}: its angles would be {off_deg:.1f} deg off. LeRobot "
+                "would call it uncalibrated too; calibrate again (LeRobot's or armctl's), or give the calibration "
+                "made since"
+            )
+            if self.strict_offsets:
+                raise LinkError(f"{self.port}: {text}")
+            self.notes.append(text)
+        self.cal = self._clamped(self.cal)
+
+    def _clamped(self, cal: Calibration) -> Calibration:
+        """``cal`` with each servo's range inside the servo's own position limits (a note for each one moved)."""
+        from dataclasses import replace
+
+        out = []
+        for s in cal.servos:
+            lo, hi = self.position_limits.get(s.id, (0, 0))
+            if (lo, hi) == (0, 0) or (lo <= s.min_steps and s.max_steps <= hi):  # 0, 0: no limits (multi-turn)
+                out.append(s)
+                continue
+            new_lo, new_hi = max(s.min_steps, lo), min(s.max_steps, hi)
+            if new_hi <= new_lo:
+                raise LinkError(
+                    f"{self.port}: servo {s.id} ({s.name}) limits itself to {lo}..{hi} steps (Min/Max_Position_Limit), "
+                    f"outside all of calibration {cal.source}'s {s.min_steps:g}..{s.max_steps:g}: recalibrate"
+                )
+            self.notes.append(
+                f"servo {s.id} ({s.name}): the calibrated range {s.min_steps:g}..{s.max_steps:g} steps is clamped to "
+                f"the servo's own limits {new_lo:g}..{new_hi:g} (Min/Max_Position_Limit in its EEPROM)"
+            )
+            out.append(replace(s, min_steps=float(new_lo), max_steps=float(new_hi)))
+        n = len(cal.joints)
+        return replace(cal, joints=tuple(out[:n]), gripper=out[n] if cal.gripper is not None else None)
 
     def close(self) -> None:
         """Release the port; the servos keep their torque and hold their goal."""

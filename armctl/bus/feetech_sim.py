@@ -19,7 +19,8 @@ simulated time. Times are simulated seconds; the ``rate`` option only maps them 
   pushes with a load proportional to the position error, up to ``torque_limit``; above
   ``overload_torque`` for ``protection_time`` it reports overload (error bit 0x20) and, when
   ``unloading_condition`` has that bit, drops to ``protective_torque`` until torque is written again.
-  With torque off it holds still and ``turn_by_hand`` moves it. Temperature rises with the load, and the
+  With torque off it holds still and ``turn_by_hand`` moves it, or a ``hand`` file (rows ``t_s,id,steps``:
+  a hand's moves in time, encoder steps, interpolated) does. Temperature rises with the load, and the
   voltage it reports sags under it (``SAG_V`` at full load).
 """
 
@@ -28,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from bisect import insort
+from bisect import bisect_right, insort
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,10 +87,71 @@ class FeetechSimOptions:
     stops: dict[int, tuple[float, float]] = field(default_factory=dict)
     state: str | None = None
     plug: list[int] = field(default_factory=list)
+    offsets: dict[int, int] = field(default_factory=dict)
+    limits: dict[int, tuple[int, int]] = field(default_factory=dict)
+    hand: str | None = None
+    #: the ``hand`` file read: {id: (times s, encoder steps)}; read from ``hand`` when None
+    hand_track: dict[int, tuple[list[float], list[float]]] | None = None
 
 
 class LinkGone(Exception):
     """The simulated USB adapter was pulled (``disconnect=N``)."""
+
+
+def read_hand_file(path: str, steps_per_turn: int = 4096) -> dict[int, tuple[list[float], list[float]]]:
+    """A ``hand`` file: CSV rows ``t_s,id,steps`` (simulated seconds since the bus was powered, servo id,
+    encoder steps = present position + homing offset), a header line and ``#`` comments allowed; times
+    never fall for one id. Returns {id: (times, steps)}. ValueError naming the file and line otherwise."""
+    track: dict[int, tuple[list[float], list[float]]] = {}
+    try:
+        lines = Path(path).read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    seen_data = False
+    for number, line in enumerate(lines, 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        fields = [f.strip() for f in text.split(",")]
+        if not seen_data and fields and fields[0].lower() in ("t_s", "t", "time", "time_s"):
+            seen_data = True  # the header
+            continue
+        seen_data = True
+        where = f"{path} line {number}"
+        if len(fields) != 3:
+            raise ValueError(f"{where}: expected t_s,id,steps, got {text!r}")
+        try:
+            t, servo_id, steps = float(fields[0]), int(fields[1]), float(fields[2])
+        except ValueError:
+            raise ValueError(f"{where}: expected numbers t_s,id,steps, got {text!r}") from None
+        if not (math.isfinite(t) and t >= 0):
+            raise ValueError(f"{where}: time {fields[0]} s must be >= 0")
+        if not 0 <= servo_id <= 0xFC:
+            raise ValueError(f"{where}: id {servo_id} is outside 0..252")
+        if not (math.isfinite(steps) and 0 <= steps <= steps_per_turn - 1):
+            raise ValueError(f"{where}: steps {fields[2]} outside 0..{steps_per_turn - 1}")
+        times, positions = track.setdefault(servo_id, ([], []))
+        if times and t < times[-1]:
+            raise ValueError(f"{where}: time {t:g} s comes before {times[-1]:g} s, the previous row of id {servo_id}")
+        times.append(t)
+        positions.append(steps)
+    if not track:
+        raise ValueError(f"{path} has no rows t_s,id,steps")
+    return track
+
+
+def hand_at(track: tuple[list[float], list[float]], t: float) -> tuple[float, float] | None:
+    """Where the hand holds a servo at ``t`` (encoder steps) and how fast it turns it (steps/s), interpolated
+    in time; None before its first row (not touched yet); after its last row it stays put."""
+    times, steps = track
+    k = bisect_right(times, t)
+    if k == 0:
+        return None
+    if k == len(times):
+        return steps[-1], 0.0
+    t0, t1 = times[k - 1], times[k]
+    slope = (steps[k] - steps[k - 1]) / (t1 - t0)  # t1 > t0: equal times make bisect pass the first
+    return steps[k - 1] + slope * (t - t0), slope
 
 
 class SimServo:
@@ -113,6 +175,7 @@ class SimServo:
         self.temp_c = opts.temp_c
         self.stops: tuple[float, float] | None = None  # mechanical stops, encoder steps
         self.jammed = False
+        self.hand: tuple[list[float], list[float]] | None = None  # a hand's moves (``hand`` option)
         self.pending: tuple[int, bytes] | None = None
         self._power_on_sram()
         self._ctl = None
@@ -360,6 +423,19 @@ class SimServo:
             self._heat_and_protect(dt)
             self.t += dt
         self.t = max(self.t, t)
+        if self.hand is not None and not self.torque_on and not self.jammed:
+            self._follow_hand(t)
+
+    def _follow_hand(self, t: float) -> None:
+        """Torque off: the servo is where the hand (``hand`` option) holds it at ``t``, turning as fast as it."""
+        held = hand_at(self.hand, t)
+        if held is None:
+            return
+        raw, speed = held
+        lo, hi = self._bounds()
+        self.raw = min(max(raw, lo), hi)
+        self.vel = speed if lo < self.raw < hi else 0.0
+        self._ctl = None
 
     def turn_by_hand(self, present_steps: float) -> bool:
         """Turn the horn so the servo reads ``present_steps``; False (nothing moves) with torque on or jammed."""
@@ -430,13 +506,16 @@ class FeetechSim:
             added = [i for i in o.plug if i not in known]  # plugged in since the state was saved: half a turn
             servos += [SimServo(self.series, i, self.series.steps_per_turn // 2, o) for i in added]
             saved += [(b"", 0.0, None)] * len(added)
+            for servo in servos:
+                self._preset_eeprom(servo)
         else:
             start = o.start_steps or []
             servos = []
             for k, servo_id in enumerate(o.ids):
                 servos.append(SimServo(self.series, servo_id, 0.0, o))
+                self._preset_eeprom(servos[-1])
                 present = start[k] if k < len(start) else self.series.steps_per_turn // 2
-                servos[-1].raw = float(present) % self.series.steps_per_turn
+                servos[-1].raw = float(present + servos[-1].offset()) % self.series.steps_per_turn
         if saved is not None and o.start_steps:
             for servo, present in zip(servos, o.start_steps):
                 servo.raw = float(present + servo.offset()) % servo.res
@@ -451,7 +530,21 @@ class FeetechSim:
             if servo.id in o.stops:
                 servo.stops = tuple(float(v) for v in o.stops[servo.id])
             servo.jammed = servo.id in o.stall
+        if o.hand is not None and o.hand_track is None:
+            o.hand_track = read_hand_file(o.hand, self.series.steps_per_turn)
+        for servo in servos:
+            servo.hand = (o.hand_track or {}).get(servo.id)
         return servos
+
+    def _preset_eeprom(self, servo: SimServo) -> None:
+        """The ``offsets`` and ``limits`` options: EEPROM as a calibration left it (over the state file's)."""
+        o = self.opts
+        if servo.id in o.offsets and "homing_offset" in self.series.registers:
+            servo.put("homing_offset", o.offsets[servo.id])
+        if servo.id in o.limits:
+            servo.put("min_angle_limit", o.limits[servo.id][0])
+            servo.put("max_angle_limit", o.limits[servo.id][1])
+        servo.saved_eeprom = bytes(servo.mem[:EEPROM_END])
 
     # --- state file (the servos' EEPROM and where they stand, between runs) ---
 

@@ -39,7 +39,8 @@ from dataclasses import dataclass
 
 from ..calibration import PULSE_RANGE_US
 from ..errors import LinkError
-from .backend import FRAME_S, Backend, BoardInfo, BoardStatus, Capabilities, WireLog, readdress
+from .backend import BoardInfo, BoardStatus, Capabilities, WireLog, readdress
+from .hosttimed import HostTimed
 
 FIRMATA_BAUD = 57600
 SERIAL_PINS = (0, 1)  # D0/D1: the UART the host talks over
@@ -182,7 +183,7 @@ def _fast_start(pymata_class):
     return FastStartPymata
 
 
-class FirmataBackend(Backend):
+class FirmataBackend(HostTimed):
     """StandardFirmata on ``port`` (a device path; pymata4 cannot open pyserial URLs)."""
 
     name = "firmata"
@@ -218,14 +219,12 @@ class FirmataBackend(Backend):
         self.arduino_wait_s = arduino_wait_s
         self.wire_log_path = wire_log
         self._factory = pymata_factory
-        self._clock, self._sleep = clock, sleep
+        self._init_timing(clock, sleep)
         self.board = None
         self.log: WireLog | None = None
         self.info: BoardInfo | None = None
         self.current: dict[int, float | None] = dict.fromkeys(self.ranges)
         self.attached: set[int] = set()
-        self._next_frame_t: float | None = None
-        self._played = 0
         self.writes: list[tuple[float, int, int]] = []  # (time, pin, us) of every servo_write
 
     def open(self) -> BoardInfo:
@@ -304,45 +303,20 @@ class FirmataBackend(Backend):
         self.current[pin] = start_us
 
     def move(self, frames: int, widths_us: dict[int, float | None]) -> None:
-        """Host-timed: writes each frame's interpolated pulses at its frame time (blocks while playing)."""
+        """Host-timed (``HostTimed.move``); a servo's first position attaches it there."""
         for pin, us in widths_us.items():
             if us is not None and pin not in self.attached:
                 self.attach(pin, us)  # first position of this servo: it starts there
-        starts = dict(self.current)
-        now = self._clock()
-        if self._next_frame_t is None or self._next_frame_t < now - FRAME_S:
-            self._next_frame_t = now  # starting (or after a stall): restart the frame clock
-        for i in range(1, frames + 1):
-            self._waiting()
-            delay = self._next_frame_t - self._clock()
-            if delay > 0:
-                self._sleep(delay)
-            for pin, end in widths_us.items():
-                if end is None or starts.get(pin) is None:
-                    continue
-                us = starts[pin] + (end - starts[pin]) * i / frames
-                if us != self.current[pin]:
-                    self._servo_write(pin, us)
-                    self.current[pin] = us
-            self._next_frame_t += FRAME_S
-            self._played += 1
+        super().move(frames, widths_us)
 
-    def drain(self, *, timeout_s: float | None = None) -> None:
-        self._waiting()
-        delay = (self._next_frame_t or 0) - self._clock()
-        if delay > 0:
-            self._sleep(delay)
-
-    def stop(self) -> None:
-        """Nothing is queued on the board: the servos hold the last pulse written."""
-        self._next_frame_t = None
+    def _write_frame(self, values: dict[int, float]) -> None:
+        for pin, us in values.items():
+            self._servo_write(pin, us)
+            self.current[pin] = us
 
     def status(self) -> BoardStatus:
         pins = range(max(self.ranges) + 1)
         return BoardStatus(widths_us=tuple(self.current.get(p) for p in pins), left_frames=0, counters={})
-
-    def played_frames(self) -> int:
-        return self._played
 
     def close(self) -> None:
         """Release the port and leave the servos holding their last pulse.

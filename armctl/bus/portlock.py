@@ -1,10 +1,12 @@
 """One port, one process: a lock file per port in the state folder, naming its holder.
 
 A second armctl on a port already open (a ``status`` while a ``run`` streams) would send its handshake
-into the running stream and kill it. ``PortLock`` takes an exclusive ``flock`` on
-``<state>/locks/<port>.lock`` before the port is opened, and writes the holder's pid and command line
-into it; a second process (or a second handle in the same process) is refused at once with the holder
-named. The kernel drops the lock when the holder exits, however it exits. Device paths are also opened
+into the running stream and kill it. ``PortLock`` takes an exclusive lock on ``<state>/locks/<port>.lock``
+before the port is opened (through ``filelock``: ``flock`` on POSIX, ``LockFileEx`` on Windows, so every OS
+has the same rule) and writes the holder's pid and command line beside it (``.holder``: Windows lets no
+other process read a locked file); a second process (or a second handle in the same process) is refused
+at once with the holder named. The OS drops the lock when the holder exits, however it exits. The files go
+when the lock is let go. Device paths are also opened
 with pyserial's ``exclusive=True`` (see ``backend.open_port``), which keeps out programs that are not
 armctl; the lock file covers pyserial URLs (``socket://``, ``armsim://``) and Firmata, whose library
 opens the port itself.
@@ -13,7 +15,6 @@ opens the port itself.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import re
@@ -35,6 +36,9 @@ def port_key(url: str) -> str | None:
     simulator by the state file that holds its servos (else the whole URL); ``spy://PORT`` by PORT; other
     URLs by scheme and address."""
     parts = urllib.parse.urlsplit(url)
+    com = re.fullmatch(r"(?:\\\\\.\\)?(COM\d+)", url.strip(), re.IGNORECASE)
+    if com:  # a Windows serial port: COM3 and \\.\COM3 are one port, from whichever folder
+        return com.group(1).upper()
     if not parts.scheme or len(parts.scheme) == 1:  # a path (C:\\... has a one-letter "scheme")
         return os.path.realpath(url)
     scheme = parts.scheme.lower()
@@ -68,61 +72,55 @@ class PortLock:
         self.url = url
         self.key = port_key(url)
         self.path: Path | None = None if self.key is None else state_dir() / "locks" / _lock_name(self.key)
-        self._fd: int | None = None
+        self._lock = None
+
+    @property
+    def holder_path(self) -> Path | None:
+        """The file naming the holder (beside the lock file)."""
+        return None if self.path is None else self.path.with_name(self.path.name + ".holder")
 
     def acquire(self) -> None:
         """Take the lock (nothing to do for a private port); LinkError naming the holder if it is taken."""
-        if self.path is None or self._fd is not None:
+        if self.path is None or self._lock is not None:
             return
-        for _ in range(10):
-            fd = self._open()
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                holder = ""
-                with contextlib.suppress(OSError):
-                    holder = os.pread(fd, 400, 0).decode("utf-8", "replace").strip()
-                os.close(fd)
-                raise LinkError(
-                    f"port {self.url!r} is in use by {holder or 'another armctl'}: one program at a time on a port"
-                ) from None
-            try:  # the holder before removes its file as it lets go: ours must still be the one at the path
-                if os.stat(self.path).st_ino == os.fstat(fd).st_ino:
-                    break
-            except OSError:
-                pass
-            os.close(fd)
-        else:  # pragma: no cover - ten holders in a row let go between our open and our lock
-            raise LinkError(f"port {self.url!r}: could not take its lock (it changed hands ten times)")
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, (_holder_text() + "\n").encode(), 0)
-        self._fd = fd
+        import filelock  # 20 ms to import: only commands that open a port pay it
 
-    def _open(self) -> int:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            lock = filelock.FileLock(self.path, timeout=0, thread_local=False)
+            lock.acquire()
+        except filelock.Timeout:
+            holder = ""
+            with contextlib.suppress(OSError):
+                holder = self.holder_path.read_text(encoding="utf-8", errors="replace").strip()[:400]
+            raise LinkError(
+                f"port {self.url!r} is in use by {holder or 'another armctl'}: one program at a time on a port"
+            ) from None
         except OSError as exc:
             raise BadInputError(
                 f"cannot lock port {self.url!r}: cannot write the state folder {self.path.parent} "
                 f"({exc.strerror or exc}); set ARMCTL_STATE_DIR to a writable folder"
             ) from None
+        with contextlib.suppress(OSError):
+            self.holder_path.write_text(_holder_text() + "\n", encoding="utf-8")
+        self._lock = lock
 
     def release(self) -> None:
-        """Drop the lock and remove its file (a program that opened the old file meanwhile finds it gone
-        from the path once it has the lock, and takes a new one: see ``acquire``)."""
-        fd, self._fd = self._fd, None
-        if fd is None:
+        """Drop the lock and remove its files (removed while still held: a program that opened the old file
+        meanwhile finds it gone once it has the lock, and takes a new one; filelock checks for that)."""
+        lock, self._lock = self._lock, None
+        if lock is None:
             return
+        for path in (self.holder_path, self.path):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
         with contextlib.suppress(OSError):
-            os.unlink(self.path)  # while still holding it
-        os.close(fd)  # closing the descriptor releases the flock
+            lock.release()
 
     @property
     def held(self) -> bool:
         """True while this object holds the lock."""
-        return self._fd is not None
+        return self._lock is not None
 
     def __enter__(self) -> PortLock:
         self.acquire()

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import urllib.parse
 from dataclasses import asdict, dataclass
 
 import serial
@@ -102,9 +103,51 @@ class PortReport:
         return asdict(self)
 
 
+def is_i2c(device: str) -> bool:
+    """True for an I2C bus (``/dev/i2c-N``, ``i2c://...``, ``pca9685sim://``): probed for PCA9685 boards."""
+    return device.startswith(("/dev/i2c-", "i2c://", "pca9685sim://"))
+
+
+def probe_i2c(info: PortInfo) -> PortReport:
+    """What answers at 0x40..0x7F on an I2C bus; ``found`` "pca9685" (its port: the i2c:// URL that drives
+    it) when one PCA9685 or more answer."""
+    from .pca9685 import open_i2c, scan
+
+    t0 = time.monotonic()
+    device = info.device
+    url = device if "://" in device else f"i2c://{device}"
+
+    def report(found: str, detail: str, port: str = device, backend=None) -> PortReport:
+        what = info.description or "I2C bus"
+        return PortReport(port, None, what, found, detail, backend, None, time.monotonic() - t0)
+
+    try:
+        port = open_i2c(url)
+    except ArmctlError as exc:
+        return report("error", str(exc))
+    try:
+        found = scan(port.bus)
+    finally:
+        port.bus.close()
+    if not found:
+        return report("no answer", "nothing answers at 0x40..0x7F")
+    detail = "; ".join(f"0x{a:02x} {what}" for a, what, _ in found)
+    boards = [a for a, _, is_pca in found if is_pca]
+    if not boards:
+        return report("unknown", detail)
+    base = url.split("?", 1)[0]
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
+    query["address"] = [",".join(f"0x{a:02x}" for a in boards)]
+    drive = base + "?" + "&".join(f"{k}={v[-1]}" for k, v in query.items())
+    return report("pca9685", detail, drive, "pca9685")
+
+
 def candidates() -> list[PortInfo]:
-    """The serial ports pyserial lists, each marked whether it looks like a board."""
+    """The serial ports pyserial lists, each marked whether it looks like a board, then the I2C buses
+    (``/dev/i2c-*``), probed for PCA9685 boards."""
     from serial.tools import list_ports
+
+    from .i2c import list_buses
 
     out = []
     for p in sorted(list_ports.comports(), key=lambda p: p.device):
@@ -112,6 +155,7 @@ def candidates() -> list[PortInfo]:
         looks = p.vid in BOARD_VIDS or any(n in p.device for n in BOARD_NAMES)
         desc = p.description if p.description and p.description != "n/a" else (BOARD_VIDS.get(p.vid) or "")
         out.append(PortInfo(p.device, usb, desc, p.serial_number, looks))
+    out += [PortInfo(bus, None, "I2C bus", None, True) for bus in list_buses()]
     return out
 
 
@@ -277,6 +321,8 @@ def probe(info: PortInfo | str, *, on_reset=None) -> PortReport:
     firmware when it reset on open (its servos lost their pulses); the words it returns join the detail."""
     if isinstance(info, str):
         info = PortInfo(info)
+    if is_i2c(info.device):
+        return probe_i2c(info)
     t0 = time.monotonic()
 
     def report(found: str, detail: str, backend=None, reset=None) -> PortReport:

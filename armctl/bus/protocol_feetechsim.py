@@ -38,6 +38,21 @@ Options (lists are comma-separated):
                         they stay powered between runs) in this file
 - ``plug=I,..``        with ``state``: servos with these ids that the state file does not have are
                         plugged in (new, at half a turn); armctl's default port lists the calibration's ids
+- ``offsets=I:V,..``    servo I's homing offset (EEPROM, steps: present = actual - offset), as a
+                        calibration (LeRobot's) left it; set at power-on, over the state file's
+- ``limits=I:LO:HI,..`` servo I's min/max position limits (EEPROM, steps), likewise
+- ``hand=FILE.csv``     a hand moves the servos: CSV rows ``t_s,id,steps`` (an optional header line
+                        ``t_s,id,steps``, ``#`` comments). ``t_s``: simulated seconds since the bus was
+                        powered (the port opened; on the pty, the server started); ``steps``: encoder
+                        steps, present position + homing offset (with offset 0, what the servo reads).
+                        A servo with torque off is where the hand holds it, interpolated linearly between
+                        its rows (``present_speed`` and ``moving`` follow), untouched before its first row
+                        and left where the last one put it; with torque on it resists (the rows are
+                        ignored until the torque goes off again, when it goes where the hand holds it).
+                        Mechanical ``stops`` still bound it; a ``stall``ed servo does not turn.
+
+``baud`` is the servos' rate; the link runs at the rate the host sets (the port's ``baudrate``, or on the
+pty any rate the client sets), and servos at another rate stay silent.
 
 The opened port has ``.sim`` (a ``FeetechSim``): its servos, test hooks (``turn_by_hand``,
 ``set_stops``, ``power_cycle``) and the log of every packet the servos took in.
@@ -49,13 +64,13 @@ import math
 
 from ..errors import BadInputError
 from .feetech import BAUD_RATES, MAX_ID, get_series
-from .feetech_sim import FeetechSim, FeetechSimOptions, LinkGone
+from .feetech_sim import FeetechSim, FeetechSimOptions, LinkGone, read_hand_file
 from .simurl import BadSimURL, SimSerial, parse_options
 
 EXPECTED = (
     "expected a URL like feetechsim://[?ids=1-6&rate=20&drop=0.01] with options ids, model, baud, rate, start, "
     "speed, accel, volts, temp, drop, corrupt, delay, disconnect, seed, echo, missing, stall, garble, stops, state, "
-    "plug"
+    "plug, offsets, limits, hand"
 )
 
 
@@ -83,6 +98,24 @@ def _stops(text: str) -> dict[int, tuple[float, float]]:
         if part.strip():
             servo_id, lo, hi = part.split(":")
             out[int(servo_id)] = (float(lo), float(hi))
+    return out
+
+
+def _offsets(text: str) -> dict[int, int]:
+    out = {}
+    for part in text.split(","):
+        if part.strip():
+            servo_id, value = part.split(":")
+            out[int(servo_id)] = int(value)
+    return out
+
+
+def _limits(text: str) -> dict[int, tuple[int, int]]:
+    out = {}
+    for part in text.split(","):
+        if part.strip():
+            servo_id, lo, hi = part.split(":")
+            out[int(servo_id)] = (int(lo), int(hi))
     return out
 
 
@@ -116,6 +149,9 @@ _OPTIONS = {
     "stops": ("stops", _stops),
     "state": ("state", str),
     "plug": ("plug", _ids),
+    "offsets": ("offsets", _offsets),
+    "limits": ("limits", _limits),
+    "hand": ("hand", str),
 }
 
 
@@ -154,6 +190,20 @@ def parse_url(url: str) -> FeetechSimOptions:
     for servo_id, (lo, hi) in opts.stops.items():
         if not 0 <= lo <= hi <= top:
             raise _bad(f"stops: servo {servo_id} needs 0 <= LO <= HI <= {top} steps")
+    for servo_id, value in opts.offsets.items():
+        if abs(value) > 2047:
+            raise _bad(f"offsets: servo {servo_id}'s homing offset {value} is outside -2047..2047")
+    for servo_id, (lo, hi) in opts.limits.items():
+        if not 0 <= lo <= hi <= top:
+            raise _bad(f"limits: servo {servo_id} needs 0 <= LO <= HI <= {top} steps")
+    if opts.hand is not None:
+        try:
+            opts.hand_track = read_hand_file(opts.hand, series.steps_per_turn)
+        except ValueError as exc:
+            raise BadSimURL(f"feetechsim option hand={opts.hand}: {exc}") from None
+        stray = sorted(set(opts.hand_track) - set(opts.ids))
+        if stray and opts.state is None:
+            raise BadSimURL(f"feetechsim option hand={opts.hand}: id {stray[0]} is not on the bus (ids {opts.ids})")
     return opts
 
 

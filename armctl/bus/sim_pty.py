@@ -3,10 +3,12 @@
     python -m armctl.bus.sim_pty [ARMSIM_URL]      e.g. "armsim://seed-3link?baud=115200"
     python -m armctl.bus.sim_pty FEETECHSIM_URL    e.g. "feetechsim://?ids=1-6"
 
+POSIX only (Linux, macOS): Windows has no pseudo-terminals, and says so (exit 2).
 Prints the pty path (e.g. /dev/pts/5) on stdout, then serves until killed
 (Ctrl-C). The link model emulates the baud rate's byte time in both
 directions (``baud=`` option, default 115200), whatever speed the pty runs.
-The Feetech bus runs at the baud rate the client sets on the pty (servos at
+The Feetech bus runs at whatever baud rate the client sets on the pty (any rate, the
+non-standard ones pyserial sets with BOTHER too: 14400, 128000, 250000; servos at
 another rate do not answer); ``disconnect=N`` closes the pty. A bad URL or argument: one line on stderr,
 exit 2.
 """
@@ -15,20 +17,49 @@ from __future__ import annotations
 
 import os
 import select
+import struct
 import sys
-import termios
 import time
-import tty
 import urllib.parse
+
+try:
+    import fcntl
+    import termios
+    import tty
+except ImportError:  # Windows: no pseudo-terminals
+    if __name__ == "__main__":
+        print(
+            "python -m armctl.bus.sim_pty: pseudo-terminals are POSIX (Linux, macOS); on Windows give armctl the "
+            "simulator itself (--port armsim://..., feetechsim://...)",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+    raise
 
 from . import feetech_sim
 from .protocol_armsim import parse_url
 from .sim import LinkGone, SimArm
 
-# termios speed constants -> baud (the rates Linux has constants for; others keep the last known rate)
+# termios speed constants -> baud, for where TCGETS2 is missing (a rate set with BOTHER keeps the last known one)
 _PTY_BAUDS = {
-    getattr(termios, f"B{n}"): n for n in (1_000_000, 500_000, 115_200, 57_600, 38_400) if hasattr(termios, f"B{n}")
+    getattr(termios, f"B{n}"): n
+    for n in (4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 500_000, 576000, 921600, 1_000_000, 2_000_000)
+    if hasattr(termios, f"B{n}")
 }
+# Linux's TCGETS2 (asm-generic: x86, arm): struct termios2 holds the speeds as numbers, BOTHER rates included
+# (pyserial sets 14400, 128000, 250000 that way); both speeds are at byte 36 of its 44 bytes
+_TCGETS2 = 0x802C542A
+
+
+def pty_baud(fd: int, last: int) -> int:
+    """The baud rate the client last set on the pty ``fd`` (``last`` if it cannot be told)."""
+    try:
+        speed = struct.unpack_from("II", fcntl.ioctl(fd, _TCGETS2, bytes(44)), 36)[1]
+        if speed > 0:
+            return speed
+    except (OSError, struct.error):
+        pass
+    return _PTY_BAUDS.get(termios.tcgetattr(fd)[5], last)
 
 
 def _make_sim(url: str):
@@ -68,7 +99,7 @@ class PtySim:
                     except OSError:
                         data = b""
                     if data and isinstance(self.sim, feetech_sim.FeetechSim):  # the rate the client set
-                        self.sim.host_baud = _PTY_BAUDS.get(termios.tcgetattr(self.slave)[5], self.sim.host_baud)
+                        self.sim.host_baud = pty_baud(self.slave, self.sim.host_baud)
                     if data:
                         self.sim.host_write(data, self.now_s())
                 out = self.sim.host_read(self.now_s())

@@ -9,7 +9,7 @@ and its one-line help, so ``armctl --help`` needs none of them):
   0 success, 1 internal error, 2 bad input (arguments, files, YAML),
   3 target or motion impossible (unreachable, joint/speed/pulse limit),
   4 link or board error (port, timeout, lost link, protocol), 130 interrupted,
-  143 SIGTERM, 129 SIGHUP.
+  143 SIGTERM, 129 SIGHUP (Windows: 149 Ctrl-Break, 129 console closed).
 """
 
 from __future__ import annotations
@@ -64,7 +64,15 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         "--arm",
         default=d,
         metavar="NAME|PATH",
-        help="arm preset name (seed-2link, seed-3link) or arm YAML file (default: the program's arm:, else seed-3link)",
+        help="arm preset name (seed-2link, seed-3link), arm YAML file or URDF (FILE.urdf, with FILE.armctl.yaml "
+        "beside it if any) (default: the program's arm:, else seed-3link)",
+    )
+    g.add_argument(
+        "--tool-link",
+        default=d,
+        metavar="NAME",
+        help="with --arm FILE.urdf: the URDF link that is the tool point (default: the sidecar's tool_link, else "
+        "the last link of the longest chain)",
     )
     g.add_argument(
         "--port",
@@ -77,15 +85,16 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         "--backend",
         default=d,
         metavar="NAME",
-        help="board protocol: armctl (our firmware or the simulator), firmata (stock StandardFirmata) or "
-        "feetech (bus servos); default: feetech for a calibration in steps, else armctl",
+        help="board protocol: armctl (our firmware or the simulator), firmata (stock StandardFirmata), "
+        "feetech (bus servos) or pca9685 (PCA9685 boards on I2C: --port i2c:///dev/i2c-1?address=0x40); default: "
+        "pca9685 for an i2c:// port, feetech for a calibration in steps, else armctl",
     )
     g.add_argument(
         "--calibration",
         default=d,
         metavar="FILE",
         help="servo calibration YAML (default: ./calibration/<arm>.yaml, else ~/.config/armctl/calibration/"
-        "<arm>.yaml, else the example shipped with the arm preset)",
+        "<arm>.yaml, else the example shipped with the arm preset); LeRobot's as it is: FILE.json or lerobot:ID",
     )
     g.add_argument(
         "--watchdog",
@@ -119,7 +128,7 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
         "Lengths in metres (or with a unit: 500mm, 50cm), angles in degrees.",
         epilog=(
             "exit codes: 0 ok, 2 bad input, 3 unreachable or limit, 4 link/board error, 130 interrupted (Ctrl-C), "
-            "143 SIGTERM, 129 SIGHUP (each after a controlled stop)"
+            "143 SIGTERM, 129 SIGHUP (Windows: 149 Ctrl-Break, 129 console closed; each after a controlled stop)"
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -163,16 +172,22 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in GLOBAL_DEFAULTS.items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)
+    if getattr(args, "tool_link", None) is not None:  # one arm reference: FILE.urdf#LINK (armctl.arm.load_arm)
+        if not (args.arm_given and args.arm.endswith(".urdf")):
+            _say(f"armctl {args.command}: error: --tool-link applies to an arm from a URDF: give --arm FILE.urdf")
+            return EXIT_BAD_INPUT
+        args.arm = f"{args.arm}#{args.tool_link}"
     restore = _stop_on_signals()
     try:
         return int(args.func(args) or 0)
     except ArmctlError as exc:
         _say(f"armctl {args.command}: error: {exc}")
         return exc.exit_code
-    except Terminated as exc:
-        _say(f"armctl {args.command}: stopped by {exc} (the arm holds its pose)")
-        return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        exc = _hangup(exc)
+        if isinstance(exc, Terminated):
+            _say(f"armctl {args.command}: stopped by {exc} (the arm holds its pose)")
+            return exc.exit_code
         _say(f"armctl {args.command}: interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
@@ -190,10 +205,11 @@ def _say(line: str) -> None:
 
 
 def _stop_on_signals():
-    """SIGTERM and SIGHUP become ``Terminated`` (a KeyboardInterrupt): the same controlled stop as Ctrl-C,
-    then exit 143 or 129. Only the first one counts, so a second cannot cut the stop short. Returns a
+    """The OS's stop signals (SIGTERM, SIGHUP; on Windows Ctrl-Break and a closing console:
+    ``armctl.stopsignals``) become ``Terminated`` (a KeyboardInterrupt): the same controlled stop as Ctrl-C,
+    then exit 143, 129 or 149. Only the first one counts, so a second cannot cut the stop short. Returns a
     function that puts the previous handlers back."""
-    import signal
+    from .. import stopsignals
 
     fired = []
 
@@ -202,18 +218,22 @@ def _stop_on_signals():
             fired.append(signum)
             raise Terminated(signum)
 
-    previous = {}
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        try:
-            previous[sig] = signal.signal(sig, handler)
-        except ValueError:  # not the main thread (armctl.cli.main called from a thread): leave them alone
-            return lambda: None
+    undo = stopsignals.install(handler)
 
     def restore() -> None:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+        undo()
+        stopsignals.stopped()  # a closing Windows console may now end the process
 
     return restore
+
+
+def _hangup(exc: KeyboardInterrupt) -> KeyboardInterrupt:
+    """A Ctrl-C that a closing Windows console raised is a hang-up (exit 129), not an interrupt."""
+    from ..stopsignals import HANGUP_EXIT, hung_up
+
+    if hung_up() and not isinstance(exc, Terminated):
+        return Terminated(0, name="the console closing", exit_code=HANGUP_EXIT)
+    return exc
 
 
 if __name__ == "__main__":

@@ -12,19 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import select
 import sys
-import termios
 import time
-import tty
 from dataclasses import fields, replace
 from pathlib import Path
 
 import numpy as np
 
 from .. import calibrate as cb
-from .. import motion
+from .. import motion, terminal
 from ..arm import Arm, load_arm
 from ..calibration import PULSE_RANGE_US, Calibration, load_calibration, save_calibration, save_path_for
 from ..errors import BadInputError, ConfigError, LinkError, Terminated
@@ -44,6 +40,7 @@ script forms:
   armctl calibrate --compare A.yaml B.yaml               how two calibrations differ (deg, mm)
   armctl calibrate --check                               move through a square, print where to measure
   armctl calibrate --push-limits                         write the calibration's min/max to the board
+  armctl --arm so101 calibrate --from-lerobot my_arm     LeRobot's calibration my_arm as an armctl YAML
 exit codes: 0 ok, 2 bad input or a refused fit, 3 check square unreachable, 4 board error or
 board limits that differ from the calibration, 130 quit (q or Ctrl-C; nothing saved)."""
 
@@ -64,6 +61,14 @@ def register(sub, parents) -> None:
     mode.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two calibration files")
     mode.add_argument("--check", action="store_true", help="move through a square; print where each corner is")
     mode.add_argument("--push-limits", action="store_true", help="write the calibration's min/max to the board")
+    mode.add_argument(
+        "--from-lerobot",
+        nargs="?",
+        const="",
+        metavar="FILE|ID",
+        help="write the armctl calibration a LeRobot calibration means (its JSON file, or the id LeRobot saved it "
+        "under; default: the only one LeRobot has) to --out (default ~/.config/armctl/calibration/<arm>.yaml)",
+    )
     p.add_argument("--joint", metavar="J", help="record: joint 1..n, a joint name, or 'gripper'")
     p.add_argument("--angle", metavar="DEG", help="record: the joint angle (deg; gripper: also open|closed)")
     p.add_argument("--us", metavar="US", help="record: the pulse (us) that puts the joint at --angle")
@@ -95,6 +100,11 @@ def register(sub, parents) -> None:
         action="store_true",
         help="bus servos: also write each joint's homing offset to its EEPROM so its zero reads 2048 steps",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with --write-offsets: write them even over the homing offsets another program (LeRobot) stored",
+    )
     p.add_argument("--side", metavar="LEN", help="check: side of the square (m or 200mm; default reach/4)")
     p.add_argument("--center", nargs=2, metavar=("X", "Y"), help="check: centre of the square (m)")
     p.add_argument("--speed", default="100", metavar="MM_S", help="check: tool speed, mm/s (default 100)")
@@ -108,6 +118,8 @@ def cmd_calibrate(args) -> int:
         return _compare(args)
     if args.show is not None:
         return _show(args)
+    if args.from_lerobot is not None:
+        return _from_lerobot(args)
     arm, cal = setup(args)
     if args.joint is not None or args.angle is not None or args.us is not None or args.min_us or args.max_us:
         return _record(args, arm, cal)
@@ -214,8 +226,64 @@ def _comment(what: str) -> str:
     return f"Calibration {what}, {time.strftime('%Y-%m-%d %H:%M:%S')}."
 
 
+def _from_lerobot(args) -> int:
+    """``--from-lerobot [FILE|ID]``: the armctl calibration a LeRobot calibration means, saved as YAML."""
+    from .. import lerobot
+    from . import choose_arm
+
+    arm = load_arm(choose_arm(args))
+    spec = args.from_lerobot
+    if not spec:
+        found = lerobot.lerobot_ids()
+        every = [(sub, i) for sub, ids in found.items() for i in ids]
+        if len(every) != 1:
+            listed = "; ".join(f"{', '.join(ids)} (in {sub})" for sub, ids in found.items()) or "none"
+            raise BadInputError(
+                f"--from-lerobot: give the file or id ({len(every)} LeRobot calibrations under "
+                f"{lerobot.lerobot_calibration_root()}: {listed})"
+            )
+        spec = every[0][1]
+    path = Path(spec) if lerobot.is_lerobot_file(spec) or Path(spec).is_file() else None
+    if path is None:
+        path = lerobot.find_lerobot_calibration(spec)
+    cal, notes = lerobot.from_lerobot(lerobot.read_lerobot_file(path), arm, path)
+    out = Path(args.out) if args.out else save_path_for(arm.name, path)
+    comment = (
+        _comment(f"converted from LeRobot's {path} by armctl calibrate --from-lerobot")
+        + "\nAngles are LeRobot's: each joint's zero is the middle of the range recorded there (4095 steps a turn),"
+        + "\nmapped onto armctl's angles through the arm's URDF; the gripper's closed..open is LeRobot's 0..100 %."
+        + "\nhoming_offset: the value in the servo's EEPROM this was made with, checked when the port opens; the"
+        + "\npositions the servos report already carry it (it is never applied again)."
+    )
+    out = _save(replace(cal, source=str(out)), out, comment)
+    for s in cal.servos:
+        mid_deg = math.degrees(float(s.angle_rad((s.min_steps + s.max_steps) / 2)))
+        zero = "" if s is cal.gripper else f"   LeRobot's 0 deg is armctl's {mid_deg:.1f} deg"
+        print(f"  {s.name:<14} id {s.id}   range {s.min_steps:g}..{s.max_steps:g} steps{zero}")
+    for h in cal.held:
+        print(f"  {h.name:<14} id {h.id}   held at {h.position_steps:g} steps (no joint of arm {arm.name!r})")
+    for note in notes:
+        print(f"note: {note}")
+    print(_saved_line(out) + f"; use it with --calibration {out}, or give LeRobot's directly: --calibration lerobot:ID")
+    return 0
+
+
+def _keys(servo) -> dict:
+    """A servo's entry as its YAML keys (``homing_offset`` only where the calibration states it)."""
+    out = {f.name: getattr(servo, f.name) for f in fields(servo)}
+    if out.get("homing_offset", 0) is None:
+        del out["homing_offset"]
+    return out
+
+
 def _show(args) -> int:
-    if args.show:
+    from ..lerobot import open_calibration, resolve
+
+    if args.show and resolve(args.show) is not None:  # LeRobot's: as the armctl calibration it means
+        from . import choose_arm
+
+        cal = open_calibration(args.show, load_arm(choose_arm(args)))[0]
+    elif args.show:
         cal = load_calibration(args.show)
     else:
         _, cal = setup(args)
@@ -226,12 +294,8 @@ def _show(args) -> int:
                     "source": cal.source,
                     "arm": cal.arm,
                     "version": cal.version,
-                    "servos": [{f.name: getattr(s, f.name) for f in fields(s)} for s in cal.servos],  # YAML keys
-                    **(
-                        {"hold": [{f.name: getattr(h, f.name) for f in fields(h)} for h in cal.held]}
-                        if cal.held
-                        else {}
-                    ),
+                    "servos": [_keys(s) for s in cal.servos],  # YAML keys
+                    **({"hold": [_keys(h) for h in cal.held]} if cal.held else {}),
                 },
                 indent=1,
             )
@@ -328,22 +392,6 @@ class Quit(Exception):
     """The user left (q, Ctrl-C): hold the servos, save nothing."""
 
 
-_KEYS = {
-    b"\x1b[A": "up",
-    b"\x1b[B": "down",
-    b"\x1b[C": "right",
-    b"\x1b[D": "left",
-    b"\x1bOA": "up",
-    b"\x1bOB": "down",
-    b"\x1bOC": "right",
-    b"\x1bOD": "left",
-    b"\x1b[5~": "pgup",
-    b"\x1b[6~": "pgdn",
-    b"\r": "enter",
-    b"\n": "enter",
-    b"\x03": "ctrl-c",
-    b"\x04": "ctrl-c",
-}
 STEPS_US = {
     "k": 0.5,
     "right": 0.5,
@@ -364,38 +412,20 @@ KEY_HELP = [
 ]
 
 
-class Terminal:
-    """Raw keys from stdin (no echo, no line buffering, Ctrl-C as a key), full-screen redraws on stdout."""
+class Terminal(terminal.Terminal):
+    """calibrate's screen (``armctl.terminal``: every OS): not the alternate screen, so its last screen stays
+    when it ends; the end of input reads as Ctrl-C (quit, save nothing)."""
 
     def __init__(self):
-        self.fd = sys.stdin.fileno()
-        self.saved = termios.tcgetattr(self.fd)
-        tty.setraw(self.fd)
-
-    def restore(self) -> None:
-        if self.saved is not None:
-            termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)
-            self.saved = None
-            sys.stdout.write("\r\n")
-            sys.stdout.flush()
+        super().__init__(fullscreen=False)
 
     def key(self, timeout_s: float | None = None) -> str | None:
-        """The next key ('up', 'enter', 'ctrl-c', 'k', ...), or None after ``timeout_s`` without one."""
-        if timeout_s is not None and not select.select([self.fd], [], [], timeout_s)[0]:
-            return None
-        b = os.read(self.fd, 1)
-        if not b:
-            return "ctrl-c"  # end of input: treat like Ctrl-C
-        if b == b"\x1b":
-            while len(b) < 6 and select.select([self.fd], [], [], 0.05)[0]:
-                b += os.read(self.fd, 1)
-                if b[-1:].isalpha() or b.endswith(b"~"):
-                    break
-        return _KEYS.get(b, b.decode("latin-1"))
+        k = super().key(timeout_s)
+        return "ctrl-c" if k == "ctrl-d" else k
 
     def draw(self, lines: list[str]) -> None:
-        sys.stdout.write("\x1b[H\x1b[2J" + "\r\n".join(lines) + "\r\n")
-        sys.stdout.flush()
+        """Clear the screen, then draw (a screen at a time, as scrolled-back text reads too)."""
+        self._write("\x1b[H\x1b[2J" + "\r\n".join(lines) + "\r\n")
 
 
 # --- the interactive workflow --------------------------------------------------------------------------------

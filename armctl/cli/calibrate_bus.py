@@ -114,6 +114,8 @@ class BusWorkflow(Workflow):
 
 def interactive(args, robot, arm: Arm, cal: Calibration, *, out: Path, margin_deg: float, max_residual: float) -> int:
     """The whole bus-servo session on an open ``robot`` whose servos can be released."""
+    if args.write_offsets and not args.force:
+        _refuse_foreign_offsets(robot)
     robot.release()
     term = Terminal()
     flow = BusWorkflow(
@@ -158,6 +160,23 @@ def interactive(args, robot, arm: Arm, cal: Calibration, *, out: Path, margin_de
     return 0
 
 
+def _refuse_foreign_offsets(robot) -> None:
+    """``--write-offsets`` without ``--force`` on servos whose EEPROM already holds homing offsets (LeRobot's
+    calibration writes them): BadInputError (exit 2) saying what LeRobot would do afterwards; nothing written."""
+    offsets = robot.call(lambda backend: dict(getattr(backend, "homing_offsets", {})))
+    names = {s.id: s.name for s in (*robot.calibration.servos, *robot.calibration.held)}
+    carried = {i: v for i, v in sorted(offsets.items()) if v}
+    if not carried:
+        return
+    listed = ", ".join(f"{i} ({names.get(i, '?')}) {v:+d}" for i, v in carried.items())
+    raise BadInputError(
+        f"--write-offsets: servos {listed} already carry homing offsets in their EEPROM (LeRobot's calibration "
+        "writes them); changing them makes LeRobot call the arm uncalibrated at its next connect, and pressing "
+        "ENTER there writes its own offsets back, shifting this calibration by the difference. armctl does not "
+        "need them: leave --write-offsets out, or pass --force to write anyway; nothing was changed"
+    )
+
+
 def _write_offsets(robot, cal: Calibration, notes: list[str]) -> Calibration:
     """Set each joint's homing offset (servo EEPROM) so that its zero angle reads 2048 steps, and shift the
     calibration to match. A joint whose range would leave 0..4095, or whose offset would pass the
@@ -172,13 +191,13 @@ def _write_offsets(robot, cal: Calibration, notes: list[str]) -> Calibration:
             joints.append(s)
             continue
         offsets[s.id] = delta
-        joints.append(replace(s, zero_steps=s.zero_steps - delta, min_steps=lo, max_steps=hi))
+        joints.append(replace(s, zero_steps=s.zero_steps - delta, min_steps=lo, max_steps=hi))  # offset: below
     try:
         written = robot.call(lambda backend: backend.add_homing_offsets(offsets))
     except (LinkError, BadInputError) as exc:
         notes.append(f"homing offsets not written: {exc}")
         return cal
-    shifted = {s.id: s for s in joints}
+    shifted = {s.id: replace(s, homing_offset=written.get(s.id)) for s in joints}  # what the EEPROM holds now
     out = [shifted[s.id] if s.id in written else s for s in cal.servos]
     for s in cal.servos:
         if s.id in written:

@@ -19,9 +19,10 @@ import numpy as np
 
 from .. import motion
 from ..arm import Arm, load_arm
-from ..calibration import Calibration, find_calibration, load_calibration
+from ..calibration import Calibration
 from ..errors import BadInputError
 from ..kinematics import tool_point
+from ..lerobot import open_calibration
 from ..units import parse_float
 
 EPILOG = """\
@@ -122,7 +123,9 @@ def setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration]:
     from . import choose_arm
 
     arm = load_arm(choose_arm(args, program_arm))
-    cal = load_calibration(find_calibration(arm.name, args.calibration))
+    cal, _, notes = open_calibration(args.calibration, arm)  # armctl's YAML, or LeRobot's (lerobot:ID, .json)
+    for note in notes:
+        print(f"armctl: note: {note}", file=sys.stderr)
     cal.check_arm(arm)
     return arm, cal
 

@@ -290,6 +290,10 @@ def cmd_workspace(args) -> int:
             "open_deg": round(math.degrees(arm.gripper.open_rad), 6),
             "closed_deg": round(math.degrees(arm.gripper.closed_rad), 6),
         }
+    if arm.urdf_map is not None:
+        from ..urdf import describe
+
+        d["urdf"] = describe(arm)
     if args.json:
         print(json.dumps(d))
         return 0
@@ -321,4 +325,8 @@ def cmd_workspace(args) -> int:
         f"home: q = [{', '.join(f'{v:.1f}' for v in d['home_deg'])}] deg, tool at "
         f"({', '.join(f'{v:.4f}' for v in home_tool)}) m"
     )
+    if arm.urdf_map is not None:
+        from ..urdf import describe_lines
+
+        print("\n".join(describe_lines(arm)))
     return 0

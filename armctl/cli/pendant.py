@@ -26,18 +26,16 @@ from __future__ import annotations
 
 import math
 import os
-import select
-import signal
 import sys
-import termios
 import time
-import tty
 from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 
+from .. import stopsignals
 from ..errors import ArmctlError, BadInputError, LinkError, MotionError, StopRequested
+from ..terminal import Terminal
 
 STEPS_MM = (0.1, 1.0, 10.0, 50.0)
 SPEEDS_MM_S = (2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 200.0)
@@ -70,128 +68,8 @@ HELP = [
 
 
 # --- the terminal ------------------------------------------------------------------------------------------
-
-_SEQUENCES = {
-    b"\x1b[A": "up",
-    b"\x1b[B": "down",
-    b"\x1b[C": "right",
-    b"\x1b[D": "left",
-    b"\x1bOA": "up",
-    b"\x1bOB": "down",
-    b"\x1bOC": "right",
-    b"\x1bOD": "left",
-    b"\x1b[5~": "pgup",
-    b"\x1b[6~": "pgdn",
-}
-_SINGLE = {
-    b"\r": "enter",
-    b"\n": "enter",
-    b"\x03": "ctrl-c",
-    b"\x04": "ctrl-d",
-    b"\x7f": "backspace",
-    b"\x08": "backspace",
-}
-
-
-def decode_keys(buf: bytes, *, final: bool = False) -> tuple[list[str], bytes]:
-    """Split terminal input into keys: ('up', 'pgdn', 'enter', 'escape', 'ctrl-c', 'a', ...) and the bytes of
-    an escape sequence not complete yet (kept for the next read; with ``final`` a lone ESC is the Escape
-    key). Unknown escape sequences are dropped whole."""
-    keys: list[str] = []
-    i = 0
-    while i < len(buf):
-        b = buf[i : i + 1]
-        if b != b"\x1b":
-            if b == b"\r" and buf[i + 1 : i + 2] == b"\n":
-                i += 1  # CR LF is one Enter
-            keys.append(_SINGLE.get(b, b.decode("latin-1")))
-            i += 1
-            continue
-        rest = buf[i:]
-        if len(rest) == 1:
-            if final:
-                keys.append("escape")
-                i += 1
-                continue
-            return keys, rest
-        if rest[1:2] not in (b"[", b"O"):
-            keys.append("escape")  # ESC then a plain key
-            i += 1
-            continue
-        j = 2
-        while j < len(rest) and not (0x40 <= rest[j] <= 0x7E):  # CSI parameters until the final byte
-            j += 1
-        if j >= len(rest):
-            if final:
-                return keys, b""
-            return keys, rest
-        seq = rest[: j + 1]
-        name = _SEQUENCES.get(seq)
-        if name is not None:
-            keys.append(name)
-        i += j + 1
-    return keys, b""
-
-
-class Terminal:
-    """The pendant's terminal: raw keys with their arrival times, full-screen redraws (alternate screen)."""
-
-    def __init__(self, fd_in: int | None = None, out=None):
-        self.fd = sys.stdin.fileno() if fd_in is None else fd_in
-        self.out = out or sys.stdout
-        self.saved = termios.tcgetattr(self.fd)
-        self._pending = b""
-        self.closed = False
-        tty.setraw(self.fd)
-        self.out.write("\x1b[?1049h\x1b[?25l")
-        self.out.flush()
-
-    def restore(self) -> None:
-        """Back to the terminal as it was (safe to call twice, and on a terminal that went away)."""
-        if self.saved is None:
-            return
-        saved, self.saved = self.saved, None
-        try:
-            self.out.write("\x1b[?25h\x1b[?1049l")
-            self.out.flush()
-            termios.tcsetattr(self.fd, termios.TCSADRAIN, saved)
-        except (OSError, termios.error):
-            self.closed = True
-
-    def keys(self, timeout_s: float) -> list[tuple[str, float]]:
-        """The keys that arrive within ``timeout_s`` (all that are waiting, or none), each with the
-        ``time.monotonic()`` it was read at. End of input reads as 'ctrl-d'."""
-        if self.closed:
-            return [("ctrl-d", time.monotonic())]
-        if not select.select([self.fd], [], [], timeout_s)[0]:
-            if self._pending:  # a lone ESC that nothing followed
-                keys, self._pending = decode_keys(self._pending, final=True)
-                now = time.monotonic()
-                return [(k, now) for k in keys]
-            return []
-        try:
-            data = os.read(self.fd, 4096)
-        except OSError:
-            data = b""
-        now = time.monotonic()
-        if not data:
-            self.closed = True
-            return [("ctrl-d", now)]
-        keys, self._pending = decode_keys(self._pending + data)
-        if self._pending and not select.select([self.fd], [], [], 0.03)[0]:
-            more, self._pending = decode_keys(self._pending, final=True)
-            keys += more
-        return [(k, now) for k in keys]
-
-    def draw(self, lines: list[str]) -> None:
-        """Redraw the whole screen: each line cleared to its end, the rest of the screen cleared. A terminal
-        that went away (the SSH link dropped) reads as 'ctrl-d' next."""
-        try:
-            self.out.write("\x1b[H" + "".join(line + "\x1b[K\r\n" for line in lines) + "\x1b[J")
-            self.out.flush()
-        except OSError:
-            self.closed = True
-
+# The pendant's keys and screen: armctl.terminal (raw keys with their arrival times, full-screen redraws on
+# the alternate screen; POSIX and Windows).
 
 # --- the pendant ---------------------------------------------------------------------------------------------
 
@@ -590,11 +468,11 @@ def run(pendant: Pendant, term: Terminal) -> str:
     at once, from the handler, and the loop ends); returns why it ended."""
 
     def on_signal(signum, frame):
-        name = signal.Signals(signum).name
+        name = stopsignals.signal_name(signum)
         pendant.robot.stop(name)  # safe from a signal handler; the loop notices quit within a tick
         pendant.quit = name
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGHUP, signal.SIGTERM)}
+    restore = stopsignals.install(on_signal)
     last_draw = -math.inf
     try:
         pendant.refresh()
@@ -617,8 +495,7 @@ def run(pendant: Pendant, term: Terminal) -> str:
         pendant.stop("interrupted", time.monotonic())
         pendant.quit = "ctrl-c"
     finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
+        restore()
     return pendant.quit
 
 
@@ -693,6 +570,10 @@ def cmd_pendant(args) -> int:
         pass
     if why == "q":
         return 0
-    if why.startswith("SIG"):  # SIGTERM 143, SIGHUP 129: as every moving command (docs: exit codes)
+    if why.startswith("SIG"):  # SIGTERM 143, SIGHUP 129, SIGBREAK 149: as every moving command (docs)
+        import signal
+
         return 128 + int(signal.Signals[why])
+    if why == "ctrl-c" and stopsignals.hung_up():  # a closing Windows console
+        return stopsignals.HANGUP_EXIT
     return EXIT_INTERRUPTED

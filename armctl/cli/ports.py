@@ -12,13 +12,15 @@ from ..errors import BadInputError, LinkError
 EPILOG = """\
 Each port that looks like a board (a USB serial device) is opened and asked, in bounded time, for our
 firmware's handshake (115200 baud) and for StandardFirmata's version (57600 baud); if neither answers,
-Feetech bus servos (ids 0-20) are pinged at 1 Mbaud. Opening an Arduino
+Feetech bus servos (ids 0-20) are pinged at 1 Mbaud. I2C buses (/dev/i2c-*) are scanned at 0x40..0x7F for
+PCA9685 boards (reads only). Opening an Arduino
 Uno's port resets it: the probe waits for the board to start again (up to about 6 s; all ports at once).
 A port another armctl holds is reported as in use and not opened.
 examples:
   armctl ports
   armctl ports --json
   armctl ports /dev/ttyS0 /dev/pts/3           # probe these (any path), not the listed ones
+  armctl ports /dev/i2c-1                       # what answers on an I2C bus (a PCA9685 at 0x40?)
   armctl --port auto status                     # use the one board found"""
 
 
@@ -38,10 +40,10 @@ def register(sub, parents) -> None:
 
 
 def _reports(explicit: list[str] | None, *, quiet: bool):
-    from ..bus.probe import PortInfo, candidates, probe_all
+    from ..bus.probe import PortInfo, candidates, is_i2c, probe_all
 
     listed = [PortInfo(p) for p in explicit] if explicit else candidates()
-    if not quiet and any(p.looks_like_board for p in listed):
+    if not quiet and any(p.looks_like_board and not is_i2c(p.device) for p in listed):
         print(
             "armctl ports: opening a port resets an Arduino Uno; waiting for each board to start (up to ~6 s)...",
             file=sys.stderr,

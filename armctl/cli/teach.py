@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import signal
 import sys
 import time
 
+from .. import stopsignals
 from ..errors import ArmctlError, BadInputError
 
 EPILOG = """\
@@ -141,8 +141,8 @@ class Teach:
 
 def cmd_teach(args) -> int:
     from ..recording import Recorder
+    from ..terminal import Terminal
     from .device import open_robot, setup
-    from .pendant import Terminal
 
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise BadInputError("armctl teach is interactive and needs a terminal")
@@ -159,9 +159,9 @@ def cmd_teach(args) -> int:
 
         def on_signal(signum, frame):  # SIGHUP (the SSH link dropped) or SIGTERM: leave, the arm stays limp
             fired.append(signum)
-            teach.quit = signal.Signals(signum).name
+            teach.quit = stopsignals.signal_name(signum)
 
-        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGHUP, signal.SIGTERM)}
+        restore = stopsignals.install(on_signal)
         try:
             last = 0.0
             while teach.quit is None:
@@ -175,8 +175,7 @@ def cmd_teach(args) -> int:
             teach.quit = "ctrl-c"
         finally:
             term.restore()
-            for s, h in previous.items():
-                signal.signal(s, h)
+            restore()
     try:
         print(f"armctl teach: {_count(len(teach.records), 'pose')} recorded into {recorder.path} (the servos are limp)")
         if teach.records:
@@ -185,6 +184,8 @@ def cmd_teach(args) -> int:
         pass
     if fired:
         return 128 + fired[0]
+    if teach.quit == "ctrl-c" and stopsignals.hung_up():  # a closing Windows console
+        return stopsignals.HANGUP_EXIT
     return 0
 
 

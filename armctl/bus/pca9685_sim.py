@@ -1,0 +1,398 @@
+"""A simulated PCA9685 on a simulated I2C bus: ``pca9685sim://``, the board the ``pca9685`` backend drives
+when no Raspberry Pi (or no chip) is there.
+
+URL format (the host-side options ``address`` and ``osc_hz`` are those of ``i2c://``)::
+
+    pca9685sim://[?option=value[&option=value...]]
+
+- ``address=0x40[,0x41..]``  the chips on the bus, as the host addresses them (default 0x40)
+- ``osc_hz=HZ``             the host's oscillator trim (default 25000000)
+- ``chip_osc_hz=HZ``        the simulated chips' true oscillator (default: ``osc_hz``): a board whose
+                            oscillator runs off its nominal 25 MHz
+- ``state=PATH``            keep the chips' registers in this file, as a powered chip keeps them while its
+                            host restarts (delete the file: a power cycle)
+- ``log=PATH``              append each output change (at the I2C STOP that latches it) as a CSV row
+                            ``t_s,address,channel,width_us`` (width empty: no pulses)
+- ``chips=0x40[,..]``       the addresses chips really answer at (default: ``address``): a host looking at
+                            another address than the board's pads say
+- ``other=0xNN[,..]``       devices at these addresses that answer but are no PCA9685 (a sensor, an EEPROM)
+- ``strict=1|0``            refuse what the datasheet forbids (default 1): writing PRE_SCALE while awake,
+                            TestMode, reserved registers, RESTART less than 500 us after waking, ON = OFF
+
+The chip model (``Chip``) follows datasheet Rev. 4: reset values, the register pointer and its
+auto-increment (AI) with the wrap past 0x45 and 0xFE, PRE_SCALE writable only in SLEEP, the 500 us
+oscillator start, RESTART, ALL_LED fan-out, outputs latched at STOP (MODE2 OCH = 0), and the LED All Call
+address 0x70. ``SimI2CBus`` is the bus the backend talks to (write, write-then-read, probe), and
+``BlinkaBus`` wraps it in the object CircuitPython drivers take as ``i2c`` (so Adafruit's own driver can be
+run against the same model in tests).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import pca9685_chip as hw
+from .i2c import I2CBus, I2CNack, parse_addresses
+
+ALL_CALL_ADDRESS = 0x70
+GENERAL_CALL = 0x00
+SWRST_BYTE = 0x06
+
+EXPECTED = (
+    "expected a URL like pca9685sim://?address=0x40&osc_hz=25000000 with options address, osc_hz, chip_osc_hz, "
+    "state, log, chips, other, strict"
+)
+
+
+class DatasheetViolation(RuntimeError):
+    """The host did something the PCA9685 datasheet forbids (the strict model refuses it)."""
+
+
+def _reset_registers() -> bytearray:
+    regs = bytearray(256)
+    regs[hw.MODE1] = hw.RESET_MODE1
+    regs[hw.MODE2] = hw.RESET_MODE2
+    regs[hw.SUBADR1 : hw.ALLCALLADR + 1] = bytes((0xE2, 0xE4, 0xE8, 0xE0))
+    for ch in range(hw.CHANNELS):
+        regs[hw.channel_reg(ch) + 3] = hw.FULL_BIT  # full off: no pulses after power-on
+    regs[hw.PRE_SCALE] = hw.RESET_PRESCALE
+    return regs
+
+
+def _readable(reg: int) -> bool:
+    return reg <= hw.LAST_LED_REG or reg >= hw.ALL_LED
+
+
+class Chip:
+    """One PCA9685: 256 register bytes, the register pointer, the outputs as latched at the last STOP."""
+
+    def __init__(self, address: int, *, osc_hz: float = hw.OSC_HZ, strict: bool = True, clock=time.monotonic):
+        self.address = address
+        self.osc_hz = osc_hz
+        self.strict = strict
+        self.clock = clock
+        self.regs = _reset_registers()
+        self.pointer = 0
+        self.awake_at: float | None = None  # when SLEEP was last cleared
+        self.violations: list[str] = []
+        self.writes: list[tuple[float, bytes]] = []  # every write transaction: (time, bytes incl. the pointer)
+        self.outputs: list[float | None] = [None] * hw.CHANNELS  # latched widths, us
+
+    # --- state -------------------------------------------------------------------------------------------
+
+    def power_on(self) -> None:
+        """Power-on reset (also the software reset): every register to its reset value, outputs off."""
+        self.regs = _reset_registers()
+        self.pointer = 0
+        self.awake_at = None
+        self.outputs = [None] * hw.CHANNELS
+
+    def load(self, regs: list[int]) -> None:
+        """Registers as a powered chip kept them (the ``state`` file): awake if SLEEP is clear."""
+        self.regs = bytearray(regs)
+        self.awake_at = None if self.regs[hw.MODE1] & hw.SLEEP else -1e9
+        self.outputs = self._effective_outputs()
+
+    @property
+    def sleeping(self) -> bool:
+        """True while the oscillator is off (SLEEP set, or cleared less than 500 us ago)."""
+        return self.awake_at is None or self.clock() - self.awake_at < hw.OSC_START_S
+
+    @property
+    def prescale(self) -> int:
+        return self.regs[hw.PRE_SCALE]
+
+    def width_us(self, channel: int) -> float | None:
+        """The pulse channel ``channel`` outputs by its registers (us at the chip's true oscillator)."""
+        base = hw.channel_reg(channel)
+        _, _, counts = hw.decode_channel(bytes(self.regs[base : base + 4]))
+        return None if counts is None else counts * hw.count_us(self.prescale, self.osc_hz)
+
+    def _effective_outputs(self) -> list[float | None]:
+        if self.regs[hw.MODE1] & hw.SLEEP or self.regs[hw.MODE1] & hw.RESTART:
+            return [None] * hw.CHANNELS  # oscillator off, or stopped by a sleep until RESTART
+        return [self.width_us(ch) for ch in range(hw.CHANNELS)]
+
+    # --- the bus side ------------------------------------------------------------------------------------
+
+    def _violate(self, what: str) -> None:
+        self.violations.append(what)
+        if self.strict:
+            raise DatasheetViolation(f"PCA9685 at 0x{self.address:02x}: {what}")
+
+    def _next(self, reg: int) -> int:
+        if not self.regs[hw.MODE1] & hw.AI:
+            return reg
+        if reg == hw.LAST_LED_REG:
+            return 0x00
+        if reg >= hw.ALL_LED:
+            return 0x00 if reg == hw.PRE_SCALE else reg + 1
+        return reg + 1
+
+    def write(self, data: bytes) -> None:
+        """One write transaction (after the address byte): the first byte sets the pointer, the rest are
+        written from there on. Raises I2CNack for a reserved register."""
+        if not data:
+            return  # an address-only write (a probe)
+        self.writes.append((self.clock(), bytes(data)))
+        reg = data[0]
+        if not _readable(reg):
+            self.violations.append(f"register 0x{reg:02x} is reserved")  # the chip says so itself: a NACK
+            raise I2CNack(self.address, f"register 0x{reg:02x} is reserved (not acknowledged)")
+        self.pointer = reg
+        for value in data[1:]:
+            self._write_reg(self.pointer, value)
+            self.pointer = self._next(self.pointer)
+
+    def _write_reg(self, reg: int, value: int) -> None:
+        mode1 = self.regs[hw.MODE1]
+        if reg == hw.TEST_MODE:
+            self._violate("TestMode (0xFF) written: reserved")
+            return
+        if reg == hw.PRE_SCALE:
+            if not mode1 & hw.SLEEP:
+                self._violate(f"PRE_SCALE written ({value}) while awake: the chip ignores it (set SLEEP first)")
+                return
+            self.regs[reg] = max(value, hw.PRESCALE_RANGE[0])
+            return
+        if reg == hw.MODE1:
+            self._write_mode1(value)
+            return
+        if reg >= hw.ALL_LED:
+            offset = reg - hw.ALL_LED
+            for ch in range(hw.CHANNELS):
+                self.regs[hw.channel_reg(ch) + offset] = value
+            self.regs[hw.MODE1] &= ~hw.RESTART & 0xFF
+            return
+        if reg in (hw.SUBADR1, hw.SUBADR1 + 1, hw.SUBADR1 + 2, hw.ALLCALLADR):
+            value &= 0xFE  # bit 0 is read-only
+        self.regs[reg] = value
+        if hw.LED0 <= reg <= hw.LAST_LED_REG:
+            self.regs[hw.MODE1] &= ~hw.RESTART & 0xFF  # a PWM write (then STOP) clears a pending restart
+
+    def _write_mode1(self, value: int) -> None:
+        old = self.regs[hw.MODE1]
+        now = self.clock()
+        if value & hw.EXTCLK and not old & hw.SLEEP:
+            self._violate("EXTCLK set while awake (only in SLEEP)")
+            value &= ~hw.EXTCLK
+        new = value & ~hw.RESTART & 0xFF
+        restart_pending = bool(old & hw.RESTART)
+        if value & hw.RESTART:
+            if self.awake_at is None or old & hw.SLEEP:
+                self._violate("RESTART written while asleep")
+            elif now - self.awake_at < hw.OSC_START_S:
+                self._violate(
+                    f"RESTART written {1e6 * (now - self.awake_at):.0f} us after waking (the oscillator needs 500 us)"
+                )
+            restart_pending = False  # writing 1 restarts the channels and clears the bit
+        if new & hw.SLEEP and not old & hw.SLEEP:
+            self.awake_at = None
+            if any(o is not None for o in self.outputs):
+                restart_pending = True  # sleeping with channels active sets RESTART
+        elif not new & hw.SLEEP and (old & hw.SLEEP or self.awake_at is None):
+            self.awake_at = now
+        self.regs[hw.MODE1] = new | (hw.RESTART if restart_pending else 0)
+
+    def read(self, n: int) -> bytes:
+        """Read ``n`` bytes from the pointer on (auto-incrementing under AI); write-only registers read 0."""
+        out = bytearray()
+        for _ in range(n):
+            reg = self.pointer
+            out.append(0 if hw.ALL_LED <= reg < hw.PRE_SCALE else self.regs[reg])
+            self.pointer = self._next(reg)
+        return bytes(out)
+
+    def stop(self) -> list[tuple[int, float | None]]:
+        """An I2C STOP: the outputs take the registers' values (OCH = 0). Returns the channels that changed
+        (channel, width us or None), and checks that no active channel has ON = OFF."""
+        for ch in range(hw.CHANNELS):
+            base = hw.channel_reg(ch)
+            on, off, _ = hw.decode_channel(bytes(self.regs[base : base + 4]))
+            if not (on | off) & (hw.FULL_BIT << 8) and on == off and (on or off):
+                self._violate(f"channel {ch}: ON and OFF are both {on} (never equal)")
+        new = self._effective_outputs()
+        changed = [(ch, w) for ch, (w, old) in enumerate(zip(new, self.outputs)) if w != old]
+        self.outputs = new
+        return changed
+
+
+@dataclass
+class SimOptions:
+    addresses: list[int] = field(default_factory=lambda: [0x40])
+    osc_hz: float = hw.OSC_HZ
+    chip_osc_hz: float | None = None
+    state: str | None = None
+    log: str | None = None
+    others: list[int] = field(default_factory=list)
+    strict: bool = True
+    chips: list[int] | None = None
+
+
+def parse_url(url: str) -> SimOptions:
+    """The options of a ``pca9685sim://`` URL; ValueError (naming the option and the URL's form) if bad."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "pca9685sim":
+        raise ValueError(f"{url!r} is not a pca9685sim:// URL; {EXPECTED}")
+    if (parts.netloc + parts.path).strip("/"):
+        raise ValueError(f"pca9685sim:// takes no host or path; {EXPECTED}")
+    opts = SimOptions()
+    conv = {
+        "address": ("addresses", parse_addresses),
+        "osc_hz": ("osc_hz", float),
+        "chip_osc_hz": ("chip_osc_hz", float),
+        "state": ("state", str),
+        "log": ("log", str),
+        "other": ("others", parse_addresses),
+        "chips": ("chips", parse_addresses),
+        "strict": ("strict", lambda v: {"1": True, "0": False}[v]),
+    }
+    for key, values in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items():
+        if key not in conv:
+            raise ValueError(f"unknown pca9685sim option {key!r}; {EXPECTED}")
+        attr, fn = conv[key]
+        try:
+            setattr(opts, attr, fn(values[-1]))
+        except (ValueError, KeyError):
+            raise ValueError(f"pca9685sim option {key}={values[-1]!r} is not valid; {EXPECTED}") from None
+    for hz in (opts.osc_hz, opts.chip_osc_hz):
+        if hz is not None and not 1e6 <= hz <= 50e6:
+            raise ValueError(f"pca9685sim: an oscillator of {hz:g} Hz is not a PCA9685's (1..50 MHz); {EXPECTED}")
+    return opts
+
+
+class SimI2CBus(I2CBus):
+    """A simulated I2C bus with PCA9685 chips (and optionally other devices) on it."""
+
+    def __init__(self, opts: SimOptions, url: str = "pca9685sim://", clock=time.monotonic):
+        self.url = url
+        self.path = url
+        self.opts = opts
+        self.clock = clock
+        self.t0 = clock()
+        osc = opts.chip_osc_hz or opts.osc_hz
+        present = opts.addresses if opts.chips is None else opts.chips
+        self.chips = {a: Chip(a, osc_hz=osc, strict=opts.strict, clock=clock) for a in present}
+        self.others = set(opts.others) - set(self.chips)
+        self.log: list[tuple[float, int, int, float | None]] = []  # (t_s, address, channel, width_us)
+        self._log_file = None
+        self._load_state()
+        if opts.log:
+            self._log_file = open(opts.log, "a", encoding="ascii", buffering=1)  # noqa: SIM115
+
+    # --- state file --------------------------------------------------------------------------------------
+
+    def _load_state(self) -> None:
+        if not self.opts.state or not Path(self.opts.state).is_file():
+            return
+        try:
+            saved = json.loads(Path(self.opts.state).read_text())
+        except (OSError, ValueError):
+            return  # unreadable: as after a power cycle
+        for key, regs in saved.get("chips", {}).items():
+            chip = self.chips.get(int(key, 0))
+            if chip is not None and isinstance(regs, list) and len(regs) == 256:
+                chip.load(regs)
+
+    def _save_state(self) -> None:
+        if not self.opts.state:
+            return
+        from ..paths import atomic_write
+
+        data = {"chips": {f"0x{a:02x}": list(c.regs) for a, c in self.chips.items()}}
+        atomic_write(self.opts.state, json.dumps(data), durable=False)
+
+    # --- the bus ------------------------------------------------------------------------------------------
+
+    def _targets(self, address: int) -> list[Chip]:
+        if address in self.chips:
+            return [self.chips[address]]
+        if address == ALL_CALL_ADDRESS:
+            return [c for c in self.chips.values() if c.regs[hw.MODE1] & hw.ALLCALL]
+        return []
+
+    def _stop(self, chips: list[Chip]) -> None:
+        t = self.clock() - self.t0
+        for chip in chips:
+            for ch, width in chip.stop():
+                self.log.append((t, chip.address, ch, width))
+                if self._log_file is not None:
+                    w = "" if width is None else f"{width:.3f}"
+                    self._log_file.write(f"{t:.6f},0x{chip.address:02x},{ch},{w}\n")
+        if chips:
+            self._save_state()
+
+    def write(self, address: int, data: bytes) -> None:
+        if address == GENERAL_CALL and bytes(data) == bytes((SWRST_BYTE,)):
+            for chip in self.chips.values():
+                chip.power_on()
+            self._stop(list(self.chips.values()))
+            return
+        chips = self._targets(address)
+        if not chips:
+            if address in self.others:
+                return
+            raise I2CNack(address, "no device answered")
+        for chip in chips:
+            chip.write(data)
+        self._stop(chips)
+
+    def write_read(self, address: int, data: bytes, n: int) -> bytes:
+        if address in self.others:
+            return bytes([0xFF] * n)  # a device that is no PCA9685: its registers read otherwise
+        chip = self.chips.get(address)
+        if chip is None:
+            raise I2CNack(address, "no device answered")
+        chip.write(data)
+        out = chip.read(n)
+        self._stop([chip])
+        return out
+
+    def probe(self, address: int) -> bool:
+        return address in self.chips or address in self.others or bool(self._targets(address))
+
+    def close(self) -> None:
+        self._save_state()
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
+
+class BlinkaBus:
+    """The simulated bus as the ``i2c`` object CircuitPython drivers (adafruit_pca9685, ServoKit) take:
+    ``try_lock``/``unlock``/``writeto``/``readfrom_into``/``writeto_then_readfrom``."""
+
+    def __init__(self, bus: SimI2CBus):
+        self.bus = bus
+        self._locked = False
+
+    def try_lock(self) -> bool:
+        if self._locked:
+            return False
+        self._locked = True
+        return True
+
+    def unlock(self) -> None:
+        self._locked = False
+
+    def writeto(self, address, buffer, *, start=0, end=None):
+        data = bytes(buffer[start:end])
+        if not self.bus.probe(address):
+            raise OSError(121, "Remote I/O error")
+        self.bus.write(address, data)
+
+    def readfrom_into(self, address, buffer, *, start=0, end=None):
+        end = len(buffer) if end is None else end
+        chip = self.bus.chips[address]
+        buffer[start:end] = chip.read(end - start)
+
+    def writeto_then_readfrom(
+        self, address, buffer_out, buffer_in, *, out_start=0, out_end=None, in_start=0, in_end=None
+    ):
+        in_end = len(buffer_in) if in_end is None else in_end
+        data = self.bus.write_read(address, bytes(buffer_out[out_start:out_end]), in_end - in_start)
+        buffer_in[in_start:in_end] = data

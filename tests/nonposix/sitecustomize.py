@@ -1,0 +1,70 @@
+"""Windows' missing pieces, taken away on Linux: ``ARMCTL_TEST_NO_POSIX=1`` with this folder on PYTHONPATH
+(``tests/run_portable.sh --without-posix``; every Python process the tests start inherits both).
+
+What Windows lacks and armctl must not touch there:
+- the modules ``fcntl``, ``termios``, ``tty``, ``pty``, ``resource``: importing them *from armctl* raises
+  ImportError, as on Windows (pyserial, pytest and the standard library still get them: on Windows they
+  take their own Windows paths, which this cannot imitate);
+- the POSIX-only signals (``signal.SIGHUP``, ``SIGUSR1``, ``SIGUSR2``, ``SIGALRM``, ``SIGQUIT``) are gone
+  from the ``signal`` module, and ``signal.SIGBREAK`` (Windows' Ctrl-Break) exists;
+- ``select.select`` on anything but a socket raises, as Windows' does (WSAENOTSOCK), when armctl calls it;
+- ``os.pread``, ``os.pwrite``, ``os.posix_fallocate`` (macOS lacks it too) and ``os.fchmod`` are gone.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+BLOCKED = ("fcntl", "termios", "tty", "pty", "resource")
+
+
+def _from_armctl(depth: int = 2) -> bool:
+    """True if the code that called (skipping the import machinery and this module) belongs to armctl."""
+    f = sys._getframe(depth)
+    while f is not None:
+        name = f.f_globals.get("__name__", "")
+        if not (name.startswith(("importlib", "_frozen_importlib")) or name == __name__):
+            return name == "armctl" or name.startswith("armctl.")
+        f = f.f_back
+    return False
+
+
+class _Blocker:
+    """A meta path finder that refuses the POSIX-only modules to armctl."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in BLOCKED and _from_armctl():
+            raise ImportError(f"No module named {fullname!r} (blocked: armctl on Windows has no {fullname})")
+        return None
+
+
+def _install() -> None:
+    import select
+    import signal
+    import socket
+
+    sys.meta_path.insert(0, _Blocker())
+    # a module armctl imported before this ran would be found in sys.modules: none is (site runs first)
+    for name in ("SIGHUP", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGQUIT"):
+        if hasattr(signal, name):
+            delattr(signal, name)
+    if not hasattr(signal, "SIGBREAK"):
+        signal.SIGBREAK = 21  # Windows' number; Python has no such signal on Linux, so nothing raises it
+    for name in ("pread", "pwrite", "posix_fallocate", "fchmod"):
+        if hasattr(os, name):
+            delattr(os, name)
+    real_select = select.select
+
+    def select_sockets_only(r, w, x, *timeout):
+        if _from_armctl():
+            for obj in (*r, *w, *x):
+                if not isinstance(obj, socket.socket):
+                    raise OSError(10038, "An operation was attempted on something that is not a socket")
+        return real_select(r, w, x, *timeout)
+
+    select.select = select_sockets_only
+
+
+if os.environ.get("ARMCTL_TEST_NO_POSIX") == "1":
+    _install()

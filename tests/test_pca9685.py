@@ -1,0 +1,317 @@
+"""PCA9685 boards (issue 27): the chip's arithmetic, the simulated chip that refuses what the datasheet
+forbids, the backend through the Robot and the CLI, and Adafruit's own CircuitPython driver run against the
+same chip model as the outside reference for the register values."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import require
+
+import armctl
+from armctl.bus import pca9685_chip as hw
+from armctl.bus.i2c import I2CNack, parse_addresses
+from armctl.bus.pca9685_sim import BlinkaBus, Chip, DatasheetViolation, SimI2CBus, parse_url
+
+# --- the chip's arithmetic ---------------------------------------------------------------------------------
+
+
+def test_prescale_and_counts_match_the_datasheet():
+    assert hw.prescale_for(50) == 121  # 25 MHz / (4096 * 50) - 1, rounded
+    assert hw.prescale_for(1526) == 3 and hw.prescale_for(24) == 253
+    with pytest.raises(ValueError, match="outside what the chip makes"):
+        hw.prescale_for(10)
+    assert hw.count_us(121) == pytest.approx(4.88, abs=0.001)
+    assert hw.counts_for_us(1500, 121) == 307
+    assert hw.period_us(121) == pytest.approx(19988.5, abs=0.1)
+
+
+def test_channel_registers_round_trip():
+    for counts in (1, 307, 4095):
+        assert hw.decode_channel(hw.channel_bytes(counts))[2] == counts
+    assert hw.decode_channel(hw.channel_bytes(None))[2] is None
+    assert hw.decode_channel(bytes((0, 0x10, 0, 0)))[2] == 4096  # full on
+    with pytest.raises(ValueError):
+        hw.channel_bytes(4096)
+
+
+def test_identify_tells_a_pca9685_from_other_devices():
+    assert hw.identify(bytes((0x11, 0x04, 0xE2, 0xE4, 0xE8, 0xE0))) is None  # power-on values
+    assert "MODE2" in hw.identify(bytes((0x11, 0xE4, 0xE2, 0xE4, 0xE8, 0xE0)))
+    assert "bit 0" in hw.identify(bytes((0x11, 0x04, 0xE3, 0xE4, 0xE8, 0xE0)))
+    assert "everywhere" in hw.identify(bytes([0xFF] * 6))
+
+
+def test_addresses_parse():
+    assert parse_addresses("0x40,0x41") == [0x40, 0x41]
+    assert parse_addresses("64") == [0x40]
+    for bad in ("0x80", "0x40,0x40", "", "x"):
+        with pytest.raises(ValueError):
+            parse_addresses(bad)
+
+
+# --- the simulated chip ------------------------------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_chip_powers_on_asleep_with_every_output_off():
+    chip = Chip(0x40)
+    assert chip.regs[hw.MODE1] == 0x11 and chip.prescale == 30
+    assert all(chip.width_us(ch) is None for ch in range(16))
+    assert chip.stop() == []
+
+
+def test_chip_refuses_prescale_while_awake_and_restart_too_early():
+    clock = Clock()
+    chip = Chip(0x40, clock=clock)
+    chip.write(bytes((hw.MODE1, 0x00)))  # wake
+    with pytest.raises(DatasheetViolation, match="PRE_SCALE written"):
+        chip.write(bytes((hw.PRE_SCALE, 121)))
+    assert chip.prescale == 30  # ignored, as the real chip does
+    chip.write(bytes((hw.MODE1, hw.SLEEP)))
+    chip.write(bytes((hw.PRE_SCALE, 121)))
+    assert chip.prescale == 121
+    chip.write(bytes((hw.MODE1, 0x00)))
+    clock.t += 100e-6
+    with pytest.raises(DatasheetViolation, match="500 us"):
+        chip.write(bytes((hw.MODE1, hw.RESTART)))
+    with pytest.raises(I2CNack):
+        chip.write(bytes((0x50, 1)))  # reserved register: not acknowledged
+    with pytest.raises(DatasheetViolation, match="TestMode"):
+        chip.write(bytes((hw.TEST_MODE, 1)))
+
+
+def test_chip_auto_increment_wraps_and_all_led_fans_out():
+    chip = Chip(0x40, strict=False)
+    chip.write(bytes((hw.MODE1, 0x00)))
+    # AI off: every byte lands in the same register
+    chip.write(bytes((hw.channel_reg(0), 1, 2, 3)))
+    assert list(chip.regs[6:10]) == [3, 0, 0, 0x10]
+    chip.write(bytes((hw.MODE1, hw.AI)))
+    chip.write(bytes((hw.LAST_LED_REG, 0x01, 0x21)))  # LED15_OFF_H, then wraps to MODE1
+    assert chip.regs[hw.LAST_LED_REG] == 0x01 and chip.regs[hw.MODE1] == 0x21
+    chip.write(bytes((hw.ALL_LED, 0, 0, 0x33, 0x01)))
+    chip.stop()
+    assert all(chip.width_us(ch) == pytest.approx(307 * hw.count_us(30)) for ch in range(16))
+
+
+def test_sleeping_with_outputs_sets_restart_and_outputs_stop_until_it():
+    clock = Clock()
+    bus = SimI2CBus(parse_url("pca9685sim://"), clock=clock)
+    bus.write(0x40, bytes((hw.MODE1, hw.AI)))
+    clock.t += 0.001
+    bus.write(0x40, bytes((hw.channel_reg(2), 0, 0, 0x33, 0x01)))
+    assert bus.chips[0x40].outputs[2] is not None
+    bus.write(0x40, bytes((hw.MODE1, hw.AI | hw.SLEEP)))
+    assert bus.chips[0x40].outputs[2] is None and bus.chips[0x40].regs[hw.MODE1] & hw.RESTART
+    bus.write(0x40, bytes((hw.MODE1, hw.AI)))
+    assert bus.chips[0x40].outputs[2] is None  # still stopped: RESTART is pending
+    clock.t += 0.001
+    bus.write(0x40, bytes((hw.MODE1, hw.AI | hw.RESTART)))
+    assert bus.chips[0x40].outputs[2] == pytest.approx(307 * hw.count_us(30))
+    assert not bus.chips[0x40].regs[hw.MODE1] & hw.RESTART
+
+
+def test_sim_url_options_are_checked():
+    assert parse_url("pca9685sim://?address=0x40,0x41&chip_osc_hz=24e6").addresses == [0x40, 0x41]
+    for bad in ("pca9685sim://?bogus=1", "pca9685sim://?osc_hz=3", "pca9685sim://host", "pca9685sim://?strict=2"):
+        with pytest.raises(ValueError, match="expected a URL like"):
+            parse_url(bad)
+
+
+# --- Adafruit's driver against the same chip model (the outside reference) --------------------------------
+
+
+def _servokit(bus):
+    try:
+        from adafruit_servokit import ServoKit
+    except ImportError as exc:
+        require(False, f"Adafruit's CircuitPython ServoKit is not installed (test extra): {exc}")
+    return ServoKit(channels=16, i2c=BlinkaBus(bus))
+
+
+def _cal(channel_ranges):
+    from armctl.calibration import Calibration, ServoCal
+
+    joints = tuple(
+        ServoCal(f"j{ch}", ch, ch, (lo + hi) / 2, (hi - lo) / 180, 1, lo, hi) for ch, (lo, hi) in channel_ranges.items()
+    )
+    return Calibration(arm="test", joints=joints)
+
+
+def test_armctl_writes_the_prescale_and_counts_adafruits_driver_writes():
+    from armctl.bus.pca9685 import PCA9685Backend
+
+    ranges = {0: (500.0, 2500.0), 3: (750.0, 2250.0), 15: (544.0, 2400.0)}
+    ours = PCA9685Backend.create("pca9685sim://", _cal(ranges))
+    ours.open()
+    theirs_bus = SimI2CBus(parse_url("pca9685sim://"))
+    kit = _servokit(theirs_bus)  # strict model: its init sequence must follow the datasheet too
+    for ch, (lo, hi) in ranges.items():
+        kit.servo[ch].set_pulse_width_range(lo, hi)
+    ours_chip = ours.i2c.bus.chips[0x40]
+    theirs_chip = theirs_bus.chips[0x40]
+    assert ours_chip.prescale == theirs_chip.prescale == 121
+    worst = 0
+    for angle in range(0, 181, 5):
+        for ch, (lo, hi) in ranges.items():
+            kit.servo[ch].angle = angle
+            ours.set_outputs({ch: lo + (hi - lo) * angle / 180})
+            base = hw.channel_reg(ch)
+            a = hw.decode_channel(bytes(ours_chip.regs[base : base + 4]))[2]
+            b = hw.decode_channel(bytes(theirs_chip.regs[base : base + 4]))[2]
+            worst = max(worst, abs(a - b))
+    print(f"largest difference from Adafruit's ServoKit over 37 angles x 3 ranges: {worst:g} counts")
+    assert worst <= 1
+    assert ours_chip.violations == [] and theirs_chip.violations == []
+    ours.close()
+
+
+# --- the backend through the Robot ---------------------------------------------------------------------------
+
+
+def _log(bus) -> dict[int, list[tuple[float, float | None]]]:
+    out: dict[int, list] = {}
+    for t, _, ch, w in bus.log:
+        out.setdefault(ch, []).append((t, w))
+    return out
+
+
+def test_first_pulse_is_the_one_armctl_writes_and_no_step_beats_the_speed_limit(tmp_path):
+    state = tmp_path / "chip.json"
+    url = f"pca9685sim://?state={state}"
+    with armctl.connect("seed-3link", port=url, backend="pca9685") as robot:
+        bus = robot.backend.i2c.bus
+        assert bus.log == []  # nothing output before the first move
+        robot.move_to(0.5, 0.2, speed=0.3)
+        robot.move_to(0.45, -0.1, speed=0.3)
+        robot.home()
+        pose = robot.where()
+        cal = robot.calibration
+        arm = robot.arm
+    assert pose.source == "commanded"
+    log = _log(bus)
+    count = hw.count_us(121)
+    for i, servo in enumerate(cal.servos):
+        widths = [w for _, w in log[servo.channel]]
+        assert None not in widths
+        limit = arm.gripper.max_speed_rad_s if i == arm.n else arm.max_speed_rad_s[i]
+        steps = np.abs(np.diff(widths)) if len(widths) > 1 else np.zeros(1)
+        worst_deg_s = math.radians(float(steps.max()) / servo.per_deg) / 0.020
+        # one 20 ms frame at the speed limit, plus one count of rounding on each end
+        assert float(steps.max()) <= math.degrees(limit) * 0.020 * servo.per_deg + 2 * count, (servo.name, worst_deg_s)
+    home = [float(cal.servos[i].value(q)) for i, q in enumerate(arm.home_rad)]
+    final = [log[s.channel][-1][1] for s in cal.joints]
+    assert np.allclose(final, home, atol=count)
+
+
+def test_a_restarted_host_reads_the_pulses_back_and_does_not_interrupt_them(tmp_path):
+    state = tmp_path / "chip.json"
+    url = f"pca9685sim://?state={state}"
+    with armctl.connect("seed-3link", port=url, backend="pca9685") as robot:
+        robot.move_to(0.5, 0.2, speed=0.3)
+        before = robot.board_status().widths_us
+    with armctl.connect("seed-3link", port=url, backend="pca9685") as robot:
+        chip = robot.backend.i2c.bus.chips[0x40]
+        assert not any(data[0] == hw.MODE1 and len(data) > 1 and data[1] & hw.SLEEP for _, data in chip.writes)
+        assert not any(data[0] == hw.PRE_SCALE and len(data) > 1 for _, data in chip.writes)
+        after = robot.board_status()
+        pose = robot.where()
+        assert after.counters["pca9685"]["0x40"]["prescale"] == 121
+    assert pose.source == "commanded" and pose.tool_m[0] == pytest.approx(0.5, abs=0.003)
+    assert all(a == pytest.approx(b, abs=hw.count_us(121)) for a, b in zip(after.widths_us[:4], before[:4]))
+
+
+def test_a_wrong_oscillator_trim_shows_in_the_pulses(tmp_path):
+    # the board's oscillator runs at 24 MHz; the host, untrimmed, believes 25: every pulse is 4 % long
+    log = tmp_path / "log.csv"
+    url = f"pca9685sim://?chip_osc_hz=24000000&log={log}"
+    with armctl.connect("seed-3link", port=url, backend="pca9685") as robot:
+        robot.home()
+        wanted = robot.board_status().widths_us[0]
+    rows = [r.split(",") for r in log.read_text().splitlines()]
+    measured = [float(r[3]) for r in rows if r[2] == "0" and r[3]][-1]
+    assert measured == pytest.approx(wanted * 25 / 24, abs=hw.count_us(121))
+    trimmed = tmp_path / "trimmed.csv"
+    url = f"pca9685sim://?chip_osc_hz=24000000&osc_hz=24000000&log={trimmed}"
+    with armctl.connect("seed-3link", port=url, backend="pca9685") as robot:
+        robot.home()
+    rows = [r.split(",") for r in trimmed.read_text().splitlines()]
+    assert float([r[3] for r in rows if r[2] == "0" and r[3]][-1]) == pytest.approx(wanted, abs=hw.count_us(121))
+
+
+# --- the command line: bad input, status, ports --------------------------------------------------------------
+
+
+def _armctl(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "armctl", *args], capture_output=True, text=True, timeout=120, env=env)
+
+
+@pytest.mark.parametrize(
+    ("port", "code", "words"),
+    [
+        ("i2c:///dev/i2c-97", 4, "no I2C bus /dev/i2c-97"),
+        ("pca9685sim://?chips=0x41", 4, "no device answers at I2C address 0x40"),
+        ("pca9685sim://?chips=0x41&other=0x40", 4, "is no PCA9685"),
+        ("i2c:///dev/i2c-1?address=0x20", 2, "no PCA9685 address"),
+        ("i2c:///dev/i2c-1?bogus=1", 2, "unknown option"),
+        ("pca9685sim://?osc=1", 2, "unknown pca9685sim option"),
+    ],
+)
+def test_bad_buses_and_addresses_get_one_line(port, code, words):
+    r = _armctl("--backend", "pca9685", "--port", port, "jog", "0.5", "0.2")
+    assert r.returncode == code, r.stderr
+    assert words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_permission_denied_names_the_group(monkeypatch):
+    import smbus2
+
+    from armctl.bus.i2c import LinuxI2C
+    from armctl.errors import LinkError
+
+    def refuse(*a, **k):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(smbus2, "SMBus", refuse)
+    with pytest.raises(LinkError, match="group i2c"):
+        LinuxI2C("/dev/i2c-1")
+
+
+def test_a_pulse_the_chip_cannot_make_is_refused_before_anything_is_written(tmp_path):
+    cal = tmp_path / "fast.yaml"
+    text = (armctl.calibration.PRESET_CALIBRATION_DIR / "seed-3link.yaml").read_text()
+    cal.write_text(text.replace("arm: seed-3link", "arm: seed-3link\npwm_hz: 450"))
+    log = tmp_path / "log.csv"
+    r = _armctl("--calibration", str(cal), "--port", f"pca9685sim://?log={log}", "jog", "0.5", "0.2")
+    assert r.returncode == 2, r.stderr
+    assert "outside the" in r.stderr and "at 450 Hz" in r.stderr
+    assert not log.exists() or log.read_text() == ""
+
+
+def test_status_json_gives_prescale_and_counts_and_ports_finds_the_chip(tmp_path):
+    url = f"pca9685sim://?state={tmp_path / 'chip.json'}"
+    assert _armctl("--port", url, "jog", "0.5", "0.2", "--speed", "300").returncode == 0
+    r = _armctl("--port", url, "status", "--json")
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)
+    chip = st["counters"]["pca9685"]["0x40"]
+    assert st["backend"] == "pca9685" and st["source"] == "commanded" and chip["prescale"] == 121
+    assert chip["outputs"][0]["off"] == hw.counts_for_us(st["widths_us"][0], 121)
+    assert st["tool_m"] == pytest.approx([0.5, 0.2], abs=0.003)
+    r = _armctl("ports", "--json", "pca9685sim://?address=0x40,0x41&other=0x68")
+    (found,) = json.loads(r.stdout)
+    assert found["found"] == "pca9685" and found["backend"] == "pca9685"
+    assert "address=0x40,0x41" in found["port"] and "0x68 a device that is no PCA9685" in found["detail"]
