@@ -290,9 +290,9 @@ class RunStore:
             if not self._seq:
                 self.load()
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
             try:
-                os.posix_fallocate(fd, 0, 2 * SLOT_BYTES)
+                _reserve(fd, 2 * SLOT_BYTES)
             except OSError:
                 os.close(fd)
                 raise
@@ -311,7 +311,7 @@ class RunStore:
         self._seq += 1
         head = _HEAD.pack(_MAGIC, self._seq, len(body)) + body
         slot = head + _CRC.pack(zlib.crc32(head))
-        os.pwrite(self._fd, slot.ljust(SLOT_BYTES, b"\0"), (self._seq % 2) * SLOT_BYTES)
+        _write_at(self._fd, slot.ljust(SLOT_BYTES, b"\0"), (self._seq % 2) * SLOT_BYTES)
         if durable:
             os.fsync(self._fd)
 

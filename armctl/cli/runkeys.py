@@ -29,6 +29,7 @@ class RunKeys:
         self.active = False
         self.stopped = False  # q was pressed
         self._saved = None
+        self._term = None  # Windows: an armctl.terminal.Terminal
         self._thread: threading.Thread | None = None
         self._quit = threading.Event()
 
@@ -39,14 +40,24 @@ class RunKeys:
             return self
         if not os.isatty(fd):
             return self
-        import termios
-        import tty
+        if sys.platform == "win32":  # the console's keys through msvcrt (armctl.terminal); Ctrl-C stays the console's
+            from ..terminal import Terminal
 
-        try:
-            self._saved = termios.tcgetattr(fd)
-            tty.setcbreak(fd)  # keys one at a time, no echo; Ctrl-C still raises KeyboardInterrupt
-        except termios.error:
-            return self
+            try:
+                self._term = Terminal(fullscreen=False)
+            except (ImportError, OSError):
+                return self
+        else:
+            try:
+                import termios
+                import tty
+            except ImportError:  # no terminal control here: the run plays without keys
+                return self
+            try:
+                self._saved = termios.tcgetattr(fd)
+                tty.setcbreak(fd)  # keys one at a time, no echo, output as it was; Ctrl-C still interrupts
+            except (OSError, termios.error):
+                return self
         self._fd = fd
         self.active = True
         self._thread = threading.Thread(target=self._read, name="armctl-run-keys", daemon=True)
@@ -63,6 +74,9 @@ class RunKeys:
             with contextlib.suppress(termios.error, OSError):
                 termios.tcsetattr(self._fd, termios.TCSADRAIN, self._saved)
             self._saved = None
+        if self._term is not None:
+            self._term.restore()
+            self._term = None
         self.active = False
 
     def press(self, key: str) -> None:
@@ -70,7 +84,7 @@ class RunKeys:
         ctl = self.control
         if key == " ":
             ctl.pause()
-        elif key in ("\r", "\n", "r", "R"):
+        elif key in ("\r", "\n", "enter", "r", "R"):
             ctl.resume()
         elif key in ("+", "="):
             ctl.faster()
@@ -82,6 +96,11 @@ class RunKeys:
             self.stop()
 
     def _read(self) -> None:
+        if self._term is not None:
+            while not self._quit.is_set() and not self._term.closed:
+                for key, _ in self._term.keys(0.05):
+                    self.press(key)
+            return
         while not self._quit.is_set():
             try:
                 ready, _, _ = select.select([self._fd], [], [], 0.05)
