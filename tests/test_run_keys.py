@@ -109,7 +109,11 @@ def _killed_while_carrying(base_env: dict, port: str) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    time.sleep(2.5)
+    state = Path(base_env["ARMCTL_STATE_DIR"])
+    deadline = time.monotonic() + 60
+    while not list(state.glob("run-*.bin")) and time.monotonic() < deadline:  # its progress record: it plays
+        time.sleep(0.05)
+    time.sleep(1.5)  # 3 s of board time: the gripper closed (0.3 s), the arm on its way to the lift
     proc.kill()
     proc.wait(timeout=30)
 
