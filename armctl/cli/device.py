@@ -20,7 +20,7 @@ import numpy as np
 from .. import motion
 from ..arm import Arm, load_arm
 from ..calibration import Calibration
-from ..errors import BadInputError
+from ..errors import BadInputError, StopRequested
 from ..kinematics import tool_point
 from ..lerobot import open_calibration
 from ..units import parse_float
@@ -319,16 +319,15 @@ def cmd_run(args) -> int:
         try:
             with keys:
                 return robot.run(pr)
-        except BaseException:
+        except (KeyboardInterrupt, StopRequested) as exc:
             rec = robot.last_run()
-            if rec is not None and rec.status != "done":
-                how = "stopped with q" if keys.stopped else "stopped"
-                print(
-                    f"\narmctl run: {how} in step {rec.step + 1} of {rec.steps}; the arm holds its pose "
-                    f"('armctl run {args.program} --resume' goes on from there)",
-                    file=sys.stderr,
-                    flush=True,
-                )
+            if rec is None or rec.status == "done":
+                raise
+            hint = f"in step {rec.step + 1} of {rec.steps}: 'armctl run {args.program} --resume' goes on from there"
+            if isinstance(exc, StopRequested) and keys.stopped:
+                raise StopRequested(f"stopped with q {hint}; the arm holds its pose") from None
+            if isinstance(exc, KeyboardInterrupt):
+                exc.hint = hint  # on the one line armctl.cli.main says
             raise
 
     report = _drive(args, arm, cal, act, wants_progress=True)
