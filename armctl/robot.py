@@ -1167,7 +1167,9 @@ class Robot:
         finally:
             if m.program is not None and self._player is not None:
                 status = "done" if isinstance(outcome, MoveResult) else "stopped"
-                self._record_step(m, self._player, self._player.frames_played(), status, force=True)
+                player = self._player
+                at = player.stopped_at if player.stopped_at is not None else player.frames_played()
+                self._record_step(m, player, at, status, force=True)
             self._player = None
             self._remember()
             with self._cv:

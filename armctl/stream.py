@@ -128,6 +128,7 @@ class Player:
         self._total = 0
         self._base = 0  # the backend's played frames when this playback began
         # with a control: per frame sent, the part and the (fractional) sample it plays
+        self.stopped_at: int | None = None  # the frame playing when a stop came
         self._tl_part: array = array("i")
         self._tl_tau: array = array("d")
 
@@ -142,6 +143,7 @@ class Player:
         self._base = self.backend.played_frames()
         self._tl_part, self._tl_tau = array("i"), array("d")
         self.commands = self.frames_sent = 0
+        self.stopped_at = None
         self.current_step = "connecting"
         self.backend.on_wait = self._tick
         try:
@@ -161,6 +163,7 @@ class Player:
             raise type(exc)(f"{exc} (during {self.current_step}; nothing more was sent)") from None
         except BaseException:  # Ctrl-C, a stop request, anything else: the board stops under control
             self.backend.on_wait = None
+            self.stopped_at = self.frames_played()  # (the stop resets the backend's played estimate)
             try:
                 self.backend.stop()
             except LinkError:
