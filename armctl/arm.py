@@ -19,6 +19,7 @@ joints drive it (``armctl.kinematics`` is the one place that turns joint angles 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -29,8 +30,12 @@ import numpy as np
 from .config import Section, load_yaml_file
 from .errors import ConfigError
 from .paths import PRESET_DIR
+from .zones import Zones, parse_zones, pose_refusal
 
 LINKAGES = ("serial", "parallelogram")
+#: A joint without ``max_accel_deg_s2`` may accelerate at this many times its speed limit per second
+#: (it reaches full speed in 0.1 s): 1200 deg/s^2 for a 120 deg/s joint.
+DEFAULT_ACCEL_PER_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -68,11 +73,24 @@ class Arm:
     link_angle_rad: tuple[float, float] | None = None
     base_offset_m: float = 0.0
     shoulder_height_m: float = 0.0
+    zones: Zones | None = None  # keep-out zones (armctl.zones), checked on every move
+    max_accel_given_rad_s2: np.ndarray | None = None  # per joint, as the arm file gives it (NaN: not given)
     # An arm derived from a URDF (``armctl.urdf``): one (urdf_joint_name, offset_rad, sign) per joint, base
     # first, meaning armctl angle = offset_rad + sign * URDF angle; None for an arm not from a URDF.
     urdf_map: tuple | None = None
     gripper_urdf_joint: str | None = None  # the URDF joint of the gripper servo, when the sidecar names one
     urdf: object | None = None  # armctl.urdf.UrdfDerivation: how the arm was derived (frame shift, notes)
+
+    @property
+    def max_accel_rad_s2(self) -> np.ndarray:
+        """Each joint's acceleration limit (rad/s^2): ``max_accel_deg_s2`` from the arm file, else
+        ``DEFAULT_ACCEL_PER_S`` times its speed limit (full speed in 0.1 s)."""
+        default = DEFAULT_ACCEL_PER_S * np.asarray(self.max_speed_rad_s, dtype=float)
+        given = self.max_accel_given_rad_s2
+        if given is None:
+            return default
+        given = np.asarray(given, dtype=float)
+        return np.where(np.isnan(given), default, given)
 
     @property
     def n(self) -> int:
@@ -126,6 +144,7 @@ class Arm:
             q_min=lo,
             q_max=hi,
             max_speed_rad_s=np.array(self.max_speed_rad_s[c]),
+            max_accel_given_rad_s2=np.array(self.max_accel_rad_s2[c]),
             home_rad=np.clip(home, lo, hi),
             joint_names=self.joint_names[c],
             source=self.source,
@@ -150,6 +169,7 @@ class Arm:
         q_min_deg=None,
         q_max_deg=None,
         max_speed_deg_s=None,
+        max_accel_deg_s2=None,
         home_deg=None,
         name: str = "custom",
         gripper: Gripper | None = None,
@@ -159,7 +179,8 @@ class Arm:
         base_offset_m: float = 0.0,
         shoulder_height_m: float = 0.0,
     ) -> Arm:
-        """Build an arm in code; limits default to +-180 deg and 180 deg/s (the link angle of a
+        """Build an arm in code; limits default to +-180 deg, 180 deg/s and ``DEFAULT_ACCEL_PER_S`` times the
+        speed limit per second (``max_accel_deg_s2``; the link angle of a
         parallelogram to 0..180 deg). With ``base`` every per-joint value lists the base first."""
         links = np.asarray(links_m, dtype=float)
         k = len(links)
@@ -192,6 +213,7 @@ class Arm:
             q_min=q_min,
             q_max=q_max,
             max_speed_rad_s=vec(max_speed_deg_s, 180.0),
+            max_accel_given_rad_s2=None if max_accel_deg_s2 is None else vec(max_accel_deg_s2, 0.0),
             home_rad=np.zeros(n),
             joint_names=names,
             gripper=gripper,
@@ -219,6 +241,14 @@ class Arm:
                 ref += f"#{self.urdf.tool_link}"
             return ref
         return self.name
+
+    def with_zones(self, zones: Zones | None) -> Arm:
+        """This arm with ``zones`` added to its own keep-out zones (a program's); itself when None."""
+        if zones is None:
+            return self
+        from .zones import merge
+
+        return dataclasses.replace(self, zones=merge(self.zones, zones))
 
     def within_limits(self, q, tol: float = 1e-9) -> bool:
         """True if joint angles ``q`` (rad) are inside every limit (a parallelogram's coupled ones too)."""
@@ -280,15 +310,16 @@ def load_urdf_arm(path, *, tool_link: str | None = None, sidecar=None) -> Arm:
 
 
 def _joint(j: Section, default_name: str):
-    """(name, min_deg, max_deg, max_speed_deg_s) of one joint mapping."""
+    """(name, min_deg, max_deg, max_speed_deg_s, max_accel_deg_s2 or NaN) of one joint mapping."""
     name = j.string("name", default_name)
     lo = j.number("min_deg", lo=-360, hi=360)
     hi = j.number("max_deg", lo=-360, hi=360)
     if hi <= lo:
         raise j.error("max_deg", f"max_deg ({hi:g}) must be greater than min_deg ({lo:g})")
     speed = j.number("max_speed_deg_s", lo=0, lo_open=True, hi=3600)
+    accel = j.number("max_accel_deg_s2", None, lo=0, lo_open=True, hi=1e6)
     j.done()
-    return name, lo, hi, speed
+    return name, lo, hi, speed, math.nan if accel is None else accel
 
 
 def parse_arm(data, path) -> Arm:
@@ -323,10 +354,10 @@ def parse_arm(data, path) -> Arm:
     elif linkage == "parallelogram":
         link_angle = (0.0, math.pi)
 
-    names, q_min, q_max, speeds = [], [], [], []
+    names, q_min, q_max, speeds, accels = [], [], [], [], []
     b = top.section("base", required=False)
     if b is not None:
-        for out, v in zip((names, q_min, q_max, speeds), _joint(b, "base"), strict=True):
+        for out, v in zip((names, q_min, q_max, speeds, accels), _joint(b, "base"), strict=True):
             out.append(v)
     has_base = b is not None
     offsets = {}
@@ -341,7 +372,7 @@ def parse_arm(data, path) -> Arm:
     for i, raw in enumerate(joints_raw):
         line = joints_raw.item_lines[i] if hasattr(joints_raw, "item_lines") else None
         j = Section(raw, path=path, key=f"joints[{i}]", line=line)
-        for out, v in zip((names, q_min, q_max, speeds), _joint(j, f"joint{i + 1}"), strict=True):
+        for out, v in zip((names, q_min, q_max, speeds, accels), _joint(j, f"joint{i + 1}"), strict=True):
             out.append(v)
     n = len(names)
     if link_angle is not None:  # some shoulder and forearm angles must keep the link angle
@@ -371,6 +402,8 @@ def parse_arm(data, path) -> Arm:
             max_speed_rad_s=math.radians(g.number("max_speed_deg_s", lo=0, lo_open=True, hi=3600)),
         )
         g.done()
+    zsec = top.section("zones", required=False)
+    zones = None if zsec is None else parse_zones(zsec, has_base=has_base)
     top.done()
     arm = Arm(
         name=name,
@@ -378,6 +411,7 @@ def parse_arm(data, path) -> Arm:
         q_min=np.radians(q_min),
         q_max=np.radians(q_max),
         max_speed_rad_s=np.radians(speeds),
+        max_accel_given_rad_s2=np.radians(accels),
         home_rad=np.radians(home),
         joint_names=tuple(names),
         gripper=gripper,
@@ -387,6 +421,7 @@ def parse_arm(data, path) -> Arm:
         link_angle_rad=link_angle,
         base_offset_m=offsets.get("base_offset_m", 0.0),
         shoulder_height_m=offsets.get("shoulder_height_m", 0.0),
+        zones=zones,
     )
     if arm.parallelogram:
         if not arm.within_limits(arm.home_rad):
@@ -397,4 +432,8 @@ def parse_arm(data, path) -> Arm:
                 f"the home pose puts {angle:g} deg between upper arm and forearm, outside link_angle_deg "
                 f"[{math.degrees(link_angle[0]):g}, {math.degrees(link_angle[1]):g}]",
             )
+    if zones:
+        why = pose_refusal(arm, zones, arm.home_rad)
+        if why is not None:
+            raise top.error("zones", f"the home pose is inside a keep-out zone: {why}")
     return arm

@@ -43,8 +43,19 @@ import numpy as np
 
 from . import ik
 from .arm import Arm
+from .branch_ik import _branch_ik, _elbow_of, _fill_axis, _ik_two_link, _wrap, arm_branch_ik, branch_ik  # noqa: F401
 from .errors import JointLimitError, MotionError, UnreachableError
-from .kinematics import fk, joint_angles, limit_excess, limit_names, link_angle, tool_pitch, tool_point
+from .kinematics import fk, limit_excess, limit_names, link_angle, tool_point
+from .redundancy import (  # noqa: F401
+    CRITERION_BEST,
+    CRITERION_NEAREST,
+    CRITERION_PHI,
+    REACH_TOL_M,
+    _pitch,
+    best_free_pose,
+    free_angle_profile,
+    pose_score,
+)
 from .trajectory import DEFAULT_PERIOD_S, Trajectory
 from .workspace import check_reachable, fmt_point
 
@@ -66,9 +77,7 @@ MIN_TIMING_SEGMENTS = 16
 MAX_MOVE_S = 3600.0
 #: A segment this short that still moves a joint more than the bound is a jump.
 MIN_SEGMENT_M = 1e-6
-#: How far (m) a target may lie outside the reach annulus and still be taken
-#: as on its edge (rounding in mm/deg inputs).
-REACH_TOL_M = 1e-9
+# (REACH_TOL_M, how far a target may lie outside the reach annulus and count as on its edge: armctl.redundancy)
 
 
 # --------------------------------------------------------------------------- moves
@@ -85,6 +94,9 @@ class LineMove:
     Cartesian segment. ``end_q_rad`` (optional) is the exact pose the move must
     end in (a joint pose used as a line target). ``jerk_time_s`` > 0 turns the
     trapezoid speed profile into an S-curve whose acceleration ramps over that time.
+    ``blend_m`` > 0: the tool may pass the corner at the end of this line within that distance of it,
+    without stopping, when the next move is a line too (``plan_moves``; see ``blend_chain``); ``stop``
+    forces a rest at the end whatever the blend.
     """
 
     target_m: tuple[float, ...]
@@ -95,6 +107,8 @@ class LineMove:
     end_q_rad: tuple[float, ...] | None = None
     jerk_time_s: float = 0.0
     label: str = ""
+    blend_m: float = 0.0
+    stop: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,6 +160,8 @@ class MovePlan:
     segments: int = 0
     line_m: tuple | None = None  # (start point, end point) for line moves
     slowed: bool = False  # joint speed limits made this line move take longer
+    path: object = None  # line moves: the LinePath it was planned on (blending re-uses it)
+    blended: bool = False  # part of a blended chain (it does not start or end at rest at a shared corner)
 
     @property
     def duration_s(self) -> float:
@@ -165,97 +181,6 @@ class Plan:
         return summarize(self.arm, self.trajectory, self.moves)
 
 
-# --------------------------------------------------------------------------- closed-form IK on one branch
-
-
-def _ik_two_link(l1: float, l2: float, x, y, elbow: float):
-    """Closed-form 2-link IK on the elbow branch ``elbow`` (+1/-1), vectorised.
-
-    Returns (q1, q2, excess): ``excess`` > 0 where the point is out of reach,
-    by how much (m, radial); those points get the nearest reachable solution.
-    """
-    r2 = x * x + y * y
-    r = np.sqrt(r2)
-    excess = np.maximum(r - (l1 + l2), abs(l1 - l2) - r)
-    c2 = np.clip((r2 - l1 * l1 - l2 * l2) / (2.0 * l1 * l2), -1.0, 1.0)
-    q2 = elbow * np.arccos(c2)
-    q1 = np.arctan2(y, x) - np.arctan2(l2 * np.sin(q2), l1 + l2 * np.cos(q2))
-    return q1, q2, excess
-
-
-def branch_ik(arm: Arm, points_m, phi_rad, elbow: float):
-    """Closed-form IK for many tool points on one elbow branch.
-
-    ``points_m`` (K, 2) m; ``phi_rad`` (K,) tool angles (3-link arms) or None.
-    Returns (q (K, n) rad, each angle wrapped to (-pi, pi]; excess (K,) m, the
-    distance outside the reach annulus, <= 0 when reachable).
-    """
-    return _branch_ik(arm.links_m, points_m, phi_rad, elbow)
-
-
-def _branch_ik(links, points_m, phi_rad, elbow: float):
-    p = np.asarray(points_m, dtype=float)
-    if len(links) == 2:
-        q1, q2, excess = _ik_two_link(links[0], links[1], p[:, 0], p[:, 1], elbow)
-        q = np.stack([q1, q2], axis=-1)
-    else:
-        phi = np.asarray(phi_rad, dtype=float)
-        wx = p[:, 0] - links[2] * np.cos(phi)
-        wy = p[:, 1] - links[2] * np.sin(phi)
-        q1, q2, excess = _ik_two_link(links[0], links[1], wx, wy, elbow)
-        q = np.stack([q1, q2, phi - q1 - q2], axis=-1)
-    return _wrap(q), excess
-
-
-def _wrap(a):
-    return (np.asarray(a) + math.pi) % TWO_PI - math.pi
-
-
-def _elbow_of(q) -> float:
-    return 1.0 if q[1] >= 0.0 else -1.0
-
-
-def arm_branch_ik(arm: Arm, points_m, phi_rad, side: float, elbow: float, base_ref: float = 0.0):
-    """Closed-form IK for many tool points of any arm on one branch, vectorised.
-
-    ``points_m`` (K, dim) m; ``phi_rad`` (K,) tool angles (3-link chains; on a base arm the pitch from the
-    outward horizontal) or None; ``elbow`` the sign of the chain's serial elbow angle; ``side`` on a base
-    arm +1 for the base pointing at the point, -1 for half a turn from it (the chain reaching back over the
-    axis). Points on the base axis take the base angle of their neighbours (else ``base_ref``).
-    Returns (q (K, n) rad, each angle wrapped to (-pi, pi]; excess (K,) m outside the chain's annulus).
-    A planar serial arm is exactly ``branch_ik``.
-    """
-    if not arm.layered:
-        return _branch_ik(arm.links_m, points_m, phi_rad, elbow)
-    p = np.asarray(points_m, dtype=float)
-    base = None
-    ph = phi_rad
-    if arm.has_base:
-        rho = np.hypot(p[:, 0], p[:, 1])
-        base = np.arctan2(p[:, 1], p[:, 0]) + (0.0 if side > 0 else math.pi)
-        axis = rho <= 1e-12
-        if np.any(axis):
-            base = _fill_axis(base, axis, base_ref)
-        uv = np.stack([side * rho - arm.base_offset_m, p[:, 2] - arm.shoulder_height_m], axis=-1)
-        if phi_rad is not None and side < 0:
-            ph = math.pi - np.asarray(phi_rad, dtype=float)
-    else:
-        uv = p
-    c, excess = _branch_ik(arm.links_m, uv, ph, elbow)
-    return _wrap(joint_angles(arm, c, base)), excess
-
-
-def _fill_axis(base, axis, ref: float):
-    """Base angles where the point is on the base axis: the nearest earlier point's, else the next one's,
-    else ``ref``."""
-    idx = np.arange(len(base))
-    fwd = np.maximum.accumulate(np.where(~axis, idx, -1))
-    bwd = np.minimum.accumulate(np.where(~axis, idx, len(base))[::-1])[::-1]
-    pick = np.where(fwd >= 0, fwd, bwd)
-    out = np.where(pick < len(base), base[np.minimum(pick, len(base) - 1)], ref)
-    return np.where(axis, out, base)
-
-
 def branch_of(arm: Arm, q) -> tuple[float, float]:
     """(side, elbow) of pose ``q``: the sign of the chain's serial elbow angle and, on a base arm, whether
     the tool is on the base's side of its axis (+1) or reached back over it (-1)."""
@@ -269,12 +194,6 @@ def branch_of(arm: Arm, q) -> tuple[float, float]:
         u = fk(arm.links_m, c)[0] + arm.base_offset_m
         side = 1.0 if u >= 0.0 else -1.0
     return side, (1.0 if c[1] >= 0.0 else -1.0)
-
-
-def _pitch(arm: Arm, q) -> float:
-    """The tool angle a line interpolates: the sum of the joint angles on a planar serial arm (unwrapped,
-    as always), the pitch from the outward horizontal on a layered one."""
-    return float(np.sum(q)) if not arm.layered else float(tool_pitch(arm, q))
 
 
 # --------------------------------------------------------------------------- errors
@@ -343,15 +262,21 @@ def _outside_limits(arm: Arm, q, tol: float = 1e-9) -> np.ndarray:
 # --------------------------------------------------------------------------- IK for move end poses
 
 
-def solve_pose(arm: Arm, target_m, phi_rad: float | None, q_near) -> np.ndarray:
+def solve_pose(arm: Arm, target_m, phi_rad: float | None, q_near, *, criterion: str = "best") -> np.ndarray:
     """Joint angles (rad) reaching ``target_m`` (m) [with tool angle ``phi_rad``], nearest ``q_near``.
 
-    Raises UnreachableError (with the shortfall) or JointLimitError when no
+    A 3-link chain without a tool angle is redundant: ``criterion="best"`` (default) takes the pose furthest
+    inside the joint limits and away from singularity (``best_free_pose``), ``"nearest"`` the one IK finds
+    nearest ``q_near``. Raises UnreachableError (with the shortfall) or JointLimitError when no
     solution inside the joint limits exists.
     """
     target = np.asarray(target_m, dtype=float)
     q_near = np.asarray(q_near, dtype=float)
     phi = phi_rad if arm.n_links == 3 else None
+    if phi is None and arm.n_links == 3 and criterion == "best" and len(target) == arm.dim:
+        best = best_free_pose(arm, target)
+        if best is not None:
+            return _nearest_turn(best[0], q_near) if not arm.within_limits(best[0]) else best[0]
     if arm.layered:
         return _solve_pose_layered(arm, target, phi, q_near)
     check_reachable(arm, target, phi)
@@ -424,13 +349,21 @@ class LinePath:
     links: np.ndarray
     arm: Arm | None = None  # a base or parallelogram arm (None: the planar serial chain of ``links``)
     side: float = 1.0  # base arms: +1 the base points at the tool, -1 half a turn from it
+    profile: tuple | None = None  # free tool angle: (u knots, phi offsets from phi0) of a piecewise-linear profile
+
+    def phi_at(self, u):
+        """The tool angle (rad) at fractions ``u`` of the line: linear from phi0 to phi0 + dphi, or the profile."""
+        u = np.asarray(u, dtype=float)
+        if self.profile is None:
+            return self.phi0 + u * self.dphi
+        return self.phi0 + np.interp(u, self.profile[0], self.profile[1])
 
     def at(self, s) -> np.ndarray:
         """Joint angles (rad) at path parameters ``s``: exact IK, continuous with the segment points."""
         s = np.asarray(s, dtype=float)
         u = s / self.length if self.length > 0 else np.zeros_like(s)
         pts = self.start + u[:, None] * (self.end - self.start)
-        phi = self.phi0 + u * self.dphi
+        phi = self.phi_at(u)
         ref = np.stack([np.interp(s, self.s, self.q[:, j]) for j in range(self.q.shape[1])], axis=-1)
         if self.arm is None:
             q, _ = _branch_ik(self.links, pts, phi, self.elbow)
@@ -460,11 +393,44 @@ def plan_line_path(arm: Arm, q0, move: LineMove, *, max_joint_step_rad: float = 
         return _line_path(arm, q0, move, _pitch(arm, move.end_q_rad), max_joint_step_rad)
     if move.phi_rad is not None:
         return _line_path(arm, q0, move, float(move.phi_rad), max_joint_step_rad)
-    # Free tool angle: the end angle IK picks near the start pose, else the nearest end angle
-    # (5 deg steps, up to 90 deg away) for which the line works on the start's elbow branch.
-    phi_ik = _pitch(arm, solve_pose(arm, move.target_m, None, q0))
+    return _free_angle_path(arm, q0, move, max_joint_step_rad)
+
+
+def _free_angle_path(arm: Arm, q0, move: LineMove, max_joint_step_rad: float) -> LinePath:
+    """A line with a free tool angle (null-space motion), the first of these that stays inside every limit:
+    the tool angle turning linearly to the end pose IK finds nearest the start pose (the least joint motion:
+    the tool keeps its angle as far as it can); to the best end pose on the start's branch
+    (``best_free_pose``: furthest inside the limits and from singularity); along the tool-angle profile
+    ``free_angle_profile`` finds (the joints furthest inside their limits all along the line); to end angles
+    near the nearest pose's (5 deg steps, up to 90 deg away). Refused (the first error) only when none works."""
+    target = np.asarray(move.target_m, dtype=float)
+    if float(np.linalg.norm(target - tool_point(arm, q0))) <= 1e-9:
+        return _line_path(arm, q0, move, _pitch(arm, q0), max_joint_step_rad)  # already there: keep the angle
     first = None
-    for d in sorted(np.radians(np.arange(-90.0, 90.1, 5.0)), key=abs):
+    phi_ik = None
+    try:
+        phi_ik = _pitch(arm, solve_pose(arm, target, None, q0, criterion="nearest"))
+        return _line_path(arm, q0, move, phi_ik, max_joint_step_rad)
+    except MotionError as exc:
+        first = exc
+    side, elbow = branch_of(arm, q0)
+    best = best_free_pose(arm, target, branches=[(side, elbow)])
+    if best is not None:
+        try:
+            return _line_path(arm, q0, move, best[1], max_joint_step_rad)
+        except MotionError as exc:
+            first = first or exc
+    for grid_deg, steps in ((1.0, 1), (0.5, 2)):
+        profile = free_angle_profile(arm, q0, target, side, elbow, grid_deg=grid_deg, steps_per_5mm=steps)
+        if profile is None:
+            break
+        try:
+            return _line_path(arm, q0, move, None, max_joint_step_rad, profile=profile)
+        except MotionError as exc:
+            first = first or exc
+    if phi_ik is None:
+        raise first
+    for d in sorted(np.radians(np.arange(-90.0, 90.1, 5.0)), key=abs)[1:]:
         try:
             return _line_path(arm, q0, move, phi_ik + float(d), max_joint_step_rad)
         except MotionError as exc:
@@ -472,19 +438,27 @@ def plan_line_path(arm: Arm, q0, move: LineMove, *, max_joint_step_rad: float = 
     raise first
 
 
-def _line_path(arm: Arm, q0, move: LineMove, phi_end: float | None, max_joint_step_rad: float) -> LinePath:
+def _line_path(
+    arm: Arm, q0, move: LineMove, phi_end: float | None, max_joint_step_rad: float, profile=None
+) -> LinePath:
+    """``profile``: (u knots, tool angle offsets from the start's) of a free tool angle's profile; else the
+    tool angle turns linearly to ``phi_end``."""
     start = tool_point(arm, q0)
     end = np.asarray(move.target_m, dtype=float)
     n = arm.n_links
     phi0 = _pitch(arm, q0)
     dphi = 0.0 if phi_end is None else float(_wrap(phi_end - phi0))
+    turn = abs(dphi)
+    if profile is not None:
+        dphi = float(profile[1][-1])
+        turn = float(np.sum(np.abs(np.diff(profile[1]))))
     if arm.layered:
         solve_pose(arm, end, None if n == 2 else phi0 + dphi, q0)  # the end reachable inside every limit
     else:
         check_reachable(arm, end, None if n == 2 else phi0 + dphi)
     dist = float(np.linalg.norm(end - start)) if arm.has_base else float(np.hypot(*(end - start)))
     # A pure turn of the tool counts as the distance the tool tip's last link sweeps.
-    length = max(dist, float(arm.links_m[-1]) * abs(dphi)) if n == 3 else dist
+    length = max(dist, float(arm.links_m[-1]) * turn) if n == 3 else dist
     side, elbow = branch_of(arm, q0)
     rel = q0[1] if not arm.layered else float(_chain_elbow(arm, q0))
     if abs(rel) < 1e-9 and move.end_q_rad is not None:
@@ -503,6 +477,7 @@ def _line_path(arm: Arm, q0, move: LineMove, phi_end: float | None, max_joint_st
         links=arm.links_m,
         arm=arm if arm.layered else None,
         side=side,
+        profile=profile,
     )
     if length <= 0.0:
         return path
@@ -566,7 +541,7 @@ def _line_path(arm: Arm, q0, move: LineMove, phi_end: float | None, max_joint_st
 def _solve_points(path: LinePath, s):
     u = s / path.length
     pts = path.start + u[:, None] * (path.end - path.start)
-    phi = path.phi0 + u * path.dphi
+    phi = path.phi_at(u)
     if path.arm is None:
         q, excess = _branch_ik(path.links, pts, phi, path.elbow)
     else:
@@ -593,7 +568,8 @@ def _continuous(q, q0):
 
 
 def speed_profile(s, cap, accel: float):
-    """Fastest speeds at path points ``s`` under speed caps ``cap`` and acceleration ``accel``.
+    """Fastest speeds at path points ``s`` under speed caps ``cap`` and acceleration ``accel`` (one value, or
+    one per segment).
 
     Starts and ends at rest. Between points the acceleration is constant.
     Returns (v (K,), t (K,)): speed at each point and the time it is passed.
@@ -603,6 +579,7 @@ def speed_profile(s, cap, accel: float):
     ds = np.diff(s)
     u_cap = np.asarray(cap, dtype=float) ** 2
     u_cap[0] = u_cap[-1] = 0.0
+    # ``accel`` may be one bound or one per segment (len(s) - 1): v^2 grows by 2 a ds over each
     reach = np.concatenate([[0.0], np.cumsum(2.0 * accel * ds)])  # v^2 gained accelerating from 0
     fwd = reach + np.minimum.accumulate(u_cap - reach)
     back = reach[-1] - reach
@@ -661,7 +638,19 @@ def s_curve(s, v, t, jerk_time_s: float):
     return np.arange(len(sm)) * (duration / steps), sm
 
 
-def _timed(s, cap, accel, q_at, speed_limit, period, *, label_kind: str, jerk_time_s: float = 0.0):
+def _timed(
+    s,
+    cap,
+    accel,
+    q_at,
+    speed_limit,
+    period,
+    *,
+    label_kind: str,
+    jerk_time_s: float = 0.0,
+    with_s: bool = False,
+    profile=speed_profile,
+):
     """Time a path and sample it; re-time locally until no sampled joint speed exceeds its limit.
 
     ``q_at(s)`` gives (K, m) channel angles; ``speed_limit`` (m,) rad/s;
@@ -670,7 +659,7 @@ def _timed(s, cap, accel, q_at, speed_limit, period, *, label_kind: str, jerk_ti
     """
     cap = np.array(cap, dtype=float)
     for _ in range(12):
-        v, t = speed_profile(s, cap, accel)
+        v, t = profile(s, cap, accel)
         if not t[-1] > 0 and s[-1] > s[0]:  # speeds so small that v^2 vanished against the rounding of accel*s
             raise MotionError(f"the speed or acceleration of this {label_kind} is too small to time it")
         if jerk_time_s > 0 and t[-1] > 0:
@@ -685,7 +674,7 @@ def _timed(s, cap, accel, q_at, speed_limit, period, *, label_kind: str, jerk_ti
         rate = np.abs(np.diff(q, axis=0)) / period
         ratio = (rate / speed_limit).max(axis=1)
         if not np.any(ratio > 1.0 + 1e-12):
-            return t_local, q, False
+            return (t_local, q, False, s_samp) if with_s else (t_local, q, False)
         # Slow the path down where a sample interval was too fast, by that much and a bit.
         for i in np.nonzero(ratio > 1.0 + 1e-12)[0]:
             lo, hi = np.searchsorted(s, [s_samp[i], s_samp[i + 1]])
@@ -706,6 +695,146 @@ def _caps_from_joints(s, q, speed_limit, base_cap):
     return cap, bool(np.any(seg_cap < base_cap * (1 - 1e-9)))
 
 
+def joint_accel_bounds(s, q, accel_limit, cap, accel):
+    """Speed caps (per point) and path accelerations (per segment) that keep every joint's acceleration
+    within ``accel_limit`` (rad/s^2) on the path (s, q).
+
+    A joint's acceleration is q_s s'' + q_ss s'^2 (q_s, q_ss its first and second derivatives along s).
+    The caps leave at most half of each limit to the curvature term (q_ss cap^2 <= A / 2); each segment's
+    path acceleration then keeps |q_s| a + |q_ss| cap^2 <= 0.98 A with the segment's largest cap (the
+    speed there is never higher). Where nothing binds, ``cap`` and ``accel`` come back unchanged (the same
+    objects), so arms whose joints never reach their limits plan exactly as before.
+    """
+    s = np.asarray(s, dtype=float)
+    q = np.asarray(q, dtype=float)
+    A = np.asarray(accel_limit, dtype=float)
+    if len(s) < 2:
+        return cap, accel
+    slope, curv = _derivatives(s, q)
+    curv = np.abs(curv)
+    cap = np.asarray(cap, dtype=float)
+    with np.errstate(divide="ignore"):
+        v2 = np.min(0.5 * A / np.maximum(curv, 1e-300), axis=1)
+    new_cap = cap
+    if np.any(v2 < cap * cap):
+        new_cap = np.minimum(cap, np.sqrt(v2))
+    seg_cap2 = np.maximum(new_cap[:-1], new_cap[1:]) ** 2
+    seg_curv = np.maximum(curv[:-1], curv[1:])
+    room = SPEED_MARGIN * A[None, :] - seg_curv * seg_cap2[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a_j = np.min(np.where(np.abs(slope) > 1e-300, room / np.abs(slope), np.inf), axis=1)
+    a_j = np.maximum(a_j, 1e-9)
+    new_acc = accel
+    if np.any(a_j < np.asarray(accel)):
+        new_acc = np.minimum(accel, a_j)
+    return new_cap, new_acc
+
+
+def _derivatives(s, q):
+    """Per segment dq/ds (K-1, m) and per point d2q/ds2 (K, m) of a path sampled at (s, q)."""
+    ds = np.diff(s)
+    slope = np.diff(q, axis=0) / np.maximum(ds, 1e-300)[:, None]
+    curv = np.zeros_like(q)
+    if len(ds) > 1:
+        curv[1:-1] = 2.0 * np.diff(slope, axis=0) / np.maximum(ds[:-1] + ds[1:], 1e-300)[:, None]
+        curv[0], curv[-1] = curv[1], curv[-2]
+    return slope, curv
+
+
+def joint_accel_profile(s, cap, accel, q, accel_limit):
+    """Fastest speeds at path points ``s`` (as ``speed_profile``: caps, path acceleration ``accel``, rest at
+    both ends) that also keep each joint's acceleration q_s s'' + q_ss s'^2 within ``accel_limit`` (rad/s^2,
+    with the planning margin) at both ends of every segment, the path acceleration constant over each.
+
+    The time-optimal profile's two passes (as in TOPP-RA): backwards, the largest squared speed at each point
+    from which the rest of the path can still be braked to rest; forwards, the largest acceleration every
+    constraint allows, within that bound. The constraints are linear in the squared speeds of a segment's
+    two ends, so each step is a few divisions per joint. Returns (v, t).
+    """
+    s = np.asarray(s, dtype=float)
+    K = len(s)
+    ds = np.diff(s).tolist()
+    slope, curv = _derivatives(s, np.asarray(q, dtype=float))
+    A = (SPEED_MARGIN * np.asarray(accel_limit, dtype=float)).tolist()
+    acc = np.broadcast_to(np.asarray(accel, dtype=float), (K - 1,)).tolist()
+    U = (np.asarray(cap, dtype=float) ** 2).tolist()
+    U[0] = U[-1] = 0.0
+    sl, cv = slope.tolist(), curv.tolist()
+    m = len(A)
+
+    def upper(hi, alpha, beta, a_lim):
+        # -a_lim <= alpha x + beta <= a_lim: the upper bound on x it gives
+        if alpha > 1e-300:
+            return min(hi, (a_lim - beta) / alpha)
+        if alpha < -1e-300:
+            return min(hi, (-a_lim - beta) / alpha)
+        return hi
+
+    ub = [0.0] * K
+    for k in range(K - 2, -1, -1):
+        un, h = ub[k + 1], 2.0 * ds[k]
+        if h <= 0.0:
+            ub[k] = min(U[k], un)
+            continue
+        hi = min(U[k], un + h * acc[k])  # x = u_k; a = (un - x) / h >= -acc
+        for j in range(m):
+            g = sl[k][j] / h
+            hi = upper(hi, cv[k][j] - g, g * un, A[j])  # at the segment's start
+            hi = upper(hi, -g, (g + cv[k + 1][j]) * un, A[j])  # at its end
+        ub[k] = max(hi, 0.0)
+    u = [0.0] * K
+    for k in range(K - 1):
+        x, h = u[k], 2.0 * ds[k]
+        if h <= 0.0:
+            u[k + 1] = min(x, ub[k + 1])
+            continue
+        hi = min(ub[k + 1], x + h * acc[k])  # y = u_{k+1}; a = (y - x) / h <= acc
+        for j in range(m):
+            g = sl[k][j] / h
+            hi = upper(hi, g, (cv[k][j] - g) * x, A[j])
+            hi = upper(hi, g + cv[k + 1][j], -g * x, A[j])
+        u[k + 1] = max(hi, 0.0)
+    v = np.sqrt(np.maximum(np.array(u), 0.0))
+    vsum = v[:-1] + v[1:]
+    dsa = np.diff(s)
+    dt = np.divide(2.0 * dsa, vsum, out=np.zeros_like(dsa), where=vsum > 0)
+    return v, np.concatenate([[0.0], np.cumsum(dt)])
+
+
+def _profile_for(s, q, accel_limit, cap, accel):
+    """The speed profile function a path needs: ``speed_profile`` where no joint acceleration limit can
+    bind (the very numbers of the planner before joint acceleration limits), else one that keeps
+    ``speed_profile``'s answer where it keeps every joint within its limit and otherwise gives
+    ``joint_accel_profile``'s."""
+    s = np.asarray(s, dtype=float)
+    if len(s) < 3:
+        return speed_profile
+    A = SPEED_MARGIN * np.asarray(accel_limit, dtype=float)
+    ds = s[1:] - s[:-1]
+    slope = (q[1:] - q[:-1]) / ds[:, None]
+    # the most any joint could accelerate anywhere on the path: steepest slope at the largest path
+    # acceleration plus sharpest bend at the highest speed cap (a quick bound, all joints at once:
+    # where it holds, nothing binds; whole-array reductions, as this runs for every line)
+    a_max = accel if isinstance(accel, float) else float(np.max(accel))
+    bend = float(np.abs(slope[1:] - slope[:-1]).max()) / (0.5 * float((ds[:-1] + ds[1:]).min()))
+    if float(np.abs(slope).max()) * a_max + bend * float(cap.max()) ** 2 <= float(A.min()):
+        return speed_profile
+    slope, curv = _derivatives(s, q)
+
+    def profile(s_, cap_, acc_):
+        v, t = speed_profile(s_, cap_, acc_)
+        u = v * v
+        a = np.diff(u) / np.maximum(2.0 * np.diff(s_), 1e-300)
+        worst = np.maximum(
+            np.abs(slope * a[:, None] + curv[:-1] * u[:-1, None]), np.abs(slope * a[:, None] + curv[1:] * u[1:, None])
+        )
+        if np.all(worst <= A * (1.0 + 1e-9)):
+            return v, t
+        return joint_accel_profile(s_, cap_, acc_, q, accel_limit)
+
+    return profile
+
+
 # --------------------------------------------------------------------------- one move
 
 
@@ -718,11 +847,40 @@ def plan_move(
     period_s: float = DEFAULT_PERIOD_S,
     max_joint_step_rad: float = DEFAULT_MAX_JOINT_STEP_RAD,
 ) -> MovePlan:
-    """Plan one move from pose ``q0`` (rad) and gripper angle ``g0`` (rad); errors carry the move's label."""
+    """Plan one move from pose ``q0`` (rad) and gripper angle ``g0`` (rad); errors carry the move's label.
+    The whole move is checked against the arm's keep-out zones (``arm.zones``; ZoneError)."""
     try:
-        return _plan_move(arm, move, np.asarray(q0, dtype=float), float(g0), period_s, max_joint_step_rad)
+        mp = _plan_move(arm, move, np.asarray(q0, dtype=float), float(g0), period_s, max_joint_step_rad)
+        check_zones(arm, mp)
+        return mp
     except MotionError as exc:
         raise _located(exc, move.label) from None
+
+
+def check_zones(arm: Arm, mp: MovePlan) -> None:
+    """Raise ZoneError if the planned move ``mp`` takes a link into one of ``arm.zones`` anywhere along it
+    (between samples too), naming the zone, the link and where along the move."""
+    if not arm.zones or mp.kind not in ("line", "joint") or len(mp.t_s) < 2:
+        return
+    from .zones import first_violation, refusal
+
+    v = first_violation(arm, arm.zones, mp.q_rad)
+    if v is None:
+        return
+    k = min(int(v.at), len(mp.t_s) - 2)
+    t = float(mp.t_s[k] + (v.at - k) * (mp.t_s[k + 1] - mp.t_s[k]))
+    p = tool_point(arm, v.q)
+    if mp.kind == "line" and mp.line_m is not None:
+        a, b = (np.asarray(e, dtype=float) for e in mp.line_m)
+        length = float(np.linalg.norm(b - a))
+        frac = float(np.linalg.norm(p - a)) / length if length > 0 else 0.0
+        where = _where(min(frac, 1.0), p)
+        hint = "add a via point around it, or move the target"
+    else:
+        frac = t / mp.duration_s if mp.duration_s > 0 else 0.0
+        where = f"{100.0 * frac:.0f}% through the joint move (t = {t:.2f} s, tool at {fmt_point(p)} m)"
+        hint = "move through a pose above it first"
+    raise refusal(arm, arm.zones, v, where, fraction=min(frac, 1.0), hint=hint)
 
 
 def _hold(q0, g0, duration, period, kind, label) -> MovePlan:
@@ -769,10 +927,12 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
         s = np.linspace(0.0, 1.0, 129)
         moving = np.abs(dq) > 0
         cap = float(np.min(move.speed_fraction * limit[moving] / np.abs(dq[moving])))
+        acc = move.accel_rad_s2 / span
+        acc = min(acc, float(np.min(arm.max_accel_rad_s2[moving] / np.abs(dq[moving]))))  # each joint's limit
         t, q, _ = _timed(
             s,
             np.full(len(s), cap),
-            move.accel_rad_s2 / span,
+            acc,
             lambda u: q0 + u[:, None] * dq,
             limit,
             period,
@@ -791,8 +951,12 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
         base = move.speed_m_s / path.speed_scale if path.speed_scale > 0 else move.speed_m_s
         acc = move.accel_m_s2 / path.speed_scale if path.speed_scale > 0 else move.accel_m_s2
         cap, _ = _caps_from_joints(path.s, path.q, limit, base)
-        t, q, _ = _timed(path.s, cap, acc, path.at, limit, period, label_kind="line", jerk_time_s=move.jerk_time_s)
-        # Slowed if the joint speed limits made the move longer than the Cartesian limits alone would.
+        profile = _profile_for(path.s, path.q, arm.max_accel_rad_s2, cap, acc)
+        t, q, _ = _timed(
+            path.s, cap, acc, path.at, limit, period, label_kind="line", jerk_time_s=move.jerk_time_s, profile=profile
+        )
+        # Slowed if the joint speed (or acceleration) limits made the move longer than the Cartesian limits
+        # alone would.
         free = speed_profile(path.s, np.full(len(path.s), base), acc)[1][-1] + move.jerk_time_s
         slowed = bool(_sample_times(float(free), period)[0][-1] < t[-1] - 1e-9)
         q[0], q[-1] = path.q[0], path.q[-1]
@@ -816,6 +980,7 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
             segments=len(path.s) - 1,
             line_m=(path.start, path.end),
             slowed=slowed,
+            path=path,
         )
     raise TypeError(f"not a move: {move!r}")
 
@@ -893,6 +1058,7 @@ def plan_moves(
     first problem raises a MotionError carrying that move's label.
     ``labels``: one label per move for ``Trajectory.steps`` (default the moves' labels).
     """
+    moves = list(moves)
     q = np.array(arm.home_rad if q_start is None else q_start, dtype=float)
     if not arm.within_limits(q):
         raise _limit_error(arm, q, "at the start pose", hint="change the start pose")
@@ -904,6 +1070,8 @@ def plan_moves(
         mp = plan_move(arm, move, q, g, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
         plans.append(mp)
         q, g = mp.q_rad[-1], float(mp.gripper_rad[-1])
+    if any(isinstance(m, LineMove) and m.blend_m > 0 for m in moves):
+        plans = blend_chain(arm, moves, plans, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
     return Plan(
         trajectory=assemble(
             arm,
@@ -945,9 +1113,22 @@ def assemble(
     )
 
 
-def line_deviation(arm: Arm, q_samples, start, end, *, sub: int = 4) -> float:
+def _neighbour_lines(moves: list[MovePlan], i: int) -> list:
+    """The lines a blended move shares corners with (its samples near a corner belong to either line)."""
+    if not moves[i].blended:
+        return []
+    out = []
+    for j in (i - 1, i + 1):
+        if 0 <= j < len(moves) and moves[j].blended and moves[j].line_m is not None:
+            out.append(moves[j].line_m)
+    return out
+
+
+def line_deviation(arm: Arm, q_samples, start, end, *, sub: int = 4, also=()) -> float:
     """Worst distance (m) of the tool from the segment start-end, at the samples and ``sub`` points
-    between each pair of samples (joints interpolated linearly, as a servo does between frames)."""
+    between each pair of samples (joints interpolated linearly, as a servo does between frames).
+    ``also``: more (start, end) segments; the distance is then to the nearest of them (a blended chain's
+    samples near a shared corner)."""
     q = np.asarray(q_samples, dtype=float)
     if len(q) < 2:
         return 0.0
@@ -955,12 +1136,16 @@ def line_deviation(arm: Arm, q_samples, start, end, *, sub: int = 4) -> float:
     qq = (q[:-1, None, :] + f[None, :, None] * np.diff(q, axis=0)[:, None, :]).reshape(-1, q.shape[1])
     qq = np.concatenate([qq, q[-1:]])
     p = tool_point(arm, qq)
-    a, b = np.asarray(start, dtype=float), np.asarray(end, dtype=float)
-    d = b - a
-    dd = float(d @ d)
-    u = np.clip(((p - a) @ d) / dd, 0.0, 1.0) if dd > 0 else np.zeros(len(p))
-    off = p - (a + u[:, None] * d)
-    return float(np.max(np.hypot(*off.T) if off.shape[-1] == 2 else np.linalg.norm(off, axis=-1)))
+    best = None
+    for sa, sb in [(start, end), *also]:
+        a, b = np.asarray(sa, dtype=float), np.asarray(sb, dtype=float)
+        d = b - a
+        dd = float(d @ d)
+        u = np.clip(((p - a) @ d) / dd, 0.0, 1.0) if dd > 0 else np.zeros(len(p))
+        off = p - (a + u[:, None] * d)
+        dist = np.hypot(*off.T) if off.shape[-1] == 2 else np.linalg.norm(off, axis=-1)
+        best = dist if best is None else np.minimum(best, dist)
+    return float(np.max(best))
 
 
 def summarize(arm: Arm, traj: Trajectory, moves: list[MovePlan]) -> dict:
@@ -971,7 +1156,14 @@ def summarize(arm: Arm, traj: Trajectory, moves: list[MovePlan]) -> dict:
         peak = np.abs(np.diff(q, axis=0)).max(axis=0) / traj.period_s
     else:
         peak = np.zeros(arm.n)
-    dev = max((line_deviation(arm, mp.q_rad, *mp.line_m) for mp in moves if mp.line_m is not None), default=0.0)
+    dev = max(
+        (
+            line_deviation(arm, mp.q_rad, *mp.line_m, also=_neighbour_lines(moves, i))
+            for i, mp in enumerate(moves)
+            if mp.line_m is not None
+        ),
+        default=0.0,
+    )
     out = {
         "duration_s": traj.duration_s,
         "segments": int(sum(mp.segments for mp in moves)),
@@ -988,3 +1180,308 @@ def summarize(arm: Arm, traj: Trajectory, moves: list[MovePlan]) -> dict:
         out["peak_gripper_speed_deg_s"] = round(float(np.degrees(peak_g)), 6)
         out["gripper_speed_limit_deg_s"] = round(float(np.degrees(arm.gripper.max_speed_rad_s)), 6)
     return out
+
+
+# --------------------------------------------------------------------------- blending
+
+
+#: Share of a line's tool acceleration a rounded corner may spend turning (normal, v^2 kappa) and speeding
+#: up or slowing down (tangential): 0.6^2 + 0.8^2 = 1, so the tool's acceleration stays within the bound.
+BLEND_NORMAL_SHARE = 0.6
+BLEND_TANGENT_SHARE = 0.8
+#: A corner turning more than 170 degrees is passed at rest (the tool turns back and stops there anyway).
+MAX_BLEND_TURN_COS = math.cos(math.radians(170.0))
+#: The rounding is drawn to pass this share of ``blend_m`` from the corner: the servos go from sample to sample
+#: in joint space, and that chord can bulge a micrometre past the exact curve (seen: 0.67 um at 0.5 mm).
+BLEND_MARGIN = 0.98
+
+
+def corner_reach(d_in: float, d_out: float, u_in, u_out, blend_m: float) -> float:
+    """How far (m) before and after a corner its rounding starts and ends.
+
+    The corner between a line of length ``d_in`` along unit vector ``u_in`` and one of length ``d_out``
+    along ``u_out`` is replaced by the quadratic Bezier from C - d u_in to C + d u_out with C as its control
+    point; its middle passes C at d sin(theta/2) / 2 (theta the turn), the furthest it gets from C. So
+    d = 2 blend / sin(theta/2) (with ``BLEND_MARGIN``), at most half of each line (two roundings never overlap).
+    """
+    c = float(np.clip(np.dot(u_in, u_out), -1.0, 1.0))
+    half = math.sqrt(max(0.0, (1.0 - c) / 2.0))  # sin(theta / 2)
+    d = 2.0 * BLEND_MARGIN * blend_m / half if half > 1e-12 else math.inf
+    return min(d, 0.5 * d_in, 0.5 * d_out)
+
+
+def _phi_of(path: LinePath, u):
+    return path.phi_at(u)
+
+
+class ChainPath:
+    """Consecutive lines with rounded corners, as one path: the path parameter s runs over the pieces
+    (line stretches in each line's own units, corners by arc length, or the tool's turn if longer); the
+    tool point and angle at any s, and joint angles by closed-form IK on the chain's branch."""
+
+    def __init__(self, arm: Arm, paths: list[LinePath], moves: list[LineMove]):
+        """``paths``: the lines as planned alone; ``moves``: their LineMoves (speed, acceleration, segment
+        length, blend distance of the corner at each one's end)."""
+        self.arm = arm
+        blends = [mv.blend_m for mv in moves[:-1]]
+        segment_m = [mv.segment_m for mv in moves]
+        speed = [mv.speed_m_s for mv in moves]
+        acc = [mv.accel_m_s2 for mv in moves]
+        self.paths = paths
+        n = len(paths)
+        dist = [float(np.linalg.norm(p.end - p.start)) for p in paths]
+        dirs = [(p.end - p.start) / d for p, d in zip(paths, dist, strict=True)]
+        self.reach = [
+            corner_reach(dist[i], dist[i + 1], dirs[i], dirs[i + 1], blends[i]) for i in range(n - 1)
+        ]  # d of each corner
+        u0 = [0.0] + [self.reach[i - 1] / dist[i] for i in range(1, n)]
+        u1 = [1.0 - self.reach[i] / dist[i] for i in range(n - 1)] + [1.0]
+        pieces = []  # (kind, index, s0, s1, data)
+        s_pts, caps, accs = [], [], []
+        s0 = 0.0
+        self.bounds = []  # s where each line hands over to the next (the corner's middle)
+        for i, p in enumerate(paths):
+            # the straight stretch of line i
+            ua, ub = u0[i], u1[i]
+            eps = 1e-6 / p.length  # no grid points closer than a micrometre (slopes between them are noise)
+            if i == 0 or (ub - ua) > eps:  # (between two roundings that meet there is no straight stretch)
+                grid_u = p.s / p.length
+                inner = grid_u[(grid_u > ua + eps) & (grid_u < ub - eps)]
+                uu = np.concatenate([[ua], inner, [ub]])
+                ss = s0 + (uu - ua) * p.length
+                pieces.append(("line", i, s0, float(ss[-1]), (ua, ub)))
+                s_pts.append(ss if not s_pts else ss[1:])
+                scale = p.speed_scale if p.speed_scale > 0 else 1.0
+                caps.append(np.full(len(ss) - (0 if len(caps) == 0 else 1), speed[i] / scale))
+                accs.append(np.full(len(ss) - 1, acc[i] / scale))
+                s0 = float(ss[-1])
+            if i == n - 1:
+                break
+            # the rounded corner between line i and line i + 1
+            q = paths[i + 1]
+            d = self.reach[i]
+            c = p.end
+            a, b = c - d * dirs[i], c + d * dirs[i + 1]
+            ph_a, ph_b = float(_phi_of(p, ub)), float(_phi_of(q, u0[i + 1]))
+            ph_c = float(_phi_of(p, 1.0))  # the tool angle at the corner: the control value of its own Bezier
+            k = max(MIN_TIMING_SEGMENTS, math.ceil(8 * d / min(segment_m[i], segment_m[i + 1])))
+            t = np.linspace(0.0, 1.0, 8 * k + 1)
+            pts = _bezier(a, c, b, t)
+            arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1))])
+            arc_len = float(arc[-1])
+            turn = float(self.arm.links_m[-1]) * (abs(ph_c - ph_a) + abs(ph_b - ph_c)) if arm.n_links == 3 else 0.0
+            length = max(arc_len, turn, 1e-12)
+            scale = arc_len / length
+            tt = t[::8]
+            ss = s0 + np.interp(tt, t, arc) / max(arc_len, 1e-300) * length
+            kappa = _bezier_curvature(a, c, b, tt)
+            acc_c = min(acc[i], acc[i + 1])
+            v_c = min(speed[i], speed[i + 1])
+            with np.errstate(divide="ignore"):
+                v_kappa = np.sqrt(BLEND_NORMAL_SHARE * acc_c / np.maximum(kappa, 1e-300))
+            vcap = np.minimum(v_c, v_kappa) / (scale if scale > 0 else 1.0)
+            pieces.append(("corner", i, s0, float(ss[-1]), (a, c, b, (ph_a, ph_c, ph_b), t, arc, length)))
+            s_pts.append(ss[1:])
+            caps.append(vcap[1:])
+            caps[-2][-1] = min(caps[-2][-1], vcap[0])
+            accs.append(np.full(len(ss) - 1, BLEND_TANGENT_SHARE * acc_c / (scale if scale > 0 else 1.0)))
+            self.bounds.append(float(np.interp(0.5, tt, ss)))
+            s0 = float(ss[-1])
+        self.pieces = pieces
+        self.s = np.concatenate(s_pts)
+        self.cap = np.concatenate(caps)
+        self.accel = np.concatenate(accs)
+        self.length = float(self.s[-1])
+        self.side, self.elbow = paths[0].side, paths[0].elbow
+        self.q = None
+        pts, phi = self.geometry(self.s)
+        self.points = pts
+        q, excess = self._ik(pts, phi, float(paths[0].q[0, 0]))
+        self.excess = excess
+        self.q = _continuous(q, paths[0].q[0])
+
+    def geometry(self, s):
+        """Tool points (K, dim) and tool angles (K,) at path parameters ``s``."""
+        s = np.asarray(s, dtype=float)
+        pts = np.zeros((len(s), len(self.paths[0].start)))
+        phi = np.zeros(len(s))
+        starts = np.array([pc[2] for pc in self.pieces])
+        which = np.clip(np.searchsorted(starts, s, side="right") - 1, 0, len(self.pieces) - 1)
+        for j, (kind, i, s0, s1, data) in enumerate(self.pieces):
+            m = which == j
+            if not np.any(m):
+                continue
+            f = np.clip((s[m] - s0) / (s1 - s0), 0.0, 1.0) if s1 > s0 else np.zeros(int(m.sum()))
+            if kind == "line":
+                p = self.paths[i]
+                u = data[0] + f * (data[1] - data[0])
+                pts[m] = p.start + u[:, None] * (p.end - p.start)
+                phi[m] = _phi_of(p, u)
+            else:
+                a, c, b, (ph_a, ph_c, ph_b), t, arc, _ = data
+                tt = np.interp(f * arc[-1], arc, t)
+                pts[m] = _bezier(a, c, b, tt)
+                # the tool angle along the same quadratic Bezier (its rate along the path is then the
+                # lines' at both ends: no jump in any joint's speed where the rounding starts or ends)
+                phi[m] = (1 - tt) ** 2 * ph_a + 2 * (1 - tt) * tt * ph_c + tt * tt * ph_b
+        return pts, phi
+
+    def _ik(self, pts, phi, base_ref: float):
+        arm = self.arm
+        ph = None if arm.n_links == 2 else phi
+        if not arm.layered:
+            return _branch_ik(arm.links_m, pts, ph, self.elbow)
+        return arm_branch_ik(arm, pts, ph, self.side, self.elbow, base_ref)
+
+    def at(self, s) -> np.ndarray:
+        """Joint angles (rad) at path parameters ``s``, continuous with the grid's."""
+        s = np.asarray(s, dtype=float)
+        pts, phi = self.geometry(s)
+        ref = np.stack([np.interp(s, self.s, self.q[:, j]) for j in range(self.q.shape[1])], axis=-1)
+        q, _ = self._ik(pts, phi, float(ref[0, 0]))
+        return _nearest_turn(q, ref)
+
+
+def _bezier(a, c, b, t):
+    t = np.asarray(t, dtype=float)[:, None]
+    return (1 - t) ** 2 * a + 2 * (1 - t) * t * c + t * t * b
+
+
+def _bezier_curvature(a, c, b, t):
+    t = np.asarray(t, dtype=float)[:, None]
+    d1 = 2 * (1 - t) * (c - a) + 2 * t * (b - c)
+    d2 = np.broadcast_to(2 * (b - 2 * c + a), d1.shape)
+    sp = np.linalg.norm(d1, axis=1)
+    if d1.shape[1] == 2:
+        cross = np.abs(d1[:, 0] * d2[:, 1] - d1[:, 1] * d2[:, 0])
+    else:
+        cross = np.linalg.norm(np.cross(d1, d2), axis=1)
+    return np.divide(cross, sp**3, out=np.zeros_like(sp), where=sp > 1e-300)
+
+
+def _blendable(arm: Arm, a: MovePlan, b: MovePlan, move_a) -> bool:
+    """Lines ``a`` then ``b`` may share a rounded corner: both plain lines that move the tool, on one branch,
+    and ``a`` asks for a blend without a stop."""
+    if not (isinstance(move_a, LineMove) and move_a.blend_m > 0 and not move_a.stop):
+        return False
+    pa, pb = a.path, b.path
+    if pa is None or pb is None or a.kind != "line" or b.kind != "line":
+        return False
+    da, db = np.linalg.norm(pa.end - pa.start), np.linalg.norm(pb.end - pb.start)
+    if da < 1e-9 or db < 1e-9:
+        return False
+    if np.dot(pa.end - pa.start, pb.end - pb.start) / (da * db) < MAX_BLEND_TURN_COS:
+        return False  # turning back (nearly) the way it came: the tool stops there anyway
+    return pa.side == pb.side and pa.elbow == pb.elbow
+
+
+def blend_chain(arm: Arm, moves, plans: list[MovePlan], *, period_s: float, max_joint_step_rad: float):
+    """Replace runs of consecutive line plans whose moves ask for a blend (``LineMove.blend_m``) by one timed
+    motion through rounded corners (``ChainPath``): the tool passes each shared corner within the blend
+    distance, under every limit of the lines (tool speed and acceleration, joint speed and acceleration),
+    and comes to rest only at the end of the run. A corner that cannot be rounded (it would leave the
+    joint limits or jump between branches) is passed at rest, as without a blend. Returns the new plans
+    (one per move, each holding its share of the samples: up to the middle of its end corner)."""
+    out = list(plans)
+    i = 0
+    while i < len(plans):
+        j = i
+        while j + 1 < len(plans) and _blendable(arm, plans[j], plans[j + 1], moves[j]):
+            j += 1
+        if j > i:
+            done = _blend_run(arm, moves[i : j + 1], plans[i : j + 1], period_s, max_joint_step_rad)
+            out[i : j + 1] = done
+        i = j + 1
+    return out
+
+
+def _blend_run(arm, moves, plans, period, max_step):
+    """One run of blendable lines: split where a corner cannot be rounded, time each part."""
+    paths = [mp.path for mp in plans]
+    try:
+        chain = ChainPath(arm, paths, moves)
+    except (FloatingPointError, ValueError):  # pragma: no cover - degenerate geometry: keep the stops
+        return plans
+
+    def split(k):  # cut the run at corner k and blend each side on its own
+        left = _blend_run(arm, moves[: k + 1], plans[: k + 1], period, max_step) if k > 0 else plans[:1]
+        right = (
+            _blend_run(arm, moves[k + 1 :], plans[k + 1 :], period, max_step)
+            if len(plans) - k - 1 > 1
+            else plans[k + 1 :]
+        )
+        return list(left) + list(right)
+
+    bad = _bad_corners(arm, chain, max_step)
+    if bad:
+        return split(bad[0])
+    limit = arm.max_speed_rad_s
+    cap, _ = _caps_from_joints(chain.s, chain.q, limit, np.inf)
+    cap = np.minimum(cap, chain.cap)
+    accel = chain.accel
+    profile = _profile_for(chain.s, chain.q, arm.max_accel_rad_s2, cap, accel)
+    jerk = max(mv.jerk_time_s for mv in moves)
+    t, q, _, s_samp = _timed(
+        chain.s,
+        cap,
+        accel,
+        chain.at,
+        limit,
+        period,
+        label_kind="blended line",
+        jerk_time_s=jerk,
+        with_s=True,
+        profile=profile,
+    )
+    q[0], q[-1] = chain.q[0], chain.q[-1]
+    if np.any(_outside_limits(arm, q)):
+        return plans  # a joint peaking between grid points: keep the stops
+    if arm.zones:  # a rounded corner that cuts into a keep-out zone is passed at rest (each line was checked)
+        from .zones import first_violation
+
+        v = first_violation(arm, arm.zones, q)
+        if v is not None:
+            s_v = float(np.interp(v.at, np.arange(len(s_samp)), s_samp))
+            corners = [(abs(0.5 * (s0 + s1) - s_v), i) for kind, i, s0, s1, _ in chain.pieces if kind == "corner"]
+            return split(min(corners)[1]) if corners else plans
+    # which sample belongs to which move: up to the middle of its end corner
+    cuts = [0] + [int(np.searchsorted(s_samp, b)) for b in chain.bounds] + [len(q) - 1]
+    cuts = [min(max(c, 0), len(q) - 1) for c in cuts]
+    for k in range(1, len(cuts)):
+        cuts[k] = max(cuts[k], cuts[k - 1])
+    g0 = plans[0].gripper_rad[0]
+    out = []
+    for k, mp in enumerate(plans):
+        a, b = cuts[k], cuts[k + 1]
+        qq = q[a : b + 1]
+        out.append(
+            MovePlan(
+                kind="line",
+                label=mp.label,
+                t_s=np.arange(len(qq)) * period,
+                q_rad=qq,
+                gripper_rad=np.full(len(qq), g0),
+                points_m=mp.points_m,
+                segments=mp.segments,
+                line_m=mp.line_m,
+                slowed=False,
+                path=mp.path,
+                blended=True,
+            )
+        )
+    return out
+
+
+def _bad_corners(arm, chain: ChainPath, max_step: float) -> list[int]:
+    """Corners (indices) whose rounding leaves the reach or the joint limits, or makes a joint jump."""
+    bad = []
+    step = np.abs(np.diff(chain.q, axis=0)).max(axis=1)
+    outside = _outside_limits(arm, chain.q)
+    for kind, i, s0, s1, _ in chain.pieces:
+        if kind != "corner":
+            continue
+        m = (chain.s >= s0) & (chain.s <= s1)
+        idx = np.nonzero(m)[0]
+        if np.any(chain.excess[idx] > REACH_TOL_M) or np.any(outside[idx]) or np.any(step[idx[:-1]] > 2.0 * max_step):
+            bad.append(i)
+    return bad

@@ -228,6 +228,7 @@ def _draw_top(ax, plan, idx) -> None:
     _poses(ax, plan, idx, lambda q: arm_points(arm, q)[1:, :2], lambda p: p[-1])
     ax.plot(*top(tr.q_rad[0]), "o", color="#ff7f0e", ms=9, zorder=7, mec="k", mew=0.6)
     ax.plot(0, 0, "s", color="k", ms=9, zorder=7)
+    draw_zones(ax, arm, "top", box)
     ax.set_xlim(box[0], box[1])
     ax.set_ylim(box[2], box[3])
     ax.set_aspect("equal")
@@ -256,6 +257,7 @@ def _draw_side(ax, plan, idx) -> None:
     _poses(ax, plan, idx, lambda q: _in_plane(arm, q), lambda p: p[-2])
     ax.plot(*side(tr.q_rad[0]), "o", color="#ff7f0e", ms=9, zorder=7, mec="k", mew=0.6)
     ax.plot(0, 0, "s", color="k", ms=9, zorder=7)
+    draw_zones(ax, arm, "side", box)
     ax.set_xlim(box[0], box[1])
     ax.set_ylim(box[2], box[3])
     ax.set_aspect("equal")
@@ -361,6 +363,7 @@ def _draw_plane(ax, plan, idx) -> None:
     p0 = tool(tr.q_rad[0])
     ax.plot(*p0, "o", color="#ff7f0e", ms=9, zorder=7, mec="k", mew=0.6)
     ax.plot(0, 0, "s", color="k", ms=9, zorder=7)
+    draw_zones(ax, arm, "plane", box)
     ax.set_xlim(box[0], box[1])
     ax.set_ylim(box[2], box[3])
     ax.set_aspect("equal")
@@ -437,3 +440,48 @@ def _shade_steps(ax, plan) -> None:
         if mp.kind in ("gripper", "wait") and d > 0:
             ax.axvspan(t, t + d, color="0.85", alpha=0.6, lw=0, zorder=0)
         t += d
+
+
+def draw_zones(ax, arm, view: str, box) -> None:
+    """The arm's keep-out zones (``arm.zones``), hatched red with their names, in ``view``: "plane" (a planar
+    arm's x, y), "top" (a base arm from above: boxes and the base; the table is everywhere) or "side" (a base
+    arm's own plane: the table, the base, and boxes by their distance from the base axis and height)."""
+    zones = getattr(arm, "zones", None)
+    if not zones:
+        return
+    from matplotlib.patches import Circle, Rectangle
+
+    style = {"facecolor": "#d62728", "alpha": 0.18, "edgecolor": "#d62728", "hatch": "//", "lw": 1.0, "zorder": 2}
+    far = 10.0 * (abs(box[1] - box[0]) + abs(box[3] - box[2]))
+    for z in zones.zones:
+        label = None
+        if z.kind == "table" and view != "top":
+            ax.add_patch(Rectangle((box[0] - far, z.level - far), 3 * far, far, **style))
+            label = ((box[0] + box[1]) / 2, z.level)
+        elif z.kind == "base":
+            if view == "top":
+                ax.add_patch(Circle((0.0, 0.0), z.radius, **style))
+            else:
+                ax.add_patch(Rectangle((-z.radius, z.top - far), 2 * z.radius, far, **style))
+            label = (0.0, z.top if view != "top" else z.radius)
+        elif z.kind == "box":
+            if view == "side":  # the box's extent around the base axis: nearest and furthest distance, heights
+                corners = np.array([[x, y] for x in (z.lo[0], z.hi[0]) for y in (z.lo[1], z.hi[1])])
+                near_x = min(max(0.0, z.lo[0]), z.hi[0]) if not z.lo[0] <= 0 <= z.hi[0] else 0.0
+                near_y = min(max(0.0, z.lo[1]), z.hi[1]) if not z.lo[1] <= 0 <= z.hi[1] else 0.0
+                r0, r1 = math.hypot(near_x, near_y), float(np.hypot(*corners.T).max())
+                ax.add_patch(Rectangle((r0, z.lo[2]), r1 - r0, z.hi[2] - z.lo[2], **{**style, "alpha": 0.1}))
+                label = (r0, z.hi[2])
+            else:
+                ax.add_patch(Rectangle((z.lo[0], z.lo[1]), z.hi[0] - z.lo[0], z.hi[1] - z.lo[1], **style))
+                label = (z.lo[0], z.hi[1])
+        if label is not None:
+            ax.annotate(
+                f"keep-out: {z.name}",
+                label,
+                xytext=(2, 2),
+                textcoords="offset points",
+                fontsize=7,
+                color="#a01010",
+                zorder=8,
+            )

@@ -25,6 +25,7 @@ from .config import LineList, Section, load_yaml_file, load_yaml_text
 from .errors import ConfigError, MotionError
 from .kinematics import tool_pitch, tool_point
 from .motion import GripperMove, JointMove, LineMove, Plan, Wait
+from .zones import Zones, parse_zones
 
 STEP_ACTIONS = ("line", "joint", "gripper", "wait_s", "repeat", "for_each")
 STEP_KEYS = {
@@ -38,6 +39,9 @@ STEP_KEYS = {
         "accel_m_s2",
         "segment_mm",
         "segment_m",
+        "blend_mm",
+        "blend_m",
+        "stop",
     ),
     "joint": ("joint", "offset_mm", "offset_m", "speed_pct", "accel_deg_s2"),
     "gripper": ("gripper",),
@@ -58,6 +62,8 @@ SETTINGS_KEYS = (
     "joint_accel_deg_s2",
     "max_joint_step_deg",
     "period_ms",
+    "blend_mm",
+    "blend_m",
 )
 
 
@@ -73,6 +79,7 @@ class Settings:
     max_joint_step_rad: float = motion.DEFAULT_MAX_JOINT_STEP_RAD
     period_s: float = 0.020
     jerk_time_s: float = 0.0  # 0: trapezoid speed profile; > 0: S-curve (profile: s_curve)
+    blend_m: float = 0.0  # line corners may be rounded within this distance (0: every move ends at rest)
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,8 @@ class Step:
     speed_m_s: float | None = None
     accel_m_s2: float | None = None
     segment_m: float | None = None
+    blend_m: float | None = None
+    stop: bool = False
     joint_speed_fraction: float | None = None
     joint_accel_rad_s2: float | None = None
     gripper: str | None = None
@@ -133,6 +142,8 @@ class Program:
     start_gripper: str
     steps: list[Step]
     description: str = ""
+    zones: Zones | None = None  # keep-out zones added to the arm's (armctl.zones)
+    zones_line: int | None = None
 
     @property
     def arm_ref(self) -> str | None:
@@ -255,6 +266,8 @@ def parse_program(data: Any, path) -> Program:
     if top.has("start"):
         start = _pose_ref(top.raw("start"), top, "start", "start")
     start_gripper = top.string("start_gripper", "open", choices=("open", "closed"))
+    zsec = top.section("zones", required=False)
+    zones = None if zsec is None else parse_zones(zsec, has_base=None)
 
     if not top.has("steps"):
         raise top.error(None, "the program has no 'steps:' list; add the moves to make")
@@ -274,6 +287,8 @@ def parse_program(data: Any, path) -> Program:
         start_gripper=start_gripper,
         steps=steps,
         description=description,
+        zones=zones,
+        zones_line=top.line_of("zones") if zones is not None else None,
     )
     _check_refs(prog)
     return prog
@@ -302,7 +317,42 @@ def _settings(s: Section, base: Settings) -> Settings:
         joint_accel_rad_s2=num_deg("joint_accel_deg_s2", base.joint_accel_rad_s2, lo=0, lo_open=True),
         max_joint_step_rad=num_deg("max_joint_step_deg", base.max_joint_step_rad, lo=0.01, hi=45),
         period_s=base.period_s if period_ms is None else period_ms / 1000.0,
+        blend_m=_blend(s, base.blend_m),
     )
+
+
+#: The largest blend distance: a rounding that far from a corner is a typo (metres for millimetres).
+MAX_BLEND_M = 0.5
+
+
+def with_blend(prog: Program, blend_mm: str | float | None) -> Program:
+    """``prog`` with its default blend distance (settings ``blend_mm``) set to ``blend_mm`` millimetres (a
+    number or the text of one, as ``--blend MM`` gives it); steps with their own ``blend_mm`` keep theirs.
+    None: ``prog`` unchanged. BadInputError for a negative, non-finite or too large value."""
+    import dataclasses
+
+    from .errors import BadInputError
+
+    if blend_mm is None:
+        return prog
+    try:
+        v = float(blend_mm)
+    except (TypeError, ValueError):
+        raise BadInputError(f"--blend: {blend_mm!r} is not a number of millimetres") from None
+    if not math.isfinite(v) or v < 0 or v > MAX_BLEND_M * 1000:
+        raise BadInputError(f"--blend: {blend_mm!r} mm: give 0 .. {MAX_BLEND_M * 1000:g} mm")
+    return dataclasses.replace(prog, settings=dataclasses.replace(prog.settings, blend_m=v / 1000.0))
+
+
+def _blend(sec: Section, default: float | None):
+    """``blend_mm`` or ``blend_m`` (0 .. 500 mm) in metres, else ``default``."""
+    v = _length(sec, "blend", lo=0)
+    if v is None:
+        return default
+    if v > MAX_BLEND_M:
+        key = "blend_m" if sec.has("blend_m") else "blend_mm"
+        raise sec.error(key, f"a blend of {v * 1000:g} mm is more than {MAX_BLEND_M * 1000:g} mm")
+    return v
 
 
 def _steps(raw: list, path: str, *, prefix: str, key: str, bound: set) -> list[Step]:
@@ -342,6 +392,11 @@ def _step(sec: Section, number: str, line, path: str, bound: set) -> Step:
         st.speed_m_s = _length(sec, "speed", "_s", lo=0, lo_open=True)
         st.accel_m_s2 = _length(sec, "accel", "_s2", lo=0, lo_open=True)
         st.segment_m = _length(sec, "segment", lo=MIN_SEGMENT_M)
+        st.blend_m = _blend(sec, None)
+        stop = sec.raw("stop", False)
+        if not isinstance(stop, bool):
+            raise sec.error("stop", f"step {number}: stop is true or false, found {stop!r}")
+        st.stop = stop
     elif action == "joint":
         pct = sec.number("speed_pct", None, lo=0, lo_open=True, hi=100)
         st.joint_speed_fraction = None if pct is None else pct / 100.0
@@ -578,6 +633,15 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
             path=prog.path,
             line=prog.arm_line,
         )
+    if prog.zones is not None and prog.zones.dim not in (None, arm.dim):
+        want = "z heights and [x, y, z] corners" if arm.has_base else "y heights and [x, y] corners"
+        raise ConfigError(
+            f"zones: arm '{arm.name}' {'stands on a rotating base' if arm.has_base else 'works in a vertical plane'}: "
+            f"write {want}",
+            path=prog.path,
+            line=prog.zones_line,
+        )
+    arm = arm.with_zones(prog.zones)
     flat = expand(prog)
     st = prog.settings
     q = np.array(arm.home_rad, dtype=float)
@@ -590,12 +654,20 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
         except MotionError as exc:
             raise motion._located(exc, f"{prog.path}:{prog.start_line}: start") from None
     q_start = q.copy()
+    if arm.zones:
+        from .errors import ZoneError
+        from .zones import pose_refusal
+
+        why = pose_refusal(arm, arm.zones, q_start)
+        if why is not None:
+            where = f"{prog.path}:{prog.start_line}: start" if prog.start is not None else f"{prog.path}: home pose"
+            raise ZoneError(f"{where}: {why}")
     if arm.gripper is not None:
         g_start = arm.gripper.open_rad if prog.start_gripper == "open" else arm.gripper.closed_rad
     else:
         g_start = float("nan")
     g = g_start
-    plans = []
+    plans, moves = [], []
     for item in flat:
         try:
             move = _move(prog, item, arm, q)
@@ -603,7 +675,10 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
             raise motion._located(exc, item.label) from None
         mp = motion.plan_move(arm, move, q, g, period_s=st.period_s, max_joint_step_rad=st.max_joint_step_rad)
         plans.append(mp)
+        moves.append(move)
         q, g = mp.q_rad[-1], float(mp.gripper_rad[-1])
+    if any(isinstance(m, LineMove) and m.blend_m > 0 for m in moves):
+        plans = motion.blend_chain(arm, moves, plans, period_s=st.period_s, max_joint_step_rad=st.max_joint_step_rad)
     traj = motion.assemble(
         arm, plans, q_start=q_start, gripper_start=g_start, period_s=st.period_s, labels=[it.title for it in flat]
     )
@@ -637,6 +712,8 @@ def _move(prog: Program, item: _Flat, arm: Arm, q):
                 end_q_rad=None if q_exact is None else tuple(q_exact),
                 jerk_time_s=st.jerk_time_s,
                 label=label,
+                blend_m=st.blend_m if s.blend_m is None else s.blend_m,
+                stop=s.stop,
             )
         q_end = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, q)
     except MotionError as exc:

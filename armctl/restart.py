@@ -5,7 +5,8 @@ The program is planned whole as always (so a changed or broken program is refuse
 the run then plays it from the first sample of the chosen step, after a lead-in planned and checked like
 any move: first the gripper is set to the state the program has there (a resume keeps it as it was: see
 ``restart_trajectory``), then a slow joint move takes the arm from where it is to that step's start. Every
-step of a program starts at rest, so the program goes on from there exactly as planned.
+step of a program starts at rest (a step inside a blended chain of lines: from where that chain starts), so
+the program goes on from there exactly as planned.
 """
 
 from __future__ import annotations
@@ -46,6 +47,14 @@ def find_step(prog: Program, plan: Plan, ref) -> int:
     )
 
 
+def at_rest_step(plan: Plan, k: int) -> int:
+    """Step ``k``, or where the blended chain of lines it is in starts (``blend_mm``: its corners are passed
+    without a rest, so only the chain's first step starts at rest)."""
+    while k > 0 and getattr(plan.moves[k], "blended", False) and getattr(plan.moves[k - 1], "blended", False):
+        k -= 1
+    return k
+
+
 def step_start(traj: Trajectory, k: int) -> int:
     """The sample at which step ``k`` starts (where the step before it ends, at rest)."""
     hits = np.flatnonzero(np.asarray(traj.step) == k)
@@ -59,7 +68,7 @@ def restart_trajectory(
 ) -> tuple[Trajectory, int]:
     """The trajectory of a run from step ``k`` (0-based) with the arm at ``q_now`` (rad) and the gripper at
     ``g_now`` (rad, NaN: none), and how many lead-in steps come before the program's (0 or 1): step ``i`` of
-    the result is the program's step ``i - offset``.
+    the result is the program's step ``i - offset``. Step ``k`` must start at rest (``at_rest_step``).
 
     The lead-in sets the gripper first, to the angle the program has at that step's start, then moves every
     joint at ``speed_fraction`` of its limit to that step's start pose; both planned and checked (MotionError

@@ -62,6 +62,10 @@ FACTORY_LIMITS_US = (500.0, 2500.0)  # a board's stored limits before anyone cal
 BOARD_WAIT_S = 10.0  # longest wait for the board to be free (another thread's motion stopping)
 TURN_RAD = 2.0 * math.pi
 JOURNAL_PERIOD_S = 0.02  # while moving, the pose the board would stop in is journaled once a frame
+#: A blended motion (``move_to(..., blend=)``) waits this long for the next one to be queued before it starts,
+#: so that a loop queuing lines with ``wait=False`` gets them planned as one chain through rounded corners.
+BLEND_GATHER_S = 0.05
+MAX_BLEND_M = 0.5
 
 
 # --- what the Robot reports ------------------------------------------------------------------------------------
@@ -190,6 +194,9 @@ class Motion:
         self.replanned = False
         self.program: ProgramRun | None = None  # a program run: its progress is recorded as it plays
         self._step_recorded = -1
+        # blended chains (move_to(..., blend=)): the first motion plays the chain; the others follow its fate
+        self._head: Motion | None = None
+        self._chain: list[Motion] = []
 
     @property
     def done(self) -> bool:
@@ -197,8 +204,11 @@ class Motion:
         return self._future.done()
 
     def cancel(self) -> None:
-        """Stop this motion under control if it is playing (the arm holds where it is); drop it if queued."""
+        """Stop this motion under control if it is playing (the arm holds where it is); drop it if queued.
+        A motion blended into a chain with the ones before it stops the whole chain."""
         self._cancelled = True
+        if self._head is not None:
+            self._head._cancelled = True
 
     def pause(self) -> None:
         """Feed hold: the arm decelerates along the planned path (under the joint limits) and holds there; the
@@ -778,7 +788,7 @@ class Robot:
         self._check_open()
         return self._plan([self._line(x, y, z, phi, speed, accel, None)], "plan")[0]
 
-    def _line(self, x, y, z, phi, speed, accel, label) -> motion.LineMove:
+    def _line(self, x, y, z, phi, speed, accel, label, blend=None) -> motion.LineMove:
         target = self._point(x, y, z)
         if phi is not None:
             phi = self._radians(phi, "phi")
@@ -791,6 +801,11 @@ class Robot:
             kw["speed_m_s"] = self._positive(speed, "speed")
         if accel is not None:
             kw["accel_m_s2"] = self._positive(accel, "accel")
+        if blend is not None:
+            b = self._number(blend, "blend")
+            if not 0.0 <= b <= MAX_BLEND_M:
+                raise BadInputError(f"blend: {b:g} m: give 0 .. {MAX_BLEND_M:g} m (metres, as every length here)")
+            kw["blend_m"] = b
         label = label or f"move to ({', '.join(f'{v:g}' for v in target)}) m"
         return motion.LineMove(tuple(target), phi_rad=phi, label=label, **kw)
 
@@ -846,18 +861,24 @@ class Robot:
         path: str = "line",
         label: str | None = None,
         wait: bool = True,
+        blend: float | None = None,
     ) -> Motion:
         """Move the tool point to (``x``, ``y``) m, or (``x``, ``y``, ``z``) on an arm with a rotating base (z
         is required there and refused on a planar arm): in a straight line at ``speed`` m/s (default 0.1) with
         ``accel`` m/s^2 (default 0.5), slowed wherever a joint would pass its speed limit; ``path="joint"``
         instead moves every joint at once to the IK pose nearest the start. ``phi``: the tool angle (rad) at
-        the target, 3-link arms. Raises UnreachableError (with ``shortfall_m``), JointLimitError (also
-        PulseLimitError), MotionError, BadInputError before anything moves; LinkError if the link fails."""
+        the target, 3-link arms. ``blend`` (m, lines only): with ``wait=False``, consecutive blended lines are
+        played as one motion that passes each shared corner within that distance without stopping (it rests
+        only at the last line queued; see docs/programs.md, "Blending"). Raises UnreachableError (with
+        ``shortfall_m``), JointLimitError (also PulseLimitError), MotionError, BadInputError before anything
+        moves; LinkError if the link fails."""
         self._check_open()
         gen = self._stop_gen
         if path not in ("line", "joint"):
             raise BadInputError(f"path: 'line' or 'joint', got {path!r}")
-        line = self._line(x, y, z, phi, speed, accel, label)
+        if blend is not None and path != "line":
+            raise BadInputError("blend applies to straight lines (path='line'), not to joint moves")
+        line = self._line(x, y, z, phi, speed, accel, label, blend)
         if path == "line":
             return self._go([line], line.label, gen, wait)
         joint_label = label or line.label.replace("move to", "joint move to")
@@ -927,7 +948,7 @@ class Robot:
             if resume or from_step is not None:
                 raise BadInputError("run: resume and from_step need the program (a file or Program), not a plan")
             traj = program.trajectory
-            return self._submit("program", traj, prepare(traj, self.calibration), gen, wait)
+            return self._submit("program", traj, prepare(traj, self.calibration), gen, wait, arm=program.arm)
         pr = (
             program
             if isinstance(program, ProgramRun)
@@ -936,6 +957,7 @@ class Robot:
         traj = pr.trajectory
         m = Motion(self, Path(pr.program).name, traj, prepare(traj, self.calibration), gen)
         m.program = pr
+        m.zoned_arm = pr.plan.arm  # a program's own keep-out zones: its ramp to the start is checked against them
         return self._enqueue(m, wait)
 
     def prepare_run(self, program, *, from_step: int | str | None = None, resume: bool = False) -> ProgramRun:
@@ -949,7 +971,7 @@ class Robot:
         gripper is; the gripper is never opened on the way). BadInputError if there is nothing to resume, or
         the program file changed since."""
         from .program import Program, load_program, plan_program
-        from .restart import find_step, restart_trajectory
+        from .restart import at_rest_step, find_step, restart_trajectory
 
         self._check_open()
         if isinstance(program, (str, Path)):
@@ -984,6 +1006,7 @@ class Robot:
         if k is None:
             pr.describe = f"from step 1 of {pr.steps}"
             return pr
+        k = at_rest_step(plan, k)  # a step inside a blended chain: from where the chain starts, at rest
         q0, g0, _ = self._expected_start()
         traj, offset = restart_trajectory(plan, k, q0, g0, keep_gripper=resume, speed_fraction=RAMP_SPEED_FRACTION)
         pr.trajectory, pr.first_step, pr.offset = traj, k, offset
@@ -1020,9 +1043,11 @@ class Robot:
         return self._submit(label, traj, pulses, gen, wait, moves=moves, after=after)
 
     def _submit(
-        self, label: str, traj: Trajectory, pulses: Pulses, gen: int, wait: bool, *, moves=None, after=None
+        self, label: str, traj: Trajectory, pulses: Pulses, gen: int, wait: bool, *, moves=None, after=None, arm=None
     ) -> Motion:
-        return self._enqueue(Motion(self, label, traj, pulses, gen, moves=moves, after=after), wait)
+        m = Motion(self, label, traj, pulses, gen, moves=moves, after=after)
+        m.zoned_arm = arm  # a program's own keep-out zones: its ramp to the start is checked against them too
+        return self._enqueue(m, wait)
 
     def _enqueue(self, m: Motion, wait: bool) -> Motion:
         with self._cv:
@@ -1127,7 +1152,69 @@ class Robot:
                     return
                 m = self._queue.popleft()
                 self._active = m  # at once, under the lock: a motion is always queued or active until it ends
+                chain = self._gather(m)
+            if chain:
+                self._merge(m, chain)
             self._run(m)
+
+    @staticmethod
+    def _blends(m: Motion) -> bool:
+        """``m`` is one line asking to blend into the next (``move_to(..., blend=)``)."""
+        mv = m._moves
+        return (
+            isinstance(mv, list)
+            and len(mv) == 1
+            and isinstance(mv[0], motion.LineMove)
+            and mv[0].blend_m > 0
+            and not mv[0].stop
+            and not m.cancelled()
+        )
+
+    def _gather(self, m: Motion) -> list[Motion]:
+        """Under the lock: the queued lines that follow ``m`` in one blended chain (left in the queue, so
+        that motions asked for meanwhile are still planned from the last one's end), waiting up to
+        BLEND_GATHER_S after each for the next to be queued."""
+        chain: list[Motion] = []
+        last = m
+        deadline = time.monotonic() + BLEND_GATHER_S
+        while self._blends(last) and not self._closed:
+            if len(self._queue) > len(chain):
+                nxt = self._queue[len(chain)]
+                mv = nxt._moves
+                if not (isinstance(mv, list) and len(mv) == 1 and isinstance(mv[0], motion.LineMove)):
+                    break
+                if nxt.cancelled() or nxt._after is not last:
+                    break
+                chain.append(nxt)
+                last = nxt
+                deadline = time.monotonic() + BLEND_GATHER_S
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._cv.wait(left)
+        return chain
+
+    def _merge(self, head: Motion, chain: list[Motion]) -> None:
+        """Plan ``head`` and the lines ``chain`` after it as one blended motion played by ``head``."""
+        moves = [head._moves[0], *(m._moves[0] for m in chain)]
+        q0, g0 = head.trajectory.q_rad[0], float(head.trajectory.gripper_rad[0])
+        try:
+            traj, pulses, _ = self._plan(moves, head.label, start=(q0, g0))
+        except (MotionError, ValueError):  # pragma: no cover - each line planned alone already; keep them apart
+            return
+        with self._cv:
+            # take the chain off the queue at the same moment the head takes over its end: the pose the next
+            # motion is planned from (the last one's end) never changes
+            queued = list(self._queue)[: len(chain)]
+            if queued != chain or any(m.cancelled() for m in chain) or head.cancelled():
+                return  # cancelled or stopped meanwhile: each plays (or is dropped) alone
+            for _ in chain:
+                self._queue.popleft()
+            head.trajectory, head._pulses, head._moves = traj, pulses, moves
+            head._chain = chain
+            for m in chain:
+                m._head = head
 
     def _run(self, m: Motion) -> None:
         """Play motion ``m``, already made ``_active`` (this thread takes the board for it); its outcome goes
@@ -1177,6 +1264,12 @@ class Robot:
                 self._cv.notify_all()
             self._serve_calls()
             self._give_board()
+        for f in m._chain:  # lines blended into this motion end with it
+            f.started.set()
+            if isinstance(outcome, MoveResult):
+                f._future.set_result(outcome)
+            else:
+                f._future.set_exception(outcome if isinstance(outcome, Exception) else StopRequested(str(outcome)))
         if isinstance(outcome, MoveResult):
             m._future.set_result(outcome)
             return
@@ -1194,7 +1287,8 @@ class Robot:
             m.trajectory, m._pulses, _ = self._plan(m._moves, m.label, start=(q0, g0))
             m.replanned = True
         parts = [m._pulses]
-        ramp = None if self._already_there(m._pulses, held, declare) else self._ramp(q0, g0, m.trajectory)
+        arm = getattr(m, "zoned_arm", None)
+        ramp = None if self._already_there(m._pulses, held, declare) else self._ramp(q0, g0, m.trajectory, arm)
         if ramp is not None:
             parts.insert(0, prepare(ramp, self.calibration))
         start = [h if h is not None else declare.get(s.channel) for h, s in zip(held, self.calibration.servos)]
@@ -1294,7 +1388,7 @@ class Robot:
             for ch, v in zip(pulses.channels, pulses.us[0])
         )
 
-    def _ramp(self, q0, g0: float, traj: Trajectory) -> Trajectory | None:
+    def _ramp(self, q0, g0: float, traj: Trajectory, arm=None) -> Trajectory | None:
         """A slow joint move from (q0, g0) to the trajectory's first sample, or None if already there."""
         q1, g1 = traj.q_rad[0], float(traj.gripper_rad[0])
         moves = []
@@ -1311,10 +1405,14 @@ class Robot:
             )
         try:
             plan = motion.plan_moves(
-                self.arm, moves, q_start=q0, gripper_start=g0 if math.isfinite(g0) else None, period_s=traj.period_s
+                arm or self.arm,
+                moves,
+                q_start=q0,
+                gripper_start=g0 if math.isfinite(g0) else None,
+                period_s=traj.period_s,
             )
-        except MotionError as exc:
-            raise MotionError(f"cannot ramp from the current pose to the start: {exc}") from None
+        except MotionError as exc:  # the same error (a ZoneError stays one), said to be the ramp's
+            raise motion._located(exc, "cannot ramp from the current pose to the start") from None
         t = plan.trajectory
         t.steps = ["ramp to start"]
         t.step = np.zeros(len(t.t_s), dtype=int)

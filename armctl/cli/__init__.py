@@ -28,7 +28,7 @@ EXIT_LINK = 4
 EXIT_INTERRUPTED = 130
 
 # Command modules, in the order their commands appear in --help.
-COMMAND_MODULES = ["kin", "motion", "device", "calibrate", "teach", "web", "ports"]
+COMMAND_MODULES = ["kin", "motion", "device", "draw", "calibrate", "teach", "web", "ports"]
 
 # Every command: its module and its line in 'armctl --help' (the same text as the module's
 # add_parser(help=...); tests/test_cli_kin.py checks they agree). A new command goes here too.
@@ -42,6 +42,7 @@ COMMANDS = {
     "run": ("device", "run a YAML program on the arm"),
     "home": ("device", "move slowly to the arm's home pose"),
     "status": ("device", "show the board and the pose it holds"),
+    "draw": ("draw", "draw an SVG or G-code file with a pen (checked whole, then streamed)"),
     "calibrate": ("calibrate", "calibrate the servos (interactive), or record/fit/show/compare/check calibrations"),
     "teach": ("teach", "guide the arm by hand (bus servos) or jog it (PWM) and record poses into a program"),
     "web": ("web", "the arm in a browser page: click to move"),

@@ -96,6 +96,12 @@ def register(sub, parents) -> None:
         help="start at step N (as 'armctl plan' numbers them, loops unrolled) or the step named NAME: the gripper "
         "is set as the program has it there, then a slow checked move goes to that step's start",
     )
+    p.add_argument(
+        "--blend",
+        metavar="MM",
+        help="round the corners between consecutive line steps within MM millimetres instead of stopping "
+        "(the program's blend_mm; steps with their own blend_mm keep it; default 0: stop at every corner)",
+    )
     p.set_defaults(func=cmd_run)
     p = sub.add_parser(
         "home",
@@ -274,10 +280,10 @@ def cmd_home(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from ..program import load_program, plan_program
+    from ..program import load_program, plan_program, with_blend
     from ..stream import prepare
 
-    prog = load_program(args.program)
+    prog = with_blend(load_program(args.program), args.blend)
     arm, cal = setup(args, prog.arm_ref)
     plan = plan_program(prog, arm)
     traj = plan.trajectory

@@ -116,6 +116,7 @@ def _result_dict(res, target, phi) -> dict:
 
 
 def cmd_ik(args) -> int:
+    from .. import redundancy
     from ..ik import solve
 
     arm = load_arm(args.arm)
@@ -128,12 +129,30 @@ def cmd_ik(args) -> int:
     q0 = None if args.q_from is None else _angles(args.q_from, arm, "--from")
     if phi is not None and arm.n_links != 3:
         raise BadInputError(f"--phi needs a 3-link arm; '{arm.name}' has {arm.n_links} links")
-    res = solve(arm, target, phi=phi, q0=q0, method=args.method)
+    criterion, shown_phi = None, phi
+    if arm.n_links == 3:
+        criterion = redundancy.CRITERION_PHI if phi is not None else redundancy.CRITERION_NEAREST
+    if phi is None and arm.n_links == 3 and q0 is None and args.method == "dls":
+        # redundant: the tool angle whose pose sits furthest inside the limits and from singularity
+        best = redundancy.best_free_pose(arm, target)
+        if best is not None:
+            criterion, shown_phi = redundancy.CRITERION_BEST, best[1]
+            res = solve(arm, target, phi=best[1], q0=best[0], method=args.method)
+    if criterion != redundancy.CRITERION_BEST:
+        res = solve(arm, target, phi=phi, q0=q0, method=args.method)
     q = ", ".join(f"{v:.3f}" for v in np.degrees(res.q))
     if args.json:
-        print(json.dumps(_result_dict(res, target, phi)))
+        d = _result_dict(res, target, shown_phi)
+        if criterion is not None:
+            d["criterion"] = criterion
+        print(json.dumps(d))
     elif res.ok:
-        print(f"q = [{q}] deg   ({res.method}, {res.iterations} iterations, error {res.error_m:.2e} m)")
+        how = (
+            f", tool angle {math.degrees(shown_phi):.2f} deg: {criterion}"
+            if criterion == redundancy.CRITERION_BEST
+            else ""
+        )
+        print(f"q = [{q}] deg   ({res.method}, {res.iterations} iterations, error {res.error_m:.2e} m{how})")
     if res.ok:
         return 0
     where = "(" + ", ".join(f"{v:.4f}" for v in target) + ")"
@@ -290,6 +309,11 @@ def cmd_workspace(args) -> int:
             "open_deg": round(math.degrees(arm.gripper.open_rad), 6),
             "closed_deg": round(math.degrees(arm.gripper.closed_rad), 6),
         }
+    if arm.zones:
+        from ..zones import describe
+
+        d["zones"] = describe(arm.zones)
+        d["link_radius_mm"] = arm.zones.link_radius_m * 1000
     if arm.urdf_map is not None:
         from ..urdf import describe
 
@@ -325,6 +349,9 @@ def cmd_workspace(args) -> int:
         f"home: q = [{', '.join(f'{v:.1f}' for v in d['home_deg'])}] deg, tool at "
         f"({', '.join(f'{v:.4f}' for v in home_tool)}) m"
     )
+    if arm.zones:
+        names = "; ".join(z.name for z in arm.zones.zones)
+        print(f"keep-out zones (links as capsules of radius {arm.zones.link_radius_m * 1000:g} mm): {names}")
     if arm.urdf_map is not None:
         from ..urdf import describe_lines
 

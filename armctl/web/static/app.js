@@ -277,6 +277,7 @@ function draw() {
     ctx.stroke();
   }
   ctx.restore();
+  drawZones("plane");
   drawProgram((p) => p);
   drawTrail();
   drawTarget();
@@ -709,6 +710,7 @@ function dots(pts, r) {
 function drawTopPane() {
   use(panes.top);
   clearPane("x mm", "y mm");
+  drawZones("top");
   // the base's range (its end stops) and where it points now
   const [ox, oy] = toPx(0, 0);
   const R = panes.top.extent * view.scale;
@@ -738,6 +740,51 @@ function drawTopPane() {
   caption(`top view · base ${(b / RAD).toFixed(1)}° (range ${arm.base.min_deg.toFixed(0)}…${arm.base.max_deg.toFixed(0)}°)`);
 }
 
+// Keep-out zones (arm.zones, mm), hatched red with their names. kind: "plane" (a planar arm), "top" (a base
+// arm from above: boxes and the base), "side" (its own plane: the table, the base, boxes by their distance
+// from the base axis and height).
+function drawZones(kind) {
+  if (!arm.zones || !arm.zones.length) return;
+  const [left, bottom] = toMm(0, view.h), [right, top] = toMm(view.w, 0);
+  const shapes = [];  // [x0, y0, x1, y1, name] or ["circle", r, name]
+  for (const z of arm.zones) {
+    if (z.kind === "table" && kind !== "top") shapes.push([left, bottom, right, z.level_mm, z.name]);
+    else if (z.kind === "base" && kind === "top") shapes.push(["circle", z.radius_mm, z.name]);
+    else if (z.kind === "base") shapes.push([-z.radius_mm, bottom, z.radius_mm, z.top_mm, z.name]);
+    else if (z.kind === "box" && kind !== "side") shapes.push([z.min_mm[0], z.min_mm[1], z.max_mm[0], z.max_mm[1], z.name]);
+    else if (z.kind === "box") {
+      const near = (lo, hi) => (lo <= 0 && 0 <= hi ? 0 : Math.min(Math.abs(lo), Math.abs(hi)));
+      const far = Math.max(...[z.min_mm[0], z.max_mm[0]].flatMap((x) => [z.min_mm[1], z.max_mm[1]].map((y) => Math.hypot(x, y))));
+      shapes.push([Math.hypot(near(z.min_mm[0], z.max_mm[0]), near(z.min_mm[1], z.max_mm[1])), z.min_mm[2], far, z.max_mm[2], z.name]);
+    }
+  }
+  ctx.save();
+  ctx.fillStyle = "rgba(220, 38, 38, 0.3)";
+  ctx.strokeStyle = "rgba(185, 28, 28, 0.8)";
+  ctx.lineWidth = 1.2;
+  ctx.font = "11px system-ui, sans-serif";
+  for (const s of shapes) {
+    ctx.beginPath();
+    let label;
+    if (s[0] === "circle") {
+      const [cx, cy] = toPx(0, 0);
+      ctx.arc(cx, cy, s[1] * view.scale, 0, 2 * Math.PI);
+      label = toPx(s[1] * 0.7, s[1] * 0.7);
+    } else {
+      const [x0, y0, x1, y1] = s.map((v, i) => (i < 4 ? v : 0));
+      const [px0, py1] = toPx(Math.max(x0, left), Math.min(y1, top)), [px1, py0] = toPx(Math.min(x1, right), Math.max(y0, bottom));
+      ctx.rect(px0, py1, px1 - px0, py0 - py1);
+      label = [px0 + 3, py1 - 4];
+    }
+    ctx.fill();
+    ctx.stroke();
+    ctx.fillStyle = "#991b1b";
+    ctx.fillText(`keep-out: ${s[s.length - 1]}`, label[0], label[1]);
+    ctx.fillStyle = "rgba(220, 38, 38, 0.3)";
+  }
+  ctx.restore();
+}
+
 function caption(text) {  // top right of the pane, clear of the cursor readout and the legend
   ctx.font = "600 12px system-ui, sans-serif";
   const w = ctx.measureText(text).width;
@@ -752,6 +799,7 @@ function inPlane([x, y, z], b) { return [x * Math.cos(b) + y * Math.sin(b), z]; 
 function drawSidePane() {
   use(panes.side);
   clearPane("r mm", "z mm");
+  drawZones("side");
   const b = baseRad();
   ctx.save();  // the base axis
   ctx.setLineDash([6, 5]);
