@@ -50,7 +50,7 @@ from .kinematics import tool_pitch, tool_point
 from .lerobot import open_calibration
 from .paths import state_dir
 from .restart import step_start as restart_step_start
-from .runcontrol import RunControl, check_override
+from .runcontrol import HOLD_RAMP_S, RunControl, check_override
 from .state import PoseStore, RunRecord, RunStore, program_digest
 from .stream import Player, Pulses, StreamResult, prepare
 from .trajectory import Trajectory
@@ -1300,7 +1300,13 @@ class Robot:
             self._journal(start, m)
 
         self._player = Player(
-            self.backend, tick=tick, progress=self.progress, control=self.control, max_speed=self._max_speed()
+            self.backend,
+            tick=tick,
+            progress=self.progress,
+            control=self.control,
+            max_speed=self._max_speed(),
+            max_accel=self._max_accel(),
+            slew=self._hold_slew(),
         )
         self._journaled = 0.0
         return self._player.play(parts, declare=declare, ramp=ramp is not None)
@@ -1312,6 +1318,23 @@ class Robot:
         if cal.gripper is not None and arm.gripper is not None:
             out[cal.gripper.channel] = math.degrees(arm.gripper.max_speed_rad_s) * cal.gripper.per_deg
         return out
+
+    def _max_accel(self) -> dict[int, float]:
+        """Per joint servo address: its joint's acceleration limit in servo units per second squared."""
+        arm, cal = self.arm, self.calibration
+        accel = getattr(arm, "max_accel_rad_s2", None)
+        if accel is None:
+            return {}
+        return {s.channel: math.degrees(float(a)) * s.per_deg for s, a in zip(cal.joints, accel)}
+
+    def _hold_slew(self) -> float:
+        """How much the playback rate may change in a frame: a hold from full speed takes HOLD_RAMP_S, or longer
+        where a joint's acceleration limit needs it (the deceleration adds the rate's change times its speed)."""
+        ramp = HOLD_RAMP_S
+        accel = getattr(self.arm, "max_accel_rad_s2", None)
+        if accel is not None:
+            ramp = max(ramp, float(np.max(np.asarray(self.arm.max_speed_rad_s) / np.asarray(accel))))
+        return FRAME_S / ramp
 
     @staticmethod
     def _start_moved(m: Motion) -> bool:

@@ -119,9 +119,12 @@ class Player:
         progress: Callable[[float, str, float], None] | None = None,
         control=None,
         max_speed: dict[int, float] | None = None,
+        max_accel: dict[int, float] | None = None,
+        slew: float = RATE_SLEW,
     ):
         self.backend, self.tick, self.progress = backend, tick, progress
-        self.control, self.max_speed = control, dict(max_speed or {})
+        self.control, self.max_speed, self.max_accel = control, dict(max_speed or {}), dict(max_accel or {})
+        self.slew = float(slew)  # the most the rate changes in a frame
         self.current_step = "connecting"
         self.parts: list[Pulses] = []
         self.declared = False  # a start pose was set first (one frame before the first part)
@@ -210,8 +213,15 @@ class Player:
             d = np.where(np.isfinite(d), d, 0.0)
             with np.errstate(divide="ignore"):
                 caps = np.minimum(caps, np.where(d > 0, vmax * step_s / np.maximum(d, 1e-12), np.inf))
+            amax = self.max_accel.get(ch)
+            if amax and n >= 2:  # accelerations grow with the square of the rate
+                a = np.abs(np.diff(p.us[:, c], 2)) / step_s**2
+                a = np.where(np.isfinite(a), a, 0.0)
+                a = np.maximum(np.concatenate([a, [0.0]]), np.concatenate([[0.0], a]))  # per interval: its ends
+                with np.errstate(divide="ignore"):
+                    caps = np.minimum(caps, np.where(a > 0, np.sqrt(amax / np.maximum(a, 1e-12)), np.inf))
         caps = np.maximum(caps, 1.0)
-        slack = RATE_SLEW * p.frames_per_sample / OVERRIDE_MAX  # rate change possible while crossing a sample
+        slack = self.slew * p.frames_per_sample / OVERRIDE_MAX  # rate change possible while crossing a sample
         for k in range(n - 2, -1, -1):
             caps[k] = min(caps[k], caps[k + 1] + slack)
         return caps
@@ -260,11 +270,11 @@ class Player:
                 for _ in range(HOLD_CHUNK_FRAMES):
                     k = min(int(math.floor(tau + 1e-9)), n - 1)
                     want = 0.0 if ctl.paused else min(ctl.override, float(caps[k]))
-                    rate = min(float(caps[k]), rate + max(-RATE_SLEW, min(RATE_SLEW, want - rate)))
+                    rate = min(float(caps[k]), rate + max(-self.slew, min(self.slew, want - rate)))
                     if rate < 1e-6:
                         rate = 0.0
                         break
-                    if want == 1.0 and abs(rate - 1.0) <= RATE_SLEW + 1e-9:
+                    if want == 1.0 and abs(rate - 1.0) <= self.slew + 1e-9:
                         # back to the planned speed: onto the next frame of the plan (a step of at most one
                         # planned frame), then the planned moves themselves
                         rate, tau = 1.0, min(float(n), (math.floor(tau * fps + 1e-6) + 1) / fps)
