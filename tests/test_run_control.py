@@ -192,3 +192,17 @@ def test_hold_and_resume_on_bus_servos(tmp_path):
         m.resume()
         m.wait(timeout=30)
         assert np.linalg.norm(robot.where(settle=True).tool_m - target) < 2e-3
+
+
+def test_a_restart_inside_a_blended_chain_starts_where_the_chain_starts(tmp_path):
+    from armctl.program import load_program, with_blend
+
+    prog = with_blend(load_program(PROGRAM), 20)  # lift, over the stack, down to the slot: one chain of lines
+    with armctl.connect("seed-3link", f"armsim://?rate=20&seed=1&state={tmp_path / 's.json'}") as robot:
+        pr = robot.prepare_run(prog, from_step="over the stack")
+        assert pr.plan.moves[5].blended and pr.plan.moves[4].blended
+        assert pr.first_step == 4 and "step 5 of 31: step 1.5 'lift'" in pr.describe
+        lead = pr.trajectory.step < pr.offset
+        start = pr.trajectory.q_rad[int(np.count_nonzero(lead))]
+        speed = np.abs(pr.trajectory.q_rad[int(np.count_nonzero(lead)) + 1] - start)
+        assert np.max(speed) < 1e-3, "the program part does not start at rest"
