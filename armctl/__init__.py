@@ -14,8 +14,16 @@ inside. ``armctl.connect`` is imported on first use, so the command line starts 
 
 __version__ = "0.2.0"
 
-_LAZY = {"connect": "robot", "Robot": "robot", "Pose": "robot", "Motion": "robot", "MoveResult": "robot"}
-__all__ = ["connect", "Robot", "Pose", "Motion", "MoveResult", "__version__"]
+_LAZY = {
+    "connect": "robot",
+    "Robot": "robot",
+    "Pose": "robot",
+    "Motion": "robot",
+    "MoveResult": "robot",
+    "open_leader": "leader",
+    "DatasetWriter": "dataset",
+}
+__all__ = ["connect", "Robot", "Pose", "Motion", "MoveResult", "open_leader", "DatasetWriter", "__version__"]
 
 
 def __getattr__(name):

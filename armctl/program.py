@@ -536,6 +536,37 @@ def expand(prog: Program) -> list[_Flat]:
     return out
 
 
+def episode_of_steps(prog: Program) -> list[int]:
+    """For each step of ``expand(prog)`` (loops unrolled), the dataset episode it belongs to: each pass of a
+    top-level ``repeat`` is one episode (steps before the first such pass belong to it, steps after a pass to
+    the last one); a program without a top-level repeat is one episode."""
+
+    def count(steps) -> int:
+        n = 0
+        for st in steps:
+            if st.action == "repeat":
+                n += st.count * count(st.steps)
+            elif st.action == "for_each":
+                n += len(next(iter(st.loop_vars.values()))) * count(st.steps)
+            else:
+                n += 1
+        return n
+
+    out: list[int] = []
+    episode, passes = 0, 0
+    for st in prog.steps:
+        if st.action == "repeat":
+            inner = count(st.steps)
+            for _ in range(st.count):
+                if passes:
+                    episode += 1
+                passes += 1
+                out += [episode] * inner
+        else:
+            out += [episode] * count([st])
+    return out
+
+
 def _resolve_name(ref, env):
     if isinstance(ref, str) and ref.startswith("$"):
         return env[ref[1:]]

@@ -62,6 +62,9 @@ FACTORY_LIMITS_US = (500.0, 2500.0)  # a board's stored limits before anyone cal
 BOARD_WAIT_S = 10.0  # longest wait for the board to be free (another thread's motion stopping)
 TURN_RAD = 2.0 * math.pi
 JOURNAL_PERIOD_S = 0.02  # while moving, the pose the board would stop in is journaled once a frame
+FOLLOW_RAMP_DONE_DEG = 1.0  # a follow's start ramp ends once every joint is this close to the leader's pose
+FOLLOW_QUEUE_FRAMES = 2  # a follow keeps at most this many frames queued on boards that play timed moves
+FOLLOW_CATCH_UP_FRAMES = 5  # a follow this many frames late starts its schedule again from now
 #: A blended motion (``move_to(..., blend=)``) waits this long for the next one to be queued before it starts,
 #: so that a loop queuing lines with ``wait=False`` gets them planned as one chain through rounded corners.
 BLEND_GATHER_S = 0.05
@@ -282,6 +285,28 @@ class Motion:
     def __repr__(self) -> str:
         state = "done" if self.done else ("cancelled" if self.cancelled() else "pending")
         return f"<Motion {self.label!r} {self.trajectory.duration_s:.2f} s {state}>"
+
+
+class FollowMotion(Motion):
+    """A motion fed frame by frame from a leader arm (``Robot.follow``): it has no end of its own; it runs until
+    ``cancel()``, ``Robot.stop()``, Ctrl-C, a lost leader or a lost link. ``teleop`` is its
+    ``armctl.follow.Teleop`` (live ``status``); ``end_q_rad`` is the pose last commanded."""
+
+    def __init__(self, robot: Robot, label: str, trajectory: Trajectory, pulses: Pulses, gen: int, teleop):
+        super().__init__(robot, label, trajectory, pulses, gen)
+        self.teleop = teleop
+        self._q_now = np.array(trajectory.q_rad[-1])
+        self._g_now = float(trajectory.gripper_rad[-1])
+
+    @property
+    def end_q_rad(self) -> np.ndarray:
+        """The joint angles (rad) last commanded (where the follower holds once the follow stops)."""
+        return self._q_now
+
+    @property
+    def end_gripper_rad(self) -> float:
+        """The gripper angle (rad, NaN without a gripper) last commanded."""
+        return self._g_now
 
 
 # --- the board's stored limits ---------------------------------------------------------------------------------
@@ -667,6 +692,53 @@ class Robot:
             return self._pose_idle(False)
         return self._pose_from(values, "commanded", "pulses the board is playing (estimate)")
 
+    def sample(self) -> tuple[np.ndarray, float, np.ndarray | None, float, int]:
+        """What the arm is commanded and measured to do now, for recording: (commanded joint angles (rad),
+        commanded gripper (rad, NaN: none), measured joint angles (rad; None where the servos cannot report),
+        measured gripper (NaN: none), the index of the program sample playing (-1: none, or the ramp to its
+        start)). While a motion plays it is read between two frames, without a word to the board."""
+        self._check_open()
+        return self._on_board(self._sample_idle, self._sample_playing)
+
+    def _sample_from(self, values: dict, index: int):
+        cal, n = self.calibration, self.arm.n
+        if any(values.get(s.channel) is None for s in cal.joints):  # servos without pulses yet: nothing to record
+            q, g = np.full(n, np.nan), math.nan
+        else:
+            q = np.array([float(s.angle_rad(values[s.channel])) for s in cal.joints])
+            gv = values.get(cal.gripper.channel) if cal.gripper is not None else None
+            g = float(cal.gripper.angle_rad(gv)) if gv is not None else math.nan
+        got = self.backend.last_measured() if self.backend.caps.measures_positions else {}
+        qm = gm = None
+        if got and all(s.channel in got for s in cal.joints):
+            qm = np.array([got[s.channel] for s in cal.joints])
+            gm = got.get(cal.gripper.channel) if cal.gripper is not None else None
+        return q, g, qm, (math.nan if gm is None else float(gm)), index
+
+    def _sample_playing(self):
+        player = self._player
+        if player is None:
+            m = self._active
+            if isinstance(m, FollowMotion):
+                q, g = m.end_q_rad, m.end_gripper_rad
+                cal = self.calibration
+                values = {s.channel: float(s.value(a)) for s, a in zip(cal.joints, q)}
+                if cal.gripper is not None and math.isfinite(g):
+                    values[cal.gripper.channel] = float(cal.gripper.value(g))
+                return self._sample_from(values, -1)
+            return self._sample_idle()
+        frame = player.frames_played()
+        values = player.values_at(frame)
+        i, tau = player.position_at(frame)  # (time-scaled while held or overridden: frames are not samples)
+        part = player.parts[i] if player.parts else None
+        index = -1 if part is None or (len(player.parts) > 1 and i == 0) else min(len(part.us) - 1, int(tau))
+        return self._sample_from(values, int(index))
+
+    def _sample_idle(self):
+        held = self._held()
+        values = {s.channel: h for s, h in zip(self.calibration.servos, held) if h is not None}
+        return self._sample_from(values, -1)
+
     def _held(self) -> list[float | None]:
         """What each servo (joints, then gripper) holds now, in servo units; None where it has nothing."""
         st = self.backend.status()
@@ -1038,6 +1110,57 @@ class Robot:
         """The progress record of the last program run on this port (``armctl.state.RunRecord``), or None."""
         return self._runs.load()
 
+    def follow(
+        self,
+        leader,
+        *,
+        map: str = "joints",  # noqa: A002 - the name the issue and the CLI give it
+        rate_hz: float = 50.0,
+        scale: float | None = None,
+        offset=None,
+        max_lag_deg: float | None = None,
+        on_frame=None,
+    ) -> FollowMotion:
+        """Follow a leader arm (``armctl.open_leader``) until stopped: returns at once with the ``Motion``
+        (``wait()``, ``cancel()``, ``robot.stop()``; its ``teleop.status`` is live). Every ``1/rate_hz`` s the
+        leader is read and the follower stepped towards the pose it means (``map``: ``"joints"``, the same model
+        joint to joint; ``"tool"``: the tool point, times ``scale`` (default the reach ratio) plus ``offset``
+        (m), about the shoulders; see ``armctl.follow``), never faster than its joint speed limits and never
+        outside its limits or reach (a pose it cannot take is clamped to the nearest it can, and marked). It
+        starts with a slow ramp (a quarter of the speed limits) until it has caught up with the leader.
+        ``max_lag_deg``: stop (MotionError) if a joint falls further behind than this after the ramp.
+        ``on_frame(t_s, q_rad, gripper_rad, target, measured)`` is called after each command (recording).
+        A lost leader stops the follower under control: ``wait()`` raises LinkError naming the leader servo."""
+        from .follow import Teleop
+
+        self._check_open()
+        gen = self._stop_gen
+        teleop = Teleop(
+            leader,
+            self.arm,
+            map=map,
+            rate_hz=rate_hz,
+            scale=scale,
+            offset_m=offset,
+            max_lag_deg=max_lag_deg,
+            on_frame=on_frame,
+        )
+        q0, g0, _ = self._expected_start()
+        traj = Trajectory(
+            t_s=np.zeros(1),
+            q_rad=np.array(q0, dtype=float)[None, :],
+            gripper_rad=np.array([g0], dtype=float),
+            step=np.zeros(1, dtype=int),
+            steps=["follow"],
+        )
+        label = f"follow the {leader.arm.name} on {leader.port}"
+        m = FollowMotion(self, label, traj, prepare(traj, self.calibration), gen, teleop)
+        with self._cv:
+            self._queue.append(m)
+            self._start_worker()
+            self._cv.notify_all()
+        return m
+
     def _go(self, moves, label: str, gen: int, wait: bool) -> Motion:
         traj, pulses, after = self._plan(moves, label)
         return self._submit(label, traj, pulses, gen, wait, moves=moves, after=after)
@@ -1278,6 +1401,8 @@ class Robot:
             raise outcome
 
     def _play(self, m: Motion) -> StreamResult:
+        if isinstance(m, FollowMotion):
+            return self._play_follow(m)
         self._check_board_limits()
         q0, g0, declare, held = self._start_state()
         if self._start_moved(m):
@@ -1335,6 +1460,99 @@ class Robot:
         if accel is not None:
             ramp = max(ramp, float(np.max(np.asarray(self.arm.max_speed_rad_s) / np.asarray(accel))))
         return FRAME_S / ramp
+
+    def _play_follow(self, m: FollowMotion) -> StreamResult:
+        """Feed the follower frame by frame from its leader (``m.teleop``): each frame the leader's pose (inside
+        the limits and reach), reached by a step no longer than each joint's speed limit allows in the time since
+        the last one (a quarter of it until the follower has caught up with the leader: the start ramp). Stops
+        under control (the follower holds) on a stop request, Ctrl-C, a lost leader or link."""
+        self._check_board_limits()
+        q0, g0, declare, held = self._start_state()
+        be, cal, arm, tp = self.backend, self.calibration, self.arm, m.teleop
+        servos = cal.servos
+        frames = commands = ramp_frames = 0
+        start = [h if h is not None else declare.get(s.channel) for h, s in zip(held, servos)]
+
+        def check_stop() -> None:
+            if m.cancelled():
+                raise StopRequested(f"{m.label}: stopped ({m.stop_reason})")
+
+        be.on_wait = check_stop
+        try:
+            if declare:
+                be.move(1, declare)
+                commands += 1
+            tp.start(q0, g0)
+            q_cmd, g_cmd = np.array(q0, dtype=float), float(g0)
+            vmax = np.asarray(arm.max_speed_rad_s, dtype=float)
+            gmax = arm.gripper.max_speed_rad_s if arm.gripper is not None else 0.0
+            framed = be.caps.timed_moves
+            period = tp.period_s
+            ramping, last_sent = True, None
+            t_next = time.monotonic()
+            self._journaled = 0.0
+            while True:
+                check_stop()
+                self._serve_calls()
+                while (wait := t_next - time.monotonic()) > 0:
+                    time.sleep(min(wait, 0.01))
+                    check_stop()
+                now = time.monotonic()
+                # on schedule (a late frame is caught up at once), unless far behind (a stall): then from now
+                t_next = t_next + period if t_next > now - FOLLOW_CATCH_UP_FRAMES * period else now + period
+                target = tp.target()
+                if framed and be.queued_frames() >= FOLLOW_QUEUE_FRAMES:
+                    continue  # the board plays 20 ms frames: one more when it has room
+                dt = FRAME_S if framed else (period if last_sent is None else min(now - last_sent, period))
+                frac = RAMP_SPEED_FRACTION if ramping else 1.0
+                lim = vmax * dt * frac
+                q_new = q_cmd + np.clip(target.q_rad - q_cmd, -lim, lim)
+                values = {}
+                for s, v in zip(cal.joints, cal.joints_to_values(q_new, check=False)):
+                    values[s.channel] = self._on_grid(s, min(max(float(v), s.lo), s.hi))
+                q_new = np.array([float(s.angle_rad(values[s.channel])) for s in cal.joints])
+                g_new = g_cmd
+                if cal.gripper is not None and math.isfinite(target.gripper_rad) and math.isfinite(g_cmd):
+                    glim = gmax * dt * frac
+                    g_new = g_cmd + min(max(target.gripper_rad - g_cmd, -glim), glim)
+                    gs = cal.gripper
+                    values[gs.channel] = self._on_grid(gs, min(max(float(gs.value(g_new)), gs.lo), gs.hi))
+                    g_new = float(gs.angle_rad(values[gs.channel]))
+                t_cmd = time.monotonic()  # the command leaves for the servos now
+                be.set_goal(values)
+                commands += 1
+                frames += 1
+                ramp_frames += ramping
+                last_sent = now
+                q_cmd, g_cmd = q_new, g_new
+                m._q_now, m._g_now = q_cmd, g_cmd
+                measured = be.last_measured() if be.caps.measures_positions else {}
+                tp.sent(t_cmd, q_cmd, g_cmd, target, measured)
+                lag = np.abs(target.q_rad - q_cmd)
+                if ramping and np.max(lag, initial=0.0) < math.radians(FOLLOW_RAMP_DONE_DEG):
+                    ramping = tp.status.ramping = False
+                elif not ramping and tp.max_lag_rad is not None and np.max(lag) > tp.max_lag_rad:
+                    i = int(np.argmax(lag))
+                    raise MotionError(
+                        f"{m.label}: joint {i + 1} ({arm.joint_names[i]}) lagged the leader by "
+                        f"{math.degrees(lag[i]):.1f} deg, more than --max-lag-deg {math.degrees(tp.max_lag_rad):g} "
+                        "(the leader moved faster than the follower's speed limits); the follower was stopped"
+                    )
+                if now - self._journaled >= JOURNAL_PERIOD_S:
+                    self._journaled = now
+                    vals = [values.get(s.channel, v) for s, v in zip(servos, start)]
+                    if not any(v is None for v in vals[: arm.n]):
+                        self._store_pose(vals, clean=False, hold_in_s=be.queued_frames() * FRAME_S)
+        except BaseException:
+            be.on_wait = None
+            try:
+                be.stop()
+            except LinkError:
+                pass
+            raise
+        finally:
+            be.on_wait = None
+        return StreamResult(frames=frames, commands=commands, ramp_frames=ramp_frames)
 
     @staticmethod
     def _start_moved(m: Motion) -> bool:

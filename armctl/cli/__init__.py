@@ -28,7 +28,7 @@ EXIT_LINK = 4
 EXIT_INTERRUPTED = 130
 
 # Command modules, in the order their commands appear in --help.
-COMMAND_MODULES = ["kin", "motion", "device", "draw", "calibrate", "teach", "web", "ports"]
+COMMAND_MODULES = ["kin", "motion", "device", "draw", "calibrate", "teach", "follow", "web", "ros", "ports"]
 
 # Every command: its module and its line in 'armctl --help' (the same text as the module's
 # add_parser(help=...); tests/test_cli_kin.py checks they agree). A new command goes here too.
@@ -45,7 +45,9 @@ COMMANDS = {
     "draw": ("draw", "draw an SVG or G-code file with a pen (checked whole, then streamed)"),
     "calibrate": ("calibrate", "calibrate the servos (interactive), or record/fit/show/compare/check calibrations"),
     "teach": ("teach", "guide the arm by hand (bus servos) or jog it (PWM) and record poses into a program"),
+    "follow": ("follow", "a leader arm moved by hand drives the arm (teleoperation); record LeRobot datasets"),
     "web": ("web", "the arm in a browser page: click to move"),
+    "ros": ("ros", "run the arm as a ROS 2 node: joint_states, trajectories, joint commands"),
     "ports": ("ports", "list the serial ports and identify the board on each"),
 }
 

@@ -243,9 +243,8 @@ def _from_lerobot(args) -> int:
                 f"{lerobot.lerobot_calibration_root()}: {listed})"
             )
         spec = every[0][1]
-    path = Path(spec) if lerobot.is_lerobot_file(spec) or Path(spec).is_file() else None
-    if path is None:
-        path = lerobot.find_lerobot_calibration(spec)
+    # a file, lerobot:ID (as --calibration takes it) or a bare ID
+    path = Path(spec) if Path(spec).is_file() else lerobot.resolve(spec) or lerobot.find_lerobot_calibration(spec)
     cal, notes = lerobot.from_lerobot(lerobot.read_lerobot_file(path), arm, path)
     out = Path(args.out) if args.out else save_path_for(arm.name, path)
     comment = (
@@ -306,8 +305,11 @@ def _show(args) -> int:
 
 
 def _compare(args) -> int:
-    a, b = (load_calibration(p) for p in args.compare)
+    from ..lerobot import open_calibration, resolve
+
     arm = load_arm(args.arm)
+    # LeRobot's (lerobot:ID or its JSON) as the armctl calibration it means on --arm, as --show takes them
+    a, b = (open_calibration(p, arm)[0] if resolve(p) is not None else load_calibration(p) for p in args.compare)
     if arm.name != a.arm:  # --arm left at its default: the arm the calibration names, if it is a preset
         try:
             arm = load_arm(a.arm)
