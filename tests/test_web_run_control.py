@@ -72,3 +72,24 @@ def test_program_and_override_api_refuse_bad_input():
         status, _ = call(srv, "POST", "/api/pause", {})
         assert status == 409  # only the page in control (this request has no session)
         assert not srv.controller.robot.moving
+
+
+def test_space_and_enter_on_the_page_hold_and_resume(browser):  # noqa: F811 - the fixture
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    with served(rate=2) as srv:
+        browser.get(srv.url)
+        _wait(lambda: browser.find_element("id", "status").text == "in control", what="the page to take control")
+        browser.find_element("id", "program-file").send_keys(str(PROGRAM))
+        _wait(lambda: browser.find_element("id", "program-run").is_enabled(), what="the run button")
+        browser.find_element("id", "program-run").click()
+        _wait(lambda: _state(srv)["moving"], what="the program to start")
+        ActionChains(browser).click(browser.find_element("id", "message")).perform()  # focus off the buttons
+        ActionChains(browser).send_keys(" ").perform()
+        _wait(lambda: _state(srv)["control"]["state"] == "held", timeout_s=10, what="Space to hold")
+        ActionChains(browser).send_keys("+").perform()
+        _wait(lambda: abs(srv.controller.robot.speed_override - 1.1) < 1e-9, what="+ to raise the override")
+        ActionChains(browser).send_keys(Keys.ENTER).perform()
+        _wait(lambda: not _state(srv)["control"]["paused"], what="Enter to resume")
+        srv.controller.stop("test over")

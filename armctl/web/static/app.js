@@ -574,6 +574,15 @@ function overrideBy(step) {
   const pct = Math.max(10, Math.min(200, now + step));
   command("/api/override", { percent: pct }, "speed override");
 }
+window.addEventListener("keydown", (ev) => {  // run control keys, as in the terminal (not while typing)
+  if (!session || ev.ctrlKey || ev.metaKey || ev.altKey || /^(INPUT|TEXTAREA|SELECT|BUTTON)$/.test(ev.target.tagName)) return;
+  const act = { " ": "pause", Enter: "resume", r: "resume", "+": "faster", "=": "faster", "-": "slower" }[ev.key];
+  if (!act) return;
+  ev.preventDefault();
+  if (act === "pause") command("/api/pause", {}, "pause");
+  else if (act === "resume") command("/api/resume", {}, "resume");
+  else overrideBy(act === "faster" ? 10 : -10);
+});
 $("faster").addEventListener("click", () => overrideBy(10));
 $("slower").addEventListener("click", () => overrideBy(-10));
 $("program-file").addEventListener("change", async (ev) => {
