@@ -127,3 +127,28 @@ def test_hold_and_resume_on_standard_firmata(tmp_path, monkeypatch):
             m.resume()
             m.wait(timeout=30)
             assert np.allclose(robot.where().tool_m, [0.45, -0.30], atol=1e-3)
+
+
+def test_hold_on_our_firmware_outlasts_its_watchdog(firmware_hex, tmp_path, monkeypatch):
+    """A hold longer than the board's 1 s watchdog: the link is kept alive, the pulses do not change, and the
+    motion goes on when resumed (at 200 %) to where it was planned."""
+    import armctl
+
+    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+    with VirtualUno(firmware_hex, reset_on_open=True) as uno:
+        with armctl.connect("seed-3link", uno.pty) as robot:
+            robot.move_to(0.45, -0.05, phi=math.radians(-90), path="joint")
+            m = robot.move_to(0.45, -0.30, phi=math.radians(-90), speed=0.1, wait=False)
+            time.sleep(1.0)
+            m.pause()
+            deadline = time.monotonic() + 10
+            while robot.control.state != "held" and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert robot.control.state == "held" and not m.done
+            held = [uno.pulses(pin)[-1].width_us for pin in (9, 10, 11)]
+            time.sleep(1.6)
+            assert [uno.pulses(pin)[-1].width_us for pin in (9, 10, 11)] == held
+            robot.speed_override = 2.0
+            m.resume()
+            m.wait(timeout=30)
+            assert np.allclose(robot.where().tool_m, [0.45, -0.30], atol=1e-3)
