@@ -109,11 +109,25 @@ def _killed_while_carrying(base_env: dict, port: str) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    from armctl.arm import load_arm
+    from armctl.state import _slots
+
+    closed = load_arm("seed-3link").gripper.closed_rad
     state = Path(base_env["ARMCTL_STATE_DIR"])
+
+    def journaled_closed() -> bool:  # the pose journal (written once a frame while moving): gripper closed
+        for path in state.glob("pose-*.bin"):
+            slots = _slots(path.read_bytes())
+            doc = max(slots, key=lambda s: s[0])[1] if slots else {}
+            g = doc.get("gripper_rad")
+            if not doc.get("clean", True) and g is not None and abs(g - closed) < 1e-3:
+                return True
+        return False
+
     deadline = time.monotonic() + 60
-    while not list(state.glob("run-*.bin")) and time.monotonic() < deadline:  # its progress record: it plays
-        time.sleep(0.05)
-    time.sleep(1.5)  # 3 s of board time: the gripper closed (0.3 s), the arm on its way to the lift
+    while not journaled_closed() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)  # moving on towards the lift, carrying
     proc.kill()
     proc.wait(timeout=30)
 
