@@ -32,7 +32,7 @@ SLOT_MARGIN_FRAMES = 0.5  # ask for a freed slot half a frame after it is due: t
 REFILL_SLOTS = 4  # while the board's queue is full, ask again once this many slots are due to be free ...
 LOW_WATER_S = 0.3  # ... but before less than this much motion is left queued (board time) ...
 LOW_WATER_HOST_S = 0.15  # ... or than the host may need to refill it (a board run faster than real time)
-ANCHOR_STALE_S = 0.25  # while keeping the queue short (a feed hold's lead), re-anchor the played estimate this often
+ANCHOR_STALE_S = 0.1  # while keeping the queue short (a feed hold's lead), re-anchor the played estimate this often
 GATHER_BYTES = 24  # a reply line arriving a byte at a time (a UART): read it in pieces of this many bytes
 
 
@@ -619,10 +619,11 @@ class ArmProtocolBackend(Backend):
             self.info.limits_us = tuple(lims)
 
     def wait_queued(self, frames: float) -> None:
-        """Until at most ``frames`` (board frames; more on a board run faster than real time: what the host
-        needs to refill it) are left to play of what was sent, from the played estimate (``played_frames``),
-        re-anchored by a status now and then."""
-        keep = max(float(frames), LOW_WATER_HOST_S * self._board_rate / FRAME_S)
+        """Until at most ``frames`` (frames of real time: on a board run faster than real time, that many times
+        its rate, so the host has as long to refill it) are left to play of what was sent, from the played
+        estimate (``played_frames``), re-anchored by a status every ``ANCHOR_STALE_S``."""
+        # in host time: what the host needs to refill it (a board run faster than real time plays more frames)
+        keep = float(frames) * max(1.0, self._board_rate)
         deadline = time.monotonic() + 10.0 + (self._sent_frames - self.played_frames()) * FRAME_S * 2
         while True:
             self._service(0.0)
