@@ -14,6 +14,9 @@ POST /api/pause, /api/resume  feed hold / go on; /api/override {"percent": 10..2
 POST /api/program/preview   {"text": YAML, "name": "file.yaml"}: plan it whole, its path and steps
 POST /api/program/run       the same (and "from_step"): run it, with pause/resume/override
 
+``armctl web --watch`` serves the same page over an arm another armctl drives: GET works, every POST is
+refused (403; /api/session 409) with the reason, as the page is read-only.
+
 Every API call carries the token (header ``X-Armctl-Token``, or ``token=`` in the query of
 /api/events) when the server has one; control calls carry ``X-Armctl-Session``. POST bodies
 must be ``application/json``, and a browser's Origin must match the Host (no cross-site
@@ -240,6 +243,8 @@ class Handler(BaseHTTPRequestHandler):
             self._check_token()
             self._check_origin()
             body = self._body(api.MAX_PROGRAM_BYTES if path.startswith("/api/program/") else api.MAX_BODY_BYTES)
+            if getattr(srv.controller, "read_only", False):  # armctl web --watch: another process drives the arm
+                raise api.ApiError(409 if path == "/api/session" else 403, srv.controller.why(), read_only=True)
             if path == "/api/session":
                 session = srv.control.claim()
                 if session is None:
