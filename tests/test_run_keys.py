@@ -142,7 +142,7 @@ def test_after_an_unclean_stop_a_run_says_and_asks_what_it_does_with_the_gripper
         python = shlex.quote(sys.executable)
         envs = f"ARMCTL_STATE_DIR={shlex.quote(env['ARMCTL_STATE_DIR'])} PYTHONPATH={shlex.quote(str(ROOT))}"
         where = shlex.quote(str(ROOT))
-        t.start(f"cd {where} && env {envs} {python} -m armctl --port {shlex.quote(port)} run {PROGRAM}")
+        t.start(f"cd {where} && env {envs} {python} -m armctl --port {shlex.quote(port)} run {PROGRAM}; sleep 60")
         t.wait_for(r"stopped uncleanly in step \d+ of 31: the gripper is closed: this run starts over at step 1", 30)
         t.wait_for(r"Enter: start over, r: resume there instead, q: quit\?")
         t.keys("r", "Enter")
