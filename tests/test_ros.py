@@ -382,6 +382,25 @@ def test_two_namespaced_arms_at_once(rospy, env, client, arm1, arm2):
     assert arm1.p.poll() is None
 
 
+def test_too_fast_refusal_leaves_the_motion_playing(client, arm2):
+    """arm2 refuses a too-fast trajectory (too_fast:=refuse) while another plays: that one goes on to its end."""
+    assert client("watch", ns="/arm2")["ok"], arm2.stderr()
+    steady(client, "/arm2")
+    target = np.radians([-30.0, 100.0, -20.0])
+    client.events("/arm2")
+    client("trajectory", ns="/arm2", names=["base", "shoulder", "elbow"], points=[[list(target), 3.0]])
+    client.events("/arm2", until=["accepted"], timeout=10)
+    time.sleep(0.5)
+    client("trajectory", ns="/arm2", names=["base", "shoulder", "elbow"], points=[[[1.0, target[1], target[2]], 0.05]])
+    evs = client.events("/arm2", until=["done", "stopped", "failed"], timeout=15)
+    kinds = [e["event"] for e in evs]
+    ref = [e for e in evs if e["event"] == "refused"]
+    assert ref and ref[0]["kind"] == "too_fast" and ref[0]["moved"] is False, evs
+    assert kinds[-1] == "done" and "stopped" not in kinds, evs
+    q = steady(client, "/arm2")
+    assert np.linalg.norm(tool_point(MEARM, q[:3]) - tool_point(MEARM, target)) < 1e-3
+
+
 def test_sigterm_stops_the_arm_then_the_node(rospy, env, client):
     node = NodeProc(rospy, ["--arm", "seed-2link", "ros", "--namespace", "term"], env)
     try:
