@@ -331,6 +331,15 @@ def test_tool_goal_and_services(client, arm1):
     client("goal", ns="/arm1", point=[0.5, 0.0, 0.2], frame="world")
     evs = client.events("/arm1", until=["refused"], timeout=10)
     assert evs[-1]["event"] == "refused" and evs[-1]["field"] == "header.frame_id", evs
+    # a goal out of reach is refused and the motion playing goes on to its end
+    client("trajectory", ns="/arm1", names=["shoulder", "elbow", "wrist"], points=[[[0.6, -1.2, -0.5], 2.5]])
+    client.events("/arm1", until=["accepted"], timeout=10)
+    time.sleep(0.4)
+    client("goal", ns="/arm1", point=[5.0, 0.0, 0.2], frame="")
+    evs = client.events("/arm1", until=["done", "stopped", "failed"], timeout=15)
+    kinds = [e["event"] for e in evs]
+    assert "refused" in kinds and kinds[-1] == "done" and "stopped" not in kinds, evs
+    assert next(e for e in evs if e["event"] == "refused")["source"] == "tool_goal"
     res = client("call", ns="/arm1", service="armctl/gripper_close")
     assert res["success"] is True, res
     client.events("/arm1", until=["done"], timeout=10)

@@ -394,10 +394,14 @@ class ArmNode:
             self._watch(m, "joint_commands")
             self.event("accepted", source="joint_commands", label=m.label)
             return True, "following joint_commands"
-        if kind == "trajectory":  # too fast from where the arm is now: refused before the motion playing is stopped
+        if kind in ("trajectory", "tool_goal"):  # refused from where the arm is now, before what plays is stopped
             pose = robot.where() if robot.moving else robot.commanded_pose()
-            g0 = math.nan if pose.gripper_rad is None else pose.gripper_rad
-            check_trajectory(self.arm, *payload, pose.q_rad, g0, too_fast=self.node.get_parameter("too_fast").value)
+            if kind == "trajectory":  # too fast
+                g0 = math.nan if pose.gripper_rad is None else pose.gripper_rad
+                too_fast = self.node.get_parameter("too_fast").value
+                check_trajectory(self.arm, *payload, pose.q_rad, g0, too_fast=too_fast)
+            else:  # out of reach or outside the joint limits
+                motion.solve_pose(self.arm, np.array(payload, dtype=float), None, pose.q_rad)
         self._halt(f"a new {kind}")
         if kind == "trajectory":
             names, points = payload
