@@ -29,7 +29,7 @@ import numpy as np
 
 from .config import Section, load_yaml_file
 from .errors import ConfigError
-from .paths import PRESET_DIR
+from .paths import PRESET_DIR, preset_names
 from .zones import Zones, parse_zones, pose_refusal
 
 LINKAGES = ("serial", "parallelogram")
@@ -266,12 +266,6 @@ def _default_home(arm: Arm) -> np.ndarray:
         rel = min(max(home[c + 1] - home[c], la_lo - math.pi), la_hi - math.pi)
         home[c + 1] = min(max(home[c] + rel, arm.q_min[c + 1]), arm.q_max[c + 1])
     return home
-
-
-def preset_names() -> list[str]:
-    """Names of the built-in arm presets (arm YAML files, and URDFs with their sidecars)."""
-    names = {p.stem for p in PRESET_DIR.glob("*.yaml") if not p.name.endswith(".armctl.yaml")}
-    return sorted(names | {p.stem for p in PRESET_DIR.glob("*.urdf")})
 
 
 def load_arm(name_or_path: str | Path, *, tool_link: str | None = None) -> Arm:

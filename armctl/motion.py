@@ -180,6 +180,12 @@ class Plan:
         """Duration (s), segment count, peak joint speeds vs limits (deg/s), worst path deviation (m)."""
         return summarize(self.arm, self.trajectory, self.moves)
 
+    def plot(self, *, title: str = "", poses: int = 6):
+        """A matplotlib figure of the plan (``armctl.plot.plan_figure``): inline in Jupyter, ``savefig`` writes it."""
+        from .plot import plan_figure
+
+        return plan_figure(self, title=title, poses=poses)
+
 
 def branch_of(arm: Arm, q) -> tuple[float, float]:
     """(side, elbow) of pose ``q``: the sign of the chain's serial elbow angle and, on a base arm, whether
