@@ -33,10 +33,16 @@ def parse_camera(text: str) -> tuple[str, str]:
 
 
 def _need_cv2():
+    # OpenCV and its FFmpeg print their own warnings for a source that cannot be opened (several lines on
+    # stderr); the one line armctl prints names the camera instead
+    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET
     try:
         import cv2
     except ImportError:
         raise BadInputError("cameras need OpenCV: pip install 'armctl[dataset]'") from None
+    log = getattr(getattr(cv2, "utils", None), "logging", None)
+    if log is not None and hasattr(log, "setLogLevel"):
+        log.setLogLevel(log.LOG_LEVEL_ERROR)
     return cv2
 
 

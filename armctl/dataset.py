@@ -34,6 +34,7 @@ import os
 import re
 import shutil
 import tempfile
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -288,6 +289,8 @@ class DatasetWriter:
         self._saved: list[dict] = []  # this session's episodes (rows of the episodes table)
         self._frames: list = []  # this session's frame rows (column lists), per saved episode
         self._work = Path(tempfile.mkdtemp(prefix=".armctl-", dir=self.root))
+        # a writer never closed (a script without close() or with): its work files go when it is collected or at exit
+        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._work), True)
         self._videos: dict[str, list[Path]] = {k: [] for k in self.cameras}
         self._closed = False
 
@@ -325,6 +328,7 @@ class DatasetWriter:
         root, info_path = self.root, self.root / "meta" / "info.json"
         self.tasks: dict[str, int] = {}
         self.prev_episodes, self.prev_frames = 0, 0
+        self._made_root = not root.exists()  # removed again by close() if no episode was saved in it
         if not info_path.is_file():
             if root.exists() and not root.is_dir():
                 raise BadInputError(f"--record-dataset {root}: not a folder")
@@ -675,6 +679,11 @@ class DatasetWriter:
         self._closed = True
         self.discard_episode()
         shutil.rmtree(self._work, ignore_errors=True)
+        if self._made_root:  # a recording refused or stopped before its first episode leaves no empty folder
+            try:
+                self.root.rmdir()
+            except OSError:
+                pass  # not empty: a dataset
 
     def __enter__(self) -> DatasetWriter:
         return self

@@ -8,8 +8,8 @@ Values (``ArmFeatures``):
   units (0.4.4 and later, ``use_degrees``): body joints in degrees from the middle of the servo's range,
   ``(steps - mid) * 360 / 4095``, where ``mid`` is the step at the URDF's zero pose (``Arm.urdf_map``'s offsets,
   0 / 76.0 / -73.8 / -5.0 deg in armctl's angles; the middle of the range in a LeRobot calibration), which is
-  the URDF angle LeRobot feeds its kinematics; the wrist roll, which armctl holds,
-  at its held position; the gripper 0..100 over its calibrated range; ``robot_type`` ``so_follower``;
+  the URDF angle LeRobot feeds its kinematics; the wrist roll (a held servo in armctl) where a follow turned
+  it, else at its held position; the gripper 0..100 over its calibrated range; ``robot_type`` ``so_follower``;
 - any other arm: armctl's joint names, ``<joint>.pos`` in degrees (armctl's angles), and ``gripper.pos`` as
   0..100 % open (closed 0, open 100); ``robot_type`` the arm's name.
 
@@ -48,8 +48,9 @@ class ArmFeatures:
     def lerobot_so101(self) -> bool:
         return self.robot_type == "so_follower"
 
-    def values(self, q_rad, gripper_rad: float) -> np.ndarray:
-        """The recorded values for joint angles ``q_rad`` (rad) and the gripper (rad; NaN: unknown)."""
+    def values(self, q_rad, gripper_rad: float, held_steps=None) -> np.ndarray:
+        """The recorded values for joint angles ``q_rad`` (rad) and the gripper (rad; NaN: unknown); ``held_steps``:
+        the held servos' positions by name (steps; the wrist roll a follow turns), else where they are held."""
         arm, cal = self.arm, self.calibration
         q = np.asarray(q_rad, dtype=float)
         if self.lerobot_so101:
@@ -57,7 +58,8 @@ class ArmFeatures:
             for s, a, (_, a0, _) in zip(cal.joints, q, arm.urdf_map):
                 out.append((float(s.value(a)) - float(s.value(a0))) * 360.0 / LEROBOT_STEPS_PER_TURN)
             roll = next((h for h in cal.held if h.name == "wrist_roll"), None)
-            out.append(0.0 if roll is None else (roll.position_steps - WRIST_ROLL_MID) * 360.0 / LEROBOT_STEPS_PER_TURN)
+            pos = None if roll is None else (held_steps or {}).get(roll.name, roll.position_steps)
+            out.append(0.0 if pos is None else (pos - WRIST_ROLL_MID) * 360.0 / LEROBOT_STEPS_PER_TURN)
             g = cal.gripper
             if g is None or not math.isfinite(gripper_rad):
                 out.append(0.0)
@@ -119,7 +121,9 @@ class Recorder:
     def recording(self) -> bool:
         return self._episode
 
-    def feed(self, t_s: float, q_cmd, g_cmd: float, q_meas=None, g_meas: float = math.nan) -> None:
+    def feed(
+        self, t_s: float, q_cmd, g_cmd: float, q_meas=None, g_meas: float = math.nan, held_cmd=None, held_meas=None
+    ) -> None:
         with self._lock:
             if not self._episode:
                 return
@@ -130,9 +134,9 @@ class Recorder:
                 return
             n = 1 + int((t_s - due) * self.fps + 1e-9)
             self._next_k += n
-        action = self.features.values(q_cmd, g_cmd)
+        action = self.features.values(q_cmd, g_cmd, held_cmd)
         if q_meas is not None and np.all(np.isfinite(q_meas)):
-            state = self.features.values(q_meas, g_meas if math.isfinite(g_meas) else g_cmd)
+            state = self.features.values(q_meas, g_meas if math.isfinite(g_meas) else g_cmd, held_meas or held_cmd)
         else:
             state = action
         for _ in range(n):

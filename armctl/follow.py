@@ -7,6 +7,7 @@ commanded. Two mappings:
 
 - ``joints`` (the same model, SO-101 -> SO-101): each joint angle of the leader (through the leader's
   calibration) is the follower's (through the follower's); a joint past the follower's limit is held at it.
+  Servos both calibrations hold (the SO-101's wrist roll) turn as far from their held positions as the leader's.
 - ``tool`` (any pair: an SO-101 leader moving a MeArm): the leader's tool point (its forward kinematics),
   taken about its shoulder, times ``scale`` (default: the follower's reach over the leader's), plus
   ``offset_m``, about the follower's shoulder, is the follower's tool point (its IK, nearest the pose it is
@@ -42,6 +43,11 @@ class Target:
     gripper_rad: float
     clamped: str
     leader_t_s: float
+    #: the leader's held servos (the SO-101's wrist roll), by name: steps from the position its calibration holds
+    #: them at (its zero); a follower of the same model turns its own that far from its own (--map joints)
+    held_steps: dict = field(default_factory=dict)
+    #: the follower's held servos as commanded this frame, by name (steps), filled in by ``Robot.follow``
+    held_cmd_steps: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -173,7 +179,11 @@ class Teleop:
             if math.isfinite(g):
                 lo, hi = sorted((arm.gripper.closed_rad, arm.gripper.open_rad))
                 g = min(max(g, lo), hi)
-        return Target(np.asarray(q, dtype=float), float(g), clamped, r.t_s)
+        held = {}
+        lcal = getattr(self.leader, "calibration", None)
+        if self.map == "joints" and lcal is not None:
+            held = {h.name: r.steps[h.id] - h.position_steps for h in lcal.held if h.id in r.steps}
+        return Target(np.asarray(q, dtype=float), float(g), clamped, r.t_s, held)
 
     def _inside(self, q) -> tuple[np.ndarray, str]:
         """``q`` moved inside the coupled limits (a parallelogram's link angle): the farthest point towards it on

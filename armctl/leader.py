@@ -51,7 +51,8 @@ class Leader:
     def __init__(self, arm: Arm, calibration: Calibration, port: str, bus: FeetechBus, lock: PortLock | None):
         self.arm, self.calibration, self.port = arm, calibration, port
         self.bus, self._lock = bus, lock
-        self.ids = [s.id for s in calibration.servos]
+        # the held servos too (the SO-101's wrist roll): a follower of the same model follows them (--map joints)
+        self.ids = [s.id for s in calibration.servos] + [h.id for h in calibration.held]
         self._last: dict[int, int] = {}
         self._unheard = dict.fromkeys(self.ids, 0)
         self._closed = False
@@ -59,7 +60,7 @@ class Leader:
         self._io = threading.Lock()  # one read at a time (the follow loop, and a caller's own read)
 
     def _name(self, servo_id: int) -> str:
-        for s in self.calibration.servos:
+        for s in (*self.calibration.servos, *self.calibration.held):
             if s.id == servo_id:
                 return f"leader servo {servo_id} ({s.name})"
         return f"leader servo {servo_id}"
@@ -164,10 +165,10 @@ def open_leader(
             bus.open()
         except LinkError as exc:
             raise LinkError(f"no leader arm {arm_obj.name!r}: {exc}") from None
-        ids = [s.id for s in cal.servos]
+        ids = [s.id for s in (*cal.servos, *cal.held)]
         try:
             bus.check_ids(ids)
-            bus.set_torque([*ids, *(h.id for h in cal.held)], False)
+            bus.set_torque(ids, False)
         except ServoError as exc:
             raise LinkError(f"no leader arm {arm_obj.name!r} on {url}: {exc}") from None
     except BaseException:

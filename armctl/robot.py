@@ -58,6 +58,7 @@ from .runcontrol import HOLD_RAMP_S, RunControl, check_override
 from .state import LiveStore, PoseStore, RunRecord, RunStore, program_digest
 from .stream import Player, Pulses, StreamResult, prepare
 from .trajectory import Trajectory
+from .zones import first_violation
 
 DEFAULT_ARM = "seed-3link"
 RAMP_SPEED_FRACTION = 0.25  # of each joint's limit: from wherever the arm is to where a motion starts
@@ -332,6 +333,20 @@ class FollowMotion(Motion):
         self.teleop = teleop
         self._q_now = np.array(trajectory.q_rad[-1])
         self._g_now = float(trajectory.gripper_rad[-1])
+        self._stop_why = ""
+
+    def stop(self, reason: str = "stop requested") -> None:
+        """End the follow under control (the follower holds where it is); ``wait()`` then raises StopRequested
+        with ``reason``. The same as ``cancel()``, with a reason; other motions of the Robot are not touched."""
+        self._stop_why = str(reason)
+        self.cancel()
+
+    @property
+    def stop_reason(self) -> str:
+        """Why it was stopped: ``stop(reason)``, ``cancel()``, or the first ``Robot.stop`` after it was made."""
+        if self._stop_why and self._cancelled:
+            return self._stop_why
+        return super().stop_reason
 
     @property
     def end_q_rad(self) -> np.ndarray:
@@ -1838,6 +1853,13 @@ class Robot(_BoardAccess):
             gmax = arm.gripper.max_speed_rad_s if arm.gripper is not None else 0.0
             framed = be.caps.timed_moves
             period = tp.period_s
+            zones = arm.zones or None  # keep-out zones: every step checked (the motion between frames too)
+            # held servos of both arms (the SO-101's wrist roll, --map joints): the follower's turns as far from
+            # where its calibration holds it as the leader's is from its own, at no more than its speed
+            lheld = {h.name for h in getattr(getattr(tp.leader, "calibration", None), "held", ())}
+            held = [h for h in cal.held if h.name in lheld] if tp.map == "joints" else []
+            held_now = be.held_steps() if held and hasattr(be, "held_steps") else {}
+            h_cmd = {h.id: float(round(held_now.get(h.id, h.position_steps))) for h in held}
             ramping, last_sent = True, None
             t_next = time.monotonic()
             self._journaled = 0.0
@@ -1861,6 +1883,12 @@ class Robot(_BoardAccess):
                 for s, v in zip(cal.joints, cal.joints_to_values(q_new, check=False)):
                     values[s.channel] = self._on_grid(s, min(max(float(v), s.lo), s.hi))
                 q_new = np.array([float(s.angle_rad(values[s.channel])) for s in cal.joints])
+                zoned = zones is not None and first_violation(arm, zones, np.vstack([q_cmd, q_new])) is not None
+                if zoned:  # the step would take a link into a keep-out zone: the joints hold (the gripper goes on)
+                    q_new = q_cmd
+                    for s, v in zip(cal.joints, cal.joints_to_values(q_cmd, check=False)):
+                        values[s.channel] = self._on_grid(s, min(max(float(v), s.lo), s.hi))
+                    target.clamped = "held at a keep-out zone" + (f" ({target.clamped})" if target.clamped else "")
                 g_new = g_cmd
                 if cal.gripper is not None and math.isfinite(target.gripper_rad) and math.isfinite(g_cmd):
                     glim = gmax * dt * frac
@@ -1868,6 +1896,15 @@ class Robot(_BoardAccess):
                     gs = cal.gripper
                     values[gs.channel] = self._on_grid(gs, min(max(float(gs.value(g_new)), gs.lo), gs.hi))
                     g_new = float(gs.angle_rad(values[gs.channel]))
+                for h in held:
+                    d = target.held_steps.get(h.name)
+                    if d is not None:
+                        want = min(max(h.position_steps + d, 0.0), 4095.0)
+                        hlim = h.speed_steps_s * dt * frac
+                        step = math.trunc(min(max(want - h_cmd[h.id], -hlim), hlim))  # whole steps, within the limit
+                        h_cmd[h.id] += step
+                        values[h.id] = h_cmd[h.id]
+                    target.held_cmd_steps[h.name] = h_cmd[h.id]
                 t_cmd = time.monotonic()  # the command leaves for the servos now
                 be.set_goal(values)
                 commands += 1
@@ -1881,7 +1918,7 @@ class Robot(_BoardAccess):
                 lag = np.abs(target.q_rad - q_cmd)
                 if ramping and np.max(lag, initial=0.0) < math.radians(FOLLOW_RAMP_DONE_DEG):
                     ramping = tp.status.ramping = False
-                elif not ramping and tp.max_lag_rad is not None and np.max(lag) > tp.max_lag_rad:
+                elif not ramping and not zoned and tp.max_lag_rad is not None and np.max(lag) > tp.max_lag_rad:
                     i = int(np.argmax(lag))
                     raise MotionError(
                         f"{m.label}: joint {i + 1} ({arm.joint_names[i]}) lagged the leader by "

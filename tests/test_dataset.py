@@ -281,3 +281,23 @@ def test_the_tasks_table_reads_as_lerobot_reads_it_with_pandas(tmp_path):
     assert tasks.loc["stack two cubes", "task_index"] == 1 and tasks.loc["pick the cube", "task_index"] == 0
     episodes = pd.read_parquet(root / "meta/episodes/chunk-000/file-001.parquet")
     assert list(episodes["tasks"].iloc[0]) == ["stack two cubes"]
+
+
+def test_a_writer_never_closed_leaves_no_work_files(tmp_path):
+    """A script that saves its episodes and never calls close() (nor uses ``with``): at exit the writer's work
+    folder (per-episode videos before they are joined) is gone; the dataset stays."""
+    import sys
+
+    ds = tmp_path / "ds"
+    script = (
+        "import numpy as np, armctl\n"
+        f"w = armctl.DatasetWriter({str(ds)!r}, robot_type='mearm', fps=30, state_names=['a.pos'], "
+        "cameras={'front': (48, 64)})\n"
+        "w.start_episode('x')\n"
+        "for i in range(10): w.add_frame([i], [i], {'front': np.zeros((48, 64, 3), np.uint8)})\n"
+        "w.save_episode()\n"
+    )
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert sorted(q.name for q in ds.iterdir()) == ["data", "meta", "videos"]
+    assert json.loads((ds / "meta/info.json").read_text())["total_frames"] == 10

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -37,15 +39,16 @@ def state(tmp_path, monkeypatch):
     return tmp_path / "state"
 
 
-def hand_file(path, poses, arm="so101"):
-    """A hand file moving an SO-101 leader through ``poses``: (t_s, [pan, lift, elbow, wrist] deg, gripper deg)."""
+def hand_file(path, poses, arm="so101", roll=None):
+    """A hand file moving an SO-101 leader through ``poses``: (t_s, [pan, lift, elbow, wrist] deg, gripper deg);
+    ``roll``: the wrist roll's steps at each pose (else 2048)."""
     cal = load_calibration(find_calibration(arm))
     rows = ["t_s,id,steps"]
-    for t, q, g in poses:
+    for k, (t, q, g) in enumerate(poses):
         for s, a in zip(cal.joints, q):
             rows.append(f"{t},{s.id},{float(s.value(math.radians(a))):.2f}")
         rows.append(f"{t},{cal.gripper.id},{float(cal.gripper.value(math.radians(g))):.2f}")
-        rows.append(f"{t},5,2048")
+        rows.append(f"{t},5,{2048 if roll is None else roll[k]}")
     path.write_text("\n".join(rows) + "\n")
     return path
 
@@ -522,3 +525,186 @@ def test_max_lag_deg_stops_a_follower_left_too_far_behind(tmp_path):
     assert "joint 1 (shoulder_pan) lagged the leader by" in text and "--max-lag-deg 10" in text and "\n" not in text
     q = np.array([f[1] for f in frames])  # it never jumped: at most a frame's worth of its speed limit a frame
     assert np.all(np.abs(np.diff(q[:, 0])) <= load_arm("so101").max_speed_rad_s[0] * PERIOD + 1e-6)
+
+
+def test_the_follow_motion_stops_by_itself_with_its_reason(tmp_path):
+    """``robot.follow`` returns the usual Motion, with stop/cancel/wait (the issue's words): ``motion.stop(why)``
+    ends the follow under control, ``wait()`` raises StopRequested naming why, the follower holds and the
+    Robot takes the next motion."""
+    poses = [(0, [0, 76, -74, -5], 10), (20, [0, 76, -74, -5], 10)]
+    leader = armctl.open_leader("so101", f"feetechsim://?hand={hand_file(tmp_path / 'hand.csv', poses)}")
+    with leader, armctl.connect("so101") as robot:
+        m, _ = run_follow(robot, leader, 1.0)
+        assert not m.done, m.error
+        m.stop("enough for today")
+        with pytest.raises(StopRequested, match="enough for today"):
+            m.wait(10)
+        assert m.cancelled() and m.stop_reason == "enough for today"
+        held = np.array(m.end_q_rad)
+        assert np.max(np.abs(np.degrees(robot.where(settle=True).q_rad - held))) < 0.5
+        robot.move_joints([5, 76, -74, -5], degrees=True)  # the Robot goes on
+
+
+@pytest.mark.parametrize(
+    "extra, code",
+    [
+        (["--camera", "front=7"], 2),  # no camera 7: OpenCV and FFmpeg print their own warnings unless told not to
+        (["--camera", "front=http://127.0.0.1:9/x.mjpg"], 2),
+        ([], 4),  # no leader on the port
+    ],
+)
+def test_cli_a_refused_recording_is_one_line_in_a_fresh_process_and_leaves_no_folder(tmp_path, state, extra, code):
+    """Bad inputs in a fresh process: stderr is the one line armctl prints (the C libraries' warnings too), and a
+    dataset folder armctl would have made is not left behind empty."""
+    ds = tmp_path / "new" / "demos"
+    leader = "feetechsim://?ids=1-6" if extra else "feetechsim://?ids=1-3"
+    argv = ["--arm", "so101", "follow", "--leader", leader, "--record-dataset", str(ds), "--task", "x", *extra]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCV_")}
+    p = subprocess.run([sys.executable, "-m", "armctl", *argv], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == code, p.stderr
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith("armctl follow: error: "), p.stderr
+    assert not ds.exists()
+    assert _sim_files(state) == []  # the follower's (simulated) port was never opened
+
+
+def test_a_follower_with_keep_out_zones_holds_at_them_and_follows_on(tmp_path):
+    """Keep-out zones are checked on every move (README); a follow too: a leader that takes the tool into a box
+    on the follower's bench makes the follower hold at the zone (reported as clamped), never in it, and follow
+    again once the leader comes back up."""
+    from armctl.zones import Zone, Zones, pose_refusal
+
+    poses = [
+        (0, [0, 76, -74, -5], 10),
+        (1.0, [0, 76, -74, -5], 10),
+        (2.5, [0, 40, -30, -40], 10),  # the tool at (390, 0, 137) mm: in the box, whose top is at 170 mm
+        (4.0, [0, 40, -30, -40], 10),
+        (5.0, [0, 70, -66, -5], 10),  # back above it
+        (20, [0, 70, -66, -5], 10),
+    ]
+    zones = Zones((Zone("box", "box 'tray'", lo=(0.3, -0.05, 0.0), hi=(0.45, 0.05, 0.17)),), link_radius_m=0.0)
+    arm = load_arm("so101").with_zones(zones)
+    leader = armctl.open_leader("so101", f"feetechsim://?hand={hand_file(tmp_path / 'hand.csv', poses)}")
+    with leader, armctl.connect(arm) as robot:
+        m, frames = run_follow(robot, leader, 3.8)
+        assert not m.done, m.error
+        assert "keep-out zone" in m.teleop.status.line()  # held at the box now, and the status line says so
+        held = robot.where(settle=True)
+        deadline = time.monotonic() + 3.5
+        while time.monotonic() < deadline and not m.done:
+            time.sleep(0.05)
+        end, lead = robot.where(), leader.read().q_rad
+        stop(robot, m)
+    assert m.teleop.status.clamped_frames > 10
+    q = [f[1] for f in frames]
+    assert all(pose_refusal(arm, zones, qi) is None for qi in q)  # never a commanded pose in the table
+    assert abs(held.tool_m[2] - 0.17) < 0.01, held.tool_m  # it stopped on the box, not short of it
+    assert np.max(np.abs(np.degrees(end.q_rad - lead))) < 1.0, (end.q_deg, np.degrees(lead))  # following again
+
+
+def test_cli_a_camera_that_stops_mid_episode_stops_the_follow_at_once_naming_it(tmp_path, capsys, state, monkeypatch):
+    """A live camera that stops giving frames (unplugged) while recording: the follow stops under control at once
+    with one line naming the camera (exit 4), rather than following on with nothing recorded until the end."""
+    pytest.importorskip("av")
+    pytest.importorskip("cv2")
+    from test_dataset import _source_video
+
+    from armctl.camera import Camera
+
+    clip = tmp_path / "clip.mkv"
+    _source_video(clip, 200)
+    calls = {"n": 0}
+    grab = Camera.grab
+
+    def unplugged(self):
+        calls["n"] += 1
+        if calls["n"] > 20:
+            raise LinkError(f"camera {self.name} ({self.source}) stopped giving frames")
+        return grab(self)
+
+    monkeypatch.setattr(Camera, "grab", unplugged)
+    hand = hand_file(tmp_path / "hand.csv", [(0, [0, 76, -74, -5], 10), (30, [20, 70, -70, -5], 30)])
+    argv = ["--arm", "so101", "follow", "--leader", f"feetechsim://?hand={hand}", "--duration", "25"]
+    argv += ["--record-dataset", str(tmp_path / "ds"), "--task", "wave", "--camera", f"front={clip}"]
+    t0 = time.monotonic()
+    rc, out, err = cli(argv, capsys)
+    assert rc == 4 and err.count("\n") == 1 and "camera front" in err and "stopped giving frames" in err, err
+    assert time.monotonic() - t0 < 15  # not at the end of --duration
+
+
+def test_cli_run_stops_when_its_camera_stops(tmp_path, capsys, state, monkeypatch):
+    """run --record-dataset: a camera that stops giving frames stops the run under control at once (exit 4,
+    one line naming it); no episode of that run is kept."""
+    pytest.importorskip("av")
+    pytest.importorskip("cv2")
+    from test_dataset import _source_video
+
+    from armctl.camera import Camera
+
+    clip = tmp_path / "clip.mkv"
+    _source_video(clip, 200)
+    calls = {"n": 0}
+    grab = Camera.grab
+
+    def unplugged(self):
+        calls["n"] += 1
+        if calls["n"] > 10:
+            raise LinkError(f"camera {self.name} ({self.source}) stopped giving frames")
+        return grab(self)
+
+    monkeypatch.setattr(Camera, "grab", unplugged)
+    prog = tmp_path / "slow.yaml"
+    prog.write_text(
+        "arm: so101\nposes:\n  a: {q_deg: [0, 80, -80, -5]}\n  b: {q_deg: [60, 90, -70, -10]}\n"
+        "steps:\n  - repeat: 4\n    steps:\n      - {joint: b}\n      - {joint: a}\n"
+    )
+    from armctl.program import load_program, plan_program
+
+    planned_s = plan_program(load_program(prog), load_arm("so101")).trajectory.duration_s
+    ds = tmp_path / "ds"
+    t0 = time.monotonic()
+    rc, out, err = cli(
+        ["run", str(prog), "--record-dataset", str(ds), "--task", "t", "--camera", f"front={clip}"], capsys
+    )
+    took = time.monotonic() - t0
+    assert rc == 4 and err.count("\n") == 1 and "camera front" in err, err
+    assert planned_s > 5 and took < planned_s - 2, (took, planned_s)  # stopped, not played to the end
+    assert not (ds / "meta/info.json").exists()
+
+
+ROLL_POSES = [(0, [0, 76, -74, -5], 10), (1.0, [0, 76, -74, -5], 10), (2.0, [0, 76, -74, -5], 10)]
+ROLL_POSES += [(20, [0, 76, -74, -5], 10)]
+ROLL_STEPS = [2048, 2048, 2448, 2448]  # the leader's wrist roll turned 35 deg by hand
+
+
+def test_the_so101_wrist_roll_follows_the_leaders_within_its_speed(tmp_path):
+    """The SO-101's wrist roll is no joint of armctl's model, but with --map joints it is a joint of both arms:
+    the follower's turns as far from where its calibration holds it as the leader's is from its own, never
+    faster than the held servo's speed."""
+    hand = hand_file(tmp_path / "hand.csv", ROLL_POSES, roll=ROLL_STEPS)
+    leader = armctl.open_leader("so101", f"feetechsim://?hand={hand}")
+    with leader, armctl.connect("so101") as robot:
+        m, frames = run_follow(robot, leader, 4.0)
+        assert not m.done, m.error
+        roll_now = robot.backend.held_steps()[5]
+        stop(robot, m)
+        sim = robot.backend.bus.serial.sim
+        roll = robot.calibration.held[0]
+    assert abs(roll_now - 2448) <= 2, roll_now
+    g = [v for _, v in goals(sim, 5)]
+    assert len(g) > 100 and abs(g[-1] - 2448) <= 1, g[-5:]
+    assert np.abs(np.diff(g)).max() <= roll.speed_steps_s * PERIOD, np.abs(np.diff(g)).max()
+
+
+def test_cli_follow_records_the_wrist_roll_it_follows(tmp_path, capsys, state):
+    pq = pytest.importorskip("pyarrow.parquet")
+    hand = hand_file(tmp_path / "hand.csv", ROLL_POSES, roll=ROLL_STEPS)
+    ds = tmp_path / "ds"
+    argv = ["--arm", "so101", "follow", "--leader", f"feetechsim://?hand={hand}", "--duration", "4"]
+    rc, out, err = cli([*argv, "--record-dataset", str(ds), "--task", "roll"], capsys)
+    assert rc == 0, err
+    t = pq.read_table(ds / "data/chunk-000/file-000.parquet")
+    roll_deg = (2448 - 2047.5) * 360 / 4095  # LeRobot's degrees for the leader's roll
+    action = np.array(t.column("action").to_pylist())[:, 4]
+    state_ = np.array(t.column("observation.state").to_pylist())[:, 4]
+    assert abs(action[-1] - roll_deg) < 0.2 and abs(state_[-1] - roll_deg) < 0.3, (action[-3:], state_[-3:])
+    assert np.ptp(action) > 30  # it turned while recording

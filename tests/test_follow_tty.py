@@ -55,7 +55,7 @@ def _run(tmp_path, keys):
 def test_enter_records_an_episode_and_q_quits(tmp_path):
     rc, out, screen, ds = _run(tmp_path, [(b"\r", 1.5), (b"\r", 1.0), (b"q", 0.5)])
     assert rc == 0, screen[-2000:]
-    assert "episodes saved [0]" in out
+    assert "1 episode (0) saved to" in out
     assert "Hz  lag" in screen and "[REC " in screen  # the live status line
     assert 15 <= pq.read_table(ds / "data/chunk-000/file-000.parquet").num_rows <= 45
 
@@ -65,3 +65,16 @@ def test_ctrl_c_stops_under_control_and_keeps_the_episode(tmp_path):
     assert rc == 130, screen[-2000:]
     assert "armctl follow: interrupted" in screen
     assert pq.read_table(ds / "data/chunk-000/file-000.parquet").num_rows >= 15
+
+
+def test_d_discards_the_episode_being_recorded(tmp_path):
+    """LeRobot's keys on a terminal: Enter starts an episode, ``d`` throws it away, Enter starts another and Enter
+    saves it; only that one is in the dataset."""
+    keys = [(b"\r", 1.5), (b"d", 0.8), (b"\r", 0.5), (b"\r", 1.0), (b"q", 0.5)]
+    rc, out, screen, ds = _run(tmp_path, keys)
+    assert rc == 0, screen[-2000:]
+    assert "1 episode (0) saved to" in out, out
+    assert "not recording" in screen  # after d, the status line says so
+    t = pq.read_table(ds / "data/chunk-000/file-000.parquet")
+    assert set(t.column("episode_index").to_pylist()) == {0}
+    assert 15 <= t.num_rows <= 45, t.num_rows  # the 1 s episode only, not the 0.8 s discarded before it

@@ -65,3 +65,12 @@ def open_dataset(args, arm, cal, *, state_source: str):
             c.close()
         raise
     return Recorder(writer, feats, cams)
+
+
+def saved_text(recorder) -> str:
+    """What a summary line says of the episodes saved: '2 episodes (3, 4) saved to DIR' ('no episode ...')."""
+    saved, where = recorder.saved, recorder.writer.root
+    if not saved:
+        return f"no episode saved to {where}"
+    n = len(saved)
+    return f"{n} episode{'s' if n > 1 else ''} ({', '.join(map(str, saved))}) saved to {where}"

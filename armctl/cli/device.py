@@ -321,7 +321,7 @@ def cmd_run(args) -> int:
     if args.resume or args.from_step is not None:
         raise BadInputError("--record-dataset records whole runs: not with --resume or --from-step")
     from ..program import episode_of_steps
-    from .dataset_options import open_dataset
+    from .dataset_options import open_dataset, saved_text
 
     source = "measured" if cal.unit == "steps" or args.port is None else "commanded"
     recorder = open_dataset(args, arm, cal, state_source=source)
@@ -334,10 +334,7 @@ def cmd_run(args) -> int:
     recorder.close(save=True)
     report["episodes_saved"] = recorder.saved
     report["dataset"] = str(recorder.writer.root)
-    headline = (
-        f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s; episodes {recorder.saved} "
-        f"saved to {recorder.writer.root}"
-    )
+    headline = f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s; {saved_text(recorder)}"
     _print(args, report, headline)
     return 0
 
@@ -365,6 +362,13 @@ def _run_recording(robot, plan, recorder, episode_of_sample, args):
                 recorder.start_episode(args.task)
                 episode = ep
             recorder.feed(t, q, g, qm, gm)
+        if recorder.error is not None:  # a camera gone, a full disk: stop the run now and say why
+            robot.stop("the dataset could not be written")
+            try:
+                m.wait()
+            except Exception:  # noqa: BLE001 - the recorder's error is the one to report
+                pass
+            raise recorder.error
         time.sleep(period)
     m.wait()
     return m

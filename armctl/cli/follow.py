@@ -162,7 +162,7 @@ def cmd_follow(args) -> int:
     opts = dict(map=args.map, rate_hz=rate, scale=scale, offset_m=offset, max_lag_deg=max_lag)
     Teleop(SimpleNamespace(arm=leader_arm), arm, **opts)  # the mapping checked before any port is opened
     source = "measured" if cal.unit == "steps" or (args.port is None and cal.unit == "us") else "commanded"
-    from .dataset_options import open_dataset
+    from .dataset_options import open_dataset, saved_text
 
     recorder = open_dataset(args, arm, cal, state_source=source)
     keys = None
@@ -181,7 +181,12 @@ def cmd_follow(args) -> int:
                     qm = [measured[s.channel] for s in robot.calibration.joints]
                     gs = robot.calibration.gripper
                     gm = measured.get(gs.channel) if gs is not None else None
-                recorder.feed(t, q, g, qm, math.nan if gm is None else gm)
+                held_cmd = target.held_cmd_steps or None
+                held_meas = None
+                if held_cmd and hasattr(robot.backend, "held_steps"):
+                    ids = {h.id: h.name for h in robot.calibration.held}
+                    held_meas = {ids[i]: v for i, v in robot.backend.held_steps().items() if i in ids} or None
+                recorder.feed(t, q, g, qm, math.nan if gm is None else gm, held_cmd, held_meas)
 
             keys = Keys()
             m = robot.follow(
@@ -217,7 +222,7 @@ def cmd_follow(args) -> int:
             f"{summary['rate_hz']:.1f} Hz, {summary['clamped_frames']} clamped"
         )
         if recorder is not None:
-            line += f"; episodes saved {summary['episodes_saved']} to {summary['dataset']}"
+            line += f"; {saved_text(recorder)}"
         print(line)
     return 0
 
@@ -267,6 +272,13 @@ def _loop(args, robot, m, recorder, keys, duration, episode_s, episodes) -> dict
                         stop_reason = f"{episodes:g} episodes recorded"
             if duration is not None and now - t0 >= duration:
                 stop_reason = f"--duration {duration:g} s"
+            if recorder is not None and recorder.error is not None:  # a camera gone, a full disk: stop now, say why
+                robot.stop("the dataset could not be written")
+                try:
+                    m.wait()
+                except Exception:  # noqa: BLE001 - the recorder's error is the one to report
+                    pass
+                raise recorder.error
             if stop_reason:
                 robot.stop(stop_reason)
                 break
