@@ -331,6 +331,15 @@ def test_tool_goal_and_services(client, arm1):
     client("goal", ns="/arm1", point=[0.5, 0.0, 0.2], frame="world")
     evs = client.events("/arm1", until=["refused"], timeout=10)
     assert evs[-1]["event"] == "refused" and evs[-1]["field"] == "header.frame_id", evs
+    # a goal out of reach is refused and the motion playing goes on to its end
+    client("trajectory", ns="/arm1", names=["shoulder", "elbow", "wrist"], points=[[[0.6, -1.2, -0.5], 2.5]])
+    client.events("/arm1", until=["accepted"], timeout=10)
+    time.sleep(0.4)
+    client("goal", ns="/arm1", point=[5.0, 0.0, 0.2], frame="")
+    evs = client.events("/arm1", until=["done", "stopped", "failed"], timeout=15)
+    kinds = [e["event"] for e in evs]
+    assert "refused" in kinds and kinds[-1] == "done" and "stopped" not in kinds, evs
+    assert next(e for e in evs if e["event"] == "refused")["source"] == "tool_goal"
     res = client("call", ns="/arm1", service="armctl/gripper_close")
     assert res["success"] is True, res
     client.events("/arm1", until=["done"], timeout=10)
@@ -380,6 +389,25 @@ def test_two_namespaced_arms_at_once(rospy, env, client, arm1, arm2):
     assert dup.returncode == 4, dup.stderr
     assert "in use" in dup.stderr or "held" in dup.stderr, dup.stderr
     assert arm1.p.poll() is None
+
+
+def test_too_fast_refusal_leaves_the_motion_playing(client, arm2):
+    """arm2 refuses a too-fast trajectory (too_fast:=refuse) while another plays: that one goes on to its end."""
+    assert client("watch", ns="/arm2")["ok"], arm2.stderr()
+    steady(client, "/arm2")
+    target = np.radians([-30.0, 100.0, -20.0])
+    client.events("/arm2")
+    client("trajectory", ns="/arm2", names=["base", "shoulder", "elbow"], points=[[list(target), 3.0]])
+    client.events("/arm2", until=["accepted"], timeout=10)
+    time.sleep(0.5)
+    client("trajectory", ns="/arm2", names=["base", "shoulder", "elbow"], points=[[[1.0, target[1], target[2]], 0.05]])
+    evs = client.events("/arm2", until=["done", "stopped", "failed"], timeout=15)
+    kinds = [e["event"] for e in evs]
+    ref = [e for e in evs if e["event"] == "refused"]
+    assert ref and ref[0]["kind"] == "too_fast" and ref[0]["moved"] is False, evs
+    assert kinds[-1] == "done" and "stopped" not in kinds, evs
+    q = steady(client, "/arm2")
+    assert np.linalg.norm(tool_point(MEARM, q[:3]) - tool_point(MEARM, target)) < 1e-3
 
 
 def test_sigterm_stops_the_arm_then_the_node(rospy, env, client):

@@ -37,6 +37,7 @@ from .messages import Refused, TrajectoryPoint, check_command, check_tool_goal, 
 from .messages import tool_point_ros as _tool_point_ros
 
 FOLLOW_RATE_HZ = 100.0  # how often the followed target is looked at (a ros2_control update rate)
+STATES_CATCH_UP_PERIODS = 10  # joint_states this many periods late start their schedule again from now
 EVENT_EVERY_S = 0.5  # refusals of joint commands (a stream) are published at most this often
 REQUEST_WAIT_S = 10.0
 NO_ACTION = (
@@ -221,7 +222,9 @@ class ArmNode:
         while not self._closing.is_set() and not self.done.is_set():
             t_next += self.period_s
             now = time.monotonic()
-            if t_next < now - self.period_s:  # fell behind by more than a period: start again from now
+            # on schedule: a late message (the process was not run for a while) is caught up at once, so the rate
+            # holds on a loaded machine; far behind (a stall), the schedule starts again from now
+            if t_next < now - STATES_CATCH_UP_PERIODS * self.period_s:
                 t_next = now
             if t_next > now:
                 time.sleep(t_next - now)
@@ -391,6 +394,14 @@ class ArmNode:
             self._watch(m, "joint_commands")
             self.event("accepted", source="joint_commands", label=m.label)
             return True, "following joint_commands"
+        if kind in ("trajectory", "tool_goal"):  # refused from where the arm is now, before what plays is stopped
+            pose = robot.where() if robot.moving else robot.commanded_pose()
+            if kind == "trajectory":  # too fast
+                g0 = math.nan if pose.gripper_rad is None else pose.gripper_rad
+                too_fast = self.node.get_parameter("too_fast").value
+                check_trajectory(self.arm, *payload, pose.q_rad, g0, too_fast=too_fast)
+            else:  # out of reach or outside the joint limits
+                motion.solve_pose(self.arm, np.array(payload, dtype=float), None, pose.q_rad)
         self._halt(f"a new {kind}")
         if kind == "trajectory":
             names, points = payload
