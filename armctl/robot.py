@@ -1150,6 +1150,16 @@ class Robot(_BoardAccess):
         """``value`` on the servo's resolution (our firmware's 0.5 us, a bus servo's step)."""
         return float(np.round(value / servo.resolution) * servo.resolution)
 
+    @staticmethod
+    def _on_grid_toward(servo, prev: float, value: float) -> float:
+        """``value`` on the servo's resolution, rounded towards ``prev`` (the value the servo holds): a step
+        cut to the speed limit never grows past it by the rounding."""
+        r = servo.resolution
+        base = float(np.round(prev / r) * r)
+        n = (value - base) / r
+        n = math.floor(n + 1e-9) if n >= 0 else math.ceil(n - 1e-9)
+        return base + n * r
+
     # --- planning ------------------------------------------------------------------------------------------
 
     def _expected_start(self) -> tuple[np.ndarray, float, Motion | None]:
@@ -1880,8 +1890,9 @@ class Robot(_BoardAccess):
                 lim = vmax * dt * frac
                 q_new = q_cmd + np.clip(target.q_rad - q_cmd, -lim, lim)
                 values = {}
-                for s, v in zip(cal.joints, cal.joints_to_values(q_new, check=False)):
-                    values[s.channel] = self._on_grid(s, min(max(float(v), s.lo), s.hi))
+                prev = cal.joints_to_values(q_cmd, check=False)
+                for s, p, v in zip(cal.joints, prev, cal.joints_to_values(q_new, check=False)):
+                    values[s.channel] = self._on_grid_toward(s, float(p), min(max(float(v), s.lo), s.hi))
                 q_new = np.array([float(s.angle_rad(values[s.channel])) for s in cal.joints])
                 zoned = zones is not None and first_violation(arm, zones, np.vstack([q_cmd, q_new])) is not None
                 if zoned:  # the step would take a link into a keep-out zone: the joints hold (the gripper goes on)
@@ -1894,7 +1905,8 @@ class Robot(_BoardAccess):
                     glim = gmax * dt * frac
                     g_new = g_cmd + min(max(target.gripper_rad - g_cmd, -glim), glim)
                     gs = cal.gripper
-                    values[gs.channel] = self._on_grid(gs, min(max(float(gs.value(g_new)), gs.lo), gs.hi))
+                    want_g = min(max(float(gs.value(g_new)), gs.lo), gs.hi)
+                    values[gs.channel] = self._on_grid_toward(gs, float(gs.value(g_cmd)), want_g)
                     g_new = float(gs.angle_rad(values[gs.channel]))
                 for h in held:
                     d = target.held_steps.get(h.name)
