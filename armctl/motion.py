@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -650,20 +650,26 @@ def _timed(
     jerk_time_s: float = 0.0,
     with_s: bool = False,
     profile=speed_profile,
+    keep_caps: bool = False,
 ):
     """Time a path and sample it; re-time locally until no sampled joint speed exceeds its limit.
 
     ``q_at(s)`` gives (K, m) channel angles; ``speed_limit`` (m,) rad/s;
-    ``jerk_time_s`` > 0 smooths the trapezoid into an S-curve.
+    ``jerk_time_s`` > 0 smooths the trapezoid into an S-curve. ``keep_caps``: the S-curve must keep under the
+    speed caps too (a blended chain's corners: averaging the speed over the window lifts it where the caps
+    dip, and the turn's v^2 kappa with it), slowed locally where it does not.
     Returns (t_local, q_samples, slowed).
     """
     cap = np.array(cap, dtype=float)
+    cap0 = cap.copy()
     for _ in range(12):
         v, t = profile(s, cap, accel)
         if not t[-1] > 0 and s[-1] > s[0]:  # speeds so small that v^2 vanished against the rounding of accel*s
             raise MotionError(f"the speed or acceleration of this {label_kind} is too small to time it")
         if jerk_time_s > 0 and t[-1] > 0:
             ts, ss = s_curve(s, v, t, jerk_time_s)
+            if keep_caps and _lower_caps_under_smoothing(s, cap, cap0, v, ts, ss):
+                continue
             t_local, t_prof = _sample_times(float(ts[-1]), period)
             s_samp = np.interp(t_prof, ts, ss)
         else:
@@ -681,6 +687,24 @@ def _timed(
             sl = slice(max(lo - 1, 0), min(hi + 1, len(s)))
             cap[sl] = np.minimum(cap[sl], v[sl] * 0.99 / ratio[i])
     raise MotionError(f"could not time this {label_kind} under the joint speed limits")  # pragma: no cover
+
+
+def _lower_caps_under_smoothing(s, cap, cap0, v, ts, ss) -> bool:
+    """Where the smoothed profile (``ts``, ``ss``) passes a point of the path faster than the caps ``cap0`` of the
+    grid points around it allow, lower ``cap`` there (in place) by that much and a bit. True if any was."""
+    vs = np.diff(ss) / np.maximum(np.diff(ts), 1e-300)
+    mid = 0.5 * (ss[:-1] + ss[1:])
+    k = np.clip(np.searchsorted(s, mid), 1, len(s) - 1)
+    allowed = np.maximum(cap0[k - 1], cap0[k])
+    ratio = vs / np.maximum(allowed, 1e-300)
+    over = np.nonzero(ratio > 1.0 + 1e-9)[0]
+    if len(over) == 0:
+        return False
+    for i in over:
+        lo, hi = np.searchsorted(s, [ss[i], ss[i + 1]])
+        sl = slice(max(lo - 2, 0), min(hi + 2, len(s)))
+        cap[sl] = np.minimum(cap[sl], v[sl] * 0.99 / ratio[i])
+    return True
 
 
 def _caps_from_joints(s, q, speed_limit, base_cap):
@@ -1363,13 +1387,65 @@ def blend_chain(arm: Arm, moves, plans: list[MovePlan], *, period_s: float, max_
     return out
 
 
+#: How often a blended run is re-planned with tighter roundings where its sampled trajectory strayed further
+#: than ``blend_m`` from the lines (a servo's straight steps between samples cut a tight, fast corner).
+BLEND_DEVIATION_TRIES = 6
+#: At most this many points measured between each pair of samples there (the worst point of a servo's step
+#: across a corner lies where it is as far from both lines, anywhere along the step; the points are 1% of the
+#: blend distance apart).
+BLEND_CHECK_SUB_MAX = 1024
+
+
 def _blend_run(arm, moves, plans, period, max_step):
-    """One run of blendable lines: split where a corner cannot be rounded, time each part."""
+    """One run of blendable lines: split where a corner cannot be rounded, time each part; where the tool,
+    measured on the sampled trajectory (joints interpolated linearly between samples, as a servo moves),
+    strays further from the lines than a corner's blend distance, that rounding is made tighter and the run
+    timed again."""
+    blends = [mv.blend_m for mv in moves[:-1]]
+    asked = list(blends)
+    for _ in range(BLEND_DEVIATION_TRIES):
+        tried = [replace(mv, blend_m=b) for mv, b in zip(moves[:-1], blends, strict=True)] + [moves[-1]]
+        out, split = _blend_run_once(arm, tried, plans, period, max_step)
+        if split:  # cut at a corner that cannot be rounded: each part was planned (and measured) on its own
+            return out
+        excess = _corner_excess(arm, out, asked)
+        if not excess:
+            return out
+        for i, ratio in excess.items():
+            blends[i] *= 0.97 / ratio
+    return plans  # pragma: no cover - the roundings never came within their distance: keep the stops
+
+
+def _corner_excess(arm, out: list[MovePlan], blends) -> dict:
+    """Corners (index: deviation / blend > 1) where the sampled trajectory of a blended run strays further from
+    the two lines than the corner's blend distance, measured with ``line_deviation`` on the samples around it
+    (the end of one line's share and the start of the next's, finely between samples)."""
+    bad = {}
+    for i, b in enumerate(blends):
+        a, c = out[i], out[i + 1]
+        if b <= 0 or a.line_m is None or c.line_m is None:
+            continue
+        n = max(2, len(a.q_rad) // 2)
+        m = max(2, len(c.q_rad) // 2)
+        q = np.concatenate([a.q_rad[-n:], c.q_rad[1:m]])
+        step = float(np.linalg.norm(np.diff(tool_point(arm, q), axis=0), axis=1).max())
+        sub = int(min(BLEND_CHECK_SUB_MAX, max(8, math.ceil(step / (0.01 * b)))))
+        # the distance to the nearer line changes at most as fast as the tool moves: between two measured
+        # points (step / sub apart, nearly) it exceeds the larger by at most half that
+        dev = line_deviation(arm, q, *a.line_m, also=[c.line_m], sub=sub) + 0.5 * step / sub
+        if dev > b * (1.0 + 1e-9):
+            bad[i] = dev / b
+    return bad
+
+
+def _blend_run_once(arm, moves, plans, period, max_step):
+    """One run of blendable lines with the blend distances of ``moves``: split where a corner cannot be
+    rounded, time each part."""
     paths = [mp.path for mp in plans]
     try:
         chain = ChainPath(arm, paths, moves)
     except (FloatingPointError, ValueError):  # pragma: no cover - degenerate geometry: keep the stops
-        return plans
+        return plans, True
     bad = _bad_corners(arm, chain, max_step)
     if bad:
         # cut the run at the first bad corner and blend each side on its own
@@ -1380,7 +1456,7 @@ def _blend_run(arm, moves, plans, period, max_step):
             if len(plans) - k - 1 > 1
             else plans[k + 1 :]
         )
-        return list(left) + list(right)
+        return list(left) + list(right), True
     limit = arm.max_speed_rad_s
     cap, _ = _caps_from_joints(chain.s, chain.q, limit, np.inf)
     cap = np.minimum(cap, chain.cap)
@@ -1398,10 +1474,11 @@ def _blend_run(arm, moves, plans, period, max_step):
         jerk_time_s=jerk,
         with_s=True,
         profile=profile,
+        keep_caps=True,
     )
     q[0], q[-1] = chain.q[0], chain.q[-1]
     if np.any(_outside_limits(arm, q)):
-        return plans  # a joint peaking between grid points: keep the stops
+        return plans, True  # a joint peaking between grid points: keep the stops
     # which sample belongs to which move: up to the middle of its end corner
     cuts = [0] + [int(np.searchsorted(s_samp, b)) for b in chain.bounds] + [len(q) - 1]
     cuts = [min(max(c, 0), len(q) - 1) for c in cuts]
@@ -1427,7 +1504,7 @@ def _blend_run(arm, moves, plans, period, max_step):
                 blended=True,
             )
         )
-    return out
+    return out, False
 
 
 def _bad_corners(arm, chain: ChainPath, max_step: float) -> list[int]:
