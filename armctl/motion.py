@@ -651,13 +651,15 @@ def _timed(
     with_s: bool = False,
     profile=speed_profile,
     keep_caps: bool = False,
+    accel_limit=None,
 ):
     """Time a path and sample it; re-time locally until no sampled joint speed exceeds its limit.
 
     ``q_at(s)`` gives (K, m) channel angles; ``speed_limit`` (m,) rad/s;
     ``jerk_time_s`` > 0 smooths the trapezoid into an S-curve. ``keep_caps``: the S-curve must keep under the
     speed caps too (a blended chain's corners: averaging the speed over the window lifts it where the caps
-    dip, and the turn's v^2 kappa with it), slowed locally where it does not.
+    dip, and the turn's v^2 kappa with it), slowed locally where it does not; ``accel_limit`` (m,) rad/s^2: the
+    same for each joint's sampled acceleration.
     Returns (t_local, q_samples, slowed).
     """
     cap = np.array(cap, dtype=float)
@@ -679,6 +681,17 @@ def _timed(
         q = q_at(s_samp)
         rate = np.abs(np.diff(q, axis=0)) / period
         ratio = (rate / speed_limit).max(axis=1)
+        if accel_limit is not None and len(q) > 2 and not np.any(ratio > 1.0 + 1e-12):
+            # a blended run's S-curve: where averaging lifted the speed through a bend, a joint's q_ss s'^2
+            # grows with it; slow down around each sample whose sampled acceleration is over the limit
+            acc = (np.abs(np.diff(q, 2, axis=0)) / period**2 / accel_limit).max(axis=1)
+            over = np.nonzero(acc > 1.0 + 1e-9)[0]
+            for i in over:
+                lo, hi = np.searchsorted(s, [s_samp[i], s_samp[i + 2]])
+                sl = slice(max(lo - 2, 0), min(hi + 2, len(s)))
+                cap[sl] = np.minimum(cap[sl], v[sl] * 0.99 / math.sqrt(acc[i]))
+            if len(over):
+                continue
         if not np.any(ratio > 1.0 + 1e-12):
             return (t_local, q, False, s_samp) if with_s else (t_local, q, False)
         # Slow the path down where a sample interval was too fast, by that much and a bit.
@@ -1463,19 +1476,23 @@ def _blend_run_once(arm, moves, plans, period, max_step):
     accel = chain.accel
     profile = _profile_for(chain.s, chain.q, arm.max_accel_rad_s2, cap, accel)
     jerk = max(mv.jerk_time_s for mv in moves)
-    t, q, _, s_samp = _timed(
-        chain.s,
-        cap,
-        accel,
-        chain.at,
-        limit,
-        period,
-        label_kind="blended line",
-        jerk_time_s=jerk,
-        with_s=True,
-        profile=profile,
-        keep_caps=True,
-    )
+    try:
+        t, q, _, s_samp = _timed(
+            chain.s,
+            cap,
+            accel,
+            chain.at,
+            limit,
+            period,
+            label_kind="blended line",
+            jerk_time_s=jerk,
+            with_s=True,
+            profile=profile,
+            keep_caps=True,
+            accel_limit=arm.max_accel_rad_s2 if jerk > 0 else None,
+        )
+    except MotionError:  # could not be timed under every limit through the corners: keep the stops
+        return plans, True
     q[0], q[-1] = chain.q[0], chain.q[-1]
     if np.any(_outside_limits(arm, q)):
         return plans, True  # a joint peaking between grid points: keep the stops

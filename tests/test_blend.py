@@ -371,3 +371,22 @@ def test_random_fast_polylines_within_blend_between_samples(pts, blend, speed, j
     tool = dense_tool(ARM3, plan.trajectory.q_rad, sub=32)
     assert polyline_distance(tool, pts).max() <= blend + 1e-9
     assert_limits(ARM3, plan.trajectory, tool_accel=2.0)
+
+
+@pytest.mark.parametrize("example", ["pick_and_place_mearm.yaml", "pick_and_place_so101.yaml", "pick_and_place.yaml"])
+def test_blended_s_curve_holds_joint_acceleration_where_it_binds(example):
+    """Blended at 5 mm with the S-curve and every joint's acceleration limit cut to 1/16 (so it binds): the
+    averaged speed through a bend must not lift a joint's q_ss s'^2 over its limit (it reached 1.11x on the
+    SO-101 program)."""
+    from pathlib import Path
+
+    from armctl.program import load_program, with_blend
+
+    prog = with_blend(load_program(Path(__file__).resolve().parents[1] / "examples" / example), 5.0)
+    prog = dataclasses.replace(prog, settings=dataclasses.replace(prog.settings, jerk_time_s=0.1))
+    arm = load_arm(prog.arm_name or "seed-3link")
+    arm = dataclasses.replace(arm, max_accel_given_rad_s2=arm.max_accel_rad_s2 / 16)
+    traj = plan_program(prog, arm).trajectory
+    q, T = traj.q_rad, traj.period_s
+    assert np.all(np.abs(np.diff(q, 2, axis=0)) / T**2 <= arm.max_accel_rad_s2 * (1 + 1e-6))
+    assert np.all(np.abs(np.diff(q, axis=0)) / T <= arm.max_speed_rad_s * (1 + 1e-9))
