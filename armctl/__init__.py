@@ -6,7 +6,8 @@
         robot.gripper("close")
         print(robot.where())
 
-``connect`` and the ``Robot`` it returns are in ``armctl.robot``; errors in ``armctl.errors``.
+``connect`` and the ``Robot`` it returns are in ``armctl.robot``; errors in ``armctl.errors``, also here
+(``armctl.UnreachableError``, ``armctl.JointLimitError``, ``armctl.LinkError``, ...).
 Layers, each importing only the ones below it: arm (geometry, limits) -> kinematics -> workspace -> ik
 -> motion/program -> calibration -> bus (backends) -> stream (playback) -> robot -> cli/web. SI units
 inside. ``armctl.connect`` is imported on first use, so the command line starts without the serial stack.
@@ -14,8 +15,43 @@ inside. ``armctl.connect`` is imported on first use, so the command line starts 
 
 __version__ = "0.2.0"
 
-_LAZY = {"connect": "robot", "Robot": "robot", "Pose": "robot", "Motion": "robot", "MoveResult": "robot"}
-__all__ = ["connect", "Robot", "Pose", "Motion", "MoveResult", "__version__"]
+_LAZY = {
+    "connect": "robot",
+    "Robot": "robot",
+    "Pose": "robot",
+    "Motion": "robot",
+    "MoveResult": "robot",
+    "Watch": "robot",  # an arm another armctl drives, watched without opening its port
+    "open_leader": "leader",
+    "DatasetWriter": "dataset",
+}
+# the exception tree (armctl.errors), so a notebook can write ``except armctl.UnreachableError``
+_ERRORS = (
+    "ArmctlError",
+    "BadInputError",
+    "ConfigError",
+    "MotionError",
+    "UnreachableError",
+    "JointLimitError",
+    "PulseLimitError",
+    "ZoneError",
+    "LinkError",
+    "ProtocolError",
+    "StopRequested",
+)
+_LAZY.update(dict.fromkeys(_ERRORS, "errors"))
+__all__ = [
+    "connect",
+    "Robot",
+    "Pose",
+    "Motion",
+    "MoveResult",
+    "Watch",
+    "open_leader",
+    "DatasetWriter",
+    *_ERRORS,
+    "__version__",
+]
 
 
 def __getattr__(name):

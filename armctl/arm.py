@@ -19,6 +19,7 @@ joints drive it (``armctl.kinematics`` is the one place that turns joint angles 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -28,7 +29,8 @@ import numpy as np
 
 from .config import Section, load_yaml_file
 from .errors import ConfigError
-from .paths import PRESET_DIR
+from .paths import PRESET_DIR, preset_names
+from .zones import Zones, parse_zones, pose_refusal
 
 LINKAGES = ("serial", "parallelogram")
 #: A joint without ``max_accel_deg_s2`` may accelerate at this many times its speed limit per second
@@ -71,6 +73,7 @@ class Arm:
     link_angle_rad: tuple[float, float] | None = None
     base_offset_m: float = 0.0
     shoulder_height_m: float = 0.0
+    zones: Zones | None = None  # keep-out zones (armctl.zones), checked on every move
     max_accel_given_rad_s2: np.ndarray | None = None  # per joint, as the arm file gives it (NaN: not given)
     # An arm derived from a URDF (``armctl.urdf``): one (urdf_joint_name, offset_rad, sign) per joint, base
     # first, meaning armctl angle = offset_rad + sign * URDF angle; None for an arm not from a URDF.
@@ -239,6 +242,14 @@ class Arm:
             return ref
         return self.name
 
+    def with_zones(self, zones: Zones | None) -> Arm:
+        """This arm with ``zones`` added to its own keep-out zones (a program's); itself when None."""
+        if zones is None:
+            return self
+        from .zones import merge
+
+        return dataclasses.replace(self, zones=merge(self.zones, zones))
+
     def within_limits(self, q, tol: float = 1e-9) -> bool:
         """True if joint angles ``q`` (rad) are inside every limit (a parallelogram's coupled ones too)."""
         from .kinematics import limit_excess
@@ -255,12 +266,6 @@ def _default_home(arm: Arm) -> np.ndarray:
         rel = min(max(home[c + 1] - home[c], la_lo - math.pi), la_hi - math.pi)
         home[c + 1] = min(max(home[c] + rel, arm.q_min[c + 1]), arm.q_max[c + 1])
     return home
-
-
-def preset_names() -> list[str]:
-    """Names of the built-in arm presets (arm YAML files, and URDFs with their sidecars)."""
-    names = {p.stem for p in PRESET_DIR.glob("*.yaml") if not p.name.endswith(".armctl.yaml")}
-    return sorted(names | {p.stem for p in PRESET_DIR.glob("*.urdf")})
 
 
 def load_arm(name_or_path: str | Path, *, tool_link: str | None = None) -> Arm:
@@ -391,6 +396,8 @@ def parse_arm(data, path) -> Arm:
             max_speed_rad_s=math.radians(g.number("max_speed_deg_s", lo=0, lo_open=True, hi=3600)),
         )
         g.done()
+    zsec = top.section("zones", required=False)
+    zones = None if zsec is None else parse_zones(zsec, has_base=has_base)
     top.done()
     arm = Arm(
         name=name,
@@ -408,6 +415,7 @@ def parse_arm(data, path) -> Arm:
         link_angle_rad=link_angle,
         base_offset_m=offsets.get("base_offset_m", 0.0),
         shoulder_height_m=offsets.get("shoulder_height_m", 0.0),
+        zones=zones,
     )
     if arm.parallelogram:
         if not arm.within_limits(arm.home_rad):
@@ -418,4 +426,8 @@ def parse_arm(data, path) -> Arm:
                 f"the home pose puts {angle:g} deg between upper arm and forearm, outside link_angle_deg "
                 f"[{math.degrees(link_angle[0]):g}, {math.degrees(link_angle[1]):g}]",
             )
+    if zones:
+        why = pose_refusal(arm, zones, arm.home_rad)
+        if why is not None:
+            raise top.error("zones", f"the home pose is inside a keep-out zone: {why}")
     return arm

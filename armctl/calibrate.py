@@ -574,3 +574,63 @@ def check_square(arm: Arm, *, center_m=None, side_m: float | None = None) -> lis
     cx, cy = center_m
     h = side_m / 2
     return [np.array(p) for p in ((cx + h, cy - h), (cx + h, cy + h), (cx - h, cy + h), (cx - h, cy - h))]
+
+
+def check_square_at(arm: Arm, z_m: float, *, center_m=None, side_m: float | None = None) -> list[np.ndarray]:
+    """Four corners (m: x, y, z) of a square in the horizontal plane at height ``z_m`` for an arm on a rotating
+    base, counter-clockwise seen from above. Default: centred along the middle of the base's range, halfway
+    across what the arm reaches at that height, its side 60 % of that width (at most a quarter of the reach),
+    shrunk until every point of its edges is reached. BadInputError if nothing is reached at that height."""
+    from .workspace import shortfall
+
+    a = 0.5 * (float(arm.q_min[0]) + float(arm.q_max[0]))
+    ux, uy = math.cos(a), math.sin(a)
+    reach = arm.reach_max + abs(arm.base_offset_m)
+
+    def reached(x: float, y: float) -> bool:
+        return shortfall(arm, (x, y, z_m)) < 1e-6
+
+    if center_m is None or side_m is None:
+        us = np.linspace(0.0, reach, 241)
+        ok = [
+            reached(
+                u * ux,
+                u * uy,
+            )
+            for u in us
+        ]
+        best, run = (0, -1), None
+        for i, hit in enumerate([*ok, False]):
+            if hit and run is None:
+                run = i
+            elif not hit and run is not None:
+                if i - 1 - run > best[1] - best[0]:
+                    best = (run, i - 1)
+                run = None
+        if best[1] <= best[0]:
+            raise BadInputError(
+                f"--height {1000 * z_m:.0f} mm: arm '{arm.name}' reaches nothing at that height; give another --height"
+            )
+        u0, u1 = us[best[0]], us[best[1]]
+        if center_m is None:
+            center_m = (0.5 * (u0 + u1) * ux, 0.5 * (u0 + u1) * uy)
+        fit = side_m is None
+        if side_m is None:
+            side_m = min(0.6 * (u1 - u0), 0.25 * arm.reach_max)
+    else:
+        fit = False
+    cx, cy = float(center_m[0]), float(center_m[1])
+
+    def corners(side: float) -> list[np.ndarray]:
+        h = side / 2
+        return [
+            np.array((x, y, z_m)) for x, y in ((cx + h, cy - h), (cx + h, cy + h), (cx - h, cy + h), (cx - h, cy - h))
+        ]
+
+    for _ in range(12 if fit else 0):
+        c = corners(side_m)
+        edges = [c[k] + t * (c[(k + 1) % 4] - c[k]) for k in range(4) for t in np.linspace(0.0, 1.0, 9)[:-1]]
+        if all(reached(p[0], p[1]) for p in edges):
+            break
+        side_m *= 0.8
+    return corners(side_m)

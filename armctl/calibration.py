@@ -419,10 +419,12 @@ def calibration_places(arm_name: str, *, cwd: Path | None = None) -> list[Path]:
     return [(cwd or Path.cwd()) / "calibration" / name, user_calibration_dir() / name, PRESET_CALIBRATION_DIR / name]
 
 
-def find_calibration(arm_name: str, explicit: str | Path | None = None, *, cwd: Path | None = None) -> Path:
+def find_calibration(
+    arm_name: str, explicit: str | Path | None = None, *, cwd: Path | None = None, arm_ref: str | None = None
+) -> Path:
     """The calibration file to use: ``explicit`` (a path, or the name of an example shipped with the presets,
     such as ``mearm-pca9685``), else the first of ``calibration_places`` that exists; ConfigError naming the
-    places looked at otherwise."""
+    places looked at otherwise (its hint names the arm as ``--arm`` takes it: ``arm_ref``, default the name)."""
     if explicit is not None:
         path = Path(explicit)
         shipped = PRESET_CALIBRATION_DIR / f"{explicit}.yaml"
@@ -435,7 +437,7 @@ def find_calibration(arm_name: str, explicit: str | Path | None = None, *, cwd: 
             return candidate
     raise ConfigError(
         f"no calibration for arm {arm_name!r}: looked for {', '.join(map(str, places))}; pass --calibration "
-        f"FILE or run 'armctl --arm {arm_name} calibrate' (see docs/calibration.md for the format)"
+        f"FILE or run 'armctl --arm {arm_ref or arm_name} calibrate' (see docs/calibration.md for the format)"
     )
 
 

@@ -65,6 +65,22 @@ class JointLimitError(MotionError):
         self.q = q
 
 
+class ZoneError(MotionError):
+    """A move that would take a link into a keep-out zone (``armctl.zones``): ``zone`` and ``link`` name
+    them, ``fraction`` is how far along the move (0..1), ``point_m`` the tool point there and ``depth_m`` how
+    deep the link would go."""
+
+    def __init__(
+        self, message: str, *, zone: str = "", link: str = "", fraction: float = 0.0, point_m=None, depth_m: float = 0.0
+    ):
+        super().__init__(message)
+        self.zone = zone
+        self.link = link
+        self.fraction = float(fraction)
+        self.point_m = point_m
+        self.depth_m = float(depth_m)
+
+
 class PulseLimitError(JointLimitError):
     """A joint angle that needs a servo pulse outside the calibrated min/max pulse."""
 

@@ -32,8 +32,8 @@ main_follower.json``) is one object of parallel lists ``homing_offset``, ``drive
     gripper % = (steps - start_pos) / (end_pos - start_pos) * 100
 
 Its zero was LeRobot's "zero position" (every joint 0: the arm straight out, level), which is armctl's
-zero; the directions are taken from ``Arm.urdf_map``'s signs (an assumption a note says to check) and the
-ranges from the arm's joint limits (legacy files recorded none).
+zero; the directions are ``Arm.urdf_map``'s signs whatever ``drive_mode`` says (it only turned the old degrees
+round; an assumption a note says to check) and the ranges from the arm's joint limits (none were recorded).
 
 Where LeRobot keeps them: ``$HF_LEROBOT_CALIBRATION``, else ``$HF_LEROBOT_HOME/calibration``, else
 ``$HF_HOME/lerobot/calibration`` (``~/.cache/huggingface/lerobot/calibration``), under
@@ -225,6 +225,17 @@ def find_lerobot_calibration(calibration_id: str) -> Path:
     )
 
 
+def _looks_like_lerobot(path: Path) -> bool:
+    """True if ``path`` holds a JSON object shaped like LeRobot's calibration (either layout), whatever its name."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    if not isinstance(data, dict) or not data or "version" in data:
+        return False
+    return "motor_names" in data or all(isinstance(v, dict) and "homing_offset" in v for v in data.values())
+
+
 def resolve(spec: str | Path) -> Path | None:
     """The LeRobot file ``spec`` means (``lerobot:ID`` or a ``.json`` path), else None (an armctl YAML)."""
     text = str(spec)
@@ -264,6 +275,11 @@ def from_lerobot(motors: dict[str, Motor], arm, source: str | Path) -> tuple[Cal
         )
     legacy = any(m.legacy for m in motors.values())
     notes = []
+    if kind.startswith("so100_") and arm.name == "so101" and path.parent.parent.name in ("robots", "teleoperators"):
+        notes.append(
+            f"{path}: LeRobot saved this for an SO-100 ({kind}), but arm 'so101' has the SO-101's links; for an "
+            "SO-100 give --arm with SO-ARM100's Simulation/SO100 URDF (and a sidecar), or tool points will be off"
+        )
     joints = []
     for k, (name, offset_rad, sign) in enumerate(urdf_map):
         m = motors[name]
@@ -286,10 +302,13 @@ def from_lerobot(motors: dict[str, Motor], arm, source: str | Path) -> tuple[Cal
                 )
             )
             continue
-        # legacy: steps = s * (legacy_deg * 2048/180 - homing_offset); armctl = sign * legacy_deg (zero pose shared)
+        # legacy: steps = s * (legacy_deg * 2048/180 - homing_offset), so legacy_deg is 0 (the zero pose, shared
+        # with armctl) at steps = -s * homing_offset. The direction is the URDF's, as in LeRobot's newer files:
+        # drive_mode only turned LeRobot's old degrees round (and was set inconsistently, lerobot#930, #1130);
+        # the servos turn as they are mounted, and a steps_follow_urdf arm refuses any other direction.
         s = -1 if m.drive_mode else 1
         zero = -s * m.homing_offset
-        direction = s * int(sign)
+        direction = int(sign)
         ends = sorted(zero + direction * LEGACY_STEPS_PER_DEG * math.degrees(a) for a in (arm.q_min[k], arm.q_max[k]))
         lo, hi = max(0.0, ends[0]), min(STEPS_PER_TURN - 1.0, ends[1])
         if hi <= lo:
@@ -307,8 +326,7 @@ def from_lerobot(motors: dict[str, Motor], arm, source: str | Path) -> tuple[Cal
             continue
         urdf_deg = float(held_deg.get(name, 0.0))
         if m.legacy:
-            s = -1 if m.drive_mode else 1
-            position = s * (urdf_deg * LEGACY_STEPS_PER_DEG - m.homing_offset)
+            position = -(-1 if m.drive_mode else 1) * m.homing_offset + urdf_deg * LEGACY_STEPS_PER_DEG
         else:
             position = (m.range_min + m.range_max) / 2.0 + urdf_deg * LEROBOT_STEPS_PER_DEG
         position %= STEPS_PER_TURN
@@ -330,14 +348,15 @@ def _eeprom(m: Motor) -> int | None:
 
 
 def _gripper(m: Motor, arm, path: Path) -> BusServoCal:
-    """LeRobot's 0..100 % (0 closed at range_min, 100 open at range_max; drive_mode 1: reversed) onto the arm's
-    closed..open angles."""
+    """LeRobot's 0..100 % (0 closed at range_min, 100 open at range_max; drive_mode 1: reversed, except in legacy
+    files) onto the arm's closed..open angles."""
     closed, opened = math.degrees(arm.gripper.closed_rad), math.degrees(arm.gripper.open_rad)
     span_deg = opened - closed
     if abs(span_deg) < 1e-9:
         raise ConfigError(f"arm {arm.name!r}: the gripper's open and closed angles are equal", path=path)
     lo, hi = float(m.range_min), float(m.range_max)
-    at_closed, at_open = (hi, lo) if m.drive_mode else (lo, hi)
+    # legacy LINEAR motors ignored drive_mode: 0 % at start_pos, 100 % at end_pos (either way round)
+    at_closed, at_open = (hi, lo) if m.drive_mode and not m.legacy else (lo, hi)
     per_deg = (at_open - at_closed) / span_deg  # signed steps per gripper degree
     zero = at_closed - per_deg * closed
     return BusServoCal(
@@ -366,7 +385,15 @@ def open_calibration(spec: str | Path | None, arm) -> tuple[Calibration, Path, l
     ``armctl.calibration.find_calibration``). ConfigError (exit 2) for anything that is not one."""
     path = None if spec is None else resolve(spec)
     if path is None:
-        found = find_calibration(arm.name, spec)
-        return load_calibration(found), found, []
+        found = find_calibration(arm.name, spec, arm_ref=getattr(arm, "ref", None))
+        try:
+            return load_calibration(found), found, []
+        except ConfigError as exc:
+            if not _looks_like_lerobot(found):
+                raise
+            # LeRobot's JSON under another name (my_arm.yaml, a download without .json): said, not guessed at
+            raise ConfigError(
+                f"{exc} - it holds LeRobot's calibration: give it a .json name, or use lerobot:ID"
+            ) from None
     cal, notes = from_lerobot(read_lerobot_file(path), arm, path)
     return cal, path, notes

@@ -30,6 +30,12 @@ PRESET_DIR = PACKAGE_DIR / "presets"
 PRESET_CALIBRATION_DIR = PRESET_DIR / "calibration"
 
 
+def preset_names() -> list[str]:
+    """Names of the built-in arm presets (arm YAML files, and URDFs with their sidecars)."""
+    names = {p.stem for p in PRESET_DIR.glob("*.yaml") if not p.name.endswith(".armctl.yaml")}
+    return sorted(names | {p.stem for p in PRESET_DIR.glob("*.urdf")})
+
+
 def _home() -> Path:
     try:
         return Path.home()

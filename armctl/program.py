@@ -25,6 +25,7 @@ from .config import LineList, Section, load_yaml_file, load_yaml_text
 from .errors import ConfigError, MotionError
 from .kinematics import tool_pitch, tool_point
 from .motion import GripperMove, JointMove, LineMove, Plan, Wait
+from .zones import Zones, parse_zones
 
 STEP_ACTIONS = ("line", "joint", "gripper", "wait_s", "repeat", "for_each")
 STEP_KEYS = {
@@ -141,6 +142,8 @@ class Program:
     start_gripper: str
     steps: list[Step]
     description: str = ""
+    zones: Zones | None = None  # keep-out zones added to the arm's (armctl.zones)
+    zones_line: int | None = None
 
     @property
     def arm_ref(self) -> str | None:
@@ -263,6 +266,8 @@ def parse_program(data: Any, path) -> Program:
     if top.has("start"):
         start = _pose_ref(top.raw("start"), top, "start", "start")
     start_gripper = top.string("start_gripper", "open", choices=("open", "closed"))
+    zsec = top.section("zones", required=False)
+    zones = None if zsec is None else parse_zones(zsec, has_base=None)
 
     if not top.has("steps"):
         raise top.error(None, "the program has no 'steps:' list; add the moves to make")
@@ -282,6 +287,8 @@ def parse_program(data: Any, path) -> Program:
         start_gripper=start_gripper,
         steps=steps,
         description=description,
+        zones=zones,
+        zones_line=top.line_of("zones") if zones is not None else None,
     )
     _check_refs(prog)
     return prog
@@ -534,6 +541,37 @@ def expand(prog: Program) -> list[_Flat]:
     return out
 
 
+def episode_of_steps(prog: Program) -> list[int]:
+    """For each step of ``expand(prog)`` (loops unrolled), the dataset episode it belongs to: each pass of a
+    top-level ``repeat`` is one episode (steps before the first such pass belong to it, steps after a pass to
+    the last one); a program without a top-level repeat is one episode."""
+
+    def count(steps) -> int:
+        n = 0
+        for st in steps:
+            if st.action == "repeat":
+                n += st.count * count(st.steps)
+            elif st.action == "for_each":
+                n += len(next(iter(st.loop_vars.values()))) * count(st.steps)
+            else:
+                n += 1
+        return n
+
+    out: list[int] = []
+    episode, passes = 0, 0
+    for st in prog.steps:
+        if st.action == "repeat":
+            inner = count(st.steps)
+            for _ in range(st.count):
+                if passes:
+                    episode += 1
+                passes += 1
+                out += [episode] * inner
+        else:
+            out += [episode] * count([st])
+    return out
+
+
 def _resolve_name(ref, env):
     if isinstance(ref, str) and ref.startswith("$"):
         return env[ref[1:]]
@@ -631,6 +669,15 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
             path=prog.path,
             line=prog.arm_line,
         )
+    if prog.zones is not None and prog.zones.dim not in (None, arm.dim):
+        want = "z heights and [x, y, z] corners" if arm.has_base else "y heights and [x, y] corners"
+        raise ConfigError(
+            f"zones: arm '{arm.name}' {'stands on a rotating base' if arm.has_base else 'works in a vertical plane'}: "
+            f"write {want}",
+            path=prog.path,
+            line=prog.zones_line,
+        )
+    arm = arm.with_zones(prog.zones)
     flat = expand(prog)
     st = prog.settings
     q = np.array(arm.home_rad, dtype=float)
@@ -643,6 +690,14 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
         except MotionError as exc:
             raise motion._located(exc, f"{prog.path}:{prog.start_line}: start") from None
     q_start = q.copy()
+    if arm.zones:
+        from .errors import ZoneError
+        from .zones import pose_refusal
+
+        why = pose_refusal(arm, arm.zones, q_start)
+        if why is not None:
+            where = f"{prog.path}:{prog.start_line}: start" if prog.start is not None else f"{prog.path}: home pose"
+            raise ZoneError(f"{where}: {why}")
     if arm.gripper is not None:
         g_start = arm.gripper.open_rad if prog.start_gripper == "open" else arm.gripper.closed_rad
     else:

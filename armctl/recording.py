@@ -174,7 +174,8 @@ class Recorder:
         if self.arm.gripper is None:
             gripper = None
         steps = []
-        if gripper is not None and gripper != _gripper_at_end(prog):
+        start = prog is None  # a new program starts where its first pose is (not at home), gripper as it was
+        if gripper is not None and not start and gripper != _gripper_at_end(prog):
             steps.append(f"{{gripper: {'close' if gripper == 'closed' else 'open'}}}")
         steps.append(f"{{joint: {_yaml_key(name)}}}")
         pose = "{q_deg: [" + ", ".join(f"{round(math.degrees(v), ANGLE_DECIMALS):g}" for v in q) + "]}"
@@ -184,7 +185,7 @@ class Recorder:
 
         kept = True
         if prog is None:
-            text = self._new_text(before or "", name, pose, comment, steps)
+            text = self._new_text(before or "", name, pose, comment, steps, gripper)
             self._verify(text, want_poses, want_steps, name, q)
         else:
             try:
@@ -229,12 +230,16 @@ class Recorder:
             text += f", phi {math.degrees(float(tool_pitch(self.arm, q))):.1f} deg"
         return text
 
-    def _new_text(self, head: str, name: str, pose: str, comment: str, steps: list[str]) -> str:
+    def _new_text(
+        self, head: str, name: str, pose: str, comment: str, steps: list[str], gripper: str | None = None
+    ) -> str:
         head = head if not head or head.endswith("\n") else head + "\n"
         lines = [
             f"# Recorded by armctl ({time.strftime('%Y-%m-%d %H:%M')}): each pose holds the joint angles the arm",
             "# was at, each step a joint move there. Check it with 'armctl plan FILE', play it with 'armctl run FILE'.",
             f"arm: {_arm_key(self.arm, self.path.parent)}",
+            f"start: {_yaml_key(name)}  # the program starts at the first recorded pose, not at home",
+            *([f"start_gripper: {gripper}"] if gripper is not None else []),
             "poses:",
             f"  {_yaml_key(name)}: {pose}  # {comment}",
             "steps:",

@@ -23,8 +23,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
+import gc
 import math
 import numbers
+import os
+import signal
 import sys
 import threading
 import time
@@ -45,13 +49,14 @@ from .arm import Arm, load_arm
 from .bus.backend import FRAME_S, Backend, BoardLimitsError, backend_class, check_simulator_port, scheme_backend
 from .bus.portlock import PortLock
 from .calibration import Calibration
-from .errors import BadInputError, JointLimitError, LinkError, MotionError, StopRequested
+from .errors import BadInputError, JointLimitError, LinkError, MotionError, StopRequested, UnreachableError
 from .kinematics import tool_pitch, tool_point
 from .lerobot import open_calibration
 from .paths import state_dir
-from .state import PoseStore
+from .state import LiveStore, PoseStore
 from .stream import Player, Pulses, StreamResult, prepare
 from .trajectory import Trajectory
+from .zones import first_violation
 
 DEFAULT_ARM = "seed-3link"
 RAMP_SPEED_FRACTION = 0.25  # of each joint's limit: from wherever the arm is to where a motion starts
@@ -59,7 +64,12 @@ HOME_SPEED_FRACTION = 0.25
 FACTORY_LIMITS_US = (500.0, 2500.0)  # a board's stored limits before anyone calibrated it
 BOARD_WAIT_S = 10.0  # longest wait for the board to be free (another thread's motion stopping)
 TURN_RAD = 2.0 * math.pi
+MAX_SPEED_M_S = 2.0  # a tool speed above this is a unit mistake (mm/s given where m/s go), not a wish
+FAR_REACHES = 100.0  # a target this many reaches away is millimetres given as metres, not a miss
 JOURNAL_PERIOD_S = 0.02  # while moving, the pose the board would stop in is journaled once a frame
+FOLLOW_RAMP_DONE_DEG = 1.0  # a follow's start ramp ends once every joint is this close to the leader's pose
+FOLLOW_QUEUE_FRAMES = 2  # a follow keeps at most this many frames queued on boards that play timed moves
+FOLLOW_CATCH_UP_FRAMES = 5  # a follow this many frames late starts its schedule again from now
 #: A blended motion (``move_to(..., blend=)``) waits this long for the next one to be queued before it starts,
 #: so that a loop queuing lines with ``wait=False`` gets them planned as one chain through rounded corners.
 BLEND_GATHER_S = 0.05
@@ -116,6 +126,32 @@ class Pose:
             "detail": self.detail,
             "values": list(self.values),
         }
+
+    def __repr__(self) -> str:
+        where = ", ".join(f"{v:.1f}" for v in self.tool_mm)
+        joints = ", ".join(f"{v:.1f}" for v in self.q_deg)
+        g = "" if self.gripper_rad is None else f", gripper={math.degrees(self.gripper_rad):.1f} deg"
+        return (
+            f"Pose(tool=({where}) mm, phi={math.degrees(self.phi_rad):.1f} deg, joints=[{joints}] deg{g}, "
+            f"{self.source})"
+        )
+
+    def _repr_html_(self) -> str:
+        """A small table in Jupyter: the tool point (mm), tool angle and joints (deg), gripper, source."""
+        from html import escape
+
+        axes = "xyz"[: len(self.tool_mm)]
+        rows = [(f"tool {a}", f"{v:.1f} mm") for a, v in zip(axes, self.tool_mm)]
+        rows.append(("tool angle (phi)", f"{math.degrees(self.phi_rad):.1f} deg"))
+        rows += [(f"joint {i + 1}", f"{v:.2f} deg") for i, v in enumerate(self.q_deg)]
+        if self.gripper_rad is not None:
+            rows.append(("gripper", f"{math.degrees(self.gripper_rad):.1f} deg"))
+        rows.append(("source", f"{self.source}: {self.detail}"))
+        body = "".join(
+            f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:right'>{escape(v)}</td></tr>"
+            for k, v in rows
+        )
+        return f"<table class='armctl-pose'><caption>Pose</caption>{body}</table>"
 
     def __str__(self) -> str:
         where = ", ".join(f"{v:.1f}" for v in self.tool_mm)
@@ -205,13 +241,16 @@ class Motion:
             return self._future.result(timeout)
         except FutureTimeout:
             raise TimeoutError(f"{self.label}: still moving after {timeout:g} s") from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             self.robot.stop("interrupted")
             try:
                 self._future.exception(BOARD_WAIT_S)
             except (FutureTimeout, KeyboardInterrupt):
                 pass
-            raise
+            if type(exc) is not KeyboardInterrupt:  # Terminated (SIGTERM, SIGHUP): the CLI's own exit codes
+                raise
+            why = _interrupted(self.robot)
+        raise KeyboardInterrupt(why)  # one line, not the internals it came through
 
     def add_done_callback(self, fn: Callable[[Motion], None]) -> None:
         """Call ``fn(motion)`` when it is over (from the thread that ran it)."""
@@ -242,6 +281,42 @@ class Motion:
     def __repr__(self) -> str:
         state = "done" if self.done else ("cancelled" if self.cancelled() else "pending")
         return f"<Motion {self.label!r} {self.trajectory.duration_s:.2f} s {state}>"
+
+
+class FollowMotion(Motion):
+    """A motion fed frame by frame from a leader arm (``Robot.follow``): it has no end of its own; it runs until
+    ``cancel()``, ``Robot.stop()``, Ctrl-C, a lost leader or a lost link. ``teleop`` is its
+    ``armctl.follow.Teleop`` (live ``status``); ``end_q_rad`` is the pose last commanded."""
+
+    def __init__(self, robot: Robot, label: str, trajectory: Trajectory, pulses: Pulses, gen: int, teleop):
+        super().__init__(robot, label, trajectory, pulses, gen)
+        self.teleop = teleop
+        self._q_now = np.array(trajectory.q_rad[-1])
+        self._g_now = float(trajectory.gripper_rad[-1])
+        self._stop_why = ""
+
+    def stop(self, reason: str = "stop requested") -> None:
+        """End the follow under control (the follower holds where it is); ``wait()`` then raises StopRequested
+        with ``reason``. The same as ``cancel()``, with a reason; other motions of the Robot are not touched."""
+        self._stop_why = str(reason)
+        self.cancel()
+
+    @property
+    def stop_reason(self) -> str:
+        """Why it was stopped: ``stop(reason)``, ``cancel()``, or the first ``Robot.stop`` after it was made."""
+        if self._stop_why and self._cancelled:
+            return self._stop_why
+        return super().stop_reason
+
+    @property
+    def end_q_rad(self) -> np.ndarray:
+        """The joint angles (rad) last commanded (where the follower holds once the follow stops)."""
+        return self._q_now
+
+    @property
+    def end_gripper_rad(self) -> float:
+        """The gripper angle (rad, NaN without a gripper) last commanded."""
+        return self._g_now
 
 
 # --- the board's stored limits ---------------------------------------------------------------------------------
@@ -329,32 +404,9 @@ def connect(
     The port is opened exclusively: a second ``connect`` to it (from this or any other process) raises
     LinkError naming the holder. Errors: ConfigError (files), BadInputError, LinkError.
     """
-    arm_obj = arm if isinstance(arm, Arm) else load_arm(arm)
-    if isinstance(calibration, Calibration):
-        cal, cal_path = calibration, Path(calibration.source)
-    else:  # an armctl YAML, or LeRobot's (lerobot:ID, FILE.json) as the armctl calibration it means
-        cal, cal_path, notes = open_calibration(calibration, arm_obj)
-        for note in notes:
-            print(f"armctl: note: {note}", file=sys.stderr)
-    cal.check_arm(arm_obj)
-    if backend is None:  # by the port (an I2C bus), else by the kind of servo the calibration describes
-        backend = scheme_backend(port) or ("feetech" if cal.unit == "steps" else "armctl")
-    cls = backend if isinstance(backend, type) and issubclass(backend, Backend) else backend_class(backend)
-    if cal.unit != cls.servo_unit:
-        kind = {"us": "hobby (PWM) servos", "steps": "serial bus servos"}
-        raise BadInputError(
-            f"the {cls.name} backend drives {kind.get(cls.servo_unit, cls.servo_unit)}, but calibration "
-            f"{cal_path} is for {kind.get(cal.unit, cal.unit)}: pass --backend for that board, or its calibration"
-        )
-    if port is not None and not str(port).strip():
-        raise BadInputError("--port: empty; give a device path or URL, or leave it out for the simulated arm")
-    if port is not None:
-        check_simulator_port(str(port), cls)  # a simulator of other servos would only time out
-    if port is None and isinstance(arm, Arm) and Path(arm.source).suffix not in (".yaml", ".yml", ".urdf"):
-        raise BadInputError("the simulated arm needs an arm preset or file; this Arm was built in code: pass port=")
-    url = sim_port_for(str(port), arm_obj, cal_path) if port is not None else default_port(arm_obj, cal_path, cls)
+    arm_obj, cal, cal_path, cls, url = _resolve(arm, port, backend, calibration)
     lock = PortLock(url)
-    lock.acquire()
+    _acquire(lock)
     store = PoseStore(url, arm_obj)
     try:
         try:
@@ -379,6 +431,96 @@ def connect(
     return Robot(arm_obj, addressed, be, url, calibration_path=cal_path, lock=lock, progress=progress, store=store)
 
 
+def _resolve(arm, port, backend, calibration):
+    """(Arm, Calibration, its path, backend class, port URL) as ``connect`` opens them: the one place that
+    says which port an arm, a port and a calibration mean (``Watch`` finds the same pose files by it)."""
+    arm_obj = arm if isinstance(arm, Arm) else load_arm(arm)
+    if isinstance(calibration, Calibration):
+        cal, cal_path = calibration, Path(calibration.source)
+    else:  # an armctl YAML, or LeRobot's (lerobot:ID, FILE.json) as the armctl calibration it means
+        cal, cal_path, notes = open_calibration(calibration, arm_obj)
+        for note in notes:
+            print(f"armctl: note: {note}", file=sys.stderr)
+    cal.check_arm(arm_obj)
+    if backend is None:  # by the port (an I2C bus), else by the kind of servo the calibration describes
+        backend = scheme_backend(port) or ("feetech" if cal.unit == "steps" else "armctl")
+    cls = backend if isinstance(backend, type) and issubclass(backend, Backend) else backend_class(backend)
+    if cal.unit != cls.servo_unit:
+        kind = {"us": "hobby (PWM) servos", "steps": "serial bus servos"}
+        raise BadInputError(
+            f"the {cls.name} backend drives {kind.get(cls.servo_unit, cls.servo_unit)}, but calibration "
+            f"{cal_path} is for {kind.get(cal.unit, cal.unit)}: pass --backend for that board, or its calibration"
+        )
+    if port is not None and not str(port).strip():
+        raise BadInputError("--port: empty; give a device path or URL, or leave it out for the simulated arm")
+    if port is not None:
+        check_simulator_port(str(port), cls)  # a simulator of other servos would only time out
+    if port is None and isinstance(arm, Arm) and Path(arm.source).suffix not in (".yaml", ".yml", ".urdf"):
+        raise BadInputError("the simulated arm needs an arm preset or file; this Arm was built in code: pass port=")
+    url = sim_port_for(str(port), arm_obj, cal_path) if port is not None else default_port(arm_obj, cal_path, cls)
+    return arm_obj, cal, cal_path, cls, url
+
+
+def _acquire(lock: PortLock) -> None:
+    """Take the port's lock. Held in this very process: a Robot nobody holds any more may only wait for the
+    garbage collector (then its finalizer lets go); one still held is named, with what to do."""
+    try:
+        lock.acquire()
+        return
+    except LinkError as exc:
+        first = str(exc)
+    deadline = time.monotonic() + 1.0  # a dropped Robot's worker thread lets go of it within 0.1 s
+    while True:
+        gc.collect()
+        try:
+            lock.acquire()
+            return
+        except LinkError:
+            pass
+        why, named = _held_here(lock.key)
+        late = time.monotonic() > deadline
+        if why is None:  # no Robot here holds it: another process, or ours being finalized in its worker thread
+            if late or f"pid {os.getpid()} " not in first:
+                raise LinkError(first)
+        elif named or late:
+            raise LinkError(why)
+        time.sleep(0.05)
+
+
+def _held_here(key) -> tuple[str | None, bool]:
+    """What to say when a Robot of this process holds the port ``key`` (None: another process does), and
+    whether a variable holds it. Only a string goes out: an exception that kept the Robot alive would keep the
+    port it is about."""
+    for robot in list(_OPEN):
+        if robot._closed or robot._lock is None or robot._lock.key != key:
+            continue
+        names = _names_of(robot)
+        var = names[0] if names else "robot"
+        held = f" (the variable {', '.join(repr(n) for n in names)})" if names else ""
+        return (
+            f"port {robot.port!r} is in use by pid {os.getpid()}, this process: it is already open by the Robot of arm "
+            f"{robot.arm.name!r}{held}, made by an earlier connect() (in a notebook: a cell run before): use that one, "
+            "or close it first: "
+            f"{var}.close() (or `del {var}`), then connect again; `with armctl.connect(...) as robot:` closes it "
+            "for you"
+        ), bool(names)
+    return None, False
+
+
+def _names_of(obj) -> list[str]:
+    """The names that hold ``obj`` in the frames that called armctl (a notebook's or a script's globals)."""
+    names: list[str] = []
+    frame = sys._getframe(1)
+    while frame is not None:
+        if not frame.f_globals.get("__name__", "").startswith("armctl"):
+            for scope in (frame.f_locals, frame.f_globals):
+                for k, v in list(scope.items()):
+                    if v is obj and not k.startswith("_") and k not in names:
+                        names.append(k)
+        frame = frame.f_back
+    return names
+
+
 def _let_a_dead_run_finish(store: PoseStore) -> None:
     """After an unclean end, the board may still be playing what the dead run sent (until its queue or its
     watchdog runs out). Opening a real Uno's port resets it: not before the journaled pose is reached."""
@@ -387,6 +529,160 @@ def _let_a_dead_run_finish(store: PoseStore) -> None:
         wait = stored.time_s + stored.hold_in_s - time.time()
         if wait > 0:
             time.sleep(min(wait + 2 * FRAME_S, 66.0))
+
+
+# --- watching an arm another process drives ------------------------------------------------------------------
+
+WATCH_STALE_S = 0.5  # a live pose older than this, not marked clean: its writer stopped writing (killed)
+
+
+class Watch:
+    """An arm that another armctl drives (a ``run``, a script, ``armctl web``), watched without opening its port:
+    ``where()`` reads the pose that process publishes in the state folder once a frame while it moves (the pose
+    the board plays now), else the pose stored when the arm was last left. Takes no port lock and no file lock,
+    so it never keeps the driver out; ``driver()`` names the process that holds the port (None: nobody).
+    Same arguments as ``connect`` (they say which port, arm and calibration to watch)."""
+
+    def __init__(self, arm=DEFAULT_ARM, port: str | None = None, backend=None, calibration=None):
+        self.arm, self.calibration, self.calibration_path, cls, self.port = _resolve(arm, port, backend, calibration)
+        self.backend_name = cls.name
+        self._live = LiveStore(self.port, self.arm)
+        self._stored = PoseStore(self.port, self.arm)
+        lock = PortLock(self.port)
+        self._holder_path = None if lock.path is None else lock.holder_path
+
+    def driver(self) -> str | None:
+        """Who holds the port now, as its lock's holder file says (``pid N (command)``), or None if nobody does
+        (the holder removes it as it lets go)."""
+        if self._holder_path is None:
+            return None
+        try:
+            return self._holder_path.read_text(encoding="utf-8", errors="replace").strip() or "another armctl"
+        except OSError:
+            return None
+
+    def where(self) -> Pose:
+        """The pose the driving process reports (source ``"watched"``), else the stored one, else home."""
+        live, stored = self._live.load(), self._stored.load()
+        age = math.inf if live is None else time.time() - live.time_s
+        if live is not None and (stored is None or live.time_s >= stored.time_s or not live.clean):
+            got, what = (
+                live,
+                "the pose the armctl driving it plays now" if not live.clean else "held, as its driver left it",
+            )
+        elif stored is not None:
+            got, what, age = stored, "the pose stored when the arm was last left", math.inf
+        else:
+            q = np.array(self.arm.home_rad)
+            return self._pose(q, None, (), "assumed", "nothing published for this port yet: the home pose")
+        g = got.gripper_rad if math.isfinite(got.gripper_rad) else None
+        moving = not got.clean and age < WATCH_STALE_S
+        if not got.clean and not moving:
+            what = "the last pose its driver published (it stopped publishing: killed, or the link dropped)"
+        return self._pose(got.q_rad, g, got.values, "watched", what, moving=moving)
+
+    def _pose(self, q, g, values, source: str, detail: str, *, moving: bool = False) -> Pose:
+        self.moving = moving
+        q = np.asarray(q, dtype=float)
+        return Pose(
+            q_rad=q,
+            tool_m=tool_point(self.arm, q),
+            phi_rad=math.remainder(float(tool_pitch(self.arm, q)), TURN_RAD),
+            gripper_rad=g,
+            source=source,
+            detail=detail,
+            values=tuple(values),
+        )
+
+    moving = False  #: True while the last ``where()`` found the driver moving the arm
+
+    def __repr__(self) -> str:
+        return f"<Watch {self.arm.name!r} on {self.port}>"
+
+
+# --- Ctrl-C --------------------------------------------------------------------------------------------------
+
+
+def _interrupted(robot: Robot) -> str:
+    """After Ctrl-C: stop every motion of ``robot`` under control (queued ones too), wait until the board holds,
+    and say so in one line (the KeyboardInterrupt's message)."""
+    queued = len(robot._queue)
+    robot.stop("interrupted (Ctrl-C)")
+    deadline = time.monotonic() + BOARD_WAIT_S
+    with robot._cv:
+        while robot.moving and time.monotonic() < deadline:
+            robot._cv.wait(0.05)
+    where = ""
+    try:
+        where = " at (" + ", ".join(f"{v:.1f}" for v in robot.where().tool_mm) + ") mm"
+    except Exception:  # noqa: BLE001 - the stop is what matters; the pose is a courtesy
+        pass
+    dropped = f"; {queued} motion(s) queued with wait=False dropped" if queued else ""
+    return f"Ctrl-C: {robot.arm.name} stopped under control and holds its pose{where}{dropped}"
+
+
+def _one_line_interrupt(method):
+    """A motion verb whose Ctrl-C stops the arm under control and raises KeyboardInterrupt with one line, not the
+    traceback through armctl's playback (SIGTERM/SIGHUP, the CLI's ``Terminated``, pass through as they are)."""
+
+    @functools.wraps(method)
+    def verb(self, *args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841 - IPython and pytest hide this frame
+        try:
+            return method(self, *args, **kwargs)
+        except KeyboardInterrupt as exc:
+            if type(exc) is not KeyboardInterrupt:
+                raise
+            why = str(exc) if str(exc).startswith("Ctrl-C:") else _interrupted(self)
+        raise KeyboardInterrupt(why)
+
+    return verb
+
+
+_SIGINT_BEFORE: list = []  # the SIGINT handler ours runs after (set once, in the main thread)
+
+
+def _stop_all(reason: str) -> None:
+    for robot in list(_OPEN):
+        if not robot._closed and robot.moving:
+            robot.stop(reason)
+
+
+def _sigint(signum, frame) -> None:
+    """Ctrl-C while motions play in the background (``wait=False``): stop them under control, then do what
+    Ctrl-C did before (Python's: raise KeyboardInterrupt)."""
+    _stop_all("interrupted (Ctrl-C)")
+    before = _SIGINT_BEFORE[0] if _SIGINT_BEFORE else signal.default_int_handler
+    if callable(before):
+        before(signum, frame)
+    else:
+        raise KeyboardInterrupt
+
+
+def _ipython_interrupt(shell, etype, value, tb, tb_offset=None):
+    """IPython (a Jupyter kernel) swaps SIGINT handlers around each cell: its KeyboardInterrupt, wherever it lands
+    in the cell, stops the motions playing in the background too, then shows as it would have."""
+    _stop_all("interrupted (Ctrl-C)")
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+
+
+def _watch_ctrl_c() -> None:
+    """Make Ctrl-C reach motions that play in the background: chain our SIGINT handler in front of the one in
+    place (only from the main thread, and not where Ctrl-C is ignored); in IPython also its interrupt."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    if shell is not None and not getattr(shell, "custom_exceptions", ()):  # leave another handler alone
+        shell.set_custom_exc((KeyboardInterrupt,), _ipython_interrupt)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    current = signal.getsignal(signal.SIGINT)
+    if current is _sigint or current in (signal.SIG_IGN, None):
+        return
+    try:
+        signal.signal(signal.SIGINT, _sigint)
+    except ValueError:  # pragma: no cover - not the main interpreter
+        return
+    _SIGINT_BEFORE[:] = [current]
 
 
 # --- the Robot ---------------------------------------------------------------------------------------------
@@ -414,10 +710,50 @@ def _close_at_exit() -> None:
             pass
 
 
-class Robot:
-    """The open arm (made by ``connect``). Attributes: ``arm``, ``calibration`` (in the backend's
-    addressing: each servo's ``channel`` is its address on this board), ``calibration_path``, ``backend``
-    (open), ``port`` (URL), ``info`` (what the board said at connect), ``progress`` (callback or None)."""
+def _let_go(backend: Backend, store: PoseStore, lock: PortLock | None, live: PoseStore | None = None) -> None:
+    """A Robot that became unreachable without ``close()``: close its board and release its port, so the same
+    process (a notebook) can connect again. No motion plays (a playing motion holds the Robot); the board holds
+    the pose it was last sent, which was stored when that motion ended."""
+    try:
+        backend.close()
+    except Exception:  # noqa: BLE001 - a finalizer has nobody to tell
+        pass
+    finally:
+        store.close()
+        if live is not None:
+            live.close()
+        if lock is not None:
+            lock.release()
+
+
+class _BoardAccess:
+    """Below the student API: the board one servo at a time, its stored limits and status, the commanded
+    pose, a new calibration; for armctl's own tools (calibration, the pendant, the web page) and tests."""
+
+
+class Robot(_BoardAccess):
+    """The open arm, made by ``armctl.connect()``. SI units: metres, radians, seconds.
+
+        import math, armctl
+        with armctl.connect("mearm") as robot:               # no port: the simulated arm
+            robot.move_to(0.15, 0.04, 0.02, speed=0.05)      # x, y, z in metres; 50 mm/s
+            robot.gripper("close")
+            robot.move_to(0.12, -0.06, 0.05, path="joint")   # every joint at once
+            robot.home()
+            print(robot.where())                             # a Pose: tool_m, q_rad, phi_rad, gripper_rad
+            robot.plot()                                     # a matplotlib figure (inline in Jupyter)
+
+    The student API: ``move_to(x, y[, z], phi=, speed=, path=, wait=)``, ``move_joints(q, degrees=)``,
+    ``home()``, ``gripper("open"|"close"|angle)``, ``run(program)``, ``where()``, ``plan_to(x, y[, z])``
+    (a Trajectory; ``.plot()`` draws it), ``plot()``, ``stop()``, ``release()``, ``close()`` (or a ``with``
+    block). ``wait=False`` returns a ``Motion`` at once (``wait()``, ``done``, ``cancel()``). Ctrl-C stops the
+    arm under control and raises KeyboardInterrupt. Errors: ``armctl.UnreachableError`` (``shortfall_m``),
+    ``armctl.JointLimitError``, ``armctl.BadInputError``, ``armctl.LinkError``, ...
+
+    Attributes: ``arm``, ``calibration`` (in the backend's addressing: each servo's ``channel`` is its address
+    on this board), ``calibration_path``, ``backend`` (open), ``port`` (URL), ``info`` (what the board said at
+    connect), ``progress`` (callback or None). Board access for armctl's own tools is listed last
+    (inherited from ``_BoardAccess``)."""
 
     def __init__(
         self,
@@ -446,12 +782,17 @@ class Robot:
         self._stop_reasons: dict[int, str] = {}  # generation -> the reason of the stop that started it
         self._closed = False
         self._store = store or PoseStore(port, arm)
+        self._live = LiveStore(port, arm)  # the pose played now, for watchers (armctl web --watch)
         self._journaled = 0.0
         stored = self._store.load()
         #: One line if the last run on this port ended without a clean stop (it was killed, the PC lost
         #: power, the USB link dropped mid-motion): the pose it journaled is where this run starts from.
         self.recovered: str | None = None
         _OPEN.add(self)  # closed at exit if the script forgot to
+        # A Robot nobody holds any more (a notebook cell run again, a variable reassigned) lets go of its port.
+        # Not at exit: _close_at_exit stops a motion first.
+        self._finalizer = weakref.finalize(self, _let_go, backend, self._store, lock, self._live)
+        self._finalizer.atexit = False
         if stored is not None and not stored.clean:
             age = time.time() - stored.time_s
             when = f" {age:.0f} s ago" if 0 <= age < 36000 else ""
@@ -552,6 +893,14 @@ class Robot:
         self._check_open()
         return self._on_board(lambda: self._pose_idle(settle), self._pose_playing)
 
+    def plot(self, *, title: str = ""):
+        """A matplotlib figure of the arm where it is now over its reach (an arm on a base: a top view at the
+        tool's height beside a side view): shown inline in Jupyter, ``.savefig("arm.png")`` writes it.
+        Needs matplotlib (``pip install -e '.[plot]'``)."""
+        from .plot import pose_figure
+
+        return pose_figure(self.arm, self.where().q_rad, title=title)
+
     def _angles(self, values) -> np.ndarray:
         """Joint angles (rad) for servo values (joints first), each snapped onto its limit when it lies
         beyond by less than one pulse step (see ``_snap_to_limits``)."""
@@ -623,6 +972,53 @@ class Robot:
         if any(v is None for v in values[: self.arm.n]):
             return self._pose_idle(False)
         return self._pose_from(values, "commanded", "pulses the board is playing (estimate)")
+
+    def sample(self) -> tuple[np.ndarray, float, np.ndarray | None, float, int]:
+        """What the arm is commanded and measured to do now, for recording: (commanded joint angles (rad),
+        commanded gripper (rad, NaN: none), measured joint angles (rad; None where the servos cannot report),
+        measured gripper (NaN: none), the index of the program sample playing (-1: none, or the ramp to its
+        start)). While a motion plays it is read between two frames, without a word to the board."""
+        self._check_open()
+        return self._on_board(self._sample_idle, self._sample_playing)
+
+    def _sample_from(self, values: dict, index: int):
+        cal, n = self.calibration, self.arm.n
+        if any(values.get(s.channel) is None for s in cal.joints):  # servos without pulses yet: nothing to record
+            q, g = np.full(n, np.nan), math.nan
+        else:
+            q = np.array([float(s.angle_rad(values[s.channel])) for s in cal.joints])
+            gv = values.get(cal.gripper.channel) if cal.gripper is not None else None
+            g = float(cal.gripper.angle_rad(gv)) if gv is not None else math.nan
+        got = self.backend.last_measured() if self.backend.caps.measures_positions else {}
+        qm = gm = None
+        if got and all(s.channel in got for s in cal.joints):
+            qm = np.array([got[s.channel] for s in cal.joints])
+            gm = got.get(cal.gripper.channel) if cal.gripper is not None else None
+        return q, g, qm, (math.nan if gm is None else float(gm)), index
+
+    def _sample_playing(self):
+        player = self._player
+        if player is None:
+            m = self._active
+            if isinstance(m, FollowMotion):
+                q, g = m.end_q_rad, m.end_gripper_rad
+                cal = self.calibration
+                values = {s.channel: float(s.value(a)) for s, a in zip(cal.joints, q)}
+                if cal.gripper is not None and math.isfinite(g):
+                    values[cal.gripper.channel] = float(cal.gripper.value(g))
+                return self._sample_from(values, -1)
+            return self._sample_idle()
+        frame = player.frames_played()
+        values = player.values_at(frame)
+        ramp = player.parts[0].frames if len(player.parts) > 1 else 0
+        part = player.parts[-1]
+        index = -1 if frame < ramp else min(len(part.us) - 1, (frame - ramp) // part.frames_per_sample)
+        return self._sample_from(values, int(index))
+
+    def _sample_idle(self):
+        held = self._held()
+        values = {s.channel: h for s, h in zip(self.calibration.servos, held) if h is not None}
+        return self._sample_from(values, -1)
 
     def _held(self) -> list[float | None]:
         """What each servo (joints, then gripper) holds now, in servo units; None where it has nothing."""
@@ -728,6 +1124,7 @@ class Robot:
             moves = moves(q0)
         plan = motion.plan_moves(self.arm, moves, q_start=q0, gripper_start=g0 if math.isfinite(g0) else None)
         traj = plan.trajectory
+        traj.plan = plan  # trajectory.plot() draws it
         return traj, prepare(traj, self.calibration), after  # every pulse checked before anything moves
 
     def plan_to(
@@ -756,6 +1153,11 @@ class Robot:
         kw = {}
         if speed is not None:
             kw["speed_m_s"] = self._positive(speed, "speed")
+            if kw["speed_m_s"] > MAX_SPEED_M_S:
+                raise BadInputError(
+                    f"speed: {speed:g} m/s is faster than {MAX_SPEED_M_S:g} m/s; speeds here are in m/s: mm/s given "
+                    f"as m/s? {speed:g} mm/s is speed={speed / 1000:g}"
+                )
         if accel is not None:
             kw["accel_m_s2"] = self._positive(accel, "accel")
         if blend is not None:
@@ -782,8 +1184,8 @@ class Robot:
         f = cls._number(v, what)
         if abs(f) > TURN_RAD + 1e-9:
             raise BadInputError(
-                f"{what}: {f:g} rad is more than a turn; angles here are in radians "
-                "(math.radians(deg), or degrees=True where the method takes it)"
+                f"{what}: {f:g} rad is more than a turn; angles here are in radians: degrees given as radians? "
+                f"{f:g} deg is math.radians({f:g}) = {math.radians(f):.4g} (or degrees=True where the method takes it)"
             )
         return f
 
@@ -801,11 +1203,35 @@ class Robot:
         if not self.arm.has_base and z is not None:
             raise BadInputError(f"arm {self.arm.name!r} works in a vertical plane (no base): give x and y, not z")
         if z is None:
-            return self._number(x, "x"), self._number(y, "y")
-        return self._number(x, "x"), self._number(y, "y"), self._number(z, "z")
+            point = self._number(x, "x"), self._number(y, "y")
+        else:
+            point = self._number(x, "x"), self._number(y, "y"), self._number(z, "z")
+        self._check_not_far(point)
+        return point
+
+    def _check_not_far(self, point) -> None:
+        """UnreachableError with a hint for a target more than FAR_REACHES reaches away (millimetres given as
+        metres: move_to(500, 200) meant 0.5, 0.2)."""
+        arm = self.arm
+        reach = arm.reach_max + abs(arm.base_offset_m) + abs(arm.shoulder_height_m)
+        dist = math.hypot(*point)
+        if dist <= FAR_REACHES * reach:
+            return
+        from .workspace import shortfall
+
+        got = ", ".join(f"{v:g}" for v in point)
+        meant = ", ".join(f"{v / 1000:g}" for v in point)
+        raise UnreachableError(
+            f"target ({got}) m is {dist:g} m away, {dist / reach:.0f} times the reach of arm {arm.name!r} "
+            f"({1000 * reach:.0f} mm): millimetres given as metres? lengths here are in metres: "
+            f"({got}) mm is ({meant})",
+            target=np.array(point),
+            shortfall_m=shortfall(arm, np.array(point)),
+        )
 
     # --- moving ------------------------------------------------------------------------------------------
 
+    @_one_line_interrupt
     def move_to(
         self,
         x: float,
@@ -846,6 +1272,7 @@ class Robot:
 
         return self._go(joint_move, joint_label, gen, wait)
 
+    @_one_line_interrupt
     def move_joints(self, q, *, degrees: bool = False, speed_fraction: float = 0.5, wait: bool = True) -> Motion:
         """Move every joint at once to ``q`` (rad, or degrees with ``degrees=True``), all starting and
         stopping together, at ``speed_fraction`` (0..1] of the joint speed limits. JointLimitError outside
@@ -865,6 +1292,7 @@ class Robot:
         move = motion.JointMove(tuple(q_rad), speed_fraction=speed_fraction, label=f"joint move to {deg} deg")
         return self._go([move], move.label, gen, wait)
 
+    @_one_line_interrupt
     def home(self, *, wait: bool = True) -> Motion:
         """Move slowly (a quarter of each joint's speed limit) to the arm's home pose."""
         self._check_open()
@@ -872,6 +1300,7 @@ class Robot:
         move = motion.JointMove(tuple(self.arm.home_rad), speed_fraction=HOME_SPEED_FRACTION, label="home")
         return self._go([move], "home", gen, wait)
 
+    @_one_line_interrupt
     def gripper(self, state: str | float, *, degrees: bool = False, wait: bool = True) -> Motion:
         """Open or close the gripper (``"open"``, ``"close"``/``"closed"``) or turn it to an angle (rad, or
         degrees with ``degrees=True``), at its speed limit; the arm holds still."""
@@ -892,6 +1321,7 @@ class Robot:
         move = motion.GripperMove(angle, label=label)
         return self._go([move], label, gen, wait)
 
+    @_one_line_interrupt
     def run(self, program, *, wait: bool = True) -> Motion:
         """Run a program: a YAML file (path), a parsed ``armctl.program.Program``, or a plan made by
         ``armctl.program.plan_program``. It is planned whole first (ConfigError, MotionError name the file,
@@ -910,16 +1340,68 @@ class Robot:
         else:
             raise BadInputError(f"run: expected a program file, Program or Plan, got {type(program).__name__}")
         traj = plan.trajectory
-        return self._submit(label, traj, prepare(traj, self.calibration), gen, wait)
+        return self._submit(label, traj, prepare(traj, self.calibration), gen, wait, arm=plan.arm)
+
+    def follow(
+        self,
+        leader,
+        *,
+        map: str = "joints",  # noqa: A002 - the name the issue and the CLI give it
+        rate_hz: float = 50.0,
+        scale: float | None = None,
+        offset=None,
+        max_lag_deg: float | None = None,
+        on_frame=None,
+    ) -> FollowMotion:
+        """Follow a leader arm (``armctl.open_leader``) until stopped: returns at once with the ``Motion``
+        (``wait()``, ``cancel()``, ``robot.stop()``; its ``teleop.status`` is live). Every ``1/rate_hz`` s the
+        leader is read and the follower stepped towards the pose it means (``map``: ``"joints"``, the same model
+        joint to joint; ``"tool"``: the tool point, times ``scale`` (default the reach ratio) plus ``offset``
+        (m), about the shoulders; see ``armctl.follow``), never faster than its joint speed limits and never
+        outside its limits or reach (a pose it cannot take is clamped to the nearest it can, and marked). It
+        starts with a slow ramp (a quarter of the speed limits) until it has caught up with the leader.
+        ``max_lag_deg``: stop (MotionError) if a joint falls further behind than this after the ramp.
+        ``on_frame(t_s, q_rad, gripper_rad, target, measured)`` is called after each command (recording).
+        A lost leader stops the follower under control: ``wait()`` raises LinkError naming the leader servo."""
+        from .follow import Teleop
+
+        self._check_open()
+        gen = self._stop_gen
+        teleop = Teleop(
+            leader,
+            self.arm,
+            map=map,
+            rate_hz=rate_hz,
+            scale=scale,
+            offset_m=offset,
+            max_lag_deg=max_lag_deg,
+            on_frame=on_frame,
+        )
+        q0, g0, _ = self._expected_start()
+        traj = Trajectory(
+            t_s=np.zeros(1),
+            q_rad=np.array(q0, dtype=float)[None, :],
+            gripper_rad=np.array([g0], dtype=float),
+            step=np.zeros(1, dtype=int),
+            steps=["follow"],
+        )
+        label = f"follow the {leader.arm.name} on {leader.port}"
+        m = FollowMotion(self, label, traj, prepare(traj, self.calibration), gen, teleop)
+        with self._cv:
+            self._queue.append(m)
+            self._start_worker()
+            self._cv.notify_all()
+        return m
 
     def _go(self, moves, label: str, gen: int, wait: bool) -> Motion:
         traj, pulses, after = self._plan(moves, label)
         return self._submit(label, traj, pulses, gen, wait, moves=moves, after=after)
 
     def _submit(
-        self, label: str, traj: Trajectory, pulses: Pulses, gen: int, wait: bool, *, moves=None, after=None
+        self, label: str, traj: Trajectory, pulses: Pulses, gen: int, wait: bool, *, moves=None, after=None, arm=None
     ) -> Motion:
         m = Motion(self, label, traj, pulses, gen, moves=moves, after=after)
+        m.zoned_arm = arm  # a program's own keep-out zones: its ramp to the start is checked against them too
         with self._cv:
             idle = self._active is None and not self._queue
             if wait and idle:
@@ -928,6 +1410,8 @@ class Robot:
                 self._queue.append(m)
                 self._start_worker()
                 self._cv.notify_all()
+        if not (wait and idle):
+            _watch_ctrl_c()  # it plays in the background: Ctrl-C must reach it too
         if wait and idle:
             self._run(m)  # here, in the caller's thread: Ctrl-C lands in the playback and stops it there
         if wait:
@@ -988,9 +1472,10 @@ class Robot:
     def _work(self) -> None:
         while True:
             with self._cv:
-                while not self._queue and not self._closed:
-                    self._cv.wait(0.5)
+                if not self._queue and not self._closed:
+                    self._cv.wait(0.1)
                 if not self._queue:
+                    self._worker = None  # an idle worker lets go of the Robot (its finalizer can run)
                     return
                 m = self._queue.popleft()
                 self._active = m  # at once, under the lock: a motion is always queued or active until it ends
@@ -1115,6 +1600,8 @@ class Robot:
             raise outcome
 
     def _play(self, m: Motion) -> StreamResult:
+        if isinstance(m, FollowMotion):
+            return self._play_follow(m)
         self._check_board_limits()
         q0, g0, declare, held = self._start_state()
         if self._start_moved(m):
@@ -1124,7 +1611,8 @@ class Robot:
             m.trajectory, m._pulses, _ = self._plan(m._moves, m.label, start=(q0, g0))
             m.replanned = True
         parts = [m._pulses]
-        ramp = None if self._already_there(m._pulses, held, declare) else self._ramp(q0, g0, m.trajectory)
+        arm = getattr(m, "zoned_arm", None)
+        ramp = None if self._already_there(m._pulses, held, declare) else self._ramp(q0, g0, m.trajectory, arm)
         if ramp is not None:
             parts.insert(0, prepare(ramp, self.calibration))
         start = [h if h is not None else declare.get(s.channel) for h, s in zip(held, self.calibration.servos)]
@@ -1138,6 +1626,121 @@ class Robot:
         self._player = Player(self.backend, tick=tick, progress=self.progress)
         self._journaled = 0.0
         return self._player.play(parts, declare=declare, ramp=ramp is not None)
+
+    def _play_follow(self, m: FollowMotion) -> StreamResult:
+        """Feed the follower frame by frame from its leader (``m.teleop``): each frame the leader's pose (inside
+        the limits and reach), reached by a step no longer than each joint's speed limit allows in the time since
+        the last one (a quarter of it until the follower has caught up with the leader: the start ramp). Stops
+        under control (the follower holds) on a stop request, Ctrl-C, a lost leader or link."""
+        self._check_board_limits()
+        q0, g0, declare, held = self._start_state()
+        be, cal, arm, tp = self.backend, self.calibration, self.arm, m.teleop
+        servos = cal.servos
+        frames = commands = ramp_frames = 0
+        start = [h if h is not None else declare.get(s.channel) for h, s in zip(held, servos)]
+
+        def check_stop() -> None:
+            if m.cancelled():
+                raise StopRequested(f"{m.label}: stopped ({m.stop_reason})")
+
+        be.on_wait = check_stop
+        try:
+            if declare:
+                be.move(1, declare)
+                commands += 1
+            tp.start(q0, g0)
+            q_cmd, g_cmd = np.array(q0, dtype=float), float(g0)
+            vmax = np.asarray(arm.max_speed_rad_s, dtype=float)
+            gmax = arm.gripper.max_speed_rad_s if arm.gripper is not None else 0.0
+            framed = be.caps.timed_moves
+            period = tp.period_s
+            zones = arm.zones or None  # keep-out zones: every step checked (the motion between frames too)
+            # held servos of both arms (the SO-101's wrist roll, --map joints): the follower's turns as far from
+            # where its calibration holds it as the leader's is from its own, at no more than its speed
+            lheld = {h.name for h in getattr(getattr(tp.leader, "calibration", None), "held", ())}
+            held = [h for h in cal.held if h.name in lheld] if tp.map == "joints" else []
+            held_now = be.held_steps() if held and hasattr(be, "held_steps") else {}
+            h_cmd = {h.id: float(round(held_now.get(h.id, h.position_steps))) for h in held}
+            ramping, last_sent = True, None
+            t_next = time.monotonic()
+            self._journaled = 0.0
+            while True:
+                check_stop()
+                self._serve_calls()
+                while (wait := t_next - time.monotonic()) > 0:
+                    time.sleep(min(wait, 0.01))
+                    check_stop()
+                now = time.monotonic()
+                # on schedule (a late frame is caught up at once), unless far behind (a stall): then from now
+                t_next = t_next + period if t_next > now - FOLLOW_CATCH_UP_FRAMES * period else now + period
+                target = tp.target()
+                if framed and be.queued_frames() >= FOLLOW_QUEUE_FRAMES:
+                    continue  # the board plays 20 ms frames: one more when it has room
+                dt = FRAME_S if framed else (period if last_sent is None else min(now - last_sent, period))
+                frac = RAMP_SPEED_FRACTION if ramping else 1.0
+                lim = vmax * dt * frac
+                q_new = q_cmd + np.clip(target.q_rad - q_cmd, -lim, lim)
+                values = {}
+                for s, v in zip(cal.joints, cal.joints_to_values(q_new, check=False)):
+                    values[s.channel] = self._on_grid(s, min(max(float(v), s.lo), s.hi))
+                q_new = np.array([float(s.angle_rad(values[s.channel])) for s in cal.joints])
+                zoned = zones is not None and first_violation(arm, zones, np.vstack([q_cmd, q_new])) is not None
+                if zoned:  # the step would take a link into a keep-out zone: the joints hold (the gripper goes on)
+                    q_new = q_cmd
+                    for s, v in zip(cal.joints, cal.joints_to_values(q_cmd, check=False)):
+                        values[s.channel] = self._on_grid(s, min(max(float(v), s.lo), s.hi))
+                    target.clamped = "held at a keep-out zone" + (f" ({target.clamped})" if target.clamped else "")
+                g_new = g_cmd
+                if cal.gripper is not None and math.isfinite(target.gripper_rad) and math.isfinite(g_cmd):
+                    glim = gmax * dt * frac
+                    g_new = g_cmd + min(max(target.gripper_rad - g_cmd, -glim), glim)
+                    gs = cal.gripper
+                    values[gs.channel] = self._on_grid(gs, min(max(float(gs.value(g_new)), gs.lo), gs.hi))
+                    g_new = float(gs.angle_rad(values[gs.channel]))
+                for h in held:
+                    d = target.held_steps.get(h.name)
+                    if d is not None:
+                        want = min(max(h.position_steps + d, 0.0), 4095.0)
+                        hlim = h.speed_steps_s * dt * frac
+                        step = math.trunc(min(max(want - h_cmd[h.id], -hlim), hlim))  # whole steps, within the limit
+                        h_cmd[h.id] += step
+                        values[h.id] = h_cmd[h.id]
+                    target.held_cmd_steps[h.name] = h_cmd[h.id]
+                t_cmd = time.monotonic()  # the command leaves for the servos now
+                be.set_goal(values)
+                commands += 1
+                frames += 1
+                ramp_frames += ramping
+                last_sent = now
+                q_cmd, g_cmd = q_new, g_new
+                m._q_now, m._g_now = q_cmd, g_cmd
+                measured = be.last_measured() if be.caps.measures_positions else {}
+                tp.sent(t_cmd, q_cmd, g_cmd, target, measured)
+                lag = np.abs(target.q_rad - q_cmd)
+                if ramping and np.max(lag, initial=0.0) < math.radians(FOLLOW_RAMP_DONE_DEG):
+                    ramping = tp.status.ramping = False
+                elif not ramping and not zoned and tp.max_lag_rad is not None and np.max(lag) > tp.max_lag_rad:
+                    i = int(np.argmax(lag))
+                    raise MotionError(
+                        f"{m.label}: joint {i + 1} ({arm.joint_names[i]}) lagged the leader by "
+                        f"{math.degrees(lag[i]):.1f} deg, more than --max-lag-deg {math.degrees(tp.max_lag_rad):g} "
+                        "(the leader moved faster than the follower's speed limits); the follower was stopped"
+                    )
+                if now - self._journaled >= JOURNAL_PERIOD_S:
+                    self._journaled = now
+                    vals = [values.get(s.channel, v) for s, v in zip(servos, start)]
+                    if not any(v is None for v in vals[: arm.n]):
+                        self._store_pose(vals, clean=False, hold_in_s=be.queued_frames() * FRAME_S)
+        except BaseException:
+            be.on_wait = None
+            try:
+                be.stop()
+            except LinkError:
+                pass
+            raise
+        finally:
+            be.on_wait = None
+        return StreamResult(frames=frames, commands=commands, ramp_frames=ramp_frames)
 
     @staticmethod
     def _start_moved(m: Motion) -> bool:
@@ -1167,10 +1770,14 @@ class Robot:
         if any(v is None for v in values[: self.arm.n]):
             return
         self._store_pose(values, clean=False, hold_in_s=(frame - played) * FRAME_S)
+        now_ch = player.values_at(played)
+        self._store_pose(
+            [now_ch.get(s.channel, v) for s, v in zip(self.calibration.servos, start)], clean=False, live=True
+        )
 
-    def _store_pose(self, values, *, clean: bool, hold_in_s: float = 0.0) -> None:
+    def _store_pose(self, values, *, clean: bool, hold_in_s: float = 0.0, live: bool = False) -> None:
         """Store the pose servo ``values`` mean (best effort: the state folder was writable at connect, and the
-        motion matters more than its record)."""
+        motion matters more than its record); ``live``: publish it as the pose played now (for watchers)."""
         q = [float(s.angle_rad(v)) for s, v in zip(self.calibration.joints, values)]  # no fk: this runs 50 Hz
         grip = self.calibration.gripper
         g = (
@@ -1179,7 +1786,10 @@ class Robot:
             else grip.angle_rad(values[self.arm.n])
         )
         try:
-            self._store.save(q, float(g), values, clean=clean, durable=clean, hold_in_s=hold_in_s)
+            if live:
+                self._live.save(q, float(g), values, clean=clean)
+            else:
+                self._store.save(q, float(g), values, clean=clean, durable=clean, hold_in_s=hold_in_s)
         except OSError:
             pass
 
@@ -1193,7 +1803,7 @@ class Robot:
             for ch, v in zip(pulses.channels, pulses.us[0])
         )
 
-    def _ramp(self, q0, g0: float, traj: Trajectory) -> Trajectory | None:
+    def _ramp(self, q0, g0: float, traj: Trajectory, arm=None) -> Trajectory | None:
         """A slow joint move from (q0, g0) to the trajectory's first sample, or None if already there."""
         q1, g1 = traj.q_rad[0], float(traj.gripper_rad[0])
         moves = []
@@ -1210,10 +1820,14 @@ class Robot:
             )
         try:
             plan = motion.plan_moves(
-                self.arm, moves, q_start=q0, gripper_start=g0 if math.isfinite(g0) else None, period_s=traj.period_s
+                arm or self.arm,
+                moves,
+                q_start=q0,
+                gripper_start=g0 if math.isfinite(g0) else None,
+                period_s=traj.period_s,
             )
-        except MotionError as exc:
-            raise MotionError(f"cannot ramp from the current pose to the start: {exc}") from None
+        except MotionError as exc:  # the same error (a ZoneError stays one), said to be the ramp's
+            raise motion._located(exc, "cannot ramp from the current pose to the start") from None
         t = plan.trajectory
         t.steps = ["ramp to start"]
         t.step = np.zeros(len(t.t_s), dtype=int)
@@ -1254,6 +1868,7 @@ class Robot:
             return
         if not any(v is None for v in held[: self.arm.n]):
             self._store_pose(held, clean=True)
+            self._store_pose(held, clean=True, live=True)
 
     # --- servos one by one (calibration) ---------------------------------------------------------------
 
@@ -1353,6 +1968,7 @@ class Robot:
         """Stop any motion under control (the arm holds its pose), remember the pose, release the port."""
         if self._closed:
             return
+        self._finalizer.detach()
         self.stop("closing")
         with self._cv:
             self._closed = True
@@ -1371,7 +1987,30 @@ class Robot:
             self.backend.close()
         finally:
             self._store.close()
+            self._live.close()
             if owned:
                 self._give_board()
             if self._lock is not None:
                 self._lock.release()
+
+
+# The board access armctl's own tools use lives in the base class, so help(armctl.Robot) lists the student API
+# first and these after it ("inherited from _BoardAccess"); they stay where they are written, and keep working.
+_BOARD_ACCESS = (
+    "call",
+    "commanded_pose",
+    "servo_values",
+    "move_servo",
+    "board_status",
+    "hold",
+    "settle",
+    "board_limits",
+    "set_board_limits",
+    "push_limits",
+    "use_calibration",
+    "sample",
+)
+for _name in _BOARD_ACCESS:
+    setattr(_BoardAccess, _name, Robot.__dict__[_name])
+    delattr(Robot, _name)
+del _name

@@ -204,6 +204,24 @@ def _write_at(fd: int, data: bytes, offset: int) -> None:
     os.write(fd, data)
 
 
+def live_file(port: str, arm_name: str) -> Path:
+    """The file where the armctl that drives ``arm_name`` on ``port`` publishes the pose the board plays now."""
+    return state_dir() / f"live-{arm_name}-{_key(port, arm_name, port_key(port) or port)}.bin"
+
+
+class LiveStore(PoseStore):
+    """The pose the board plays *now*, published by the armctl that holds the port (once a frame while it
+    moves, clean once it holds), for others to watch without opening the port (``armctl web --watch``,
+    ``armctl.robot.Watch``): the same two-slot file as the stored pose, never read back by its writer."""
+
+    def __init__(self, port: str, arm: Arm):
+        super().__init__(port, arm)
+        self.path = live_file(port, arm.name)
+
+    def _legacy(self) -> StoredPose | None:
+        return None
+
+
 def load_last_pose(port: str, arm: Arm) -> StoredPose | None:
     """The pose last stored for ``arm`` on ``port``, or None."""
     return PoseStore(port, arm).load()

@@ -36,6 +36,17 @@ class Trajectory:
     def __len__(self) -> int:
         return len(self.t_s)
 
+    def plot(self, *, title: str = "", poses: int = 6):
+        """A matplotlib figure of this motion (the tool path and the arm over its reach, joint speeds and
+        angles against their limits): shown inline in Jupyter, ``.savefig("move.png")`` writes it. Needs the
+        plan it came from, which ``Robot.plan_to`` keeps; needs matplotlib (``pip install -e '.[plot]'``)."""
+        plan = getattr(self, "plan", None)
+        if plan is None:
+            from .errors import BadInputError
+
+            raise BadInputError("this trajectory does not know its arm: plot the Plan it came from (plan.plot())")
+        return plan.plot(title=title, poses=poses)
+
     @property
     def duration_s(self) -> float:
         return float(self.t_s[-1]) if len(self.t_s) else 0.0

@@ -683,8 +683,8 @@ def urdf_spec(text: str, path, *, tool_link: str | None = None, sidecar: Sidecar
         notes=tuple(notes),
         speed_from=speed_from,
     )
-    for line in notes:
-        _note(f"{path}:{line}", line)
+    for line in notes:  # keyed by the absolute path: the CLI loads 'arm.urdf', the simulator its absolute path
+        _note(f"{Path(str(path)).absolute()}:{line}", line)
     return spec
 
 

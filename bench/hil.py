@@ -2,6 +2,7 @@
 firmware's PCA9685 build driving a virtual PCA9685 on the Uno's TWI bus.
 
     python bench/hil.py [--program examples/pick_and_place.yaml] [--arm seed-3link] [--backend all] [--json]
+    python bench/hil.py --arm mearm --program examples/pick_and_place_mearm.yaml --backend pca9685
 
 Runs ``armctl run`` on the program on a virtual Uno paced to wall time:
 on our firmware (timed, buffered moves, pulses from the Uno's timer pins), on StandardFirmata
@@ -13,8 +14,8 @@ chip makes the pulses, in 4.88 us counts at 50 Hz). From the simulator's pulse l
   instant of the plan its pulses show, against the frame's own time (the
   constant start offset removed); p50/p99/max of the deviation and the
   number of frames more than one 20 ms frame late;
-- path error: distance of the tool (pulses -> calibration -> FK) from the
-  planned path, max and p99, and the final pose error;
+- path error: distance of the tool (pulses -> calibration -> FK; a base arm's
+  x, y, z) from the planned path, max and p99, and the final pose error;
 - command rate: commands per second sent during the run (sustained average and
   the busiest second) and, for our protocol, the share of the 115200 baud link.
 
@@ -50,7 +51,7 @@ from virtual_uno import (  # noqa: E402
 
 from armctl.arm import load_arm  # noqa: E402
 from armctl.calibration import find_calibration, load_calibration  # noqa: E402
-from armctl.kinematics import fk  # noqa: E402
+from armctl.kinematics import tool_point  # noqa: E402
 from armctl.program import load_program, plan_program  # noqa: E402
 
 FRAME_US = 20000.0
@@ -189,13 +190,13 @@ def analyse(res: dict, backend: str, arm, cal, traj, *, column: str = "") -> dic
     nj = len(cal.joints)
     w = np.array([[np.nan if x is None else x for x in f.widths_us[:nj]] for f in frames])
     w = w[~np.isnan(w).any(axis=1)]
-    pts = hc.tool_points(w, cal, arm.links_m)
-    dev = hc.distance_to_path(pts, hc.planned_path(traj.q_rad, arm.links_m))
+    pts = hc.tool_points(w, cal, arm)  # a base arm's (x, y, z) too
+    dev = hc.distance_to_path(pts, hc.planned_path(traj.q_rad, arm))
     out = {
         "timing": timing(frames, planned_us),
         "path_max_mm": float(dev.max() * 1e3),
         "path_p99_mm": float(np.percentile(dev, 99) * 1e3),
-        "final_mm": float(np.hypot(*(pts[-1] - fk(arm.links_m, traj.q_rad[-1]))) * 1e3),
+        "final_mm": float(np.linalg.norm(pts[-1] - tool_point(arm, traj.q_rad[-1])) * 1e3),
         "rate": command_rate(res["wire"], backend),
         "wall_s": res["wall_s"],
         "sim_slips": res["slips"],

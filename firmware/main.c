@@ -403,7 +403,10 @@ int main(void)
 	proto_init(&P, next_boot_id(), uart_emit);
 	load_limits();
 #ifdef ARMCTL_PCA9685
-	pca9685_init(&P); /* before the first frame: what the chip outputs becomes the board's widths */
+	/* before the first frame: what the chip outputs becomes the board's widths; no chip answering: the
+	 * handshake says so (the host refuses the board, protocol.md section 11) */
+	if (!pca9685_init(&P))
+		P.fw_name = PROTO_FW_NAME "-nochip";
 #endif
 	uart_init();
 	timer_init();

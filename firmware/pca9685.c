@@ -113,6 +113,27 @@ static uint8_t pca_read(uint8_t reg, uint8_t *buf, uint8_t n)
 
 /* ---- the chip ---- */
 
+/* The 16 channels' registers read at PRE_SCALE ``pre``: each pulsing channel rewritten (ON 0) to the
+ * count of the same width at ours (a count is (PRE_SCALE + 1) / osc: the oscillator cancels out), full
+ * off if ours cannot make it. Returns 1 if any channel pulses. */
+static uint8_t rescale(uint8_t *regs, uint8_t pre)
+{
+	uint8_t any = 0;
+	for (uint8_t ch = 0; ch < 16; ch++) {
+		uint8_t *r = regs + 4 * ch;
+		uint16_t on = (uint16_t)(r[0] | r[1] << 8), off = (uint16_t)(r[2] | r[3] << 8);
+		if ((off & (FULL << 8)) || (on & (FULL << 8)) || !((off - on) & 0x0FFF))
+			continue;
+		uint32_t c = ((uint32_t)((off - on) & 0x0FFF) * (pre + 1UL) + (PCA9685_PRESCALE + 1UL) / 2) /
+			     (PCA9685_PRESCALE + 1UL);
+		r[0] = r[1] = 0;
+		r[2] = c > 0 && c < 4096 ? (uint8_t)c : 0;
+		r[3] = c > 0 && c < 4096 ? (uint8_t)(c >> 8) : FULL;
+		any = 1;
+	}
+	return any;
+}
+
 uint8_t pca9685_init(proto_t *p)
 {
 	uint8_t sreg = SREG;
@@ -136,9 +157,20 @@ static uint8_t pca_start(proto_t *p)
 			pca_write1(MODE1, (uint8_t)(mode1 | AI));
 	} else {
 		uint8_t base = mode1 & (uint8_t)~(RESTART | SLEEP);
+		/* a chip left at another period (another program) holding servos: the same counts would be
+		 * other widths at ours (20 % longer from 60 Hz), a jump of every servo; rewrite them in SLEEP
+		 * to the same widths in our counts */
+		uint8_t all[4 * 16], keep = 0;
+		if (pre != PCA9685_PRESCALE) {
+			if (!(mode1 & AI))
+				pca_write1(MODE1, (uint8_t)((mode1 & (uint8_t)~RESTART) | AI)); /* to read 64 bytes */
+			keep = pca_read(LED0, all, sizeof all) && rescale(all, pre);
+		}
 		if (!(mode1 & SLEEP))
-			pca_write1(MODE1, (uint8_t)(base | SLEEP)); /* PRE_SCALE only in SLEEP */
+			pca_write1(MODE1, (uint8_t)(base | SLEEP | AI)); /* PRE_SCALE only in SLEEP */
 		pca_write1(PRE_SCALE, PCA9685_PRESCALE);
+		if (keep)
+			pca_write(LED0, all, sizeof all);
 		pca_write1(MODE1, (uint8_t)(base | AI));
 		_delay_us(600); /* oscillator start: 500 us */
 		if (pca_read(MODE1, &mode1, 1) && (mode1 & RESTART))

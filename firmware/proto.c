@@ -152,6 +152,7 @@ void proto_init(proto_t *p, uint16_t boot, proto_emit_fn emit)
 	memset(p, 0, sizeof(*p));
 	p->boot = boot;
 	p->emit = emit;
+	p->fw_name = PROTO_FW_NAME;
 	p->mask = (1u << PROTO_NCH) - 1;
 	p->wd_mode = 'H';
 	for (uint8_t ch = 0; ch < PROTO_NCH; ch++) {
@@ -173,7 +174,9 @@ void proto_banner(proto_t *p)
 {
 	outline_t o;
 	o_begin(&o, -1, '!');
-	o_str(&o, " BOOT " PROTO_FW_NAME " ");
+	o_str(&o, " BOOT ");
+	o_str(&o, p->fw_name);
+	o_sp(&o);
 	o_u32(&o, PROTO_VERSION);
 	o_sp(&o);
 	o_hex(&o, p->boot, 4);
@@ -397,7 +400,9 @@ static void cmd_H(proto_t *p, uint8_t seq)
 	p->synced = 1;
 	PROTO_CRIT_END();
 	o_begin(&o, seq, 'H');
-	o_str(&o, " " PROTO_FW_NAME " ");
+	o_sp(&o);
+	o_str(&o, p->fw_name);
+	o_sp(&o);
 	o_u32(&o, PROTO_VERSION);
 	o_sp(&o);
 	o_u32(&o, PROTO_NCH);

@@ -65,6 +65,7 @@ typedef struct {
 	uint8_t r_expect, r_free;       /* for the reply: as when the line was handled */
 	uint16_t boot;
 	proto_emit_fn emit;
+	const char *fw_name;            /* in the banner and handshake: PROTO_FW_NAME, or what the build sets */
 
 	/* line assembly (main loop only) */
 	char line[PROTO_HOST_LINE_MAX];

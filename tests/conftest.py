@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -101,6 +102,23 @@ def base_arm_and_pose(draw, narrowest_deg: float = 20.0, base: bool | None = Non
     q = joint_angles(arm, np.array(c), b)
     assume(arm.within_limits(q))
     return arm, q
+
+
+@pytest.fixture
+def pty_bus():
+    """``serve(url)``: a simulated bus (``python -m armctl.bus.sim_pty URL``) on a pty; returns its path. Stopped
+    after the test."""
+    procs = []
+
+    def serve(url: str) -> str:
+        proc = subprocess.Popen([sys.executable, "-m", "armctl.bus.sim_pty", url], stdout=subprocess.PIPE, text=True)
+        procs.append(proc)
+        return proc.stdout.readline().strip()
+
+    yield serve
+    for proc in procs:
+        proc.terminate()
+        proc.wait(5)
 
 
 # Tests never touch the user's own folders: every run gets its own config and state folders (tests that

@@ -106,7 +106,19 @@ ROWS = [
     ("run xyz points on a planar arm", ["--port", "{port}", "run", "{tmp}/planar-xyz.yaml"], 2, "write xy_mm: [x, y]"),
     ("run 2-value offset on a base arm", ["--port", "{port}", "run", "{tmp}/mearm-offset.yaml"], 2, "[dx, dy, dz]"),
     ("run base arm target out of reach", ["--port", "{port}", "run", "{tmp}/mearm-far.yaml"], 3, "mearm-far.yaml"),
-    ("check square on a base arm", ["--arm", "mearm", "--port", "{port}", "calibrate", "--check"], 2, "rotating base"),
+    (
+        "check height nothing reaches",
+        ["--arm", "mearm", "--port", "{port}", "calibrate", "--check", "--height", "300mm"],
+        2,
+        "--height 300 mm",
+    ),
+    ("check height on a planar arm", ["--port", "{port}", "calibrate", "--check", "--height", "0.1"], 2, "--height"),
+    (
+        "check height nan",
+        ["--arm", "mearm", "--port", "{port}", "calibrate", "--check", "--height", "nan"],
+        2,
+        "--height",
+    ),
     ("ik targets file of x,y on a base arm", ["--arm", "mearm", "ik", "--targets", "{tmp}/xy.csv"], 2, "'x,y,z'"),
     # run
     ("run missing program", ["--port", "{port}", "run", "{tmp}/missing.yaml"], 2, "missing.yaml"),

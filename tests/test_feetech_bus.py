@@ -575,21 +575,6 @@ def test_bad_client_options():
 # --- on a pty, served by python -m armctl.bus.sim_pty ---------------------------------------------------
 
 
-@pytest.fixture
-def pty_bus():
-    procs = []
-
-    def serve(url: str) -> str:
-        proc = subprocess.Popen([sys.executable, "-m", "armctl.bus.sim_pty", url], stdout=subprocess.PIPE, text=True)
-        procs.append(proc)
-        return proc.stdout.readline().strip()
-
-    yield serve
-    for proc in procs:
-        proc.terminate()
-        proc.wait(5)
-
-
 def test_client_on_the_pty(pty_bus):
     path = pty_bus("feetechsim://?start=100,200,300,400,500,600")
     assert path.startswith("/dev/")

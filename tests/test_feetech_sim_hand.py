@@ -116,24 +116,9 @@ def test_a_missing_hand_file_is_bad_input(tmp_path):
         FeetechBus(f"feetechsim://?hand={tmp_path / 'nope.csv'}").open()
 
 
-@pytest.fixture
-def pty_sim():
-    procs = []
-
-    def serve(url: str) -> str:
-        proc = subprocess.Popen([sys.executable, "-m", "armctl.bus.sim_pty", url], stdout=subprocess.PIPE, text=True)
-        procs.append(proc)
-        return proc.stdout.readline().strip()
-
-    yield serve
-    for proc in procs:
-        proc.terminate()
-        proc.wait(5)
-
-
-def test_the_hand_moves_the_bus_on_a_pty_as_time_goes_by(pty_sim, hand_file):
+def test_the_hand_moves_the_bus_on_a_pty_as_time_goes_by(pty_bus, hand_file):
     path = hand_file("0,1,500\n100,1,3500\n")  # 30 steps a second, for 100 s
-    with FeetechBus(pty_sim(f"feetechsim://?hand={path}")) as bus:
+    with FeetechBus(pty_bus(f"feetechsim://?hand={path}")) as bus:
         first = bus.read_positions([1])[1]
         t0 = time.monotonic()
         time.sleep(0.5)
@@ -141,6 +126,38 @@ def test_the_hand_moves_the_bus_on_a_pty_as_time_goes_by(pty_sim, hand_file):
         elapsed = time.monotonic() - t0
     assert 500 <= first < second <= 500 + 30 * 60
     assert second - first >= 30 * 0.5 - 2 and second - first <= 30 * (elapsed + 0.5) + 2
+
+
+def test_armctl_teach_records_what_the_hand_file_did(tmp_path, hand_file):
+    """teach with no test code: the hand file turns the so101's pan and lift, teach records where they went
+    (the example calibration: 4096/360 steps a degree, direction -1, pan zero 2048, lift zero 2913.08)."""
+    import os
+    import re
+
+    from test_calibrate_interactive import Term
+
+    path = hand_file("t_s,id,steps\n0,1,2048\n1.5,1,2400\n0,2,2048\n1.5,2,2200\n")
+    out = tmp_path / "taught.yaml"
+    want = [-(2400 - 2048) * 360 / 4096, (2200 - 2913.08) * 360 / 4096 * -1]  # -30.94, 62.67 deg
+    env = dict(os.environ, ARMCTL_STATE_DIR=str(tmp_path / "state"), TERM="xterm")
+    argv = [sys.executable, "-m", "armctl", "--arm", "so101", "--port", f"feetechsim://?hand={path}", "teach"]
+    t = Term([*argv, str(out)], cwd=tmp_path, env=env)
+    t.wait("torque off: move the arm by hand")
+    deadline = time.monotonic() + 30
+    while True:  # the hand's moves take 1.5 s from the port's opening
+        got = re.findall(r"shoulder_pan\s+(-?[\d.]+) deg\s+shoulder_lift\s+(-?[\d.]+) deg", t.screen())
+        if got and [float(v) for v in got[-1]] == pytest.approx(want, abs=0.1):
+            break
+        assert time.monotonic() < deadline, t.screen()[-400:]
+        t._pump(0.1)
+    t.send("\r")
+    t.wait("name of the pose")
+    t.send("there\r")
+    t.wait("recorded 'there'")
+    t.send("q")
+    assert t.finish() == 0, t.screen()
+    (q,) = re.findall(r"there: \{q_deg: \[([^\]]+)\]", out.read_text())
+    assert [float(v) for v in q.split(",")][:2] == pytest.approx(want, abs=0.1)
 
 
 def test_sim_pty_refuses_a_bad_hand_file_in_one_line(hand_file):
@@ -174,9 +191,9 @@ def _pings_at(path: str, baud: int) -> bool:
 
 
 @pytest.mark.parametrize("servo_baud", [1_000_000, 128_000])
-def test_the_pty_follows_every_rate_of_lerobots_port_scan(pty_sim, servo_baud):
+def test_the_pty_follows_every_rate_of_lerobots_port_scan(pty_bus, servo_baud):
     """Servos answer only at their own rate, whatever rate (standard or BOTHER) the client sets."""
-    path = pty_sim(f"feetechsim://?ids=1&baud={servo_baud}")
+    path = pty_bus(f"feetechsim://?ids=1&baud={servo_baud}")
     answered = [baud for baud in SCAN_BAUDRATES if _pings_at(path, baud)]
     assert answered == [servo_baud]
 

@@ -99,9 +99,11 @@ def test_the_wrist_roll_is_held_at_lerobots_zero(so101):
     assert roll.position_steps == pytest.approx(2047.5)  # (0 + 4095) / 2: LeRobot reads 0 deg there
 
 
-def test_the_legacy_list_layout(so101):
+def test_the_legacy_list_layout(so101, tmp_path):
     """Before June 2025: degrees = (s * steps + homing_offset) * 180 / 2048 (s = -1 with drive_mode), the offset
-    applied in software (so not compared with the EEPROM); gripper % = (steps - start) / (end - start) * 100."""
+    applied in software (so not compared with the EEPROM); gripper % = (steps - start) / (end - start) * 100.
+    Zero is where those degrees are 0; the direction is the URDF's whatever drive_mode says (it turned only the
+    old degrees round), so armctl = sign * s * legacy degrees."""
     path = FIXTURES / "legacy/main_follower.json"
     data = json.loads(path.read_text())
     cal, _, notes = open_calibration(path, so101)
@@ -111,11 +113,19 @@ def test_the_legacy_list_layout(so101):
         s = -1 if data["drive_mode"][k] else 1
         for steps in (servo.min_steps, (servo.min_steps + servo.max_steps) / 2, servo.max_steps):
             legacy = (s * steps + data["homing_offset"][k]) * 180 / 2048
-            assert math.degrees(float(servo.angle_rad(steps))) == pytest.approx(sign * legacy, abs=1e-9)
+            assert math.degrees(float(servo.angle_rad(steps))) == pytest.approx(sign * s * legacy, abs=1e-9)
+        assert servo.direction == sign
     g, start, end = cal.gripper, data["start_pos"][5], data["end_pos"][5]
     assert math.degrees(float(g.angle_rad(start))) == pytest.approx(math.degrees(so101.gripper.closed_rad))
     assert math.degrees(float(g.angle_rad(end))) == pytest.approx(math.degrees(so101.gripper.open_rad))
     assert cal.held[0].id == 5
+    # legacy LINEAR motors ignored drive_mode (only DEGREE ones were turned round): the same gripper with it
+    data["drive_mode"][5] = 1
+    flipped = tmp_path / "main_follower.json"
+    flipped.write_text(json.dumps(data))
+    g2 = open_calibration(flipped, so101)[0].gripper
+    for steps in (start, (start + end) / 2, end):
+        assert float(g2.angle_rad(steps)) == pytest.approx(float(g.angle_rad(steps)))
 
 
 def test_legacy_files_convert_to_a_yaml_armctl_reads_back(tmp_path, monkeypatch):
@@ -128,6 +138,17 @@ def test_legacy_files_convert_to_a_yaml_armctl_reads_back(tmp_path, monkeypatch)
     assert "note: " in run.stdout and "legacy LeRobot calibration" in run.stdout
     back = load_calibration(out)
     assert [s.id for s in back.servos] == [1, 2, 3, 4, 6] and all(s.homing_offset is None for s in back.servos)
+    back.check_arm(load_arm("so101"))  # the so101's steps follow its URDF: a drive_mode 1 joint is no reversed servo
+
+
+def test_status_takes_a_legacy_file_whose_drive_mode_reverses_a_joint(tmp_path):
+    """The fixture's shoulder_lift has drive_mode 1 (as many legacy SO-100 files do): the arm opens with it."""
+    assert json.loads((FIXTURES / "legacy/main_follower.json").read_text())["drive_mode"][1] == 1
+    run = _armctl(
+        "--arm", "so101", "--calibration", str(FIXTURES / "legacy/main_follower.json"), "status", tmp_path=tmp_path
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "legacy LeRobot calibration" in run.stderr and "error" not in run.stderr
 
 
 def test_lerobot_id_is_found_where_lerobot_keeps_it(tmp_path, monkeypatch):
@@ -170,6 +191,15 @@ def test_a_missing_id_lists_the_ids_found(lerobot_home):
 def test_files_that_are_not_an_so_arms_calibration_are_refused(so101, which, match):
     with pytest.raises(ConfigError, match=match):
         open_calibration(FIXTURES / which, so101)
+
+
+def test_an_so100_file_on_the_so101_preset_gets_a_note(so101, tmp_path):
+    path = tmp_path / "robots/so100_follower/old_arm.json"
+    path.parent.mkdir(parents=True)
+    shutil.copy(FIXTURES / "so_follower/my_arm.json", path)
+    notes = open_calibration(path, so101)[2]
+    assert len(notes) == 1 and "for an SO-100 (so100_follower)" in notes[0] and "SO101 URDF" not in notes[0]
+    assert open_calibration(FIXTURES / "so101_follower/erics_first_so101.json", so101)[2] == []
 
 
 def test_an_arm_not_from_a_urdf_is_refused(tmp_path):
@@ -222,6 +252,16 @@ def test_bad_lerobot_calibrations_get_one_line_and_exit_2(tmp_path, lerobot_home
     assert len(lines) == 1 and fragment in lines[0] and "Traceback" not in run.stderr, run.stderr
 
 
+def test_lerobots_json_under_a_yaml_name_is_named_as_lerobots(tmp_path):
+    """The issue's first symptom ('missing required key version') now says what the file is."""
+    renamed = tmp_path / "my_arm.yaml"
+    shutil.copy(FIXTURES / "so_follower/my_arm.json", renamed)
+    run = _armctl("--arm", "so101", "--calibration", str(renamed), "status", tmp_path=tmp_path)
+    assert run.returncode == 2 and run.stdout == ""
+    (line,) = run.stderr.strip().splitlines()
+    assert "missing required key 'version'" in line and "holds LeRobot's calibration" in line
+
+
 def test_status_reads_lerobots_angles_and_the_urdfs_tool_point(tmp_path, lerobot_home, so101):
     """The done-when of issue 21 on the default simulated bus (its servos carry the file's offsets and limits)."""
     run = _armctl(
@@ -234,7 +274,14 @@ def test_status_reads_lerobots_angles_and_the_urdfs_tool_point(tmp_path, lerobot
     lerobot = [lerobot_deg(steps, motors[name]) for name, steps in zip(BODY, out["values"])]
     want = [math.degrees(off) + sign * d for (_, off, sign), d in zip(so101.urdf_map, lerobot)]
     assert np.allclose(out["q_deg"], want, atol=0.1)
+    assert list(out["urdf_deg"]) == BODY and np.allclose(list(out["urdf_deg"].values()), lerobot, atol=0.1)
     assert np.allclose(out["tool_m"], urdf_tool_point(dict(zip(BODY, lerobot))), atol=1e-3)
+    text = _armctl(
+        "--arm", "so101", "--calibration", "lerobot:my_arm", "status", tmp_path=tmp_path,
+        env_extra={"HF_LEROBOT_CALIBRATION": str(lerobot_home)},
+    ).stdout  # fmt: skip
+    line = next(x for x in text.splitlines() if x.startswith("URDF joint angles "))
+    assert [float(v) for v in line.split()[4:11:2]] == pytest.approx(lerobot, abs=0.01), line
 
 
 def urdf_tool_point(lerobot_degrees: dict) -> np.ndarray:
@@ -268,6 +315,12 @@ def test_from_lerobot_writes_the_armctl_calibration_it_means(tmp_path, lerobot_h
         assert (a.name, a.id, a.homing_offset) == (b.name, b.id, b.homing_offset)
         for attr in ("zero_steps", "steps_per_deg", "direction", "min_steps", "max_steps", "position_steps"):
             assert getattr(a, attr, None) == pytest.approx(getattr(b, attr, None)), (a.name, attr)
+    same = _armctl(
+        "--arm", "so101", "calibrate", "--from-lerobot", "lerobot:my_arm", "--out", str(tmp_path / "same.yaml"),
+        tmp_path=tmp_path, env_extra={"HF_LEROBOT_CALIBRATION": str(lerobot_home)},
+    )  # fmt: skip
+    assert same.returncode == 0, same.stderr  # lerobot:ID, as --calibration takes it
+    assert (tmp_path / "same.yaml").read_text().split("\n", 1)[1] == out.read_text().split("\n", 1)[1]
     argv = ("--arm", "so101", "calibrate", "--from-lerobot", "--out", str(tmp_path / "only.yaml"))
     env = {"HF_LEROBOT_CALIBRATION": str(lerobot_home)}
     several = _armctl(*argv, tmp_path=tmp_path, env_extra=env)  # no id, and LeRobot has two: listed, exit 2
@@ -275,6 +328,20 @@ def test_from_lerobot_writes_the_armctl_calibration_it_means(tmp_path, lerobot_h
     shutil.rmtree(lerobot_home / "robots/so101_follower")
     only = _armctl(*argv, tmp_path=tmp_path, env_extra=env)  # no id, and LeRobot has one: that one
     assert only.returncode == 0 and load_calibration(tmp_path / "only.yaml").joints[0].homing_offset == -1024
+
+
+def test_compare_takes_lerobots_calibration(tmp_path, lerobot_home):
+    """calibrate --compare, like --show, takes lerobot:ID: the YAML --from-lerobot writes is the same mapping
+    (0 mm), the shipped example is not (LeRobot's zero is the middle of each recorded range)."""
+    env = {"HF_LEROBOT_CALIBRATION": str(lerobot_home)}
+    out = tmp_path / "mine.yaml"
+    assert _armctl("--arm", "so101", "calibrate", "--from-lerobot", "my_arm", "--out", str(out),
+                   tmp_path=tmp_path, env_extra=env).returncode == 0  # fmt: skip
+    for other, lo, hi in ((str(out), 0.0, 1e-9), (str(REPO / "armctl/presets/calibration/so101.yaml"), 0.01, 1.0)):
+        run = _armctl("--arm", "so101", "calibrate", "--compare", "lerobot:my_arm", other, "--json",
+                      tmp_path=tmp_path, env_extra=env)  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        assert lo <= json.loads(run.stdout)["max_tool_distance_m"] <= hi, run.stdout
 
 
 # --- the servos' EEPROM ------------------------------------------------------------------------------------------

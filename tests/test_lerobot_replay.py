@@ -304,6 +304,7 @@ def test_lerobot_calibrates_the_simulated_arm_and_armctl_reads_it_with_its_file(
     urdf_map = load_arm("so101").urdf_map
     want = [math.degrees(offset) + sign * lerobot[name] for name, offset, sign in urdf_map]
     assert np.allclose(out["q_deg"], want, atol=0.1), (out["q_deg"], want)
+    assert out["urdf_deg"] == pytest.approx(lerobot, abs=0.1)  # the numbers LeRobot shows
     assert np.allclose(out["tool_m"], urdf_tool_point(lerobot), atol=1e-3)
     gripper_percent = (observed["gripper"] - mins["gripper"]) / (maxes["gripper"] - mins["gripper"]) * 100
     assert out["gripper_deg"] == pytest.approx(60 * gripper_percent / 100, abs=0.1)  # so101: closed 0, open 60

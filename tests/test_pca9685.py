@@ -45,6 +45,9 @@ def test_identify_tells_a_pca9685_from_other_devices():
     assert "MODE2" in hw.identify(bytes((0x11, 0xE4, 0xE2, 0xE4, 0xE8, 0xE0)))
     assert "bit 0" in hw.identify(bytes((0x11, 0x04, 0xE3, 0xE4, 0xE8, 0xE0)))
     assert "everywhere" in hw.identify(bytes([0xFF] * 6))
+    # registers 0-5 that read like mode registers: a PRE_SCALE below 3 (the chip forces 3) gives it away
+    assert "PRE_SCALE reads 0" in hw.identify(bytes((0x39, 0x00, 0x00, 0x00, 0x00, 0x00)), 0)
+    assert hw.identify(bytes((0x21, 0x04, 0xE2, 0xE4, 0xE8, 0xE0)), 121) is None
 
 
 def test_addresses_parse():
@@ -155,7 +158,9 @@ def test_armctl_writes_the_prescale_and_counts_adafruits_driver_writes():
     from armctl.bus.pca9685 import PCA9685Backend
 
     ranges = {0: (500.0, 2500.0), 3: (750.0, 2250.0), 15: (544.0, 2400.0)}
-    ours = PCA9685Backend.create("pca9685sim://", _cal(ranges))
+    cal = _cal(ranges)  # each servo's 0..180 deg is joint angle -90..90 deg, lo..hi us
+    servo = {s.channel: s for s in cal.servos}
+    ours = PCA9685Backend.create("pca9685sim://", cal)
     ours.open()
     theirs_bus = SimI2CBus(parse_url("pca9685sim://"))
     kit = _servokit(theirs_bus)  # strict model: its init sequence must follow the datasheet too
@@ -166,9 +171,9 @@ def test_armctl_writes_the_prescale_and_counts_adafruits_driver_writes():
     assert ours_chip.prescale == theirs_chip.prescale == 121
     worst = 0
     for angle in range(0, 181, 5):
-        for ch, (lo, hi) in ranges.items():
+        for ch in ranges:
             kit.servo[ch].angle = angle
-            ours.set_outputs({ch: lo + (hi - lo) * angle / 180})
+            ours.set_outputs({ch: float(servo[ch].value(math.radians(angle - 90)))})  # armctl's calibration
             base = hw.channel_reg(ch)
             a = hw.decode_channel(bytes(ours_chip.regs[base : base + 4]))[2]
             b = hw.decode_channel(bytes(theirs_chip.regs[base : base + 4]))[2]
@@ -267,6 +272,8 @@ def _armctl(*args, env=None):
         ("pca9685sim://?chips=0x41&other=0x40", 4, "is no PCA9685"),
         ("i2c:///dev/i2c-1?address=0x20", 2, "no PCA9685 address"),
         ("i2c:///dev/i2c-1?bogus=1", 2, "unknown option"),
+        ("i2c://dev/i2c-1?address=0x40", 2, "after three slashes (i2c:///dev/i2c-1)"),
+        ("/dev/i2c-1", 2, "give it as --port 'i2c:///dev/i2c-1?address=0x40'"),
         ("pca9685sim://?osc=1", 2, "unknown pca9685sim option"),
     ],
 )
@@ -276,7 +283,8 @@ def test_bad_buses_and_addresses_get_one_line(port, code, words):
     assert words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
-def test_permission_denied_names_the_group(monkeypatch):
+@pytest.mark.skipif(sys.platform == "win32", reason="Linux i2c-dev (smbus2 needs fcntl)")
+def test_permission_denied_names_the_group(monkeypatch, tmp_path):
     import smbus2
 
     from armctl.bus.i2c import LinuxI2C
@@ -286,13 +294,17 @@ def test_permission_denied_names_the_group(monkeypatch):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(smbus2, "SMBus", refuse)
+    device = tmp_path / "i2c-1"  # a bus device that exists (/dev/i2c-1 here would not)
+    device.touch()
     with pytest.raises(LinkError, match="group i2c"):
-        LinuxI2C("/dev/i2c-1")
+        LinuxI2C(str(device))
 
 
 def test_a_pulse_the_chip_cannot_make_is_refused_before_anything_is_written(tmp_path):
+    from armctl.paths import PRESET_CALIBRATION_DIR
+
     cal = tmp_path / "fast.yaml"
-    text = (armctl.calibration.PRESET_CALIBRATION_DIR / "seed-3link.yaml").read_text()
+    text = (PRESET_CALIBRATION_DIR / "seed-3link.yaml").read_text()
     cal.write_text(text.replace("arm: seed-3link", "arm: seed-3link\npwm_hz: 450"))
     log = tmp_path / "log.csv"
     r = _armctl("--calibration", str(cal), "--port", f"pca9685sim://?log={log}", "jog", "0.5", "0.2")
@@ -311,7 +323,175 @@ def test_status_json_gives_prescale_and_counts_and_ports_finds_the_chip(tmp_path
     assert st["backend"] == "pca9685" and st["source"] == "commanded" and chip["prescale"] == 121
     assert chip["outputs"][0]["off"] == hw.counts_for_us(st["widths_us"][0], 121)
     assert st["tool_m"] == pytest.approx([0.5, 0.2], abs=0.003)
+    r = _armctl("ports", "pca9685sim://?osc_hz=24000000")  # the frequency at the URL's oscillator trim
+    assert "0x40 PCA9685, 189.0 Hz (prescale 30)" in r.stdout, r.stdout
     r = _armctl("ports", "--json", "pca9685sim://?address=0x40,0x41&other=0x68")
     (found,) = json.loads(r.stdout)
     assert found["found"] == "pca9685" and found["backend"] == "pca9685"
     assert "address=0x40,0x41" in found["port"] and "0x68 a device that is no PCA9685" in found["detail"]
+
+
+def test_a_chip_left_at_another_period_keeps_its_pulse_widths_when_armctl_changes_it(tmp_path):
+    # another program (or a calibration with pwm_hz 60, as Adafruit's tutorials use) left the chip awake at
+    # 60 Hz holding the servos: at 50 Hz the same counts are 20 % longer pulses, a jump of every servo;
+    # armctl rewrites them, in SLEEP, to the same widths in its counts
+    from armctl.paths import PRESET_CALIBRATION_DIR
+
+    cal60 = tmp_path / "cal60.yaml"
+    text = (PRESET_CALIBRATION_DIR / "seed-3link.yaml").read_text()
+    cal60.write_text(text.replace("arm: seed-3link", "arm: seed-3link\npwm_hz: 60"))
+    log = tmp_path / "log.csv"
+    url = f"pca9685sim://?state={tmp_path / 'chip.json'}&log={log}"
+    with armctl.connect("seed-3link", port=url, backend="pca9685", calibration=cal60) as robot:
+        robot.move_to(0.5, 0.2, speed=0.3)
+        held = robot.board_status().widths_us
+        assert robot.board_status().counters["pca9685"]["0x40"]["prescale"] == hw.prescale_for(60)
+    before = len(log.read_text().splitlines())
+    with armctl.connect("seed-3link", port=url, backend="pca9685") as robot:
+        chip = robot.backend.i2c.bus.chips[0x40]
+        st = robot.board_status()
+        pose = robot.where()
+        assert chip.violations == []
+    assert st.counters["pca9685"]["0x40"]["prescale"] == 121
+    assert all(a == pytest.approx(b, abs=hw.count_us(121)) for a, b in zip(st.widths_us[:4], held[:4]))
+    # rounded twice (to 60 Hz counts, then 50 Hz ones): under a count on each joint of the 0.9 m arm, about
+    # 10 mm at worst (docs/pca9685.md: 6.9 mm for half a count); a jump would be ~300 mm
+    assert pose.tool_m[0] == pytest.approx(0.5, abs=0.01) and pose.tool_m[1] == pytest.approx(0.2, abs=0.01)
+    # every pulse the chip gave since: the held width (to a count at 50 Hz), or none while it slept
+    for row in log.read_text().splitlines()[before:]:
+        _, _, ch, w = row.split(",")
+        if w and int(ch) < 4:
+            assert float(w) == pytest.approx(held[int(ch)], abs=hw.count_us(121)), row
+
+
+def test_chip_reserved_bits_read_zero_and_the_pointer_wraps_past_testmode():
+    chip = Chip(0x40, strict=False)
+    chip.write(bytes((hw.MODE1, hw.AI)))
+    chip.write(bytes((hw.MODE2, 0xFF)))
+    chip.write(bytes((hw.channel_reg(1), 0xFF, 0xFF, 0xFF, 0xFF)))
+    assert chip.regs[hw.MODE2] == 0x1F and list(chip.regs[10:14]) == [0xFF, 0x1F, 0xFF, 0x1F]
+    chip.write(bytes((hw.TEST_MODE, 0, 0x31)))  # TestMode (recorded), then MODE1
+    assert chip.regs[hw.MODE1] == 0x31 and chip.violations
+
+
+def test_status_reads_a_board_the_calibration_does_not_use_without_auto_increment(tmp_path):
+    # 0x41, named in the URL but not used by the calibration, is left as another program set it: awake,
+    # auto-increment off, output 0 pulsing 307 counts; armctl neither starts it nor misreads its registers
+    from armctl.bus.pca9685 import PCA9685Backend
+
+    regs = [0] * 256
+    regs[hw.MODE1], regs[hw.MODE2], regs[hw.PRE_SCALE] = 0x01, 0x04, 121
+    regs[2:6] = [0xE2, 0xE4, 0xE8, 0xE0]
+    for ch in range(16):
+        regs[hw.channel_reg(ch) + 3] = hw.FULL_BIT
+    regs[hw.channel_reg(0) : hw.channel_reg(0) + 4] = [0, 0, 0x33, 0x01]
+    state = tmp_path / "chips.json"
+    state.write_text(json.dumps({"chips": {"0x41": regs}}))
+    be = PCA9685Backend(f"pca9685sim://?address=0x40,0x41&state={state}", ranges_us={0: (500.0, 2500.0)})
+    info = be.open()
+    outs = be.status().counters["pca9685"]["0x41"]["outputs"]
+    assert outs[0] == {"channel": 16, "on": 0, "off": 307} and outs[1]["off"] == 0x1000
+    assert info.widths_us[16] == pytest.approx(307 * hw.count_us(121)) and info.widths_us[17] is None
+    assert be.i2c.bus.chips[0x41].writes == [] or all(len(d) == 1 for _, d in be.i2c.bus.chips[0x41].writes)
+    be.close()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Linux i2c-dev (smbus2 needs fcntl)")
+def test_an_address_a_kernel_driver_owns_is_left_alone(monkeypatch, tmp_path):
+    # i2c-dev's I2C_RDWR reaches any address; I2C_SLAVE says EBUSY where a kernel driver sits (i2cdetect: UU),
+    # for instance the pwm-pca9685 driver of a dtoverlay on the board itself: not probed, not driven
+    import errno
+    import fcntl
+
+    from armctl.bus.i2c import I2C_SLAVE, LinuxI2C
+    from armctl.bus.pca9685 import PCA9685Backend, scan
+    from armctl.errors import LinkError
+
+    touched = []
+
+    class FakeSMBus:
+        fd = 99
+
+        def i2c_rdwr(self, *msgs):
+            touched.append(msgs[0].addr)
+            raise OSError(errno.ENXIO, "No such device or address")
+
+        def close(self):
+            pass
+
+    def ioctl(fd, request, address):
+        assert fd == 99 and request == I2C_SLAVE
+        if address == 0x40:
+            raise OSError(errno.EBUSY, "Device or resource busy")
+
+    monkeypatch.setattr(fcntl, "ioctl", ioctl)
+    import smbus2
+
+    monkeypatch.setattr(smbus2, "SMBus", lambda device: FakeSMBus())
+    device = tmp_path / "i2c-1"
+    device.touch()
+    bus = LinuxI2C(str(device))
+    found = scan(bus)
+    assert found == [(0x40, "in use by a kernel driver (UU; not probed)", False)]
+    assert 0x40 not in touched and len(touched) == 63
+    be = PCA9685Backend(f"i2c://{device}?address=0x40", ranges_us={0: (500.0, 2500.0)})
+    touched.clear()
+    with pytest.raises(LinkError, match="belongs to a kernel driver"):
+        be.open()
+    assert touched == []
+
+
+def test_a_bare_i2c_device_as_port_is_told_the_url_not_opened_as_a_serial_port():
+    r = _armctl("--port", "/dev/i2c-1", "status")
+    assert r.returncode == 2 and "give it as --port 'i2c:///dev/i2c-1?address=0x40'" in r.stderr, r.stderr
+
+
+def test_a_chip_put_to_sleep_holding_pulses_is_restarted_as_the_datasheet_says(tmp_path):
+    # datasheet 7.3.1.1: RESTART set (sleeping with channels active): clear SLEEP, wait 500 us, write RESTART;
+    # the strict model refuses a RESTART written too early or while asleep
+    from armctl.bus.pca9685 import PCA9685Backend
+
+    regs = [0] * 256
+    regs[hw.MODE1] = hw.RESTART | hw.AI | hw.SLEEP | hw.ALLCALL
+    regs[hw.MODE2], regs[hw.PRE_SCALE] = 0x04, 121
+    regs[2:6] = [0xE2, 0xE4, 0xE8, 0xE0]
+    for ch in range(16):
+        regs[hw.channel_reg(ch) + 3] = hw.FULL_BIT
+    regs[hw.channel_reg(0) : hw.channel_reg(0) + 4] = [0, 0, 0x33, 0x01]
+    state = tmp_path / "chips.json"
+    state.write_text(json.dumps({"chips": {"0x40": regs}}))
+    be = PCA9685Backend(f"pca9685sim://?state={state}", ranges_us={0: (500.0, 2500.0)})
+    info = be.open()
+    chip = be.i2c.bus.chips[0x40]
+    assert chip.violations == [] and not chip.regs[hw.MODE1] & (hw.RESTART | hw.SLEEP)
+    assert chip.outputs[0] == pytest.approx(307 * hw.count_us(121)) == info.widths_us[0]
+    assert [d for _, d in chip.writes if d[0] == hw.MODE1 and len(d) > 1][-1][1] & hw.RESTART
+    be.close()
+
+
+def test_bad_boards_and_calibrations_get_no_register_written(monkeypatch):
+    # nothing at the address, a device there that is no PCA9685, a pulse the chip cannot make at the period:
+    # refused after reads only (a register pointer named for each read), no write transaction at all
+    from armctl.bus.pca9685 import PCA9685Backend
+    from armctl.errors import BadInputError, LinkError
+
+    written = []
+    write = SimI2CBus.write
+
+    def record(self, address, data):
+        written.append((address, bytes(data)))
+        return write(self, address, data)
+
+    monkeypatch.setattr(SimI2CBus, "write", record)
+    cases = [
+        ("pca9685sim://?chips=0x41", {0: (500.0, 2500.0)}, 50.0, LinkError),
+        ("pca9685sim://?chips=0x41&other=0x40", {0: (500.0, 2500.0)}, 50.0, LinkError),
+        ("pca9685sim://?address=0x40,0x41&chips=0x40", {0: (500.0, 2500.0)}, 50.0, LinkError),
+        ("pca9685sim://", {0: (500.0, 2500.0)}, 450.0, BadInputError),
+    ]
+    for url, ranges, hz, error in cases:
+        with pytest.raises(error):
+            PCA9685Backend(url, ranges_us=ranges, pwm_hz=hz).open()
+    assert written == []
+    PCA9685Backend("pca9685sim://", ranges_us={0: (500.0, 2500.0)}).open()
+    assert written  # the record sees a good board's start

@@ -366,6 +366,23 @@ def test_velocity_zero_or_missing_takes_the_stated_default_printed_once(tmp_path
     assert np.degrees(arm.max_speed_rad_s) == pytest.approx([45, math.degrees(2), 30])
 
 
+def test_the_speed_note_is_printed_once_when_the_arm_is_given_by_a_relative_path(tmp_path, capsys, monkeypatch):
+    """status loads the arm in the CLI (as given: 'fast.urdf') and in the simulator (its absolute path)."""
+    path = _toy(tmp_path, "fast.urdf", v="0")
+    (tmp_path / "fast.yaml").write_text(
+        "version: 1\narm: toy\njoints:\n"
+        + "".join(
+            f"  - {{name: {n}, channel: {i}, pin: {9 + i}, zero_us: 1500, us_per_deg: 7.4, direction: 1, "
+            "min_us: 500, max_us: 2500}\n"
+            for i, n in enumerate(("pan", "lift", "elbow"))
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["--arm", path.name, "--calibration", "fast.yaml", "status"]) == 0
+    assert capsys.readouterr().err.count("no velocity limit") == 1
+
+
 def test_tool_link_option_and_the_default_longest_chain(tmp_path, capsys):
     path = _toy(tmp_path)
     assert load_arm(str(path)).urdf.tool_link == "tip"
@@ -508,3 +525,12 @@ def test_connect_takes_a_urdf(tmp_path, monkeypatch):
         assert robot.arm.urdf_map is not None and robot.arm.joint_names == ("pan", "lift", "elbow")
         robot.move_to(0.22, 0.05, 0.12, speed=0.1)
         assert np.linalg.norm(robot.where(settle=True).tool_m - [0.22, 0.05, 0.12]) < 1e-3
+
+
+def test_no_calibration_for_an_arm_from_a_urdf_names_the_urdf_in_the_hint(tmp_path, capsys, monkeypatch):
+    """'armctl --arm toy calibrate' would be an unknown arm: the hint names the file --arm takes."""
+    monkeypatch.chdir(tmp_path)
+    path = _toy(tmp_path)
+    assert main(["--arm", path.name, "status"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "no calibration for arm 'toy'" in err and f"run 'armctl --arm {path.resolve()} calibrate'" in err

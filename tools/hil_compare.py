@@ -148,26 +148,33 @@ def from_first_pulse(frames: list[Frame]) -> list[Frame]:
 # --- geometry ------------------------------------------------------------------------------------
 
 
-def tool_points(widths_us: np.ndarray, cal, links_m) -> np.ndarray:
-    """Tool points (N, 2) m for joint pulse widths (N, n_joints) us through the calibration and FK."""
-    from armctl.kinematics import fk
+def _tool(arm_or_links, q: np.ndarray) -> np.ndarray:
+    """FK of ``q``: through ``kinematics.tool_point`` for an Arm (a base arm's (x, y, z), a parallelogram's
+    linkage), else the planar chain of the link lengths given."""
+    from armctl.kinematics import fk, tool_point
 
-    return fk(links_m, cal.values_to_joints(np.asarray(widths_us, dtype=float)))
+    if hasattr(arm_or_links, "links_m"):
+        return tool_point(arm_or_links, q)
+    return fk(arm_or_links, q)
 
 
-def planned_path(q_rad: np.ndarray, links_m, *, substeps: int = 8) -> np.ndarray:
+def tool_points(widths_us: np.ndarray, cal, arm_or_links) -> np.ndarray:
+    """Tool points (N, 2 or 3) m for joint pulse widths (N, n_joints) us through the calibration and FK
+    (``arm_or_links``: an Arm, or a planar arm's link lengths)."""
+    return _tool(arm_or_links, cal.values_to_joints(np.asarray(widths_us, dtype=float)))
+
+
+def planned_path(q_rad: np.ndarray, arm_or_links, *, substeps: int = 8) -> np.ndarray:
     """The planned tool path as a dense polyline (joint-space interpolation between samples)."""
-    from armctl.kinematics import fk
-
     q = np.asarray(q_rad, dtype=float)
     s = np.linspace(0.0, 1.0, substeps, endpoint=False)
     dense = (q[:-1, None, :] + (q[1:] - q[:-1])[:, None, :] * s[None, :, None]).reshape(-1, q.shape[1])
     dense = np.vstack([dense, q[-1:]])
-    return fk(links_m, dense)
+    return _tool(arm_or_links, dense)
 
 
 def distance_to_path(points: np.ndarray, path: np.ndarray, *, chunk: int = 64) -> np.ndarray:
-    """Shortest distance (m) from each point (N, 2) to the polyline ``path`` (M, 2)."""
+    """Shortest distance (m) from each point (N, 2 or 3) to the polyline ``path`` (M, 2 or 3)."""
     a, b = path[:-1], path[1:]
     ab = b - a
     ab2 = np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-30)

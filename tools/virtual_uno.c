@@ -42,6 +42,9 @@
  * outputs latched at STOP. Its outputs are logged as pulses of pins 100-115
  * (output n: pin 100 + n), one record a chip period for each output that
  * pulses; what the datasheet forbids is logged as an event "pca9685 <why>".
+ * --pca9685-held PRESCALE:C0[,C1..] starts the chip as another program left
+ * it: awake (auto-increment off) at that PRE_SCALE, outputs 0, 1, .. pulsing
+ * C0, C1, .. counts (ON 0).
  *
  * Pulse log format (text, one record a line, '#' lines are comments):
  *   P <t_us> <pin> <width_us> <mono_s>
@@ -123,6 +126,7 @@ static struct {
 	double uart_byte_us;
 	int pca_addr;
 	double pca_osc_hz;
+	const char *pca_held;
 } opt = {
 	.speed = 1.0,
 	.max_pulse_us = 4000.0,
@@ -318,7 +322,9 @@ static void pca_write(uint8_t r, uint8_t v)
 		return;
 	}
 	if (r >= 0x02 && r <= 0x05)
-		v &= 0xFE;
+		v &= 0xFE; /* bit 0 read-only */
+	else if (r == 0x01 || (r >= PCA_LED0 && (r - PCA_LED0) % 4 % 2))
+		v &= 0x1F; /* MODE2, LEDn_ON_H/OFF_H: bits 7:5 reserved, read 0 */
 	pca.reg[r] = v;
 	if (r >= PCA_LED0 && r <= PCA_LAST_LED)
 		pca.reg[PCA_MODE1] &= (uint8_t)~PCA_RESTART;
@@ -416,11 +422,38 @@ static avr_cycle_count_t pca_period(struct avr_t *a, avr_cycle_count_t when, voi
 }
 
 
+static void usage(void);
+
+/* --pca9685-held PRESCALE:C0[,C1..]: awake at PRESCALE (no AI), outputs 0.. pulsing C0.. counts */
+static int pca_hold(const char *spec)
+{
+	char *end;
+	long pre = strtol(spec, &end, 0);
+	if (*end != ':' || pre < 3 || pre > 255)
+		return -1;
+	pca.reg[PCA_PRE_SCALE] = (uint8_t)pre;
+	pca.reg[PCA_MODE1] = PCA_ALLCALL;
+	pca.awake_at = 1;
+	for (int ch = 0; ch < 16 && *end; ch++) {
+		long c = strtol(end + 1, &end, 0);
+		if (c < 1 || c > 4095 || (*end && *end != ','))
+			return -1;
+		uint8_t *b = pca.reg + PCA_LED0 + 4 * ch;
+		b[0] = b[1] = 0;
+		b[2] = (uint8_t)c;
+		b[3] = (uint8_t)(c >> 8);
+	}
+	pca_latch();
+	return 0;
+}
+
 static void pca_attach(void)
 {
 	if (opt.pca_addr < 0)
 		return;
 	pca_power_on();
+	if (opt.pca_held && pca_hold(opt.pca_held))
+		usage();
 	pca.in = avr_io_getirq(avr, AVR_IOCTL_TWI_GETIRQ(0), TWI_IRQ_INPUT);
 	avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_TWI_GETIRQ(0), TWI_IRQ_OUTPUT), pca_twi, NULL);
 }
@@ -648,7 +681,8 @@ static void usage(void)
 		"usage: virtual_uno FIRMWARE.hex [--pulse-log FILE|-] [--pty-link PATH]\n"
 		"       [--free-run] [--speed X] [--reset-on-open] [--max-pulse-us US]\n"
 		"       [--slice-us US] [--exit-after S] [--uart-log FILE] [--keep-int-polling]\n"
-		"       [--control] [--uart-byte-us US] [--pca9685 ADDR] [--pca9685-osc HZ]\n");
+		"       [--control] [--uart-byte-us US] [--pca9685 ADDR] [--pca9685-osc HZ]\n"
+		"       [--pca9685-held PRESCALE:C0[,C1..]]\n");
 	exit(2);
 }
 
@@ -669,6 +703,7 @@ static void parse_args(int argc, char **argv)
 		{ "uart-byte-us", required_argument, 0, 'U' },
 		{ "pca9685", required_argument, 0, 'P' },
 		{ "pca9685-osc", required_argument, 0, 'O' },
+		{ "pca9685-held", required_argument, 0, 'H' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -689,6 +724,7 @@ static void parse_args(int argc, char **argv)
 		case 'U': opt.uart_byte_us = atof(optarg); break;
 		case 'P': opt.pca_addr = (int)strtol(optarg, NULL, 0); break;
 		case 'O': opt.pca_osc_hz = atof(optarg); break;
+		case 'H': opt.pca_held = optarg; break;
 		default: usage();
 		}
 	}

@@ -98,7 +98,8 @@ class VirtualUno:
 
     ``free_run`` runs as fast as the host allows (no wall-time pacing); ``speed``
     scales the pace otherwise. ``pca9685``: a virtual PCA9685 at that I2C address on the TWI bus, its
-    outputs logged as pins 100-115 (``PCA9685_PINS``). ``reset_on_open`` resets the MCU whenever a
+    outputs logged as pins 100-115 (``PCA9685_PINS``); ``pca9685_held`` (PRE_SCALE, [counts of outputs 0..])
+    starts it awake, as another program left it. ``reset_on_open`` resets the MCU whenever a
     client opens the port, like a real Uno's DTR auto-reset.
     """
 
@@ -114,6 +115,7 @@ class VirtualUno:
         workdir: str | os.PathLike | None = None,
         pca9685: int | None = None,
         pca9685_osc_hz: float = 25e6,
+        pca9685_held: tuple[int, list[int]] | None = None,
     ) -> None:
         self.hex_path = Path(hex_path)
         self.free_run = free_run
@@ -121,6 +123,7 @@ class VirtualUno:
         self.reset_on_open = reset_on_open
         self.max_pulse_us = max_pulse_us
         self.pca9685, self.pca9685_osc_hz = pca9685, pca9685_osc_hz
+        self.pca9685_held = pca9685_held
         self._own_dir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="virtual_uno-"))
         self.pulse_log = self.workdir / "pulses.log"
@@ -143,6 +146,9 @@ class VirtualUno:
             cmd += ["--uart-log", str(self.uart_log)]
         if self.pca9685 is not None:
             cmd += ["--pca9685", hex(self.pca9685), "--pca9685-osc", repr(self.pca9685_osc_hz)]
+            if self.pca9685_held is not None:
+                pre, counts = self.pca9685_held
+                cmd += ["--pca9685-held", f"{pre}:" + ",".join(str(c) for c in counts)]
         self._stderr = open(self.stderr_log, "wb")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
         deadline = time.monotonic() + timeout_s

@@ -44,6 +44,9 @@ class _Sent:
     resent: bool = False
 
 
+REANCHOR_S = 0.1  # queued_frames(): re-anchor the played-frames estimate on a status at least this often
+
+
 class ArmProtocolBackend(Backend):
     """Our firmware or the simulated arm, through ``serial.serial_for_url``."""
 
@@ -454,6 +457,12 @@ class ArmProtocolBackend(Backend):
                 f"{hello.protocol} lines carry at most {codec.max_channels(hello.protocol)} (docs/protocol.md, "
                 "section 1): its firmware does not fit its own protocol"
             )
+        if hello.firmware.endswith("-nochip"):  # our PCA9685 build found no chip when it started (protocol.md 11)
+            raise LinkError(
+                f"the board on {self.port} runs {hello.firmware.removesuffix('-nochip')}, but no PCA9685 answered "
+                "it when it started: check the chip's wiring (SDA to A4, SCL to A5, VCC, GND), its address pads and "
+                "the build's PCA9685_ADDR (the board restarts, and looks again, each time its port is opened)"
+            )
         self.version = hello.protocol
         self._next = 1
         self._expect, self._free = 1, hello.depth
@@ -620,6 +629,16 @@ class ArmProtocolBackend(Backend):
         t, played = self._anchor
         est = played + (time.monotonic() - t) * self._board_rate / FRAME_S
         return int(max(0.0, min(float(acked), est)))
+
+    def queued_frames(self) -> float:
+        """Frames sent and not yet played (estimate, see ``played_frames``). Reads the acknowledgements that came in
+        first: the estimate never runs past them, and a caller that only sends (a follow) would wait forever; and asks
+        for the status now and then (``REANCHOR_S``), so the estimate does not drift from the board's clock."""
+        self._service(0.0)
+        now = time.monotonic()
+        if "Q" not in self._pending_imm and (self._anchor is None or now - self._anchor[0] > REANCHOR_S):
+            self._immediate("Q")
+        return float(max(0, self._sent_frames - self.played_frames()))
 
     def measured(self, *, settle_s: float = 0.0) -> dict[int, float]:
         if not self.caps.measures_positions or self.ser is None:

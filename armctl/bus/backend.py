@@ -141,6 +141,21 @@ class Backend(ABC):
         with ``settle_s`` > 0, first wait up to that long for the servos to stop moving. Not available: {}."""
         return {}
 
+    def last_measured(self) -> dict[int, float]:
+        """The latest measured angles (address -> rad) without a wait: what the board last reported (bus servos:
+        the position read in the last frame), else ``measured()``; {} if the board cannot measure."""
+        return self.measured() if self.caps.measures_positions else {}
+
+    def set_goal(self, widths_us: dict[int, float | None]) -> None:
+        """Teleoperation, one step: the servos go to ``widths_us`` (address -> servo units) as soon as the board
+        can, with no frame clock of the backend's own (the caller paces the calls and keeps each step under the
+        speed limits). Default: a one-frame move (boards that play queued 20 ms frames; see ``queued_frames``)."""
+        self.move(1, widths_us)
+
+    def queued_frames(self) -> float:
+        """Frames sent and not yet played (boards with a queue of timed moves; 0 for host-timed boards)."""
+        return 0.0
+
     def tracking_deg(self) -> dict[int, float] | None:
         """Per address, the farthest (deg) a servo lagged its commanded path since ``reset_tracking``;
         None for boards that cannot measure it."""
@@ -262,6 +277,8 @@ def check_simulator_port(url: str, backend: type[Backend]) -> None:
     """BadInputError, at once, if ``url`` simulates another kind of servo than ``backend`` drives (it would
     only time out): e.g. ``feetechsim://`` with a PWM calibration, which picks the armctl backend."""
     scheme = str(url).split("://", 1)[0].lower() if "://" in str(url) else ""
+    if not scheme and str(url).startswith("/dev/i2c-"):  # not a serial port: armctl would try it as one
+        raise BadInputError(f"port {url} is an I2C bus: give it as --port 'i2c://{url}?address=0x40' (PCA9685 boards)")
     owner = SCHEME_BACKENDS.get(scheme)
     if owner is not None and owner != backend.name:
         raise BadInputError(

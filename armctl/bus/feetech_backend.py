@@ -223,11 +223,14 @@ class FeetechBackend(Backend):
             self.torque[i] = True
             self.goal[i] = float(here[i])
 
-    def _hold(self) -> None:
+    def _hold(self, skip=()) -> None:
         """Each held servo not yet holding its position: its goal speed, its goal where it stands, torque on,
-        then its position as the goal: the servo turns there at no more than its speed."""
+        then its position as the goal: the servo turns there at no more than its speed. ``skip``: ids driven
+        by the caller this frame (a follow turning the wrist roll as the leader's)."""
         todo = [
-            h for h in self.held.values() if not self.torque.get(h.id) or self.goal.get(h.id) != round(h.position_steps)
+            h
+            for h in self.held.values()
+            if h.id not in skip and (not self.torque.get(h.id) or self.goal.get(h.id) != round(h.position_steps))
         ]
         if not todo:
             return
@@ -266,6 +269,33 @@ class FeetechBackend(Backend):
                 raise LinkError(self._named(str(exc))) from None
             self._next_frame_t += FRAME_S
             self._played += 1
+
+    def set_goal(self, widths_us: dict[int, float | None]) -> None:
+        """Teleoperation, one step: one SYNC_WRITE of the goals now and one SYNC_READ of the positions (waiting
+        at most ``FRAME_S / 2`` for them); no frame clock (the caller paces the steps)."""
+        targets = {i: v for i, v in widths_us.items() if v is not None}
+        try:
+            if self.held:
+                self._hold(skip=targets)
+            self._torque_on([i for i in targets if self.goal.get(i) is None or not self.torque.get(i)])
+            self.bus.write_positions({i: round(v) for i, v in targets.items()})
+            for i, v in targets.items():
+                self.goal[i] = v
+            self._watch(self._feedback(time.monotonic() + FRAME_S / 2))
+        except ServoError as exc:
+            raise LinkError(self._named(str(exc))) from None
+        self._next_frame_t = None
+        self._played += 1
+
+    def held_steps(self) -> dict[int, float]:
+        """The held servos' positions (steps) read in the last frame, per id (no bus traffic)."""
+        return {i: float(self.present[i]) for i in self.held if i in self.present}
+
+    def last_measured(self) -> dict[int, float]:
+        """The positions read in the last frame (no bus traffic), as angles (rad) by the calibration, per id."""
+        if not self.present:
+            return self.measured()
+        return {s.id: float(s.angle_rad(self.present[s.id])) for s in self.cal.servos if s.id in self.present}
 
     def _feedback(self, next_frame_t: float) -> dict[int, int]:
         """One SYNC_READ of the positions, waiting for the answers no later than the next frame is due: a lost

@@ -309,6 +309,13 @@ class FirmataBackend(HostTimed):
                 self.attach(pin, us)  # first position of this servo: it starts there
         super().move(frames, widths_us)
 
+    def set_goal(self, widths_us: dict[int, float | None]) -> None:
+        """Teleoperation (``HostTimed.set_goal``); a servo's first position attaches it there."""
+        for pin, us in widths_us.items():
+            if us is not None and pin not in self.attached:
+                self.attach(pin, us)
+        super().set_goal(widths_us)
+
     def _write_frame(self, values: dict[int, float]) -> None:
         for pin, us in values.items():
             self._servo_write(pin, us)

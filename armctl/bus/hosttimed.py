@@ -51,6 +51,15 @@ class HostTimed(Backend):
             self._next_frame_t += FRAME_S
             self._played += 1
 
+    def set_goal(self, widths_us: dict[int, float | None]) -> None:
+        """Teleoperation, one step: the values that changed are written now, with no frame clock (the caller
+        paces the steps and keeps each under the speed limits)."""
+        changed = {a: v for a, v in widths_us.items() if v is not None and v != self.current.get(a)}
+        if changed:
+            self._write_frame(changed)
+        self._next_frame_t = None
+        self._played += 1
+
     def drain(self, *, timeout_s: float | None = None) -> None:
         self._waiting()
         delay = (self._next_frame_t or 0) - self._clock()

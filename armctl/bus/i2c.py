@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import errno
 import glob
+import os
 from abc import ABC, abstractmethod
 
 from ..errors import LinkError
 
 ADDRESS_RANGE = (0x03, 0x77)  # 7-bit addresses a device may have (0x00-0x02, 0x78-0x7F are reserved)
+I2C_SLAVE = 0x0703  # i2c-dev ioctl: the address of later reads/writes; EBUSY when a kernel driver owns it
 
 
 class I2CNack(LinkError):
@@ -68,6 +70,10 @@ class I2CBus(ABC):
     def probe(self, address: int) -> bool:
         """True if a device acknowledges ``address`` (a one-byte read, which changes nothing)."""
 
+    def busy(self, address: int) -> bool:
+        """True if a kernel driver owns ``address`` (``i2cdetect`` shows ``UU``): not ours to talk to."""
+        return False
+
     def close(self) -> None:  # noqa: B027 - nothing to release by default
         """Release the bus (safe to call twice)."""
 
@@ -77,6 +83,8 @@ class LinuxI2C(I2CBus):
 
     def __init__(self, device: str):
         self.path = device
+        if not os.path.exists(device):  # first: I2C not enabled is the likelier news (and Windows has no such bus)
+            raise LinkError(self._no_bus(device))
         try:
             import smbus2
         except ImportError:
@@ -87,11 +95,7 @@ class LinuxI2C(I2CBus):
         try:
             self.bus = smbus2.SMBus(device)
         except FileNotFoundError:
-            found = ", ".join(list_buses()) or "none"
-            raise LinkError(
-                f"no I2C bus {device} (buses here: {found}); on a Raspberry Pi enable I2C (raspi-config, Interface "
-                "Options, I2C; or dtparam=i2c_arm=on in config.txt) and reboot"
-            ) from None
+            raise LinkError(self._no_bus(device)) from None
         except PermissionError:
             raise LinkError(
                 f"permission denied opening {device}: add yourself to group i2c (sudo adduser $USER i2c), then log "
@@ -99,6 +103,14 @@ class LinuxI2C(I2CBus):
             ) from None
         except OSError as exc:
             raise LinkError(f"cannot open {device}: {exc.strerror or exc}") from None
+
+    @staticmethod
+    def _no_bus(device: str) -> str:
+        found = ", ".join(list_buses()) or "none"
+        return (
+            f"no I2C bus {device} (buses here: {found}); on a Raspberry Pi enable I2C (raspi-config, Interface "
+            "Options, I2C; or dtparam=i2c_arm=on in config.txt) and reboot"
+        )
 
     def _rdwr(self, address: int, *msgs) -> None:
         try:
@@ -116,6 +128,17 @@ class LinuxI2C(I2CBus):
         r = self._smbus2.i2c_msg.read(address, n)
         self._rdwr(address, w, r)
         return bytes(r)
+
+    def busy(self, address: int) -> bool:
+        """I2C_RDWR reaches an address whatever owns it; I2C_SLAVE (as i2cdetect uses) says EBUSY when a kernel
+        driver does (a device-tree overlay's RTC, or the pwm-pca9685 driver on the very board)."""
+        import fcntl
+
+        try:
+            fcntl.ioctl(self.bus.fd, I2C_SLAVE, address)
+        except OSError as exc:
+            return exc.errno == errno.EBUSY
+        return False
 
     def probe(self, address: int) -> bool:
         try:

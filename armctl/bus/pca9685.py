@@ -14,7 +14,9 @@ the I2C STOP.
 **Safe start.** After power-on every output is fully off: the first pulse a servo sees is the one armctl
 writes. At open armctl reads MODE1 and PRE_SCALE first and runs the frequency sequence (SLEEP, PRE_SCALE,
 wake, 500 us, RESTART) only when the chip is not already awake at the right period, so a restarted host
-does not interrupt the pulses a powered chip is giving. The chip's registers are read back: ``status``
+does not interrupt the pulses a powered chip is giving; a chip left at another period (another program,
+another ``pwm_hz``) has its pulsing channels rewritten in SLEEP to the same widths in the new counts, so
+no servo jumps. The chip's registers are read back: ``status``
 says what each channel outputs (``source: commanded``), and a restarted armctl starts from there.
 Closing leaves the outputs running (the servos hold).
 """
@@ -83,6 +85,10 @@ def open_i2c(url: str) -> I2CPort:
     device = urllib.parse.unquote(parts.netloc + parts.path)
     if not device:
         raise BadInputError(f"port {url!r}: no bus device; {EXPECTED}")
+    if not device.startswith("/"):  # i2c://dev/i2c-1: the host part took "dev"
+        raise BadInputError(
+            f"port {url!r}: the bus device is a path, after three slashes (i2c:///{device}); {EXPECTED}"
+        )
     addresses, osc_hz = _host_options(url, query)
     return I2CPort(LinuxI2C(device), addresses, osc_hz)
 
@@ -222,16 +228,23 @@ class PCA9685Backend(HostTimed):
 
     def _identify(self, address: int) -> None:
         """LinkError if nothing answers at ``address`` or what answers is no PCA9685 (nothing is written)."""
+        if self.i2c.bus.busy(address):
+            raise LinkError(
+                f"I2C address 0x{address:02x} on {self.i2c.bus.path} belongs to a kernel driver (i2cdetect shows UU): "
+                "if it is this board's pwm-pca9685 driver, remove its dtoverlay from config.txt and reboot"
+            )
         if not self.i2c.bus.probe(address):
             raise LinkError(
                 f"no device answers at I2C address 0x{address:02x} on {self.i2c.bus.path}: check the wiring (SDA, SCL, "
                 "VCC, GND) and the board's address pads ('armctl ports' lists what answers)"
             )
+        prescale = None
         try:  # one register a read: auto-increment may be off (it is after power-on)
             regs = b"".join(self.i2c.bus.write_read(address, bytes([reg]), 1) for reg in range(hw.ALLCALLADR + 1))
+            prescale = self.i2c.bus.write_read(address, bytes([hw.PRE_SCALE]), 1)[0]
         except I2CNack:
             regs = b""
-        why = hw.identify(regs)
+        why = hw.identify(regs, prescale)
         if why is not None:
             raise LinkError(f"the device at I2C address 0x{address:02x} on {self.i2c.bus.path} is no PCA9685: {why}")
 
@@ -246,16 +259,30 @@ class PCA9685Backend(HostTimed):
                 self._write(address, bytes([hw.MODE1, mode1 | hw.AI]))
             return
         base = mode1 & ~(hw.RESTART | hw.SLEEP) & 0xFF
+        kept = {}
+        if prescale != self.prescale:
+            # the chip gives (or holds for a RESTART) pulses at another period: their counts would mean other
+            # widths at ours (20 % longer from 60 Hz to 50 Hz), a jump of every servo; rewrite them, in SLEEP,
+            # to the same widths in our counts
+            if not mode1 & hw.AI:
+                self._write(address, bytes([hw.MODE1, (mode1 & ~hw.RESTART & 0xFF) | hw.AI]))  # to read 64 bytes
+            kept = hw.rescale_channels(self._read_registers(address), prescale, self.prescale)
         if not mode1 & hw.SLEEP:
-            self._write(address, bytes([hw.MODE1, base | hw.SLEEP]))  # PRE_SCALE is written only in SLEEP
+            self._write(address, bytes([hw.MODE1, base | hw.SLEEP | hw.AI]))  # PRE_SCALE is written only in SLEEP
         self._write(address, bytes([hw.PRE_SCALE, self.prescale]))
+        for out, counts in sorted(kept.items()):
+            self._write(address, bytes([hw.channel_reg(out)]) + hw.channel_bytes(counts))
         self._write(address, bytes([hw.MODE1, base | hw.AI]))  # wake
         self._sleep(2 * hw.OSC_START_S)  # the oscillator starts in 500 us
         if self._read(address, hw.MODE1, 1)[0] & hw.RESTART:
             self._write(address, bytes([hw.MODE1, base | hw.AI | hw.RESTART]))  # resume the channels it had
 
     def _read_registers(self, address: int) -> bytes:
-        """The 64 channel registers of one chip (two reads: some adapters limit a read to 32 bytes)."""
+        """The 64 channel registers of one chip (two reads: some adapters limit a read to 32 bytes; one a
+        register on a chip with auto-increment off, such as a board named in the URL that the calibration
+        does not use, which armctl leaves as it is)."""
+        if not self._read(address, hw.MODE1, 1)[0] & hw.AI:
+            return b"".join(self._read(address, hw.LED0 + i, 1) for i in range(4 * hw.CHANNELS))
         return self._read(address, hw.LED0, 32) + self._read(address, hw.LED0 + 32, 32)
 
     def _read_widths(self) -> dict[int, float | None]:
@@ -349,12 +376,16 @@ class PCA9685Backend(HostTimed):
 # --- finding boards (armctl ports) -----------------------------------------------------------------------
 
 
-def scan(bus) -> list[tuple[int, str, bool]]:
-    """What answers at 0x40..0x7F on ``bus`` (an ``I2CBus``): (address, description, is_pca9685) for each.
+def scan(bus, osc_hz: float = hw.OSC_HZ) -> list[tuple[int, str, bool]]:
+    """What answers at 0x40..0x7F on ``bus`` (an ``I2CBus``): (address, description, is_pca9685) for each
+    (a PCA9685's frequency at the ``osc_hz`` of the URL).
     A device is probed with a one-byte read; a PCA9685 is told by its mode and sub-address registers, read
     one at a time (the register pointer is set for each read; no register is written)."""
     out = []
     for address in range(hw.ADDRESS_RANGE[0], hw.ADDRESS_RANGE[1] + 1):
+        if bus.busy(address):
+            out.append((address, "in use by a kernel driver (UU; not probed)", False))
+            continue
         try:
             if not bus.probe(address):
                 continue
@@ -363,12 +394,12 @@ def scan(bus) -> list[tuple[int, str, bool]]:
         except LinkError:
             out.append((address, "a device (it did not answer a register read)", False))
             continue
-        why = hw.identify(regs)
+        why = hw.identify(regs, prescale)
         if why is not None:
             out.append((address, f"a device that is no PCA9685 ({why})", False))
             continue
         state = "asleep (no pulses)" if regs[hw.MODE1] & hw.SLEEP else "awake"
-        hz = hw.OSC_HZ / (hw.COUNTS * (prescale + 1))
+        hz = osc_hz / (hw.COUNTS * (prescale + 1))
         out.append((address, f"PCA9685, {hz:.1f} Hz (prescale {prescale}), {state}", True))
     # a PCA9685 with LED All Call on also answers at 0x70: not a board of its own
     if any(p for _, _, p in out) and any(a == 0x70 for a, _, _ in out):

@@ -97,10 +97,28 @@ def decode_channel(regs: bytes) -> tuple[int, int, float | None]:
     return on, off, (float(width) if width else None)
 
 
-def identify(regs: bytes) -> str | None:
-    """Why registers 0x00..0x05 (MODE1, MODE2, SUBADR1-3, ALLCALLADR) read from a device are not a PCA9685's
-    (None: they are). MODE2's bits 7:5 are reserved (read 0) and bit 0 of each sub-address and of the All
-    Call address is read-only 0; a register file that reads all 0x00 or all 0xFF is no PCA9685 either."""
+def rescale_channels(regs: bytes, old_prescale: int, new_prescale: int) -> dict[int, int | None]:
+    """For the 64 channel registers ``regs`` of a chip running at ``old_prescale``: the OFF count (ON at 0)
+    that gives each pulsing channel the same width at ``new_prescale`` (one count is ``(PRE_SCALE + 1) /
+    osc``, so the oscillator cancels out); None for a width the new period cannot make (full off). Channels
+    with no pulses, or full on, are left out."""
+    out: dict[int, int | None] = {}
+    for ch in range(CHANNELS):
+        _, _, counts = decode_channel(regs[4 * ch : 4 * ch + 4])
+        if counts is None or counts >= COUNTS:
+            continue
+        new = int(round(counts * (old_prescale + 1) / (new_prescale + 1)))
+        out[ch] = new if 0 < new < COUNTS else None
+    return out
+
+
+def identify(regs: bytes, prescale: int | None = None) -> str | None:
+    """Why registers 0x00..0x05 (MODE1, MODE2, SUBADR1-3, ALLCALLADR) and PRE_SCALE read from a device are
+    not a PCA9685's (None: they are). MODE2's bits 7:5 are reserved (read 0), bit 0 of each sub-address and
+    of the All Call address is read-only 0, and the chip holds PRE_SCALE at 3 or more; a register file that
+    reads all 0x00 or all 0xFF is no PCA9685 either."""
+    if prescale is not None and prescale < PRESCALE_RANGE[0]:
+        return f"PRE_SCALE reads {prescale} (at least {PRESCALE_RANGE[0]} on a PCA9685)"
     if len(regs) < 6:
         return f"answered {len(regs)} bytes for 6 registers"
     if all(b == 0xFF for b in regs[:6]) or all(b == 0 for b in regs[:6]):

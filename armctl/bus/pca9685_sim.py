@@ -130,7 +130,7 @@ class Chip:
         if reg == hw.LAST_LED_REG:
             return 0x00
         if reg >= hw.ALL_LED:
-            return 0x00 if reg == hw.PRE_SCALE else reg + 1
+            return 0x00 if reg >= hw.PRE_SCALE else reg + 1  # past PRE_SCALE (or TestMode) to MODE1
         return reg + 1
 
     def write(self, data: bytes) -> None:
@@ -170,6 +170,8 @@ class Chip:
             return
         if reg in (hw.SUBADR1, hw.SUBADR1 + 1, hw.SUBADR1 + 2, hw.ALLCALLADR):
             value &= 0xFE  # bit 0 is read-only
+        elif reg == hw.MODE2 or (reg >= hw.LED0 and (reg - hw.LED0) % 4 in (1, 3)):
+            value &= 0x1F  # MODE2 and LEDn_ON_H/OFF_H: bits 7:5 reserved, read 0
         self.regs[reg] = value
         if hw.LED0 <= reg <= hw.LAST_LED_REG:
             self.regs[hw.MODE1] &= ~hw.RESTART & 0xFF  # a PWM write (then STOP) clears a pending restart

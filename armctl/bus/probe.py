@@ -126,7 +126,7 @@ def probe_i2c(info: PortInfo) -> PortReport:
     except ArmctlError as exc:
         return report("error", str(exc))
     try:
-        found = scan(port.bus)
+        found = scan(port.bus, port.osc_hz)
     finally:
         port.bus.close()
     if not found:

@@ -92,31 +92,27 @@ def _floats(text: str) -> list[float]:
     return [float(v) for v in text.split(",") if v.strip()]
 
 
-def _stops(text: str) -> dict[int, tuple[float, float]]:
-    out = {}
-    for part in text.split(","):
-        if part.strip():
-            servo_id, lo, hi = part.split(":")
-            out[int(servo_id)] = (float(lo), float(hi))
-    return out
+def _per_id(*convert):
+    """A parser of ``id:value[:value...]`` items separated by commas: {id: value} (one value) or {id: (values)};
+    ValueError for an item with another count of values."""
+
+    def parse(text: str) -> dict:
+        out = {}
+        for part in text.split(","):
+            if part.strip():
+                servo_id, *values = part.split(":")
+                if len(values) != len(convert):
+                    raise ValueError(part)
+                got = tuple(f(v) for f, v in zip(convert, values))
+                out[int(servo_id)] = got if len(got) > 1 else got[0]
+        return out
+
+    return parse
 
 
-def _offsets(text: str) -> dict[int, int]:
-    out = {}
-    for part in text.split(","):
-        if part.strip():
-            servo_id, value = part.split(":")
-            out[int(servo_id)] = int(value)
-    return out
-
-
-def _limits(text: str) -> dict[int, tuple[int, int]]:
-    out = {}
-    for part in text.split(","):
-        if part.strip():
-            servo_id, lo, hi = part.split(":")
-            out[int(servo_id)] = (int(lo), int(hi))
-    return out
+_stops = _per_id(float, float)  # id:lo:hi mechanical stops, steps
+_offsets = _per_id(int)  # id:homing offset
+_limits = _per_id(int, int)  # id:Min_Position_Limit:Max_Position_Limit
 
 
 def _flag(text: str) -> bool:

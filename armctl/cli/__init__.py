@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
 from ..errors import ArmctlError, Terminated
+from ..paths import preset_names
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -28,7 +30,7 @@ EXIT_LINK = 4
 EXIT_INTERRUPTED = 130
 
 # Command modules, in the order their commands appear in --help.
-COMMAND_MODULES = ["kin", "motion", "device", "calibrate", "teach", "web", "ports"]
+COMMAND_MODULES = ["kin", "motion", "device", "draw", "calibrate", "teach", "follow", "web", "ros", "ports"]
 
 # Every command: its module and its line in 'armctl --help' (the same text as the module's
 # add_parser(help=...); tests/test_cli_kin.py checks they agree). A new command goes here too.
@@ -42,16 +44,28 @@ COMMANDS = {
     "run": ("device", "run a YAML program on the arm"),
     "home": ("device", "move slowly to the arm's home pose"),
     "status": ("device", "show the board and the pose it holds"),
+    "draw": ("draw", "draw an SVG or G-code file with a pen (checked whole, then streamed)"),
     "calibrate": ("calibrate", "calibrate the servos (interactive), or record/fit/show/compare/check calibrations"),
     "teach": ("teach", "guide the arm by hand (bus servos) or jog it (PWM) and record poses into a program"),
+    "follow": ("follow", "a leader arm moved by hand drives the arm (teleoperation); record LeRobot datasets"),
     "web": ("web", "the arm in a browser page: click to move"),
+    "ros": ("ros", "run the arm as a ROS 2 node: joint_states, trajectories, joint commands"),
     "ports": ("ports", "list the serial ports and identify the board on each"),
 }
 
 GLOBAL_DEFAULTS = {"arm": "seed-3link", "port": None, "backend": None, "calibration": None, "watchdog": 1.0}
 
 
+# A negative value, with or without a unit (-40mm, -0.1, -.5, -1e-3, -30deg): a value, never an option (argparse
+# alone takes only -40 and -0.1 for numbers, so 'jog 150mm -40mm 50mm' was "unrecognized arguments").
+NEGATIVE_VALUE = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?[a-zA-Z]*$")
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_VALUE  # argparse's hook for "looks like a negative number"
+
     def error(self, message):  # one line, exit code 2, like every other bad input
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
@@ -64,8 +78,8 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         "--arm",
         default=d,
         metavar="NAME|PATH",
-        help="arm preset name (seed-2link, seed-3link), arm YAML file or URDF (FILE.urdf, with FILE.armctl.yaml "
-        "beside it if any) (default: the program's arm:, else seed-3link)",
+        help=f"arm preset name ({', '.join(preset_names())}), arm YAML file or URDF (FILE.urdf, with "
+        "FILE.armctl.yaml beside it if any) (default: the program's arm:, else seed-3link)",
     )
     g.add_argument(
         "--tool-link",

@@ -107,6 +107,11 @@ def register(sub, parents) -> None:
     )
     p.add_argument("--side", metavar="LEN", help="check: side of the square (m or 200mm; default reach/4)")
     p.add_argument("--center", nargs=2, metavar=("X", "Y"), help="check: centre of the square (m)")
+    p.add_argument(
+        "--height",
+        metavar="Z",
+        help="check on an arm with a base: height of the horizontal square (m or 80mm; default: the tool's at home)",
+    )
     p.add_argument("--speed", default="100", metavar="MM_S", help="check: tool speed, mm/s (default 100)")
     p.add_argument("--json", action="store_true", help="check/show/compare: print JSON")
     p.add_argument("--wire-log", metavar="FILE", help="write every byte sent and received, with times, to FILE")
@@ -243,9 +248,8 @@ def _from_lerobot(args) -> int:
                 f"{lerobot.lerobot_calibration_root()}: {listed})"
             )
         spec = every[0][1]
-    path = Path(spec) if lerobot.is_lerobot_file(spec) or Path(spec).is_file() else None
-    if path is None:
-        path = lerobot.find_lerobot_calibration(spec)
+    # a file, lerobot:ID (as --calibration takes it) or a bare ID
+    path = Path(spec) if Path(spec).is_file() else lerobot.resolve(spec) or lerobot.find_lerobot_calibration(spec)
     cal, notes = lerobot.from_lerobot(lerobot.read_lerobot_file(path), arm, path)
     out = Path(args.out) if args.out else save_path_for(arm.name, path)
     comment = (
@@ -306,8 +310,11 @@ def _show(args) -> int:
 
 
 def _compare(args) -> int:
-    a, b = (load_calibration(p) for p in args.compare)
+    from ..lerobot import open_calibration, resolve
+
     arm = load_arm(args.arm)
+    # LeRobot's (lerobot:ID or its JSON) as the armctl calibration it means on --arm, as --show takes them
+    a, b = (open_calibration(p, arm)[0] if resolve(p) is not None else load_calibration(p) for p in args.compare)
     if arm.name != a.arm:  # --arm left at its default: the arm the calibration names, if it is a preset
         try:
             arm = load_arm(a.arm)
@@ -337,11 +344,8 @@ def _push_limits(args, arm: Arm, cal: Calibration) -> int:
 
 
 def _check(args, arm: Arm, cal: Calibration) -> int:
-    if arm.has_base:
-        raise BadInputError(
-            f"--check draws its square in a planar arm's plane; arm '{arm.name}' stands on a rotating base: "
-            "check it with 'armctl jog X Y Z' to points you can measure"
-        )
+    if args.height is not None and not arm.has_base:
+        raise BadInputError(f"--height: arm '{arm.name}' works in a vertical plane (no base): its square is in it")
     side = parse_length(args.side, what="--side") if args.side else None
     if side is not None and not side > 0:
         raise BadInputError(f"--side: must be > 0, got {args.side}")
@@ -351,27 +355,39 @@ def _check(args, arm: Arm, cal: Calibration) -> int:
     speed = _number(args.speed, "--speed") / 1000.0
     if not speed > 0:
         raise BadInputError(f"--speed: must be > 0 mm/s, got {args.speed}")
-    corners = cb.check_square(arm, center_m=center, side_m=side)
+    if arm.has_base:  # a square in the horizontal plane at a stated height
+        from ..kinematics import tool_point
+
+        z = parse_length(args.height, what="--height") if args.height else float(tool_point(arm, arm.home_rad)[2])
+        corners = cb.check_square_at(arm, z, center_m=center, side_m=side)
+    else:
+        corners = cb.check_square(arm, center_m=center, side_m=side)
     for c in corners:  # every corner reachable before anything moves
         motion.solve_pose(arm, c, None, arm.home_rad)
     rows = []
-    side_mm = float(np.hypot(*(corners[1] - corners[0]))) * 1000
+    side_mm = float(np.linalg.norm(corners[1] - corners[0])) * 1000
+    axes = "xyz"[: len(corners[0])]
     with open_robot(args, arm, cal) as robot:
         if not args.json:
-            print(
-                f"check square: side {side_mm:.1f} mm, corners counter-clockwise; x right, y up from the shoulder axis"
-            )
+            where = "x right, y up from the shoulder axis"
+            if arm.has_base:
+                where = (
+                    f"in the horizontal plane at z = {corners[0][2] * 1000:.1f} mm, seen from above; x, y on the "
+                    "table from the base axis"
+                )
+            print(f"check square: side {side_mm:.1f} mm, corners counter-clockwise; {where}")
         for k, c in enumerate(corners):
-            robot.move_to(c[0], c[1], speed=speed, label=f"check corner {k + 1}")
+            robot.move_to(*c, speed=speed, label=f"check corner {k + 1}")
             row = {"corner": k + 1, "target_m": [float(v) for v in c]}
-            text = f"corner {k + 1}: should be at x={c[0] * 1000:7.1f} mm y={c[1] * 1000:7.1f} mm"
+            text = f"corner {k + 1}: should be at " + " ".join(f"{a}={v * 1000:7.1f} mm" for a, v in zip(axes, c))
             pose = robot.where(settle=True)
             if pose.measured:
-                err = float(np.hypot(*(pose.tool_m - c)))
+                err = float(np.linalg.norm(pose.tool_m - c))
                 row.update({"true_m": [float(v) for v in pose.tool_m], "error_m": err})
                 text += (
                     f"   {'simulated arm' if 'simulat' in pose.detail else 'measured'} at "
-                    f"x={pose.tool_m[0] * 1000:7.1f} mm y={pose.tool_m[1] * 1000:7.1f} mm   off by {err * 1000:.2f} mm"
+                    + " ".join(f"{a}={v * 1000:7.1f} mm" for a, v in zip(axes, pose.tool_m))
+                    + f"   off by {err * 1000:.2f} mm"
                 )
             rows.append(row)
             if args.json:

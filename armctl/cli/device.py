@@ -86,6 +86,9 @@ def register(sub, parents) -> None:
         help="pass the corners between consecutive line and joint steps within MM millimetres instead of stopping "
         "(the program's blend_mm; steps with their own blend_mm keep it; default 0: stop at every corner)",
     )
+    from .dataset_options import dataset_options
+
+    dataset_options(p, follow=False)  # --record-dataset: each run (each pass of a top-level repeat) an episode
     p.set_defaults(func=cmd_run)
     p = sub.add_parser(
         "home",
@@ -282,9 +285,64 @@ def cmd_run(args) -> int:
                 f"calibrated range (dry run: no port opened)"
             )
         return 0
-    report = _drive(args, arm, cal, lambda robot: robot.run(plan))
-    _print(args, report, f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s")
+    if args.record_dataset is None:
+        if args.camera or args.task:
+            raise BadInputError("--task and --camera are for recording: give --record-dataset DIR too")
+        report = _drive(args, arm, cal, lambda robot: robot.run(plan))
+        _print(args, report, f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s")
+        return 0
+    from ..program import episode_of_steps
+    from .dataset_options import open_dataset, saved_text
+
+    source = "measured" if cal.unit == "steps" or args.port is None else "commanded"
+    recorder = open_dataset(args, arm, cal, state_source=source)
+    episode_of_sample = np.asarray(episode_of_steps(prog), dtype=int)[np.asarray(traj.step, dtype=int)]
+    try:
+        report = _drive(args, arm, cal, lambda robot: _run_recording(robot, plan, recorder, episode_of_sample, args))
+    except BaseException:
+        recorder.close(save=False)  # a run that failed or was stopped: its episode is no demonstration
+        raise
+    recorder.close(save=True)
+    report["episodes_saved"] = recorder.saved
+    report["dataset"] = str(recorder.writer.root)
+    headline = f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s; {saved_text(recorder)}"
+    _print(args, report, headline)
     return 0
+
+
+def _run_recording(robot, plan, recorder, episode_of_sample, args):
+    """Play ``plan`` while sampling the arm into ``recorder``: one episode per value of ``episode_of_sample``
+    (the run, or each pass of a top-level repeat), from the program's first sample (not the ramp to it)."""
+    recorder.writer.extra["state_source"] = "measured" if robot.backend.caps.measures_positions else "commanded"
+    m = robot.run(plan, wait=False)
+    episode = None
+    period = 0.25 / recorder.fps
+    while not m.done:
+        try:
+            q, g, qm, gm, index = robot.sample()
+        except Exception:  # noqa: BLE001 - the motion's own error is the one to report (wait() below)
+            if m.done:
+                break
+            raise
+        t = time.monotonic()
+        if index >= 0:
+            ep = int(episode_of_sample[index])
+            if ep != episode:
+                if episode is not None:
+                    recorder.save_episode()
+                recorder.start_episode(args.task)
+                episode = ep
+            recorder.feed(t, q, g, qm, gm)
+        if recorder.error is not None:  # a camera gone, a full disk: stop the run now and say why
+            robot.stop("the dataset could not be written")
+            try:
+                m.wait()
+            except Exception:  # noqa: BLE001 - the recorder's error is the one to report
+                pass
+            raise recorder.error
+        time.sleep(period)
+    m.wait()
+    return m
 
 
 def cmd_status(args) -> int:
@@ -309,6 +367,11 @@ def cmd_status(args) -> int:
         if st.servos:  # bus servos report their own state
             every = (*cal.servos, *cal.held)  # a held servo (no joint) has held_at_steps
             report["servos"] = [{"name": s.name, "id": s.channel, **st.servos[s.channel]} for s in every]
+        if arm.urdf_map is not None and report.get("source") != "assumed" and report.get("q_deg") is not None:
+            from ..urdf import urdf_angles  # an arm from a URDF: its joint angles, as LeRobot reads them (degrees)
+
+            q = urdf_angles(arm, [math.radians(v) for v in report["q_deg"]])
+            report["urdf_deg"] = {name: math.degrees(v) for name, v in q.items()}
     held = [st.widths_us[s.channel] if s.channel < len(st.widths_us) else None for s in robot.calibration.servos]
     what = "pulses" if robot.calibration.unit == "us" else "goals"
     headline = (
@@ -318,6 +381,9 @@ def cmd_status(args) -> int:
     )
     _print(args, report, headline)
     if not args.json:
+        if "urdf_deg" in report:
+            angles = " ".join(f"{n} {v:.2f}" for n, v in report["urdf_deg"].items())
+            print(f"URDF joint angles {angles} deg")
         for sv in report.get("servos", ()):
             goal = "-" if sv["goal_steps"] is None else f"{sv['goal_steps']:.0f}"
             print(

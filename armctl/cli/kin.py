@@ -309,6 +309,11 @@ def cmd_workspace(args) -> int:
             "open_deg": round(math.degrees(arm.gripper.open_rad), 6),
             "closed_deg": round(math.degrees(arm.gripper.closed_rad), 6),
         }
+    if arm.zones:
+        from ..zones import describe
+
+        d["zones"] = describe(arm.zones)
+        d["link_radius_mm"] = arm.zones.link_radius_m * 1000
     if arm.urdf_map is not None:
         from ..urdf import describe
 
@@ -344,6 +349,9 @@ def cmd_workspace(args) -> int:
         f"home: q = [{', '.join(f'{v:.1f}' for v in d['home_deg'])}] deg, tool at "
         f"({', '.join(f'{v:.4f}' for v in home_tool)}) m"
     )
+    if arm.zones:
+        names = "; ".join(z.name for z in arm.zones.zones)
+        print(f"keep-out zones (links as capsules of radius {arm.zones.link_radius_m * 1000:g} mm): {names}")
     if arm.urdf_map is not None:
         from ..urdf import describe_lines
 

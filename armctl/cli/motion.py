@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import BadInputError
 from ..kinematics import tool_point
+from .draw import add_drawing_options
 
 CHUNK = 1 << 16  # samples formatted at a time
 
@@ -51,7 +52,7 @@ def register(subparsers, parents) -> None:
         epilog=PLAN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("program", metavar="PROGRAM.yaml", help="the program file")
+    p.add_argument("program", metavar="PROGRAM.yaml", help="the program file (or a drawing: .svg, .gcode)")
     out = p.add_mutually_exclusive_group()
     out.add_argument(
         "--json",
@@ -63,6 +64,7 @@ def register(subparsers, parents) -> None:
     )
     out.add_argument("--summary", action="store_true", help="print only the summary")
     p.add_argument("--blend", metavar="MM", help="pass corners within MM mm (as 'armctl run --blend')")
+    add_drawing_options(p)
     p.set_defaults(func=cmd_plan)
 
     q = subparsers.add_parser(
@@ -73,20 +75,33 @@ def register(subparsers, parents) -> None:
         epilog=PLOT_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    q.add_argument("program", metavar="PROGRAM.yaml", help="the program file")
+    q.add_argument("program", metavar="PROGRAM.yaml", help="the program file (or a drawing: .svg, .gcode)")
     q.add_argument("-o", "--output", metavar="FILE.png|svg", required=True, help="picture to write (.png or .svg)")
     q.add_argument("--poses", type=int, default=6, metavar="N", help="how many arm poses to draw (default 6)")
     q.add_argument("--blend", metavar="MM", help="pass corners within MM mm (as 'armctl run --blend')")
+    add_drawing_options(q)
     q.set_defaults(func=cmd_plot)
 
 
 def _plan(args):
     from ..arm import load_arm
+    from ..draw import is_drawing
     from ..program import load_program, plan_program, with_blend
     from . import choose_arm
 
+    if is_drawing(args.program):  # armctl draw's plan, shown before drawing
+        from .draw import plan_from_args
+
+        return plan_from_args(args, load_arm(choose_arm(args))).plan
+    _no_drawing_options(args)
     prog = with_blend(load_program(args.program), getattr(args, "blend", None))
     return plan_program(prog, load_arm(choose_arm(args, prog.arm_ref)))
+
+
+def _no_drawing_options(args) -> None:
+    given = [o for o in ("plane", "fit", "pen_up", "pen", "speed", "tolerance") if getattr(args, o, None) is not None]
+    if given:
+        raise BadInputError(f"--{given[0].replace('_', '-')} places a drawing (.svg, .gcode), not a program")
 
 
 def _tool(arm, q):

@@ -10,12 +10,15 @@ records the pose (``--record FILE.yaml``), ``u`` takes the last record back, ``q
 "still held" signal. Every press plans one step, a short straight line from the pendant's target to the
 target plus the step, checked whole by the Robot (reach, joint, speed and pulse limits) before anything
 moves; a refused step shows why and moves nothing. An event of the same key within ``REPEAT_GAP_S`` of the
-previous one is an auto-repeat: the key is *held*. While held, at most one step waits behind the one
-playing (repeats arriving while one waits are dropped), so nothing piles up in the Robot's queue; when no
-repeat has come for the release time (twice the repeat interval seen, 50..250 ms, or ``--release-ms``)
-the key counts as released and the Robot stops at once (its controlled stop: the board drops what it has
-queued and holds the pulses it outputs). Single presses are never cut short: each plays its whole step
-(up to ``MAX_WAITING`` wait behind the one playing).
+previous one is an auto-repeat: the key is *held*, and the pendant jogs continuously, as GRBL's ``$J=``
+jogging does: one straight line at the speed shown towards a look-ahead point (``LOOK_AHEAD_S`` of travel
+ahead, or as far along that line as the arm reaches: the farthest of halving distances the planner accepts),
+checked whole like a step; the step size is no speed cap. At most one motion waits behind the one playing
+(repeats arriving meanwhile are dropped), so nothing piles up in the Robot's queue; when no repeat has come
+for the release time (twice the repeat interval seen, 50..250 ms, or ``--release-ms``) the key counts as
+released and the jog is cancelled: the Robot stops at once (its controlled stop: the board drops what it
+has queued and holds the pulses it outputs). Single presses are never cut short: each plays its whole step
+(up to ``MAX_WAITING`` wait behind the one playing). The tool-angle keys step on while held (no look-ahead).
 
 The pendant keeps its target (x, y, tool angle) exact and plans every step from it, so steps add up
 without the 0.5 us pulse rounding creeping in; after a stop (release, Space, home) the target is read
@@ -48,6 +51,7 @@ MAX_WAITING = 4  # single presses that may wait behind the step playing
 IDLE_REFRESH_S = 0.2  # the screen (and the board's watchdog) while nothing moves
 MOVING_REFRESH_S = 0.05
 NEAR_LIMIT_DEG = 5.0
+LOOK_AHEAD_S = 10.0  # a held key's jog heads this many seconds of travel ahead (cancelled on release)
 
 # Cartesian directions of the motion keys: (x, y, z). z (a rotating base) is refused on planar arms.
 AXES = {
@@ -61,10 +65,30 @@ AXES = {
 TURNS = {".": 1.0, ",": -1.0}  # tool angle: '.' counter-clockwise (+), ',' clockwise (-)
 KEY_NAMES = {"right": "Right", "left": "Left", "up": "Up", "down": "Down", "pgup": "PgUp", "pgdn": "PgDn"}
 
-HELP = [
-    "keys: arrows move x/y   [ ] step   < > speed   , . tool angle   o c gripper open/close   h home",
-    "      Space stop   Enter record pose   u undo record   q quit (the arm holds its pose)",
-]
+
+def help_lines(arm, width: int, *, recording: bool, prompt: bool = False) -> list[str]:
+    """Every key that does something on this arm, wrapped to ``width``: z keys on an arm with a rotating base,
+    the tool angle on 3 links, the gripper where there is one."""
+    if prompt:
+        items = ["type the pose name", "Enter record it", "Backspace delete", "Esc cancel"]
+    else:
+        items = ["arrows x/y", *(["PgUp/PgDn z"] if arm.has_base else [])]
+        items += ["(hold: moves at the speed shown)", "[ ] step", "< > speed"]
+        if arm.n_links == 3:
+            items.append(", . tool angle")
+        if arm.gripper is not None:
+            items.append("o/c gripper open/close")
+        items += ["h home", "Space stop"]
+        items += ["Enter record pose", "u undo record"] if recording else ["Enter/u record (needs --record)"]
+        items += ["q quit (the arm holds)", "Ctrl-C quit"]
+    lines, line, first = [], "keys: ", True
+    for item in items:
+        if not first and len(line) + 3 + len(item) > width:
+            lines.append(line)
+            line, first = "      ", True
+        line += item if first else "   " + item
+        first = False
+    return lines + [line]
 
 
 # --- the terminal ------------------------------------------------------------------------------------------
@@ -120,6 +144,7 @@ class Pendant:
         self.target: tuple[np.ndarray, float | None] | None = None  # (x, y) m and tool angle; None: read back
         self.motions: list = []  # our motions not yet over
         self.held: str | None = None
+        self.look_ahead = None  # the motion a held key jogs along (cancelled on release)
         self.last_key: str | None = None
         self.last_t = -math.inf
         self.gaps: deque[float] = deque(maxlen=4)
@@ -172,6 +197,7 @@ class Pendant:
         self.robot.stop(reason)
         self.stops.append((t, reason))
         self.held = None
+        self.look_ahead = None
         self.target = None
 
     def turn_step_deg(self) -> float:
@@ -192,6 +218,11 @@ class Pendant:
         waiting = self._waiting()
         if repeat and waiting:
             return  # still held, and one step already waits: nothing piles up
+        if repeat and key in AXES:
+            if self.look_ahead is not None and not self.look_ahead.done:
+                return  # still held: the jog heading its way goes on
+            if self._look_ahead(key):
+                return
         if not repeat and len(waiting) >= MAX_WAITING:
             self.message = Message(f"{len(waiting)} steps already wait: press ignored (Space stops)", "refused")
             return
@@ -237,6 +268,36 @@ class Pendant:
         self.target = (new_xy, new_phi)
         if not repeat:
             self.message = Message(f"jog {what} ({m.trajectory.duration_s:.2f} s)")
+
+    def _look_ahead(self, key: str) -> bool:
+        """A held motion key: one line at the speed shown towards the farthest of LOOK_AHEAD_S of travel ahead,
+        half that, a quarter, ... the planner accepts (never shorter than a step). False if none is."""
+        direction = np.array(AXES[key][: self.axes])
+        if not np.any(direction):
+            return False
+        xy, phi = self._target()
+        speed = self.speed_mm_s / 1000.0
+        arm = self.arm
+        dist = min(speed * LOOK_AHEAD_S, 2.0 * (arm.reach_max + abs(arm.base_offset_m) + abs(arm.shoulder_height_m)))
+        label = f"jog {KEY_NAMES[key]} held"
+        while dist > self.step_mm / 1000.0:
+            end = xy + direction * dist
+            try:
+                m = self.robot.move_to(*(float(v) for v in end), phi=phi, speed=speed, label=label, wait=False)
+            except LinkError:
+                raise
+            except ArmctlError:
+                dist /= 2.0
+                continue
+            self.motions.append(m)
+            self.look_ahead = m
+            self.target = (end, phi)
+            self.message = Message(
+                f"jog {KEY_NAMES[key]} at {self.speed_mm_s:g} mm/s while held (look-ahead {dist * 1000:.0f} mm; "
+                "let go to stop)"
+            )
+            return True
+        return False
 
     def _release(self, t: float) -> None:
         """The held key was let go: stop now if a step still plays or waits."""
@@ -380,60 +441,78 @@ class Pendant:
         if self.target is None and not self._pending():
             self._target()
 
-    def screen(self, width: int = 100) -> list[str]:
-        """The lines to draw."""
+    def screen(self, width: int = 100, height: int = 24) -> list[str]:
+        """The lines to draw, each at most ``width`` characters (80 columns fit the whole table), at most
+        ``height`` lines (blank spacer lines go first when the terminal is short)."""
         r, arm, pose = self.robot, self.arm, self.pose
-        port = r.port if len(r.port) <= 50 else r.port[:47] + "..."
-        lines = [f"armctl jog: arm {arm.name} on {port} ({r.backend.name})", ""]
+        head = f"armctl jog: arm {arm.name} on "
+        room = max(10, width - len(head) - len(r.backend.name) - 3)  # "PORT (backend)" fills the line
+        port = r.port if len(r.port) <= room else r.port[: room - 3] + "..."
+        lines = [f"{head}{port} ({r.backend.name})"]
+        wide = width >= 110
         if pose is not None:
-            phi = f"   tool angle {math.degrees(pose.phi_rad):7.1f} deg" if arm.n_links == 3 else ""
-            lines.append(f"tool     {_xyz(pose.tool_mm)}{phi}   ({pose.source}: {pose.detail})")
+            phi = f"  tool angle {math.degrees(pose.phi_rad):6.1f} deg" if arm.n_links == 3 else ""
+            source = f"  ({pose.source}: {pose.detail})" if wide else ""  # narrow: on the state line
+            lines.append(f"tool    {_xyz(pose.tool_mm, 7)}{phi}{source}")
         if self.target is not None:
             point, tphi = self.target
-            phi = f"   tool angle {math.degrees(tphi):7.1f} deg" if tphi is not None else ""
-            lines.append(f"target   {_xyz([v * 1000 for v in point])}{phi}")
+            phi = f"  tool angle {math.degrees(tphi):6.1f} deg" if tphi is not None else ""
+            lines.append(f"target  {_xyz([v * 1000 for v in point], 7)}{phi}")
         state = "moving" if self._pending() else "idle"
         if self.held:
             state = f"held {KEY_NAMES.get(self.held, self.held)}"
         turn = f" / {self.turn_step_deg():g} deg" if arm.n_links == 3 else ""
-        lines.append(f"step {self.step_mm:g} mm{turn}   speed {self.speed_mm_s:g} mm/s   {state}")
+        source = f"   pose {pose.source}" if pose is not None and not wide else ""
+        lines.append(f"step {self.step_mm:g} mm{turn}   speed {self.speed_mm_s:g} mm/s   {state}{source}")
         lines.append("")
         if pose is not None:
-            servos = r.calibration.servos
-            column = "pulse" if r.calibration.unit == "us" else "position"
-            lines.append(f"{'joint':<16}{'angle':>9}   {'limits (deg)':<38}{column:>12}   safe range")
-            for i in range(arm.n):
-                lo, hi = math.degrees(arm.q_min[i]), math.degrees(arm.q_max[i])
-                q = pose.q_deg[i]
-                lines.append(
-                    f"{i + 1} {arm.joint_names[i]:<14}{q:8.1f}°  {lo:5.0f} {bar(q, lo, hi)} {hi:<4.0f}"
-                    f"{_value(pose.values, i, servos[i])}   {_range(servos[i])}"
-                )
-            if arm.gripper is not None and pose.gripper_rad is not None:
-                g = math.degrees(pose.gripper_rad)
-                lo, hi = sorted((math.degrees(arm.gripper.closed_rad), math.degrees(arm.gripper.open_rad)))
-                s = servos[arm.n] if len(servos) > arm.n else None
-                rng = f"{_value(pose.values, arm.n, s)}   {_range(s)}" if s is not None else ""
-                gbar = bar(g, lo, hi, mark_ends=False)
-                lines.append(f"  {'gripper':<14}{g:8.1f}°  {lo:5.0f} {gbar} {hi:<4.0f}{rng}")
+            lines += self._joint_rows(pose, width)
         lines.append("")
         if self.recorder is not None:
             recent = ", ".join(self.recorded[-6:]) or "none yet"
-            lines.append(f"recording into {self.recorder.path}: this session {recent}")
+            lines += _wrap(f"recording into {self.recorder.path}: this session {recent}", width)
         if self.prompt is not None:
             lines.append(f"pose name: {self.prompt}_")
         tag = {"refused": "! ", "error": "!! "}.get(self.message.kind, "")
         lines += _wrap(tag + self.message.text, width)
         lines.append("")
-        lines += HELP
-        return lines
+        lines += help_lines(arm, width, recording=self.recorder is not None, prompt=self.prompt is not None)
+        while len(lines) > height and "" in lines:
+            lines.remove("")
+        return [line[:width] for line in lines[-height:]] if len(lines) > height else lines
+
+    def _joint_rows(self, pose, width: int) -> list[str]:
+        """The joint table: angle, a bar between the limits, the servo's value and safe range; the bar as wide
+        as the terminal leaves room for (8..28 cells)."""
+        r, arm = self.robot, self.arm
+        servos = r.calibration.servos
+        column = "pulse" if r.calibration.unit == "us" else "position"
+        names = list(arm.joint_names) + (["gripper"] if arm.gripper is not None else [])
+        nw = max(len(n) for n in names) + 1
+        rows = []
+        for i in range(arm.n):
+            lo, hi = math.degrees(arm.q_min[i]), math.degrees(arm.q_max[i])
+            rows.append((f"{i + 1} {arm.joint_names[i]:<{nw}}", pose.q_deg[i], lo, hi, i, True))
+        if arm.gripper is not None and pose.gripper_rad is not None:
+            lo, hi = sorted((math.degrees(arm.gripper.closed_rad), math.degrees(arm.gripper.open_rad)))
+            rows.append((f"  {'gripper':<{nw}}", math.degrees(pose.gripper_rad), lo, hi, arm.n, False))
+        tails = []
+        for _name, _q, _lo, hi, i, _ends in rows:
+            s = servos[i] if i < len(servos) else None
+            tails.append(f" {hi:<4.0f}" + (f"{_value(pose.values, i, s)} {_range(s)}" if s is not None else ""))
+        fixed = 2 + nw + 8 + 1 + 5 + 1 + 2 + max(len(t) for t in tails)  # the bar's brackets too
+        cells = max(8, min(28, width - fixed))
+        out = [f"{'joint':<{2 + nw}}{'angle':>7}  {'limits (deg)':<{cells + 14}}{column:>8}       safe range"]
+        for (name, q, lo, _hi, _i, ends), tail in zip(rows, tails):
+            out.append(f"{name}{q:7.1f}° {lo:5.0f} {bar(q, lo, _hi, cells, mark_ends=ends)}{tail}")
+        return out
 
 
 def _value(values, i: int, servo) -> str:
     """Servo ``i``'s value in its own unit (a PWM pulse in us, a bus servo's position in steps)."""
     v = values[i] if i < len(values) else None
     text = "-" if v is None else f"{v:.{1 if servo.resolution < 1 else 0}f}"
-    return f"{text:>9} {servo.unit:<5}"
+    return f"{text:>8} {servo.unit:<5}"
 
 
 def _range(servo) -> str:
@@ -488,8 +567,8 @@ def run(pendant: Pendant, term: Terminal) -> str:
             pendant.tick(now)
             if keys or now - last_draw >= (MOVING_REFRESH_S if pendant.busy() else IDLE_REFRESH_S):
                 pendant.refresh()
-                width = _width()
-                term.draw([line[:width] for line in pendant.screen(width)])
+                width, height = _size()
+                term.draw([line[:width] for line in pendant.screen(width, height)])
                 last_draw = now
     except KeyboardInterrupt:
         pendant.stop("interrupted", time.monotonic())
@@ -501,16 +580,17 @@ def run(pendant: Pendant, term: Terminal) -> str:
 
 def _xyz(point_mm, width: int = 8) -> str:
     """ "x  500.0 mm   y  200.0 mm" (and z on an arm with a rotating base)."""
-    return "   ".join(f"{a} {v:{width}.1f} mm" for a, v in zip("xyz", point_mm))
+    return "  ".join(f"{a} {v:{width}.1f} mm" for a, v in zip("xyz", point_mm))
 
 
-def _width() -> int:
-    """The terminal's width less one (120 if it does not say), at least 60."""
+def _size() -> tuple[int, int]:
+    """The terminal's width less one (120 if it does not say; at least 60) and its height (24 if it does not
+    say; at least 16)."""
     try:
-        cols = os.get_terminal_size().columns
+        cols, rows = os.get_terminal_size()
     except OSError:
-        cols = 0
-    return max(60, cols - 1) if cols else 120
+        cols = rows = 0
+    return (max(60, cols - 1) if cols else 120), (max(16, rows) if rows else 24)
 
 
 def parse_step_mm(text: str | None) -> float:

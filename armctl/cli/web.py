@@ -18,7 +18,8 @@ examples:
   armctl web                                   # the simulated arm on http://127.0.0.1:8000/
   armctl --port /dev/ttyACM0 web --listen 127.0.0.1:8080
   armctl --arm seed-2link web --listen 0.0.0.0:8000   # reachable from the LAN, with a token
-  armctl web --record taught.yaml              # 'Record pose' writes a program: armctl run taught.yaml"""
+  armctl web --record taught.yaml              # 'Record pose' writes a program: armctl run taught.yaml
+  armctl web --watch --listen 127.0.0.1:8001   # watch (read-only) the arm another armctl drives"""
 
 
 def register(sub, parents) -> None:
@@ -43,6 +44,12 @@ def register(sub, parents) -> None:
         metavar="FILE.yaml",
         help="the page's 'Record pose' button adds the arm's pose (and a move to it) to this program file",
     )
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="read-only: show the arm another armctl drives on this port (run, jog, a script), without opening "
+        "the port (it reads the pose that armctl publishes in the state folder)",
+    )
     p.set_defaults(func=cmd_web)
 
 
@@ -59,6 +66,8 @@ def cmd_web(args) -> int:
 
     host, port = parse_listen(args.listen)
     arm, cal = setup(args)
+    if args.watch:
+        return _watch(args, arm, cal, host, port)
     recorder = None
     if args.record:
         from ..recording import Recorder
@@ -73,3 +82,17 @@ def cmd_web(args) -> int:
             out=sys.stdout,
             recorder=recorder,
         )
+
+
+def _watch(args, arm, cal, host: str, port: int) -> int:
+    from ..robot import Watch
+    from ..web.app import serve_watch
+
+    if args.record:
+        raise BadInputError("--record needs control of the arm; --watch only watches")
+    if args.port == "auto":
+        raise BadInputError("--watch --port auto would open every port to probe it: give the port the driver uses")
+    watch = Watch(arm, args.port, args.backend, cal)
+    return serve_watch(
+        watch, host=host, port=port, token=secrets.token_urlsafe(16) if args.token else None, out=sys.stdout
+    )

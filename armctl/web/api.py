@@ -17,6 +17,7 @@ from ..calibration import Calibration
 from ..kinematics import tool_point
 from ..motion import DEFAULT_SPEED_M_S
 from ..workspace import annulus, nearest_reachable, shortfall
+from ..zones import describe as describe_zones
 from . import controller
 from .controller import Command
 from .reach_map import ReachMap, top_map
@@ -193,6 +194,7 @@ def describe(arm: Arm, cal: Calibration, reach: ReachMap, *, backend: str, port:
     }
     if arm.parallelogram:
         out["link_angle_deg"] = [math.degrees(v) for v in arm.link_angle_rad]
+    out["zones"] = describe_zones(arm.zones)
     if arm.has_base:
         out["base"] = {
             "name": arm.joint_names[0],

@@ -54,6 +54,43 @@ def start(
     return server
 
 
+def start_watch(watch, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None) -> ArmServer:
+    """Serve a read-only page of the arm another armctl drives (``watch``: an ``armctl.robot.Watch``): no port is
+    opened and no lock taken. Stop it with ``stop(server)``."""
+    from .watch import WatchController
+
+    if token is None and not is_loopback(host):
+        token = secrets.token_urlsafe(16)
+    controller = WatchController(watch)
+    reach = reach_map(watch.arm)
+    info = api.describe(watch.arm, watch.calibration, reach, backend=watch.backend_name, port=watch.port, firmware="")
+    info.update(record_file=None, watch=True)
+    try:
+        server = ArmServer((host, port), controller, Control(), info, reach, token=token)
+    except OSError as exc:
+        raise LinkError(f"cannot listen on {host}:{port}: {exc}") from None
+    controller.start()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    server.thread = thread
+    return server
+
+
+def serve_watch(watch, *, host: str, port: int, token: str | None, out) -> int:
+    """Serve the read-only page until Ctrl-C (which stops only this server: the arm is not ours)."""
+    server = start_watch(watch, host=host, port=port, token=token)
+    driver = watch.driver()
+    print(f"armctl web --watch: arm {watch.arm.name!r} on {watch.port}, read-only", file=out)
+    print(f"driven by {driver}" if driver else "no armctl drives it now: the page shows its last pose", file=out)
+    print(f"open {server.url}", file=out)
+    print("Ctrl-C stops this server (not the arm)", file=out, flush=True)
+    try:
+        server.thread.join()
+    finally:
+        stop(server)
+    return 0
+
+
 def stop(server: ArmServer) -> None:
     """Controlled stop of the arm, then close the server (the robot stays open for the caller)."""
     server.controller.close()

@@ -11,6 +11,9 @@ POST /api/home, /api/gripper {"state": "open"|"close"}, /api/heartbeat
 POST /api/record            {"name": "pick"} or {}: the pose into the --record program file; /api/record/undo
 POST /api/stop              any page may stop the arm
 
+``armctl web --watch`` serves the same page over an arm another armctl drives: GET works, every POST is
+refused (403; /api/session 409) with the reason, as the page is read-only.
+
 Every API call carries the token (header ``X-Armctl-Token``, or ``token=`` in the query of
 /api/events) when the server has one; control calls carry ``X-Armctl-Session``. POST bodies
 must be ``application/json``, and a browser's Origin must match the Host (no cross-site
@@ -237,6 +240,8 @@ class Handler(BaseHTTPRequestHandler):
             self._check_token()
             self._check_origin()
             body = self._body()
+            if getattr(srv.controller, "read_only", False):  # armctl web --watch: another process drives the arm
+                raise api.ApiError(409 if path == "/api/session" else 403, srv.controller.why(), read_only=True)
             if path == "/api/session":
                 session = srv.control.claim()
                 if session is None:

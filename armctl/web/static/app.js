@@ -5,7 +5,10 @@
 // view (x, y: the base's range and angle, the reach on the table) and a side view (the arm's own
 // vertical plane at the current base angle: distance from the base axis and height). A click on the
 // top view moves the tool there at the height in the z box (empty: the tool's height); a click on the
-// side view moves it within the plane the arm stands in.
+// side view moves it within the plane the arm stands in. The top view shades the reach at that height
+// (the z box, else the tool's), the side view's row at that height turned through the base's range.
+// Jog buttons move the tool one step along x, y (z on a base arm) or turn the tool angle (3 links).
+// Served by 'armctl web --watch', the page only watches an arm another armctl drives: no control.
 "use strict";
 
 const TOKEN = new URLSearchParams(location.search).get("token") || "";
@@ -89,9 +92,16 @@ function setStatus(text, cls) {
 }
 
 function setRole(st) {
+  if (arm && arm.watch) {  // armctl web --watch: never in control
+    for (const b of document.querySelectorAll("aside button")) b.disabled = true;
+    $("take-control").hidden = true;
+    setStatus(st.moving ? "watching: moving" : "watching (read-only)", "pill-watch");
+    return;
+  }
   const control = st.role === "control";
   if (!control && session) session = "";
   for (const id of ["home", "grip-open", "grip-close"]) $(id).disabled = !control || (id !== "home" && !arm.gripper);
+  for (const b of document.querySelectorAll(".jog-grid button")) b.disabled = !control;
   if (arm && arm.record_file) {
     $("record-pose").disabled = !control || !!(state && state.moving);
     $("record-undo").disabled = !control || !state || !state.can_undo;
@@ -115,6 +125,7 @@ function onState(st) {
   }
   $("progress-bar").style.width = (100 * (st.moving ? st.progress || 0 : 0)).toFixed(1) + "%";
   renderPanel();
+  if (panes) shadeTopAt(shadeZ());
   draw();
 }
 let lastMessage = "";
@@ -262,6 +273,7 @@ function draw() {
     ctx.stroke();
   }
   ctx.restore();
+  drawZones("plane");
   drawTrail();
   drawTarget();
   if (state && state.joints_mm) drawArm();
@@ -554,6 +566,53 @@ window.addEventListener("keydown", (ev) => {  // Escape stops, like the button
   if (ev.key === "Escape") { ev.preventDefault(); command("/api/stop", {}, "stop"); }
 });
 
+// --- jog buttons: one step from where the tool is (or from the last target, once reached) ---------------
+
+function jogFrom() {
+  const t = state && state.tool_mm;
+  if (!t) return null;
+  if (target && target.ok && !(state && state.moving)) {
+    const tz = target.z === undefined ? t[2] : target.z;
+    const d = Math.hypot(target.x - t[0], target.y - t[1], (tz || 0) - (t[2] || 0));
+    if (d < 2) return arm.dim === 3 ? [target.x, target.y, tz] : [target.x, target.y];  // exact: no creep
+  }
+  return t.slice();
+}
+
+async function jog(axis, dir) {
+  if (!session) { say("read-only: this page does not control the arm", true); return; }
+  const from = jogFrom();
+  if (!from) return;
+  const step = Number($("jog-step").value) * dir;
+  const i = { x: 0, y: 1, z: 2 }[axis];
+  const p = from.slice();
+  if (i !== undefined) p[i] += step;
+  let phi;
+  if (arm.links_mm.length === 3 && state.phi_deg !== undefined) {
+    phi = state.phi_deg + (axis === "phi" ? step : 0);  // x/y/z keep the tool angle; φ turns it
+    phi = ((phi + 540) % 360) - 180;
+  }
+  const body = { x_mm: r1(p[0]), y_mm: r1(p[1]), speed_mm_s: Number($("speed").value), mode: "line" };
+  if (arm.dim === 3) body.z_mm = r1(p[2]);
+  if (phi !== undefined) body.phi_deg = r1(phi);
+  target = { x: body.x_mm, y: body.y_mm, z: body.z_mm, ok: true, text: "" };
+  draw();
+  const r = await post("/api/move", body);
+  if (r.status !== 200) {
+    target.ok = false;
+    target.text = r.data.shortfall_mm !== undefined ? `${r.data.shortfall_mm.toFixed(1)} mm out of reach` : "refused";
+    say(r.data.error || `jog refused (${r.status})`, true);
+  } else {
+    target.text = `jog ${axis} ${step > 0 ? "+" : ""}${step}`;
+  }
+  draw();
+}
+
+for (const b of document.querySelectorAll(".jog-grid button")) {
+  b.addEventListener("click", () => jog(b.dataset.axis, Number(b.dataset.dir)));
+}
+$("z").addEventListener("input", () => { if (panes) { shadeTopAt(shadeZ()); draw(); } });
+
 // --- start ---------------------------------------------------------------------------------------------
 
 async function init() {
@@ -571,11 +630,21 @@ async function init() {
   $("board").textContent = `${arm.backend} backend on ${arm.port}` + (arm.firmware ? ` (${arm.firmware})` : "");
   $("speed").value = arm.default_speed_mm_s;
   $("speed-out").textContent = `${arm.default_speed_mm_s} mm/s`;
-  if (arm.links_mm.length !== 3) $("phi-row").hidden = true;
+  if (arm.links_mm.length !== 3) {
+    $("phi-row").hidden = true;
+    for (const id of ["jog-phi-", "jog-phi+"]) $(id).hidden = true;
+  }
+  if (arm.dim === 3) for (const id of ["jog-z-", "jog-z+"]) $(id).hidden = false;
   $("record").hidden = !arm.record_file;
   reachImage = buildReachImage(arm.reach_map);
-  if (arm.dim === 3) setUpBasePanes();
+  if (arm.dim === 3) { setUpBasePanes(); shadeTopAt(shadeZ()); }
   layout();
+  if (arm.watch) {  // read-only: no claim, no heartbeat; the stream shows what the driving armctl does
+    document.body.classList.add("watching");
+    say("watching (read-only): another armctl drives this arm", false);
+    openEvents();
+    return;
+  }
   await claim();
 }
 
@@ -596,6 +665,7 @@ function setUpBasePanes() {
   if (ring) ring.parentElement.lastChild.textContent = "base range";
   const extent = Math.max(...arm.links_mm.map(Math.abs)) * arm.links_mm.length + Math.abs(arm.base_offset_mm);
   const side = buildReachImage(arm.reach_map), onTable = buildReachImage(arm.top_map);
+  sideMap = side;
   const wedgeBox = () => {  // the base's whole range, framed
     const xs = [0], ys = [0];
     for (let a = arm.base.min_deg; a <= arm.base.max_deg + 1e-9; a += Math.max(1, (arm.base.max_deg - arm.base.min_deg) / 60)) {
@@ -612,6 +682,63 @@ function setUpBasePanes() {
     side: { kind: "side", canvas: $("arm-canvas"), ctx: $("arm-canvas").getContext("2d"), reach: side, view: {}, bbox: sideBox },
   };
 }
+
+// The reach on the table at height z (mm): the side view's row at z, turned through the base's range (and
+// half a turn round where the chain reaches back over the base axis), on the top map's grid.
+let sideMap = null;
+let shadedZ = null;
+
+function shadeZ() {
+  const box = $("z").value.trim();
+  if (box !== "" && Number.isFinite(Number(box))) return Number(box);
+  return state && state.tool_mm ? state.tool_mm[2] : arm.home_tool_mm[2];
+}
+
+function topMapAt(z) {
+  const S = sideMap.map, T = arm.top_map;
+  const sCell = S.cell_m * 1000, sx = S.origin_m[0] * 1000, sy = S.origin_m[1] * 1000;
+  const row = Math.floor((z - sy) / sCell);
+  const sRow = Math.ceil(S.width / 8);
+  const hit = (u) => {
+    const c = Math.floor((u - sx) / sCell);
+    if (row < 0 || row >= S.height || c < 0 || c >= S.width) return false;
+    return ((sideMap.bits.charCodeAt(row * sRow + (c >> 3)) >> (7 - (c & 7))) & 1) === 1;
+  };
+  const inBase = (a) => {
+    for (const turn of [-720, -360, 0, 360, 720]) {
+      if (a + turn >= arm.base.min_deg - 1e-9 && a + turn <= arm.base.max_deg + 1e-9) return true;
+    }
+    return false;
+  };
+  const cell = T.cell_m * 1000, ox = T.origin_m[0] * 1000, oy = T.origin_m[1] * 1000;
+  const rowBytes = Math.ceil(T.width / 8);
+  const bytes = new Uint8Array(rowBytes * T.height);
+  for (let r = 0; r < T.height; r++) {
+    const y = oy + (r + 0.5) * cell;
+    for (let c = 0; c < T.width; c++) {
+      const x = ox + (c + 0.5) * cell;
+      const rho = Math.hypot(x, y), az = Math.atan2(y, x) / RAD;
+      if ((inBase(az) && hit(rho)) || (inBase(az + 180) && hit(-rho))) bytes[r * rowBytes + (c >> 3)] |= 0x80 >> (c & 7);
+    }
+  }
+  let bin = "";
+  for (let k = 0; k < bytes.length; k++) bin += String.fromCharCode(bytes[k]);
+  return { width: T.width, height: T.height, origin_m: T.origin_m, cell_m: T.cell_m, bits_b64: btoa(bin) };
+}
+
+function shadeTopAt(z) {
+  if (!panes || !sideMap) return;
+  const cellMm = sideMap.cell;
+  if (shadedZ !== null && Math.floor(z / cellMm) === Math.floor(shadedZ / cellMm)) return;  // same row
+  shadedZ = z;
+  panes.top.reach = buildReachImage(topMapAt(z));
+}
+
+window.armctlView.top.shadedAt = (x, y) => {  // for tests: is (x, y) mm shaded on the top view now
+  use(panes.top);
+  return reachableAt(x, y);
+};
+window.armctlView.top.shadedZ = () => shadedZ;
 
 function clearPane(xName, yName) {
   const { w, h, scale } = view;
@@ -648,6 +775,7 @@ function dots(pts, r) {
 function drawTopPane() {
   use(panes.top);
   clearPane("x mm", "y mm");
+  drawZones("top");
   // the base's range (its end stops) and where it points now
   const [ox, oy] = toPx(0, 0);
   const R = panes.top.extent * view.scale;
@@ -673,7 +801,52 @@ function drawTopPane() {
     ctx.beginPath(); ctx.arc(tx, ty, 4, 0, 2 * Math.PI); ctx.fill();
   }
   if (preview) drawPreview();
-  caption(`top view · base ${(b / RAD).toFixed(1)}° (range ${arm.base.min_deg.toFixed(0)}…${arm.base.max_deg.toFixed(0)}°)`);
+  caption(`top view · reach at z ${shadedZ === null ? "–" : shadedZ.toFixed(0)} mm · base ${(b / RAD).toFixed(1)}° (range ${arm.base.min_deg.toFixed(0)}…${arm.base.max_deg.toFixed(0)}°)`);
+}
+
+// Keep-out zones (arm.zones, mm), hatched red with their names. kind: "plane" (a planar arm), "top" (a base
+// arm from above: boxes and the base), "side" (its own plane: the table, the base, boxes by their distance
+// from the base axis and height).
+function drawZones(kind) {
+  if (!arm.zones || !arm.zones.length) return;
+  const [left, bottom] = toMm(0, view.h), [right, top] = toMm(view.w, 0);
+  const shapes = [];  // [x0, y0, x1, y1, name] or ["circle", r, name]
+  for (const z of arm.zones) {
+    if (z.kind === "table" && kind !== "top") shapes.push([left, bottom, right, z.level_mm, z.name]);
+    else if (z.kind === "base" && kind === "top") shapes.push(["circle", z.radius_mm, z.name]);
+    else if (z.kind === "base") shapes.push([-z.radius_mm, bottom, z.radius_mm, z.top_mm, z.name]);
+    else if (z.kind === "box" && kind !== "side") shapes.push([z.min_mm[0], z.min_mm[1], z.max_mm[0], z.max_mm[1], z.name]);
+    else if (z.kind === "box") {
+      const near = (lo, hi) => (lo <= 0 && 0 <= hi ? 0 : Math.min(Math.abs(lo), Math.abs(hi)));
+      const far = Math.max(...[z.min_mm[0], z.max_mm[0]].flatMap((x) => [z.min_mm[1], z.max_mm[1]].map((y) => Math.hypot(x, y))));
+      shapes.push([Math.hypot(near(z.min_mm[0], z.max_mm[0]), near(z.min_mm[1], z.max_mm[1])), z.min_mm[2], far, z.max_mm[2], z.name]);
+    }
+  }
+  ctx.save();
+  ctx.fillStyle = "rgba(220, 38, 38, 0.3)";
+  ctx.strokeStyle = "rgba(185, 28, 28, 0.8)";
+  ctx.lineWidth = 1.2;
+  ctx.font = "11px system-ui, sans-serif";
+  for (const s of shapes) {
+    ctx.beginPath();
+    let label;
+    if (s[0] === "circle") {
+      const [cx, cy] = toPx(0, 0);
+      ctx.arc(cx, cy, s[1] * view.scale, 0, 2 * Math.PI);
+      label = toPx(s[1] * 0.7, s[1] * 0.7);
+    } else {
+      const [x0, y0, x1, y1] = s.map((v, i) => (i < 4 ? v : 0));
+      const [px0, py1] = toPx(Math.max(x0, left), Math.min(y1, top)), [px1, py0] = toPx(Math.min(x1, right), Math.max(y0, bottom));
+      ctx.rect(px0, py1, px1 - px0, py0 - py1);
+      label = [px0 + 3, py1 - 4];
+    }
+    ctx.fill();
+    ctx.stroke();
+    ctx.fillStyle = "#991b1b";
+    ctx.fillText(`keep-out: ${s[s.length - 1]}`, label[0], label[1]);
+    ctx.fillStyle = "rgba(220, 38, 38, 0.3)";
+  }
+  ctx.restore();
 }
 
 function caption(text) {  // top right of the pane, clear of the cursor readout and the legend
@@ -690,6 +863,7 @@ function inPlane([x, y, z], b) { return [x * Math.cos(b) + y * Math.sin(b), z]; 
 function drawSidePane() {
   use(panes.side);
   clearPane("r mm", "z mm");
+  drawZones("side");
   const b = baseRad();
   ctx.save();  // the base axis
   ctx.setLineDash([6, 5]);

@@ -1,0 +1,161 @@
+"""``armctl ros``: the arm as a ROS 2 node (topics, services, events: ``armctl.ros.node``)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+
+from ..errors import BadInputError
+from ..units import parse_float
+
+EPILOG = """\
+Topics under the namespace: joint_states and tool_point (published), joint_trajectory, joint_commands
+and tool_goal (taken), armctl/events (JSON refusals and results); services armctl/stop, armctl/home,
+armctl/gripper_open, armctl/gripper_close (std_srvs/Trigger). Parameters arm, port, backend,
+calibration (the global options; fixed while the node runs), too_fast (retime|refuse) and
+tool_speed_m_s. Needs rclpy: pip install 'armctl[ros]', or a sourced ROS 2 installation.
+examples:
+  armctl ros                                             # the simulated arm, node /armctl
+  armctl --arm mearm ros --namespace arm2 --rate 100
+  armctl ros --namespace arm1 --ros-args -p port:=/dev/ttyACM0 -p too_fast:=refuse"""
+
+RATE_RANGE_HZ = (1.0, 500.0)
+
+
+def register(sub, parents) -> None:
+    p = sub.add_parser(
+        "ros",
+        parents=parents,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="run the arm as a ROS 2 node: joint_states, trajectories, joint commands",
+        description="Run a ROS 2 node that owns the arm: it publishes joint_states and the tool point and takes "
+        "joint trajectories, joint commands (topic_based_ros2_control) and tool goals, each checked whole.",
+    )
+    p.add_argument("--namespace", metavar="NS", default="", help="the node's namespace, e.g. arm1 (default: none)")
+    p.add_argument("--rate", metavar="HZ", default="50", help="joint_states rate, Hz (default 50)")
+    p.add_argument(
+        "--too-fast",
+        choices=["retime", "refuse"],
+        default="retime",
+        help="a trajectory segment faster than a joint's speed limit: slow it down (default) or refuse the "
+        "trajectory (parameter too_fast)",
+    )
+    p.add_argument(
+        "--tool-speed", metavar="MM_S", default="100", help="tool_goal lines: tool speed, mm/s (default 100)"
+    )
+    p.add_argument("--wire-log", metavar="FILE", help="write every byte sent and received, with times, to FILE")
+    p.add_argument(
+        "--ros-args",
+        dest="ros_args",
+        nargs=argparse.REMAINDER,
+        default=None,
+        help="everything after it goes to ROS (-p NAME:=VALUE parameters, -r remappings)",
+    )
+    p.set_defaults(func=cmd_ros)
+
+
+def _rate(text: str) -> float:
+    hz = parse_float(text, what="--rate")
+    if not RATE_RANGE_HZ[0] <= hz <= RATE_RANGE_HZ[1]:
+        raise BadInputError(f"--rate: {hz:g} Hz is outside {RATE_RANGE_HZ[0]:g}..{RATE_RANGE_HZ[1]:g} Hz")
+    return hz
+
+
+def _namespace(text: str) -> str:
+    ns = text.strip().strip("/")
+    parts = ns.split("/") if ns else []
+    for part in parts:
+        if not part or not (part[0].isalpha() or part[0] == "_") or not all(c.isalnum() or c == "_" for c in part):
+            raise BadInputError(
+                f"--namespace: {text!r} is not a ROS name (letters, digits and _, not starting with a digit, "
+                "parts joined by /)"
+            )
+    return "/" + ns if ns else ""
+
+
+def cmd_ros(args) -> int:
+    from .device import open_robot, setup
+
+    rate = _rate(args.rate)
+    ns = _namespace(args.namespace)
+    speed = parse_float(args.tool_speed, what="--tool-speed") / 1000.0
+    if not speed > 0:
+        raise BadInputError(f"--tool-speed: must be > 0 mm/s, got {args.tool_speed!r}")
+    from ..ros.node import ArmNode, import_rclpy
+
+    rclpy = import_rclpy()
+    from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.signals import SignalHandlerOptions
+
+    ros_args = ["--ros-args", *args.ros_args] if args.ros_args else None
+    rclpy.init(args=ros_args, signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        node = rclpy.create_node("armctl", namespace=ns or None)
+        fixed = ParameterDescriptor(read_only=True, description="a global option of armctl; restart the node")
+        # the global options, as parameters of the same names (given with --ros-args -p, or the options)
+        for name in ("arm", "port", "backend", "calibration"):
+            value = getattr(args, name)
+            node.declare_parameter(name, "" if value is None else str(value), fixed)
+            got = node.get_parameter(name).value
+            setattr(args, name, got if got != "" else None)
+        args.arm = args.arm or "seed-3link"
+        node.declare_parameter("too_fast", args.too_fast)
+        node.declare_parameter("tool_speed_m_s", speed)
+
+        def check_params(params):
+            for p in params:
+                if p.name == "too_fast" and p.value not in ("retime", "refuse"):
+                    return SetParametersResult(successful=False, reason="too_fast: 'retime' or 'refuse'")
+                if p.name == "tool_speed_m_s" and not (isinstance(p.value, float) and 0 < p.value < math.inf):
+                    return SetParametersResult(successful=False, reason="tool_speed_m_s: a number > 0 (m/s)")
+            return SetParametersResult(successful=True)
+
+        node.add_on_set_parameters_callback(check_params)
+        for name, ok in (("too_fast", ("retime", "refuse")),):
+            if node.get_parameter(name).value not in ok:
+                raise BadInputError(f"parameter {name}: one of {', '.join(ok)}")
+        arm, cal = setup(args)
+        with open_robot(args, arm, cal) as robot:
+            frame = (ns.strip("/") + "/" if ns else "") + "base_link"
+            arm_node = ArmNode(robot, node, rate_hz=rate, frame_id=frame)
+            executor = MultiThreadedExecutor(num_threads=3)
+            executor.add_node(node)
+            spinner = threading_spin(executor)
+            arm_node.start()
+            pose = robot.where()
+            print(
+                f"armctl ros: node {node.get_fully_qualified_name()} drives {arm.name!r} on {robot.port} "
+                f"({robot.backend.name}); joint_states at {rate:g} Hz ({pose.source}), frame {frame!r}",
+                flush=True,
+            )
+            arm_node.event("started", node=node.get_fully_qualified_name(), port=robot.port, arm=arm.name)
+            try:
+                while not arm_node.done.wait(0.1):
+                    pass
+            finally:
+                arm_node.close("interrupted" if arm_node.failed is None else "link lost")
+                time.sleep(0.05)  # let the last events go out
+                executor.shutdown(timeout_sec=2.0)
+                spinner.join(timeout=2.0)
+                node.destroy_node()
+            if arm_node.failed is not None:
+                raise arm_node.failed
+        return 0
+    finally:
+        try:
+            rclpy.shutdown()
+        except Exception:  # noqa: BLE001 - already shut down
+            pass
+        sys.stdout.flush()
+
+
+def threading_spin(executor):
+    import threading
+
+    t = threading.Thread(target=executor.spin, name="armctl-ros-executor", daemon=True)
+    t.start()
+    return t

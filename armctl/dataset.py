@@ -1,0 +1,698 @@
+"""Datasets in LeRobot's format (LeRobotDataset v3.0), written with pyarrow (and PyAV for camera video) only.
+
+    with armctl.DatasetWriter("demos", robot_type="so_follower", fps=30, state_names=names) as ds:
+        ds.start_episode("pick the cube")
+        for ...:
+            ds.add_frame(state, action, images={"front": rgb})   # one frame every 1/fps s
+        ds.save_episode()                                         # or ds.discard_episode()
+
+Layout (what LeRobot 0.4-0.6 reads, and what ``lerobot-doctor`` checks)::
+
+    meta/info.json                                 codebase_version v3.0, fps, features, totals, robot_type, ...
+    meta/stats.json                                per feature min, max, mean, std, count, q01..q99
+    meta/tasks.parquet                             task_index, indexed by task (pandas index metadata)
+    meta/episodes/chunk-000/file-NNN.parquet       one row per episode
+    data/chunk-000/file-NNN.parquet                one row per frame, episodes back to back
+    videos/observation.images.<cam>/chunk-000/file-NNN.mp4   the episodes of one camera back to back
+    meta/armctl.json                               armctl's own facts (units, measured or commanded, arm)
+
+Each writer (one recording session) adds its own ``file-NNN`` files, so appending never rewrites earlier
+recordings; ``info.json``, ``stats.json`` and ``tasks.parquet`` are rewritten for the whole dataset after
+every saved episode (each file atomically), so the folder is a complete dataset after every episode, even if
+the recording is killed. An existing dataset of another robot, fps, features or cameras is refused
+(``BadInputError``) before anything is written.
+
+Feature values are float32 vectors; ``timestamp`` is ``frame_index / fps``. Video: AV1 (``libsvtav1``,
+yuv420p, g 2, crf 30, preset 12, LeRobot's defaults), each episode encoded apart (so a discarded one costs
+nothing) and the session's file re-muxed from them (packets copied, not re-encoded) when one is saved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .errors import BadInputError, ConfigError
+
+CODEBASE_VERSION = "v3.0"
+CHUNKS_SIZE = 1000
+DATA_FILES_SIZE_MB = 100
+VIDEO_FILES_SIZE_MB = 200
+DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
+EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
+STATS = ("min", "max", "mean", "std", "count", *(f"q{round(q * 100):02d}" for q in QUANTILES))
+INDEX_FEATURES = ("timestamp", "frame_index", "episode_index", "index", "task_index")
+VIDEO_CODEC, VIDEO_CODEC_NAME, PIX_FMT = "libsvtav1", "av1", "yuv420p"
+VIDEO_OPTIONS = {"g": "2", "crf": "30", "preset": "12"}
+NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
+IMAGE_STATS_STRIDE = 4  # every 4th pixel each way: image stats from a 1/16 sample (as LeRobot samples them)
+
+
+def _need_pyarrow():
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise BadInputError(
+            "writing a dataset needs pyarrow (and PyAV, OpenCV for cameras): pip install 'armctl[dataset]'"
+        ) from None
+    return pa, pq
+
+
+def _need_av():
+    try:
+        import av
+    except ImportError:
+        raise BadInputError("a dataset with cameras needs PyAV: pip install 'armctl[dataset]'") from None
+    return av
+
+
+def _atomic_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _write_table(table, path: Path) -> None:
+    """A parquet file written whole, then renamed over ``path`` (snappy, dictionary on, as LeRobot writes)."""
+    _, pq = _need_pyarrow()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp, compression="snappy", use_dictionary=True)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# --- statistics ------------------------------------------------------------------------------------------------
+
+
+def feature_stats(values: np.ndarray) -> dict[str, np.ndarray]:
+    """Stats of ``values`` (N, ...) over the first axis: min, max, mean, std, count and the quantiles."""
+    v = np.asarray(values, dtype=np.float64)
+    out = {
+        "min": v.min(axis=0),
+        "max": v.max(axis=0),
+        "mean": v.mean(axis=0),
+        "std": v.std(axis=0),
+        "count": np.array([len(v)]),
+    }
+    for q, name in zip(QUANTILES, STATS[5:]):
+        out[name] = np.quantile(v, q, axis=0)
+    return out
+
+
+def image_stats(frames: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """Per-channel stats of RGB frames (H, W, 3 uint8), scaled to 0..1, each of shape (3, 1, 1) as LeRobot keeps
+    them; pixels sampled every ``IMAGE_STATS_STRIDE`` each way; count = frames."""
+    px = np.concatenate([f[::IMAGE_STATS_STRIDE, ::IMAGE_STATS_STRIDE].reshape(-1, 3) for f in frames], axis=0).astype(
+        np.float64
+    )
+    px /= 255.0
+    st = feature_stats(px)
+    out = {k: v.reshape(3, 1, 1) for k, v in st.items() if k != "count"}
+    out["count"] = np.array([len(frames)])
+    return out
+
+
+def aggregate_stats(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Stats of several episodes together: exact min, max, mean, std (pooled), count; quantiles as the
+    count-weighted mean of the episodes' (LeRobot aggregates them the same way)."""
+    counts = np.array([float(np.asarray(p["count"]).reshape(-1)[0]) for p in parts])
+    total = counts.sum()
+    w = counts / total
+    shape = np.asarray(parts[0]["mean"]).shape
+
+    def weighted(key):
+        return sum(wi * np.asarray(p[key], dtype=np.float64) for wi, p in zip(w, parts)).reshape(shape)
+
+    mean = weighted("mean")
+    second = sum(
+        wi * (np.asarray(p["std"], dtype=np.float64) ** 2 + np.asarray(p["mean"], dtype=np.float64) ** 2)
+        for wi, p in zip(w, parts)
+    )
+    out = {
+        "min": np.min([np.asarray(p["min"]) for p in parts], axis=0),
+        "max": np.max([np.asarray(p["max"]) for p in parts], axis=0),
+        "mean": mean,
+        "std": np.sqrt(np.maximum(second - mean**2, 0.0)),
+        "count": np.array([int(total)]),
+    }
+    for k in STATS[5:]:
+        if all(k in p for p in parts):
+            out[k] = weighted(k)
+    return out
+
+
+def _jsonable(stats: Mapping[str, np.ndarray]) -> dict:
+    return {k: np.asarray(v).tolist() for k, v in stats.items()}
+
+
+# --- cameras' video --------------------------------------------------------------------------------------------
+
+
+class _EpisodeVideo:
+    """One camera's frames of one episode, encoded as they come into a file of their own."""
+
+    def __init__(self, path: Path, fps: int, height: int, width: int):
+        av = _need_av()
+        os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints its settings on stderr otherwise: errors only
+        self.path, self.fps, self.frames = path, fps, 0
+        self.container = av.open(str(path), mode="w")
+        try:
+            stream = self.container.add_stream(VIDEO_CODEC, rate=fps, options=dict(VIDEO_OPTIONS))
+        except Exception as exc:  # noqa: BLE001 - a PyAV build without the encoder
+            self.container.close()
+            raise BadInputError(f"this PyAV has no {VIDEO_CODEC} encoder ({exc}): pip install 'av>=15'") from None
+        stream.width, stream.height, stream.pix_fmt = width, height, PIX_FMT
+        self.stream = stream
+
+    def add(self, rgb: np.ndarray) -> None:
+        import av
+
+        frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
+        frame.pts = self.frames
+        for packet in self.stream.encode(frame):
+            self.container.mux(packet)
+        self.frames += 1
+
+    def close(self) -> None:
+        for packet in self.stream.encode():
+            self.container.mux(packet)
+        self.container.close()
+
+
+def _concat_videos(parts: Sequence[Path], out: Path) -> None:
+    """The episodes' videos back to back in one file: packets copied with their times shifted, no re-encoding."""
+    av = _need_av()
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".mp4")
+    os.close(fd)
+    try:
+        dst = av.open(tmp, mode="w")
+        try:
+            ostream, offset = None, 0
+            for part in parts:
+                with av.open(str(part)) as src:
+                    istream = src.streams.video[0]
+                    if ostream is None:
+                        ostream = dst.add_stream_from_template(istream, opaque=True)
+                    last = 0
+                    for packet in src.demux(istream):
+                        if packet.dts is None:
+                            continue
+                        packet.stream = ostream
+                        packet.pts = (packet.pts if packet.pts is not None else packet.dts) + offset
+                        packet.dts += offset
+                        last = max(last, packet.pts + max(int(packet.duration or 0), 1))
+                        dst.mux(packet)
+                    offset = last
+        finally:
+            dst.close()
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# --- the writer ------------------------------------------------------------------------------------------------
+
+
+def _check_name(kind: str, name: str) -> str:
+    if not isinstance(name, str) or "/" in name or not name.strip():
+        raise BadInputError(f"{kind} {name!r}: a name without '/' (LeRobot refuses it)")
+    return name
+
+
+class DatasetWriter:
+    """Writes (or appends to) a LeRobotDataset v3.0 in ``root``.
+
+    - ``robot_type``: LeRobot's robot name (``so_follower`` for an SO-101; else armctl's arm name);
+    - ``fps``: frames a second (whole number; default 30); every frame added stands for 1/fps s;
+    - ``state_names``, ``action_names`` (default: the same): one name per value of ``observation.state``
+      and ``action`` (LeRobot's ``shoulder_pan.pos``, ...);
+    - ``cameras``: name -> (height, width) of the RGB frames of ``observation.images.<name>``;
+    - ``info``: armctl's own facts about the recording (units, ``state_source`` measured or commanded, arm),
+      kept in ``meta/armctl.json`` (LeRobot warns about unknown keys in info.json).
+
+    BadInputError (one line) if ``root`` holds a dataset of another robot, fps, features or cameras, or is
+    not a dataset folder at all (a non-empty folder without ``meta/info.json``).
+    """
+
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        robot_type: str,
+        fps: int = 30,
+        state_names: Sequence[str],
+        action_names: Sequence[str] | None = None,
+        cameras: Mapping[str, tuple[int, int]] | None = None,
+        info: Mapping | None = None,
+    ):
+        self.pa, self.pq = _need_pyarrow()
+        if isinstance(fps, bool) or not isinstance(fps, (int, np.integer)) or not 1 <= int(fps) <= 1000:
+            raise BadInputError(f"dataset fps: a whole number of frames a second, 1..1000, got {fps!r}")
+        self.root = Path(root)
+        self.robot_type = _check_name("robot_type", robot_type)
+        self.fps = int(fps)
+        self.state_names = [_check_name("state name", n) for n in state_names]
+        self.action_names = [_check_name("action name", n) for n in (action_names or state_names)]
+        self.cameras = {_check_name("camera", k): (int(h), int(w)) for k, (h, w) in (cameras or {}).items()}
+        for name, (h, w) in self.cameras.items():
+            if h < 2 or w < 2 or h % 2 or w % 2:
+                raise BadInputError(f"camera {name!r}: {w}x{h} frames; yuv420p video needs an even width and height")
+        if self.cameras:
+            _need_av()
+        self.extra = dict(info or {})
+        self.features = self._features()
+        self._open_existing()
+        self._episode: dict | None = None
+        self._saved: list[dict] = []  # this session's episodes (rows of the episodes table)
+        self._frames: list = []  # this session's frame rows (column lists), per saved episode
+        self._work = Path(tempfile.mkdtemp(prefix=".armctl-", dir=self.root))
+        # a writer never closed (a script without close() or with): its work files go when it is collected or at exit
+        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._work), True)
+        self._videos: dict[str, list[Path]] = {k: [] for k in self.cameras}
+        self._closed = False
+
+    # --- layout ---
+
+    def _features(self) -> dict:
+        f = {
+            "observation.state": {"dtype": "float32", "shape": [len(self.state_names)], "names": self.state_names},
+            "action": {"dtype": "float32", "shape": [len(self.action_names)], "names": self.action_names},
+        }
+        for name, (h, w) in self.cameras.items():
+            f[f"observation.images.{name}"] = {
+                "dtype": "video",
+                "shape": [h, w, 3],
+                "names": ["height", "width", "channels"],
+                "info": {
+                    "video.height": h,
+                    "video.width": w,
+                    "video.codec": VIDEO_CODEC_NAME,
+                    "video.pix_fmt": PIX_FMT,
+                    "video.is_depth_map": False,
+                    "video.fps": self.fps,
+                    "video.channels": 3,
+                    "has_audio": False,
+                },
+            }
+        f["timestamp"] = {"dtype": "float32", "shape": [1], "names": None}
+        for k in INDEX_FEATURES[1:]:
+            f[k] = {"dtype": "int64", "shape": [1], "names": None}
+        return f
+
+    def _open_existing(self) -> None:
+        """Read an existing dataset's totals and tasks (refusing one that does not match); pick this session's
+        file number."""
+        root, info_path = self.root, self.root / "meta" / "info.json"
+        self.tasks: dict[str, int] = {}
+        self.prev_episodes, self.prev_frames = 0, 0
+        self._made_root = not root.exists()  # removed again by close() if no episode was saved in it
+        if not info_path.is_file():
+            if root.exists() and not root.is_dir():
+                raise BadInputError(f"--record-dataset {root}: not a folder")
+            if root.is_dir() and any(p for p in root.iterdir() if not p.name.startswith(".")):
+                raise BadInputError(
+                    f"--record-dataset {root}: the folder is not empty and holds no dataset (no meta/info.json): "
+                    "give a new or empty folder, or an armctl/LeRobot dataset to append to"
+                )
+            root.mkdir(parents=True, exist_ok=True)
+            self.file_index = 0
+            return
+        try:
+            have = json.loads(info_path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot read the dataset's info.json: {exc}", path=info_path) from None
+        where = f"--record-dataset {root}"
+        if have.get("codebase_version") != CODEBASE_VERSION:
+            raise BadInputError(
+                f"{where}: a LeRobot dataset of version {have.get('codebase_version')!r}; armctl appends to "
+                f"{CODEBASE_VERSION} only (convert it with LeRobot's convert_dataset_v21_to_v30)"
+            )
+        if have.get("robot_type") != self.robot_type:
+            raise BadInputError(
+                f"{where}: a dataset of robot {have.get('robot_type')!r}, not {self.robot_type!r}: record into "
+                "another folder"
+            )
+        if have.get("fps") != self.fps:
+            raise BadInputError(f"{where}: a dataset at {have.get('fps')} fps, not {self.fps}: give --fps to match")
+        feats = have.get("features", {})
+        for key in ("observation.state", "action"):
+            if feats.get(key, {}).get("names") != self.features[key]["names"]:
+                raise BadInputError(
+                    f"{where}: its {key} is {feats.get(key, {}).get('names')}, this arm records "
+                    f"{self.features[key]['names']}: record into another folder"
+                )
+        cams = sorted(k for k in feats if k.startswith("observation.images."))
+        want = sorted(k for k in self.features if k.startswith("observation.images."))
+        if cams != want:
+            raise BadInputError(
+                f"{where}: its cameras are {[c.rsplit('.', 1)[-1] for c in cams] or 'none'}, this recording has "
+                f"{[c.rsplit('.', 1)[-1] for c in want] or 'none'}: give the same --camera names"
+            )
+        for k in want:
+            if feats[k]["shape"] != self.features[k]["shape"]:
+                raise BadInputError(
+                    f"{where}: camera {k.rsplit('.', 1)[-1]!r} is {feats[k]['shape']} there, "
+                    f"{self.features[k]['shape']} now: give a camera of the same size"
+                )
+        self.prev_episodes = int(have.get("total_episodes", 0))
+        self.prev_frames = int(have.get("total_frames", 0))
+        tasks_path = root / "meta" / "tasks.parquet"
+        if tasks_path.is_file():
+            t = self.pq.read_table(tasks_path)
+            for task, index in zip(t.column("task").to_pylist(), t.column("task_index").to_pylist()):
+                self.tasks[task] = int(index)
+        taken = [
+            int(m.group(1))
+            for p in (root / "data").glob("chunk-*/file-*.parquet")
+            if (m := re.search(r"file-(\d+)", p.name))
+        ]
+        self.file_index = max(taken, default=-1) + 1
+        if self.file_index >= CHUNKS_SIZE:
+            raise BadInputError(f"{where}: {CHUNKS_SIZE} recording sessions already; start another dataset")
+
+    # --- episodes ---
+
+    @property
+    def episodes(self) -> int:
+        """Episodes in the dataset (earlier sessions and this one)."""
+        return self.prev_episodes + len(self._saved)
+
+    @property
+    def recording(self) -> bool:
+        """True between ``start_episode`` and ``save_episode``/``discard_episode``."""
+        return self._episode is not None
+
+    @property
+    def frames(self) -> int:
+        """Frames of the episode being recorded."""
+        return 0 if self._episode is None else len(self._episode["state"])
+
+    def start_episode(self, task: str) -> None:
+        """Begin an episode of ``task`` (a sentence: what the demonstration does)."""
+        if self._closed:
+            raise BadInputError(f"the dataset writer for {self.root} is closed")
+        if self._episode is not None:
+            raise BadInputError("an episode is being recorded: save or discard it first")
+        if not isinstance(task, str) or not task.strip():
+            raise BadInputError("--task: a sentence saying what the episode does, got nothing")
+        videos = {}
+        n = self.episodes
+        for name, (h, w) in self.cameras.items():
+            videos[name] = _EpisodeVideo(self._work / f"{name}-{n:06d}.mp4", self.fps, h, w)
+        self._episode = {"task": task.strip(), "state": [], "action": [], "videos": videos, "images": {}}
+
+    def add_frame(self, state, action, images: Mapping[str, np.ndarray] | None = None) -> None:
+        """One frame: ``state`` and ``action`` (as many values as their names), ``images`` camera -> RGB array
+        (H, W, 3) uint8 for every camera."""
+        ep = self._episode
+        if ep is None:
+            raise BadInputError("add_frame: no episode started (start_episode first)")
+        s = np.asarray(state, dtype=np.float32).reshape(-1)
+        a = np.asarray(action, dtype=np.float32).reshape(-1)
+        if len(s) != len(self.state_names) or len(a) != len(self.action_names):
+            raise BadInputError(
+                f"add_frame: {len(s)} state and {len(a)} action values; the dataset has "
+                f"{len(self.state_names)} and {len(self.action_names)}"
+            )
+        if not (np.all(np.isfinite(s)) and np.all(np.isfinite(a))):
+            raise BadInputError("add_frame: a state or action value is not a finite number")
+        images = images or {}
+        if set(images) != set(self.cameras):
+            raise BadInputError(
+                f"add_frame: images of {sorted(images)}, the dataset's cameras are {sorted(self.cameras)}"
+            )
+        for name, img in images.items():
+            h, w = self.cameras[name]
+            img = np.asarray(img)
+            if img.shape != (h, w, 3) or img.dtype != np.uint8:
+                raise BadInputError(
+                    f"add_frame: camera {name!r} gave {img.shape} {img.dtype}, expected ({h}, {w}, 3) uint8"
+                )
+            ep["videos"][name].add(img)
+            ep["images"].setdefault(name, []).append(img[::IMAGE_STATS_STRIDE, ::IMAGE_STATS_STRIDE].copy())
+        ep["state"].append(s)
+        ep["action"].append(a)
+
+    def discard_episode(self) -> None:
+        """Drop the episode being recorded (nothing of it is kept)."""
+        ep, self._episode = self._episode, None
+        if ep is None:
+            return
+        for v in ep["videos"].values():
+            try:
+                v.close()
+            finally:
+                v.path.unlink(missing_ok=True)
+
+    def save_episode(self) -> int | None:
+        """Keep the episode being recorded; the dataset on disk is complete with it when this returns. Returns
+        its episode index (None for an empty episode, which is dropped)."""
+        ep = self._episode
+        if ep is None:
+            raise BadInputError("save_episode: no episode started")
+        if not ep["state"]:
+            self.discard_episode()
+            return None
+        self._episode = None
+        n = len(ep["state"])
+        index = self.episodes
+        start = self.prev_frames + sum(e["length"] for e in self._saved)
+        task_index = self.tasks.setdefault(ep["task"], len(self.tasks))
+        state, action = np.stack(ep["state"]), np.stack(ep["action"])
+        frame_index = np.arange(n, dtype=np.int64)
+        cols = {
+            "observation.state": state,
+            "action": action,
+            "timestamp": (frame_index / self.fps).astype(np.float32),
+            "frame_index": frame_index,
+            "episode_index": np.full(n, index, dtype=np.int64),
+            "index": np.arange(start, start + n, dtype=np.int64),
+            "task_index": np.full(n, task_index, dtype=np.int64),
+        }
+        stats = {k: feature_stats(v if v.ndim > 1 else v[:, None]) for k, v in cols.items()}
+        row = {
+            "episode_index": index,
+            "tasks": [ep["task"]],
+            "length": n,
+            "data/chunk_index": 0,
+            "data/file_index": self.file_index,
+            "dataset_from_index": start,
+            "dataset_to_index": start + n,
+        }
+        for name, video in ep["videos"].items():
+            video.close()
+            key = f"observation.images.{name}"
+            before = sum(e["length"] for e in self._saved)
+            row[f"videos/{key}/chunk_index"] = 0
+            row[f"videos/{key}/file_index"] = self.file_index
+            row[f"videos/{key}/from_timestamp"] = before / self.fps
+            row[f"videos/{key}/to_timestamp"] = (before + n) / self.fps
+            self._videos[name].append(video.path)
+            stats[key] = image_stats(ep["images"][name]) if ep["images"].get(name) else None
+        row["meta/episodes/chunk_index"] = 0
+        row["meta/episodes/file_index"] = self.file_index
+        row["_stats"] = stats
+        self._saved.append(row)
+        self._frames.append(cols)
+        try:
+            self._write_session()
+        except BaseException:
+            self._saved.pop()
+            self._frames.pop()
+            raise
+        return index
+
+    # --- files ---
+
+    def _session_path(self, pattern: str, **kw) -> Path:
+        return self.root / pattern.format(chunk_index=0, file_index=self.file_index, **kw)
+
+    def _write_session(self) -> None:
+        pa = self.pa
+        for name, parts in self._videos.items():
+            _concat_videos(parts, self._mkdir(self._session_path(VIDEO_PATH, video_key=f"observation.images.{name}")))
+        # frames
+        cols = {k: np.concatenate([f[k] for f in self._frames]) for k in self._frames[0]}
+        arrays, fields = [], []
+        for key in ("observation.state", "action"):
+            v = cols[key].astype(np.float32)
+            arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1), pa.float32()), v.shape[1]))
+            fields.append(pa.field(key, arrays[-1].type))
+        for key in INDEX_FEATURES:
+            arrays.append(pa.array(cols[key]))
+            fields.append(pa.field(key, arrays[-1].type))
+        _write_table(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), self._session_path(DATA_PATH))
+        # episodes
+        _write_table(self._episodes_table(self._saved), self._session_path(EPISODES_PATH))
+        self._write_meta()
+
+    @staticmethod
+    def _mkdir(path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def _episodes_table(self, rows: list[dict]):
+        pa = self.pa
+        data: dict[str, list] = {}
+        for r in rows:
+            for k, v in r.items():
+                if k != "_stats":
+                    data.setdefault(k, []).append(v)
+            for feat, st in r["_stats"].items():
+                if st is None:
+                    continue
+                for name in STATS:
+                    data.setdefault(f"stats/{feat}/{name}", []).append(np.asarray(st[name]).tolist())
+        table = {}
+        for k, v in data.items():
+            if k == "tasks":
+                table[k] = pa.array(v, pa.list_(pa.string()))
+            elif k.startswith("stats/") and k.endswith("/count"):
+                table[k] = pa.array(v, pa.list_(pa.int64()))
+            elif k.startswith("stats/observation.images."):
+                table[k] = pa.array(v, pa.list_(pa.list_(pa.list_(pa.float64()))))
+            elif k.startswith("stats/"):
+                table[k] = pa.array(v, pa.list_(pa.float64()))
+            elif k.endswith("_timestamp"):
+                table[k] = pa.array(v, pa.float64())
+            else:
+                table[k] = pa.array(v, pa.int64())
+        return pa.table(table)
+
+    def _all_episode_stats(self) -> list[dict]:
+        """Per-episode stats of the whole dataset (earlier sessions from their episodes files)."""
+        out = []
+        for path in sorted((self.root / "meta" / "episodes").glob("chunk-*/file-*.parquet")):
+            t = self.pq.read_table(path)
+            cols = {c: t.column(c).to_pylist() for c in t.column_names if c.startswith("stats/")}
+            for i in range(t.num_rows):
+                ep: dict[str, dict] = {}
+                for c, vals in cols.items():
+                    _, feat, name = c.split("/", 2)
+                    if vals[i] is not None:
+                        ep.setdefault(feat, {})[name] = np.asarray(vals[i], dtype=np.float64)
+                out.append(ep)
+        return out
+
+    def _write_meta(self) -> None:
+        per_episode = self._all_episode_stats()
+        stats = {}
+        for feat in self.features:
+            parts = [ep[feat] for ep in per_episode if feat in ep and "count" in ep[feat]]
+            if parts:
+                agg = aggregate_stats(parts)
+                agg["count"] = np.asarray(agg["count"]).astype(np.int64)
+                stats[feat] = _jsonable(agg)
+        total_frames = self.prev_frames + sum(e["length"] for e in self._saved)
+        info = {
+            "codebase_version": CODEBASE_VERSION,
+            "robot_type": self.robot_type,
+            "total_episodes": self.episodes,
+            "total_frames": total_frames,
+            "total_tasks": len(self.tasks),
+            "chunks_size": CHUNKS_SIZE,
+            "data_files_size_in_mb": DATA_FILES_SIZE_MB,
+            "video_files_size_in_mb": VIDEO_FILES_SIZE_MB,
+            "fps": self.fps,
+            "splits": {"train": f"0:{self.episodes}"},
+            "data_path": DATA_PATH,
+            "video_path": VIDEO_PATH if self.cameras else None,
+            "features": self.features,
+        }
+        meta = self.root / "meta"
+        _atomic_bytes(meta / "stats.json", (json.dumps(stats, indent=4) + "\n").encode())
+        self._write_tasks(meta / "tasks.parquet")
+        armctl = {"writer": "armctl", **self.extra}
+        _atomic_bytes(meta / "armctl.json", (json.dumps(armctl, indent=2) + "\n").encode())
+        _atomic_bytes(meta / "info.json", (json.dumps(info, indent=4) + "\n").encode())  # last: the dataset is whole
+
+    def _write_tasks(self, path: Path) -> None:
+        """``task_index`` with the task as the pandas index, as LeRobot reads it (pandas metadata by hand)."""
+        pa = self.pa
+        order = sorted(self.tasks.items(), key=lambda kv: kv[1])
+        pandas_meta = {
+            "index_columns": ["task"],
+            "column_indexes": [
+                {
+                    "name": None,
+                    "field_name": None,
+                    "pandas_type": "unicode",
+                    "numpy_type": "object",
+                    "metadata": {"encoding": "UTF-8"},
+                }
+            ],
+            "columns": [
+                {
+                    "name": "task_index",
+                    "field_name": "task_index",
+                    "pandas_type": "int64",
+                    "numpy_type": "int64",
+                    "metadata": None,
+                },
+                {
+                    "name": "task",
+                    "field_name": "task",
+                    "pandas_type": "unicode",
+                    "numpy_type": "object",
+                    "metadata": None,
+                },
+            ],
+            "creator": {"library": "pyarrow", "version": pa.__version__},
+            "pandas_version": "2.2.3",
+        }
+        schema = pa.schema(
+            [pa.field("task_index", pa.int64()), pa.field("task", pa.string())],
+            metadata={b"pandas": json.dumps(pandas_meta).encode()},
+        )
+        table = pa.table({"task_index": [i for _, i in order], "task": [t for t, _ in order]}, schema=schema)
+        _write_table(table, path)
+
+    # --- lifecycle ---
+
+    def close(self) -> None:
+        """Discard an episode still being recorded, remove the work files. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self.discard_episode()
+        shutil.rmtree(self._work, ignore_errors=True)
+        if self._made_root:  # a recording refused or stopped before its first episode leaves no empty folder
+            try:
+                self.root.rmdir()
+            except OSError:
+                pass  # not empty: a dataset
+
+    def __enter__(self) -> DatasetWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<DatasetWriter {str(self.root)!r} {self.robot_type} {self.fps} fps, {self.episodes} episodes>"
+
+
+__all__ = ["DatasetWriter", "feature_stats", "aggregate_stats", "image_stats", "CODEBASE_VERSION"]

@@ -1,0 +1,293 @@
+"""What the ROS 2 node takes, checked whole before anything moves: joint trajectories, joint commands and tool goals
+as plain Python values (the node copies them out of the messages), so this module needs no rclpy.
+
+Joint names are armctl's (``arm.joint_names``, base first on a base arm) plus ``gripper`` for the gripper servo;
+angles in radians in armctl's convention, times in seconds. A trajectory is a list of points, each with
+``positions`` (one per name, in the order of ``joint_names``) and ``time_from_start``; it starts where the arm is
+commanded to be when it is accepted (``header.stamp`` is not used), and its positions are joined by straight
+lines in joint space (velocities and accelerations in the message are checked for length and NaN, not used).
+Every point must lie inside the joint limits; a segment that would turn a joint faster than its speed limit is
+slowed (``too_fast="retime"``: its time is stretched to what the fastest joint needs) or refused
+(``too_fast="refuse"``). Refusals are ``Refused``: the reason, the message field (``points[2].positions[1]``) and
+the first failing point.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..arm import Arm
+from ..errors import BadInputError
+from ..kinematics import limit_excess, limit_names
+from ..motion import MAX_MOVE_S, SPEED_MARGIN
+from ..trajectory import DEFAULT_PERIOD_S, Trajectory
+
+GRIPPER_JOINT = "gripper"
+TOO_FAST = ("retime", "refuse")
+LIMIT_TOL_RAD = 1e-9
+
+
+class Refused(BadInputError):
+    """A message refused before anything moved: ``reason`` (one line), ``field`` (the message field at fault, e.g.
+    ``points[2].positions[1]``), ``point`` (index of the first failing point, or None), ``kind`` (``malformed``,
+    ``limit``, ``too_fast``)."""
+
+    def __init__(self, reason: str, *, field: str, point: int | None = None, kind: str = "malformed"):
+        super().__init__(f"{field}: {reason}")
+        self.reason, self.field, self.point, self.kind = reason, field, point, kind
+
+    def to_dict(self) -> dict:
+        return {"reason": str(self), "field": self.field, "point": self.point, "kind": self.kind}
+
+
+def joint_names(arm: Arm) -> list[str]:
+    """The names the node publishes and takes: the arm's joints, then ``gripper`` if it has one."""
+    return list(arm.joint_names) + ([GRIPPER_JOINT] if arm.gripper is not None else [])
+
+
+def _columns(arm: Arm, names, field: str = "joint_names", *, need_all: bool = True) -> list[int]:
+    """For each name its column (0..n-1 joints, n the gripper); Refused for unknown, repeated or missing ones."""
+    known = joint_names(arm)
+    cols: list[int] = []
+    for i, name in enumerate(names):
+        if not isinstance(name, str) or name not in known:
+            raise Refused(f"unknown joint {name!r} (this arm's joints: {', '.join(known)})", field=f"{field}[{i}]")
+        col = known.index(name)
+        if col in cols:
+            raise Refused(f"joint {name!r} named twice", field=f"{field}[{i}]")
+        cols.append(col)
+    if need_all:
+        missing = [n for n in arm.joint_names if known.index(n) not in cols]
+        if missing:
+            raise Refused(f"missing joint(s) {', '.join(missing)} (every joint of the arm is needed)", field=field)
+    return cols
+
+
+def _values(values, count: int, field: str, names, point: int | None, *, optional: bool = False) -> np.ndarray:
+    """``values`` as floats: exactly ``count`` of them (or none if ``optional``), all finite."""
+    vals = list(values)
+    if optional and not vals:
+        return np.zeros(0)
+    if len(vals) != count:
+        raise Refused(f"{len(vals)} values for {count} joint names", field=field, point=point)
+    out = np.array(vals, dtype=float)
+    bad = np.flatnonzero(~np.isfinite(out))
+    if len(bad):
+        j = int(bad[0])
+        raise Refused(f"{out[j]} for joint {names[j]!r}: must be a finite number", field=f"{field}[{j}]", point=point)
+    return out
+
+
+def _limits(arm: Arm, q: np.ndarray, g: float, cols, names, field: str, point: int | None) -> None:
+    """Refused naming the first joint of ``q`` (and the gripper ``g``) outside its limits."""
+    ex = limit_excess(arm, q)
+    if np.any(ex > LIMIT_TOL_RAD):
+        k = int(np.argmax(ex > LIMIT_TOL_RAD))
+        if k < arm.n and k in cols:
+            j = cols.index(k)
+            lo, hi = math.degrees(arm.q_min[k]), math.degrees(arm.q_max[k])
+            raise Refused(
+                f"joint {names[j]!r} at {math.degrees(q[k]):.2f} deg is outside its limits {lo:g}..{hi:g} deg",
+                field=f"{field}[{j}]",
+                point=point,
+                kind="limit",
+            )
+        raise Refused(f"{limit_names(arm)[k]} is outside its limits", field=field, point=point, kind="limit")
+    gr = arm.gripper
+    if gr is not None and math.isfinite(g):
+        lo, hi = sorted((gr.closed_rad, gr.open_rad))
+        if not lo - LIMIT_TOL_RAD <= g <= hi + LIMIT_TOL_RAD:
+            j = cols.index(arm.n)
+            raise Refused(
+                f"gripper at {math.degrees(g):.2f} deg is outside {math.degrees(lo):g}..{math.degrees(hi):g} deg",
+                field=f"{field}[{j}]",
+                point=point,
+                kind="limit",
+            )
+
+
+# --- joint commands (sensor_msgs/JointState positions) -------------------------------------------------------
+
+
+def check_command(arm: Arm, names, positions) -> tuple[np.ndarray, float]:
+    """A ``joint_commands`` message -> (joint angles (rad), gripper (rad, NaN if not given)); every joint of the arm
+    is needed, the gripper is optional; Refused if malformed or outside the limits."""
+    if not list(names):
+        raise Refused("empty: name every joint of the arm", field="name")
+    cols = _columns(arm, names, "name")
+    vals = _values(positions, len(cols), "position", names, None)
+    q = np.zeros(arm.n)
+    g = math.nan
+    for c, v in zip(cols, vals):
+        if c < arm.n:
+            q[c] = v
+        else:
+            g = float(v)
+    _limits(arm, q, g, cols, list(names), "position", None)
+    return q, g
+
+
+# --- joint trajectories (trajectory_msgs/JointTrajectory) ----------------------------------------------------
+
+
+@dataclass
+class TrajectoryPoint:
+    """One point as the node copies it from the message: positions, velocities, accelerations (rad, rad/s,
+    rad/s^2; the last two may be empty) and ``time_from_start`` (s)."""
+
+    positions: list
+    time_from_start: float
+    velocities: list = ()
+    accelerations: list = ()
+
+
+@dataclass
+class CheckedTrajectory:
+    """A trajectory ready to play: the sampled ``trajectory`` (from the start pose), whether segments were slowed
+    (``retimed``, with the duration asked for and the one played)."""
+
+    trajectory: Trajectory
+    retimed: bool
+    asked_s: float
+    duration_s: float
+
+
+def check_trajectory(
+    arm: Arm,
+    names,
+    points: list[TrajectoryPoint],
+    q_start,
+    gripper_start: float,
+    *,
+    too_fast: str = "retime",
+    period_s: float = DEFAULT_PERIOD_S,
+) -> CheckedTrajectory:
+    """Check a whole trajectory and sample it at ``period_s`` from (``q_start``, ``gripper_start``): the first point
+    at time 0 is where it starts (the Robot ramps there slowly if the arm is elsewhere), else the segment from the
+    start pose to the first point is part of it. Refused (nothing moves) for malformed messages, points outside
+    the limits, and segments faster than a joint's speed limit with ``too_fast="refuse"``."""
+    if too_fast not in TOO_FAST:
+        raise BadInputError(f"too_fast: 'retime' or 'refuse', got {too_fast!r}")
+    names = list(names)
+    if not names:
+        raise Refused("empty: name the joints the points give positions for", field="joint_names")
+    cols = _columns(arm, names)
+    if not points:
+        raise Refused("no points", field="points")
+    q0 = np.asarray(q_start, dtype=float)
+    g0 = float(gripper_start)
+    has_g = arm.gripper is not None and arm.n in cols
+    knots_q, knots_g, knots_t, which = [q0], [g0], [0.0], [None]
+    last_t = None
+    for k, p in enumerate(points):
+        f = f"points[{k}]"
+        pos = _values(p.positions, len(names), f"{f}.positions", names, k)
+        _values(p.velocities, len(names), f"{f}.velocities", names, k, optional=True)
+        _values(p.accelerations, len(names), f"{f}.accelerations", names, k, optional=True)
+        t = float(p.time_from_start)
+        if not math.isfinite(t) or t < 0:
+            raise Refused(f"{t} s: must be 0 or more", field=f"{f}.time_from_start", point=k)
+        if last_t is not None and not t > last_t:
+            raise Refused(
+                f"{t:g} s is not after points[{k - 1}]'s {last_t:g} s (times must increase)",
+                field=f"{f}.time_from_start",
+                point=k,
+            )
+        if t > MAX_MOVE_S:
+            raise Refused(f"{t:g} s: longer than {MAX_MOVE_S:g} s", field=f"{f}.time_from_start", point=k)
+        last_t = t
+        q = np.array(knots_q[-1], dtype=float)
+        g = knots_g[-1]
+        for c, v in zip(cols, pos):
+            if c < arm.n:
+                q[c] = v
+            else:
+                g = float(v)
+        _limits(arm, q, g if has_g else math.nan, cols, names, f"{f}.positions", k)
+        if k == 0 and t == 0.0:  # the start itself: the Robot ramps there if the arm is elsewhere
+            knots_q[0], knots_g[0] = q, g
+            which[0] = 0
+            continue
+        knots_q.append(q)
+        knots_g.append(g)
+        knots_t.append(t)
+        which.append(k)
+    Q, G, T = np.array(knots_q), np.array(knots_g), np.array(knots_t)
+    vmax = np.asarray(arm.max_speed_rad_s, dtype=float)
+    gmax = arm.gripper.max_speed_rad_s if arm.gripper is not None else math.inf
+    retimed = False
+    t_new = [0.0]
+    for i in range(1, len(T)):
+        dt = T[i] - T[i - 1]
+        dq = np.abs(Q[i] - Q[i - 1])
+        need = dq / vmax
+        dg = abs(G[i] - G[i - 1]) if has_g and math.isfinite(G[i] - G[i - 1]) else 0.0
+        need_g = dg / gmax
+        worst = int(np.argmax(need)) if len(need) else 0
+        need_dt = max(float(np.max(need, initial=0.0)), need_g)
+        if need_dt > dt * (1 + 1e-9):
+            if too_fast == "refuse":
+                k = which[i]
+                if need_g > float(np.max(need, initial=0.0)):
+                    what, speed, lim = "gripper", dg / dt, gmax
+                else:
+                    what, speed, lim = repr(arm.joint_names[worst]), dq[worst] / dt, vmax[worst]
+                raise Refused(
+                    f"reaching it in {dt:g} s needs joint {what} at {math.degrees(speed):.1f} deg/s, over its "
+                    f"{math.degrees(lim):g} deg/s limit (set the parameter too_fast to 'retime' to slow it down)",
+                    field=f"points[{k}].time_from_start",
+                    point=k,
+                    kind="too_fast",
+                )
+            dt = need_dt / SPEED_MARGIN
+            retimed = True
+        t_new.append(t_new[-1] + dt)
+    T2 = np.array(t_new)
+    duration = float(T2[-1])
+    frames = max(1, math.ceil(duration / period_s - 1e-9))
+    ts = np.arange(frames + 1) * period_s
+    tq = ts * (duration / (frames * period_s)) if duration > 0 else np.zeros_like(ts)  # stretched onto whole frames
+    if len(T2) == 1:
+        q_s = np.repeat(Q[:1], len(ts), axis=0)
+        g_s = np.full(len(ts), G[0])
+    else:
+        q_s = np.column_stack([np.interp(tq, T2, Q[:, j]) for j in range(arm.n)])
+        g_s = np.interp(tq, T2, G) if np.all(np.isfinite(G)) else np.full(len(ts), G[0])
+    if arm.gripper is None:
+        g_s = np.full(len(ts), math.nan)
+    traj = Trajectory(
+        t_s=ts,
+        q_rad=q_s,
+        gripper_rad=g_s,
+        step=np.zeros(len(ts), dtype=int),
+        steps=["joint_trajectory"],
+        period_s=period_s,
+    )
+    return CheckedTrajectory(traj, retimed, float(T[-1]), float(ts[-1]))
+
+
+# --- tool goals (geometry_msgs/PointStamped) -----------------------------------------------------------------
+
+
+def check_tool_goal(arm: Arm, x: float, y: float, z: float, frame_id: str, frame: str) -> tuple[float, ...]:
+    """A ``tool_goal`` point (m, in ``frame``, REP-103: z up) -> armctl's target: (x, y, z) on an arm with a base;
+    (x, z) on a planar arm, whose plane is the frame's x-z plane (y must be 0). Refused for another frame or NaN."""
+    if frame_id not in ("", frame):
+        raise Refused(f"{frame_id!r}: this node takes points in {frame!r} (no tf here)", field="header.frame_id")
+    for name, v in (("x", x), ("y", y), ("z", z)):
+        if not math.isfinite(v):
+            raise Refused(f"{v}: must be a finite number", field=f"point.{name}")
+    if arm.has_base:
+        return (float(x), float(y), float(z))
+    if abs(y) > 1e-6:
+        raise Refused(f"{y:g} m: arm {arm.name!r} works in the x-z plane of {frame!r}; y must be 0", field="point.y")
+    return (float(x), float(z))
+
+
+def tool_point_ros(arm: Arm, tool_m) -> tuple[float, float, float]:
+    """armctl's tool point -> (x, y, z) in the node's frame (REP-103: a planar arm's (x, y) is (x, 0, y))."""
+    p = [float(v) for v in tool_m]
+    return (p[0], p[1], p[2]) if arm.has_base else (p[0], 0.0, p[1])

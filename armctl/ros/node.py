@@ -1,0 +1,498 @@
+"""armctl as a ROS 2 node: a thin edge over one open ``Robot`` (``armctl ros``; docs in README "ROS 2").
+
+Topics and services, relative to the node's namespace (``--namespace arm1``: ``/arm1/joint_states``, ...):
+
+- publishes ``joint_states`` (sensor_msgs/JointState: armctl's joint names, then ``gripper``; positions in rad,
+  velocities in rad/s from successive poses; measured where the servos report, commanded otherwise) at ``--rate``,
+  and ``tool_point`` (geometry_msgs/PointStamped, m, in the frame ``<namespace>/base_link``, REP-103: z up);
+- takes ``joint_trajectory`` (trajectory_msgs/JointTrajectory: checked whole, re-timed or refused by the parameter
+  ``too_fast``, then played by the Robot; an empty one stops the arm), ``joint_commands`` (sensor_msgs/JointState
+  positions, the topic topic_based_ros2_control publishes: the arm follows the latest, under its speed limits,
+  after a slow ramp from where it is) and ``tool_goal`` (geometry_msgs/PointStamped: a straight line, like jog);
+- services (std_srvs/Trigger) ``armctl/stop``, ``armctl/home``, ``armctl/gripper_open``, ``armctl/gripper_close``;
+- ``armctl/events`` (std_msgs/String, one JSON object each: accepted, refused with the reason, the field and the
+  first failing point, done, stopped, failed, link_lost);
+- a ``follow_joint_trajectory`` action (control_msgs/FollowJointTrajectory) where control_msgs is importable.
+
+The latest command wins: a new trajectory, goal, home or gripper command stops the motion playing first; joint
+commands replace the target the arm follows (a queue of one). Nothing here builds a backend or plans its own
+motion: every move is the Robot's, with its checks, its limits and its no-jump start.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import motion
+from ..errors import ArmctlError, BadInputError, LinkError, StopRequested
+from .messages import Refused, TrajectoryPoint, check_command, check_tool_goal, check_trajectory, joint_names
+from .messages import tool_point_ros as _tool_point_ros
+
+FOLLOW_RATE_HZ = 100.0  # how often the followed target is looked at (a ros2_control update rate)
+STATES_CATCH_UP_PERIODS = 10  # joint_states this many periods late start their schedule again from now
+EVENT_EVERY_S = 0.5  # refusals of joint commands (a stream) are published at most this often
+REQUEST_WAIT_S = 10.0
+NO_ACTION = (
+    "control_msgs is not importable (it is not among the PyPI wheels): no follow_joint_trajectory action server; "
+    "send trajectories on the joint_trajectory topic"
+)
+
+
+def import_rclpy():
+    """rclpy and the message modules, or BadInputError saying how to get them."""
+    try:
+        import rclpy  # noqa: F401
+        from geometry_msgs.msg import PointStamped  # noqa: F401
+        from sensor_msgs.msg import JointState  # noqa: F401
+        from std_msgs.msg import String  # noqa: F401
+        from std_srvs.srv import Trigger  # noqa: F401
+        from trajectory_msgs.msg import JointTrajectory  # noqa: F401
+    except ImportError as exc:
+        raise BadInputError(
+            f"armctl ros needs rclpy and the ROS 2 message packages ({exc.name or exc} is missing): "
+            "pip install 'armctl[ros]' (x86_64 Linux, Python 3.10-3.13), or source a ROS 2 installation"
+        ) from None
+    return rclpy
+
+
+def stamp_s(duration) -> float:
+    """builtin_interfaces Duration -> seconds."""
+    return float(duration.sec) + float(duration.nanosec) * 1e-9
+
+
+# --- joint commands as the "leader" of Robot.follow ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CommandReading:
+    """The latest joint command, as ``Robot.follow`` reads a leader: ``t_s`` (time.monotonic() it came),
+    ``q_rad``, ``gripper_rad`` (NaN: not commanded), ``steps`` (its sequence number: changes with each message)."""
+
+    t_s: float
+    q_rad: np.ndarray
+    gripper_rad: float
+    steps: int
+
+
+class CommandSource:
+    """The ``joint_commands`` topic seen as a leader arm of the same model (``Robot.follow(map="joints")``): one slot,
+    the latest command wins; never a queue."""
+
+    port = "joint_commands"
+
+    def __init__(self, arm):
+        self.arm = arm
+        self._lock = threading.Lock()
+        self._latest: CommandReading | None = None
+        self._seq = 0
+
+    def put(self, q_rad, gripper_rad: float) -> None:
+        with self._lock:
+            self._seq += 1
+            if not math.isfinite(gripper_rad) and self._latest is not None:
+                gripper_rad = self._latest.gripper_rad  # not commanded this time: keep the last
+            self._latest = CommandReading(time.monotonic(), np.array(q_rad, dtype=float), float(gripper_rad), self._seq)
+
+    def read(self) -> CommandReading:
+        with self._lock:
+            return self._latest
+
+
+# --- the node --------------------------------------------------------------------------------------------------
+
+
+class ArmNode:
+    """The ROS 2 interface of one open ``robot`` on the rclpy ``node`` (see the module docstring). ``start()``
+    starts publishing; ``close()`` stops the arm under control, then the node's threads (the caller closes the
+    robot and the node). ``done`` is set when the node must end (a lost link: ``failed`` holds the error)."""
+
+    def __init__(self, robot, node, *, rate_hz: float = 50.0, frame_id: str = "base_link", out=sys.stdout):
+        from geometry_msgs.msg import PointStamped
+        from rclpy.qos import QoSProfile
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import String
+        from std_srvs.srv import Trigger
+        from trajectory_msgs.msg import JointTrajectory
+
+        self.robot, self.node, self.arm = robot, node, robot.arm
+        self.rate_hz, self.period_s = float(rate_hz), 1.0 / float(rate_hz)
+        self.frame_id = frame_id
+        self.names = joint_names(self.arm)
+        self.out = out
+        self.done = threading.Event()
+        self.failed: BaseException | None = None
+        self._closing = threading.Event()
+        self._source = CommandSource(self.arm)
+        self._lock = threading.Lock()
+        self._slot: tuple | None = None  # (kind, payload, future): the one command waiting for the worker
+        self._wake = threading.Condition(self._lock)
+        self._motion = None  # the Motion last handed to the Robot
+        self._follow = None  # the follow motion fed by joint_commands, while it runs
+        self._last_refusal = {}  # source -> (time, suppressed count)
+        self._JointState, self._PointStamped, self._String = JointState, PointStamped, String
+        events_qos = QoSProfile(depth=50)
+        self.pub_states = node.create_publisher(JointState, "joint_states", 10)
+        self.pub_tool = node.create_publisher(PointStamped, "tool_point", 10)
+        self.pub_events = node.create_publisher(String, "armctl/events", events_qos)
+        node.create_subscription(JointTrajectory, "joint_trajectory", self._guard(self._on_trajectory), 10)
+        node.create_subscription(JointState, "joint_commands", self._guard(self._on_command), 1)
+        node.create_subscription(PointStamped, "tool_goal", self._guard(self._on_tool_goal), 10)
+        for name, kind in (
+            ("armctl/stop", "stop"),
+            ("armctl/home", "home"),
+            ("armctl/gripper_open", "gripper_open"),
+            ("armctl/gripper_close", "gripper_close"),
+        ):
+            node.create_service(Trigger, name, self._service(kind))
+        self.action = self._action_server()
+        self._worker = threading.Thread(target=self._work, name="armctl-ros-commands", daemon=True)
+        self._publisher = threading.Thread(target=self._publish_loop, name="armctl-ros-states", daemon=True)
+        self._prev = None  # (t, q) of the last joint_states, for velocities
+
+    def _guard(self, callback):
+        """``callback`` that never raises into the executor (an exception there would end the node's spinning)."""
+
+        def safe(msg) -> None:
+            try:
+                callback(msg)
+            except Exception as exc:  # noqa: BLE001 - said as an event, the node goes on
+                self.event("failed", source=callback.__name__.removeprefix("_on_"), reason=repr(exc))
+
+        return safe
+
+    # --- lifecycle ---
+
+    def start(self) -> None:
+        self._worker.start()
+        self._publisher.start()
+
+    def close(self, reason: str = "node shutting down") -> None:
+        """Stop the arm under control (it holds its pose), then the node's threads."""
+        self._closing.set()
+        with self._lock:
+            self._wake.notify_all()
+        self._halt(reason)
+        for t in (self._worker, self._publisher):
+            if t.is_alive() and t is not threading.current_thread():
+                t.join(timeout=5.0)
+
+    def _lost(self, exc: BaseException) -> None:
+        """A lost link: publish it, stop under control (what can still be sent), end the node."""
+        if self.failed is not None:
+            return
+        self.failed = exc
+        self.event("link_lost", reason=str(exc))
+        try:
+            self.robot.stop("link lost")
+        except ArmctlError:
+            pass
+        self.done.set()
+
+    # --- events ---
+
+    def event(self, kind: str, /, **fields) -> None:
+        """Publish one event on ``armctl/events`` (JSON) and say it on stderr if it is a refusal or a failure."""
+        data = {"event": kind, "t": time.time(), **fields}
+        msg = self._String()
+        msg.data = json.dumps(data)
+        try:
+            self.pub_events.publish(msg)
+        except Exception:  # noqa: BLE001 - the node is going down: the event is still said on stderr
+            pass
+        if kind in ("refused", "failed", "link_lost"):
+            what = fields.get("source", "")
+            print(f"armctl ros: {kind}{' ' + what if what else ''}: {fields.get('reason', '')}", file=sys.stderr)
+
+    def _refused(self, source: str, exc: ArmctlError) -> None:
+        detail = exc.to_dict() if isinstance(exc, Refused) else {"reason": str(exc), "field": None, "point": None}
+        self.event("refused", source=source, moved=False, **detail)
+
+    # --- joint_states and tool_point ---
+
+    def _publish_loop(self) -> None:
+        t_next = time.monotonic()
+        while not self._closing.is_set() and not self.done.is_set():
+            t_next += self.period_s
+            now = time.monotonic()
+            # on schedule: a late message (the process was not run for a while) is caught up at once, so the rate
+            # holds on a loaded machine; far behind (a stall), the schedule starts again from now
+            if t_next < now - STATES_CATCH_UP_PERIODS * self.period_s:
+                t_next = now
+            if t_next > now:
+                time.sleep(t_next - now)
+            try:
+                self.publish_state()
+            except LinkError as exc:
+                self._lost(exc)
+                return
+            except ArmctlError as exc:
+                if self._closing.is_set():
+                    return
+                self.event("failed", source="joint_states", reason=str(exc))
+
+    def publish_state(self) -> None:
+        """Publish ``joint_states`` and ``tool_point`` once (the Robot's ``where()``)."""
+        pose = self.robot.where()
+        t = time.monotonic()
+        q = [float(v) for v in pose.q_rad]
+        if self.arm.gripper is not None:
+            q.append(math.nan if pose.gripper_rad is None else float(pose.gripper_rad))
+        vel = [0.0] * len(q)
+        if self._prev is not None and t > self._prev[0]:
+            vel = [(a - b) / (t - self._prev[0]) if math.isfinite(a - b) else 0.0 for a, b in zip(q, self._prev[1])]
+        self._prev = (t, q)
+        stamp = self.node.get_clock().now().to_msg()
+        js = self._JointState()
+        js.header.stamp = stamp
+        js.name = self.names
+        js.position = q
+        js.velocity = vel
+        self.pub_states.publish(js)
+        ps = self._PointStamped()
+        ps.header.stamp = stamp
+        ps.header.frame_id = self.frame_id
+        ps.point.x, ps.point.y, ps.point.z = _tool_point_ros(self.arm, pose.tool_m)
+        self.pub_tool.publish(ps)
+
+    # --- what comes in (executor threads): checked here, handed to the worker ---
+
+    def _on_trajectory(self, msg) -> None:
+        if not msg.points:  # the joint_trajectory_controller's convention: an empty trajectory stops
+            self._request("stop", "an empty joint_trajectory")
+            return
+        points = [
+            TrajectoryPoint(list(p.positions), stamp_s(p.time_from_start), list(p.velocities), list(p.accelerations))
+            for p in msg.points
+        ]
+        names = list(msg.joint_names)
+        try:  # malformed messages and points outside the limits are refused at once: what plays goes on
+            check_trajectory(self.arm, names, points, self.arm.home_rad, math.nan, too_fast="retime")
+        except Refused as exc:
+            if exc.kind in ("malformed", "limit"):
+                self._refused("joint_trajectory", exc)
+                return
+        self._request("trajectory", (names, points))
+
+    def _on_command(self, msg) -> None:
+        try:
+            q, g = check_command(self.arm, list(msg.name), list(msg.position))
+        except Refused as exc:
+            now = time.monotonic()
+            last, skipped = self._last_refusal.get("joint_commands", (-math.inf, 0))
+            if now - last < EVENT_EVERY_S:
+                self._last_refusal["joint_commands"] = (last, skipped + 1)
+                return
+            self._last_refusal["joint_commands"] = (now, 0)
+            detail = exc.to_dict()
+            self.event("refused", source="joint_commands", moved=False, suppressed=skipped, **detail)
+            return
+        self._source.put(q, g)
+        f = self._follow
+        if f is not None and not f.done:
+            return  # the follow reads the new target within a period
+        with self._lock:
+            if self._slot is not None and self._slot[0] == "follow":
+                return
+        self._request("follow", None)
+
+    def _on_tool_goal(self, msg) -> None:
+        p = msg.point
+        try:
+            target = check_tool_goal(self.arm, p.x, p.y, p.z, msg.header.frame_id, self.frame_id)
+        except Refused as exc:
+            self._refused("tool_goal", exc)
+            return
+        self._request("tool_goal", target)
+
+    def _service(self, kind: str):
+        def call(request, response):
+            fut = self._request(kind, f"the armctl/{kind} service")
+            try:
+                ok, text = fut.result(timeout=REQUEST_WAIT_S)
+            except Exception as exc:  # noqa: BLE001 - answered, not raised into the executor
+                ok, text = False, str(exc)
+            response.success, response.message = bool(ok), text
+            return response
+
+        return call
+
+    def _request(self, kind: str, payload) -> Future:
+        """Hand a command to the worker: the latest wins (one waiting at most; an older one is dropped, and said)."""
+        fut: Future = Future()
+        with self._lock:
+            old, self._slot = self._slot, (kind, payload, fut)
+            self._wake.notify_all()
+        if old is not None:
+            old[2].set_result((False, f"dropped: a newer command ({kind}) came before it started"))
+            self.event("dropped", source=old[0], reason=f"superseded by {kind} before it started")
+        return fut
+
+    # --- the worker: one command at a time, on the Robot ---
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                while self._slot is None and not self._closing.is_set():
+                    self._wake.wait(0.5)
+                if self._closing.is_set():
+                    item, self._slot = self._slot, None
+                    if item is not None:
+                        item[2].set_result((False, "the node is shutting down"))
+                    return
+                item, self._slot = self._slot, None
+            kind, payload, fut = item
+            try:
+                fut.set_result(self._do(kind, payload))
+            except LinkError as exc:
+                fut.set_result((False, str(exc)))
+                self._lost(exc)
+            except ArmctlError as exc:
+                fut.set_result((False, str(exc)))
+                self._refused(kind if kind != "trajectory" else "joint_trajectory", exc)
+            except Exception as exc:  # noqa: BLE001 - a bug must not kill the worker silently
+                fut.set_result((False, f"internal error: {exc!r}"))
+                self.event("failed", source=kind, reason=repr(exc))
+
+    def _halt(self, reason: str) -> None:
+        """Stop whatever plays, under control, and wait until it has stopped (the arm holds where it is)."""
+        robot = self.robot
+        if not robot.moving:
+            return
+        robot.stop(reason)
+        for m in (self._follow, self._motion):
+            if m is not None:
+                try:
+                    m.wait(timeout=5.0)
+                except (ArmctlError, TimeoutError):
+                    pass
+        deadline = time.monotonic() + 5.0
+        while robot.moving and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+    def _do(self, kind: str, payload) -> tuple[bool, str]:
+        robot = self.robot
+        if kind == "stop":
+            was = robot.moving
+            self._halt(f"stopped by {payload}")
+            self.event("stopped", source=payload, moving_before=was)
+            return True, "stopped: the arm holds its pose" if was else "the arm was not moving"
+        if kind == "follow":
+            f = self._follow
+            if f is not None and not f.done:
+                return True, "following"
+            self._halt("joint_commands")
+            m = robot.follow(self._source, map="joints", rate_hz=FOLLOW_RATE_HZ)
+            self._follow = m
+            self._watch(m, "joint_commands")
+            self.event("accepted", source="joint_commands", label=m.label)
+            return True, "following joint_commands"
+        if kind in ("trajectory", "tool_goal"):  # refused from where the arm is now, before what plays is stopped
+            pose = robot.where() if robot.moving else robot.commanded_pose()
+            if kind == "trajectory":  # too fast
+                g0 = math.nan if pose.gripper_rad is None else pose.gripper_rad
+                too_fast = self.node.get_parameter("too_fast").value
+                check_trajectory(self.arm, *payload, pose.q_rad, g0, too_fast=too_fast)
+            else:  # out of reach or outside the joint limits
+                motion.solve_pose(self.arm, np.array(payload, dtype=float), None, pose.q_rad)
+        self._halt(f"a new {kind}")
+        if kind == "trajectory":
+            names, points = payload
+            pose = robot.commanded_pose()
+            g0 = math.nan if pose.gripper_rad is None else pose.gripper_rad
+            too_fast = self.node.get_parameter("too_fast").value
+            checked = check_trajectory(self.arm, names, points, pose.q_rad, g0, too_fast=too_fast)
+            m = robot.run(motion.Plan(checked.trajectory, [], self.arm), wait=False)
+            info = {
+                "duration_s": checked.duration_s,
+                "asked_s": checked.asked_s,
+                "retimed": checked.retimed,
+                "points": len(points),
+            }
+            source = "joint_trajectory"
+        elif kind == "tool_goal":
+            speed = float(self.node.get_parameter("tool_speed_m_s").value)
+            m = robot.move_to(*payload, speed=speed, wait=False)
+            info, source = {"target_m": list(payload), "duration_s": float(m.trajectory.duration_s)}, "tool_goal"
+        elif kind == "home":
+            m = robot.home(wait=False)
+            info, source = {"duration_s": float(m.trajectory.duration_s)}, "home"
+        elif kind in ("gripper_open", "gripper_close"):
+            m = robot.gripper("open" if kind == "gripper_open" else "close", wait=False)
+            info, source = {"duration_s": float(m.trajectory.duration_s)}, kind
+        else:
+            raise BadInputError(f"unknown command {kind!r}")
+        self._motion = m
+        self._watch(m, source)
+        self.event("accepted", source=source, **info)
+        return True, f"{source}: accepted, {info['duration_s']:.2f} s"
+
+    def _watch(self, m, source: str) -> None:
+        """Publish how motion ``m`` ended (done, stopped, failed; a lost link ends the node)."""
+
+        def over(m) -> None:
+            err = m.error
+            if err is None:
+                self.event("done", source=source)
+            elif isinstance(err, StopRequested):
+                self.event("stopped", source=source, reason=m.stop_reason)
+            elif isinstance(err, LinkError):
+                self._lost(err)
+            else:
+                self.event("failed", source=source, reason=str(err))
+
+        m.add_done_callback(over)
+
+    # --- the FollowJointTrajectory action (only where control_msgs is importable) ---
+
+    def _action_server(self):
+        try:
+            from control_msgs.action import FollowJointTrajectory
+            from rclpy.action import ActionServer, GoalResponse
+            from rclpy.callback_groups import ReentrantCallbackGroup
+        except ImportError:
+            print(f"armctl ros: note: {NO_ACTION}", file=sys.stderr, flush=True)
+            return None
+
+        def goal(request):
+            t = request.trajectory
+            pts = [TrajectoryPoint(list(p.positions), stamp_s(p.time_from_start)) for p in t.points]
+            try:
+                check_trajectory(self.arm, list(t.joint_names), pts, self.arm.home_rad, math.nan)
+            except Refused as exc:
+                if exc.kind in ("malformed", "limit"):
+                    self._refused("follow_joint_trajectory", exc)
+                    return GoalResponse.REJECT
+            return GoalResponse.ACCEPT
+
+        def execute(handle):
+            t = handle.request.trajectory
+            pts = [TrajectoryPoint(list(p.positions), stamp_s(p.time_from_start)) for p in t.points]
+            result = FollowJointTrajectory.Result()
+            ok, text = self._request("trajectory", (list(t.joint_names), pts)).result(timeout=REQUEST_WAIT_S)
+            m = self._motion
+            if ok and m is not None:
+                try:
+                    m.wait()
+                except ArmctlError as exc:
+                    ok, text = False, str(exc)
+            result.error_code = 0 if ok else FollowJointTrajectory.Result.INVALID_GOAL
+            result.error_string = "" if ok else text
+            handle.succeed() if ok else handle.abort()
+            return result
+
+        return ActionServer(
+            self.node,
+            FollowJointTrajectory,
+            "follow_joint_trajectory",
+            execute_callback=execute,
+            goal_callback=goal,
+            callback_group=ReentrantCallbackGroup(),
+        )
