@@ -1472,23 +1472,37 @@ def _blend_run(arm, moves, plans, period, max_step):
     timed again."""
     blends = [mv.blend_m for mv in moves[:-1]]
     asked = list(blends)
+    # each line's own deviation between samples, planned alone (a servo's steps on a small arm): a corner may
+    # add its blend distance to that, no more
+    own = [
+        line_deviation(arm, mp.q_rad, *mp.line_m, sub=16) if mp.line_m is not None and len(mp.q_rad) > 1 else 0.0
+        for mp in plans
+    ]
+    last = None
     for _ in range(BLEND_DEVIATION_TRIES):
         tried = [replace(mv, blend_m=b) for mv, b in zip(moves[:-1], blends, strict=True)] + [moves[-1]]
         out, split = _blend_run_once(arm, tried, plans, period, max_step)
         if split:  # cut at a corner that cannot be rounded: each part was planned (and measured) on its own
             return out
-        excess = _corner_excess(arm, out, asked)
+        excess = _corner_excess(arm, out, asked, own)
         if not excess:
             return out
+        common = [i for i in (last or {}) if i in excess]
+        if common and all(excess[i] > 0.99 * last[i] for i in common):
+            # tighter roundings did not help: the servo's steps are longer than the lines around the corner (a
+            # flattened curve's short lines), their chords cut it whatever the rounding; keep the blend
+            return out
+        last = excess
         for i, ratio in excess.items():
             blends[i] *= 0.97 / ratio
-    return plans  # pragma: no cover - the roundings never came within their distance: keep the stops
+    return out
 
 
-def _corner_excess(arm, out: list[MovePlan], blends) -> dict:
+def _corner_excess(arm, out: list[MovePlan], blends, own=None) -> dict:
     """Corners (index: deviation / blend > 1) where the sampled trajectory of a blended run strays further from
-    the two lines than the corner's blend distance, measured with ``line_deviation`` on the samples around it
-    (the end of one line's share and the start of the next's, finely between samples)."""
+    the two lines than the corner's blend distance (plus ``own``: each line's deviation planned alone),
+    measured with ``line_deviation`` on the samples of the rounding and one either side, finely between
+    samples."""
     bad = {}
     for i, b in enumerate(blends):
         a, c = out[i], out[i + 1]
@@ -1497,13 +1511,30 @@ def _corner_excess(arm, out: list[MovePlan], blends) -> dict:
         n = max(2, len(a.q_rad) // 2)
         m = max(2, len(c.q_rad) // 2)
         q = np.concatenate([a.q_rad[-n:], c.q_rad[1:m]])
+        # only the rounding (within its reach d of the corner) and a sample either side: elsewhere the samples
+        # are on the lines as without a blend (a servo's steps there are the lines' own business)
+        (a0, a1), (c0, c1) = (
+            (np.asarray(x, dtype=float) for x in a.line_m),
+            (np.asarray(x, dtype=float) for x in c.line_m),
+        )
+        da, dc = float(np.linalg.norm(a1 - a0)), float(np.linalg.norm(c1 - c0))
+        if da <= 0 or dc <= 0:
+            continue
+        d = corner_reach(da, dc, (a1 - a0) / da, (c1 - c0) / dc, b)
+        near = np.nonzero(np.linalg.norm(tool_point(arm, q) - a1, axis=1) <= d + 1e-9)[0]
+        if len(near) == 0:
+            continue
+        q = q[max(near[0] - 1, 0) : near[-1] + 2]
+        if len(q) < 2:
+            continue
         step = float(np.linalg.norm(np.diff(tool_point(arm, q), axis=0), axis=1).max())
         sub = int(min(BLEND_CHECK_SUB_MAX, max(8, math.ceil(step / (0.01 * b)))))
         # the distance to the nearer line changes at most as fast as the tool moves: between two measured
         # points (step / sub apart, nearly) it exceeds the larger by at most half that
         dev = line_deviation(arm, q, *a.line_m, also=[c.line_m], sub=sub) + 0.5 * step / sub
-        if dev > b * (1.0 + 1e-9):
-            bad[i] = dev / b
+        base = 0.0 if own is None else max(own[i], own[i + 1])
+        if dev > b * (1.0 + 1e-9) + base:
+            bad[i] = (dev - base) / b
     return bad
 
 
