@@ -53,7 +53,9 @@ from .errors import BadInputError, JointLimitError, LinkError, MotionError, Stop
 from .kinematics import tool_pitch, tool_point
 from .lerobot import open_calibration
 from .paths import state_dir
-from .state import LiveStore, PoseStore
+from .restart import step_start as restart_step_start
+from .runcontrol import HOLD_RAMP_S, RunControl, check_override
+from .state import LiveStore, PoseStore, RunRecord, RunStore, program_digest
 from .stream import Player, Pulses, StreamResult, prepare
 from .trajectory import Trajectory
 from .zones import first_violation
@@ -179,6 +181,26 @@ class MoveResult:
     tracking_error_deg: dict[str, float] | None = None
 
 
+@dataclass
+class ProgramRun:
+    """A program planned to run on this arm (``Robot.prepare_run``): its ``plan`` (whole), the ``trajectory``
+    that will play (all of it, or from step ``first_step``, 0-based, after a lead-in of ``offset`` steps),
+    and ``describe``: where it starts and what it does with the gripper first, in words."""
+
+    program: str
+    digest: str
+    plan: motion.Plan
+    trajectory: Trajectory
+    first_step: int = 0
+    offset: int = 0
+    describe: str = ""
+
+    @property
+    def steps(self) -> int:
+        """How many steps the program has, loops unrolled."""
+        return len(self.plan.trajectory.steps)
+
+
 class Motion:
     """A motion handed to the Robot: ``wait()`` for its result, ``done``, ``cancel()``.
 
@@ -206,6 +228,8 @@ class Motion:
         # itself re-planned), this one is planned again from where the arm is, never towards a dropped target.
         self._moves, self._after = moves, after
         self.replanned = False
+        self.program: ProgramRun | None = None  # a program run: its progress is recorded as it plays
+        self._step_recorded = -1
         # blended chains (move_to(..., blend=)): the first motion plays the chain; the others follow its fate
         self._head: Motion | None = None
         self._chain: list[Motion] = []
@@ -221,6 +245,22 @@ class Motion:
         self._cancelled = True
         if self._head is not None:
             self._head._cancelled = True
+
+    def pause(self) -> None:
+        """Feed hold: the arm decelerates along the planned path (under the joint limits) and holds there; the
+        rest of the motion stays, and ``resume()`` goes on from where it held. ``wait()`` blocks meanwhile.
+        (The hold is the Robot's: the motions queued after this one wait behind it; see ``Robot.pause``.)"""
+        if not self.done:
+            self.robot.pause()
+
+    def resume(self) -> None:
+        """Go on from where ``pause()`` held, along the same path."""
+        self.robot.resume()
+
+    @property
+    def paused(self) -> bool:
+        """True while a hold was asked for and not resumed."""
+        return self.robot.control.paused and not self.done
 
     def cancelled(self) -> bool:
         """True once ``cancel()`` or ``Robot.stop()`` was called for it."""
@@ -710,7 +750,9 @@ def _close_at_exit() -> None:
             pass
 
 
-def _let_go(backend: Backend, store: PoseStore, lock: PortLock | None, live: PoseStore | None = None) -> None:
+def _let_go(
+    backend: Backend, store: PoseStore, lock: PortLock | None, live: PoseStore | None = None, runs=None
+) -> None:
     """A Robot that became unreachable without ``close()``: close its board and release its port, so the same
     process (a notebook) can connect again. No motion plays (a playing motion holds the Robot); the board holds
     the pose it was last sent, which was stored when that motion ended."""
@@ -722,6 +764,8 @@ def _let_go(backend: Backend, store: PoseStore, lock: PortLock | None, live: Pos
         store.close()
         if live is not None:
             live.close()
+        if runs is not None:
+            runs.close()
         if lock is not None:
             lock.release()
 
@@ -782,8 +826,11 @@ class Robot(_BoardAccess):
         self._stop_reasons: dict[int, str] = {}  # generation -> the reason of the stop that started it
         self._closed = False
         self._store = store or PoseStore(port, arm)
+        self._runs = RunStore(port, arm)
         self._live = LiveStore(port, arm)  # the pose played now, for watchers (armctl web --watch)
         self._journaled = 0.0
+        #: Feed hold, resume and speed override of whatever plays (``pause``, ``resume``, ``speed_override``).
+        self.control = RunControl()
         stored = self._store.load()
         #: One line if the last run on this port ended without a clean stop (it was killed, the PC lost
         #: power, the USB link dropped mid-motion): the pose it journaled is where this run starts from.
@@ -791,7 +838,7 @@ class Robot(_BoardAccess):
         _OPEN.add(self)  # closed at exit if the script forgot to
         # A Robot nobody holds any more (a notebook cell run again, a variable reassigned) lets go of its port.
         # Not at exit: _close_at_exit stops a motion first.
-        self._finalizer = weakref.finalize(self, _let_go, backend, self._store, lock, self._live)
+        self._finalizer = weakref.finalize(self, _let_go, backend, self._store, lock, self._live, self._runs)
         self._finalizer.atexit = False
         if stored is not None and not stored.clean:
             age = time.time() - stored.time_s
@@ -1010,9 +1057,9 @@ class Robot(_BoardAccess):
             return self._sample_idle()
         frame = player.frames_played()
         values = player.values_at(frame)
-        ramp = player.parts[0].frames if len(player.parts) > 1 else 0
-        part = player.parts[-1]
-        index = -1 if frame < ramp else min(len(part.us) - 1, (frame - ramp) // part.frames_per_sample)
+        i, tau = player.position_at(frame)  # (time-scaled while held or overridden: frames are not samples)
+        part = player.parts[i] if player.parts else None
+        index = -1 if part is None or (len(player.parts) > 1 and i == 0) else min(len(part.us) - 1, int(tau))
         return self._sample_from(values, int(index))
 
     def _sample_idle(self):
@@ -1322,25 +1369,108 @@ class Robot(_BoardAccess):
         return self._go([move], label, gen, wait)
 
     @_one_line_interrupt
-    def run(self, program, *, wait: bool = True) -> Motion:
-        """Run a program: a YAML file (path), a parsed ``armctl.program.Program``, or a plan made by
-        ``armctl.program.plan_program``. It is planned whole first (ConfigError, MotionError name the file,
-        line and step); then the arm ramps from where it is to the program's start and plays it."""
-        from .program import Program, load_program, plan_program
-
+    def run(self, program, *, from_step: int | str | None = None, resume: bool = False, wait: bool = True) -> Motion:
+        """Run a program: a YAML file (path), a parsed ``armctl.program.Program``, a plan made by
+        ``armctl.program.plan_program``, or a ``ProgramRun`` from ``prepare_run``. It is planned whole first
+        (ConfigError, MotionError name the file, line and step); then the arm ramps from where it is to the
+        program's start and plays it. Its progress (the step playing, the gripper) is recorded in the state
+        folder as it plays, so ``resume=True`` continues an interrupted run of the same program at the step it
+        stopped in, with the gripper as it was; ``from_step`` starts at any step (see ``prepare_run``)."""
         self._check_open()
         gen = self._stop_gen
+        if isinstance(program, motion.Plan):
+            if resume or from_step is not None:
+                raise BadInputError("run: resume and from_step need the program (a file or Program), not a plan")
+            traj = program.trajectory
+            return self._submit("program", traj, prepare(traj, self.calibration), gen, wait, arm=program.arm)
+        pr = (
+            program
+            if isinstance(program, ProgramRun)
+            else self.prepare_run(program, from_step=from_step, resume=resume)
+        )
+        traj = pr.trajectory
+        m = Motion(self, Path(pr.program).name, traj, prepare(traj, self.calibration), gen)
+        m.program = pr
+        m.zoned_arm = pr.plan.arm  # a program's own keep-out zones: its ramp to the start is checked against them
+        return self._enqueue(m, wait)
+
+    def prepare_run(self, program, *, from_step: int | str | None = None, resume: bool = False) -> ProgramRun:
+        """Plan ``program`` (a file or a parsed ``Program``) to run from where the arm is, without moving.
+
+        ``from_step``: start at that step (a number N counts the steps as ``armctl plan`` does, loops unrolled;
+        or a step's name, or its number as written, ``1.5``): the gripper is first set to the state the
+        program has there, then a slow joint move (planned and checked) takes the arm to that step's start.
+        ``resume``: start at the step the last run of this program on this port was in when it stopped, was
+        killed or lost power, with the gripper as it is (an interrupted gripper step goes on from where the
+        gripper is; the gripper is never opened on the way). BadInputError if there is nothing to resume, or
+        the program file changed since."""
+        from .program import Program, load_program, plan_program
+        from .restart import at_rest_step, find_step, restart_trajectory
+
+        self._check_open()
         if isinstance(program, (str, Path)):
             program = load_program(program)
-        if isinstance(program, Program):
-            label = Path(program.path).name
-            plan = plan_program(program, self.arm)
-        elif isinstance(program, motion.Plan):
-            label, plan = "program", program
-        else:
-            raise BadInputError(f"run: expected a program file, Program or Plan, got {type(program).__name__}")
-        traj = plan.trajectory
-        return self._submit(label, traj, prepare(traj, self.calibration), gen, wait, arm=plan.arm)
+        if not isinstance(program, Program):
+            raise BadInputError(f"run: expected a program file or Program, got {type(program).__name__}")
+        if resume and from_step is not None:
+            raise BadInputError("run: give resume or from_step, not both")
+        path = str(Path(program.path).resolve())
+        try:
+            digest = program_digest(path)
+        except OSError:
+            digest = ""
+        plan = plan_program(program, self.arm)
+        pr = ProgramRun(path, digest, plan, plan.trajectory)
+        k = None
+        if from_step is not None:
+            k = find_step(program, plan, from_step)
+        elif resume:
+            rec = self._runs.load()
+            name = Path(program.path).name
+            if rec is None or (rec.program and rec.program != path and rec.digest != digest):
+                raise BadInputError(f"--resume: no interrupted run of {name} on {self.port} to resume")
+            if rec.digest != digest:
+                raise BadInputError(
+                    f"--resume: {name} changed since its run was interrupted at step {rec.step + 1}: give --from-step "
+                    "to say where to start"
+                )
+            if rec.status == "done":
+                raise BadInputError(f"--resume: the last run of {name} on {self.port} finished; nothing to resume")
+            k = min(max(rec.step, 0), len(plan.trajectory.steps) - 1)
+        if k is None:
+            pr.describe = f"from step 1 of {pr.steps}"
+            return pr
+        k = at_rest_step(plan, k)  # a step inside a blended chain: from where the chain starts, at rest
+        q0, g0, _ = self._expected_start()
+        traj, offset = restart_trajectory(plan, k, q0, g0, keep_gripper=resume, speed_fraction=RAMP_SPEED_FRACTION)
+        pr.trajectory, pr.first_step, pr.offset = traj, k, offset
+        title = plan.trajectory.steps[k]
+        grip = ""
+        g_step = float(traj.gripper_rad[max(0, int(np.count_nonzero(traj.step < offset)) - 1)])
+        if self.arm.gripper is not None and math.isfinite(g0):
+            word = self._gripper_word
+            if abs(g_step - g0) > math.radians(2):
+                grip = f"; the gripper first goes from {word(g0)} to {word(g_step)}, then the arm moves"
+            else:
+                grip = f"; the gripper stays {word(g0)}"
+        how = "resuming" if resume else "starting"
+        pr.describe = f"{how} at step {k + 1} of {pr.steps}: {title}{grip}"
+        return pr
+
+    def _gripper_word(self, g: float) -> str:
+        """'open', 'closed' or the angle of gripper angle ``g`` (rad)."""
+        grip = self.arm.gripper
+        if grip is None or not math.isfinite(g):
+            return "-"
+        if abs(g - grip.open_rad) < math.radians(2):
+            return "open"
+        if abs(g - grip.closed_rad) < math.radians(2):
+            return "closed"
+        return f"at {math.degrees(g):.0f} deg"
+
+    def last_run(self):
+        """The progress record of the last program run on this port (``armctl.state.RunRecord``), or None."""
+        return self._runs.load()
 
     def follow(
         self,
@@ -1402,6 +1532,9 @@ class Robot(_BoardAccess):
     ) -> Motion:
         m = Motion(self, label, traj, pulses, gen, moves=moves, after=after)
         m.zoned_arm = arm  # a program's own keep-out zones: its ramp to the start is checked against them too
+        return self._enqueue(m, wait)
+
+    def _enqueue(self, m: Motion, wait: bool) -> Motion:
         with self._cv:
             idle = self._active is None and not self._queue
             if wait and idle:
@@ -1421,10 +1554,38 @@ class Robot(_BoardAccess):
     def stop(self, reason: str = "stop requested") -> None:
         """Controlled stop, from any thread or a signal handler: the motion playing stops within a frame
         plus the board's queue and the arm holds its pose; motions still queued are dropped. Their
-        ``wait()`` raises StopRequested. Motions asked for after this call run as usual."""
+        ``wait()`` raises StopRequested. Motions asked for after this call run as usual (a feed hold is
+        ended too)."""
         gen = self._stop_gen + 1
         self._stop_reasons[gen] = reason
         self._stop_gen = gen
+        self.control.paused = False  # a stop ends a hold too: the next motion plays
+
+    def pause(self) -> None:
+        """Feed hold (GRBL's ``!``): the motion playing decelerates along its planned path under the joint limits
+        (in about 0.4 s, after what the board already has queued: at most about 0.3 s) and holds; nothing is
+        dropped. Safe from any thread or a signal handler. ``resume()`` goes on from where it held."""
+        self.control.pause()
+
+    def resume(self) -> None:
+        """Go on from where ``pause()`` held (GRBL's ``~``), along the same path."""
+        self.control.resume()
+
+    @property
+    def paused(self) -> bool:
+        """True while a hold was asked for and not resumed."""
+        return self.control.paused
+
+    @property
+    def speed_override(self) -> float:
+        """The speed of every motion as a fraction of its planned speeds, 0.1..2.0 (default 1.0), changed at
+        any time, also while a motion plays (it speeds up or slows down along its path). No servo is ever
+        stepped faster than its joint's speed limit: above 1.0 a motion already at a limit stays there."""
+        return self.control.override
+
+    @speed_override.setter
+    def speed_override(self, value: float) -> None:
+        self.control.override = check_override(value)
 
     @property
     def moving(self) -> bool:
@@ -1555,7 +1716,7 @@ class Robot(_BoardAccess):
             m._future.set_exception(exc)
             return
         m.started.set()
-        outcome: MoveResult | BaseException
+        outcome: MoveResult | BaseException | None = None
         try:
             if m.cancelled():
                 raise StopRequested(f"{m.label}: not started: {m.stop_reason}")
@@ -1579,6 +1740,11 @@ class Robot(_BoardAccess):
                 exc = StopRequested(f"{m.label}: stopped ({m.stop_reason})")
             outcome = exc
         finally:
+            if m.program is not None and self._player is not None:
+                status = "done" if isinstance(outcome, MoveResult) else "stopped"
+                player = self._player
+                at = player.stopped_at if player.stopped_at is not None else player.frames_played()
+                self._record_step(m, player, at, status, force=True)
             self._player = None
             self._remember()
             with self._cv:
@@ -1621,11 +1787,44 @@ class Robot(_BoardAccess):
             if m.cancelled():
                 raise StopRequested(f"{m.label}: stopped ({m.stop_reason})")
             self._serve_calls()
-            self._journal(start)
+            self._journal(start, m)
 
-        self._player = Player(self.backend, tick=tick, progress=self.progress)
+        self._player = Player(
+            self.backend,
+            tick=tick,
+            progress=self.progress,
+            control=self.control,
+            max_speed=self._max_speed(),
+            max_accel=self._max_accel(),
+            slew=self._hold_slew(),
+        )
         self._journaled = 0.0
         return self._player.play(parts, declare=declare, ramp=ramp is not None)
+
+    def _max_speed(self) -> dict[int, float]:
+        """Per servo address: its joint's speed limit in servo units per second (for the speed override)."""
+        arm, cal = self.arm, self.calibration
+        out = {s.channel: math.degrees(float(v)) * s.per_deg for s, v in zip(cal.joints, arm.max_speed_rad_s)}
+        if cal.gripper is not None and arm.gripper is not None:
+            out[cal.gripper.channel] = math.degrees(arm.gripper.max_speed_rad_s) * cal.gripper.per_deg
+        return out
+
+    def _max_accel(self) -> dict[int, float]:
+        """Per joint servo address: its joint's acceleration limit in servo units per second squared."""
+        arm, cal = self.arm, self.calibration
+        accel = getattr(arm, "max_accel_rad_s2", None)
+        if accel is None:
+            return {}
+        return {s.channel: math.degrees(float(a)) * s.per_deg for s, a in zip(cal.joints, accel)}
+
+    def _hold_slew(self) -> float:
+        """How much the playback rate may change in a frame: a hold from full speed takes HOLD_RAMP_S, or longer
+        where a joint's acceleration limit needs it (the deceleration adds the rate's change times its speed)."""
+        ramp = HOLD_RAMP_S
+        accel = getattr(self.arm, "max_accel_rad_s2", None)
+        if accel is not None:
+            ramp = max(ramp, float(np.max(np.asarray(self.arm.max_speed_rad_s) / np.asarray(accel))))
+        return FRAME_S / ramp
 
     def _play_follow(self, m: FollowMotion) -> StreamResult:
         """Feed the follower frame by frame from its leader (``m.teleop``): each frame the leader's pose (inside
@@ -1752,7 +1951,7 @@ class Robot(_BoardAccess):
             futures_wait([prev._future], timeout=BOARD_WAIT_S)
         return prev.replanned or not prev._future.done() or prev._future.exception() is not None
 
-    def _journal(self, start: list) -> None:
+    def _journal(self, start: list, m: Motion | None = None) -> None:
         """Once a frame while playing: store, marked unclean, the pose the board would stop in if this program
         died now (what it was sent, played on for ``backend.runs_on_frames``; see ``armctl.state``)."""
         now = time.monotonic()
@@ -1765,6 +1964,8 @@ class Robot(_BoardAccess):
         # quiet for a third of it already, and the board stops that much sooner than "now + watchdog"
         runs_on = max(0.0, self.backend.runs_on_frames - self.backend.silent_frames())
         frame = min(player.frames_sent, played + runs_on)
+        if m is not None and m.program is not None:
+            self._record_step(m, player, int(frame), "running")
         by_ch = player.values_at(frame)
         values = [by_ch.get(s.channel, v) for s, v in zip(self.calibration.servos, start)]
         if any(v is None for v in values[: self.arm.n]):
@@ -1774,6 +1975,25 @@ class Robot(_BoardAccess):
         self._store_pose(
             [now_ch.get(s.channel, v) for s, v in zip(self.calibration.servos, start)], clean=False, live=True
         )
+
+    def _record_step(self, m: Motion, player: Player, frame: int, status: str, *, force: bool = False) -> None:
+        """Record (fsynced, so it survives a power cut) the program step that sent frame ``frame`` plays, when
+        it changes (``force``: always, e.g. at the end, with ``status``)."""
+        pr = m.program
+        part, idx = player.step_at(frame) if player.parts else (0, 0)
+        if len(player.parts) > 1 and part == 0:  # the ramp to the start
+            k = pr.first_step
+        else:
+            k = max(pr.first_step, idx - pr.offset)
+        if k == m._step_recorded and not force:
+            return
+        m._step_recorded = k
+        start = restart_step_start(pr.plan.trajectory, k)
+        rec = RunRecord(pr.program, pr.digest, k, pr.steps, status, float(pr.plan.trajectory.gripper_rad[start]))
+        try:
+            self._runs.save(rec)
+        except OSError:
+            pass
 
     def _store_pose(self, values, *, clean: bool, hold_in_s: float = 0.0, live: bool = False) -> None:
         """Store the pose servo ``values`` mean (best effort: the state folder was writable at connect, and the
@@ -1905,6 +2125,21 @@ class Robot(_BoardAccess):
         with self._board():
             self.backend.release()
 
+    def hold_stored_pose(self) -> dict[int, float]:
+        """Servos without pulses (a board that reset when its port opened: an Uno) are set to the pose stored
+        for this port when the arm was last left: they hold where the arm was, nothing moves. Returns what was
+        set ({address: value}); {} when every servo has its pulses, or no pose is stored (home is not set then:
+        that would move the arm)."""
+        self._check_open()
+        if self._store.load() is None:
+            return {}
+        with self._board():
+            _, _, declare, _ = self._start_state(check=False, clamp=True)
+            if declare:
+                self.backend.move(1, declare)
+                self.backend.drain()
+        return declare
+
     def board_status(self):
         """The board's status (``armctl.bus.backend.BoardStatus``: values it outputs, queue, counters), asked
         once no motion plays."""
@@ -1987,6 +2222,7 @@ class Robot(_BoardAccess):
             self.backend.close()
         finally:
             self._store.close()
+            self._runs.close()
             self._live.close()
             if owned:
                 self._give_board()

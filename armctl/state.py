@@ -237,3 +237,131 @@ def save_last_pose(port: str, arm: Arm, q_rad, gripper_rad: float, values=(), *,
         raise BadInputError(f"cannot write the state folder {store.path.parent}: {exc.strerror or exc}") from None
     finally:
         store.close()
+
+
+# --- program progress ----------------------------------------------------------------------------------------
+
+
+def run_file(port: str, arm_name: str) -> Path:
+    """The file that holds the progress of the last program run of arm ``arm_name`` on ``port``."""
+    return state_dir() / f"run-{arm_name}-{_key(port, arm_name, port_key(port) or port)}.bin"
+
+
+def program_digest(path: str | Path) -> str:
+    """A short digest of a program file's bytes: a record of its progress is only used on the same program."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """How far a program run got: the program (absolute path and digest of its bytes), the step being played
+    (``step``: index into the planned steps with the loops unrolled, as ``armctl plan`` numbers them from 1),
+    how many there are, ``status`` (``running``: the run never ended, killed or the PC went down;
+    ``stopped``: a controlled stop; ``done``), the gripper angle the program has at that step's start (rad,
+    NaN if none) and when (``time.time()``)."""
+
+    program: str
+    digest: str
+    step: int
+    steps: int
+    status: str
+    gripper_rad: float = math.nan
+    time_s: float = 0.0
+
+
+class RunStore:
+    """The progress record of program runs of one arm on one port: two slots written in turn, as the pose
+    journal (a torn write leaves the other slot; ``durable`` writes are fsynced: they survive a power cut)."""
+
+    def __init__(self, port: str, arm: Arm):
+        self.path = run_file(port, arm.name)
+        self._fd: int | None = None
+        self._seq = 0
+
+    def load(self) -> RunRecord | None:
+        """The newest whole record, or None."""
+        try:
+            slots = _slots(self.path.read_bytes())
+        except OSError:
+            return None
+        if not slots:
+            return None
+        self._seq = max(self._seq, max(s for s, _ in slots))
+        doc = max(slots, key=lambda s: s[0])[1]
+        try:
+            g = doc.get("g")
+            return RunRecord(
+                str(doc["program"]),
+                str(doc["digest"]),
+                int(doc["step"]),
+                int(doc["steps"]),
+                str(doc["status"]),
+                math.nan if g is None else float(g),
+                float(doc.get("t", 0.0)),
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def save(self, record: RunRecord, *, durable: bool = True) -> None:
+        """Write ``record`` to the next slot. OSError if the state folder cannot be written."""
+        if self._fd is None:
+            if not self._seq:
+                self.load()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
+            try:
+                _reserve(fd, 2 * SLOT_BYTES)
+            except OSError:
+                os.close(fd)
+                raise
+            self._fd = fd
+        g = record.gripper_rad
+        doc = {
+            "program": record.program if len(record.program) <= 300 else "",
+            "digest": record.digest,
+            "step": record.step,
+            "steps": record.steps,
+            "status": record.status,
+            "g": g if math.isfinite(g) else None,
+            "t": record.time_s or time.time(),
+        }
+        body = json.dumps(doc, separators=(",", ":")).encode()
+        self._seq += 1
+        head = _HEAD.pack(_MAGIC, self._seq, len(body)) + body
+        slot = head + _CRC.pack(zlib.crc32(head))
+        _write_at(self._fd, slot.ljust(SLOT_BYTES, b"\0"), (self._seq % 2) * SLOT_BYTES)
+        if durable:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def stored_values_for_port(port: str) -> list[tuple[str, tuple[float | None, ...], float]]:
+    """Every pose stored for ``port`` whatever the arm: (arm name, servo values, joints then gripper, time
+    stored), newest first. For ``armctl ports``, which finds a board that lost its pulses but knows no arm."""
+    out = []
+    try:
+        files = list(state_dir().glob("pose-*.bin"))
+    except OSError:
+        return out
+    for path in files:
+        name = path.name[len("pose-") : -len(".bin")].rsplit("-", 1)[0]
+        if not name or pose_file(port, name) != path:
+            continue
+        try:
+            slots = _slots(path.read_bytes())
+        except OSError:
+            continue
+        if not slots:
+            continue
+        doc = max(slots, key=lambda s: s[0])[1]
+        try:
+            values = tuple(None if v is None else float(v) for v in doc.get("values", ()))
+            out.append((name, values, float(doc.get("t", 0.0))))
+        except (TypeError, ValueError):
+            continue
+    return sorted(out, key=lambda e: -e[2])

@@ -4,13 +4,15 @@
 min/max before anything is sent); ``segments`` merges samples that lie on one straight line in pulse
 space into one multi-frame move; ``Player`` streams pulses to an open backend as timed moves, calling a
 tick every few ms (stop requests, live pose, progress), stopping under control on Ctrl-C or a stop
-request and naming the program step when the link is lost. Where the arm starts and what it ramps from
-is the caller's (``armctl.robot``): this module only plays.
+request and naming the program step when the link is lost; with a ``RunControl`` it plays the samples
+time-scaled (feed hold, resume, speed override) and keeps the board's queue short so a hold starts soon.
+Where the arm starts and what it ramps from is the caller's (``armctl.robot``): this module only plays.
 """
 
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -19,9 +21,12 @@ import numpy as np
 from .bus.backend import FRAME_S, Backend
 from .calibration import Calibration
 from .errors import LinkError
+from .runcontrol import HOLD_RAMP_S, LEAD_S, OVERRIDE_MAX
 from .trajectory import Trajectory
 
 MAX_SEGMENT_FRAMES = 25
+RATE_SLEW = FRAME_S / HOLD_RAMP_S  # the most the playback rate changes in a frame (a hold: 1 -> 0 in HOLD_RAMP_S)
+HOLD_CHUNK_FRAMES = 5  # frames computed at a time while the rate changes
 SEGMENT_TOL = 0.5  # servo units: samples this close to a straight line in value space are merged into one move
 
 
@@ -95,7 +100,16 @@ class Player:
 
     ``tick()`` is called every few ms while playing, also from inside the backend's waits (queue full,
     draining); it may raise StopRequested to stop. ``progress(fraction, step, seconds_left)`` is told how
-    far the playback is."""
+    far the playback is.
+
+    With a ``control`` (``armctl.runcontrol.RunControl``) the playback is a time-scaling of the planned
+    samples: it walks along them at the rate the control asks for (feed hold: down to rest and held;
+    resume; speed override), every frame's values on the straight line in servo space between two planned
+    samples (where the board's own interpolation puts them at full speed), so the tool stays on the planned
+    path. The rate changes by at most ``RATE_SLEW`` a frame, and never lets a servo step faster than
+    ``max_speed`` (address -> servo units per second, its joint's speed limit) beyond what the plan itself
+    does. The board is sent at most ``LEAD_S`` of motion ahead, so a hold starts that soon, not after a long
+    queue. At rate 1 the moves sent are those the plain playback sends."""
 
     def __init__(
         self,
@@ -103,14 +117,24 @@ class Player:
         *,
         tick: Callable[[], None] | None = None,
         progress: Callable[[float, str, float], None] | None = None,
+        control=None,
+        max_speed: dict[int, float] | None = None,
+        max_accel: dict[int, float] | None = None,
+        slew: float = RATE_SLEW,
     ):
         self.backend, self.tick, self.progress = backend, tick, progress
+        self.control, self.max_speed, self.max_accel = control, dict(max_speed or {}), dict(max_accel or {})
+        self.slew = float(slew)  # the most the rate changes in a frame
         self.current_step = "connecting"
         self.parts: list[Pulses] = []
         self.declared = False  # a start pose was set first (one frame before the first part)
         self.frames_sent = 0  # frames of the parts sent to the board so far
         self._total = 0
         self._base = 0  # the backend's played frames when this playback began
+        # with a control: per frame sent, the part and the (fractional) sample it plays
+        self.stopped_at: int | None = None  # the frame playing when a stop came
+        self._tl_part: array = array("i")
+        self._tl_tau: array = array("d")
 
     def play(self, parts: list[Pulses], *, declare: dict[int, float] | None = None, ramp: bool = False) -> StreamResult:
         """Set ``declare`` (address -> value, one frame), then stream every part in turn and wait until the
@@ -121,7 +145,9 @@ class Player:
         self.parts, self.declared = list(parts), bool(declare)
         self._total = sum(p.frames for p in parts)
         self._base = self.backend.played_frames()
-        commands = sent = self.frames_sent = 0
+        self._tl_part, self._tl_tau = array("i"), array("d")
+        self.commands = self.frames_sent = 0
+        self.stopped_at = None
         self.current_step = "connecting"
         self.backend.on_wait = self._tick
         try:
@@ -129,16 +155,11 @@ class Player:
             if declare:
                 self.current_step = "setting the start pose"
                 self.backend.move(1, declare)
-                commands += 1
-            for p in parts:
-                for end, frames in segments(p.us, frames_per_sample=p.frames_per_sample):
-                    self.current_step = p.steps[int(p.step[end])] if p.steps else "motion"
-                    values = {ch: (None if not math.isfinite(v) else float(v)) for ch, v in zip(p.channels, p.us[end])}
-                    self._tick()
-                    self.backend.move(frames, values)
-                    commands += 1
-                    sent += frames
-                    self.frames_sent = sent
+                self.commands += 1
+            if self.control is None:
+                self._play_plain(parts)
+            else:
+                self._play_controlled(parts)
             self.backend.drain()
             if self.progress is not None:
                 self.progress(1.0, "done", 0.0)
@@ -146,6 +167,7 @@ class Player:
             raise type(exc)(f"{exc} (during {self.current_step}; nothing more was sent)") from None
         except BaseException:  # Ctrl-C, a stop request, anything else: the board stops under control
             self.backend.on_wait = None
+            self.stopped_at = self.frames_played()  # (the stop resets the backend's played estimate)
             try:
                 self.backend.stop()
             except LinkError:
@@ -153,35 +175,193 @@ class Player:
             raise
         finally:
             self.backend.on_wait = None
-        return StreamResult(frames=sent, commands=commands, ramp_frames=parts[0].frames if ramp and parts else 0)
+            if self.control is not None:
+                self.control.state, self.control.rate = "idle", 0.0
+        return StreamResult(
+            frames=self.frames_sent, commands=self.commands, ramp_frames=parts[0].frames if ramp and parts else 0
+        )
+
+    def _send(self, frames: int, values: dict[int, float | None]) -> None:
+        self.backend.move(frames, values)
+        self.commands += 1
+        self.frames_sent += frames
+
+    def _play_plain(self, parts: list[Pulses]) -> None:
+        for p in parts:
+            for end, frames in segments(p.us, frames_per_sample=p.frames_per_sample):
+                self.current_step = p.steps[int(p.step[end])] if p.steps else "motion"
+                values = {ch: (None if not math.isfinite(v) else float(v)) for ch, v in zip(p.channels, p.us[end])}
+                self._tick()
+                self._send(frames, values)
+
+    # --- time-scaled playback (feed hold, override) -----------------------------------------------------------
+
+    def _caps(self, p: Pulses) -> np.ndarray:
+        """Per sample interval of ``p``: the highest rate (1 = as planned) at which no servo steps faster than
+        its speed limit, never below 1 (the plan was checked against the limits), smoothed backwards so the
+        rate can come down to each cap at ``RATE_SLEW`` a frame before it gets there."""
+        n = len(p.us) - 1
+        caps = np.full(max(n, 0), np.inf)
+        if n <= 0 or not self.max_speed:
+            return caps
+        step_s = p.frames_per_sample * FRAME_S
+        for c, ch in enumerate(p.channels):
+            vmax = self.max_speed.get(ch)
+            if not vmax:
+                continue
+            d = np.abs(np.diff(p.us[:, c]))
+            d = np.where(np.isfinite(d), d, 0.0)
+            with np.errstate(divide="ignore"):
+                caps = np.minimum(caps, np.where(d > 0, vmax * step_s / np.maximum(d, 1e-12), np.inf))
+            amax = self.max_accel.get(ch)
+            if amax and n >= 2:  # accelerations grow with the square of the rate
+                a = np.abs(np.diff(p.us[:, c], 2)) / step_s**2
+                a = np.where(np.isfinite(a), a, 0.0)
+                a = np.maximum(np.concatenate([a, [0.0]]), np.concatenate([[0.0], a]))  # per interval: its ends
+                with np.errstate(divide="ignore"):
+                    caps = np.minimum(caps, np.where(a > 0, np.sqrt(amax / np.maximum(a, 1e-12)), np.inf))
+        caps = np.maximum(caps, 1.0)
+        slack = self.slew * p.frames_per_sample / OVERRIDE_MAX  # rate change possible while crossing a sample
+        for k in range(n - 2, -1, -1):
+            caps[k] = min(caps[k], caps[k + 1] + slack)
+        return caps
+
+    def _play_controlled(self, parts: list[Pulses]) -> None:
+        ctl = self.control
+        ctl.state, rate = "running", None
+        lead = max(1.0, LEAD_S / FRAME_S)
+        for pi, p in enumerate(parts):
+            n = len(p.us) - 1
+            if n <= 0:
+                continue
+            caps = self._caps(p)
+            if rate is None:  # a motion starts at rest: at the rate asked for (held at once if paused)
+                rate = 0.0 if ctl.paused else min(ctl.override, float(caps[0]))
+            fps = p.frames_per_sample
+            tau = 0.0  # position along the samples of this part
+            while tau < n - 1e-9:
+                self.backend.wait_queued(lead)  # a hold starts within what is already on the board
+                self._tick()
+                k = int(math.floor(tau + 1e-9))
+                want = 0.0 if ctl.paused else min(ctl.override, float(caps[min(k, n - 1)]))
+                ctl.capped = ctl.override > float(caps[min(k, n - 1)]) + 1e-9
+                if rate == 1.0 and want == 1.0 and abs(tau - round(tau)) < 1e-9:
+                    # as planned: the very moves the plain playback sends
+                    k = int(round(tau))
+                    end, frames = next(segments(p.us[k:], frames_per_sample=fps))
+                    self.current_step = p.steps[int(p.step[k + end])] if p.steps else "motion"
+                    row = p.us[k + end]
+                    for j in range(1, frames + 1):
+                        self._tl_part.append(pi)
+                        self._tl_tau.append(k + j / fps)
+                    self._send(
+                        frames, {ch: (None if not math.isfinite(v) else float(v)) for ch, v in zip(p.channels, row)}
+                    )
+                    tau = float(k + end)
+                    ctl.state, ctl.rate = "running", 1.0
+                    continue
+                if rate <= 0.0 and want <= 0.0:  # held: the board holds the last frame sent
+                    # held once the board has played what it was sent (it decelerated to rest along the path)
+                    ctl.state, ctl.rate = ("held" if self.frames_played() >= self.frames_sent else "holding"), 0.0
+                    self.backend.idle(FRAME_S)
+                    continue
+                # a few frames at a changing (or overridden) rate, each on the planned path
+                tau0, rows, taus = tau, [], []
+                for _ in range(HOLD_CHUNK_FRAMES):
+                    k = min(int(math.floor(tau + 1e-9)), n - 1)
+                    want = 0.0 if ctl.paused else min(ctl.override, float(caps[k]))
+                    rate = min(float(caps[k]), rate + max(-self.slew, min(self.slew, want - rate)))
+                    if rate < 1e-6:
+                        rate = 0.0
+                        break
+                    if want == 1.0 and abs(rate - 1.0) <= self.slew + 1e-9:
+                        # back to the planned speed: onto the next frame of the plan (a step of at most one
+                        # planned frame), then the planned moves themselves
+                        rate, tau = 1.0, min(float(n), (math.floor(tau * fps + 1e-6) + 1) / fps)
+                    else:
+                        tau = min(float(n), tau + rate / fps)
+                    rows.append(_at(p.us, tau))
+                    taus.append(tau)
+                    if tau >= n or (rate == 1.0 and abs(tau - round(tau)) < 1e-9):
+                        break
+                ctl.state = "holding" if ctl.paused else "running"
+                ctl.rate = rate
+                if not rows:
+                    continue
+                self.current_step = p.steps[int(p.step[min(n, math.ceil(taus[-1] - 1e-9))])] if p.steps else "motion"
+                block = np.vstack([_at(p.us, tau0), np.array(rows)])
+                a = 0
+                for end, frames in segments(block):
+                    for j in range(a + 1, end + 1):
+                        self._tl_part.append(pi)
+                        self._tl_tau.append(taus[j - 1])
+                    values = {ch: (None if not math.isfinite(v) else float(v)) for ch, v in zip(p.channels, block[end])}
+                    self._send(frames, values)
+                    a = end
 
     def _tick(self) -> None:
         if self.tick is not None:
             self.tick()
         if self.progress is not None and self._total:
-            done = self.frames_played()
-            self.progress(done / self._total, self.current_step, (self._total - done) * FRAME_S)
+            done = self.program_frames_played()
+            left = (self._total - done) * FRAME_S
+            if self.control is not None and self.control.override > 0:
+                left /= self.control.override
+            self.progress(done / self._total, self.current_step, left)
 
     def frames_played(self) -> int:
-        """Frames of the parts played so far (an estimate from what the board acknowledged)."""
+        """Frames sent to the board that it has played so far (an estimate from what it acknowledged)."""
         played = self.backend.played_frames() - self._base - (1 if self.declared else 0)
-        return min(self._total, max(0, played))
+        return min(self.frames_sent if self.control is not None else self._total, max(0, played))
+
+    def position_at(self, frame: int) -> tuple[int, float]:
+        """(part index, sample position) that sent frame ``frame`` plays (clamped to what was sent)."""
+        if self.control is None or not self._tl_tau:
+            f = max(0, int(frame))
+            for i, p in enumerate(self.parts):
+                if f <= p.frames:
+                    return i, f / p.frames_per_sample
+                f -= p.frames
+            return max(0, len(self.parts) - 1), float(len(self.parts[-1].us) - 1) if self.parts else 0.0
+        if frame <= 0:
+            return self._tl_part[0], 0.0
+        i = min(int(frame), len(self._tl_tau)) - 1
+        return self._tl_part[i], self._tl_tau[i]
+
+    def program_frames_played(self) -> float:
+        """How far along the planned parts the board is (frames at the planned rate)."""
+        if self.control is None:
+            return float(self.frames_played())
+        i, tau = self.position_at(self.frames_played())
+        return sum(p.frames for p in self.parts[:i]) + tau * self.parts[i].frames_per_sample if self.parts else 0.0
+
+    def step_at(self, frame: int) -> tuple[int, int]:
+        """(part index, index into that part's ``steps``) of sent frame ``frame``."""
+        i, tau = self.position_at(frame)
+        p = self.parts[i]
+        return i, int(p.step[min(len(p.step) - 1, max(0, math.ceil(tau - 1e-9)))])
 
     def playing_values(self) -> dict[int, float]:
         """The pulses of the frame the board is playing now (estimate): channel -> us."""
         return self.values_at(self.frames_played())
 
     def values_at(self, frame: int) -> dict[int, float]:
-        """The pulses of frame ``frame`` of the parts (clamped to their span): channel -> us (channels a part
+        """The pulses of sent frame ``frame`` (clamped to what was sent): channel -> us (channels a part
         leaves alone are left out)."""
         if not self.parts:
             return {}
-        f = max(0, int(frame))
-        for p in self.parts:
-            if f <= p.frames:
-                row = p.us[min(len(p.us) - 1, max(0, f // p.frames_per_sample))]
-                break
-            f -= p.frames
-        else:
-            p, row = self.parts[-1], self.parts[-1].us[-1]
+        i, tau = self.position_at(frame)
+        p = self.parts[i]
+        row = _at(p.us, tau)
         return {ch: float(v) for ch, v in zip(p.channels, row) if math.isfinite(v)}
+
+
+def _at(us: np.ndarray, tau: float) -> np.ndarray:
+    """The values at fractional sample ``tau``: on the straight line between the two samples around it."""
+    n = len(us) - 1
+    tau = min(max(tau, 0.0), float(n))
+    k = min(int(math.floor(tau)), max(n - 1, 0))
+    f = tau - k
+    if f <= 1e-12 or n == 0:
+        return us[k]
+    return us[k] + (us[k + 1] - us[k]) * f

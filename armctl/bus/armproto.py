@@ -32,6 +32,7 @@ SLOT_MARGIN_FRAMES = 0.5  # ask for a freed slot half a frame after it is due: t
 REFILL_SLOTS = 4  # while the board's queue is full, ask again once this many slots are due to be free ...
 LOW_WATER_S = 0.3  # ... but before less than this much motion is left queued (board time) ...
 LOW_WATER_HOST_S = 0.15  # ... or than the host may need to refill it (a board run faster than real time)
+ANCHOR_STALE_S = 0.1  # while keeping the queue short (a feed hold's lead), re-anchor the played estimate this often
 GATHER_BYTES = 24  # a reply line arriving a byte at a time (a UART): read it in pieces of this many bytes
 
 
@@ -616,6 +617,43 @@ class ArmProtocolBackend(Backend):
             lims = list(self.info.limits_us)
             lims[channel] = (lo / 2, hi / 2)
             self.info.limits_us = tuple(lims)
+
+    def wait_queued(self, frames: float) -> None:
+        """Until at most ``frames`` (frames of real time: on a board run faster than real time, that many times
+        its rate, so the host has as long to refill it) are left to play of what was sent, from the played
+        estimate (``played_frames``), re-anchored by a status every ``ANCHOR_STALE_S``."""
+        # in host time: what the host needs to refill it (a board run faster than real time plays more frames)
+        keep = float(frames) * max(1.0, self._board_rate)
+        deadline = time.monotonic() + 10.0 + (self._sent_frames - self.played_frames()) * FRAME_S * 2
+        while True:
+            self._service(0.0)
+            left = self._sent_frames - self.played_frames()
+            if left <= keep:
+                return
+            now = time.monotonic()
+            if now > deadline:
+                raise LinkError(f"the board on {self.port} stopped playing its moves")
+            self._keep_alive(now)
+            self._waiting()
+            self._service(min(POLL_SLICE_S, max(0.0005, (left - keep) * FRAME_S / self._board_rate)))
+
+    def idle(self, seconds: float) -> None:
+        """Read replies for ``seconds``, asking for the status when the watchdog needs feeding."""
+        end = time.monotonic() + seconds
+        while (now := time.monotonic()) < end:
+            self._keep_alive(now)
+            self._waiting()
+            self._service(min(POLL_SLICE_S, end - now))
+
+    def _keep_alive(self, now: float) -> None:
+        """A status request when the host has been quiet for a third of the watchdog, or the played estimate is
+        ``ANCHOR_STALE_S`` old (it is timed on the board's clock, measured from these replies: a board run faster
+        than real time would otherwise look slower than it is, and run dry)."""
+        if "Q" in self._pending_imm:
+            return
+        stale = self._anchor is None or now - self._anchor[0] > ANCHOR_STALE_S
+        if now - self._last_sent_t >= self._keepalive_s() or stale:
+            self._immediate("Q")
 
     def silent_frames(self) -> float:
         return max(0.0, (time.monotonic() - self._last_sent_t) * self._board_rate / FRAME_S)

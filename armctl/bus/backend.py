@@ -123,6 +123,19 @@ class Backend(ABC):
         """Frames of queued motion played so far (for progress), best estimate."""
         return 0
 
+    def wait_queued(self, frames: float) -> None:
+        """Block (calling ``on_wait``) until at most about ``frames`` frames of the motion sent are left for the
+        board to play, so what is sent next can still be changed soon (a feed hold). Backends that time every
+        frame on the host queue nothing and return at once; a backend may keep more queued than asked where its
+        link needs it (a simulator run faster than real time)."""
+        return None
+
+    def idle(self, seconds: float) -> None:
+        """Wait ``seconds`` with nothing to send (a feed hold): the servos hold the last values, the link is
+        kept alive (a board's watchdog fed), ``on_wait`` is called."""
+        self._waiting()
+        time.sleep(seconds)
+
     def silent_frames(self) -> float:
         """Board frames since this host last sent the board a byte: a board that plays on for
         ``runs_on_frames`` after its host dies counts them from there, not from now."""

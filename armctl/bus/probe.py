@@ -213,6 +213,25 @@ def _handshake(port: _Port, wait_s: float) -> codec.Hello | None:
     return None
 
 
+def set_pulses(ser, hello: codec.Hello, widths_us: dict[int, float], *, timeout_s: float = 1.0) -> bool:
+    """Right after ``identify`` found our firmware on open ``ser``: set channel -> width (us) in one frame (the
+    first sequenced line of the session). True once the board acknowledged it."""
+    ticks: list = [None] * hello.channels
+    for ch, us in widths_us.items():
+        if 0 <= ch < hello.channels:
+            ticks[ch] = int(round(us * codec.TICKS_PER_US))
+    ser.write(codec.move(1, 1, ticks, version=hello.protocol))
+    port = _Port(ser)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for r in port.lines(port.read(0.05)):
+            if isinstance(r, codec.Ack) and r.seq == 1:
+                return True
+            if isinstance(r, (codec.Nak, codec.Reject)):
+                return False
+    return False
+
+
 def _ours(hello: codec.Hello) -> str:
     text = f"{hello.firmware} (armctl protocol {hello.protocol}, {hello.channels} channels)"
     if hello.protocol not in codec.VERSIONS:
@@ -220,9 +239,9 @@ def _ours(hello: codec.Hello) -> str:
     return text
 
 
-def identify(ser) -> tuple[str, str, str | None, bool | None]:
+def identify(ser, hello_out: list | None = None) -> tuple[str, str, str | None, bool | None]:
     """Steps 2-4 of the module docstring on ``ser``, an open pyserial port at 115200 baud opened just now.
-    Returns (found, detail, backend, reset_seen)."""
+    Returns (found, detail, backend, reset_seen); our firmware's handshake is appended to ``hello_out``."""
     t0 = time.monotonic()
     port = _Port(ser)
     # 2. our firmware announces itself after a reset
@@ -232,6 +251,8 @@ def identify(ser) -> tuple[str, str, str | None, bool | None]:
             boot = any(isinstance(r, codec.Event) and r.name == "BOOT" for r in replies)
             hello = _handshake(port, HELLO_WAIT_S)
             if hello is not None:
+                if hello_out is not None:
+                    hello_out.append(hello)
                 return "armctl", _ours(hello), "armctl", boot
             return "unknown", "lines in the armctl protocol, but no answer to the handshake", None, boot
     # 3. Firmata, at its own speed
@@ -294,9 +315,10 @@ def _feetech_servos(ser) -> str | None:
     return f"Feetech bus servos{' ' + ', '.join(names) if names else ''}: id{'s' if len(found) > 1 else ''} {ids}"
 
 
-def probe(info: PortInfo | str) -> PortReport:
+def probe(info: PortInfo | str, *, on_reset=None) -> PortReport:
     """Identify what is on one port (see the module docstring). Never raises for the port's sake: what
-    went wrong is in the report."""
+    went wrong is in the report. ``on_reset(device, ser, hello)``: called, the port still open, for our
+    firmware when it reset on open (its servos lost their pulses); the words it returns join the detail."""
     if isinstance(info, str):
         info = PortInfo(info)
     if is_i2c(info.device):
@@ -323,7 +345,12 @@ def probe(info: PortInfo | str) -> PortReport:
             text = str(exc)
             return report("busy" if "another program" in text else "error", text)
         try:
-            found, detail, backend, reset = identify(ser)
+            hello: list = []
+            found, detail, backend, reset = identify(ser, hello)
+            if on_reset is not None and found == "armctl" and reset and hello:
+                note = on_reset(info.device, ser, hello[0])
+                if note:
+                    detail += f"; {note}"
         except (serial.SerialException, OSError) as exc:
             return report("error", f"the port failed while probing: {exc}")
         finally:
@@ -336,12 +363,12 @@ def probe(info: PortInfo | str) -> PortReport:
         lock.release()
 
 
-def probe_all(ports: list[PortInfo]) -> list[PortReport]:
+def probe_all(ports: list[PortInfo], *, on_reset=None) -> list[PortReport]:
     """``probe`` every port that looks like a board (in parallel); the others are reported as not probed."""
     results: dict[int, PortReport] = {}
 
     def run(i: int, info: PortInfo) -> None:
-        results[i] = probe(info)
+        results[i] = probe(info, on_reset=on_reset)
 
     threads = []
     for i, info in enumerate(ports):

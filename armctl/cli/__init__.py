@@ -198,11 +198,12 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"armctl {args.command}: error: {exc}")
         return exc.exit_code
     except KeyboardInterrupt as exc:
+        hint = getattr(exc, "hint", "")  # where a stopped program was, and how to go on (armctl run)
         exc = _hangup(exc)
         if isinstance(exc, Terminated):
-            _say(f"armctl {args.command}: stopped by {exc} (the arm holds its pose)")
+            _say(f"armctl {args.command}: stopped by {exc} (the arm holds its pose{'; ' + hint if hint else ''})")
             return exc.exit_code
-        _say(f"armctl {args.command}: interrupted")
+        _say(f"armctl {args.command}: interrupted" + (f" ({hint})" if hint else ""))
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK

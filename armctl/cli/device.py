@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sys
 import time
 
@@ -19,7 +20,7 @@ import numpy as np
 from .. import motion
 from ..arm import Arm, load_arm
 from ..calibration import Calibration
-from ..errors import BadInputError
+from ..errors import BadInputError, StopRequested
 from ..kinematics import tool_point
 from ..lerobot import open_calibration
 from ..units import parse_float
@@ -76,10 +77,25 @@ def register(sub, parents) -> None:
         epilog=EPILOG,
         formatter_class=fmt,
         help="run a YAML program on the arm",
-        description="Check and plan a program, then ramp from the current pose to its start and play it on the board.",
+        description="Check and plan a program, then ramp from the current pose to its start and play it on the board. "
+        "On a terminal: Space holds (decelerates along the path and holds), Enter or r resumes, + and - change the "
+        "speed override (10..200 %, never past a joint speed limit), q stops (resume later with --resume).",
     )
     p.add_argument("program", metavar="PROGRAM.yaml")
     p.add_argument("--dry-run", action="store_true", help="check and plan everything, open no port")
+    start = p.add_mutually_exclusive_group()
+    start.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the last run of this program on this port at the step it was in when it stopped (or was "
+        "killed, or the PC lost power), with the gripper as it was",
+    )
+    start.add_argument(
+        "--from-step",
+        metavar="N|NAME",
+        help="start at step N (as 'armctl plan' numbers them, loops unrolled) or the step named NAME: the gripper "
+        "is set as the program has it there, then a slow checked move goes to that step's start",
+    )
     p.add_argument(
         "--blend",
         metavar="MM",
@@ -149,8 +165,9 @@ def open_robot(args, arm: Arm, cal: Calibration, *, calibrating: bool = False, p
 class Progress:
     """One progress line on stderr, rewritten in place: percent, program step, time left."""
 
-    def __init__(self, *, stream=sys.stderr, min_interval_s: float = 0.2):
+    def __init__(self, *, stream=sys.stderr, min_interval_s: float = 0.2, control=None, keys: str = ""):
         self.stream, self.min_interval_s = stream, min_interval_s
+        self.control, self.keys = control, keys  # a RunControl: its state (held, override) on the line
         self._last = -math.inf
         self._width = 0
 
@@ -160,6 +177,13 @@ class Progress:
             return
         self._last = now
         text = f"[{100 * fraction:5.1f}%] {label}  {left_s:5.1f} s left"
+        state = self.control.describe() if self.control is not None else ""
+        if state:
+            text = f"[{100 * fraction:5.1f}%] [{state}] {label}  {left_s:5.1f} s left"
+        elif self.keys and fraction < 1.0:
+            text += f"  ({self.keys})"
+        # one line: a line longer than the terminal wraps, and the next \r would rewrite only its last part
+        text = text[: max(20, shutil.get_terminal_size((120, 24)).columns - 1)]
         self.stream.write("\r" + text.ljust(self._width))
         self._width = len(text)
         self.stream.flush()
@@ -188,12 +212,13 @@ def _print(args, report: dict, headline: str) -> None:
             print(f"tracking: the servos stayed within {lag[name]:.2f} deg of the path (most behind: {name})")
 
 
-def _drive(args, arm: Arm, cal: Calibration, act) -> dict:
-    """Open the arm, ``act(robot)`` -> Motion (played to its end), and report where the arm ended up."""
+def _drive(args, arm: Arm, cal: Calibration, act, *, wants_progress: bool = False) -> dict:
+    """Open the arm, ``act(robot)`` -> Motion (played to its end), and report where the arm ended up.
+    ``wants_progress``: ``act(robot, progress)`` is given the progress line (None when not on a terminal)."""
     progress = Progress() if sys.stderr.isatty() and not args.json else None
     with open_robot(args, arm, cal, progress=progress) as robot:
         try:
-            result = act(robot).result
+            result = (act(robot, progress) if wants_progress else act(robot)).result
         finally:
             if progress is not None:
                 progress.done()
@@ -266,6 +291,10 @@ def cmd_run(args) -> int:
     plan = plan_program(prog, arm)
     traj = plan.trajectory
     prepare(traj, cal)  # every pulse checked before a port is opened
+    if args.from_step is not None:
+        from ..restart import find_step
+
+        find_step(prog, plan, args.from_step)  # a step that does not exist fails before a port is opened
     if args.dry_run:
         end = tool_point(arm, traj.q_rad[-1])
         report = {
@@ -288,9 +317,9 @@ def cmd_run(args) -> int:
     if args.record_dataset is None:
         if args.camera or args.task:
             raise BadInputError("--task and --camera are for recording: give --record-dataset DIR too")
-        report = _drive(args, arm, cal, lambda robot: robot.run(plan))
-        _print(args, report, f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s")
-        return 0
+        return _run_with_keys(args, arm, cal, prog, traj)
+    if args.resume or args.from_step is not None:
+        raise BadInputError("--record-dataset records whole runs: not with --resume or --from-step")
     from ..program import episode_of_steps
     from .dataset_options import open_dataset, saved_text
 
@@ -345,9 +374,77 @@ def _run_recording(robot, plan, recorder, episode_of_sample, args):
     return m
 
 
+def _run_with_keys(args, arm, cal, prog, traj) -> int:
+    """``armctl run`` on the board: from the start, ``--resume`` or ``--from-step``, with the run keys on a
+    terminal (Space hold, Enter resume, +/- speed override, q stop)."""
+    from .runkeys import HELP, RunKeys
+
+    def act(robot, progress):
+        if progress is not None:
+            progress.control, progress.keys = robot.control, HELP
+        pr = robot.prepare_run(prog, from_step=args.from_step, resume=args.resume)
+        if args.resume or args.from_step is not None:
+            print(f"armctl run: {pr.describe}", file=sys.stderr, flush=True)
+        elif robot.recovered:
+            pr = _after_unclean_stop(args, robot, prog, pr)
+        keys = RunKeys(robot.control, lambda: robot.stop("q pressed"))
+        try:
+            with keys:
+                return robot.run(pr)
+        except (KeyboardInterrupt, StopRequested) as exc:
+            rec = robot.last_run()
+            if rec is None or rec.status == "done":
+                raise
+            hint = f"in step {rec.step + 1} of {rec.steps}: 'armctl run {args.program} --resume' goes on from there"
+            if isinstance(exc, StopRequested) and keys.stopped:
+                raise StopRequested(f"stopped with q {hint}; the arm holds its pose") from None
+            if isinstance(exc, KeyboardInterrupt):
+                exc.hint = hint  # on the one line armctl.cli.main says
+            raise
+
+    report = _drive(args, arm, cal, act, wants_progress=True)
+    _print(args, report, f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s")
+    return 0
+
+
+def _after_unclean_stop(args, robot, prog, pr):
+    """The last run on this port ended without a clean stop: say (on a terminal: ask) what this run does with
+    the gripper before anything moves. Returns the run to play (from the start, or resumed)."""
+    rec = robot.last_run()
+    g_now = robot.commanded_pose().gripper_rad
+    g_start = float(pr.trajectory.gripper_rad[0])
+    if robot.arm.gripper is None or g_now is None or not math.isfinite(g_start):
+        return pr
+    same = rec is not None and rec.digest == pr.digest and rec.status != "done"
+    where = f" in step {rec.step + 1} of {rec.steps}" if same else ""
+    word = robot._gripper_word
+    if abs(g_now - g_start) < math.radians(2):
+        plan = f"this run starts over at step 1; the gripper stays {word(g_now)}"
+    else:
+        plan = (
+            f"the gripper is {word(g_now)}: this run starts over at step 1 and turns it {word(g_start)} at the "
+            "program's start pose, after the arm has moved there"
+        )
+    hint = f"; 'armctl run {args.program} --resume' would go on{where} with the gripper as it is" if same else ""
+    line = f"armctl run: the last run on this port stopped uncleanly{where}: {plan}{hint}"
+    if not sys.stdin.isatty():
+        print(line, file=sys.stderr, flush=True)
+        return pr
+    choices = "Enter: start over, r: resume there instead, q: quit" if same else "Enter: start over, q: quit"
+    print(f"{line}\n{choices}? ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline().strip().lower()
+    if answer.startswith("q"):
+        raise KeyboardInterrupt
+    if answer.startswith("r") and same:
+        pr = robot.prepare_run(prog, resume=True)
+        print(f"armctl run: {pr.describe}", file=sys.stderr, flush=True)
+    return pr
+
+
 def cmd_status(args) -> int:
     arm, cal = setup(args)
     with open_robot(args, arm, cal) as robot:
+        restored = robot.hold_stored_pose()  # a board that reset on open holds the arm again, no motion
         st = robot.board_status()
         report = robot.where().to_dict()
         info = robot.info
@@ -362,6 +459,7 @@ def cmd_status(args) -> int:
                 "widths_us": list(st.widths_us),
                 "counters": st.counters,
                 "frame": st.frame,
+                "restored": sorted(restored),
             }
         )
         if st.servos:  # bus servos report their own state
@@ -380,6 +478,11 @@ def cmd_status(args) -> int:
         + f" {robot.calibration.unit}"
     )
     _print(args, report, headline)
+    if restored and not args.json:
+        print(
+            f"the board had no pulses on {len(restored)} servo(s) (it reset when its port opened): set to the pose "
+            "stored when the arm was last left here, so they hold it (nothing moved)"
+        )
     if not args.json:
         if "urdf_deg" in report:
             angles = " ".join(f"{n} {v:.2f}" for n, v in report["urdf_deg"].items())

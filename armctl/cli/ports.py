@@ -49,7 +49,32 @@ def _reports(explicit: list[str] | None, *, quiet: bool):
             file=sys.stderr,
             flush=True,
         )
-    return probe_all(listed)
+    return probe_all(listed, on_reset=_hold_stored_pose)
+
+
+def _hold_stored_pose(device: str, ser, hello) -> str | None:
+    """Our firmware reset when the probe opened ``device``: its servos went limp. Set them to the pose armctl
+    stored for this port when an arm was last left on it (the newest, whatever the arm): they hold it again,
+    nothing moves. Words for the report, or None if no pose is stored."""
+    from ..bus.probe import set_pulses
+    from ..calibration import find_calibration, load_calibration
+    from ..errors import ArmctlError
+    from ..state import stored_values_for_port
+
+    for arm_name, values, _ in stored_values_for_port(device):
+        try:
+            cal = load_calibration(find_calibration(arm_name))
+        except ArmctlError:
+            continue
+        if cal.unit != "us" or len(values) != len(cal.servos):
+            continue
+        widths = {s.channel: v for s, v in zip(cal.servos, values) if v is not None}
+        if not widths:
+            continue
+        if set_pulses(ser, hello, widths):
+            return f"servos set to the pose stored for {arm_name}"
+        return f"could not set the pose stored for {arm_name}: the servos have no pulses"
+    return None
 
 
 def cmd_ports(args) -> int:

@@ -74,6 +74,7 @@ def cmd_web(args) -> int:
 
         recorder = Recorder(args.record, arm)  # a program it cannot record into fails before the port opens
     with open_robot(args, arm, cal) as robot:
+        robot.hold_stored_pose()  # a board that reset on open holds the arm again (no motion), not limp
         return serve(
             robot,
             host=host,

@@ -25,6 +25,8 @@ from .reach_map import ReachMap, top_map
 MAX_BODY_BYTES = 4096
 MAX_COORD_MM = 10_000.0
 MAX_SPEED_MM_S = 1000.0
+MAX_PROGRAM_BYTES = 256 * 1024  # a program file sent by the page (/api/program/...)
+PREVIEW_POINTS = 1500  # tool points of a program's path sent to the page (thinned evenly)
 
 
 class ApiError(Exception):
@@ -222,3 +224,55 @@ def finite_json(obj) -> str:
         return v
 
     return json.dumps(clean(obj), separators=(",", ":"))
+
+
+# --- run control and programs ------------------------------------------------------------------------------
+
+
+def override_percent(data: dict) -> float:
+    """A ``POST /api/override`` body {"percent": 10..200} -> the override as a fraction."""
+    _only(data, {"percent"})
+    return _number(data, "percent", required=True, lo=10, hi=200) / 100.0
+
+
+def load_page_program(data: dict, arm: Arm):
+    """A ``POST /api/program/preview`` or ``/run`` body {"text": YAML, "name": "file.yaml"[, "from_step": N|NAME]}
+    -> (Program, Plan, from_step or None): parsed and planned whole on ``arm`` (ApiError 422 naming the line and
+    step otherwise, nothing moved)."""
+    from ..errors import ArmctlError
+    from ..program import load_program_text, plan_program
+
+    _only(data, {"text", "name", "from_step"})
+    text, name = data.get("text"), data.get("name") or "program.yaml"
+    if not isinstance(text, str) or not text.strip():
+        raise ApiError(400, "'text' must be the program's YAML text")
+    if not isinstance(name, str) or "/" in name or "\\" in name or len(name) > 120:
+        raise ApiError(400, "'name' must be a file name (no folders)")
+    step = data.get("from_step")
+    if step is not None and (isinstance(step, bool) or not isinstance(step, (int, str))):
+        raise ApiError(400, "'from_step' must be a step number or name")
+    try:
+        prog = load_program_text(text, path=f"page:{name}")  # the page's copy: no file of that name is read
+        plan = plan_program(prog, arm)
+        if step is not None:
+            from ..restart import find_step
+
+            find_step(prog, plan, step)
+    except ArmctlError as exc:
+        raise ApiError(422, f"{exc}: nothing moved") from None
+    return prog, plan, step
+
+
+def program_preview(prog, plan) -> dict:
+    """What the page draws of a planned program: its tool path (mm, thinned), steps and duration."""
+    traj = plan.trajectory
+    n = len(traj)
+    idx = np.unique(np.linspace(0, n - 1, min(n, PREVIEW_POINTS)).round().astype(int))
+    tool = tool_point(plan.arm, traj.q_rad[idx]) * 1000.0
+    return {
+        "program": prog.path,
+        "steps": list(traj.steps),
+        "duration_s": float(traj.duration_s),
+        "path_mm": tool.round(2).tolist(),
+        "start_mm": tool[0].round(2).tolist(),
+    }

@@ -66,6 +66,13 @@ def home_command(arm: Arm) -> Command:
     return Command("home", "home", lambda r: r.home(wait=False), target_m=tuple(tool_point(arm, arm.home_rad)))
 
 
+def program_command(prog, from_step=None) -> Command:
+    """The page's Run program button: the program (parsed and planned already), as ``armctl run`` plays it,
+    with the same feed hold, resume and override (``Controller.pause``, ``resume``, ``override``)."""
+    label = f"program {prog.path}" + (f" from step {from_step}" if from_step is not None else "")
+    return Command("program", label, lambda r: r.run(prog, from_step=from_step, wait=False))
+
+
 class Controller:
     """Shares the open ``robot`` between the page's HTTP threads (the caller closes the robot)."""
 
@@ -149,6 +156,24 @@ class Controller:
             self._update(message=f"stopped ({reason}); holding the pose", error=False, moving=False)
         fut.set_result({"stopped": True})
         return fut
+
+    def pause(self) -> dict:
+        """Feed hold of what plays (the Robot's ``pause``): it decelerates along its path and holds."""
+        self.robot.pause()
+        self._update(control=self.robot.control.to_dict(), message="holding: Resume goes on", error=False)
+        return self.robot.control.to_dict()
+
+    def resume(self) -> dict:
+        """Go on from where the hold stopped."""
+        self.robot.resume()
+        self._update(control=self.robot.control.to_dict(), message="resumed", error=False)
+        return self.robot.control.to_dict()
+
+    def override(self, fraction: float) -> dict:
+        """Set the speed override (0.1..2.0 of the planned speeds; never past a joint speed limit)."""
+        self.robot.speed_override = fraction
+        self._update(control=self.robot.control.to_dict())
+        return self.robot.control.to_dict()
 
     def record(self, name: str | None) -> dict:
         """Record the pose the arm holds into the program file (``armctl.recording``): the commanded pose,
@@ -256,6 +281,7 @@ class Controller:
             pulses_us=values,
             measured=pose.detail,
             source=pose.source,
+            control=self.robot.control.to_dict(),
             **extra,
         )
 

@@ -10,6 +10,9 @@ POST /api/move              {"x_mm", "y_mm"[, "phi_deg", "speed_mm_s", "mode": "
 POST /api/home, /api/gripper {"state": "open"|"close"}, /api/heartbeat
 POST /api/record            {"name": "pick"} or {}: the pose into the --record program file; /api/record/undo
 POST /api/stop              any page may stop the arm
+POST /api/pause, /api/resume  feed hold / go on; /api/override {"percent": 10..200}: speed override
+POST /api/program/preview   {"text": YAML, "name": "file.yaml"}: plan it whole, its path and steps
+POST /api/program/run       the same (and "from_step"): run it, with pause/resume/override
 
 ``armctl web --watch`` serves the same page over an arm another armctl drives: GET works, every POST is
 refused (403; /api/session 409) with the reason, as the page is read-only.
@@ -37,7 +40,7 @@ from importlib import resources
 
 from ..errors import ArmctlError, LinkError, StopRequested
 from . import api
-from .controller import ArmBusy, Controller, gripper_command, home_command
+from .controller import ArmBusy, Controller, gripper_command, home_command, program_command
 from .reach_map import ReachMap
 from .session import Control
 
@@ -159,15 +162,15 @@ class Handler(BaseHTTPRequestHandler):
             raise api.ApiError(409, "another page controls the arm: this one is read-only", read_only=True)
         raise api.ApiError(403, "this page does not control the arm: claim it first (POST /api/session)")
 
-    def _body(self) -> dict:
+    def _body(self, limit: int = api.MAX_BODY_BYTES) -> dict:
         if (self.headers.get("Content-Type") or "").split(";")[0].strip().lower() != "application/json":
             raise api.ApiError(415, "POST bodies must be Content-Type: application/json")
         length = self.headers.get("Content-Length")
         if length is None or not length.isdigit():
             raise api.ApiError(411, "Content-Length required")
         n = int(length)
-        if n > api.MAX_BODY_BYTES:
-            raise api.ApiError(413, f"body too large ({n} bytes, at most {api.MAX_BODY_BYTES})")
+        if n > limit:
+            raise api.ApiError(413, f"body too large ({n} bytes, at most {limit})")
         return api.parse_body(self.rfile.read(n))
 
     # --- GET --------------------------------------------------------------------------------------------
@@ -239,7 +242,7 @@ class Handler(BaseHTTPRequestHandler):
             self._check_host()
             self._check_token()
             self._check_origin()
-            body = self._body()
+            body = self._body(api.MAX_PROGRAM_BYTES if path.startswith("/api/program/") else api.MAX_BODY_BYTES)
             if getattr(srv.controller, "read_only", False):  # armctl web --watch: another process drives the arm
                 raise api.ApiError(409 if path == "/api/session" else 403, srv.controller.why(), read_only=True)
             if path == "/api/session":
@@ -268,6 +271,23 @@ class Handler(BaseHTTPRequestHandler):
             elif path in ("/api/record", "/api/record/undo"):
                 self._session()
                 self._record(path, body)
+            elif path in ("/api/pause", "/api/resume"):
+                self._session()
+                api._only(body, set())
+                ctl = srv.controller.pause() if path == "/api/pause" else srv.controller.resume()
+                self._json(200, {"ok": True, "control": ctl})
+            elif path == "/api/override":
+                self._session()
+                self._json(200, {"ok": True, "control": srv.controller.override(api.override_percent(body))})
+            elif path == "/api/program/preview":
+                self._session()
+                prog, plan, _ = api.load_page_program(body, srv.controller.arm)
+                self._json(200, {"ok": True, **api.program_preview(prog, plan)})
+            elif path == "/api/program/run":
+                self._session()
+                prog, _, step = api.load_page_program(body, srv.controller.arm)
+                cmd = program_command(prog, step)
+                self._wait(srv.controller.submit(cmd), cmd)
             else:
                 raise api.ApiError(404, f"no such API {path!r}")
         except api.ApiError as err:

@@ -29,6 +29,7 @@ let view = { scale: 1, ox: 0, oy: 0, w: 0, h: 0 };  // px per mm, base position 
 let target = null;       // {x, y, [z], ok, text}: the last target asked for
 let preview = null;      // {x, y, pane}: where the pointer is while dragging (pane coordinates)
 let trail = [];          // tool positions while moving (mm)
+let program = null;      // {name, text, path_mm, steps, duration_s}: the program loaded (previewed)
 let events = null;
 let heartbeat = null;
 
@@ -107,7 +108,8 @@ function setRole(st) {
     $("record-undo").disabled = !control || !state || !state.can_undo;
   }
   $("take-control").hidden = control || st.control_held;
-  if (st.moving) setStatus("moving", "pill-moving");
+  if (st.moving && st.control && st.control.state === "held") setStatus("held", "pill-moving");
+  else if (st.moving) setStatus("moving", "pill-moving");
   else if (control) setStatus("in control", "pill-control");
   else setStatus(st.control_held ? "read-only: another page controls the arm" : "read-only", "pill-view");
 }
@@ -123,12 +125,25 @@ function onState(st) {
     say(st.message, !!st.error);
     lastMessage = st.message;
   }
+  renderControl(st.control);
   $("progress-bar").style.width = (100 * (st.moving ? st.progress || 0 : 0)).toFixed(1) + "%";
   renderPanel();
   if (panes) shadeTopAt(shadeZ());
   draw();
 }
 let lastMessage = "";
+
+function renderControl(c) {  // feed hold and speed override, as the server reports them
+  if (!c) return;
+  $("override").textContent = `${Math.round(100 * c.override)} %`;
+  const words = { held: "HELD: Resume goes on", holding: "holding…", running: "", idle: "" };
+  let text = c.paused && c.state !== "held" ? "holding…" : words[c.state] || "";
+  if (c.capped) text += (text ? ", " : "") + "at a joint speed limit";
+  $("hold-state").textContent = text;
+  $("pause").disabled = !session || c.paused;
+  $("resume").disabled = !session || !c.paused;
+  $("program-run").disabled = !session || !program || !!(state && state.moving);
+}
 
 function fmt(v, digits) { return v === null || v === undefined ? "–" : v.toFixed(digits); }
 
@@ -274,6 +289,7 @@ function draw() {
   }
   ctx.restore();
   drawZones("plane");
+  drawProgram((p) => p);
   drawTrail();
   drawTarget();
   if (state && state.joints_mm) drawArm();
@@ -397,6 +413,21 @@ function drawGripper([tx, ty], phiDeg, linkW) {
     ctx.lineTo(tx + s * nx * half + ux * len, ty + s * ny * half + uy * len);
   }
   ctx.stroke();
+}
+
+function drawProgram(project) {  // the loaded program's tool path, dashed
+  if (!program || program.path_mm.length < 2) return;
+  ctx.save();
+  ctx.setLineDash([4, 3]);
+  ctx.strokeStyle = "rgba(147, 51, 234, 0.8)";
+  ctx.lineWidth = 1.5;
+  ctx.beginPath();
+  program.path_mm.forEach((p, i) => {
+    const [px, py] = toPx(...project(p));
+    if (i) ctx.lineTo(px, py); else ctx.moveTo(px, py);
+  });
+  ctx.stroke();
+  ctx.restore();
 }
 
 function drawTrail() {
@@ -547,6 +578,45 @@ $("home").addEventListener("click", async () => {
 $("grip-open").addEventListener("click", () => command("/api/gripper", { state: "open" }, "gripper"));
 $("grip-close").addEventListener("click", () => command("/api/gripper", { state: "close" }, "gripper"));
 $("take-control").addEventListener("click", claim);
+$("pause").addEventListener("click", () => command("/api/pause", {}, "pause"));
+$("resume").addEventListener("click", () => command("/api/resume", {}, "resume"));
+function overrideBy(step) {
+  const now = state && state.control ? Math.round(100 * state.control.override) : 100;
+  const pct = Math.max(10, Math.min(200, now + step));
+  command("/api/override", { percent: pct }, "speed override");
+}
+window.addEventListener("keydown", (ev) => {  // run control keys, as in the terminal (not while typing)
+  if (!session || ev.ctrlKey || ev.metaKey || ev.altKey || /^(INPUT|TEXTAREA|SELECT|BUTTON)$/.test(ev.target.tagName)) return;
+  const act = { " ": "pause", Enter: "resume", r: "resume", "+": "faster", "=": "faster", "-": "slower" }[ev.key];
+  if (!act) return;
+  ev.preventDefault();
+  if (act === "pause") command("/api/pause", {}, "pause");
+  else if (act === "resume") command("/api/resume", {}, "resume");
+  else overrideBy(act === "faster" ? 10 : -10);
+});
+$("faster").addEventListener("click", () => overrideBy(10));
+$("slower").addEventListener("click", () => overrideBy(-10));
+$("program-file").addEventListener("change", async (ev) => {
+  const file = ev.target.files[0];
+  if (!file) return;
+  const text = await file.text();
+  const r = await post("/api/program/preview", { text, name: file.name });
+  if (r.status !== 200) {
+    program = null;
+    $("program-info").textContent = r.data.error || `refused (${r.status})`;
+    say(r.data.error || `program refused (${r.status})`, true);
+  } else {
+    program = { ...r.data, name: file.name, text };
+    $("program-info").textContent = `${file.name}: ${r.data.steps.length} steps, ${r.data.duration_s.toFixed(1)} s (the dashed path)`;
+  }
+  $("program-run").disabled = !session || !program;
+  draw();
+});
+$("program-run").addEventListener("click", async () => {
+  if (!program) return;
+  const r = await command("/api/program/run", { text: program.text, name: program.name }, "run");
+  if (r.status === 200) say(`running ${program.name} (${r.data.duration_s.toFixed(1)} s)`, false);
+});
 $("record-pose").addEventListener("click", async () => {
   const name = $("record-name").value.trim();
   const r = await command("/api/record", name ? { name } : {}, "record");
@@ -785,6 +855,7 @@ function drawTopPane() {
   ctx.setLineDash([5, 4]);
   polyline([[0, 0], [panes.top.extent * Math.cos(b), panes.top.extent * Math.sin(b)]], "#b45309", 1.5);
   ctx.restore();
+  drawProgram(([x, y]) => [x, y]);
   // the path while moving, the target, the arm seen from above
   if (trail.length > 1) polyline(trail.map(([x, y]) => [x, y]), "rgba(14, 165, 233, 0.85)", 2);
   if (target) marker(target.x, target.y, target.ok, target.text);
