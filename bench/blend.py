@@ -155,7 +155,7 @@ def main() -> int:
     st_b, st_s = blend_p.trajectory.step, stop_p.trajectory.step
     worst_all = 0.0
     for i in np.unique(st_b):
-        mine, near = np.nonzero(st_b == i)[0], np.nonzero(np.abs(st_s - i) <= 1)[0]
+        mine, near = np.nonzero(st_b == i)[0], np.nonzero(np.abs(st_s - i) <= 2)[0]
         ref = dense_tool(arm, q_s[max(near[0] - 1, 0) : near[-1] + 1], sub=8)
         pts = dense_tool(arm, q_b[max(mine[0] - 1, 0) : mine[-1] + 1], sub=8)
         worst_all = max(worst_all, polyline_deviation(pts, ref))
