@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -116,7 +116,9 @@ class JointMove:
     """Joint-space move to ``q_rad``; all joints start and stop together.
 
     ``speed_fraction`` of each joint's speed limit (0..1], ``accel_rad_s2``
-    the acceleration bound of every joint (rad/s^2); ``jerk_time_s`` as for LineMove.
+    the acceleration bound of every joint (rad/s^2); ``jerk_time_s`` as for LineMove. ``blend_m`` > 0: the
+    move after it (a joint move or a line) may start before this one has come to rest, the tool passing within
+    that distance of both moves' own paths (``blend_joint_moves``); ``stop`` forces a rest at the end.
     """
 
     q_rad: tuple[float, ...]
@@ -124,6 +126,8 @@ class JointMove:
     accel_rad_s2: float = DEFAULT_JOINT_ACCEL_RAD_S2
     jerk_time_s: float = 0.0
     label: str = ""
+    blend_m: float = 0.0
+    stop: bool = False
 
 
 @dataclass(frozen=True)
@@ -656,20 +660,28 @@ def _timed(
     jerk_time_s: float = 0.0,
     with_s: bool = False,
     profile=speed_profile,
+    keep_caps: bool = False,
+    accel_limit=None,
 ):
     """Time a path and sample it; re-time locally until no sampled joint speed exceeds its limit.
 
     ``q_at(s)`` gives (K, m) channel angles; ``speed_limit`` (m,) rad/s;
-    ``jerk_time_s`` > 0 smooths the trapezoid into an S-curve.
+    ``jerk_time_s`` > 0 smooths the trapezoid into an S-curve. ``keep_caps``: the S-curve must keep under the
+    speed caps too (a blended chain's corners: averaging the speed over the window lifts it where the caps
+    dip, and the turn's v^2 kappa with it), slowed locally where it does not; ``accel_limit`` (m,) rad/s^2: the
+    same for each joint's sampled acceleration (nothing changes where every sample is within it).
     Returns (t_local, q_samples, slowed).
     """
     cap = np.array(cap, dtype=float)
+    cap0 = cap.copy()
     for _ in range(12):
         v, t = profile(s, cap, accel)
         if not t[-1] > 0 and s[-1] > s[0]:  # speeds so small that v^2 vanished against the rounding of accel*s
             raise MotionError(f"the speed or acceleration of this {label_kind} is too small to time it")
         if jerk_time_s > 0 and t[-1] > 0:
             ts, ss = s_curve(s, v, t, jerk_time_s)
+            if keep_caps and _lower_caps_under_smoothing(s, cap, cap0, v, ts, ss):
+                continue
             t_local, t_prof = _sample_times(float(ts[-1]), period)
             s_samp = np.interp(t_prof, ts, ss)
         else:
@@ -679,6 +691,18 @@ def _timed(
         q = q_at(s_samp)
         rate = np.abs(np.diff(q, axis=0)) / period
         ratio = (rate / speed_limit).max(axis=1)
+        if accel_limit is not None and len(q) > 2 and not np.any(ratio > 1.0 + 1e-12):
+            # a blended run's S-curve (where averaging lifted the speed through a bend, a joint's q_ss s'^2 grows
+            # with it), a free tool angle's profile turning at a knot within one sample: slow down around each
+            # sample whose sampled acceleration is over the limit
+            acc = (np.abs(np.diff(q, 2, axis=0)) / period**2 / accel_limit).max(axis=1)
+            over = np.nonzero(acc > 1.0 + 1e-9)[0]
+            for i in over:
+                lo, hi = np.searchsorted(s, [s_samp[i], s_samp[i + 2]])
+                sl = slice(max(lo - 2, 0), min(hi + 2, len(s)))
+                cap[sl] = np.minimum(cap[sl], v[sl] * 0.99 / acc[i])
+            if len(over):
+                continue
         if not np.any(ratio > 1.0 + 1e-12):
             return (t_local, q, False, s_samp) if with_s else (t_local, q, False)
         # Slow the path down where a sample interval was too fast, by that much and a bit.
@@ -687,6 +711,24 @@ def _timed(
             sl = slice(max(lo - 1, 0), min(hi + 1, len(s)))
             cap[sl] = np.minimum(cap[sl], v[sl] * 0.99 / ratio[i])
     raise MotionError(f"could not time this {label_kind} under the joint speed limits")  # pragma: no cover
+
+
+def _lower_caps_under_smoothing(s, cap, cap0, v, ts, ss) -> bool:
+    """Where the smoothed profile (``ts``, ``ss``) passes a point of the path faster than the caps ``cap0`` of the
+    grid points around it allow, lower ``cap`` there (in place) by that much and a bit. True if any was."""
+    vs = np.diff(ss) / np.maximum(np.diff(ts), 1e-300)
+    mid = 0.5 * (ss[:-1] + ss[1:])
+    k = np.clip(np.searchsorted(s, mid), 1, len(s) - 1)
+    allowed = np.maximum(cap0[k - 1], cap0[k])
+    ratio = vs / np.maximum(allowed, 1e-300)
+    over = np.nonzero(ratio > 1.0 + 1e-9)[0]
+    if len(over) == 0:
+        return False
+    for i in over:
+        lo, hi = np.searchsorted(s, [ss[i], ss[i + 1]])
+        sl = slice(max(lo - 2, 0), min(hi + 2, len(s)))
+        cap[sl] = np.minimum(cap[sl], v[sl] * 0.99 / ratio[i])
+    return True
 
 
 def _caps_from_joints(s, q, speed_limit, base_cap):
@@ -959,7 +1001,16 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
         cap, _ = _caps_from_joints(path.s, path.q, limit, base)
         profile = _profile_for(path.s, path.q, arm.max_accel_rad_s2, cap, acc)
         t, q, _ = _timed(
-            path.s, cap, acc, path.at, limit, period, label_kind="line", jerk_time_s=move.jerk_time_s, profile=profile
+            path.s,
+            cap,
+            acc,
+            path.at,
+            limit,
+            period,
+            label_kind="line",
+            jerk_time_s=move.jerk_time_s,
+            profile=profile,
+            accel_limit=arm.max_accel_rad_s2,
         )
         # Slowed if the joint speed (or acceleration) limits made the move longer than the Cartesian limits
         # alone would.
@@ -1078,6 +1129,10 @@ def plan_moves(
         q, g = mp.q_rad[-1], float(mp.gripper_rad[-1])
     if any(isinstance(m, LineMove) and m.blend_m > 0 for m in moves):
         plans = blend_chain(arm, moves, plans, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
+    if any(isinstance(m, JointMove) and m.blend_m > 0 for m in moves) or any(
+        isinstance(m, LineMove) and m.blend_m > 0 and isinstance(n, JointMove) for m, n in zip(moves, moves[1:])
+    ):
+        plans = blend_joint_moves(arm, moves, plans, period_s=period_s)
     return Plan(
         trajectory=assemble(
             arm,
@@ -1401,13 +1456,96 @@ def blend_chain(arm: Arm, moves, plans: list[MovePlan], *, period_s: float, max_
     return out
 
 
+#: How often a blended run is re-planned with tighter roundings where its sampled trajectory strayed further
+#: than ``blend_m`` from the lines (a servo's straight steps between samples cut a tight, fast corner).
+BLEND_DEVIATION_TRIES = 6
+#: At most this many points measured between each pair of samples there (the worst point of a servo's step
+#: across a corner lies where it is as far from both lines, anywhere along the step; the points are 1% of the
+#: blend distance apart).
+BLEND_CHECK_SUB_MAX = 1024
+
+
 def _blend_run(arm, moves, plans, period, max_step):
-    """One run of blendable lines: split where a corner cannot be rounded, time each part."""
+    """One run of blendable lines: split where a corner cannot be rounded, time each part; where the tool,
+    measured on the sampled trajectory (joints interpolated linearly between samples, as a servo moves),
+    strays further from the lines than a corner's blend distance, that rounding is made tighter and the run
+    timed again."""
+    blends = [mv.blend_m for mv in moves[:-1]]
+    asked = list(blends)
+    # each line's own deviation between samples, planned alone (a servo's steps on a small arm): a corner may
+    # add its blend distance to that, no more
+    own = [
+        line_deviation(arm, mp.q_rad, *mp.line_m, sub=16) if mp.line_m is not None and len(mp.q_rad) > 1 else 0.0
+        for mp in plans
+    ]
+    last = None
+    for _ in range(BLEND_DEVIATION_TRIES):
+        tried = [replace(mv, blend_m=b) for mv, b in zip(moves[:-1], blends, strict=True)] + [moves[-1]]
+        out, split = _blend_run_once(arm, tried, plans, period, max_step)
+        if split:  # cut at a corner that cannot be rounded: each part was planned (and measured) on its own
+            return out
+        excess = _corner_excess(arm, out, asked, own)
+        if not excess:
+            return out
+        common = [i for i in (last or {}) if i in excess]
+        if common and all(excess[i] > 0.99 * last[i] for i in common):
+            # tighter roundings did not help: the servo's steps are longer than the lines around the corner (a
+            # flattened curve's short lines), their chords cut it whatever the rounding; keep the blend
+            return out
+        last = excess
+        for i, ratio in excess.items():
+            blends[i] *= 0.97 / ratio
+    return out
+
+
+def _corner_excess(arm, out: list[MovePlan], blends, own=None) -> dict:
+    """Corners (index: deviation / blend > 1) where the sampled trajectory of a blended run strays further from
+    the two lines than the corner's blend distance (plus ``own``: each line's deviation planned alone),
+    measured with ``line_deviation`` on the samples of the rounding and one either side, finely between
+    samples."""
+    bad = {}
+    for i, b in enumerate(blends):
+        a, c = out[i], out[i + 1]
+        if b <= 0 or a.line_m is None or c.line_m is None:
+            continue
+        n = max(2, len(a.q_rad) // 2)
+        m = max(2, len(c.q_rad) // 2)
+        q = np.concatenate([a.q_rad[-n:], c.q_rad[1:m]])
+        # only the rounding (within its reach d of the corner) and a sample either side: elsewhere the samples
+        # are on the lines as without a blend (a servo's steps there are the lines' own business)
+        (a0, a1), (c0, c1) = (
+            (np.asarray(x, dtype=float) for x in a.line_m),
+            (np.asarray(x, dtype=float) for x in c.line_m),
+        )
+        da, dc = float(np.linalg.norm(a1 - a0)), float(np.linalg.norm(c1 - c0))
+        if da <= 0 or dc <= 0:
+            continue
+        d = corner_reach(da, dc, (a1 - a0) / da, (c1 - c0) / dc, b)
+        near = np.nonzero(np.linalg.norm(tool_point(arm, q) - a1, axis=1) <= d + 1e-9)[0]
+        if len(near) == 0:
+            continue
+        q = q[max(near[0] - 1, 0) : near[-1] + 2]
+        if len(q) < 2:
+            continue
+        step = float(np.linalg.norm(np.diff(tool_point(arm, q), axis=0), axis=1).max())
+        sub = int(min(BLEND_CHECK_SUB_MAX, max(8, math.ceil(step / (0.01 * b)))))
+        # the distance to the nearer line changes at most as fast as the tool moves: between two measured
+        # points (step / sub apart, nearly) it exceeds the larger by at most half that
+        dev = line_deviation(arm, q, *a.line_m, also=[c.line_m], sub=sub) + 0.5 * step / sub
+        base = 0.0 if own is None else max(own[i], own[i + 1])
+        if dev > b * (1.0 + 1e-9) + base:
+            bad[i] = (dev - base) / b
+    return bad
+
+
+def _blend_run_once(arm, moves, plans, period, max_step):
+    """One run of blendable lines with the blend distances of ``moves``: split where a corner cannot be
+    rounded, time each part."""
     paths = [mp.path for mp in plans]
     try:
         chain = ChainPath(arm, paths, moves)
     except (FloatingPointError, ValueError):  # pragma: no cover - degenerate geometry: keep the stops
-        return plans
+        return plans, True
 
     def split(k):  # cut the run at corner k and blend each side on its own
         left = _blend_run(arm, moves[: k + 1], plans[: k + 1], period, max_step) if k > 0 else plans[:1]
@@ -1416,7 +1554,7 @@ def _blend_run(arm, moves, plans, period, max_step):
             if len(plans) - k - 1 > 1
             else plans[k + 1 :]
         )
-        return list(left) + list(right)
+        return list(left) + list(right), True
 
     bad = _bad_corners(arm, chain, max_step)
     if bad:
@@ -1427,21 +1565,26 @@ def _blend_run(arm, moves, plans, period, max_step):
     accel = chain.accel
     profile = _profile_for(chain.s, chain.q, arm.max_accel_rad_s2, cap, accel)
     jerk = max(mv.jerk_time_s for mv in moves)
-    t, q, _, s_samp = _timed(
-        chain.s,
-        cap,
-        accel,
-        chain.at,
-        limit,
-        period,
-        label_kind="blended line",
-        jerk_time_s=jerk,
-        with_s=True,
-        profile=profile,
-    )
+    try:
+        t, q, _, s_samp = _timed(
+            chain.s,
+            cap,
+            accel,
+            chain.at,
+            limit,
+            period,
+            label_kind="blended line",
+            jerk_time_s=jerk,
+            with_s=True,
+            profile=profile,
+            keep_caps=True,
+            accel_limit=arm.max_accel_rad_s2 if jerk > 0 else None,
+        )
+    except MotionError:  # could not be timed under every limit through the corners: keep the stops
+        return plans, True
     q[0], q[-1] = chain.q[0], chain.q[-1]
     if np.any(_outside_limits(arm, q)):
-        return plans  # a joint peaking between grid points: keep the stops
+        return plans, True  # a joint peaking between grid points: keep the stops
     if arm.zones:  # a rounded corner that cuts into a keep-out zone is passed at rest (each line was checked)
         from .zones import first_violation
 
@@ -1449,7 +1592,7 @@ def _blend_run(arm, moves, plans, period, max_step):
         if v is not None:
             s_v = float(np.interp(v.at, np.arange(len(s_samp)), s_samp))
             corners = [(abs(0.5 * (s0 + s1) - s_v), i) for kind, i, s0, s1, _ in chain.pieces if kind == "corner"]
-            return split(min(corners)[1]) if corners else plans
+            return split(min(corners)[1]) if corners else (plans, True)
     # which sample belongs to which move: up to the middle of its end corner
     cuts = [0] + [int(np.searchsorted(s_samp, b)) for b in chain.bounds] + [len(q) - 1]
     cuts = [min(max(c, 0), len(q) - 1) for c in cuts]
@@ -1475,7 +1618,7 @@ def _blend_run(arm, moves, plans, period, max_step):
                 blended=True,
             )
         )
-    return out
+    return out, False
 
 
 def _bad_corners(arm, chain: ChainPath, max_step: float) -> list[int]:
@@ -1491,3 +1634,162 @@ def _bad_corners(arm, chain: ChainPath, max_step: float) -> list[int]:
         if np.any(chain.excess[idx] > REACH_TOL_M) or np.any(outside[idx]) or np.any(step[idx[:-1]] > 2.0 * max_step):
             bad.append(i)
     return bad
+
+
+# --------------------------------------------------------------------------- blending joint moves
+
+
+def _speed_bound(arm: Arm, move) -> np.ndarray:
+    """Each joint's speed bound (rad/s) in a move: its share of the limit in a joint move, the limit on a line."""
+    if isinstance(move, JointMove):
+        return move.speed_fraction * arm.max_speed_rad_s
+    return np.asarray(arm.max_speed_rad_s, dtype=float)
+
+
+def _accel_bound(arm: Arm, move) -> np.ndarray:
+    """Each joint's acceleration bound (rad/s^2) in a move: a joint move's ``accel_rad_s2`` within each joint's
+    limit, the limit on a line."""
+    if isinstance(move, JointMove):
+        return np.minimum(move.accel_rad_s2, arm.max_accel_rad_s2)
+    return np.asarray(arm.max_accel_rad_s2, dtype=float)
+
+
+def _tool_bounds(arm: Arm, move, mp: MovePlan, period: float) -> tuple[float, float]:
+    """(speed m/s, acceleration m/s^2) the tool may reach in a move: a line's own, or what the joint move
+    reached on its own (its samples; it has no tool limits, and blending must not make it faster)."""
+    if isinstance(move, LineMove):
+        return move.speed_m_s, move.accel_m_s2
+    p = tool_point(arm, mp.q_rad)
+    v = float(np.linalg.norm(np.diff(p, axis=0), axis=1).max(initial=0.0)) / period
+    a = float(np.linalg.norm(np.diff(p, 2, axis=0), axis=1).max(initial=0.0)) / period**2
+    return v, a
+
+
+def _dense(q, sub: int):
+    """``q`` (K, n) with ``sub`` points per interval, joints interpolated linearly (as a servo moves)."""
+    f = np.linspace(0.0, 1.0, sub + 1)[:-1]
+    qq = (q[:-1, None, :] + f[None, :, None] * np.diff(q, axis=0)[:, None, :]).reshape(-1, q.shape[1])
+    return np.concatenate([qq, q[-1:]])
+
+
+def _distance_to_polyline(points, poly) -> np.ndarray:
+    """Distance of each point (M, d) to the polyline ``poly`` (S + 1, d)."""
+    a, b = poly[:-1], poly[1:]
+    d = b - a
+    dd = np.maximum((d * d).sum(-1), 1e-300)
+    out = np.full(len(points), np.inf)
+    for lo in range(0, len(points), 256):
+        p = points[lo : lo + 256]
+        u = np.clip(((p[:, None, :] - a[None]) * d[None]).sum(-1) / dd[None], 0.0, 1.0)
+        out[lo : lo + 256] = np.linalg.norm(p[:, None, :] - (a[None] + u[..., None] * d[None]), axis=-1).min(axis=1)
+    return out
+
+
+def _joint_corner_overlap(arm: Arm, m1, m2, p1: MovePlan, p2: MovePlan, period: float, blend: float) -> int:
+    """How many samples the start of ``p2`` may overlap the end of ``p1`` (both at rest at their shared pose B):
+    the trajectory q1(t) + q2(t - t1 + k T) - B, the second move starting k samples before the first ends.
+    The largest k for which, on the sampled trajectory, every joint stays inside its limits, under the larger
+    speed and acceleration bound of the two moves, the tool no faster and no harder accelerated than either
+    move on its own allows, and within ``blend`` of the two moves' own tool paths (measured between samples
+    too). 0: no overlap works."""
+    q1, q2 = p1.q_rad, p2.q_rad
+    n1, n2 = len(q1) - 1, len(q2) - 1
+    if n1 < 2 or n2 < 2:
+        return 0
+    if arm.zones:
+        from .zones import first_violation
+    b_pose = q2[0]
+    vb = np.maximum(_speed_bound(arm, m1), _speed_bound(arm, m2)) * (1 + 1e-9)
+    ab = np.maximum(_accel_bound(arm, m1), _accel_bound(arm, m2)) * (1 + 1e-9)
+    vt, at = (
+        max(x, y) * (1 + 1e-9) for x, y in zip(_tool_bounds(arm, m1, p1, period), _tool_bounds(arm, m2, p2, period))
+    )
+    # the overlap cannot pass either move's top speed: at most its slowing down (p1) and speeding up (p2)
+    r1 = (np.abs(np.diff(q1, axis=0)) / arm.max_speed_rad_s).max(axis=1)
+    r2 = (np.abs(np.diff(q2, axis=0)) / arm.max_speed_rad_s).max(axis=1)
+    k_dec = n1 - int(np.nonzero(r1 >= r1.max() * (1 - 1e-9))[0][-1])
+    k_acc = int(np.nonzero(r2 >= r2.max() * (1 - 1e-9))[0][0]) + 1
+    kmax = min(n1 - 1, n2 - 1, k_dec + k_acc)
+    if kmax < 1:
+        return 0
+
+    def combined(k):
+        c = q1[n1 - k :] + (q2[: k + 1] - b_pose)
+        return np.concatenate([q1[max(n1 - k - 2, 0) : n1 - k], c, q2[k + 1 : k + 3]])
+
+    def cheap_ok(k):
+        w = combined(k)
+        if np.any(_outside_limits(arm, w)):
+            return False
+        if arm.zones and first_violation(arm, arm.zones, w) is not None:
+            return False  # the overlap cuts into a keep-out zone (each move was checked alone)
+        dq = np.diff(w, axis=0) / period
+        if np.any(np.abs(dq) > vb) or np.any(np.abs(np.diff(dq, axis=0)) / period > ab):
+            return False
+        p = tool_point(arm, w)
+        dp = np.diff(p, axis=0) / period
+        return bool(
+            np.linalg.norm(dp, axis=1).max() <= vt and np.linalg.norm(np.diff(dp, axis=0), axis=1).max() / period <= at
+        )
+
+    def deviation_ok(k):
+        c = q1[n1 - k :] + (q2[: k + 1] - b_pose)
+        # the two moves' own tool paths over the overlap and a sample either side, as a servo plays them
+        ref = tool_point(arm, _dense(np.concatenate([q1[max(n1 - k - 1, 0) :], q2[1 : k + 2]]), 4))
+        step = float(np.linalg.norm(np.diff(tool_point(arm, c), axis=0), axis=1).max())
+        sub = int(min(16, max(4, math.ceil(step / (0.05 * blend)))))
+        dev = _distance_to_polyline(tool_point(arm, _dense(c, sub)), ref).max() + 0.5 * step / sub
+        return bool(dev <= blend)
+
+    k = kmax
+    while k >= 1 and not cheap_ok(k):
+        k -= 1
+    if k < 1:
+        return 0
+    if deviation_ok(k):
+        return k
+    lo, hi = 0, k  # deviation grows with the overlap: the largest k that keeps within blend, by bisection
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if deviation_ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    while lo >= 1 and not (cheap_ok(lo) and deviation_ok(lo)):
+        lo -= 1
+    return lo
+
+
+def blend_joint_moves(arm: Arm, moves, plans: list[MovePlan], *, period_s: float) -> list[MovePlan]:
+    """Blend each joint move into the line or joint move after it (and each line into a joint move after it)
+    where the first asks for a blend (``blend_m`` > 0, no ``stop``): the second move starts before the first
+    has come to rest, their motions added (``_joint_corner_overlap``: as many samples as keep every limit and
+    keep the tool within ``blend_m`` of both moves' own paths). Lines into lines are ``blend_chain``'s. The
+    overlapped samples go to the joint move's plan (a line's plan keeps only samples on its line). Returns
+    the new plans; nothing changes where no move asks for a blend."""
+    out = list(plans)
+    for i in range(len(out) - 1):
+        m1, m2 = moves[i], moves[i + 1]
+        if not isinstance(m1, (LineMove, JointMove)) or not isinstance(m2, (LineMove, JointMove)):
+            continue
+        if isinstance(m1, LineMove) and isinstance(m2, LineMove):
+            continue
+        if m1.blend_m <= 0 or m1.stop:
+            continue
+        p1, p2 = out[i], out[i + 1]
+        if p1.kind not in ("line", "joint") or p2.kind not in ("line", "joint"):
+            continue
+        k = _joint_corner_overlap(arm, m1, m2, p1, p2, period_s, m1.blend_m)
+        if k < 1:
+            continue
+        q1, q2 = p1.q_rad, p2.q_rad
+        n1 = len(q1) - 1
+        c = q1[n1 - k :] + (q2[: k + 1] - q2[0])
+        if isinstance(m2, LineMove):  # the overlap goes to the joint move p1; the line keeps its own samples
+            a, b = np.concatenate([q1[: n1 - k], c]), q2[k:]
+        else:
+            a, b = q1[: n1 - k + 1], np.concatenate([c, q2[k + 1 :]])
+        g = float(p1.gripper_rad[-1])
+        out[i] = replace(p1, t_s=np.arange(len(a)) * period_s, q_rad=a, gripper_rad=np.full(len(a), g))
+        out[i + 1] = replace(p2, t_s=np.arange(len(b)) * period_s, q_rad=b, gripper_rad=np.full(len(b), g))
+    return out

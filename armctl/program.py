@@ -43,7 +43,7 @@ STEP_KEYS = {
         "blend_m",
         "stop",
     ),
-    "joint": ("joint", "offset_mm", "offset_m", "speed_pct", "accel_deg_s2"),
+    "joint": ("joint", "offset_mm", "offset_m", "speed_pct", "accel_deg_s2", "blend_mm", "blend_m", "stop"),
     "gripper": ("gripper",),
     "wait_s": ("wait_s",),
     "repeat": ("repeat", "steps"),
@@ -402,6 +402,11 @@ def _step(sec: Section, number: str, line, path: str, bound: set) -> Step:
         st.joint_speed_fraction = None if pct is None else pct / 100.0
         acc = sec.number("accel_deg_s2", None, lo=0, lo_open=True)
         st.joint_accel_rad_s2 = None if acc is None else math.radians(acc)
+        st.blend_m = _blend(sec, None)
+        stop = sec.raw("stop", False)
+        if not isinstance(stop, bool):
+            raise sec.error("stop", f"step {number}: stop is true or false, found {stop!r}")
+        st.stop = stop
     elif action == "gripper":
         value = sec.string("gripper", choices=("open", "close"))
         st.gripper = value
@@ -710,6 +715,8 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
         q, g = mp.q_rad[-1], float(mp.gripper_rad[-1])
     if any(isinstance(m, LineMove) and m.blend_m > 0 for m in moves):
         plans = motion.blend_chain(arm, moves, plans, period_s=st.period_s, max_joint_step_rad=st.max_joint_step_rad)
+    if any(isinstance(m, (LineMove, JointMove)) and m.blend_m > 0 for m in moves):
+        plans = motion.blend_joint_moves(arm, moves, plans, period_s=st.period_s)
     traj = motion.assemble(
         arm, plans, q_start=q_start, gripper_start=g_start, period_s=st.period_s, labels=[it.title for it in flat]
     )
@@ -755,4 +762,6 @@ def _move(prog: Program, item: _Flat, arm: Arm, q):
         accel_rad_s2=s.joint_accel_rad_s2 or st.joint_accel_rad_s2,
         jerk_time_s=st.jerk_time_s,
         label=label,
+        blend_m=st.blend_m if s.blend_m is None else s.blend_m,
+        stop=s.stop,
     )

@@ -7,7 +7,9 @@ without (every move starts and ends at rest, today's default):
   polygon          a regular 100-vertex polygon, 100 mm radius around (500, 0) mm, tool pointing down,
                    100 mm/s, 500 mm/s^2, blend 1 mm. Also against the same path at constant cruise speed
                    (perimeter / speed: no stops at all, not even at the ends), the issue's goal: <= 1.2x.
-  pick and place   examples/pick_and_place.yaml (blend_mm 5): gripper steps and waits still stop.
+  pick and place   examples/pick_and_place.yaml (blend_mm 5): gripper steps and waits still stop; joint moves
+                   blend into the move after them (and lines into joint moves), measured against the
+                   unblended plan's own tool path.
 
 Printed per path: cycle time blended / stop at every vertex, the ratios, the worst deviation of the tool
 from the programmed polyline measured on the sampled trajectory (and 4 points between each pair of
@@ -147,14 +149,25 @@ def main() -> int:
         # a blended move's samples near a shared corner are measured against either line of that corner
         segs = [mp.line_m, *_neighbour_lines(blend_p.moves, i)]
         worst = max(worst, float(np.max(np.min([segment_distance(pts_m, a, b) for a, b in segs], axis=0))))
+    # joint moves blend too (into the move after them): the tool measured against the unblended plan's own
+    # tool path, each move's samples against that move and its neighbours
+    q_b, q_s = blend_p.trajectory.q_rad, stop_p.trajectory.q_rad
+    st_b, st_s = blend_p.trajectory.step, stop_p.trajectory.step
+    worst_all = 0.0
+    for i in np.unique(st_b):
+        mine, near = np.nonzero(st_b == i)[0], np.nonzero(np.abs(st_s - i) <= 2)[0]
+        ref = dense_tool(arm, q_s[max(near[0] - 1, 0) : near[-1] + 1], sub=8)
+        pts = dense_tool(arm, q_b[max(mine[0] - 1, 0) : mine[-1] + 1], sub=8)
+        worst_all = max(worst_all, polyline_deviation(pts, ref))
     t_b, t_s = blend_p.trajectory.duration_s, stop_p.trajectory.duration_s
-    print(f"pick and place (examples/pick_and_place.yaml, blend {blend_mm:g} mm)")
+    print(f"pick and place (examples/pick_and_place.yaml, blend {blend_mm:g} mm; lines and joint moves)")
     print(f"  cycle time: blended {t_b:.2f} s, stop at every vertex {t_s:.2f} s: {t_b / t_s:.3f}x")
     print(f"  worst deviation from the programmed lines on the sampled trajectory {worst * 1000:.3f} mm")
+    print(f"  worst deviation from the unblended plan's tool path (joint moves too) {worst_all * 1000:.3f} mm")
     used = limits_used(arm, blend_p.trajectory, 0.6)
     print(f"  peak share of limits (blended): joint speed {used[0]:.2f}, joint accel {used[1]:.2f}")
     print(f"  planning time: blended {pct(ts_blend)}; stop {pct(ts_stop)}")
-    goals.append(("pick and place deviation <= blend_mm", worst <= blend_mm / 1000 + 1e-9))
+    goals.append(("pick and place deviation <= blend_mm", max(worst, worst_all) <= blend_mm / 1000 + 1e-9))
     goals.append(("pick and place faster blended", t_b < t_s))
     for what, ok in goals:
         print(f"goal {what}: {'met' if ok else 'MISSED'}")

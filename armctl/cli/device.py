@@ -99,7 +99,7 @@ def register(sub, parents) -> None:
     p.add_argument(
         "--blend",
         metavar="MM",
-        help="round the corners between consecutive line steps within MM millimetres instead of stopping "
+        help="pass the corners between consecutive line and joint steps within MM millimetres instead of stopping "
         "(the program's blend_mm; steps with their own blend_mm keep it; default 0: stop at every corner)",
     )
     from .dataset_options import dataset_options

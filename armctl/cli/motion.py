@@ -63,7 +63,7 @@ def register(subparsers, parents) -> None:
         "--csv", metavar="FILE", help="write the samples as CSV to FILE (- for stdout) and print the summary"
     )
     out.add_argument("--summary", action="store_true", help="print only the summary")
-    p.add_argument("--blend", metavar="MM", help="round line corners within MM mm (as 'armctl run --blend')")
+    p.add_argument("--blend", metavar="MM", help="pass corners within MM mm (as 'armctl run --blend')")
     add_drawing_options(p)
     p.set_defaults(func=cmd_plan)
 
@@ -78,7 +78,7 @@ def register(subparsers, parents) -> None:
     q.add_argument("program", metavar="PROGRAM.yaml", help="the program file (or a drawing: .svg, .gcode)")
     q.add_argument("-o", "--output", metavar="FILE.png|svg", required=True, help="picture to write (.png or .svg)")
     q.add_argument("--poses", type=int, default=6, metavar="N", help="how many arm poses to draw (default 6)")
-    q.add_argument("--blend", metavar="MM", help="round line corners within MM mm (as 'armctl run --blend')")
+    q.add_argument("--blend", metavar="MM", help="pass corners within MM mm (as 'armctl run --blend')")
     add_drawing_options(q)
     q.set_defaults(func=cmd_plot)
 
