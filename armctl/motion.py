@@ -1789,6 +1789,15 @@ def blend_joint_moves(arm: Arm, moves, plans: list[MovePlan], *, period_s: float
             a, b = np.concatenate([q1[: n1 - k], c]), q2[k:]
         else:
             a, b = q1[: n1 - k + 1], np.concatenate([c, q2[k + 1 :]])
+        # last word: the joined samples, across the junction, inside every joint's speed and acceleration
+        # limit (the overlap's own checks compare with the two moves; a line that only turns the tool can
+        # sit at a limit already, and the sum passed it)
+        w = np.vstack([a[max(0, len(a) - k - 3) :], b[1 : k + 4]])
+        if len(w) >= 3:
+            v = np.abs(np.diff(w, axis=0)) / period_s
+            acc = np.abs(np.diff(w, 2, axis=0)) / period_s**2
+            if np.any(v > arm.max_speed_rad_s * (1 + 1e-9)) or np.any(acc > arm.max_accel_rad_s2 * (1 + 1e-9)):
+                continue
         g = float(p1.gripper_rad[-1])
         out[i] = replace(p1, t_s=np.arange(len(a)) * period_s, q_rad=a, gripper_rad=np.full(len(a), g))
         out[i + 1] = replace(p2, t_s=np.arange(len(b)) * period_s, q_rad=b, gripper_rad=np.full(len(b), g))
