@@ -132,8 +132,12 @@ class Client:
 
 
 @pytest.fixture(scope="module")
-def env():
-    return ros_env()
+def env(tmp_path_factory):
+    """The nodes' environment, with a state folder of their own: the session's holds the poses other tests
+    left on the same simulated ports, and the trajectories here start from the arm at home."""
+    e = ros_env()
+    e["ARMCTL_STATE_DIR"] = str(tmp_path_factory.mktemp("ros-state"))
+    return e
 
 
 @pytest.fixture(scope="module")
@@ -428,7 +432,10 @@ def test_sigterm_stops_the_arm_then_the_node(rospy, env, client):
         node.stop(signal.SIGKILL)
     # the arm held where it was stopped: the next armctl on the port finds it there, between start and target
     out = subprocess.run(
-        [sys.executable, "-m", "armctl", "--arm", "seed-2link", "status", "--json"], capture_output=True, text=True
+        [sys.executable, "-m", "armctl", "--arm", "seed-2link", "status", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert out.returncode == 0, out.stderr
     q = np.radians(json.loads(out.stdout)["q_deg"])
