@@ -142,14 +142,7 @@ class PoseStore:
             return
         if not self._seq:
             self.load()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
-        try:
-            _reserve(fd, 2 * SLOT_BYTES)
-        except OSError:
-            os.close(fd)
-            raise
-        self._fd = fd
+        self._fd = _open_slots(self.path)
 
     def save(
         self, q_rad, gripper_rad: float, values=(), *, clean: bool = True, durable: bool = False, hold_in_s: float = 0.0
@@ -182,6 +175,19 @@ class PoseStore:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def _open_slots(path: Path) -> int:
+    """Open (create) a two-slot file with room for both slots, so later writes never need a block the disk may
+    not have. OSError if the folder cannot be written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
+    try:
+        _reserve(fd, 2 * SLOT_BYTES)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _reserve(fd: int, size: int) -> None:
@@ -307,14 +313,7 @@ class RunStore:
         if self._fd is None:
             if not self._seq:
                 self.load()
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
-            try:
-                _reserve(fd, 2 * SLOT_BYTES)
-            except OSError:
-                os.close(fd)
-                raise
-            self._fd = fd
+            self._fd = _open_slots(self.path)
         g = record.gripper_rad
         doc = {
             "program": record.program if len(record.program) <= 300 else "",
