@@ -65,8 +65,15 @@ class NodeProc:
 
     def __init__(self, py: str, args: list[str], env: dict):
         self.err = tempfile.NamedTemporaryFile("w+", prefix="armctl-ros-", suffix=".err", delete=False)
+        # a 10 s board watchdog: on a loaded machine the simulated board's 1 s one fired between two nodes' frames
+        # and ended a node mid-test (seen once in a full run); the tests of stopping do not depend on it
         self.p = subprocess.Popen(
-            [py, "-m", "armctl", *args], stdout=subprocess.PIPE, stderr=self.err, text=True, env=env, cwd=ROOT
+            [py, "-m", "armctl", "--watchdog", "10", *args],
+            stdout=subprocess.PIPE,
+            stderr=self.err,
+            text=True,
+            env=env,
+            cwd=ROOT,
         )
         self.lines: list[str] = []
         self.ready = threading.Event()
