@@ -187,7 +187,10 @@ class CorruptingRelay:
 
         tty.setraw(slave)
         os.close(slave)
-        self.board = serial.Serial(board_pty, 115200, timeout=0)
+        os.set_blocking(self.master, False)  # nobody reading the host's side (closed, or stalled): bytes are lost,
+        # as on a wire, and the relay never blocks (it once could, and then close() waited on it for ever)
+        self.board = serial.Serial(board_pty, 115200, timeout=0, write_timeout=1.0)
+        self.lost = 0
         self.rng = random.Random(seed)
         self.p = {"host": p_host, "board": p_board}
         self.flipped = {"host": 0, "board": 0}
@@ -213,15 +216,22 @@ class CorruptingRelay:
                 except OSError:
                     data = b""
                 if data:
-                    self.board.write(self._mangle(data, "host"))
+                    try:
+                        self.board.write(self._mangle(data, "host"))
+                    except serial.SerialTimeoutException:
+                        self.lost += len(data)
             if bfd in r:
                 data = self.board.read(4096)
                 if data:
-                    os.write(self.master, self._mangle(data, "board"))
+                    try:
+                        os.write(self.master, self._mangle(data, "board"))
+                    except BlockingIOError:
+                        self.lost += len(data)
 
     def close(self) -> None:
         self.stop = True
-        self.thread.join()
+        self.thread.join(timeout=10)
+        assert not self.thread.is_alive(), "the relay thread did not stop"
         self.board.close()
         os.close(self.master)
 

@@ -16,6 +16,7 @@ Times in the pulse log are simulated microseconds since the simulator started
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -151,9 +152,11 @@ class VirtualUno:
                 cmd += ["--pca9685-held", f"{pre}:" + ",".join(str(c) for c in counts)]
         self._stderr = open(self.stderr_log, "wb")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
-        deadline = time.monotonic() + timeout_s
-        line = self.proc.stdout.readline()  # the first line is "PTY <path>"
-        if not line.startswith("PTY ") or time.monotonic() > deadline:
+        # the first line is "PTY <path>"; wait for it no longer than timeout_s (a simulator that hangs before it
+        # would otherwise hang the caller)
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line.startswith("PTY "):
             self.stop()
             raise RuntimeError(f"virtual_uno did not start: {line!r} {self.stderr_log.read_text()}")
         self.pty = line.split(None, 1)[1].strip()
