@@ -7,6 +7,8 @@ Joint i is measured from link i-1 (joint 1 from the base x axis).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -234,3 +236,24 @@ def limit_excess(arm, q) -> np.ndarray:
         a = link_angle(arm, q)
         ex = np.concatenate([ex, np.maximum(lo - a, a - hi)[..., None]], axis=-1)
     return ex
+
+
+def analytic_2link(l1: float, l2: float, x: float, y: float) -> list[tuple[float, float]]:
+    """Both closed-form solutions (q1, q2) in rad for a 2-link arm reaching (x, y).
+
+    Returns [elbow up (q2 <= 0), elbow down (q2 >= 0)]; one entry when the arm
+    is straight or folded; [] when (x, y) is outside the reach annulus.
+    """
+    r2 = x * x + y * y
+    c2 = (r2 - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
+    if c2 > 1.0 + 1e-12 or c2 < -1.0 - 1e-12:
+        return []
+    c2 = min(1.0, max(-1.0, c2))
+    # Straight or folded within rounding: one solution, not two 1e-8 rad apart.
+    s2 = 0.0 if 1.0 - abs(c2) < 1e-12 else math.sqrt(1.0 - c2 * c2)
+    base = math.atan2(y, x)
+    # (atan2 is odd in y: elbow up is elbow down with both angles' offsets negated)
+    elbow, off = math.atan2(s2, c2), math.atan2(l2 * s2, l1 + l2 * c2)
+    if not s2 > 0.0:
+        return [(base - off, elbow)]
+    return [(base + off, -elbow), (base - off, elbow)]

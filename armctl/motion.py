@@ -311,7 +311,7 @@ def solve_pose(arm: Arm, target_m, phi_rad: float | None, q_near, *, criterion: 
 
 
 def _solve_pose_layered(arm: Arm, target, phi, q_near) -> np.ndarray:
-    from .ik_arm import check_target
+    from .ik import check_target
 
     check_target(arm, target)
     res = ik.solve(arm, target, phi=phi, q0=q_near)
@@ -392,7 +392,7 @@ def plan_line_path(arm: Arm, q0, move: LineMove, *, max_joint_step_rad: float = 
     """
     q0 = np.asarray(q0, dtype=float)
     if len(move.target_m) != arm.dim:
-        from .ik_arm import check_target
+        from .ik import check_target
 
         check_target(arm, move.target_m)
     if arm.n_links == 2:

@@ -20,8 +20,7 @@ import numpy as np
 
 from .arm import Arm
 from .errors import JointLimitError, UnreachableError
-from .ik import analytic_2link
-from .kinematics import joint_angles, limit_excess, limit_names
+from .kinematics import analytic_2link, joint_angles, limit_excess, limit_names
 
 
 @dataclass(frozen=True)
@@ -434,7 +433,6 @@ def _turn_batch(angle, ref, lo: float, hi: float):
 def nearest_reachable_batch(arm: Arm, targets, q_near=None):
     """``nearest_reachable`` for many targets of an arm with a 2-link chain, vectorised: (poses (N, n) inside
     every limit, the points they reach (N, dim), the distances (N,), 0 where the target is reached)."""
-    from .ik_arm import batch_closed_form
     from .kinematics import tool_point
 
     t = np.asarray(targets, dtype=float)
@@ -629,3 +627,54 @@ def _nearest_annulus(arm: Arm, t, phi, q_near) -> Nearest:
     else:
         point = goal
     return Nearest(point, None, 0.0 if dist < 1e-12 else float(dist))
+
+
+LIMIT_TOL = 1e-9
+
+
+def batch_closed_form(arm: Arm, u, v, q_start):
+    """2-link chains, vectorised: per row the elbow branch reaching the chain target (``u``, ``v``) (m, from
+    the shoulder) inside every limit nearest the start (the arm's chain joints, each at its turn nearest
+    ``q_start``'s, shape (N, n)), and whether one exists: (poses (N, 2), found (N,))."""
+    l1, l2 = float(arm.links_m[0]), float(arm.links_m[1])
+    c = arm.chain_joints
+    lo, hi = arm.q_min[c], arm.q_max[c]
+    ref = q_start[:, c]
+    r2 = u * u + v * v
+    c2 = (r2 - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
+    reach = np.abs(c2) <= 1.0 + 1e-12
+    c2 = np.clip(c2, -1.0, 1.0)
+    s2 = np.sqrt(1.0 - c2 * c2)
+    s2[1.0 - np.abs(c2) < 1e-12] = 0.0
+    ang = np.arctan2(v, u)
+    best = np.full((len(u), 2), np.nan)
+    best_d = np.full(len(u), np.inf)
+    for s in (-s2, s2):
+        e = np.arctan2(s, c2)
+        j1 = _turn_in(ang - np.arctan2(l2 * s, l1 + l2 * c2), ref[:, 0], lo[0], hi[0])
+        if arm.parallelogram:
+            e = np.where(e > 0.0, e - _TWO_PI, e)  # folded flat (pi) is -pi: one way only
+            la_lo, la_hi = arm.link_angle_rad
+            j2 = j1 + e
+            ok = (math.pi + e >= la_lo - LIMIT_TOL) & (math.pi + e <= la_hi + LIMIT_TOL)
+            ok &= (j2 >= lo[1] - LIMIT_TOL) & (j2 <= hi[1] + LIMIT_TOL)
+        else:
+            j2 = _turn_in(e, ref[:, 1], lo[1], hi[1])
+            ok = np.isfinite(j2)
+        ok &= reach & np.isfinite(j1)
+        d = np.where(ok, (j1 - ref[:, 0]) ** 2 + (j2 - ref[:, 1]) ** 2, np.inf)
+        take = d < best_d
+        best[take, 0] = j1[take]
+        best[take, 1] = j2[take]
+        best_d[take] = d[take]
+    found = np.isfinite(best_d)
+    best[found] = np.clip(best[found], lo, hi)
+    return best, found
+
+
+def _turn_in(angle, ref, lo: float, hi: float):
+    """Per row the turn of ``angle`` inside [lo, hi] (nearest ``ref`` if several fit), NaN if none does."""
+    if hi - lo < _TWO_PI:  # one turn at most fits: the first one at or above lo
+        j = angle + _TWO_PI * np.ceil((lo - LIMIT_TOL - angle) / _TWO_PI)
+        return np.where(j <= hi + LIMIT_TOL, j, np.nan)
+    return _turn_batch(angle, ref, lo, hi)

@@ -25,7 +25,7 @@ from conftest import require
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from armctl import ik, ik_arm, kinematics, motion, workspace
+from armctl import ik, kinematics, motion, workspace
 from armctl.arm import Arm, load_arm
 
 GOLDEN = Path(__file__).parent / "golden" / "ik_answers.json"
@@ -166,7 +166,7 @@ def closed_forms() -> dict:
         r = arm.reach_max
         uv = rng.uniform(-1.1 * r, 1.1 * r, (40, 2))
         ref = np.array(np.broadcast_to(arm.home_rad, (len(uv), arm.n)))
-        qc, found = ik_arm.batch_closed_form(arm, uv[:, 0], uv[:, 1], ref)
+        qc, found = ik.batch_closed_form(arm, uv[:, 0], uv[:, 1], ref)
         out[f"batch_closed_form/{name}"] = [[_rq(q) if f else None for q, f in zip(qc, found)]]
         P = workspace.plain(arm)
         c = 1 if arm.has_base else 0
@@ -202,11 +202,11 @@ def _same(new, old, where: str) -> None:
 def kernel(request):
     """The C kernel (armctl._ikcore) and the pure-Python one."""
     if request.param == "c":
-        require(ik._core is not None, "armctl._ikcore is not built")
+        require(ik.kernel.core is not None, "armctl._ikcore is not built")
         yield request.param
         return
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ik, "_core", None)
+        mp.setattr(ik.kernel, "core", None)
         yield request.param
 
 
