@@ -12,7 +12,7 @@ from armctl import ik
 from armctl.arm import Arm, load_arm
 from armctl.errors import BadInputError
 from armctl.ik import analytic_2link, broyden_iterate, newton_iterate, solve, solve_batch
-from armctl.kinematics import fk, jacobian
+from armctl.kinematics import fk, jacobian, plain
 
 PRESETS = {name: load_arm(name) for name in ("seed-2link", "seed-3link")}
 
@@ -279,7 +279,7 @@ def test_reachability_of_a_3_link_target_is_decided_right(case, fr, ang):
     (a loop that meets the limits on an edge)."""
     arm, q0 = case
     assume(arm.n == 3)
-    P = ik.planar._plain(arm)
+    P = plain(arm)
     r = arm.reach_min + fr * (arm.reach_max - arm.reach_min)
     goal = (r * math.cos(ang), r * math.sin(ang))
     fast = ik.closest._reachable3(P.links, P.lo, P.hi, goal, list(q0))

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from armctl import ik
 from armctl.arm import load_arm
-from armctl.kinematics import fk
+from armctl.kinematics import fk, plain
 
 CORE = ik.kernel.core
 
@@ -108,12 +108,12 @@ def test_c_takes_every_case(core, c):
     """No finite input leaves the C kernel for the Python path: it returns an answer (ok, out of reach,
     or blocked by the limits) whatever the arm, target and start pose."""
     arm, target, q0 = c
-    P = ik.planar._plain(arm)
+    P = plain(arm)
     assert core.solve(P.links, P.lo, P.hi, target, q0, ik.DEFAULT_TOL_M, ik.DEFAULT_MAX_ITER) is not None
 
 
 def _arm_args(arm):
-    P = ik.planar._plain(arm)
+    P = plain(arm)
     return P.links, P.lo, P.hi
 
 
@@ -134,7 +134,7 @@ def test_batch_rows_are_the_single_solves(core, name):
 
 def test_odd_input_falls_back_to_the_checks(core):
     arm = load_arm("seed-3link")
-    P = ik.planar._plain(arm)
+    P = plain(arm)
     for target, q0 in [((math.nan, 0.1), P.home), ((0.3, 0.2), [0.0, math.inf, 0.0]), ((0.3,), P.home), ("ab", P.home)]:
         assert core.solve(P.links, P.lo, P.hi, target, q0, 1e-9, 100) is None
     assert core.solve(P.links, P.lo, P.hi, (0.3, 0.2), P.home, 1e-9, 10**30) is None  # max_iter beyond a C long
@@ -144,7 +144,7 @@ def test_arrays_and_lists_give_the_same_answer(core):
     """Float64 arrays are read from their buffer; any other array (strided, float32, big-endian, ints)
     as a sequence: every form gives the answer its values give as a list."""
     arm = load_arm("seed-3link")
-    P = ik.planar._plain(arm)
+    P = plain(arm)
     q0 = [0.3, -1.2, 0.4]
     for target in (np.array([0.5, 0.3]), np.array([[0.5, 9.0], [0.3, 9.0]])[:, 0], np.array([0.5, 0.25], "f4")):
         for start in (np.array(q0), np.array(q0, ">f8"), np.array([[v, 9.0] for v in q0])[:, 0], np.array([0, -1, 0])):

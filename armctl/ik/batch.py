@@ -6,8 +6,9 @@ import numpy as np
 
 from ..arm import Arm
 from ..errors import BadInputError
+from ..kinematics import plain, two_link_batch
 from . import kernel
-from .planar import _plain, solve
+from .planar import solve
 from .result import _BLOCKED, DEFAULT_MAX_ITER, DEFAULT_TOL_M, BatchIKResult, _unreachable
 
 # ----------------------------------------------------------------------------
@@ -77,17 +78,8 @@ def _batch_candidates(arm: Arm, goals, ph, q0):
     links, lo, hi = arm.links_m, arm.q_min, arm.q_max
     two_pi = 2.0 * np.pi
     w = goals - links[2] * np.stack([np.cos(ph), np.sin(ph)], axis=-1)
-    l1, l2 = links[0], links[1]
-    c2 = (np.sum(w * w, axis=-1) - l1 * l1 - l2 * l2) / (2 * l1 * l2)
-    reach_ok = np.abs(c2) <= 1 + 1e-12
-    c2 = np.clip(c2, -1.0, 1.0)
-    s2 = np.where(1.0 - np.abs(c2) < 1e-12, 0.0, np.sqrt(1.0 - c2 * c2))
-    base = np.arctan2(w[:, 1], w[:, 0])
-    poses = []
-    for s in (-s2, s2):
-        q2 = np.arctan2(s, c2)
-        q1 = base - np.arctan2(l2 * s, l1 + l2 * c2)
-        poses.append(np.stack([q1, q2, ph - q1 - q2], axis=-1))
+    reach_ok, branches = two_link_batch(links[0], links[1], w[:, 0], w[:, 1])
+    poses = [np.stack([q1, q2, ph - q1 - q2], axis=-1) for q1, q2 in branches]
     cand = np.stack(poses, axis=1)  # (m, 2 branches, 3)
     ref = q0[:, None, :]
     turns = np.round((ref - cand) / two_pi)[..., None] + np.array([-1.0, 0.0, 1.0])
@@ -218,7 +210,7 @@ def solve_batch(
 
 def _solve_rows(arm: Arm, t, q_start, tol, max_iter) -> BatchIKResult:
     """solve_batch without phi: each row exactly as ``solve`` does it, in one C call when built."""
-    P = _plain(arm)
+    P = plain(arm)
     m = len(t)
     q = np.empty((m, arm.n))
     info = np.zeros((m, 4))  # solved (1), blocked (2) or bad numbers (0), error, iterations, shortfall

@@ -5,24 +5,11 @@ from __future__ import annotations
 import itertools
 import math
 
-from ..kinematics import analytic_2link
+from ..kinematics import nearest_turn, two_link
 from .kernel import _fk
 
 # ----------------------------------------------------------------------------
 # Closed form
-
-
-def _nearest_turn(angle: float, ref: float, lo: float, hi: float) -> float | None:
-    """angle + 2*pi*k nearest ``ref`` inside [lo, hi], or None."""
-    if lo <= angle <= hi and abs(angle - ref) <= math.pi:
-        return angle
-    k = round((ref - angle) / (2.0 * math.pi))
-    best = None
-    for kk in (k - 1, k, k + 1):
-        v = angle + 2.0 * math.pi * kk
-        if lo - 1e-9 <= v <= hi + 1e-9 and (best is None or abs(v - ref) < abs(best - ref)):
-            best = min(max(v, lo), hi)
-    return best
 
 
 def _fit(q, q0, lo, hi):
@@ -33,7 +20,7 @@ def _fit(q, q0, lo, hi):
     pose = []
     over = 0.0
     for i, v in enumerate(q):
-        w = _nearest_turn(v, q0[i], lo[i], hi[i])
+        w = nearest_turn(v, q0[i], lo[i], hi[i])
         if w is None:
             w = v + 2.0 * math.pi * round((0.5 * (lo[i] + hi[i]) - v) / (2.0 * math.pi))
             over += max(lo[i] - w, w - hi[i], 0.0)
@@ -44,7 +31,7 @@ def _fit(q, q0, lo, hi):
 
 def _pose_at_phi(links, goal, ph, branch):
     """3-link closed form at tool angle ``ph``: branch 0 elbow up, 1 elbow down."""
-    sols = analytic_2link(links[0], links[1], goal[0] - links[2] * math.cos(ph), goal[1] - links[2] * math.sin(ph))
+    sols = two_link(links[0], links[1], goal[0] - links[2] * math.cos(ph), goal[1] - links[2] * math.sin(ph))
     if not sols:
         return None
     q1, q2 = sols[min(branch, len(sols) - 1)]
@@ -73,7 +60,7 @@ def _candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False, coarse_only=
     out, misses = [], []
     if len(links) == 2 or phi is not None:
         sols = (
-            analytic_2link(links[0], links[1], goal[0], goal[1])
+            two_link(links[0], links[1], goal[0], goal[1])
             if len(links) == 2
             else [q for q in (_pose_at_phi(links, goal, phi, b) for b in (0, 1)) if q is not None]
         )
@@ -175,7 +162,7 @@ def _closest_at_phi(links, lo, hi, tx, ty, phi, q0):
     l1, l2, l3 = links
     wx, wy = tx - l3 * math.cos(phi), ty - l3 * math.sin(phi)
     c_band = (phi - lo[2], phi - hi[2])  # the forearm's absolute angle where the wrist is at a limit
-    pairs = list(analytic_2link(l1, l2, wx, wy))
+    pairs = list(two_link(l1, l2, wx, wy))
     for a in (lo[0], hi[0]):  # upper arm at a limit: the forearm points at W from the elbow
         pairs.append((a, math.atan2(wy - l1 * math.sin(a), wx - l1 * math.cos(a)) - a))
         pairs += [(a, b) for b in (lo[1], hi[1])] + [(a, c - a) for c in c_band]
@@ -244,7 +231,7 @@ def _face(links, lo, hi, face, tx, ty, q0):
         for k in range(i + 1, j):
             between += q[k]
         # the 2-link arm (a, b) from joint i: (angle of its first link, its elbow angle)
-        exact = analytic_2link(a, b, wx, wy)
+        exact = two_link(a, b, wx, wy)
         phi_w = math.atan2(wy, wx) if toward else before + q0[i] + alpha
         out = []
         for t1, t2 in exact + [(phi_w, 0.0), (phi_w, pi), (phi_w + pi, 0.0), (phi_w + pi, pi)]:
@@ -260,7 +247,7 @@ def _turns(q, q0, lo, hi):
     """Each angle of q at its turn nearest q0 inside the limits; None if one has none."""
     pose = []
     for i, v in enumerate(q):
-        w = _nearest_turn(v, q0[i], lo[i], hi[i])
+        w = nearest_turn(v, q0[i], lo[i], hi[i])
         if w is None:
             return None
         pose.append(w)

@@ -12,7 +12,7 @@ layer turns a whole arm's problem into planar ones and back:
   angle included, is checked in ``kinematics.limit_excess``; where the planar pose breaks a coupled limit,
   the closed-form pose that keeps them starts the solver again.
 
-Methods are the planar ones: ``analytic`` (closed form: ``ik.analytic_2link`` on 2-link chains, the
+Methods are the planar ones: ``analytic`` (closed form: ``kinematics.two_link`` on 2-link chains, the
 planar solver's on 3-link ones) and ``dls``, ``newton``, ``broyden`` (``ik.solve`` on the plane). No
 result is ``ok`` outside any limit. A target no pose reaches gets the nearest pose (2-link chains: the
 exact nearest reachable point inside every limit, ``workspace.nearest_reachable``) and ``shortfall_m``,
@@ -28,15 +28,21 @@ import numpy as np
 
 from ..arm import Arm
 from ..errors import BadInputError
-from ..kinematics import chain_angles, fk, joint_angles, limit_excess, tool_pitch, tool_point
-from ..workspace import base_planes, closed_form_2link, nearest_reachable, nearest_turn, plain
+from ..kinematics import (
+    LIMIT_TOL,
+    chain_angles,
+    fk,
+    joint_angles,
+    limit_excess,
+    nearest_turn,
+    plain,
+    tool_pitch,
+    tool_point,
+)
+from ..workspace import base_planes, closed_form_2link, nearest_reachable
 from . import planar
 from .inputs import _check
 from .result import DEFAULT_MAX_ITER, DEFAULT_TOL_M, METHODS, IKResult
-
-TWO_PI = 2.0 * math.pi
-LIMIT_TOL = 1e-9
-
 
 # --------------------------------------------------------------------------------------------------- planes
 
@@ -86,15 +92,6 @@ def closed_form(arm: Arm, base, uv, q0) -> np.ndarray | None:
     if q is None:
         return None
     return np.array(q if base is None else (base, *q))
-
-
-def _turns(angle: float, lo: float, hi: float) -> list[float]:
-    k = math.ceil((lo - LIMIT_TOL - angle) / TWO_PI)
-    out = []
-    while angle + TWO_PI * k <= hi + LIMIT_TOL:
-        out.append(angle + TWO_PI * k)
-        k += 1
-    return out
 
 
 # --------------------------------------------------------------------------------------------------- solve

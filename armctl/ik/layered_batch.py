@@ -8,10 +8,10 @@ import numpy as np
 
 from ..arm import Arm
 from ..errors import BadInputError
-from ..kinematics import tool_point
-from ..workspace import _turn_batch, batch_closed_form, nearest_reachable_batch
+from ..kinematics import nearest_turn_batch, tool_point
+from ..workspace import batch_closed_form, nearest_reachable_batch
 from . import batch
-from .layered import LIMIT_TOL, TWO_PI, _miss_reason, solve
+from .layered import _miss_reason, solve
 from .result import DEFAULT_MAX_ITER, DEFAULT_TOL_M, BatchIKResult
 
 # --------------------------------------------------------------------------------------------------- batch
@@ -71,7 +71,7 @@ def solve_batch(
         planes = [(base, u, ph, c0)]
         if arm.has_base:  # then the base half a turn round, the chain reaching back over the axis
             rho = np.hypot(t[:, 0], t[:, 1])
-            back = _turn_batch(np.arctan2(t[:, 1], t[:, 0]) + math.pi, q_start[:, 0], arm.q_min[0], arm.q_max[0])
+            back = nearest_turn_batch(np.arctan2(t[:, 1], t[:, 0]) + math.pi, q_start[:, 0], arm.q_min[0], arm.q_max[0])
             back[rho <= 1e-12] = np.nan
             mirrored = np.concatenate([math.pi - c0[:, :1], -c0[:, 1:]], axis=1)
             planes.append((back, -rho - arm.base_offset_m, None if ph is None else math.pi - ph, mirrored))
@@ -131,14 +131,7 @@ def _batch_plane(arm: Arm, t, q_start):
     rho = np.hypot(t[:, 0], t[:, 1])
     axis = rho <= 1e-12
     az = np.where(axis, q_start[:, 0], np.arctan2(t[:, 1], t[:, 0]))
-    ref = q_start[:, 0]
-    b = az + TWO_PI * np.round((ref - az) / TWO_PI)
-    lo, hi = arm.q_min[0], arm.q_max[0]
-    for k in (-1.0, 1.0):  # the nearest turn may lie outside while another is inside
-        alt = b + k * TWO_PI
-        swap = ((b < lo - LIMIT_TOL) | (b > hi + LIMIT_TOL)) & (alt >= lo - LIMIT_TOL) & (alt <= hi + LIMIT_TOL)
-        b = np.where(swap, alt, b)
-    b = np.where((b < lo - LIMIT_TOL) | (b > hi + LIMIT_TOL), np.nan, np.clip(b, lo, hi))
+    b = nearest_turn_batch(az, q_start[:, 0], arm.q_min[0], arm.q_max[0])
     u = np.where(axis, 0.0, rho) - arm.base_offset_m
     v = t[:, 2] - arm.shoulder_height_m
     return b, u, v, axis

@@ -8,8 +8,9 @@ import numpy as np
 
 from ..arm import Arm
 from ..errors import BadInputError
+from ..kinematics import PlainArm, nearest_turn, plain
 from . import kernel
-from .closest import _candidates, _closest, _closest_at_phi, _nearest_turn, _reachable3
+from .closest import _candidates, _closest, _closest_at_phi, _reachable3
 from .kernel import _clip, _dls_fast, _fk, _inside, broyden_iterate, newton_iterate
 from .result import _BLOCKED, DEFAULT_MAX_ITER, DEFAULT_TOL_M, METHODS, IKResult, _unreachable
 from .slide import _slide
@@ -18,33 +19,7 @@ from .slide import _slide
 # Public API
 
 
-class _Plain:
-    """An arm's numbers as plain Python floats (cached per arm) for the scalar path."""
-
-    __slots__ = ("arm", "links", "lo", "hi", "home", "two")
-
-    def __init__(self, arm: Arm):
-        self.arm = arm
-        self.links = [float(v) for v in arm.links_m]
-        self.lo = [float(v) for v in arm.q_min]
-        self.hi = [float(v) for v in arm.q_max]
-        self.home = [float(v) for v in arm.home_rad]
-        self.two = None
-
-
-_PLAIN: dict = {}
-
-
-def _plain(arm: Arm) -> _Plain:
-    p = _PLAIN.get(id(arm))
-    if p is None or p.arm is not arm:
-        if len(_PLAIN) > 64:
-            _PLAIN.clear()
-        p = _PLAIN[id(arm)] = _Plain(arm)
-    return p
-
-
-def _check_inputs(arm: Arm, P: _Plain, target, phi, q0):
+def _check_inputs(arm: Arm, P: PlainArm, target, phi, q0):
     try:
         tx, ty = target
         tx, ty = float(tx), float(ty)
@@ -81,7 +56,7 @@ def _kernel(method, links, goal, q0, lo, hi, tol, max_iter):
     return kernel(links, goal, q0, q_min=lo, q_max=hi, tol=tol, max_iter=max_iter)
 
 
-def _iterate(method, P: _Plain, goal, phi, q0, tol, max_iter):
+def _iterate(method, P: PlainArm, goal, phi, q0, tol, max_iter):
     if phi is None:
         return _kernel(method, P.links, goal, q0, P.lo, P.hi, tol, max_iter)
     # Tool angle given: solve the first two links for the wrist point, then
@@ -90,12 +65,12 @@ def _iterate(method, P: _Plain, goal, phi, q0, tol, max_iter):
     wrist = (goal[0] - l3 * math.cos(phi), goal[1] - l3 * math.sin(phi))
     run = _kernel(method, P.links[:2], wrist, q0[:2], P.lo[:2], P.hi[:2], tol, max_iter)
     q3 = phi - run.q[0] - run.q[1]
-    q3c = _nearest_turn(q3, q0[2], P.lo[2], P.hi[2])
+    q3c = nearest_turn(q3, q0[2], P.lo[2], P.hi[2])
     run.q = [run.q[0], run.q[1], q3 if q3c is None else q3c]
     return run
 
 
-def _reaches(P: _Plain, q, goal, phi, tol) -> bool:
+def _reaches(P: PlainArm, q, goal, phi, tol) -> bool:
     """q puts the tool on goal (and at phi) within tol, inside the limits."""
     x, y = _fk(P.links, q)
     if math.hypot(goal[0] - x, goal[1] - y) > tol:
@@ -105,7 +80,7 @@ def _reaches(P: _Plain, q, goal, phi, tol) -> bool:
     return _inside(q, P.lo, P.hi)
 
 
-def _project(P: _Plain, tx, ty, phi):
+def _project(P: PlainArm, tx, ty, phi):
     """Shortfall (m) outside the reach annulus and the closest point of it."""
     links = P.links
     ox = oy = 0.0
@@ -150,7 +125,7 @@ def solve(
     (An arm with a base or a parallelogram goes to ``armctl.ik.layered`` (targets
     (x, y, z) on a base), which solves its planar chain with this function.)
     """
-    P = _plain(arm)
+    P = plain(arm)
     if method == "dls" and phi is None and kernel.core is not None:
         # The path below, in C, step for step; None (bad numbers): the path below says what is wrong.
         fast = kernel.core.solve(P.links, P.lo, P.hi, target, P.home if q0 is None else q0, tol, max_iter)

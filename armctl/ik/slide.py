@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..kinematics import PlainArm
 from .closest import _dsq
 from .kernel import _inside
 
@@ -80,7 +81,7 @@ def _onto_goal(links, gx, gy, q, k, eps, newton):
         n += 1
 
 
-def _slide(P, gx, gy, q0, q, tol, max_iter):
+def _slide(P: PlainArm, gx, gy, q0, q, tol, max_iter):
     """Slide a 3-link pose on the goal along its self-motion towards q0 to the nearest such pose that
     keeps _SLIDE_MARGIN from every joint limit: the local minimum of |q - q0|^2 along the motion,
     downhill from q.
