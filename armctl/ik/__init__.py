@@ -66,9 +66,8 @@ def solve(
     serial arm goes to ``ik.planar``; an arm with a base or a parallelogram to ``ik.layered``, which
     solves its planar chain with ``ik.planar``.
     """
-    if arm.layered:
-        return _layered.solve(arm, target, phi=phi, q0=q0, method=method, tol=tol, max_iter=max_iter)
-    return _planar.solve(arm, target, phi=phi, q0=q0, method=method, tol=tol, max_iter=max_iter)
+    # (positional: this dispatch costs the planar C path as little as it can)
+    return (_layered.solve if arm.layered else _planar.solve)(arm, target, phi, q0, method, tol, max_iter)
 
 
 def solve_batch(

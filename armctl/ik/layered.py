@@ -100,7 +100,6 @@ def closed_form(arm: Arm, base, uv, q0) -> np.ndarray | None:
 def solve(
     arm: Arm,
     target,
-    *,
     phi: float | None = None,
     q0=None,
     method: str = "dls",

@@ -108,7 +108,6 @@ def _project(P: PlainArm, tx, ty, phi):
 def solve(
     arm: Arm,
     target,
-    *,
     phi: float | None = None,
     q0=None,
     method: str = "dls",
