@@ -43,9 +43,9 @@ import numpy as np
 
 from . import ik
 from .arm import Arm
-from .branch_ik import _branch_ik, _elbow_of, _fill_axis, _ik_two_link, _wrap, arm_branch_ik, branch_ik  # noqa: F401
+from .branch_ik import _branch_ik, _elbow_of, _fill_axis, arm_branch_ik, branch_ik  # noqa: F401
 from .errors import JointLimitError, MotionError, UnreachableError
-from .kinematics import fk, limit_excess, limit_names, link_angle, tool_point
+from .kinematics import fk, limit_excess, limit_names, link_angle, tool_point, turns_inside, unwind, wrap
 from .redundancy import (  # noqa: F401
     CRITERION_BEST,
     CRITERION_NEAREST,
@@ -286,7 +286,7 @@ def solve_pose(arm: Arm, target_m, phi_rad: float | None, q_near, *, criterion: 
     if phi is None and arm.n_links == 3 and criterion == "best" and len(target) == arm.dim:
         best = best_free_pose(arm, target)
         if best is not None:
-            return _nearest_turn(best[0], q_near) if not arm.within_limits(best[0]) else best[0]
+            return unwind(best[0], q_near) if not arm.within_limits(best[0]) else best[0]
     if arm.layered:
         return _solve_pose_layered(arm, target, phi, q_near)
     check_reachable(arm, target, phi)
@@ -299,7 +299,7 @@ def solve_pose(arm: Arm, target_m, phi_rad: float | None, q_near, *, criterion: 
         q, _ = branch_ik(arm, target[None, :], None if phi is None else np.array([phi]), _elbow_of(q_near))
         raise _limit_error(
             arm,
-            _nearest_turn(q[0], q_near),
+            unwind(q[0], q_near),
             f"at ({target[0]:.4f}, {target[1]:.4f}) m",
             hint="neither elbow branch fits; move the target",
         )
@@ -311,7 +311,7 @@ def solve_pose(arm: Arm, target_m, phi_rad: float | None, q_near, *, criterion: 
 
 
 def _solve_pose_layered(arm: Arm, target, phi, q_near) -> np.ndarray:
-    from .ik_arm import check_target
+    from .ik import check_target
 
     check_target(arm, target)
     res = ik.solve(arm, target, phi=phi, q0=q_near)
@@ -332,11 +332,6 @@ def _solve_pose_layered(arm: Arm, target, phi, q_near) -> np.ndarray:
         + "; move the target",
         q=np.asarray(res.q, dtype=float),
     )
-
-
-def _nearest_turn(q, ref):
-    """``q`` shifted by whole turns per joint to lie nearest ``ref``."""
-    return q + TWO_PI * np.round((ref - q) / TWO_PI)
 
 
 # --------------------------------------------------------------------------- line paths
@@ -381,7 +376,7 @@ class LinePath:
             q, _ = arm_branch_ik(
                 self.arm, pts, None if self.arm.n_links == 2 else phi, self.side, self.elbow, float(ref[0, 0])
             )
-        return _nearest_turn(q, ref)
+        return unwind(q, ref)
 
 
 def plan_line_path(arm: Arm, q0, move: LineMove, *, max_joint_step_rad: float = DEFAULT_MAX_JOINT_STEP_RAD) -> LinePath:
@@ -392,7 +387,7 @@ def plan_line_path(arm: Arm, q0, move: LineMove, *, max_joint_step_rad: float = 
     """
     q0 = np.asarray(q0, dtype=float)
     if len(move.target_m) != arm.dim:
-        from .ik_arm import check_target
+        from .ik import check_target
 
         check_target(arm, move.target_m)
     if arm.n_links == 2:
@@ -457,7 +452,7 @@ def _line_path(
     end = np.asarray(move.target_m, dtype=float)
     n = arm.n_links
     phi0 = _pitch(arm, q0)
-    dphi = 0.0 if phi_end is None else float(_wrap(phi_end - phi0))
+    dphi = 0.0 if phi_end is None else float(wrap(phi_end - phi0))
     turn = abs(dphi)
     if profile is not None:
         dphi = float(profile[1][-1])
@@ -541,7 +536,7 @@ def _line_path(
             peak=far,
             hint="split the line with a via point or a joint move, or move the target",
         )
-    if move.end_q_rad is not None and np.abs(_wrap(q[-1] - np.asarray(move.end_q_rad))).max() > 1e-6:
+    if move.end_q_rad is not None and np.abs(wrap(q[-1] - np.asarray(move.end_q_rad))).max() > 1e-6:
         raise MotionError("a line move to this joint pose would end on the other elbow branch; use a joint move")
     q[0] = q0  # where the arm is (closed form loses ~1e-8 rad right at full extension)
     path.s, path.q, path.points = s, q, pts
@@ -1056,11 +1051,9 @@ def _base_turn_first(arm: Arm, move: LineMove, q0) -> list[float] | None:
     az = math.atan2(d[1], d[0])
     if abs(math.remainder(q0[0] - az, math.pi)) < 1e-9:
         return None
-    from .workspace import _turns_inside
-
     out = []
     for flip in (0.0, math.pi):
-        out += _turns_inside(az + flip, float(arm.q_min[0]), float(arm.q_max[0]))
+        out += turns_inside(az + flip, float(arm.q_min[0]), float(arm.q_max[0]))
     return sorted(out, key=lambda b: abs(b - q0[0]))
 
 
@@ -1400,7 +1393,7 @@ class ChainPath:
         pts, phi = self.geometry(s)
         ref = np.stack([np.interp(s, self.s, self.q[:, j]) for j in range(self.q.shape[1])], axis=-1)
         q, _ = self._ik(pts, phi, float(ref[0, 0]))
-        return _nearest_turn(q, ref)
+        return unwind(q, ref)
 
 
 def _bezier(a, c, b, t):
