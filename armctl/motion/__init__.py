@@ -93,7 +93,7 @@ from .moves import (
     Wait,
 )
 from .one_move import check_zones, plan_move
-from .plan import Plan, assemble, plan_moves
+from .plan import Plan, assemble, blend_moves, plan_moves
 from .poses import branch_of, solve_pose
 from .refusals import _limit_error, _located
 from .summary import _neighbour_lines, line_deviation, summarize
@@ -145,6 +145,7 @@ __all__ = [
     "best_free_pose",
     "blend_chain",
     "blend_joint_moves",
+    "blend_moves",
     "branch_ik",
     "branch_of",
     "check_zones",

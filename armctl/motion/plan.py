@@ -63,12 +63,7 @@ def plan_moves(
         mp = plan_move(arm, move, q, g, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
         plans.append(mp)
         q, g = mp.q_rad[-1], float(mp.gripper_rad[-1])
-    if any(isinstance(m, LineMove) and m.blend_m > 0 for m in moves):
-        plans = blend_chain(arm, moves, plans, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
-    if any(isinstance(m, JointMove) and m.blend_m > 0 for m in moves) or any(
-        isinstance(m, LineMove) and m.blend_m > 0 and isinstance(n, JointMove) for m, n in zip(moves, moves[1:])
-    ):
-        plans = blend_joint_moves(arm, moves, plans, period_s=period_s)
+    plans = blend_moves(arm, moves, plans, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
     return Plan(
         trajectory=assemble(
             arm,
@@ -81,6 +76,20 @@ def plan_moves(
         moves=plans,
         arm=arm,
     )
+
+
+def blend_moves(arm: Arm, moves, plans: list[MovePlan], *, period_s: float, max_joint_step_rad: float):
+    """The plans of ``moves`` (planned one by one, each from rest to rest) with the blends the moves ask for:
+    lines into lines through rounded corners (``blend_chain``), then joint moves into the move after them and
+    lines into joint moves (``blend_joint_moves``). Nothing changes where no move asks for a blend. Shared by
+    ``plan_moves`` and programs (``armctl.program.plan_program``)."""
+    if any(isinstance(m, LineMove) and m.blend_m > 0 for m in moves):
+        plans = blend_chain(arm, moves, plans, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
+    if any(isinstance(m, JointMove) and m.blend_m > 0 for m in moves) or any(
+        isinstance(m, LineMove) and m.blend_m > 0 and isinstance(n, JointMove) for m, n in zip(moves, moves[1:])
+    ):
+        plans = blend_joint_moves(arm, moves, plans, period_s=period_s)
+    return plans
 
 
 def assemble(

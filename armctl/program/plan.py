@@ -228,10 +228,7 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
         plans.append(mp)
         moves.append(move)
         q, g = mp.q_rad[-1], float(mp.gripper_rad[-1])
-    if any(isinstance(m, LineMove) and m.blend_m > 0 for m in moves):
-        plans = motion.blend_chain(arm, moves, plans, period_s=st.period_s, max_joint_step_rad=st.max_joint_step_rad)
-    if any(isinstance(m, (LineMove, JointMove)) and m.blend_m > 0 for m in moves):
-        plans = motion.blend_joint_moves(arm, moves, plans, period_s=st.period_s)
+    plans = motion.blend_moves(arm, moves, plans, period_s=st.period_s, max_joint_step_rad=st.max_joint_step_rad)
     traj = motion.assemble(
         arm, plans, q_start=q_start, gripper_start=g_start, period_s=st.period_s, labels=[it.title for it in flat]
     )
