@@ -16,7 +16,7 @@ from conftest import require
 import armctl
 from armctl.bus import pca9685_chip as hw
 from armctl.bus.i2c import I2CNack, parse_addresses
-from armctl.bus.pca9685_sim import BlinkaBus, Chip, DatasheetViolation, SimI2CBus, parse_url
+from armctl.sim.pca9685_sim import BlinkaBus, Chip, DatasheetViolation, SimI2CBus, parse_url
 
 # --- the chip's arithmetic ---------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import serial
 import armctl.bus  # noqa: F401  registers armsim://
 from armctl.bus import codec
 from armctl.bus.armproto import ArmProtocolBackend
-from armctl.bus.sim import SimArm, SimOptions
+from armctl.sim.armsim import SimArm, SimOptions
 
 BANNER = codec.encode(None, "!", "BOOT", "armsim", codec.PROTOCOL_VERSION, "3F2A")
 

@@ -25,7 +25,7 @@ def _sent_moves(backend: ArmProtocolBackend) -> list[bytes]:
 @pytest.fixture(autouse=True)
 def _record_host_lines(monkeypatch):
     """Keep every host line the simulated board receives (``sim.sent_lines``)."""
-    from armctl.bus.sim import SimArm
+    from armctl.sim.armsim import SimArm
 
     original = SimArm.host_write
 

@@ -8,5 +8,5 @@ from __future__ import annotations
 
 import serial
 
-if "armctl.bus" not in serial.protocol_handler_packages:
-    serial.protocol_handler_packages.append("armctl.bus")
+if "armctl.sim" not in serial.protocol_handler_packages:
+    serial.protocol_handler_packages.append("armctl.sim")

@@ -257,7 +257,7 @@ def open_port(url: str, *, baudrate: int, timeout_s: float = 0.0) -> serial.Seri
     """Open ``url`` (a path or any pyserial URL, armsim:// included) exclusively where the platform can
     (pyserial's ``exclusive``: other programs cannot open a device path at the same time); LinkError
     naming the port if it fails."""
-    from .simurl import BadSimURL
+    from ..sim.simurl import BadSimURL
 
     try:
         return serial.serial_for_url(url, baudrate=baudrate, timeout=timeout_s, write_timeout=2.0, exclusive=True)

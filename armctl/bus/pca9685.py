@@ -28,11 +28,11 @@ import urllib.parse
 from dataclasses import dataclass
 
 from ..errors import BadInputError, LinkError
+from ..sim.pca9685_sim import SimI2CBus, parse_url
 from . import pca9685_chip as hw
 from .backend import BoardInfo, BoardStatus, Capabilities, WireLog
 from .hosttimed import HostTimed
 from .i2c import I2CBus, I2CNack, LinuxI2C, parse_addresses
-from .pca9685_sim import SimI2CBus, parse_url
 
 # --- the port: an I2C bus URL -----------------------------------------------------------------------------
 

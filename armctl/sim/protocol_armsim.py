@@ -46,8 +46,8 @@ import time
 
 from serial.serialutil import SerialException
 
-from . import codec
-from .sim import LinkGone, SimArm, SimOptions
+from ..bus import codec
+from .armsim import LinkGone, SimArm, SimOptions
 from .simurl import BadSimURL, SimSerial, parse_options
 
 EXPECTED = (

@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 
 from ..arm import Arm, load_arm
+from ..bus import codec
 from ..calibration import Calibration, ServoCal, find_calibration, load_calibration
 from ..kinematics import tool_point
-from . import codec
 from .board import DEFAULT_LIMITS_TICKS, FIRMWARE_CHANNELS, Board
 
 

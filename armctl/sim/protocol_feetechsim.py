@@ -62,9 +62,9 @@ from __future__ import annotations
 
 import math
 
+from ..bus.feetech import BAUD_RATES, MAX_ID, get_series
 from ..errors import BadInputError
-from .feetech import BAUD_RATES, MAX_ID, get_series
-from .feetech_sim import FeetechSim, FeetechSimOptions, LinkGone, read_hand_file
+from .feetechsim import FeetechSim, FeetechSimOptions, LinkGone, read_hand_file
 from .simurl import BadSimURL, SimSerial, parse_options
 
 EXPECTED = (

@@ -34,7 +34,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .feetech import (
+from ..bus.feetech import (
     ACTION,
     BAUD_RATES,
     BROADCAST_ID,

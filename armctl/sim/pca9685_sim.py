@@ -35,8 +35,8 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import pca9685_chip as hw
-from .i2c import I2CBus, I2CNack, parse_addresses
+from ..bus import pca9685_chip as hw
+from ..bus.i2c import I2CBus, I2CNack, parse_addresses
 
 ALL_CALL_ADDRESS = 0x70
 GENERAL_CALL = 0x00
