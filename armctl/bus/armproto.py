@@ -16,7 +16,6 @@ import math
 import os
 import select
 import time
-import urllib.parse
 from collections import deque
 from dataclasses import dataclass
 
@@ -111,12 +110,6 @@ class ArmProtocolBackend(Backend):
         """Our firmware or the simulator on ``port``; servos by channel (the calibration's ``channel``). The
         board's stored limits apply while calibrating too (the calibration opens them up itself)."""
         return cls(port, wire_log=wire_log, watchdog_s=watchdog_s)
-
-    @classmethod
-    def simulator_url(cls, arm, cal_path, state_path) -> str:
-        """The simulated arm (armsim://) with ``arm`` and its calibration."""
-        query = {"arm": arm.ref, "cal": str(cal_path), "state": str(state_path)}
-        return f"armsim://?{urllib.parse.urlencode(query, safe=',/')}"
 
     def open(self) -> BoardInfo:
         self.log = WireLog(self.wire_log_path) if self.wire_log_path else None

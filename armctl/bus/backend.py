@@ -22,8 +22,14 @@ import serial
 
 from ..errors import BadInputError, LinkError
 from . import __name__ as _bus  # noqa: F401  (registers armsim:// with pyserial)
+from . import codec
+from .simulators import BadSimURL, is_simulator, open_simulator, simulator_url
+from .simulators import check_simulator_port as check_simulator_port  # (its old home: robot imports it here)
+from .simulators import scheme_backend as scheme_backend  # (the same)
 
 FRAME_S = 0.020
+#: The widest pulse range (us) any board takes, a hobby servo's full travel (calibration.PULSE_RANGE_US).
+PULSE_RANGE_US = tuple(t / codec.TICKS_PER_US for t in codec.LIMITS_TICKS)
 
 
 @dataclass
@@ -192,8 +198,9 @@ class Backend(ABC):
     @classmethod
     def simulator_url(cls, arm, cal_path, state_path) -> str | None:
         """The URL of a simulated board for ``arm`` with the calibration in ``cal_path``, keeping its servos
-        in ``state_path`` between runs (the default port); None if this backend has no simulator."""
-        return None
+        in ``state_path`` between runs (the default port); None if this backend has no simulator. Made by
+        the simulator of ``simulator`` (``armctl.bus.simulators``)."""
+        return simulator_url(cls.simulator, arm, cal_path, state_path) if cls.simulator else None
 
     @classmethod
     def create(cls, port: str, cal, *, wire_log=None, watchdog_s: float = 1.0, calibrating: bool = False):
@@ -257,10 +264,11 @@ def open_port(url: str, *, baudrate: int, timeout_s: float = 0.0) -> serial.Seri
     """Open ``url`` (a path or any pyserial URL, armsim:// included) exclusively where the platform can
     (pyserial's ``exclusive``: other programs cannot open a device path at the same time); LinkError
     naming the port if it fails."""
-    from ..sim.simurl import BadSimURL
-
+    options = {"baudrate": baudrate, "timeout": timeout_s, "write_timeout": 2.0, "exclusive": True}
     try:
-        return serial.serial_for_url(url, baudrate=baudrate, timeout=timeout_s, write_timeout=2.0, exclusive=True)
+        if is_simulator(url):
+            return open_simulator(url, **options)
+        return serial.serial_for_url(url, **options)
     except BadSimURL as exc:
         raise BadInputError(f"port {url!r}: {exc}") from None
     except (serial.SerialException, OSError, ValueError) as exc:
@@ -278,49 +286,6 @@ _BACKENDS: dict[str, str] = {
     "feetech": "armctl.bus.feetech_backend:FeetechBackend",
     "pca9685": "armctl.bus.pca9685:PCA9685Backend",
 }
-
-
-#: The simulator URL schemes and the servos each simulates (in the calibration's unit).
-SIMULATOR_UNITS = {"armsim": "us", "feetechsim": "steps", "pca9685sim": "us"}
-#: Port schemes only one backend can open, and that backend (the default when no --backend is given).
-SCHEME_BACKENDS = {"pca9685sim": "pca9685", "i2c": "pca9685"}
-
-
-def check_simulator_port(url: str, backend: type[Backend]) -> None:
-    """BadInputError, at once, if ``url`` simulates another kind of servo than ``backend`` drives (it would
-    only time out): e.g. ``feetechsim://`` with a PWM calibration, which picks the armctl backend."""
-    scheme = str(url).split("://", 1)[0].lower() if "://" in str(url) else ""
-    if not scheme and str(url).startswith("/dev/i2c-"):  # not a serial port: armctl would try it as one
-        raise BadInputError(f"port {url} is an I2C bus: give it as --port 'i2c://{url}?address=0x40' (PCA9685 boards)")
-    owner = SCHEME_BACKENDS.get(scheme)
-    if owner is not None and owner != backend.name:
-        raise BadInputError(
-            f"port {scheme}:// is an I2C bus for PCA9685 boards: use --backend {owner}, not {backend.name}"
-        )
-    if backend.name in SCHEME_BACKENDS.values() and owner is None:
-        raise BadInputError(
-            f"the {backend.name} backend drives PCA9685 boards on an I2C bus: give --port "
-            f"i2c:///dev/i2c-1?address=0x40 (or pca9685sim:// for the simulated board), not {url!r}"
-        )
-    unit = SIMULATOR_UNITS.get(scheme)
-    if unit is None or unit == backend.servo_unit:
-        return
-    if unit == "steps":
-        raise BadInputError(
-            f"port {scheme}:// simulates Feetech bus servos, which the {backend.name} backend does not drive: give "
-            "a bus-servo calibration (in steps, e.g. --arm so101) and --backend feetech"
-        )
-    raise BadInputError(
-        f"port {scheme}:// simulates hobby (PWM) servos, which the {backend.name} backend does not drive: give a "
-        "hobby-servo calibration (in us) and --backend armctl, or use feetechsim:// for bus servos"
-    )
-
-
-def scheme_backend(url) -> str | None:
-    """The backend that must open ``url`` because of its scheme (``i2c://``: pca9685), or None."""
-    if url is None or "://" not in str(url):
-        return None
-    return SCHEME_BACKENDS.get(str(url).split("://", 1)[0].lower())
 
 
 def register_backend(name: str, target: str | type[Backend]) -> None:

@@ -37,9 +37,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from ..calibration import PULSE_RANGE_US
 from ..errors import LinkError
-from .backend import BoardInfo, BoardStatus, Capabilities, WireLog, readdress
+from .backend import PULSE_RANGE_US, BoardInfo, BoardStatus, Capabilities, WireLog, readdress
 from .hosttimed import HostTimed
 
 FIRMATA_BAUD = 57600

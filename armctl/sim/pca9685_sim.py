@@ -364,6 +364,21 @@ class SimI2CBus(I2CBus):
             self._log_file = None
 
 
+def open_simulator(url: str) -> SimI2CBus:
+    """The simulated bus of a ``pca9685sim://`` URL; ValueError (naming the option) if it is bad."""
+    opts = parse_url(url)
+    bad = [a for a in opts.addresses if not 0x40 <= a <= 0x7F]
+    if bad:
+        raise ValueError(f"0x{bad[0]:02x} is no PCA9685 address (0x40..0x7F)")
+    return SimI2CBus(opts, url)
+
+
+def simulator_url(arm, cal_path, state_path) -> str:
+    """The simulated chip, keeping its registers in ``state_path``."""
+    # quoted: a state folder may hold spaces, "+", "&" or "#" (a Windows user name, say)
+    return "pca9685sim://?" + urllib.parse.urlencode({"state": str(state_path)}, safe="/:")
+
+
 class BlinkaBus:
     """The simulated bus as the ``i2c`` object CircuitPython drivers (adafruit_pca9685, ServoKit) take:
     ``try_lock``/``unlock``/``writeto``/``readfrom_into``/``writeto_then_readfrom``."""

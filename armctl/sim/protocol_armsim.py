@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 import time
+import urllib.parse
 
 from serial.serialutil import SerialException
 
@@ -158,3 +159,12 @@ class Serial(SimSerial):
 
     def from_url(self, url):
         return parse_url(url)
+
+
+open_simulator = Serial.open_url
+
+
+def simulator_url(arm, cal_path, state_path) -> str:
+    """The simulated arm (armsim://) with ``arm`` and its calibration."""
+    query = {"arm": arm.ref, "cal": str(cal_path), "state": str(state_path)}
+    return f"armsim://?{urllib.parse.urlencode(query, safe=',/')}"
