@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from bisect import bisect_right, insort
+from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +51,7 @@ from ..bus.feetech import (
     get_series,
     take_packet,
 )
+from .link import OverLink, TimedLink
 
 MEM_BYTES = 87  # addresses 0..86: the STS table ends with factory registers at 80..86
 EEPROM_END = 40  # addresses below this are EEPROM on STS and SCS alike
@@ -92,10 +93,6 @@ class FeetechSimOptions:
     hand: str | None = None
     #: the ``hand`` file read: {id: (times s, encoder steps)}; read from ``hand`` when None
     hand_track: dict[int, tuple[list[float], list[float]]] | None = None
-
-
-class LinkGone(Exception):
-    """The simulated USB adapter was pulled (``disconnect=N``)."""
 
 
 def read_hand_file(path: str, steps_per_turn: int = 4096) -> dict[int, tuple[list[float], list[float]]]:
@@ -464,7 +461,7 @@ def _writable_bytes(series: Series) -> frozenset[int]:
     return _WRITABLE[series.name]
 
 
-class FeetechSim:
+class FeetechSim(OverLink):
     """A simulated bus; feed it host bytes with ``host_write`` and take its answers with ``host_read``."""
 
     def __init__(self, opts: FeetechSimOptions | None = None):
@@ -472,18 +469,10 @@ class FeetechSim:
         self.series = get_series(o.model)
         self.rng = random.Random(o.seed)
         self.host_baud = o.baud  #: the host's baud rate (the URL handler and the pty runner keep it current)
-        self.delay_s = o.delay_ms / 1000.0
+        self.link = TimedLink(o, self.rng, "servos")
+        self.link.faults["ignored_packets"] = 0
         self.frame_gap_s = 0.01 * max(1.0, o.rate)  # a servo forgets a half-received packet after this silence
         self.now = 0.0
-        self.gone = False
-        self.host_bytes = 0
-        self.faults = {
-            "dropped_to_servos": 0,
-            "corrupted_to_servos": 0,
-            "dropped_to_host": 0,
-            "corrupted_to_host": 0,
-            "ignored_packets": 0,
-        }
         #: Every packet the servos took in, in order: (simulated time, Packet). For tests to assert on.
         self.log: deque[tuple[float, Packet]] = deque(maxlen=100_000)
         everyone = self._make_servos()
@@ -494,8 +483,6 @@ class FeetechSim:
         self._tx_free = 0.0
         self._bus_free = 0.0
         self._to_servos: list[tuple[float, int, Packet]] = []
-        self._to_host: list[tuple[float, int, bytes]] = []
-        self._order = 0
 
     def _make_servos(self) -> list[SimServo]:
         o = self.opts
@@ -616,45 +603,20 @@ class FeetechSim:
 
     # --- link ---
 
-    def _fault(self, packet: bytes, direction: str) -> bytes | None:
-        o = self.opts
-        if o.drop and self.rng.random() < o.drop:
-            self.faults[f"dropped_to_{direction}"] += 1
-            return None
-        if o.corrupt and self.rng.random() < o.corrupt:
-            self.faults[f"corrupted_to_{direction}"] += 1
-            return self._flip(packet, 0)
-        return packet
-
-    def _flip(self, packet: bytes, first: int) -> bytes:
-        b = bytearray(packet)
-        b[self.rng.randrange(first, len(b))] ^= 1 << self.rng.randrange(8)
-        return bytes(b)
-
-    def _queue_to_host(self, data: bytes, arrival: float) -> None:
-        self._order += 1
-        insort(self._to_host, (arrival, self._order, data))
-
     def host_write(self, data: bytes, t: float) -> None:
         """Bytes the host sends at simulated time ``t``; raises LinkGone once disconnected."""
-        if self.gone:
-            raise LinkGone(f"disconnected after {self.opts.disconnect} bytes (disconnect={self.opts.disconnect})")
+        self.link.check()
         t = max(t, self.now)  # the servos have already lived up to now
         self.pump(t)
-        limit = self.opts.disconnect
-        if limit is not None and self.host_bytes + len(data) >= limit:
-            data = data[: max(0, limit - self.host_bytes)]
-            self.gone = True
-        self.host_bytes += len(data)
+        data = self.link.cut(data)
         byte_s = 10.0 / self.host_baud
         start = max(t, self._tx_free)
         for i, byte in enumerate(data):
             self._servo_byte(byte, start + (i + 1) * byte_s)
         self._tx_free = start + len(data) * byte_s
         if self.opts.echo and data:
-            self._queue_to_host(bytes(data), self._tx_free)
-        if self.gone:
-            raise LinkGone(f"disconnected after {limit} bytes (disconnect={limit})")
+            self.link.deliver(self.link.to_host, self._tx_free, bytes(data))
+        self.link.check()
 
     def _servo_byte(self, byte: int, t: float) -> None:
         """One byte reaches the servos at ``t``: frame packets as a servo's receiver does."""
@@ -670,10 +632,9 @@ class FeetechSim:
                 self.faults["ignored_packets"] += 1
                 continue
             raw = encode_packet(item.id, item.code, item.params)
-            if self._fault(raw, "servos") != raw:  # dropped, or a flipped bit the checksum catches
+            if self.link.fault(raw, "servos") != raw:  # dropped, or a flipped bit the checksum catches
                 continue
-            self._order += 1
-            insort(self._to_servos, (t + self.delay_s, self._order, item))
+            self.link.deliver(self._to_servos, t + self.link.delay_s, item)
 
     def pump(self, t: float) -> None:
         """Run the servos and the link up to simulated time ``t``."""
@@ -684,38 +645,12 @@ class FeetechSim:
             s.advance(t)
         self.now = max(self.now, t)
 
-    def host_read(self, t: float, size: int | None = None) -> bytes:
-        """Bytes that have reached the host by simulated time ``t`` (at most ``size``)."""
-        if self.gone:
-            raise LinkGone(f"disconnected after {self.opts.disconnect} bytes (disconnect={self.opts.disconnect})")
-        self.pump(t)
-        out = bytearray()
-        while self._to_host and self._to_host[0][0] <= t and (size is None or len(out) < size):
-            arrival, order, chunk = self._to_host.pop(0)
-            if size is not None and len(out) + len(chunk) > size:
-                take = size - len(out)
-                out += chunk[:take]
-                self._to_host.insert(0, (arrival, order, chunk[take:]))
-                break
-            out += chunk
-        return bytes(out)
-
-    def waiting(self, t: float) -> int:
-        """Bytes that have reached the host by ``t`` and not been read."""
-        self.pump(t)
-        return sum(len(c) for a, _, c in self._to_host if a <= t)
-
     def next_arrival_s(self) -> float:
         """Simulated time at which something may next reach the host or the servos (inf: nothing pending)."""
-        cands = [self._to_host[0][0]] if self._to_host else []
+        cands = [self.link.next_to_host_s()]
         if self._to_servos:
             cands.append(self._to_servos[0][0])
-        return min(cands, default=math.inf)
-
-    def drop_pending_output(self) -> None:
-        """Forget bytes not yet read by the host (pyserial's reset_input_buffer)."""
-        now = self.now
-        self._to_host = [item for item in self._to_host if item[0] > now]
+        return min(cands)
 
     # --- the servos' side of the protocol ---
 
@@ -730,10 +665,8 @@ class FeetechSim:
             start = max(start, self._bus_free)
         self._bus_free = start + len(packet) * byte_s
         if collide or servo.id in self.opts.garble:
-            packet = self._flip(packet, 2)
-        faulted = self._fault(packet, "host")
-        if faulted is not None:
-            self._queue_to_host(faulted, self._bus_free + self.delay_s)
+            packet = self.link.flip(packet, 2)
+        self.link.send_to_host(packet, self._bus_free)
 
     def _execute(self, packet: Packet, t: float) -> None:
         servos = self._listening()

@@ -48,7 +48,8 @@ import urllib.parse
 from serial.serialutil import SerialException
 
 from ..bus import codec
-from .armsim import LinkGone, SimArm, SimOptions
+from .armsim import SimArm, SimOptions
+from .link import LinkGone
 from .simurl import BadSimURL, SimSerial, parse_options
 
 EXPECTED = (

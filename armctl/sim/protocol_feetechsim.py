@@ -66,7 +66,8 @@ from pathlib import Path
 
 from ..bus.feetech import BAUD_RATES, MAX_ID, get_series
 from ..errors import BadInputError
-from .feetechsim import FeetechSim, FeetechSimOptions, LinkGone, read_hand_file
+from .feetechsim import FeetechSim, FeetechSimOptions, read_hand_file
+from .link import LinkGone
 from .simurl import BadSimURL, SimSerial, parse_options
 
 EXPECTED = (

@@ -37,7 +37,8 @@ except ImportError:  # Windows: no pseudo-terminals
     raise
 
 from . import feetechsim as feetech_sim
-from .armsim import LinkGone, SimArm
+from .armsim import SimArm
+from .link import LinkGone
 from .protocol_armsim import parse_url
 
 # termios speed constants -> baud, for where TCGETS2 is missing (a rate set with BOTHER keeps the last known one)
@@ -103,7 +104,7 @@ class PtySim:
                     if data:
                         self.sim.host_write(data, self.now_s())
                 out = self.sim.host_read(self.now_s())
-            except (LinkGone, feetech_sim.LinkGone):  # disconnect=N: the port goes away
+            except LinkGone:  # disconnect=N: the port goes away
                 self.close()
                 return
             if out:
