@@ -36,22 +36,17 @@ from ..bus import codec
 from ..calibration import Calibration, ServoCal, find_calibration, load_calibration
 from ..kinematics import tool_point
 from .board import DEFAULT_LIMITS_TICKS, FIRMWARE_CHANNELS, Board
-from .link import OverLink, TimedLink
+from .link import LinkOptions, OverLink, TimedLink
 
 
 @dataclass
-class SimOptions:
-    """Every simulator option, as given in the ``armsim://`` URL (units in the names)."""
+class SimOptions(LinkOptions):
+    """Every simulator option, as given in the ``armsim://`` URL (units in the names; the link's in ``LinkOptions``)."""
 
     arm: str = "seed-3link"
     cal: str | None = None
     rate: float = 1.0
     baud: int = 115200
-    drop: float = 0.0
-    corrupt: float = 0.0
-    delay_ms: float = 0.0
-    disconnect: int | None = None
-    seed: int | None = None
     depth: int = 16
     protocol: int = codec.PROTOCOL_VERSION
     channels: int | None = None  # None: our firmware's count in that protocol version (4, 8)

@@ -51,7 +51,7 @@ from ..bus.feetech import (
     get_series,
     take_packet,
 )
-from .link import OverLink, TimedLink
+from .link import LinkOptions, OverLink, TimedLink
 
 MEM_BYTES = 87  # addresses 0..86: the STS table ends with factory registers at 80..86
 EEPROM_END = 40  # addresses below this are EEPROM on STS and SCS alike
@@ -64,8 +64,9 @@ SAG_V = 0.5  # supply drop at full load (an STS3215 stalls at ~2.7 A; ~0.2 ohm o
 
 
 @dataclass
-class FeetechSimOptions:
-    """Every simulator option, as given in the ``feetechsim://`` URL (units in the names or documented)."""
+class FeetechSimOptions(LinkOptions):
+    """Every simulator option, as given in the ``feetechsim://`` URL (units in the names or documented; the
+    link's in ``LinkOptions``)."""
 
     ids: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5, 6])
     model: str = "sts3215"
@@ -76,11 +77,6 @@ class FeetechSimOptions:
     accel_steps_s2: float = 25400.0
     volts: float = 7.4
     temp_c: float = 25.0
-    drop: float = 0.0
-    corrupt: float = 0.0
-    delay_ms: float = 0.0
-    disconnect: int | None = None
-    seed: int | None = None
     echo: bool = False
     missing: list[int] = field(default_factory=list)
     stall: list[int] = field(default_factory=list)

@@ -13,20 +13,43 @@ from __future__ import annotations
 import math
 import random
 from bisect import insort
+from dataclasses import dataclass
 
 
 class LinkGone(Exception):
     """The simulated cable (the USB adapter) was pulled (``disconnect=N``)."""
 
 
+@dataclass
+class LinkOptions:
+    """The link's options, in a simulator's URL: ``drop`` and ``corrupt`` (probability per chunk, each
+    direction), ``delay`` (ms, each direction), ``disconnect`` (the cable is pulled after this many host
+    bytes), ``seed`` (of the random faults)."""
+
+    drop: float = 0.0
+    corrupt: float = 0.0
+    delay_ms: float = 0.0
+    disconnect: int | None = None
+    seed: int | None = None
+
+
+#: The URL options of the link (``?drop=0.01&seed=1``): key -> (LinkOptions attribute, converter).
+LINK_OPTIONS = {
+    "drop": ("drop", float),
+    "corrupt": ("corrupt", float),
+    "delay": ("delay_ms", float),
+    "disconnect": ("disconnect", int),
+    "seed": ("seed", int),
+}
+
+
 class TimedLink:
     """Faults, delay and disconnect of one simulated link (see the module note).
 
-    ``opts`` gives ``drop``, ``corrupt`` (probabilities per chunk, each direction), ``delay_ms`` and
-    ``disconnect`` (host bytes, or None); ``rng`` draws the faults; ``far``: what is at the other end
-    ("board", "servos"), for the names of the fault counters."""
+    ``opts``: the simulator's options (``LinkOptions``); ``rng`` draws the faults; ``far``: what is at the
+    other end ("board", "servos"), for the names of the fault counters."""
 
-    def __init__(self, opts, rng: random.Random, far: str):
+    def __init__(self, opts: LinkOptions, rng: random.Random, far: str):
         self.opts = opts
         self.rng = rng
         self.delay_s = opts.delay_ms / 1000.0
