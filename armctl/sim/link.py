@@ -33,16 +33,6 @@ class LinkOptions:
     seed: int | None = None
 
 
-#: The URL options of the link (``?drop=0.01&seed=1``): key -> (LinkOptions attribute, converter).
-LINK_OPTIONS = {
-    "drop": ("drop", float),
-    "corrupt": ("corrupt", float),
-    "delay": ("delay_ms", float),
-    "disconnect": ("disconnect", int),
-    "seed": ("seed", int),
-}
-
-
 class TimedLink:
     """Faults, delay and disconnect of one simulated link (see the module note).
 

@@ -49,7 +49,7 @@ from serial.serialutil import SerialException
 
 from ..bus import codec
 from .armsim import SimArm, SimOptions
-from .link import LINK_OPTIONS, LinkGone
+from .link import LinkGone
 from .simurl import BadSimURL, SimSerial, parse_options
 
 EXPECTED = (
@@ -67,7 +67,11 @@ _OPTIONS = {
     "cal": ("cal", str),
     "rate": ("rate", float),
     "baud": ("baud", int),
-    **LINK_OPTIONS,
+    "drop": ("drop", float),
+    "corrupt": ("corrupt", float),
+    "delay": ("delay_ms", float),
+    "disconnect": ("disconnect", int),
+    "seed": ("seed", int),
     "protocol": ("protocol", int),
     "depth": ("depth", int),
     "channels": ("channels", int),

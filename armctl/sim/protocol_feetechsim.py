@@ -67,7 +67,7 @@ from pathlib import Path
 from ..bus.feetech import BAUD_RATES, MAX_ID, get_series
 from ..errors import BadInputError
 from .feetechsim import FeetechSim, FeetechSimOptions, read_hand_file
-from .link import LINK_OPTIONS, LinkGone
+from .link import LinkGone
 from .simurl import BadSimURL, SimSerial, parse_options
 
 EXPECTED = (
@@ -136,7 +136,11 @@ _OPTIONS = {
     "accel": ("accel_steps_s2", float),
     "volts": ("volts", float),
     "temp": ("temp_c", float),
-    **LINK_OPTIONS,
+    "drop": ("drop", float),
+    "corrupt": ("corrupt", float),
+    "delay": ("delay_ms", float),
+    "disconnect": ("disconnect", int),
+    "seed": ("seed", int),
     "echo": ("echo", _flag),
     "missing": ("missing", _ids),
     "stall": ("stall", _ids),
