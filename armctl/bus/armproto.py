@@ -470,14 +470,14 @@ class ArmProtocolBackend(Backend):
         )
         self.info = info
         st = self.status()
-        info.widths_us = st.widths_us
+        info.values = st.values
         return info
 
     # --- Backend -----------------------------------------------------------------------------------
 
-    def move(self, frames: int, widths_us: dict[int, float | None]) -> None:
+    def move(self, frames: int, values: dict[int, float | None]) -> None:
         ticks = [None] * self.info.channels
-        for ch, us in widths_us.items():
+        for ch, us in values.items():
             if us is not None:
                 ticks[ch] = int(round(us * codec.TICKS_PER_US))
         if not self._streaming and self.watchdog_s and time.monotonic() - self._last_sent_t > self.watchdog_s / 2:
@@ -575,7 +575,7 @@ class ArmProtocolBackend(Backend):
         self._immediate("Q")
         st = self._wait_reply("Q", 2.0)
         return BoardStatus(
-            widths_us=tuple(None if w is None else w / 2 for w in st.widths_ticks),
+            values=tuple(None if w is None else w / 2 for w in st.widths_ticks),
             left_frames=st.left_frames,
             counters=dict(st.counters),
             frame=st.frame,
@@ -595,7 +595,7 @@ class ArmProtocolBackend(Backend):
         finally:
             self._limits_seq = None
         if rejected is not None:
-            held = self.status().widths_us
+            held = self.status().values
             now = held[channel] if channel < len(held) else None
             why = (
                 f"its servo is held at {now:g} us, outside the new range"

@@ -213,9 +213,9 @@ class FeetechBackend(Backend):
             self.bus.write(h.id, "goal_position", round(h.position_steps))
             self.goal[h.id] = float(round(h.position_steps))
 
-    def move(self, frames: int, widths_us: dict[int, float | None]) -> None:
+    def move(self, frames: int, values: dict[int, float | None]) -> None:
         """Host-timed: each frame one SYNC_WRITE of the interpolated goals, one SYNC_READ of the positions."""
-        targets = {i: v for i, v in widths_us.items() if v is not None}
+        targets = {i: v for i, v in values.items() if v is not None}
         if self.held:
             try:
                 self._hold()
@@ -242,10 +242,10 @@ class FeetechBackend(Backend):
             self._next_frame_t += FRAME_S
             self._played += 1
 
-    def set_goal(self, widths_us: dict[int, float | None]) -> None:
+    def set_goal(self, values: dict[int, float | None]) -> None:
         """Teleoperation, one step: one SYNC_WRITE of the goals now and one SYNC_READ of the positions (waiting
         at most ``FRAME_S / 2`` for them); no frame clock (the caller paces the steps)."""
-        targets = {i: v for i, v in widths_us.items() if v is not None}
+        targets = {i: v for i, v in values.items() if v is not None}
         try:
             if self.held:
                 self._hold(skip=targets)
@@ -392,7 +392,7 @@ class FeetechBackend(Backend):
         }
         for i, h in self.held.items():
             servos[i]["held_at_steps"] = h.position_steps
-        return BoardStatus(widths_us=goals, servos=servos)
+        return BoardStatus(values=goals, servos=servos)
 
     def played_frames(self) -> int:
         return self._played

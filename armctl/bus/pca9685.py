@@ -213,7 +213,7 @@ class PCA9685Backend(HostTimed):
             protocol="i2c",
             channels=channels,
             depth=0,
-            widths_us=tuple(widths.get(ch) for ch in range(channels)),
+            values=tuple(widths.get(ch) for ch in range(channels)),
         )
         return self.info
 
@@ -287,13 +287,13 @@ class PCA9685Backend(HostTimed):
 
     # --- playing ------------------------------------------------------------------------------------------
 
-    def move(self, frames: int, widths_us: dict[int, float | None]) -> None:
+    def move(self, frames: int, values: dict[int, float | None]) -> None:
         """Host-timed (``HostTimed.move``); a channel with no pulses yet starts at its first value at once
         (the Robot sets servos without pulses to the pose they were left in before it ramps anywhere)."""
-        first = {ch: us for ch, us in widths_us.items() if us is not None and self.current.get(ch) is None}
+        first = {ch: us for ch, us in values.items() if us is not None and self.current.get(ch) is None}
         if first:
             self._write_frame(first)
-        super().move(frames, widths_us)
+        super().move(frames, values)
 
     def _write_frame(self, values: dict[int, float]) -> None:
         """One auto-increment write per run of neighbouring channels of a chip, each latched at its STOP."""
@@ -352,7 +352,7 @@ class PCA9685Backend(HostTimed):
                 else:
                     widths.append(counts * hw.count_us(prescale, self.osc_hz))
             chips[f"0x{address:02x}"] = {"mode1": mode[0], "mode2": mode[1], "prescale": prescale, "outputs": outs}
-        return BoardStatus(widths_us=tuple(widths), counters={"pca9685": chips, "osc_hz": self.osc_hz})
+        return BoardStatus(values=tuple(widths), counters={"pca9685": chips, "osc_hz": self.osc_hz})
 
     def close(self) -> None:
         """Release the bus; the outputs keep running (the servos hold their last pulse)."""
