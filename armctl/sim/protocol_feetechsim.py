@@ -64,7 +64,7 @@ import math
 import urllib.parse
 from pathlib import Path
 
-from ..bus.feetech import BAUD_RATES, MAX_ID, get_series
+from ..bus.feetech_protocol import BAUD_RATES, MAX_ID, get_series
 from ..errors import BadInputError
 from .feetechsim import FeetechSim, FeetechSimOptions, read_hand_file
 from .link import LinkGone
