@@ -85,7 +85,6 @@ class ArmProtocolBackend(Backend):
         self._anchor: tuple[float, float] | None = None  # (host time, frames played then) from the last status
         self._next_poll_t = 0.0  # while the board's queue is full: when a slot is due to free (host time)
         self._last_sent_t = 0.0
-        self._last_progress = 0.0
         self._resends = 0
         self._resent_for: int | None = None
         self._pending_imm: dict[str, _Sent] = {}
@@ -308,7 +307,6 @@ class ArmProtocolBackend(Backend):
                 self._queued.append(done.frames)
             progressed = True
         if progressed:
-            self._last_progress = time.monotonic()
             self._resends = 0
             self._resent_for = None
         expect = ack.expect

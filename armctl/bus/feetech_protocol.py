@@ -33,15 +33,6 @@ REG_WRITE = 0x04
 ACTION = 0x05
 SYNC_READ = 0x82
 SYNC_WRITE = 0x83
-INSTRUCTION_NAMES = {
-    PING: "ping",
-    READ: "read",
-    WRITE: "write",
-    REG_WRITE: "reg write",
-    ACTION: "action",
-    SYNC_READ: "sync read",
-    SYNC_WRITE: "sync write",
-}
 
 #: Status-packet error bits (also the bits of the ``status`` register), as the vendor documents them.
 ERROR_BITS = {

@@ -65,7 +65,9 @@ import urllib.parse
 from pathlib import Path
 
 from ..bus.feetech_protocol import BAUD_RATES, MAX_ID, get_series
+from ..calibration import STEPS_PER_TURN
 from ..errors import BadInputError
+from ..lerobot import open_calibration
 from .feetechsim import FeetechSim, FeetechSimOptions, read_hand_file
 from .link import LinkGone
 from .simurl import BadSimURL, SimSerial, parse_options
@@ -232,9 +234,6 @@ open_simulator = Serial.open_url
 
 def simulator_url(arm, cal_path, state_path) -> str:
     """A simulated bus with the calibration's servos, starting at the arm's home pose."""
-    from ..calibration import STEPS_PER_TURN
-    from ..lerobot import open_calibration
-
     cal = open_calibration(cal_path, arm)[0]  # an armctl YAML, or LeRobot's JSON
     angles = [*arm.home_rad, *([arm.gripper.open_rad] if arm.gripper is not None and cal.gripper else [])]
     start = [round(float(s.value(a))) % STEPS_PER_TURN for s, a in zip(cal.servos, angles)]
