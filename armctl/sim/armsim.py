@@ -1,7 +1,7 @@
 """The simulated arm: our board (``Board``) behind a modelled serial link, driving modelled servos.
 
 ``SimArm`` is transport-free: the pyserial URL handler (``protocol_armsim``)
-and the pseudo-terminal runner (``sim_pty``) both feed it bytes and ask it for
+and the pseudo-terminal runner (``pty``) both feed it bytes and ask it for
 bytes, giving it the simulated time. Times here are simulated seconds; the
 ``rate`` option only maps them to wall time.
 

@@ -1,7 +1,7 @@
 """A simulated Feetech servo bus (``FeetechSim``): servos with ids on one half-duplex line.
 
 Transport-free, like ``SimArm``: the pyserial URL handler (``protocol_feetechsim``) and the pty runner
-(``sim_pty``) feed it the host's bytes and ask it for the bytes that reached the host, giving it the
+(``pty``) feed it the host's bytes and ask it for the bytes that reached the host, giving it the
 simulated time. Times are simulated seconds; the ``rate`` option only maps them to wall time.
 
 - Link: every byte takes 10 bit times at the host's baud rate; servos whose ``baud_rate`` register

@@ -36,8 +36,8 @@ except ImportError:  # Windows: no pseudo-terminals
         sys.exit(2)
     raise
 
-from . import feetechsim as feetech_sim
 from .armsim import SimArm
+from .feetechsim import FeetechSim
 from .link import LinkGone
 from .protocol_armsim import parse_url
 
@@ -67,7 +67,7 @@ def _make_sim(url: str):
     if urllib.parse.urlsplit(url).scheme == "feetechsim":
         from .protocol_feetechsim import parse_url as parse_feetech_url
 
-        return feetech_sim.FeetechSim(parse_feetech_url(url))
+        return FeetechSim(parse_feetech_url(url))
     return SimArm(parse_url(url))
 
 
@@ -99,7 +99,7 @@ class PtySim:
                         data = os.read(self.master, 4096)
                     except OSError:
                         data = b""
-                    if data and isinstance(self.sim, feetech_sim.FeetechSim):  # the rate the client set
+                    if data and isinstance(self.sim, FeetechSim):  # the rate the client set
                         self.sim.host_baud = pty_baud(self.slave, self.sim.host_baud)
                     if data:
                         self.sim.host_write(data, self.now_s())
