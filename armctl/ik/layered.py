@@ -41,7 +41,7 @@ from ..kinematics import (
 )
 from ..workspace import base_planes, closed_form_2link, nearest_reachable
 from . import planar
-from .inputs import _check
+from .inputs import check
 from .result import DEFAULT_MAX_ITER, DEFAULT_TOL_M, METHODS, IKResult
 
 # --------------------------------------------------------------------------------------------------- planes
@@ -97,26 +97,19 @@ def closed_form(arm: Arm, base, uv, q0) -> np.ndarray | None:
 # --------------------------------------------------------------------------------------------------- solve
 
 
-def solve(
-    arm: Arm,
-    target,
-    phi: float | None = None,
-    q0=None,
-    method: str = "dls",
-    tol: float = DEFAULT_TOL_M,
-    max_iter: int = DEFAULT_MAX_ITER,
-) -> IKResult:
-    """Joint angles (rad, base first) that put the tool point on ``target`` ((x, y, z) m on a base arm,
-    (x, y) on a planar parallelogram arm); the same contract as ``ik.solve``: ``phi`` (rad, 3-link chains)
-    the tool's pitch, ``q0`` the current pose (default home), ok only on the target inside every limit,
-    else the nearest pose found and ``shortfall_m``."""
+def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int) -> IKResult:
+    """``ik.solve`` for an arm with a base or a parallelogram (the options positional): joint angles (rad,
+    base first) that put the tool point on ``target`` ((x, y, z) m on a base arm, (x, y) on a planar
+    parallelogram arm); ``phi`` (rad, 3-link chains) the tool's pitch, ``q0`` the current pose (None:
+    home), ok only on the target inside every limit, else the nearest pose found and ``shortfall_m``."""
     if phi is None and (method == "dls" or method == "analytic"):
         fast = _fast(arm, target, q0, method, tol, max_iter)
         if fast is not None:
             return fast
     if method not in METHODS:
         raise BadInputError(f"unknown IK method {method!r}; choose one of: {', '.join(METHODS)}")
-    t, phi, q0 = _check(arm, target, phi, q0)
+    t, phi, q0 = check(arm, target, phi, q0)
+    q0 = np.array(q0)
     tv = np.array(t)
     stats = _Stats()
     tried: list = []
@@ -194,7 +187,7 @@ def _fast(arm: Arm, target, q0, method, tol, max_iter) -> IKResult | None:
                 return None  # rounding near a singular pose: the general path polishes it
             return IKResult(np.array((b, j1, j2) if P.has_base else j), True, err, 0, 1, 0, method, None, 0.0, 0.0, 0)
         start = q[c:] if not flip else _mirrored(q[c:])
-        res = planar.solve(arm.chain, (uc, v), q0=start, method=method, tol=tol, max_iter=max_iter)
+        res = planar.solve(arm.chain, (uc, v), None, start, method, tol, max_iter)
         if res.ok:
             qv = np.concatenate(([b], res.q)) if P.has_base else res.q
             return IKResult(
@@ -248,7 +241,7 @@ def _in_plane(arm: Arm, base, uv, ph, q0, method, tol, max_iter, stats: _Stats, 
         # The asked-for iteration (a rounding polish for the closed form), from the closed-form pose that
         # keeps the coupled limits: the planar solver knows only their bounding box.
         polish = "dls" if method == "analytic" else method
-        res = planar.solve(chain, uv, q0=_chain_start(arm, q), method=polish, tol=tol, max_iter=max_iter)
+        res = planar.solve(chain, uv, None, _chain_start(arm, q), polish, tol, max_iter)
         stats.add(res)
         cand = _full(arm, base, res.q)
         if res.ok and _inside(arm, cand):
@@ -257,7 +250,7 @@ def _in_plane(arm: Arm, base, uv, ph, q0, method, tol, max_iter, stats: _Stats, 
     start = _chain_start(arm, q0)
     if back:  # reaching back over the axis: start from the current pose mirrored
         start = np.clip(_mirrored(start.tolist()), chain.q_min, chain.q_max)
-    res = planar.solve(chain, uv, phi=ph, q0=start, method=method, tol=tol, max_iter=max_iter)
+    res = planar.solve(chain, uv, ph, start, method, tol, max_iter)
     stats.add(res)
     cand = _full(arm, base, res.q)
     if res.ok and _inside(arm, cand):
@@ -362,7 +355,7 @@ def _three_link_nearest(arm, tv, phi, q0, near, tried):
             b, uv, ph = float(q0[0]), (0.0, 0.0), phi
     else:
         b, uv, ph = None, (float(near.point_m[0]), float(near.point_m[1])), phi
-    res = planar.solve(chain, uv, phi=ph, q0=_chain_start(arm, q0), method="dls")
+    res = planar.solve(chain, uv, ph, _chain_start(arm, q0), "dls", DEFAULT_TOL_M, DEFAULT_MAX_ITER)
     cand = _full(arm, b, res.q)
     options = [cand] + [c for _, c in tried]
     options = [c for c in options if _inside(arm, c)] or options

@@ -7,53 +7,24 @@ import math
 import numpy as np
 
 from ..arm import Arm
-from ..errors import BadInputError
 from ..kinematics import nearest_turn_batch, tool_point
 from ..workspace import batch_closed_form, nearest_reachable_batch
 from . import batch
 from .layered import _miss_reason, solve
-from .result import DEFAULT_MAX_ITER, DEFAULT_TOL_M, BatchIKResult
+from .result import BatchIKResult
 
 # --------------------------------------------------------------------------------------------------- batch
 
 
-def solve_batch(
-    arm: Arm,
-    targets,
-    *,
-    phi=None,
-    q0=None,
-    method: str = "dls",
-    tol: float = DEFAULT_TOL_M,
-    max_iter: int = DEFAULT_MAX_ITER,
-) -> BatchIKResult:
-    """Many targets at once: ``targets`` (N, 3) m on a base arm ((N, 2) on a planar parallelogram arm),
-    ``phi`` None or (N,) rad (3-link chains), ``q0`` (n,) or (N, n) rad. 2-link chains: the closed form
-    on all rows at once (both elbow branches, the base towards the target and turned half a turn, every
-    limit checked; per row the same pose as ``solve`` within the tolerance); 3-link chains:
-    ``ik.solve_batch`` in each row's plane. Rows left over (the base turned, or nothing reaches) go
-    through ``solve``, so every row keeps its guarantees."""
-    if method != "dls":
-        raise BadInputError(f"batch IK supports method 'dls' only, got {method!r}")
-    t = np.asarray(targets, dtype=float)
-    if t.ndim != 2 or t.shape[1] != arm.dim:
-        names = "(N, 3): x, y, z" if arm.has_base else "(N, 2): x, y"
-        raise BadInputError(f"targets for arm '{arm.name}' must have shape {names}; got {t.shape}")
-    if not np.all(np.isfinite(t)):
-        bad = int(np.flatnonzero(~np.all(np.isfinite(t), axis=1))[0])
-        raise BadInputError(f"target {bad + 1} is not finite: {t[bad].tolist()}")
-    m, n = len(t), arm.n
-    q_start = np.array(np.broadcast_to(arm.home_rad if q0 is None else np.asarray(q0, dtype=float), (m, n)))
-    if not np.all(np.isfinite(q_start)):
-        raise BadInputError("start poses must be finite")
-    q_start = np.clip(q_start, arm.q_min, arm.q_max)
-    ph = None
-    if phi is not None:
-        if arm.n_links != 3:
-            raise BadInputError(f"a tool angle (phi) needs a 3-link chain; '{arm.name}' has {arm.n_links} links")
-        ph = np.array(np.broadcast_to(np.asarray(phi, dtype=float), (m,)))
-        if not np.all(np.isfinite(ph)):
-            raise BadInputError("phi values must be finite")
+def solve_batch(arm: Arm, t, ph, q_start, tol: float, max_iter: int) -> BatchIKResult:
+    """``ik.solve_batch`` for an arm with a base or a parallelogram, on its checked inputs
+    (``inputs.check_batch``): ``t`` (N, 3) m on a base arm ((N, 2) on a planar parallelogram arm), ``ph``
+    None or (N,) rad (3-link chains), ``q_start`` (N, n) rad inside the limits. 2-link chains: the closed
+    form on all rows at once (both elbow branches, the base towards the target and turned half a turn,
+    every limit checked; per row the same pose as ``solve`` within the tolerance); 3-link chains:
+    ``ik.batch`` in each row's plane. Rows left over (the base turned, or nothing reaches) go through
+    ``solve``, so every row keeps its guarantees."""
+    m = len(t)
     q = np.array(q_start)
     done = np.zeros(m, dtype=bool)
     iters = np.zeros(m, dtype=int)
@@ -80,14 +51,9 @@ def solve_batch(
             rows = np.flatnonzero(fine)
             if rows.size == 0:
                 continue
-            res = batch.solve_batch(
-                chain,
-                np.stack([uu[rows], v[rows]], axis=1),
-                phi=None if pp is None else pp[rows],
-                q0=start[rows],
-                tol=tol,
-                max_iter=max_iter,
-            )
+            goals = np.stack([uu[rows], v[rows]], axis=1)
+            q_chain = np.clip(start[rows], chain.q_min, chain.q_max)
+            res = batch.solve_batch(chain, goals, None if pp is None else pp[rows], q_chain, tol, max_iter)
             good = rows[res.ok]
             q[good] = res.q[res.ok] if b is None else np.concatenate([b[good, None], res.q[res.ok]], axis=1)
             iters[rows] += res.iterations
@@ -110,17 +76,17 @@ def solve_batch(
             short[i] = dist[j]
             reasons[i] = _miss_reason(arm, t[i], None, q_start[i], float(dist[j]))
     for i in np.flatnonzero(~done):
-        r = solve(arm, t[i], phi=None if ph is None else ph[i], q0=q_start[i], tol=tol, max_iter=max_iter)
+        r = solve(arm, t[i], None if ph is None else ph[i], q_start[i], "dls", tol, max_iter)
         q[i], ok[i], short[i], reasons[i] = r.q, r.ok, r.shortfall_m, r.reason
         iters[i] += r.iterations
     error = np.linalg.norm(tool_point(arm, q) - t, axis=-1)
     # a closed-form row off its target by more than the tolerance (rounding near full reach) is not ok
     far = ok & (error > max(tol, 1e-9))
     for i in np.flatnonzero(far):
-        r = solve(arm, t[i], phi=None if ph is None else ph[i], q0=q_start[i], tol=tol, max_iter=max_iter)
+        r = solve(arm, t[i], None if ph is None else ph[i], q_start[i], "dls", tol, max_iter)
         q[i], ok[i], short[i], reasons[i] = r.q, r.ok, r.shortfall_m, r.reason
         error[i] = r.error_m
-    return BatchIKResult(q=q, ok=ok, error_m=error, iterations=iters, shortfall_m=short, method=method, reasons=reasons)
+    return BatchIKResult(q=q, ok=ok, error_m=error, iterations=iters, shortfall_m=short, method="dls", reasons=reasons)
 
 
 def _batch_plane(arm: Arm, t, q_start):
