@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..arm import Arm
-from ..kinematics import nearest_turn_batch, tool_point
+from ..kinematics import base_split_batch, nearest_turn_batch, shoulder_uv, tool_point
 from ..workspace import batch_closed_form, nearest_reachable_batch
 from . import batch
 from .layered import _miss_reason, solve
@@ -28,7 +28,7 @@ def solve_batch(arm: Arm, t, ph, q_start, tol: float, max_iter: int) -> BatchIKR
     q = np.array(q_start)
     done = np.zeros(m, dtype=bool)
     iters = np.zeros(m, dtype=int)
-    base, u, v, axis = _batch_plane(arm, t, q_start)
+    base, u, v, (az, rho) = _batch_plane(arm, t, q_start)
     if arm.n_links == 2:
         qc, found = batch_closed_form(arm, u, v, q_start)
         if base is not None:
@@ -41,11 +41,10 @@ def solve_batch(arm: Arm, t, ph, q_start, tol: float, max_iter: int) -> BatchIKR
         c0 = np.array(q_start[:, 1:]) if arm.has_base else np.array(q_start)
         planes = [(base, u, ph, c0)]
         if arm.has_base:  # then the base half a turn round, the chain reaching back over the axis
-            rho = np.hypot(t[:, 0], t[:, 1])
-            back = nearest_turn_batch(np.arctan2(t[:, 1], t[:, 0]) + math.pi, q_start[:, 0], arm.q_min[0], arm.q_max[0])
+            back = nearest_turn_batch(az + math.pi, q_start[:, 0], arm.q_min[0], arm.q_max[0])
             back[rho <= 1e-12] = np.nan
             mirrored = np.concatenate([math.pi - c0[:, :1], -c0[:, 1:]], axis=1)
-            planes.append((back, -rho - arm.base_offset_m, None if ph is None else math.pi - ph, mirrored))
+            planes.append((back, shoulder_uv(arm, -rho, t[:, 2])[0], None if ph is None else math.pi - ph, mirrored))
         for b, uu, pp, start in planes:
             fine = ~done if b is None else ~done & np.isfinite(b)
             rows = np.flatnonzero(fine)
@@ -58,7 +57,6 @@ def solve_batch(arm: Arm, t, ph, q_start, tol: float, max_iter: int) -> BatchIKR
             q[good] = res.q[res.ok] if b is None else np.concatenate([b[good, None], res.q[res.ok]], axis=1)
             iters[rows] += res.iterations
             done[good] = True
-    del axis
     error = np.zeros(m)
     short = np.zeros(m)
     ok = done.copy()
@@ -91,13 +89,12 @@ def solve_batch(arm: Arm, t, ph, q_start, tol: float, max_iter: int) -> BatchIKR
 
 def _batch_plane(arm: Arm, t, q_start):
     """Per row: base angle (the turn nearest the start inside the limits; NaN if the base cannot point at
-    the target) and the chain's target (u, v) in that plane; rows on the base axis keep the start's base."""
+    the target) and the chain's target (u, v) in that plane; rows on the base axis keep the start's base.
+    Then the targets' (yaw, rho) (``kinematics.base_split_batch``; None without a base)."""
     if not arm.has_base:
-        return None, t[:, 0], t[:, 1], None
-    rho = np.hypot(t[:, 0], t[:, 1])
+        return None, t[:, 0], t[:, 1], (None, None)
+    az, rho = base_split_batch(t[:, 0], t[:, 1])
     axis = rho <= 1e-12
-    az = np.where(axis, q_start[:, 0], np.arctan2(t[:, 1], t[:, 0]))
-    b = nearest_turn_batch(az, q_start[:, 0], arm.q_min[0], arm.q_max[0])
-    u = np.where(axis, 0.0, rho) - arm.base_offset_m
-    v = t[:, 2] - arm.shoulder_height_m
-    return b, u, v, axis
+    b = nearest_turn_batch(np.where(axis, q_start[:, 0], az), q_start[:, 0], arm.q_min[0], arm.q_max[0])
+    u, v = shoulder_uv(arm, np.where(axis, 0.0, rho), t[:, 2])
+    return b, u, v, (az, rho)
