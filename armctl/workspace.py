@@ -244,16 +244,26 @@ def _polygon(arm: Arm):
 def _clip(poly, a, b, k):
     """Sutherland-Hodgman: the part of convex ``poly`` where a*x + b*y >= k."""
     out = []
-    m = len(poly)
-    for i in range(m):
-        p, q = poly[i], poly[(i + 1) % m]
-        fp, fq = a * p[0] + b * p[1] - k, a * q[0] + b * q[1] - k
+    for p, q, fp, fq in _edges(poly, a, b, k):
         if fp >= 0:
             out.append(p)
         if (fp >= 0) != (fq >= 0):
-            t = fp / (fp - fq)
-            out.append((p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1])))
+            out.append(_crossing(p, q, fp, fq))
     return out
+
+
+def _edges(poly, a, b, k):
+    """Each edge (p, q) of ``poly`` with a*x + b*y - k at both ends."""
+    m = len(poly)
+    for i in range(m):
+        p, q = poly[i], poly[(i + 1) % m]
+        yield p, q, a * p[0] + b * p[1] - k, a * q[0] + b * q[1] - k
+
+
+def _crossing(p, q, fp, fq):
+    """Where the edge p -> q crosses the line (its values fp, fq of opposite signs)."""
+    t = fp / (fp - fq)
+    return (p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1]))
 
 
 def _segments(arm: Arm):
@@ -281,15 +291,11 @@ def _segments(arm: Arm):
 def _chord(poly, a, b, k):
     """The segment of convex ``poly`` on the line a*x + b*y = k, or None."""
     pts = []
-    m = len(poly)
-    for i in range(m):
-        p, q = poly[i], poly[(i + 1) % m]
-        fp, fq = a * p[0] + b * p[1] - k, a * q[0] + b * q[1] - k
+    for p, q, fp, fq in _edges(poly, a, b, k):
         if fp == 0:
             pts.append(p)
         elif fp * fq < 0:
-            t = fp / (fp - fq)
-            pts.append((p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1])))
+            pts.append(_crossing(p, q, fp, fq))
     if len(pts) < 2:
         return None
     return (pts[0], pts[-1])
