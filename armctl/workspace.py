@@ -54,10 +54,18 @@ def annulus(arm: Arm, phi: float | None = None) -> Annulus:
     point must lie in the first two links' annulus, i.e. the tool point lies
     in that annulus shifted by l3 along phi (returned centred on the wrist).
     """
-    if phi is None or arm.n == 2:
-        return Annulus(arm.reach_min, arm.reach_max)
-    l1, l2 = arm.links_m[0], arm.links_m[1]
-    return Annulus(abs(l1 - l2), l1 + l2)
+    wrist = not (phi is None or arm.n == 2)
+    hit = _RINGS.get((id(arm), wrist))
+    if hit is None or hit[0] is not arm:  # (cached per arm: the misses of the IK ask for it on every plane)
+        if len(_RINGS) > 64:
+            _RINGS.clear()
+        l1, l2 = arm.links_m[0], arm.links_m[1]
+        ring = Annulus(abs(l1 - l2), l1 + l2) if wrist else Annulus(arm.reach_min, arm.reach_max)
+        hit = _RINGS[(id(arm), wrist)] = (arm, ring)
+    return hit[1]
+
+
+_RINGS: dict = {}
 
 
 def shortfall(arm: Arm, target, phi: float | None = None) -> float:

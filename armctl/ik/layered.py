@@ -166,6 +166,7 @@ def _fast(arm: Arm, target, q0, method, tol, max_iter) -> IKResult | None:
     else:
         first = (None, x)
     l1, l2 = P.links[0], P.links[1]
+    two = len(P.links) == 2
     for flip in (False, True):
         if not flip:
             plane = first
@@ -178,7 +179,7 @@ def _fast(arm: Arm, target, q0, method, tol, max_iter) -> IKResult | None:
             continue
         b, u = plane
         uc, v = shoulder_uv(P, u, z)
-        if arm.n_links == 2:
+        if two:
             j = closed_form_2link(P, uc, v, q[c], q[c + 1])
             if j is None:
                 continue
