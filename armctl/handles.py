@@ -124,13 +124,14 @@ class Motion:
 
     def cancelled(self) -> bool:
         """True once ``cancel()`` or ``Robot.stop()`` was called for it."""
-        return self._cancelled or self._gen < self.robot._stop_gen
+        return self._cancelled or self._gen < self.robot._runner.stop_gen
 
     @property
     def stop_reason(self) -> str:
         """Why it was stopped: ``cancel()``, or the reason given to the first ``Robot.stop`` after it was made."""
-        if self._gen < self.robot._stop_gen:
-            return self.robot._stop_reasons.get(self._gen + 1, "stop requested")
+        runner = self.robot._runner
+        if self._gen < runner.stop_gen:
+            return runner.stop_reasons.get(self._gen + 1, "stop requested")
         return "cancelled" if self._cancelled else ""
 
     def wait(self, timeout: float | None = None) -> MoveResult:

@@ -7,7 +7,6 @@ import functools
 import signal
 import sys
 import threading
-import time
 from typing import TYPE_CHECKING
 
 from .lifecycle import _OPEN, BOARD_WAIT_S
@@ -19,12 +18,9 @@ if TYPE_CHECKING:
 def _interrupted(robot: Robot) -> str:
     """After Ctrl-C: stop every motion of ``robot`` under control (queued ones too), wait until the board holds,
     and say so in one line (the KeyboardInterrupt's message)."""
-    queued = len(robot._queue)
+    queued = robot._runner.queued
     robot.stop("interrupted (Ctrl-C)")
-    deadline = time.monotonic() + BOARD_WAIT_S
-    with robot._cv:
-        while robot.moving and time.monotonic() < deadline:
-            robot._cv.wait(0.05)
+    robot._runner.wait_idle(BOARD_WAIT_S)
     where = ""
     try:
         where = " at (" + ", ".join(f"{v:.1f}" for v in robot.where().tool_mm) + ") mm"

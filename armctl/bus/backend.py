@@ -13,6 +13,7 @@ Backends are registered by name (``register_backend``); each maps a calibration 
 from __future__ import annotations
 
 import importlib
+import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -149,6 +150,10 @@ class Backend(ABC):
         """
         return None
 
+    def sync_limits(self, cal) -> None:  # noqa: B027 - a no-op for boards that store no limits
+        """Before anything moves: make the limits the board stores agree with ``cal`` (already ``address``-ed),
+        or raise BoardLimitsError naming the servo and the fix. Boards that store no limits do nothing."""
+
     def measured(self, *, settle_s: float = 0.0) -> dict[int, float]:
         """Measured angles (address -> rad: joint angle, or gripper angle), if ``caps.measures_positions``;
         with ``settle_s`` > 0, first wait up to that long for the servos to stop moving. Not available: {}."""
@@ -211,6 +216,12 @@ class Backend(ABC):
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+def board_limits_us(servo) -> tuple[float, float]:
+    """The limits (us, 0.5 us steps) a board should store for a servo: its min/max rounded inward."""
+    r = servo.resolution
+    return (math.ceil(servo.lo / r - 1e-6) * r, math.floor(servo.hi / r + 1e-6) * r)
 
 
 class BoardLimitsError(LinkError):
