@@ -137,7 +137,6 @@ class Teleop:
         #: commands than that), the last ten minutes' worth
         self.read_times: deque[float] = deque(maxlen=int(rate_hz * 600))
         self._q_follow: np.ndarray | None = None
-        self._clamps = 0
 
     # --- the shoulder frames (tool map) ---
 

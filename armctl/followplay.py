@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import NoReturn
 
 import numpy as np
 
@@ -12,7 +13,6 @@ from .bus.backend import FRAME_S
 from .errors import LinkError, MotionError, StopRequested
 from .pose import on_grid, on_grid_toward
 from .runcontrol import RAMP_SPEED_FRACTION
-from .stream import StreamResult
 from .zones import first_violation
 
 FOLLOW_RAMP_DONE_DEG = 1.0  # a follow's start ramp ends once every joint is this close to the leader's pose
@@ -20,17 +20,17 @@ FOLLOW_QUEUE_FRAMES = 2  # a follow keeps at most this many frames queued on boa
 FOLLOW_CATCH_UP_FRAMES = 5  # a follow this many frames late starts its schedule again from now
 
 
-def play_follow(runner, m) -> StreamResult:
+def play_follow(runner, m) -> NoReturn:
     """Feed the follower frame by frame from its leader (``m.teleop``): each frame the leader's pose (inside
     the limits and reach), reached by a step no longer than each joint's speed limit allows in the time since
     the last one (a quarter of it until the follower has caught up with the leader: the start ramp). Stops
-    under control (the follower holds) on a stop request, Ctrl-C, a lost leader or link."""
+    under control (the follower holds) on a stop request, Ctrl-C, a lost leader or link: it ends only so,
+    by the exception that ended it."""
     owner = runner.owner
     owner.backend.sync_limits(owner.calibration)
     q0, g0, declare, held = runner.pose.start_state()
     be, cal, arm, tp = owner.backend, owner.calibration, owner.arm, m.teleop
     servos = cal.servos
-    frames = commands = ramp_frames = 0
     start = [h if h is not None else declare.get(s.channel) for h, s in zip(held, servos)]
 
     def check_stop() -> None:  # (what the board's waits call: no journal, no calls served)
@@ -41,7 +41,6 @@ def play_follow(runner, m) -> StreamResult:
     try:
         if declare:
             be.move(1, declare)
-            commands += 1
         tp.start(q0, g0)
         q_cmd, g_cmd = np.array(q0, dtype=float), float(g0)
         vmax = np.asarray(arm.max_speed_rad_s, dtype=float)
@@ -103,9 +102,6 @@ def play_follow(runner, m) -> StreamResult:
                 target.held_cmd_steps[h.name] = h_cmd[h.id]
             t_cmd = time.monotonic()  # the command leaves for the servos now
             be.set_goal(values)
-            commands += 1
-            frames += 1
-            ramp_frames += ramping
             last_sent = now
             q_cmd, g_cmd = q_new, g_new
             m._q_now, m._g_now = q_cmd, g_cmd
@@ -134,4 +130,3 @@ def play_follow(runner, m) -> StreamResult:
         raise
     finally:
         be.on_wait = None
-    return StreamResult(frames=frames, commands=commands, ramp_frames=ramp_frames)

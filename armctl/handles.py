@@ -8,7 +8,6 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,9 +16,6 @@ from .interrupts import _interrupted
 from .lifecycle import BOARD_WAIT_S
 from .stream import Pulses
 from .trajectory import Trajectory
-
-if TYPE_CHECKING:
-    from .robot import Robot
 
 
 @dataclass(frozen=True)
@@ -71,7 +67,7 @@ class Motion:
 
     def __init__(
         self,
-        robot: Robot,
+        robot,
         label: str,
         trajectory: Trajectory,
         pulses: Pulses,
@@ -189,7 +185,7 @@ class FollowMotion(Motion):
     ``cancel()``, ``Robot.stop()``, Ctrl-C, a lost leader or a lost link. ``teleop`` is its
     ``armctl.follow.Teleop`` (live ``status``); ``end_q_rad`` is the pose last commanded."""
 
-    def __init__(self, robot: Robot, label: str, trajectory: Trajectory, pulses: Pulses, gen: int, teleop):
+    def __init__(self, robot, label: str, trajectory: Trajectory, pulses: Pulses, gen: int, teleop):
         super().__init__(robot, label, trajectory, pulses, gen)
         self.teleop = teleop
         self._q_now = np.array(trajectory.q_rad[-1])

@@ -7,15 +7,11 @@ import functools
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING
 
 from .lifecycle import _OPEN, BOARD_WAIT_S
 
-if TYPE_CHECKING:
-    from .robot import Robot
 
-
-def _interrupted(robot: Robot) -> str:
+def _interrupted(robot) -> str:
     """After Ctrl-C: stop every motion of ``robot`` under control (queued ones too), wait until the board holds,
     and say so in one line (the KeyboardInterrupt's message)."""
     queued = robot._runner.queued

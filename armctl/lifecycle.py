@@ -9,15 +9,11 @@ import os
 import sys
 import time
 import weakref
-from typing import TYPE_CHECKING
 
 from .bus.backend import FRAME_S, Backend
 from .bus.portlock import PortLock
 from .errors import LinkError
 from .state import PoseStore
-
-if TYPE_CHECKING:
-    from .robot import Robot
 
 BOARD_WAIT_S = 10.0  # longest wait for the board to be free (another thread's motion stopping)
 
@@ -92,7 +88,7 @@ def _let_a_dead_run_finish(store: PoseStore) -> None:
             time.sleep(min(wait + 2 * FRAME_S, 66.0))
 
 
-_OPEN: weakref.WeakSet[Robot] = weakref.WeakSet()
+_OPEN: weakref.WeakSet = weakref.WeakSet()  # every Robot open in this process
 
 
 @atexit.register

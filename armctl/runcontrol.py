@@ -65,10 +65,6 @@ class RunControl:
         """Go on from where the hold stopped, along the same path."""
         self.paused = False
 
-    def toggle(self) -> None:
-        """Pause if running, resume if paused."""
-        self.paused = not self.paused
-
     def faster(self, step: float = OVERRIDE_STEP) -> float:
         """Override up one step (at most 200 %); the new value."""
         self._override = min(OVERRIDE_MAX, round(self._override + step, 2))

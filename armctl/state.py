@@ -228,11 +228,6 @@ class LiveStore(PoseStore):
         return None
 
 
-def load_last_pose(port: str, arm: Arm) -> StoredPose | None:
-    """The pose last stored for ``arm`` on ``port``, or None."""
-    return PoseStore(port, arm).load()
-
-
 def save_last_pose(port: str, arm: Arm, q_rad, gripper_rad: float, values=(), *, clean: bool = True) -> None:
     """Store the pose ``arm`` was left in on ``port`` and the servo ``values`` (us) that hold it.
     BadInputError naming the folder if the state folder cannot be written."""
