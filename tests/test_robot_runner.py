@@ -15,9 +15,9 @@ FAST = "armsim://?rate=5&seed=1"
 
 
 @pytest.fixture(autouse=True)
-def _dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
+def _folders(tmp_path, monkeypatch):
+    for var, sub in (("ARMCTL_STATE_DIR", "state"), ("ARMCTL_CONFIG_DIR", "config")):
+        monkeypatch.setenv(var, str(tmp_path / sub))
 
 
 def test_a_motion_queued_while_one_plays_plays_after_it_in_order():
