@@ -1,6 +1,6 @@
 """Leader-follower teleoperation: where the follower should be for each read of the leader (``Teleop``).
 
-``Robot.follow`` plays it (``armctl.robot``): every frame it asks ``Teleop.target()`` for the pose the leader
+``Robot.follow`` plays it (``armctl.followplay``): every frame it asks ``Teleop.target()`` for the pose the leader
 means, already inside the follower's joint limits and reach, then steps the follower towards it no faster
 than its joint speed limits (a quarter of them during the start ramp) and tells ``Teleop.sent()`` what it
 commanded. Two mappings:
