@@ -57,6 +57,9 @@ from .trajectory import Trajectory
 from .watch import Watch  # noqa: F401 - re-exported
 
 HOME_SPEED_FRACTION = 0.25
+# help(armctl.Robot) lists the board access as "inherited from _BoardAccess", after the student API, as it did
+# when it was written here
+_BoardAccess.__module__ = __name__
 
 
 def connect(
