@@ -439,6 +439,8 @@ class Robot(_BoardAccess):
         idle = self._runner.submit(m)  # the runner plays it, after the motions before it
         if not (wait and idle):
             _watch_ctrl_c()  # it plays in the background: Ctrl-C must reach it too
+        if wait and self._runner.on_runner():  # from a done callback: on the runner thread itself
+            self._runner.play_here(m)
         if wait:
             m.wait()  # Ctrl-C here stops the arm under control (Motion.wait)
         return m

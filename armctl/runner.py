@@ -195,17 +195,32 @@ class Runner:
                 if not self._has_work():
                     self._thread = self._ident = None  # an idle runner lets go of the Robot (its finalizer can run)
                     return
-                job = self._calls.popleft() if self._calls else self._jobs.popleft() if self._jobs else None
-                if job is None:
-                    m = self._motions.popleft()
-                    self.active = m  # at once, under the lock: a motion is always queued or active until it ends
-                    chain = self._gather(m)
-            if job is not None:
-                job.run(job.idle)
-                continue
-            if chain:
-                self._merge(m, chain)
-            self._run(m)
+            self._step()
+
+    def _step(self) -> None:
+        """Do the next job: a call, a board job, else the next motion."""
+        with self._cv:
+            job = self._calls.popleft() if self._calls else self._jobs.popleft() if self._jobs else None
+            if job is None:
+                if not self._motions:
+                    return
+                m = self._motions.popleft()
+                self.active = m  # at once, under the lock: a motion is always queued or active until it ends
+                chain = self._gather(m)
+        if job is not None:
+            job.run(job.idle)
+            return
+        if chain:
+            self._merge(m, chain)
+        self._run(m)
+
+    def play_here(self, m: Motion) -> None:
+        """On the runner thread (a done callback asking for a motion with ``wait=True``): play the queue up to
+        and including ``m`` here, as the runner would (waiting for it would wait for ever)."""
+        if self.active is not None:
+            raise LinkError(f"the board on {self.owner.port} is playing a motion: not from its own callback")
+        while not m.done:
+            self._step()
 
     def _serve_calls(self) -> None:
         """Between two frames of a motion: the calls waiting, each its ``playing()``."""

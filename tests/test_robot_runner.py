@@ -5,6 +5,7 @@ whatever goes wrong on the runner thread reaches the caller."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -96,3 +97,17 @@ def test_a_closed_robot_refuses_work():
         robot.where()
     with pytest.raises(LinkError, match="closed"):
         robot.move_to(0.4, 0.25)
+
+
+def test_a_done_callback_may_move_again_and_wait():
+    ended = []
+    with armctl.connect("seed-3link", FAST) as robot:
+
+        def then(m):
+            ended.append(robot.move_to(0.4, 0.25).result)  # on the runner thread: played there, not a deadlock
+
+        robot.move_to(0.45, 0.1, wait=False).add_done_callback(then)
+        deadline = time.monotonic() + 30
+        while not ended and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ended and ended[0].planned_tool_m == pytest.approx([0.4, 0.25])
