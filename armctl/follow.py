@@ -1,6 +1,6 @@
 """Leader-follower teleoperation: where the follower should be for each read of the leader (``Teleop``).
 
-``Robot.follow`` plays it (``armctl.robot``): every frame it asks ``Teleop.target()`` for the pose the leader
+``Robot.follow`` plays it (``armctl.followplay``): every frame it asks ``Teleop.target()`` for the pose the leader
 means, already inside the follower's joint limits and reach, then steps the follower towards it no faster
 than its joint speed limits (a quarter of them during the start ramp) and tells ``Teleop.sent()`` what it
 commanded. Two mappings:
@@ -29,6 +29,7 @@ import numpy as np
 from .arm import Arm
 from .errors import BadInputError, MotionError
 from .kinematics import tool_pitch, tool_point
+from .validate import must_be_positive, not_a_number, not_finite
 
 MAPS = ("joints", "tool")
 RATE_RANGE_HZ = (1.0, 200.0)
@@ -116,7 +117,7 @@ class Teleop:
             scale = fa.reach_max / la.reach_max
         self.scale = _finite(scale, "--scale")
         if self.scale <= 0:
-            raise BadInputError(f"--scale: must be > 0, got {scale!r}")
+            raise must_be_positive("--scale", repr(scale))
         off = np.zeros(fa.dim) if offset_m is None else np.asarray(offset_m, dtype=float).reshape(-1)
         if len(off) != fa.dim or not np.all(np.isfinite(off)):
             raise BadInputError(f"--offset: {fa.dim} finite lengths for arm {fa.name!r}, got {offset_m!r}")
@@ -124,7 +125,7 @@ class Teleop:
         if max_lag_deg is not None:
             max_lag_deg = _finite(max_lag_deg, "--max-lag-deg")
             if max_lag_deg <= 0:
-                raise BadInputError(f"--max-lag-deg: must be > 0, got {max_lag_deg!r}")
+                raise must_be_positive("--max-lag-deg", repr(max_lag_deg))
         self.max_lag_rad = None if max_lag_deg is None else math.radians(max_lag_deg)
         self.leader, self.arm, self.map = leader, fa, map
         self.rate_hz = rate_hz
@@ -136,7 +137,6 @@ class Teleop:
         #: commands than that), the last ten minutes' worth
         self.read_times: deque[float] = deque(maxlen=int(rate_hz * 600))
         self._q_follow: np.ndarray | None = None
-        self._clamps = 0
 
     # --- the shoulder frames (tool map) ---
 
@@ -248,7 +248,7 @@ def _finite(v, what: str) -> float:
     try:
         f = float(v)
     except (TypeError, ValueError):
-        raise BadInputError(f"{what}: expected a number, got {v!r}") from None
+        raise not_a_number(what, v) from None
     if not math.isfinite(f):
-        raise BadInputError(f"{what}: must be a finite number, got {v!r}")
+        raise not_finite(what, v)
     return f

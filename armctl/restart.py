@@ -12,13 +12,17 @@ the program goes on from there exactly as planned.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
 from . import motion
 from .errors import BadInputError
+from .handles import ProgramRun
 from .motion import GripperMove, JointMove, Plan
-from .program import Program, expand
+from .program import Program, expand, load_program, plan_program
+from .runcontrol import RAMP_SPEED_FRACTION
+from .state import program_digest
 from .trajectory import Trajectory
 
 GRIPPER_TOL_RAD = math.radians(2.0)  # a gripper this close to the program's angle is left alone
@@ -118,3 +122,68 @@ def _trajectory(traj: Trajectory, q, g, step, offset: int, lead: list[str]) -> T
         points_m=traj.points_m,
         period_s=traj.period_s,
     )
+
+
+def gripper_word(arm, g: float) -> str:
+    """'open', 'closed' or the angle of gripper angle ``g`` (rad)."""
+    grip = arm.gripper
+    if grip is None or not math.isfinite(g):
+        return "-"
+    if abs(g - grip.open_rad) < math.radians(2):
+        return "open"
+    if abs(g - grip.closed_rad) < math.radians(2):
+        return "closed"
+    return f"at {math.degrees(g):.0f} deg"
+
+
+def prepare_run(program, arm, port: str, runs, expected_start, *, from_step=None, resume: bool = False) -> ProgramRun:
+    """``Robot.prepare_run`` (see there) for ``arm`` on ``port``: ``runs`` is the port's ``RunStore``,
+    ``expected_start()`` the pose (q, gripper, _) the next motion starts from."""
+    if isinstance(program, (str, Path)):
+        program = load_program(program)
+    if not isinstance(program, Program):
+        raise BadInputError(f"run: expected a program file or Program, got {type(program).__name__}")
+    if resume and from_step is not None:
+        raise BadInputError("run: give resume or from_step, not both")
+    path = str(Path(program.path).resolve())
+    try:
+        digest = program_digest(path)
+    except OSError:
+        digest = ""
+    plan = plan_program(program, arm)
+    pr = ProgramRun(path, digest, plan, plan.trajectory)
+    k = None
+    if from_step is not None:
+        k = find_step(program, plan, from_step)
+    elif resume:
+        rec = runs.load()
+        name = Path(program.path).name
+        if rec is None or (rec.program and rec.program != path and rec.digest != digest):
+            raise BadInputError(f"--resume: no interrupted run of {name} on {port} to resume")
+        if rec.digest != digest:
+            raise BadInputError(
+                f"--resume: {name} changed since its run was interrupted at step {rec.step + 1}: give --from-step "
+                "to say where to start"
+            )
+        if rec.status == "done":
+            raise BadInputError(f"--resume: the last run of {name} on {port} finished; nothing to resume")
+        k = min(max(rec.step, 0), len(plan.trajectory.steps) - 1)
+    if k is None:
+        pr.describe = f"from step 1 of {pr.steps}"
+        return pr
+    k = at_rest_step(plan, k)  # a step inside a blended chain: from where the chain starts, at rest
+    q0, g0, _ = expected_start()
+    traj, offset = restart_trajectory(plan, k, q0, g0, keep_gripper=resume, speed_fraction=RAMP_SPEED_FRACTION)
+    pr.trajectory, pr.first_step, pr.offset = traj, k, offset
+    title = plan.trajectory.steps[k]
+    grip = ""
+    g_step = float(traj.gripper_rad[max(0, int(np.count_nonzero(traj.step < offset)) - 1)])
+    if arm.gripper is not None and math.isfinite(g0):
+        if abs(g_step - g0) > math.radians(2):
+            was, will = gripper_word(arm, g0), gripper_word(arm, g_step)
+            grip = f"; the gripper first goes from {was} to {will}, then the arm moves"
+        else:
+            grip = f"; the gripper stays {gripper_word(arm, g0)}"
+    how = "resuming" if resume else "starting"
+    pr.describe = f"{how} at step {k + 1} of {pr.steps}: {title}{grip}"
+    return pr

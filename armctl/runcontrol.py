@@ -19,6 +19,7 @@ OVERRIDE_MIN = 0.10
 OVERRIDE_MAX = 2.00
 OVERRIDE_STEP = 0.10  # one press of + or -
 HOLD_RAMP_S = 0.4  # a hold decelerates from the program's speed to rest (and a resume back) in this long
+RAMP_SPEED_FRACTION = 0.25  # of each joint's limit: from wherever the arm is to where a motion starts
 LEAD_S = 0.3  # the playback sends the board at most about this much motion ahead: a hold starts that soon
 
 
@@ -63,10 +64,6 @@ class RunControl:
     def resume(self) -> None:
         """Go on from where the hold stopped, along the same path."""
         self.paused = False
-
-    def toggle(self) -> None:
-        """Pause if running, resume if paused."""
-        self.paused = not self.paused
 
     def faster(self, step: float = OVERRIDE_STEP) -> float:
         """Override up one step (at most 200 %); the new value."""

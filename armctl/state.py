@@ -3,10 +3,10 @@ where it would stop while it moves.
 
 A board that resets when its port opens (a real Uno) forgets its pulses; the next run then declares the
 stored pose as where the arm is before it ramps anywhere (see ``armctl.robot``). While a motion plays,
-the Robot journals, every servo frame, the pose the board would stop in if armctl died at that moment,
-marked *unclean*; the end of a motion (or a controlled stop) stores the pose the board holds, marked
-*clean*. So after a kill, a power cut of the PC or a USB hiccup, the next run starts from the journaled
-pose and says so.
+the Robot's motion runner journals (``armctl.journal``), every servo frame, the pose the board would stop
+in if armctl died at that moment, marked *unclean*; the end of a motion (or a controlled stop) stores the
+pose the board holds, marked *clean*. So after a kill, a power cut of the PC or a USB hiccup, the next run
+starts from the journaled pose and says so.
 
 The servo values (us) are kept beside the joint angles: they are what the servos physically hold, and
 stay right when the calibration changes in between. One small file per port and arm in the state folder
@@ -226,11 +226,6 @@ class LiveStore(PoseStore):
 
     def _legacy(self) -> StoredPose | None:
         return None
-
-
-def load_last_pose(port: str, arm: Arm) -> StoredPose | None:
-    """The pose last stored for ``arm`` on ``port``, or None."""
-    return PoseStore(port, arm).load()
 
 
 def save_last_pose(port: str, arm: Arm, q_rad, gripper_rad: float, values=(), *, clean: bool = True) -> None:

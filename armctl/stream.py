@@ -6,7 +6,7 @@ space into one multi-frame move; ``Player`` streams pulses to an open backend as
 tick every few ms (stop requests, live pose, progress), stopping under control on Ctrl-C or a stop
 request and naming the program step when the link is lost; with a ``RunControl`` it plays the samples
 time-scaled (feed hold, resume, speed override) and keeps the board's queue short so a hold starts soon.
-Where the arm starts and what it ramps from is the caller's (``armctl.robot``): this module only plays.
+Where the arm starts and what it ramps from is the caller's (``armctl.runner``): this module only plays.
 """
 
 from __future__ import annotations

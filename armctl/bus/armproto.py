@@ -23,7 +23,17 @@ import serial
 
 from ..errors import LinkError, ProtocolError
 from . import codec
-from .backend import FRAME_S, Backend, BoardInfo, BoardLimitsError, BoardStatus, Capabilities, WireLog, open_port
+from .backend import (
+    FRAME_S,
+    Backend,
+    BoardInfo,
+    BoardLimitsError,
+    BoardStatus,
+    Capabilities,
+    WireLog,
+    board_limits_us,
+    open_port,
+)
 
 DEFAULT_BAUD = 115200
 POLL_SLICE_S = 0.02  # while waiting on the board: how often replies are read and the tick runs (once a frame)
@@ -44,6 +54,7 @@ class _Sent:
     resent: bool = False
 
 
+FACTORY_LIMITS_US = (500.0, 2500.0)  # a board's stored limits before anyone calibrated it
 REANCHOR_S = 0.1  # queued_frames(): re-anchor the played-frames estimate on a status at least this often
 
 
@@ -608,6 +619,31 @@ class ArmProtocolBackend(Backend):
             lims = list(self.info.limits_us)
             lims[channel] = (lo / 2, hi / 2)
             self.info.limits_us = tuple(lims)
+
+    def sync_limits(self, cal) -> None:
+        """The board's stored pulse limits against the calibration, before anything moves: a channel at the
+        factory range (never calibrated) gets the calibration's; any other difference raises
+        BoardLimitsError (exit 4) naming the channel, both ranges and the fix."""
+        info = self.info
+        if not self.caps.stores_limits or info is None or not info.limits_us:
+            return
+        for s in cal.servos:
+            if s.channel >= len(info.limits_us):
+                raise BoardLimitsError(
+                    f"the board has {info.channels} channels; servo {s.name!r} needs channel {s.channel}"
+                )
+            want = board_limits_us(s)
+            have = tuple(float(v) for v in info.limits_us[s.channel])
+            if have == want:
+                continue
+            if have == FACTORY_LIMITS_US:
+                self.set_limits(s.channel, *want)
+                continue
+            raise BoardLimitsError(
+                f"the board stores {have[0]:g}..{have[1]:g} us for channel {s.channel} ({s.name}) but the calibration "
+                f"{cal.source} says {want[0]:g}..{want[1]:g} us: run 'armctl calibrate --push-limits' to write this "
+                "calibration's limits to the board, or pass the calibration that matches it"
+            )
 
     def wait_queued(self, frames: float) -> None:
         """Until at most ``frames`` (frames of real time: on a board run faster than real time, that many times

@@ -34,6 +34,7 @@ sent at once, stores nothing and measures nothing):
 from __future__ import annotations
 
 import importlib
+import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -45,8 +46,6 @@ from ..errors import BadInputError, LinkError
 from . import __name__ as _bus  # noqa: F401  (registers armsim:// with pyserial)
 from . import codec
 from .simulators import BadSimURL, is_simulator, open_simulator, simulator_url
-from .simulators import check_simulator_port as check_simulator_port  # (its old home: robot imports it here)
-from .simulators import scheme_backend as scheme_backend  # (the same)
 
 FRAME_S = 0.020
 #: The widest pulse range (us) any board takes, a hobby servo's full travel (calibration.PULSE_RANGE_US).
@@ -178,6 +177,10 @@ class Backend(ABC):
         """
         return None
 
+    def sync_limits(self, cal) -> None:  # noqa: B027 - a no-op for boards that store no limits
+        """Before anything moves: make the limits the board stores agree with ``cal`` (already ``address``-ed),
+        or raise BoardLimitsError naming the servo and the fix. Boards that store no limits do nothing."""
+
     def measured(self, *, settle_s: float = 0.0) -> dict[int, float]:
         """Measured angles (address -> rad: joint angle, or gripper angle), if ``caps.measures_positions``;
         with ``settle_s`` > 0, first wait up to that long for the servos to stop moving. Not available: {}."""
@@ -241,6 +244,12 @@ class Backend(ABC):
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+def board_limits_us(servo) -> tuple[float, float]:
+    """The limits (us, 0.5 us steps) a board should store for a servo: its min/max rounded inward."""
+    r = servo.resolution
+    return (math.ceil(servo.lo / r - 1e-6) * r, math.floor(servo.hi / r + 1e-6) * r)
 
 
 class BoardLimitsError(LinkError):

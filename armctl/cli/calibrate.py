@@ -25,6 +25,7 @@ from ..arm import Arm, load_arm
 from ..calibration import PULSE_RANGE_US, Calibration, load_calibration, save_calibration, save_path_for
 from ..errors import BadInputError, ConfigError, LinkError, Terminated
 from ..units import parse_float, parse_length
+from ..validate import must_be_positive, positive_text
 from . import EXIT_INTERRUPTED
 from .device import open_robot, setup
 
@@ -348,13 +349,11 @@ def _check(args, arm: Arm, cal: Calibration) -> int:
         raise BadInputError(f"--height: arm '{arm.name}' works in a vertical plane (no base): its square is in it")
     side = parse_length(args.side, what="--side") if args.side else None
     if side is not None and not side > 0:
-        raise BadInputError(f"--side: must be > 0, got {args.side}")
+        raise must_be_positive("--side", args.side)
     center = None
     if args.center:
         center = (parse_length(args.center[0], what="--center X"), parse_length(args.center[1], what="--center Y"))
-    speed = _number(args.speed, "--speed") / 1000.0
-    if not speed > 0:
-        raise BadInputError(f"--speed: must be > 0 mm/s, got {args.speed}")
+    speed = positive_text(str(args.speed), "--speed", unit="mm/s") / 1000.0
     if arm.has_base:  # a square in the horizontal plane at a stated height
         from ..kinematics import tool_point
 

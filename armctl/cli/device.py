@@ -24,6 +24,7 @@ from ..errors import BadInputError, StopRequested
 from ..kinematics import tool_point
 from ..lerobot import open_calibration
 from ..units import parse_float
+from ..validate import positive_text
 
 EPILOG = """\
 port: a device path (/dev/ttyACM0) or any pyserial URL (socket://host:port, rfc2217://, spy://...);
@@ -262,9 +263,7 @@ def cmd_jog(args) -> int:
     arm, cal = setup(args)
     target = np.array(target_args(args, arm, "armctl jog 0.5 0.2"))
     phi = None if args.phi is None else math.remainder(math.radians(parse_float(args.phi, what="--phi")), 2 * math.pi)
-    speed = parse_float(args.speed or str(motion.DEFAULT_SPEED_M_S * 1000), what="--speed") / 1000.0
-    if speed <= 0:
-        raise BadInputError(f"--speed: must be > 0 mm/s, got {args.speed}")
+    speed = positive_text(args.speed or str(motion.DEFAULT_SPEED_M_S * 1000), "--speed", unit="mm/s") / 1000.0
     if phi is not None and arm.n_links != 3:
         raise BadInputError("--phi needs a 3-link arm")
     motion.solve_pose(arm, target, phi, arm.home_rad)  # unreachable targets fail before any port is opened

@@ -23,6 +23,7 @@ from types import SimpleNamespace
 
 from ..errors import BadInputError, LinkError
 from ..units import parse_float, parse_length
+from ..validate import positive_text
 
 EPILOG = """\
 keys: Enter start/end an episode (--record-dataset)   d discard the episode   q quit (Ctrl-C also)
@@ -125,12 +126,7 @@ def _offset(text: str | None):
 
 
 def _positive(text, what: str) -> float | None:
-    if text is None:
-        return None
-    v = parse_float(text, what=what)
-    if v <= 0:
-        raise BadInputError(f"{what}: must be > 0, got {text}")
-    return v
+    return None if text is None else positive_text(text, what)
 
 
 def cmd_follow(args) -> int:

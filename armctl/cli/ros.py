@@ -9,6 +9,7 @@ import time
 
 from ..errors import BadInputError
 from ..units import parse_float
+from ..validate import positive_text
 
 EPILOG = """\
 Topics under the namespace: joint_states and tool_point (published), joint_trajectory, joint_commands
@@ -81,9 +82,7 @@ def cmd_ros(args) -> int:
 
     rate = _rate(args.rate)
     ns = _namespace(args.namespace)
-    speed = parse_float(args.tool_speed, what="--tool-speed") / 1000.0
-    if not speed > 0:
-        raise BadInputError(f"--tool-speed: must be > 0 mm/s, got {args.tool_speed!r}")
+    speed = positive_text(args.tool_speed, "--tool-speed", unit="mm/s", quote=True) / 1000.0
     from ..ros.node import ArmNode, import_rclpy
 
     rclpy = import_rclpy()

@@ -16,6 +16,7 @@ from ..arm import Arm
 from ..calibration import Calibration
 from ..kinematics import tool_point
 from ..motion import DEFAULT_SPEED_M_S
+from ..validate import is_number
 from ..workspace import annulus, nearest_reachable, shortfall
 from ..zones import describe as describe_zones
 from . import controller
@@ -61,7 +62,7 @@ def _number(data: dict, key: str, *, required: bool, lo: float, hi: float, defau
             raise ApiError(400, f"missing '{key}'")
         return default
     v = data[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
+    if not is_number(v):
         raise ApiError(400, f"'{key}' must be a number, got {json.dumps(v)[:40]}")
     if not math.isfinite(v):
         raise ApiError(400, f"'{key}' must be a finite number")
