@@ -18,7 +18,8 @@ from pathlib import Path
 from ..arm import Arm
 from ..calibration import STEP_RANGE, Calibration
 from ..errors import BadInputError, LinkError
-from .calibrate import Quit, Terminal, Workflow, _comment, _save, _saved_line
+from .calibrate_flow import Quit, Terminal, Workflow
+from .common import _comment, _save, _saved_line
 
 REFRESH_S = 0.1  # the live position on the screen
 

@@ -107,7 +107,7 @@ def plan_from_args(args, arm):
 
 def cmd_draw(args) -> int:
     from ..stream import prepare
-    from .device import _drive, _print, setup
+    from .common import _drive, _print, setup
 
     arm, cal = setup(args)
     dp = plan_from_args(args, arm)
