@@ -26,7 +26,7 @@ from ..errors import BadInputError, ConfigError, LinkError, Terminated
 from ..units import parse_float, parse_length
 from . import EXIT_INTERRUPTED
 from .calibrate_flow import Quit, Terminal, Workflow
-from .common import _comment, _save, _saved_line, open_robot, setup
+from .common import calibration_comment, open_robot, save_calibration_file, saved_line, setup
 
 EPILOG = """\
 interactive keys (shown on screen): k/j or Right/Left +/-0.5 us, K/J or Up/Down +/-10 us,
@@ -205,10 +205,12 @@ def _fit(args, arm: Arm, cal: Calibration) -> int:
     report = cb.fit_calibration(records, cal, arm, max_residual_deg=limit)
     if not report.changed:
         raise BadInputError(f"{path}: no servo has reference points; nothing to fit")
-    out = _save(report.cal, _save_path(args, arm, cal), _comment(f"fitted by armctl calibrate --fit from {path}"))
+    out = save_calibration_file(
+        report.cal, _save_path(args, arm, cal), calibration_comment(f"fitted by armctl calibrate --fit from {path}")
+    )
     for line in report.lines:
         print(line)
-    print(_saved_line(out))
+    print(saved_line(out))
     return 0
 
 
@@ -234,13 +236,13 @@ def _from_lerobot(args) -> int:
     cal, notes = lerobot.from_lerobot(lerobot.read_lerobot_file(path), arm, path)
     out = Path(args.out) if args.out else save_path_for(arm.name, path)
     comment = (
-        _comment(f"converted from LeRobot's {path} by armctl calibrate --from-lerobot")
+        calibration_comment(f"converted from LeRobot's {path} by armctl calibrate --from-lerobot")
         + "\nAngles are LeRobot's: each joint's zero is the middle of the range recorded there (4095 steps a turn),"
         + "\nmapped onto armctl's angles through the arm's URDF; the gripper's closed..open is LeRobot's 0..100 %."
         + "\nhoming_offset: the value in the servo's EEPROM this was made with, checked when the port opens; the"
         + "\npositions the servos report already carry it (it is never applied again)."
     )
-    out = _save(replace(cal, source=str(out)), out, comment)
+    out = save_calibration_file(replace(cal, source=str(out)), out, comment)
     for s in cal.servos:
         mid_deg = math.degrees(float(s.angle_rad((s.min_steps + s.max_steps) / 2)))
         zero = "" if s is cal.gripper else f"   LeRobot's 0 deg is armctl's {mid_deg:.1f} deg"
@@ -249,7 +251,7 @@ def _from_lerobot(args) -> int:
         print(f"  {h.name:<14} id {h.id}   held at {h.position_steps:g} steps (no joint of arm {arm.name!r})")
     for note in notes:
         print(f"note: {note}")
-    print(_saved_line(out) + f"; use it with --calibration {out}, or give LeRobot's directly: --calibration lerobot:ID")
+    print(saved_line(out) + f"; use it with --calibration {out}, or give LeRobot's directly: --calibration lerobot:ID")
     return 0
 
 
@@ -422,14 +424,14 @@ def _interactive(args, arm: Arm, cal: Calibration) -> int:
             if new is None:
                 raise Quit("q")
             robot.settle()
-            comment = _comment("recorded by armctl calibrate") + "\n" + "\n".join(flow.points)
+            comment = calibration_comment("recorded by armctl calibrate") + "\n" + "\n".join(flow.points)
             saved = replace(  # the new mapping, in the file's own channels and pins
                 cal,
                 joints=tuple(replace(s, channel=c.channel) for s, c in zip(new.joints, cal.joints)),
                 gripper=None if new.gripper is None else replace(new.gripper, channel=cal.gripper.channel),
                 source=str(out),
             )
-            out = _save(saved, out, comment)
+            out = save_calibration_file(saved, out, comment)
             robot.use_calibration(saved, out)  # the pose is remembered, and the limits pushed, by the new one
             if old_limits is not None:
                 robot.push_limits()
@@ -446,7 +448,7 @@ def _interactive(args, arm: Arm, cal: Calibration) -> int:
         finally:
             term.restore()
     print("\n".join(flow.notes))
-    print(_saved_line(out))
+    print(saved_line(out))
     return 0
 
 

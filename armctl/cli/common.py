@@ -90,7 +90,7 @@ class Progress:
             self._width = 0
 
 
-def _print(args, report: dict, headline: str) -> None:
+def print_report(args, report: dict, headline: str) -> None:
     if args.json:
         print(json.dumps(report, indent=1))
         return
@@ -107,7 +107,7 @@ def _print(args, report: dict, headline: str) -> None:
             print(f"tracking: the servos stayed within {lag[name]:.2f} deg of the path (most behind: {name})")
 
 
-def _drive(args, arm: Arm, cal: Calibration, act, *, wants_progress: bool = False) -> dict:
+def drive(args, arm: Arm, cal: Calibration, act, *, wants_progress: bool = False) -> dict:
     """Open the arm, ``act(robot)`` -> Motion (played to its end), and report where the arm ended up.
     ``wants_progress``: ``act(robot, progress)`` is given the progress line (None when not on a terminal)."""
     progress = Progress() if sys.stderr.isatty() and not args.json else None
@@ -140,7 +140,7 @@ def _drive(args, arm: Arm, cal: Calibration, act, *, wants_progress: bool = Fals
 # --- saving a calibration (armctl calibrate, PWM and bus servos) ------------------------------------------
 
 
-def _save(cal: Calibration, out: Path, comment: str) -> Path:
+def save_calibration_file(cal: Calibration, out: Path, comment: str) -> Path:
     """save_calibration, with an unwritable place as one line (exit 2) naming it."""
     try:
         return save_calibration(cal, out, comment=comment)
@@ -150,10 +150,10 @@ def _save(cal: Calibration, out: Path, comment: str) -> Path:
         ) from None
 
 
-def _saved_line(out: Path) -> str:
+def saved_line(out: Path) -> str:
     bak = Path(f"{out}.bak")
     return f"saved {out}" + (f" (previous version kept as {bak.name})" if bak.exists() else "")
 
 
-def _comment(what: str) -> str:
+def calibration_comment(what: str) -> str:
     return f"Calibration {what}, {time.strftime('%Y-%m-%d %H:%M:%S')}."

@@ -20,7 +20,7 @@ from .. import motion
 from ..errors import BadInputError, StopRequested
 from ..kinematics import tool_point
 from ..units import parse_float
-from .common import _drive, _print, open_robot, setup
+from .common import drive, open_robot, print_report, setup
 
 EPILOG = """\
 port: a device path (/dev/ttyACM0) or any pyserial URL (socket://host:port, rfc2217://, spy://...);
@@ -149,15 +149,15 @@ def cmd_jog(args) -> int:
     motion.solve_pose(arm, target, phi, arm.home_rad)  # unreachable targets fail before any port is opened
     where = "(" + ", ".join(f"{v:g}" for v in target) + ")"
     label = f"jog to {where} m"
-    report = _drive(args, arm, cal, lambda robot: robot.move_to(*target, phi=phi, speed=speed, label=label))
-    _print(args, report, f"jogged to {where} m in {report['duration_s']:.2f} s")
+    report = drive(args, arm, cal, lambda robot: robot.move_to(*target, phi=phi, speed=speed, label=label))
+    print_report(args, report, f"jogged to {where} m in {report['duration_s']:.2f} s")
     return 0
 
 
 def cmd_home(args) -> int:
     arm, cal = setup(args)
-    report = _drive(args, arm, cal, lambda robot: robot.home())
-    _print(args, report, f"home in {report['duration_s']:.2f} s")
+    report = drive(args, arm, cal, lambda robot: robot.home())
+    print_report(args, report, f"home in {report['duration_s']:.2f} s")
     return 0
 
 
@@ -206,7 +206,7 @@ def cmd_run(args) -> int:
     recorder = open_dataset(args, arm, cal, state_source=source)
     episode_of_sample = np.asarray(episode_of_steps(prog), dtype=int)[np.asarray(traj.step, dtype=int)]
     try:
-        report = _drive(args, arm, cal, lambda robot: _run_recording(robot, plan, recorder, episode_of_sample, args))
+        report = drive(args, arm, cal, lambda robot: _run_recording(robot, plan, recorder, episode_of_sample, args))
     except BaseException:
         recorder.close(save=False)  # a run that failed or was stopped: its episode is no demonstration
         raise
@@ -214,7 +214,7 @@ def cmd_run(args) -> int:
     report["episodes_saved"] = recorder.saved
     report["dataset"] = str(recorder.writer.root)
     headline = f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s; {saved_text(recorder)}"
-    _print(args, report, headline)
+    print_report(args, report, headline)
     return 0
 
 
@@ -281,8 +281,8 @@ def _run_with_keys(args, arm, cal, prog, traj) -> int:
                 exc.hint = hint  # on the one line armctl.cli.main says
             raise
 
-    report = _drive(args, arm, cal, act, wants_progress=True)
-    _print(args, report, f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s")
+    report = drive(args, arm, cal, act, wants_progress=True)
+    print_report(args, report, f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s")
     return 0
 
 
@@ -356,7 +356,7 @@ def cmd_status(args) -> int:
         + " ".join(f"{s.name} {'-' if w is None else f'{w:g}'}" for s, w in zip(robot.calibration.servos, held))
         + f" {robot.calibration.unit}"
     )
-    _print(args, report, headline)
+    print_report(args, report, headline)
     if restored and not args.json:
         print(
             f"the board had no pulses on {len(restored)} servo(s) (it reset when its port opened): set to the pose "

@@ -38,7 +38,7 @@ import numpy as np
 from .. import stopsignals
 from ..errors import ArmctlError, BadInputError, LinkError, MotionError, StopRequested
 from ..terminal import Terminal
-from .pendant_screen import KEY_NAMES, Screen, _size, _xyz
+from .pendant_screen import KEY_NAMES, Screen, screen_size, xyz_text
 
 STEPS_MM = (0.1, 1.0, 10.0, 50.0)
 SPEEDS_MM_S = (2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 200.0)
@@ -441,7 +441,7 @@ def run(pendant: Pendant, term: Terminal) -> str:
             pendant.tick(now)
             if keys or now - last_draw >= (MOVING_REFRESH_S if pendant.busy() else IDLE_REFRESH_S):
                 pendant.refresh()
-                width, height = _size()
+                width, height = screen_size()
                 term.draw([line[:width] for line in pendant.screen(width, height)])
                 last_draw = now
     except KeyboardInterrupt:
@@ -498,7 +498,7 @@ def cmd_pendant(args) -> int:
             term.restore()
         pose = robot.commanded_pose()
     try:
-        print(f"armctl jog: left the arm at {_xyz(pose.tool_mm, width=0)} ({why}); it holds its pose")
+        print(f"armctl jog: left the arm at {xyz_text(pose.tool_mm, width=0)} ({why}); it holds its pose")
         if recorder is not None and pendant.recorded:
             n = len(pendant.recorded)
             print(

@@ -60,11 +60,11 @@ class Screen:
         if pose is not None:
             phi = f"  tool angle {math.degrees(pose.phi_rad):6.1f} deg" if arm.n_links == 3 else ""
             source = f"  ({pose.source}: {pose.detail})" if wide else ""  # narrow: on the state line
-            lines.append(f"tool    {_xyz(pose.tool_mm, 7)}{phi}{source}")
+            lines.append(f"tool    {xyz_text(pose.tool_mm, 7)}{phi}{source}")
         if self.target is not None:
             point, tphi = self.target
             phi = f"  tool angle {math.degrees(tphi):6.1f} deg" if tphi is not None else ""
-            lines.append(f"target  {_xyz([v * 1000 for v in point], 7)}{phi}")
+            lines.append(f"target  {xyz_text([v * 1000 for v in point], 7)}{phi}")
         state = "moving" if self._pending() else "idle"
         if self.held:
             state = f"held {KEY_NAMES.get(self.held, self.held)}"
@@ -139,12 +139,12 @@ def _wrap(text: str, width: int) -> list[str]:
     return out + [text]
 
 
-def _xyz(point_mm, width: int = 8) -> str:
+def xyz_text(point_mm, width: int = 8) -> str:
     """ "x  500.0 mm   y  200.0 mm" (and z on an arm with a rotating base)."""
     return "  ".join(f"{a} {v:{width}.1f} mm" for a, v in zip("xyz", point_mm))
 
 
-def _size() -> tuple[int, int]:
+def screen_size() -> tuple[int, int]:
     """The terminal's width less one (120 if it does not say; at least 60) and its height (24 if it does not
     say; at least 16)."""
     try:
