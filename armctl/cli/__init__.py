@@ -23,11 +23,8 @@ from ..errors import ArmctlError, Terminated
 from ..paths import preset_names
 
 EXIT_OK = 0
-EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
-EXIT_MOTION = 3
-EXIT_LINK = 4
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # the others are each error's exit_code (armctl.errors)
 
 # Command modules, in the order their commands appear in --help.
 COMMAND_MODULES = ["kin", "motion", "device", "draw", "calibrate", "teach", "follow", "web", "ros", "ports"]

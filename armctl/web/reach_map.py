@@ -104,7 +104,7 @@ def reachable(arm: Arm, points_m, *, phi_step_rad: float = math.radians(3.0)) ->
 
 
 @lru_cache(maxsize=8)
-def _cached(arm_key: tuple, arm: Arm, cell_m: float) -> ReachMap:
+def _cached(_arm_key: tuple, arm: Arm, cell_m: float) -> ReachMap:  # _arm_key: the lru_cache's key for arm
     r = arm.reach_max
     n = int(math.ceil(2 * r / cell_m))
     origin = (-n * cell_m / 2, -n * cell_m / 2)
