@@ -29,8 +29,9 @@ from .calibrate_flow import Quit, Terminal, Workflow
 from .common import calibration_comment, open_robot, save_calibration_file, saved_line, setup
 
 EPILOG = """\
-interactive keys (shown on screen): k/j or Right/Left +/-0.5 us, K/J or Up/Down +/-10 us,
-]/[ or PgUp/PgDn +/-100 us, g go to the estimate, Enter record, s skip joint, q or Ctrl-C quit.
+interactive keys on PWM servos (shown on screen): k/j or Right/Left +/-0.5 us, K/J or Up/Down +/-10 us,
+]/[ or PgUp/PgDn +/-100 us, g go to the estimate, Enter record, s skip joint, q or Ctrl-C quit;
+bus servos are moved by hand (Enter records where each one is).
 script forms:
   armctl calibrate --joint 1 --angle 90 --us 2166       append a reference point to the points file
   armctl calibrate --joint 1 --min-us 820 --max-us 2180  append a safe range
@@ -53,7 +54,8 @@ def register(sub, parents) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         help="calibrate the servos (interactive), or record/fit/show/compare/check calibrations",
         description="Guided servo calibration: reference poses -> zero pulse, us/deg and direction "
-        "(least squares, with residual), safe range, gripper open/closed; saved atomically with a .bak.",
+        "(least squares, with residual), safe range, gripper open/closed; saved atomically with a .bak. Bus servos "
+        "(Feetech): the torque goes off and you move each joint by hand; positions are in steps.",
     )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--fit", action="store_true", help="fit the points file and save the calibration")
@@ -71,9 +73,13 @@ def register(sub, parents) -> None:
     )
     p.add_argument("--joint", metavar="J", help="record: joint 1..n, a joint name, or 'gripper'")
     p.add_argument("--angle", metavar="DEG", help="record: the joint angle (deg; gripper: also open|closed)")
-    p.add_argument("--us", metavar="US", help="record: the pulse (us) that puts the joint at --angle")
-    p.add_argument("--min-us", metavar="US", help="record: the safe range's low pulse (us)")
-    p.add_argument("--max-us", metavar="US", help="record: the safe range's high pulse (us)")
+    p.add_argument(
+        "--us",
+        metavar="US",
+        help="record: the pulse (us; bus servos: the position, steps) that puts the joint at --angle",
+    )
+    p.add_argument("--min-us", metavar="US", help="record: the safe range's low pulse (us; bus servos: steps)")
+    p.add_argument("--max-us", metavar="US", help="record: the safe range's high pulse (us; bus servos: steps)")
     p.add_argument(
         "--points", metavar="FILE", help="points file (default <arm>.points.yaml beside where the calibration is saved)"
     )

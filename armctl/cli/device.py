@@ -24,7 +24,8 @@ from .common import drive, open_robot, print_report, setup
 
 EPILOG = """\
 port: a device path (/dev/ttyACM0) or any pyserial URL (socket://host:port, rfc2217://, spy://...);
-default: the simulated arm, armsim://<arm> (it keeps its pose between runs; see docs/protocol.md).
+default: the backend's simulated board (armsim:// for hobby servos, feetechsim:// for bus servos); it keeps
+its pose between runs (see docs/protocol.md).
 examples:
   armctl run examples/pick_and_place.yaml
   armctl jog 0.5 0.2 --phi -30 --speed 50
