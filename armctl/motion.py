@@ -93,7 +93,9 @@ class LineMove:
     speed and acceleration along the line; ``segment_m`` is the longest
     Cartesian segment. ``end_q_rad`` (optional) is the exact pose the move must
     end in (a joint pose used as a line target). ``jerk_time_s`` > 0 turns the
-    trapezoid speed profile into an S-curve whose acceleration ramps over that time.
+    trapezoid speed profile into an S-curve whose acceleration ramps over that time. ``reach_q_rad`` (optional):
+    joint angles the caller solved for ``target_m`` (inside every limit): the planner checks them (FK) instead of
+    solving the end again; angles that do not reach the target (or its tool angle) are ignored.
     ``blend_m`` > 0: the tool may pass the corner at the end of this line within that distance of it,
     without stopping, when the next move is a line too (``plan_moves``; see ``blend_chain``); ``stop``
     forces a rest at the end whatever the blend.
@@ -109,6 +111,7 @@ class LineMove:
     label: str = ""
     blend_m: float = 0.0
     stop: bool = False
+    reach_q_rad: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -419,8 +422,9 @@ def _free_angle_path(arm: Arm, q0, move: LineMove, max_joint_step_rad: float) ->
     first = None
     phi_ik = None
     try:
-        phi_ik = _pitch(arm, solve_pose(arm, target, None, q0, criterion="nearest"))
-        return _line_path(arm, q0, move, phi_ik, max_joint_step_rad)
+        q_ik = solve_pose(arm, target, None, q0, criterion="nearest")
+        phi_ik = _pitch(arm, q_ik)
+        return _line_path(arm, q0, replace(move, reach_q_rad=tuple(q_ik)), phi_ik, max_joint_step_rad)
     except MotionError as exc:
         first = exc
     side, elbow = branch_of(arm, q0)
@@ -463,7 +467,8 @@ def _line_path(
         dphi = float(profile[1][-1])
         turn = float(np.sum(np.abs(np.diff(profile[1]))))
     if arm.layered:
-        solve_pose(arm, end, None if n == 2 else phi0 + dphi, q0)  # the end reachable inside every limit
+        if not _reaches(arm, move.reach_q_rad, end, None if n == 2 else phi0 + dphi):  # (solved by the caller)
+            solve_pose(arm, end, None if n == 2 else phi0 + dphi, q0)  # the end reachable inside every limit
     else:
         check_reachable(arm, end, None if n == 2 else phi0 + dphi)
     dist = float(np.linalg.norm(end - start)) if arm.has_base else float(np.hypot(*(end - start)))
@@ -546,6 +551,19 @@ def _line_path(
     q[0] = q0  # where the arm is (closed form loses ~1e-8 rad right at full extension)
     path.s, path.q, path.points = s, q, pts
     return path
+
+
+def _reaches(arm: Arm, q, end, phi: float | None) -> bool:
+    """True if joint angles ``q`` (None: none given) put the tool on ``end`` [at tool angle ``phi``] inside
+    every joint limit: the end is reachable (``solve_pose`` would find a pose; which one it is does not matter)."""
+    if q is None:
+        return False
+    q = np.asarray(q, dtype=float)
+    if q.shape != (arm.n,) or not arm.within_limits(q):
+        return False
+    if float(np.linalg.norm(tool_point(arm, q) - end)) > 1e-9:
+        return False
+    return phi is None or abs(float(_wrap(_pitch(arm, q) - phi))) <= 1e-9
 
 
 def _solve_points(path: LinePath, s):

@@ -147,10 +147,12 @@ def cmd_jog(args) -> int:
         raise BadInputError(f"--speed: must be > 0 mm/s, got {args.speed}")
     if phi is not None and arm.n_links != 3:
         raise BadInputError("--phi needs a 3-link arm")
-    motion.solve_pose(arm, target, phi, arm.home_rad)  # unreachable targets fail before any port is opened
+    q_end = motion.solve_pose(arm, target, phi, arm.home_rad)  # unreachable targets fail before any port is opened
     where = "(" + ", ".join(f"{v:g}" for v in target) + ")"
     label = f"jog to {where} m"
-    report = drive(args, arm, cal, lambda robot: robot.move_to(*target, phi=phi, speed=speed, label=label))
+    report = drive(
+        args, arm, cal, lambda robot: robot.move_to(*target, phi=phi, speed=speed, label=label, reach_q=q_end)
+    )
     print_report(args, report, f"jogged to {where} m in {report['duration_s']:.2f} s")
     return 0
 
