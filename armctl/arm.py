@@ -115,7 +115,7 @@ class Arm:
     @property
     def layered(self) -> bool:
         """True if the arm is more than a planar serial chain (a base or a parallelogram): the IK layer
-        ``armctl.ik_arm`` solves it around the planar solver."""
+        ``armctl.ik.layered`` solves it around the planar solver."""
         return self.has_base or self.parallelogram
 
     @property

@@ -11,24 +11,7 @@ import math
 import numpy as np
 
 from .arm import Arm
-from .kinematics import joint_angles
-
-TWO_PI = 2.0 * math.pi
-
-
-def _ik_two_link(l1: float, l2: float, x, y, elbow: float):
-    """Closed-form 2-link IK on the elbow branch ``elbow`` (+1/-1), vectorised.
-
-    Returns (q1, q2, excess): ``excess`` > 0 where the point is out of reach,
-    by how much (m, radial); those points get the nearest reachable solution.
-    """
-    r2 = x * x + y * y
-    r = np.sqrt(r2)
-    excess = np.maximum(r - (l1 + l2), abs(l1 - l2) - r)
-    c2 = np.clip((r2 - l1 * l1 - l2 * l2) / (2.0 * l1 * l2), -1.0, 1.0)
-    q2 = elbow * np.arccos(c2)
-    q1 = np.arctan2(y, x) - np.arctan2(l2 * np.sin(q2), l1 + l2 * np.cos(q2))
-    return q1, q2, excess
+from .kinematics import annulus_excess, joint_angles, two_link_batch, wrap
 
 
 def branch_ik(arm: Arm, points_m, phi_rad, elbow: float):
@@ -43,20 +26,16 @@ def branch_ik(arm: Arm, points_m, phi_rad, elbow: float):
 
 def _branch_ik(links, points_m, phi_rad, elbow: float):
     p = np.asarray(points_m, dtype=float)
-    if len(links) == 2:
-        q1, q2, excess = _ik_two_link(links[0], links[1], p[:, 0], p[:, 1], elbow)
-        q = np.stack([q1, q2], axis=-1)
-    else:
+    x, y = p[:, 0], p[:, 1]
+    if len(links) != 2:  # the wrist point, solved by the first two links
         phi = np.asarray(phi_rad, dtype=float)
-        wx = p[:, 0] - links[2] * np.cos(phi)
-        wy = p[:, 1] - links[2] * np.sin(phi)
-        q1, q2, excess = _ik_two_link(links[0], links[1], wx, wy, elbow)
-        q = np.stack([q1, q2, phi - q1 - q2], axis=-1)
-    return _wrap(q), excess
-
-
-def _wrap(a):
-    return (np.asarray(a) + math.pi) % TWO_PI - math.pi
+        x = x - links[2] * np.cos(phi)
+        y = y - links[2] * np.sin(phi)
+    l1, l2 = links[0], links[1]
+    _, ((q1, q2),) = two_link_batch(l1, l2, x, y, (elbow,), snap=0.0)
+    excess = annulus_excess(np.sqrt(x * x + y * y), abs(l1 - l2), l1 + l2)
+    q = np.stack([q1, q2] if len(links) == 2 else [q1, q2, phi - q1 - q2], axis=-1)
+    return wrap(q), excess
 
 
 def _elbow_of(q) -> float:
@@ -90,7 +69,7 @@ def arm_branch_ik(arm: Arm, points_m, phi_rad, side: float, elbow: float, base_r
     else:
         uv = p
     c, excess = _branch_ik(arm.links_m, uv, ph, elbow)
-    return _wrap(joint_angles(arm, c, base)), excess
+    return wrap(joint_angles(arm, c, base)), excess
 
 
 def _fill_axis(base, axis, ref: float):

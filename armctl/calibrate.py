@@ -8,9 +8,8 @@ lies off the line, in degrees) tells a misjudged pose from a good fit: above ``m
 fit is refused. The safe range is each mechanical end backed off by a margin. The gripper is fitted
 from its open and closed pulses (the arm file's ``open_deg``/``closed_deg``).
 
-``Nudger`` moves one servo in timed steps that keep it under the joint's speed limit; the CLI
-(``armctl.cli.calibrate``) puts keys and a screen around it. Angles in degrees and pulses in
-microseconds throughout (the edges of the program, where the user is).
+Moving one servo by hand under the joint's speed limit is ``armctl.nudge`` (``Nudger``, re-exported here).
+Angles in degrees and pulses in microseconds throughout (the edges of the program, where the user is).
 """
 
 from __future__ import annotations
@@ -22,17 +21,15 @@ from pathlib import Path
 import numpy as np
 
 from .arm import Arm
-from .bus.backend import FRAME_S
-from .calibration import PULSE_RANGE_US, BusServoCal, Calibration, ServoCal
+from .calibration import BusServoCal, Calibration, ServoCal
 from .config import Section, load_yaml_file
 from .errors import BadInputError
 from .kinematics import tool_point
+from .nudge import NUDGE_SPEED_FRACTION, Nudger  # noqa: F401 (re-exported: the CLI and tests use calibrate.Nudger)
 from .paths import atomic_write
 
 DEFAULT_MAX_RESIDUAL_DEG = 1.0
 DEFAULT_MARGIN_DEG = 2.0
-NUDGE_SPEED_FRACTION = 0.5  # of the joint's speed limit: room for a us/deg estimate off by up to 2x
-TICK_US = ServoCal.resolution  # the board's pulse step
 POINTS_HEADER = (
     "# armctl calibration points: one record a line, appended by\n"
     "#   armctl calibrate --joint J --angle DEG --us US      (a reference point)\n"
@@ -43,11 +40,6 @@ POINTS_HEADER = (
 
 class FitError(BadInputError):
     """Recorded points that do not give a usable mapping (too few, inconsistent, out of range)."""
-
-
-def round_tick(us: float) -> float:
-    """``us`` rounded to the board's 0.5 us resolution."""
-    return round(us / TICK_US) * TICK_US
 
 
 def servo_label(cal: Calibration, index: int) -> str:
@@ -507,56 +499,6 @@ def compare_lines(a: Calibration, b: Calibration, arm: Arm) -> tuple[list[str], 
             + f" deg), over {len(q)} poses inside the joint limits of arm {arm.name!r}"
         )
     return out, worst
-
-
-# --- moving one servo under the speed limit ----------------------------------------------------------------
-
-
-class Nudger:
-    """Moves single servos of an open ``robot`` in timed steps under the joint speed limit.
-
-    ``values`` holds the pulse (us) each servo (joints, then the gripper) was last commanded to. A step of
-    d us becomes one move of ceil(|d| / us_per_deg / (speed * 20 ms)) frames, with the speed
-    ``NUDGE_SPEED_FRACTION`` of the joint's limit and ``us_per_deg`` the current best estimate for the servo.
-    """
-
-    def __init__(self, robot, values: list[float]):
-        self.robot, self.arm, self.cal = robot, robot.arm, robot.calibration
-        self.values = [float(v) for v in values]
-        self.us_per_deg = {i: s.per_deg for i, s in enumerate(self.cal.servos)}
-        self.moves = 0
-
-    def speed_deg_s(self, index: int) -> float:
-        """The nudge speed (deg/s) for servo ``index``."""
-        if index < self.arm.n:
-            limit = math.degrees(self.arm.max_speed_rad_s[index])
-        elif self.arm.gripper is not None:
-            limit = math.degrees(self.arm.gripper.max_speed_rad_s)
-        else:
-            limit = 90.0
-        return NUDGE_SPEED_FRACTION * limit
-
-    def frames_for(self, index: int, delta_us: float) -> int:
-        """Frames (20 ms) a move of ``delta_us`` must take for servo ``index`` to stay under its speed."""
-        deg = abs(delta_us) / self.us_per_deg[index]
-        return max(1, math.ceil(deg / (self.speed_deg_s(index) * FRAME_S) - 1e-9))
-
-    def pulse(self, index: int) -> float:
-        return self.values[index]
-
-    def go(self, index: int, target_us: float) -> float:
-        """Move servo ``index`` to ``target_us`` (clamped to 500..2500, on the 0.5 us grid); returns it."""
-        target = min(max(round_tick(target_us), PULSE_RANGE_US[0]), PULSE_RANGE_US[1])
-        delta = target - self.values[index]
-        if delta:
-            self.robot.move_servo(index, target, self.frames_for(index, delta))
-            self.values[index] = target
-            self.moves += 1
-        return target
-
-    def nudge(self, index: int, delta_us: float) -> float:
-        """Move servo ``index`` by ``delta_us``; returns the new pulse."""
-        return self.go(index, self.pulse(index) + delta_us)
 
 
 # --- the check square --------------------------------------------------------------------------------------

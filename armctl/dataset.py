@@ -30,7 +30,6 @@ nothing) and the session's file re-muxed from them (packets copied, not re-encod
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -40,6 +39,17 @@ from pathlib import Path
 
 import numpy as np
 
+from .dataset_files import (
+    PIX_FMT,
+    VIDEO_CODEC_NAME,
+    _atomic_bytes,
+    _concat_videos,
+    _EpisodeVideo,
+    _need_av,
+    _need_pyarrow,
+    _write_table,
+)
+from .dataset_stats import IMAGE_STATS_STRIDE, STATS, _jsonable, aggregate_stats, feature_stats, image_stats
 from .errors import BadInputError, ConfigError
 
 CODEBASE_VERSION = "v3.0"
@@ -49,188 +59,7 @@ VIDEO_FILES_SIZE_MB = 200
 DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
 EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
-QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
-STATS = ("min", "max", "mean", "std", "count", *(f"q{round(q * 100):02d}" for q in QUANTILES))
 INDEX_FEATURES = ("timestamp", "frame_index", "episode_index", "index", "task_index")
-VIDEO_CODEC, VIDEO_CODEC_NAME, PIX_FMT = "libsvtav1", "av1", "yuv420p"
-VIDEO_OPTIONS = {"g": "2", "crf": "30", "preset": "12"}
-NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
-IMAGE_STATS_STRIDE = 4  # every 4th pixel each way: image stats from a 1/16 sample (as LeRobot samples them)
-
-
-def _need_pyarrow():
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise BadInputError(
-            "writing a dataset needs pyarrow (and PyAV, OpenCV for cameras): pip install 'armctl[dataset]'"
-        ) from None
-    return pa, pq
-
-
-def _need_av():
-    try:
-        import av
-    except ImportError:
-        raise BadInputError("a dataset with cameras needs PyAV: pip install 'armctl[dataset]'") from None
-    return av
-
-
-def _atomic_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _write_table(table, path: Path) -> None:
-    """A parquet file written whole, then renamed over ``path`` (snappy, dictionary on, as LeRobot writes)."""
-    _, pq = _need_pyarrow()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp, compression="snappy", use_dictionary=True)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-# --- statistics ------------------------------------------------------------------------------------------------
-
-
-def feature_stats(values: np.ndarray) -> dict[str, np.ndarray]:
-    """Stats of ``values`` (N, ...) over the first axis: min, max, mean, std, count and the quantiles."""
-    v = np.asarray(values, dtype=np.float64)
-    out = {
-        "min": v.min(axis=0),
-        "max": v.max(axis=0),
-        "mean": v.mean(axis=0),
-        "std": v.std(axis=0),
-        "count": np.array([len(v)]),
-    }
-    for q, name in zip(QUANTILES, STATS[5:]):
-        out[name] = np.quantile(v, q, axis=0)
-    return out
-
-
-def image_stats(frames: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
-    """Per-channel stats of RGB frames (H, W, 3 uint8), scaled to 0..1, each of shape (3, 1, 1) as LeRobot keeps
-    them; pixels sampled every ``IMAGE_STATS_STRIDE`` each way; count = frames."""
-    px = np.concatenate([f[::IMAGE_STATS_STRIDE, ::IMAGE_STATS_STRIDE].reshape(-1, 3) for f in frames], axis=0).astype(
-        np.float64
-    )
-    px /= 255.0
-    st = feature_stats(px)
-    out = {k: v.reshape(3, 1, 1) for k, v in st.items() if k != "count"}
-    out["count"] = np.array([len(frames)])
-    return out
-
-
-def aggregate_stats(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Stats of several episodes together: exact min, max, mean, std (pooled), count; quantiles as the
-    count-weighted mean of the episodes' (LeRobot aggregates them the same way)."""
-    counts = np.array([float(np.asarray(p["count"]).reshape(-1)[0]) for p in parts])
-    total = counts.sum()
-    w = counts / total
-    shape = np.asarray(parts[0]["mean"]).shape
-
-    def weighted(key):
-        return sum(wi * np.asarray(p[key], dtype=np.float64) for wi, p in zip(w, parts)).reshape(shape)
-
-    mean = weighted("mean")
-    second = sum(
-        wi * (np.asarray(p["std"], dtype=np.float64) ** 2 + np.asarray(p["mean"], dtype=np.float64) ** 2)
-        for wi, p in zip(w, parts)
-    )
-    out = {
-        "min": np.min([np.asarray(p["min"]) for p in parts], axis=0),
-        "max": np.max([np.asarray(p["max"]) for p in parts], axis=0),
-        "mean": mean,
-        "std": np.sqrt(np.maximum(second - mean**2, 0.0)),
-        "count": np.array([int(total)]),
-    }
-    for k in STATS[5:]:
-        if all(k in p for p in parts):
-            out[k] = weighted(k)
-    return out
-
-
-def _jsonable(stats: Mapping[str, np.ndarray]) -> dict:
-    return {k: np.asarray(v).tolist() for k, v in stats.items()}
-
-
-# --- cameras' video --------------------------------------------------------------------------------------------
-
-
-class _EpisodeVideo:
-    """One camera's frames of one episode, encoded as they come into a file of their own."""
-
-    def __init__(self, path: Path, fps: int, height: int, width: int):
-        av = _need_av()
-        os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints its settings on stderr otherwise: errors only
-        self.path, self.fps, self.frames = path, fps, 0
-        self.container = av.open(str(path), mode="w")
-        try:
-            stream = self.container.add_stream(VIDEO_CODEC, rate=fps, options=dict(VIDEO_OPTIONS))
-        except Exception as exc:  # noqa: BLE001 - a PyAV build without the encoder
-            self.container.close()
-            raise BadInputError(f"this PyAV has no {VIDEO_CODEC} encoder ({exc}): pip install 'av>=15'") from None
-        stream.width, stream.height, stream.pix_fmt = width, height, PIX_FMT
-        self.stream = stream
-
-    def add(self, rgb: np.ndarray) -> None:
-        import av
-
-        frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
-        frame.pts = self.frames
-        for packet in self.stream.encode(frame):
-            self.container.mux(packet)
-        self.frames += 1
-
-    def close(self) -> None:
-        for packet in self.stream.encode():
-            self.container.mux(packet)
-        self.container.close()
-
-
-def _concat_videos(parts: Sequence[Path], out: Path) -> None:
-    """The episodes' videos back to back in one file: packets copied with their times shifted, no re-encoding."""
-    av = _need_av()
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".mp4")
-    os.close(fd)
-    try:
-        dst = av.open(tmp, mode="w")
-        try:
-            ostream, offset = None, 0
-            for part in parts:
-                with av.open(str(part)) as src:
-                    istream = src.streams.video[0]
-                    if ostream is None:
-                        ostream = dst.add_stream_from_template(istream, opaque=True)
-                    last = 0
-                    for packet in src.demux(istream):
-                        if packet.dts is None:
-                            continue
-                        packet.stream = ostream
-                        packet.pts = (packet.pts if packet.pts is not None else packet.dts) + offset
-                        packet.dts += offset
-                        last = max(last, packet.pts + max(int(packet.duration or 0), 1))
-                        dst.mux(packet)
-                    offset = last
-        finally:
-            dst.close()
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # --- the writer ------------------------------------------------------------------------------------------------

@@ -427,13 +427,6 @@ class DrawingPlan:
         """How much the drawing was scaled to fit the paper (1: its own size)."""
         return self.scale / self.unit_m
 
-    def from_paper(self, pts) -> np.ndarray:
-        """The drawing plane (m, (k, 2)) -> drawing units: the inverse of ``to_paper``."""
-        p = (np.array(pts, dtype=float) - self.offset) / self.scale
-        if self.y_down:
-            p[:, 1] = -p[:, 1]
-        return p
-
     def to_paper(self, pts) -> np.ndarray:
         """Drawing units (k, 2) -> the drawing plane (m)."""
         p = np.array(pts, dtype=float)

@@ -7,6 +7,8 @@ Joint i is measured from link i-1 (joint 1 from the base x axis).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -162,15 +164,6 @@ def arm_points(arm, q) -> np.ndarray:
     return _to_space(np.concatenate([foot, pts], axis=-2), base)
 
 
-def plane_point(arm, point):
-    """A tool point (m) of a base arm as (base angle, u, v): its azimuth (rad; NaN on the base axis),
-    its distance from the axis and its height, shape (...,) each."""
-    p = np.asarray(point, dtype=float)
-    r = np.hypot(p[..., 0], p[..., 1])
-    az = np.where(r > 0, np.arctan2(p[..., 1], p[..., 0]), np.nan)
-    return az, r, p[..., 2]
-
-
 def tool_pitch(arm, q) -> np.ndarray:
     """Tool angle (rad): on a planar arm the sum of the joint angles (``tool_angle``); on a base arm the
     tool's pitch from the horizontal in its vertical plane, 0 pointing away from the base axis, -pi/2
@@ -234,3 +227,169 @@ def limit_excess(arm, q) -> np.ndarray:
         a = link_angle(arm, q)
         ex = np.concatenate([ex, np.maximum(lo - a, a - hi)[..., None]], axis=-1)
     return ex
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Whole turns: a joint angle and the same angle plus 2 pi k. Every "which turn" question is answered here.
+
+TWO_PI = 2.0 * math.pi
+LIMIT_TOL = 1e-9  # (rad) a limit is kept within this
+
+
+def wrap(a):
+    """Angles (rad) wrapped to [-pi, pi)."""
+    return (np.asarray(a) + math.pi) % TWO_PI - math.pi
+
+
+def unwind(q, ref):
+    """``q`` shifted by whole turns per element to lie nearest ``ref`` (both broadcast, rad)."""
+    return q + TWO_PI * np.round((ref - q) / TWO_PI)
+
+
+def nearest_turn(angle: float, ref: float, lo: float, hi: float, tol: float = LIMIT_TOL) -> float | None:
+    """``angle + 2 pi k`` inside [lo, hi] nearest ``ref`` (clipped onto the range within ``tol``), or None."""
+    if lo <= angle <= hi and -math.pi <= angle - ref <= math.pi:
+        return angle  # the usual case: no other turn is nearer
+    k = round((ref - angle) / TWO_PI)
+    best = None
+    for kk in (k, k - 1, k + 1):
+        w = angle + TWO_PI * kk
+        if lo - tol <= w <= hi + tol and (best is None or abs(w - ref) < abs(best - ref)):
+            best = w
+    return None if best is None else min(max(best, lo), hi)
+
+
+def turns_inside(angle: float, lo: float, hi: float, tol: float = LIMIT_TOL) -> list[float]:
+    """Every ``angle + 2 pi k`` inside [lo, hi] (clipped onto it within ``tol``), lowest first."""
+    k = math.ceil((lo - tol - angle) / TWO_PI)
+    out = []
+    while angle + TWO_PI * k <= hi + tol:
+        out.append(min(max(angle + TWO_PI * k, lo), hi))
+        k += 1
+    return out
+
+
+def nearest_turn_batch(angle, ref, lo: float, hi: float):
+    """Per row: ``angle + 2 pi k`` inside [lo, hi] nearest ``ref``, NaN where none is."""
+    b = angle + TWO_PI * np.round((ref - angle) / TWO_PI)
+    for k in (-1.0, 1.0):  # the nearest turn may lie outside while another is inside
+        alt = b + k * TWO_PI
+        swap = ((b < lo - LIMIT_TOL) | (b > hi + LIMIT_TOL)) & (alt >= lo - LIMIT_TOL) & (alt <= hi + LIMIT_TOL)
+        b = np.where(swap, alt, b)
+    return np.where((b < lo - LIMIT_TOL) | (b > hi + LIMIT_TOL), np.nan, np.clip(b, lo, hi))
+
+
+def turn_inside_batch(angle, ref, lo: float, hi: float):
+    """Per row the turn of ``angle`` inside [lo, hi] (nearest ``ref`` if several fit), NaN if none does."""
+    if hi - lo < TWO_PI:  # one turn at most fits: the first one at or above lo
+        j = angle + TWO_PI * np.ceil((lo - LIMIT_TOL - angle) / TWO_PI)
+        return np.where(j <= hi + LIMIT_TOL, j, np.nan)
+    return nearest_turn_batch(angle, ref, lo, hi)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The closed-form 2-link solve: the one formula, scalar and batch.
+
+
+def two_link(l1: float, l2: float, x: float, y: float) -> list[tuple[float, float]]:
+    """Both closed-form solutions (q1, q2) in rad for a 2-link arm reaching (x, y).
+
+    Returns [elbow up (q2 <= 0), elbow down (q2 >= 0)]; one entry when the arm
+    is straight or folded; [] when (x, y) is outside the reach annulus.
+    """
+    r2 = x * x + y * y
+    c2 = (r2 - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
+    if c2 > 1.0 + 1e-12 or c2 < -1.0 - 1e-12:
+        return []
+    c2 = min(1.0, max(-1.0, c2))
+    # Straight or folded within rounding: one solution, not two 1e-8 rad apart.
+    s2 = 0.0 if 1.0 - abs(c2) < 1e-12 else math.sqrt(1.0 - c2 * c2)
+    base = math.atan2(y, x)
+    # (atan2 is odd in y: elbow up is elbow down with both angles' offsets negated)
+    elbow, off = math.atan2(s2, c2), math.atan2(l2 * s2, l1 + l2 * c2)
+    if not s2 > 0.0:
+        return [(base - off, elbow)]
+    return [(base + off, -elbow), (base - off, elbow)]
+
+
+analytic_2link = two_link  # its name in armctl.ik and the README
+
+
+def two_link_batch(l1: float, l2: float, x, y, elbows=(-1.0, 1.0), snap: float = 1e-12):
+    """``two_link`` for many points (arrays ``x``, ``y``), vectorised: (reach, branches) with ``reach`` (N,)
+    True where the point is inside the reach annulus and one (q1, q2) pair of arrays per elbow sign in
+    ``elbows`` (-1 elbow up, +1 elbow down). Out of reach the arm points straight or folded towards it
+    (the nearest pose). Within ``snap`` of straight or folded (in cos q2) the arm is taken as exactly
+    straight or folded, as ``two_link`` does; ``snap=0`` keeps the rounding (the line paths' branches, whose
+    samples at full reach are compared with their neighbours')."""
+    c2 = (x * x + y * y - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
+    reach = np.abs(c2) <= 1.0 + 1e-12
+    c2 = np.clip(c2, -1.0, 1.0)
+    s2 = np.where(1.0 - np.abs(c2) < snap, 0.0, np.sqrt(1.0 - c2 * c2))
+    base = np.arctan2(y, x)
+    out = []
+    for e in elbows:
+        s = e * s2
+        out.append((base - np.arctan2(l2 * s, l1 + l2 * c2), np.arctan2(s, c2)))
+    return reach, out
+
+
+def annulus_excess(r, r_min: float, r_max: float):
+    """How far (m) distances ``r`` from the centre lie outside the annulus [r_min, r_max]; <= 0 inside."""
+    return np.maximum(r - r_max, r_min - r)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# An arm's numbers as plain floats, for scalar code (one cache for IK and the reach)
+
+
+class PlainArm:
+    """An arm's numbers as plain Python floats for scalar code (one per arm: ``plain(arm)``): the chain's
+    joint limits (its own joints), the link-angle range, the base's range and the offsets."""
+
+    __slots__ = (
+        "arm",
+        "links",
+        "lo",
+        "hi",
+        "qlo",
+        "qhi",
+        "home",
+        "pg",
+        "la_lo",
+        "la_hi",
+        "has_base",
+        "blo",
+        "bhi",
+        "bo",
+        "h",
+    )
+
+    def __init__(self, arm):
+        c = arm.chain_joints
+        self.arm = arm
+        self.links = [float(v) for v in arm.links_m]
+        self.lo = [float(v) for v in arm.q_min[c]]
+        self.hi = [float(v) for v in arm.q_max[c]]
+        self.qlo = [float(v) for v in arm.q_min]  # every joint, the base first
+        self.qhi = [float(v) for v in arm.q_max]
+        self.home = [float(v) for v in arm.home_rad]
+        self.pg = arm.parallelogram
+        self.la_lo, self.la_hi = (float(v) for v in arm.link_angle_rad) if self.pg else (0.0, 0.0)
+        self.has_base = arm.has_base
+        self.blo = float(arm.q_min[0]) if arm.has_base else 0.0
+        self.bhi = float(arm.q_max[0]) if arm.has_base else 0.0
+        self.bo, self.h = float(arm.base_offset_m), float(arm.shoulder_height_m)
+
+
+_PLAIN: dict = {}
+
+
+def plain(arm) -> PlainArm:
+    """``PlainArm`` of ``arm`` (cached)."""
+    p = _PLAIN.get(id(arm))
+    if p is None or p.arm is not arm:
+        if len(_PLAIN) > 64:
+            _PLAIN.clear()
+        p = _PLAIN[id(arm)] = PlainArm(arm)
+    return p

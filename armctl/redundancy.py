@@ -16,17 +16,11 @@ import numpy as np
 
 from .arm import Arm
 from .branch_ik import _branch_ik, arm_branch_ik
-from .kinematics import tool_pitch, tool_point
+from .kinematics import TWO_PI, tool_pitch, tool_point, unwind
 
-TWO_PI = 2.0 * math.pi
 #: How far (m) a target may lie outside the reach annulus and still be taken as on its edge (rounding in
 #: mm/deg inputs).
 REACH_TOL_M = 1e-9
-
-
-def _nearest_turn(q, ref):
-    """``q`` shifted by whole turns per joint to lie nearest ``ref``."""
-    return q + TWO_PI * np.round((ref - q) / TWO_PI)
 
 
 def _pitch(arm: Arm, q) -> float:
@@ -65,7 +59,7 @@ def _poses_at(arm: Arm, points, phis, side: float, elbow):
         q, excess = arm_branch_ik(arm, points, phis, side, elbow)
     else:
         q, excess = _branch_ik(arm.links_m, points, phis, elbow)
-    return _nearest_turn(q, 0.5 * (arm.q_min + arm.q_max)), excess
+    return unwind(q, 0.5 * (arm.q_min + arm.q_max)), excess
 
 
 def _branches(arm: Arm):

@@ -20,8 +20,21 @@ import numpy as np
 
 from .arm import Arm
 from .errors import JointLimitError, UnreachableError
-from .ik import analytic_2link
-from .kinematics import joint_angles, limit_excess, limit_names
+from .kinematics import (
+    LIMIT_TOL,
+    TWO_PI,
+    PlainArm,
+    joint_angles,
+    limit_excess,
+    limit_names,
+    nearest_turn,
+    nearest_turn_batch,
+    plain,
+    turn_inside_batch,
+    turns_inside,
+    two_link,
+    two_link_batch,
+)
 
 
 @dataclass(frozen=True)
@@ -182,18 +195,6 @@ class Nearest:
     shortfall_m: float
 
 
-def _turns_inside(angle: float, lo: float, hi: float, tol: float = 1e-9) -> list[float]:
-    """Every ``angle + 2 pi k`` inside [lo, hi]."""
-    two_pi = 2.0 * math.pi
-    k0 = math.ceil((lo - tol - angle) / two_pi)
-    out = []
-    k = k0
-    while angle + two_pi * k <= hi + tol:
-        out.append(min(max(angle + two_pi * k, lo), hi))
-        k += 1
-    return out
-
-
 def base_planes(arm: Arm, target, q_near=None) -> list[tuple[float, float, float]]:
     """The vertical planes a base arm may reach ``target`` (x, y, z) in: (base angle, u, d) with u the
     target's signed distance from the base axis in that plane and d its distance from the plane; those
@@ -208,7 +209,7 @@ def base_planes(arm: Arm, target, q_near=None) -> list[tuple[float, float, float
     az = math.atan2(y, x)
     out = []
     for flip in (0.0, math.pi):
-        turns = _turns_inside(az + flip, lo, hi)
+        turns = turns_inside(az + flip, lo, hi)
         if turns:
             b = min(turns, key=lambda v: abs(v - ref))
             out.append((b, rho * math.cos(az - b), abs(rho * math.sin(az - b))))
@@ -421,20 +422,9 @@ def nearest_reachable(arm: Arm, target, phi: float | None = None, q_near=None) -
     return Nearest(point, q, 0.0 if dist < 1e-12 else float(np.linalg.norm(point - t)))
 
 
-def _turn_batch(angle, ref, lo: float, hi: float):
-    """Per row: ``angle + 2 pi k`` inside [lo, hi] nearest ``ref``, NaN where none is."""
-    b = angle + _TWO_PI * np.round((ref - angle) / _TWO_PI)
-    for k in (-1.0, 1.0):  # the nearest turn may lie outside while another is inside
-        alt = b + k * _TWO_PI
-        swap = ((b < lo - 1e-9) | (b > hi + 1e-9)) & (alt >= lo - 1e-9) & (alt <= hi + 1e-9)
-        b = np.where(swap, alt, b)
-    return np.where((b < lo - 1e-9) | (b > hi + 1e-9), np.nan, np.clip(b, lo, hi))
-
-
 def nearest_reachable_batch(arm: Arm, targets, q_near=None):
     """``nearest_reachable`` for many targets of an arm with a 2-link chain, vectorised: (poses (N, n) inside
     every limit, the points they reach (N, dim), the distances (N,), 0 where the target is reached)."""
-    from .ik_arm import batch_closed_form
     from .kinematics import tool_point
 
     t = np.asarray(targets, dtype=float)
@@ -447,8 +437,8 @@ def nearest_reachable_batch(arm: Arm, targets, q_near=None):
         axis = rho <= 1e-12
         nan = np.full(m, np.nan)
         planes = [
-            (np.where(axis, np.clip(ref[:, 0], lo, hi), _turn_batch(az, ref[:, 0], lo, hi)), rho, np.zeros(m)),
-            (np.where(axis, nan, _turn_batch(az + math.pi, ref[:, 0], lo, hi)), -rho, np.zeros(m)),
+            (np.where(axis, np.clip(ref[:, 0], lo, hi), nearest_turn_batch(az, ref[:, 0], lo, hi)), rho, np.zeros(m)),
+            (np.where(axis, nan, nearest_turn_batch(az + math.pi, ref[:, 0], lo, hi)), -rho, np.zeros(m)),
         ]
         for b in (lo, hi):  # the base's end stops
             planes.append((np.where(axis, nan, b), rho * np.cos(az - b), np.abs(rho * np.sin(az - b))))
@@ -480,90 +470,22 @@ def _serial(arm: Arm, qc) -> np.ndarray:
     return np.array([qc[0], qc[1] - qc[0]]) if arm.parallelogram else qc
 
 
-class PlainArm:
-    """An arm's numbers as plain Python floats for scalar code (one per arm: ``plain(arm)``): the chain's
-    joint limits (its own joints), the link-angle range, the base's range and the offsets."""
-
-    __slots__ = (
-        "arm",
-        "links",
-        "lo",
-        "hi",
-        "qlo",
-        "qhi",
-        "home",
-        "pg",
-        "la_lo",
-        "la_hi",
-        "has_base",
-        "blo",
-        "bhi",
-        "bo",
-        "h",
-    )
-
-    def __init__(self, arm: Arm):
-        c = arm.chain_joints
-        self.arm = arm
-        self.links = [float(v) for v in arm.links_m]
-        self.lo = [float(v) for v in arm.q_min[c]]
-        self.hi = [float(v) for v in arm.q_max[c]]
-        self.qlo = [float(v) for v in arm.q_min]  # every joint, the base first
-        self.qhi = [float(v) for v in arm.q_max]
-        self.home = [float(v) for v in arm.home_rad]
-        self.pg = arm.parallelogram
-        self.la_lo, self.la_hi = (float(v) for v in arm.link_angle_rad) if self.pg else (0.0, 0.0)
-        self.has_base = arm.has_base
-        self.blo = float(arm.q_min[0]) if arm.has_base else 0.0
-        self.bhi = float(arm.q_max[0]) if arm.has_base else 0.0
-        self.bo, self.h = float(arm.base_offset_m), float(arm.shoulder_height_m)
-
-
-_PLAIN: dict = {}
-
-
-def plain(arm: Arm) -> PlainArm:
-    """``PlainArm`` of ``arm`` (cached)."""
-    p = _PLAIN.get(id(arm))
-    if p is None or p.arm is not arm:
-        if len(_PLAIN) > 64:
-            _PLAIN.clear()
-        p = _PLAIN[id(arm)] = PlainArm(arm)
-    return p
-
-
-_TWO_PI = 2.0 * math.pi
-
-
-def nearest_turn(angle: float, ref: float, lo: float, hi: float, tol: float = 1e-9) -> float | None:
-    """``angle + 2 pi k`` inside [lo, hi] nearest ``ref`` (clipped onto the range within ``tol``), or None."""
-    if lo <= angle <= hi and -math.pi <= angle - ref <= math.pi:
-        return angle  # the usual case: no other turn is nearer
-    k = round((ref - angle) / _TWO_PI)
-    best = None
-    for kk in (k, k - 1, k + 1):
-        w = angle + _TWO_PI * kk
-        if lo - tol <= w <= hi + tol and (best is None or abs(w - ref) < abs(best - ref)):
-            best = w
-    return None if best is None else min(max(best, lo), hi)
-
-
 def closed_form_2link(P: PlainArm, u: float, v: float, ref1: float, ref2: float):
     """A 2-link chain's pose (its own joints, plain floats) reaching (``u``, ``v``) (m, from the shoulder)
     inside every limit (the link angle too), nearest (``ref1``, ``ref2``); None if neither elbow branch
-    fits. The closed form is ``ik.analytic_2link``'s."""
+    fits. The closed form is ``kinematics.two_link``."""
     best, best_d = None, math.inf
     lo1, hi1, lo2, hi2 = P.lo[0], P.hi[0], P.lo[1], P.hi[1]
-    for a, e in analytic_2link(P.links[0], P.links[1], u, v):
+    for a, e in two_link(P.links[0], P.links[1], u, v):
         if P.pg:
             if e > 0.0:
-                e -= _TWO_PI  # folded flat (pi) is -pi: the parallelogram's elbow bends one way only
+                e -= TWO_PI  # folded flat (pi) is -pi: the parallelogram's elbow bends one way only
             if not P.la_lo - 1e-9 <= math.pi + e <= P.la_hi + 1e-9:
                 continue
-            if hi1 - lo1 < _TWO_PI:  # one turn at most fits the range
-                turns = (a,) if lo1 - 1e-9 <= a <= hi1 + 1e-9 else _turns_inside(a, lo1, hi1)
+            if hi1 - lo1 < TWO_PI:  # one turn at most fits the range
+                turns = (a,) if lo1 - 1e-9 <= a <= hi1 + 1e-9 else turns_inside(a, lo1, hi1)
             else:
-                turns = _turns_inside(a, lo1, hi1)
+                turns = turns_inside(a, lo1, hi1)
             for j1 in turns:  # the upper arm's turns; the forearm follows it
                 j2 = j1 + e
                 if not lo2 - 1e-9 <= j2 <= hi2 + 1e-9:
@@ -629,3 +551,36 @@ def _nearest_annulus(arm: Arm, t, phi, q_near) -> Nearest:
     else:
         point = goal
     return Nearest(point, None, 0.0 if dist < 1e-12 else float(dist))
+
+
+def batch_closed_form(arm: Arm, u, v, q_start):
+    """2-link chains, vectorised: per row the elbow branch reaching the chain target (``u``, ``v``) (m, from
+    the shoulder) inside every limit nearest the start (the arm's chain joints, each at its turn nearest
+    ``q_start``'s, shape (N, n)), and whether one exists: (poses (N, 2), found (N,))."""
+    l1, l2 = float(arm.links_m[0]), float(arm.links_m[1])
+    c = arm.chain_joints
+    lo, hi = arm.q_min[c], arm.q_max[c]
+    ref = q_start[:, c]
+    reach, branches = two_link_batch(l1, l2, u, v)
+    best = np.full((len(u), 2), np.nan)
+    best_d = np.full(len(u), np.inf)
+    for a, e in branches:
+        j1 = turn_inside_batch(a, ref[:, 0], lo[0], hi[0])
+        if arm.parallelogram:
+            e = np.where(e > 0.0, e - TWO_PI, e)  # folded flat (pi) is -pi: one way only
+            la_lo, la_hi = arm.link_angle_rad
+            j2 = j1 + e
+            ok = (math.pi + e >= la_lo - LIMIT_TOL) & (math.pi + e <= la_hi + LIMIT_TOL)
+            ok &= (j2 >= lo[1] - LIMIT_TOL) & (j2 <= hi[1] + LIMIT_TOL)
+        else:
+            j2 = turn_inside_batch(e, ref[:, 1], lo[1], hi[1])
+            ok = np.isfinite(j2)
+        ok &= reach & np.isfinite(j1)
+        d = np.where(ok, (j1 - ref[:, 0]) ** 2 + (j2 - ref[:, 1]) ** 2, np.inf)
+        take = d < best_d
+        best[take, 0] = j1[take]
+        best[take, 1] = j2[take]
+        best_d[take] = d[take]
+    found = np.isfinite(best_d)
+    best[found] = np.clip(best[found], lo, hi)
+    return best, found

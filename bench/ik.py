@@ -191,11 +191,11 @@ class Ours:
         q0 = None
         if self.warm and q_true is not None:
             q0 = np.clip(q_true + rng.normal(0, 0.05, self.arm.n), self.arm.q_min, self.arm.q_max)
-        core, ik._core = ik._core, (None if self.pure else ik._core)
+        core, ik.kernel.core = ik.kernel.core, (None if self.pure else ik.kernel.core)
         try:
             res, us = timed(lambda: solve(self.arm, target, q0=q0, method=self.method))
         finally:
-            ik._core = core
+            ik.kernel.core = core
         return res.q, res.ok, res.iterations, us
 
 
@@ -329,7 +329,7 @@ def main(argv=None) -> int:
         f"IK benchmark, {count} targets per set; success = error < 1e-6 m inside the joint limits "
         "(sets out of reach: failure reported, inside the limits, error == true shortfall)"
     )
-    kernel = "C (armctl._ikcore)" if ik._core is not None else "pure Python (armctl._ikcore not built)"
+    kernel = "C (armctl._ikcore)" if ik.kernel.core is not None else "pure Python (armctl._ikcore not built)"
     print(f"armctl from {Path(ik.__file__).parent}; IK kernel: {kernel}")
     print("times in us per solve; batch: per target, best of 5 runs\n")
     goals = []
@@ -337,7 +337,7 @@ def main(argv=None) -> int:
         arm = load_arm(name)
         sets = target_sets(arm, count, np.random.default_rng(20261202))
         solvers = [Ours(arm), Ours(arm, warm=True), Ours(arm, "analytic"), Ours(arm, "newton"), Ours(arm, "broyden")]
-        if ik._core is not None:
+        if ik.kernel.core is not None:
             solvers.insert(2, Ours(arm, pure_python=True))
         try:
             solvers += [RtbLM(arm), RtbLM(arm, warm=True)]

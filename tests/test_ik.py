@@ -12,7 +12,7 @@ from armctl import ik
 from armctl.arm import Arm, load_arm
 from armctl.errors import BadInputError
 from armctl.ik import analytic_2link, broyden_iterate, newton_iterate, solve, solve_batch
-from armctl.kinematics import fk, jacobian
+from armctl.kinematics import fk, jacobian, plain
 
 PRESETS = {name: load_arm(name) for name in ("seed-2link", "seed-3link")}
 
@@ -21,11 +21,11 @@ PRESETS = {name: load_arm(name) for name in ("seed-2link", "seed-3link")}
 def kernel(request):
     """Every test here twice: with the C kernel (armctl._ikcore) and with the pure-Python one."""
     if request.param == "c":
-        require(ik._core is not None, "armctl._ikcore is not built")
+        require(ik.kernel.core is not None, "armctl._ikcore is not built")
         yield request.param
         return
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ik, "_core", None)
+        mp.setattr(ik.kernel, "core", None)
         yield request.param
 
 
@@ -124,9 +124,9 @@ def _nearest_by_search(arm, target, q0, margin, phis_deg=None):
     best = math.inf
     for ph in np.radians(np.arange(-180.0, 180.0, 0.5) if phis_deg is None else phis_deg):
         for branch in (0, 1):
-            q = ik._pose_at_phi(links, target, ph, branch)
+            q = ik.closest._pose_at_phi(links, target, ph, branch)
             if q is not None:
-                over, pose = ik._fit(q, list(q0), lo, hi)
+                over, pose = ik.closest._fit(q, list(q0), lo, hi)
                 if over == 0.0:
                     best = min(best, float(np.linalg.norm(np.subtract(pose, q0))))
     return best
@@ -142,7 +142,7 @@ def test_three_link_redundancy_takes_the_nearest_pose():
     for t in targets:
         res = solve(arm, t)
         assert res.ok
-        best = _nearest_by_search(arm, t, arm.home_rad, ik._SLIDE_MARGIN)
+        best = _nearest_by_search(arm, t, arm.home_rad, ik.slide._SLIDE_MARGIN)
         if math.isfinite(best):
             excess.append(math.degrees(float(np.linalg.norm(res.q - arm.home_rad)) - best))
     excess = np.array(excess)
@@ -162,14 +162,14 @@ def test_three_link_redundancy_takes_the_nearest_pose_near_full_reach():
         res = solve(arm, t)
         assert res.ok and res.error_m < 1e-9
         ang = math.degrees(math.atan2(t[1], t[0]))
-        best = _nearest_by_search(arm, t, arm.home_rad, ik._SLIDE_MARGIN, np.arange(ang - 5.0, ang + 5.0, 0.005))
+        best = _nearest_by_search(arm, t, arm.home_rad, ik.slide._SLIDE_MARGIN, np.arange(ang - 5.0, ang + 5.0, 0.005))
         assert math.isfinite(best)
         assert float(np.linalg.norm(res.q - arm.home_rad)) <= best + 1e-9, (t, res.q)
 
 
 def _slope_along_self_motion(arm, q, q0):
-    c, s = ik._arm3(list(arm.links_m), list(q))
-    motion = ik._self_motion(c, s)
+    c, s = ik.slide._arm3(list(arm.links_m), list(q))
+    motion = ik.slide._self_motion(c, s)
     return 0.0 if motion is None else float(np.dot(motion[0], np.subtract(q, q0)))  # (singular: no motion)
 
 
@@ -187,10 +187,10 @@ def test_the_slide_ends_where_the_distance_stops_falling(case, data):
     q0 = np.array([data.draw(st.floats(a, b)) for a, b in zip(arm.q_min, arm.q_max)])
     res = solve(arm, fk(arm.links_m, q_true), q0=q0)
     assert res.ok
-    margin = np.minimum(ik._SLIDE_MARGIN, 0.25 * (arm.q_max - arm.q_min))
+    margin = np.minimum(ik.slide._SLIDE_MARGIN, 0.25 * (arm.q_max - arm.q_min))
     in_margin = (res.q <= arm.q_min + margin + 1e-12) | (res.q >= arm.q_max - margin - 1e-12)
     slope = abs(_slope_along_self_motion(arm, res.q, q0))
-    assert slope < 1e-6 or in_margin.any() or slope < ik._SLIDE_SKIP, (slope, res.q)
+    assert slope < 1e-6 or in_margin.any() or slope < ik.slide._SLIDE_SKIP, (slope, res.q)
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -279,10 +279,10 @@ def test_reachability_of_a_3_link_target_is_decided_right(case, fr, ang):
     (a loop that meets the limits on an edge)."""
     arm, q0 = case
     assume(arm.n == 3)
-    P = ik._plain(arm)
+    P = plain(arm)
     r = arm.reach_min + fr * (arm.reach_max - arm.reach_min)
     goal = (r * math.cos(ang), r * math.sin(ang))
-    fast = ik._reachable3(P.links, P.lo, P.hi, goal, list(q0))
+    fast = ik.closest._reachable3(P.links, P.lo, P.hi, goal, list(q0))
     l1, l2, l3 = P.links
     ph = np.radians(np.arange(-180.0, 180.0, 0.02))
     wx, wy = goal[0] - l3 * np.cos(ph), goal[1] - l3 * np.sin(ph)
@@ -296,9 +296,9 @@ def test_reachability_of_a_3_link_target_is_decided_right(case, fr, ang):
         turned = arm.q_min + np.mod(poses - arm.q_min, 2 * np.pi)  # each angle's first turn above its minimum
         found = found or bool(np.any(np.all(turned <= arm.q_max, axis=1)))
     if fast:
-        assert found or ik._closest(P.links, P.lo, P.hi, goal[0], goal[1], list(q0))[0] <= 1e-9
+        assert found or ik.closest._closest(P.links, P.lo, P.hi, goal[0], goal[1], list(q0))[0] <= 1e-9
     elif found:
-        assert ik._closest(P.links, P.lo, P.hi, goal[0], goal[1], list(q0))[0] <= 1e-9
+        assert ik.closest._closest(P.links, P.lo, P.hi, goal[0], goal[1], list(q0))[0] <= 1e-9
 
 
 def test_newton_and_broyden_claims_on_the_2link_arm():
@@ -411,7 +411,7 @@ def test_closest_pose_at_a_tool_angle_is_inside_the_limits_and_no_grid_point_bea
         tx, ty = rng.uniform(-sum(links), sum(links), 2)
         phi = rng.uniform(-math.pi, math.pi)
         q0 = [(a + b) / 2 for a, b in zip(lo, hi)]
-        d, pose = ik._closest_at_phi(links, lo, hi, tx, ty, phi, q0)
+        d, pose = ik.closest._closest_at_phi(links, lo, hi, tx, ty, phi, q0)
         grid = _grid_closest_at_phi(links, lo, hi, tx, ty, phi)
         if pose is None:
             assert grid == math.inf
@@ -429,5 +429,7 @@ def test_a_tool_angle_the_limits_forbid_gets_the_closest_pose_inside_them(method
     assert not r.ok and "at this tool angle" in r.reason
     assert arm.within_limits(r.q)
     assert r.shortfall_m == pytest.approx(r.error_m) and r.error_m > 0.1  # 121 mm: not "0.0 mm away"
-    d, _ = ik._closest_at_phi(list(arm.links_m), list(arm.q_min), list(arm.q_max), 0.3, -0.4, math.radians(130), r.q)
+    d, _ = ik.closest._closest_at_phi(
+        list(arm.links_m), list(arm.q_min), list(arm.q_max), 0.3, -0.4, math.radians(130), r.q
+    )
     assert r.error_m == pytest.approx(d, abs=1e-9)

@@ -1,7 +1,7 @@
 """Arms on a rotating base and parallelogram linkages: geometry, reach, IK (single and batch).
 
 The planar chain of every arm is solved by the planar solver (``armctl.ik``); these tests check the
-layer around it (``armctl.ik_arm``, ``armctl.kinematics``' arm functions, ``armctl.workspace``' reach)
+layer around it (``armctl.ik.layered``, ``armctl.kinematics``' arm functions, ``armctl.workspace``' reach)
 against independent computations: forward kinematics written out with rotation matrices, finite
 differences, and dense samples of the joint space for the nearest reachable point.
 """
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from armctl import ik
 from armctl.arm import Arm, load_arm
 from armctl.errors import BadInputError
-from armctl.ik_arm import solve_batch
+from armctl.ik import solve_batch
 from armctl.kinematics import (
     arm_jacobian,
     arm_manipulability,
@@ -40,11 +40,11 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(H
 def kernel(request):
     """Every test here with the C kernel (armctl._ikcore) and with the pure-Python one."""
     if request.param == "c":
-        require(ik._core is not None, "armctl._ikcore is not built")
+        require(ik.kernel.core is not None, "armctl._ikcore is not built")
         yield request.param
         return
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ik, "_core", None)
+        mp.setattr(ik.kernel, "core", None)
         yield request.param
 
 

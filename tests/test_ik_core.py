@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from armctl import ik
 from armctl.arm import load_arm
-from armctl.kinematics import fk
+from armctl.kinematics import fk, plain
 
-CORE = ik._core
+CORE = ik.kernel.core
 
 
 def test_the_c_kernel_is_built():
@@ -36,7 +36,7 @@ def core():
 
 def pure_python(fn, *args, **kwargs):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ik, "_core", None)
+        mp.setattr(ik.kernel, "core", None)
         return fn(*args, **kwargs)
 
 
@@ -108,12 +108,12 @@ def test_c_takes_every_case(core, c):
     """No finite input leaves the C kernel for the Python path: it returns an answer (ok, out of reach,
     or blocked by the limits) whatever the arm, target and start pose."""
     arm, target, q0 = c
-    P = ik._plain(arm)
+    P = plain(arm)
     assert core.solve(P.links, P.lo, P.hi, target, q0, ik.DEFAULT_TOL_M, ik.DEFAULT_MAX_ITER) is not None
 
 
 def _arm_args(arm):
-    P = ik._plain(arm)
+    P = plain(arm)
     return P.links, P.lo, P.hi
 
 
@@ -134,7 +134,7 @@ def test_batch_rows_are_the_single_solves(core, name):
 
 def test_odd_input_falls_back_to_the_checks(core):
     arm = load_arm("seed-3link")
-    P = ik._plain(arm)
+    P = plain(arm)
     for target, q0 in [((math.nan, 0.1), P.home), ((0.3, 0.2), [0.0, math.inf, 0.0]), ((0.3,), P.home), ("ab", P.home)]:
         assert core.solve(P.links, P.lo, P.hi, target, q0, 1e-9, 100) is None
     assert core.solve(P.links, P.lo, P.hi, (0.3, 0.2), P.home, 1e-9, 10**30) is None  # max_iter beyond a C long
@@ -144,7 +144,7 @@ def test_arrays_and_lists_give_the_same_answer(core):
     """Float64 arrays are read from their buffer; any other array (strided, float32, big-endian, ints)
     as a sequence: every form gives the answer its values give as a list."""
     arm = load_arm("seed-3link")
-    P = ik._plain(arm)
+    P = plain(arm)
     q0 = [0.3, -1.2, 0.4]
     for target in (np.array([0.5, 0.3]), np.array([[0.5, 9.0], [0.3, 9.0]])[:, 0], np.array([0.5, 0.25], "f4")):
         for start in (np.array(q0), np.array(q0, ">f8"), np.array([[v, 9.0] for v in q0])[:, 0], np.array([0, -1, 0])):
@@ -163,7 +163,7 @@ def test_the_kernel_is_the_python_kernel_step_for_step(core):
             q0 = [float(rng.uniform(a, b)) for a, b in zip(lo, hi)]
             tx, ty = rng.uniform(-1.2, 1.2, 2) * sum(links)
             lam = 0.01 * (links[0] + links[1])
-            c = ik._dls_fast(links, tx, ty, q0, lo, hi, 1e-9, 100, lam)
-            p = ik._dls_py(links, tx, ty, q0, lo, hi, 1e-9, 100, lam)
+            c = ik.kernel._dls_fast(links, tx, ty, q0, lo, hi, 1e-9, 100, lam)
+            p = ik.kernel._dls_py(links, tx, ty, q0, lo, hi, 1e-9, 100, lam)
             assert (c.iterations, c.fk_evals, c.jac_evals) == (p.iterations, p.fk_evals, p.jac_evals)
             assert np.allclose(c.q, p.q, rtol=0, atol=1e-12) and c.err == pytest.approx(p.err, abs=1e-15)

@@ -95,7 +95,7 @@ def test_maps_agree_with_the_exact_reach():
         assert side.cells[r, c] == (shortfall(arm, (u, 0.0, z)) <= 1e-9), (u, z)
     # top view: a cell is reachable iff the closed form reaches its centre at some height (1 mm steps), with
     # the base inside its range pointing at it or half a turn from it
-    from armctl.ik_arm import batch_closed_form
+    from armctl.ik import batch_closed_form
 
     heights = np.arange(-0.12, 0.2, 0.001)
     h, w = top.cells.shape

@@ -134,7 +134,7 @@ def _extent(arm: Arm) -> float:
 
 def _plane_reachable(arm: Arm, p, phi_step_rad: float) -> np.ndarray:
     """Points (K, 2) of a layered arm's plane (from the base axis and z = 0) some pose reaches."""
-    from ..ik_arm import batch_closed_form
+    from ..ik import batch_closed_form
 
     u = p[:, 0] - arm.base_offset_m
     v = p[:, 1] - arm.shoulder_height_m

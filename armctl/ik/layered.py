@@ -12,7 +12,7 @@ layer turns a whole arm's problem into planar ones and back:
   angle included, is checked in ``kinematics.limit_excess``; where the planar pose breaks a coupled limit,
   the closed-form pose that keeps them starts the solver again.
 
-Methods are the planar ones: ``analytic`` (closed form: ``ik.analytic_2link`` on 2-link chains, the
+Methods are the planar ones: ``analytic`` (closed form: ``kinematics.two_link`` on 2-link chains, the
 planar solver's on 3-link ones) and ``dls``, ``newton``, ``broyden`` (``ik.solve`` on the plane). No
 result is ``ok`` outside any limit. A target no pose reaches gets the nearest pose (2-link chains: the
 exact nearest reachable point inside every limit, ``workspace.nearest_reachable``) and ``shortfall_m``,
@@ -26,72 +26,23 @@ import math
 
 import numpy as np
 
-from . import ik
-from .arm import Arm
-from .errors import BadInputError
-from .ik import DEFAULT_MAX_ITER, DEFAULT_TOL_M, BatchIKResult, IKResult
-from .kinematics import joint_angles, limit_excess, tool_pitch, tool_point
-from .workspace import (
-    _turn_batch,
-    base_planes,
-    closed_form_2link,
-    nearest_reachable,
-    nearest_reachable_batch,
+from ..arm import Arm
+from ..errors import BadInputError
+from ..kinematics import (
+    LIMIT_TOL,
+    chain_angles,
+    fk,
+    joint_angles,
+    limit_excess,
     nearest_turn,
     plain,
+    tool_pitch,
+    tool_point,
 )
-
-TWO_PI = 2.0 * math.pi
-LIMIT_TOL = 1e-9
-
-
-# --------------------------------------------------------------------------------------------------- inputs
-
-
-def _numbers(value, count: int, what: str) -> list[float]:
-    try:
-        vals = [float(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
-    except (TypeError, ValueError):
-        raise BadInputError(f"{what} must be {count} numbers, got {value!r}") from None
-    return vals
-
-
-def check_target(arm: Arm, target) -> list[float]:
-    """``target`` as plain floats: (x, y, z) for a base arm, (x, y) otherwise; BadInputError naming what is
-    wrong (the count for the arm, a non-finite value)."""
-    names = "(x, y, z)" if arm.has_base else "(x, y)"
-    t = _numbers(target, arm.dim, f"target {names} in metres")
-    if len(t) != arm.dim:
-        why = (
-            "it stands on a rotating base: give x, y and z"
-            if arm.has_base
-            else "it works in a vertical plane: give x and y"
-        )
-        raise BadInputError(f"arm '{arm.name}' takes targets {names}, got {len(t)} numbers; {why}")
-    if not all(math.isfinite(v) for v in t):
-        raise BadInputError(f"target {tuple(t)} is not finite")
-    return t
-
-
-def _check(arm: Arm, target, phi, q0):
-    t = check_target(arm, target)
-    if phi is not None:
-        if arm.n_links != 3:
-            raise BadInputError(f"a tool angle (phi) needs a 3-link chain; '{arm.name}' has {arm.n_links} links")
-        phi = float(phi)
-        if not math.isfinite(phi):
-            raise BadInputError(f"tool angle phi {phi} is not finite")
-    if q0 is None:
-        q = np.array(arm.home_rad, dtype=float)
-    else:
-        vals = _numbers(q0, arm.n, "start pose")
-        if len(vals) != arm.n:
-            raise BadInputError(f"start pose needs {arm.n} joint angles for arm '{arm.name}', got {len(vals)}")
-        if not all(math.isfinite(v) for v in vals):
-            raise BadInputError("start pose has a non-finite joint angle")
-        q = np.clip(np.array(vals), arm.q_min, arm.q_max)
-    return t, phi, q
-
+from ..workspace import base_planes, closed_form_2link, nearest_reachable
+from . import planar
+from .inputs import _check
+from .result import DEFAULT_MAX_ITER, DEFAULT_TOL_M, METHODS, IKResult
 
 # --------------------------------------------------------------------------------------------------- planes
 
@@ -143,22 +94,12 @@ def closed_form(arm: Arm, base, uv, q0) -> np.ndarray | None:
     return np.array(q if base is None else (base, *q))
 
 
-def _turns(angle: float, lo: float, hi: float) -> list[float]:
-    k = math.ceil((lo - LIMIT_TOL - angle) / TWO_PI)
-    out = []
-    while angle + TWO_PI * k <= hi + LIMIT_TOL:
-        out.append(angle + TWO_PI * k)
-        k += 1
-    return out
-
-
 # --------------------------------------------------------------------------------------------------- solve
 
 
 def solve(
     arm: Arm,
     target,
-    *,
     phi: float | None = None,
     q0=None,
     method: str = "dls",
@@ -169,14 +110,12 @@ def solve(
     (x, y) on a planar parallelogram arm); the same contract as ``ik.solve``: ``phi`` (rad, 3-link chains)
     the tool's pitch, ``q0`` the current pose (default home), ok only on the target inside every limit,
     else the nearest pose found and ``shortfall_m``."""
-    if not arm.layered:
-        return ik.solve(arm, target, phi=phi, q0=q0, method=method, tol=tol, max_iter=max_iter)
     if phi is None and (method == "dls" or method == "analytic"):
         fast = _fast(arm, target, q0, method, tol, max_iter)
         if fast is not None:
             return fast
-    if method not in ik.METHODS:
-        raise BadInputError(f"unknown IK method {method!r}; choose one of: {', '.join(ik.METHODS)}")
+    if method not in METHODS:
+        raise BadInputError(f"unknown IK method {method!r}; choose one of: {', '.join(METHODS)}")
     t, phi, q0 = _check(arm, target, phi, q0)
     tv = np.array(t)
     stats = _Stats()
@@ -255,7 +194,7 @@ def _fast(arm: Arm, target, q0, method, tol, max_iter) -> IKResult | None:
                 return None  # rounding near a singular pose: the general path polishes it
             return IKResult(np.array((b, j1, j2) if P.has_base else j), True, err, 0, 1, 0, method, None, 0.0, 0.0, 0)
         start = q[c:] if not flip else _mirrored(q[c:])
-        res = ik.solve(arm.chain, (uc, v), q0=start, method=method, tol=tol, max_iter=max_iter)
+        res = planar.solve(arm.chain, (uc, v), q0=start, method=method, tol=tol, max_iter=max_iter)
         if res.ok:
             qv = np.concatenate(([b], res.q)) if P.has_base else res.q
             return IKResult(
@@ -309,7 +248,7 @@ def _in_plane(arm: Arm, base, uv, ph, q0, method, tol, max_iter, stats: _Stats, 
         # The asked-for iteration (a rounding polish for the closed form), from the closed-form pose that
         # keeps the coupled limits: the planar solver knows only their bounding box.
         polish = "dls" if method == "analytic" else method
-        res = ik.solve(chain, uv, q0=_chain_start(arm, q), method=polish, tol=tol, max_iter=max_iter)
+        res = planar.solve(chain, uv, q0=_chain_start(arm, q), method=polish, tol=tol, max_iter=max_iter)
         stats.add(res)
         cand = _full(arm, base, res.q)
         if res.ok and _inside(arm, cand):
@@ -318,7 +257,7 @@ def _in_plane(arm: Arm, base, uv, ph, q0, method, tol, max_iter, stats: _Stats, 
     start = _chain_start(arm, q0)
     if back:  # reaching back over the axis: start from the current pose mirrored
         start = np.clip(_mirrored(start.tolist()), chain.q_min, chain.q_max)
-    res = ik.solve(chain, uv, phi=ph, q0=start, method=method, tol=tol, max_iter=max_iter)
+    res = planar.solve(chain, uv, phi=ph, q0=start, method=method, tol=tol, max_iter=max_iter)
     stats.add(res)
     cand = _full(arm, base, res.q)
     if res.ok and _inside(arm, cand):
@@ -329,8 +268,6 @@ def _in_plane(arm: Arm, base, uv, ph, q0, method, tol, max_iter, stats: _Stats, 
 
 def _plane_error(arm: Arm, q, uv) -> float:
     """Distance (m) from the chain's tool point at pose ``q`` to ``uv`` in its plane."""
-    from .kinematics import chain_angles, fk
-
     return float(np.hypot(*(fk(arm.links_m, chain_angles(arm, q)) - uv)))
 
 
@@ -413,11 +350,9 @@ def _three_link_nearest(arm, tv, phi, q0, near, tried):
     planar solver already stretched towards it where the target was in a plane the base reaches)."""
     chain = arm.chain
     if arm.has_base:
-        from .workspace import base_planes as _bp
-
         b = None
         p = near.point_m
-        for cand_b, u, d in _bp(arm, p, q0):
+        for cand_b, u, d in base_planes(arm, p, q0):
             if d <= 1e-9:
                 b = cand_b
                 uv = (u - arm.base_offset_m, p[2] - arm.shoulder_height_m)
@@ -427,188 +362,8 @@ def _three_link_nearest(arm, tv, phi, q0, near, tried):
             b, uv, ph = float(q0[0]), (0.0, 0.0), phi
     else:
         b, uv, ph = None, (float(near.point_m[0]), float(near.point_m[1])), phi
-    res = ik.solve(chain, uv, phi=ph, q0=_chain_start(arm, q0), method="dls")
+    res = planar.solve(chain, uv, phi=ph, q0=_chain_start(arm, q0), method="dls")
     cand = _full(arm, b, res.q)
     options = [cand] + [c for _, c in tried]
     options = [c for c in options if _inside(arm, c)] or options
     return min(options, key=lambda c: float(np.linalg.norm(tool_point(arm, c) - tv)))
-
-
-# --------------------------------------------------------------------------------------------------- batch
-
-
-def solve_batch(
-    arm: Arm,
-    targets,
-    *,
-    phi=None,
-    q0=None,
-    method: str = "dls",
-    tol: float = DEFAULT_TOL_M,
-    max_iter: int = DEFAULT_MAX_ITER,
-) -> BatchIKResult:
-    """Many targets at once: ``targets`` (N, 3) m on a base arm ((N, 2) on a planar parallelogram arm),
-    ``phi`` None or (N,) rad (3-link chains), ``q0`` (n,) or (N, n) rad. 2-link chains: the closed form
-    on all rows at once (both elbow branches, the base towards the target and turned half a turn, every
-    limit checked; per row the same pose as ``solve`` within the tolerance); 3-link chains:
-    ``ik.solve_batch`` in each row's plane. Rows left over (the base turned, or nothing reaches) go
-    through ``solve``, so every row keeps its guarantees."""
-    if not arm.layered:
-        return ik.solve_batch(arm, targets, phi=phi, q0=q0, method=method, tol=tol, max_iter=max_iter)
-    if method != "dls":
-        raise BadInputError(f"batch IK supports method 'dls' only, got {method!r}")
-    t = np.asarray(targets, dtype=float)
-    if t.ndim != 2 or t.shape[1] != arm.dim:
-        names = "(N, 3): x, y, z" if arm.has_base else "(N, 2): x, y"
-        raise BadInputError(f"targets for arm '{arm.name}' must have shape {names}; got {t.shape}")
-    if not np.all(np.isfinite(t)):
-        bad = int(np.flatnonzero(~np.all(np.isfinite(t), axis=1))[0])
-        raise BadInputError(f"target {bad + 1} is not finite: {t[bad].tolist()}")
-    m, n = len(t), arm.n
-    q_start = np.array(np.broadcast_to(arm.home_rad if q0 is None else np.asarray(q0, dtype=float), (m, n)))
-    if not np.all(np.isfinite(q_start)):
-        raise BadInputError("start poses must be finite")
-    q_start = np.clip(q_start, arm.q_min, arm.q_max)
-    ph = None
-    if phi is not None:
-        if arm.n_links != 3:
-            raise BadInputError(f"a tool angle (phi) needs a 3-link chain; '{arm.name}' has {arm.n_links} links")
-        ph = np.array(np.broadcast_to(np.asarray(phi, dtype=float), (m,)))
-        if not np.all(np.isfinite(ph)):
-            raise BadInputError("phi values must be finite")
-    q = np.array(q_start)
-    done = np.zeros(m, dtype=bool)
-    iters = np.zeros(m, dtype=int)
-    base, u, v, axis = _batch_plane(arm, t, q_start)
-    if arm.n_links == 2:
-        qc, found = batch_closed_form(arm, u, v, q_start)
-        if base is not None:
-            found &= np.isfinite(base)
-        rows = np.flatnonzero(found)
-        q[rows] = qc[rows] if not arm.has_base else np.concatenate([base[rows, None], qc[rows]], axis=1)
-        done[rows] = True
-    else:
-        chain = arm.chain
-        c0 = np.array(q_start[:, 1:]) if arm.has_base else np.array(q_start)
-        planes = [(base, u, ph, c0)]
-        if arm.has_base:  # then the base half a turn round, the chain reaching back over the axis
-            rho = np.hypot(t[:, 0], t[:, 1])
-            back = _turn_batch(np.arctan2(t[:, 1], t[:, 0]) + math.pi, q_start[:, 0], arm.q_min[0], arm.q_max[0])
-            back[rho <= 1e-12] = np.nan
-            mirrored = np.concatenate([math.pi - c0[:, :1], -c0[:, 1:]], axis=1)
-            planes.append((back, -rho - arm.base_offset_m, None if ph is None else math.pi - ph, mirrored))
-        for b, uu, pp, start in planes:
-            fine = ~done if b is None else ~done & np.isfinite(b)
-            rows = np.flatnonzero(fine)
-            if rows.size == 0:
-                continue
-            res = ik.solve_batch(
-                chain,
-                np.stack([uu[rows], v[rows]], axis=1),
-                phi=None if pp is None else pp[rows],
-                q0=start[rows],
-                tol=tol,
-                max_iter=max_iter,
-            )
-            good = rows[res.ok]
-            q[good] = res.q[res.ok] if b is None else np.concatenate([b[good, None], res.q[res.ok]], axis=1)
-            iters[rows] += res.iterations
-            done[good] = True
-    del axis
-    error = np.zeros(m)
-    short = np.zeros(m)
-    ok = done.copy()
-    reasons: list = [None] * m
-    if arm.n_links == 2 and not np.all(done):
-        # the rest at once: the base half a turn round, else the nearest point inside every limit
-        rest = np.flatnonzero(~done)
-        nq, _, dist = nearest_reachable_batch(arm, t[rest], q_start[rest])
-        q[rest] = nq
-        reached = dist <= tol
-        ok[rest] = reached
-        done[rest] = True
-        for j in np.flatnonzero(~reached):
-            i = rest[j]
-            short[i] = dist[j]
-            reasons[i] = _miss_reason(arm, t[i], None, q_start[i], float(dist[j]))
-    for i in np.flatnonzero(~done):
-        r = solve(arm, t[i], phi=None if ph is None else ph[i], q0=q_start[i], tol=tol, max_iter=max_iter)
-        q[i], ok[i], short[i], reasons[i] = r.q, r.ok, r.shortfall_m, r.reason
-        iters[i] += r.iterations
-    error = np.linalg.norm(tool_point(arm, q) - t, axis=-1)
-    # a closed-form row off its target by more than the tolerance (rounding near full reach) is not ok
-    far = ok & (error > max(tol, 1e-9))
-    for i in np.flatnonzero(far):
-        r = solve(arm, t[i], phi=None if ph is None else ph[i], q0=q_start[i], tol=tol, max_iter=max_iter)
-        q[i], ok[i], short[i], reasons[i] = r.q, r.ok, r.shortfall_m, r.reason
-        error[i] = r.error_m
-    return BatchIKResult(q=q, ok=ok, error_m=error, iterations=iters, shortfall_m=short, method=method, reasons=reasons)
-
-
-def _batch_plane(arm: Arm, t, q_start):
-    """Per row: base angle (the turn nearest the start inside the limits; NaN if the base cannot point at
-    the target) and the chain's target (u, v) in that plane; rows on the base axis keep the start's base."""
-    if not arm.has_base:
-        return None, t[:, 0], t[:, 1], None
-    rho = np.hypot(t[:, 0], t[:, 1])
-    axis = rho <= 1e-12
-    az = np.where(axis, q_start[:, 0], np.arctan2(t[:, 1], t[:, 0]))
-    ref = q_start[:, 0]
-    b = az + TWO_PI * np.round((ref - az) / TWO_PI)
-    lo, hi = arm.q_min[0], arm.q_max[0]
-    for k in (-1.0, 1.0):  # the nearest turn may lie outside while another is inside
-        alt = b + k * TWO_PI
-        swap = ((b < lo - LIMIT_TOL) | (b > hi + LIMIT_TOL)) & (alt >= lo - LIMIT_TOL) & (alt <= hi + LIMIT_TOL)
-        b = np.where(swap, alt, b)
-    b = np.where((b < lo - LIMIT_TOL) | (b > hi + LIMIT_TOL), np.nan, np.clip(b, lo, hi))
-    u = np.where(axis, 0.0, rho) - arm.base_offset_m
-    v = t[:, 2] - arm.shoulder_height_m
-    return b, u, v, axis
-
-
-def batch_closed_form(arm: Arm, u, v, q_start):
-    """2-link chains, vectorised: per row the elbow branch reaching the chain target (``u``, ``v``) (m, from
-    the shoulder) inside every limit nearest the start (the arm's chain joints, each at its turn nearest
-    ``q_start``'s, shape (N, n)), and whether one exists: (poses (N, 2), found (N,))."""
-    l1, l2 = float(arm.links_m[0]), float(arm.links_m[1])
-    c = arm.chain_joints
-    lo, hi = arm.q_min[c], arm.q_max[c]
-    ref = q_start[:, c]
-    r2 = u * u + v * v
-    c2 = (r2 - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
-    reach = np.abs(c2) <= 1.0 + 1e-12
-    c2 = np.clip(c2, -1.0, 1.0)
-    s2 = np.sqrt(1.0 - c2 * c2)
-    s2[1.0 - np.abs(c2) < 1e-12] = 0.0
-    ang = np.arctan2(v, u)
-    best = np.full((len(u), 2), np.nan)
-    best_d = np.full(len(u), np.inf)
-    for s in (-s2, s2):
-        e = np.arctan2(s, c2)
-        j1 = _turn_in(ang - np.arctan2(l2 * s, l1 + l2 * c2), ref[:, 0], lo[0], hi[0])
-        if arm.parallelogram:
-            e = np.where(e > 0.0, e - TWO_PI, e)  # folded flat (pi) is -pi: one way only
-            la_lo, la_hi = arm.link_angle_rad
-            j2 = j1 + e
-            ok = (math.pi + e >= la_lo - LIMIT_TOL) & (math.pi + e <= la_hi + LIMIT_TOL)
-            ok &= (j2 >= lo[1] - LIMIT_TOL) & (j2 <= hi[1] + LIMIT_TOL)
-        else:
-            j2 = _turn_in(e, ref[:, 1], lo[1], hi[1])
-            ok = np.isfinite(j2)
-        ok &= reach & np.isfinite(j1)
-        d = np.where(ok, (j1 - ref[:, 0]) ** 2 + (j2 - ref[:, 1]) ** 2, np.inf)
-        take = d < best_d
-        best[take, 0] = j1[take]
-        best[take, 1] = j2[take]
-        best_d[take] = d[take]
-    found = np.isfinite(best_d)
-    best[found] = np.clip(best[found], lo, hi)
-    return best, found
-
-
-def _turn_in(angle, ref, lo: float, hi: float):
-    """Per row the turn of ``angle`` inside [lo, hi] (nearest ``ref`` if several fit), NaN if none does."""
-    if hi - lo < TWO_PI:  # one turn at most fits: the first one at or above lo
-        j = angle + TWO_PI * np.ceil((lo - LIMIT_TOL - angle) / TWO_PI)
-        return np.where(j <= hi + LIMIT_TOL, j, np.nan)
-    return _turn_batch(angle, ref, lo, hi)

@@ -1,0 +1,107 @@
+"""Inverse kinematics: joint angles (rad) that put the tool point on a target (m).
+
+Methods, all returning an ``IKResult``:
+
+- ``dls`` (default): damped least squares with adaptive (Levenberg-Marquardt)
+  damping, steps clipped to the joint limits, warm-started from ``q0``; if that
+  stalls it restarts from the closed-form solutions nearest ``q0``. A redundant
+  3-link arm without ``phi`` then slides along its self-motion to the pose
+  nearest ``q0`` (keeping 5 degrees from the limits where it can).
+- ``analytic``: closed form. 2 links: elbow up/down, the branch inside the
+  limits nearest ``q0``. 3 links with ``phi``: the wrist point solved as a
+  2-link arm. 3 links without ``phi``: the tool angle nearest ``q0`` for which
+  a pose inside the limits exists.
+- ``newton``: Newton-Raphson (minimum-norm step for 3 links), full Jacobian each
+  iteration.
+- ``broyden``: Broyden's quasi-Newton, one Jacobian at the start then rank-1
+  updates from the residual change.
+
+Out-of-reach targets are never "ok": the solver moves to the closest point
+of the reach annulus (the arm stretched towards the target) and reports the
+shortfall in metres. A target no pose inside the joint limits reaches (behind
+the shoulder, say), without ``phi``: ``dls`` and ``analytic`` take the pose
+inside the limits closest to it (``_closest``, exact) and the shortfall is its
+distance. No method reports ok for a pose outside the joint limits.
+
+``dls`` without ``phi`` runs whole in a small C kernel (``armctl._ikcore``,
+built by ``pip install``): the iterations, the start-pose search, the slide and
+the closest pose. Without a C compiler the same algorithm in pure Python (2x2
+and 2x3 algebra written out in plain floats, ``_dls_py``) gives the same
+results (to rounding), several times slower. ``solve_batch`` solves many
+targets at once: the C kernel row by row, or vectorised numpy with ``phi``.
+"""
+
+from __future__ import annotations
+
+from ..arm import Arm
+from ..kinematics import analytic_2link
+from ..workspace import batch_closed_form
+from . import batch as _batch
+from . import kernel
+from . import layered as _layered
+from . import layered_batch as _layered_batch
+from . import planar as _planar
+from .inputs import check_target
+from .kernel import broyden_iterate, dls_iterate, newton_iterate
+from .layered import closed_form
+from .result import DEFAULT_MAX_ITER, DEFAULT_TOL_M, METHODS, BatchIKResult, IKResult
+
+
+def solve(
+    arm: Arm,
+    target,
+    *,
+    phi: float | None = None,
+    q0=None,
+    method: str = "dls",
+    tol: float = DEFAULT_TOL_M,
+    max_iter: int = DEFAULT_MAX_ITER,
+) -> IKResult:
+    """Joint angles (rad) that put the tool point on ``target`` ((x, y) m; (x, y, z) on a base arm).
+
+    ``phi`` (rad, 3-link chains only) also fixes the tool angle (on a base arm its pitch). ``q0`` (rad) is
+    the current pose (default: home); solutions near it are preferred. ``tol`` is the position tolerance
+    in metres. Bad input raises BadInputError; an unreachable target is not an exception but a result
+    with ok False, ``shortfall_m`` > 0 and the arm stretched to the closest reachable point. A planar
+    serial arm goes to ``ik.planar``; an arm with a base or a parallelogram to ``ik.layered``, which
+    solves its planar chain with ``ik.planar``.
+    """
+    # (positional: this dispatch costs the planar C path as little as it can)
+    return (_layered.solve if arm.layered else _planar.solve)(arm, target, phi, q0, method, tol, max_iter)
+
+
+def solve_batch(
+    arm: Arm,
+    targets,
+    *,
+    phi=None,
+    q0=None,
+    method: str = "dls",
+    tol: float = DEFAULT_TOL_M,
+    max_iter: int = DEFAULT_MAX_ITER,
+) -> BatchIKResult:
+    """Solve many targets at once: ``targets`` (N, dim) m, ``phi`` None or (N,) rad, ``q0`` (n,) or (N, n)
+    rad. A planar serial arm: ``ik.batch`` (every row as ``solve`` gives it without ``phi``); an arm with
+    a base or a parallelogram: ``ik.layered_batch``."""
+    if arm.layered:
+        return _layered_batch.solve_batch(arm, targets, phi=phi, q0=q0, method=method, tol=tol, max_iter=max_iter)
+    return _batch.solve_batch(arm, targets, phi=phi, q0=q0, method=method, tol=tol, max_iter=max_iter)
+
+
+__all__ = [
+    "DEFAULT_MAX_ITER",
+    "DEFAULT_TOL_M",
+    "METHODS",
+    "BatchIKResult",
+    "IKResult",
+    "analytic_2link",
+    "batch_closed_form",
+    "broyden_iterate",
+    "check_target",
+    "closed_form",
+    "dls_iterate",
+    "kernel",
+    "newton_iterate",
+    "solve",
+    "solve_batch",
+]

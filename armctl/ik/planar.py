@@ -1,0 +1,257 @@
+"""``solve`` for a planar serial arm (2 or 3 links)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..arm import Arm
+from ..errors import BadInputError
+from ..kinematics import PlainArm, nearest_turn, plain
+from . import kernel
+from .closest import _candidates, _closest, _closest_at_phi, _reachable3
+from .kernel import _clip, _dls_fast, _fk, _inside, broyden_iterate, newton_iterate
+from .result import _BLOCKED, DEFAULT_MAX_ITER, DEFAULT_TOL_M, METHODS, IKResult, _unreachable
+from .slide import _slide
+
+# ----------------------------------------------------------------------------
+# Public API
+
+
+def _check_inputs(arm: Arm, P: PlainArm, target, phi, q0):
+    try:
+        tx, ty = target
+        tx, ty = float(tx), float(ty)
+    except (TypeError, ValueError):
+        raise BadInputError(f"target must be two numbers (x, y) in metres, got {target!r}") from None
+    if not (math.isfinite(tx) and math.isfinite(ty)):
+        raise BadInputError(f"target ({tx}, {ty}) is not finite")
+    if phi is not None:
+        if arm.n != 3:
+            raise BadInputError(f"a tool angle (phi) needs a 3-link arm; '{arm.name}' has {arm.n} links")
+        phi = float(phi)
+        if not math.isfinite(phi):
+            raise BadInputError(f"tool angle phi {phi} is not finite")
+    if q0 is None:
+        q0l = P.home
+    else:
+        try:
+            # (an array's own list first: iterating numpy scalars is slow)
+            q0l = [float(v) for v in (q0.tolist() if isinstance(q0, np.ndarray) else q0)]
+        except (TypeError, ValueError):
+            raise BadInputError(f"start pose must be {arm.n} joint angles, got {q0!r}") from None
+        if len(q0l) != arm.n:
+            raise BadInputError(f"start pose needs {arm.n} joint angles for arm '{arm.name}', got {len(q0l)}")
+        if not math.isfinite(sum(q0l)) and not all(math.isfinite(v) for v in q0l):
+            raise BadInputError("start pose has a non-finite joint angle")
+        q0l = _clip(q0l, P.lo, P.hi)
+    return tx, ty, phi, q0l
+
+
+def _kernel(method, links, goal, q0, lo, hi, tol, max_iter):
+    if method == "dls":
+        return _dls_fast(links, goal[0], goal[1], q0, lo, hi, tol, max_iter, 0.01 * (links[0] + links[1]))
+    kernel = newton_iterate if method == "newton" else broyden_iterate
+    return kernel(links, goal, q0, q_min=lo, q_max=hi, tol=tol, max_iter=max_iter)
+
+
+def _iterate(method, P: PlainArm, goal, phi, q0, tol, max_iter):
+    if phi is None:
+        return _kernel(method, P.links, goal, q0, P.lo, P.hi, tol, max_iter)
+    # Tool angle given: solve the first two links for the wrist point, then
+    # the wrist joint is what is left of phi.
+    l3 = P.links[2]
+    wrist = (goal[0] - l3 * math.cos(phi), goal[1] - l3 * math.sin(phi))
+    run = _kernel(method, P.links[:2], wrist, q0[:2], P.lo[:2], P.hi[:2], tol, max_iter)
+    q3 = phi - run.q[0] - run.q[1]
+    q3c = nearest_turn(q3, q0[2], P.lo[2], P.hi[2])
+    run.q = [run.q[0], run.q[1], q3 if q3c is None else q3c]
+    return run
+
+
+def _reaches(P: PlainArm, q, goal, phi, tol) -> bool:
+    """q puts the tool on goal (and at phi) within tol, inside the limits."""
+    x, y = _fk(P.links, q)
+    if math.hypot(goal[0] - x, goal[1] - y) > tol:
+        return False
+    if phi is not None and abs(math.remainder(sum(q) - phi, 2.0 * math.pi)) * P.links[2] > tol:
+        return False
+    return _inside(q, P.lo, P.hi)
+
+
+def _project(P: PlainArm, tx, ty, phi):
+    """Shortfall (m) outside the reach annulus and the closest point of it."""
+    links = P.links
+    ox = oy = 0.0
+    if phi is None:
+        r_max = sum(links)
+        r_min = max(0.0, 2.0 * max(links) - r_max)
+    else:
+        ox, oy = links[2] * math.cos(phi), links[2] * math.sin(phi)
+        r_max = links[0] + links[1]
+        r_min = abs(links[0] - links[1])
+    wx, wy = tx - ox, ty - oy
+    r = math.hypot(wx, wy)
+    # A target on the rim within rounding (fk of a straight pose) is reachable.
+    if r > r_max:
+        short = r - r_max
+        return (0.0 if short < 1e-12 else short), (ox + wx * r_max / r, oy + wy * r_max / r)
+    if r < r_min:
+        if r == 0.0:
+            return (0.0 if r_min < 1e-12 else r_min), (ox + r_min, oy)
+        short = r_min - r
+        return (0.0 if short < 1e-12 else short), (ox + wx * r_min / r, oy + wy * r_min / r)
+    return 0.0, (tx, ty)
+
+
+def solve(
+    arm: Arm,
+    target,
+    phi: float | None = None,
+    q0=None,
+    method: str = "dls",
+    tol: float = DEFAULT_TOL_M,
+    max_iter: int = DEFAULT_MAX_ITER,
+) -> IKResult:
+    """Joint angles (rad) that put the tool point on ``target`` (x, y in m).
+
+    ``phi`` (rad, 3 links only) also fixes the tool angle. ``q0`` (rad) is the
+    current pose (default: home); solutions near it are preferred. ``tol`` is
+    the position tolerance in metres. Bad input raises BadInputError; an
+    unreachable target is not an exception but a result with ok False,
+    ``shortfall_m`` > 0 and the arm stretched to the closest reachable point.
+    (An arm with a base or a parallelogram goes to ``armctl.ik.layered`` (targets
+    (x, y, z) on a base), which solves its planar chain with this function.)
+    """
+    P = plain(arm)
+    if method == "dls" and phi is None and kernel.core is not None:
+        # The path below, in C, step for step; None (bad numbers): the path below says what is wrong.
+        fast = kernel.core.solve(P.links, P.lo, P.hi, target, P.home if q0 is None else q0, tol, max_iter)
+        if fast is not None:
+            q, err, iterations, fk_evals, jac_evals, max_step, restarts, short, blocked = fast
+            reason = _BLOCKED if blocked else None if short == 0.0 else _unreachable(arm, short, phi)
+            return IKResult(
+                np.array(q), not reason, err, iterations, fk_evals, jac_evals, "dls", reason, short, max_step, restarts
+            )
+    if method not in METHODS:
+        raise BadInputError(f"unknown IK method {method!r}; choose one of: {', '.join(METHODS)}")
+    tx, ty, phi, q0 = _check_inputs(arm, P, target, phi, q0)
+    short, goal = _project(P, tx, ty, phi)
+
+    iterations = fk_evals = jac_evals = restarts = 0
+    max_step = 0.0
+    q = None
+    hit = False
+    if method == "analytic":
+        cands = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=1)[0]
+        q = cands[0] if cands else None
+    else:
+        # DLS starts from the closed-form pose nearest q0 when there is one
+        # without a search: 2 links (it is the branch the user expects), a
+        # given tool angle, and out of reach (the stretched pose is exact,
+        # while iterating towards a singular pose converges only linearly).
+        # A redundant 3-link arm starts from q0 itself: minimum-norm steps.
+        tried_candidates = method == "dls" and (short > 0.0 or len(P.links) == 2 or phi is not None)
+        if tried_candidates:
+            found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=1)
+            # (without a tool angle no other start reaches the goal: the closest pose below is the answer)
+            starts = found[:1] if phi is None else (found[:1] or misses[:3] or [q0])
+        else:
+            starts = [q0]
+        runs = 0
+        while starts:
+            start = starts.pop(0)
+            restarts += runs > 0
+            runs += 1
+            run = _iterate(method, P, goal, phi, start, tol, max_iter)
+            iterations += run.iterations
+            fk_evals += run.fk_evals
+            jac_evals += run.jac_evals
+            max_step = max(max_step, run.max_step)
+            # (DLS on the tool point: its run error is the distance to goal, and its pose is clamped)
+            if method == "dls" and phi is None:
+                hit = run.err <= tol and _inside(run.q, P.lo, P.hi)
+            else:
+                hit = _reaches(P, run.q, goal, phi, tol)
+            if q is None or hit:
+                q = run.q
+            if hit:
+                break
+            if not starts and method == "dls" and not tried_candidates:
+                # Stalled on a joint limit or in a local minimum: restart from
+                # the closed-form poses nearest the start, inside the limits.
+                tried_candidates = True
+                found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=2, coarse=True, coarse_only=True)
+                if phi is None and not found and not _reachable3(P.links, P.lo, P.hi, goal, q0):
+                    # no pose inside the limits reaches the goal: the closest pose below is the answer,
+                    # without the whole search that would find nothing
+                    break
+                if len(found) < 2:
+                    found, misses = _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=2, coarse=True)
+                starts = found[:2] or misses[:3]
+    closest = None
+    if not hit and phi is None and (method == "dls" or q is None):
+        # No start reached the goal: the pose inside the limits closest to the target (exact). It reaches
+        # the goal when the searches missed a pose with a joint at a limit.
+        closest, q = _closest(P.links, P.lo, P.hi, tx, ty, q0)
+        x, y = _fk(P.links, q)
+        hit = math.sqrt((goal[0] - x) * (goal[0] - x) + (goal[1] - y) * (goal[1] - y)) <= tol
+    elif not hit and phi is not None:
+        # The tool angle is given and no start reached the goal: the pose inside the limits closest to the
+        # target at that tool angle (exact), never a pose outside them.
+        closest, q_phi = _closest_at_phi(P.links, P.lo, P.hi, tx, ty, phi, q0)
+        if q_phi is not None and (
+            q is None or not _inside(q, P.lo, P.hi) or closest < math.dist(_fk(P.links, q), (tx, ty))
+        ):
+            q = q_phi
+            x, y = _fk(P.links, q)
+            hit = _reaches(P, q, goal, phi, tol)
+    if hit and method == "dls" and phi is None and len(P.links) == 3 and short == 0.0:
+        q, it, fk_n, jac_n = _slide(P, goal[0], goal[1], q0, q, tol, max_iter)
+        iterations += it
+        fk_evals += fk_n
+        jac_evals += jac_n
+    if q is None:  # no pose inside the limits
+        q = q0
+    x, y = _fk(P.links, q)
+    error = math.hypot(tx - x, ty - y)
+    ok = False
+    reason = None
+    if hit:  # q reaches goal within tol, inside the limits
+        reached = True
+    else:
+        reached = _reaches(P, q, goal, phi, max(tol, 1e-12))
+    if not hit and not _inside(q, P.lo, P.hi):
+        reason = "solution outside the joint limits"
+    elif not reached:
+        if phi is not None:
+            blocked = method == "analytic" or not _candidates(P.links, P.lo, P.hi, goal, phi, q0, want=1)[0]
+        elif closest is not None:  # q is the closest pose
+            blocked = True
+        else:  # newton or broyden did not get there: does any pose inside the limits?
+            closest = _closest(P.links, P.lo, P.hi, tx, ty, q0)[0]
+            blocked = closest > short + tol
+        if blocked:
+            reason = _BLOCKED + ("" if phi is None else " at this tool angle")
+            # (how far the target is from what the arm reaches: this pose's error, or the closest pose's)
+            short = error if closest is None or method in ("dls", "analytic") else closest
+        else:
+            reason = f"did not converge in {max_iter} iterations"
+    elif short > 0.0:
+        reason = _unreachable(arm, short, phi)
+    else:
+        ok = True
+    return IKResult(
+        q=np.array(q, dtype=float),
+        ok=ok,
+        error_m=error,
+        iterations=iterations,
+        fk_evals=fk_evals,
+        jacobian_evals=jac_evals,
+        method=method,
+        reason=reason,
+        shortfall_m=short,
+        max_step_rad=max_step,
+        restarts=restarts,
+    )

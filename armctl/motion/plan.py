@@ -1,0 +1,119 @@
+"""Planning many moves into one Trajectory: Plan, plan_moves, assemble."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..arm import Arm
+from ..trajectory import DEFAULT_PERIOD_S, Trajectory
+from .blend import blend_chain
+from .blend_joint import blend_joint_moves
+from .moves import DEFAULT_MAX_JOINT_STEP_RAD, JointMove, LineMove, MovePlan
+from .one_move import plan_move
+from .refusals import _limit_error
+from .summary import summarize
+
+
+@dataclass
+class Plan:
+    """A planned program: the trajectory and per-move details for the summary."""
+
+    trajectory: Trajectory
+    moves: list[MovePlan]
+    arm: Arm
+
+    def summary(self) -> dict:
+        """Duration (s), segment count, peak joint speeds vs limits (deg/s), worst path deviation (m)."""
+        return summarize(self.arm, self.trajectory, self.moves)
+
+    def plot(self, *, title: str = "", poses: int = 6):
+        """A matplotlib figure of the plan (``armctl.plot.plan_figure``): inline in Jupyter, ``savefig`` writes it."""
+        from ..plot import plan_figure
+
+        return plan_figure(self, title=title, poses=poses)
+
+
+def plan_moves(
+    arm: Arm,
+    moves,
+    *,
+    q_start=None,
+    gripper_start: float | None = None,
+    period_s: float = DEFAULT_PERIOD_S,
+    max_joint_step_rad: float = DEFAULT_MAX_JOINT_STEP_RAD,
+    labels: list[str] | None = None,
+) -> Plan:
+    """Plan ``moves`` in order from ``q_start`` (rad; default the arm's home) into one Trajectory.
+
+    Every move is planned (and so checked) before anything is returned; the
+    first problem raises a MotionError carrying that move's label.
+    ``labels``: one label per move for ``Trajectory.steps`` (default the moves' labels).
+    """
+    moves = list(moves)
+    q = np.array(arm.home_rad if q_start is None else q_start, dtype=float)
+    if not arm.within_limits(q):
+        raise _limit_error(arm, q, "at the start pose", hint="change the start pose")
+    if gripper_start is None:
+        gripper_start = arm.gripper.open_rad if arm.gripper is not None else float("nan")
+    g = float(gripper_start)
+    plans = []
+    for move in moves:
+        mp = plan_move(arm, move, q, g, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
+        plans.append(mp)
+        q, g = mp.q_rad[-1], float(mp.gripper_rad[-1])
+    plans = blend_moves(arm, moves, plans, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
+    return Plan(
+        trajectory=assemble(
+            arm,
+            plans,
+            q_start=np.array(arm.home_rad if q_start is None else q_start),
+            gripper_start=float(gripper_start),
+            period_s=period_s,
+            labels=labels,
+        ),
+        moves=plans,
+        arm=arm,
+    )
+
+
+def blend_moves(arm: Arm, moves, plans: list[MovePlan], *, period_s: float, max_joint_step_rad: float):
+    """The plans of ``moves`` (planned one by one, each from rest to rest) with the blends the moves ask for:
+    lines into lines through rounded corners (``blend_chain``), then joint moves into the move after them and
+    lines into joint moves (``blend_joint_moves``). Nothing changes where no move asks for a blend. Shared by
+    ``plan_moves`` and programs (``armctl.program.plan_program``)."""
+    if any(isinstance(m, LineMove) and m.blend_m > 0 for m in moves):
+        plans = blend_chain(arm, moves, plans, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
+    if any(isinstance(m, JointMove) and m.blend_m > 0 for m in moves) or any(
+        isinstance(m, LineMove) and m.blend_m > 0 and isinstance(n, JointMove) for m, n in zip(moves, moves[1:])
+    ):
+        plans = blend_joint_moves(arm, moves, plans, period_s=period_s)
+    return plans
+
+
+def assemble(
+    arm: Arm, plans: list[MovePlan], *, q_start, gripper_start: float, period_s: float, labels: list[str] | None = None
+) -> Trajectory:
+    """Join move plans (each starting where the previous ends, at rest) into one sampled Trajectory."""
+    qs = [np.asarray(q_start, dtype=float)[None, :]]
+    gs = [np.array([gripper_start])]
+    steps = [np.array([0])]
+    for i, mp in enumerate(plans):
+        if len(mp.t_s) < 2:
+            continue
+        qs.append(mp.q_rad[1:])
+        gs.append(mp.gripper_rad[1:])
+        steps.append(np.full(len(mp.t_s) - 1, i))
+    q = np.concatenate(qs)
+    points = [mp.points_m for mp in plans if len(mp.points_m)]
+    empty = np.zeros((0, arm.dim))
+    return Trajectory(
+        t_s=np.arange(len(q)) * period_s,
+        q_rad=q,
+        gripper_rad=np.concatenate(gs),
+        step=np.concatenate(steps),
+        steps=list(labels) if labels is not None else [mp.label for mp in plans],
+        points_m=np.concatenate(points) if points else empty,
+        period_s=period_s,
+    )

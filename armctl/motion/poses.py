@@ -1,0 +1,91 @@
+"""End poses of moves: solve_pose (IK inside the joint limits, nearest a pose) and a pose's branch (side, elbow)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ik
+from ..arm import Arm
+from ..branch_ik import _elbow_of, branch_ik
+from ..errors import JointLimitError, UnreachableError
+from ..kinematics import fk, tool_point, unwind
+from ..redundancy import best_free_pose
+from ..workspace import check_reachable, fmt_point
+from .refusals import _limit_error
+
+
+def branch_of(arm: Arm, q) -> tuple[float, float]:
+    """(side, elbow) of pose ``q``: the sign of the chain's serial elbow angle and, on a base arm, whether
+    the tool is on the base's side of its axis (+1) or reached back over it (-1)."""
+    if not arm.layered:
+        return 1.0, _elbow_of(q)
+    from ..kinematics import chain_angles
+
+    c = chain_angles(arm, q)
+    side = 1.0
+    if arm.has_base:
+        u = fk(arm.links_m, c)[0] + arm.base_offset_m
+        side = 1.0 if u >= 0.0 else -1.0
+    return side, (1.0 if c[1] >= 0.0 else -1.0)
+
+
+def solve_pose(arm: Arm, target_m, phi_rad: float | None, q_near, *, criterion: str = "best") -> np.ndarray:
+    """Joint angles (rad) reaching ``target_m`` (m) [with tool angle ``phi_rad``], nearest ``q_near``.
+
+    A 3-link chain without a tool angle is redundant: ``criterion="best"`` (default) takes the pose furthest
+    inside the joint limits and away from singularity (``best_free_pose``), ``"nearest"`` the one IK finds
+    nearest ``q_near``. Raises UnreachableError (with the shortfall) or JointLimitError when no
+    solution inside the joint limits exists.
+    """
+    target = np.asarray(target_m, dtype=float)
+    q_near = np.asarray(q_near, dtype=float)
+    phi = phi_rad if arm.n_links == 3 else None
+    if phi is None and arm.n_links == 3 and criterion == "best" and len(target) == arm.dim:
+        best = best_free_pose(arm, target)
+        if best is not None:
+            return unwind(best[0], q_near) if not arm.within_limits(best[0]) else best[0]
+    if arm.layered:
+        return _solve_pose_layered(arm, target, phi, q_near)
+    check_reachable(arm, target, phi)
+    # 2 links or a given tool angle: the closed-form branch inside the limits nearest q_near;
+    # a redundant 3-link arm: DLS from q_near (ik.solve decides, the same as `armctl ik`).
+    res = ik.solve(arm, target, phi=phi, q0=q_near)
+    if res.ok:
+        return np.asarray(res.q, dtype=float)
+    if arm.n == 2 or phi is not None:
+        q, _ = branch_ik(arm, target[None, :], None if phi is None else np.array([phi]), _elbow_of(q_near))
+        raise _limit_error(
+            arm,
+            unwind(q[0], q_near),
+            f"at ({target[0]:.4f}, {target[1]:.4f}) m",
+            hint="neither elbow branch fits; move the target",
+        )
+    raise JointLimitError(
+        f"no pose inside the joint limits reaches ({target[0]:.4f}, {target[1]:.4f}) m "
+        f"({res.reason or 'IK failed'}); give the pose a tool angle phi_deg or move it",
+        q=np.asarray(res.q, dtype=float),
+    )
+
+
+def _solve_pose_layered(arm: Arm, target, phi, q_near) -> np.ndarray:
+    from ..ik import check_target
+
+    check_target(arm, target)
+    res = ik.solve(arm, target, phi=phi, q0=q_near)
+    if res.ok:
+        return np.asarray(res.q, dtype=float)
+    near = tool_point(arm, res.q)
+    if res.reason and res.reason.startswith("unreachable"):
+        raise UnreachableError(
+            f"target {fmt_point(target)} m is {res.shortfall_m * 1000:.1f} mm outside the reach of arm "
+            f"'{arm.name}' inside its joint limits (nearest reachable point {fmt_point(near)} m)",
+            target=tuple(float(v) for v in target),
+            shortfall_m=res.shortfall_m,
+        )
+    raise JointLimitError(
+        f"no pose inside the joint limits reaches {fmt_point(target)} m: the nearest reachable point "
+        f"{fmt_point(near)} m is {res.error_m * 1000:.1f} mm away"
+        + ("" if phi is None or arm.n_links != 3 else " at this tool angle")
+        + "; move the target",
+        q=np.asarray(res.q, dtype=float),
+    )

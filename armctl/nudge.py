@@ -1,0 +1,65 @@
+"""Moving single servos by hand (the calibration's nudging): ``Nudger`` moves one servo in timed steps that keep it
+under the joint's speed limit; the CLI (``armctl.cli.calibrate``) puts keys and a screen around it. Pulses in
+microseconds."""
+
+from __future__ import annotations
+
+import math
+
+from .bus.backend import FRAME_S
+from .calibration import PULSE_RANGE_US, ServoCal
+
+NUDGE_SPEED_FRACTION = 0.5  # of the joint's speed limit: room for a us/deg estimate off by up to 2x
+TICK_US = ServoCal.resolution  # the board's pulse step
+
+
+def round_tick(us: float) -> float:
+    """``us`` rounded to the board's 0.5 us resolution."""
+    return round(us / TICK_US) * TICK_US
+
+
+class Nudger:
+    """Moves single servos of an open ``robot`` in timed steps under the joint speed limit.
+
+    ``values`` holds the pulse (us) each servo (joints, then the gripper) was last commanded to. A step of
+    d us becomes one move of ceil(|d| / us_per_deg / (speed * 20 ms)) frames, with the speed
+    ``NUDGE_SPEED_FRACTION`` of the joint's limit and ``us_per_deg`` the current best estimate for the servo.
+    """
+
+    def __init__(self, robot, values: list[float]):
+        self.robot, self.arm, self.cal = robot, robot.arm, robot.calibration
+        self.values = [float(v) for v in values]
+        self.us_per_deg = {i: s.per_deg for i, s in enumerate(self.cal.servos)}
+        self.moves = 0
+
+    def speed_deg_s(self, index: int) -> float:
+        """The nudge speed (deg/s) for servo ``index``."""
+        if index < self.arm.n:
+            limit = math.degrees(self.arm.max_speed_rad_s[index])
+        elif self.arm.gripper is not None:
+            limit = math.degrees(self.arm.gripper.max_speed_rad_s)
+        else:
+            limit = 90.0
+        return NUDGE_SPEED_FRACTION * limit
+
+    def frames_for(self, index: int, delta_us: float) -> int:
+        """Frames (20 ms) a move of ``delta_us`` must take for servo ``index`` to stay under its speed."""
+        deg = abs(delta_us) / self.us_per_deg[index]
+        return max(1, math.ceil(deg / (self.speed_deg_s(index) * FRAME_S) - 1e-9))
+
+    def pulse(self, index: int) -> float:
+        return self.values[index]
+
+    def go(self, index: int, target_us: float) -> float:
+        """Move servo ``index`` to ``target_us`` (clamped to 500..2500, on the 0.5 us grid); returns it."""
+        target = min(max(round_tick(target_us), PULSE_RANGE_US[0]), PULSE_RANGE_US[1])
+        delta = target - self.values[index]
+        if delta:
+            self.robot.move_servo(index, target, self.frames_for(index, delta))
+            self.values[index] = target
+            self.moves += 1
+        return target
+
+    def nudge(self, index: int, delta_us: float) -> float:
+        """Move servo ``index`` by ``delta_us``; returns the new pulse."""
+        return self.go(index, self.pulse(index) + delta_us)

@@ -1,0 +1,279 @@
+"""Planning a loaded program on an arm: loops unrolled (expand), every pose checked on the arm, every move planned
+(plan_program)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import motion
+from ..arm import Arm
+from ..errors import ConfigError, MotionError
+from ..kinematics import tool_pitch, tool_point
+from ..motion import GripperMove, JointMove, LineMove, Plan, Wait
+from .load import MAX_MOVES, Pose, Program, Step, _is_arm_file
+
+# --------------------------------------------------------------------------- planning
+
+
+@dataclass
+class _Flat:
+    """One step instance after expanding loops."""
+
+    step: Step
+    label: str  # for errors: "file:line: step 1.2 'name' (part=part1)"
+    title: str  # for the trajectory: "step 1.2 'name' (line 12; part=part1)"
+    env: dict
+
+
+def expand(prog: Program) -> list[_Flat]:
+    """The steps in execution order, loops unrolled, with their labels."""
+    out: list[_Flat] = []
+
+    def walk(steps, env, notes):
+        for st in steps:
+            name = f"step {st.number}" + (f" '{st.name}'" if st.name else "")
+            if st.action == "repeat":
+                for k in range(st.count):
+                    walk(st.steps, env, [*notes, f"pass {k + 1} of {st.count}"])
+            elif st.action == "for_each":
+                n = len(next(iter(st.loop_vars.values())))
+                for k in range(n):
+                    inner = dict(env)
+                    inner.update({var: _resolve_name(values[k], env) for var, values in st.loop_vars.items()})
+                    walk(st.steps, inner, [*notes, ", ".join(f"{v}={_ref_text(inner[v])}" for v in st.loop_vars)])
+            else:
+                label = f"{prog.path}:{st.line}: {name}" + (f" ({'; '.join(notes)})" if notes else "")
+                title = f"{name} (line {st.line}" + "".join(f"; {n}" for n in notes) + ")"
+                out.append(_Flat(step=st, label=label, title=title, env=env))
+                if len(out) > MAX_MOVES:
+                    raise ConfigError(
+                        f"{name}: with its loops unrolled the program has more than {MAX_MOVES} moves; "
+                        "check the repeat counts",
+                        path=prog.path,
+                        line=st.line,
+                    )
+
+    walk(prog.steps, {}, [])
+    return out
+
+
+def episode_of_steps(prog: Program) -> list[int]:
+    """For each step of ``expand(prog)`` (loops unrolled), the dataset episode it belongs to: each pass of a
+    top-level ``repeat`` is one episode (steps before the first such pass belong to it, steps after a pass to
+    the last one); a program without a top-level repeat is one episode."""
+
+    def count(steps) -> int:
+        n = 0
+        for st in steps:
+            if st.action == "repeat":
+                n += st.count * count(st.steps)
+            elif st.action == "for_each":
+                n += len(next(iter(st.loop_vars.values()))) * count(st.steps)
+            else:
+                n += 1
+        return n
+
+    out: list[int] = []
+    episode, passes = 0, 0
+    for st in prog.steps:
+        if st.action == "repeat":
+            inner = count(st.steps)
+            for _ in range(st.count):
+                if passes:
+                    episode += 1
+                passes += 1
+                out += [episode] * inner
+        else:
+            out += [episode] * count([st])
+    return out
+
+
+def _resolve_name(ref, env):
+    if isinstance(ref, str) and ref.startswith("$"):
+        return env[ref[1:]]
+    return ref
+
+
+def _ref_text(ref) -> str:
+    return ref if isinstance(ref, str) else "inline pose"
+
+
+def _pose_of(prog: Program, ref, env) -> Pose:
+    ref = _resolve_name(ref, env)
+    return prog.poses[ref] if isinstance(ref, str) else ref
+
+
+def _check_pose_on_arm(prog: Program, pose: Pose, arm: Arm, where: str, line, offset=None) -> None:
+    """Arm-specific format checks: x, y or x, y, z; joint count; phi only on 3 links; joint poses inside
+    limits; offsets with as many values as the arm's points."""
+    pline = pose.line or line
+    if offset is not None and len(offset) != arm.dim:
+        raise ConfigError(
+            f"{where}: offset has {len(offset)} values but arm '{arm.name}' "
+            + ("stands on a rotating base: give [dx, dy, dz]" if arm.has_base else "works in a plane: give [dx, dy]"),
+            path=prog.path,
+            line=line,
+        )
+    if pose.point_m is not None and len(pose.point_m) != arm.dim:
+        unit = pose.key.rsplit("_", 1)[-1] or "mm"
+        want = f"xyz_{unit}: [x, y, z]" if arm.has_base else f"xy_{unit}: [x, y]"
+        why = "stands on a rotating base" if arm.has_base else "works in a vertical plane (no base)"
+        raise ConfigError(
+            f"{where}: {pose.describe()} gives {pose.key or 'a point'} with {len(pose.point_m)} values but arm "
+            f"'{arm.name}' {why}: write {want}",
+            path=prog.path,
+            line=pline,
+        )
+    if pose.q_rad is not None:
+        if len(pose.q_rad) != arm.n:
+            raise ConfigError(
+                f"{where}: {pose.describe()} has {len(pose.q_rad)} joint angles but arm "
+                f"'{arm.name}' has {arm.n} joints",
+                path=prog.path,
+                line=pline,
+            )
+        q = np.array(pose.q_rad)
+        if not arm.within_limits(q):
+            raise motion._limit_error(arm, q, f"in {pose.describe()}", hint="change its q_deg")
+    elif pose.phi_rad is not None and arm.n_links != 3:
+        raise ConfigError(
+            f"{where}: {pose.describe()} gives a tool angle phi_deg, which needs a 3-link arm; "
+            f"arm '{arm.name}' has {arm.n_links} links: remove phi_deg",
+            path=prog.path,
+            line=pline,
+        )
+
+
+def _target(pose: Pose, offset, arm: Arm):
+    """(point_m, phi_rad or None, exact end q or None) of a pose plus an optional offset (m)."""
+    if pose.q_rad is not None:
+        q = np.array(pose.q_rad)
+        phi = (float(np.sum(q)) if not arm.layered else float(tool_pitch(arm, q))) if arm.n_links == 3 else None
+        if offset is None:
+            return tool_point(arm, q), phi, q
+        return tool_point(arm, q) + np.asarray(offset), phi, None
+    point = np.asarray(pose.point_m, dtype=float) + (np.asarray(offset) if offset is not None else 0.0)
+    return point, pose.phi_rad, None
+
+
+def _same_arm(prog: Program, arm: Arm) -> bool:
+    """The program's arm: key names this arm: its preset name, or its file."""
+    if not _is_arm_file(prog.arm_name):
+        return prog.arm_name == arm.name
+    ref = prog.arm_ref.partition(".urdf#")[0] + ".urdf" if ".urdf#" in prog.arm_ref else prog.arm_ref
+    try:
+        return Path(ref).resolve() == Path(arm.source).resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
+def plan_program(prog: Program, arm: Arm) -> Plan:
+    """Plan the whole program on ``arm``: every pose, target and segment checked; one Trajectory out.
+
+    Errors: ConfigError (exit 2) for a program that does not fit the arm's
+    format (joint count, phi on 2 links, no gripper, arm name); MotionError
+    (exit 3) for anything the arm cannot do. Both name file, line and step.
+    """
+    if prog.arm_name is not None and not _same_arm(prog, arm):
+        raise ConfigError(
+            f"this program is written for arm '{prog.arm_name}' but the arm is "
+            f"'{arm.name}'{'' if arm.source == '<code>' else f' ({arm.source})'}; run with --arm {prog.arm_ref}",
+            path=prog.path,
+            line=prog.arm_line,
+        )
+    if prog.zones is not None and prog.zones.dim not in (None, arm.dim):
+        want = "z heights and [x, y, z] corners" if arm.has_base else "y heights and [x, y] corners"
+        raise ConfigError(
+            f"zones: arm '{arm.name}' {'stands on a rotating base' if arm.has_base else 'works in a vertical plane'}: "
+            f"write {want}",
+            path=prog.path,
+            line=prog.zones_line,
+        )
+    arm = arm.with_zones(prog.zones)
+    flat = expand(prog)
+    st = prog.settings
+    q = np.array(arm.home_rad, dtype=float)
+    if prog.start is not None:
+        pose = _pose_of(prog, prog.start, {})
+        try:
+            _check_pose_on_arm(prog, pose, arm, "start", prog.start_line)
+            xy, phi, q_exact = _target(pose, None, arm)
+            q = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, arm.home_rad)
+        except MotionError as exc:
+            raise motion._located(exc, f"{prog.path}:{prog.start_line}: start") from None
+    q_start = q.copy()
+    if arm.zones:
+        from ..errors import ZoneError
+        from ..zones import pose_refusal
+
+        why = pose_refusal(arm, arm.zones, q_start)
+        if why is not None:
+            where = f"{prog.path}:{prog.start_line}: start" if prog.start is not None else f"{prog.path}: home pose"
+            raise ZoneError(f"{where}: {why}")
+    if arm.gripper is not None:
+        g_start = arm.gripper.open_rad if prog.start_gripper == "open" else arm.gripper.closed_rad
+    else:
+        g_start = float("nan")
+    g = g_start
+    plans, moves = [], []
+    for item in flat:
+        try:
+            move = _move(prog, item, arm, q)
+        except MotionError as exc:
+            raise motion._located(exc, item.label) from None
+        mp = motion.plan_move(arm, move, q, g, period_s=st.period_s, max_joint_step_rad=st.max_joint_step_rad)
+        plans.append(mp)
+        moves.append(move)
+        q, g = mp.q_rad[-1], float(mp.gripper_rad[-1])
+    plans = motion.blend_moves(arm, moves, plans, period_s=st.period_s, max_joint_step_rad=st.max_joint_step_rad)
+    traj = motion.assemble(
+        arm, plans, q_start=q_start, gripper_start=g_start, period_s=st.period_s, labels=[it.title for it in flat]
+    )
+    return Plan(trajectory=traj, moves=plans, arm=arm)
+
+
+def _move(prog: Program, item: _Flat, arm: Arm, q):
+    s, st, label = item.step, prog.settings, item.label
+    if s.action == "wait_s":
+        return Wait(s.wait_s, label=label)
+    if s.action == "gripper":
+        if arm.gripper is None:
+            raise ConfigError(
+                f"step {s.number}: arm '{arm.name}' has no gripper; remove the gripper steps",
+                path=prog.path,
+                line=s.line,
+            )
+        angle = arm.gripper.open_rad if s.gripper == "open" else arm.gripper.closed_rad
+        return GripperMove(angle, label=label)
+    pose = _pose_of(prog, s.target, item.env)
+    _check_pose_on_arm(prog, pose, arm, f"step {s.number}", s.line, s.offset_m)
+    xy, phi, q_exact = _target(pose, s.offset_m, arm)
+    try:
+        if s.action == "line":
+            return LineMove(
+                tuple(xy),
+                phi_rad=phi,
+                speed_m_s=s.speed_m_s or st.speed_m_s,
+                accel_m_s2=s.accel_m_s2 or st.accel_m_s2,
+                segment_m=s.segment_m or st.segment_m,
+                end_q_rad=None if q_exact is None else tuple(q_exact),
+                jerk_time_s=st.jerk_time_s,
+                label=label,
+                blend_m=st.blend_m if s.blend_m is None else s.blend_m,
+                stop=s.stop,
+            )
+        q_end = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, q)
+    except MotionError as exc:
+        raise motion._located(exc, f"to {pose.describe()}") from None
+    return JointMove(
+        tuple(q_end),
+        speed_fraction=s.joint_speed_fraction or st.joint_speed_fraction,
+        accel_rad_s2=s.joint_accel_rad_s2 or st.joint_accel_rad_s2,
+        jerk_time_s=st.jerk_time_s,
+        label=label,
+        blend_m=st.blend_m if s.blend_m is None else s.blend_m,
+        stop=s.stop,
+    )
