@@ -1070,7 +1070,7 @@ class Robot(_BoardAccess):
     def _held(self) -> list[float | None]:
         """What each servo (joints, then gripper) holds now, in servo units; None where it has nothing."""
         st = self.backend.status()
-        held = [st.widths_us[s.channel] if s.channel < len(st.widths_us) else None for s in self.calibration.servos]
+        held = [st.values[s.channel] if s.channel < len(st.values) else None for s in self.calibration.servos]
         if not self.backend.caps.reports_pulses and self.backend.caps.measures_positions:
             measured = self.backend.measured()  # bus servos: where each one is, is what it holds
             held = [

@@ -28,8 +28,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from armctl.bus.sim_pty import PtySim  # noqa: E402
 from armctl.cli.pendant import release_time  # noqa: E402
+from armctl.sim.pty import PtySim  # noqa: E402
 
 RIGHT = b"\x1b[C"
 RATES = [("30 Hz (Linux console, GNOME)", 0.033), ("25 Hz (X11 default)", 0.040), ("11 Hz (macOS default)", 0.090)]

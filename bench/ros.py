@@ -35,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from armctl.bus.sim_pty import PtySim  # noqa: E402
+from armctl.sim.pty import PtySim  # noqa: E402
 
 NAMES = ["shoulder", "elbow", "wrist"]
 BASE = np.radians([45.0, -90.0, -45.0])  # seed-3link's home

@@ -21,7 +21,7 @@ import numpy as np
 
 from armctl.bus import codec
 from armctl.bus.armproto import ArmProtocolBackend
-from armctl.bus.sim_pty import PtySim
+from armctl.sim.pty import PtySim
 
 
 def _serve(sim: PtySim, stop: threading.Event) -> None:

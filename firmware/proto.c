@@ -1,7 +1,7 @@
 /*
  * The armctl serial protocol, version 2: board side. See proto.h and
  * docs/protocol.md; section numbers below refer to that document. The Python
- * reference board (armctl/bus/board.py) makes the same decisions in the same
+ * reference board (armctl/sim/board.py) makes the same decisions in the same
  * order, so both produce the same bytes for the test vectors.
  */
 #include "proto.h"

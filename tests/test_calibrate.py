@@ -259,7 +259,7 @@ def test_board_refuses_limits_that_exclude_the_held_pulse(tmp_path):
             b.set_limits(0, 1000, 2000)
         b.set_limits(0, 850.2, 2000)  # rounded inward to the 0.5 us grid
         assert b.info.limits_us[0] == (850.5, 2000)
-        assert b.status().widths_us[0] == 900  # the link survived the rejection
+        assert b.status().values[0] == 900  # the link survived the rejection
 
 
 def test_armsim_limits_option_is_checked():

@@ -17,8 +17,8 @@ import pytest
 from test_calibrate_interactive import Term
 
 import armctl
-from armctl.bus.sim_pty import PtySim
 from armctl.calibration import load_calibration
+from armctl.sim.pty import PtySim
 
 REPO = Path(__file__).resolve().parents[1]
 PER_DEG = 4096 / 360

@@ -25,8 +25,8 @@ from armctl.bus.feetech import (
     ServoNoReply,
     take_packet,
 )
-from armctl.bus.feetech_sim import FeetechSim, FeetechSimOptions
 from armctl.errors import BadInputError, LinkError, ProtocolError
+from armctl.sim.feetechsim import FeetechSim, FeetechSimOptions
 
 IDS = [1, 2, 3, 4, 5, 6]
 

@@ -210,7 +210,7 @@ def _sdk():
 def test_a_simulated_bus_saved_before_the_roll_was_held_gets_it_plugged_in(tmp_path, capsys):
     """The default port's state file from a run whose calibration had no id 5: the next run opens (the
     simulated bus plugs the servo in) instead of reporting servo 5 missing."""
-    from armctl.bus.feetech_sim import FeetechSim, FeetechSimOptions
+    from armctl.sim.feetechsim import FeetechSim, FeetechSimOptions
 
     state = tmp_path / "state" / "feetechsim-so101.json"
     home = [2048, 2048, 2050, 2048, 2731]

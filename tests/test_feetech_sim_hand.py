@@ -13,9 +13,9 @@ import serial
 
 from armctl.bus import feetech as ft
 from armctl.bus.feetech import STS, FeetechBus, take_packet
-from armctl.bus.feetech_sim import FeetechSim
-from armctl.bus.protocol_feetechsim import parse_url
 from armctl.errors import BadInputError
+from armctl.sim.feetechsim import FeetechSim
+from armctl.sim.protocol_feetechsim import parse_url
 
 # LeRobot's SCAN_BAUDRATES (src/lerobot/motors/feetech/tables.py), 14400/128000/250000 set with BOTHER
 SCAN_BAUDRATES = [4800, 9600, 14400, 19200, 38400, 57600, 115200, 128000, 250000, 500000, 1000000]

@@ -22,9 +22,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+import protocol_vectors as vectors  # noqa: E402
 from virtual_uno import BINARY  # noqa: E402
-
-from armctl.bus import vectors  # noqa: E402
 
 VECTOR_DIR = Path(__file__).with_name("vectors") / "v2"
 FILES = vectors.vector_files(VECTOR_DIR)

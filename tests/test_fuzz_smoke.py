@@ -27,7 +27,7 @@ FUZZ = Path(__file__).resolve().parents[1] / "tools" / "fuzz"
 sys.path.insert(0, str(FUZZ))
 import proto_diff  # noqa: E402
 
-from armctl.bus.board import Board  # noqa: E402
+from armctl.sim.board import Board  # noqa: E402
 
 SMOKE_SECONDS = 20
 REPLAY_SECONDS = 15

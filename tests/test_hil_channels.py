@@ -64,8 +64,8 @@ def run(firmware_hex, tmp_path_factory):
 def test_the_handshake_tells_eight_channels(run):
     info, status, _, _ = run
     assert (info.protocol, info.channels, info.firmware) == (2, 8, "armctl-fw")
-    assert len(info.limits_us) == 8 and len(status.widths_us) == 8
-    assert status.widths_us == (500.0,) * 8
+    assert len(info.limits_us) == 8 and len(status.values) == 8
+    assert status.values == (500.0,) * 8
     assert status.counters["crc"] == status.counters["rej"] == status.counters["long"] == 0
 
 

@@ -383,7 +383,7 @@ def test_write_offsets_refuses_over_offsets_lerobot_stored_unless_forced(tmp_pat
     from test_calibrate_bus import OLD
     from test_calibrate_interactive import Term
 
-    from armctl.bus.sim_pty import PtySim
+    from armctl.sim.pty import PtySim
 
     pty = PtySim("feetechsim://?ids=1,2,3,6&offsets=1:-1024,2:312")
     stop = threading.Event()

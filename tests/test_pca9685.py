@@ -16,7 +16,7 @@ from conftest import require
 import armctl
 from armctl.bus import pca9685_chip as hw
 from armctl.bus.i2c import I2CNack, parse_addresses
-from armctl.bus.pca9685_sim import BlinkaBus, Chip, DatasheetViolation, SimI2CBus, parse_url
+from armctl.sim.pca9685_sim import BlinkaBus, Chip, DatasheetViolation, SimI2CBus, parse_url
 
 # --- the chip's arithmetic ---------------------------------------------------------------------------------
 
@@ -229,7 +229,7 @@ def test_a_restarted_host_reads_the_pulses_back_and_does_not_interrupt_them(tmp_
     url = f"pca9685sim://?state={state}"
     with armctl.connect("seed-3link", port=url, backend="pca9685") as robot:
         robot.move_to(0.5, 0.2, speed=0.3)
-        before = robot.board_status().widths_us
+        before = robot.board_status().values
     with armctl.connect("seed-3link", port=url, backend="pca9685") as robot:
         chip = robot.backend.i2c.bus.chips[0x40]
         assert not any(data[0] == hw.MODE1 and len(data) > 1 and data[1] & hw.SLEEP for _, data in chip.writes)
@@ -238,7 +238,7 @@ def test_a_restarted_host_reads_the_pulses_back_and_does_not_interrupt_them(tmp_
         pose = robot.where()
         assert after.counters["pca9685"]["0x40"]["prescale"] == 121
     assert pose.source == "commanded" and pose.tool_m[0] == pytest.approx(0.5, abs=0.003)
-    assert all(a == pytest.approx(b, abs=hw.count_us(121)) for a, b in zip(after.widths_us[:4], before[:4]))
+    assert all(a == pytest.approx(b, abs=hw.count_us(121)) for a, b in zip(after.values[:4], before[:4]))
 
 
 def test_a_wrong_oscillator_trim_shows_in_the_pulses(tmp_path):
@@ -247,7 +247,7 @@ def test_a_wrong_oscillator_trim_shows_in_the_pulses(tmp_path):
     url = f"pca9685sim://?chip_osc_hz=24000000&log={log}"
     with armctl.connect("seed-3link", port=url, backend="pca9685") as robot:
         robot.home()
-        wanted = robot.board_status().widths_us[0]
+        wanted = robot.board_status().values[0]
     rows = [r.split(",") for r in log.read_text().splitlines()]
     measured = [float(r[3]) for r in rows if r[2] == "0" and r[3]][-1]
     assert measured == pytest.approx(wanted * 25 / 24, abs=hw.count_us(121))
@@ -346,7 +346,7 @@ def test_a_chip_left_at_another_period_keeps_its_pulse_widths_when_armctl_change
     url = f"pca9685sim://?state={tmp_path / 'chip.json'}&log={log}"
     with armctl.connect("seed-3link", port=url, backend="pca9685", calibration=cal60) as robot:
         robot.move_to(0.5, 0.2, speed=0.3)
-        held = robot.board_status().widths_us
+        held = robot.board_status().values
         assert robot.board_status().counters["pca9685"]["0x40"]["prescale"] == hw.prescale_for(60)
     before = len(log.read_text().splitlines())
     with armctl.connect("seed-3link", port=url, backend="pca9685") as robot:
@@ -355,7 +355,7 @@ def test_a_chip_left_at_another_period_keeps_its_pulse_widths_when_armctl_change
         pose = robot.where()
         assert chip.violations == []
     assert st.counters["pca9685"]["0x40"]["prescale"] == 121
-    assert all(a == pytest.approx(b, abs=hw.count_us(121)) for a, b in zip(st.widths_us[:4], held[:4]))
+    assert all(a == pytest.approx(b, abs=hw.count_us(121)) for a, b in zip(st.values[:4], held[:4]))
     # rounded twice (to 60 Hz counts, then 50 Hz ones): under a count on each joint of the 0.9 m arm, about
     # 10 mm at worst (docs/pca9685.md: 6.9 mm for half a count); a jump would be ~300 mm
     assert pose.tool_m[0] == pytest.approx(0.5, abs=0.01) and pose.tool_m[1] == pytest.approx(0.2, abs=0.01)
@@ -393,7 +393,7 @@ def test_status_reads_a_board_the_calibration_does_not_use_without_auto_incremen
     info = be.open()
     outs = be.status().counters["pca9685"]["0x41"]["outputs"]
     assert outs[0] == {"channel": 16, "on": 0, "off": 307} and outs[1]["off"] == 0x1000
-    assert info.widths_us[16] == pytest.approx(307 * hw.count_us(121)) and info.widths_us[17] is None
+    assert info.values[16] == pytest.approx(307 * hw.count_us(121)) and info.values[17] is None
     assert be.i2c.bus.chips[0x41].writes == [] or all(len(d) == 1 for _, d in be.i2c.bus.chips[0x41].writes)
     be.close()
 
@@ -466,7 +466,7 @@ def test_a_chip_put_to_sleep_holding_pulses_is_restarted_as_the_datasheet_says(t
     info = be.open()
     chip = be.i2c.bus.chips[0x40]
     assert chip.violations == [] and not chip.regs[hw.MODE1] & (hw.RESTART | hw.SLEEP)
-    assert chip.outputs[0] == pytest.approx(307 * hw.count_us(121)) == info.widths_us[0]
+    assert chip.outputs[0] == pytest.approx(307 * hw.count_us(121)) == info.values[0]
     assert [d for _, d in chip.writes if d[0] == hw.MODE1 and len(d) > 1][-1][1] & hw.RESTART
     be.close()
 

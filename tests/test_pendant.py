@@ -30,7 +30,6 @@ import pytest
 
 import armctl
 from armctl.arm import load_arm
-from armctl.bus.sim_pty import PtySim
 from armctl.cli import main
 from armctl.cli.pendant import (
     MAX_WAITING,
@@ -42,6 +41,7 @@ from armctl.cli.pendant_screen import bar
 from armctl.errors import LinkError, MotionError, StopRequested, UnreachableError
 from armctl.kinematics import fk, tool_angle
 from armctl.program import load_program, plan_program
+from armctl.sim.pty import PtySim
 from armctl.terminal import decode_keys
 
 ROOT = Path(__file__).resolve().parents[1]

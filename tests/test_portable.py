@@ -399,7 +399,7 @@ POSIX_ONLY_NAMES = {
 POSIX_ONLY_MODULES = {"fcntl", "termios", "tty", "pty", "resource", "grp", "pwd", "posix", "syslog"}
 #: Where POSIX-only code is meant to be, and why it never runs on Windows.
 POSIX_ONLY_PLACES = {
-    "armctl/bus/sim_pty.py": "the pty server: POSIX-only, and says so",
+    "armctl/sim/pty.py": "the pty server: POSIX-only, and says so",
     "armctl/bus/i2c.py": "Linux i2c-dev buses (/dev/i2c-N)",
     "armctl/terminal.py:_PosixInput": "the POSIX key reader; Terminal picks _WindowsInput on Windows",
     "armctl/bus/armproto.py:_read_some": "select on the port's descriptor, which open() takes on POSIX only",
@@ -475,7 +475,7 @@ def test_the_source_check_finds_what_it_should(tmp_path):
     )
     got = [u.split(" ", 1)[1] for u in _posix_only_uses(probe, "armctl/probe.py")]
     assert got == ["import fcntl", "signal.SIGHUP", "os.fchmod"]
-    assert _posix_only_uses(probe, "armctl/bus/sim_pty.py") == []  # a place that is POSIX-only by design
+    assert _posix_only_uses(probe, "armctl/sim/pty.py") == []  # a place that is POSIX-only by design
 
 
 def _text_io_without_encoding(path: Path) -> list[str]:

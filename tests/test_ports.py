@@ -15,8 +15,8 @@ from conftest import require
 import armctl
 from armctl.bus import probe
 from armctl.bus.firmata import QUERY_AFTER_S, VERSION_QUERY, FirmataListener, wait_for_firmata
-from armctl.bus.sim_pty import PtySim
 from armctl.cli import main
+from armctl.sim.pty import PtySim
 
 # StandardFirmata's announcement after reset: protocol version 2.5, then "StandardFirmata.ino" 2.5.
 NAME = "StandardFirmata.ino"

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from armctl.bus import codec
-from armctl.bus.board import Board, _Move
 from armctl.errors import LinkError, ProtocolError
+from armctl.sim.board import Board, _Move
 
 
 def test_crc_check_value():

@@ -13,7 +13,7 @@ import serial
 import armctl.bus  # noqa: F401  registers armsim://
 from armctl.bus import codec
 from armctl.bus.armproto import ArmProtocolBackend
-from armctl.bus.sim import SimArm, SimOptions
+from armctl.sim.armsim import SimArm, SimOptions
 
 BANNER = codec.encode(None, "!", "BOOT", "armsim", codec.PROTOCOL_VERSION, "3F2A")
 
@@ -59,7 +59,7 @@ def test_backend_connects_cleanly_with_the_banner_on_the_wire(rate):
         b.move(1, {0: 1500})
         b.drain()
         st = b.status()
-        assert st.widths_us[0] == 1500
+        assert st.values[0] == 1500
         assert b.stats == {"resends": 0, "naks": 0, "bad_lines": 0}
         assert not any(st.counters[k] for k in ("crc", "seq", "dup", "rej", "long"))
     finally:

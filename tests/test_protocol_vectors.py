@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import protocol_vectors as vectors
 import pytest
-
-from armctl.bus import vectors
 
 VECTOR_DIR = Path(__file__).with_name("vectors")
 V1 = vectors.vector_files(VECTOR_DIR)

@@ -25,7 +25,7 @@ def _sent_moves(backend: ArmProtocolBackend) -> list[bytes]:
 @pytest.fixture(autouse=True)
 def _record_host_lines(monkeypatch):
     """Keep every host line the simulated board receives (``sim.sent_lines``)."""
-    from armctl.bus.sim import SimArm
+    from armctl.sim.armsim import SimArm
 
     original = SimArm.host_write
 
@@ -53,7 +53,7 @@ def test_each_version_gets_its_own_lines(query, version, channels, line):
         b.move(3, widths)
         b.drain()
         st = b.status()
-        assert st.widths_us[0] == 1500.5 and st.widths_us[2] == 2499.5 and len(st.widths_us) == channels
+        assert st.values[0] == 1500.5 and st.values[2] == 2499.5 and len(st.values) == channels
         sent = _sent_moves(b)
         b.set_limits(1, 600.5, 2400)
         assert b.info.limits_us[1] == (600.5, 2400)
@@ -70,7 +70,7 @@ def test_a_robot_runs_on_both_versions_alike():
             robot.move_to(0.5, 0.2, speed=0.3)
             robot.gripper("close")
             poses.append(robot.where(settle=True).tool_m)
-            pulses.append(robot.board_status().widths_us[:4])
+            pulses.append(robot.board_status().values[:4])
             assert robot.backend.info.channels == (4 if query.endswith("1") else 8)
     assert pulses[0] == pulses[1]
     assert poses[0] == pytest.approx(poses[1], abs=1e-9)

@@ -133,7 +133,7 @@ def test_board_reset_mid_run_is_detected():
         b.flush()
         sim = b.ser.sim
         # the board reboots: new state, new boot id, banner on the wire
-        from armctl.bus.board import Board
+        from armctl.sim.board import Board
 
         sim.board = Board(channels=4, boot=(b.info.boot + 1) & 0xFFFF, on_pulse=sim._on_pulse)
         sim.board.advance_to(0)

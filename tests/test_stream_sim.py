@@ -113,7 +113,7 @@ class _HeldBoard:
         self.widths = tuple(widths)
 
     def status(self):
-        return BoardStatus(widths_us=self.widths)
+        return BoardStatus(values=self.widths)
 
 
 def test_a_pose_on_a_joint_limit_reads_back_inside_it():

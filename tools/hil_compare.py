@@ -80,7 +80,7 @@ def commanded_frames(
     first one with any pulse to the end of the last move.
     """
     from armctl.bus import codec
-    from armctl.bus.board import Board
+    from armctl.sim.board import Board
 
     b = Board(protocol=protocol or codec.PROTOCOL_VERSION, channels=channels, depth=10**9, boot=0)
     b.receive(host_bytes, 0.0)

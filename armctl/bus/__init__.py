@@ -1,6 +1,7 @@
-"""Talking to the board: protocol codec, backends, and the simulated arm.
+"""Talking to the board, the host side: protocol codec, backends, the port opener. It knows nothing of the
+arm model; the simulated boards live in ``armctl.sim``, found by URL scheme (``bus.simulators``).
 
-Importing this package registers the ``armsim://`` URL with pyserial, so
+Importing this package registers the simulators' URLs (``armsim://``, ``feetechsim://``) with pyserial, so
 ``serial.serial_for_url("armsim://?arm=seed-3link")`` opens a simulated arm.
 """
 
@@ -8,5 +9,5 @@ from __future__ import annotations
 
 import serial
 
-if "armctl.bus" not in serial.protocol_handler_packages:
-    serial.protocol_handler_packages.append("armctl.bus")
+if "armctl.sim" not in serial.protocol_handler_packages:
+    serial.protocol_handler_packages.append("armctl.sim")

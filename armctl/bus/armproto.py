@@ -16,7 +16,6 @@ import math
 import os
 import select
 import time
-import urllib.parse
 from collections import deque
 from dataclasses import dataclass
 
@@ -86,7 +85,6 @@ class ArmProtocolBackend(Backend):
         self._anchor: tuple[float, float] | None = None  # (host time, frames played then) from the last status
         self._next_poll_t = 0.0  # while the board's queue is full: when a slot is due to free (host time)
         self._last_sent_t = 0.0
-        self._last_progress = 0.0
         self._resends = 0
         self._resent_for: int | None = None
         self._pending_imm: dict[str, _Sent] = {}
@@ -111,12 +109,6 @@ class ArmProtocolBackend(Backend):
         """Our firmware or the simulator on ``port``; servos by channel (the calibration's ``channel``). The
         board's stored limits apply while calibrating too (the calibration opens them up itself)."""
         return cls(port, wire_log=wire_log, watchdog_s=watchdog_s)
-
-    @classmethod
-    def simulator_url(cls, arm, cal_path, state_path) -> str:
-        """The simulated arm (armsim://) with ``arm`` and its calibration."""
-        query = {"arm": arm.ref, "cal": str(cal_path), "state": str(state_path)}
-        return f"armsim://?{urllib.parse.urlencode(query, safe=',/')}"
 
     def open(self) -> BoardInfo:
         self.log = WireLog(self.wire_log_path) if self.wire_log_path else None
@@ -315,7 +307,6 @@ class ArmProtocolBackend(Backend):
                 self._queued.append(done.frames)
             progressed = True
         if progressed:
-            self._last_progress = time.monotonic()
             self._resends = 0
             self._resent_for = None
         expect = ack.expect
@@ -477,14 +468,14 @@ class ArmProtocolBackend(Backend):
         )
         self.info = info
         st = self.status()
-        info.widths_us = st.widths_us
+        info.values = st.values
         return info
 
     # --- Backend -----------------------------------------------------------------------------------
 
-    def move(self, frames: int, widths_us: dict[int, float | None]) -> None:
+    def move(self, frames: int, values: dict[int, float | None]) -> None:
         ticks = [None] * self.info.channels
-        for ch, us in widths_us.items():
+        for ch, us in values.items():
             if us is not None:
                 ticks[ch] = int(round(us * codec.TICKS_PER_US))
         if not self._streaming and self.watchdog_s and time.monotonic() - self._last_sent_t > self.watchdog_s / 2:
@@ -582,7 +573,7 @@ class ArmProtocolBackend(Backend):
         self._immediate("Q")
         st = self._wait_reply("Q", 2.0)
         return BoardStatus(
-            widths_us=tuple(None if w is None else w / 2 for w in st.widths_ticks),
+            values=tuple(None if w is None else w / 2 for w in st.widths_ticks),
             left_frames=st.left_frames,
             counters=dict(st.counters),
             frame=st.frame,
@@ -602,7 +593,7 @@ class ArmProtocolBackend(Backend):
         finally:
             self._limits_seq = None
         if rejected is not None:
-            held = self.status().widths_us
+            held = self.status().values
             now = held[channel] if channel < len(held) else None
             why = (
                 f"its servo is held at {now:g} us, outside the new range"

@@ -1,13 +1,34 @@
 """The one interface every board backend offers, the registry of backends, and the port opener they share.
 
 A backend speaks in servo **addresses** (our firmware's channel, a Firmata pin, a bus servo's id) and
-**servo units** (pulse widths in microseconds for PWM boards; float; None = leave this servo alone).
-Timing is in 20 ms servo frames: ``move(frames, values)`` reaches ``values`` linearly over ``frames``
-frames, right after the previous move. Lifecycle: ``open()`` (connects and checks the board),
-``close()``, or a ``with`` block.
+**servo values** in its own unit, ``servo_unit``: "us" (pulse widths, PWM boards) or "steps" (bus servo
+positions); a float, or None = leave this servo alone. ``move(frames, values)``, ``set_goal(values)`` and
+the ``values`` of ``BoardStatus``/``BoardInfo`` all carry that unit. Timing is in 20 ms servo frames:
+``move(frames, values)`` reaches ``values`` linearly over ``frames`` frames, right after the previous move.
+Lifecycle: ``create`` (not yet open), ``open()`` (connects and checks the board), ``close()``, or a ``with``
+block.
 
 Backends are registered by name (``register_backend``); each maps a calibration onto its own addressing
 (``address``) and declares what it can do (``caps``), so callers never probe for features.
+
+A new backend (a subclass of ``Backend``) MUST give:
+
+- ``name`` (its ``--backend`` name), ``servo_unit`` and ``caps`` (class attributes);
+- ``create(port, cal, *, wire_log, watchdog_s, calibrating)`` (a classmethod: the backend, not yet open);
+- ``open()`` -> ``BoardInfo`` and ``close()``;
+- ``move(frames, values)``, ``drain()``, ``stop()`` and ``status()`` -> ``BoardStatus``.
+
+It MAY override, where its board can do more than the defaults (which suit a board that plays what it is
+sent at once, stores nothing and measures nothing):
+
+- ``address(cal)``: its own addressing of the calibration's servos (default: the ``channel``; Firmata: the
+  ``pin``; bus servos: the ``id``);
+- ``set_goal(values)``: teleoperation steps (default: a one-frame ``move``);
+- the queue of timed moves: ``played_frames``, ``queued_frames``, ``wait_queued``, ``idle``,
+  ``silent_frames`` and ``runs_on_frames`` (default: nothing queued);
+- ``set_limits`` (with ``caps.stores_limits``), ``measured``/``last_measured`` (``caps.measures_positions``),
+  ``release`` (``caps.releases``), ``tracking_deg``/``reset_tracking``, ``use_calibration``;
+- ``simulator``: the URL scheme of its simulated board (``armctl.bus.simulators``), the default port.
 """
 
 from __future__ import annotations
@@ -22,8 +43,14 @@ import serial
 
 from ..errors import BadInputError, LinkError
 from . import __name__ as _bus  # noqa: F401  (registers armsim:// with pyserial)
+from . import codec
+from .simulators import BadSimURL, is_simulator, open_simulator, simulator_url
+from .simulators import check_simulator_port as check_simulator_port  # (its old home: robot imports it here)
+from .simulators import scheme_backend as scheme_backend  # (the same)
 
 FRAME_S = 0.020
+#: The widest pulse range (us) any board takes, a hobby servo's full travel (calibration.PULSE_RANGE_US).
+PULSE_RANGE_US = tuple(t / codec.TICKS_PER_US for t in codec.LIMITS_TICKS)
 
 
 @dataclass
@@ -36,14 +63,16 @@ class BoardInfo:
     depth: int
     boot: int | None = None
     limits_us: tuple[tuple[float, float], ...] = ()
-    widths_us: tuple[float | None, ...] = ()  # pulses the board outputs right now (None: none)
+    #: what the board outputs right now, per address, in the backend's ``servo_unit`` (None: nothing)
+    values: tuple[float | None, ...] = ()
 
 
 @dataclass
 class BoardStatus:
-    """A status snapshot: widths output now (us, None = no pulses), queue and counters."""
+    """A status snapshot: the values output now (per address, in the backend's ``servo_unit``; None: no
+    pulses, no goal), queue and counters."""
 
-    widths_us: tuple[float | None, ...]
+    values: tuple[float | None, ...]
     left_frames: int = 0
     counters: dict = field(default_factory=dict)
     frame: int | None = None
@@ -104,8 +133,8 @@ class Backend(ABC):
         """Release the port (safe to call twice)."""
 
     @abstractmethod
-    def move(self, frames: int, widths_us: dict[int, float | None]) -> None:
-        """Queue a linear move over ``frames`` 20 ms frames to ``widths_us`` (channel -> us)."""
+    def move(self, frames: int, values: dict[int, float | None]) -> None:
+        """Queue a linear move over ``frames`` 20 ms frames to ``values`` (address -> ``servo_unit``)."""
 
     @abstractmethod
     def drain(self, *, timeout_s: float | None = None) -> None:
@@ -159,11 +188,11 @@ class Backend(ABC):
         the position read in the last frame), else ``measured()``; {} if the board cannot measure."""
         return self.measured() if self.caps.measures_positions else {}
 
-    def set_goal(self, widths_us: dict[int, float | None]) -> None:
-        """Teleoperation, one step: the servos go to ``widths_us`` (address -> servo units) as soon as the board
+    def set_goal(self, values: dict[int, float | None]) -> None:
+        """Teleoperation, one step: the servos go to ``values`` (address -> ``servo_unit``) as soon as the board
         can, with no frame clock of the backend's own (the caller paces the calls and keeps each step under the
         speed limits). Default: a one-frame move (boards that play queued 20 ms frames; see ``queued_frames``)."""
-        self.move(1, widths_us)
+        self.move(1, values)
 
     def queued_frames(self) -> float:
         """Frames sent and not yet played (boards with a queue of timed moves; 0 for host-timed boards)."""
@@ -192,17 +221,18 @@ class Backend(ABC):
     @classmethod
     def simulator_url(cls, arm, cal_path, state_path) -> str | None:
         """The URL of a simulated board for ``arm`` with the calibration in ``cal_path``, keeping its servos
-        in ``state_path`` between runs (the default port); None if this backend has no simulator."""
-        return None
+        in ``state_path`` between runs (the default port); None if this backend has no simulator. Made by
+        the simulator of ``simulator`` (``armctl.bus.simulators``)."""
+        return simulator_url(cls.simulator, arm, cal_path, state_path) if cls.simulator else None
 
     @classmethod
+    @abstractmethod
     def create(cls, port: str, cal, *, wire_log=None, watchdog_s: float = 1.0, calibrating: bool = False):
         """A backend (not yet open) for ``port`` driving the servos of ``cal`` (already ``address``-ed).
 
         ``wire_log``: file for every byte sent and received; ``watchdog_s``: how long the board may hear
         nothing before it holds and stops (boards that have a watchdog); ``calibrating``: the servos may be
         driven anywhere in 500..2500 us, not only in the calibrated range."""
-        raise NotImplementedError
 
     def __enter__(self):
         self.open()
@@ -257,10 +287,11 @@ def open_port(url: str, *, baudrate: int, timeout_s: float = 0.0) -> serial.Seri
     """Open ``url`` (a path or any pyserial URL, armsim:// included) exclusively where the platform can
     (pyserial's ``exclusive``: other programs cannot open a device path at the same time); LinkError
     naming the port if it fails."""
-    from .simurl import BadSimURL
-
+    options = {"baudrate": baudrate, "timeout": timeout_s, "write_timeout": 2.0, "exclusive": True}
     try:
-        return serial.serial_for_url(url, baudrate=baudrate, timeout=timeout_s, write_timeout=2.0, exclusive=True)
+        if is_simulator(url):
+            return open_simulator(url, **options)
+        return serial.serial_for_url(url, **options)
     except BadSimURL as exc:
         raise BadInputError(f"port {url!r}: {exc}") from None
     except (serial.SerialException, OSError, ValueError) as exc:
@@ -278,49 +309,6 @@ _BACKENDS: dict[str, str] = {
     "feetech": "armctl.bus.feetech_backend:FeetechBackend",
     "pca9685": "armctl.bus.pca9685:PCA9685Backend",
 }
-
-
-#: The simulator URL schemes and the servos each simulates (in the calibration's unit).
-SIMULATOR_UNITS = {"armsim": "us", "feetechsim": "steps", "pca9685sim": "us"}
-#: Port schemes only one backend can open, and that backend (the default when no --backend is given).
-SCHEME_BACKENDS = {"pca9685sim": "pca9685", "i2c": "pca9685"}
-
-
-def check_simulator_port(url: str, backend: type[Backend]) -> None:
-    """BadInputError, at once, if ``url`` simulates another kind of servo than ``backend`` drives (it would
-    only time out): e.g. ``feetechsim://`` with a PWM calibration, which picks the armctl backend."""
-    scheme = str(url).split("://", 1)[0].lower() if "://" in str(url) else ""
-    if not scheme and str(url).startswith("/dev/i2c-"):  # not a serial port: armctl would try it as one
-        raise BadInputError(f"port {url} is an I2C bus: give it as --port 'i2c://{url}?address=0x40' (PCA9685 boards)")
-    owner = SCHEME_BACKENDS.get(scheme)
-    if owner is not None and owner != backend.name:
-        raise BadInputError(
-            f"port {scheme}:// is an I2C bus for PCA9685 boards: use --backend {owner}, not {backend.name}"
-        )
-    if backend.name in SCHEME_BACKENDS.values() and owner is None:
-        raise BadInputError(
-            f"the {backend.name} backend drives PCA9685 boards on an I2C bus: give --port "
-            f"i2c:///dev/i2c-1?address=0x40 (or pca9685sim:// for the simulated board), not {url!r}"
-        )
-    unit = SIMULATOR_UNITS.get(scheme)
-    if unit is None or unit == backend.servo_unit:
-        return
-    if unit == "steps":
-        raise BadInputError(
-            f"port {scheme}:// simulates Feetech bus servos, which the {backend.name} backend does not drive: give "
-            "a bus-servo calibration (in steps, e.g. --arm so101) and --backend feetech"
-        )
-    raise BadInputError(
-        f"port {scheme}:// simulates hobby (PWM) servos, which the {backend.name} backend does not drive: give a "
-        "hobby-servo calibration (in us) and --backend armctl, or use feetechsim:// for bus servos"
-    )
-
-
-def scheme_backend(url) -> str | None:
-    """The backend that must open ``url`` because of its scheme (``i2c://``: pca9685), or None."""
-    if url is None or "://" not in str(url):
-        return None
-    return SCHEME_BACKENDS.get(str(url).split("://", 1)[0].lower())
 
 
 def register_backend(name: str, target: str | type[Backend]) -> None:

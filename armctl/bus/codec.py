@@ -24,8 +24,6 @@ LIMITS_TICKS = (1000, 5000)  # every board's widest range: 500..2500 us
 SEQ_MOD = 256
 IMMEDIATE = frozenset("HQX")
 SEQUENCED = frozenset("MEWL")
-NAK_REASONS = ("CRC", "SEQ", "LONG", "FULL", "SYNC")
-REJECT_REASONS = ("ARG", "CMD", "RANGE", "OFF")
 _CRC_TAIL = len(" *XXXX\n")
 
 
@@ -212,11 +210,6 @@ def move(seq: int, frames: int, ticks, *, version: int = PROTOCOL_VERSION) -> by
             f"(protocol version {version} carries at most {max_channels(version)} channels)"
         )
     return line
-
-
-def enable(seq: int, mask: int) -> bytes:
-    """Enable line: channels whose bit is set in ``mask`` may pulse."""
-    return encode(seq, "E", f"{int(mask):X}")
 
 
 def watchdog(seq: int, timeout_s: float, *, mode: str = "H") -> bytes:

@@ -27,10 +27,7 @@ where it stands with the torque on, so it turns there no faster than that, and h
 from __future__ import annotations
 
 import time
-import urllib.parse
-from pathlib import Path
 
-from ..calibration import STEPS_PER_TURN, Calibration
 from ..errors import LinkError
 from .backend import FRAME_S, Backend, BoardInfo, BoardStatus, Capabilities
 from .feetech import DEFAULT_BAUD, MODEL_NAMES, FeetechBus, ServoBadReply, ServoError, ServoNoReply
@@ -59,32 +56,7 @@ class FeetechBackend(Backend):
         ``calibrating``: homing offsets that differ from the calibration's are noted, not refused."""
         return cls(port, cal, wire_log=wire_log, strict_offsets=not calibrating)
 
-    @classmethod
-    def simulator_url(cls, arm, cal_path, state_path) -> str:
-        """A simulated bus with the calibration's servos, starting at the arm's home pose."""
-        from ..lerobot import open_calibration
-
-        cal = open_calibration(cal_path, arm)[0]  # an armctl YAML, or LeRobot's JSON
-        angles = [*arm.home_rad, *([arm.gripper.open_rad] if arm.gripper is not None and cal.gripper else [])]
-        start = [round(float(s.value(a))) % STEPS_PER_TURN for s, a in zip(cal.servos, angles)]
-        start += [round(h.position_steps) for h in cal.held]  # a held servo stands where it is held
-        query = {"ids": ",".join(str(s.id) for s in (*cal.servos, *cal.held)), "state": str(state_path)}
-        if not Path(state_path).is_file():  # else the servos stand (and hold) where the last run left them
-            query["start"] = ",".join(map(str, start))
-        else:  # a servo the file lacks (the calibration gained one) is plugged in
-            query["plug"] = query["ids"]
-        servos = (*cal.servos, *cal.held)
-        offsets = [f"{s.id}:{s.homing_offset}" for s in servos if s.homing_offset is not None]
-        if offsets:  # servos calibrated by LeRobot: their EEPROM as LeRobot left it
-            query["offsets"] = ",".join(offsets)
-            query["limits"] = ",".join(
-                f"{s.id}:{round(s.min_steps)}:{round(s.max_steps)}" for s in cal.servos if s.homing_offset is not None
-            )
-        return "feetechsim://?" + urllib.parse.urlencode(query, safe=",/:")
-
-    def __init__(
-        self, port: str, cal: Calibration, *, baudrate: int = DEFAULT_BAUD, wire_log=None, strict_offsets: bool = True
-    ):
+    def __init__(self, port: str, cal, *, baudrate: int = DEFAULT_BAUD, wire_log=None, strict_offsets: bool = True):
         self.port = port
         self.cal = cal
         self.strict_offsets = strict_offsets
@@ -107,7 +79,7 @@ class FeetechBackend(Backend):
         self._played = 0
         self.log = None
 
-    def use_calibration(self, cal: Calibration) -> None:
+    def use_calibration(self, cal) -> None:
         """Angles, names and held positions from ``cal`` from now on (the same servos, newly calibrated), each
         range inside the servo's own limits."""
         self.cal = self._clamped(cal) if self.position_limits else cal
@@ -172,7 +144,7 @@ class FeetechBackend(Backend):
             self.notes.append(text)
         self.cal = self._clamped(self.cal)
 
-    def _clamped(self, cal: Calibration) -> Calibration:
+    def _clamped(self, cal):
         """``cal`` with each servo's range inside the servo's own position limits (a note for each one moved)."""
         from dataclasses import replace
 
@@ -241,9 +213,9 @@ class FeetechBackend(Backend):
             self.bus.write(h.id, "goal_position", round(h.position_steps))
             self.goal[h.id] = float(round(h.position_steps))
 
-    def move(self, frames: int, widths_us: dict[int, float | None]) -> None:
+    def move(self, frames: int, values: dict[int, float | None]) -> None:
         """Host-timed: each frame one SYNC_WRITE of the interpolated goals, one SYNC_READ of the positions."""
-        targets = {i: v for i, v in widths_us.items() if v is not None}
+        targets = {i: v for i, v in values.items() if v is not None}
         if self.held:
             try:
                 self._hold()
@@ -270,10 +242,10 @@ class FeetechBackend(Backend):
             self._next_frame_t += FRAME_S
             self._played += 1
 
-    def set_goal(self, widths_us: dict[int, float | None]) -> None:
+    def set_goal(self, values: dict[int, float | None]) -> None:
         """Teleoperation, one step: one SYNC_WRITE of the goals now and one SYNC_READ of the positions (waiting
         at most ``FRAME_S / 2`` for them); no frame clock (the caller paces the steps)."""
-        targets = {i: v for i, v in widths_us.items() if v is not None}
+        targets = {i: v for i, v in values.items() if v is not None}
         try:
             if self.held:
                 self._hold(skip=targets)
@@ -420,7 +392,7 @@ class FeetechBackend(Backend):
         }
         for i, h in self.held.items():
             servos[i]["held_at_steps"] = h.position_steps
-        return BoardStatus(widths_us=goals, servos=servos)
+        return BoardStatus(values=goals, servos=servos)
 
     def played_frames(self) -> int:
         return self._played

@@ -37,9 +37,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from ..calibration import PULSE_RANGE_US
 from ..errors import LinkError
-from .backend import BoardInfo, BoardStatus, Capabilities, WireLog, readdress
+from .backend import PULSE_RANGE_US, BoardInfo, BoardStatus, Capabilities, WireLog, readdress
 from .hosttimed import HostTimed
 
 FIRMATA_BAUD = 57600
@@ -257,7 +256,7 @@ class FirmataBackend(HostTimed):
             channels=max(self.ranges) + 1,
             depth=0,
             limits_us=(),
-            widths_us=(),
+            values=(),
         )
         return self.info
 
@@ -302,19 +301,19 @@ class FirmataBackend(HostTimed):
         self.attached.add(pin)
         self.current[pin] = start_us
 
-    def move(self, frames: int, widths_us: dict[int, float | None]) -> None:
+    def move(self, frames: int, values: dict[int, float | None]) -> None:
         """Host-timed (``HostTimed.move``); a servo's first position attaches it there."""
-        for pin, us in widths_us.items():
+        for pin, us in values.items():
             if us is not None and pin not in self.attached:
                 self.attach(pin, us)  # first position of this servo: it starts there
-        super().move(frames, widths_us)
+        super().move(frames, values)
 
-    def set_goal(self, widths_us: dict[int, float | None]) -> None:
+    def set_goal(self, values: dict[int, float | None]) -> None:
         """Teleoperation (``HostTimed.set_goal``); a servo's first position attaches it there."""
-        for pin, us in widths_us.items():
+        for pin, us in values.items():
             if us is not None and pin not in self.attached:
                 self.attach(pin, us)
-        super().set_goal(widths_us)
+        super().set_goal(values)
 
     def _write_frame(self, values: dict[int, float]) -> None:
         for pin, us in values.items():
@@ -323,7 +322,7 @@ class FirmataBackend(HostTimed):
 
     def status(self) -> BoardStatus:
         pins = range(max(self.ranges) + 1)
-        return BoardStatus(widths_us=tuple(self.current.get(p) for p in pins), left_frames=0, counters={})
+        return BoardStatus(values=tuple(self.current.get(p) for p in pins), left_frames=0, counters={})
 
     def close(self) -> None:
         """Release the port and leave the servos holding their last pulse.

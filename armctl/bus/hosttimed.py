@@ -27,7 +27,7 @@ class HostTimed(Backend):
     def _write_frame(self, values: dict[int, float]) -> None:
         """Output ``values`` (address -> servo value) now, and record them in ``current``."""
 
-    def move(self, frames: int, widths_us: dict[int, float | None]) -> None:
+    def move(self, frames: int, values: dict[int, float | None]) -> None:
         """Writes each frame's interpolated values at its frame time (blocks while playing); a servo with no
         value yet (``current`` None) jumps to nowhere: it is skipped until something sets it."""
         starts = dict(self.current)
@@ -40,7 +40,7 @@ class HostTimed(Backend):
             if delay > 0:
                 self._sleep(delay)
             changed = {}
-            for addr, end in widths_us.items():
+            for addr, end in values.items():
                 if end is None or starts.get(addr) is None:
                     continue
                 v = starts[addr] + (end - starts[addr]) * i / frames
@@ -51,10 +51,10 @@ class HostTimed(Backend):
             self._next_frame_t += FRAME_S
             self._played += 1
 
-    def set_goal(self, widths_us: dict[int, float | None]) -> None:
+    def set_goal(self, values: dict[int, float | None]) -> None:
         """Teleoperation, one step: the values that changed are written now, with no frame clock (the caller
         paces the steps and keeps each under the speed limits)."""
-        changed = {a: v for a, v in widths_us.items() if v is not None and v != self.current.get(a)}
+        changed = {a: v for a, v in values.items() if v is not None and v != self.current.get(a)}
         if changed:
             self._write_frame(changed)
         self._next_frame_t = None

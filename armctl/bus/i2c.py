@@ -1,9 +1,9 @@
 """I2C buses for the boards that hang off one (the PCA9685): Linux's i2c-dev interface through smbus2,
-and the simulated bus (``armctl.bus.pca9685_sim``), behind one small interface. The URLs that name them
+and the simulated bus (``armctl.sim.pca9685_sim``), behind one small interface. The URLs that name them
 (opened by ``armctl.bus.pca9685.open_i2c``)::
 
     i2c:///dev/i2c-1?address=0x40[,0x41..]&osc_hz=25000000     a bus device of this machine
-    pca9685sim://?address=0x40&...                              the simulated chip (armctl.bus.pca9685_sim)
+    pca9685sim://?address=0x40&...                              the simulated chip (armctl.sim.pca9685_sim)
 
 ``address``: the chips' 7-bit addresses (0x40..0x7F; a board with no address pads bridged is 0x40), several
 for more than 16 servos (channel n is channel n % 16 of the (n // 16)-th address). ``osc_hz``: the chip's

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 from ..errors import BadInputError, LinkError
 from . import pca9685_chip as hw
-from .backend import BoardInfo, BoardStatus, Capabilities, WireLog
+from .backend import PULSE_RANGE_US, BoardInfo, BoardStatus, Capabilities, WireLog
 from .hosttimed import HostTimed
 from .i2c import I2CBus, I2CNack, LinuxI2C, parse_addresses
-from .pca9685_sim import SimI2CBus, parse_url
+from .simulators import is_simulator, open_simulator, scheme_backend
 
 # --- the port: an I2C bus URL -----------------------------------------------------------------------------
 
@@ -67,15 +67,12 @@ def open_i2c(url: str) -> I2CPort:
     """Open an ``i2c://`` or ``pca9685sim://`` URL (see the module note). BadInputError for a malformed
     URL (exit 2), LinkError if the bus cannot be opened (exit 4)."""
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme == "pca9685sim":
+    if is_simulator(url) and scheme_backend(url) == "pca9685":  # pca9685sim://
         try:
-            opts = parse_url(url)
+            bus = open_simulator(url)
         except ValueError as exc:
             raise BadInputError(f"port {url!r}: {exc}") from None
-        bad = [a for a in opts.addresses if not 0x40 <= a <= 0x7F]
-        if bad:
-            raise BadInputError(f"port {url!r}: 0x{bad[0]:02x} is no PCA9685 address (0x40..0x7F)")
-        return I2CPort(SimI2CBus(opts, url), opts.addresses, opts.osc_hz)
+        return I2CPort(bus, bus.opts.addresses, bus.opts.osc_hz)
     if parts.scheme != "i2c":
         raise BadInputError(f"port {url!r}: the pca9685 backend takes an I2C bus; {EXPECTED}")
     query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
@@ -104,16 +101,9 @@ class PCA9685Backend(HostTimed):
     def create(cls, port: str, cal, *, wire_log=None, watchdog_s: float = 1.0, calibrating: bool = False):
         """PCA9685 boards at ``port`` driving the servos of ``cal`` (its ``channel``: chip output). No
         watchdog: the chip holds the last pulse. ``calibrating``: 500..2500 us allowed."""
-        from ..calibration import PULSE_RANGE_US
-
         ranges = {s.channel: (PULSE_RANGE_US if calibrating else (s.lo, s.hi)) for s in cal.servos}
         names = {s.channel: s.name for s in cal.servos}
         return cls(port, ranges_us=ranges, names=names, pwm_hz=getattr(cal, "pwm_hz", 50.0), wire_log=wire_log)
-
-    @classmethod
-    def simulator_url(cls, arm, cal_path, state_path) -> str | None:
-        # quoted: a state folder may hold spaces, "+", "&" or "#" (a Windows user name, say)
-        return "pca9685sim://?" + urllib.parse.urlencode({"state": str(state_path)}, safe="/:")
 
     def __init__(
         self,
@@ -223,7 +213,7 @@ class PCA9685Backend(HostTimed):
             protocol="i2c",
             channels=channels,
             depth=0,
-            widths_us=tuple(widths.get(ch) for ch in range(channels)),
+            values=tuple(widths.get(ch) for ch in range(channels)),
         )
         return self.info
 
@@ -297,13 +287,13 @@ class PCA9685Backend(HostTimed):
 
     # --- playing ------------------------------------------------------------------------------------------
 
-    def move(self, frames: int, widths_us: dict[int, float | None]) -> None:
+    def move(self, frames: int, values: dict[int, float | None]) -> None:
         """Host-timed (``HostTimed.move``); a channel with no pulses yet starts at its first value at once
         (the Robot sets servos without pulses to the pose they were left in before it ramps anywhere)."""
-        first = {ch: us for ch, us in widths_us.items() if us is not None and self.current.get(ch) is None}
+        first = {ch: us for ch, us in values.items() if us is not None and self.current.get(ch) is None}
         if first:
             self._write_frame(first)
-        super().move(frames, widths_us)
+        super().move(frames, values)
 
     def _write_frame(self, values: dict[int, float]) -> None:
         """One auto-increment write per run of neighbouring channels of a chip, each latched at its STOP."""
@@ -362,7 +352,7 @@ class PCA9685Backend(HostTimed):
                 else:
                     widths.append(counts * hw.count_us(prescale, self.osc_hz))
             chips[f"0x{address:02x}"] = {"mode1": mode[0], "mode2": mode[1], "prescale": prescale, "outputs": outs}
-        return BoardStatus(widths_us=tuple(widths), counters={"pca9685": chips, "osc_hz": self.osc_hz})
+        return BoardStatus(values=tuple(widths), counters={"pca9685": chips, "osc_hz": self.osc_hz})
 
     def close(self) -> None:
         """Release the bus; the outputs keep running (the servos hold their last pulse)."""

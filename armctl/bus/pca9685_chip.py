@@ -25,8 +25,6 @@ LAST_LED_REG = LED0 + 4 * 16 - 1  # 0x45
 
 # MODE1 bits
 RESTART, EXTCLK, AI, SLEEP, ALLCALL = 0x80, 0x40, 0x20, 0x10, 0x01
-# MODE2 bits
-OUTDRV = 0x04
 FULL_BIT = 0x10  # bit 4 of ON_H / OFF_H: full on / full off
 
 CHANNELS = 16

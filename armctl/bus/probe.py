@@ -41,6 +41,7 @@ from .armproto import DEFAULT_BAUD
 from .backend import open_port
 from .firmata import FIRMATA_BAUD, VERSION_QUERY, FirmataListener
 from .portlock import PortLock
+from .simulators import scheme_backend
 
 BOOT_WAIT_S = 1.6  # a Uno's reset and bootloader (~1 s), then our firmware's start (~0.3 s)
 FIRMATA_WAIT_S = 4.5  # from opening: bootloader, then StandardFirmata's ~2.1 s version blink
@@ -106,7 +107,7 @@ class PortReport:
 
 def is_i2c(device: str) -> bool:
     """True for an I2C bus (``/dev/i2c-N``, ``i2c://...``, ``pca9685sim://``): probed for PCA9685 boards."""
-    return device.startswith(("/dev/i2c-", "i2c://", "pca9685sim://"))
+    return device.startswith("/dev/i2c-") or scheme_backend(device) == "pca9685"
 
 
 def probe_i2c(info: PortInfo) -> PortReport:

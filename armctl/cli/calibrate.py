@@ -464,7 +464,7 @@ def _hold(robot, old_limits) -> None:
         robot.hold()
         if not old_limits:
             return
-        held = robot.board_status().widths_us
+        held = robot.board_status().values
         for i, s in enumerate(robot.calibration.servos):
             lo, hi = old_limits[i]
             w = held[s.channel] if s.channel < len(held) else None

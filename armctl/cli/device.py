@@ -338,7 +338,7 @@ def cmd_status(args) -> int:
                 "protocol": info.protocol,
                 "channels": info.channels,
                 "depth": info.depth,
-                "widths_us": list(st.widths_us),
+                "widths_us": list(st.values),
                 "counters": st.counters,
                 "frame": st.frame,
                 "restored": sorted(restored),
@@ -352,7 +352,7 @@ def cmd_status(args) -> int:
 
             q = urdf_angles(arm, [math.radians(v) for v in report["q_deg"]])
             report["urdf_deg"] = {name: math.degrees(v) for name, v in q.items()}
-    held = [st.widths_us[s.channel] if s.channel < len(st.widths_us) else None for s in robot.calibration.servos]
+    held = [st.values[s.channel] if s.channel < len(st.values) else None for s in robot.calibration.servos]
     what = "pulses" if robot.calibration.unit == "us" else "goals"
     headline = (
         f"{info.firmware} (protocol {info.protocol}) on {robot.port}: {info.channels} channels, {what} "

@@ -2,7 +2,7 @@
 
 The firmware's line handler (firmware/proto.c, built for the host as
 build/libproto_host.so, see proto_host.h) and the simulator's board
-(armctl.bus.board.Board) get the same fuzz script: the same bytes at the same
+(armctl.sim.board.Board) get the same fuzz script: the same bytes at the same
 virtual times (0.5 us ticks; the model runs on exact fractions). After every
 operation their replies must be byte for byte the same, and so must their
 state: planned and output widths, enable mask, limits, queue length and frames
@@ -35,11 +35,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for _path in (ROOT, ROOT / "tests"):  # armctl, and the test vectors' reader (tests/protocol_vectors.py)
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
-from armctl.bus import codec, vectors  # noqa: E402
-from armctl.bus.board import Board  # noqa: E402
+import protocol_vectors as vectors  # noqa: E402
+
+from armctl.bus import codec  # noqa: E402
+from armctl.sim.board import Board  # noqa: E402
 
 LIB_PATH = HERE / "build" / "libproto_host.so"
 TICKS_PER_S = 2_000_000

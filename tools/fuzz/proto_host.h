@@ -5,7 +5,7 @@
  *
  * Time is in ticks of 0.5 us since boot. ph_advance() runs what the board does
  * on its own up to a time, in the order the simulator's board model
- * (armctl/bus/board.py, Board.advance_to) does: a watchdog deadline strictly
+ * (armctl/sim/board.py, Board.advance_to) does: a watchdog deadline strictly
  * before the next frame boundary fires first, a boundary at or before the
  * deadline comes first; ph_feed() advances, then feeds the bytes at that time.
  *

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from . import codec
-from .board import Board
+from armctl.bus import codec
+from armctl.sim.board import Board
 
 
 class VectorTransport(Protocol):

@@ -61,10 +61,15 @@ The opened port has ``.sim`` (a ``FeetechSim``): its servos, test hooks (``turn_
 from __future__ import annotations
 
 import math
+import urllib.parse
+from pathlib import Path
 
+from ..bus.feetech_protocol import BAUD_RATES, MAX_ID, get_series
+from ..calibration import STEPS_PER_TURN
 from ..errors import BadInputError
-from .feetech import BAUD_RATES, MAX_ID, get_series
-from .feetech_sim import FeetechSim, FeetechSimOptions, LinkGone, read_hand_file
+from ..lerobot import open_calibration
+from .feetechsim import FeetechSim, FeetechSimOptions, read_hand_file
+from .link import LinkGone
 from .simurl import BadSimURL, SimSerial, parse_options
 
 EXPECTED = (
@@ -222,3 +227,27 @@ class Serial(SimSerial):
 
     def from_url(self, url):
         return parse_url(url)
+
+
+open_simulator = Serial.open_url
+
+
+def simulator_url(arm, cal_path, state_path) -> str:
+    """A simulated bus with the calibration's servos, starting at the arm's home pose."""
+    cal = open_calibration(cal_path, arm)[0]  # an armctl YAML, or LeRobot's JSON
+    angles = [*arm.home_rad, *([arm.gripper.open_rad] if arm.gripper is not None and cal.gripper else [])]
+    start = [round(float(s.value(a))) % STEPS_PER_TURN for s, a in zip(cal.servos, angles)]
+    start += [round(h.position_steps) for h in cal.held]  # a held servo stands where it is held
+    query = {"ids": ",".join(str(s.id) for s in (*cal.servos, *cal.held)), "state": str(state_path)}
+    if not Path(state_path).is_file():  # else the servos stand (and hold) where the last run left them
+        query["start"] = ",".join(map(str, start))
+    else:  # a servo the file lacks (the calibration gained one) is plugged in
+        query["plug"] = query["ids"]
+    servos = (*cal.servos, *cal.held)
+    offsets = [f"{s.id}:{s.homing_offset}" for s in servos if s.homing_offset is not None]
+    if offsets:  # servos calibrated by LeRobot: their EEPROM as LeRobot left it
+        query["offsets"] = ",".join(offsets)
+        query["limits"] = ",".join(
+            f"{s.id}:{round(s.min_steps)}:{round(s.max_steps)}" for s in cal.servos if s.homing_offset is not None
+        )
+    return "feetechsim://?" + urllib.parse.urlencode(query, safe=",/:")

@@ -12,12 +12,7 @@ from typing import Any
 
 from serial.serialutil import PortNotOpenError, SerialBase, SerialException
 
-
-class BadSimURL(SerialException, ValueError):
-    """A simulator URL with an unknown option or a bad value: bad input (exit 2), not a link failure.
-
-    A SerialException, so pyserial callers that catch those still do; ``open_port`` turns it into a
-    BadInputError naming the URL."""
+from ..bus.simulators import BadSimURL
 
 
 def parse_options(
@@ -67,6 +62,14 @@ class SimSerial(SerialBase):
     def _open_sim(self):
         """The simulation for ``self.portstr``, and its rate."""
         raise NotImplementedError
+
+    @classmethod
+    def open_url(cls, url: str, **port_options) -> SimSerial:
+        """The port ``url``, opened (``port_options``: pyserial's), as ``serial.serial_for_url`` opens it."""
+        port = cls(None, **port_options)
+        port.port = url
+        port.open()
+        return port
 
     def open(self):
         if self.is_open:

@@ -1,7 +1,7 @@
 """The simulated arm: our board (``Board``) behind a modelled serial link, driving modelled servos.
 
 ``SimArm`` is transport-free: the pyserial URL handler (``protocol_armsim``)
-and the pseudo-terminal runner (``sim_pty``) both feed it bytes and ask it for
+and the pseudo-terminal runner (``pty``) both feed it bytes and ask it for
 bytes, giving it the simulated time. Times here are simulated seconds; the
 ``rate`` option only maps them to wall time.
 
@@ -26,32 +26,27 @@ import json
 import math
 import random
 import time
-from bisect import insort
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..arm import Arm, load_arm
+from ..bus import codec
 from ..calibration import Calibration, ServoCal, find_calibration, load_calibration
 from ..kinematics import tool_point
-from . import codec
 from .board import DEFAULT_LIMITS_TICKS, FIRMWARE_CHANNELS, Board
+from .link import LinkOptions, OverLink, TimedLink
 
 
 @dataclass
-class SimOptions:
-    """Every simulator option, as given in the ``armsim://`` URL (units in the names)."""
+class SimOptions(LinkOptions):
+    """Every simulator option, as given in the ``armsim://`` URL (units in the names; the link's in ``LinkOptions``)."""
 
     arm: str = "seed-3link"
     cal: str | None = None
     rate: float = 1.0
     baud: int = 115200
-    drop: float = 0.0
-    corrupt: float = 0.0
-    delay_ms: float = 0.0
-    disconnect: int | None = None
-    seed: int | None = None
     depth: int = 16
     protocol: int = codec.PROTOCOL_VERSION
     channels: int | None = None  # None: our firmware's count in that protocol version (4, 8)
@@ -63,10 +58,6 @@ class SimOptions:
     state: str | None = None
     boot: int | None = None
     limits_us: list[tuple[float, float]] | None = None
-
-
-class LinkGone(Exception):
-    """The simulated cable was pulled (``disconnect=N``)."""
 
 
 @dataclass
@@ -104,7 +95,7 @@ class _Servo:
         return float(self.cal.pulse_us((angle_rad - self.offset_rad) * self.scale * self.sign))
 
 
-class SimArm:
+class SimArm(OverLink):
     """A simulated board and arm; feed it host bytes with ``host_write`` and read ``host_read``."""
 
     BOOT_S = 0.05  # simulated seconds from reset (the port opening) to the board's UART being ready
@@ -138,17 +129,12 @@ class SimArm:
         self._saved_limits = list(self.board.limits)
         self._saved_wall = -math.inf
         self.byte_s = 0.0 if o.baud <= 0 else 10.0 / o.baud
-        self.delay_s = o.delay_ms / 1000.0
-        self.host_bytes = 0
-        self.gone = False
+        self.link = TimedLink(o, self.rng, "board")
         self.writes_after_disconnect = 0
-        self.faults = {"dropped_to_board": 0, "corrupted_to_board": 0, "dropped_to_host": 0, "corrupted_to_host": 0}
         self._tx_line = bytearray()
         self._tx_free_s = 0.0
         self._rx_free_s = 0.0
         self._to_board: list[tuple[float, int, bytes]] = []
-        self._to_host: list[tuple[float, int, bytes]] = []
-        self._order = 0
         self.now = 0.0
         self.servos: dict[int, _Servo] = {}
         self._check_options(len(self.cal.servos))
@@ -299,50 +285,29 @@ class SimArm:
 
     # --- link ----------------------------------------------------------------------------------
 
-    def _fault(self, line: bytes, direction: str) -> bytes | None:
-        o = self.opts
-        if o.drop and self.rng.random() < o.drop:
-            self.faults[f"dropped_to_{direction}"] += 1
-            return None
-        if o.corrupt and self.rng.random() < o.corrupt:
-            self.faults[f"corrupted_to_{direction}"] += 1
-            b = bytearray(line)
-            b[self.rng.randrange(len(b))] ^= 1 << self.rng.randrange(8)
-            return bytes(b)
-        return line
-
     def _to_host_schedule(self, data: bytes, t: float) -> None:
         for line in data.splitlines(keepends=True):
             self._rx_free_s = max(t, self._rx_free_s) + len(line) * self.byte_s
-            faulted = self._fault(line, "host")
-            if faulted is not None:
-                self._order += 1
-                insort(self._to_host, (self._rx_free_s + self.delay_s, self._order, faulted))
+            self.link.send_to_host(line, self._rx_free_s)
 
     def host_write(self, data: bytes, t: float) -> None:
         """Bytes the host writes at simulated time ``t``; raises LinkGone once disconnected."""
-        if self.gone:
+        if self.link.gone:
             self.writes_after_disconnect += 1
-            raise LinkGone(f"disconnected after {self.opts.disconnect} bytes (disconnect={self.opts.disconnect})")
+            raise self.link.gone_error()
         self.pump(t)
-        limit = self.opts.disconnect
-        if limit is not None and self.host_bytes + len(data) >= limit:
-            data = data[: max(0, limit - self.host_bytes)]
-            self.gone = True
-        self.host_bytes += len(data)
+        data = self.link.cut(data)
         start = max(t, self._tx_free_s)
         for i, byte in enumerate(data):
             self._tx_line.append(byte)
             if byte == 0x0A:
-                line = self._fault(bytes(self._tx_line), "board")
+                line = self.link.fault(bytes(self._tx_line), "board")
                 self._tx_line.clear()
                 if line is not None:
-                    self._order += 1
-                    arrival = max(start + (i + 1) * self.byte_s + self.delay_s, self.BOOT_S)  # read once booted
-                    insort(self._to_board, (arrival, self._order, line))
+                    arrival = max(start + (i + 1) * self.byte_s + self.link.delay_s, self.BOOT_S)  # read once booted
+                    self.link.deliver(self._to_board, arrival, line)
         self._tx_free_s = start + len(data) * self.byte_s
-        if self.gone:
-            raise LinkGone(f"disconnected after {limit} bytes (disconnect={limit})")
+        self.link.check()
 
     def pump(self, t: float) -> None:
         """Run the board and the link up to simulated time ``t``."""
@@ -368,38 +333,11 @@ class SimArm:
         elif heard and time.monotonic() - self._saved_wall >= self.SAVE_PERIOD_S:
             self.save_state(host_gone=True)
 
-    def host_read(self, t: float, size: int | None = None) -> bytes:
-        """Bytes that have reached the host by simulated time ``t`` (at most ``size``)."""
-        if self.gone:
-            raise LinkGone(f"disconnected after {self.opts.disconnect} bytes (disconnect={self.opts.disconnect})")
-        self.pump(t)
-        out = bytearray()
-        while self._to_host and self._to_host[0][0] <= t and (size is None or len(out) < size):
-            arrival, order, chunk = self._to_host.pop(0)
-            if size is not None and len(out) + len(chunk) > size:
-                take = size - len(out)
-                out += chunk[:take]
-                self._to_host.insert(0, (arrival, order, chunk[take:]))
-                break
-            out += chunk
-        return bytes(out)
-
-    def waiting(self, t: float) -> int:
-        """Bytes that have reached the host by ``t`` and not been read."""
-        self.pump(t)
-        return sum(len(c) for a, _, c in self._to_host if a <= t)
-
     def next_arrival_s(self) -> float:
         """Simulated time at which something may next reach the host (inf if nothing pending)."""
-        cands = [self._to_host[0][0]] if self._to_host else []
+        cands = [self.link.next_to_host_s()]
         if self._to_board:
             cands.append(self._to_board[0][0])
         if self.board.wdog_deadline is not None:
             cands.append(self.board.wdog_deadline)
-        return min(cands, default=math.inf)
-
-    def drop_pending_output(self) -> None:
-        """Forget bytes that have reached the host and not been read (pyserial's reset_input_buffer).
-
-        Bytes still on the wire (the boot banner right after the port opened) arrive later, as on a real port."""
-        self._to_host = [item for item in self._to_host if item[0] > self.now]
+        return min(cands)

@@ -43,11 +43,13 @@ from __future__ import annotations
 
 import math
 import time
+import urllib.parse
 
 from serial.serialutil import SerialException
 
-from . import codec
-from .sim import LinkGone, SimArm, SimOptions
+from ..bus import codec
+from .armsim import SimArm, SimOptions
+from .link import LinkGone
 from .simurl import BadSimURL, SimSerial, parse_options
 
 EXPECTED = (
@@ -158,3 +160,12 @@ class Serial(SimSerial):
 
     def from_url(self, url):
         return parse_url(url)
+
+
+open_simulator = Serial.open_url
+
+
+def simulator_url(arm, cal_path, state_path) -> str:
+    """The simulated arm (armsim://) with ``arm`` and its calibration."""
+    query = {"arm": arm.ref, "cal": str(cal_path), "state": str(state_path)}
+    return f"armsim://?{urllib.parse.urlencode(query, safe=',/')}"

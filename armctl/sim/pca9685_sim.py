@@ -35,8 +35,10 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import pca9685_chip as hw
-from .i2c import I2CBus, I2CNack, parse_addresses
+from ..bus import pca9685_chip as hw
+from ..bus.i2c import I2CBus, I2CNack, parse_addresses
+from ..bus.simulators import BadSimURL
+from .simurl import parse_options
 
 ALL_CALL_ADDRESS = 0x70
 GENERAL_CALL = 0x00
@@ -235,35 +237,34 @@ class SimOptions:
     chips: list[int] | None = None
 
 
+def _bit(text: str) -> bool:
+    if text not in ("0", "1"):
+        raise ValueError(text)
+    return text == "1"
+
+
+_OPTIONS = {
+    "address": ("addresses", parse_addresses),
+    "osc_hz": ("osc_hz", float),
+    "chip_osc_hz": ("chip_osc_hz", float),
+    "state": ("state", str),
+    "log": ("log", str),
+    "other": ("others", parse_addresses),
+    "chips": ("chips", parse_addresses),
+    "strict": ("strict", _bit),
+}
+
+
 def parse_url(url: str) -> SimOptions:
-    """The options of a ``pca9685sim://`` URL; ValueError (naming the option and the URL's form) if bad."""
+    """The options of a ``pca9685sim://`` URL; BadSimURL, a ValueError (naming the option and the URL's form),
+    if bad."""
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme != "pca9685sim":
-        raise ValueError(f"{url!r} is not a pca9685sim:// URL; {EXPECTED}")
-    if (parts.netloc + parts.path).strip("/"):
-        raise ValueError(f"pca9685sim:// takes no host or path; {EXPECTED}")
-    opts = SimOptions()
-    conv = {
-        "address": ("addresses", parse_addresses),
-        "osc_hz": ("osc_hz", float),
-        "chip_osc_hz": ("chip_osc_hz", float),
-        "state": ("state", str),
-        "log": ("log", str),
-        "other": ("others", parse_addresses),
-        "chips": ("chips", parse_addresses),
-        "strict": ("strict", lambda v: {"1": True, "0": False}[v]),
-    }
-    for key, values in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items():
-        if key not in conv:
-            raise ValueError(f"unknown pca9685sim option {key!r}; {EXPECTED}")
-        attr, fn = conv[key]
-        try:
-            setattr(opts, attr, fn(values[-1]))
-        except (ValueError, KeyError):
-            raise ValueError(f"pca9685sim option {key}={values[-1]!r} is not valid; {EXPECTED}") from None
+    if parts.scheme == "pca9685sim" and (parts.netloc + parts.path).strip("/"):
+        raise BadSimURL(f"pca9685sim:// takes no host or path; {EXPECTED}")
+    opts, _ = parse_options(url, "pca9685sim", _OPTIONS, SimOptions(), EXPECTED)
     for hz in (opts.osc_hz, opts.chip_osc_hz):
         if hz is not None and not 1e6 <= hz <= 50e6:
-            raise ValueError(f"pca9685sim: an oscillator of {hz:g} Hz is not a PCA9685's (1..50 MHz); {EXPECTED}")
+            raise BadSimURL(f"pca9685sim: an oscillator of {hz:g} Hz is not a PCA9685's (1..50 MHz); {EXPECTED}")
     return opts
 
 
@@ -362,6 +363,21 @@ class SimI2CBus(I2CBus):
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
+
+
+def open_simulator(url: str) -> SimI2CBus:
+    """The simulated bus of a ``pca9685sim://`` URL; ValueError (naming the option) if it is bad."""
+    opts = parse_url(url)
+    bad = [a for a in opts.addresses if not 0x40 <= a <= 0x7F]
+    if bad:
+        raise BadSimURL(f"0x{bad[0]:02x} is no PCA9685 address (0x40..0x7F)")
+    return SimI2CBus(opts, url)
+
+
+def simulator_url(arm, cal_path, state_path) -> str:
+    """The simulated chip, keeping its registers in ``state_path``."""
+    # quoted: a state folder may hold spaces, "+", "&" or "#" (a Windows user name, say)
+    return "pca9685sim://?" + urllib.parse.urlencode({"state": str(state_path)}, safe="/:")
 
 
 class BlinkaBus:

@@ -1,0 +1,369 @@
+"""A simulated Feetech servo bus (``FeetechSim``): servos with ids on one half-duplex line.
+
+Transport-free, like ``SimArm``: the pyserial URL handler (``protocol_feetechsim``) and the pty runner
+(``pty``) feed it the host's bytes and ask it for the bytes that reached the host, giving it the
+simulated time. Times are simulated seconds; the ``rate`` option only maps them to wall time.
+
+- Link: every byte takes 10 bit times at the host's baud rate; servos whose ``baud_rate`` register
+  differs from the host's do not understand it (they stay silent). A reply starts after the servo's
+  ``return_delay`` (2 us units) once the request is on the wire; SYNC_READ replies follow each other in
+  the listed order. Whole packets are dropped or get one bit flipped with probability ``drop``/``corrupt``
+  in each direction, and arrive ``delay`` ms late. With ``echo`` the host hears its own bytes first (an
+  adapter with TX and RX tied). Host bytes sent while a servo answers are not modelled as collisions.
+- Servos (``SimServo``): a memory table as in ``feetech.STS``/``SCS``; EEPROM (addresses below 40) is
+  kept in the ``state`` file when written with ``lock`` = 0 and reverts at ``power_cycle()`` otherwise.
+  With torque on a servo moves its encoder position toward the goal (clamped to the angle limits,
+  shifted by the homing offset: present = actual - offset, read modulo a turn) under the goal speed
+  (0: ``speed``) and acceleration (register x 100 step/s^2; 0: ``accel``) limits, never through the
+  encoder's 0/4095 seam. Mechanical stops (``stops``) and a jammed servo (``stall``) stop it: then it
+  pushes with a load proportional to the position error, up to ``torque_limit``; above
+  ``overload_torque`` for ``protection_time`` it reports overload (error bit 0x20) and, when
+  ``unloading_condition`` has that bit, drops to ``protective_torque`` until torque is written again.
+  With torque off it holds still and ``turn_by_hand`` moves it, or a ``hand`` file (rows ``t_s,id,steps``:
+  a hand's moves in time, encoder steps, interpolated) does. Temperature rises with the load, and the
+  voltage it reports sags under it (``SAG_V`` at full load).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..bus.feetech_protocol import (
+    ACTION,
+    BROADCAST_ID,
+    PING,
+    READ,
+    REG_WRITE,
+    SYNC_READ,
+    SYNC_WRITE,
+    WRITE,
+    BadPacket,
+    Packet,
+    encode_packet,
+    get_series,
+    take_packet,
+)
+from .feetech_servo import EEPROM_END, MEM_BYTES, SimServo, read_hand_file
+from .link import LinkOptions, OverLink, TimedLink
+
+
+@dataclass
+class FeetechSimOptions(LinkOptions):
+    """Every simulator option, as given in the ``feetechsim://`` URL (units in the names or documented; the
+    link's in ``LinkOptions``)."""
+
+    ids: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5, 6])
+    model: str = "sts3215"
+    baud: int = 1_000_000
+    rate: float = 1.0
+    start_steps: list[float] | None = None
+    speed_steps_s: float = 3400.0
+    accel_steps_s2: float = 25400.0
+    volts: float = 7.4
+    temp_c: float = 25.0
+    echo: bool = False
+    missing: list[int] = field(default_factory=list)
+    stall: list[int] = field(default_factory=list)
+    garble: list[int] = field(default_factory=list)
+    stops: dict[int, tuple[float, float]] = field(default_factory=dict)
+    state: str | None = None
+    plug: list[int] = field(default_factory=list)
+    offsets: dict[int, int] = field(default_factory=dict)
+    limits: dict[int, tuple[int, int]] = field(default_factory=dict)
+    hand: str | None = None
+    #: the ``hand`` file read: {id: (times s, encoder steps)}; read from ``hand`` when None
+    hand_track: dict[int, tuple[list[float], list[float]]] | None = None
+
+
+class FeetechSim(OverLink):
+    """A simulated bus; feed it host bytes with ``host_write`` and take its answers with ``host_read``."""
+
+    def __init__(self, opts: FeetechSimOptions | None = None):
+        self.opts = o = opts or FeetechSimOptions()
+        self.series = get_series(o.model)
+        self.rng = random.Random(o.seed)
+        self.host_baud = o.baud  #: the host's baud rate (the URL handler and the pty runner keep it current)
+        self.link = TimedLink(o, self.rng, "servos")
+        self.link.faults["ignored_packets"] = 0
+        self.frame_gap_s = 0.01 * max(1.0, o.rate)  # a servo forgets a half-received packet after this silence
+        self.now = 0.0
+        #: Every packet the servos took in, in order: (simulated time, Packet). For tests to assert on.
+        self.log: deque[tuple[float, Packet]] = deque(maxlen=100_000)
+        everyone = self._make_servos()
+        self.servos: list[SimServo] = [s for s in everyone if s.id not in o.missing]  #: the servos on the bus
+        self._absent = [s for s in everyone if s.id in o.missing]  # unplugged, but kept in the state file
+        self._rx = bytearray()
+        self._rx_last = -math.inf
+        self._tx_free = 0.0
+        self._bus_free = 0.0
+        self._to_servos: list[tuple[float, int, Packet]] = []
+
+    def _make_servos(self) -> list[SimServo]:
+        o = self.opts
+        saved = self._load_state()
+        if saved is not None:
+            servos = [SimServo(self.series, 0, raw, o, eeprom=eeprom) for eeprom, raw, _ in saved]
+            known = {servo.id for servo in servos}
+            added = [i for i in o.plug if i not in known]  # plugged in since the state was saved: half a turn
+            servos += [SimServo(self.series, i, self.series.steps_per_turn // 2, o) for i in added]
+            saved += [(b"", 0.0, None)] * len(added)
+            for servo in servos:
+                self._preset_eeprom(servo)
+        else:
+            start = o.start_steps or []
+            servos = []
+            for k, servo_id in enumerate(o.ids):
+                servos.append(SimServo(self.series, servo_id, 0.0, o))
+                self._preset_eeprom(servos[-1])
+                present = start[k] if k < len(start) else self.series.steps_per_turn // 2
+                servos[-1].raw = float(present + servos[-1].offset()) % self.series.steps_per_turn
+        if saved is not None and o.start_steps:
+            for servo, present in zip(servos, o.start_steps):
+                servo.raw = float(present + servo.offset()) % servo.res
+        for k, servo in enumerate(servos):
+            servo._power_on_sram()
+            sram = saved[k][2] if saved is not None else None
+            if sram:  # the servos stayed powered between runs: torque, goal and the rest as they were left
+                servo.mem[EEPROM_END:] = bytes.fromhex(sram)[: MEM_BYTES - EEPROM_END]
+                if o.start_steps:  # moved to start= by hand: limp, its goal where it is
+                    servo.mem[40] = 0
+                    servo.put("goal_position", servo.present_steps())
+            if servo.id in o.stops:
+                servo.stops = tuple(float(v) for v in o.stops[servo.id])
+            servo.jammed = servo.id in o.stall
+        if o.hand is not None and o.hand_track is None:
+            o.hand_track = read_hand_file(o.hand, self.series.steps_per_turn)
+        for servo in servos:
+            servo.hand = (o.hand_track or {}).get(servo.id)
+        return servos
+
+    def _preset_eeprom(self, servo: SimServo) -> None:
+        """The ``offsets`` and ``limits`` options: EEPROM as a calibration left it (over the state file's)."""
+        o = self.opts
+        if servo.id in o.offsets and "homing_offset" in self.series.registers:
+            servo.put("homing_offset", o.offsets[servo.id])
+        if servo.id in o.limits:
+            servo.put("min_angle_limit", o.limits[servo.id][0])
+            servo.put("max_angle_limit", o.limits[servo.id][1])
+        servo.saved_eeprom = bytes(servo.mem[:EEPROM_END])
+
+    # --- state file (the servos' EEPROM and where they stand, between runs) ---
+
+    def _load_state(self) -> list[tuple[bytes, float, str | None]] | None:
+        path = self.opts.state
+        if not path or not Path(path).is_file():
+            return None
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            if data.get("series") != self.series.name:
+                return None
+            return [(bytes.fromhex(s["eeprom"]), float(s["raw_steps"]), s.get("sram")) for s in data["servos"]]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def save_state(self) -> None:
+        """Write each servo's kept EEPROM and encoder position to the ``state`` file (atomically)."""
+        if not self.opts.state:
+            return
+        path = Path(self.opts.state)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {
+            "series": self.series.name,
+            "servos": [
+                {"eeprom": s.saved_eeprom.hex(), "raw_steps": s.raw, "sram": s.mem[EEPROM_END:].hex()}
+                for s in self.servos + self._absent
+            ],
+        }
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        tmp.replace(path)
+
+    # --- test hooks ---
+
+    def servo(self, servo_id: int) -> SimServo:
+        """The servo that has id ``servo_id`` now (KeyError naming the ids on the bus if none)."""
+        for s in self.servos:
+            if s.id == servo_id:
+                return s
+        raise KeyError(f"no servo with id {servo_id} on the simulated bus (ids: {[s.id for s in self.servos]})")
+
+    def turn_by_hand(self, servo_id: int, present_steps: float) -> bool:
+        """Turn a servo by hand so it reads ``present_steps``; False if its torque is on (it resists)."""
+        s = self.servo(servo_id)
+        s.advance(self.now)
+        return s.turn_by_hand(present_steps)
+
+    def set_stops(self, servo_id: int, lo_steps: float | None, hi_steps: float | None = None) -> None:
+        """Mechanical stops (encoder steps, i.e. present + homing offset) or an obstacle; None removes them."""
+        s = self.servo(servo_id)
+        s.advance(self.now)
+        s.stops = None if lo_steps is None else (float(lo_steps), float(hi_steps))
+        s._ctl = None
+
+    def power_cycle(self) -> None:
+        """Power the servos off and on (EEPROM kept only where written with lock 0; torque off)."""
+        for s in self.servos:
+            s.advance(self.now)
+            s.power_cycle()
+
+    def settle_s(self) -> float:
+        """Simulated seconds until every servo with torque on stands still (a bound; 0 if all rest)."""
+        worst = 0.0
+        for s in self.servos:
+            if not s._at_rest():
+                target, vmax, amax, _ = s._control()
+                worst = max(worst, abs(target - s.raw) / vmax + vmax / amax + 0.01)
+        return worst
+
+    # --- link ---
+
+    def host_write(self, data: bytes, t: float) -> None:
+        """Bytes the host sends at simulated time ``t``; raises LinkGone once disconnected."""
+        self.link.check()
+        t = max(t, self.now)  # the servos have already lived up to now
+        self.pump(t)
+        data = self.link.cut(data)
+        byte_s = 10.0 / self.host_baud
+        start = max(t, self._tx_free)
+        for i, byte in enumerate(data):
+            self._servo_byte(byte, start + (i + 1) * byte_s)
+        self._tx_free = start + len(data) * byte_s
+        if self.opts.echo and data:
+            self.link.deliver(self.link.to_host, self._tx_free, bytes(data))
+        self.link.check()
+
+    def _servo_byte(self, byte: int, t: float) -> None:
+        """One byte reaches the servos at ``t``: frame packets as a servo's receiver does."""
+        if t - self._rx_last > self.frame_gap_s:
+            self._rx.clear()
+        self._rx_last = t
+        self._rx.append(byte)
+        while True:
+            item = take_packet(self._rx)
+            if item is None:
+                return
+            if isinstance(item, BadPacket):
+                self.faults["ignored_packets"] += 1
+                continue
+            raw = encode_packet(item.id, item.code, item.params)
+            if self.link.fault(raw, "servos") != raw:  # dropped, or a flipped bit the checksum catches
+                continue
+            self.link.deliver(self._to_servos, t + self.link.delay_s, item)
+
+    def pump(self, t: float) -> None:
+        """Run the servos and the link up to simulated time ``t``."""
+        while self._to_servos and self._to_servos[0][0] <= t:
+            at, _, packet = self._to_servos.pop(0)
+            self._execute(packet, at)
+        for s in self.servos:
+            s.advance(t)
+        self.now = max(self.now, t)
+
+    def next_arrival_s(self) -> float:
+        """Simulated time at which something may next reach the host or the servos (inf: nothing pending)."""
+        cands = [self.link.next_to_host_s()]
+        if self._to_servos:
+            cands.append(self._to_servos[0][0])
+        return min(cands)
+
+    # --- the servos' side of the protocol ---
+
+    def _listening(self) -> list[SimServo]:
+        return [s for s in self.servos if s.baud == self.host_baud]
+
+    def _reply(self, servo: SimServo, servo_id: int, t: float, params: bytes = b"", *, collide: bool = False) -> None:
+        packet = encode_packet(servo_id, servo.error_bits(), params)
+        byte_s = 10.0 / self.host_baud
+        start = t + servo.get("return_delay") * 2e-6
+        if not collide:
+            start = max(start, self._bus_free)
+        self._bus_free = start + len(packet) * byte_s
+        if collide or servo.id in self.opts.garble:
+            packet = self.link.flip(packet, 2)
+        self.link.send_to_host(packet, self._bus_free)
+
+    def _execute(self, packet: Packet, t: float) -> None:
+        servos = self._listening()
+        for s in servos:
+            s.advance(t)
+        self.log.append((t, packet))
+        self._bus_free = max(self._bus_free, t)
+        code, params = packet.code, packet.params
+        if packet.id == BROADCAST_ID:
+            self._broadcast(servos, code, params, t)
+            return
+        targets = [s for s in servos if s.id == packet.id]
+        for s in targets:
+            reply = self._unicast(s, code, params)
+            if reply is not None:  # two servos with one id answer at once: the host hears garbage
+                self._reply(s, packet.id, t, reply, collide=len(targets) > 1)
+
+    def _unicast(self, s: SimServo, code: int, params: bytes) -> bytes | None:
+        """Carry out an instruction addressed to ``s``; the reply's parameters, or None for no reply."""
+        answer_all = s.get("response_level") != 0
+        if code == PING:
+            return b""
+        if code == READ and len(params) == 2:
+            return s.read(params[0], params[1])
+        if code == WRITE and len(params) >= 2:
+            if s.write(params[0], params[1:]):
+                self.save_state()
+            return b"" if answer_all else None
+        if code == REG_WRITE and len(params) >= 2:
+            s.pending = (params[0], bytes(params[1:]))
+            return b"" if answer_all else None
+        if code == ACTION and not params:
+            self._action(s)
+            return b"" if answer_all else None
+        self.faults["ignored_packets"] += 1
+        return None
+
+    def _action(self, s: SimServo) -> None:
+        if s.pending is not None:
+            address, data = s.pending
+            s.pending = None
+            if s.write(address, data):
+                self.save_state()
+
+    def _broadcast(self, servos: list[SimServo], code: int, params: bytes, t: float) -> None:
+        if code == SYNC_WRITE and len(params) >= 2:
+            address, size = params[0], params[1]
+            body = params[2:]
+            if size == 0 or len(body) % (size + 1):
+                self.faults["ignored_packets"] += 1
+                return
+            by_id = {s.id: s for s in servos}
+            keep = False
+            for k in range(0, len(body), size + 1):
+                s = by_id.get(body[k])
+                if s is not None:
+                    keep |= s.write(address, body[k + 1 : k + 1 + size])
+            if keep:
+                self.save_state()
+        elif code == SYNC_READ and len(params) >= 3 and self.series.sync_read:
+            address, count = params[0], params[1]
+            by_id = {s.id: s for s in servos}
+            for servo_id in params[2:]:
+                s = by_id.get(servo_id)
+                data = None if s is None else s.read(address, count)
+                if data is not None:
+                    self._reply(s, servo_id, t, data)
+        elif code == PING and not params:
+            for s in sorted(servos, key=lambda s: s.id):
+                self._reply(s, s.id, t)
+        elif code == WRITE and len(params) >= 2:
+            if any([s.write(params[0], params[1:]) for s in servos]):
+                self.save_state()
+        elif code == REG_WRITE and len(params) >= 2:
+            for s in servos:
+                s.pending = (params[0], bytes(params[1:]))
+        elif code == ACTION and not params:
+            for s in servos:
+                self._action(s)
+        else:
+            self.faults["ignored_packets"] += 1
