@@ -156,6 +156,17 @@ class Arm:
         return float(np.sum(self.links_m))
 
     @property
+    def reach_from_axis_m(self) -> float:
+        """The farthest (m) the chain reaches from the base's axis (the reach plus the shoulder's offset)."""
+        return self.reach_max + abs(self.base_offset_m)
+
+    @property
+    def extent_m(self) -> float:
+        """A bound (m) on how far any point of the arm lies from its origin in each coordinate (the reach, the
+        shoulder's offset and its height): the half-width of a box that holds every pose."""
+        return self.reach_from_axis_m + abs(self.shoulder_height_m)
+
+    @property
     def reach_min(self) -> float:
         """Inner radius (m) of the chain's reach annulus around the shoulder, ignoring joint limits."""
         lengths = self.links_m

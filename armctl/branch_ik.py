@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from .arm import Arm
-from .kinematics import annulus_excess, joint_angles, two_link_batch, wrap
+from .kinematics import annulus_excess, base_split_batch, joint_angles, shoulder_uv, two_link_batch, wrap
 
 
 def branch_ik(arm: Arm, points_m, phi_rad, elbow: float):
@@ -58,12 +58,12 @@ def arm_branch_ik(arm: Arm, points_m, phi_rad, side: float, elbow: float, base_r
     base = None
     ph = phi_rad
     if arm.has_base:
-        rho = np.hypot(p[:, 0], p[:, 1])
-        base = np.arctan2(p[:, 1], p[:, 0]) + (0.0 if side > 0 else math.pi)
+        az, rho = base_split_batch(p[:, 0], p[:, 1])
+        base = az + (0.0 if side > 0 else math.pi)
         axis = rho <= 1e-12
         if np.any(axis):
             base = _fill_axis(base, axis, base_ref)
-        uv = np.stack([side * rho - arm.base_offset_m, p[:, 2] - arm.shoulder_height_m], axis=-1)
+        uv = np.stack(shoulder_uv(arm, side * rho, p[:, 2]), axis=-1)
         if phi_rad is not None and side < 0:
             ph = math.pi - np.asarray(phi_rad, dtype=float)
     else:

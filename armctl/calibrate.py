@@ -527,7 +527,7 @@ def check_square_at(arm: Arm, z_m: float, *, center_m=None, side_m: float | None
 
     a = 0.5 * (float(arm.q_min[0]) + float(arm.q_max[0]))
     ux, uy = math.cos(a), math.sin(a)
-    reach = arm.reach_max + abs(arm.base_offset_m)
+    reach = arm.reach_from_axis_m
 
     def reached(x: float, y: float) -> bool:
         return shortfall(arm, (x, y, z_m)) < 1e-6

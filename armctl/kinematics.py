@@ -335,8 +335,35 @@ def two_link_batch(l1: float, l2: float, x, y, elbows=(-1.0, 1.0), snap: float =
 
 
 def annulus_excess(r, r_min: float, r_max: float):
-    """How far (m) distances ``r`` from the centre lie outside the annulus [r_min, r_max]; <= 0 inside."""
+    """How far (m) distances ``r`` from the centre lie outside the annulus [r_min, r_max]; <= 0 inside.
+    ``r`` a float (a float back, no numpy on the scalar paths) or an array."""
+    if type(r) is float:
+        return max(r - r_max, r_min - r)
     return np.maximum(r - r_max, r_min - r)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The base-plane split: a point in space as a base arm's chain sees it. The base turns the chain's vertical
+# plane to the point's yaw; in that plane the point lies ``rho`` from the base axis (``-rho`` with the base
+# half a turn round, the chain reaching back over the axis), and the chain solves (u, v) from its shoulder.
+
+
+def base_split(x: float, y: float) -> tuple[float, float]:
+    """A point's yaw about the base axis (rad, from the x axis) and its distance rho (m) from the axis;
+    plain floats (``base_split_batch`` for arrays)."""
+    return math.atan2(y, x), math.hypot(x, y)
+
+
+def base_split_batch(x, y):
+    """``base_split`` for arrays of points: (yaw (N,) rad, rho (N,) m)."""
+    return np.arctan2(y, x), np.hypot(x, y)
+
+
+def shoulder_uv(arm, u, z):
+    """(u, v) (m) in the chain's plane from the shoulder of a point at signed distance ``u`` from the base
+    axis in that plane and height ``z``: the shoulder's offset and height taken off (both 0 without a
+    base). Floats or arrays; ``arm`` an ``Arm`` or its ``PlainArm``."""
+    return u - arm.base_offset_m, z - arm.shoulder_height_m
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -361,8 +388,8 @@ class PlainArm:
         "has_base",
         "blo",
         "bhi",
-        "bo",
-        "h",
+        "base_offset_m",
+        "shoulder_height_m",
     )
 
     def __init__(self, arm):
@@ -379,7 +406,7 @@ class PlainArm:
         self.has_base = arm.has_base
         self.blo = float(arm.q_min[0]) if arm.has_base else 0.0
         self.bhi = float(arm.q_max[0]) if arm.has_base else 0.0
-        self.bo, self.h = float(arm.base_offset_m), float(arm.shoulder_height_m)
+        self.base_offset_m, self.shoulder_height_m = float(arm.base_offset_m), float(arm.shoulder_height_m)
 
 
 _PLAIN: dict = {}

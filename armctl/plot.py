@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ArmctlError, BadInputError
-from .kinematics import arm_points, fk, joint_angles, joint_positions, limit_excess, tool_point
+from .kinematics import arm_points, base_split_batch, fk, joint_angles, joint_positions, limit_excess, tool_point
 
 INSTALL_HINT = "pip install -e '.[plot]'"
 
@@ -88,7 +88,7 @@ def new_figure(figsize):
 def _top_at(arm, box, z: float, *, samples: int, bins: int, seed: int):
     """The top view's mask of where the tool reaches at height ``z`` (m): the distances from the base axis the
     arm's plane reaches at that height (a row of its side view), turned through the base's range."""
-    reach = arm.reach_max + abs(arm.base_offset_m) + abs(arm.shoulder_height_m)
+    reach = arm.extent_m
     fine = 2 * bins
     side = _workspace_image(arm, (-reach, reach, -reach, reach), samples=samples, bins=fine, seed=seed, view="side")
     cell = 2 * reach / fine
@@ -97,7 +97,7 @@ def _top_at(arm, box, z: float, *, samples: int, bins: int, seed: int):
     xs = np.linspace(box[0], box[1], bins, endpoint=False) + (box[1] - box[0]) / (2 * bins)
     ys = np.linspace(box[2], box[3], bins, endpoint=False) + (box[3] - box[2]) / (2 * bins)
     xx, yy = np.meshgrid(xs, ys)
-    rho, az = np.hypot(xx, yy), np.arctan2(yy, xx)
+    az, rho = base_split_batch(xx, yy)
 
     def reaches(u):
         col = np.floor((u + reach) / cell).astype(int)
@@ -320,7 +320,7 @@ def _draw_top(ax, plan, idx, *, legend: bool = True, z: float | None = None, tim
     and angle, the path, the poses. Returns the time labels."""
     arm, tr = plan.arm, plan.trajectory
     top = lambda q: tool_point(arm, q)[..., :2]  # noqa: E731
-    reach = arm.reach_max + abs(arm.base_offset_m)
+    reach = arm.reach_from_axis_m
     th = np.linspace(arm.q_min[0], arm.q_max[0], 200)
     rim = reach * np.stack([np.cos(th), np.sin(th)], axis=1)  # the whole range of the base, framed
     pts = np.concatenate([arm_points(arm, tr.q_rad[idx])[..., :2].reshape(-1, 2), top(tr.q_rad), rim, [[0.0, 0.0]]])
@@ -359,7 +359,7 @@ def _draw_side(ax, plan, idx, *, timed: bool = True) -> list:
     """Side view of a base arm in its own vertical plane: distance from the base axis and height."""
     arm, tr = plan.arm, plan.trajectory
     side = lambda q: _tool_in_plane(arm, q)  # noqa: E731
-    reach = arm.reach_max + abs(arm.base_offset_m)
+    reach = arm.reach_from_axis_m
     pts = np.concatenate([_in_plane(arm, tr.q_rad[idx]).reshape(-1, 2), side(tr.q_rad), [[0.0, 0.0]]])
     box = _box(pts, 0.1 * reach)
     _shade(ax, _workspace_image(arm, box, view="side"), box)

@@ -24,12 +24,16 @@ from .kinematics import (
     LIMIT_TOL,
     TWO_PI,
     PlainArm,
+    annulus_excess,
+    base_split,
+    base_split_batch,
     joint_angles,
     limit_excess,
     limit_names,
     nearest_turn,
     nearest_turn_batch,
     plain,
+    shoulder_uv,
     turn_inside_batch,
     turns_inside,
     two_link,
@@ -50,10 +54,18 @@ def annulus(arm: Arm, phi: float | None = None) -> Annulus:
     point must lie in the first two links' annulus, i.e. the tool point lies
     in that annulus shifted by l3 along phi (returned centred on the wrist).
     """
-    if phi is None or arm.n == 2:
-        return Annulus(arm.reach_min, arm.reach_max)
-    l1, l2 = arm.links_m[0], arm.links_m[1]
-    return Annulus(abs(l1 - l2), l1 + l2)
+    wrist = not (phi is None or arm.n == 2)
+    hit = _RINGS.get((id(arm), wrist))
+    if hit is None or hit[0] is not arm:  # (cached per arm: the misses of the IK ask for it on every plane)
+        if len(_RINGS) > 64:
+            _RINGS.clear()
+        l1, l2 = arm.links_m[0], arm.links_m[1]
+        ring = Annulus(abs(l1 - l2), l1 + l2) if wrist else Annulus(arm.reach_min, arm.reach_max)
+        hit = _RINGS[(id(arm), wrist)] = (arm, ring)
+    return hit[1]
+
+
+_RINGS: dict = {}
 
 
 def shortfall(arm: Arm, target, phi: float | None = None) -> float:
@@ -66,8 +78,7 @@ def shortfall(arm: Arm, target, phi: float | None = None) -> float:
         x -= arm.links_m[2] * math.cos(phi)
         y -= arm.links_m[2] * math.sin(phi)
     ring = annulus(arm, phi)
-    r = math.hypot(x, y)
-    return max(0.0, r - ring.r_max, ring.r_min - r)
+    return max(0.0, annulus_excess(math.hypot(x, y), ring.r_min, ring.r_max))
 
 
 def closest_reachable(arm: Arm, target, phi: float | None = None) -> np.ndarray:
@@ -79,13 +90,19 @@ def closest_reachable(arm: Arm, target, phi: float | None = None) -> np.ndarray:
     offset = np.zeros(2)
     if phi is not None and arm.n == 3:
         offset = arm.links_m[2] * np.array([math.cos(phi), math.sin(phi)])
-    w = t - offset
+    return _onto_annulus(annulus(arm, phi), t, offset)[0]
+
+
+def _onto_annulus(ring: Annulus, p, centre):
+    """The point of ``ring`` (centred on ``centre``, m) nearest ``p`` (``p`` itself inside it) and how far
+    it is from ``p`` (0 inside)."""
+    w = p - centre
     r = float(np.hypot(*w))
-    ring = annulus(arm, phi)
-    if ring.r_min <= r <= ring.r_max:
-        return t
+    excess = annulus_excess(r, ring.r_min, ring.r_max)
+    if not excess > 0.0:
+        return p, 0.0
     direction = w / r if r > 0 else np.array([1.0, 0.0])
-    return offset + direction * (ring.r_max if r > ring.r_max else ring.r_min)
+    return centre + direction * (ring.r_max if r > ring.r_max else ring.r_min), excess
 
 
 def check_reachable(arm: Arm, target, phi: float | None = None) -> None:
@@ -203,10 +220,9 @@ def base_planes(arm: Arm, target, q_near=None) -> list[tuple[float, float, float
     x, y, _ = (float(v) for v in target)
     lo, hi = float(arm.q_min[0]), float(arm.q_max[0])
     ref = float(arm.home_rad[0] if q_near is None else q_near[0])
-    rho = math.hypot(x, y)
+    az, rho = base_split(x, y)
     if rho <= 1e-12:  # on the base axis: every plane holds it; keep the base where it is
         return [(min(max(ref, lo), hi), 0.0, 0.0)]
-    az = math.atan2(y, x)
     out = []
     for flip in (0.0, math.pi):
         turns = turns_inside(az + flip, lo, hi)
@@ -236,16 +252,26 @@ def _polygon(arm: Arm):
 def _clip(poly, a, b, k):
     """Sutherland-Hodgman: the part of convex ``poly`` where a*x + b*y >= k."""
     out = []
-    m = len(poly)
-    for i in range(m):
-        p, q = poly[i], poly[(i + 1) % m]
-        fp, fq = a * p[0] + b * p[1] - k, a * q[0] + b * q[1] - k
+    for p, q, fp, fq in _edges(poly, a, b, k):
         if fp >= 0:
             out.append(p)
         if (fp >= 0) != (fq >= 0):
-            t = fp / (fp - fq)
-            out.append((p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1])))
+            out.append(_crossing(p, q, fp, fq))
     return out
+
+
+def _edges(poly, a, b, k):
+    """Each edge (p, q) of ``poly`` with a*x + b*y - k at both ends."""
+    m = len(poly)
+    for i in range(m):
+        p, q = poly[i], poly[(i + 1) % m]
+        yield p, q, a * p[0] + b * p[1] - k, a * q[0] + b * q[1] - k
+
+
+def _crossing(p, q, fp, fq):
+    """Where the edge p -> q crosses the line (its values fp, fq of opposite signs)."""
+    t = fp / (fp - fq)
+    return (p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1]))
 
 
 def _segments(arm: Arm):
@@ -273,15 +299,11 @@ def _segments(arm: Arm):
 def _chord(poly, a, b, k):
     """The segment of convex ``poly`` on the line a*x + b*y = k, or None."""
     pts = []
-    m = len(poly)
-    for i in range(m):
-        p, q = poly[i], poly[(i + 1) % m]
-        fp, fq = a * p[0] + b * p[1] - k, a * q[0] + b * q[1] - k
+    for p, q, fp, fq in _edges(poly, a, b, k):
         if fp == 0:
             pts.append(p)
         elif fp * fq < 0:
-            t = fp / (fp - fq)
-            pts.append((p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1])))
+            pts.append(_crossing(p, q, fp, fq))
     if len(pts) < 2:
         return None
     return (pts[0], pts[-1])
@@ -402,10 +424,9 @@ def nearest_reachable(arm: Arm, target, phi: float | None = None, q_near=None) -
     if arm.n_links == 3:
         return _nearest_annulus(arm, t, phi, q_near)
     planes = base_planes(arm, t, q_near) if arm.has_base else [(None, float(t[0]), 0.0)]
-    z = float(t[-1]) - arm.shoulder_height_m if arm.has_base else float(t[1])
     best = None
     for b, u, d in planes:
-        uv = (u - arm.base_offset_m, z)
+        uv = shoulder_uv(arm, u, float(t[-1]))
         if d >= (best[0] if best is not None else math.inf):
             continue
         q = _closed_form_inside(arm, uv)
@@ -431,8 +452,7 @@ def nearest_reachable_batch(arm: Arm, targets, q_near=None):
     m = len(t)
     ref = np.array(np.broadcast_to(arm.home_rad if q_near is None else q_near, (m, arm.n)), dtype=float)
     if arm.has_base:
-        rho, az = np.hypot(t[:, 0], t[:, 1]), np.arctan2(t[:, 1], t[:, 0])
-        z = t[:, 2] - arm.shoulder_height_m
+        az, rho = base_split_batch(t[:, 0], t[:, 1])
         lo, hi = float(arm.q_min[0]), float(arm.q_max[0])
         axis = rho <= 1e-12
         nan = np.full(m, np.nan)
@@ -443,13 +463,12 @@ def nearest_reachable_batch(arm: Arm, targets, q_near=None):
         for b in (lo, hi):  # the base's end stops
             planes.append((np.where(axis, nan, b), rho * np.cos(az - b), np.abs(rho * np.sin(az - b))))
     else:
-        z = t[:, 1]
         planes = [(np.zeros(m), t[:, 0], np.zeros(m))]
     best = np.full(m, np.inf)
     q_best = np.array(ref)
     c = arm.chain_joints
     for b, u, d in planes:
-        uc = u - arm.base_offset_m
+        uc, z = shoulder_uv(arm, u, t[:, -1])
         qc, found = batch_closed_form(arm, uc, z, ref)
         border_q, border_d = chain_nearest_batch(arm, uc, z)
         qc = np.where(found[:, None], qc, border_q)
@@ -516,31 +535,15 @@ def _closed_form_inside(arm: Arm, uv):
 def _nearest_annulus(arm: Arm, t, phi, q_near) -> Nearest:
     """3-link chains: the annulus of the chain (of the wrist with a tool angle) in the nearest plane."""
     links = arm.links_m
-    if phi is None:
-        r_min, r_max, off = arm.reach_min, arm.reach_max, None
-    else:
-        r_min, r_max = abs(links[0] - links[1]), links[0] + links[1]
+    ring = annulus(arm, phi)
     best = None
-    if arm.has_base:
-        planes = base_planes(arm, t, q_near)
-        z = float(t[2]) - arm.shoulder_height_m
-    else:
-        planes = [(None, float(t[0]), 0.0)]
-        z = float(t[1])
+    planes = base_planes(arm, t, q_near) if arm.has_base else [(None, float(t[0]), 0.0)]
     for b, u, d in planes:
-        uc = u - arm.base_offset_m
         ph = phi
         if phi is not None and arm.has_base and u < 0:
             ph = math.pi - phi  # a chain reaching back over the axis counts its pitch from the far side
         off = np.zeros(2) if ph is None else links[2] * np.array([math.cos(ph), math.sin(ph)])
-        w = np.array([uc, z]) - off
-        r = float(np.hypot(*w))
-        if r_min <= r <= r_max:
-            goal, dp = np.array([uc, z]), 0.0
-        else:
-            direction = w / r if r > 0 else np.array([1.0, 0.0])
-            goal = off + direction * (r_max if r > r_max else r_min)
-            dp = abs(r - (r_max if r > r_max else r_min))
+        goal, dp = _onto_annulus(ring, np.array(shoulder_uv(arm, u, float(t[-1]))), off)
         dist = math.hypot(d, dp)
         if best is None or dist < best[0] - 1e-15:
             best = (dist, b, goal)

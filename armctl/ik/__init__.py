@@ -41,7 +41,7 @@ from . import kernel
 from . import layered as _layered
 from . import layered_batch as _layered_batch
 from . import planar as _planar
-from .inputs import check_target
+from .inputs import check_batch, check_target
 from .kernel import broyden_iterate, dls_iterate, newton_iterate
 from .layered import closed_form
 from .result import DEFAULT_MAX_ITER, DEFAULT_TOL_M, METHODS, BatchIKResult, IKResult
@@ -83,9 +83,8 @@ def solve_batch(
     """Solve many targets at once: ``targets`` (N, dim) m, ``phi`` None or (N,) rad, ``q0`` (n,) or (N, n)
     rad. A planar serial arm: ``ik.batch`` (every row as ``solve`` gives it without ``phi``); an arm with
     a base or a parallelogram: ``ik.layered_batch``."""
-    if arm.layered:
-        return _layered_batch.solve_batch(arm, targets, phi=phi, q0=q0, method=method, tol=tol, max_iter=max_iter)
-    return _batch.solve_batch(arm, targets, phi=phi, q0=q0, method=method, tol=tol, max_iter=max_iter)
+    t, ph, q_start = check_batch(arm, targets, phi, q0, method)
+    return (_layered_batch.solve_batch if arm.layered else _batch.solve_batch)(arm, t, ph, q_start, tol, max_iter)
 
 
 __all__ = [

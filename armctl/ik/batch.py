@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..arm import Arm
-from ..errors import BadInputError
 from ..kinematics import plain, two_link_batch
 from . import kernel
 from .planar import solve
-from .result import _BLOCKED, DEFAULT_MAX_ITER, DEFAULT_TOL_M, BatchIKResult, _unreachable
+from .result import _BLOCKED, BatchIKResult, _unreachable
 
 # ----------------------------------------------------------------------------
 # Vectorised batch
@@ -97,45 +96,19 @@ def _batch_candidates(arm: Arm, goals, ph, q0):
     return out
 
 
-def solve_batch(
-    arm: Arm,
-    targets,
-    *,
-    phi=None,
-    q0=None,
-    method: str = "dls",
-    tol: float = DEFAULT_TOL_M,
-    max_iter: int = DEFAULT_MAX_ITER,
-) -> BatchIKResult:
-    """Solve many targets at once: ``targets`` (N, 2) in m, ``phi`` None or (N,) rad,
-    ``q0`` (n,) or (N, n) rad.
+def solve_batch(arm: Arm, t, ph, q_start, tol: float, max_iter: int) -> BatchIKResult:
+    """``ik.solve_batch`` for a planar serial arm, on its checked inputs (``inputs.check_batch``):
+    ``t`` (N, 2) m, ``ph`` None or (N,) rad, ``q_start`` (N, n) rad inside the limits.
 
-    Without ``phi`` every row is exactly what ``solve`` gives for it, computed row by row in C (or
-    in Python without the C kernel). With ``phi`` (3 links), vectorised numpy: the wrist points by
-    DLS from q0, closed-form restarts for rows that stall, the stretched pose and the shortfall for
-    rows out of reach: the same guarantees as ``solve``, not always the same pose.
+    Without ``ph`` every row is exactly what ``solve`` gives for it, computed row by row in C (or
+    in Python without the C kernel). With ``ph`` (3 links), vectorised numpy: the wrist points by
+    DLS from q_start, closed-form restarts for rows that stall, the stretched pose and the shortfall
+    for rows out of reach: the same guarantees as ``solve``, not always the same pose.
     (An arm with a base or a parallelogram goes to ``armctl.ik.layered_batch``.)"""
-    if method != "dls":
-        raise BadInputError(f"batch IK supports method 'dls' only, got {method!r}")
-    t = np.asarray(targets, dtype=float)
-    if t.ndim != 2 or t.shape[1] != 2:
-        raise BadInputError(f"targets must have shape (N, 2), got {t.shape}")
-    if not np.all(np.isfinite(t)):
-        bad = int(np.flatnonzero(~np.all(np.isfinite(t), axis=1))[0])
-        raise BadInputError(f"target {bad + 1} is not finite: {t[bad].tolist()}")
     m, n = len(t), arm.n
-    q_start = np.array(np.broadcast_to(arm.home_rad if q0 is None else np.asarray(q0, dtype=float), (m, n)))
-    if not np.all(np.isfinite(q_start)):
-        raise BadInputError("start poses must be finite")
-    q_start = np.clip(q_start, arm.q_min, arm.q_max)
-    if phi is None:
+    if ph is None:
         return _solve_rows(arm, t, q_start, tol, max_iter)
     links = arm.links_m
-    if n != 3:
-        raise BadInputError(f"a tool angle (phi) needs a 3-link arm; '{arm.name}' has {n} links")
-    ph = np.array(np.broadcast_to(np.asarray(phi, dtype=float), (m,)))
-    if not np.all(np.isfinite(ph)):
-        raise BadInputError("phi values must be finite")
     # Project unreachable wrist points onto the wrist's reach annulus: the arm stretches there.
     offset = links[2] * np.stack([np.cos(ph), np.sin(ph)], axis=1)
     r_min, r_max = abs(links[0] - links[1]), links[0] + links[1]
@@ -198,14 +171,14 @@ def solve_batch(
     # What is left reaches nothing inside the limits: the scalar solver gets
     # as close as the limits allow and says so.
     for i in np.flatnonzero(~good):
-        res = solve(arm, t[i], phi=ph[i], q0=q_start[i], method="dls", tol=tol, max_iter=max_iter)
+        res = solve(arm, t[i], ph[i], q_start[i], "dls", tol, max_iter)
         q[i], ok[i], short[i], reasons[i] = res.q, res.ok, res.shortfall_m, res.reason
         iters[i] += res.iterations
     for i in np.flatnonzero(good & (short > 0)):
         reasons[i] = _unreachable(arm, short[i], ph[i])
     tool = np.stack(_batch_fk_jac(links, q)[:2], axis=1)
     error = np.hypot(*(t - tool).T)
-    return BatchIKResult(q=q, ok=ok, error_m=error, iterations=iters, shortfall_m=short, method=method, reasons=reasons)
+    return BatchIKResult(q=q, ok=ok, error_m=error, iterations=iters, shortfall_m=short, method="dls", reasons=reasons)
 
 
 def _solve_rows(arm: Arm, t, q_start, tol, max_iter) -> BatchIKResult:
@@ -228,7 +201,7 @@ def _solve_rows(arm: Arm, t, q_start, tol, max_iter) -> BatchIKResult:
     for i in np.flatnonzero(solved & (short > 0.0)):
         reasons[i] = _BLOCKED if blocked[i] else _unreachable(arm, short[i], None)
     for i in np.flatnonzero(~solved):  # every row without C
-        res = solve(arm, t[i], q0=q_start[i], method="dls", tol=tol, max_iter=max_iter)
+        res = solve(arm, t[i], None, q_start[i], "dls", tol, max_iter)
         q[i], ok[i], error[i], iters[i], short[i], reasons[i] = (
             res.q,
             res.ok,

@@ -133,19 +133,25 @@ def _closest(links, lo, hi, tx, ty, q0):
     Each candidate takes the turn of each angle nearest q0 inside the limits (none: not a candidate).
     The nearest of all wins; ties (within _TIE_M) go to the pose nearest q0. ``_ikcore.c`` does the
     same, candidate for candidate."""
-    n = len(links)
+    faces = _FACES[len(links)]
+    return _nearest_of(links, lo, hi, tx, ty, q0, (q for f in faces for q in _face(links, lo, hi, f, tx, ty, q0)[0]))
+
+
+def _nearest_of(links, lo, hi, tx, ty, q0, candidates):
+    """Of the raw poses ``candidates``, each at its turn nearest q0 inside the limits (one without such a
+    turn left out), the one whose tool point is closest to (tx, ty), ties (within _TIE_M) to the one
+    nearest q0: (distance in m, pose; inf and None if none fits)."""
     best_d = best_near = math.inf
     best = None
-    for face in _FACES[n]:
-        for q in _face(links, lo, hi, face, tx, ty, q0)[0]:
-            pose = _turns(q, q0, lo, hi)
-            if pose is None:
-                continue
-            x, y = _fk(links, pose)
-            d = math.sqrt((tx - x) * (tx - x) + (ty - y) * (ty - y))
-            near = _dsq(pose, q0)
-            if d < best_d - _TIE_M or (d <= best_d + _TIE_M and near < best_near):
-                best_d, best_near, best = d, near, pose
+    for q in candidates:
+        pose = _turns(q, q0, lo, hi)
+        if pose is None:
+            continue
+        x, y = _fk(links, pose)
+        d = math.sqrt((tx - x) * (tx - x) + (ty - y) * (ty - y))
+        near = _dsq(pose, q0)
+        if d < best_d - _TIE_M or (d <= best_d + _TIE_M and near < best_near):
+            best_d, best_near, best = d, near, pose
     return best_d, best
 
 
@@ -173,18 +179,7 @@ def _closest_at_phi(links, lo, hi, tx, ty, phi, q0):
     for c in c_band:  # wrist at a limit: the forearm's direction is fixed, the elbow turns on its circle
         q1 = math.atan2(wy - l2 * math.sin(c), wx - l2 * math.cos(c))
         pairs.append((q1, c - q1))
-    best_d = best_near = math.inf
-    best = None
-    for q1, q2 in pairs:
-        pose = _turns((q1, q2, phi - q1 - q2), q0, lo, hi)
-        if pose is None:
-            continue
-        x, y = _fk(links, pose)
-        d = math.sqrt((tx - x) * (tx - x) + (ty - y) * (ty - y))
-        near = _dsq(pose, q0)
-        if d < best_d - _TIE_M or (d <= best_d + _TIE_M and near < best_near):
-            best_d, best_near, best = d, near, pose
-    return best_d, best
+    return _nearest_of(links, lo, hi, tx, ty, q0, ((q1, q2, phi - q1 - q2) for q1, q2 in pairs))
 
 
 def _face(links, lo, hi, face, tx, ty, q0):

@@ -1,4 +1,6 @@
-"""Input checks of the IK solvers: targets, tool angles, start poses."""
+"""The one input check of the IK solvers: targets, tool angles, start poses, single (``check``) and batch
+(``check_batch``). Every solver (planar, batch, on a base or a parallelogram) takes what these return; the
+wording of a refusal follows the arm's kind (a planar arm's "3-link arm", a layered arm's "3-link chain")."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import numpy as np
 
 from ..arm import Arm
 from ..errors import BadInputError
+from ..kinematics import plain
+from .kernel import _clip
 
 
 def _numbers(value, count: int, what: str) -> list[float]:
@@ -35,21 +39,73 @@ def check_target(arm: Arm, target) -> list[float]:
     return t
 
 
-def _check(arm: Arm, target, phi, q0):
-    t = check_target(arm, target)
+def _planar_target(target) -> list[float]:
+    try:
+        tx, ty = target
+        tx, ty = float(tx), float(ty)
+    except (TypeError, ValueError):
+        raise BadInputError(f"target must be two numbers (x, y) in metres, got {target!r}") from None
+    if not (math.isfinite(tx) and math.isfinite(ty)):
+        raise BadInputError(f"target ({tx}, {ty}) is not finite")
+    return [tx, ty]
+
+
+def _phi_fits(arm: Arm) -> None:
+    """A tool angle needs a 3-link chain."""
+    if arm.n_links != 3:
+        kind = "chain" if arm.layered else "arm"
+        raise BadInputError(f"a tool angle (phi) needs a 3-link {kind}; '{arm.name}' has {arm.n_links} links")
+
+
+def check(arm: Arm, target, phi, q0) -> tuple[list[float], float | None, list[float]]:
+    """``solve``'s inputs as plain floats: the target ((x, y, z) on a base arm, else (x, y)), the tool
+    angle (or None) and the start pose (home if None) clipped to the joint limits; BadInputError naming
+    what is wrong."""
+    P = plain(arm)
+    t = check_target(arm, target) if arm.layered else _planar_target(target)
     if phi is not None:
-        if arm.n_links != 3:
-            raise BadInputError(f"a tool angle (phi) needs a 3-link chain; '{arm.name}' has {arm.n_links} links")
+        _phi_fits(arm)
         phi = float(phi)
         if not math.isfinite(phi):
             raise BadInputError(f"tool angle phi {phi} is not finite")
     if q0 is None:
-        q = np.array(arm.home_rad, dtype=float)
-    else:
-        vals = _numbers(q0, arm.n, "start pose")
-        if len(vals) != arm.n:
-            raise BadInputError(f"start pose needs {arm.n} joint angles for arm '{arm.name}', got {len(vals)}")
-        if not all(math.isfinite(v) for v in vals):
-            raise BadInputError("start pose has a non-finite joint angle")
-        q = np.clip(np.array(vals), arm.q_min, arm.q_max)
-    return t, phi, q
+        return t, phi, P.home
+    try:
+        # (an array's own list first: iterating numpy scalars is slow)
+        q = [float(v) for v in (q0.tolist() if isinstance(q0, np.ndarray) else q0)]
+    except (TypeError, ValueError):
+        what = "numbers" if arm.layered else "joint angles"
+        raise BadInputError(f"start pose must be {arm.n} {what}, got {q0!r}") from None
+    if len(q) != arm.n:
+        raise BadInputError(f"start pose needs {arm.n} joint angles for arm '{arm.name}', got {len(q)}")
+    if not math.isfinite(sum(q)) and not all(math.isfinite(v) for v in q):
+        raise BadInputError("start pose has a non-finite joint angle")
+    return t, phi, _clip(q, P.qlo, P.qhi)
+
+
+def check_batch(arm: Arm, targets, phi, q0, method: str):
+    """``solve_batch``'s inputs as arrays: targets (N, dim), tool angles (N,) or None, start poses (N, n)
+    (home where None) clipped to the joint limits; BadInputError naming what is wrong."""
+    if method != "dls":
+        raise BadInputError(f"batch IK supports method 'dls' only, got {method!r}")
+    t = np.asarray(targets, dtype=float)
+    if t.ndim != 2 or t.shape[1] != arm.dim:
+        if not arm.layered:
+            raise BadInputError(f"targets must have shape (N, 2), got {t.shape}")
+        names = "(N, 3): x, y, z" if arm.has_base else "(N, 2): x, y"
+        raise BadInputError(f"targets for arm '{arm.name}' must have shape {names}; got {t.shape}")
+    if not np.all(np.isfinite(t)):
+        bad = int(np.flatnonzero(~np.all(np.isfinite(t), axis=1))[0])
+        raise BadInputError(f"target {bad + 1} is not finite: {t[bad].tolist()}")
+    m, n = len(t), arm.n
+    q_start = np.array(np.broadcast_to(arm.home_rad if q0 is None else np.asarray(q0, dtype=float), (m, n)))
+    if not np.all(np.isfinite(q_start)):
+        raise BadInputError("start poses must be finite")
+    q_start = np.clip(q_start, arm.q_min, arm.q_max)
+    ph = None
+    if phi is not None:
+        _phi_fits(arm)
+        ph = np.array(np.broadcast_to(np.asarray(phi, dtype=float), (m,)))
+        if not np.all(np.isfinite(ph)):
+            raise BadInputError("phi values must be finite")
+    return t, ph, q_start

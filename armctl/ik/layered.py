@@ -30,18 +30,21 @@ from ..arm import Arm
 from ..errors import BadInputError
 from ..kinematics import (
     LIMIT_TOL,
+    annulus_excess,
+    base_split,
     chain_angles,
     fk,
     joint_angles,
     limit_excess,
     nearest_turn,
     plain,
+    shoulder_uv,
     tool_pitch,
     tool_point,
 )
-from ..workspace import base_planes, closed_form_2link, nearest_reachable
+from ..workspace import annulus, base_planes, closed_form_2link, nearest_reachable
 from . import planar
-from .inputs import _check
+from .inputs import check
 from .result import DEFAULT_MAX_ITER, DEFAULT_TOL_M, METHODS, IKResult
 
 # --------------------------------------------------------------------------------------------------- planes
@@ -54,12 +57,12 @@ def _planes(arm: Arm, t, phi, q0):
     if not arm.has_base:
         return [(None, (t[0], t[1]), phi, False)]
     out = []
-    rho = math.hypot(t[0], t[1])
+    _, rho = base_split(t[0], t[1])
     for b, u, d in base_planes(arm, t, q0):
         if d > 1e-12 * max(1.0, rho):
             break  # the end-stop planes miss the target; only the planes through it solve it
         ph = phi if phi is None or u >= 0 or rho <= 1e-12 else math.pi - phi
-        out.append((b, (u - arm.base_offset_m, t[2] - arm.shoulder_height_m), ph, u < 0))
+        out.append((b, shoulder_uv(arm, u, t[2]), ph, u < 0))
     return out
 
 
@@ -97,26 +100,19 @@ def closed_form(arm: Arm, base, uv, q0) -> np.ndarray | None:
 # --------------------------------------------------------------------------------------------------- solve
 
 
-def solve(
-    arm: Arm,
-    target,
-    phi: float | None = None,
-    q0=None,
-    method: str = "dls",
-    tol: float = DEFAULT_TOL_M,
-    max_iter: int = DEFAULT_MAX_ITER,
-) -> IKResult:
-    """Joint angles (rad, base first) that put the tool point on ``target`` ((x, y, z) m on a base arm,
-    (x, y) on a planar parallelogram arm); the same contract as ``ik.solve``: ``phi`` (rad, 3-link chains)
-    the tool's pitch, ``q0`` the current pose (default home), ok only on the target inside every limit,
-    else the nearest pose found and ``shortfall_m``."""
+def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int) -> IKResult:
+    """``ik.solve`` for an arm with a base or a parallelogram (the options positional): joint angles (rad,
+    base first) that put the tool point on ``target`` ((x, y, z) m on a base arm, (x, y) on a planar
+    parallelogram arm); ``phi`` (rad, 3-link chains) the tool's pitch, ``q0`` the current pose (None:
+    home), ok only on the target inside every limit, else the nearest pose found and ``shortfall_m``."""
     if phi is None and (method == "dls" or method == "analytic"):
         fast = _fast(arm, target, q0, method, tol, max_iter)
         if fast is not None:
             return fast
     if method not in METHODS:
         raise BadInputError(f"unknown IK method {method!r}; choose one of: {', '.join(METHODS)}")
-    t, phi, q0 = _check(arm, target, phi, q0)
+    t, phi, q0 = check(arm, target, phi, q0)
+    q0 = np.array(q0)
     tv = np.array(t)
     stats = _Stats()
     tried: list = []
@@ -141,10 +137,10 @@ def _fast(arm: Arm, target, q0, method, tol, max_iter) -> IKResult | None:
     try:
         if P.has_base:
             x, y, z = target
-            x, y, v = float(x), float(y), float(z)
+            x, y, z = float(x), float(y), float(z)
         else:
-            x, v = target
-            x, v = float(x), float(v)
+            x, z = target
+            x, z = float(x), float(z)
             y = 0.0
         if q0 is None:
             q = P.home
@@ -155,22 +151,22 @@ def _fast(arm: Arm, target, q0, method, tol, max_iter) -> IKResult | None:
             q = [min(max(a, lo), hi) for a, lo, hi in zip(q, P.qlo, P.qhi)]
     except (TypeError, ValueError):
         return None
-    if not math.isfinite(x + y + v + sum(q)):
+    if not math.isfinite(x + y + z + sum(q)):
         return None
     c = 1 if P.has_base else 0
     az = None
     if P.has_base:
-        v -= P.h
-        rho = math.hypot(x, y)
+        yaw, rho = base_split(x, y)
         if rho <= 1e-12:  # on the base axis: the base stays where it is
             first = (min(max(q[0], P.blo), P.bhi), 0.0)
         else:
-            az = math.atan2(y, x)
+            az = yaw
             b1 = nearest_turn(az, q[0], P.blo, P.bhi)
             first = None if b1 is None else (b1, rho)
     else:
         first = (None, x)
     l1, l2 = P.links[0], P.links[1]
+    two = len(P.links) == 2
     for flip in (False, True):
         if not flip:
             plane = first
@@ -182,8 +178,8 @@ def _fast(arm: Arm, target, q0, method, tol, max_iter) -> IKResult | None:
         if plane is None:
             continue
         b, u = plane
-        uc = u - P.bo
-        if arm.n_links == 2:
+        uc, v = shoulder_uv(P, u, z)
+        if two:
             j = closed_form_2link(P, uc, v, q[c], q[c + 1])
             if j is None:
                 continue
@@ -194,7 +190,7 @@ def _fast(arm: Arm, target, q0, method, tol, max_iter) -> IKResult | None:
                 return None  # rounding near a singular pose: the general path polishes it
             return IKResult(np.array((b, j1, j2) if P.has_base else j), True, err, 0, 1, 0, method, None, 0.0, 0.0, 0)
         start = q[c:] if not flip else _mirrored(q[c:])
-        res = planar.solve(arm.chain, (uc, v), q0=start, method=method, tol=tol, max_iter=max_iter)
+        res = planar.solve(arm.chain, (uc, v), None, start, method, tol, max_iter)
         if res.ok:
             qv = np.concatenate(([b], res.q)) if P.has_base else res.q
             return IKResult(
@@ -248,7 +244,7 @@ def _in_plane(arm: Arm, base, uv, ph, q0, method, tol, max_iter, stats: _Stats, 
         # The asked-for iteration (a rounding polish for the closed form), from the closed-form pose that
         # keeps the coupled limits: the planar solver knows only their bounding box.
         polish = "dls" if method == "analytic" else method
-        res = planar.solve(chain, uv, q0=_chain_start(arm, q), method=polish, tol=tol, max_iter=max_iter)
+        res = planar.solve(chain, uv, None, _chain_start(arm, q), polish, tol, max_iter)
         stats.add(res)
         cand = _full(arm, base, res.q)
         if res.ok and _inside(arm, cand):
@@ -257,7 +253,7 @@ def _in_plane(arm: Arm, base, uv, ph, q0, method, tol, max_iter, stats: _Stats, 
     start = _chain_start(arm, q0)
     if back:  # reaching back over the axis: start from the current pose mirrored
         start = np.clip(_mirrored(start.tolist()), chain.q_min, chain.q_max)
-    res = planar.solve(chain, uv, phi=ph, q0=start, method=method, tol=tol, max_iter=max_iter)
+    res = planar.solve(chain, uv, ph, start, method, tol, max_iter)
     stats.add(res)
     cand = _full(arm, base, res.q)
     if res.ok and _inside(arm, cand):
@@ -328,20 +324,17 @@ def _outside_annulus(arm: Arm, tv, phi, q0) -> float:
     """How far the target lies outside what the chain reaches with its joint limits ignored (the
     base's included): the 'unreachable' of the planar arms."""
     links = arm.links_m
-    if phi is None:
-        r_min, r_max = arm.reach_min, arm.reach_max
-    else:
-        r_min, r_max = abs(links[0] - links[1]), links[0] + links[1]
+    ring = annulus(arm, phi)
     planes = base_planes(arm, tv, q0) if arm.has_base else [(None, float(tv[0]), 0.0)]
-    z = float(tv[-1]) - (arm.shoulder_height_m if arm.has_base else 0.0)
     best = math.inf
     for _, u, d in planes:
         ph = phi
         if phi is not None and arm.has_base and u < 0:
             ph = math.pi - phi
         ox, oy = (0.0, 0.0) if ph is None else (links[2] * math.cos(ph), links[2] * math.sin(ph))
-        r = math.hypot(u - arm.base_offset_m - ox, z - oy)
-        best = min(best, math.hypot(d, max(0.0, r - r_max, r_min - r)))
+        uc, v = shoulder_uv(arm, u, float(tv[-1]))
+        r = math.hypot(uc - ox, v - oy)
+        best = min(best, math.hypot(d, max(0.0, annulus_excess(r, ring.r_min, ring.r_max))))
     return best
 
 
@@ -355,14 +348,14 @@ def _three_link_nearest(arm, tv, phi, q0, near, tried):
         for cand_b, u, d in base_planes(arm, p, q0):
             if d <= 1e-9:
                 b = cand_b
-                uv = (u - arm.base_offset_m, p[2] - arm.shoulder_height_m)
+                uv = shoulder_uv(arm, u, p[2])
                 ph = phi if phi is None or u >= 0 else math.pi - phi
                 break
         if b is None:  # pragma: no cover - the nearest point lies in a plane the base reaches
             b, uv, ph = float(q0[0]), (0.0, 0.0), phi
     else:
         b, uv, ph = None, (float(near.point_m[0]), float(near.point_m[1])), phi
-    res = planar.solve(chain, uv, phi=ph, q0=_chain_start(arm, q0), method="dls")
+    res = planar.solve(chain, uv, ph, _chain_start(arm, q0), "dls", DEFAULT_TOL_M, DEFAULT_MAX_ITER)
     cand = _full(arm, b, res.q)
     options = [cand] + [c for _, c in tried]
     options = [c for c in options if _inside(arm, c)] or options

@@ -11,42 +11,13 @@ from ..errors import BadInputError
 from ..kinematics import PlainArm, nearest_turn, plain
 from . import kernel
 from .closest import _candidates, _closest, _closest_at_phi, _reachable3
-from .kernel import _clip, _dls_fast, _fk, _inside, broyden_iterate, newton_iterate
-from .result import _BLOCKED, DEFAULT_MAX_ITER, DEFAULT_TOL_M, METHODS, IKResult, _unreachable
+from .inputs import check
+from .kernel import _dls_fast, _fk, _inside, broyden_iterate, newton_iterate
+from .result import _BLOCKED, METHODS, IKResult, _unreachable
 from .slide import _slide
 
 # ----------------------------------------------------------------------------
 # Public API
-
-
-def _check_inputs(arm: Arm, P: PlainArm, target, phi, q0):
-    try:
-        tx, ty = target
-        tx, ty = float(tx), float(ty)
-    except (TypeError, ValueError):
-        raise BadInputError(f"target must be two numbers (x, y) in metres, got {target!r}") from None
-    if not (math.isfinite(tx) and math.isfinite(ty)):
-        raise BadInputError(f"target ({tx}, {ty}) is not finite")
-    if phi is not None:
-        if arm.n != 3:
-            raise BadInputError(f"a tool angle (phi) needs a 3-link arm; '{arm.name}' has {arm.n} links")
-        phi = float(phi)
-        if not math.isfinite(phi):
-            raise BadInputError(f"tool angle phi {phi} is not finite")
-    if q0 is None:
-        q0l = P.home
-    else:
-        try:
-            # (an array's own list first: iterating numpy scalars is slow)
-            q0l = [float(v) for v in (q0.tolist() if isinstance(q0, np.ndarray) else q0)]
-        except (TypeError, ValueError):
-            raise BadInputError(f"start pose must be {arm.n} joint angles, got {q0!r}") from None
-        if len(q0l) != arm.n:
-            raise BadInputError(f"start pose needs {arm.n} joint angles for arm '{arm.name}', got {len(q0l)}")
-        if not math.isfinite(sum(q0l)) and not all(math.isfinite(v) for v in q0l):
-            raise BadInputError("start pose has a non-finite joint angle")
-        q0l = _clip(q0l, P.lo, P.hi)
-    return tx, ty, phi, q0l
 
 
 def _kernel(method, links, goal, q0, lo, hi, tol, max_iter):
@@ -105,16 +76,9 @@ def _project(P: PlainArm, tx, ty, phi):
     return 0.0, (tx, ty)
 
 
-def solve(
-    arm: Arm,
-    target,
-    phi: float | None = None,
-    q0=None,
-    method: str = "dls",
-    tol: float = DEFAULT_TOL_M,
-    max_iter: int = DEFAULT_MAX_ITER,
-) -> IKResult:
-    """Joint angles (rad) that put the tool point on ``target`` (x, y in m).
+def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int) -> IKResult:
+    """``ik.solve`` for a planar serial arm (the options positional): joint angles (rad) that put the tool
+    point on ``target`` (x, y in m).
 
     ``phi`` (rad, 3 links only) also fixes the tool angle. ``q0`` (rad) is the
     current pose (default: home); solutions near it are preferred. ``tol`` is
@@ -136,7 +100,7 @@ def solve(
             )
     if method not in METHODS:
         raise BadInputError(f"unknown IK method {method!r}; choose one of: {', '.join(METHODS)}")
-    tx, ty, phi, q0 = _check_inputs(arm, P, target, phi, q0)
+    (tx, ty), phi, q0 = check(arm, target, phi, q0)
     short, goal = _project(P, tx, ty, phi)
 
     iterations = fk_evals = jac_evals = restarts = 0

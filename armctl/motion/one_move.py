@@ -8,7 +8,7 @@ import numpy as np
 
 from ..arm import Arm
 from ..errors import MotionError
-from ..kinematics import tool_point, turns_inside
+from ..kinematics import base_split, tool_point, turns_inside
 from ..trajectory import DEFAULT_PERIOD_S
 from ..workspace import fmt_point
 from .lines import plan_line_path
@@ -182,9 +182,9 @@ def _base_turn_first(arm: Arm, move: LineMove, q0) -> list[float] | None:
     start = tool_point(arm, q0)
     end = np.asarray(move.target_m, dtype=float)
     d = end[:2] - start[:2]
-    if math.hypot(start[0], start[1]) > 1e-9 or math.hypot(*d) <= 1e-9:
+    az, along = base_split(float(d[0]), float(d[1]))  # the line's direction seen from above
+    if base_split(float(start[0]), float(start[1]))[1] > 1e-9 or along <= 1e-9:
         return None
-    az = math.atan2(d[1], d[0])
     if abs(math.remainder(q0[0] - az, math.pi)) < 1e-9:
         return None
     out = []

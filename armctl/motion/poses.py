@@ -8,7 +8,7 @@ from .. import ik
 from ..arm import Arm
 from ..branch_ik import _elbow_of, branch_ik
 from ..errors import JointLimitError, UnreachableError
-from ..kinematics import fk, tool_point, unwind
+from ..kinematics import chain_angles, fk, tool_point, unwind
 from ..redundancy import best_free_pose
 from ..workspace import check_reachable, fmt_point
 from .refusals import _limit_error
@@ -19,8 +19,6 @@ def branch_of(arm: Arm, q) -> tuple[float, float]:
     the tool is on the base's side of its axis (+1) or reached back over it (-1)."""
     if not arm.layered:
         return 1.0, _elbow_of(q)
-    from ..kinematics import chain_angles
-
     c = chain_angles(arm, q)
     side = 1.0
     if arm.has_base:
