@@ -70,7 +70,6 @@ class Camera:
         self._lock = threading.Lock()
         self._closed = False
         self._first = True
-        self.frames_read = 1
         self._error: str | None = None
         self._thread = None
         if not self.is_file:
@@ -88,7 +87,6 @@ class Camera:
                 return
             with self._lock:
                 self._latest = self._rgb(frame)
-                self.frames_read += 1
 
     def grab(self) -> np.ndarray:
         """The frame for now: the latest (a live source), the next one (a file). LinkError if a live source
@@ -100,7 +98,6 @@ class Camera:
             ok, frame = self.cap.read()
             if ok and frame is not None:
                 self._latest = self._rgb(frame)
-                self.frames_read += 1
             return self._latest
         if self._error is not None:
             raise LinkError(f"camera {self.name} ({self.source}) {self._error}")

@@ -8,8 +8,10 @@ any key that was not read (a typo is an error, not a silent default).
 
 from __future__ import annotations
 
+import copy
 import math
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -123,8 +125,17 @@ def load_yaml_text(text: str, path: str | Path = "<string>") -> Any:
         raise ConfigError(f"YAML error: {exc}", path=path) from None
 
 
+# Parsed files, by (path, text): the same file read again with the same text is not parsed again (one jog reads
+# the arm and its calibration, and the simulated board reads them too). Keyed by the text itself, so a file that
+# changed (a calibration just saved, a program just recorded) is always parsed anew.
+_PARSED: dict[tuple[str, str], Any] = {}
+_PARSED_MAX = 32
+_PARSED_LOCK = threading.Lock()
+
+
 def load_yaml_file(path: str | Path) -> Any:
-    """Read and parse a YAML file; a missing or unreadable file is a ConfigError."""
+    """Read and parse a YAML file; a missing or unreadable file is a ConfigError. A file read before with the
+    same text is not parsed again: the caller gets its own copy of the document parsed then."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -132,7 +143,16 @@ def load_yaml_file(path: str | Path) -> Any:
         raise ConfigError("file not found", path=p) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read file: {exc}", path=p) from None
-    return load_yaml_text(text, p)
+    key = (str(p), text)
+    with _PARSED_LOCK:
+        doc = _PARSED.get(key)
+    if doc is None:  # (an empty file parses to None: parsed again each time, which costs nothing)
+        doc = load_yaml_text(text, p)  # a ConfigError is raised, not kept
+        with _PARSED_LOCK:
+            if len(_PARSED) >= _PARSED_MAX:
+                _PARSED.pop(next(iter(_PARSED)))
+            _PARSED[key] = doc
+    return copy.deepcopy(doc)  # LineDict/LineList with their lines; the caller may change its copy
 
 
 class Section:

@@ -56,7 +56,6 @@ class Leader:
         self._last: dict[int, int] = {}
         self._unheard = dict.fromkeys(self.ids, 0)
         self._closed = False
-        self.reads = 0
         self._io = threading.Lock()  # one read at a time (the follow loop, and a caller's own read)
 
     def _name(self, servo_id: int) -> str:
@@ -96,7 +95,6 @@ class Leader:
                     f"{self._name(i)} on {self.port}: {what} to {self._unheard[i]} reads in a row: the leader is lost "
                     "(cable, power); the follower was stopped"
                 )
-        self.reads += 1
         cal = self.calibration
         q = np.array([float(s.angle_rad(self._last[s.id])) for s in cal.joints])
         g = float(cal.gripper.angle_rad(self._last[cal.gripper.id])) if cal.gripper is not None else math.nan

@@ -371,14 +371,6 @@ def _gripper(m: Motor, arm, path: Path) -> BusServoCal:
     )
 
 
-def load_lerobot_calibration(spec: str | Path, arm) -> tuple[Calibration, list[str]]:
-    """A LeRobot calibration (``lerobot:ID`` or a JSON path) as an armctl calibration of ``arm``, and notes."""
-    path = resolve(spec)
-    if path is None:
-        raise ConfigError(f"{spec}: not a LeRobot calibration (lerobot:ID or FILE.json)")
-    return from_lerobot(read_lerobot_file(path), arm, path)
-
-
 def open_calibration(spec: str | Path | None, arm) -> tuple[Calibration, Path, list[str]]:
     """The calibration ``spec`` names for ``arm`` and where it came from, and notes for the user: ``lerobot:ID``
     or a LeRobot ``.json`` (converted, see the module docstring), an armctl YAML, or None (armctl's places,

@@ -328,7 +328,7 @@ def _insert(text: str, key: str, pose: str, comment: str, steps: list[str]) -> s
 
     entry = f"{key}: {pose}"
     if "poses" in items:
-        pkey, poses = items["poses"]
+        _, poses = items["poses"]
         if not isinstance(poses, yaml.MappingNode):
             raise ValueError("poses is not a mapping")
         if poses.flow_style:

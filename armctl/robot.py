@@ -30,6 +30,7 @@ import math
 import sys
 import weakref
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -265,6 +266,7 @@ class Robot(_BoardAccess):
         label: str | None = None,
         wait: bool = True,
         blend: float | None = None,
+        reach_q=None,
     ) -> Motion:
         """Move the tool point to (``x``, ``y``) m, or (``x``, ``y``, ``z``) on an arm with a rotating base (z
         is required there and refused on a planar arm): in a straight line at ``speed`` m/s (default 0.1) with
@@ -274,7 +276,8 @@ class Robot(_BoardAccess):
         played as one motion that passes each shared corner within that distance without stopping (it rests
         only at the last line queued; see docs/programs.md, "Blending"). Raises UnreachableError (with
         ``shortfall_m``), JointLimitError (also PulseLimitError), MotionError, BadInputError before anything
-        moves; LinkError if the link fails."""
+        moves; LinkError if the link fails. ``reach_q`` (rad, lines): the pose the caller solved for the target
+        (``motion.solve_pose``), checked instead of solving the end again."""
         self._check_open()
         gen = self._runner.stop_gen
         if path not in ("line", "joint"):
@@ -282,6 +285,8 @@ class Robot(_BoardAccess):
         if blend is not None and path != "line":
             raise BadInputError("blend applies to straight lines (path='line'), not to joint moves")
         line = self._line(x, y, z, phi, speed, accel, label, blend)
+        if reach_q is not None:
+            line = replace(line, reach_q_rad=tuple(float(v) for v in reach_q))
         if path == "line":
             return self._go([line], line.label, gen, wait)
         joint_label = label or line.label.replace("move to", "joint move to")

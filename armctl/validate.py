@@ -152,7 +152,7 @@ def point(arm, x, y, z=None) -> tuple[float, ...]:
 def check_not_far(arm, p) -> None:
     """UnreachableError with a hint for a target more than FAR_REACHES reaches away (millimetres given as
     metres: move_to(500, 200) meant 0.5, 0.2)."""
-    reach = arm.reach_max + abs(arm.base_offset_m) + abs(arm.shoulder_height_m)
+    reach = arm.extent_m
     dist = math.hypot(*p)
     if dist <= FAR_REACHES * reach:
         return

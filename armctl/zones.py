@@ -33,7 +33,6 @@ TOUCH_M = 1e-7
 RESOLUTION_M = 1e-6
 #: Clearances surely above this are taken as their lower bound (enough to prove a stretch clear).
 FAR_M = 0.02
-KINDS = ("table", "box", "base")
 
 
 @dataclass(frozen=True)
@@ -267,7 +266,7 @@ def first_violation(arm, zones: Zones | None, q_samples) -> Violation | None:
     if q.ndim == 1:
         q = q[None, :]
     R = reach_radii(arm)
-    c, link, zone, tl = _worst(arm, zones, q, FAR_M)
+    c, link, zone, _ = _worst(arm, zones, q, FAR_M)
     found = []  # (at, q, clear before: (at, q) or None)
     bad = np.flatnonzero(c < -TOUCH_M)
     if bad.size:
@@ -285,7 +284,7 @@ def first_violation(arm, zones: Zones | None, q_samples) -> Violation | None:
             break
         qa, qb, ca, cb, ta, tb = qa[open_], qb[open_], ca[open_], cb[open_], ta[open_], tb[open_]
         qm, tm = 0.5 * (qa + qb), 0.5 * (ta + tb)
-        cm, lm, zm, tlm = _worst(arm, zones, qm, FAR_M)
+        cm, _, _, _ = _worst(arm, zones, qm, FAR_M)
         hit = np.flatnonzero(cm < -TOUCH_M)
         if hit.size:
             j = int(hit[np.argmin(tm[hit])])
@@ -363,12 +362,6 @@ def describe(zones: Zones | None) -> list[dict]:
             d["top_mm"] = z.top * 1000.0
         out.append(d)
     return out
-
-
-def box_corners(z: Zone) -> np.ndarray:
-    """The 2^dim corners of a box zone (m)."""
-    dims = len(z.lo)
-    return np.array([[z.hi[k] if (i >> k) & 1 else z.lo[k] for k in range(dims)] for i in range(2**dims)])
 
 
 __all__ = [

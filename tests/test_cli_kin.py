@@ -413,7 +413,7 @@ def test_ik_does_not_load_the_streaming_stack():
     code = (
         "import sys; from armctl.cli import main; main(['ik', '0.5', '0.4']); main(['--help'])\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('serial', 'pymata4') or m.startswith("
-        "('armctl.stream', 'armctl.session', 'armctl.bus', 'armctl.cli.device', 'armctl.cli.web', "
+        "('armctl.stream', 'armctl.session', 'armctl.bus', 'armctl.cli.device', 'armctl.cli.common', 'armctl.cli.web', "
         "'armctl.cli.calibrate', 'armctl.motion', 'armctl.calibration'))]\n"
         "print(bad)"
     )

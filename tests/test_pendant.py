@@ -35,9 +35,9 @@ from armctl.cli.pendant import (
     MAX_WAITING,
     REPEAT_GAP_S,
     Pendant,
-    bar,
     release_time,
 )
+from armctl.cli.pendant_screen import bar
 from armctl.errors import LinkError, MotionError, StopRequested, UnreachableError
 from armctl.kinematics import fk, tool_angle
 from armctl.program import load_program, plan_program

@@ -87,8 +87,8 @@ def test_capsule_clearance_matches_dense_sampling(data, d):
     bound, _ = capsule.clearance(zone.sd, a, b, ra, rb, far=0.02)  # a lower bound where surely far
     assert bound <= c + 1e-9 and (bound > 0.02 or bound == pytest.approx(c, abs=1e-9))
     pts, _ = _capsule_points(a, b, ra, rb)
-    if np.any(_inside(zone, pts)):  # a point of the capsule is in the zone
-        assert c <= 1e-12
+    if np.any(_inside(zone, pts)):  # a point of the capsule is in the zone (or on its surface: touching)
+        assert c <= 1e-9  # a segment along a box's face finds 4e-11 m; zones refuse below -TOUCH_M (1e-7 m)
     if np.any(_inside(zone, pts, -MARGIN)):  # ... well inside it
         assert c < -MARGIN + 1e-12
     if c < -MARGIN:  # the sampling finds a point inside

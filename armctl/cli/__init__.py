@@ -23,11 +23,8 @@ from ..errors import ArmctlError, Terminated
 from ..paths import preset_names
 
 EXIT_OK = 0
-EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
-EXIT_MOTION = 3
-EXIT_LINK = 4
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # the others are each error's exit_code (armctl.errors)
 
 # Command modules, in the order their commands appear in --help.
 COMMAND_MODULES = ["kin", "motion", "device", "draw", "calibrate", "teach", "follow", "web", "ros", "ports"]
@@ -93,7 +90,8 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         default=d,
         metavar="URL|PATH",
         help="serial port or pyserial URL of the board, or 'auto': the one board 'armctl ports' finds "
-        "(default: the simulated arm, armsim://)",
+        "(default: the backend's simulated board: armsim:// for hobby servos, feetechsim:// for bus servos, "
+        "pca9685sim:// with --backend pca9685)",
     )
     g.add_argument(
         "--backend",
@@ -138,7 +136,8 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     parser = _Parser(
         prog="armctl",
         parents=[_global_options(False)],
-        description="Drive a hobby 2- or 3-link servo arm: IK, planning, streaming to the board. "
+        description="Drive a hobby 2- or 3-link servo arm, in a vertical plane or on a rotating base: IK, "
+        "planning, streaming to the board (hobby servos or Feetech bus servos). "
         "Lengths in metres (or with a unit: 500mm, 50cm), angles in degrees.",
         epilog=(
             "exit codes: 0 ok, 2 bad input, 3 unreachable or limit, 4 link/board error, 130 interrupted (Ctrl-C), "

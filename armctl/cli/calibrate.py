@@ -13,25 +13,26 @@ import argparse
 import json
 import math
 import sys
-import time
 from dataclasses import fields, replace
 from pathlib import Path
 
 import numpy as np
 
 from .. import calibrate as cb
-from .. import motion, terminal
+from .. import motion
 from ..arm import Arm, load_arm
-from ..calibration import PULSE_RANGE_US, Calibration, load_calibration, save_calibration, save_path_for
+from ..calibration import PULSE_RANGE_US, Calibration, load_calibration, save_path_for
 from ..errors import BadInputError, ConfigError, LinkError, Terminated
 from ..units import parse_float, parse_length
 from ..validate import must_be_positive, positive_text
 from . import EXIT_INTERRUPTED
-from .device import open_robot, setup
+from .calibrate_flow import Quit, Terminal, Workflow
+from .common import calibration_comment, open_robot, save_calibration_file, saved_line, setup
 
 EPILOG = """\
-interactive keys (shown on screen): k/j or Right/Left +/-0.5 us, K/J or Up/Down +/-10 us,
-]/[ or PgUp/PgDn +/-100 us, g go to the estimate, Enter record, s skip joint, q or Ctrl-C quit.
+interactive keys on PWM servos (shown on screen): k/j or Right/Left +/-0.5 us, K/J or Up/Down +/-10 us,
+]/[ or PgUp/PgDn +/-100 us, g go to the estimate, Enter record, s skip joint, q or Ctrl-C quit;
+bus servos are moved by hand (Enter records where each one is).
 script forms:
   armctl calibrate --joint 1 --angle 90 --us 2166       append a reference point to the points file
   armctl calibrate --joint 1 --min-us 820 --max-us 2180  append a safe range
@@ -54,7 +55,8 @@ def register(sub, parents) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         help="calibrate the servos (interactive), or record/fit/show/compare/check calibrations",
         description="Guided servo calibration: reference poses -> zero pulse, us/deg and direction "
-        "(least squares, with residual), safe range, gripper open/closed; saved atomically with a .bak.",
+        "(least squares, with residual), safe range, gripper open/closed; saved atomically with a .bak. Bus servos "
+        "(Feetech): the torque goes off and you move each joint by hand; positions are in steps.",
     )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--fit", action="store_true", help="fit the points file and save the calibration")
@@ -72,9 +74,13 @@ def register(sub, parents) -> None:
     )
     p.add_argument("--joint", metavar="J", help="record: joint 1..n, a joint name, or 'gripper'")
     p.add_argument("--angle", metavar="DEG", help="record: the joint angle (deg; gripper: also open|closed)")
-    p.add_argument("--us", metavar="US", help="record: the pulse (us) that puts the joint at --angle")
-    p.add_argument("--min-us", metavar="US", help="record: the safe range's low pulse (us)")
-    p.add_argument("--max-us", metavar="US", help="record: the safe range's high pulse (us)")
+    p.add_argument(
+        "--us",
+        metavar="US",
+        help="record: the pulse (us; bus servos: the position, steps) that puts the joint at --angle",
+    )
+    p.add_argument("--min-us", metavar="US", help="record: the safe range's low pulse (us; bus servos: steps)")
+    p.add_argument("--max-us", metavar="US", help="record: the safe range's high pulse (us; bus servos: steps)")
     p.add_argument(
         "--points", metavar="FILE", help="points file (default <arm>.points.yaml beside where the calibration is saved)"
     )
@@ -206,30 +212,13 @@ def _fit(args, arm: Arm, cal: Calibration) -> int:
     report = cb.fit_calibration(records, cal, arm, max_residual_deg=limit)
     if not report.changed:
         raise BadInputError(f"{path}: no servo has reference points; nothing to fit")
-    out = _save(report.cal, _save_path(args, arm, cal), _comment(f"fitted by armctl calibrate --fit from {path}"))
+    out = save_calibration_file(
+        report.cal, _save_path(args, arm, cal), calibration_comment(f"fitted by armctl calibrate --fit from {path}")
+    )
     for line in report.lines:
         print(line)
-    print(_saved_line(out))
+    print(saved_line(out))
     return 0
-
-
-def _save(cal: Calibration, out: Path, comment: str) -> Path:
-    """save_calibration, with an unwritable place as one line (exit 2) naming it."""
-    try:
-        return save_calibration(cal, out, comment=comment)
-    except OSError as exc:
-        raise BadInputError(
-            f"cannot save the calibration to {out}: {exc.strerror or exc}; choose another place with --out FILE"
-        ) from None
-
-
-def _saved_line(out: Path) -> str:
-    bak = Path(f"{out}.bak")
-    return f"saved {out}" + (f" (previous version kept as {bak.name})" if bak.exists() else "")
-
-
-def _comment(what: str) -> str:
-    return f"Calibration {what}, {time.strftime('%Y-%m-%d %H:%M:%S')}."
 
 
 def _from_lerobot(args) -> int:
@@ -254,13 +243,13 @@ def _from_lerobot(args) -> int:
     cal, notes = lerobot.from_lerobot(lerobot.read_lerobot_file(path), arm, path)
     out = Path(args.out) if args.out else save_path_for(arm.name, path)
     comment = (
-        _comment(f"converted from LeRobot's {path} by armctl calibrate --from-lerobot")
+        calibration_comment(f"converted from LeRobot's {path} by armctl calibrate --from-lerobot")
         + "\nAngles are LeRobot's: each joint's zero is the middle of the range recorded there (4095 steps a turn),"
         + "\nmapped onto armctl's angles through the arm's URDF; the gripper's closed..open is LeRobot's 0..100 %."
         + "\nhoming_offset: the value in the servo's EEPROM this was made with, checked when the port opens; the"
         + "\npositions the servos report already carry it (it is never applied again)."
     )
-    out = _save(replace(cal, source=str(out)), out, comment)
+    out = save_calibration_file(replace(cal, source=str(out)), out, comment)
     for s in cal.servos:
         mid_deg = math.degrees(float(s.angle_rad((s.min_steps + s.max_steps) / 2)))
         zero = "" if s is cal.gripper else f"   LeRobot's 0 deg is armctl's {mid_deg:.1f} deg"
@@ -269,7 +258,7 @@ def _from_lerobot(args) -> int:
         print(f"  {h.name:<14} id {h.id}   held at {h.position_steps:g} steps (no joint of arm {arm.name!r})")
     for note in notes:
         print(f"note: {note}")
-    print(_saved_line(out) + f"; use it with --calibration {out}, or give LeRobot's directly: --calibration lerobot:ID")
+    print(saved_line(out) + f"; use it with --calibration {out}, or give LeRobot's directly: --calibration lerobot:ID")
     return 0
 
 
@@ -400,272 +389,6 @@ def _check(args, arm: Arm, cal: Calibration) -> int:
     return 0
 
 
-# --- the terminal --------------------------------------------------------------------------------------------
-
-
-class Quit(Exception):
-    """The user left (q, Ctrl-C): hold the servos, save nothing."""
-
-
-STEPS_US = {
-    "k": 0.5,
-    "right": 0.5,
-    "j": -0.5,
-    "left": -0.5,
-    "K": 10.0,
-    "up": 10.0,
-    "J": -10.0,
-    "down": -10.0,
-    "]": 100.0,
-    "pgup": 100.0,
-    "[": -100.0,
-    "pgdn": -100.0,
-}
-KEEPALIVE_S = 0.25
-KEY_HELP = [
-    "keys: k/j or Right/Left +/-0.5 us   K/J or Up/Down +/-10 us   ]/[ or PgUp/PgDn +/-100 us",
-]
-
-
-class Terminal(terminal.Terminal):
-    """calibrate's screen (``armctl.terminal``: every OS): not the alternate screen, so its last screen stays
-    when it ends; the end of input reads as Ctrl-C (quit, save nothing)."""
-
-    def __init__(self):
-        super().__init__(fullscreen=False)
-
-    def key(self, timeout_s: float | None = None) -> str | None:
-        k = super().key(timeout_s)
-        return "ctrl-c" if k == "ctrl-d" else k
-
-    def draw(self, lines: list[str]) -> None:
-        """Clear the screen, then draw (a screen at a time, as scrolled-back text reads too)."""
-        self._write("\x1b[H\x1b[2J" + "\r\n".join(lines) + "\r\n")
-
-
-# --- the interactive workflow --------------------------------------------------------------------------------
-
-
-class Workflow:
-    """One interactive session: the screens, the keys, the fits."""
-
-    def __init__(
-        self,
-        term: Terminal,
-        nudger: cb.Nudger,
-        arm: Arm,
-        cal: Calibration,
-        *,
-        header: str,
-        out: Path,
-        margin_deg: float,
-        max_residual_deg: float,
-    ):
-        self.term, self.n, self.arm, self.old = term, nudger, arm, cal
-        self.header, self.out, self.margin_deg, self.max_residual = header, out, margin_deg, max_residual_deg
-        self.new = cal
-        self.unit = cal.unit  # us (pulses) or steps (bus servo positions)
-        self.address = "channel" if cal.unit == "us" else "id"
-        self.notes: list[str] = []
-        self.points: list[str] = []
-
-    def _key(self) -> str:
-        while True:
-            k = self.term.key(KEEPALIVE_S)
-            if k is not None:
-                break
-            self.n.robot.board_status()  # the board's watchdog must hear from us while the user thinks
-        if k in ("q", "Q", "ctrl-c"):
-            raise Quit(k)
-        return k
-
-    def _screen(self, body: list[str], keys: list[str]) -> None:
-        self.term.draw([self.header, ""] + body + [""] + keys + [""] + self.notes[-6:])
-
-    def _nudge_until_enter(
-        self, index: int, body: list[str], *, estimate, goto_us: float | None, allow_skip: bool
-    ) -> float | None:
-        """Nudge servo ``index`` until Enter; returns the pulse (us), or None if skipped."""
-        keys = KEY_HELP + [
-            "      "
-            + ("g go to the estimate   " if goto_us is not None else "")
-            + "Enter record   "
-            + ("s skip this joint (keep its old calibration)   " if allow_skip else "")
-            + "q or Ctrl-C quit, nothing saved"
-        ]
-        while True:
-            us = self.n.pulse(index)
-            est, how = estimate(us)
-            self._screen(body + [f"  pulse {us:.1f} us   estimated angle {est:.1f} deg ({how})"], keys)
-            k = self._key()
-            if k == "enter":
-                return us
-            if k == "s" and allow_skip:
-                return None
-            if k == "g" and goto_us is not None:
-                self.n.go(index, goto_us)
-            elif k in STEPS_US:
-                self.n.nudge(index, STEPS_US[k])
-
-    def _ask(self, body: list[str], keys: str, allowed: str) -> str:
-        self._screen(body, [keys])
-        while True:
-            k = self._key()
-            if k == "enter":
-                k = allowed[0]
-            if k and k.lower() in allowed:  # a key, not a refresh tick ("" is in every string)
-                return k.lower()
-
-    def _record_poses(self, index: int, refs, heading) -> list[tuple[float, float]] | None:
-        """Nudge servo ``index`` to each reference pose and record (angle deg, pulse us); None if skipped.
-
-        ``heading(k, ref)`` gives the first screen lines for pose ``k``; the old calibration estimates
-        the angle and ``g`` goes to its guess of the pose."""
-        old = self.old.servos[index]
-        recorded: list[tuple[float, float]] = []
-        for k, ref in enumerate(refs):
-            body = heading(k, ref) + [f"  target {ref.angle_deg:g} deg"]
-            body += [f"  recorded: {a:g} deg at {p:g} {self.unit}" for a, p in recorded]
-            us = self._nudge_until_enter(
-                index,
-                body,
-                estimate=lambda u: (math.degrees(float(old.angle_rad(u))), "by the old calibration"),
-                goto_us=float(old.value(math.radians(ref.angle_deg))),
-                allow_skip=True,
-            )
-            if us is None:
-                return None
-            recorded.append((ref.angle_deg, us))
-        return recorded
-
-    def joint(self, index: int) -> None:
-        old = self.old.servos[index]
-        label = cb.servo_label(self.old, index)
-        refs = cb.reference_poses(self.arm, index)
-        title = f"{label[0].upper()}{label[1:]} of {len(self.old.joints)}, {self.address} {old.channel}"
-        while True:
-            recorded = self._record_poses(
-                index, refs, lambda k, ref: [f"{title}: reference pose {k + 1} of {len(refs)}", f"  Put {ref.text}."]
-            )
-            if recorded is None:
-                self.notes.append(f"{label}: skipped, old calibration kept")
-                return
-            try:
-                fit = cb.fit_points(
-                    [a for a, _ in recorded],
-                    [p for _, p in recorded],
-                    label=label,
-                    max_residual_deg=self.max_residual,
-                    kind=type(old),
-                )
-            except cb.FitError as exc:
-                self._ask(
-                    [f"{title}: the fit is refused", f"  {exc}"],
-                    "keys: r record the reference poses again   q or Ctrl-C quit, nothing saved",
-                    "r",
-                )
-                continue
-            answer = self._ask(
-                [f"{title}: fit from {len(recorded)} points", "  " + fit.describe()[0]]
-                + ["  " + s for s in fit.describe()[1:]],
-                "keys: y or Enter accept and go on to the safe range   r record again   "
-                "q or Ctrl-C quit, nothing saved",
-                "yr",
-            )
-            if answer == "y":
-                break
-        self.n.us_per_deg[index] = fit.per_deg
-        est = lambda u: (fit.angle_deg(u), "by the new fit")  # noqa: E731
-        margin_us = self.margin_deg * fit.per_deg
-        ends = []
-        for k in range(2):
-            body = [f"{title}: safe range, end {k + 1} of 2", *self._end_text(k, margin_us)]
-            body += [f"  first end at {ends[0]:g} {self.unit}"] if ends else []
-            us = self._nudge_until_enter(index, body, estimate=est, goto_us=None, allow_skip=False)
-            ends.append(us)
-            self.n.go(index, us + (margin_us if k == 0 else -margin_us))
-        try:
-            lo, hi = cb.safe_range(*ends, per_deg=fit.per_deg, margin_deg=self.margin_deg, kind=type(old))
-        except cb.FitError as exc:
-            self.notes.append(f"{label}: {exc}; old range kept")
-            lo, hi = old.lo, old.hi
-        servo = cb.servo_from_fit(old, fit, lo=lo, hi=hi)
-        self.new = cb._with(self.new, index, servo)
-        a, b = (math.degrees(v) for v in servo.angle_range_rad())
-        u = self.unit
-        self.notes.append(f"{label}: {fit.describe()[0]}; safe {lo:g}..{hi:g} {u} = {a:.1f}..{b:.1f} deg")
-        self.points.append(
-            f"{label}: "
-            + ", ".join(f"{x:g} deg at {p:g} {u}" for x, p in recorded)
-            + f"; ends {ends[0]:g}, {ends[1]:g} {u}"
-        )
-        jmin, jmax = math.degrees(self.arm.q_min[index]), math.degrees(self.arm.q_max[index])
-        if a > jmin + 0.05 or b < jmax - 0.05:
-            self.notes.append(
-                f"  note: the arm file allows {jmin:g}..{jmax:g} deg; targets outside {a:.1f}..{b:.1f} deg "
-                "will be refused"
-            )
-        home = float(servo.value(self.arm.home_rad[index]))
-        self.n.go(index, min(max(home, lo), hi))  # back to its home angle, inside the new range
-
-    def _end_text(self, k: int, margin: float) -> list[str]:
-        """How to find mechanical end ``k`` (0: low, 1: high)."""
-        way, keys = (("LOWER", "j/J/["), ("HIGHER", "k/K/]"))[k]
-        return [
-            f"  Nudge to {way} pulses ({keys}) slowly until the joint reaches its mechanical end or touches",
-            f"  something, then press Enter. The tool backs off {self.margin_deg:g} deg ({margin:.1f} {self.unit}).",
-        ]
-
-    def _move_text(self, what: str) -> str:
-        return f"  Nudge to the {what}."
-
-    def gripper(self) -> None:
-        index = len(self.old.joints)
-        old = self.old.gripper
-        recorded = self._record_poses(
-            index,
-            cb.gripper_poses(self.arm),
-            lambda k, ref: [
-                f"Gripper, {self.address} {old.channel}: {'open' if k == 0 else 'closed'} ({k + 1} of 2)",
-                self._move_text(ref.text),
-            ],
-        )
-        if recorded is None:
-            self.notes.append("gripper: skipped, old calibration kept")
-            return
-        try:
-            fit = cb.fit_points([a for a, _ in recorded], [p for _, p in recorded], label="gripper", kind=type(old))
-        except cb.FitError as exc:
-            self.notes.append(f"gripper: {exc}; old calibration kept")
-            return
-        servo = cb.gripper_from_fit(old, fit)
-        self.new = cb._with(self.new, index, servo)
-        u = self.unit
-        self.notes.append(f"gripper: open {recorded[0][1]:g} {u}, closed {recorded[1][1]:g} {u}; {fit.describe()[0]}")
-        self.points.append(f"gripper: open at {recorded[0][1]:g} {u}, closed at {recorded[1][1]:g} {u}")
-        self.n.go(index, recorded[0][1])
-
-    def held(self) -> None:
-        """Servos held at one position (bus servos only: see the bus workflow)."""
-
-    def run(self) -> Calibration | None:
-        for i in range(len(self.old.joints)):
-            self.joint(i)
-        if self.old.gripper is not None and self.arm.gripper is not None:
-            self.gripper()
-        self.held()
-        lines, _ = cb.compare_lines(self.old, replace(self.new, source="this session (not saved yet)"), self.arm)
-        body = ["Calibration finished. Old (A) against new (B):"] + ["  " + s for s in lines]
-        limits = " and write the limits to the board" if self.unit == "us" else ""
-        answer = self._ask(
-            body,
-            f"keys: y save to {self.out} (the old file is kept as {Path(self.out).name}.bak){limits}   "
-            "q or Ctrl-C quit, nothing saved",
-            "y",
-        )
-        return self.new if answer == "y" else None
-
-
 def _interactive(args, arm: Arm, cal: Calibration) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise BadInputError(
@@ -706,14 +429,14 @@ def _interactive(args, arm: Arm, cal: Calibration) -> int:
             if new is None:
                 raise Quit("q")
             robot.settle()
-            comment = _comment("recorded by armctl calibrate") + "\n" + "\n".join(flow.points)
+            comment = calibration_comment("recorded by armctl calibrate") + "\n" + "\n".join(flow.points)
             saved = replace(  # the new mapping, in the file's own channels and pins
                 cal,
                 joints=tuple(replace(s, channel=c.channel) for s, c in zip(new.joints, cal.joints)),
                 gripper=None if new.gripper is None else replace(new.gripper, channel=cal.gripper.channel),
                 source=str(out),
             )
-            out = _save(saved, out, comment)
+            out = save_calibration_file(saved, out, comment)
             robot.use_calibration(saved, out)  # the pose is remembered, and the limits pushed, by the new one
             if old_limits is not None:
                 robot.push_limits()
@@ -730,7 +453,7 @@ def _interactive(args, arm: Arm, cal: Calibration) -> int:
         finally:
             term.restore()
     print("\n".join(flow.notes))
-    print(_saved_line(out))
+    print(saved_line(out))
     return 0
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from ..arm import Arm
 from ..calibration import STEP_RANGE, Calibration
 from ..errors import BadInputError, LinkError
-from .calibrate import Quit, Terminal, Workflow, _comment, _save, _saved_line
+from .calibrate_flow import Quit, Terminal, Workflow
+from .common import calibration_comment, save_calibration_file, saved_line
 
 REFRESH_S = 0.1  # the live position on the screen
 
@@ -152,11 +153,13 @@ def interactive(args, robot, arm: Arm, cal: Calibration, *, out: Path, margin_de
     saved = replace(new, source=str(out))
     if args.write_offsets:
         saved = _write_offsets(robot, saved, flow.notes)
-    comment = _comment("recorded by armctl calibrate, the joints moved by hand") + "\n" + "\n".join(flow.points)
-    out = _save(saved, out, comment)
+    comment = (
+        calibration_comment("recorded by armctl calibrate, the joints moved by hand") + "\n" + "\n".join(flow.points)
+    )
+    out = save_calibration_file(saved, out, comment)
     robot.use_calibration(saved, out)
     print("\n".join(flow.notes))
-    print(_saved_line(out) + "; the servos are limp (torque off) until the next move")
+    print(saved_line(out) + "; the servos are limp (torque off) until the next move")
     return 0
 
 

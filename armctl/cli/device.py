@@ -11,24 +11,22 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import shutil
 import sys
 import time
 
 import numpy as np
 
 from .. import motion
-from ..arm import Arm, load_arm
-from ..calibration import Calibration
 from ..errors import BadInputError, StopRequested
 from ..kinematics import tool_point
-from ..lerobot import open_calibration
 from ..units import parse_float
 from ..validate import positive_text
+from .common import drive, open_robot, print_report, setup
 
 EPILOG = """\
 port: a device path (/dev/ttyACM0) or any pyserial URL (socket://host:port, rfc2217://, spy://...);
-default: the simulated arm, armsim://<arm> (it keeps its pose between runs; see docs/protocol.md).
+default: the backend's simulated board (armsim:// for hobby servos, feetechsim:// for bus servos); it keeps
+its pose between runs (see docs/protocol.md).
 examples:
   armctl run examples/pick_and_place.yaml
   armctl jog 0.5 0.2 --phi -30 --speed 50
@@ -125,124 +123,6 @@ def register(sub, parents) -> None:
     p.set_defaults(func=cmd_status)
 
 
-# --- setup ---------------------------------------------------------------------------------------------------
-
-
-def setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration]:
-    """The arm (``--arm``, else the program's ``arm:``, else the default) and its calibration."""
-    from . import choose_arm
-
-    arm = load_arm(choose_arm(args, program_arm))
-    cal, _, notes = open_calibration(args.calibration, arm)  # armctl's YAML, or LeRobot's (lerobot:ID, .json)
-    for note in notes:
-        print(f"armctl: note: {note}", file=sys.stderr)
-    cal.check_arm(arm)
-    return arm, cal
-
-
-def open_robot(args, arm: Arm, cal: Calibration, *, calibrating: bool = False, progress=None):
-    """``armctl.connect`` with the global options (--port, --backend, --watchdog) and --wire-log; ``--port
-    auto`` is the one board ``armctl ports`` finds."""
-    from ..robot import connect
-    from .ports import resolve_port
-
-    resolve_port(args)
-
-    robot = connect(
-        arm,
-        args.port,
-        args.backend,
-        cal,
-        wire_log=getattr(args, "wire_log", None),
-        watchdog_s=args.watchdog,
-        calibrating=calibrating,
-        progress=progress,
-    )
-    if robot.recovered:
-        print(f"armctl {args.command}: note: {robot.recovered}", file=sys.stderr, flush=True)
-    return robot
-
-
-class Progress:
-    """One progress line on stderr, rewritten in place: percent, program step, time left."""
-
-    def __init__(self, *, stream=sys.stderr, min_interval_s: float = 0.2, control=None, keys: str = ""):
-        self.stream, self.min_interval_s = stream, min_interval_s
-        self.control, self.keys = control, keys  # a RunControl: its state (held, override) on the line
-        self._last = -math.inf
-        self._width = 0
-
-    def __call__(self, fraction: float, label: str, left_s: float) -> None:
-        now = time.monotonic()
-        if fraction < 1.0 and now - self._last < self.min_interval_s:
-            return
-        self._last = now
-        text = f"[{100 * fraction:5.1f}%] {label}  {left_s:5.1f} s left"
-        state = self.control.describe() if self.control is not None else ""
-        if state:
-            text = f"[{100 * fraction:5.1f}%] [{state}] {label}  {left_s:5.1f} s left"
-        elif self.keys and fraction < 1.0:
-            text += f"  ({self.keys})"
-        # one line: a line longer than the terminal wraps, and the next \r would rewrite only its last part
-        text = text[: max(20, shutil.get_terminal_size((120, 24)).columns - 1)]
-        self.stream.write("\r" + text.ljust(self._width))
-        self._width = len(text)
-        self.stream.flush()
-
-    def done(self) -> None:
-        if self._width:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._width = 0
-
-
-def _print(args, report: dict, headline: str) -> None:
-    if args.json:
-        print(json.dumps(report, indent=1))
-        return
-    print(headline)
-    if report.get("source") == "assumed":
-        print(f"pose: not known yet ({report['detail']}); the first move sets it, then ramps slowly")
-    elif report.get("tool_m") is not None:
-        where = " ".join(f"{k}={v:.4f} m" for k, v in zip("xyz", report["tool_m"]))
-        print(f"tool at {where} ({report['source']}: {report['detail']})")
-        print("joints " + " ".join(f"{v:.2f}" for v in report["q_deg"]) + " deg")
-        lag = report.get("tracking_error_deg")
-        if lag:
-            name = max(lag, key=lag.get)
-            print(f"tracking: the servos stayed within {lag[name]:.2f} deg of the path (most behind: {name})")
-
-
-def _drive(args, arm: Arm, cal: Calibration, act, *, wants_progress: bool = False) -> dict:
-    """Open the arm, ``act(robot)`` -> Motion (played to its end), and report where the arm ended up.
-    ``wants_progress``: ``act(robot, progress)`` is given the progress line (None when not on a terminal)."""
-    progress = Progress() if sys.stderr.isatty() and not args.json else None
-    with open_robot(args, arm, cal, progress=progress) as robot:
-        try:
-            result = (act(robot, progress) if wants_progress else act(robot)).result
-        finally:
-            if progress is not None:
-                progress.done()
-        report = robot.where(settle=True).to_dict()
-        report.update(
-            {
-                "planned_tool_m": [float(v) for v in result.planned_tool_m],
-                "duration_s": float(result.duration_s),
-                "frames": result.frames,
-                "commands": result.commands,
-                "ramp_frames": result.ramp_frames,
-                "wall_s": result.wall_s,
-                "port": robot.port,
-                "backend": robot.backend.name,
-            }
-        )
-        if result.tracking_error_deg is not None:
-            report["tracking_error_deg"] = result.tracking_error_deg
-        off = np.array(report["tool_m"]) - result.planned_tool_m
-        report["error_m"] = float(np.hypot(*off) if len(off) == 2 else np.linalg.norm(off))
-        return report
-
-
 # --- commands ------------------------------------------------------------------------------------------------
 
 
@@ -266,18 +146,20 @@ def cmd_jog(args) -> int:
     speed = positive_text(args.speed or str(motion.DEFAULT_SPEED_M_S * 1000), "--speed", unit="mm/s") / 1000.0
     if phi is not None and arm.n_links != 3:
         raise BadInputError("--phi needs a 3-link arm")
-    motion.solve_pose(arm, target, phi, arm.home_rad)  # unreachable targets fail before any port is opened
+    q_end = motion.solve_pose(arm, target, phi, arm.home_rad)  # unreachable targets fail before any port is opened
     where = "(" + ", ".join(f"{v:g}" for v in target) + ")"
     label = f"jog to {where} m"
-    report = _drive(args, arm, cal, lambda robot: robot.move_to(*target, phi=phi, speed=speed, label=label))
-    _print(args, report, f"jogged to {where} m in {report['duration_s']:.2f} s")
+    report = drive(
+        args, arm, cal, lambda robot: robot.move_to(*target, phi=phi, speed=speed, label=label, reach_q=q_end)
+    )
+    print_report(args, report, f"jogged to {where} m in {report['duration_s']:.2f} s")
     return 0
 
 
 def cmd_home(args) -> int:
     arm, cal = setup(args)
-    report = _drive(args, arm, cal, lambda robot: robot.home())
-    _print(args, report, f"home in {report['duration_s']:.2f} s")
+    report = drive(args, arm, cal, lambda robot: robot.home())
+    print_report(args, report, f"home in {report['duration_s']:.2f} s")
     return 0
 
 
@@ -326,7 +208,7 @@ def cmd_run(args) -> int:
     recorder = open_dataset(args, arm, cal, state_source=source)
     episode_of_sample = np.asarray(episode_of_steps(prog), dtype=int)[np.asarray(traj.step, dtype=int)]
     try:
-        report = _drive(args, arm, cal, lambda robot: _run_recording(robot, plan, recorder, episode_of_sample, args))
+        report = drive(args, arm, cal, lambda robot: _run_recording(robot, plan, recorder, episode_of_sample, args))
     except BaseException:
         recorder.close(save=False)  # a run that failed or was stopped: its episode is no demonstration
         raise
@@ -334,7 +216,7 @@ def cmd_run(args) -> int:
     report["episodes_saved"] = recorder.saved
     report["dataset"] = str(recorder.writer.root)
     headline = f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s; {saved_text(recorder)}"
-    _print(args, report, headline)
+    print_report(args, report, headline)
     return 0
 
 
@@ -401,8 +283,8 @@ def _run_with_keys(args, arm, cal, prog, traj) -> int:
                 exc.hint = hint  # on the one line armctl.cli.main says
             raise
 
-    report = _drive(args, arm, cal, act, wants_progress=True)
-    _print(args, report, f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s")
+    report = drive(args, arm, cal, act, wants_progress=True)
+    print_report(args, report, f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s")
     return 0
 
 
@@ -476,7 +358,7 @@ def cmd_status(args) -> int:
         + " ".join(f"{s.name} {'-' if w is None else f'{w:g}'}" for s, w in zip(robot.calibration.servos, held))
         + f" {robot.calibration.unit}"
     )
-    _print(args, report, headline)
+    print_report(args, report, headline)
     if restored and not args.json:
         print(
             f"the board had no pulses on {len(restored)} servo(s) (it reset when its port opened): set to the pose "

@@ -107,7 +107,7 @@ def plan_from_args(args, arm):
 
 def cmd_draw(args) -> int:
     from ..stream import prepare
-    from .device import _drive, _print, setup
+    from .common import drive, print_report, setup
 
     arm, cal = setup(args)
     dp = plan_from_args(args, arm)
@@ -137,7 +137,7 @@ def cmd_draw(args) -> int:
                 f"{traj.duration_s:.2f} s, every pulse within the calibrated range (dry run: no port opened)"
             )
         return 0
-    report = _drive(args, arm, cal, lambda robot: robot.run(dp.plan))
+    report = drive(args, arm, cal, lambda robot: robot.run(dp.plan))
     report["strokes"] = strokes
-    _print(args, report, f"drew {args.drawing}: {strokes} strokes, {report['duration_s']:.2f} s")
+    print_report(args, report, f"drew {args.drawing}: {strokes} strokes, {report['duration_s']:.2f} s")
     return 0

@@ -134,7 +134,7 @@ def cmd_follow(args) -> int:
     from ..follow import Teleop
     from ..leader import check_leader, open_leader
     from ..lerobot import open_calibration
-    from .device import open_robot, setup
+    from .common import open_robot, setup
 
     arm, cal = setup(args)
     leader_arm = load_arm(args.leader_arm)

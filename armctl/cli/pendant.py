@@ -28,7 +28,6 @@ back from the pulses the board holds (``Robot.commanded_pose``).
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from collections import deque
@@ -39,6 +38,7 @@ import numpy as np
 from .. import stopsignals
 from ..errors import ArmctlError, BadInputError, LinkError, MotionError, StopRequested
 from ..terminal import Terminal
+from .pendant_screen import KEY_NAMES, Screen, screen_size, xyz_text
 
 STEPS_MM = (0.1, 1.0, 10.0, 50.0)
 SPEEDS_MM_S = (2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 200.0)
@@ -50,7 +50,6 @@ RELEASE_MIN_S, RELEASE_MAX_S, RELEASE_FACTOR = 0.05, 0.25, 2.0
 MAX_WAITING = 4  # single presses that may wait behind the step playing
 IDLE_REFRESH_S = 0.2  # the screen (and the board's watchdog) while nothing moves
 MOVING_REFRESH_S = 0.05
-NEAR_LIMIT_DEG = 5.0
 LOOK_AHEAD_S = 10.0  # a held key's jog heads this many seconds of travel ahead (cancelled on release)
 
 # Cartesian directions of the motion keys: (x, y, z). z (a rotating base) is refused on planar arms.
@@ -63,32 +62,6 @@ AXES = {
     "pgdn": (0.0, 0.0, -1.0),
 }
 TURNS = {".": 1.0, ",": -1.0}  # tool angle: '.' counter-clockwise (+), ',' clockwise (-)
-KEY_NAMES = {"right": "Right", "left": "Left", "up": "Up", "down": "Down", "pgup": "PgUp", "pgdn": "PgDn"}
-
-
-def help_lines(arm, width: int, *, recording: bool, prompt: bool = False) -> list[str]:
-    """Every key that does something on this arm, wrapped to ``width``: z keys on an arm with a rotating base,
-    the tool angle on 3 links, the gripper where there is one."""
-    if prompt:
-        items = ["type the pose name", "Enter record it", "Backspace delete", "Esc cancel"]
-    else:
-        items = ["arrows x/y", *(["PgUp/PgDn z"] if arm.has_base else [])]
-        items += ["(hold: moves at the speed shown)", "[ ] step", "< > speed"]
-        if arm.n_links == 3:
-            items.append(", . tool angle")
-        if arm.gripper is not None:
-            items.append("o/c gripper open/close")
-        items += ["h home", "Space stop"]
-        items += ["Enter record pose", "u undo record"] if recording else ["Enter/u record (needs --record)"]
-        items += ["q quit (the arm holds)", "Ctrl-C quit"]
-    lines, line, first = [], "keys: ", True
-    for item in items:
-        if not first and len(line) + 3 + len(item) > width:
-            lines.append(line)
-            line, first = "      ", True
-        line += item if first else "   " + item
-        first = False
-    return lines + [line]
 
 
 # --- the terminal ------------------------------------------------------------------------------------------
@@ -106,15 +79,6 @@ class Message:
     kind: str = "info"
 
 
-def bar(value: float, lo: float, hi: float, width: int = 28, *, mark_ends: bool = True) -> str:
-    """A text bar of ``width`` cells from ``lo`` to ``hi`` with ``|`` at ``value`` (``!`` within 5 of an end,
-    with ``mark_ends``)."""
-    frac = 0.0 if hi <= lo else min(1.0, max(0.0, (value - lo) / (hi - lo)))
-    at = min(width - 1, int(frac * width))
-    near = mark_ends and min(value - lo, hi - value) < NEAR_LIMIT_DEG
-    return "[" + "." * at + ("!" if near else "|") + "." * (width - 1 - at) + "]"
-
-
 def release_time(gaps, override_s: float | None) -> float:
     """How long after a held key's last repeat it counts as released (s): ``override_s``, else twice the
     longest of the recent repeat intervals, within 50..250 ms."""
@@ -124,7 +88,7 @@ def release_time(gaps, override_s: float | None) -> float:
     return min(RELEASE_MAX_S, max(RELEASE_MIN_S, RELEASE_FACTOR * seen))
 
 
-class Pendant:
+class Pendant(Screen):
     """The pendant's state and keys, on an open ``robot`` (an ``armctl.robot.Robot``); ``recorder`` (an
     ``armctl.recording.Recorder``) or None. Call ``key(name, t)`` for every key, ``tick(t)`` often, and
     ``screen()`` for the lines to draw. Times are ``time.monotonic()`` seconds."""
@@ -278,7 +242,7 @@ class Pendant:
         xy, phi = self._target()
         speed = self.speed_mm_s / 1000.0
         arm = self.arm
-        dist = min(speed * LOOK_AHEAD_S, 2.0 * (arm.reach_max + abs(arm.base_offset_m) + abs(arm.shoulder_height_m)))
+        dist = min(speed * LOOK_AHEAD_S, 2.0 * (arm.extent_m))
         label = f"jog {KEY_NAMES[key]} held"
         while dist > self.step_mm / 1000.0:
             end = xy + direction * dist
@@ -441,96 +405,6 @@ class Pendant:
         if self.target is None and not self._pending():
             self._target()
 
-    def screen(self, width: int = 100, height: int = 24) -> list[str]:
-        """The lines to draw, each at most ``width`` characters (80 columns fit the whole table), at most
-        ``height`` lines (blank spacer lines go first when the terminal is short)."""
-        r, arm, pose = self.robot, self.arm, self.pose
-        head = f"armctl jog: arm {arm.name} on "
-        room = max(10, width - len(head) - len(r.backend.name) - 3)  # "PORT (backend)" fills the line
-        port = r.port if len(r.port) <= room else r.port[: room - 3] + "..."
-        lines = [f"{head}{port} ({r.backend.name})"]
-        wide = width >= 110
-        if pose is not None:
-            phi = f"  tool angle {math.degrees(pose.phi_rad):6.1f} deg" if arm.n_links == 3 else ""
-            source = f"  ({pose.source}: {pose.detail})" if wide else ""  # narrow: on the state line
-            lines.append(f"tool    {_xyz(pose.tool_mm, 7)}{phi}{source}")
-        if self.target is not None:
-            point, tphi = self.target
-            phi = f"  tool angle {math.degrees(tphi):6.1f} deg" if tphi is not None else ""
-            lines.append(f"target  {_xyz([v * 1000 for v in point], 7)}{phi}")
-        state = "moving" if self._pending() else "idle"
-        if self.held:
-            state = f"held {KEY_NAMES.get(self.held, self.held)}"
-        turn = f" / {self.turn_step_deg():g} deg" if arm.n_links == 3 else ""
-        source = f"   pose {pose.source}" if pose is not None and not wide else ""
-        lines.append(f"step {self.step_mm:g} mm{turn}   speed {self.speed_mm_s:g} mm/s   {state}{source}")
-        lines.append("")
-        if pose is not None:
-            lines += self._joint_rows(pose, width)
-        lines.append("")
-        if self.recorder is not None:
-            recent = ", ".join(self.recorded[-6:]) or "none yet"
-            lines += _wrap(f"recording into {self.recorder.path}: this session {recent}", width)
-        if self.prompt is not None:
-            lines.append(f"pose name: {self.prompt}_")
-        tag = {"refused": "! ", "error": "!! "}.get(self.message.kind, "")
-        lines += _wrap(tag + self.message.text, width)
-        lines.append("")
-        lines += help_lines(arm, width, recording=self.recorder is not None, prompt=self.prompt is not None)
-        while len(lines) > height and "" in lines:
-            lines.remove("")
-        return [line[:width] for line in lines[-height:]] if len(lines) > height else lines
-
-    def _joint_rows(self, pose, width: int) -> list[str]:
-        """The joint table: angle, a bar between the limits, the servo's value and safe range; the bar as wide
-        as the terminal leaves room for (8..28 cells)."""
-        r, arm = self.robot, self.arm
-        servos = r.calibration.servos
-        column = "pulse" if r.calibration.unit == "us" else "position"
-        names = list(arm.joint_names) + (["gripper"] if arm.gripper is not None else [])
-        nw = max(len(n) for n in names) + 1
-        rows = []
-        for i in range(arm.n):
-            lo, hi = math.degrees(arm.q_min[i]), math.degrees(arm.q_max[i])
-            rows.append((f"{i + 1} {arm.joint_names[i]:<{nw}}", pose.q_deg[i], lo, hi, i, True))
-        if arm.gripper is not None and pose.gripper_rad is not None:
-            lo, hi = sorted((math.degrees(arm.gripper.closed_rad), math.degrees(arm.gripper.open_rad)))
-            rows.append((f"  {'gripper':<{nw}}", math.degrees(pose.gripper_rad), lo, hi, arm.n, False))
-        tails = []
-        for _name, _q, _lo, hi, i, _ends in rows:
-            s = servos[i] if i < len(servos) else None
-            tails.append(f" {hi:<4.0f}" + (f"{_value(pose.values, i, s)} {_range(s)}" if s is not None else ""))
-        fixed = 2 + nw + 8 + 1 + 5 + 1 + 2 + max(len(t) for t in tails)  # the bar's brackets too
-        cells = max(8, min(28, width - fixed))
-        out = [f"{'joint':<{2 + nw}}{'angle':>7}  {'limits (deg)':<{cells + 14}}{column:>8}       safe range"]
-        for (name, q, lo, _hi, _i, ends), tail in zip(rows, tails):
-            out.append(f"{name}{q:7.1f}° {lo:5.0f} {bar(q, lo, _hi, cells, mark_ends=ends)}{tail}")
-        return out
-
-
-def _value(values, i: int, servo) -> str:
-    """Servo ``i``'s value in its own unit (a PWM pulse in us, a bus servo's position in steps)."""
-    v = values[i] if i < len(values) else None
-    text = "-" if v is None else f"{v:.{1 if servo.resolution < 1 else 0}f}"
-    return f"{text:>8} {servo.unit:<5}"
-
-
-def _range(servo) -> str:
-    """The servo's calibrated safe range in its own unit."""
-    return f"{servo.lo:g}..{servo.hi:g} {servo.unit}"
-
-
-def _wrap(text: str, width: int) -> list[str]:
-    """``text`` cut into lines of at most ``width`` characters (at spaces where it can), the later ones
-    indented by two."""
-    out = []
-    while len(text) > width:
-        cut = text.rfind(" ", 3, width)
-        cut = width if cut < 3 else cut
-        out.append(text[:cut])
-        text = "  " + text[cut:].lstrip()
-    return out + [text]
-
 
 def _next(values: tuple[float, ...], now: float, way: int) -> float:
     """The next value of ``values`` above (``way`` 1) or below (-1) ``now``; ``now`` at the ends."""
@@ -567,7 +441,7 @@ def run(pendant: Pendant, term: Terminal) -> str:
             pendant.tick(now)
             if keys or now - last_draw >= (MOVING_REFRESH_S if pendant.busy() else IDLE_REFRESH_S):
                 pendant.refresh()
-                width, height = _size()
+                width, height = screen_size()
                 term.draw([line[:width] for line in pendant.screen(width, height)])
                 last_draw = now
     except KeyboardInterrupt:
@@ -576,21 +450,6 @@ def run(pendant: Pendant, term: Terminal) -> str:
     finally:
         restore()
     return pendant.quit
-
-
-def _xyz(point_mm, width: int = 8) -> str:
-    """ "x  500.0 mm   y  200.0 mm" (and z on an arm with a rotating base)."""
-    return "  ".join(f"{a} {v:{width}.1f} mm" for a, v in zip("xyz", point_mm))
-
-
-def _size() -> tuple[int, int]:
-    """The terminal's width less one (120 if it does not say; at least 60) and its height (24 if it does not
-    say; at least 16)."""
-    try:
-        cols, rows = os.get_terminal_size()
-    except OSError:
-        cols = rows = 0
-    return (max(60, cols - 1) if cols else 120), (max(16, rows) if rows else 24)
 
 
 def parse_step_mm(text: str | None) -> float:
@@ -610,7 +469,7 @@ def cmd_pendant(args) -> int:
     from ..recording import Recorder
     from ..units import parse_float
     from . import EXIT_INTERRUPTED
-    from .device import open_robot, setup
+    from .common import open_robot, setup
 
     if args.json:
         raise BadInputError("--json needs a target (armctl jog X Y); the pendant is interactive")
@@ -639,7 +498,7 @@ def cmd_pendant(args) -> int:
             term.restore()
         pose = robot.commanded_pose()
     try:
-        print(f"armctl jog: left the arm at {_xyz(pose.tool_mm, width=0)} ({why}); it holds its pose")
+        print(f"armctl jog: left the arm at {xyz_text(pose.tool_mm, width=0)} ({why}); it holds its pose")
         if recorder is not None and pendant.recorded:
             n = len(pendant.recorded)
             print(

@@ -13,8 +13,8 @@ EPILOG = """\
 Each port that looks like a board (a USB serial device) is opened and asked, in bounded time, for our
 firmware's handshake (115200 baud) and for StandardFirmata's version (57600 baud); if neither answers,
 Feetech bus servos (ids 0-20) are pinged at 1 Mbaud. I2C buses (/dev/i2c-*) are scanned at 0x40..0x7F for
-PCA9685 boards (reads only). Opening an Arduino
-Uno's port resets it: the probe waits for the board to start again (up to about 6 s; all ports at once).
+PCA9685 boards (reads only). Opening an Arduino Uno's port resets it: the probe waits for the board to start
+again (up to about 6 s; all ports at once).
 A port another armctl holds is reported as in use and not opened.
 examples:
   armctl ports
@@ -32,7 +32,7 @@ def register(sub, parents) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         help="list the serial ports and identify the board on each",
         description="List the serial ports (pyserial list_ports) and identify the board on each: our firmware, "
-        "StandardFirmata, or Feetech bus servos.",
+        "StandardFirmata, or Feetech bus servos; and PCA9685 boards on an I2C bus (/dev/i2c-*).",
     )
     p.add_argument("ports", nargs="*", metavar="PORT", help="probe these ports instead of the listed ones")
     p.add_argument("--json", action="store_true", help="print JSON: one object per port")

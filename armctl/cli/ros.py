@@ -78,7 +78,7 @@ def _namespace(text: str) -> str:
 
 
 def cmd_ros(args) -> int:
-    from .device import open_robot, setup
+    from .common import open_robot, setup
 
     rate = _rate(args.rate)
     ns = _namespace(args.namespace)

@@ -142,7 +142,7 @@ class Teach:
 def cmd_teach(args) -> int:
     from ..recording import Recorder
     from ..terminal import Terminal
-    from .device import open_robot, setup
+    from .common import open_robot, setup
 
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise BadInputError("armctl teach is interactive and needs a terminal")

@@ -7,7 +7,7 @@ import secrets
 import sys
 
 from ..errors import BadInputError
-from .device import open_robot, setup  # the same arm, calibration and port as jog/run
+from .common import open_robot, setup  # the same arm, calibration and port as jog/run
 
 EPILOG = """\
 The page draws the arm to scale with its reachable region and joint limits; click (or drag and

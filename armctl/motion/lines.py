@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -95,8 +95,9 @@ def _free_angle_path(arm: Arm, q0, move: LineMove, max_joint_step_rad: float) ->
     first = None
     phi_ik = None
     try:
-        phi_ik = _pitch(arm, solve_pose(arm, target, None, q0, criterion="nearest"))
-        return _line_path(arm, q0, move, phi_ik, max_joint_step_rad)
+        q_ik = solve_pose(arm, target, None, q0, criterion="nearest")
+        phi_ik = _pitch(arm, q_ik)
+        return _line_path(arm, q0, replace(move, reach_q_rad=tuple(q_ik)), phi_ik, max_joint_step_rad)
     except MotionError as exc:
         first = exc
     side, elbow = branch_of(arm, q0)
@@ -139,7 +140,8 @@ def _line_path(
         dphi = float(profile[1][-1])
         turn = float(np.sum(np.abs(np.diff(profile[1]))))
     if arm.layered:
-        solve_pose(arm, end, None if n == 2 else phi0 + dphi, q0)  # the end reachable inside every limit
+        if not _reaches(arm, move.reach_q_rad, end, None if n == 2 else phi0 + dphi):  # (solved by the caller)
+            solve_pose(arm, end, None if n == 2 else phi0 + dphi, q0)  # the end reachable inside every limit
     else:
         check_reachable(arm, end, None if n == 2 else phi0 + dphi)
     dist = float(np.linalg.norm(end - start)) if arm.has_base else float(np.hypot(*(end - start)))
@@ -222,6 +224,19 @@ def _line_path(
     q[0] = q0  # where the arm is (closed form loses ~1e-8 rad right at full extension)
     path.s, path.q, path.points = s, q, pts
     return path
+
+
+def _reaches(arm: Arm, q, end, phi: float | None) -> bool:
+    """True if joint angles ``q`` (None: none given) put the tool on ``end`` [at tool angle ``phi``] inside
+    every joint limit: the end is reachable (``solve_pose`` would find a pose; which one it is does not matter)."""
+    if q is None:
+        return False
+    q = np.asarray(q, dtype=float)
+    if q.shape != (arm.n,) or not arm.within_limits(q):
+        return False
+    if float(np.linalg.norm(tool_point(arm, q) - end)) > 1e-9:
+        return False
+    return phi is None or abs(float(wrap(_pitch(arm, q) - phi))) <= 1e-9
 
 
 def _solve_points(path: LinePath, s):

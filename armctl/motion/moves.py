@@ -38,7 +38,9 @@ class LineMove:
     speed and acceleration along the line; ``segment_m`` is the longest
     Cartesian segment. ``end_q_rad`` (optional) is the exact pose the move must
     end in (a joint pose used as a line target). ``jerk_time_s`` > 0 turns the
-    trapezoid speed profile into an S-curve whose acceleration ramps over that time.
+    trapezoid speed profile into an S-curve whose acceleration ramps over that time. ``reach_q_rad`` (optional):
+    joint angles the caller solved for ``target_m`` (inside every limit): the planner checks them (FK) instead of
+    solving the end again; angles that do not reach the target (or its tool angle) are ignored.
     ``blend_m`` > 0: the tool may pass the corner at the end of this line within that distance of it,
     without stopping, when the next move is a line too (``plan_moves``; see ``blend_chain``); ``stop``
     forces a rest at the end whatever the blend.
@@ -54,6 +56,7 @@ class LineMove:
     label: str = ""
     blend_m: float = 0.0
     stop: bool = False
+    reach_q_rad: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)

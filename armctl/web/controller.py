@@ -6,8 +6,7 @@ command stops the running one first. ``stop`` is the Robot's controlled stop (sa
 A watcher thread publishes the pose (25 times a second while moving, 10 when idle, which also keeps the
 board's watchdog fed) and stops the arm when the controlling page goes silent (``watchdog``).
 
-``state()`` is a snapshot for the page (degrees, millimetres, microseconds at this edge); ``wait_change``
-lets server-sent-event streams sleep until it changes.
+``state()`` is a snapshot for the page (degrees, millimetres, microseconds at this edge) with its version.
 """
 
 from __future__ import annotations
@@ -81,7 +80,6 @@ class Controller:
         self.watchdog = watchdog  # returns a reason to stop (the page went silent), or None
         self.recorder = recorder  # an armctl.recording.Recorder (armctl web --record FILE), or None
         self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
         self._submit_lock = threading.Lock()  # one command planned at a time
         self._motion: Motion | None = None
         self._stop_t: float | None = None
@@ -239,20 +237,12 @@ class Controller:
         with self._lock:
             return dict(self._state), self._version
 
-    def wait_change(self, version: int, timeout_s: float) -> tuple[dict, int]:
-        """Wait up to ``timeout_s`` for a state newer than ``version``; returns (state, version)."""
-        with self._lock:
-            if self._version == version:
-                self._changed.wait(timeout_s)
-            return dict(self._state), self._version
-
     # --- state -----------------------------------------------------------------------------------------
 
     def _update(self, **changes) -> None:
         with self._lock:
             self._state.update(changes)
             self._version += 1
-            self._changed.notify_all()
 
     def _link_error(self, exc: LinkError) -> None:
         self._update(moving=False, message=f"link error: {exc}", error=True, link_error=str(exc))

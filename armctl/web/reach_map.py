@@ -104,7 +104,7 @@ def reachable(arm: Arm, points_m, *, phi_step_rad: float = math.radians(3.0)) ->
 
 
 @lru_cache(maxsize=8)
-def _cached(arm_key: tuple, arm: Arm, cell_m: float) -> ReachMap:
+def _cached(_arm_key: tuple, arm: Arm, cell_m: float) -> ReachMap:  # _arm_key: the lru_cache's key for arm
     r = arm.reach_max
     n = int(math.ceil(2 * r / cell_m))
     origin = (-n * cell_m / 2, -n * cell_m / 2)
@@ -129,7 +129,7 @@ def reach_map(arm: Arm, *, cell_m: float = 0.005) -> ReachMap:
 
 def _extent(arm: Arm) -> float:
     """Half the side (m) of a square centred on the base holding all the arm can reach."""
-    return arm.reach_max + abs(arm.base_offset_m) + abs(arm.shoulder_height_m)
+    return arm.extent_m
 
 
 def _plane_reachable(arm: Arm, p, phi_step_rad: float) -> np.ndarray:

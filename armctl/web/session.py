@@ -1,7 +1,7 @@
 """Who controls the arm: one page at a time, kept alive by its event stream and heartbeats.
 
 A page claims control (``claim``) and gets a session id; it must then hold an
-event stream open and send a heartbeat every ``HEARTBEAT_PERIOD_S``. When the
+event stream open and send a heartbeat every 100 ms (``HEARTBEAT_MS`` in static/app.js). When the
 stream closes (page closed, tab crashed, network gone) the server stops the
 arm at once and frees control; when heartbeats stop for ``timeout_s`` while
 the arm moves (a link that died silently), ``silent`` gives the reason to stop.
@@ -13,7 +13,6 @@ import secrets
 import threading
 import time
 
-HEARTBEAT_PERIOD_S = 0.1
 HEARTBEAT_TIMEOUT_S = 0.3
 #: A claim whose page never opens its event stream expires after this long.
 CLAIM_GRACE_S = 3.0
