@@ -19,8 +19,35 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
-TOOLS = Path(__file__).resolve().parents[1] / "tools"
+TESTS = Path(__file__).resolve().parent
+TOOLS = TESTS.parent / "tools"
 sys.path.insert(0, str(TOOLS))  # tools/virtual_uno.py, tools/hil_compare.py
+# tests/<layer>/ (tests/README.md): a test may import helpers of another layer's test (web_helpers, a fixture)
+sys.path[1:1] = [str(d) for d in sorted(TESTS.iterdir()) if d.is_dir() and any(d.glob("test_*.py"))]
+
+# What a test needs, by where it is (tests/README.md, "Markers"); registered in pyproject.toml
+BROWSER = {
+    "test_web_browser.py",
+    "test_web_browser_base.py",
+    "test_web_browser_edges.py",
+    "test_web_run_control.py",
+    "test_web_zones.py",
+    "test_draw_browser.py",
+    "test_web_record.py",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = Path(str(item.fspath))
+        if path.parent.name == "firmware":
+            item.add_marker(pytest.mark.firmware)
+            if path.name.startswith("test_hil_"):
+                item.add_marker(pytest.mark.hil)
+        if path.name in BROWSER:
+            item.add_marker(pytest.mark.browser)
+        if path.name == "test_ros.py":
+            item.add_marker(pytest.mark.ros)
 
 
 def require(condition: bool, reason: str) -> None:

@@ -20,4 +20,4 @@ while IFS= read -r line; do
     case "$line" in "" | "#"*) ;; *) files+=("$line") ;; esac
 done < tests/portable.txt
 exec python -m pytest -q -p no:cacheprovider "$@" "${files[@]}" \
-    --deselect tests/test_lerobot_calibration.py::test_write_offsets_refuses_over_offsets_lerobot_stored_unless_forced
+    --deselect tests/calibration/test_lerobot_calibration.py::test_write_offsets_refuses_over_offsets_lerobot_stored_unless_forced

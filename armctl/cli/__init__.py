@@ -30,7 +30,7 @@ EXIT_INTERRUPTED = 130  # the others are each error's exit_code (armctl.errors)
 COMMAND_MODULES = ["kin", "motion", "device", "draw", "calibrate", "teach", "follow", "web", "ros", "ports"]
 
 # Every command: its module and its line in 'armctl --help' (the same text as the module's
-# add_parser(help=...); tests/test_cli_kin.py checks they agree). A new command goes here too.
+# add_parser(help=...); tests/cli/test_cli_kin.py checks they agree). A new command goes here too.
 COMMANDS = {
     "ik": ("kin", "joint angles for a tool point (inverse kinematics)"),
     "fk": ("kin", "tool point for joint angles (forward kinematics)"),
