@@ -11,7 +11,8 @@
 Layers, lowest first, each importing only its own and lower ones: base (errors, units, config) ->
 geometry (kinematics, urdf, zones) -> arm -> workspace (and edge validation) -> ik -> motion (and programs)
 -> calibration -> bus (backends) -> sim (simulators) -> playback (stream, state) -> robot -> edges (cli, web,
-ros); the table is docs/architecture.md, checked by tests/test_architecture.py. SI units inside. ``armctl.connect`` is imported on first use, so the command line starts without the serial stack.
+ros); the table is docs/architecture.md, checked by tests/test_architecture.py. SI units inside.
+``armctl.connect`` is imported on first use, so the command line starts without the serial stack.
 """
 
 __version__ = "0.2.0"

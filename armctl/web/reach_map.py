@@ -21,6 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..arm import Arm
+from ..kinematics import base_split_batch, shoulder_uv
 from ..motion import branch_ik
 
 TWO_PI = 2.0 * math.pi
@@ -136,8 +137,7 @@ def _plane_reachable(arm: Arm, p, phi_step_rad: float) -> np.ndarray:
     """Points (K, 2) of a layered arm's plane (from the base axis and z = 0) some pose reaches."""
     from ..ik import batch_closed_form
 
-    u = p[:, 0] - arm.base_offset_m
-    v = p[:, 1] - arm.shoulder_height_m
+    u, v = shoulder_uv(arm, p[:, 0], p[:, 1])
     start = np.broadcast_to(arm.home_rad, (len(p), arm.n))
     if arm.n_links == 2:
         return batch_closed_form(arm, u, v, start)[1]
@@ -182,8 +182,7 @@ def top_map(arm: Arm, *, cell_m: float = 0.005) -> ReachMap:
     side = reach_map(arm, cell_m=cell_m)
     cols = np.any(side.cells, axis=0)  # distances along the arm's plane reachable at some height
     origin, n, pts = _grid(_extent(arm), side.cell_m)
-    rho = np.hypot(pts[:, 0], pts[:, 1])
-    az = np.arctan2(pts[:, 1], pts[:, 0])
+    az, rho = base_split_batch(pts[:, 0], pts[:, 1])
 
     def reaches(u):
         col = np.floor((u - side.origin_m[0]) / side.cell_m).astype(int)
