@@ -402,7 +402,7 @@ POSIX_ONLY_PLACES = {
     "armctl/sim/pty.py": "the pty server: POSIX-only, and says so",
     "armctl/bus/i2c.py": "Linux i2c-dev buses (/dev/i2c-N)",
     "armctl/terminal.py:_PosixInput": "the POSIX key reader; Terminal picks _WindowsInput on Windows",
-    "armctl/bus/armproto.py:_read_some": "select on the port's descriptor, which open() takes on POSIX only",
+    "armctl/bus/armlink.py:_read_some": "select on the port's descriptor, which open() takes on POSIX only",
     "armctl/web/server.py": "select on sockets, which Windows' select takes",
     # (i24-run's run keys, not merged yet: select on the terminal's descriptor; Windows reads via armctl.terminal)
     "armctl/cli/runkeys.py:_read": "select on a POSIX terminal's descriptor; on Windows the keys come from msvcrt",
