@@ -20,6 +20,7 @@ A target moved to fit (a limit, the reach) is *clamped*: ``status()`` says so, a
 from __future__ import annotations
 
 import math
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -137,6 +138,8 @@ class Teleop:
         #: commands than that), the last ten minutes' worth
         self.read_times: deque[float] = deque(maxlen=int(rate_hz * 600))
         self._q_follow: np.ndarray | None = None
+        #: the last ``target()`` read a leader's reading that was news (leaders that say so: ``wait_news``)
+        self.news = False
 
     # --- the shoulder frames (tool map) ---
 
@@ -148,8 +151,22 @@ class Teleop:
         """The follower is at ``q_rad`` (where the ramp starts)."""
         self._q_follow = np.array(q_rad, dtype=float)
 
+    def wait_news(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s``; True as soon as the leader has a reading not yet read, for a leader that says
+        so (an ``arrived`` event, set on each reading: ``armctl.ros``' joint_commands); others are read on the
+        follow's clock only (False after the wait)."""
+        news = getattr(self.leader, "arrived", None)
+        if news is None:
+            time.sleep(timeout_s)
+            return False
+        return news.wait(timeout_s)
+
     def target(self) -> Target:
         """Read the leader once; the follower pose it means (clamped to fit). LinkError if the leader is lost."""
+        news = getattr(self.leader, "arrived", None)
+        self.news = news is not None and news.is_set()  # this reading is one the follow has not seen
+        if news is not None:
+            news.clear()  # what arrives from now on is news
         r = self.leader.read()
         self.status.leader_reads += 1
         self.read_times.append(r.t_s)

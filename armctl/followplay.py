@@ -18,6 +18,9 @@ from .zones import first_violation
 FOLLOW_RAMP_DONE_DEG = 1.0  # a follow's start ramp ends once every joint is this close to the leader's pose
 FOLLOW_QUEUE_FRAMES = 2  # a follow keeps at most this many frames queued on boards that play timed moves
 FOLLOW_CATCH_UP_FRAMES = 5  # a follow this many frames late starts its schedule again from now
+#: steps a stop may find unfinished on a board of 20 ms frames: the queue's, one more for the host's estimate of
+#: the board's clock, one more for margin
+FOLLOW_UNFINISHED_STEPS = FOLLOW_QUEUE_FRAMES + 2
 
 
 def play_follow(runner, m) -> NoReturn:
@@ -55,22 +58,31 @@ def play_follow(runner, m) -> NoReturn:
         held_now = be.held_steps() if held and hasattr(be, "held_steps") else {}
         h_cmd = {h.id: float(round(held_now.get(h.id, h.position_steps))) for h in held}
         ramping, last_sent = True, None
+        same, last_values = 0, None  # the last step sent, and how many in a row sent the very same values
         t_next = time.monotonic()
         runner.journal.start()
         while True:
             runner.tick(m)
+            woken = False  # a leader that says when it has news (armctl ros' joint_commands) is read at once
             while (wait := t_next - time.monotonic()) > 0:
-                time.sleep(min(wait, 0.01))
+                woken = tp.wait_news(min(wait, 0.01))
                 check_stop()
+                if woken:
+                    break
             now = time.monotonic()
-            # on schedule (a late frame is caught up at once), unless far behind (a stall): then from now
-            t_next = t_next + period if t_next > now - FOLLOW_CATCH_UP_FRAMES * period else now + period
+            if not woken:  # on schedule (a late frame is caught up at once), unless far behind (a stall): from now
+                t_next = t_next + period if t_next > now - FOLLOW_CATCH_UP_FRAMES * period else now + period
             target = tp.target()
-            if framed and be.queued_frames() >= FOLLOW_QUEUE_FRAMES:
-                continue  # the board plays 20 ms frames: one more when it has room
             dt = FRAME_S if framed else (period if last_sent is None else min(now - last_sent, period))
             frac = RAMP_SPEED_FRACTION if ramping else 1.0
             lim = vmax * dt * frac
+            queued = be.queued_frames() if framed else 0.0
+            if tp.news and same >= FOLLOW_UNFINISHED_STEPS and queued >= 1 and be.drop_waiting():
+                # news while the follower stands still: in place of the steps queued (all of them this very pose,
+                # so a stop leaves the servos there whichever played), not a frame or two behind them
+                queued = 0.0
+            if queued >= FOLLOW_QUEUE_FRAMES:
+                continue  # the board plays 20 ms frames: one more when it has room
             q_new = q_cmd + np.clip(target.q_rad - q_cmd, -lim, lim)
             values = {}
             prev = cal.joints_to_values(q_cmd, check=False)
@@ -102,7 +114,8 @@ def play_follow(runner, m) -> NoReturn:
                 target.held_cmd_steps[h.name] = h_cmd[h.id]
             t_cmd = time.monotonic()  # the command leaves for the servos now
             be.set_goal(values)
-            last_sent = now
+            same = same + 1 if values == last_values else 1
+            last_values, last_sent = values, now
             q_cmd, g_cmd = q_new, g_new
             m._q_now, m._g_now = q_cmd, g_cmd
             measured = be.last_measured() if be.caps.measures_positions else {}

@@ -10,8 +10,8 @@ every servo pulse change is seen with its time:
   each command on a pipe (as the node is told on a topic);
 - ``python move_joints``: a planned joint move (``robot.move_joints(wait=False)``) in that child, same timing.
 
-Each command turns the shoulder 1 degree from rest. The pulse changes at a 20 ms frame boundary, so a frame is
-the resolution. Then ``joint_states`` jitter: arrival intervals at the client (50 Hz asked) against a Python
+Each command turns the shoulder 1 degree from rest, sent at a random phase of the board's 20 ms frames (sent
+always at one phase, the figures would be one point of the spread). The pulse changes at a frame boundary. Then ``joint_states`` jitter: arrival intervals at the client (50 Hz asked) against a Python
 loop calling ``robot.where()`` at 50 Hz. p50/p99/max; the goal: ROS p99 under 2 frames (40 ms).
 
   .cache/ros-venv/bin/python bench/ros.py          # 40 commands per path
@@ -61,8 +61,10 @@ def wait_rest(pty: PtySim, quiet_s: float = 0.25, timeout_s: float = 10.0) -> No
 def latencies(pty: PtySim, send, n: int) -> np.ndarray:
     """Per command: ms from ``send(q)`` to the first pulse change after it."""
     out = []
+    rng = np.random.default_rng(7)
     for i in range(n):
         wait_rest(pty)
+        time.sleep(rng.uniform(0.0, FRAME_MS / 1000))  # at every phase of the board's frame, not one
         k = len(pty.sim.pulses)
         q = BASE + np.radians([1.0 if i % 2 == 0 else 0.0, 0.0, 0.0])
         t_send = time.monotonic()

@@ -327,6 +327,13 @@ class ArmProtocolBackend(ArmLink, Backend):
         self._next = ack.expect
         self._anchor = (time.monotonic(), float(self._sent_frames))  # nothing is left to play
 
+    def drop_waiting(self) -> bool:
+        """The base's contract: a stop (``X``) drops what waits and ends the move that plays."""
+        if self.queued_frames() < 1:
+            return False
+        self.stop()
+        return True
+
     def status(self) -> BoardStatus:
         self._immediate("Q")
         st = self._wait_reply("Q", 2.0)

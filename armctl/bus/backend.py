@@ -23,7 +23,8 @@ sent at once, stores nothing and measures nothing):
 
 - ``address(cal)``: its own addressing of the calibration's servos (default: the ``channel``; Firmata: the
   ``pin``; bus servos: the ``id``);
-- ``set_goal(values)``: teleoperation steps (default: a one-frame ``move``);
+- ``set_goal(values)``: teleoperation steps (default: a one-frame ``move``), and ``drop_waiting()`` (default:
+  not possible, False);
 - the queue of timed moves: ``played_frames``, ``queued_frames``, ``wait_queued``, ``idle``,
   ``silent_frames`` and ``runs_on_frames`` (default: nothing queued);
 - ``set_limits`` (with ``caps.stores_limits``), ``measured``/``last_measured`` (``caps.measures_positions``),
@@ -196,6 +197,15 @@ class Backend(ABC):
         can, with no frame clock of the backend's own (the caller paces the calls and keeps each step under the
         speed limits). Default: a one-frame move (boards that play queued 20 ms frames; see ``queued_frames``)."""
         self.move(1, values)
+
+    def drop_waiting(self) -> bool:
+        """Teleoperation on boards that queue 20 ms frames, where every step is a one-frame move (``set_goal``):
+        drop the steps that wait behind the one playing, which ends (it already outputs its end), so that the next
+        ``set_goal`` (the latest goal) starts at the next frame boundary instead of a frame or two later. Where the
+        servos then hold is the end of whichever step played when the board heard of it: the caller knows it only
+        when all the steps it may find unfinished went to one pose. False, and nothing done, when nothing is queued
+        or the board cannot (the default)."""
+        return False
 
     def queued_frames(self) -> float:
         """Frames sent and not yet played (boards with a queue of timed moves; 0 for host-timed boards)."""

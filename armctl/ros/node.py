@@ -93,6 +93,7 @@ class CommandSource:
         self._lock = threading.Lock()
         self._latest: CommandReading | None = None
         self._seq = 0
+        self.arrived = threading.Event()  # set on each command: the follow reads it at once (Teleop.wait_news)
 
     def put(self, q_rad, gripper_rad: float) -> None:
         with self._lock:
@@ -100,6 +101,7 @@ class CommandSource:
             if not math.isfinite(gripper_rad) and self._latest is not None:
                 gripper_rad = self._latest.gripper_rad  # not commanded this time: keep the last
             self._latest = CommandReading(time.monotonic(), np.array(q_rad, dtype=float), float(gripper_rad), self._seq)
+        self.arrived.set()
 
     def read(self) -> CommandReading:
         with self._lock:
