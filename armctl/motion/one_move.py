@@ -14,7 +14,7 @@ from ..workspace import fmt_point
 from .lines import plan_line_path
 from .moves import DEFAULT_MAX_JOINT_STEP_RAD, GripperMove, JointMove, LineMove, Move, MovePlan, Wait
 from .refusals import _limit_error, _located, _outside_limits, _where
-from .timing import _caps_from_joints, _check_duration, _profile_for, _sample_times, _timed, speed_profile
+from .timing import _check_duration, _line_caps_and_profile, _sample_times, _timed, speed_profile
 
 
 def plan_move(
@@ -129,9 +129,8 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
             return _hold(q0, g0, 0.0, period, "line", move.label)
         base = move.speed_m_s / path.speed_scale if path.speed_scale > 0 else move.speed_m_s
         acc = move.accel_m_s2 / path.speed_scale if path.speed_scale > 0 else move.accel_m_s2
-        cap, _ = _caps_from_joints(path.s, path.q, limit, base)
         accel_limit = arm.max_accel_rad_s2
-        profile = _profile_for(path.s, path.q, accel_limit, cap, acc)
+        cap, profile = _line_caps_and_profile(path.s, path.q, limit, base, accel_limit, acc)
         trapezoids: list[float] = []
         t, q, _ = _timed(
             path.s,

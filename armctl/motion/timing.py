@@ -176,9 +176,14 @@ def _caps_from_joints(s, q, speed_limit, base_cap):
     """Per-point speed cap: ``base_cap`` and, per segment, what keeps every joint under its limit."""
     ds = np.diff(s)
     rate = np.abs(np.diff(q, axis=0)) / np.maximum(ds, 1e-300)[:, None]  # rad per unit s
+    return _caps_from_rates(rate, len(s), speed_limit, base_cap)
+
+
+def _caps_from_rates(rate, k: int, speed_limit, base_cap):
+    """``_caps_from_joints`` from the segments' |dq/ds| (K-1, m) of a path of ``k`` points."""
     seg_cap = row_min(SPEED_MARGIN * speed_limit / np.maximum(rate, 1e-300))
     seg_cap = np.minimum(seg_cap, base_cap)
-    cap = np.full(len(s), float(base_cap))
+    cap = np.full(k, float(base_cap))
     cap[:-1] = np.minimum(cap[:-1], seg_cap)
     cap[1:] = np.minimum(cap[1:], seg_cap)
     return cap, bool(np.any(seg_cap < base_cap * (1 - 1e-9)))
@@ -298,15 +303,36 @@ def _profile_for(s, q, accel_limit, cap, accel):
     s = np.asarray(s, dtype=float)
     if len(s) < 3:
         return speed_profile
-    A = SPEED_MARGIN * np.asarray(accel_limit, dtype=float)
     ds = s[1:] - s[:-1]
     slope = (q[1:] - q[:-1]) / ds[:, None]
+    return _profile_of(s, ds, slope, np.abs(slope), q, accel_limit, cap, accel)
+
+
+def _line_caps_and_profile(s, q, speed_limit, base_cap, accel_limit, accel):
+    """``_caps_from_joints(s, q, speed_limit, base_cap)[0]`` and ``_profile_for(s, q, accel_limit, cap,
+    accel)`` of one path with the segments' slopes computed once (the same numbers: where every segment is
+    longer than 1e-300, the floor _caps_from_joints puts under ds changes nothing): (cap, profile)."""
+    s = np.asarray(s, dtype=float)
+    q = np.asarray(q, dtype=float)
+    ds = np.diff(s)
+    if len(s) < 3 or not float(ds.min()) >= 1e-300:
+        cap, _ = _caps_from_joints(s, q, speed_limit, base_cap)
+        return cap, _profile_for(s, q, accel_limit, cap, accel)
+    slope = np.diff(q, axis=0) / ds[:, None]
+    rate = np.abs(slope)  # = |dq| / ds, as _caps_from_joints divides (the sign does not change a quotient's bits)
+    cap, _ = _caps_from_rates(rate, len(s), speed_limit, base_cap)
+    return cap, _profile_of(s, ds, slope, rate, q, accel_limit, cap, accel)
+
+
+def _profile_of(s, ds, slope, rate, q, accel_limit, cap, accel):
+    """``_profile_for`` given the path's segment lengths ``ds``, slopes dq/ds and their magnitudes ``rate``."""
+    A = SPEED_MARGIN * np.asarray(accel_limit, dtype=float)
     # the most any joint could accelerate anywhere on the path: steepest slope at the largest path
     # acceleration plus sharpest bend at the highest speed cap (a quick bound, all joints at once:
     # where it holds, nothing binds; whole-array reductions, as this runs for every line)
     a_max = accel if isinstance(accel, float) else float(np.max(accel))
     bend = float(np.abs(slope[1:] - slope[:-1]).max()) / (0.5 * float((ds[:-1] + ds[1:]).min()))
-    if float(np.abs(slope).max()) * a_max + bend * float(cap.max()) ** 2 <= float(A.min()):
+    if float(rate.max()) * a_max + bend * float(cap.max()) ** 2 <= float(A.min()):
         return speed_profile
     slope, curv = _derivatives(s, q)
 
