@@ -34,6 +34,7 @@ SI units throughout: metres, radians, seconds.
 
 The package, by job (each module imports only those above it):
 
+  rows         per-row max/min/any of (points, joints) arrays, column by column (numpy's axis=1 is slow)
   moves        the move types (LineMove, JointMove, GripperMove, Wait), the defaults, MovePlan
   refusals     a move's error located by its label; the JointLimitError builder
   poses        solve_pose (end poses inside the limits), branch_of

@@ -16,6 +16,7 @@ from ..workspace import check_reachable
 from .moves import DEFAULT_MAX_JOINT_STEP_RAD, MIN_SEGMENT_M, MIN_TIMING_SEGMENTS, TWO_PI, LineMove
 from .poses import branch_of, solve_pose
 from .refusals import _limit_error, _outside_limits, _where
+from .rows import row_max
 
 
 @dataclass
@@ -186,7 +187,7 @@ def _line_path(
         )
     q = _continuous(q, q0)
     for _ in range(40):
-        step = np.abs(np.diff(q, axis=0)).max(axis=1)
+        step = row_max(np.abs(np.diff(q, axis=0)))
         too_big = step > max_joint_step_rad
         if not np.any(too_big):
             break
@@ -261,5 +262,12 @@ def _chain_elbow(arm: Arm, q) -> float:
 
 def _continuous(q, q0):
     """Unwrap each joint along the path, anchored on the start pose ``q0``."""
-    q = np.unwrap(q, axis=0)
+    dq = np.diff(q, axis=0)
+    if len(dq) and float(np.abs(dq).max()) < math.pi:
+        # no step of half a turn or more (the usual path): np.unwrap's correction is 0 everywhere, and its
+        # answer is q with +0.0 added after the first row (as here, sign of zero included), without its mod
+        q = q.copy()
+        q[1:] += 0.0
+    else:
+        q = np.unwrap(q, axis=0)
     return q + TWO_PI * np.round((q0 - q[0]) / TWO_PI)

@@ -14,7 +14,7 @@ from ..workspace import fmt_point
 from .lines import plan_line_path
 from .moves import DEFAULT_MAX_JOINT_STEP_RAD, GripperMove, JointMove, LineMove, Move, MovePlan, Wait
 from .refusals import _limit_error, _located, _outside_limits, _where
-from .timing import _caps_from_joints, _check_duration, _profile_for, _sample_times, _timed, speed_profile
+from .timing import _check_duration, _line_caps_and_profile, _sample_times, _timed, speed_profile
 
 
 def plan_move(
@@ -129,8 +129,9 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
             return _hold(q0, g0, 0.0, period, "line", move.label)
         base = move.speed_m_s / path.speed_scale if path.speed_scale > 0 else move.speed_m_s
         acc = move.accel_m_s2 / path.speed_scale if path.speed_scale > 0 else move.accel_m_s2
-        cap, _ = _caps_from_joints(path.s, path.q, limit, base)
-        profile = _profile_for(path.s, path.q, arm.max_accel_rad_s2, cap, acc)
+        accel_limit = arm.max_accel_rad_s2
+        cap, profile = _line_caps_and_profile(path.s, path.q, limit, base, accel_limit, acc)
+        trapezoids: list[float] = []
         t, q, _ = _timed(
             path.s,
             cap,
@@ -141,11 +142,16 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
             label_kind="line",
             jerk_time_s=move.jerk_time_s,
             profile=profile,
-            accel_limit=arm.max_accel_rad_s2,
+            accel_limit=accel_limit,
+            durations=trapezoids,
         )
         # Slowed if the joint speed (or acceleration) limits made the move longer than the Cartesian limits
-        # alone would.
-        free = speed_profile(path.s, np.full(len(path.s), base), acc)[1][-1] + move.jerk_time_s
+        # alone would. Where no joint capped the speed and no acceleration limit could bind, the first profile
+        # _timed drew was that very trapezoid (same s, caps, acceleration): its duration, not a second pass.
+        if profile is speed_profile and float(cap.min()) >= base:
+            free = trapezoids[0] + move.jerk_time_s
+        else:
+            free = speed_profile(path.s, np.full(len(path.s), base), acc)[1][-1] + move.jerk_time_s
         slowed = bool(_sample_times(float(free), period)[0][-1] < t[-1] - 1e-9)
         q[0], q[-1] = path.q[0], path.q[-1]
         outside = _outside_limits(arm, q)

@@ -12,6 +12,7 @@ from ..arm import Arm
 from ..errors import JointLimitError, MotionError
 from ..kinematics import limit_excess, limit_names, link_angle
 from ..workspace import fmt_point
+from .rows import row_any
 
 
 def _located(exc: MotionError, label: str) -> MotionError:
@@ -70,5 +71,5 @@ def _limit_error(arm: Arm, q, where: str, *, hint: str, peak=None) -> JointLimit
 
 def _outside_limits(arm: Arm, q, tol: float = 1e-9) -> np.ndarray:
     if arm.parallelogram:
-        return np.any(limit_excess(arm, q) > tol, axis=-1)
-    return np.any((q < arm.q_min - tol) | (q > arm.q_max + tol), axis=-1)
+        return row_any(limit_excess(arm, q) > tol)
+    return row_any((q < arm.q_min - tol) | (q > arm.q_max + tol))

@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import MotionError
 from ..trajectory import DEFAULT_PERIOD_S
 from .moves import MAX_MOVE_S, SPEED_MARGIN
+from .rows import row_max, row_min
 
 
 def speed_profile(s, cap, accel: float):
@@ -97,6 +98,7 @@ def _timed(
     profile=speed_profile,
     keep_caps: bool = False,
     accel_limit=None,
+    durations: list | None = None,
 ):
     """Time a path and sample it; re-time locally until no sampled joint speed exceeds its limit.
 
@@ -104,13 +106,16 @@ def _timed(
     ``jerk_time_s`` > 0 smooths the trapezoid into an S-curve. ``keep_caps``: the S-curve must keep under the
     speed caps too (a blended chain's corners: averaging the speed over the window lifts it where the caps
     dip, and the turn's v^2 kappa with it), slowed locally where it does not; ``accel_limit`` (m,) rad/s^2: the
-    same for each joint's sampled acceleration (nothing changes where every sample is within it).
-    Returns (t_local, q_samples, slowed).
+    same for each joint's sampled acceleration (nothing changes where every sample is within it);
+    ``durations``: a list that gets each speed profile's duration appended (the first is that of ``cap`` as
+    given). Returns (t_local, q_samples, slowed).
     """
     cap = np.array(cap, dtype=float)
     cap0 = cap.copy()
     for _ in range(12):
         v, t = profile(s, cap, accel)
+        if durations is not None:
+            durations.append(float(t[-1]))
         if not t[-1] > 0 and s[-1] > s[0]:  # speeds so small that v^2 vanished against the rounding of accel*s
             raise MotionError(f"the speed or acceleration of this {label_kind} is too small to time it")
         if jerk_time_s > 0 and t[-1] > 0:
@@ -124,13 +129,14 @@ def _timed(
             s_samp = _s_at(t_prof, s, v, t)
         s_samp[0], s_samp[-1] = s[0], s[-1]
         q = q_at(s_samp)
-        rate = np.abs(np.diff(q, axis=0)) / period
-        ratio = (rate / speed_limit).max(axis=1)
-        if accel_limit is not None and len(q) > 2 and not np.any(ratio > 1.0 + 1e-12):
+        dq = np.diff(q, axis=0)
+        ratio = row_max(np.abs(dq) / period / speed_limit)  # (not .max(axis=1): ~30 us a call on (500, 2))
+        too_fast = bool(np.any(ratio > 1.0 + 1e-12))
+        if accel_limit is not None and len(q) > 2 and not too_fast:
             # a blended run's S-curve (where averaging lifted the speed through a bend, a joint's q_ss s'^2 grows
             # with it), a free tool angle's profile turning at a knot within one sample: slow down around each
             # sample whose sampled acceleration is over the limit
-            acc = (np.abs(np.diff(q, 2, axis=0)) / period**2 / accel_limit).max(axis=1)
+            acc = row_max(np.abs(dq[1:] - dq[:-1]) / period**2 / accel_limit)  # dq[1:] - dq[:-1]: np.diff(q, 2)
             over = np.nonzero(acc > 1.0 + 1e-9)[0]
             for i in over:
                 lo, hi = np.searchsorted(s, [s_samp[i], s_samp[i + 2]])
@@ -138,7 +144,7 @@ def _timed(
                 cap[sl] = np.minimum(cap[sl], v[sl] * 0.99 / acc[i])
             if len(over):
                 continue
-        if not np.any(ratio > 1.0 + 1e-12):
+        if not too_fast:
             return (t_local, q, False, s_samp) if with_s else (t_local, q, False)
         # Slow the path down where a sample interval was too fast, by that much and a bit.
         for i in np.nonzero(ratio > 1.0 + 1e-12)[0]:
@@ -170,9 +176,14 @@ def _caps_from_joints(s, q, speed_limit, base_cap):
     """Per-point speed cap: ``base_cap`` and, per segment, what keeps every joint under its limit."""
     ds = np.diff(s)
     rate = np.abs(np.diff(q, axis=0)) / np.maximum(ds, 1e-300)[:, None]  # rad per unit s
-    seg_cap = np.min(SPEED_MARGIN * speed_limit / np.maximum(rate, 1e-300), axis=1)
+    return _caps_from_rates(rate, len(s), speed_limit, base_cap)
+
+
+def _caps_from_rates(rate, k: int, speed_limit, base_cap):
+    """``_caps_from_joints`` from the segments' |dq/ds| (K-1, m) of a path of ``k`` points."""
+    seg_cap = row_min(SPEED_MARGIN * speed_limit / np.maximum(rate, 1e-300))
     seg_cap = np.minimum(seg_cap, base_cap)
-    cap = np.full(len(s), float(base_cap))
+    cap = np.full(k, float(base_cap))
     cap[:-1] = np.minimum(cap[:-1], seg_cap)
     cap[1:] = np.minimum(cap[1:], seg_cap)
     return cap, bool(np.any(seg_cap < base_cap * (1 - 1e-9)))
@@ -197,7 +208,7 @@ def joint_accel_bounds(s, q, accel_limit, cap, accel):
     curv = np.abs(curv)
     cap = np.asarray(cap, dtype=float)
     with np.errstate(divide="ignore"):
-        v2 = np.min(0.5 * A / np.maximum(curv, 1e-300), axis=1)
+        v2 = row_min(0.5 * A / np.maximum(curv, 1e-300))
     new_cap = cap
     if np.any(v2 < cap * cap):
         new_cap = np.minimum(cap, np.sqrt(v2))
@@ -205,7 +216,7 @@ def joint_accel_bounds(s, q, accel_limit, cap, accel):
     seg_curv = np.maximum(curv[:-1], curv[1:])
     room = SPEED_MARGIN * A[None, :] - seg_curv * seg_cap2[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
-        a_j = np.min(np.where(np.abs(slope) > 1e-300, room / np.abs(slope), np.inf), axis=1)
+        a_j = row_min(np.where(np.abs(slope) > 1e-300, room / np.abs(slope), np.inf))
     a_j = np.maximum(a_j, 1e-9)
     new_acc = accel
     if np.any(a_j < np.asarray(accel)):
@@ -292,15 +303,36 @@ def _profile_for(s, q, accel_limit, cap, accel):
     s = np.asarray(s, dtype=float)
     if len(s) < 3:
         return speed_profile
-    A = SPEED_MARGIN * np.asarray(accel_limit, dtype=float)
     ds = s[1:] - s[:-1]
     slope = (q[1:] - q[:-1]) / ds[:, None]
+    return _profile_of(s, ds, slope, np.abs(slope), q, accel_limit, cap, accel)
+
+
+def _line_caps_and_profile(s, q, speed_limit, base_cap, accel_limit, accel):
+    """``_caps_from_joints(s, q, speed_limit, base_cap)[0]`` and ``_profile_for(s, q, accel_limit, cap,
+    accel)`` of one path with the segments' slopes computed once (the same numbers: where every segment is
+    longer than 1e-300, the floor _caps_from_joints puts under ds changes nothing): (cap, profile)."""
+    s = np.asarray(s, dtype=float)
+    q = np.asarray(q, dtype=float)
+    ds = np.diff(s)
+    if len(s) < 3 or not float(ds.min()) >= 1e-300:
+        cap, _ = _caps_from_joints(s, q, speed_limit, base_cap)
+        return cap, _profile_for(s, q, accel_limit, cap, accel)
+    slope = np.diff(q, axis=0) / ds[:, None]
+    rate = np.abs(slope)  # = |dq| / ds, as _caps_from_joints divides (the sign does not change a quotient's bits)
+    cap, _ = _caps_from_rates(rate, len(s), speed_limit, base_cap)
+    return cap, _profile_of(s, ds, slope, rate, q, accel_limit, cap, accel)
+
+
+def _profile_of(s, ds, slope, rate, q, accel_limit, cap, accel):
+    """``_profile_for`` given the path's segment lengths ``ds``, slopes dq/ds and their magnitudes ``rate``."""
+    A = SPEED_MARGIN * np.asarray(accel_limit, dtype=float)
     # the most any joint could accelerate anywhere on the path: steepest slope at the largest path
     # acceleration plus sharpest bend at the highest speed cap (a quick bound, all joints at once:
     # where it holds, nothing binds; whole-array reductions, as this runs for every line)
     a_max = accel if isinstance(accel, float) else float(np.max(accel))
     bend = float(np.abs(slope[1:] - slope[:-1]).max()) / (0.5 * float((ds[:-1] + ds[1:]).min()))
-    if float(np.abs(slope).max()) * a_max + bend * float(cap.max()) ** 2 <= float(A.min()):
+    if float(rate.max()) * a_max + bend * float(cap.max()) ** 2 <= float(A.min()):
         return speed_profile
     slope, curv = _derivatives(s, q)
 
