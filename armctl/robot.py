@@ -272,9 +272,9 @@ class Robot(_BoardAccess):
         is required there and refused on a planar arm): in a straight line at ``speed`` m/s (default 0.1) with
         ``accel`` m/s^2 (default 0.5), slowed wherever a joint would pass its speed limit; ``path="joint"``
         instead moves every joint at once to the IK pose nearest the start. ``phi``: the tool angle (rad) at
-        the target, 3-link arms. ``blend`` (m, lines only): with ``wait=False``, consecutive blended lines are
-        played as one motion that passes each shared corner within that distance without stopping (it rests
-        only at the last line queued; see docs/programs.md, "Blending"). Raises UnreachableError (with
+        the target, 3-link arms. ``blend`` (m): with ``wait=False``, consecutive blended moves (lines, joint
+        moves) are played as one motion that passes each shared corner within that distance without stopping
+        (it rests only at the last move queued; see docs/programs.md, "Blending"). Raises UnreachableError (with
         ``shortfall_m``), JointLimitError (also PulseLimitError), MotionError, BadInputError before anything
         moves; LinkError if the link fails. ``reach_q`` (rad, lines): the pose the caller solved for the target
         (``motion.solve_pose``), checked instead of solving the end again."""
@@ -282,8 +282,6 @@ class Robot(_BoardAccess):
         gen = self._runner.stop_gen
         if path not in ("line", "joint"):
             raise BadInputError(f"path: 'line' or 'joint', got {path!r}")
-        if blend is not None and path != "line":
-            raise BadInputError("blend applies to straight lines (path='line'), not to joint moves")
         line = self._line(x, y, z, phi, speed, accel, label, blend)
         if reach_q is not None:
             line = replace(line, reach_q_rad=tuple(float(v) for v in reach_q))
@@ -293,21 +291,32 @@ class Robot(_BoardAccess):
 
         def joint_move(q0):
             q = motion.solve_pose(self.arm, np.array(line.target_m), line.phi_rad, q0)
-            return [motion.JointMove(tuple(q), label=joint_label)]
+            return [motion.JointMove(tuple(q), label=joint_label, blend_m=line.blend_m)]
 
+        if line.blend_m > 0:  # solved now, from where it starts: a blended chain is planned from its moves
+            return self._go(joint_move(self._runner.expected_start()[0]), joint_label, gen, wait)
         return self._go(joint_move, joint_label, gen, wait)
 
     @_one_line_interrupt
-    def move_joints(self, q, *, degrees: bool = False, speed_fraction: float = 0.5, wait: bool = True) -> Motion:
+    def move_joints(
+        self,
+        q,
+        *,
+        degrees: bool = False,
+        speed_fraction: float = 0.5,
+        wait: bool = True,
+        blend: float | None = None,
+    ) -> Motion:
         """Move every joint at once to ``q`` (rad, or degrees with ``degrees=True``), all starting and
-        stopping together, at ``speed_fraction`` (0..1] of the joint speed limits. JointLimitError outside
-        the limits, BadInputError for the wrong number of angles."""
+        stopping together, at ``speed_fraction`` (0..1] of the joint speed limits. ``blend`` (m) as for
+        ``move_to``. JointLimitError outside the limits, BadInputError for the wrong number of angles."""
         self._check_open()
         gen = self._runner.stop_gen
         q_rad = validate.joint_angles(self.arm, q, degrees=degrees)
         speed_fraction = validate.fraction(speed_fraction, "speed_fraction")
         deg = " ".join(f"{math.degrees(v):g}" for v in q_rad)
-        move = motion.JointMove(tuple(q_rad), speed_fraction=speed_fraction, label=f"joint move to {deg} deg")
+        kw = {} if blend is None else {"blend_m": validate.blend(blend)}
+        move = motion.JointMove(tuple(q_rad), speed_fraction=speed_fraction, label=f"joint move to {deg} deg", **kw)
         return self._go([move], move.label, gen, wait)
 
     @_one_line_interrupt

@@ -1,7 +1,7 @@
 """The motion runner of an open Robot: one thread that owns the board and plays the motions in the order
 given, a single-thread executor with two queues of futures.
 
-- motions (``submit``) play one at a time, in order; a blended line waits ``BLEND_GATHER_S`` for the next one
+- motions (``submit``) play one at a time, in order; a blended move waits ``BLEND_GATHER_S`` for the next one
   so that a chain queued with ``wait=False`` is planned and played as one motion;
 - calls (``call(idle, playing)``, e.g. ``where()``) are served at once: ``idle()`` when nothing plays,
   else ``playing()`` between two frames of the motion playing (from what the playback keeps, no board I/O);
@@ -234,20 +234,21 @@ class Runner:
     # --- blended chains -----------------------------------------------------------------------------------
 
     @staticmethod
-    def _blends(m: Motion) -> bool:
-        """``m`` is one line asking to blend into the next (``move_to(..., blend=)``)."""
+    def _one_move(m: Motion):
+        """The one line or joint move ``m`` plays, or None (several moves, a gripper move, not yet solved)."""
         mv = m._moves
-        return (
-            isinstance(mv, list)
-            and len(mv) == 1
-            and isinstance(mv[0], motion.LineMove)
-            and mv[0].blend_m > 0
-            and not mv[0].stop
-            and not m.cancelled()
-        )
+        if isinstance(mv, list) and len(mv) == 1 and isinstance(mv[0], motion.LineMove | motion.JointMove):
+            return mv[0]
+        return None
+
+    @classmethod
+    def _blends(cls, m: Motion) -> bool:
+        """``m`` is one line or joint move asking to blend into the next (``move_to(..., blend=)``)."""
+        mv = cls._one_move(m)
+        return mv is not None and mv.blend_m > 0 and not mv.stop and not m.cancelled()
 
     def _gather(self, m: Motion) -> list[Motion]:
-        """Under the lock: the queued lines that follow ``m`` in one blended chain (left in the queue, so
+        """Under the lock: the queued moves that follow ``m`` in one blended chain (left in the queue, so
         that motions asked for meanwhile are still planned from the last one's end), waiting up to
         BLEND_GATHER_S after each for the next to be queued."""
         chain: list[Motion] = []
@@ -256,8 +257,7 @@ class Runner:
         while self._blends(last) and not self.closed:
             if len(self._motions) > len(chain):
                 nxt = self._motions[len(chain)]
-                mv = nxt._moves
-                if not (isinstance(mv, list) and len(mv) == 1 and isinstance(mv[0], motion.LineMove)):
+                if self._one_move(nxt) is None:
                     break
                 if nxt.cancelled() or nxt._after is not last:
                     break
@@ -272,7 +272,7 @@ class Runner:
         return chain
 
     def _merge(self, head: Motion, chain: list[Motion]) -> None:
-        """Plan ``head`` and the lines ``chain`` after it as one blended motion played by ``head``."""
+        """Plan ``head`` and the moves ``chain`` after it as one blended motion played by ``head``."""
         moves = [head._moves[0], *(m._moves[0] for m in chain)]
         q0, g0 = head.trajectory.q_rad[0], float(head.trajectory.gripper_rad[0])
         try:

@@ -285,7 +285,49 @@ def test_robot_move_to_blend_chains_queued_lines():
         with pytest.raises(BadInputError, match="blend"):
             robot.move_to(0.5, 0.0, phi=DOWN, blend=-0.001)
         with pytest.raises(BadInputError, match="blend"):
-            robot.move_to(0.5, 0.0, phi=DOWN, blend=0.002, path="joint")
+            robot.move_to(0.5, 0.0, phi=DOWN, blend=-0.002, path="joint", wait=False)
+        with pytest.raises(BadInputError, match="blend"):
+            robot.move_joints([40, -80, -50], degrees=True, blend=float("nan"), wait=False)
+
+
+def test_robot_joint_moves_blend_into_the_chain_too():
+    """``move_joints(..., blend=)`` and ``move_to(..., path="joint", blend=)`` queued with ``wait=False`` join a
+    chain with blended lines: played as one motion, exactly what the planner makes of those moves (within the
+    blend of each move's own path, every limit kept), faster than stopping at each shared pose."""
+    from test_blend_joint import assert_blended_ok
+
+    import armctl
+
+    via1, via2 = np.radians([20, -60, -50]), np.radians([0, -30, -60])
+    p2 = tool_point(ARM3, via2)
+    corner = p2 + (0.0, 0.05)
+    with armctl.connect("seed-3link", "armsim://?rate=20") as robot:
+        robot.home()
+        ms = [
+            robot.move_joints(via1, blend=0.005, wait=False),
+            robot.move_to(*p2, phi=float(np.sum(via2)), path="joint", blend=0.005, wait=False),
+            robot.move_to(*corner, speed=0.2, blend=0.005, wait=False),
+            robot.move_to(*tool_point(ARM3, via1), speed=0.2, wait=False),
+        ]
+        ms[-1].wait(30)
+        assert all(m.done for m in ms) and ms[0]._chain == ms[1:]  # played as one motion
+        blended = ms[0]._moves
+        assert [type(m).__name__ for m in blended] == ["JointMove", "JointMove", "LineMove", "LineMove"]
+        assert np.allclose(blended[1].q_rad, via2, atol=1e-6)  # the joint path's pose, solved from its start
+        assert math.dist(robot.where(settle=True).tool_m, tool_point(ARM3, via1)) < 0.002
+        traj = ms[0].trajectory
+    q0 = traj.q_rad[0]
+    assert np.allclose(plan_moves(ARM3, blended, q_start=q0).trajectory.q_rad, traj.q_rad, atol=1e-12)
+    stopped = plan_moves(ARM3, [dataclasses.replace(m, blend_m=0.0) for m in blended], q_start=q0)
+
+    class Plan:
+        trajectory = traj
+
+    assert_blended_ok(ARM3, Plan, stopped, 0.005, blended)
+    assert traj.duration_s < stopped.trajectory.duration_s - 0.1
+    # the joint move into the joint move, and the lines, overlap: the moves before those corners end sooner
+    n_blended, n_stopped = (np.bincount(t.step, minlength=4) for t in (traj, stopped.trajectory))
+    assert n_blended[0] < n_stopped[0] - 3 and n_blended[2] + n_blended[3] < n_stopped[2] + n_stopped[3]
 
 
 def test_blended_corners_with_a_turning_tool_keep_joint_speeds_continuous():
