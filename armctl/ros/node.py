@@ -463,38 +463,43 @@ class ArmNode:
             print(f"armctl ros: note: {NO_ACTION}", file=sys.stderr, flush=True)
             return None
 
-        def goal(request):
-            t = request.trajectory
-            pts = [TrajectoryPoint(list(p.positions), stamp_s(p.time_from_start)) for p in t.points]
-            try:
-                check_trajectory(self.arm, list(t.joint_names), pts, self.arm.home_rad, math.nan)
-            except Refused as exc:
-                if exc.kind in ("malformed", "limit"):
-                    self._refused("follow_joint_trajectory", exc)
-                    return GoalResponse.REJECT
-            return GoalResponse.ACCEPT
-
-        def execute(handle):
-            t = handle.request.trajectory
-            pts = [TrajectoryPoint(list(p.positions), stamp_s(p.time_from_start)) for p in t.points]
-            result = FollowJointTrajectory.Result()
-            ok, text = self._request("trajectory", (list(t.joint_names), pts)).result(timeout=REQUEST_WAIT_S)
-            m = self._motion
-            if ok and m is not None:
-                try:
-                    m.wait()
-                except ArmctlError as exc:
-                    ok, text = False, str(exc)
-            result.error_code = 0 if ok else FollowJointTrajectory.Result.INVALID_GOAL
-            result.error_string = "" if ok else text
-            handle.succeed() if ok else handle.abort()
-            return result
-
         return ActionServer(
             self.node,
             FollowJointTrajectory,
             "follow_joint_trajectory",
-            execute_callback=execute,
-            goal_callback=goal,
+            execute_callback=lambda handle: self.follow_goal(handle, FollowJointTrajectory.Result),
+            goal_callback=lambda request: GoalResponse.ACCEPT if self.goal_ok(request) else GoalResponse.REJECT,
             callback_group=ReentrantCallbackGroup(),
         )
+
+    def goal_ok(self, request) -> bool:
+        """A FollowJointTrajectory goal (``request.trajectory``) the node takes: not malformed, inside the limits
+        (a refusal is published on ``armctl/events``); a too-fast one is taken (re-timed, or refused when it
+        plays, as ``too_fast`` says)."""
+        t = request.trajectory
+        pts = [TrajectoryPoint(list(p.positions), stamp_s(p.time_from_start)) for p in t.points]
+        try:
+            check_trajectory(self.arm, list(t.joint_names), pts, self.arm.home_rad, math.nan)
+        except Refused as exc:
+            if exc.kind in ("malformed", "limit"):
+                self._refused("follow_joint_trajectory", exc)
+                return False
+        return True
+
+    def follow_goal(self, handle, result_type):
+        """Play an accepted goal as ``joint_trajectory`` plays a trajectory, to its end: the handle succeeds
+        (``error_code`` 0) or aborts (INVALID_GOAL, ``error_string`` saying why: refused, stopped, lost link)."""
+        t = handle.request.trajectory
+        pts = [TrajectoryPoint(list(p.positions), stamp_s(p.time_from_start)) for p in t.points]
+        result = result_type()
+        ok, text = self._request("trajectory", (list(t.joint_names), pts)).result(timeout=REQUEST_WAIT_S)
+        m = self._motion
+        if ok and m is not None:
+            try:
+                m.wait()
+            except ArmctlError as exc:
+                ok, text = False, str(exc)
+        result.error_code = 0 if ok else result_type.INVALID_GOAL
+        result.error_string = "" if ok else text
+        handle.succeed() if ok else handle.abort()
+        return result

@@ -491,3 +491,25 @@ def test_example_ros2_wave(rospy, env, client, arm1):
     assert "'event': 'done'" in r.stdout, r.stdout
     q = steady(client, "/arm1")
     assert np.allclose(q[:3], [0.785, -1.2, -0.6], atol=math.radians(0.2))
+
+
+def test_follow_joint_trajectory_goals_without_control_msgs(rospy, env, tmp_path):
+    """The action's logic (``ArmNode.goal_ok``, ``follow_goal``) with real trajectory_msgs goals on a simulated arm:
+    control_msgs is not among the PyPI wheels, so rclpy cannot serve the action itself here (the node says so at
+    start); a goal inside the limits succeeds with the arm at its last point, malformed or out-of-limit goals are
+    rejected with an event naming the field, a goal stopped while it plays aborts saying why."""
+    e = dict(env, ARMCTL_STATE_DIR=str(tmp_path / "state"))
+    p = subprocess.run(
+        [rospy, str(CLIENT.with_name("action_check.py"))], capture_output=True, text=True, env=e, timeout=120
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["good_ok"] and out["good_outcome"] == "succeeded" and out["result"]["error_code"] == 0
+    assert np.allclose(out["where_deg"], [30, -60, -20], atol=0.2)
+    for key, field in (("nan", "points[0].positions[0]"), ("names", "joint_names[2]"), ("limit", "points[0]")):
+        assert out[f"{key}_ok"] is False
+        (ev,) = out[f"{key}_events"]
+        assert ev["event"] == "refused" and ev["source"] == "follow_joint_trajectory" and ev["moved"] is False
+        assert ev["field"].startswith(field), ev
+    assert out["stopped_outcome"] == "aborted" and out["stopped"]["error_code"] == -1
+    assert "stopped" in out["stopped"]["error_string"]
