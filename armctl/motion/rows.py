@@ -11,28 +11,24 @@ from __future__ import annotations
 import numpy as np
 
 
+def _fold(ufunc, x) -> np.ndarray:
+    """``ufunc.reduce(x, axis=-1)`` of an array with at least one column, column by column."""
+    out = x[..., 0].copy()
+    for j in range(1, x.shape[-1]):
+        ufunc(out, x[..., j], out=out)
+    return out
+
+
 def row_max(x) -> np.ndarray:
     """``x.max(axis=1)`` of a 2-D array with at least one column."""
-    x = np.asarray(x)
-    out = x[:, 0].copy()
-    for j in range(1, x.shape[1]):
-        np.maximum(out, x[:, j], out=out)
-    return out
+    return _fold(np.maximum, np.asarray(x))
 
 
 def row_min(x) -> np.ndarray:
     """``x.min(axis=1)`` of a 2-D array with at least one column."""
-    x = np.asarray(x)
-    out = x[:, 0].copy()
-    for j in range(1, x.shape[1]):
-        np.minimum(out, x[:, j], out=out)
-    return out
+    return _fold(np.minimum, np.asarray(x))
 
 
 def row_any(x) -> np.ndarray:
     """``np.any(x, axis=-1)`` of a boolean array (any shape, at least one column): a (..., m) array gives (...)."""
-    x = np.asarray(x, dtype=bool)
-    out = x[..., 0].copy()
-    for j in range(1, x.shape[-1]):
-        np.logical_or(out, x[..., j], out=out)
-    return out
+    return _fold(np.logical_or, np.asarray(x, dtype=bool))
