@@ -304,6 +304,40 @@ def _box(points, pad):
     return (lo[0] - pad, hi[0] + pad, lo[1] - pad, hi[1] + pad)
 
 
+def _with_zones(arm, view: str, box, reach: float):
+    """``box`` widened to show each keep-out zone's edge nearest the arm (with a margin), as far as 1.5 times
+    ``reach`` from the base: a zone beside or below the path is drawn, not left outside the frame."""
+    zones = getattr(arm, "zones", None)
+    if not zones:
+        return box
+    pts = []
+    for z in zones.zones:
+        if z.kind == "table" and view != "top":
+            pts.append((0.0, z.level - 0.04 * reach))
+        elif z.kind == "base":
+            pts += [(-z.radius, 0.0), (z.radius, z.top)] if view != "top" else [(-z.radius, -z.radius), (z.radius,) * 2]
+        elif z.kind == "box":
+            if view == "side":
+                pts += [
+                    (float(np.hypot(x, y)), h)
+                    for x in (z.lo[0], z.hi[0])
+                    for y in (z.lo[1], z.hi[1])
+                    for h in (z.lo[2], z.hi[2])
+                ]
+            else:
+                pts += [(z.lo[0], z.lo[1]), (z.hi[0], z.hi[1])]
+    if not pts:
+        return box
+    p = np.clip(np.asarray(pts, dtype=float), -1.5 * reach, 1.5 * reach)
+    pad = 0.04 * reach
+    return (
+        min(box[0], p[:, 0].min() - pad),
+        max(box[1], p[:, 0].max() + pad),
+        min(box[2], p[:, 1].min() - pad),
+        max(box[3], p[:, 1].max() + pad),
+    )
+
+
 def _in_plane(arm, q):
     """Points of pose(s) ``q`` in the arm's own vertical plane: (distance along the base's direction, z)."""
     pts = arm_points(arm, q)
@@ -324,7 +358,7 @@ def _draw_top(ax, plan, idx, *, legend: bool = True, z: float | None = None, tim
     th = np.linspace(arm.q_min[0], arm.q_max[0], 200)
     rim = reach * np.stack([np.cos(th), np.sin(th)], axis=1)  # the whole range of the base, framed
     pts = np.concatenate([arm_points(arm, tr.q_rad[idx])[..., :2].reshape(-1, 2), top(tr.q_rad), rim, [[0.0, 0.0]]])
-    box = _box(pts, 0.06 * reach)
+    box = _with_zones(arm, "top", _box(pts, 0.06 * reach), reach)
     _shade(ax, _workspace_image(arm, box, view="top", z=z), box)
     for a in (arm.q_min[0], arm.q_max[0]):  # the base's end stops
         ax.plot([0, reach * math.cos(a)], [0, reach * math.sin(a)], ":", color="#b45309", lw=1.2, zorder=1)
@@ -361,7 +395,7 @@ def _draw_side(ax, plan, idx, *, timed: bool = True) -> list:
     side = lambda q: _tool_in_plane(arm, q)  # noqa: E731
     reach = arm.reach_from_axis_m
     pts = np.concatenate([_in_plane(arm, tr.q_rad[idx]).reshape(-1, 2), side(tr.q_rad), [[0.0, 0.0]]])
-    box = _box(pts, 0.1 * reach)
+    box = _with_zones(arm, "side", _box(pts, 0.1 * reach), reach)
     _shade(ax, _workspace_image(arm, box, view="side"), box)
     ax.axvline(0.0, color="0.55", lw=0.8, ls="-.", zorder=1)  # the base axis
     _paths(ax, plan, side)
@@ -393,7 +427,7 @@ def _draw_plane(ax, plan, idx, *, timed: bool = True) -> list:
     joints = (lambda q: joint_positions(arm.links_m, q)) if not arm.layered else (lambda q: arm_points(arm, q))
     # Frame the arm's working area: the path and the drawn poses, with a margin.
     allp = np.concatenate([joints(tr.q_rad[idx]).reshape(-1, 2), tool(tr.q_rad), [[0.0, 0.0]]])
-    box = _box(allp, 0.08 * arm.reach_max)
+    box = _with_zones(arm, "plane", _box(allp, 0.08 * arm.reach_max), arm.reach_max)
     _shade(ax, _workspace_image(arm, box), box)  # where the tool can be inside the joint limits
     th = np.linspace(0, 2 * math.pi, 361)
     for r, style in ((arm.reach_max, "-"), (arm.reach_min, ":")):

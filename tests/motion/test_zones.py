@@ -398,3 +398,28 @@ def test_the_zones_example_arm_file():
     assert r.returncode == 0, r.stderr
     r = _armctl("--arm", arm, "jog", "0.7", "-0.2", "--phi", "-90", "--port", "armsim://?rate=20")
     assert r.returncode == 3 and "would enter box 'parts bin'" in r.stderr
+
+
+def test_the_plot_frames_zones_beside_and_below_the_path():
+    """A box to the side of the path and the table below it are inside the plot's frame (each zone's edge with a
+    margin), not cut off at the path's own extent."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from armctl.plot import _draw_plane
+
+    zones = Zones(
+        (Zone("table", "the table", level=-0.3), Zone("box", "box 'bin'", lo=(0.68, -0.28), hi=(0.8, -0.16))),
+        link_radius_m=0.0,
+    )
+    arm = load_arm("seed-3link").with_zones(zones)
+    plan = motion.plan_moves(arm, [motion.LineMove((0.45, 0.1))], q_start=arm.home_rad)
+    plan.arm = arm
+    fig, ax = plt.subplots()
+    _draw_plane(ax, plan, [0, len(plan.trajectory.q_rad) - 1], timed=False)
+    x1, y0 = ax.get_xlim()[1], ax.get_ylim()[0]
+    plt.close(fig)
+    assert x1 > 0.8 and y0 < -0.3  # the whole box, and the table's top with some of the table
