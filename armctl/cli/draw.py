@@ -65,17 +65,18 @@ def register(sub, parents) -> None:
 def paper_from_args(args):
     """A ``draw.Paper`` from the drawing options (BadInputError naming the option)."""
     from ..draw import DEFAULT_BLEND_M, DEFAULT_PEN_UP_M, DEFAULT_TOLERANCE_M, Paper, parse_fit, parse_plane
+    from ..program import blend_option
     from ..units import parse_float
 
-    def mm(text, what, lo=0.0, lo_open=True):
+    def mm(text, what, unit="mm"):
         v = parse_float(text, what=what)
-        if v < lo or (lo_open and v == lo) or v > 1000:
-            raise BadInputError(f"{what}: {text} mm is out of range ({'>' if lo_open else '>='} {lo:g}, <= 1000)")
+        if not 0.0 < v <= 1000:
+            raise BadInputError(f"{what}: {text} {unit} is out of range (> 0, <= 1000)")
         return v / 1000.0
 
     blend = DEFAULT_BLEND_M
     if getattr(args, "blend", None) is not None:
-        blend = mm(args.blend, "--blend", lo_open=False)
+        blend = blend_option(args.blend)
     pen_up = DEFAULT_PEN_UP_M
     if getattr(args, "pen_up", None) is not None:
         if getattr(args, "pen", None) is not None:
@@ -86,7 +87,7 @@ def paper_from_args(args):
         fit_m=None if args.fit is None else parse_fit(args.fit),
         pen_up_m=pen_up,
         pen=args.pen,
-        speed_m_s=None if args.speed is None else mm(args.speed, "--speed"),
+        speed_m_s=None if args.speed is None else mm(args.speed, "--speed", "mm/s"),
         tolerance_m=DEFAULT_TOLERANCE_M if args.tolerance is None else mm(args.tolerance, "--tolerance"),
         blend_m=blend,
     )
@@ -114,6 +115,7 @@ def cmd_draw(args) -> int:
     traj = dp.plan.trajectory
     prepare(traj, cal)  # every pulse checked before a port is opened
     strokes = len(dp.strokes_m)
+    n_strokes = f"{strokes} stroke{'s' * (strokes != 1)}"
     points = sum(len(s) for s in dp.strokes_m)
     if args.dry_run:
         end = tool_point(arm, traj.q_rad[-1])
@@ -133,11 +135,11 @@ def cmd_draw(args) -> int:
         else:
             where = "" if dp.z_m is None else f" at z = {dp.z_m * 1000:g} mm"
             print(
-                f"{args.drawing}: OK, {strokes} strokes, {points} points{where}, scaled {dp.zoom:.3g}x, "
+                f"{args.drawing}: OK, {n_strokes}, {points} points{where}, scaled {dp.zoom:.3g}x, "
                 f"{traj.duration_s:.2f} s, every pulse within the calibrated range (dry run: no port opened)"
             )
         return 0
     report = drive(args, arm, cal, lambda robot: robot.run(dp.plan))
     report["strokes"] = strokes
-    print_report(args, report, f"drew {args.drawing}: {strokes} strokes, {report['duration_s']:.2f} s")
+    print_report(args, report, f"drew {args.drawing}: {n_strokes}, {report['duration_s']:.2f} s")
     return 0

@@ -24,6 +24,7 @@ from .load import (
     Program,
     Settings,
     Step,
+    blend_option,
     load_program,
     load_program_text,
     parse_program,
@@ -51,5 +52,6 @@ __all__ = [
     "load_program_text",
     "parse_program",
     "plan_program",
+    "blend_option",
     "with_blend",
 ]

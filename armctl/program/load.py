@@ -13,6 +13,7 @@ from typing import Any
 from .. import motion
 from ..config import LineList, Section, load_yaml_file, load_yaml_text
 from ..errors import ConfigError
+from ..validate import MAX_BLEND_M
 from ..zones import Zones, parse_zones
 
 STEP_ACTIONS = ("line", "joint", "gripper", "wait_s", "repeat", "for_each")
@@ -309,27 +310,30 @@ def _settings(s: Section, base: Settings) -> Settings:
     )
 
 
-#: The largest blend distance: a rounding that far from a corner is a typo (metres for millimetres).
-MAX_BLEND_M = 0.5
-
-
-def with_blend(prog: Program, blend_mm: str | float | None) -> Program:
-    """``prog`` with its default blend distance (settings ``blend_mm``) set to ``blend_mm`` millimetres (a
-    number or the text of one, as ``--blend MM`` gives it); steps with their own ``blend_mm`` keep theirs.
-    None: ``prog`` unchanged. BadInputError for a negative, non-finite or too large value."""
-    import dataclasses
-
+def blend_option(blend_mm: str | float) -> float:
+    """``--blend MM`` (a number of millimetres, or the text of one) in metres. BadInputError for a negative,
+    non-finite or too large value (over ``MAX_BLEND_M``)."""
     from ..errors import BadInputError
 
-    if blend_mm is None:
-        return prog
     try:
         v = float(blend_mm)
     except (TypeError, ValueError):
         raise BadInputError(f"--blend: {blend_mm!r} is not a number of millimetres") from None
     if not math.isfinite(v) or v < 0 or v > MAX_BLEND_M * 1000:
         raise BadInputError(f"--blend: {blend_mm!r} mm: give 0 .. {MAX_BLEND_M * 1000:g} mm")
-    return dataclasses.replace(prog, settings=dataclasses.replace(prog.settings, blend_m=v / 1000.0))
+    return v / 1000.0
+
+
+def with_blend(prog: Program, blend_mm: str | float | None) -> Program:
+    """``prog`` with its default blend distance (settings ``blend_mm``) set to ``blend_mm`` millimetres (a
+    number or the text of one, as ``--blend MM`` gives it); steps with their own ``blend_mm`` keep theirs.
+    None: ``prog`` unchanged. BadInputError for a bad value (``blend_option``)."""
+    import dataclasses
+
+    if blend_mm is None:
+        return prog
+    blend_m = blend_option(blend_mm)
+    return dataclasses.replace(prog, settings=dataclasses.replace(prog.settings, blend_m=blend_m))
 
 
 def _blend(sec: Section, default: float | None):

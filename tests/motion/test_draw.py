@@ -149,6 +149,8 @@ def test_cli_dry_run_both_examples_on_both_arms():
         (["draw", "nothing.svg"], 2, "cannot read nothing.svg"),
         (["draw", "{yaml}"], 2, "not a drawing"),
         (["plan", "{yaml}", "--fit", "10x10@0,0"], 2, "--fit places a drawing"),
+        (["draw", "{svg}", "--speed", "0"], 2, "--speed: 0 mm/s is out of range"),
+        (["draw", "{svg}", "--blend", "600"], 2, "--blend: '600' mm: give 0 .. 500 mm"),  # as run's --blend
     ],
 )
 def test_cli_refusals(args, code, why):
