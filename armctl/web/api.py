@@ -143,7 +143,8 @@ def refusal(exc: Exception, cmd: Command, reach: ReachMap) -> ApiError:
         extra = {"target_mm": [v * 1000 for v in cmd.target_m]}
         if gap > 0:
             extra["shortfall_mm"] = gap * 1000
-    return ApiError(422, f"{cmd.label}: nothing moved: {exc}", **extra)
+    why = str(exc).removeprefix(f"{cmd.label}: ")  # (the planner's messages name the move already)
+    return ApiError(422, f"{cmd.label}: nothing moved: {why}", **extra)
 
 
 def gripper_close(data: dict, arm: Arm) -> bool:
@@ -273,7 +274,7 @@ def program_preview(prog, plan) -> dict:
     return {
         "program": prog.path,
         "steps": list(traj.steps),
-        "duration_s": float(traj.duration_s),
+        "duration_s": round(float(traj.duration_s), 6),
         "path_mm": tool.round(2).tolist(),
         "start_mm": tool[0].round(2).tolist(),
     }

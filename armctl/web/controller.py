@@ -134,7 +134,7 @@ class Controller:
                 error=False,
             )
             m.add_done_callback(self._motion_over)
-        fut.set_result({"duration_s": float(m.trajectory.duration_s), "samples": len(m.trajectory)})
+        fut.set_result({"duration_s": round(float(m.trajectory.duration_s), 6), "samples": len(m.trajectory)})
         return fut
 
     def stop(self, reason: str = "stop button") -> Future:

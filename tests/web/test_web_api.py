@@ -212,3 +212,19 @@ def test_cli_refuses_bad_listen(capsys):
     assert parse_listen("[::1]:8080") == ("::1", 8080)
     assert main(["web", "--listen", "nonsense"]) == 2
     assert "HOST:PORT" in capsys.readouterr().err
+
+
+def test_a_refusal_names_the_move_once():
+    """The planner's messages start with the move's label already: the 422 says it once, then why."""
+    from armctl.errors import JointLimitError
+    from armctl.web.api import refusal
+    from armctl.web.controller import Command
+
+    class Reach:
+        def gap_m(self, target):
+            return 0.0
+
+    cmd = Command("move", "line to (500, -350) mm", lambda robot: None, (0.5, -0.35))
+    exc = JointLimitError("line to (500, -350) mm: joint 1 (shoulder) would cross its limit -90 deg")
+    err = refusal(exc, cmd, Reach()).body()["error"]
+    assert err == "line to (500, -350) mm: nothing moved: joint 1 (shoulder) would cross its limit -90 deg"
