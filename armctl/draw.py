@@ -152,6 +152,10 @@ def load_drawing(path) -> Drawing:
     return d
 
 
+_GEOMETRY_ATTR = re.compile(r"\b(d|points|x|y|x1|y1|x2|y2|cx|cy|r|rx|ry|width|height|transform)\s*=\s*[\"']([^\"']*)")
+_NOT_FINITE = re.compile(r"(?i)(?<![a-z])(nan|inf(inity)?)(?![a-z])")
+
+
 def parse_svg(text: str, source: str = "<svg>") -> Drawing:
     """Every shape's outline of an SVG document, transforms applied (svgelements), in CSS px."""
     import io
@@ -160,6 +164,10 @@ def parse_svg(text: str, source: str = "<svg>") -> Drawing:
         import svgelements as se
     except ImportError:
         raise BadInputError("drawing an SVG needs svgelements: pip install -e '.[draw]'") from None
+    for no, line in enumerate(text.splitlines(), 1):  # the parser drops a path's data at a NaN without a word
+        for attr, value in _GEOMETRY_ATTR.findall(line):
+            if _NOT_FINITE.search(value):
+                raise BadInputError(f'{source}:{no}: {attr}="{value}": a coordinate is not a finite number')
     try:
         svg = se.SVG.parse(io.StringIO(text), reify=True)
     except Exception as exc:  # a malformed document: the parser's own words

@@ -210,3 +210,11 @@ def test_draw_on_the_simulated_arm(tmp_path):
     assert report["strokes"] == 1 and report["error_m"] < 1e-3
     assert report["tool_m"] == pytest.approx([0.16, -0.01, -0.01], abs=1e-3)  # pen up above the square's corner
     assert math.isfinite(report["duration_s"])
+
+
+@pytest.mark.parametrize("bad", ['<path d="M 0 0 L NaN 10"/>', '<circle cx="inf" cy="5" r="3"/>'])
+def test_an_svg_with_a_coordinate_that_is_not_a_number_is_refused_naming_it(bad):
+    text = f'<svg xmlns="http://www.w3.org/2000/svg" width="100" height="100">\n{bad}\n</svg>\n'
+    with pytest.raises(BadInputError, match=r"d\.svg:2: .*not a finite number"):
+        parse_svg(text, "d.svg")
+    parse_svg(text.replace("NaN", "5").replace("inf", "5"), "d.svg")  # (the same document, finite: read)
