@@ -76,9 +76,9 @@ def register(sub, parents) -> None:
     p = sub.add_parser(
         "workspace",
         parents=parents,
-        help="reach, joint limits and speeds of the arm",
+        help="reach, joint limits, speeds and accelerations of the arm",
         description="Show the arm: links (m), reach annulus (m), joint limits (deg), "
-        "joint speed limits (deg/s), home pose.",
+        "joint speed limits (deg/s) and acceleration limits (deg/s^2), home pose.",
         epilog="example:\n  armctl --arm seed-2link workspace --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -291,6 +291,7 @@ def cmd_workspace(args) -> int:
                 "min_deg": round(math.degrees(arm.q_min[i]), 6),
                 "max_deg": round(math.degrees(arm.q_max[i]), 6),
                 "max_speed_deg_s": round(math.degrees(arm.max_speed_rad_s[i]), 6),
+                "max_accel_deg_s2": round(math.degrees(arm.max_accel_rad_s2[i]), 6),
             }
             for i in range(arm.n)
         ],
@@ -343,7 +344,8 @@ def cmd_workspace(args) -> int:
         )
     for j in d["joints"]:
         print(
-            f"  {j['name']:<10} {j['min_deg']:8.1f} .. {j['max_deg']:7.1f} deg   max {j['max_speed_deg_s']:.0f} deg/s"
+            f"  {j['name']:<10} {j['min_deg']:8.1f} .. {j['max_deg']:7.1f} deg   max {j['max_speed_deg_s']:.0f} deg/s, "
+            f"{j['max_accel_deg_s2']:.0f} deg/s^2"
         )
     print(
         f"home: q = [{', '.join(f'{v:.1f}' for v in d['home_deg'])}] deg, tool at "

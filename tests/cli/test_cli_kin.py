@@ -98,8 +98,9 @@ def test_workspace(capsys):
     d = json.loads(out)
     assert code == 0 and d["reach_max_m"] == pytest.approx(0.7) and d["reach_min_m"] == pytest.approx(0.1)
     assert [j["max_speed_deg_s"] for j in d["joints"]] == [120, 150]
+    assert [j["max_accel_deg_s2"] for j in d["joints"]] == [1200, 1500]  # the default: full speed in 0.1 s
     code, out, _ = run(capsys, "workspace")
-    assert code == 0 and "reach annulus" in out
+    assert code == 0 and "reach annulus" in out and "1800 deg/s^2" in out
 
 
 def test_batch_targets_from_stdin_and_file(capsys, monkeypatch, tmp_path):
