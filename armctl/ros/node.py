@@ -26,6 +26,7 @@ import math
 import sys
 import threading
 import time
+from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -37,6 +38,7 @@ from .messages import Refused, TrajectoryPoint, check_command, check_tool_goal, 
 from .messages import tool_point_ros as _tool_point_ros
 
 FOLLOW_RATE_HZ = 100.0  # how often the followed target is looked at (a ros2_control update rate)
+VELOCITY_WINDOW_S = 0.1  # joint_states' velocities: the slope of the poses over the last five servo frames
 STATES_CATCH_UP_PERIODS = 10  # joint_states this many periods late start their schedule again from now
 EVENT_EVERY_S = 0.5  # refusals of joint commands (a stream) are published at most this often
 REQUEST_WAIT_S = 10.0
@@ -157,7 +159,7 @@ class ArmNode:
         self.action = self._action_server()
         self._worker = threading.Thread(target=self._work, name="armctl-ros-commands", daemon=True)
         self._publisher = threading.Thread(target=self._publish_loop, name="armctl-ros-states", daemon=True)
-        self._prev = None  # (t, q) of the last joint_states, for velocities
+        self._prev: deque = deque(maxlen=16)  # (t, q) of the last joint_states, for velocities
 
     def _guard(self, callback):
         """``callback`` that never raises into the executor (an exception there would end the node's spinning)."""
@@ -247,10 +249,18 @@ class ArmNode:
         q = [float(v) for v in pose.q_rad]
         if self.arm.gripper is not None:
             q.append(math.nan if pose.gripper_rad is None else float(pose.gripper_rad))
+        self._prev.append((t, q))
+        # the slope of the poses over the last VELOCITY_WINDOW_S (least squares): they move frame by frame (20 ms)
+        # and are read at the publisher's own rate and jitter, so two reads may see one frame or skip one
+        recent = [(tp, qp) for tp, qp in self._prev if t - tp <= VELOCITY_WINDOW_S]
         vel = [0.0] * len(q)
-        if self._prev is not None and t > self._prev[0]:
-            vel = [(a - b) / (t - self._prev[0]) if math.isfinite(a - b) else 0.0 for a, b in zip(q, self._prev[1])]
-        self._prev = (t, q)
+        if len(recent) >= 2:
+            ts = np.array([tp for tp, _ in recent]) - t
+            qs = np.array([qp for _, qp in recent], dtype=float)
+            dt = ts - ts.mean()
+            if float(dt @ dt) > 0:
+                slope = dt @ (qs - qs.mean(axis=0)) / float(dt @ dt)
+                vel = [float(v) if math.isfinite(v) else 0.0 for v in slope]
         stamp = self.node.get_clock().now().to_msg()
         js = self._JointState()
         js.header.stamp = stamp

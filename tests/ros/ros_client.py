@@ -111,6 +111,7 @@ def main() -> int:
                 position=got[-1][3] if got else [],
                 velocity=got[-1][4] if got else [],
                 positions=[s[3] for s in got],
+                velocities=[s[4] for s in got],
                 tool=a.tool,
             )
         elif op == "state":
