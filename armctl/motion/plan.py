@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -82,14 +82,42 @@ def blend_moves(arm: Arm, moves, plans: list[MovePlan], *, period_s: float, max_
     """The plans of ``moves`` (planned one by one, each from rest to rest) with the blends the moves ask for:
     lines into lines through rounded corners (``blend_chain``), then joint moves into the move after them and
     lines into joint moves (``blend_joint_moves``). Nothing changes where no move asks for a blend. Shared by
-    ``plan_moves`` and programs (``armctl.program.plan_program``)."""
+    ``plan_moves`` and programs (``armctl.program.plan_program``). Last, ``rest_junctions``: a rest sample
+    between two moves that meet at rest where a joint reverses too hard there."""
     if any(isinstance(m, LineMove) and m.blend_m > 0 for m in moves):
         plans = blend_chain(arm, moves, plans, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
     if any(isinstance(m, JointMove) and m.blend_m > 0 for m in moves) or any(
         isinstance(m, LineMove) and m.blend_m > 0 and isinstance(n, JointMove) for m, n in zip(moves, moves[1:])
     ):
         plans = blend_joint_moves(arm, moves, plans, period_s=period_s)
-    return plans
+    return rest_junctions(arm, plans, period_s)
+
+
+def rest_junctions(arm: Arm, plans: list[MovePlan], period_s: float) -> list[MovePlan]:
+    """The plans with one more rest sample at the start of a move wherever the sampled acceleration at its
+    shared sample with the move before exceeds a joint's limit.
+
+    Each move is timed alone, from rest to rest: its first step from rest and its last step into rest each
+    keep within the limits, but where the next move turns a joint back, the two steps add up on the shared
+    sample (seen: 1.24x the shoulder's limit between two short lines near full reach). Resting one sample
+    there splits them again. Junctions within the limits (every ordinary plan) are left as they are."""
+    out = list(plans)
+    limit = np.asarray(arm.max_accel_rad_s2, dtype=float) * (1 + 1e-9) * period_s**2
+    last = None  # the last step of the trajectory so far
+    for j, mp in enumerate(out):
+        if len(mp.t_s) < 2:
+            continue
+        q = mp.q_rad
+        first = q[1] - q[0]
+        if last is not None and np.any(np.abs(first - last) > limit):
+            out[j] = replace(
+                mp,
+                t_s=np.arange(len(q) + 1) * period_s,
+                q_rad=np.concatenate([q[:1], q]),
+                gripper_rad=np.concatenate([mp.gripper_rad[:1], mp.gripper_rad]),
+            )
+        last = q[-1] - q[-2]
+    return out
 
 
 def assemble(
