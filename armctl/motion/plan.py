@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..arm import Arm
 from ..trajectory import DEFAULT_PERIOD_S, Trajectory
-from .blend import blend_chain
+from .blend import blend_chain, rest_junctions
 from .blend_joint import blend_joint_moves
 from .moves import DEFAULT_MAX_JOINT_STEP_RAD, JointMove, LineMove, MovePlan
 from .one_move import plan_move
@@ -91,33 +91,6 @@ def blend_moves(arm: Arm, moves, plans: list[MovePlan], *, period_s: float, max_
     ):
         plans = blend_joint_moves(arm, moves, plans, period_s=period_s)
     return rest_junctions(arm, plans, period_s)
-
-
-def rest_junctions(arm: Arm, plans: list[MovePlan], period_s: float) -> list[MovePlan]:
-    """The plans with one more rest sample at the start of a move wherever the sampled acceleration at its
-    shared sample with the move before exceeds a joint's limit.
-
-    Each move is timed alone, from rest to rest: its first step from rest and its last step into rest each
-    keep within the limits, but where the next move turns a joint back, the two steps add up on the shared
-    sample (seen: 1.24x the shoulder's limit between two short lines near full reach). Resting one sample
-    there splits them again. Junctions within the limits (every ordinary plan) are left as they are."""
-    out = list(plans)
-    limit = np.asarray(arm.max_accel_rad_s2, dtype=float) * (1 + 1e-9) * period_s**2
-    last = None  # the last step of the trajectory so far
-    for j, mp in enumerate(out):
-        if len(mp.t_s) < 2:
-            continue
-        q = mp.q_rad
-        first = q[1] - q[0]
-        if last is not None and np.any(np.abs(first - last) > limit):
-            out[j] = replace(
-                mp,
-                t_s=np.arange(len(q) + 1) * period_s,
-                q_rad=np.concatenate([q[:1], q]),
-                gripper_rad=np.concatenate([mp.gripper_rad[:1], mp.gripper_rad]),
-            )
-        last = q[-1] - q[-2]
-    return out
 
 
 def assemble(

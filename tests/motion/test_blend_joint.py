@@ -164,6 +164,8 @@ steps:
 @example(
     seq=[(0.0, 0.0, 0.0, False), (0.0, 0.0, 25.0, False), (0.0, 0.0, 0.0, False)], blend=0.015625, speed=0.5, jerk=0.0
 )
+# two lines meeting at full reach: their blended chain came out two samples slower than stopping between them
+@example(seq=[(0.0, 0.0, 0.0, True), (0.0, -1.625, 0.0, True)], blend=0.0010265446643422482, speed=1.0, jerk=0.0)
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
