@@ -250,7 +250,7 @@ def _blend_run(arm, moves, plans, period, max_step):
         line_deviation(arm, mp.q_rad, *mp.line_m, sub=16) if mp.line_m is not None and len(mp.q_rad) > 1 else 0.0
         for mp in plans
     ]
-    last = None
+    last: dict = {}  # corner: (its blend, its deviation / allowed) on the try before
     for _ in range(BLEND_DEVIATION_TRIES):
         tried = [replace(mv, blend_m=b) for mv, b in zip(moves[:-1], blends, strict=True)] + [moves[-1]]
         out, split = _blend_run_once(arm, tried, plans, period, max_step)
@@ -259,14 +259,22 @@ def _blend_run(arm, moves, plans, period, max_step):
         excess = _corner_excess(arm, out, asked, own)
         if not excess:
             return out
-        common = [i for i in (last or {}) if i in excess]
-        if common and all(excess[i] > 0.99 * last[i] for i in common):
+        if all(i in last and excess[i] > 0.999 * last[i][1] for i in excess):
             # tighter roundings did not help: the servo's steps are longer than the lines around the corner (a
             # flattened curve's short lines), their chords cut it whatever the rounding; keep the blend
             return out
-        last = excess
+        now = {}
         for i, ratio in excess.items():
-            blends[i] *= 0.97 / ratio
+            b = blends[i]
+            factor = 0.97 / ratio
+            if i in last and last[i][0] > b and last[i][1] > ratio:
+                # tightened before and it helped, less than in proportion (the servo's chords cut part of the
+                # corner, S-curve re-timing): aim at 0.97 along the slope the two tries show
+                slope = (last[i][1] - ratio) / (last[i][0] - b)
+                factor = min(factor, max(0.25, 1.0 - (ratio - 0.97) / (slope * b)))
+            now[i] = (b, ratio)
+            blends[i] = b * factor
+        last = now
     return out
 
 

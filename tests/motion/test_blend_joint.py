@@ -166,6 +166,14 @@ steps:
 )
 # two lines meeting at full reach: their blended chain came out two samples slower than stopping between them
 @example(seq=[(0.0, 0.0, 0.0, True), (0.0, -1.625, 0.0, True)], blend=0.0010265446643422482, speed=1.0, jerk=0.0)
+# a joint move overlapped at both ends (by the line before and the line after, 36 of its 37 steps each): the
+# second overlap was measured from the first one's blended samples, not the unblended paths: 15.629 mm at 15.625
+@example(
+    seq=[(0.0, 0.0, 0.0, True), (6.0, 0.0, 0.0, True), (0.0, -47.0, 0.0, False), (0.0, 0.0, 0.0, True)],
+    blend=0.015625,
+    speed=1.0,
+    jerk=0.0,
+)
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
