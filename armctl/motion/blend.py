@@ -52,9 +52,11 @@ class ChainPath:
     (line stretches in each line's own units, corners by arc length, or the tool's turn if longer); the
     tool point and angle at any s, and joint angles by closed-form IK on the chain's branch."""
 
-    def __init__(self, arm: Arm, paths: list[LinePath], moves: list[LineMove]):
+    def __init__(self, arm: Arm, paths: list[LinePath], moves: list[LineMove], chord: dict | None = None):
         """``paths``: the lines as planned alone; ``moves``: their LineMoves (speed, acceleration, segment
-        length, blend distance of the corner at each one's end)."""
+        length, blend distance of the corner at each one's end). ``chord``: corner index -> (m, s): the
+        tool slowed through that corner so a straight step of that period across the rounding bulges at most
+        that far inside it, (v T)^2 kappa / 8 (a servo's steps cut a fast, tight rounding)."""
         self.arm = arm
         blends = [mv.blend_m for mv in moves[:-1]]
         segment_m = [mv.segment_m for mv in moves]
@@ -112,6 +114,9 @@ class ChainPath:
             v_c = min(speed[i], speed[i + 1])
             with np.errstate(divide="ignore"):
                 v_kappa = np.sqrt(BLEND_NORMAL_SHARE * acc_c / np.maximum(kappa, 1e-300))
+            if chord and i in chord:
+                with np.errstate(divide="ignore"):
+                    v_kappa = np.minimum(v_kappa, np.sqrt(8.0 * chord[i][0] / np.maximum(kappa, 1e-300)) / chord[i][1])
             vcap = np.minimum(v_c, v_kappa) / (scale if scale > 0 else 1.0)
             pieces.append(("corner", i, s0, float(ss[-1]), (a, c, b, (ph_a, ph_c, ph_b), t, arc, length)))
             s_pts.append(ss[1:])
@@ -251,19 +256,28 @@ def _blend_run(arm, moves, plans, period, max_step):
         for mp in plans
     ]
     last: dict = {}  # corner: (its blend, its deviation / allowed) on the try before
+    chord: dict = {}  # corners slowed down so the servo's steps cut their rounding less (see ChainPath)
     for _ in range(BLEND_DEVIATION_TRIES):
         tried = [replace(mv, blend_m=b) for mv, b in zip(moves[:-1], blends, strict=True)] + [moves[-1]]
-        out, split = _blend_run_once(arm, tried, plans, period, max_step)
+        out, split = _blend_run_once(arm, tried, plans, period, max_step, chord)
         if split:  # cut at a corner that cannot be rounded: each part was planned (and measured) on its own
             return out
         excess = _corner_excess(arm, out, asked, own)
         if not excess:
             return out
-        if all(i in last and excess[i] > 0.999 * last[i][1] for i in excess):
-            # tighter roundings did not help: the servo's steps are longer than the lines around the corner (a
-            # flattened curve's short lines), their chords cut it whatever the rounding; keep the blend
+        stuck = [i for i in excess if i in last and excess[i] > 0.999 * last[i][1]]
+        if len(stuck) == len(excess) and all(i in chord for i in stuck):
+            # tighter and slower roundings did not help: the servo's steps are longer than the lines around the
+            # corner (a flattened curve's short lines), their chords cut it whatever the rounding; keep the blend
             return out
         now = {}
+        for i in stuck:
+            if i not in chord:
+                # a tighter rounding came out further off (its sharper bend cut more by the servo's straight
+                # steps): round at 0.9 of the blend and slow down there so the steps leave the rest to spare
+                blends[i] = 0.9 * asked[i]
+                chord[i] = ((1.0 - 0.9 * BLEND_MARGIN) * asked[i], period)
+                del excess[i]
         for i, ratio in excess.items():
             b = blends[i]
             factor = 0.97 / ratio
@@ -321,12 +335,12 @@ def _corner_excess(arm, out: list[MovePlan], blends, own=None) -> dict:
     return bad
 
 
-def _blend_run_once(arm, moves, plans, period, max_step):
+def _blend_run_once(arm, moves, plans, period, max_step, chord=None):
     """One run of blendable lines with the blend distances of ``moves``: split where a corner cannot be
     rounded, time each part."""
     paths = [mp.path for mp in plans]
     try:
-        chain = ChainPath(arm, paths, moves)
+        chain = ChainPath(arm, paths, moves, chord)
     except (FloatingPointError, ValueError):  # pragma: no cover - degenerate geometry: keep the stops
         return plans, True
 
