@@ -52,9 +52,11 @@ class ChainPath:
     (line stretches in each line's own units, corners by arc length, or the tool's turn if longer); the
     tool point and angle at any s, and joint angles by closed-form IK on the chain's branch."""
 
-    def __init__(self, arm: Arm, paths: list[LinePath], moves: list[LineMove]):
+    def __init__(self, arm: Arm, paths: list[LinePath], moves: list[LineMove], chord: dict | None = None):
         """``paths``: the lines as planned alone; ``moves``: their LineMoves (speed, acceleration, segment
-        length, blend distance of the corner at each one's end)."""
+        length, blend distance of the corner at each one's end). ``chord``: corner index -> (m, s): the
+        tool slowed through that corner so a straight step of that period across the rounding bulges at most
+        that far inside it, (v T)^2 kappa / 8 (a servo's steps cut a fast, tight rounding)."""
         self.arm = arm
         blends = [mv.blend_m for mv in moves[:-1]]
         segment_m = [mv.segment_m for mv in moves]
@@ -112,6 +114,9 @@ class ChainPath:
             v_c = min(speed[i], speed[i + 1])
             with np.errstate(divide="ignore"):
                 v_kappa = np.sqrt(BLEND_NORMAL_SHARE * acc_c / np.maximum(kappa, 1e-300))
+            if chord and i in chord:
+                with np.errstate(divide="ignore"):
+                    v_kappa = np.minimum(v_kappa, np.sqrt(8.0 * chord[i][0] / np.maximum(kappa, 1e-300)) / chord[i][1])
             vcap = np.minimum(v_c, v_kappa) / (scale if scale > 0 else 1.0)
             pieces.append(("corner", i, s0, float(ss[-1]), (a, c, b, (ph_a, ph_c, ph_b), t, arc, length)))
             s_pts.append(ss[1:])
@@ -244,37 +249,57 @@ def _blend_run(arm, moves, plans, period, max_step):
     timed again."""
     blends = [mv.blend_m for mv in moves[:-1]]
     asked = list(blends)
-    # each line's own deviation between samples, planned alone (a servo's steps on a small arm): a corner may
-    # add its blend distance to that, no more
+    # each line's own deviation between samples, planned alone (a servo's steps on a small arm): where that is
+    # more than the blend distance already, a corner may stray as far as its lines do, no further
     own = [
         line_deviation(arm, mp.q_rad, *mp.line_m, sub=16) if mp.line_m is not None and len(mp.q_rad) > 1 else 0.0
         for mp in plans
     ]
-    last = None
+    last: dict = {}  # corner: (its blend, its deviation / allowed) on the try before
+    chord: dict = {}  # corners slowed down so the servo's steps cut their rounding less (see ChainPath)
     for _ in range(BLEND_DEVIATION_TRIES):
         tried = [replace(mv, blend_m=b) for mv, b in zip(moves[:-1], blends, strict=True)] + [moves[-1]]
-        out, split = _blend_run_once(arm, tried, plans, period, max_step)
+        out, split = _blend_run_once(arm, tried, plans, period, max_step, chord)
         if split:  # cut at a corner that cannot be rounded: each part was planned (and measured) on its own
             return out
         excess = _corner_excess(arm, out, asked, own)
         if not excess:
             return out
-        common = [i for i in (last or {}) if i in excess]
-        if common and all(excess[i] > 0.99 * last[i] for i in common):
-            # tighter roundings did not help: the servo's steps are longer than the lines around the corner (a
-            # flattened curve's short lines), their chords cut it whatever the rounding; keep the blend
+        stuck = [i for i in excess if i in last and excess[i] > 0.999 * last[i][1]]
+        if len(stuck) == len(excess) and all(i in chord for i in stuck):
+            # tighter and slower roundings did not help: the servo's steps are longer than the lines around the
+            # corner (a flattened curve's short lines), their chords cut it whatever the rounding; keep the blend
             return out
-        last = excess
+        now = {}
+        for i in stuck:
+            if i not in chord:
+                # a tighter rounding came out further off (its sharper bend cut more by the servo's straight
+                # steps): round at 0.9 of the blend and slow down there so the steps leave the rest to spare
+                blends[i] = 0.9 * asked[i]
+                chord[i] = ((1.0 - 0.9 * BLEND_MARGIN) * asked[i], period)
+                del excess[i]
         for i, ratio in excess.items():
-            blends[i] *= 0.97 / ratio
+            b = blends[i]
+            factor = 0.97 / ratio
+            if i in last and last[i][0] > b and last[i][1] > ratio:
+                # tightened before and it helped, less than in proportion (the servo's chords cut part of the
+                # corner, S-curve re-timing): aim at 0.97 along the slope the two tries show
+                slope = (last[i][1] - ratio) / (last[i][0] - b)
+                factor = min(factor, max(0.25, 1.0 - (ratio - 0.97) / (slope * b)))
+            now[i] = (b, ratio)
+            blends[i] = b * factor
+        last = now
     return out
 
 
 def _corner_excess(arm, out: list[MovePlan], blends, own=None) -> dict:
-    """Corners (index: deviation / blend > 1) where the sampled trajectory of a blended run strays further from
-    the two lines than the corner's blend distance (plus ``own``: each line's deviation planned alone),
-    measured with ``line_deviation`` on the samples of the rounding and one either side, finely between
-    samples."""
+    """Corners (index: deviation / allowed > 1) where the sampled trajectory of a blended run strays further
+    from the two lines than the corner's blend distance (or than ``own``, each line's deviation planned alone,
+    where that is larger: the servo's chords on the lines themselves, which no rounding changes), measured
+    with ``line_deviation`` on the samples of the rounding and one either side, finely between samples.
+
+    Not blend + own: a line's own deviation is that of its fastest steps, mid-line; near a corner it is
+    slower and its chords far shorter (seen: 0.5044 mm at blend 0.5 mm, allowed by a line's own 7.7 um)."""
     bad = {}
     for i, b in enumerate(blends):
         a, c = out[i], out[i + 1]
@@ -304,18 +329,18 @@ def _corner_excess(arm, out: list[MovePlan], blends, own=None) -> dict:
         # the distance to the nearer line changes at most as fast as the tool moves: between two measured
         # points (step / sub apart, nearly) it exceeds the larger by at most half that
         dev = line_deviation(arm, q, *a.line_m, also=[c.line_m], sub=sub) + 0.5 * step / sub
-        base = 0.0 if own is None else max(own[i], own[i + 1])
-        if dev > b * (1.0 + 1e-9) + base:
-            bad[i] = (dev - base) / b
+        allowed = b if own is None else max(b, own[i], own[i + 1])
+        if dev > allowed * (1.0 + 1e-9):
+            bad[i] = dev / allowed
     return bad
 
 
-def _blend_run_once(arm, moves, plans, period, max_step):
+def _blend_run_once(arm, moves, plans, period, max_step, chord=None):
     """One run of blendable lines with the blend distances of ``moves``: split where a corner cannot be
     rounded, time each part."""
     paths = [mp.path for mp in plans]
     try:
-        chain = ChainPath(arm, paths, moves)
+        chain = ChainPath(arm, paths, moves, chord)
     except (FloatingPointError, ValueError):  # pragma: no cover - degenerate geometry: keep the stops
         return plans, True
 
@@ -357,6 +382,10 @@ def _blend_run_once(arm, moves, plans, period, max_step):
     q[0], q[-1] = chain.q[0], chain.q[-1]
     if np.any(_outside_limits(arm, q)):
         return plans, True  # a joint peaking between grid points: keep the stops
+    if len(q) - 1 > sum(len(mp.t_s) - 1 for mp in rest_junctions(arm, plans, period)):
+        # slower than stopping at every corner (a corner near a singularity, where the joints' limits slow the
+        # rounding down to nearly a stop anyway, and its curvature costs more): that corner is passed at rest
+        return split(_slowest_corner(arm, chain, q, s_samp)) if len(plans) > 2 else (plans, True)
     if arm.zones:  # a rounded corner that cuts into a keep-out zone is passed at rest (each line was checked)
         from ..zones import first_violation
 
@@ -406,3 +435,39 @@ def _bad_corners(arm, chain: ChainPath, max_step: float) -> list[int]:
         if np.any(chain.excess[idx] > REACH_TOL_M) or np.any(outside[idx]) or np.any(step[idx[:-1]] > 2.0 * max_step):
             bad.append(i)
     return bad
+
+
+def rest_junctions(arm: Arm, plans: list[MovePlan], period_s: float) -> list[MovePlan]:
+    """The plans with one more rest sample at the start of a move wherever the sampled acceleration at its
+    shared sample with the move before exceeds a joint's limit.
+
+    Each move is timed alone, from rest to rest: its first step from rest and its last step into rest each
+    keep within the limits, but where the next move turns a joint back, the two steps add up on the shared
+    sample (seen: 1.24x the shoulder's limit between two short lines near full reach). Resting one sample
+    there splits them again. Junctions within the limits (every ordinary plan) are left as they are."""
+    out = list(plans)
+    limit = np.asarray(arm.max_accel_rad_s2, dtype=float) * (1 + 1e-9) * period_s**2
+    last = None  # the last step of the trajectory so far
+    for j, mp in enumerate(out):
+        if len(mp.t_s) < 2:
+            continue
+        q = mp.q_rad
+        first = q[1] - q[0]
+        if last is not None and np.any(np.abs(first - last) > limit):
+            out[j] = replace(
+                mp,
+                t_s=np.arange(len(q) + 1) * period_s,
+                q_rad=np.concatenate([q[:1], q]),
+                gripper_rad=np.concatenate([mp.gripper_rad[:1], mp.gripper_rad]),
+            )
+        last = q[-1] - q[-2]
+    return out
+
+
+def _slowest_corner(arm, chain: ChainPath, q, s_samp) -> int:
+    """The corner (index) that the sampled trajectory ``q`` (at path parameters ``s_samp``) passes slowest: the
+    tool's speed at the sample nearest each corner's middle."""
+    v = np.linalg.norm(np.diff(tool_point(arm, q), axis=0), axis=1)
+    v = np.concatenate([v[:1], np.maximum(v[1:], v[:-1]), v[-1:]])  # at each sample: the faster step either side
+    near = [int(np.clip(np.searchsorted(s_samp, b), 0, len(v) - 1)) for b in chain.bounds]
+    return int(np.argmin(v[near]))

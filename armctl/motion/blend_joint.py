@@ -60,14 +60,20 @@ def _distance_to_polyline(points, poly) -> np.ndarray:
     return out
 
 
-def _joint_corner_overlap(arm: Arm, m1, m2, p1: MovePlan, p2: MovePlan, period: float, blend: float) -> int:
+def _joint_corner_overlap(
+    arm: Arm, m1, m2, p1: MovePlan, p2: MovePlan, period: float, blend: float, own1=None, before=None
+) -> int:
     """How many samples the start of ``p2`` may overlap the end of ``p1`` (both at rest at their shared pose B):
     the trajectory q1(t) + q2(t - t1 + k T) - B, the second move starting k samples before the first ends.
     The largest k for which, on the sampled trajectory, every joint stays inside its limits, under the larger
     speed and acceleration bound of the two moves, the tool no faster and no harder accelerated than either
     move on its own allows, and within ``blend`` of the two moves' own tool paths (measured between samples
-    too). 0: no overlap works."""
+    too). 0: no overlap works. The deviation is measured from the moves' unblended paths: ``own1`` the samples
+    of ``p1``'s move before any blend (default ``p1``'s; they end at the same pose, at the same time before
+    its end), ``before`` the tail of the move before it, ending where ``p1``'s move starts, where that move
+    already overlaps ``p1``'s start (a joint move overlapped at both ends)."""
     q1, q2 = p1.q_rad, p2.q_rad
+    u1 = q1 if own1 is None else own1
     n1, n2 = len(q1) - 1, len(q2) - 1
     if n1 < 2 or n2 < 2:
         return 0
@@ -110,7 +116,10 @@ def _joint_corner_overlap(arm: Arm, m1, m2, p1: MovePlan, p2: MovePlan, period: 
     def deviation_ok(k):
         c = q1[n1 - k :] + (q2[: k + 1] - b_pose)
         # the two moves' own tool paths over the overlap and a sample either side, as a servo plays them
-        ref = tool_point(arm, _dense(np.concatenate([q1[max(n1 - k - 1, 0) :], q2[1 : k + 2]]), 4))
+        own = [u1[max(len(u1) - k - 2, 0) :], q2[1 : k + 2]]
+        if before is not None and n1 - k - 1 <= len(before) - 1:  # this overlap reaches into the one before
+            own = [before, u1[1:], q2[1 : k + 2]]
+        ref = tool_point(arm, _dense(np.concatenate(own), 4))
         step = float(np.linalg.norm(np.diff(tool_point(arm, c), axis=0), axis=1).max())
         sub = int(min(16, max(4, math.ceil(step / (0.05 * blend)))))
         dev = _distance_to_polyline(tool_point(arm, _dense(c, sub)), ref).max() + 0.5 * step / sub
@@ -143,7 +152,9 @@ def blend_joint_moves(arm: Arm, moves, plans: list[MovePlan], *, period_s: float
     overlapped samples go to the joint move's plan (a line's plan keeps only samples on its line). Returns
     the new plans; nothing changes where no move asks for a blend."""
     out = list(plans)
+    before = None  # the unblended tail of the move before out[i] where it overlaps out[i]'s start
     for i in range(len(out) - 1):
+        tail, before = before, None
         m1, m2 = moves[i], moves[i + 1]
         if not isinstance(m1, (LineMove, JointMove)) or not isinstance(m2, (LineMove, JointMove)):
             continue
@@ -154,7 +165,7 @@ def blend_joint_moves(arm: Arm, moves, plans: list[MovePlan], *, period_s: float
         p1, p2 = out[i], out[i + 1]
         if p1.kind not in ("line", "joint") or p2.kind not in ("line", "joint"):
             continue
-        k = _joint_corner_overlap(arm, m1, m2, p1, p2, period_s, m1.blend_m)
+        k = _joint_corner_overlap(arm, m1, m2, p1, p2, period_s, m1.blend_m, plans[i].q_rad, tail)
         if k < 1:
             continue
         q1, q2 = p1.q_rad, p2.q_rad
@@ -174,6 +185,8 @@ def blend_joint_moves(arm: Arm, moves, plans: list[MovePlan], *, period_s: float
             if np.any(v > arm.max_speed_rad_s * (1 + 1e-9)) or np.any(acc > arm.max_accel_rad_s2 * (1 + 1e-9)):
                 continue
         g = float(p1.gripper_rad[-1])
+        if not isinstance(m2, LineMove):  # the overlap is now the start of out[i + 1]: what it overlapped
+            before = plans[i].q_rad[max(len(plans[i].q_rad) - k - 2, 0) :]
         out[i] = replace(p1, t_s=np.arange(len(a)) * period_s, q_rad=a, gripper_rad=np.full(len(a), g))
         out[i + 1] = replace(p2, t_s=np.arange(len(b)) * period_s, q_rad=b, gripper_rad=np.full(len(b), g))
     return out

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..arm import Arm
 from ..trajectory import DEFAULT_PERIOD_S, Trajectory
-from .blend import blend_chain
+from .blend import blend_chain, rest_junctions
 from .blend_joint import blend_joint_moves
 from .moves import DEFAULT_MAX_JOINT_STEP_RAD, JointMove, LineMove, MovePlan
 from .one_move import plan_move
@@ -82,14 +82,15 @@ def blend_moves(arm: Arm, moves, plans: list[MovePlan], *, period_s: float, max_
     """The plans of ``moves`` (planned one by one, each from rest to rest) with the blends the moves ask for:
     lines into lines through rounded corners (``blend_chain``), then joint moves into the move after them and
     lines into joint moves (``blend_joint_moves``). Nothing changes where no move asks for a blend. Shared by
-    ``plan_moves`` and programs (``armctl.program.plan_program``)."""
+    ``plan_moves`` and programs (``armctl.program.plan_program``). Last, ``rest_junctions``: a rest sample
+    between two moves that meet at rest where a joint reverses too hard there."""
     if any(isinstance(m, LineMove) and m.blend_m > 0 for m in moves):
         plans = blend_chain(arm, moves, plans, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
     if any(isinstance(m, JointMove) and m.blend_m > 0 for m in moves) or any(
         isinstance(m, LineMove) and m.blend_m > 0 and isinstance(n, JointMove) for m, n in zip(moves, moves[1:])
     ):
         plans = blend_joint_moves(arm, moves, plans, period_s=period_s)
-    return plans
+    return rest_junctions(arm, plans, period_s)
 
 
 def assemble(

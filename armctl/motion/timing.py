@@ -156,11 +156,15 @@ def _timed(
 
 def _lower_caps_under_smoothing(s, cap, cap0, v, ts, ss) -> bool:
     """Where the smoothed profile (``ts``, ``ss``) passes a point of the path faster than the caps ``cap0`` of the
-    grid points around it allow, lower ``cap`` there (in place) by that much and a bit. True if any was."""
+    grid points around it allow, lower ``cap`` there (in place) by that much and a bit. True if any was.
+
+    Allowed between two grid points: the squared caps interpolated linearly (what the unsmoothed profile, its
+    squared speed linear in s over a segment, can reach there), not the larger cap of the two: a rounding's
+    sharpest point is one grid point whose low v^2 kappa cap the larger one hid (seen: the tool at 1.32x its
+    acceleration through a 169 degree turn)."""
     vs = np.diff(ss) / np.maximum(np.diff(ts), 1e-300)
     mid = 0.5 * (ss[:-1] + ss[1:])
-    k = np.clip(np.searchsorted(s, mid), 1, len(s) - 1)
-    allowed = np.maximum(cap0[k - 1], cap0[k])
+    allowed = np.sqrt(np.interp(mid, s, cap0 * cap0))
     ratio = vs / np.maximum(allowed, 1e-300)
     over = np.nonzero(ratio > 1.0 + 1e-9)[0]
     if len(over) == 0:

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from armctl.arm import load_arm, parse_arm
@@ -395,6 +395,49 @@ def test_fast_tight_corners_within_blend_between_samples_and_tool_accel(n, jerk)
     assert plan.trajectory.duration_s < stop.trajectory.duration_s
 
 
+# corners 0.5044 and 0.5004 mm from the polyline at blend 0.5 mm: the planner let a corner add its lines' own deviation
+# between samples (7.7 um, mid-line at full speed) to the blend distance
+@example(pts=[(0.55859375, 0.078125), (0.4375, 0.0), (0.42, 0.0)], blend=0.0005, speed=0.28125, jerk=0.0)
+@example(pts=[(0.6178197385419284, 0.0), (0.6015625, 0.0), (0.42, 0.13671875)], blend=0.0005, speed=0.25, jerk=0.0)
+# a 169 degree turn with the S-curve: the tool at 1.32x its acceleration (the smoothed speed checked against the
+# larger cap either side of the rounding's sharpest grid point)
+@example(
+    pts=[
+        (0.5555490133837582, 0.07234732624714321),
+        (0.4578383082255584, 0.0),
+        (0.586574621210411, 0.060997122223676536),
+    ],
+    blend=0.0008146020423049757,
+    speed=0.31384347151915465,
+    jerk=0.1,
+)
+# a corner tightened 4% came out only 0.7% closer (S-curve re-timing, the servo's chords) while the next went over:
+# 0.536 mm at blend 0.52 mm; the re-planning gave up as "did not help"
+@example(
+    pts=[
+        (0.46425072971154474, 0.0959067582824972),
+        (0.49899382113942287, 0.07089784682011635),
+        (0.5640511339112302, 0.0),
+        (0.5909936326717167, -0.009428922223035374),
+    ],
+    blend=0.0005200264010918852,
+    speed=0.33984375,
+    jerk=0.1,
+)
+# a tighter rounding came out further off (0.5105 mm at blend 0.5 mm: its sharper bend cut more by the servo's
+# straight steps); the corner is now also slowed so the steps bulge less
+@example(
+    pts=[
+        (0.59375, 0.0625),
+        (0.59765625, 0.0),
+        (0.5851631524699741, 0.0),
+        (0.5, -0.037109375),
+        (0.455940160527051, 0.09375),
+    ],
+    blend=0.0005,
+    speed=0.2,
+    jerk=0.1,
+)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.tuples(st.floats(0.42, 0.62), st.floats(-0.15, 0.15)), min_size=3, max_size=6),
