@@ -34,7 +34,7 @@ COMMAND_MODULES = ["kin", "motion", "device", "draw", "calibrate", "teach", "fol
 COMMANDS = {
     "ik": ("kin", "joint angles for a tool point (inverse kinematics)"),
     "fk": ("kin", "tool point for joint angles (forward kinematics)"),
-    "workspace": ("kin", "reach, joint limits and speeds of the arm"),
+    "workspace": ("kin", "reach, joint limits, speeds and accelerations of the arm"),
     "plan": ("motion", "plan a YAML program into a timed joint trajectory (checked whole)"),
     "plot": ("motion", "draw a planned program: workspace, path, arm poses, joint speeds"),
     "jog": ("device", "move the tool in a straight line to X Y, or jog it with the keys (no target)"),
