@@ -9,7 +9,8 @@ Topics and services, relative to the node's namespace (``--namespace arm1``: ``/
   ``too_fast``, then played by the Robot; an empty one stops the arm), ``joint_commands`` (sensor_msgs/JointState
   positions, the topic topic_based_ros2_control publishes: the arm follows the latest, under its speed limits,
   after a slow ramp from where it is) and ``tool_goal`` (geometry_msgs/PointStamped: a straight line, like jog);
-- services (std_srvs/Trigger) ``armctl/stop``, ``armctl/home``, ``armctl/gripper_open``, ``armctl/gripper_close``;
+- services (std_srvs/Trigger) ``armctl/stop``, ``armctl/home``, ``armctl/gripper_open``, ``armctl/gripper_close``,
+  answered when the arm holds or the motion is over (done, or why not);
 - ``armctl/events`` (std_msgs/String, one JSON object each: accepted, refused with the reason, the field and the
   first failing point, done, stopped, failed, link_lost);
 - a ``follow_joint_trajectory`` action (control_msgs/FollowJointTrajectory) where control_msgs is importable.
@@ -363,7 +364,10 @@ class ArmNode:
         try:
             m.wait(timeout=limit)
         except TimeoutError:
-            return False, f"{source}: not over {limit:.2f} s after it was accepted (planned {planned:.2f} s)"
+            return (
+                False,
+                f"{source}: not over {limit:.2f} s after it was accepted (planned {planned:.2f} s); it goes on",
+            )
         except StopRequested:
             return False, f"{source}: stopped ({m.stop_reason}) after {time.monotonic() - t0:.2f} s"
         except LinkError as exc:

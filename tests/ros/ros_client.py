@@ -13,7 +13,8 @@ It reads one JSON request per line on stdin and answers one JSON line on stdout:
 - ``{"op": "call", "ns", "service": "armctl/stop", "timeout": S, "wait": true}``: call a std_srvs/Trigger service
   and answer with its response and how long it took (``took_s``); ``"wait": false`` answers at once with an
   ``id`` to read the response with ``{"op": "answer", "id": N, "timeout": S}``.
-- ``{"op": "params", "ns", "names": [...]}``: the node ``<ns>/armctl``'s parameters (strings, via get_parameters).
+- ``{"op": "params", "ns", "names": [...], "set": "text"}``: the node ``<ns>/armctl``'s string parameters (via
+  get_parameters); with ``set``, first try to set each to that text (``set_ok``: whether each was set).
 - ``{"op": "events", "ns", "since": N, "until": ["done", ...], "timeout": S}``: events from index N on, waiting up
   to S seconds for one of the kinds in ``until``.
 """
@@ -28,7 +29,8 @@ import time
 
 import rclpy
 from geometry_msgs.msg import PointStamped
-from rcl_interfaces.srv import GetParameters
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -175,6 +177,19 @@ def main() -> int:
             out["answered_before"] = fut.done()
             out.update(answer(fut, t0, req.get("timeout", 15)))
         elif op == "params":
+            if "set" in req:
+                sname = f"{a.ns}/armctl/set_parameters"
+                scli = a.clients.get(sname) or node.create_client(SetParameters, sname)
+                a.clients[sname] = scli
+                scli.wait_for_service(timeout_sec=10.0)
+                value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=req["set"])
+                sfut = scli.call_async(
+                    SetParameters.Request(parameters=[Parameter(name=n, value=value) for n in req["names"]])
+                )
+                deadline = time.monotonic() + 10
+                while not sfut.done() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                out["set_ok"] = [r.successful for r in sfut.result().results] if sfut.done() else None
             name = f"{a.ns}/armctl/get_parameters"
             cli = a.clients.get(name) or node.create_client(GetParameters, name)
             a.clients[name] = cli
