@@ -23,6 +23,7 @@ examples:
   armctl ros --namespace arm1 --ros-args -p port:=/dev/ttyACM0 -p too_fast:=refuse"""
 
 RATE_RANGE_HZ = (1.0, 500.0)
+GLOBAL_PARAMS = ("arm", "port", "backend", "calibration")
 
 
 def register(sub, parents) -> None:
@@ -95,10 +96,12 @@ def cmd_ros(args) -> int:
     try:
         node = rclpy.create_node("armctl", namespace=ns or None)
         fixed = ParameterDescriptor(read_only=True, description="a global option of armctl; restart the node")
-        # the global options, as parameters of the same names (given with --ros-args -p, or the options)
-        for name in ("arm", "port", "backend", "calibration"):
+        # the global options, as parameters of the same names (given with --ros-args -p, or the options); read
+        # here, then declared again read-only with the values in use once the robot is open (a read-only one
+        # cannot be undeclared)
+        for name in GLOBAL_PARAMS:
             value = getattr(args, name)
-            node.declare_parameter(name, "" if value is None else str(value), fixed)
+            node.declare_parameter(name, "" if value is None else str(value))
             got = node.get_parameter(name).value
             setattr(args, name, got if got != "" else None)
         args.arm = args.arm or "seed-3link"
@@ -119,9 +122,20 @@ def cmd_ros(args) -> int:
                 raise BadInputError(f"parameter {name}: one of {', '.join(ok)}")
         arm, cal = setup(args)
         with open_robot(args, arm, cal) as robot:
+            in_use = {
+                "arm": arm.name,
+                "port": str(robot.port),
+                "backend": robot.backend.name,
+                "calibration": str(robot.calibration.source),
+            }
+            for name in GLOBAL_PARAMS:
+                node.undeclare_parameter(name)
+                node.declare_parameter(name, in_use[name], fixed, ignore_override=True)
             frame = (ns.strip("/") + "/" if ns else "") + "base_link"
             arm_node = ArmNode(robot, node, rate_hz=rate, frame_id=frame)
-            executor = MultiThreadedExecutor(num_threads=3)
+            # a thread for the topics, one for the stop service, one for a home/gripper service or an action goal
+            # waiting for its motion's end, one more for a newer one arriving meanwhile (it stops the older)
+            executor = MultiThreadedExecutor(num_threads=4)
             executor.add_node(node)
             spinner = threading_spin(executor)
             arm_node.start()

@@ -9,7 +9,8 @@ Topics and services, relative to the node's namespace (``--namespace arm1``: ``/
   ``too_fast``, then played by the Robot; an empty one stops the arm), ``joint_commands`` (sensor_msgs/JointState
   positions, the topic topic_based_ros2_control publishes: the arm follows the latest, under its speed limits,
   after a slow ramp from where it is) and ``tool_goal`` (geometry_msgs/PointStamped: a straight line, like jog);
-- services (std_srvs/Trigger) ``armctl/stop``, ``armctl/home``, ``armctl/gripper_open``, ``armctl/gripper_close``;
+- services (std_srvs/Trigger) ``armctl/stop``, ``armctl/home``, ``armctl/gripper_open``, ``armctl/gripper_close``,
+  answered when the arm holds or the motion is over (done, or why not);
 - ``armctl/events`` (std_msgs/String, one JSON object each: accepted, refused with the reason, the field and the
   first failing point, done, stopped, failed, link_lost);
 - a ``follow_joint_trajectory`` action (control_msgs/FollowJointTrajectory) where control_msgs is importable.
@@ -33,7 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import motion
-from ..errors import ArmctlError, BadInputError, LinkError, StopRequested
+from ..errors import ArmctlError, BadInputError, LinkError, MotionError, StopRequested, UnreachableError
+from ..runcontrol import RAMP_SPEED_FRACTION
 from .messages import Refused, TrajectoryPoint, check_command, check_tool_goal, check_trajectory, joint_names
 from .messages import tool_point_ros as _tool_point_ros
 
@@ -42,6 +44,9 @@ VELOCITY_WINDOW_S = 0.1  # joint_states' velocities: the slope of the poses over
 STATES_CATCH_UP_PERIODS = 10  # joint_states this many periods late start their schedule again from now
 EVENT_EVERY_S = 0.5  # refusals of joint commands (a stream) are published at most this often
 REQUEST_WAIT_S = 10.0
+# a service or action waits for its motion's end: its planned duration (ramp included) plus this much, plus this
+# fraction of it (a loaded machine plays late; the simulated servos settle after the last pulse)
+END_MARGIN_S, END_MARGIN_FRACTION = 2.0, 0.25
 NO_ACTION = (
     "control_msgs is not importable (it is not among the PyPI wheels): no follow_joint_trajectory action server; "
     "send trajectories on the joint_trajectory topic"
@@ -120,6 +125,7 @@ class ArmNode:
 
     def __init__(self, robot, node, *, rate_hz: float = 50.0, frame_id: str = "base_link", out=sys.stdout):
         from geometry_msgs.msg import PointStamped
+        from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
         from rclpy.qos import QoSProfile
         from sensor_msgs.msg import JointState
         from std_msgs.msg import String
@@ -141,6 +147,7 @@ class ArmNode:
         self._motion = None  # the Motion last handed to the Robot
         self._follow = None  # the follow motion fed by joint_commands, while it runs
         self._last_refusal = {}  # source -> (time, suppressed count)
+        self._planned_s: dict[int, float] = {}  # id(the latest Motion) -> its planned duration, ramp included
         self._JointState, self._PointStamped, self._String = JointState, PointStamped, String
         events_qos = QoSProfile(depth=50)
         self.pub_states = node.create_publisher(JointState, "joint_states", 10)
@@ -149,13 +156,19 @@ class ArmNode:
         node.create_subscription(JointTrajectory, "joint_trajectory", self._guard(self._on_trajectory), 10)
         node.create_subscription(JointState, "joint_commands", self._guard(self._on_command), 1)
         node.create_subscription(PointStamped, "tool_goal", self._guard(self._on_tool_goal), 10)
+        # the motion services answer when their motion is over, so they wait in an executor thread: they are
+        # reentrant (a newer one stops the older, which then answers) and apart from the stop service (a group of
+        # its own) and the topics (the node's default group), which a waiting service never holds up
+        waiting, stopping = ReentrantCallbackGroup(), MutuallyExclusiveCallbackGroup()
         for name, kind in (
             ("armctl/stop", "stop"),
             ("armctl/home", "home"),
             ("armctl/gripper_open", "gripper_open"),
             ("armctl/gripper_close", "gripper_close"),
         ):
-            node.create_service(Trigger, name, self._service(kind))
+            node.create_service(
+                Trigger, name, self._service(kind), callback_group=stopping if kind == "stop" else waiting
+            )
         self.action = self._action_server()
         self._worker = threading.Thread(target=self._work, name="armctl-ros-commands", daemon=True)
         self._publisher = threading.Thread(target=self._publish_loop, name="armctl-ros-states", daemon=True)
@@ -326,15 +339,42 @@ class ArmNode:
 
     def _service(self, kind: str):
         def call(request, response):
-            fut = self._request(kind, f"the armctl/{kind} service")
             try:
-                ok, text = fut.result(timeout=REQUEST_WAIT_S)
+                ok, text = self.command_to_end(kind, f"the armctl/{kind} service")
             except Exception as exc:  # noqa: BLE001 - answered, not raised into the executor
-                ok, text = False, str(exc)
+                ok, text = False, f"{kind}: internal error: {exc!r}"
             response.success, response.message = bool(ok), text
             return response
 
         return call
+
+    def command_to_end(self, kind: str, payload) -> tuple[bool, str]:
+        """Hand a command to the worker and wait until its motion is over: (True, done and how long) or (False,
+        why not: refused, dropped, stopped by a stop or a newer command, failed, lost link, not over in time)."""
+        try:
+            ok, text, m = self._request(kind, payload).result(timeout=REQUEST_WAIT_S)
+        except Exception as exc:  # noqa: BLE001 - the worker did not take it in time
+            return False, f"{kind}: not started: {exc or type(exc).__name__}"
+        if not ok or m is None:
+            return bool(ok), text
+        planned = self._planned_s.get(id(m), float(m.trajectory.duration_s))
+        limit = planned + END_MARGIN_S + END_MARGIN_FRACTION * planned
+        source = "joint_trajectory" if kind == "trajectory" else kind
+        t0 = time.monotonic()
+        try:
+            m.wait(timeout=limit)
+        except TimeoutError:
+            return (
+                False,
+                f"{source}: not over {limit:.2f} s after it was accepted (planned {planned:.2f} s); it goes on",
+            )
+        except StopRequested:
+            return False, f"{source}: stopped ({m.stop_reason}) after {time.monotonic() - t0:.2f} s"
+        except LinkError as exc:
+            return False, f"{source}: link lost: {exc}"
+        except ArmctlError as exc:
+            return False, f"{source}: failed: {exc}"
+        return True, f"{source}: done in {time.monotonic() - t0:.2f} s (planned {planned:.2f} s)"
 
     def _request(self, kind: str, payload) -> Future:
         """Hand a command to the worker: the latest wins (one waiting at most; an older one is dropped, and said)."""
@@ -343,7 +383,7 @@ class ArmNode:
             old, self._slot = self._slot, (kind, payload, fut)
             self._wake.notify_all()
         if old is not None:
-            old[2].set_result((False, f"dropped: a newer command ({kind}) came before it started"))
+            old[2].set_result((False, f"dropped: a newer command ({kind}) came before it started", None))
             self.event("dropped", source=old[0], reason=f"superseded by {kind} before it started")
         return fut
 
@@ -357,20 +397,20 @@ class ArmNode:
                 if self._closing.is_set():
                     item, self._slot = self._slot, None
                     if item is not None:
-                        item[2].set_result((False, "the node is shutting down"))
+                        item[2].set_result((False, "the node is shutting down", None))
                     return
                 item, self._slot = self._slot, None
             kind, payload, fut = item
             try:
                 fut.set_result(self._do(kind, payload))
             except LinkError as exc:
-                fut.set_result((False, str(exc)))
+                fut.set_result((False, str(exc), None))
                 self._lost(exc)
             except ArmctlError as exc:
-                fut.set_result((False, str(exc)))
+                fut.set_result((False, str(exc), None))
                 self._refused(kind if kind != "trajectory" else "joint_trajectory", exc)
             except Exception as exc:  # noqa: BLE001 - a bug must not kill the worker silently
-                fut.set_result((False, f"internal error: {exc!r}"))
+                fut.set_result((False, f"internal error: {exc!r}", None))
                 self.event("failed", source=kind, reason=repr(exc))
 
     def _halt(self, reason: str) -> None:
@@ -389,23 +429,24 @@ class ArmNode:
         while robot.moving and time.monotonic() < deadline:
             time.sleep(0.005)
 
-    def _do(self, kind: str, payload) -> tuple[bool, str]:
+    def _do(self, kind: str, payload) -> tuple[bool, str, object]:
+        """Start command ``kind``: (ok, what was done, the Motion started or None)."""
         robot = self.robot
         if kind == "stop":
             was = robot.moving
             self._halt(f"stopped by {payload}")
             self.event("stopped", source=payload, moving_before=was)
-            return True, "stopped: the arm holds its pose" if was else "the arm was not moving"
+            return True, "stopped: the arm holds its pose" if was else "the arm was not moving", None
         if kind == "follow":
             f = self._follow
             if f is not None and not f.done:
-                return True, "following"
+                return True, "following", None
             self._halt("joint_commands")
             m = robot.follow(self._source, map="joints", rate_hz=FOLLOW_RATE_HZ)
             self._follow = m
             self._watch(m, "joint_commands")
             self.event("accepted", source="joint_commands", label=m.label)
-            return True, "following joint_commands"
+            return True, "following joint_commands", None
         if kind in ("trajectory", "tool_goal"):  # refused from where the arm is now, before what plays is stopped
             pose = robot.where() if robot.moving else robot.commanded_pose()
             if kind == "trajectory":  # too fast
@@ -413,11 +454,15 @@ class ArmNode:
                 too_fast = self.node.get_parameter("too_fast").value
                 check_trajectory(self.arm, *payload, pose.q_rad, g0, too_fast=too_fast)
             else:  # out of reach or outside the joint limits
-                motion.solve_pose(self.arm, np.array(payload, dtype=float), None, pose.q_rad)
+                try:
+                    motion.solve_pose(self.arm, np.array(payload, dtype=float), None, pose.q_rad)
+                except MotionError as exc:
+                    why = "reach" if isinstance(exc, UnreachableError) else "limit"
+                    raise Refused(str(exc), field="point", kind=why) from None
         self._halt(f"a new {kind}")
+        pose = robot.commanded_pose()  # where the arm holds: the motion ramps from here to its start if elsewhere
         if kind == "trajectory":
             names, points = payload
-            pose = robot.commanded_pose()
             g0 = math.nan if pose.gripper_rad is None else pose.gripper_rad
             too_fast = self.node.get_parameter("too_fast").value
             checked = check_trajectory(self.arm, names, points, pose.q_rad, g0, too_fast=too_fast)
@@ -441,10 +486,38 @@ class ArmNode:
             info, source = {"duration_s": float(m.trajectory.duration_s)}, kind
         else:
             raise BadInputError(f"unknown command {kind!r}")
+        ramp = self._ramp_s(pose, m.trajectory)
+        info["ramp_s"] = ramp
+        info["duration_s"] = float(info["duration_s"]) + ramp
+        self._planned_s = {id(m): info["duration_s"]}  # the latest motion's only: the latest command wins
         self._motion = m
         self._watch(m, source)
         self.event("accepted", source=source, **info)
-        return True, f"{source}: accepted, {info['duration_s']:.2f} s"
+        return True, f"{source}: accepted, {info['duration_s']:.2f} s", m
+
+    def _ramp_s(self, pose, traj) -> float:
+        """How long the Robot's slow ramp from ``pose`` to the start of ``traj`` takes (0 if it starts there): the
+        same joint and gripper moves at RAMP_SPEED_FRACTION as the runner plays before the motion."""
+        q1, g1 = np.asarray(traj.q_rad[0], dtype=float), float(traj.gripper_rad[0])
+        g0 = math.nan if pose.gripper_rad is None else float(pose.gripper_rad)
+        moves = []
+        if np.max(np.abs(q1 - pose.q_rad)) > 1e-4:
+            moves.append(motion.JointMove(tuple(q1), speed_fraction=RAMP_SPEED_FRACTION))
+        if self.arm.gripper is not None and math.isfinite(g1) and math.isfinite(g0) and abs(g1 - g0) > 1e-4:
+            moves.append(motion.GripperMove(g1, speed_fraction=RAMP_SPEED_FRACTION))
+        if not moves:
+            return 0.0
+        try:
+            plan = motion.plan_moves(
+                self.arm,
+                moves,
+                q_start=pose.q_rad,
+                gripper_start=g0 if math.isfinite(g0) else None,
+                period_s=traj.period_s,
+            )
+        except ArmctlError:  # the runner says so when the motion starts
+            return 0.0
+        return float(plan.trajectory.duration_s)
 
     def _watch(self, m, source: str) -> None:
         """Publish how motion ``m`` ended (done, stopped, failed; a lost link ends the node)."""
@@ -502,13 +575,7 @@ class ArmNode:
         t = handle.request.trajectory
         pts = [TrajectoryPoint(list(p.positions), stamp_s(p.time_from_start)) for p in t.points]
         result = result_type()
-        ok, text = self._request("trajectory", (list(t.joint_names), pts)).result(timeout=REQUEST_WAIT_S)
-        m = self._motion
-        if ok and m is not None:
-            try:
-                m.wait()
-            except ArmctlError as exc:
-                ok, text = False, str(exc)
+        ok, text = self.command_to_end("trajectory", (list(t.joint_names), pts))
         result.error_code = 0 if ok else result_type.INVALID_GOAL
         result.error_string = "" if ok else text
         handle.succeed() if ok else handle.abort()

@@ -10,7 +10,11 @@ It reads one JSON request per line on stdin and answers one JSON line on stdout:
 - ``{"op": "trajectory", "ns", "names", "points": [[positions, t_s], ...]}``: publish a JointTrajectory.
 - ``{"op": "command", "ns", "names", "positions"}``: publish a JointState on joint_commands.
 - ``{"op": "goal", "ns", "point": [x, y, z], "frame": ""}``: publish a PointStamped on tool_goal.
-- ``{"op": "call", "ns", "service": "armctl/stop"}``: call a std_srvs/Trigger service.
+- ``{"op": "call", "ns", "service": "armctl/stop", "timeout": S, "wait": true}``: call a std_srvs/Trigger service
+  and answer with its response and how long it took (``took_s``); ``"wait": false`` answers at once with an
+  ``id`` to read the response with ``{"op": "answer", "id": N, "timeout": S}``.
+- ``{"op": "params", "ns", "names": [...], "set": "text"}``: the node ``<ns>/armctl``'s string parameters (via
+  get_parameters); with ``set``, first try to set each to that text (``set_ok``: whether each was set).
 - ``{"op": "events", "ns", "since": N, "until": ["done", ...], "timeout": S}``: events from index N on, waiting up
   to S seconds for one of the kinds in ``until``.
 """
@@ -25,6 +29,8 @@ import time
 
 import rclpy
 from geometry_msgs.msg import PointStamped
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -76,6 +82,15 @@ def main() -> int:
     ex.add_node(node)
     threading.Thread(target=ex.spin, daemon=True).start()
     arms: dict[str, Arm] = {}
+    pending: dict[int, tuple] = {}  # id -> (future, start time) of calls made with "wait": false
+
+    def answer(fut, t0: float, timeout: float) -> dict:
+        deadline = time.monotonic() + timeout
+        while not fut.done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        res = fut.result() if fut.done() else None
+        took = time.monotonic() - t0
+        return dict(success=res.success if res else None, message=res.message if res else "no answer", took_s=took)
 
     def arm(ns: str) -> Arm:
         if ns not in arms:
@@ -150,12 +165,43 @@ def main() -> int:
             if not cli.wait_for_service(timeout_sec=10.0):
                 out = {"ok": False, "error": f"no service {name}"}
             else:
+                t0 = time.monotonic()
                 fut = cli.call_async(Trigger.Request())
-                deadline = time.monotonic() + req.get("timeout", 15)
+                if req.get("wait", True):
+                    out.update(answer(fut, t0, req.get("timeout", 15)))
+                else:
+                    out["id"] = len(pending)
+                    pending[out["id"]] = (fut, t0)
+        elif op == "answer":
+            fut, t0 = pending.pop(req["id"])
+            out["answered_before"] = fut.done()
+            out.update(answer(fut, t0, req.get("timeout", 15)))
+        elif op == "params":
+            if "set" in req:
+                sname = f"{a.ns}/armctl/set_parameters"
+                scli = a.clients.get(sname) or node.create_client(SetParameters, sname)
+                a.clients[sname] = scli
+                scli.wait_for_service(timeout_sec=10.0)
+                value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=req["set"])
+                sfut = scli.call_async(
+                    SetParameters.Request(parameters=[Parameter(name=n, value=value) for n in req["names"]])
+                )
+                deadline = time.monotonic() + 10
+                while not sfut.done() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                out["set_ok"] = [r.successful for r in sfut.result().results] if sfut.done() else None
+            name = f"{a.ns}/armctl/get_parameters"
+            cli = a.clients.get(name) or node.create_client(GetParameters, name)
+            a.clients[name] = cli
+            if not cli.wait_for_service(timeout_sec=10.0):
+                out = {"ok": False, "error": f"no service {name}"}
+            else:
+                fut = cli.call_async(GetParameters.Request(names=req["names"]))
+                deadline = time.monotonic() + 10
                 while not fut.done() and time.monotonic() < deadline:
                     time.sleep(0.01)
-                res = fut.result() if fut.done() else None
-                out.update(success=res.success if res else None, message=res.message if res else "no answer")
+                vals = fut.result().values if fut.done() else []
+                out["values"] = {n: v.string_value for n, v in zip(req["names"], vals)}
         elif op == "events":
             since, until = req.get("since", 0), set(req.get("until", []))
             deadline = time.monotonic() + req.get("timeout", 10)
