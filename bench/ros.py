@@ -11,8 +11,9 @@ every servo pulse change is seen with its time:
 - ``python move_joints``: a planned joint move (``robot.move_joints(wait=False)``) in that child, same timing.
 
 Each command turns the shoulder 1 degree from rest, sent at a random phase of the board's 20 ms frames (sent
-always at one phase, the figures would be one point of the spread). The pulse changes at a frame boundary. Then ``joint_states`` jitter: arrival intervals at the client (50 Hz asked) against a Python
-loop calling ``robot.where()`` at 50 Hz. p50/p99/max; the goal: ROS p99 under 2 frames (40 ms).
+always at one phase, the figures would be one point of the spread). The pulse changes at a frame boundary.
+Then ``joint_states`` jitter: arrival intervals at the client (50 Hz asked) against a Python loop calling
+``robot.where()`` at 50 Hz. p50/p99/max; the goal: ROS p99 under 2 frames (40 ms).
 
   .cache/ros-venv/bin/python bench/ros.py          # 40 commands per path
   .cache/ros-venv/bin/python bench/ros.py -n 100
