@@ -412,7 +412,10 @@ def refusal(arm, zones: Zones, v: Violation, where: str, *, fraction: float = 0.
         )
         hint = "move that link straight out of it first (a joint move away from it)"
     else:
-        msg = f"{link} would enter {zone} {where} (the link's point ({p}) m first; up to {v.depth_m * 1000:.1f} mm deep; {radii})"
+        msg = (
+            f"{link} would enter {zone} {where} (the link's point ({p}) m first; up to {v.depth_m * 1000:.1f} mm "
+            f"deep; {radii})"
+        )
     if hint:
         msg += f"; {hint}"
     return ZoneError(msg, zone=zone, link=link, fraction=fraction, point_m=v.point_m, depth_m=v.depth_m)

@@ -92,7 +92,9 @@ def test_leaving_and_coming_back_in_is_refused():
     assert v is not None and v.back_in and v.link == 0 and v.zone == 0
     assert 29 < v.at < 59  # on the way back, where link 1 comes in again
     assert v.inside_m == pytest.approx(_depth(arm, Q_IN))
-    mp = motion.MovePlan(kind="joint", label="out and in", t_s=np.arange(len(q)) * 0.02, q_rad=q, gripper_rad=np.zeros(len(q)))
+    mp = motion.MovePlan(
+        kind="joint", label="out and in", t_s=np.arange(len(q)) * 0.02, q_rad=q, gripper_rad=np.zeros(len(q))
+    )
     with pytest.raises(ZoneError, match=r"is already inside the table .* takes it back in \d+% through the joint move"):
         motion.check_zones(arm, mp)
 
