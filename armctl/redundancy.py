@@ -72,11 +72,13 @@ _GRID = np.radians(np.arange(-180.0, 180.0, 4.0))
 _REFINE = (np.radians(np.linspace(-4.0, 4.0, 41)), np.radians(np.linspace(-0.2, 0.2, 41)))
 
 
-def best_free_pose(arm: Arm, target_m, *, branches=None):
+def best_free_pose(arm: Arm, target_m, *, branches=None, accept=None):
     """The pose reaching ``target_m`` that sits furthest inside the joint limits and away from singularity
     (``pose_score``), over every tool angle (a 4 deg grid, then 0.2 and 0.01 deg steps around the best) and
     every branch (or ``branches``: (side, elbow) pairs). Returns (q (n,) rad, tool angle rad, score) or None
-    when no pose inside the limits reaches it. 3-link chains only."""
+    when no pose inside the limits reaches it. 3-link chains only. ``accept``: a test of a pose (n,) -> bool
+    (the keep-out zones of a joint move to it): only poses it passes are taken, best score first, by the same
+    criterion (None when none of them passes)."""
     if arm.n_links != 3:
         raise ValueError("best_free_pose needs a 3-link chain")
     target = np.asarray(target_m, dtype=float)
@@ -99,12 +101,24 @@ def best_free_pose(arm: Arm, target_m, *, branches=None):
                 score[excess > REACH_TOL_M] = -np.inf
             else:
                 score, q = _planar_scores(arm, target, phis, el)
-            k = int(np.argmax(score))
-            if score[k] > 0 and (best is None or score[k] > best[2]):
+            k = int(np.argmax(score)) if accept is None else _best_accepted(score, q, accept, best)
+            if k is not None and score[k] > 0 and (best is None or score[k] > best[2]):
                 best = (q[k], float(phis[k]), float(score[k]), (side, float(el[k])))
     if best is None:
         return None
     return best[0], best[1], best[2]
+
+
+def _best_accepted(score, q, accept, best):
+    """The index of the best-scoring pose ``accept`` passes that beats ``best`` (and is inside the limits),
+    or None: the poses are tried best first."""
+    floor = 0.0 if best is None else best[2]
+    for k in np.argsort(-score, kind="stable"):
+        if not score[k] > floor:
+            return None
+        if accept(q[k]):
+            return int(k)
+    return None
 
 
 def _planar_scores(arm: Arm, target, phis, elbows):

@@ -290,7 +290,7 @@ class Robot(_BoardAccess):
         joint_label = label or line.label.replace("move to", "joint move to")
 
         def joint_move(q0):
-            q = motion.solve_pose(self.arm, np.array(line.target_m), line.phi_rad, q0)
+            q = motion.solve_pose(self.arm, np.array(line.target_m), line.phi_rad, q0, joint_move=True)
             return [motion.JointMove(tuple(q), label=joint_label, blend_m=line.blend_m)]
 
         if line.blend_m > 0:  # solved now, from where it starts: a blended chain is planned from its moves

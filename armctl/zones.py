@@ -12,11 +12,18 @@ moves), and clearance changes no faster than the points move, so an interval who
 have ca + cb > D is clear throughout; others are halved until they are (or a pose inside a zone is found,
 or D < ``RESOLUTION_M``: a graze of at most that much is taken as touching).
 
+A motion that starts with a link already inside a zone (the arm was left there, or the zones were added
+around it) may only take that link out: its depth in that zone must not grow along the motion until it is
+out (checked at poses no link point moves more than ``ESCAPE_STEP_M`` apart, so between them it may grow by
+at most half that), and once out it must not go back in (the rule above). Every other link and zone: the
+rule above from the start. ``Violation.inside_m`` > 0 says a refusal is of this kind.
+
 Coordinates are the arm's: (x, y) with y up on a planar arm, (x, y, z) with z up on an arm with a base.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +40,8 @@ TOUCH_M = 1e-7
 RESOLUTION_M = 1e-6
 #: Clearances surely above this are taken as their lower bound (enough to prove a stretch clear).
 FAR_M = 0.02
+#: A link that starts a motion inside a zone has its depth checked at poses this far apart at most (m).
+ESCAPE_STEP_M = 0.001
 
 
 @dataclass(frozen=True)
@@ -236,7 +245,9 @@ def reach_radii(arm) -> np.ndarray:
 class Violation:
     """Where a motion first enters a zone: at sample position ``at`` (index + fraction to the next sample),
     pose ``q``, link index ``link``, zone index ``zone``, the point on the link where it enters, and
-    ``depth_m``: how deep the motion takes that link into that zone (at its samples)."""
+    ``depth_m``: how deep the motion takes that link into that zone (at its samples). ``inside_m`` > 0: the
+    link started the motion that deep inside the zone, and the motion takes it deeper (``back_in`` False) or,
+    once out, back in (``back_in`` True)."""
 
     at: float
     q: np.ndarray
@@ -244,12 +255,16 @@ class Violation:
     zone: int
     depth_m: float
     point_m: np.ndarray
+    inside_m: float = 0.0
+    back_in: bool = False
 
 
-def _worst(arm, zones: Zones, q, far: float | None = None):
+def _worst(arm, zones: Zones, q, far: float | None = None, skip=None):
     """Per pose: the least clearance (a lower bound where it is above ``far``), and (link, zone, t along
-    the link) where it is."""
+    the link) where it is; ``skip`` (n_links, n_zones) bool: pairs left out."""
     c, t = clearances(arm, zones, q, far=far)
+    if skip is not None:
+        c = np.where(skip, np.inf, c)
     flat = c.reshape(c.shape[:-2] + (-1,))
     k = np.argmin(flat, axis=-1)
     rows = np.arange(len(k))
@@ -259,14 +274,73 @@ def _worst(arm, zones: Zones, q, far: float | None = None):
 
 def first_violation(arm, zones: Zones | None, q_samples) -> Violation | None:
     """The first place where the motion through ``q_samples`` (K, n), joints linear between samples, takes
-    a link more than ``TOUCH_M`` into a zone; None if it stays clear all the way."""
+    a link more than ``TOUCH_M`` into a zone; None if it stays clear all the way. A link that starts inside
+    a zone (K >= 2) may only leave it (the module's docstring); one pose (K = 1): any link inside is a
+    violation."""
     if not zones:
         return None
     q = np.asarray(q_samples, dtype=float)
     if q.ndim == 1:
         q = q[None, :]
+    if len(q) < 2:
+        return _first_entry(arm, zones, q)
+    inside = clearances(arm, zones, q[0])[0] < -TOUCH_M
+    if not inside.any():
+        return _first_entry(arm, zones, q)
+    found = [v for v in (_first_entry(arm, zones, q, inside),) if v is not None]
+    qd, at = _dense(arm, q, ESCAPE_STEP_M)
+    cd, td = clearances(arm, zones, qd)
+    for li, zi in np.argwhere(inside):
+        d = -cd[:, li, zi]
+        out = np.flatnonzero(d <= TOUCH_M)
+        e = int(out[0]) if out.size else len(d)
+        before = np.minimum.accumulate(d[:e])  # the least depth so far: the depth may never pass it
+        deeper = np.flatnonzero(d[1:e] > before[:-1] + TOUCH_M) + 1 if e > 1 else np.array([], dtype=int)
+        if deeper.size:
+            j = int(deeper[0]) - 1  # the last pose checked before it goes deeper: where it starts to
+            seg = link_segments(arm, qd[j])[li]
+            found.append(
+                Violation(
+                    at=float(at[j]),
+                    q=qd[j].copy(),
+                    link=int(li),
+                    zone=int(zi),
+                    depth_m=float(d.max()),
+                    point_m=seg[0] + td[j, li, zi] * (seg[1] - seg[0]),
+                    inside_m=float(d[0]),
+                )
+            )
+        elif e < len(d) - 1:  # out: from there on it may not go back in
+            only = np.ones_like(inside)
+            only[li, zi] = False
+            v = _first_entry(arm, zones, qd[e:], only)
+            if v is not None:
+                a = float(np.interp(e + v.at, np.arange(len(at)), at))
+                found.append(dataclasses.replace(v, at=a, inside_m=float(d[0]), back_in=True))
+    return min(found, key=lambda v: v.at) if found else None
+
+
+def _dense(arm, q, step: float):
+    """The motion through ``q`` (K, n) resampled so that no link point moves more than ``step`` (m) between
+    samples; and each sample's place in ``q`` (index + fraction to the next sample)."""
     R = reach_radii(arm)
-    c, link, zone, _ = _worst(arm, zones, q, FAR_M)
+    D = np.abs(np.diff(q, axis=0)) @ R
+    m = np.clip(np.ceil(D / step), 1, 100_000).astype(int)
+    qs, ats = [], []
+    for k, mk in enumerate(m):
+        u = np.arange(mk) / mk
+        qs.append(q[k] + u[:, None] * (q[k + 1] - q[k]))
+        ats.append(k + u)
+    qs.append(q[-1:])
+    ats.append(np.array([float(len(q) - 1)]))
+    return np.concatenate(qs), np.concatenate(ats)
+
+
+def _first_entry(arm, zones: Zones, q, skip=None) -> Violation | None:
+    """``first_violation``'s rule for a motion starting clear: the first place a link goes more than
+    ``TOUCH_M`` into a zone; the (link, zone) pairs in ``skip`` (n_links, n_zones) are not checked."""
+    R = reach_radii(arm)
+    c, link, zone, _ = _worst(arm, zones, q, FAR_M, skip)
     found = []  # (at, q, clear before: (at, q) or None)
     bad = np.flatnonzero(c < -TOUCH_M)
     if bad.size:
@@ -284,7 +358,7 @@ def first_violation(arm, zones: Zones | None, q_samples) -> Violation | None:
             break
         qa, qb, ca, cb, ta, tb = qa[open_], qb[open_], ca[open_], cb[open_], ta[open_], tb[open_]
         qm, tm = 0.5 * (qa + qb), 0.5 * (ta + tb)
-        cm, _, _, _ = _worst(arm, zones, qm, FAR_M)
+        cm, _, _, _ = _worst(arm, zones, qm, FAR_M, skip)
         hit = np.flatnonzero(cm < -TOUCH_M)
         if hit.size:
             j = int(hit[np.argmin(tm[hit])])
@@ -304,11 +378,11 @@ def first_violation(arm, zones: Zones | None, q_samples) -> Violation | None:
         t0, q0 = before
         for _ in range(40):
             tm, qm = 0.5 * (t0 + at), 0.5 * (q0 + qv)
-            if _worst(arm, zones, qm[None, :])[0][0] < -TOUCH_M:
+            if _worst(arm, zones, qm[None, :], None, skip)[0][0] < -TOUCH_M:
                 at, qv = tm, qm
             else:
                 t0, q0 = tm, qm
-    cv, li, zi, t = (v[0] for v in _worst(arm, zones, qv[None, :]))
+    cv, li, zi, t = (v[0] for v in _worst(arm, zones, qv[None, :], None, skip))
     li, zi = int(li), int(zi)
     seg = link_segments(arm, qv)[li]
     deepest = float(-clearances(arm, zones, q)[0][:, li, zi].min())  # how deep the move would take it
@@ -328,10 +402,20 @@ def refusal(arm, zones: Zones, v: Violation, where: str, *, fraction: float = 0.
     link = link_names(arm)[v.link]
     zone = zones.zones[v.zone].name
     p = ", ".join(f"{float(c):.4f}" for c in v.point_m)
-    msg = (
-        f"{link} would enter {zone} {where} (the link's point ({p}) m first; up to {v.depth_m * 1000:.1f} mm "
-        f"deep; links are capsules of radius {zones.link_radius_m * 1000:g} mm)"
-    )
+    radii = f"links are capsules of radius {zones.link_radius_m * 1000:g} mm"
+    if v.inside_m > 0:  # the arm is already in the zone: only a move taking that link out is allowed
+        msg = (
+            f"{link} is already inside {zone} ({v.inside_m * 1000:.1f} mm deep at the start of the move): only a "
+            f"move that takes it out is allowed (never deeper, not back in once out), and this one takes it "
+            f"{'back in' if v.back_in else 'deeper'} {where} (the link's point ({p}) m; up to "
+            f"{v.depth_m * 1000:.1f} mm deep; {radii})"
+        )
+        hint = "move that link straight out of it first (a joint move away from it)"
+    else:
+        msg = (
+            f"{link} would enter {zone} {where} (the link's point ({p}) m first; up to {v.depth_m * 1000:.1f} mm "
+            f"deep; {radii})"
+        )
     if hint:
         msg += f"; {hint}"
     return ZoneError(msg, zone=zone, link=link, fraction=fraction, point_m=v.point_m, depth_m=v.depth_m)

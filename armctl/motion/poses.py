@@ -27,19 +27,27 @@ def branch_of(arm: Arm, q) -> tuple[float, float]:
     return side, (1.0 if c[1] >= 0.0 else -1.0)
 
 
-def solve_pose(arm: Arm, target_m, phi_rad: float | None, q_near, *, criterion: str = "best") -> np.ndarray:
+def solve_pose(
+    arm: Arm, target_m, phi_rad: float | None, q_near, *, criterion: str = "best", joint_move: bool = False
+) -> np.ndarray:
     """Joint angles (rad) reaching ``target_m`` (m) [with tool angle ``phi_rad``], nearest ``q_near``.
 
     A 3-link chain without a tool angle is redundant: ``criterion="best"`` (default) takes the pose furthest
     inside the joint limits and away from singularity (``best_free_pose``), ``"nearest"`` the one IK finds
-    nearest ``q_near``. Raises UnreachableError (with the shortfall) or JointLimitError when no
-    solution inside the joint limits exists.
+    nearest ``q_near``. ``joint_move``: the pose ends a joint move from ``q_near``; on an arm with keep-out
+    zones the best pose is taken among those clear of them whose joint move from ``q_near`` is clear too (as
+    ``check_zones`` checks it), the best of all when none is (the move is then refused as before). Raises
+    UnreachableError (with the shortfall) or JointLimitError when no solution inside the joint limits exists.
     """
     target = np.asarray(target_m, dtype=float)
     q_near = np.asarray(q_near, dtype=float)
     phi = phi_rad if arm.n_links == 3 else None
     if phi is None and arm.n_links == 3 and criterion == "best" and len(target) == arm.dim:
-        best = best_free_pose(arm, target)
+        best = None
+        if joint_move and arm.zones:
+            best = best_free_pose(arm, target, accept=_zone_free_joint_move(arm, q_near))
+        if best is None:
+            best = best_free_pose(arm, target)
         if best is not None:
             return unwind(best[0], q_near) if not arm.within_limits(best[0]) else best[0]
     if arm.layered:
@@ -63,6 +71,22 @@ def solve_pose(arm: Arm, target_m, phi_rad: float | None, q_near, *, criterion: 
         f"({res.reason or 'IK failed'}); give the pose a tool angle phi_deg or move it",
         q=np.asarray(res.q, dtype=float),
     )
+
+
+def _zone_free_joint_move(arm: Arm, q0):
+    """A test of end poses q (as ``solve_pose`` returns them): q clear of ``arm.zones``, then the joint move
+    q0 -> q (joint-linear, as ``plan_move`` plays it) clear as ``first_violation`` checks it."""
+    from ..zones import first_violation
+
+    def accept(q) -> bool:
+        q = np.asarray(q, dtype=float)
+        if not arm.within_limits(q):
+            q = unwind(q, q0)
+        if first_violation(arm, arm.zones, q[None, :]) is not None:
+            return False
+        return first_violation(arm, arm.zones, np.stack([q0, q])) is None
+
+    return accept
 
 
 def _solve_pose_layered(arm: Arm, target, phi, q_near) -> np.ndarray:

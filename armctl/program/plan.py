@@ -265,7 +265,7 @@ def _move(prog: Program, item: _Flat, arm: Arm, q):
                 blend_m=st.blend_m if s.blend_m is None else s.blend_m,
                 stop=s.stop,
             )
-        q_end = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, q)
+        q_end = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, q, joint_move=True)
     except MotionError as exc:
         raise motion._located(exc, f"to {pose.describe()}") from None
     return JointMove(
