@@ -339,9 +339,15 @@ def test_joint_commands_flood_latest_wins_under_speed_limits(client, arm1):
     q = steady(client, "/arm1")
     assert np.linalg.norm(tool_point(SEED, q[:3]) - tool_point(SEED, final[:3])) < 1e-3
     assert q[3] == pytest.approx(final[3], abs=math.radians(0.5))
-    pos = np.array(got["positions"])
-    stamps_dt = np.array(got["intervals_s"])
-    speed = np.abs(np.diff(pos[:, :3], axis=0)) / stamps_dt[:, None]
+    pos = np.array(got["positions"])[:, :3]
+    t = np.concatenate([[0.0], np.cumsum(got["intervals_s"])])
+    # speeds over 0.1 s (five servo frames): the poses move frame by frame and are read at the publisher's own
+    # rate and jitter, so one 20 ms read may hold two frames' motion (1.4x seen on a loaded CI machine) without
+    # any servo going faster; over five frames that misreading is at most one frame in five
+    j = np.searchsorted(t, t + 0.1)
+    i = np.nonzero(j < len(t))[0]
+    assert len(i) > 50, len(t)
+    speed = np.abs(pos[j[i]] - pos[i]) / (t[j[i]] - t[i])[:, None]
     assert np.all(speed <= SEED.max_speed_rad_s * 1.3), np.degrees(speed.max(axis=0))
     assert not np.allclose(q0, q)
     client("call", ns="/arm1", service="armctl/stop")
