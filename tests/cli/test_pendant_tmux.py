@@ -161,7 +161,9 @@ def test_a_held_key_moves_at_the_speed_shown(tmux):
     # at 25 mm/s for ~2 s: ~50 mm (one 0.1 mm step per repeat would be ~6 mm); a loaded machine sends
     # fewer repeats, never more travel than the time held allows
     assert 0.6 * 25 * held_s < moved < 25 * (held_s + 0.5), (moved, held_s, text)
-    assert after[1] == pytest.approx(before[1], abs=0.2)
+    # along x only: the servo pulses' 0.5 us ticks put seed-3link's tool up to ~0.3 mm off any exact point (a
+    # whole 20 mm line along x ends 0.27 mm off in y), and the screen shows 0.1 mm: 0.2 failed CI once at 0.2
+    assert after[1] == pytest.approx(before[1], abs=0.45)
     time.sleep(1.0)
     assert t.settled_tool() == pytest.approx(after, abs=0.05)  # stopped when let go, and stays
     assert re.search(r"Right released: stopped \d+ ms after its last repeat", "\n".join(t.screen()))
