@@ -88,7 +88,7 @@ def cmd_ros(args) -> int:
 
     rclpy = import_rclpy()
     from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
     ros_args = ["--ros-args", *args.ros_args] if args.ros_args else None
@@ -133,9 +133,8 @@ def cmd_ros(args) -> int:
                 node.declare_parameter(name, in_use[name], fixed, ignore_override=True)
             frame = (ns.strip("/") + "/" if ns else "") + "base_link"
             arm_node = ArmNode(robot, node, rate_hz=rate, frame_id=frame)
-            # a thread for the topics, one for the stop service, one for a home/gripper service or an action goal
-            # waiting for its motion's end, one more for a newer one arriving meanwhile (it stops the older)
-            executor = MultiThreadedExecutor(num_threads=4)
+            # one thread runs every callback (the services and the action wait for their motion off it)
+            executor = SingleThreadedExecutor()
             executor.add_node(node)
             spinner = threading_spin(executor)
             arm_node.start()
