@@ -422,6 +422,26 @@ def test_home_answers_when_the_arm_is_home_and_stop_is_served_meanwhile(client, 
     assert res["took_s"] > stop["took_s"]  # it was still waiting when the stop came
 
 
+def test_a_waiting_home_holds_up_no_topic(client, arm1):
+    """The services wait for their motion off the node's one executor thread: while home waits, joint_commands is
+    taken at once (it stops home, which answers so)."""
+    far = np.radians([-60.0, 60.0, 60.0])
+    client("trajectory", ns="/arm1", names=["shoulder", "elbow", "wrist"], points=[[list(far), 3.0]])
+    client.events("/arm1", until=["done", "refused", "failed"], timeout=15)
+    pending = client("call", ns="/arm1", service="armctl/home", wait=False)
+    client.events("/arm1", until=["accepted"], timeout=10)
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    client("command", ns="/arm1", names=["shoulder", "elbow", "wrist"], positions=list(far))
+    evs = client.events("/arm1", until=["accepted"], timeout=10)
+    assert evs[-1]["event"] == "accepted" and evs[-1]["source"] == "joint_commands", evs
+    assert time.monotonic() - t0 < 1.5  # not after home's 4 s
+    res = client("answer", id=pending["id"], timeout=10)
+    assert res["success"] is False and "stopped" in res["message"], res
+    client("call", ns="/arm1", service="armctl/stop")
+    steady(client, "/arm1")
+
+
 def test_accepted_duration_counts_the_ramp_to_the_first_point(client, arm1):
     """A trajectory whose first point (at time 0) is not where the arm is starts with a slow ramp there: the
     ``accepted`` event's duration_s counts it (ramp_s says how much), so ``done`` comes about that long after."""
