@@ -392,6 +392,17 @@ def test_tool_goal_and_services(client, arm1):
     assert np.allclose(q[:3], SEED.home_rad, atol=math.radians(0.2))
 
 
+def home_waiting_from_far(client) -> tuple[np.ndarray, dict]:
+    """/arm1 far from home, then armctl/home called and its motion under way (about 4 s): (far, the pending call)."""
+    far = np.radians([-60.0, 60.0, 60.0])
+    client("trajectory", ns="/arm1", names=["shoulder", "elbow", "wrist"], points=[[list(far), 3.0]])
+    client.events("/arm1", until=["done", "refused", "failed"], timeout=15)
+    pending = client("call", ns="/arm1", service="armctl/home", wait=False)
+    client.events("/arm1", until=["accepted"], timeout=10)
+    time.sleep(0.2)
+    return far, pending
+
+
 def test_home_answers_when_the_arm_is_home_and_stop_is_served_meanwhile(client, arm1):
     """armctl/home answers once the motion is over (done, with its duration) or saying why not (stopped); a waiting
     home holds up neither the stop service nor the topics."""
@@ -406,14 +417,8 @@ def test_home_answers_when_the_arm_is_home_and_stop_is_served_meanwhile(client, 
     assert np.allclose(st["position"][:3], SEED.home_rad, atol=math.radians(1.0)), st
     acc = [e for e in client.events("/arm1") if e["event"] == "accepted" and e["source"] == "home"]
     assert acc and res["took_s"] >= acc[-1]["duration_s"] * 0.9, (res, acc)
-    # home again from far away (a move of about 1.5 s); a stop while home waits is served, and home answers that it
-    # was stopped
-    far = np.radians([-60.0, 60.0, 60.0])
-    client("trajectory", ns="/arm1", names=["shoulder", "elbow", "wrist"], points=[[list(far), 3.0]])
-    client.events("/arm1", until=["done", "refused", "failed"], timeout=15)
-    pending = client("call", ns="/arm1", service="armctl/home", wait=False)
-    client.events("/arm1", until=["accepted"], timeout=10)
-    time.sleep(0.2)
+    # home again from far away; a stop while home waits is served, and home answers that it was stopped
+    _, pending = home_waiting_from_far(client)
     stop = client("call", ns="/arm1", service="armctl/stop", timeout=10)
     assert stop["success"] is True, stop
     assert client("state", ns="/arm1")["t"] > time.monotonic() - 0.5  # joint_states went on meanwhile
@@ -425,12 +430,7 @@ def test_home_answers_when_the_arm_is_home_and_stop_is_served_meanwhile(client, 
 def test_a_waiting_home_holds_up_no_topic(client, arm1):
     """The services wait for their motion off the node's one executor thread: while home waits, joint_commands is
     taken at once (it stops home, which answers so)."""
-    far = np.radians([-60.0, 60.0, 60.0])
-    client("trajectory", ns="/arm1", names=["shoulder", "elbow", "wrist"], points=[[list(far), 3.0]])
-    client.events("/arm1", until=["done", "refused", "failed"], timeout=15)
-    pending = client("call", ns="/arm1", service="armctl/home", wait=False)
-    client.events("/arm1", until=["accepted"], timeout=10)
-    time.sleep(0.2)
+    far, pending = home_waiting_from_far(client)
     t0 = time.monotonic()
     client("command", ns="/arm1", names=["shoulder", "elbow", "wrist"], positions=list(far))
     evs = client.events("/arm1", until=["accepted"], timeout=10)
