@@ -9,6 +9,9 @@ It reads one JSON request per line on stdin and answers one JSON line on stdout:
 - ``{"op": "state", "ns"}``: the last joint_states and tool point.
 - ``{"op": "trajectory", "ns", "names", "points": [[positions, t_s], ...]}``: publish a JointTrajectory.
 - ``{"op": "command", "ns", "names", "positions"}``: publish a JointState on joint_commands.
+- ``{"op": "stream", "ns", "names", "positions", "rate_hz", "seconds"}``: publish that JointState on joint_commands
+  at that rate for that long, as topic_based_ros2_control's ``write()`` does each controller cycle (its publisher:
+  reliable, depth 1); answers with the count ``sent``.
 - ``{"op": "goal", "ns", "point": [x, y, z], "frame": ""}``: publish a PointStamped on tool_goal.
 - ``{"op": "call", "ns", "service": "armctl/stop", "timeout": S, "wait": true}``: call a std_srvs/Trigger service
   and answer with its response and how long it took (``took_s``); ``"wait": false`` answers at once with an
@@ -50,6 +53,7 @@ class Arm:
         node.create_subscription(String, f"{self.ns}/armctl/events", self._event, 100)
         self.pub_traj = node.create_publisher(JointTrajectory, f"{self.ns}/joint_trajectory", 10)
         self.pub_cmd = node.create_publisher(JointState, f"{self.ns}/joint_commands", 10)
+        self.pub_plugin = node.create_publisher(JointState, f"{self.ns}/joint_commands", 1)
         self.pub_goal = node.create_publisher(PointStamped, f"{self.ns}/tool_goal", 10)
         self.clients: dict[str, object] = {}
         self.node = node
@@ -152,6 +156,20 @@ def main() -> int:
             wait_for(a.pub_cmd)
             a.pub_cmd.publish(msg)
             out["sent_t"] = time.monotonic()
+        elif op == "stream":
+            wait_for(a.pub_plugin)
+            period, t_end, sent = 1.0 / req["rate_hz"], time.monotonic() + req["seconds"], 0
+            t_next = time.monotonic()
+            while t_next < t_end:
+                msg = JointState()
+                msg.header.stamp = node.get_clock().now().to_msg()
+                msg.name = req["names"]
+                msg.position = [float(v) for v in req["positions"]]
+                a.pub_plugin.publish(msg)
+                sent += 1
+                t_next += period
+                time.sleep(max(0.0, t_next - time.monotonic()))
+            out["sent"] = sent
         elif op == "goal":
             msg = PointStamped()
             msg.header.frame_id = req.get("frame", "")
