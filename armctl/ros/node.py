@@ -2,17 +2,19 @@
 
 Topics and services, relative to the node's namespace (``--namespace arm1``: ``/arm1/joint_states``, ...):
 
-- publishes ``joint_states`` (sensor_msgs/JointState: armctl's joint names, then ``gripper``; positions in rad,
-  velocities in rad/s from successive poses; measured where the servos report, commanded otherwise) at ``--rate``,
-  and ``tool_point`` (geometry_msgs/PointStamped, m, in the frame ``<namespace>/base_link``, REP-103: z up);
+- publishes ``joint_states`` (sensor_msgs/JointState: the joints as ``messages.RosJoints`` names them, a URDF arm's
+  with the URDF's names and angles; positions in rad, velocities in rad/s from successive poses; measured where the
+  servos report, commanded otherwise) at ``--rate``, and ``tool_point`` (geometry_msgs/PointStamped, m, in the
+  frame ``<namespace>/base_link``, a URDF arm's root link, REP-103: z up);
 - takes ``joint_trajectory`` (trajectory_msgs/JointTrajectory: checked whole, re-timed or refused by the parameter
   ``too_fast``, then played by the Robot; an empty one stops the arm), ``joint_commands`` (sensor_msgs/JointState
   positions, the topic topic_based_ros2_control publishes: the arm follows the latest, under its speed limits,
-  after a slow ramp from where it is) and ``tool_goal`` (geometry_msgs/PointStamped: a straight line, like jog);
+  after a slow ramp from where it is; a first one farther than the parameter ``first_command_max_deg`` from the
+  pose is held until one near it comes) and ``tool_goal`` (geometry_msgs/PointStamped: a straight line, like jog);
 - services (std_srvs/Trigger) ``armctl/stop``, ``armctl/home``, ``armctl/gripper_open``, ``armctl/gripper_close``,
   answered when the arm holds or the motion is over (done, or why not);
 - ``armctl/events`` (std_msgs/String, one JSON object each: accepted, refused with the reason, the field and the
-  first failing point, done, stopped, failed, link_lost);
+  first failing point, done, stopped, failed, link_lost, held: a first joint command held);
 - a ``follow_joint_trajectory`` action (control_msgs/FollowJointTrajectory) where control_msgs is importable.
 
 The latest command wins: a new trajectory, goal, home or gripper command stops the motion playing first; joint
