@@ -108,26 +108,30 @@ def cmd_ros(args) -> int:
             setattr(args, name, got if got != "" else None)
         args.arm = args.arm or "seed-3link"
         node.declare_parameter("too_fast", args.too_fast)
-        node.declare_parameter("tool_speed_m_s", speed)
-        node.declare_parameter("first_command_max_deg", FIRST_COMMAND_MAX_DEG)
+        # numbers: any type is taken (10 as well as 10.0) and checked here, so a wrong one is one line, not a traceback
+        numbers = {"tool_speed_m_s": (speed, "m/s"), "first_command_max_deg": (FIRST_COMMAND_MAX_DEG, "deg")}
+        for name, (default, _) in numbers.items():
+            node.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True))
+
+        def bad(name: str, value) -> str | None:
+            if name == "too_fast" and value not in ("retime", "refuse"):
+                return f"parameter too_fast: 'retime' or 'refuse', got {value!r}"
+            if name in numbers and not _positive_number(value):
+                return f"parameter {name}: a number > 0 ({numbers[name][1]}), got {value!r}"
+            return None
 
         def check_params(params):
             for p in params:
-                if p.name == "too_fast" and p.value not in ("retime", "refuse"):
-                    return SetParametersResult(successful=False, reason="too_fast: 'retime' or 'refuse'")
-                if p.name == "tool_speed_m_s" and not (isinstance(p.value, float) and 0 < p.value < math.inf):
-                    return SetParametersResult(successful=False, reason="tool_speed_m_s: a number > 0 (m/s)")
-                if p.name == "first_command_max_deg" and not (isinstance(p.value, float) and 0 < p.value < math.inf):
-                    return SetParametersResult(successful=False, reason="first_command_max_deg: a number > 0 (deg)")
+                why = bad(p.name, p.value)
+                if why:
+                    return SetParametersResult(successful=False, reason=why)
             return SetParametersResult(successful=True)
 
         node.add_on_set_parameters_callback(check_params)
-        for name, ok in (("too_fast", ("retime", "refuse")),):
-            if node.get_parameter(name).value not in ok:
-                raise BadInputError(f"parameter {name}: one of {', '.join(ok)}")
-        first = node.get_parameter("first_command_max_deg").value
-        if not (isinstance(first, float) and 0 < first < math.inf):
-            raise BadInputError(f"parameter first_command_max_deg: a number > 0 (deg), got {first!r}")
+        for name in ("too_fast", *numbers):
+            why = bad(name, node.get_parameter(name).value)
+            if why:
+                raise BadInputError(why)
         arm, cal = setup(args)
         with open_robot(args, arm, cal) as robot:
             in_use = {
@@ -171,6 +175,11 @@ def cmd_ros(args) -> int:
         except Exception:  # noqa: BLE001 - already shut down
             pass
         sys.stdout.flush()
+
+
+def _positive_number(value) -> bool:
+    """A parameter's value is a finite number > 0 (an integer or a float, not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf
 
 
 def threading_spin(executor):

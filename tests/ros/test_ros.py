@@ -597,6 +597,8 @@ def test_bad_options_exit_2_before_anything(rospy, env):
         ["ros", "--rate", "0"],
         ["ros", "--namespace", "1arm"],
         ["ros", "--ros-args", "-p", "too_fast:=maybe"],
+        ["ros", "--ros-args", "-p", "first_command_max_deg:=-1.0"],
+        ["ros", "--ros-args", "-p", "first_command_max_deg:=ten"],
     ):
         r = subprocess.run(
             [rospy, "-m", "armctl", *args], capture_output=True, text=True, env=env, timeout=60, cwd=ROOT
@@ -666,9 +668,9 @@ def fresh_node(rospy, env, client, tmp_path):
     after it."""
     nodes = []
 
-    def start(arm: str, ns: str) -> NodeProc:
+    def start(arm: str, ns: str, *more: str) -> NodeProc:
         e = dict(env, ARMCTL_STATE_DIR=str(tmp_path / f"state-{ns}"))
-        node = NodeProc(rospy, ["--arm", arm, "ros", "--namespace", ns], e)
+        node = NodeProc(rospy, ["--arm", arm, "ros", "--namespace", ns, *more], e)
         nodes.append(node)
         node.wait_ready()
         assert client("watch", ns=f"/{ns}")["ok"], node.stderr()
@@ -753,3 +755,17 @@ def test_so101_joint_states_carry_the_urdfs_names_and_angles(client, fresh_node)
     evs = client.events("/urdf101", until=["refused", "accepted"], timeout=10)
     assert evs[-1]["event"] == "refused" and evs[-1]["field"] == "points[0].positions[4]", evs
     assert "wrist_roll" in evs[-1]["reason"]
+
+
+def test_a_raised_first_command_max_deg_lets_a_far_first_command_through(client, fresh_node):
+    """The documented way to send a far first command on purpose: raise first_command_max_deg (here at start, as an
+    integer): the first command, 60 deg from the pose, is followed."""
+    fresh_node("seed-3link", "far1", "--ros-args", "-p", "first_command_max_deg:=90")
+    q0 = steady(client, "/far1")
+    target = q0[:3] + np.radians([-60.0 if q0[0] > 0 else 60.0, 0.0, 0.0])
+    client.events("/far1")
+    client("command", ns="/far1", names=["shoulder", "elbow", "wrist"], positions=list(target))
+    evs = client.events("/far1", until=["accepted", "held", "refused"], timeout=10)
+    assert evs[-1]["event"] == "accepted" and evs[-1]["held"] == 0, evs
+    time.sleep(1.0)
+    assert np.allclose(steady(client, "/far1")[:3], target, atol=math.radians(0.3))
