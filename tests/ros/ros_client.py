@@ -17,7 +17,7 @@ It reads one JSON request per line on stdin and answers one JSON line on stdout:
   and answer with its response and how long it took (``took_s``); ``"wait": false`` answers at once with an
   ``id`` to read the response with ``{"op": "answer", "id": N, "timeout": S}``.
 - ``{"op": "params", "ns", "names": [...], "set": "text"}``: the node ``<ns>/armctl``'s string parameters (via
-  get_parameters); with ``set``, first try to set each to that text (``set_ok``: whether each was set).
+  get_parameters); with ``set``, first try to set each to that text or number (``set_ok``: whether each was set).
 - ``{"op": "events", "ns", "since": N, "until": ["done", ...], "timeout": S}``: events from index N on, waiting up
   to S seconds for one of the kinds in ``until``.
 """
@@ -200,7 +200,10 @@ def main() -> int:
                 scli = a.clients.get(sname) or node.create_client(SetParameters, sname)
                 a.clients[sname] = scli
                 scli.wait_for_service(timeout_sec=10.0)
-                value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=req["set"])
+                if isinstance(req["set"], str):
+                    value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=req["set"])
+                else:
+                    value = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=float(req["set"]))
                 sfut = scli.call_async(
                     SetParameters.Request(parameters=[Parameter(name=n, value=value) for n in req["names"]])
                 )

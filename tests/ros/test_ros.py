@@ -758,14 +758,19 @@ def test_so101_joint_states_carry_the_urdfs_names_and_angles(client, fresh_node)
 
 
 def test_a_raised_first_command_max_deg_lets_a_far_first_command_through(client, fresh_node):
-    """The documented way to send a far first command on purpose: raise first_command_max_deg (here at start, as an
-    integer): the first command, 60 deg from the pose, is followed."""
-    fresh_node("seed-3link", "far1", "--ros-args", "-p", "first_command_max_deg:=90")
+    """The documented way to send a far first command on purpose: raise first_command_max_deg (while the node runs,
+    here; or at start): the same command, 60 deg from the pose and held at first, is then followed."""
+    fresh_node("seed-3link", "far1")
     q0 = steady(client, "/far1")
     target = q0[:3] + np.radians([-60.0 if q0[0] > 0 else 60.0, 0.0, 0.0])
     client.events("/far1")
     client("command", ns="/far1", names=["shoulder", "elbow", "wrist"], positions=list(target))
     evs = client.events("/far1", until=["accepted", "held", "refused"], timeout=10)
-    assert evs[-1]["event"] == "accepted" and evs[-1]["held"] == 0, evs
+    assert evs[-1]["event"] == "held" and evs[-1]["offset_deg"] == pytest.approx(60.0, abs=0.5), evs
+    assert client("params", ns="/far1", names=["first_command_max_deg"], set=-5.0)["set_ok"] == [False]
+    assert client("params", ns="/far1", names=["first_command_max_deg"], set=90.0)["set_ok"] == [True]
+    client("command", ns="/far1", names=["shoulder", "elbow", "wrist"], positions=list(target))
+    evs = client.events("/far1", until=["accepted", "held", "refused"], timeout=10)
+    assert evs[-1]["event"] == "accepted" and evs[-1]["held"] == 1, evs
     time.sleep(1.0)
     assert np.allclose(steady(client, "/far1")[:3], target, atol=math.radians(0.3))
