@@ -92,6 +92,16 @@ class UrdfDerivation:
         u = np.asarray(self.plane_u)
         return np.asarray(self.origin_m) + p[..., :1] * u + p[..., 1:2] * np.array([0.0, 0.0, 1.0])
 
+    def from_urdf_point(self, p, planar: bool) -> tuple[np.ndarray, float]:
+        """A point in the URDF root frame (m) -> (the armctl point: x, y, z, or x, y on a ``planar`` arm, and how
+        far the point lies beside a planar arm's plane, m; 0 on an arm with a base). Inverse of ``to_urdf_point``."""
+        d = np.asarray(p, dtype=float) - np.asarray(self.origin_m)
+        if not planar:
+            return d, 0.0
+        u = np.asarray(self.plane_u)
+        x, z = float(d @ u), float(d[2])
+        return np.array([x, z]), float(np.linalg.norm(d - x * u - np.array([0.0, 0.0, z])))
+
 
 # --- the importer -------------------------------------------------------------------------------------------
 
@@ -521,6 +531,13 @@ def urdf_angles(arm, q) -> dict[str, float]:
     if arm.urdf_map is None:
         raise ValueError(f"arm {arm.name!r} was not derived from a URDF")
     return {name: sign * (float(a) - off) for (name, off, sign), a in zip(arm.urdf_map, np.asarray(q, float))}
+
+
+def urdf_velocities(arm, dq) -> dict[str, float]:
+    """The URDF joint velocities (rad/s) for armctl joint velocities ``dq`` (rad/s): ``sign * dq`` per joint."""
+    if arm.urdf_map is None:
+        raise ValueError(f"arm {arm.name!r} was not derived from a URDF")
+    return {name: sign * float(v) for (name, _, sign), v in zip(arm.urdf_map, np.asarray(dq, float))}
 
 
 def armctl_angles(arm, urdf_q: dict) -> np.ndarray:

@@ -15,8 +15,9 @@ EPILOG = """\
 Topics under the namespace: joint_states and tool_point (published), joint_trajectory, joint_commands
 and tool_goal (taken), armctl/events (JSON refusals and results); services armctl/stop, armctl/home,
 armctl/gripper_open, armctl/gripper_close (std_srvs/Trigger). Parameters arm, port, backend,
-calibration (the global options; fixed while the node runs), too_fast (retime|refuse) and
-tool_speed_m_s. Needs rclpy: pip install 'armctl[ros]', or a sourced ROS 2 installation.
+calibration (the global options; fixed while the node runs), too_fast (retime|refuse),
+tool_speed_m_s and first_command_max_deg (a first joint command farther from the pose is held).
+Needs rclpy: pip install 'armctl[ros]', or a sourced ROS 2 installation.
 examples:
   armctl ros                                             # the simulated arm, node /armctl
   armctl --arm mearm ros --namespace arm2 --rate 100
@@ -84,7 +85,8 @@ def cmd_ros(args) -> int:
     rate = _rate(args.rate)
     ns = _namespace(args.namespace)
     speed = positive_text(args.tool_speed, "--tool-speed", unit="mm/s", quote=True) / 1000.0
-    from ..ros.node import ArmNode, import_rclpy
+    from ..ros.messages import frame_name
+    from ..ros.node import FIRST_COMMAND_MAX_DEG, ArmNode, import_rclpy
 
     rclpy = import_rclpy()
     from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
@@ -106,20 +108,30 @@ def cmd_ros(args) -> int:
             setattr(args, name, got if got != "" else None)
         args.arm = args.arm or "seed-3link"
         node.declare_parameter("too_fast", args.too_fast)
-        node.declare_parameter("tool_speed_m_s", speed)
+        # numbers: any type is taken (10 as well as 10.0) and checked here, so a wrong one is one line, not a traceback
+        numbers = {"tool_speed_m_s": (speed, "m/s"), "first_command_max_deg": (FIRST_COMMAND_MAX_DEG, "deg")}
+        for name, (default, _) in numbers.items():
+            node.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True))
+
+        def bad(name: str, value) -> str | None:
+            if name == "too_fast" and value not in ("retime", "refuse"):
+                return f"parameter too_fast: 'retime' or 'refuse', got {value!r}"
+            if name in numbers and not _positive_number(value):
+                return f"parameter {name}: a number > 0 ({numbers[name][1]}), got {value!r}"
+            return None
 
         def check_params(params):
             for p in params:
-                if p.name == "too_fast" and p.value not in ("retime", "refuse"):
-                    return SetParametersResult(successful=False, reason="too_fast: 'retime' or 'refuse'")
-                if p.name == "tool_speed_m_s" and not (isinstance(p.value, float) and 0 < p.value < math.inf):
-                    return SetParametersResult(successful=False, reason="tool_speed_m_s: a number > 0 (m/s)")
+                why = bad(p.name, p.value)
+                if why:
+                    return SetParametersResult(successful=False, reason=why)
             return SetParametersResult(successful=True)
 
         node.add_on_set_parameters_callback(check_params)
-        for name, ok in (("too_fast", ("retime", "refuse")),):
-            if node.get_parameter(name).value not in ok:
-                raise BadInputError(f"parameter {name}: one of {', '.join(ok)}")
+        for name in ("too_fast", *numbers):
+            why = bad(name, node.get_parameter(name).value)
+            if why:
+                raise BadInputError(why)
         arm, cal = setup(args)
         with open_robot(args, arm, cal) as robot:
             in_use = {
@@ -131,7 +143,7 @@ def cmd_ros(args) -> int:
             for name in GLOBAL_PARAMS:
                 node.undeclare_parameter(name)
                 node.declare_parameter(name, in_use[name], fixed, ignore_override=True)
-            frame = (ns.strip("/") + "/" if ns else "") + "base_link"
+            frame = (ns.strip("/") + "/" if ns else "") + frame_name(arm)
             arm_node = ArmNode(robot, node, rate_hz=rate, frame_id=frame)
             # one thread runs every callback (the services and the action wait for their motion off it)
             executor = SingleThreadedExecutor()
@@ -163,6 +175,11 @@ def cmd_ros(args) -> int:
         except Exception:  # noqa: BLE001 - already shut down
             pass
         sys.stdout.flush()
+
+
+def _positive_number(value) -> bool:
+    """A parameter's value is a finite number > 0 (an integer or a float, not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf
 
 
 def threading_spin(executor):

@@ -1,15 +1,17 @@
 """What the ROS 2 node takes, checked whole before anything moves: joint trajectories, joint commands and tool goals
 as plain Python values (the node copies them out of the messages), so this module needs no rclpy.
 
-Joint names are armctl's (``arm.joint_names``, base first on a base arm) plus ``gripper`` for the gripper servo;
-angles in radians in armctl's convention, times in seconds. A trajectory is a list of points, each with
-``positions`` (one per name, in the order of ``joint_names``) and ``time_from_start``; it starts where the arm is
-commanded to be when it is accepted (``header.stamp`` is not used), and its positions are joined by straight
-lines in joint space (velocities and accelerations in the message are checked for length and NaN, not used).
-Every point must lie inside the joint limits; a segment that would turn a joint faster than its speed limit is
-slowed (``too_fast="retime"``: its time is stretched to what the fastest joint needs) or refused
-(``too_fast="refuse"``). Refusals are ``Refused``: the reason, the message field (``points[2].positions[1]``) and
-the first failing point.
+Joint names and angles (``RosJoints``): on an arm derived from a URDF (``--arm so101``, ``FILE.urdf``) the URDF's
+joint names and angles (its zeros and signs, ``Arm.urdf_map`` through ``armctl.urdf``), every joint of the URDF's
+chain (a held joint such as the SO-101's ``wrist_roll`` at its fixed angle) and the gripper under the URDF's
+gripper joint; on other arms armctl's names (base first) and angles, then ``gripper``. Radians, times in seconds.
+A trajectory is a list of points, each with ``positions`` (one per name, in the order of ``joint_names``) and
+``time_from_start``; it starts where the arm is commanded to be when it is accepted (``header.stamp`` is not used),
+and its positions are joined by straight lines in joint space (velocities and accelerations in the message are
+checked for length and NaN, not used). Every point must lie inside the joint limits; a segment that would turn a
+joint faster than its speed limit is slowed (``too_fast="retime"``: its time is stretched to what the fastest joint
+needs) or refused (``too_fast="refuse"``). Refusals are ``Refused``: the reason, the message field
+(``points[2].positions[1]``) and the first failing point.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import urdf
 from ..arm import Arm
 from ..errors import BadInputError
 from ..kinematics import limit_excess, limit_names
@@ -28,6 +31,10 @@ from ..trajectory import DEFAULT_PERIOD_S, Trajectory
 GRIPPER_JOINT = "gripper"
 TOO_FAST = ("retime", "refuse")
 LIMIT_TOL_RAD = 1e-9
+HELD_TOL_RAD = math.radians(0.5)  # a held joint (no joint of armctl's model) may be commanded this near its angle
+# a value this little beyond a limit is taken as the limit: a measured pose echoed back (a joint_trajectory_controller
+# holds the state it reads; an STS3215 reads in 0.088 deg steps, the SO-101's open gripper as 60.03 deg)
+ECHO_TOL_RAD = math.radians(0.2)
 
 
 class Refused(BadInputError):
@@ -43,14 +50,82 @@ class Refused(BadInputError):
         return {"reason": str(self), "field": self.field, "point": self.point, "kind": self.kind}
 
 
+@dataclass(frozen=True)
+class RosJoints:
+    """The arm's joints as the topics carry them: ``names`` = the arm's joints (armctl's order), then the ``held``
+    joints ({name: fixed angle, rad}), then the gripper (``gripper``: its name, or None); ``urdf``: the angles are
+    the URDF's (else armctl's)."""
+
+    arm: Arm
+    joints: tuple
+    held: dict
+    gripper: str | None
+    urdf: bool
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.joints) + list(self.held) + ([self.gripper] if self.gripper else [])
+
+    @property
+    def gripper_col(self) -> int:
+        """The gripper's column in ``names`` (after the joints and the held joints)."""
+        return len(self.joints) + len(self.held)
+
+    def to_ros(self, q) -> np.ndarray:
+        """armctl joint angles (rad) -> the topics' (rad, one per joint in ``joints``)."""
+        q = np.asarray(q, dtype=float)
+        return np.array(list(urdf.urdf_angles(self.arm, q).values())) if self.urdf else np.array(q)
+
+    def from_ros(self, r) -> np.ndarray:
+        """The topics' joint angles (rad, one per joint in ``joints``) -> armctl's."""
+        r = np.asarray(r, dtype=float)
+        return urdf.armctl_angles(self.arm, dict(zip(self.joints, r))) if self.urdf else np.array(r)
+
+    def velocities_to_ros(self, dq) -> np.ndarray:
+        dq = np.asarray(dq, dtype=float)
+        return np.array(list(urdf.urdf_velocities(self.arm, dq).values())) if self.urdf else np.array(dq)
+
+    def positions(self, q, gripper_rad: float) -> list[float]:
+        """One ``joint_states`` position per name: the joints, the held joints, the gripper (NaN: not known)."""
+        out = [float(v) for v in self.to_ros(q)] + [float(v) for v in self.held.values()]
+        return out + ([float(gripper_rad)] if self.gripper else [])
+
+    def velocities(self, dq, dg: float) -> list[float]:
+        out = [float(v) for v in self.velocities_to_ros(dq)] + [0.0] * len(self.held)
+        return out + ([float(dg)] if self.gripper else [])
+
+    def limits_rad(self, k: int) -> tuple[float, float]:
+        """Joint ``k``'s range in the topics' angles (rad)."""
+        lo, hi = self.to_ros(self.arm.q_min)[k], self.to_ros(self.arm.q_max)[k]
+        return (float(min(lo, hi)), float(max(lo, hi)))
+
+
+def ros_joints(arm: Arm) -> RosJoints:
+    """How ``arm``'s joints appear on the topics (see the module docstring)."""
+    has_g = arm.gripper is not None
+    if arm.urdf_map is None:
+        return RosJoints(arm, tuple(arm.joint_names), {}, GRIPPER_JOINT if has_g else None, False)
+    held = {name: math.radians(deg) for name, deg in getattr(arm.urdf, "held_deg", {}).items()}
+    gripper = (arm.gripper_urdf_joint or GRIPPER_JOINT) if has_g else None
+    return RosJoints(arm, tuple(name for name, _, _ in arm.urdf_map), held, gripper, True)
+
+
 def joint_names(arm: Arm) -> list[str]:
-    """The names the node publishes and takes: the arm's joints, then ``gripper`` if it has one."""
-    return list(arm.joint_names) + ([GRIPPER_JOINT] if arm.gripper is not None else [])
+    """The names the node publishes and takes (``RosJoints.names``)."""
+    return ros_joints(arm).names
+
+
+def frame_name(arm: Arm) -> str:
+    """The frame of ``tool_point`` and ``tool_goal`` (before the namespace): a URDF arm's root link, else
+    ``base_link`` (armctl's frame: the base axis at the origin, z from the surface the arm stands on)."""
+    return arm.urdf.root_link if arm.urdf is not None else "base_link"
 
 
 def _columns(arm: Arm, names, field: str = "joint_names", *, need_all: bool = True) -> list[int]:
-    """For each name its column (0..n-1 joints, n the gripper); Refused for unknown, repeated or missing ones."""
-    known = joint_names(arm)
+    """For each name its column in ``RosJoints.names`` (the joints, the held joints, the gripper); Refused for
+    unknown, repeated or missing ones."""
+    view = ros_joints(arm)
+    known = view.names
     cols: list[int] = []
     for i, name in enumerate(names):
         if not isinstance(name, str) or name not in known:
@@ -60,7 +135,7 @@ def _columns(arm: Arm, names, field: str = "joint_names", *, need_all: bool = Tr
             raise Refused(f"joint {name!r} named twice", field=f"{field}[{i}]")
         cols.append(col)
     if need_all:
-        missing = [n for n in arm.joint_names if known.index(n) not in cols]
+        missing = [n for n in view.joints if known.index(n) not in cols]
         if missing:
             raise Refused(f"missing joint(s) {', '.join(missing)} (every joint of the arm is needed)", field=field)
     return cols
@@ -81,16 +156,32 @@ def _values(values, count: int, field: str, names, point: int | None, *, optiona
     return out
 
 
+def _onto_limits(arm: Arm, q: np.ndarray, g: float) -> tuple[np.ndarray, float]:
+    """``q`` and ``g`` with each value at most ECHO_TOL_RAD beyond its joint's range put on the range's end."""
+    q = np.asarray(q, dtype=float)
+    lo, hi = np.asarray(arm.q_min, dtype=float), np.asarray(arm.q_max, dtype=float)
+    near = (q >= lo - ECHO_TOL_RAD) & (q <= hi + ECHO_TOL_RAD)
+    q = np.where(near, np.clip(q, lo, hi), q)
+    if arm.gripper is not None and math.isfinite(g):
+        glo, ghi = sorted((arm.gripper.closed_rad, arm.gripper.open_rad))
+        if glo - ECHO_TOL_RAD <= g <= ghi + ECHO_TOL_RAD:
+            g = min(max(g, glo), ghi)
+    return q, g
+
+
 def _limits(arm: Arm, q: np.ndarray, g: float, cols, names, field: str, point: int | None) -> None:
-    """Refused naming the first joint of ``q`` (and the gripper ``g``) outside its limits."""
+    """Refused naming the first joint of ``q`` (armctl's angles; the gripper ``g``) outside its limits, with the
+    angle and the limits as the topics give them."""
     ex = limit_excess(arm, q)
     if np.any(ex > LIMIT_TOL_RAD):
         k = int(np.argmax(ex > LIMIT_TOL_RAD))
         if k < arm.n and k in cols:
             j = cols.index(k)
-            lo, hi = math.degrees(arm.q_min[k]), math.degrees(arm.q_max[k])
+            view = ros_joints(arm)
+            lo, hi = (math.degrees(v) for v in view.limits_rad(k))
+            at = math.degrees(view.to_ros(q)[k])
             raise Refused(
-                f"joint {names[j]!r} at {math.degrees(q[k]):.2f} deg is outside its limits {lo:g}..{hi:g} deg",
+                f"joint {names[j]!r} at {at:.2f} deg is outside its limits {lo:g}..{hi:g} deg",
                 field=f"{field}[{j}]",
                 point=point,
                 kind="limit",
@@ -100,7 +191,7 @@ def _limits(arm: Arm, q: np.ndarray, g: float, cols, names, field: str, point: i
     if gr is not None and math.isfinite(g):
         lo, hi = sorted((gr.closed_rad, gr.open_rad))
         if not lo - LIMIT_TOL_RAD <= g <= hi + LIMIT_TOL_RAD:
-            j = cols.index(arm.n)
+            j = cols.index(ros_joints(arm).gripper_col)
             raise Refused(
                 f"gripper at {math.degrees(g):.2f} deg is outside {math.degrees(lo):g}..{math.degrees(hi):g} deg",
                 field=f"{field}[{j}]",
@@ -109,25 +200,59 @@ def _limits(arm: Arm, q: np.ndarray, g: float, cols, names, field: str, point: i
             )
 
 
+def _apply(arm: Arm, cols, vals, names, field: str, point: int | None, q_prev, g_prev: float):
+    """The values of one message (the topics' angles, in ``cols``) over the pose (``q_prev``, armctl's angles;
+    ``g_prev``) -> (armctl joint angles, gripper); Refused for a held joint moved off its fixed angle."""
+    view = ros_joints(arm)
+    r = view.to_ros(q_prev)
+    g = g_prev
+    held = list(view.held.items())
+    for j, (c, v) in enumerate(zip(cols, vals)):
+        if c < arm.n:
+            r[c] = v
+        elif c == view.gripper_col:
+            g = float(v)
+        else:
+            name, at = held[c - arm.n]
+            if abs(v - at) > HELD_TOL_RAD:
+                raise Refused(
+                    f"joint {name!r} at {math.degrees(v):.2f} deg: armctl holds it at {math.degrees(at):g} deg (no "
+                    f"joint of its model of arm {arm.name!r}); keep it within {math.degrees(HELD_TOL_RAD):g} deg",
+                    field=f"{field}[{j}]",
+                    point=point,
+                    kind="limit",
+                )
+    return view.from_ros(r), g
+
+
 # --- joint commands (sensor_msgs/JointState positions) -------------------------------------------------------
 
 
 def check_command(arm: Arm, names, positions) -> tuple[np.ndarray, float]:
-    """A ``joint_commands`` message -> (joint angles (rad), gripper (rad, NaN if not given)); every joint of the arm
-    is needed, the gripper is optional; Refused if malformed or outside the limits."""
+    """A ``joint_commands`` message -> (armctl joint angles (rad), gripper (rad, NaN if not given)); every joint of
+    the arm is needed, held joints and the gripper are optional; Refused if malformed or outside the limits."""
     if not list(names):
         raise Refused("empty: name every joint of the arm", field="name")
     cols = _columns(arm, names, "name")
     vals = _values(positions, len(cols), "position", names, None)
-    q = np.zeros(arm.n)
-    g = math.nan
-    for c, v in zip(cols, vals):
-        if c < arm.n:
-            q[c] = v
-        else:
-            g = float(v)
+    q, g = _onto_limits(arm, *_apply(arm, cols, vals, names, "position", None, arm.home_rad, math.nan))
     _limits(arm, q, g, cols, list(names), "position", None)
     return q, g
+
+
+def command_offset(arm: Arm, q, gripper_rad: float, q_now, gripper_now: float | None) -> tuple[float, str]:
+    """How far a command (armctl's angles; gripper NaN: not commanded) lies from the pose (``q_now``,
+    ``gripper_now``): (the largest difference over the joints and the gripper, rad; the joint's name on the
+    topics)."""
+    view = ros_joints(arm)
+    d = np.abs(np.asarray(q, dtype=float) - np.asarray(q_now, dtype=float))
+    k = int(np.argmax(d))
+    worst, name = float(d[k]), view.joints[k]
+    if view.gripper and gripper_now is not None and math.isfinite(gripper_rad) and math.isfinite(gripper_now):
+        dg = abs(gripper_rad - gripper_now)
+        if dg > worst:
+            worst, name = dg, view.gripper
+    return worst, name
 
 
 # --- joint trajectories (trajectory_msgs/JointTrajectory) ----------------------------------------------------
@@ -179,7 +304,7 @@ def check_trajectory(
         raise Refused("no points", field="points")
     q0 = np.asarray(q_start, dtype=float)
     g0 = float(gripper_start)
-    has_g = arm.gripper is not None and arm.n in cols
+    has_g = arm.gripper is not None and ros_joints(arm).gripper_col in cols
     knots_q, knots_g, knots_t, which = [q0], [g0], [0.0], [None]
     last_t = None
     for k, p in enumerate(points):
@@ -199,13 +324,7 @@ def check_trajectory(
         if t > MAX_MOVE_S:
             raise Refused(f"{t:g} s: longer than {MAX_MOVE_S:g} s", field=f"{f}.time_from_start", point=k)
         last_t = t
-        q = np.array(knots_q[-1], dtype=float)
-        g = knots_g[-1]
-        for c, v in zip(cols, pos):
-            if c < arm.n:
-                q[c] = v
-            else:
-                g = float(v)
+        q, g = _onto_limits(arm, *_apply(arm, cols, pos, names, f"{f}.positions", k, knots_q[-1], knots_g[-1]))
         _limits(arm, q, g if has_g else math.nan, cols, names, f"{f}.positions", k)
         if k == 0 and t == 0.0:  # the start itself: the Robot ramps there if the arm is elsewhere
             knots_q[0], knots_g[0] = q, g
@@ -234,7 +353,7 @@ def check_trajectory(
                 if need_g > float(np.max(need, initial=0.0)):
                     what, speed, lim = "gripper", dg / dt, gmax
                 else:
-                    what, speed, lim = repr(arm.joint_names[worst]), dq[worst] / dt, vmax[worst]
+                    what, speed, lim = repr(ros_joints(arm).joints[worst]), dq[worst] / dt, vmax[worst]
                 raise Refused(
                     f"reaching it in {dt:g} s needs joint {what} at {math.degrees(speed):.1f} deg/s, over its "
                     f"{math.degrees(lim):g} deg/s limit (set the parameter too_fast to 'retime' to slow it down)",
@@ -273,13 +392,19 @@ def check_trajectory(
 
 
 def check_tool_goal(arm: Arm, x: float, y: float, z: float, frame_id: str, frame: str) -> tuple[float, ...]:
-    """A ``tool_goal`` point (m, in ``frame``, REP-103: z up) -> armctl's target: (x, y, z) on an arm with a base;
-    (x, z) on a planar arm, whose plane is the frame's x-z plane (y must be 0). Refused for another frame or NaN."""
+    """A ``tool_goal`` point (m, in ``frame``, REP-103: z up; a URDF arm's root link frame) -> armctl's target:
+    (x, y, z) on an arm with a base; (x, z) on a planar arm, whose plane is the frame's x-z plane (y must be 0; a
+    URDF arm's: its plane). Refused for another frame, NaN or a point beside a planar arm's plane."""
     if frame_id not in ("", frame):
         raise Refused(f"{frame_id!r}: this node takes points in {frame!r} (no tf here)", field="header.frame_id")
     for name, v in (("x", x), ("y", y), ("z", z)):
         if not math.isfinite(v):
             raise Refused(f"{v}: must be a finite number", field=f"point.{name}")
+    if arm.urdf is not None:
+        p, beside = arm.urdf.from_urdf_point((x, y, z), planar=not arm.has_base)
+        if beside > 1e-6:
+            raise Refused(f"{beside:g} m beside the plane arm {arm.name!r} works in", field="point")
+        return tuple(float(v) for v in p)
     if arm.has_base:
         return (float(x), float(y), float(z))
     if abs(y) > 1e-6:
@@ -288,6 +413,9 @@ def check_tool_goal(arm: Arm, x: float, y: float, z: float, frame_id: str, frame
 
 
 def tool_point_ros(arm: Arm, tool_m) -> tuple[float, float, float]:
-    """armctl's tool point -> (x, y, z) in the node's frame (REP-103: a planar arm's (x, y) is (x, 0, y))."""
+    """armctl's tool point -> (x, y, z) in the node's frame (REP-103: a planar arm's (x, y) is (x, 0, y); a URDF
+    arm's: its root link frame)."""
+    if arm.urdf is not None:
+        return tuple(float(v) for v in arm.urdf.to_urdf_point(tool_m))
     p = [float(v) for v in tool_m]
     return (p[0], p[1], p[2]) if arm.has_base else (p[0], 0.0, p[1])

@@ -2,17 +2,19 @@
 
 Topics and services, relative to the node's namespace (``--namespace arm1``: ``/arm1/joint_states``, ...):
 
-- publishes ``joint_states`` (sensor_msgs/JointState: armctl's joint names, then ``gripper``; positions in rad,
-  velocities in rad/s from successive poses; measured where the servos report, commanded otherwise) at ``--rate``,
-  and ``tool_point`` (geometry_msgs/PointStamped, m, in the frame ``<namespace>/base_link``, REP-103: z up);
+- publishes ``joint_states`` (sensor_msgs/JointState: the joints as ``messages.RosJoints`` names them, a URDF arm's
+  with the URDF's names and angles; positions in rad, velocities in rad/s from successive poses; measured where the
+  servos report, commanded otherwise) at ``--rate``, and ``tool_point`` (geometry_msgs/PointStamped, m, in the
+  frame ``<namespace>/base_link``, a URDF arm's root link, REP-103: z up);
 - takes ``joint_trajectory`` (trajectory_msgs/JointTrajectory: checked whole, re-timed or refused by the parameter
   ``too_fast``, then played by the Robot; an empty one stops the arm), ``joint_commands`` (sensor_msgs/JointState
   positions, the topic topic_based_ros2_control publishes: the arm follows the latest, under its speed limits,
-  after a slow ramp from where it is) and ``tool_goal`` (geometry_msgs/PointStamped: a straight line, like jog);
+  after a slow ramp from where it is; a first one farther than the parameter ``first_command_max_deg`` from the
+  pose is held until one near it comes) and ``tool_goal`` (geometry_msgs/PointStamped: a straight line, like jog);
 - services (std_srvs/Trigger) ``armctl/stop``, ``armctl/home``, ``armctl/gripper_open``, ``armctl/gripper_close``,
   answered when the arm holds or the motion is over (done, or why not);
 - ``armctl/events`` (std_msgs/String, one JSON object each: accepted, refused with the reason, the field and the
-  first failing point, done, stopped, failed, link_lost);
+  first failing point, done, stopped, failed, link_lost, held: a first joint command held);
 - a ``follow_joint_trajectory`` action (control_msgs/FollowJointTrajectory) where control_msgs is importable.
 
 The latest command wins: a new trajectory, goal, home or gripper command stops the motion playing first; joint
@@ -36,13 +38,26 @@ import numpy as np
 from .. import motion
 from ..errors import ArmctlError, BadInputError, LinkError, MotionError, StopRequested, UnreachableError
 from ..runcontrol import RAMP_SPEED_FRACTION
-from .messages import Refused, TrajectoryPoint, check_command, check_tool_goal, check_trajectory, joint_names
+from .messages import (
+    Refused,
+    TrajectoryPoint,
+    check_command,
+    check_tool_goal,
+    check_trajectory,
+    command_offset,
+    ros_joints,
+)
 from .messages import tool_point_ros as _tool_point_ros
 
 FOLLOW_RATE_HZ = 100.0  # how often the followed target is looked at (a ros2_control update rate)
 VELOCITY_WINDOW_S = 0.1  # joint_states' velocities: the slope of the poses over the last five servo frames
 STATES_CATCH_UP_PERIODS = 10  # joint_states this many periods late start their schedule again from now
 EVENT_EVERY_S = 0.5  # refusals of joint commands (a stream) are published at most this often
+FIRST_COMMAND_MAX_DEG = 10.0  # parameter first_command_max_deg's default: a first joint command farther is held
+TOPIC_BASED_START = (
+    "likely topic_based_ros2_control's start-up commands (0.0 on every joint, or each state interface's "
+    "initial_value, until a controller writes; use_initial_states_as_initial_commands not set)"
+)
 REQUEST_WAIT_S = 10.0
 # a service or action waits for its motion's end: its planned duration (ramp included) plus this much, plus this
 # fraction of it (a loaded machine plays late; the simulated servos settle after the last pulse)
@@ -135,7 +150,8 @@ class ArmNode:
         self.robot, self.node, self.arm = robot, node, robot.arm
         self.rate_hz, self.period_s = float(rate_hz), 1.0 / float(rate_hz)
         self.frame_id = frame_id
-        self.names = joint_names(self.arm)
+        self.joints = ros_joints(self.arm)  # the names and angles on the topics (a URDF arm's: the URDF's)
+        self.names = self.joints.names
         self.out = out
         self.done = threading.Event()
         self.failed: BaseException | None = None
@@ -147,6 +163,8 @@ class ArmNode:
         self._motion = None  # the Motion last handed to the Robot
         self._follow = None  # the follow motion fed by joint_commands, while it runs
         self._last_refusal = {}  # source -> (time, suppressed count)
+        self._first_taken = False  # a joint command has been followed (the first-command check is over)
+        self._held = 0  # joint commands held before the first was taken
         self._planned_s: dict[int, float] = {}  # id(the latest Motion) -> its planned duration, ramp included
         self._JointState, self._PointStamped, self._String = JointState, PointStamped, String
         events_qos = QoSProfile(depth=50)
@@ -223,7 +241,7 @@ class ArmNode:
             self.pub_events.publish(msg)
         except Exception:  # noqa: BLE001 - the node is going down: the event is still said on stderr
             pass
-        if kind in ("refused", "failed", "link_lost"):
+        if kind in ("refused", "failed", "link_lost", "held"):
             what = fields.get("source", "")
             print(f"armctl ros: {kind}{' ' + what if what else ''}: {fields.get('reason', '')}", file=sys.stderr)
 
@@ -258,7 +276,7 @@ class ArmNode:
         """Publish ``joint_states`` and ``tool_point`` once (the Robot's ``where()``)."""
         pose = self.robot.where()
         t = time.monotonic()
-        q = [float(v) for v in pose.q_rad]
+        q = [float(v) for v in pose.q_rad]  # armctl's angles here; the topics' (``self.joints``) in the message
         if self.arm.gripper is not None:
             q.append(math.nan if pose.gripper_rad is None else float(pose.gripper_rad))
         self._prev.append((t, q))
@@ -276,9 +294,11 @@ class ArmNode:
         stamp = self.node.get_clock().now().to_msg()
         js = self._JointState()
         js.header.stamp = stamp
+        n = self.arm.n
+        g, vg = (q[n], vel[n]) if self.arm.gripper is not None else (math.nan, 0.0)
         js.name = self.names
-        js.position = q
-        js.velocity = vel
+        js.position = self.joints.positions(q[:n], g)
+        js.velocity = self.joints.velocities(vel[:n], vg)
         self.pub_states.publish(js)
         ps = self._PointStamped()
         ps.header.stamp = stamp
@@ -309,6 +329,9 @@ class ArmNode:
         try:
             q, g = check_command(self.arm, list(msg.name), list(msg.position))
         except Refused as exc:
+            if not self._first_taken and exc.kind == "limit" and msg.position and not any(msg.position):
+                self._hold_first(f"the first one is outside the limits ({exc})")  # all 0.0: the plugin's start
+                return
             now = time.monotonic()
             last, skipped = self._last_refusal.get("joint_commands", (-math.inf, 0))
             if now - last < EVENT_EVERY_S:
@@ -318,6 +341,19 @@ class ArmNode:
             detail = exc.to_dict()
             self.event("refused", source="joint_commands", moved=False, suppressed=skipped, **detail)
             return
+        if not self._first_taken:
+            pose = self.robot.where()
+            off, joint = command_offset(self.arm, q, g, pose.q_rad, pose.gripper_rad)
+            limit = float(self.node.get_parameter("first_command_max_deg").value)
+            if math.degrees(off) > limit:
+                self._hold_first(
+                    f"the first one is {math.degrees(off):.1f} deg from the arm's pose ({joint}), over "
+                    f"first_command_max_deg {limit:g}",
+                    offset_deg=round(math.degrees(off), 3),
+                    joint=joint,
+                )
+                return
+            self._first_taken = True
         self._source.put(q, g)
         f = self._follow
         if f is not None and not f.done:
@@ -326,6 +362,19 @@ class ArmNode:
             if self._slot is not None and self._slot[0] == "follow":
                 return
         self._request("follow", None)
+
+    def _hold_first(self, why: str, **fields) -> None:
+        """Hold a first joint command far from the arm's pose (not played): one event (and line) for the whole hold;
+        the hold ends with the first command within first_command_max_deg of the pose."""
+        self._held += 1
+        if self._held > 1:
+            return
+        limit = float(self.node.get_parameter("first_command_max_deg").value)
+        reason = (
+            f"joint_commands held, not played: {why}; {TOPIC_BASED_START}. The arm follows once a command within "
+            f"{limit:g} deg of its pose comes (or raise the parameter first_command_max_deg)"
+        )
+        self.event("held", source="joint_commands", moved=False, reason=reason, max_deg=limit, **fields)
 
     def _on_tool_goal(self, msg) -> None:
         p = msg.point
@@ -463,7 +512,7 @@ class ArmNode:
             m = robot.follow(self._source, map="joints", rate_hz=FOLLOW_RATE_HZ)
             self._follow = m
             self._watch(m, "joint_commands")
-            self.event("accepted", source="joint_commands", label=m.label)
+            self.event("accepted", source="joint_commands", label=m.label, held=self._held)
             return True, "following joint_commands", None
         if kind in ("trajectory", "tool_goal"):  # refused from where the arm is now, before what plays is stopped
             pose = robot.where() if robot.moving else robot.commanded_pose()

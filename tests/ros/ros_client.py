@@ -9,12 +9,15 @@ It reads one JSON request per line on stdin and answers one JSON line on stdout:
 - ``{"op": "state", "ns"}``: the last joint_states and tool point.
 - ``{"op": "trajectory", "ns", "names", "points": [[positions, t_s], ...]}``: publish a JointTrajectory.
 - ``{"op": "command", "ns", "names", "positions"}``: publish a JointState on joint_commands.
+- ``{"op": "stream", "ns", "names", "positions", "rate_hz", "seconds"}``: publish that JointState on joint_commands
+  at that rate for that long, as topic_based_ros2_control's ``write()`` does each controller cycle (its publisher:
+  reliable, depth 1); answers with the count ``sent``.
 - ``{"op": "goal", "ns", "point": [x, y, z], "frame": ""}``: publish a PointStamped on tool_goal.
 - ``{"op": "call", "ns", "service": "armctl/stop", "timeout": S, "wait": true}``: call a std_srvs/Trigger service
   and answer with its response and how long it took (``took_s``); ``"wait": false`` answers at once with an
   ``id`` to read the response with ``{"op": "answer", "id": N, "timeout": S}``.
 - ``{"op": "params", "ns", "names": [...], "set": "text"}``: the node ``<ns>/armctl``'s string parameters (via
-  get_parameters); with ``set``, first try to set each to that text (``set_ok``: whether each was set).
+  get_parameters); with ``set``, first try to set each to that text or number (``set_ok``: whether each was set).
 - ``{"op": "events", "ns", "since": N, "until": ["done", ...], "timeout": S}``: events from index N on, waiting up
   to S seconds for one of the kinds in ``until``.
 """
@@ -50,6 +53,7 @@ class Arm:
         node.create_subscription(String, f"{self.ns}/armctl/events", self._event, 100)
         self.pub_traj = node.create_publisher(JointTrajectory, f"{self.ns}/joint_trajectory", 10)
         self.pub_cmd = node.create_publisher(JointState, f"{self.ns}/joint_commands", 10)
+        self.pub_plugin = node.create_publisher(JointState, f"{self.ns}/joint_commands", 1)
         self.pub_goal = node.create_publisher(PointStamped, f"{self.ns}/tool_goal", 10)
         self.clients: dict[str, object] = {}
         self.node = node
@@ -152,6 +156,20 @@ def main() -> int:
             wait_for(a.pub_cmd)
             a.pub_cmd.publish(msg)
             out["sent_t"] = time.monotonic()
+        elif op == "stream":
+            wait_for(a.pub_plugin)
+            period, t_end, sent = 1.0 / req["rate_hz"], time.monotonic() + req["seconds"], 0
+            t_next = time.monotonic()
+            while t_next < t_end:
+                msg = JointState()
+                msg.header.stamp = node.get_clock().now().to_msg()
+                msg.name = req["names"]
+                msg.position = [float(v) for v in req["positions"]]
+                a.pub_plugin.publish(msg)
+                sent += 1
+                t_next += period
+                time.sleep(max(0.0, t_next - time.monotonic()))
+            out["sent"] = sent
         elif op == "goal":
             msg = PointStamped()
             msg.header.frame_id = req.get("frame", "")
@@ -182,7 +200,10 @@ def main() -> int:
                 scli = a.clients.get(sname) or node.create_client(SetParameters, sname)
                 a.clients[sname] = scli
                 scli.wait_for_service(timeout_sec=10.0)
-                value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=req["set"])
+                if isinstance(req["set"], str):
+                    value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=req["set"])
+                else:
+                    value = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=float(req["set"]))
                 sfut = scli.call_async(
                     SetParameters.Request(parameters=[Parameter(name=n, value=value) for n in req["names"]])
                 )

@@ -39,6 +39,8 @@ def ros_env() -> dict:
     env["ROS_DOMAIN_ID"] = str(os.environ.get("ARMCTL_TEST_ROS_DOMAIN_ID") or 10 + os.getpid() % 90)
     env.pop("ROS_LOCALHOST_ONLY", None)
     env["PYTHONUNBUFFERED"] = "1"
+    # this tree's armctl in every process (the ROS environment may have another installed editable)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     return env
 
 
@@ -326,8 +328,18 @@ def test_stop_mid_trajectory(client, arm1):
     assert np.max(np.abs(np.array(got["positions"])[:, :3] - q)) < 1e-9
 
 
+def release_first_command(client, ns: str) -> None:
+    """A joint command at the arm's pose: taken, it ends the hold on a first command far from the pose (README "ROS
+    2"); the arm stays where it is."""
+    st = client("state", ns=ns)
+    pairs = [(n, v) for n, v in zip(st["names"], st["position"]) if math.isfinite(v)]
+    client("command", ns=ns, names=[n for n, _ in pairs], positions=[v for _, v in pairs])
+    time.sleep(0.3)
+
+
 def test_joint_commands_flood_latest_wins_under_speed_limits(client, arm1):
     q0 = steady(client, "/arm1")
+    release_first_command(client, "/arm1")
     names = ["shoulder", "elbow", "wrist", "gripper"]
     final = np.radians([10.0, -80.0, -40.0, 30.0])
     client.events("/arm1")
@@ -430,6 +442,7 @@ def test_home_answers_when_the_arm_is_home_and_stop_is_served_meanwhile(client, 
 def test_a_waiting_home_holds_up_no_topic(client, arm1):
     """The services wait for their motion off the node's one executor thread: while home waits, joint_commands is
     taken at once (it stops home, which answers so)."""
+    release_first_command(client, "/arm1")
     far, pending = home_waiting_from_far(client)
     t0 = time.monotonic()
     client("command", ns="/arm1", names=["shoulder", "elbow", "wrist"], positions=list(far))
@@ -584,6 +597,8 @@ def test_bad_options_exit_2_before_anything(rospy, env):
         ["ros", "--rate", "0"],
         ["ros", "--namespace", "1arm"],
         ["ros", "--ros-args", "-p", "too_fast:=maybe"],
+        ["ros", "--ros-args", "-p", "first_command_max_deg:=-1.0"],
+        ["ros", "--ros-args", "-p", "first_command_max_deg:=ten"],
     ):
         r = subprocess.run(
             [rospy, "-m", "armctl", *args], capture_output=True, text=True, env=env, timeout=60, cwd=ROOT
@@ -627,3 +642,135 @@ def test_follow_joint_trajectory_goals_without_control_msgs(rospy, env, tmp_path
         assert ev["field"].startswith(field), ev
     assert out["stopped_outcome"] == "aborted" and out["stopped"]["error_code"] == -1
     assert "stopped" in out["stopped"]["error_string"]
+
+
+# --- behind topic_based_ros2_control; a URDF arm's names and angles -------------------------------------------
+
+try:
+    import yourdfpy
+except ImportError:  # pragma: no cover - the test extra installs it
+    yourdfpy = None
+
+SO101_URDF = ROOT / "armctl" / "presets" / "so101.urdf"
+
+
+def urdf_tool(q: dict) -> np.ndarray:
+    """gripper_frame_link's origin (m) in base_link by yourdfpy (an independent URDF library), URDF angles ``q``."""
+    require(yourdfpy is not None, "yourdfpy (pip install -e '.[test]')")
+    robot = yourdfpy.URDF.load(str(SO101_URDF), load_meshes=False, load_collision_meshes=False, build_scene_graph=True)
+    robot.update_cfg({name: q[name] for name in robot.actuated_joint_names})
+    return robot.get_transform("gripper_frame_link", robot.base_link)[:3, 3]
+
+
+@pytest.fixture
+def fresh_node(rospy, env, client, tmp_path):
+    """A node started for one test (no joint command taken yet; a simulated arm of its own, at home), stopped
+    after it."""
+    nodes = []
+
+    def start(arm: str, ns: str, *more: str) -> NodeProc:
+        e = dict(env, ARMCTL_STATE_DIR=str(tmp_path / f"state-{ns}"))
+        node = NodeProc(rospy, ["--arm", arm, "ros", "--namespace", ns, *more], e)
+        nodes.append(node)
+        node.wait_ready()
+        assert client("watch", ns=f"/{ns}")["ok"], node.stderr()
+        return node
+
+    yield start
+    for node in nodes:
+        assert node.stop() == 130, node.stderr()
+
+
+@pytest.mark.parametrize("arm", ["seed-3link", "so101"])
+def test_topic_based_ros2_control_start_up_commands_are_held(client, fresh_node, arm):
+    """topic_based_ros2_control publishes 0.0 on every joint each cycle from start-up until a controller writes (its
+    commands start at 0.0; 0.3.0's src/topic_based_system.cpp): the arm does not move, one ``held`` event (and one
+    line) names the likely cause and first_command_max_deg; the commands a controller then sends from the arm's
+    pose are followed. seed-3link: 0.0 puts its gripper outside 10..60 deg (was: refused twice a second); so101: 0.0
+    is its URDF zero pose, far from where the arm was moved."""
+    ns = "/tb_" + arm.replace("-", "_")
+    node = fresh_node(arm, ns[1:])
+    names = client("states", ns=ns, seconds=0.3)["names"]
+    if arm == "so101":  # away from the URDF zero pose first (a trajectory does not end the hold)
+        away = {"shoulder_pan": 0.5, "shoulder_lift": -0.4, "elbow_flex": 0.6, "wrist_flex": 0.3}
+        client("trajectory", ns=ns, names=list(away), points=[[list(away.values()), 2.0]])
+        evs = client.events(ns, until=["done", "refused", "failed"], timeout=15)
+        assert evs[-1]["event"] == "done", evs
+    q0 = steady(client, ns)
+    client.events(ns)
+    got = client("stream", ns=ns, names=names, positions=[0.0] * len(names), rate_hz=100.0, seconds=2.0)
+    assert got["sent"] >= 150, got
+    time.sleep(0.3)
+    evs = [e for e in client.events(ns) if e.get("source") == "joint_commands"]
+    assert [e["event"] for e in evs] == ["held"], evs
+    reason = evs[0]["reason"]
+    assert "topic_based_ros2_control" in reason and "first_command_max_deg" in reason and evs[0]["moved"] is False
+    assert np.allclose(steady(client, ns), q0, atol=1e-6, equal_nan=True)  # nothing moved
+    lines = [ln for ln in node.stderr().splitlines() if "joint_commands" in ln]
+    assert len(lines) == 1 and lines[0].startswith("armctl ros: held joint_commands: joint_commands held"), lines
+    # a controller takes over: it sends the arm's pose (a joint_trajectory_controller holds it), then moves off it
+    st = client("state", ns=ns)
+    pose = {n: v for n, v in zip(st["names"], st["position"]) if math.isfinite(v)}
+    client("stream", ns=ns, names=list(pose), positions=list(pose.values()), rate_hz=100.0, seconds=0.3)
+    evs = client.events(ns, until=["accepted"], timeout=10)
+    acc = [e for e in evs if e["event"] == "accepted" and e["source"] == "joint_commands"]
+    assert acc and acc[0]["held"] >= 150, evs
+    first = names[0]
+    target = dict(pose, **{first: pose[first] + math.radians(5.0)})
+    client("stream", ns=ns, names=list(target), positions=list(target.values()), rate_hz=100.0, seconds=0.5)
+    q = steady(client, ns)
+    assert q[0] == pytest.approx(target[first], abs=math.radians(0.3)), np.degrees(q)
+    assert np.allclose(q[1:3], q0[1:3], atol=math.radians(0.3))
+
+
+def test_so101_joint_states_carry_the_urdfs_names_and_angles(client, fresh_node):
+    """An SO-101's joint_states name the URDF's joints (wrist_roll too) with the URDF's angles: at home (the URDF's
+    zero pose) and at a second pose sent in URDF angles, yourdfpy's FK of the published angles puts
+    gripper_frame_link where the node's tool_point says (frame base_link, the URDF's root link)."""
+    fresh_node("so101", "urdf101")
+    require(yourdfpy is not None, "yourdfpy (pip install -e '.[test]')")
+    robot = yourdfpy.URDF.load(str(SO101_URDF), load_meshes=False, load_collision_meshes=False)
+    st = client("states", ns="/urdf101", seconds=0.5)
+    assert st["names"] == list(robot.actuated_joint_names)  # shoulder_pan .. wrist_flex, wrist_roll, gripper
+    assert st["tool"]["frame"] == "urdf101/base_link"
+    home = dict(zip(st["names"], st["position"]))
+    # the preset's home is the URDF zero pose (elbow rounded to -74 deg: 0.18 deg off); the gripper 60 deg (open)
+    assert all(abs(home[n]) < math.radians(0.5) for n in st["names"][:5]), np.degrees(st["position"])
+    assert home["gripper"] == pytest.approx(math.radians(60.0), abs=math.radians(0.5))
+    assert np.linalg.norm(urdf_tool(home) - st["tool"]["xyz"]) < 0.1e-3
+    # a second pose, asked in URDF angles on joint_trajectory (the wrist_roll and the gripper as they are)
+    pose = {"shoulder_pan": 0.6, "shoulder_lift": -0.5, "elbow_flex": 0.7, "wrist_flex": -0.4, "wrist_roll": 0.0}
+    client.events("/urdf101")
+    client("trajectory", ns="/urdf101", names=list(pose), points=[[list(pose.values()), 2.0]])
+    evs = client.events("/urdf101", until=["done", "refused", "failed"], timeout=15)
+    assert evs[-1]["event"] == "done", evs
+    steady(client, "/urdf101")
+    st = client("state", ns="/urdf101")
+    got = dict(zip(st["names"], st["position"]))
+    assert all(abs(got[n] - pose[n]) < math.radians(0.3) for n in pose), np.degrees(st["position"])
+    assert np.linalg.norm(urdf_tool(got) - st["tool"]["xyz"]) < 0.1e-3
+    assert np.linalg.norm(urdf_tool(dict(got, **pose)) - st["tool"]["xyz"]) < 1.5e-3  # the asked pose's tool
+    # wrist_roll is held (no joint of armctl's model): a command that turns it is refused, naming it
+    client("trajectory", ns="/urdf101", names=list(pose), points=[[[*list(pose.values())[:4], 0.3], 1.0]])
+    evs = client.events("/urdf101", until=["refused", "accepted"], timeout=10)
+    assert evs[-1]["event"] == "refused" and evs[-1]["field"] == "points[0].positions[4]", evs
+    assert "wrist_roll" in evs[-1]["reason"]
+
+
+def test_a_raised_first_command_max_deg_lets_a_far_first_command_through(client, fresh_node):
+    """The documented way to send a far first command on purpose: raise first_command_max_deg (while the node runs,
+    here; or at start): the same command, 60 deg from the pose and held at first, is then followed."""
+    fresh_node("seed-3link", "far1")
+    q0 = steady(client, "/far1")
+    target = q0[:3] + np.radians([-60.0 if q0[0] > 0 else 60.0, 0.0, 0.0])
+    client.events("/far1")
+    client("command", ns="/far1", names=["shoulder", "elbow", "wrist"], positions=list(target))
+    evs = client.events("/far1", until=["accepted", "held", "refused"], timeout=10)
+    assert evs[-1]["event"] == "held" and evs[-1]["offset_deg"] == pytest.approx(60.0, abs=0.5), evs
+    assert client("params", ns="/far1", names=["first_command_max_deg"], set=-5.0)["set_ok"] == [False]
+    assert client("params", ns="/far1", names=["first_command_max_deg"], set=90.0)["set_ok"] == [True]
+    client("command", ns="/far1", names=["shoulder", "elbow", "wrist"], positions=list(target))
+    evs = client.events("/far1", until=["accepted", "held", "refused"], timeout=10)
+    assert evs[-1]["event"] == "accepted" and evs[-1]["held"] == 1, evs
+    time.sleep(1.0)
+    assert np.allclose(steady(client, "/far1")[:3], target, atol=math.radians(0.3))

@@ -14,7 +14,10 @@ from armctl.ros.messages import (
     check_command,
     check_tool_goal,
     check_trajectory,
+    command_offset,
+    frame_name,
     joint_names,
+    ros_joints,
     tool_point_ros,
 )
 
@@ -141,3 +144,59 @@ def test_tool_goals_and_points_in_the_nodes_frame():
         assert e.value.field == field
     assert tool_point_ros(SEED, [0.5, 0.2]) == (0.5, 0.0, 0.2)
     assert tool_point_ros(MEARM, [0.1, 0.2, 0.3]) == (0.1, 0.2, 0.3)
+
+
+# --- a URDF arm: the URDF's names and angles; the first command's distance --------------------------------------
+
+SO101 = load_arm("so101")
+SO101_NAMES = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
+
+
+def test_a_urdf_arm_speaks_the_urdfs_names_and_angles():
+    """The SO-101's topics: every URDF joint (wrist_roll held at 0), the URDF's zeros and signs (the FACTS table:
+    URDF q = a0 - armctl with a0 = 76.0 / -73.8 / -5.0 deg for lift/elbow/wrist; the pan is minus armctl's)."""
+    view = ros_joints(SO101)
+    assert view.names == SO101_NAMES and frame_name(SO101) == "base_link"
+    q = np.radians([20.0, 50.0, -40.0, 10.0])
+    got = np.degrees(view.positions(q, math.radians(30.0)))
+    assert np.allclose(got, [-20.0, 76.0 - 50.0, -73.8 + 40.0, -5.0 - 10.0, 0.0, 30.0], atol=0.05)
+    q2, g = check_command(SO101, SO101_NAMES, list(np.radians(got)))
+    assert np.allclose(q2, q) and g == pytest.approx(math.radians(30.0))
+    v = ros_joints(SO101).velocities([0.1, 0.2, 0.3, 0.4], 0.5)
+    assert np.allclose(v, [-0.1, -0.2, -0.3, -0.4, 0.0, 0.5])
+
+
+def test_a_urdf_arm_refuses_in_the_urdfs_terms():
+    with pytest.raises(Refused, match=r"'shoulder_lift' at 120\.00 deg is outside its limits -100\.\.100 deg"):
+        check_command(SO101, SO101_NAMES[:4], list(np.radians([0.0, 120.0, 0.0, 0.0])))
+    with pytest.raises(Refused, match="wrist_roll") as e:
+        check_command(SO101, SO101_NAMES, [0.0, 0.0, 0.0, 0.0, 0.1, 0.5])
+    assert e.value.field == "position[4]"
+    check_command(SO101, SO101_NAMES, [0.0, 0.0, 0.0, 0.0, 0.005, 0.5])  # within 0.5 deg of the held angle
+    # a measured open gripper (60.03 deg) sent back is the limit; 0.5 deg beyond is refused
+    _, g = check_command(SO101, SO101_NAMES[:4] + ["gripper"], [0.0] * 4 + [math.radians(60.03)])
+    assert g == pytest.approx(math.radians(60.0))
+    with pytest.raises(Refused, match="gripper"):
+        check_command(SO101, SO101_NAMES[:4] + ["gripper"], [0.0] * 4 + [math.radians(60.5)])
+    with pytest.raises(Refused, match="unknown joint 'shoulder'"):
+        check_command(SO101, ["shoulder", "elbow_flex", "wrist_flex", "shoulder_pan"], [0.0] * 4)
+
+
+def test_a_urdf_arms_trajectory_is_in_urdf_angles():
+    urdf_q = [0.5, -0.4, 0.6, 0.3]
+    c = check_trajectory(SO101, SO101_NAMES[:4], pts((urdf_q, 2.0)), SO101.home_rad, math.nan)
+    assert np.allclose(ros_joints(SO101).to_ros(c.trajectory.q_rad[-1]), urdf_q)
+
+
+def test_a_urdf_arms_tool_point_is_in_its_root_frame():
+    tool = np.array([0.2, 0.05, 0.1])
+    p = tool_point_ros(SO101, tool)
+    assert np.allclose(p, tool + [0.0388353, 0.0, -0.0024])
+    assert np.allclose(check_tool_goal(SO101, *p, "", "base_link"), tool)
+
+
+def test_command_offset_is_the_largest_joint_or_gripper_difference():
+    q = np.array(SEED.home_rad)
+    assert command_offset(SEED, q + [0.0, 0.2, -0.1], math.nan, q, 0.5) == (pytest.approx(0.2), "elbow")
+    assert command_offset(SEED, q, 0.9, q, 0.5) == (pytest.approx(0.4), "gripper")
+    assert command_offset(SO101, SO101.home_rad + [0.3, 0, 0, 0], 0.0, SO101.home_rad, None)[1] == "shoulder_pan"
