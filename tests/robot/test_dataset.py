@@ -253,6 +253,99 @@ def test_a_camera_from_a_video_file_decodes_frame_for_frame(tmp_path):
     assert np.array(img_stats["mean"]).shape == (3, 1, 1)
 
 
+CUT_H, CUT_W = 120, 160
+#: episodes whose cuts SVT-AV1 got wrong: 7 (PyAV 15 alone, 19.9 dB), 37 (PyAV 15 and 18, 25.1 dB), 38 (both, 28.4 dB)
+CUT_SEEDS = (7, 37, 38)
+
+
+def cut_episode(seed: int, n: int = 90, h: int = CUT_H, w: int = CUT_W) -> list:
+    """Camera frames with abrupt changes: six scenes (solid colours, gradients, soft stripes) cut to one another
+    every 1..8 frames (so cuts fall on key and inter frames alike), under a bright spot moving across."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w].astype(float)
+    scenes = []
+    for _ in range(6):
+        a, b = rng.integers(0, 256, 3), rng.integers(0, 256, 3)
+        kind = rng.integers(0, 3)
+        mix = (
+            np.zeros_like(x)
+            if kind == 0
+            else (x / w + y / h) / 2
+            if kind == 1
+            else 0.5 + 0.5 * np.sin(6 * x / w + 4 * y / h)
+        )[..., None]
+        scenes.append(a * (1 - mix) + b * mix)
+    frames: list = []
+    while len(frames) < n:
+        scene = scenes[rng.integers(0, 6)]
+        for _ in range(int(rng.integers(1, 9))):
+            k = len(frames)
+            if k == n:
+                break
+            cx, cy = (k * w / 40) % w, h / 2 + h / 4 * np.sin(k / 5)
+            spot = np.exp(-((x - cx) ** 2 + (y - cy) ** 2) / (2 * (h / 10) ** 2))[..., None]
+            frames.append(np.clip(scene * (1 - spot) + 250 * spot, 0, 255).astype(np.uint8))
+    return frames
+
+
+def psnr_db(a, b) -> float:
+    """Peak signal-to-noise ratio (dB) of picture ``a`` against ``b`` (uint8 RGB); 99 when equal."""
+    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
+    return 99.0 if mse == 0 else 10 * np.log10(255.0**2 / mse)
+
+
+def test_abrupt_changes_decode_to_their_own_pictures(tmp_path):
+    """Episodes of scene cuts and motion, decoded with PyAV (not armctl): every frame is its own picture, within
+    crf 30's loss: >= 30 dB PSNR against its source. (PyAV 18's SVT-AV1 4.1, and PyAV 15's SVT-AV1 3.0 without a
+    key frame at a cut, leave a frame after a cut partly the picture before: 19.9-28.4 dB.)"""
+    av = pytest.importorskip("av")
+    episodes = [cut_episode(seed) for seed in CUT_SEEDS]
+    frames = [f for ep in episodes for f in ep]
+    root = tmp_path / "ds"
+    runs = [(k, len(ep)) for k, ep in enumerate(episodes)]
+    _write(root, runs, cameras={"front": (CUT_H, CUT_W)}, frames=iter(frames))
+    with av.open(str(root / "videos/observation.images.front/chunk-000/file-000.mp4")) as c:
+        decoded = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+    assert len(decoded) == len(frames)
+    db = [psnr_db(d, s) for d, s in zip(decoded, frames)]
+    low = {k: round(v, 1) for k, v in enumerate(db) if v < 30}
+    assert not low, f"frames below 30 dB (min {min(db):.1f}, median {np.median(db):.1f}): {low}"
+    # and each nearer its own source than its neighbours' that look different (the picture before a cut)
+    for k, d in enumerate(decoded):
+        near = [psnr_db(d, frames[j]) for j in range(max(0, k - 4), min(len(frames), k + 5))]
+        near = [v for j, v in zip(range(max(0, k - 4), k + 5), near) if psnr_db(frames[j], frames[k]) < 25]
+        assert not near or db[k] > max(near) + 10, (k, db[k], near)
+
+
+def test_a_pyav_other_than_lerobots_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    av = pytest.importorskip("av")
+    from armctl import DatasetWriter
+    from armctl.dataset_files import PYAV_MAJOR
+
+    monkeypatch.setattr(av, "__version__", "18.1.0")
+    root = tmp_path / "ds"
+    with pytest.raises(BadInputError) as e:
+        DatasetWriter(root, robot_type="so_follower", state_names=NAMES, cameras={"front": (48, 64)})
+    assert "PyAV 18.1.0" in str(e.value) and "pip install 'av>=15,<16'" in str(e.value)
+    assert not root.exists()
+    assert PYAV_MAJOR == 15
+
+
+def test_pyproject_pins_the_pyav_the_writer_takes():
+    """``av>=15,<16`` in both extras (dataset, test), the range ``armctl.dataset_files.PYAV_MAJOR`` accepts."""
+    import re
+    from pathlib import Path
+
+    from armctl.dataset_files import PYAV_MAJOR
+
+    text = (Path(__file__).parents[2] / "pyproject.toml").read_text()
+    for name in ("dataset", "test"):
+        block = re.search(rf"^{name} = \[(.*?)\]", text, re.S | re.M)
+        assert block, name
+        pins = re.findall(r'"(av[<>=!~].*?)"', block.group(1))
+        assert pins == [f"av>={PYAV_MAJOR},<{PYAV_MAJOR + 1}"], (name, pins)
+
+
 def test_an_unknown_camera_is_one_line(tmp_path):
     pytest.importorskip("cv2")
     from armctl.camera import open_cameras
