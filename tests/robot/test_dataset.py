@@ -376,6 +376,67 @@ def test_the_tasks_table_reads_as_lerobot_reads_it_with_pandas(tmp_path):
     assert list(episodes["tasks"].iloc[0]) == ["stack two cubes"]
 
 
+def lerobot_range_0_100(raw: float, range_min: int, range_max: int, drive_mode: int) -> float:
+    """LeRobot's value of a RANGE_0_100 motor (its gripper), as motors_bus.py ``_normalize`` documents it, written
+    here apart from armctl: raw clamped to range_min..range_max, (raw - min) / (max - min) * 100; drive_mode 1 (a
+    Feetech bus applies it): 100 minus that."""
+    bounded = min(range_max, max(range_min, raw))
+    value = (bounded - range_min) / (range_max - range_min) * 100
+    return 100 - value if drive_mode else value
+
+
+def lerobot_degrees(raw: float, range_min: int, range_max: int) -> float:
+    """LeRobot's DEGREES: (raw - mid) * 360 / (4096 - 1), mid the middle of the range; not clamped, no drive_mode."""
+    return (raw - (range_min + range_max) / 2) * 360 / 4095
+
+
+@pytest.mark.parametrize("drive_mode", [1, 0])
+def test_a_recorded_frame_holds_lerobots_values_of_the_same_raw_positions(tmp_path, drive_mode):
+    """An SO-101 with LeRobot's calibration (drive_mode 1 on every motor, or 0): each recorded value is what
+    LeRobot reads for the same raw servo position; the gripper's is no longer 100 minus LeRobot's."""
+    from armctl.arm import load_arm
+    from armctl.dataset import DatasetWriter
+    from armctl.dataset_recorder import Recorder, arm_features
+    from armctl.lerobot import open_calibration
+
+    motors = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+    ranges = {"wrist_roll": (0, 4095), "gripper": (2027, 3447)}
+    lerobot = {
+        m: {"id": i + 1, "drive_mode": drive_mode, "homing_offset": 0, "range_min": r[0], "range_max": r[1]}
+        for i, m in enumerate(motors)
+        for r in [ranges.get(m, (900 + 10 * i, 3100 - 20 * i))]
+    }
+    path = tmp_path / "robots/so_follower/arm.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(lerobot, indent=4))
+    arm = load_arm("so101")
+    cal, _, _ = open_calibration(str(path), arm)
+    feats = arm_features(arm, cal)
+    assert feats.names == tuple(NAMES)
+    g = lerobot["gripper"]
+    # raw gripper positions: both ends, inside, and beyond the range (LeRobot clamps them)
+    grip_raw = [2027, 2028, 2500, 2737, 3147, 3447, 1990, 3500]
+    body_raw = [[1200 + 150 * k + 40 * j for j in range(4)] for k in range(len(grip_raw))]
+    root = tmp_path / "ds"
+    rec = Recorder(DatasetWriter(root, robot_type=feats.robot_type, fps=30, state_names=feats.names), feats)
+    rec.start_episode("grip")
+    for k, (graw, braw) in enumerate(zip(grip_raw, body_raw)):
+        q = [float(s.angle_rad(r)) for s, r in zip(cal.joints, braw)]
+        grad = float(cal.gripper.angle_rad(graw))
+        rec.feed(k / 30, q, grad, q, grad)
+    rec.close(save=True)
+    t = pq.read_table(root / "data/chunk-000/file-000.parquet")
+    for column in ("observation.state", "action"):
+        got = np.array(t.column(column).to_pylist(), dtype=np.float64)
+        assert len(got) == len(grip_raw)
+        want = [lerobot_range_0_100(r, g["range_min"], g["range_max"], drive_mode) for r in grip_raw]
+        assert got[:, 5] == pytest.approx(want, abs=1e-3), column
+        for j, m in enumerate(motors[:4]):
+            lo, hi = lerobot[m]["range_min"], lerobot[m]["range_max"]
+            assert got[:, j] == pytest.approx([lerobot_degrees(b[j], lo, hi) for b in body_raw], abs=1e-3), m
+        assert got[:, 4] == pytest.approx(lerobot_degrees(2047.5, 0, 4095), abs=1e-3)  # the roll held at its middle
+
+
 def test_a_writer_never_closed_leaves_no_work_files(tmp_path):
     """A script that saves its episodes and never calls close() (nor uses ``with``): at exit the writer's work
     folder (per-episode videos before they are joined) is gone; the dataset stays."""
