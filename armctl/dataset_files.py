@@ -7,7 +7,8 @@ Video is encoded as LeRobot 0.4.4 encodes it (``encode_video_frames``: libsvtav1
 
 - PyAV other than 15.x is refused (``PYAV_MAJOR``): PyAV 17 and 18 carry SVT-AV1 4.1, which at these settings
   leaves blocks of the picture before in a frame after a change (10 frames below 30 dB, down to 14.1 dB; 5
-  even with the key frames below);
+  even with the key frames below). It says why itself: it maps preset 12 to M11 and logs "Non-RTC M10+ are
+  meant for automation tooling usage. Visual artifacts may occur otherwise." (SVT-AV1 3.0 maps it to M10);
 - a frame that differs from the one before as a scene cut does (PSNR below ``SCENE_CUT_DB``, on a subsample)
   is sent as a key frame: without it SVT-AV1 3.0 too left a cut that fell on an inter frame (every second
   frame at g 2) partly the old picture (6 frames below 30 dB, down to 14.9 dB); with it none (min 37.5 dB).
