@@ -23,7 +23,8 @@ the recording is killed. An existing dataset of another robot, fps, features or 
 (``BadInputError``) before anything is written.
 
 Feature values are float32 vectors; ``timestamp`` is ``frame_index / fps``. Video: AV1 (``libsvtav1``,
-yuv420p, g 2, crf 30, preset 12, LeRobot's defaults), each episode encoded apart (so a discarded one costs
+yuv420p, g 2, crf 30, preset 12, LeRobot's defaults, PyAV 15 as LeRobot pins it; a key frame at a scene cut:
+``armctl.dataset_files``), each episode encoded apart (so a discarded one costs
 nothing) and the session's file re-muxed from them (packets copied, not re-encoded) when one is saved.
 """
 

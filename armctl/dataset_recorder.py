@@ -5,11 +5,12 @@ loop never waits for a video encoder.
 Values (``ArmFeatures``):
 
 - an SO-101 on bus servos: LeRobot's six ``<motor>.pos`` (``shoulder_pan.pos`` ... ``gripper.pos``) in LeRobot's
-  units (0.4.4 and later, ``use_degrees``): body joints in degrees from the middle of the servo's range,
-  ``(steps - mid) * 360 / 4095``, where ``mid`` is the step at the URDF's zero pose (``Arm.urdf_map``'s offsets,
-  0 / 76.0 / -73.8 / -5.0 deg in armctl's angles; the middle of the range in a LeRobot calibration), which is
-  the URDF angle LeRobot feeds its kinematics; the wrist roll (a held servo in armctl) where a follow turned
-  it, else at its held position; the gripper 0..100 over its calibrated range; ``robot_type`` ``so_follower``;
+  units (0.4.4 and later, ``use_degrees``; ``armctl.lerobot.normalize``): body joints in degrees from the middle
+  of the servo's range, ``(steps - mid) * 360 / 4095``, where ``mid`` is the step at the URDF's zero pose
+  (``Arm.urdf_map``'s offsets, 0 / 76.0 / -73.8 / -5.0 deg in armctl's angles; the middle of the range in a
+  LeRobot calibration), which is the URDF angle LeRobot feeds its kinematics; the wrist roll (a held servo in
+  armctl) where a follow turned it, else at its held position; the gripper LeRobot's RANGE_0_100 over its
+  calibrated range with the calibration's drive_mode (0 closed, 100 open); ``robot_type`` ``so_follower``;
 - any other arm: armctl's joint names, ``<joint>.pos`` in degrees (armctl's angles), and ``gripper.pos`` as
   0..100 % open (closed 0, open 100); ``robot_type`` the arm's name.
 
@@ -28,10 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dataset import DatasetWriter
+from .lerobot import DEGREES, RANGE_0_100, gripper_drive_mode, lerobot_degrees, normalize
 
 SO101_MOTORS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
-LEROBOT_STEPS_PER_TURN = 4095  # LeRobot's degrees: (raw - mid) * 360 / 4095
-WRIST_ROLL_MID = 2047.5  # LeRobot forces the wrist roll's range to 0..4095
+WRIST_ROLL_RANGE = (0, 4095)  # LeRobot forces the wrist roll's range to 0..4095
 
 
 @dataclass(frozen=True)
@@ -56,15 +57,16 @@ class ArmFeatures:
         if self.lerobot_so101:
             out = []
             for s, a, (_, a0, _) in zip(cal.joints, q, arm.urdf_map):
-                out.append((float(s.value(a)) - float(s.value(a0))) * 360.0 / LEROBOT_STEPS_PER_TURN)
+                out.append(lerobot_degrees(s.value(a), s.value(a0)))
             roll = next((h for h in cal.held if h.name == "wrist_roll"), None)
             pos = None if roll is None else (held_steps or {}).get(roll.name, roll.position_steps)
-            out.append(0.0 if pos is None else (pos - WRIST_ROLL_MID) * 360.0 / LEROBOT_STEPS_PER_TURN)
+            out.append(0.0 if pos is None else normalize(pos, DEGREES, *WRIST_ROLL_RANGE))
             g = cal.gripper
-            if g is None or not math.isfinite(gripper_rad):
+            if g is None or arm.gripper is None or not math.isfinite(gripper_rad):
                 out.append(0.0)
             else:
-                out.append(min(max((float(g.value(gripper_rad)) - g.lo) / (g.hi - g.lo) * 100.0, 0.0), 100.0))
+                mode = gripper_drive_mode(g, g.value(arm.gripper.closed_rad))
+                out.append(normalize(g.value(gripper_rad), RANGE_0_100, g.lo, g.hi, mode))
             return np.array(out)
         out = list(np.degrees(q))
         if arm.gripper is not None:

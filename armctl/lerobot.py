@@ -371,6 +371,47 @@ def _gripper(m: Motor, arm, path: Path) -> BusServoCal:
     )
 
 
+# --- LeRobot's values -----------------------------------------------------------------------------------------
+
+#: LeRobot's MotorNormMode: the SO arms' body joints DEGREES (``use_degrees``, >= 0.4.4) or RANGE_M100_100 (before),
+#: the gripper RANGE_0_100
+DEGREES, RANGE_0_100, RANGE_M100_100 = "degrees", "range_0_100", "range_m100_100"
+
+
+def lerobot_degrees(raw: float, mid: float) -> float:
+    """LeRobot's degrees of raw position ``raw`` (steps) about ``mid``: ``(raw - mid) * 360 / 4095``."""
+    return (float(raw) - float(mid)) / LEROBOT_STEPS_PER_DEG
+
+
+def normalize(raw: float, mode: str, range_min: float, range_max: float, drive_mode: int = 0) -> float:
+    """The value LeRobot reads for raw position ``raw`` (steps) of a motor calibrated ``range_min..range_max`` in
+    ``mode`` (its ``MotorsBus._normalize``; Feetech buses apply ``drive_mode``):
+
+    - DEGREES: ``(raw - mid) * 360 / 4095``, ``mid = (range_min + range_max) / 2``; not clamped, drive_mode ignored;
+    - RANGE_0_100: raw clamped to the range, ``(raw - min) / (max - min) * 100``; drive_mode 1: 100 minus that;
+    - RANGE_M100_100: clamped, ``(raw - min) / (max - min) * 200 - 100``; drive_mode 1: negated.
+    """
+    lo, hi = float(range_min), float(range_max)
+    if hi == lo:
+        raise ValueError(f"range_min and range_max are both {lo:g}")
+    if mode == DEGREES:
+        return lerobot_degrees(raw, (lo + hi) / 2.0)
+    frac = (min(max(float(raw), lo), hi) - lo) / (hi - lo)
+    if mode == RANGE_0_100:
+        return 100.0 - frac * 100.0 if drive_mode else frac * 100.0
+    if mode == RANGE_M100_100:
+        value = frac * 200.0 - 100.0
+        return -value if drive_mode else value
+    raise ValueError(f"unknown LeRobot norm mode {mode!r}")
+
+
+def gripper_drive_mode(gripper: BusServoCal, closed_steps: float) -> int:
+    """LeRobot's ``drive_mode`` of a gripper calibrated ``gripper`` whose closed end is at ``closed_steps``: 1 when
+    that is ``max_steps`` (so ``_gripper`` lays out a LeRobot gripper of drive_mode 1, closed at range_max), else 0
+    (closed at range_min). LeRobot's gripper then reads 0 closed, 100 open either way."""
+    return 1 if abs(float(closed_steps) - gripper.hi) < abs(float(closed_steps) - gripper.lo) else 0
+
+
 def open_calibration(spec: str | Path | None, arm) -> tuple[Calibration, Path, list[str]]:
     """The calibration ``spec`` names for ``arm`` and where it came from, and notes for the user: ``lerobot:ID``
     or a LeRobot ``.json`` (converted, see the module docstring), an armctl YAML, or None (armctl's places,

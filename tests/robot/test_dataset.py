@@ -253,6 +253,100 @@ def test_a_camera_from_a_video_file_decodes_frame_for_frame(tmp_path):
     assert np.array(img_stats["mean"]).shape == (3, 1, 1)
 
 
+CUT_H, CUT_W = 120, 160
+#: episodes whose cuts SVT-AV1 got wrong: 7 (PyAV 15 alone, 19.9 dB), 37 (PyAV 15 and 18, 25.1 dB), 38 (both, 28.4 dB)
+CUT_SEEDS = (7, 37, 38)
+
+
+def cut_episode(seed: int, n: int = 90, h: int = CUT_H, w: int = CUT_W) -> list:
+    """Camera frames with abrupt changes: six scenes (solid colours, gradients, soft stripes) cut to one another
+    every 1..8 frames (so cuts fall on key and inter frames alike), under a bright spot moving across."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w].astype(float)
+    scenes = []
+    for _ in range(6):
+        a, b = rng.integers(0, 256, 3), rng.integers(0, 256, 3)
+        kind = rng.integers(0, 3)
+        mix = (
+            np.zeros_like(x)
+            if kind == 0
+            else (x / w + y / h) / 2
+            if kind == 1
+            else 0.5 + 0.5 * np.sin(6 * x / w + 4 * y / h)
+        )[..., None]
+        scenes.append(a * (1 - mix) + b * mix)
+    frames: list = []
+    while len(frames) < n:
+        scene = scenes[rng.integers(0, 6)]
+        for _ in range(int(rng.integers(1, 9))):
+            k = len(frames)
+            if k == n:
+                break
+            cx, cy = (k * w / 40) % w, h / 2 + h / 4 * np.sin(k / 5)
+            spot = np.exp(-((x - cx) ** 2 + (y - cy) ** 2) / (2 * (h / 10) ** 2))[..., None]
+            frames.append(np.clip(scene * (1 - spot) + 250 * spot, 0, 255).astype(np.uint8))
+    return frames
+
+
+def psnr_db(a, b) -> float:
+    """Peak signal-to-noise ratio (dB) of picture ``a`` against ``b`` (uint8 RGB); 99 when equal."""
+    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
+    return 99.0 if mse == 0 else 10 * np.log10(255.0**2 / mse)
+
+
+def test_abrupt_changes_decode_to_their_own_pictures(tmp_path):
+    """Episodes of scene cuts and motion, decoded with PyAV (not armctl): every frame is its own picture, within
+    crf 30's loss: >= 30 dB PSNR against its source. (PyAV 18's SVT-AV1 4.1, and PyAV 15's SVT-AV1 3.0 without a
+    key frame at a cut, leave a frame after a cut partly the picture before: 19.9-28.4 dB.)"""
+    av = pytest.importorskip("av")
+    episodes = [cut_episode(seed) for seed in CUT_SEEDS]
+    frames = [f for ep in episodes for f in ep]
+    root = tmp_path / "ds"
+    runs = [(k, len(ep)) for k, ep in enumerate(episodes)]
+    _write(root, runs, cameras={"front": (CUT_H, CUT_W)}, frames=iter(frames))
+    doctor(root)  # key frames at the cuts: still a dataset LeRobot's tools take
+    with av.open(str(root / "videos/observation.images.front/chunk-000/file-000.mp4")) as c:
+        decoded = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+    assert len(decoded) == len(frames)
+    db = [psnr_db(d, s) for d, s in zip(decoded, frames)]
+    low = {k: round(v, 1) for k, v in enumerate(db) if v < 30}
+    assert not low, f"frames below 30 dB (min {min(db):.1f}, median {np.median(db):.1f}): {low}"
+    # and each nearer its own source than its neighbours' that look different (the picture before a cut)
+    for k, d in enumerate(decoded):
+        near = [psnr_db(d, frames[j]) for j in range(max(0, k - 4), min(len(frames), k + 5))]
+        near = [v for j, v in zip(range(max(0, k - 4), k + 5), near) if psnr_db(frames[j], frames[k]) < 25]
+        assert not near or db[k] > max(near) + 10, (k, db[k], near)
+
+
+def test_a_pyav_other_than_lerobots_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    av = pytest.importorskip("av")
+    from armctl import DatasetWriter
+    from armctl.dataset_files import PYAV_MAJOR
+
+    monkeypatch.setattr(av, "__version__", "18.1.0")
+    root = tmp_path / "ds"
+    with pytest.raises(BadInputError) as e:
+        DatasetWriter(root, robot_type="so_follower", state_names=NAMES, cameras={"front": (48, 64)})
+    assert "PyAV 18.1.0" in str(e.value) and "pip install 'av>=15,<16'" in str(e.value)
+    assert not root.exists()
+    assert PYAV_MAJOR == 15
+
+
+def test_pyproject_pins_the_pyav_the_writer_takes():
+    """``av>=15,<16`` in both extras (dataset, test), the range ``armctl.dataset_files.PYAV_MAJOR`` accepts."""
+    import re
+    from pathlib import Path
+
+    from armctl.dataset_files import PYAV_MAJOR
+
+    text = (Path(__file__).parents[2] / "pyproject.toml").read_text()
+    for name in ("dataset", "test"):
+        block = re.search(rf"^{name} = \[(.*?)\]", text, re.S | re.M)
+        assert block, name
+        pins = re.findall(r'"(av[<>=!~].*?)"', block.group(1))
+        assert pins == [f"av>={PYAV_MAJOR},<{PYAV_MAJOR + 1}"], (name, pins)
+
+
 def test_an_unknown_camera_is_one_line(tmp_path):
     pytest.importorskip("cv2")
     from armctl.camera import open_cameras
@@ -281,6 +375,67 @@ def test_the_tasks_table_reads_as_lerobot_reads_it_with_pandas(tmp_path):
     assert tasks.loc["stack two cubes", "task_index"] == 1 and tasks.loc["pick the cube", "task_index"] == 0
     episodes = pd.read_parquet(root / "meta/episodes/chunk-000/file-001.parquet")
     assert list(episodes["tasks"].iloc[0]) == ["stack two cubes"]
+
+
+def lerobot_range_0_100(raw: float, range_min: int, range_max: int, drive_mode: int) -> float:
+    """LeRobot's value of a RANGE_0_100 motor (its gripper), as motors_bus.py ``_normalize`` documents it, written
+    here apart from armctl: raw clamped to range_min..range_max, (raw - min) / (max - min) * 100; drive_mode 1 (a
+    Feetech bus applies it): 100 minus that."""
+    bounded = min(range_max, max(range_min, raw))
+    value = (bounded - range_min) / (range_max - range_min) * 100
+    return 100 - value if drive_mode else value
+
+
+def lerobot_degrees(raw: float, range_min: int, range_max: int) -> float:
+    """LeRobot's DEGREES: (raw - mid) * 360 / (4096 - 1), mid the middle of the range; not clamped, no drive_mode."""
+    return (raw - (range_min + range_max) / 2) * 360 / 4095
+
+
+@pytest.mark.parametrize("drive_mode", [1, 0])
+def test_a_recorded_frame_holds_lerobots_values_of_the_same_raw_positions(tmp_path, drive_mode):
+    """An SO-101 with LeRobot's calibration (drive_mode 1 on every motor, or 0): each recorded value is what
+    LeRobot reads for the same raw servo position; the gripper's is no longer 100 minus LeRobot's."""
+    from armctl.arm import load_arm
+    from armctl.dataset import DatasetWriter
+    from armctl.dataset_recorder import Recorder, arm_features
+    from armctl.lerobot import open_calibration
+
+    motors = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+    ranges = {"wrist_roll": (0, 4095), "gripper": (2027, 3447)}
+    lerobot = {
+        m: {"id": i + 1, "drive_mode": drive_mode, "homing_offset": 0, "range_min": r[0], "range_max": r[1]}
+        for i, m in enumerate(motors)
+        for r in [ranges.get(m, (900 + 10 * i, 3100 - 20 * i))]
+    }
+    path = tmp_path / "robots/so_follower/arm.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(lerobot, indent=4))
+    arm = load_arm("so101")
+    cal, _, _ = open_calibration(str(path), arm)
+    feats = arm_features(arm, cal)
+    assert feats.names == tuple(NAMES)
+    g = lerobot["gripper"]
+    # raw gripper positions: both ends, inside, and beyond the range (LeRobot clamps them)
+    grip_raw = [2027, 2028, 2500, 2737, 3147, 3447, 1990, 3500]
+    body_raw = [[1200 + 150 * k + 40 * j for j in range(4)] for k in range(len(grip_raw))]
+    root = tmp_path / "ds"
+    rec = Recorder(DatasetWriter(root, robot_type=feats.robot_type, fps=30, state_names=feats.names), feats)
+    rec.start_episode("grip")
+    for k, (graw, braw) in enumerate(zip(grip_raw, body_raw)):
+        q = [float(s.angle_rad(r)) for s, r in zip(cal.joints, braw)]
+        grad = float(cal.gripper.angle_rad(graw))
+        rec.feed(k / 30, q, grad, q, grad)
+    rec.close(save=True)
+    t = pq.read_table(root / "data/chunk-000/file-000.parquet")
+    for column in ("observation.state", "action"):
+        got = np.array(t.column(column).to_pylist(), dtype=np.float64)
+        assert len(got) == len(grip_raw)
+        want = [lerobot_range_0_100(r, g["range_min"], g["range_max"], drive_mode) for r in grip_raw]
+        assert got[:, 5] == pytest.approx(want, abs=1e-3), column
+        for j, m in enumerate(motors[:4]):
+            lo, hi = lerobot[m]["range_min"], lerobot[m]["range_max"]
+            assert got[:, j] == pytest.approx([lerobot_degrees(b[j], lo, hi) for b in body_raw], abs=1e-3), m
+        assert got[:, 4] == pytest.approx(lerobot_degrees(2047.5, 0, 4095), abs=1e-3)  # the roll held at its middle
 
 
 def test_a_writer_never_closed_leaves_no_work_files(tmp_path):
