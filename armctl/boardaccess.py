@@ -5,6 +5,7 @@ them, so ``help(armctl.Robot)`` lists the student API first and these after it."
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -82,9 +83,13 @@ class _BoardAccess:
         under the joint's speed limit (``armctl.calibrate.Nudger`` does)."""
         self._check_open()
         servo = self.calibration.servos[index]
-        lo, hi = servo.full_range
+        lo, hi = self.backend.value_range(servo)  # the servo's whole travel, as far as this board can send
         if not (lo <= value <= hi) or frames < 1:
-            raise BadInputError(f"servo value {value!r} outside {lo:g}..{hi:g} {servo.unit}, or {frames} frames")
+            why = self.backend.beyond_note(servo, value)
+            raise BadInputError(
+                f"servo value {value!r} outside {lo:g}..{hi:g} {servo.unit}, or {frames} frames"
+                + (f" ({why})" if why else "")
+            )
         channel = self.calibration.servos[index].channel
         self._runner.board(lambda: self.backend.move(int(frames), {channel: float(value)}))
 
@@ -134,7 +139,9 @@ class _BoardAccess:
         """Drive the servos by ``cal`` from now on (a new calibration was just made): addressed like the old."""
         self._check_open()
         cal.check_arm(self.arm)
-        self.calibration = self.backend.address(cal)
+        self.calibration, notes = self.backend.fit_calibration(self.backend.address(cal))
+        for note in notes:
+            print(f"armctl: note: {note}", file=sys.stderr)
         self.backend.use_calibration(self.calibration)
         if isinstance(getattr(self.backend, "cal", None), Calibration):  # e.g. clamped to the servos' own limits
             self.calibration = self.backend.cal

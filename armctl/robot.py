@@ -110,10 +110,12 @@ def connect(
         _let_a_dead_run_finish(store)
         addressed = cls.address(cal)
         be = cls.create(url, addressed, wire_log=wire_log, watchdog_s=watchdog_s, calibrating=calibrating)
+        # what this board can send (Firmata: no pulse below 544 us): refused before the port opens, said once open
+        addressed, narrowed = be.fit_calibration(addressed)
         be.open()
         if isinstance(getattr(be, "cal", None), Calibration):  # e.g. clamped to bus servos' own limits
             addressed = be.cal
-        for note in getattr(be, "notes", ()):
+        for note in (*narrowed, *getattr(be, "notes", ())):
             print(f"armctl: note: {note}", file=sys.stderr)
     except BaseException:
         store.close()

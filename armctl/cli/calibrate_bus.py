@@ -30,6 +30,7 @@ class HandGuide:
     def __init__(self, robot):
         self.robot, self.arm, self.cal = robot, robot.arm, robot.calibration
         self.us_per_deg = {i: s.per_deg for i, s in enumerate(self.cal.servos)}  # the Workflow's name for it
+        self.note = ""  # (the Workflow's: nothing is sent, so nothing is cut short)
 
     def pulse(self, index: int) -> float:
         """Where servo ``index`` is now (steps), measured."""

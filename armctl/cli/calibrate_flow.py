@@ -110,7 +110,8 @@ class Workflow:
         while True:
             us = self.n.pulse(index)
             est, how = estimate(us)
-            self._screen(body + [f"  pulse {us:.1f} us   estimated angle {est:.1f} deg ({how})"], keys)
+            stop = [f"  {self.n.note}"] if self.n.note else []  # the board cannot send the pulse asked for
+            self._screen(body + [f"  pulse {us:.1f} us   estimated angle {est:.1f} deg ({how})", *stop], keys)
             k = self._key()
             if k == "enter":
                 return us
