@@ -48,6 +48,8 @@ class HandGuide:
 class BusWorkflow(Workflow):
     """The calibration screens for servos moved by hand (see the module docstring)."""
 
+    moves_servos = False  # the user holds every pose: the screens name them
+
     def _key(self) -> str:
         """The next key: the screen (fit, refusal, save) waits for the user as long as it takes."""
         while True:
