@@ -78,9 +78,10 @@ class _BoardAccess:
         return self._runner.board(values)
 
     def move_servo(self, index: int, value: float, frames: int) -> None:
-        """Queue a move of servo ``index`` (joints 0..n-1, then the gripper) to ``value`` (us, 500..2500) over
-        ``frames`` 20 ms frames, unchecked against the calibration (it is being made): the caller keeps it
-        under the joint's speed limit (``armctl.calibrate.Nudger`` does)."""
+        """Queue a move of servo ``index`` (joints 0..n-1, then the gripper) to ``value`` (us: 500..2500, as far as
+        the board can send, ``Backend.value_range``; StandardFirmata 544..2500) over ``frames`` 20 ms frames,
+        unchecked against the calibration (it is being made): the caller keeps it under the joint's speed limit
+        (``armctl.calibrate.Nudger`` does)."""
         self._check_open()
         servo = self.calibration.servos[index]
         lo, hi = self.backend.value_range(servo)  # the servo's whole travel, as far as this board can send

@@ -89,7 +89,7 @@ def connect(
       it is: ``"lerobot:ID"`` (found where LeRobot keeps it) or its ``.json`` file (``armctl.lerobot``).
     - ``wire_log``: a file that receives every byte sent and received, with times.
     - ``watchdog_s``: our firmware holds its servos and drops its queue after this long without a word
-      from us (0 turns it off); ``calibrating``: Firmata servos are attached with 500..2500 us.
+      from us (0 turns it off); ``calibrating``: Firmata servos are attached with 544..2500 us.
     - ``progress(fraction, step, seconds_left)``: called a few times a second while a motion plays.
 
     The port is opened exclusively: a second ``connect`` to it (from this or any other process) raises

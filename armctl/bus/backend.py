@@ -280,7 +280,8 @@ class Backend(ABC):
 
         ``wire_log``: file for every byte sent and received; ``watchdog_s``: how long the board may hear
         nothing before it holds and stops (boards that have a watchdog); ``calibrating``: the servos may be
-        driven anywhere in 500..2500 us, not only in the calibrated range."""
+        driven anywhere in 500..2500 us (as far as the board can send: ``value_range``), not only in the calibrated
+        range."""
 
     def __enter__(self):
         self.open()
