@@ -235,8 +235,9 @@ class Workflow:
         margin_us = self.margin_deg * fit.per_deg
         ends = []
         for k in range(2):
-            toward = -1 if (k == 0) == (fit.direction > 0) else 1  # lower pulses: lower angles if direction +1
-            self._put(cb.room_pose(self.arm, index, toward, self._pose()))  # a parallelogram's partner out of the way
+            if self.moves_servos:  # a parallelogram's partner out of the way (lower pulses: lower angles if +1)
+                toward = -1 if (k == 0) == (fit.direction > 0) else 1
+                self._put(cb.room_pose(self.arm, index, toward, self._pose()))
             body = [f"{title}: safe range, end {k + 1} of 2", *self._end_text(k, margin_us)]
             body += [f"  first end at {ends[0]:g} {self.unit}"] if ends else []
             us = self._nudge_until_enter(index, body, estimate=est, goto_us=None, allow_skip=False)
