@@ -5,6 +5,7 @@ them, so ``help(armctl.Robot)`` lists the student API first and these after it."
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -77,14 +78,19 @@ class _BoardAccess:
         return self._runner.board(values)
 
     def move_servo(self, index: int, value: float, frames: int) -> None:
-        """Queue a move of servo ``index`` (joints 0..n-1, then the gripper) to ``value`` (us, 500..2500) over
-        ``frames`` 20 ms frames, unchecked against the calibration (it is being made): the caller keeps it
-        under the joint's speed limit (``armctl.calibrate.Nudger`` does)."""
+        """Queue a move of servo ``index`` (joints 0..n-1, then the gripper) to ``value`` (us: 500..2500, as far as
+        the board can send, ``Backend.value_range``; StandardFirmata 544..2500) over ``frames`` 20 ms frames,
+        unchecked against the calibration (it is being made): the caller keeps it under the joint's speed limit
+        (``armctl.calibrate.Nudger`` does)."""
         self._check_open()
         servo = self.calibration.servos[index]
-        lo, hi = servo.full_range
+        lo, hi = self.backend.value_range(servo)  # the servo's whole travel, as far as this board can send
         if not (lo <= value <= hi) or frames < 1:
-            raise BadInputError(f"servo value {value!r} outside {lo:g}..{hi:g} {servo.unit}, or {frames} frames")
+            why = self.backend.beyond_note(servo, value)
+            raise BadInputError(
+                f"servo value {value!r} outside {lo:g}..{hi:g} {servo.unit}, or {frames} frames"
+                + (f" ({why})" if why else "")
+            )
         channel = self.calibration.servos[index].channel
         self._runner.board(lambda: self.backend.move(int(frames), {channel: float(value)}))
 
@@ -134,7 +140,9 @@ class _BoardAccess:
         """Drive the servos by ``cal`` from now on (a new calibration was just made): addressed like the old."""
         self._check_open()
         cal.check_arm(self.arm)
-        self.calibration = self.backend.address(cal)
+        self.calibration, notes = self.backend.fit_calibration(self.backend.address(cal))
+        for note in notes:
+            print(f"armctl: note: {note}", file=sys.stderr)
         self.backend.use_calibration(self.calibration)
         if isinstance(getattr(self.backend, "cal", None), Calibration):  # e.g. clamped to the servos' own limits
             self.calibration = self.backend.cal

@@ -153,6 +153,9 @@ class Calibration:
     held: tuple[HeldServo, ...] = ()
     #: PWM servos' pulse frequency (Hz), for boards that set it (the PCA9685); hobby servos take 50
     pwm_hz: float = DEFAULT_PWM_HZ
+    #: Why some ranges are narrower than the file's on the board in use ("" if none is: ``narrowed``), said
+    #: with every value refused for it.
+    limited_by: str = ""
 
     @property
     def servos(self) -> tuple[ServoCal | BusServoCal, ...]:
@@ -203,8 +206,7 @@ class Calibration:
                 what = "pulse" if s.unit == "us" else "position"
                 raise PulseLimitError(
                     f"joint {i + 1} ({s.name}){angle} needs a {values[k, i]:.1f} {s.unit} {what}, outside the "
-                    f"calibrated {s.lo:g}..{s.hi:g} {s.unit} (calibration {self.source}); pick another target or "
-                    "recalibrate",
+                    f"calibrated {s.lo:g}..{s.hi:g} {s.unit} ({self._where()}); pick another target or recalibrate",
                     joint=i,
                     q=None if q_rad is None else np.asarray(q_rad),
                 )
@@ -217,9 +219,15 @@ class Calibration:
         v = g.value(angle_rad)
         if check and np.any((v < g.lo - 1e-6) | (v > g.hi + 1e-6)):
             raise PulseLimitError(
-                f"gripper needs a value outside the calibrated {g.lo:g}..{g.hi:g} {g.unit} (calibration {self.source})"
+                f"gripper needs a value outside the calibrated {g.lo:g}..{g.hi:g} {g.unit} ({self._where()})"
             )
         return v
+
+    def _where(self) -> str:
+        """Where the ranges come from, for a refusal: the file, and what narrowed them on this board."""
+        return f"calibration {self.source}" + (
+            f"; narrowed on this board: {self.limited_by}" if self.limited_by else ""
+        )
 
     def check_arm(self, arm) -> None:
         """ConfigError unless this calibration was made for ``arm`` (its ``arm:`` key names it) and has one
@@ -517,6 +525,40 @@ def save_calibration(cal: Calibration, path: str | Path, *, comment: str = "") -
     if path.exists():  # copy, not move: the old file stays in place until the final rename
         atomic_write(path.with_name(path.name + ".bak"), path.read_bytes())
     return atomic_write(path, text)
+
+
+def narrowed(cal: Calibration, value_range, *, why: str) -> tuple[Calibration, list[str]]:
+    """``cal`` with each servo's range cut to ``value_range(servo)`` -> (lo, hi), what a board can send it, and one
+    line per servo cut: its range and joint angles there against the file's, and ``why``. ConfigError naming the
+    servo if none of its range is left. The file's mapping is kept: only targets past the cut are refused
+    (``limited_by`` says why)."""
+    servos, notes = [], []
+    for s in cal.servos:
+        lo, hi = value_range(s)
+        if lo <= s.lo + 1e-9 and s.hi <= hi + 1e-9:
+            servos.append(s)
+            continue
+        new_lo, new_hi = max(s.lo, lo), min(s.hi, hi)
+        u = s.unit
+        if new_hi <= new_lo:
+            raise ConfigError(
+                f"{s.name}: its calibrated {s.lo:g}..{s.hi:g} {u} lies wholly outside the {lo:g}..{hi:g} {u} this "
+                f"board can send, so none of it is left: {why}. Recalibrate it on this board",
+                path=cal.source,
+            )
+        keys = ("min_us", "max_us") if u == "us" else ("min_steps", "max_steps")
+        cut = replace(s, **dict(zip(keys, (float(new_lo), float(new_hi)))))
+        (a0, a1), (b0, b1) = (tuple(math.degrees(v) for v in x.angle_range_rad()) for x in (s, cut))
+        notes.append(
+            f"{s.name}: {new_lo:g}..{new_hi:g} {u} on this board, not the calibrated {s.lo:g}..{s.hi:g} {u}, so "
+            f"{b0:.1f}..{b1:.1f} deg, not {a0:.1f}..{a1:.1f} deg: {why}"
+        )
+        servos.append(cut)
+    if not notes:
+        return cal, []
+    n = len(cal.joints)
+    out = replace(cal, joints=tuple(servos[:n]), gripper=servos[n] if cal.gripper is not None else None, limited_by=why)
+    return out, notes
 
 
 def with_servo(cal: Calibration, index: int, **changes) -> Calibration:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from .bus.backend import FRAME_S
-from .calibration import PULSE_RANGE_US, ServoCal
+from .calibration import ServoCal
 
 NUDGE_SPEED_FRACTION = 0.5  # of the joint's speed limit: room for a us/deg estimate off by up to 2x
 TICK_US = ServoCal.resolution  # the board's pulse step
@@ -31,6 +31,8 @@ class Nudger:
         self.values = [float(v) for v in values]
         self.us_per_deg = {i: s.per_deg for i, s in enumerate(self.cal.servos)}
         self.moves = 0
+        #: why the last target was not sent as asked (the board cannot send it), else ""
+        self.note = ""
 
     def speed_deg_s(self, index: int) -> float:
         """The nudge speed (deg/s) for servo ``index``."""
@@ -51,8 +53,14 @@ class Nudger:
         return self.values[index]
 
     def go(self, index: int, target_us: float) -> float:
-        """Move servo ``index`` to ``target_us`` (clamped to 500..2500, on the 0.5 us grid); returns it."""
-        target = min(max(round_tick(target_us), PULSE_RANGE_US[0]), PULSE_RANGE_US[1])
+        """Move servo ``index`` to ``target_us`` on the 0.5 us grid, clamped to what the board can send it (the
+        backend's ``value_range``: 500..2500 us, StandardFirmata 544..2500); returns it. A target the board
+        cannot send leaves the reason in ``note`` (one line; "" when the last target was sent as asked)."""
+        servo = self.cal.servos[index]
+        lo, hi = self.robot.backend.value_range(servo)
+        wanted = round_tick(target_us)
+        target = min(max(wanted, lo), hi)
+        self.note = self.robot.backend.beyond_note(servo, wanted)
         delta = target - self.values[index]
         if delta:
             self.robot.move_servo(index, target, self.frames_for(index, delta))

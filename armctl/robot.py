@@ -89,7 +89,7 @@ def connect(
       it is: ``"lerobot:ID"`` (found where LeRobot keeps it) or its ``.json`` file (``armctl.lerobot``).
     - ``wire_log``: a file that receives every byte sent and received, with times.
     - ``watchdog_s``: our firmware holds its servos and drops its queue after this long without a word
-      from us (0 turns it off); ``calibrating``: Firmata servos are attached with 500..2500 us.
+      from us (0 turns it off); ``calibrating``: Firmata servos are attached with 544..2500 us.
     - ``progress(fraction, step, seconds_left)``: called a few times a second while a motion plays.
 
     The port is opened exclusively: a second ``connect`` to it (from this or any other process) raises
@@ -110,10 +110,12 @@ def connect(
         _let_a_dead_run_finish(store)
         addressed = cls.address(cal)
         be = cls.create(url, addressed, wire_log=wire_log, watchdog_s=watchdog_s, calibrating=calibrating)
+        # what this board can send (Firmata: no pulse below 544 us): refused before the port opens, said once open
+        addressed, narrowed = be.fit_calibration(addressed)
         be.open()
         if isinstance(getattr(be, "cal", None), Calibration):  # e.g. clamped to bus servos' own limits
             addressed = be.cal
-        for note in getattr(be, "notes", ()):
+        for note in (*narrowed, *getattr(be, "notes", ())):
             print(f"armctl: note: {note}", file=sys.stderr)
     except BaseException:
         store.close()

@@ -29,7 +29,9 @@ sent at once, stores nothing and measures nothing):
   ``silent_frames`` and ``runs_on_frames`` (default: nothing queued);
 - ``set_limits`` (with ``caps.stores_limits``), ``measured``/``last_measured`` (``caps.measures_positions``),
   ``release`` (``caps.releases``), ``tracking_deg``/``reset_tracking``, ``use_calibration``;
-- ``simulator``: the URL scheme of its simulated board (``armctl.bus.simulators``), the default port.
+- ``simulator``: the URL scheme of its simulated board (``armctl.bus.simulators``), the default port;
+- ``sendable`` and ``sendable_why``: the values its protocol can send at all, and why no others (Firmata: no
+  pulse below 544 us). Callers ask ``value_range(servo)``; ``fit_calibration`` narrows a calibration to it.
 """
 
 from __future__ import annotations
@@ -119,6 +121,39 @@ class Backend(ABC):
     #: Called every few ms from inside the blocking waits of ``move`` and ``drain`` (set by the streamer);
     #: it may raise to abandon the wait, e.g. on a stop request from another thread.
     on_wait: Callable[[], None] | None = None
+    #: The servo values (``servo_unit``) this board's protocol can send at all, (lowest, highest), whatever a
+    #: calibration allows; None: every value a servo takes (its ``full_range``). Asked through ``value_range``.
+    sendable: tuple[float, float] | None = None
+    #: Why nothing beyond ``sendable`` can be sent, in words, for the one line the user sees.
+    sendable_why: str = ""
+
+    def value_range(self, servo) -> tuple[float, float]:
+        """The values (``servo_unit``) this board can drive ``servo`` to: its ``full_range`` inside ``sendable``.
+        The one answer to "can this board send that?": the calibration is narrowed to it at connect
+        (``fit_calibration``), the calibration's nudges stop at it, and a backend's write path never passes it."""
+        lo, hi = servo.full_range
+        if self.sendable is not None:
+            lo, hi = max(lo, self.sendable[0]), min(hi, self.sendable[1])
+        return float(lo), float(hi)
+
+    def beyond_note(self, servo, value: float) -> str:
+        """One line if ``value`` lies past what this board can send to ``servo`` though the servo itself takes it
+        (a limit of the board's protocol, not of the servo), else ""."""
+        lo, hi = self.value_range(servo)
+        full_lo, full_hi = servo.full_range
+        if value < lo - 1e-9 and lo > full_lo:
+            return f"{lo:g} {servo.unit} is the lowest the {self.name} backend can send: {self.sendable_why}"
+        if value > hi + 1e-9 and hi < full_hi:
+            return f"{hi:g} {servo.unit} is the highest the {self.name} backend can send: {self.sendable_why}"
+        return ""
+
+    def fit_calibration(self, cal):
+        """(``cal`` with every servo's range narrowed to what this board can send (``value_range``), one note per
+        servo narrowed: its range and joint angles here and why). ConfigError naming the servo if none of its
+        range is left. ``connect`` calls it before the port opens, so a refusal moves nothing."""
+        from ..calibration import narrowed  # (the bus loads nothing of the calibration until it is used)
+
+        return narrowed(cal, self.value_range, why=self.sendable_why)
 
     def _waiting(self) -> None:
         if self.on_wait is not None:
@@ -245,7 +280,8 @@ class Backend(ABC):
 
         ``wire_log``: file for every byte sent and received; ``watchdog_s``: how long the board may hear
         nothing before it holds and stops (boards that have a watchdog); ``calibrating``: the servos may be
-        driven anywhere in 500..2500 us, not only in the calibrated range."""
+        driven anywhere in 500..2500 us (as far as the board can send: ``value_range``), not only in the calibrated
+        range."""
 
     def __enter__(self):
         self.open()

@@ -1,10 +1,26 @@
 """Backend for stock StandardFirmata through pymata4.
 
 Firmata has no timed commands, so the host does the timing: every 20 ms
-frame it writes the interpolated pulse (microseconds, ``servo_write`` with a
-value >= 544 is taken as us) of each channel that changed. Channels are
-Arduino pins here (the calibration's ``pin``). Servos are attached with the
-calibrated min/max (``set_pin_mode_servo``) so the firmware clamps too.
+frame it writes the interpolated pulse (microseconds, ``servo_write``) of each
+channel that changed. Channels are Arduino pins here (the calibration's ``pin``).
+
+**Below 544 us.** StandardFirmata hands a servo pin's value to the Arduino Servo
+library's ``write(value)``, which takes a value below 544 (``MIN_PULSE_WIDTH``)
+as an angle in degrees, mapped onto the attach range: 508 "us" would come out
+near 2,500 us, the far end. So this board sends nothing below 544 us
+(``sendable``): ``connect`` narrows a calibration that reaches lower to 544 us
+with one note (``Backend.fit_calibration``), the calibration's nudges stop there,
+and ``_servo_write`` never writes less. Our firmware sends 500..2500 us.
+
+**Attach limits.** Servos are attached with limits around the calibrated range
+(``set_pin_mode_servo``) so the firmware clamps too, as a second net behind the
+host's clamp. ``Servo::attach(pin, min, max)`` keeps them as ``int8_t`` counts
+of 4 us (min = 544 - 4 k, max = 2400 - 4 k, k in -128..127: 36..1056 us and
+1892..2912 us); any other value wraps (1250 us would become 224 us). What is sent
+is ``attach_limits``: the nearest values the library holds that never cut into
+the calibrated range (so it never moves a servo elsewhere than armctl says),
+less than 4 us wider where the range is inside the library's windows, else the
+tightest the library can hold (1056 us, 1892 us).
 
 **Pins.** Any digital pin the board reports can carry a servo: on an Uno D2-D13
 and the analog pins A0-A5 as digital pins 14-19 (StandardFirmata attaches a
@@ -33,6 +49,7 @@ half a second on one that did not reset. ``arduino_wait_s`` is the longest wait.
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -51,6 +68,32 @@ VERSION_QUERY = bytes([REPORT_VERSION, START_SYSEX, REPORT_FIRMWARE, END_SYSEX])
 QUERY_AFTER_S = 0.5
 QUERY_PERIOD_S = 1.0
 QUIET_S = 0.05  # after the first answer, read until the line is this quiet (answers to earlier queries)
+#: The Servo library (Servo.h): write(v) takes v < MIN_PULSE_WIDTH as degrees; attach keeps its limits as int8_t
+#: counts of 4 us from these two.
+MIN_PULSE_WIDTH, MAX_PULSE_WIDTH, LIMIT_STEP_US = 544, 2400, 4
+ANALOG_MAX = 0x3FFF  # a Firmata analog message carries 14 bits
+
+
+def attach_limits(lo_us: float, hi_us: float) -> tuple[int, int]:
+    """(min, max) us to attach a servo with, for the calibrated range ``lo_us``..``hi_us`` (lo_us >= 544): values
+    the Servo library holds exactly (544 - 4 k and 2400 - 4 k, k an int8_t), the nearest that keep all of the range:
+    min <= lo_us and hi_us <= max, by less than 4 us where the library can come that near, else its tightest
+    (min 1056, max 1892). The host's clamp stays the calibrated range; this is the firmware's second net."""
+    k_min = min(127, max(-128, math.ceil((MIN_PULSE_WIDTH - lo_us) / LIMIT_STEP_US - 1e-9)))
+    k_max = min(127, max(-128, math.floor((MAX_PULSE_WIDTH - hi_us) / LIMIT_STEP_US + 1e-9)))
+    return MIN_PULSE_WIDTH - LIMIT_STEP_US * k_min, MAX_PULSE_WIDTH - LIMIT_STEP_US * k_max
+
+
+def library_limits(min_us: int, max_us: int) -> tuple[int, int]:
+    """The (min, max) us the Servo library clamps to after ``attach(pin, min_us, max_us)``: its int8_t counts,
+    ``(544 - min) / 4`` truncated toward zero and wrapped to -128..127 (the same for max from 2400)."""
+
+    def held(base: int, value: int) -> int:
+        k = int((base - value) / LIMIT_STEP_US)  # C's integer division truncates toward zero
+        k = (k + 128) % 256 - 128  # stored in an int8_t
+        return base - LIMIT_STEP_US * k
+
+    return held(MIN_PULSE_WIDTH, int(min_us)), held(MAX_PULSE_WIDTH, int(max_us))
 
 
 # --- recognising StandardFirmata ---------------------------------------------------------------------------
@@ -187,6 +230,11 @@ class FirmataBackend(HostTimed):
 
     name = "firmata"
     caps = Capabilities()  # host-timed writes; it reports neither pulses nor positions, stores no limits
+    sendable = (float(MIN_PULSE_WIDTH), float(ANALOG_MAX))
+    sendable_why = (
+        f"StandardFirmata's Servo.write() takes a value below {MIN_PULSE_WIDTH} as an angle in degrees, not "
+        "microseconds; our firmware, --backend armctl, sends down to 500 us"
+    )
 
     @classmethod
     def address(cls, cal):
@@ -195,8 +243,8 @@ class FirmataBackend(HostTimed):
 
     @classmethod
     def create(cls, port: str, cal, *, wire_log=None, watchdog_s: float = 1.0, calibrating: bool = False):
-        """StandardFirmata on ``port``; each servo attached with its calibrated min/max (500..2500 us while
-        calibrating). Firmata has no watchdog."""
+        """StandardFirmata on ``port``; each servo attached around its calibrated min/max (``attach_limits``;
+        544..2500 us while calibrating). Firmata has no watchdog."""
         ranges = {s.channel: (PULSE_RANGE_US if calibrating else (s.lo, s.hi)) for s in cal.servos}
         return cls(port, pins_range_us=ranges, wire_log=wire_log)
 
@@ -213,7 +261,8 @@ class FirmataBackend(HostTimed):
         sleep=time.sleep,
     ):
         self.port = port
-        self.ranges = dict(pins_range_us)
+        floor, top = self.sendable  # the write path's clamp: never below 544 us, whatever it is given
+        self.ranges = {p: (max(float(lo), floor), min(float(hi), top)) for p, (lo, hi) in pins_range_us.items()}
         self.baudrate = baudrate
         self.arduino_wait_s = arduino_wait_s
         self.wire_log_path = wire_log
@@ -279,9 +328,9 @@ class FirmataBackend(HostTimed):
             )
 
     def _servo_write(self, pin: int, us: float) -> None:
-        value = int(round(us))
+        """Write ``us`` (whole us) to ``pin``, clamped to its range: the last guard, never below 544 us."""
         lo, hi = self.ranges[pin]
-        value = min(max(value, int(round(lo))), int(round(hi)))
+        value = min(max(int(round(us)), math.ceil(lo)), math.floor(hi))
         try:
             self.board.servo_write(pin, value)
         except Exception as exc:
@@ -292,9 +341,9 @@ class FirmataBackend(HostTimed):
 
     def attach(self, pin: int, start_us: float) -> None:
         """Attach the servo on ``pin`` and write its start pulse at once (see the module note on 1500 us)."""
-        lo, hi = self.ranges[pin]
+        lo, hi = attach_limits(*self.ranges[pin])
         try:
-            self.board.set_pin_mode_servo(pin, int(round(lo)), int(round(hi)))
+            self.board.set_pin_mode_servo(pin, lo, hi)
         except Exception as exc:
             raise LinkError(f"lost the Firmata link on {self.port}: {exc}") from None
         self._servo_write(pin, start_us)

@@ -430,11 +430,15 @@ def _interactive(args, arm: Arm, cal: Calibration) -> int:
                 raise Quit("q")
             robot.settle()
             comment = calibration_comment("recorded by armctl calibrate") + "\n" + "\n".join(flow.points)
-            saved = replace(  # the new mapping, in the file's own channels and pins
-                cal,
-                joints=tuple(replace(s, channel=c.channel) for s, c in zip(new.joints, cal.joints)),
-                gripper=None if new.gripper is None else replace(new.gripper, channel=cal.gripper.channel),
-                source=str(out),
+            # the new mapping, in the file's own channels and pins; a servo skipped keeps the file's entry (not the
+            # range this board narrowed it to: StandardFirmata's 544 us floor is no property of the servo)
+            kept = [
+                f if n is s else replace(n, channel=f.channel)
+                for n, s, f in zip(new.servos, robot.calibration.servos, cal.servos)
+            ]
+            k = len(cal.joints)
+            saved = replace(
+                cal, joints=tuple(kept[:k]), gripper=kept[k] if cal.gripper is not None else None, source=str(out)
             )
             out = save_calibration_file(saved, out, comment)
             robot.use_calibration(saved, out)  # the pose is remembered, and the limits pushed, by the new one

@@ -30,6 +30,7 @@ class HandGuide:
     def __init__(self, robot):
         self.robot, self.arm, self.cal = robot, robot.arm, robot.calibration
         self.us_per_deg = {i: s.per_deg for i, s in enumerate(self.cal.servos)}  # the Workflow's name for it
+        self.note = ""  # (the Workflow's: nothing is sent, so nothing is cut short)
 
     def pulse(self, index: int) -> float:
         """Where servo ``index`` is now (steps), measured."""
@@ -46,6 +47,8 @@ class HandGuide:
 
 class BusWorkflow(Workflow):
     """The calibration screens for servos moved by hand (see the module docstring)."""
+
+    moves_servos = False  # the user holds every pose: the screens name them
 
     def _key(self) -> str:
         """The next key: the screen (fit, refusal, save) waits for the user as long as it takes."""

@@ -9,6 +9,8 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from .. import calibrate as cb
 from .. import terminal
 from ..arm import Arm
@@ -61,7 +63,14 @@ class Terminal(terminal.Terminal):
 
 
 class Workflow:
-    """One interactive session: the screens, the keys, the fits."""
+    """One interactive session: the screens, the keys, the fits.
+
+    Every pose it puts the arm in is a whole pose inside the arm's own limits (``armctl.calibrate.pose_for``,
+    ``room_pose``, ``home_after``, reached one servo at a time by ``path_between``): on a parallelogram arm the
+    partner joint moves along so the linkage never binds."""
+
+    #: the servos are driven (the Nudger); False where the user moves them by hand (bus servos)
+    moves_servos = True
 
     def __init__(
         self,
@@ -110,7 +119,8 @@ class Workflow:
         while True:
             us = self.n.pulse(index)
             est, how = estimate(us)
-            self._screen(body + [f"  pulse {us:.1f} us   estimated angle {est:.1f} deg ({how})"], keys)
+            stop = [f"  {self.n.note}"] if self.n.note else []  # the board cannot send the pulse asked for
+            self._screen(body + [f"  pulse {us:.1f} us   estimated angle {est:.1f} deg ({how})", *stop], keys)
             k = self._key()
             if k == "enter":
                 return us
@@ -120,6 +130,35 @@ class Workflow:
                 self.n.go(index, goto_us)
             elif k in STEPS_US:
                 self.n.nudge(index, STEPS_US[k])
+
+    def _pose(self) -> np.ndarray:
+        """The joint angles (rad) the arm is in now, by the best mapping known for each servo."""
+        return np.array([float(s.angle_rad(self.n.pulse(j))) for j, s in enumerate(self.new.joints)])
+
+    def _put(self, q) -> None:
+        """Take the arm to pose ``q`` (rad) one servo at a time, every pose on the way inside the arm's limits;
+        each pulse by the best mapping known, inside that servo's calibrated range."""
+        if not self.moves_servos:
+            return
+        prev = self._pose()
+        for x in cb.path_between(self.arm, prev, q):
+            for j in np.flatnonzero(np.abs(x - prev) > 1e-12):
+                s = self.new.joints[j]
+                self.n.go(int(j), min(max(float(s.value(x[j])), s.lo), s.hi))
+            prev = x
+
+    def _place_for(self, index: int, angle_deg: float) -> None:
+        """Before reference pose ``angle_deg`` of joint ``index``: move the other joints where that pose is
+        inside the arm's limits (a parallelogram's partner), leaving the joint itself to the user where it can."""
+        if not self.moves_servos:
+            return
+        now = self._pose()
+        target = cb.pose_for(self.arm, index, math.radians(angle_deg), now)
+        if target is None:
+            return
+        keep = target.copy()
+        keep[index] = now[index]
+        self._put(keep if self.arm.within_limits(keep) else target)
 
     def _ask(self, body: list[str], keys: str, allowed: str) -> str:
         self._screen(body, [keys])
@@ -138,6 +177,8 @@ class Workflow:
         old = self.old.servos[index]
         recorded: list[tuple[float, float]] = []
         for k, ref in enumerate(refs):
+            if index < len(self.old.joints):
+                self._place_for(index, ref.angle_deg)
             body = heading(k, ref) + [f"  target {ref.angle_deg:g} deg"]
             body += [f"  recorded: {a:g} deg at {p:g} {self.unit}" for a, p in recorded]
             us = self._nudge_until_enter(
@@ -189,10 +230,14 @@ class Workflow:
             if answer == "y":
                 break
         self.n.us_per_deg[index] = fit.per_deg
+        self.new = cb._with(self.new, index, cb.servo_from_fit(old, fit, lo=old.lo, hi=old.hi))  # (range: below)
         est = lambda u: (fit.angle_deg(u), "by the new fit")  # noqa: E731
         margin_us = self.margin_deg * fit.per_deg
         ends = []
         for k in range(2):
+            if self.moves_servos:  # a parallelogram's partner out of the way (lower pulses: lower angles if +1)
+                toward = -1 if (k == 0) == (fit.direction > 0) else 1
+                self._put(cb.room_pose(self.arm, index, toward, self._pose()))
             body = [f"{title}: safe range, end {k + 1} of 2", *self._end_text(k, margin_us)]
             body += [f"  first end at {ends[0]:g} {self.unit}"] if ends else []
             us = self._nudge_until_enter(index, body, estimate=est, goto_us=None, allow_skip=False)
@@ -219,8 +264,8 @@ class Workflow:
                 f"  note: the arm file allows {jmin:g}..{jmax:g} deg; targets outside {a:.1f}..{b:.1f} deg "
                 "will be refused"
             )
-        home = float(servo.value(self.arm.home_rad[index]))
-        self.n.go(index, min(max(home, lo), hi))  # back to its home angle, inside the new range
+        if self.moves_servos:  # back to its home angle (a parallelogram's partner too), inside the new range
+            self._put(cb.home_after(self.arm, index, self._pose()))
 
     def _end_text(self, k: int, margin: float) -> list[str]:
         """How to find mechanical end ``k`` (0: low, 1: high)."""

@@ -305,7 +305,7 @@ def test_nudges_over_firmata_are_host_timed_frames_under_the_speed_limit():
         n = cb.Nudger(robot, [1500.0, 1500.0, 1500.0, 1800.0])
         n.nudge(0, 100)
         robot.settle()
-    assert writes[0] == ("attach", 9, 500, 2500)  # calibrating: the whole pulse range
+    assert writes[0] == ("attach", 9, 544, 2500)  # calibrating: the whole pulse range StandardFirmata can send
     moves = [w for w in writes[2:] if w[0] != "attach"]
     assert len(moves) == n.frames_for(0, 100) == 12 and moves[-1][2] == 1600
     steps = np.diff([1500] + [v for _, _, v in moves])

@@ -143,7 +143,8 @@ def test_firmata_attach_then_write_at_once_and_host_timed_frames():
     calls = fake["b"].calls
     assert fake["b"].kw["baud_rate"] == 57600 and fake["b"].kw["com_port"] == "/dev/ttyFAKE"
     assert calls[:2] == [("config", 9, 800, 2200), ("write", 9, 1833)]  # write follows attach immediately
-    assert calls[2:4] == [("config", 10, 500, 2500), ("write", 10, 2166)]
+    # attached with limits the Servo library holds, never below 544 us (a smaller value is an angle there)
+    assert calls[2:4] == [("config", 10, 544, 2500), ("write", 10, 2166)]
     assert [c for c in calls if c[0] == "write" and c[1] == 9][-4:] == [
         ("write", 9, v) for v in (1843, 1853, 1863, 1873)
     ]
