@@ -87,7 +87,8 @@ def play_follow(runner, m) -> NoReturn:
             values = {}
             prev = cal.joints_to_values(q_cmd, check=False)
             for s, p, v in zip(cal.joints, prev, cal.joints_to_values(q_new, check=False)):
-                values[s.channel] = on_grid_toward(s, float(p), min(max(float(v), s.lo), s.hi))
+                # inside the range; a servo that starts outside it (measured there) comes back at the speed limit
+                values[s.channel] = on_grid_toward(s, float(p), min(max(float(v), min(s.lo, p)), max(s.hi, p)))
             q_new = np.array([float(s.angle_rad(values[s.channel])) for s in cal.joints])
             zoned = zones is not None and first_violation(arm, zones, np.vstack([q_cmd, q_new])) is not None
             if zoned:  # the step would take a link into a keep-out zone: the joints hold (the gripper goes on)
@@ -100,8 +101,9 @@ def play_follow(runner, m) -> NoReturn:
                 glim = gmax * dt * frac
                 g_new = g_cmd + min(max(target.gripper_rad - g_cmd, -glim), glim)
                 gs = cal.gripper
-                want_g = min(max(float(gs.value(g_new)), gs.lo), gs.hi)
-                values[gs.channel] = on_grid_toward(gs, float(gs.value(g_cmd)), want_g)
+                g_was = float(gs.value(g_cmd))
+                want_g = min(max(float(gs.value(g_new)), min(gs.lo, g_was)), max(gs.hi, g_was))
+                values[gs.channel] = on_grid_toward(gs, g_was, want_g)
                 g_new = float(gs.angle_rad(values[gs.channel]))
             for h in held:
                 d = target.held_steps.get(h.name)
