@@ -328,9 +328,10 @@ class BoardPose:
 
     def check_current(self, q, values) -> None:
         """JointLimitError naming the first joint that is now (measured, or as the board holds it) outside its
-        calibrated range or the arm's limits: no target can fix that, the arm has to be put back first."""
+        calibrated range or the arm's limits: the arm has to be put back first (measured there, by a motion that
+        only brings it back: ``start_state`` keeps the error in ``outside`` instead of raising it)."""
         arm, measured = self.owner.arm, self.owner.backend.caps.measures_positions
-        fix = "check the calibration"
+        fix = "check the calibration, then move again"
         if measured:
             fix = (
                 "bring it back with a move toward its range (armctl home, robot.home(), a joint move; from outside, "
@@ -345,6 +346,4 @@ class BoardPose:
                 where = f"outside its limits {lo:g}..{hi:g} deg"
             else:
                 continue
-            raise outside_limits_now(
-                f": joint {i + 1} ({s.name}) is at {deg:.1f} deg ({where})", f"{fix}, then move again", joint=i, q=q
-            )
+            raise outside_limits_now(f": joint {i + 1} ({s.name}) is at {deg:.1f} deg ({where})", fix, joint=i, q=q)
