@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -173,3 +174,29 @@ def test_a_joint_calibrated_over_the_whole_turn_is_refused(tmp_path, where):
     with pytest.raises(ConfigError, match=r"\(servo [23]\): range 0\.\.4095 steps is the whole turn"):
         armctl.connect(argv[1], calibration=argv[3])
     assert main(argv) == 2
+
+
+def test_a_follow_stopped_while_a_servo_is_pushed_past_its_range_writes_no_goal_outside_it(tmp_path, monkeypatch):
+    """The follower's gripper pushed past its calibrated range while following (or sent the long way round, as
+    the simulated bus once did), then the follow is stopped (motion.stop(), as Ctrl-C): neither the follow nor
+    its stop writes a goal outside the calibration (before: the stop wrote where the servo stood)."""
+    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "cfg"))
+    hand = ROOT / "examples" / "hand_so101.csv"
+    leader = armctl.open_leader(arm="so101", port=f"feetechsim://?hand={hand}")
+    with leader, armctl.connect("so101") as robot:
+        motion = robot.follow(leader, map="joints", rate_hz=50)
+        time.sleep(1.5)
+        sim = robot.backend.bus.serial.sim
+        gs = robot.calibration.gripper
+        sim.servo(gs.id).raw = gs.max_steps + 300.0  # pushed open past its range (offset 0 on this bus)
+        motion.stop()
+        with pytest.raises(armctl.errors.StopRequested):
+            motion.wait()
+        robot.where()
+        ranges = {s.id: (s.min_steps, s.max_steps) for s in robot.calibration.servos}
+        written = [(i, g) for i, g in _goals_written(sim, 0.0) if i in ranges]
+        assert written and all(ranges[i][0] <= g <= ranges[i][1] for i, g in written), [
+            (i, g) for i, g in written if not ranges[i][0] <= g <= ranges[i][1]
+        ]
+        assert robot.backend.goal[gs.id] == gs.max_steps
