@@ -119,6 +119,21 @@ class BusServoCal(_Linear):
     channel = property(lambda self: self.id)
 
 
+def whole_turn_refusal(name: str, servo_id: int, lo: float, hi: float) -> str | None:
+    """Why a bus servo calibrated over ``lo``..``hi`` steps cannot follow its joint, or None if it can. A servo's
+    position loop works in its own frame (present = encoder - homing offset, 0..4095) and never turns across that
+    frame's 0/4095 (docs/feetech.md, "Homing offset and the seam"): a range from 0 to 4095 is a joint whose travel
+    crosses it (LeRobot records such a range when a joint is swept across the seam, lerobot#3586), which the
+    servo can only follow the long way round."""
+    if lo > STEP_RANGE[0] or hi < STEP_RANGE[1]:
+        return None
+    return (
+        f"{name} (servo {servo_id}): range {lo:g}..{hi:g} steps is the whole turn, so the joint's travel crosses "
+        f"the servo's 0/4095, which its position loop never passes (it would turn the long way round): calibrate "
+        "it again with the joint held in the middle of its travel when the offset is set"
+    )
+
+
 @dataclass(frozen=True)
 class HeldServo:
     """A bus servo kept at one position (no joint of the arm model): ``position_steps`` (0..4095), reached at
@@ -211,6 +226,36 @@ class Calibration:
                     q=None if q_rad is None else np.asarray(q_rad),
                 )
 
+    def check_escape(self, servos, values, *, tol: float = 1e-6) -> bool:
+        """Servo values ``values`` (N, c) of a motion for ``servos`` (c of this calibration's): True if the motion
+        starts with a servo outside its calibrated range (an arm left there: by hand, a crash, another program)
+        and only ever brings each such servo back toward its range, never further out (once inside, never out
+        again; the others never leave theirs), as a keep-out zone is left; PulseLimitError if it does not.
+        False if every servo starts inside (the caller's checks apply)."""
+        values = np.asarray(values, dtype=float).reshape(-1, len(servos))
+        lo = np.array([s.lo for s in servos])
+        hi = np.array([s.hi for s in servos])
+        excess = np.maximum(np.maximum(lo - values, values - hi), 0.0)
+        if not np.any(excess[0] > tol):
+            return False
+        bad = ~np.isfinite(values) | np.vstack([np.zeros((1, len(servos)), bool), np.diff(excess, axis=0) > tol])
+        if np.any(bad):
+            k, i = (int(v) for v in np.argwhere(bad)[0])
+            s, v0 = servos[i], float(values[0, i])
+            where = (
+                f"stands at {v0:g} {s.unit}, outside its calibrated {s.lo:g}..{s.hi:g}"
+                if excess[0, i] > tol
+                else f"is inside its calibrated {s.lo:g}..{s.hi:g} {s.unit}"
+            )
+            raise PulseLimitError(
+                f"the arm is outside its calibrated range: {s.name} (servo {s.channel}) {where}, and this move "
+                f"takes it to {values[k, i]:g}, further out; from outside, only a move that brings each servo back "
+                "toward its range is allowed: home (or open/close the gripper) first, or turn the torque off and "
+                f"move it in by hand (calibration {self.source})",
+                joint=i if i < len(self.joints) else None,
+            )
+        return True
+
     def gripper_value(self, angle_rad, *, check: bool = True):
         """Gripper servo value(s) (``unit``) for gripper angle(s) (rad)."""
         g = self.gripper
@@ -297,6 +342,9 @@ def _parse_bus_servo(sec: Section, default_name: str) -> BusServoCal:
     hi = sec.number("max_steps", lo=STEP_RANGE[0], hi=STEP_RANGE[1])
     if hi <= lo:
         raise sec.error("max_steps", f"max_steps ({hi:g}) must be greater than min_steps ({lo:g})")
+    why = whole_turn_refusal(name, int(sid), lo, hi)
+    if why is not None:
+        raise sec.error("max_steps", why)
     offset = _homing_offset(sec)
     sec.done()
     return BusServoCal(

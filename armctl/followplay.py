@@ -57,6 +57,7 @@ def play_follow(runner, m) -> NoReturn:
         held = [h for h in cal.held if h.name in lheld] if tp.map == "joints" else []
         held_now = be.held_steps() if held and hasattr(be, "held_steps") else {}
         h_cmd = {h.id: float(round(held_now.get(h.id, h.position_steps))) for h in held}
+        h_seam: dict[int, tuple[float, float]] = {}  # per held servo: the leader's last offset, whole turns added
         ramping, last_sent = True, None
         same, last_values = 0, None  # the last step sent, and how many in a row sent the very same values
         t_next = time.monotonic()
@@ -87,7 +88,8 @@ def play_follow(runner, m) -> NoReturn:
             values = {}
             prev = cal.joints_to_values(q_cmd, check=False)
             for s, p, v in zip(cal.joints, prev, cal.joints_to_values(q_new, check=False)):
-                values[s.channel] = on_grid_toward(s, float(p), min(max(float(v), s.lo), s.hi))
+                # inside the range; a servo that starts outside it (measured there) comes back at the speed limit
+                values[s.channel] = on_grid_toward(s, float(p), min(max(float(v), min(s.lo, p)), max(s.hi, p)))
             q_new = np.array([float(s.angle_rad(values[s.channel])) for s in cal.joints])
             zoned = zones is not None and first_violation(arm, zones, np.vstack([q_cmd, q_new])) is not None
             if zoned:  # the step would take a link into a keep-out zone: the joints hold (the gripper goes on)
@@ -100,13 +102,25 @@ def play_follow(runner, m) -> NoReturn:
                 glim = gmax * dt * frac
                 g_new = g_cmd + min(max(target.gripper_rad - g_cmd, -glim), glim)
                 gs = cal.gripper
-                want_g = min(max(float(gs.value(g_new)), gs.lo), gs.hi)
-                values[gs.channel] = on_grid_toward(gs, float(gs.value(g_cmd)), want_g)
+                g_was = float(gs.value(g_cmd))
+                want_g = min(max(float(gs.value(g_new)), min(gs.lo, g_was)), max(gs.hi, g_was))
+                values[gs.channel] = on_grid_toward(gs, g_was, want_g)
                 g_new = float(gs.angle_rad(values[gs.channel]))
             for h in held:
                 d = target.held_steps.get(h.name)
                 if d is not None:
-                    want = min(max(h.position_steps + d, 0.0), 4095.0)
+                    # more than half a turn between two reads: the leader's servo crossed its 0/4095 (turned by
+                    # hand past it) and reads from the other end; the follower's cannot follow across its own
+                    # (its position loop never passes it): it waits at its end until the leader comes back,
+                    # never turning the long way round to the other one
+                    last = h_seam.get(h.id)
+                    turns = 0.0 if last is None else last[1]
+                    if last is not None and abs(d - last[0]) > 2048:
+                        turns -= math.copysign(4096.0, d - last[0])
+                    h_seam[h.id] = (d, turns)
+                    want = min(max(h.position_steps + d + turns, 0.0), 4095.0)
+                    if turns:
+                        target.clamped = f"{h.name} held at its end (the leader's is past its 0/4095)"
                     hlim = h.speed_steps_s * dt * frac
                     step = math.trunc(min(max(want - h_cmd[h.id], -hlim), hlim))  # whole steps, within the limit
                     h_cmd[h.id] += step

@@ -49,7 +49,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .calibration import STEPS_PER_TURN, BusServoCal, Calibration, HeldServo, find_calibration, load_calibration
+from .calibration import (
+    STEPS_PER_TURN,
+    BusServoCal,
+    Calibration,
+    HeldServo,
+    find_calibration,
+    load_calibration,
+    whole_turn_refusal,
+)
 from .errors import ConfigError
 
 KEYS = ("id", "drive_mode", "homing_offset", "range_min", "range_max")
@@ -287,6 +295,9 @@ def from_lerobot(motors: dict[str, Motor], arm, source: str | Path) -> tuple[Cal
         if m.linear:
             raise ConfigError(f"motor {name!r} is calibrated LINEAR (0..100 %), a joint needs DEGREE", path=path)
         if not legacy:
+            why = whole_turn_refusal(name, m.id, m.range_min, m.range_max)
+            if why is not None:
+                raise ConfigError(why, path=path)
             mid = (m.range_min + m.range_max) / 2.0
             zero = mid - sign * LEROBOT_STEPS_PER_DEG * offset_deg
             joints.append(
@@ -355,6 +366,9 @@ def _gripper(m: Motor, arm, path: Path) -> BusServoCal:
     if abs(span_deg) < 1e-9:
         raise ConfigError(f"arm {arm.name!r}: the gripper's open and closed angles are equal", path=path)
     lo, hi = float(m.range_min), float(m.range_max)
+    why = whole_turn_refusal(GRIPPER, m.id, lo, hi)
+    if why is not None:
+        raise ConfigError(why, path=path)
     # legacy LINEAR motors ignored drive_mode: 0 % at start_pos, 100 % at end_pos (either way round)
     at_closed, at_open = (hi, lo) if m.drive_mode and not m.legacy else (lo, hi)
     per_deg = (at_open - at_closed) / span_deg  # signed steps per gripper degree

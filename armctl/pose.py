@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import JointLimitError
 from .kinematics import tool_pitch, tool_point
 from .validate import outside_limits_now
 
@@ -138,6 +139,9 @@ class BoardPose:
 
     def __init__(self, owner, store):
         self.owner, self.store = owner, store
+        #: why the arm, measured where it is, stood outside its range at the last ``start_state`` (a
+        #: JointLimitError), else None: only a motion that brings it back is played (``Calibration.check_escape``)
+        self.outside = None
 
     def angles(self, values) -> np.ndarray:
         """Joint angles (rad) for servo values (joints first), each snapped onto its limit when it lies
@@ -309,18 +313,30 @@ class BoardPose:
         g = float("nan")
         if cal.gripper is not None and arm.gripper is not None:
             g = float(cal.gripper.angle_rad(values[len(cal.joints)]))
+        self.outside = None
         if check:
-            self.check_current(q, values)
-            cal.check_values(np.array([s.value(q[i]) for i, s in enumerate(cal.joints)]))
+            try:
+                self.check_current(q, values)
+                cal.check_values(np.array([s.value(q[i]) for i, s in enumerate(cal.joints)]))
+            except JointLimitError as exc:
+                if not self.owner.backend.caps.measures_positions:
+                    raise
+                # measured there (moved by hand, pushed, left by another program): as from a keep-out zone,
+                # a motion that only brings it back is allowed, anything else is refused saying so
+                self.outside = exc
         return q, g, declare, held
 
     def check_current(self, q, values) -> None:
         """JointLimitError naming the first joint that is now (measured, or as the board holds it) outside its
-        calibrated range or the arm's limits: no target can fix that, the arm has to be put back first."""
+        calibrated range or the arm's limits: the arm has to be put back first (measured there, by a motion that
+        only brings it back: ``start_state`` keeps the error in ``outside`` instead of raising it)."""
         arm, measured = self.owner.arm, self.owner.backend.caps.measures_positions
-        fix = "check the calibration"
+        fix = "check the calibration, then move again"
         if measured:
-            fix = "move it back by hand (torque off: robot.release(), armctl teach)"
+            fix = (
+                "bring it back with a move toward its range (armctl home, robot.home(), a joint move; from outside, "
+                "only such a move is allowed) or by hand (torque off: robot.release(), armctl teach)"
+            )
         for i, s in enumerate(self.owner.calibration.joints):
             v, deg = values[i], math.degrees(q[i])
             lo, hi = math.degrees(arm.q_min[i]), math.degrees(arm.q_max[i])
@@ -330,6 +346,4 @@ class BoardPose:
                 where = f"outside its limits {lo:g}..{hi:g} deg"
             else:
                 continue
-            raise outside_limits_now(
-                f": joint {i + 1} ({s.name}) is at {deg:.1f} deg ({where})", f"{fix}, then move again", joint=i, q=q
-            )
+            raise outside_limits_now(f": joint {i + 1} ({s.name}) is at {deg:.1f} deg ({where})", fix, joint=i, q=q)

@@ -300,10 +300,26 @@ class Runner:
         if callable(moves):
             moves = moves(q0)
         arm, cal = self.owner.arm, self.owner.calibration
-        plan = motion.plan_moves(arm, moves, q_start=q0, gripper_start=g0 if math.isfinite(g0) else None)
-        traj = plan.trajectory
-        traj.plan = plan  # trajectory.plot() draws it
-        return traj, prepare(traj, cal)
+        try:
+            plan = motion.plan_moves(
+                arm,
+                moves,
+                q_start=q0,
+                gripper_start=g0 if math.isfinite(g0) else None,
+                from_outside=self.pose.outside is not None,
+            )
+            traj = plan.trajectory
+            traj.plan = plan  # trajectory.plot() draws it
+            return traj, prepare(traj, cal)
+        except MotionError as exc:
+            raise self._from_outside(exc) from None
+
+    def _from_outside(self, exc: MotionError) -> MotionError:
+        """``exc``, a motion refused, said to be one from outside the range if the arm stands outside it."""
+        outside = self.pose.outside
+        if outside is None or str(exc).startswith("the arm is outside"):
+            return exc
+        return type(outside)(f"{outside}; and this motion is not such a move: {exc}", joint=outside.joint, q=outside.q)
 
     def expected_start(self) -> tuple[np.ndarray, float, Motion | None]:
         """The pose a new motion starts from, and the motion it follows: the end of the last motion still to
@@ -393,9 +409,12 @@ class Runner:
             m.replanned = True
         parts = [m._pulses]
         arm = getattr(m, "zoned_arm", None)
-        ramp = None if self._already_there(m._pulses, held, declare) else self._ramp(q0, g0, m.trajectory, arm)
-        if ramp is not None:
-            parts.insert(0, prepare(ramp, owner.calibration))
+        try:
+            ramp = None if self._already_there(m._pulses, held, declare) else self._ramp(q0, g0, m.trajectory, arm)
+            if ramp is not None:
+                parts.insert(0, prepare(ramp, owner.calibration))
+        except MotionError as exc:
+            raise self._from_outside(exc) from None
         start = [h if h is not None else declare.get(s.channel) for h, s in zip(held, owner.calibration.servos)]
 
         def tick() -> None:
@@ -469,9 +488,11 @@ class Runner:
             moves.append(motion.GripperMove(g1, speed_fraction=RAMP_SPEED_FRACTION, label="ramp gripper"))
         if not moves:
             return None
-        if not arm.within_limits(q0):
+        if not arm.within_limits(q0) and self.pose.outside is None:
             degs = ", ".join(f"{math.degrees(v):.1f}" for v in q0)
             raise outside_limits_now(f" ({degs} deg)", "move it by hand or check the calibration", q=q0)
+        # measured outside its range: a joint ramp into it only brings it back (each limit is linear in the
+        # joint angles, so along a straight joint move its excess only shrinks; check_escape checks the steps)
         try:
             plan = motion.plan_moves(
                 zoned or arm,
@@ -479,6 +500,7 @@ class Runner:
                 q_start=q0,
                 gripper_start=g0 if math.isfinite(g0) else None,
                 period_s=traj.period_s,
+                from_outside=self.pose.outside is not None,
             )
         except MotionError as exc:  # the same error (a ZoneError stays one), said to be the ramp's
             raise motion._located(exc, "cannot ramp from the current pose to the start") from None

@@ -49,12 +49,18 @@ class Pulses:
 
 def prepare(traj: Trajectory, cal: Calibration) -> Pulses:
     """Servo values for every sample of ``traj`` (us, or steps for bus servos), on each servo's resolution;
-    PulseLimitError (a MotionError) if any is outside its calibrated range."""
-    values = [cal.joints_to_values(traj.q_rad)]
+    PulseLimitError (a MotionError) if any is outside its calibrated range, except on a motion that starts with
+    the arm outside it and only brings it back (``Calibration.check_escape``)."""
+    values = [cal.joints_to_values(traj.q_rad, check=False)]
     servos = list(cal.joints)
-    if cal.gripper is not None and np.all(np.isfinite(traj.gripper_rad)):
-        values.append(np.asarray(cal.gripper_value(traj.gripper_rad))[:, None])
+    gripper = cal.gripper is not None and np.all(np.isfinite(traj.gripper_rad))
+    if gripper:
+        values.append(np.asarray(cal.gripper_value(traj.gripper_rad, check=False))[:, None])
         servos.append(cal.gripper)
+    if not cal.check_escape(servos, np.concatenate(values, axis=1)):  # starts inside: every value inside
+        cal.check_values(values[0], traj.q_rad)
+        if gripper:
+            cal.gripper_value(traj.gripper_rad)
     fps = max(1, round(traj.period_s / FRAME_S))
     res = np.array([s.resolution for s in servos])
     values = np.round(np.concatenate(values, axis=1) / res) * res  # the board's resolution

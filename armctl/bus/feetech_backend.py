@@ -182,12 +182,19 @@ class FeetechBackend(Backend):
 
     # --- motion ---
 
+    def _within_limits(self, servo_id: int, steps):
+        """``steps`` clamped into the servo's own Min/Max_Position_Limit, as the servo clamps a goal it is given."""
+        lo, hi = self.position_limits.get(servo_id, (0, 0))
+        return steps if (lo, hi) == (0, 0) else min(max(steps, lo), hi)
+
     def _torque_on(self, ids) -> None:
-        """Before a servo first moves: its goal where it is, then torque on (it does not jump)."""
+        """Before a servo first moves: its goal where it is, then torque on (it does not jump). A servo found
+        beyond its own position limits (moved there by hand) takes the nearest limit as its goal, as it would
+        anyway: that is the goal it holds."""
         off = [i for i in ids if not self.torque.get(i)]
         if not off:
             return
-        here = self.bus.read_positions(off)
+        here = {i: self._within_limits(i, v) for i, v in self.bus.read_positions(off).items()}
         for i in off:  # acknowledged (and retried): a lost goal here would be a jump when the torque goes on
             self.bus.write(i, "goal_position", here[i])
         self.bus.set_torque(off, True)
@@ -231,7 +238,9 @@ class FeetechBackend(Backend):
             delay = self._next_frame_t - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            goals = {i: starts[i] + (v - starts[i]) * k / frames for i, v in targets.items()}
+            # a goal beyond the servo's own limits (a motion bringing it back from there) is the limit: the servo
+            # takes it so, and so it is the goal it is watched against
+            goals = {i: self._within_limits(i, starts[i] + (v - starts[i]) * k / frames) for i, v in targets.items()}
             try:
                 self.bus.write_positions({i: round(v) for i, v in goals.items()})  # a lost one: the next follows
                 for i, v in goals.items():
@@ -245,7 +254,7 @@ class FeetechBackend(Backend):
     def set_goal(self, values: dict[int, float | None]) -> None:
         """Teleoperation, one step: one SYNC_WRITE of the goals now and one SYNC_READ of the positions (waiting
         at most ``FRAME_S / 2`` for them); no frame clock (the caller paces the steps)."""
-        targets = {i: v for i, v in values.items() if v is not None}
+        targets = {i: self._within_limits(i, v) for i, v in values.items() if v is not None}
         try:
             if self.held:
                 self._hold(skip=targets)
@@ -355,10 +364,16 @@ class FeetechBackend(Backend):
                 time.sleep(FRAME_S / 2)
 
     def stop(self) -> None:
-        """Nothing is queued on the bus: each servo holds where it is now (its goal set to its position)."""
+        """Nothing is queued on the bus: each servo holds where it is now (its goal set to its position), or, if it
+        stands outside its calibrated range (pushed, overshooting), at the nearest end of it: a stop never writes a
+        goal outside the calibration."""
         self._next_frame_t = None
+        ranges = {s.id: (s.min_steps, s.max_steps) for s in self.cal.servos}
         try:
             here = self.bus.read_positions([i for i in self.ids if self.torque.get(i)])
+            for i, v in here.items():
+                lo, hi = ranges.get(i, (v, v))
+                here[i] = self._within_limits(i, round(min(max(v, lo), hi)))
             if here:
                 self.bus.write_positions(here)
                 for i, v in here.items():

@@ -10,7 +10,7 @@ from ..arm import Arm
 from ..trajectory import DEFAULT_PERIOD_S, Trajectory
 from .blend import blend_chain, rest_junctions
 from .blend_joint import blend_joint_moves
-from .moves import DEFAULT_MAX_JOINT_STEP_RAD, JointMove, LineMove, MovePlan
+from .moves import DEFAULT_MAX_JOINT_STEP_RAD, GripperMove, JointMove, LineMove, MovePlan
 from .one_move import plan_move
 from .refusals import _limit_error
 from .summary import summarize
@@ -44,17 +44,27 @@ def plan_moves(
     period_s: float = DEFAULT_PERIOD_S,
     max_joint_step_rad: float = DEFAULT_MAX_JOINT_STEP_RAD,
     labels: list[str] | None = None,
+    from_outside: bool = False,
 ) -> Plan:
     """Plan ``moves`` in order from ``q_start`` (rad; default the arm's home) into one Trajectory.
 
     Every move is planned (and so checked) before anything is returned; the
     first problem raises a MotionError carrying that move's label.
     ``labels``: one label per move for ``Trajectory.steps`` (default the moves' labels).
+    ``from_outside``: the arm stands outside its joint limits (measured there): the moves may start there if
+    they bring it back, a first joint move (every limit is linear in the joint angles, so on a straight joint
+    move to a pose inside them a joint's excess only shrinks) or gripper moves only (the joints stay put).
     """
     moves = list(moves)
     q = np.array(arm.home_rad if q_start is None else q_start, dtype=float)
     if not arm.within_limits(q):
-        raise _limit_error(arm, q, "at the start pose", hint="change the start pose")
+        escape = (
+            from_outside
+            and bool(moves)
+            and (isinstance(moves[0], JointMove) or all(isinstance(m, GripperMove) for m in moves))
+        )
+        if not escape:
+            raise _limit_error(arm, q, "at the start pose", hint="change the start pose")
     if gripper_start is None:
         gripper_start = arm.gripper.open_rad if arm.gripper is not None else float("nan")
     g = float(gripper_start)

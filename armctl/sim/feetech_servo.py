@@ -176,8 +176,17 @@ class SimServo:
         return self.get("homing_offset")
 
     def present_steps(self) -> int:
-        """Present position as the servo reports it (homing offset applied, modulo a turn)."""
+        """Present position as the servo reports it (homing offset applied, modulo a turn: single-turn feedback,
+        Phase bit 4 clear)."""
         return (round(self.raw) - self.offset()) % self.res
+
+    def corrected(self) -> float:
+        """Where the servo is in its own frame, the one its position loop, goal and angle limits use: the encoder
+        position less the homing offset, modulo a turn (steps, not rounded)."""
+        return (self.raw - self.offset()) % self.res
+
+    def _set_corrected(self, c: float) -> None:
+        self.raw = (c + self.offset()) % self.res
 
     def volts(self) -> float:
         """The supply at the servo: ``volts`` less the drop in the supply and wiring under its load."""
@@ -258,7 +267,7 @@ class SimServo:
             goal = self.get("goal_position")
             if lo or hi:
                 goal = min(max(goal, lo), hi)
-            target = float((goal + self.offset()) % self.res)
+            target = float(goal)  # in the servo's frame (present = actual - offset), like the goal
             speed = self.get("goal_speed")
             vmax = min(abs(speed), self.opts.speed_steps_s) if speed else self.opts.speed_steps_s
             acc = self.get("acceleration")
@@ -270,21 +279,26 @@ class SimServo:
         return self._ctl
 
     def _bounds(self) -> tuple[float, float]:
+        """How far the servo can turn either way from where it is, in its own frame: a jam holds it, mechanical
+        stops (encoder steps, so they turn with the encoder, not with the offset) end it; nothing else does."""
+        c = self.corrected()
         if self.jammed:
-            return self.raw, self.raw
+            return c, c
         if self.stops is not None:
-            return self.stops
-        return 0.0, float(self.res - 1)
+            lo, hi = self.stops
+            return c - (self.raw - lo), c + (hi - self.raw)
+        return -math.inf, math.inf
 
     def _blocked(self, target: float) -> bool:
         lo, hi = self._bounds()
-        return (target > self.raw and self.raw >= hi) or (target < self.raw and self.raw <= lo)
+        c = self.corrected()
+        return (target > c and c >= hi) or (target < c and c <= lo)
 
     def _at_rest(self) -> bool:
         if not self.torque_on:
             return True
         target = self._control()[0]
-        return self.vel == 0.0 and (self.raw == target or self._blocked(target))
+        return self.vel == 0.0 and (self.corrected() == target or self._blocked(target))
 
     def _update_load(self) -> None:
         if not self.torque_on:
@@ -292,7 +306,7 @@ class SimServo:
             return
         target, _, _, cap = self._control()
         if self.vel == 0.0 and self._blocked(target):
-            err = target - self.raw
+            err = target - self.corrected()
             self.load = math.copysign(min(cap, LOAD_PER_STEP * abs(err)), err)
         elif self.vel != 0.0:
             self.load = math.copysign(min(cap, MOVING_LOAD), self.vel)
@@ -316,19 +330,24 @@ class SimServo:
         return max(0.0, self.get("protection_time") * 0.01 - self.over_s)
 
     def _step(self, dt: float) -> None:
+        # The position loop works in the servo's own frame: the error is goal - present, a plain difference
+        # (an absolute position servo), so it turns through the inside of 0..4095 of that frame, never across
+        # its 0/4095 (where the encoder reads the homing offset); the encoder's own 0/4095 plays no part.
         target, vmax, amax, _ = self._control()
-        err = target - self.raw
+        lo, hi = self._bounds()
+        c = self.corrected()
+        err = target - c
         want = math.copysign(min(vmax, math.sqrt(2.0 * amax * abs(err))), err) if err else 0.0
         self.vel += max(-amax * dt, min(amax * dt, want - self.vel))
         move = self.vel * dt
         if (err > 0 and move >= err) or (err < 0 and move <= err) or (err == 0 and abs(self.vel) <= amax * dt):
-            self.raw, self.vel = target, 0.0
+            c, self.vel = target, 0.0
         else:
-            self.raw += move
-        lo, hi = self._bounds()
-        if self.raw < lo or self.raw > hi:
-            self.raw = min(max(self.raw, lo), hi)
+            c += move
+        if c < lo or c > hi:
+            c = min(max(c, lo), hi)
             self.vel = 0.0
+        self._set_corrected(c)
 
     def advance(self, t: float) -> None:
         """Run the servo up to simulated time ``t``."""

@@ -12,10 +12,11 @@ simulated time. Times are simulated seconds; the ``rate`` option only maps them 
   adapter with TX and RX tied). Host bytes sent while a servo answers are not modelled as collisions.
 - Servos (``SimServo``): a memory table as in ``feetech.STS``/``SCS``; EEPROM (addresses below 40) is
   kept in the ``state`` file when written with ``lock`` = 0 and reverts at ``power_cycle()`` otherwise.
-  With torque on a servo moves its encoder position toward the goal (clamped to the angle limits,
-  shifted by the homing offset: present = actual - offset, read modulo a turn) under the goal speed
-  (0: ``speed``) and acceleration (register x 100 step/s^2; 0: ``accel``) limits, never through the
-  encoder's 0/4095 seam. Mechanical stops (``stops``) and a jammed servo (``stall``) stop it: then it
+  With torque on a servo moves toward the goal (clamped to the angle limits) in its own frame (present =
+  actual - homing offset, read modulo a turn) under the goal speed (0: ``speed``) and acceleration
+  (register x 100 step/s^2; 0: ``accel``) limits: the error is goal - present, so it never turns across
+  that frame's 0/4095 (where the encoder reads the offset), whatever the encoder's own 0/4095 (docs/feetech.md,
+  "Homing offset and the seam"). Mechanical stops (``stops``) and a jammed servo (``stall``) stop it: then it
   pushes with a load proportional to the position error, up to ``torque_limit``; above
   ``overload_torque`` for ``protection_time`` it reports overload (error bit 0x20) and, when
   ``unloading_condition`` has that bit, drops to ``protective_torque`` until torque is written again.
@@ -217,7 +218,7 @@ class FeetechSim(OverLink):
         for s in self.servos:
             if not s._at_rest():
                 target, vmax, amax, _ = s._control()
-                worst = max(worst, abs(target - s.raw) / vmax + vmax / amax + 0.01)
+                worst = max(worst, abs(target - s.corrected()) / vmax + vmax / amax + 0.01)
         return worst
 
     # --- link ---

@@ -163,21 +163,23 @@ def test_the_wire_log_has_the_bus_bytes(bus_cal, tmp_path):
     assert sent and all(chunk.startswith(b"\xff\xff") for chunk in sent)
 
 
-def test_an_arm_moved_out_of_range_by_hand_is_named_before_any_target(bus_cal, capsys):
-    """The shoulder turned by hand past its calibrated range: every motion is refused with the joint named
-    and what to do (move it back by hand), not "needs a 3181 steps position... pick another target"."""
+def test_an_arm_moved_out_of_range_by_hand_is_named_and_home_brings_it_back(bus_cal, capsys):
+    """The shoulder turned by hand past its calibrated range: a line (jog) is refused with the joint named and
+    what to do, not "needs a 3181 steps position... pick another target", and nothing moves; home (a joint move
+    that only brings it back, as a keep-out zone is left) is allowed and brings it back in."""
     port = "feetechsim://?ids=1,2,3,6&start=3181,3072,1536,2183&rate=5"
-    for argv in (["jog", "0.5", "0.2"], ["home"]):
-        assert main(["--calibration", str(bus_cal), "--port", port, *argv]) == 3
-        err = capsys.readouterr().err.strip()
-        assert "\n" not in err and "pick another target" not in err, err
-        assert "outside its joint limits now: joint 1 (shoulder) is at 99.6 deg (3181 steps" in err, err
-        assert "move it back by hand" in err
+    assert main(["--calibration", str(bus_cal), "--port", port, "jog", "0.5", "0.2"]) == 3
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "pick another target" not in err, err
+    assert "outside its joint limits now: joint 1 (shoulder) is at 99.6 deg (3181 steps" in err, err
+    assert "armctl home" in err and "this motion is not such a move" in err, err
     with armctl.connect("seed-3link", port, calibration=bus_cal) as robot:
-        with pytest.raises(armctl.errors.JointLimitError, match=r"joint 1 \(shoulder\)") as info:
-            robot.move_joints([45, -90, -45], degrees=True)
-        assert info.value.joint == 0
-        assert not robot.backend.bus.serial.sim.servo(1).torque_on  # nothing moved
+        sim = robot.backend.bus.serial.sim
+        assert not sim.servo(1).torque_on  # the jog moved nothing
+        robot.home()
+        lo, hi = robot.calibration.joints[0].min_steps, robot.calibration.joints[0].max_steps
+        assert lo <= sim.servo(1).present_steps() <= hi
+        assert robot.backend.goal[1] is not None and lo <= robot.backend.goal[1] <= hi
 
 
 @pytest.mark.parametrize("seed", [3, 9, 11])
