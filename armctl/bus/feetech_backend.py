@@ -128,17 +128,31 @@ class FeetechBackend(Backend):
             self.position_limits[i] = (got["min_angle_limit"], got["max_angle_limit"])
             if "homing_offset" in got:
                 self.homing_offsets[i] = got["homing_offset"]
-        for s in (*self.cal.servos, *self.cal.held):
-            want, have = s.homing_offset, self.homing_offsets.get(s.id)
-            if want is None or have is None or want == have:
-                continue
-            off_deg = abs(have - want) / s.per_deg
-            text = (
-                f"servo {s.id} ({s.name}) carries homing offset {have:+d} in its EEPROM, but calibration "
-                f"{self.cal.source} was made with {want:+d}: its angles would be {off_deg:.1f} deg off. LeRobot "
-                "would call it uncalibrated too; calibrate again (LeRobot's or armctl's), or give the calibration "
-                "made since"
-            )
+        wrong = [
+            s
+            for s in (*self.cal.servos, *self.cal.held)
+            if s.homing_offset is not None
+            and self.homing_offsets.get(s.id) is not None
+            and s.homing_offset != self.homing_offsets[s.id]
+        ]
+        for s in wrong:
+            want, have = s.homing_offset, self.homing_offsets[s.id]
+            twin = next((t for t in wrong if t is not s and t.homing_offset == have), None)
+            if twin is not None and self.homing_offsets[twin.id] == want:
+                text = (
+                    f"servos {s.id} ({s.name}) and {twin.id} ({twin.name}) look swapped: servo {s.id} carries homing "
+                    f"offset {have:+d}, which calibration {self.cal.source} gives servo {twin.id}, and servo "
+                    f"{twin.id} carries {want:+d}, which it gives servo {s.id}; check the ids (the servos' wiring "
+                    "or the file)"
+                )
+            else:
+                off_deg = abs(have - want) / s.per_deg
+                text = (
+                    f"servo {s.id} ({s.name}) carries homing offset {have:+d} in its EEPROM, but calibration "
+                    f"{self.cal.source} was made with {want:+d}: its angles would be {off_deg:.1f} deg off. LeRobot "
+                    "would call it uncalibrated too; calibrate again (LeRobot's or armctl's), or give the "
+                    "calibration made since"
+                )
             if self.strict_offsets:
                 raise LinkError(f"{self.port}: {text}")
             self.notes.append(text)

@@ -245,7 +245,10 @@ def simulator_url(arm, cal_path, state_path) -> str:
         query["plug"] = query["ids"]
     servos = (*cal.servos, *cal.held)
     offsets = [f"{s.id}:{s.homing_offset}" for s in servos if s.homing_offset is not None]
-    if offsets:  # servos calibrated by LeRobot: their EEPROM as LeRobot left it
+    # A new bus (no state file yet): its EEPROM as LeRobot's calibration left it. After that the servos keep
+    # what was written to them, as real ones do: a calibration file edited since (or ids swapped) no longer
+    # matches them, and armctl refuses it (exit 4) as it would on a real bus.
+    if offsets and not Path(state_path).is_file():
         query["offsets"] = ",".join(offsets)
         query["limits"] = ",".join(
             f"{s.id}:{round(s.min_steps)}:{round(s.max_steps)}" for s in cal.servos if s.homing_offset is not None
