@@ -13,14 +13,16 @@ import weakref
 from .bus.backend import FRAME_S, Backend
 from .bus.portlock import PortLock
 from .errors import LinkError
+from .holders import OWN_WORKER, Holder, holders
 from .state import PoseStore
 
 BOARD_WAIT_S = 10.0  # longest wait for the board to be free (another thread's motion stopping)
 
 
 def _acquire(lock: PortLock) -> None:
-    """Take the port's lock. Held in this very process: a Robot nobody holds any more may only wait for the
-    garbage collector (then its finalizer lets go); one still held is named, with what to do."""
+    """Take the port's lock. Held in this very process by a Robot nobody can use any more (kept only by the last
+    error's traceback, the prompt's output history, its own worker thread): take it over, closing it under
+    control, and say so. One that a variable or running code still holds is named, with the call that frees it."""
     try:
         lock.acquire()
         return
@@ -34,48 +36,75 @@ def _acquire(lock: PortLock) -> None:
             return
         except LinkError:
             pass
-        why, named = _held_here(lock.key)
         late = time.monotonic() > deadline
-        if why is None:  # no Robot here holds it: another process, or ours being finalized in its worker thread
+        verdict = _held_here(lock.key, wait=not late)
+        if verdict is None:  # no Robot here holds it: another process, or ours being finalized in its worker thread
             if late or f"pid {os.getpid()} " not in first:
                 raise LinkError(first)
-        elif named or late:
-            raise LinkError(why)
-        time.sleep(0.05)
+        elif verdict not in ("taken over", "waiting"):
+            raise LinkError(verdict)
+        if verdict is None or verdict == "waiting":
+            time.sleep(0.05)
 
 
-def _held_here(key) -> tuple[str | None, bool]:
-    """What to say when a Robot of this process holds the port ``key`` (None: another process does), and
-    whether a variable holds it. Only a string goes out: an exception that kept the Robot alive would keep the
-    port it is about."""
-    for robot in list(_OPEN):
-        if robot._closed or robot._lock is None or robot._lock.key != key:
-            continue
-        names = _names_of(robot)
-        var = names[0] if names else "robot"
-        held = f" (the variable {', '.join(repr(n) for n in names)})" if names else ""
+def _held_here(key, *, wait: bool) -> str | None:
+    """About the Robot of this process on port ``key``: None if there is none; "taken over" once it is closed
+    (nobody could use it any more); "waiting" (``wait``: its idle worker thread lets go of it in a moment);
+    else why not, naming what holds it. Only a string goes out: an exception that kept the Robot alive would
+    keep the port it is about."""
+    robot = next((r for r in list(_OPEN) if not r._closed and r._lock is not None and r._lock.key == key), None)
+    if robot is None:
+        return None
+    found = holders(robot, own_threads=[robot._runner.thread])
+    usable = [h for h in found if h.usable]
+    if usable:
+        return _refusal(robot, _first(usable))
+    if wait and not robot.moving and all(h.what == OWN_WORKER for h in found):
+        return "waiting"
+    _take_over(robot, [h.what for h in found])
+    return "taken over"
+
+
+def _first(usable: list[Holder]) -> Holder:
+    """The holder to name: a variable before running code, before what armctl cannot see."""
+    return min(usable, key=lambda h: (h.name is None, h.live))
+
+
+def _refusal(robot, h: Holder) -> str:
+    """Why ``robot`` cannot be taken over: held by ``h``, and the one call that frees it."""
+    head = (
+        f"port {robot.port!r} is in use by pid {os.getpid()}, this process: the Robot of arm {robot.arm.name!r} "
+        f"made by an earlier connect() (in a notebook: a cell run before) is still held by {h.what}"
+    )
+    if h.live:
         return (
-            f"port {robot.port!r} is in use by pid {os.getpid()}, this process: it is already open by the Robot of arm "
-            f"{robot.arm.name!r}{held}, made by an earlier connect() (in a notebook: a cell run before): use that one, "
-            "or close it first: "
-            f"{var}.close() (or `del {var}`), then connect again; `with armctl.connect(...) as robot:` closes it "
-            "for you"
-        ), bool(names)
-    return None, False
+            f"{head}: armctl takes over no Robot that running code uses; let that code finish or close the Robot "
+            "there, then connect again"
+        )
+    if h.reach is not None:
+        held = f" (as {h.reach})" if h.reach != h.name else ""
+        return f"{head}{held}: use that Robot, or {h.reach}.close() to free the port, then connect again"
+    if h.name is not None:
+        return f"{head}: `del {h.name}` lets it go, then connect again"
+    return f"{head}: close that Robot (its .close()) where you hold it, or restart Python (in a notebook: the kernel)"
 
 
-def _names_of(obj) -> list[str]:
-    """The names that hold ``obj`` in the frames that called armctl (a notebook's or a script's globals)."""
-    names: list[str] = []
-    frame = sys._getframe(1)
-    while frame is not None:
-        if not frame.f_globals.get("__name__", "").startswith("armctl"):
-            for scope in (frame.f_locals, frame.f_globals):
-                for k, v in list(scope.items()):
-                    if v is obj and not k.startswith("_") and k not in names:
-                        names.append(k)
-        frame = frame.f_back
-    return names
+def _take_over(robot, kept: list[str]) -> None:
+    """Close ``robot``, which nobody can use any more: a motion it plays comes to rest along its path (a feed
+    hold, within the joint limits) first; then say so in one line."""
+    pending = robot._runner.pending()
+    if pending and robot._runner.follow is None:
+        robot.pause()
+        deadline = time.monotonic() + BOARD_WAIT_S
+        while robot.moving and robot.control.state != "held" and time.monotonic() < deadline:
+            time.sleep(0.02)
+    robot.close()
+    what = f"its motion {pending[0].label!r} came to rest along its path and it" if pending else "it"
+    print(
+        f"armctl: took over port {robot.port} from an earlier Robot of arm {robot.arm.name!r} that no variable "
+        f"holds any more (only {' and '.join(kept) or 'the garbage collector'}): {what} was closed",
+        file=sys.stderr,
+    )
 
 
 def _let_a_dead_run_finish(store: PoseStore) -> None:

@@ -93,6 +93,11 @@ class Runner:
         return m if isinstance(m, FollowMotion) else None
 
     @property
+    def thread(self) -> threading.Thread | None:
+        """The runner thread while it runs (it ends once idle for ``IDLE_EXIT_S``)."""
+        return self._thread
+
+    @property
     def queued(self) -> int:
         """Motions waiting to play (not counting the one playing)."""
         return len(self._motions)
