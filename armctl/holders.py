@@ -20,12 +20,15 @@ import types
 from collections import deque
 from dataclasses import dataclass
 
+from .tracebacks import ipython
+
 # names under which an interactive Python keeps the values it showed (python's `_`, IPython's `_`, `__`,
 # `___`, `_12`, `Out`, `_oh`): values nobody named
 _HISTORY = re.compile(r"_{1,3}|_\d+|_oh|Out")
 _LAST_ERROR = ("last_exc", "last_value", "last_traceback", "last_type")
 _SHELLS = ("IPython.", "ipykernel.")  # their own records: the output history, the last result, the last error
-OWN_WORKER = "its own worker thread"
+OWN = "its own worker"  # its worker thread, its finalizer
+HISTORY = "the output history"  # what an interactive Python keeps of the values it showed
 MAX_DEPTH = 40  # steps back from the object (a traceback through armctl is about 15 deep)
 MAX_WIDTH = 20_000  # objects at one step back: more is not a way anyone means to hold it
 
@@ -44,12 +47,17 @@ class Holder:
     live: bool = False
 
 
-def holders(obj, *, own_threads=()) -> list[Holder]:
+def holders(obj, *, own=()) -> list[Holder]:
     """The ways ``obj`` is held, one per variable, stack frame, history or thread that holds it (directly or
-    through anything else); ``own_threads``: ``obj``'s own worker threads (not usable: it stops them)."""
+    through anything else). ``own``: what belongs to ``obj`` and ends with it (not usable): its worker threads
+    (their stacks, and what the garbage collector cannot see while one runs: its value stack), other objects
+    (the arguments of its finalizer)."""
     gc.collect()
-    own = {t.ident for t in own_threads if t is not None}
-    stacks = _stack_locals(own)
+    threads = [t for t in own if isinstance(t, threading.Thread)]
+    own_threads = {t.ident for t in threads}
+    own_ids = {id(o) for o in own if o is not None and not isinstance(o, threading.Thread)}
+    running = any(t.is_alive() for t in threads)
+    stacks = _stack_locals(own_threads)
     spaces = _namespaces()
     shell = _shell_objects()
     found: list[Holder] = []
@@ -90,7 +98,7 @@ def holders(obj, *, own_threads=()) -> list[Holder]:
                     continue
                 how = _how(r, held[0])
                 link(r, held[0], how)
-                holder = _root(r, own, shell)
+                holder = _root(r, own_ids, own_threads, shell)
                 if holder is not None:
                     found.append(holder)
                 else:
@@ -100,7 +108,7 @@ def holders(obj, *, own_threads=()) -> list[Holder]:
                 found.append(_frame_holder(frame, ident, key, links, loc))
             for node in args:
                 if id(node) not in held_by:
-                    lone = _lone(node)
+                    lone = _lone(node, running)
                     if lone is not None:
                         found.append(lone)
             del args, refs
@@ -129,23 +137,26 @@ def _names(space: dict, held: list, links, kind: tuple[str, str]) -> list[Holder
         elif kind == "builtins" and key == "_":
             out.append(Holder("the prompt's _ (the last value shown)", usable=False))
         elif kind == "main" and _HISTORY.fullmatch(str(key)):
-            out.append(Holder(f"the output history ({key})", usable=False))
+            out.append(Holder(HISTORY, usable=False, name=str(key)))
         else:
             name = f"{prefix}{key}"
             out.append(Holder(f"the variable {name!r}", usable=True, reach=_reach(v, links, name), name=name))
     return out
 
 
-def _root(r, own: set[int], shell: set[int]) -> Holder | None:
-    """The holder ``r`` is if a chain starts there (a thread, a shell's records), else None."""
+def _root(r, own: set[int], own_threads: set[int], shell: set[int]) -> Holder | None:
+    """The holder ``r`` is if a chain starts there (what belongs to the object, a thread, a shell's records),
+    else None."""
+    if id(r) in own:
+        return Holder(OWN, usable=False)
     if isinstance(r, threading.Thread):
-        if r.ident in own:
-            return Holder(OWN_WORKER, usable=False)
+        if r.ident in own_threads:
+            return Holder(OWN, usable=False)
         if r.is_alive():
             return Holder(f"the thread {r.name!r} (running)", usable=True, live=True)
         return None
-    if id(r) in shell or type(r).__module__.startswith(_SHELLS):
-        return Holder("IPython's records (the output history, the last result or error)", usable=False)
+    if id(r) in shell or str(getattr(type(r), "__module__", "")).startswith(_SHELLS):
+        return Holder(HISTORY, usable=False)  # its display hook's _, its Out, its last result
     return None
 
 
@@ -161,13 +172,16 @@ def _frame_holder(frame, ident, key, links, loc) -> Holder:
     return Holder(f"the thread {tname!r}, running {where} with it as {key!r}", usable=True, live=True)
 
 
-def _lone(node) -> Holder | None:
-    """A node nothing the garbage collector sees holds: the error being handled here, else something armctl
-    cannot see (a C extension, another thread's error)."""
+def _lone(node, running: bool) -> Holder | None:
+    """A node nothing the garbage collector sees holds: the error being handled here; while the object's own
+    worker runs, its value stack (the collector never sees one); else something armctl cannot see (a C
+    extension, another thread's error)."""
     if node is sys.exc_info()[1]:
         return Holder("the error being handled", usable=False)
     if isinstance(node, types.FrameType | types.TracebackType) or _is_module_dict(node):
         return None  # a frame running now (its locals are read from the stacks), a module's namespace
+    if running:
+        return Holder(OWN, usable=False)
     return Holder(f"something armctl cannot see (a {type(node).__name__})", usable=True)
 
 
@@ -249,20 +263,24 @@ def _frame_holds(stacks, ids: set[int], links, link):
 
 
 def _stack_locals(own: set[int]) -> dict[int, tuple]:
-    """Every running function frame's locals, by the id of its locals dict: (locals, frame, thread id); not
-    armctl's own frames in this thread (this very walk, the connect() asking), not ``own`` threads."""
+    """Every running function frame's locals, by the id of its locals dict: (locals, frame, thread id), each
+    thread's outermost frame first (the code that called armctl before armctl's own); not armctl's own frames
+    in this thread (this very walk, the connect() asking), not ``own`` threads."""
     out: dict[int, tuple] = {}
     here = threading.get_ident()
     for ident, top in sys._current_frames().items():  # noqa: SLF001 - the one way to read other threads' stacks
         if ident in own:
             continue
+        frames = []
         frame = top
         while frame is not None:
             ours = ident == here and frame.f_globals.get("__name__", "").partition(".")[0] == "armctl"
             if not ours and frame.f_code.co_flags & inspect.CO_OPTIMIZED:
-                loc = frame.f_locals
-                out[id(loc)] = (loc, frame, ident)
+                frames.append(frame)
             frame = frame.f_back
+        for frame in reversed(frames):
+            loc = frame.f_locals
+            out[id(loc)] = (loc, frame, ident)
     return out
 
 
@@ -275,7 +293,7 @@ def _namespaces() -> dict[int, tuple[str, str]]:
         if isinstance(space, dict):
             kind = {"__main__": "main", "sys": "sys", "builtins": "builtins"}.get(name, "module")
             out[id(space)] = ("" if kind == "main" else f"{name}.", kind)
-    shell = _ipython()
+    shell = ipython()
     if shell is not None:
         for space in (shell.user_ns, shell.user_global_ns):
             out[id(space)] = ("", "main")
@@ -285,17 +303,11 @@ def _namespaces() -> dict[int, tuple[str, str]]:
 def _shell_objects() -> set[int]:
     """IPython's own records by id (the shell, its history and display hook): a chain starting there is its
     output history or its last error."""
-    shell = _ipython()
+    shell = ipython()
     if shell is None:
         return set()
     parts = [shell, getattr(shell, "displayhook", None), getattr(shell, "history_manager", None)]
     return {id(p) for p in parts if p is not None}
-
-
-def _ipython():
-    mod = sys.modules.get("IPython")
-    get = getattr(mod, "get_ipython", None)
-    return get() if get is not None else None
 
 
 def _instance_dict(r) -> dict | None:

@@ -13,10 +13,11 @@ import weakref
 from .bus.backend import FRAME_S, Backend
 from .bus.portlock import PortLock
 from .errors import LinkError
-from .holders import OWN_WORKER, Holder, holders
+from .holders import OWN, Holder, holders
 from .state import PoseStore
 
 BOARD_WAIT_S = 10.0  # longest wait for the board to be free (another thread's motion stopping)
+HOLD_WAIT_S = 3.0  # longest wait for a motion taken over to come to rest along its path (then it is stopped)
 
 
 def _acquire(lock: PortLock) -> None:
@@ -55,19 +56,20 @@ def _held_here(key, *, wait: bool) -> str | None:
     robot = next((r for r in list(_OPEN) if not r._closed and r._lock is not None and r._lock.key == key), None)
     if robot is None:
         return None
-    found = holders(robot, own_threads=[robot._runner.thread])
+    worker = robot._runner.thread
+    if wait and not robot.moving and worker is not None and worker.is_alive():
+        return "waiting"  # an idle worker ends within 0.1 s: what it held then is gone
+    found = holders(robot, own=[worker, robot._finalizer.peek()[2]])  # its worker thread, its finalizer's args
     usable = [h for h in found if h.usable]
     if usable:
         return _refusal(robot, _first(usable))
-    if wait and not robot.moving and all(h.what == OWN_WORKER for h in found):
-        return "waiting"
-    _take_over(robot, [h.what for h in found])
+    _take_over(robot, found)
     return "taken over"
 
 
 def _first(usable: list[Holder]) -> Holder:
     """The holder to name: a variable before running code, before what armctl cannot see."""
-    return min(usable, key=lambda h: (h.name is None, h.live))
+    return min(usable, key=lambda h: (h.name is None, not h.live))
 
 
 def _refusal(robot, h: Holder) -> str:
@@ -89,22 +91,34 @@ def _refusal(robot, h: Holder) -> str:
     return f"{head}: close that Robot (its .close()) where you hold it, or restart Python (in a notebook: the kernel)"
 
 
-def _take_over(robot, kept: list[str]) -> None:
+def _take_over(robot, found: list[Holder]) -> None:
     """Close ``robot``, which nobody can use any more: a motion it plays comes to rest along its path (a feed
     hold, within the joint limits) first; then say so in one line."""
     pending = robot._runner.pending()
     if pending and robot._runner.follow is None:
         robot.pause()
-        deadline = time.monotonic() + BOARD_WAIT_S
+        deadline = time.monotonic() + HOLD_WAIT_S
         while robot.moving and robot.control.state != "held" and time.monotonic() < deadline:
             time.sleep(0.02)
     robot.close()
     what = f"its motion {pending[0].label!r} came to rest along its path and it" if pending else "it"
     print(
         f"armctl: took over port {robot.port} from an earlier Robot of arm {robot.arm.name!r} that no variable "
-        f"holds any more (only {' and '.join(kept) or 'the garbage collector'}): {what} was closed",
+        f"holds any more (only {_kept(found)}): {what} was closed",
         file=sys.stderr,
     )
+
+
+def _kept(found: list[Holder]) -> str:
+    """What kept a Robot nobody can use, in a few words: ``the output history (_, Out) and the last error's
+    traceback`` (its own worker thread only when nothing else did)."""
+    names: dict[str, list[str]] = {}
+    for h in [h for h in found if h.what != OWN] or found:
+        names.setdefault(h.what, [])
+        if h.name is not None and h.name not in names[h.what]:
+            names[h.what].append(h.name)
+    words = [f"{what} ({', '.join(n)})" if n else what for what, n in names.items()]
+    return " and ".join(words) or "the garbage collector"
 
 
 def _let_a_dead_run_finish(store: PoseStore) -> None:
