@@ -59,7 +59,10 @@ def _held_here(key, *, wait: bool) -> str | None:
     worker = robot._runner.thread
     if wait and not robot.moving and worker is not None and worker.is_alive():
         return "waiting"  # an idle worker ends within 0.1 s: what it held then is gone
-    found = holders(robot, own=[worker, robot._finalizer.peek()[2]])  # its worker thread, its finalizer's args
+    peek = robot._finalizer.peek()  # (robot, func, args, kwargs); None if being closed meanwhile
+    finalizer_args = peek[2] if peek is not None else None
+    del peek  # it holds the Robot: it would be taken for a holder
+    found = holders(robot, own=[worker, finalizer_args])
     usable = [h for h in found if h.usable]
     if usable:
         return _refusal(robot, _first(usable))
@@ -94,14 +97,15 @@ def _refusal(robot, h: Holder) -> str:
 def _take_over(robot, found: list[Holder]) -> None:
     """Close ``robot``, which nobody can use any more: a motion it plays comes to rest along its path (a feed
     hold, within the joint limits) first; then say so in one line."""
-    pending = robot._runner.pending()
-    if pending and robot._runner.follow is None:
+    pending, following = robot._runner.pending(), robot._runner.follow is not None
+    if pending and not following:  # a follow has no path to rest on: close() stops it under control
         robot.pause()
         deadline = time.monotonic() + HOLD_WAIT_S
         while robot.moving and robot.control.state != "held" and time.monotonic() < deadline:
             time.sleep(0.02)
     robot.close()
-    what = f"its motion {pending[0].label!r} came to rest along its path and it" if pending else "it"
+    ended = "was stopped under control" if following else "came to rest along its path"
+    what = f"its motion {pending[0].label!r} {ended} and it" if pending else "it"
     print(
         f"armctl: took over port {robot.port} from an earlier Robot of arm {robot.arm.name!r} that no variable "
         f"holds any more (only {_kept(found)}): {what} was closed",
