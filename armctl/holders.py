@@ -28,6 +28,7 @@ _HISTORY = re.compile(r"_{1,3}|_\d+|_oh|Out")
 _LAST_ERROR = ("last_exc", "last_value", "last_traceback", "last_type")
 _SHELLS = ("IPython.", "ipykernel.")  # their own records: the output history, the last result, the last error
 OWN = "its own worker"  # its worker thread, its finalizer
+UNSEEN = "something armctl cannot see"  # held from outside the garbage collector's sight: a C extension
 HISTORY = "the output history"  # what an interactive Python keeps of the values it showed
 MAX_DEPTH = 40  # steps back from the object (a traceback through armctl is about 15 deep)
 MAX_WIDTH = 20_000  # objects at one step back: more is not a way anyone means to hold it
@@ -182,7 +183,7 @@ def _lone(node, running: bool) -> Holder | None:
         return None  # a frame running now (its locals are read from the stacks), a module's namespace
     if running:
         return Holder(OWN, usable=False)
-    return Holder(f"something armctl cannot see (a {type(node).__name__})", usable=True)
+    return Holder(f"{UNSEEN} (a {type(node).__name__})", usable=True)
 
 
 # --- following references back ------------------------------------------------------------------------------

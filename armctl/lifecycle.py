@@ -13,7 +13,7 @@ import weakref
 from .bus.backend import FRAME_S, Backend
 from .bus.portlock import PortLock
 from .errors import LinkError
-from .holders import OWN, Holder, holders
+from .holders import OWN, UNSEEN, Holder, holders
 from .state import PoseStore
 
 BOARD_WAIT_S = 10.0  # longest wait for the board to be free (another thread's motion stopping)
@@ -50,9 +50,9 @@ def _acquire(lock: PortLock) -> None:
 
 def _held_here(key, *, wait: bool) -> str | None:
     """About the Robot of this process on port ``key``: None if there is none; "taken over" once it is closed
-    (nobody could use it any more); "waiting" (``wait``: its idle worker thread lets go of it in a moment);
-    else why not, naming what holds it. Only a string goes out: an exception that kept the Robot alive would
-    keep the port it is about."""
+    (nobody could use it any more); "waiting" (``wait``: its idle worker thread, or the next collection, lets go
+    of it in a moment); else why not, naming what holds it. Only a string goes out: an exception that kept the
+    Robot alive would keep the port it is about."""
     robot = next((r for r in list(_OPEN) if not r._closed and r._lock is not None and r._lock.key == key), None)
     if robot is None:
         return None
@@ -66,6 +66,8 @@ def _held_here(key, *, wait: bool) -> str | None:
     usable = [h for h in found if h.usable]
     if usable:
         return _refusal(robot, _first(usable))
+    if not found:  # nothing but this very call holds it: the next collection lets it go; if not, in doubt
+        return "waiting" if wait else _refusal(robot, Holder(UNSEEN, usable=True))
     _take_over(robot, found)
     return "taken over"
 
@@ -122,7 +124,7 @@ def _kept(found: list[Holder]) -> str:
         if h.name is not None and h.name not in names[h.what]:
             names[h.what].append(h.name)
     words = [f"{what} ({', '.join(n)})" if n else what for what, n in names.items()]
-    return " and ".join(words) or "the garbage collector"
+    return " and ".join(words)
 
 
 def _let_a_dead_run_finish(store: PoseStore) -> None:
