@@ -223,6 +223,19 @@ def test_ipython_shows_the_cell_and_one_line_and_takes_over_from_its_output_hist
     assert "m.robot.close() to free the port" in line
     ip.type("m.robot.close()")
     assert ip.type(CONNECT) == []
+    ip.block(  # IPython's own record of the last error (its frames' locals) holds it too
+        """
+        def pick(r):
+            r.move_to(3.0, 0.0)
+        """
+    )
+    out = ip.type("pick(robot)")
+    assert any(line.startswith("Cell In[") and line.endswith("line 2, in pick(r)") for line in out), out
+    assert not any("armctl/" in line for line in out), out
+    ip.type("del robot")
+    out = ip.type(CONNECT)
+    assert len(out) == 1 and out[0].startswith("armctl: took over port armsim://"), out
+    assert "the last error's traceback" in out[0] and out[0].endswith("it was closed"), out
 
 
 def test_scripts_are_left_as_they_are(tmp_path):
