@@ -26,7 +26,8 @@ from .tracebacks import ipython
 # `___`, `_12`, `Out`, `_oh`): values nobody named
 _HISTORY = re.compile(r"_{1,3}|_\d+|_oh|Out")
 _LAST_ERROR = ("last_exc", "last_value", "last_traceback", "last_type")
-_SHELLS = ("IPython.", "ipykernel.")  # their own records: the output history, the last result, the last error
+# IPython's records of a cell run (ExecutionResult.error_in_exec: the last error; .result: the value shown)
+_SHELL_RECORDS = {("IPython.core.interactiveshell", n) for n in ("ExecutionResult", "ExecutionInfo")}
 OWN = "its own worker"  # its worker thread, its finalizer
 UNSEEN = "something armctl cannot see"  # held from outside the garbage collector's sight: a C extension
 HISTORY = "the output history"  # what an interactive Python keeps of the values it showed
@@ -156,8 +157,8 @@ def _root(r, own: set[int], own_threads: set[int], shell: set[int]) -> Holder | 
         if r.is_alive():
             return Holder(f"the thread {r.name!r} (running)", usable=True, live=True)
         return None
-    if id(r) in shell or str(getattr(type(r), "__module__", "")).startswith(_SHELLS):
-        return Holder(HISTORY, usable=False)  # its display hook's _, its Out, its last result
+    if id(r) in shell or (getattr(type(r), "__module__", ""), type(r).__name__) in _SHELL_RECORDS:
+        return Holder(HISTORY, usable=False)  # its display hook's _, its Out, its last result and error
     return None
 
 
