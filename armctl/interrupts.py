@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import functools
 import signal
-import sys
 import threading
 
+from .errors import ArmctlError
 from .lifecycle import _OPEN, BOARD_WAIT_S
+from .tracebacks import install_excepthook, ipython, trimmed, wanted
 
 
 def _interrupted(robot) -> str:
@@ -64,20 +65,30 @@ def _sigint(signum, frame) -> None:
         raise KeyboardInterrupt
 
 
-def _ipython_interrupt(shell, etype, value, tb, tb_offset=None):
-    """IPython (a Jupyter kernel) swaps SIGINT handlers around each cell: its KeyboardInterrupt, wherever it lands
-    in the cell, stops the motions playing in the background too, then shows as it would have."""
-    _stop_all("interrupted (Ctrl-C)")
+def _ipython_errors(shell, etype, value, tb, tb_offset=None):
+    """IPython's handler for armctl's errors and Ctrl-C. A Jupyter kernel swaps SIGINT handlers around each cell:
+    its KeyboardInterrupt, wherever it lands in the cell, stops the motions playing in the background too. Then
+    the error shows as IPython shows it, cut at armctl's first frame (``armctl.tracebacks``)."""
+    if isinstance(value, KeyboardInterrupt):
+        _stop_all("interrupted (Ctrl-C)")
+    if wanted(value):
+        tb = trimmed(value, tb)
     shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+
+
+def _watch_errors() -> None:
+    """Show armctl's errors at a prompt as one line and the user's own frames: ``sys.excepthook`` at Python's
+    prompt, IPython's handler in IPython and Jupyter (unless another handler is set there: left alone)."""
+    install_excepthook()
+    shell = ipython()
+    if shell is not None and not getattr(shell, "custom_exceptions", ()):
+        shell.set_custom_exc((ArmctlError, KeyboardInterrupt), _ipython_errors)
 
 
 def _watch_ctrl_c() -> None:
     """Make Ctrl-C reach motions that play in the background: chain our SIGINT handler in front of the one in
     place (only from the main thread, and not where Ctrl-C is ignored); in IPython also its interrupt."""
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
-    if shell is not None and not getattr(shell, "custom_exceptions", ()):  # leave another handler alone
-        shell.set_custom_exc((KeyboardInterrupt,), _ipython_interrupt)
+    _watch_errors()
     if threading.current_thread() is not threading.main_thread():
         return
     current = signal.getsignal(signal.SIGINT)

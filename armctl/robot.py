@@ -43,7 +43,7 @@ from .bus.portlock import PortLock
 from .calibration import Calibration
 from .errors import BadInputError, LinkError
 from .handles import FollowMotion, Motion, MoveResult, ProgramRun  # noqa: F401 - re-exported
-from .interrupts import _one_line_interrupt, _watch_ctrl_c
+from .interrupts import _one_line_interrupt, _watch_ctrl_c, _watch_errors
 from .journal import Journal
 from .lifecycle import _OPEN, BOARD_WAIT_S, _acquire, _let_a_dead_run_finish, _let_go
 from .opening import DEFAULT_ARM, _resolve, default_port, sim_port_for  # noqa: F401 - re-exported
@@ -95,6 +95,7 @@ def connect(
     The port is opened exclusively: a second ``connect`` to it (from this or any other process) raises
     LinkError naming the holder. Errors: ConfigError (files), BadInputError, LinkError.
     """
+    _watch_errors()  # at a prompt: armctl's errors as one line and the user's own frames
     arm_obj, cal, cal_path, cls, url = _resolve(arm, port, backend, calibration)
     lock = PortLock(url)
     _acquire(lock)

@@ -74,6 +74,7 @@ class Runner:
         self.active: Motion | None = None
         self.player: Player | None = None
         self._thread: threading.Thread | None = None
+        self._worker: threading.Thread | None = None  # the last one started, kept after it ends
         self._ident: int | None = None  # the runner thread's, while it runs
         self.stop_gen = 0  # stop() bumps it; motions made before are cancelled (lock-free: signal handlers)
         self.stop_reasons: dict[int, str] = {}  # generation -> the reason of the stop that started it
@@ -91,6 +92,11 @@ class Runner:
         """The follow playing (fed frame by frame, no ``player``), if one is."""
         m = self.active
         return m if isinstance(m, FollowMotion) else None
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        """The runner thread last started (it ends once idle for ``IDLE_EXIT_S``: ``is_alive()`` says if it runs)."""
+        return self._worker
 
     @property
     def queued(self) -> int:
@@ -181,6 +187,7 @@ class Runner:
         """Under the lock: a runner thread, if none runs."""
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._work, name=f"armctl-robot-{self.owner.arm.name}", daemon=True)
+            self._worker = self._thread
             self._thread.start()
 
     def _has_work(self) -> bool:

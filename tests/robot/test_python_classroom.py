@@ -102,9 +102,9 @@ def test_notebook_cell_run_twice_says_what_to_do(tmp_path):
     assert lines["first"] == "first True"
     second = lines["second"]
     assert second.startswith("second False LinkError")
-    assert "in use by pid" in second and "this process: it is already open" in second
-    assert "the variable 'robot'" in second
-    assert "robot.close()" in second and "del robot" in second
+    assert "in use by pid" in second and "this process: the Robot of arm 'seed-3link'" in second
+    assert "still held by the variable 'robot'" in second
+    assert "robot.close() to free the port" in second and "del robot" not in second  # del would not free it
     assert lines["third"] == "third True"
     assert lines["fourth"] == "fourth True"
 
