@@ -14,8 +14,10 @@ read-only folder, a corrupt tasks.parquet.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -28,7 +30,7 @@ import pytest
 pytest.importorskip("pyarrow")
 pytest.importorskip("av")
 
-from dataset_faults import FRAMES, check_whole, record  # noqa: E402
+from dataset_faults import CAMERA, FRAMES, NAMES, check_whole, frames, record  # noqa: E402
 
 HERE = Path(__file__).parent
 CHILD = [sys.executable, str(HERE / "dataset_faults.py")]
@@ -47,6 +49,14 @@ def base(tmp_path_factory):
     """A dataset of 2 episodes with a camera (written by an earlier session)."""
     root = tmp_path_factory.mktemp("base") / "ds"
     record(root, 2, camera=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    """A dataset of 2 episodes without camera, as ``armctl follow`` of an SO-101 records it."""
+    root = tmp_path_factory.mktemp("plain") / "ds"
+    record(root, 2, camera=False)
     return root
 
 
@@ -106,3 +116,133 @@ def _child_count(base, tmp_path) -> str:
     out, err = p.communicate(timeout=60)
     assert p.returncode == 0, err[-2000:]
     return out.split()[-1]
+
+
+# --- a full disk, a file size limit, a read-only folder, a corrupt tasks table ------------------------------------
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str):
+    """A tmpfs of ``size`` mounted at ``path`` (root only: a full disk or a read-only folder that root too meets)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def _fill(folder: Path) -> None:
+    """Fill the file system of ``folder`` to the last byte."""
+    fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _follow(root, tmp_path, *extra, preexec=None, duration="4"):
+    """``armctl follow`` of a simulated SO-101 leader into dataset ``root`` (episodes of 0.4 s), as a user runs it."""
+    argv = [sys.executable, "-m", "armctl", "--arm", "so101", "follow", "--leader", "feetechsim://"]
+    argv += ["--duration", duration, "--episode-s", "0.4", "--record-dataset", str(root), "--task", "wave", *extra]
+    env = {**ENV, "ARMCTL_STATE_DIR": str(tmp_path / "state")}
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, preexec_fn=preexec)
+
+
+def _one_line(proc, code: int, *words) -> str:
+    err = proc.stderr
+    assert proc.returncode == code, (proc.returncode, err[-3000:])
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in err, (w, err)
+    return err
+
+
+def _kept(err: str) -> int:
+    m = re.search(r"keeps its (\d+) episodes? \(0\.\.(\d+)\); episode (\d+)", err)
+    assert m and int(m.group(1)) == int(m.group(2)) + 1 == int(m.group(3)), err
+    return int(m.group(1))
+
+
+def test_a_full_disk_keeps_every_episode_saved_before_it(tmp_path):
+    from armctl.errors import StorageError
+
+    with tmpfs(tmp_path / "disk", "320k") as disk:
+        root = disk / "ds"
+        saved = 0
+        with pytest.raises(StorageError) as info:
+            from armctl import DatasetWriter
+
+            with DatasetWriter(root, robot_type="so_follower", fps=30, state_names=NAMES, cameras=CAMERA) as w:
+                for k in range(500):
+                    w.start_episode("pick the cube")
+                    state, action, images = frames(k)
+                    for i in range(len(state)):
+                        w.add_frame(state[i], action[i], {"front": images[i]})
+                    w.save_episode()
+                    saved += 1
+        err = str(info.value)
+        assert info.value.exit_code == 5 and "\n" not in err
+        assert err.startswith(f"dataset {root}: the disk is full (writing ") and saved >= 2, err
+        assert _kept(err) == saved
+        assert check_whole(root)["total_episodes"] == saved
+        assert sorted(p.name for p in disk.iterdir()) == ["ds"]  # the session's work and staging folders gone
+        _doctor(root)
+
+
+def test_a_full_disk_before_the_first_episode_is_one_line_and_leaves_no_folder(tmp_path):
+    with tmpfs(tmp_path / "disk", "256k") as disk:
+        _fill(disk)
+        proc = _follow(disk / "ds", tmp_path, duration="1.5")
+        _one_line(proc, 5, f"dataset {disk / 'ds'}: the disk is full", "no episode was saved")
+        assert not (disk / "ds").exists() and sorted(p.name for p in disk.iterdir()) == ["filler"]
+
+
+def test_a_file_size_limit_is_one_line_and_keeps_the_episodes_saved(tmp_path):
+    import resource
+
+    LIMIT = 35_800  # the episodes table of one session is 35.2 kB with one episode, about 0.3 kB more for each
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT))
+
+    root = tmp_path / "ds"
+    proc = _follow(root, tmp_path, preexec=limit, duration="8")
+    err = _one_line(proc, 5, f"dataset {root}: the file size limit (ulimit -f) is reached (writing ")
+    n = _kept(err)
+    assert n >= 1 and check_whole(root)["total_episodes"] == n
+    _doctor(root)
+
+
+def _listing(root: Path) -> list:
+    return sorted((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*"))
+
+
+def test_a_read_only_folder_is_one_line_and_nothing_moves(plain, tmp_path):
+    with tmpfs(tmp_path / "ro", "4m") as ro:
+        shutil.copytree(plain, ro / "ds")
+        subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
+        before = _listing(ro / "ds")
+        proc = _follow(ro / "ds", tmp_path, duration="1")
+        _one_line(proc, 5, f"dataset {ro / 'ds'}: the folder is read-only", "nothing was written")
+        assert _listing(ro / "ds") == before
+        # a new dataset in it too
+        proc = _follow(ro / "new", tmp_path, duration="1")
+        _one_line(proc, 5, f"dataset {ro / 'new'}: the folder is read-only")
+    assert not (tmp_path / "state").exists() or not list((tmp_path / "state").glob("*sim*"))  # nothing moved
+
+
+def test_a_corrupt_tasks_table_on_append_is_one_line_naming_it(plain, tmp_path):
+    root = tmp_path / "ds"
+    shutil.copytree(plain, root)
+    tasks = root / "meta/tasks.parquet"
+    tasks.write_bytes(b"PAR1" + os.urandom(200) + b"PAR1")
+    before = _listing(root)
+    proc = _follow(root, tmp_path, duration="1")
+    _one_line(proc, 2, f"{tasks}: not a tasks table LeRobot wrote")
+    assert _listing(root) == before
