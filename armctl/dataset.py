@@ -135,6 +135,11 @@ class DatasetWriter:
                 shutil.rmtree(self.root, ignore_errors=True)
             raise storage_error(self.root, "making its work folder", exc, "nothing was written") from None
         self._work = self._pub.work
+        try:
+            self._roll_back()
+        except OSError as exc:
+            self._pub.close()
+            raise storage_error(self.root, f"rolling back {self._writing}", exc, "nothing was written") from None
         # a writer never closed (a script without close() or with): its work files go when it is collected or at exit
         self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._pub.scratch), True)
         self._videos: dict[str, list[Path]] = {k: [] for k in self.cameras}
@@ -235,6 +240,7 @@ class DatasetWriter:
                 )
         self.prev_episodes = int(have.get("total_episodes", 0))
         self.prev_frames = int(have.get("total_frames", 0))
+        self._prev_tasks = int(have.get("total_tasks", 0))
         tasks_path = root / "meta" / "tasks.parquet"
         if tasks_path.is_file():
             try:
@@ -254,6 +260,39 @@ class DatasetWriter:
         self.file_index = max(taken, default=-1) + 1
         if self.file_index >= CHUNKS_SIZE:
             raise BadInputError(f"{where}: {CHUNKS_SIZE} recording sessions already; start another dataset")
+
+    def _roll_back(self) -> None:
+        """Drop what a session killed in the middle of a save left beyond ``info.json``, the dataset's commit
+        record (where saves are written in place, and in a dataset an earlier armctl left after a kill): frames
+        and episode rows of an episode index >= total_episodes, tasks >= total_tasks; then the meta files again."""
+        if not (self.root / "meta" / "info.json").is_file():
+            return
+        n, ahead = self.prev_episodes, []
+        for sub in ("data", "meta/episodes"):
+            for p in sorted((self.root / sub).glob("chunk-*/file-*.parquet")):
+                try:
+                    idx = self.pq.read_table(p, columns=["episode_index"]).column(0).to_numpy()
+                except (OSError, ValueError, KeyError) as exc:
+                    raise ConfigError(f"not a LeRobot table: {str(exc).splitlines()[0][:200]}", path=p) from None
+                if len(idx) and idx.max() >= n:
+                    ahead.append(p.relative_to(self.root))
+        if not ahead and len(self.tasks) <= self._prev_tasks:
+            return
+        import pyarrow.compute as pc
+
+        def write(base: Path) -> None:
+            for rel in ahead:
+                self._writing = str(rel)
+                t = self.pq.read_table(base / rel)
+                t = t.filter(pc.less(t.column("episode_index"), n))
+                if t.num_rows:
+                    _write_table(t, base / rel)
+                else:
+                    (base / rel).unlink()
+            self.tasks = {k: v for k, v in self.tasks.items() if v < self._prev_tasks}
+            self._write_meta(base)
+
+        self._pub.commit(write)
 
     # --- episodes ---
 

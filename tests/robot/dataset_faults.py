@@ -1,10 +1,11 @@
 """Helpers of test_dataset_faults: a recording session in a child process that can be killed at a chosen file
 step (or from outside), and a check that a dataset is whole (what LeRobot's readers rely on).
 
-Run as a script, it is the child: ``python dataset_faults.py ROOT KILL_AT EPISODES CAMERA [FOREVER]`` appends
+Run as a script, it is the child: ``python dataset_faults.py ROOT KILL_AT EPISODES CAMERA [FOREVER [in-place]]`` appends
 EPISODES episodes of ``FRAMES`` frames (with a 32x24 camera if CAMERA is 1) to ROOT, counting every file step
 (a write, rename, link, fsync, unlink, mkdir, directory exchange); at step KILL_AT it SIGKILLs itself before the
-step runs (0: never; then it prints the number of steps). FOREVER 1: record until killed from outside.
+step runs (0: never; then it prints the number of steps). FOREVER 1: record until killed from outside;
+``in-place``: as where the folders cannot be swapped.
 """
 
 from __future__ import annotations
@@ -98,9 +99,16 @@ def _hook(fn, counter, kill_at):
     return wrapped
 
 
+def _no_swap(a, b):
+    import errno
+
+    raise OSError(errno.ENOSYS, "no renameat2 here", str(a))
+
+
 def main(argv) -> None:
     root, kill_at, episodes, camera = argv[0], int(argv[1]), int(argv[2]), argv[3] == "1"
     forever = len(argv) > 4 and argv[4] == "1"
+    in_place = len(argv) > 5 and argv[5] == "in-place"  # as where no swap is possible: files written in place
     import pyarrow.parquet as pq
 
     counter = [0]
@@ -116,7 +124,7 @@ def main(argv) -> None:
     try:
         import armctl.dataset_commit as commit  # the directory exchange, where there is one
 
-        commit.exchange = _hook(commit.exchange, counter, kill_at)
+        commit.exchange = _hook(_no_swap if in_place else commit.exchange, counter, kill_at)
     except ImportError:
         pass
     print("ready", flush=True)

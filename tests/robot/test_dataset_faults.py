@@ -15,6 +15,7 @@ read-only folder, a corrupt tasks.parquet.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import re
@@ -60,8 +61,9 @@ def plain(tmp_path_factory):
     return root
 
 
-def _child(root, kill_at: int, episodes: int, *, forever=False):
+def _child(root, kill_at: int, episodes: int, *, forever=False, in_place=False):
     args = [*CHILD, str(root), str(kill_at), str(episodes), "1", "1" if forever else "0"]
+    args += ["in-place"] if in_place else []
     return subprocess.Popen(args, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -109,13 +111,53 @@ def test_kills_at_file_steps_and_from_outside_leave_whole_datasets(base, tmp_pat
     assert not failures, "\n".join(failures)
 
 
-def _child_count(base, tmp_path) -> str:
-    root = tmp_path / "count" / "ds"
+def _child_count(base, tmp_path, in_place=False) -> str:
+    root = tmp_path / ("count-in-place" if in_place else "count") / "ds"
     shutil.copytree(base, root)
-    p = _child(root, 0, 3)
+    p = _child(root, 0, 3, in_place=in_place)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 0, err[-2000:]
     return out.split()[-1]
+
+
+def test_where_no_swap_is_possible_the_next_session_rolls_back_what_a_kill_left(base, tmp_path):
+    """Files written in place (no renameat2, a folder above that is not writable): a kill between a data file and
+    info.json leaves the data ahead; the next session drops it (info.json is the commit record) and appends."""
+    steps = int(_child_count(base, tmp_path, in_place=True))
+    ahead = 0
+    for kill_at in range(steps // 12, steps, steps // 6)[:6]:
+        root = tmp_path / f"in-place{kill_at}" / "ds"
+        shutil.copytree(base, root)
+        p = _child(root, kill_at, 3, in_place=True)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == -signal.SIGKILL, err[-2000:]
+        try:
+            check_whole(root)
+        except AssertionError:
+            ahead += 1  # what the next session must roll back
+        info = json.loads((root / "meta/info.json").read_text())
+        assert info["total_episodes"] >= 2 + out.split().count("saved")
+        w = record(root, 1, camera=True, task="after the kill")
+        assert check_whole(root)["total_episodes"] == info["total_episodes"] + 1 == w.episodes
+        _doctor(root)
+    assert ahead >= 2  # the kills did hit the window between the data and info.json
+
+
+def test_a_dataset_left_one_episode_ahead_by_an_earlier_armctl_is_rolled_back_on_append(plain, tmp_path):
+    """The issue's case: the data and episodes files one episode ahead of info.json (kill -9 in the 21 ms between
+    them); appending repeated episode indexes. Now the next session drops the unsaved episode and appends."""
+    root = tmp_path / "ds"
+    shutil.copytree(plain, root)
+    meta = {p: p.read_bytes() for p in (root / "meta").glob("*.*")}
+    record(root, 1, camera=False, start=7)  # episode 2 written ...
+    for p, data in meta.items():  # ... but info.json, stats.json, tasks.parquet as before it
+        p.write_bytes(data)
+    with pytest.raises(AssertionError):
+        check_whole(root)
+    record(root, 1, camera=False, start=9, task="after the kill")
+    info = check_whole(root)
+    assert info["total_episodes"] == 3 and info["total_tasks"] == 2
+    _doctor(root)
 
 
 # --- a full disk, a file size limit, a read-only folder, a corrupt tasks table ------------------------------------
