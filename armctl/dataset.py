@@ -68,6 +68,12 @@ INDEX_FEATURES = ("timestamp", "frame_index", "episode_index", "index", "task_in
 # --- the writer ------------------------------------------------------------------------------------------------
 
 
+def _why(exc: BaseException) -> str:
+    """pyarrow's reason in a few words: its first line, without the path it repeats."""
+    line = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return re.sub(r"^.*input source '[^']*': ", "", line)[:160]
+
+
 def _read_only(path: Path) -> bool:
     try:
         return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
@@ -249,8 +255,7 @@ class DatasetWriter:
                     self.tasks[task] = int(index)
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise ConfigError(
-                    f"not a tasks table LeRobot wrote (task, task_index): {str(exc).splitlines()[0][:200]}",
-                    path=tasks_path,
+                    f"not a tasks table LeRobot wrote (task, task_index): {_why(exc)}", path=tasks_path
                 ) from None
         taken = [
             int(m.group(1))
@@ -273,7 +278,7 @@ class DatasetWriter:
                 try:
                     idx = self.pq.read_table(p, columns=["episode_index"]).column(0).to_numpy()
                 except (OSError, ValueError, KeyError) as exc:
-                    raise ConfigError(f"not a LeRobot table: {str(exc).splitlines()[0][:200]}", path=p) from None
+                    raise ConfigError(f"not a LeRobot table: {_why(exc)}", path=p) from None
                 if len(idx) and idx.max() >= n:
                     ahead.append(p.relative_to(self.root))
         if not ahead and len(self.tasks) <= self._prev_tasks:

@@ -50,7 +50,7 @@ WHY = {
 def _libc():
     try:
         return ctypes.CDLL(None, use_errno=True)
-    except OSError:  # pragma: no cover - not a POSIX C library
+    except (OSError, TypeError):  # Windows: no C library of the process to ask
         return None
 
 
@@ -96,7 +96,7 @@ def storage_error(root, what: str, exc: BaseException, kept: str) -> StorageErro
 
 
 def _alive(pid: int) -> bool:
-    if pid == os.getpid():
+    if pid == os.getpid() or os.name == "nt":  # Windows: os.kill(pid, 0) would send Ctrl-C, not ask
         return True
     try:
         os.kill(pid, 0)

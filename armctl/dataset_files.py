@@ -75,7 +75,7 @@ def _atomic_bytes(path: Path, data: bytes) -> None:
 
 def _fsync(path) -> None:
     """The file's bytes on the disk before it is renamed into place (a power cut after the rename)."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(path, os.O_RDWR)  # Windows flushes only a file open for writing
     try:
         os.fsync(fd)
     finally:

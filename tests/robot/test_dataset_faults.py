@@ -75,6 +75,8 @@ def _after_kill(root, saved_at_least: int) -> None:
     w = record(root, 1, camera=True, task="after the kill")
     info2 = check_whole(root)
     assert info2["total_episodes"] == info["total_episodes"] + 1 == w.episodes
+    assert [p.name for p in root.parent.iterdir()] == ["ds"]  # what the killed session left beside it: gone
+    assert not list(root.glob(".armctl-*"))
     assert info2["total_frames"] == info["total_frames"] + FRAMES
 
 
