@@ -18,8 +18,10 @@ Layout (what LeRobot 0.4-0.6 reads, and what ``lerobot-doctor`` checks)::
 
 Each writer (one recording session) adds its own ``file-NNN`` files, so appending never rewrites earlier
 recordings; ``info.json``, ``stats.json`` and ``tasks.parquet`` are rewritten for the whole dataset after
-every saved episode (each file atomically), so the folder is a complete dataset after every episode, even if
-the recording is killed. An existing dataset of another robot, fps, features or cameras is refused
+every saved episode. The files of a save appear together (``armctl.dataset_commit``: written aside, then
+swapped in), so a kill at any instant leaves a complete dataset with every episode whose save returned; a
+full disk, a file size limit or a read-only folder is one line (``StorageError``) saying what the dataset
+keeps. An existing dataset of another robot, fps, features or cameras is refused
 (``BadInputError``) before anything is written.
 
 Feature values are float32 vectors; ``timestamp`` is ``frame_index / fps``. Video: AV1 (``libsvtav1``,
@@ -360,7 +362,10 @@ class DatasetWriter:
             try:
                 ep["videos"][name].add(img)
             except OSError as exc:  # the disk is full (the episode's video is written as it comes)
-                self.discard_episode()
+                try:
+                    self.discard_episode()
+                except OSError:
+                    pass  # its video is removed all the same
                 what = f"writing the episode's video in {self._work}"
                 raise storage_error(
                     self.root, what, exc, self._kept().replace(" was not saved", ", being recorded, is lost")

@@ -145,6 +145,19 @@ def test_where_no_swap_is_possible_the_next_session_rolls_back_what_a_kill_left(
     assert ahead >= 2  # the kills did hit the window between the data and info.json
 
 
+def test_a_dataset_folder_that_is_a_mount_point_under_a_read_only_folder_is_written_in_place(tmp_path):
+    """No staging folder beside it (the folder above is read-only) and no swap of a mount point: saved in place
+    (info.json last), the session's work inside the dataset folder, gone at the end."""
+    with tmpfs(tmp_path / "up", "1m") as up:
+        (up / "ds").mkdir()
+        subprocess.run(["mount", "-o", "remount,ro", str(up)], check=True)
+        with tmpfs(up / "ds", "4m") as root:
+            w = record(root, 2, camera=True)
+            assert not w._pub.swap and w._pub.scratch.parent == root.resolve()
+            assert check_whole(root)["total_episodes"] == 2 and not list(root.glob(".armctl-*"))
+            _doctor(root)
+
+
 def test_a_dataset_left_one_episode_ahead_by_an_earlier_armctl_is_rolled_back_on_append(plain, tmp_path):
     """The issue's case: the data and episodes files one episode ahead of info.json (kill -9 in the 21 ms between
     them); appending repeated episode indexes. Now the next session drops the unsaved episode and appends."""
@@ -237,6 +250,42 @@ def test_a_full_disk_keeps_every_episode_saved_before_it(tmp_path):
         assert check_whole(root)["total_episodes"] == saved
         assert sorted(p.name for p in disk.iterdir()) == ["ds"]  # the session's work and staging folders gone
         _doctor(root)
+
+
+def test_a_full_disk_simulated_without_root_keeps_the_episodes_saved(tmp_path, monkeypatch):
+    """The same where no tmpfs can be mounted: the third save's data file meets ENOSPC."""
+    import errno
+
+    import pyarrow.parquet as pq
+
+    from armctl import DatasetWriter
+    from armctl.errors import StorageError
+
+    write, calls = pq.write_table, []
+
+    def full(table, where, **kw):
+        calls.extend(["data"] if "/data/" in str(where) else [])
+        if len(calls) == 3:  # the third save's data file
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(table, where, **kw)
+
+    monkeypatch.setattr(pq, "write_table", full)
+    root = tmp_path / "ds"
+    with pytest.raises(StorageError) as info:
+        with DatasetWriter(root, robot_type="so_follower", fps=30, state_names=NAMES) as w:
+            for k in range(5):
+                w.start_episode("pick the cube")
+                state, action, _ = frames(k)
+                for i in range(len(state)):
+                    w.add_frame(state[i], action[i])
+                w.save_episode()
+    assert str(info.value) == (
+        f"dataset {root}: the disk is full (writing data/chunk-000/file-000.parquet); it keeps its 2 episodes "
+        "(0..1); episode 2 was not saved"
+    )
+    monkeypatch.setattr(pq, "write_table", write)
+    assert check_whole(root)["total_episodes"] == 2
+    assert [p.name for p in root.parent.iterdir()] == ["ds"]
 
 
 def test_a_full_disk_before_the_first_episode_is_one_line_and_leaves_no_folder(tmp_path):
