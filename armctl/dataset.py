@@ -18,8 +18,10 @@ Layout (what LeRobot 0.4-0.6 reads, and what ``lerobot-doctor`` checks)::
 
 Each writer (one recording session) adds its own ``file-NNN`` files, so appending never rewrites earlier
 recordings; ``info.json``, ``stats.json`` and ``tasks.parquet`` are rewritten for the whole dataset after
-every saved episode (each file atomically), so the folder is a complete dataset after every episode, even if
-the recording is killed. An existing dataset of another robot, fps, features or cameras is refused
+every saved episode. The files of a save appear together (``armctl.dataset_commit``: written aside, then
+swapped in), so a kill at any instant leaves a complete dataset with every episode whose save returned; a
+full disk, a file size limit or a read-only folder is one line (``StorageError``) saying what the dataset
+keeps. An existing dataset of another robot, fps, features or cameras is refused
 (``BadInputError``) before anything is written.
 
 Feature values are float32 vectors; ``timestamp`` is ``frame_index / fps``. Video: AV1 (``libsvtav1``,
@@ -30,16 +32,18 @@ nothing) and the session's file re-muxed from them (packets copied, not re-encod
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 import shutil
-import tempfile
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from .dataset_commit import Publisher, clean_orphans, storage_error
 from .dataset_files import (
     PIX_FMT,
     VIDEO_CODEC_NAME,
@@ -51,7 +55,7 @@ from .dataset_files import (
     _write_table,
 )
 from .dataset_stats import IMAGE_STATS_STRIDE, STATS, _jsonable, aggregate_stats, feature_stats, image_stats
-from .errors import BadInputError, ConfigError
+from .errors import ArmctlError, BadInputError, ConfigError
 
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE = 1000
@@ -64,6 +68,19 @@ INDEX_FEATURES = ("timestamp", "frame_index", "episode_index", "index", "task_in
 
 
 # --- the writer ------------------------------------------------------------------------------------------------
+
+
+def _why(exc: BaseException) -> str:
+    """pyarrow's reason in a few words: its first line, without the path it repeats."""
+    line = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return re.sub(r"^.*input source '[^']*': ", "", line)[:160]
+
+
+def _read_only(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # AttributeError: no statvfs (Windows)
+        return False
 
 
 def _check_name(kind: str, name: str) -> str:
@@ -118,9 +135,21 @@ class DatasetWriter:
         self._episode: dict | None = None
         self._saved: list[dict] = []  # this session's episodes (rows of the episodes table)
         self._frames: list = []  # this session's frame rows (column lists), per saved episode
-        self._work = Path(tempfile.mkdtemp(prefix=".armctl-", dir=self.root))
+        self._writing = "its work folder"  # the file being written (named when the disk refuses it)
+        try:
+            self._pub = Publisher(self.root)  # saves published all at once (armctl.dataset_commit)
+        except OSError as exc:
+            if self._made_root:
+                shutil.rmtree(self.root, ignore_errors=True)
+            raise storage_error(self.root, "making its work folder", exc, "nothing was written") from None
+        self._work = self._pub.work
+        try:
+            self._roll_back()
+        except OSError as exc:
+            self._pub.close()
+            raise storage_error(self.root, f"rolling back {self._writing}", exc, "nothing was written") from None
         # a writer never closed (a script without close() or with): its work files go when it is collected or at exit
-        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._work), True)
+        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._pub.scratch), True)
         self._videos: dict[str, list[Path]] = {k: [] for k in self.cameras}
         self._closed = False
 
@@ -159,6 +188,11 @@ class DatasetWriter:
         self.tasks: dict[str, int] = {}
         self.prev_episodes, self.prev_frames = 0, 0
         self._made_root = not root.exists()  # removed again by close() if no episode was saved in it
+        if root.is_dir():
+            clean_orphans(root)  # what recording sessions killed before left
+            if not os.access(root, os.W_OK):
+                err = OSError(errno.EROFS if _read_only(root) else errno.EACCES, "not writable")
+                raise storage_error(root, "recording into it", err, "nothing was written")
         if not info_path.is_file():
             if root.exists() and not root.is_dir():
                 raise BadInputError(f"--record-dataset {root}: not a folder")
@@ -167,13 +201,18 @@ class DatasetWriter:
                     f"--record-dataset {root}: the folder is not empty and holds no dataset (no meta/info.json): "
                     "give a new or empty folder, or an armctl/LeRobot dataset to append to"
                 )
-            root.mkdir(parents=True, exist_ok=True)
+            try:
+                root.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise storage_error(root, "making the folder", exc, "nothing was written") from None
             self.file_index = 0
             return
         try:
             have = json.loads(info_path.read_bytes())  # JSON is UTF-8 (LeRobot writes it so)
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot read the dataset's info.json: {exc}", path=info_path) from None
+        if not isinstance(have, dict):
+            raise ConfigError("not a LeRobot info.json (a JSON object)", path=info_path)
         where = f"--record-dataset {root}"
         if have.get("codebase_version") != CODEBASE_VERSION:
             raise BadInputError(
@@ -209,11 +248,17 @@ class DatasetWriter:
                 )
         self.prev_episodes = int(have.get("total_episodes", 0))
         self.prev_frames = int(have.get("total_frames", 0))
+        self._prev_tasks = int(have.get("total_tasks", 0))
         tasks_path = root / "meta" / "tasks.parquet"
         if tasks_path.is_file():
-            t = self.pq.read_table(tasks_path)
-            for task, index in zip(t.column("task").to_pylist(), t.column("task_index").to_pylist()):
-                self.tasks[task] = int(index)
+            try:
+                t = self.pq.read_table(tasks_path)
+                for task, index in zip(t.column("task").to_pylist(), t.column("task_index").to_pylist()):
+                    self.tasks[task] = int(index)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise ConfigError(
+                    f"not a tasks table LeRobot wrote (task, task_index): {_why(exc)}", path=tasks_path
+                ) from None
         taken = [
             int(m.group(1))
             for p in (root / "data").glob("chunk-*/file-*.parquet")
@@ -222,6 +267,39 @@ class DatasetWriter:
         self.file_index = max(taken, default=-1) + 1
         if self.file_index >= CHUNKS_SIZE:
             raise BadInputError(f"{where}: {CHUNKS_SIZE} recording sessions already; start another dataset")
+
+    def _roll_back(self) -> None:
+        """Drop what a session killed in the middle of a save left beyond ``info.json``, the dataset's commit
+        record (where saves are written in place, and in a dataset an earlier armctl left after a kill): frames
+        and episode rows of an episode index >= total_episodes, tasks >= total_tasks; then the meta files again."""
+        if not (self.root / "meta" / "info.json").is_file():
+            return
+        n, ahead = self.prev_episodes, []
+        for sub in ("data", "meta/episodes"):
+            for p in sorted((self.root / sub).glob("chunk-*/file-*.parquet")):
+                try:
+                    idx = self.pq.read_table(p, columns=["episode_index"]).column(0).to_numpy()
+                except (OSError, ValueError, KeyError) as exc:
+                    raise ConfigError(f"not a LeRobot table: {_why(exc)}", path=p) from None
+                if len(idx) and idx.max() >= n:
+                    ahead.append(p.relative_to(self.root))
+        if not ahead and len(self.tasks) <= self._prev_tasks:
+            return
+        import pyarrow.compute as pc
+
+        def write(base: Path) -> None:
+            for rel in ahead:
+                self._writing = str(rel)
+                t = self.pq.read_table(base / rel)
+                t = t.filter(pc.less(t.column("episode_index"), n))
+                if t.num_rows:
+                    _write_table(t, base / rel)
+                else:
+                    (base / rel).unlink()
+            self.tasks = {k: v for k, v in self.tasks.items() if v < self._prev_tasks}
+            self._write_meta(base)
+
+        self._pub.commit(write)
 
     # --- episodes ---
 
@@ -281,7 +359,17 @@ class DatasetWriter:
                 raise BadInputError(
                     f"add_frame: camera {name!r} gave {img.shape} {img.dtype}, expected ({h}, {w}, 3) uint8"
                 )
-            ep["videos"][name].add(img)
+            try:
+                ep["videos"][name].add(img)
+            except OSError as exc:  # the disk is full (the episode's video is written as it comes)
+                try:
+                    self.discard_episode()
+                except OSError:
+                    pass  # its video is removed all the same
+                what = f"writing the episode's video in {self._work}"
+                raise storage_error(
+                    self.root, what, exc, self._kept().replace(" was not saved", ", being recorded, is lost")
+                ) from None
             ep["images"].setdefault(name, []).append(img[::IMAGE_STATS_STRIDE, ::IMAGE_STATS_STRIDE].copy())
         ep["state"].append(s)
         ep["action"].append(a)
@@ -307,6 +395,28 @@ class DatasetWriter:
             self.discard_episode()
             return None
         self._episode = None
+        tasks, videos = dict(self.tasks), {k: list(v) for k, v in self._videos.items()}
+        saved = len(self._saved)
+        try:
+            return self._save(ep)
+        except BaseException as exc:
+            # nothing of this episode is kept (the dataset on disk is as before the save)
+            del self._saved[saved:], self._frames[saved:]
+            self.tasks, self._videos = tasks, videos
+            for v in ep["videos"].values():
+                v.path.unlink(missing_ok=True)
+            if isinstance(exc, OSError) and not isinstance(exc, ArmctlError):
+                raise storage_error(self.root, f"writing {self._writing}", exc, self._kept()) from None
+            raise
+
+    def _kept(self) -> str:
+        """What the dataset on disk holds after a failed save: '... keeps its 3 episodes (0..2); episode 3 ...'."""
+        n = self.episodes
+        if n == 0:
+            return "no episode was saved"
+        return f"it keeps its {n} episode{'s' if n > 1 else ''} (0..{n - 1}); episode {n} was not saved"
+
+    def _save(self, ep: dict) -> int:
         n = len(ep["state"])
         index = self.episodes
         start = self.prev_frames + sum(e["length"] for e in self._saved)
@@ -333,6 +443,7 @@ class DatasetWriter:
             "dataset_to_index": start + n,
         }
         for name, video in ep["videos"].items():
+            self._writing = f"the episode's video ({video.path.name})"
             video.close()
             key = f"observation.images.{name}"
             before = sum(e["length"] for e in self._saved)
@@ -347,23 +458,22 @@ class DatasetWriter:
         row["_stats"] = stats
         self._saved.append(row)
         self._frames.append(cols)
-        try:
-            self._write_session()
-        except BaseException:
-            self._saved.pop()
-            self._frames.pop()
-            raise
+        self._pub.commit(self._write_session)
         return index
 
     # --- files ---
 
-    def _session_path(self, pattern: str, **kw) -> Path:
-        return self.root / pattern.format(chunk_index=0, file_index=self.file_index, **kw)
+    def _session_path(self, base: Path, pattern: str, **kw) -> Path:
+        self._writing = pattern.format(chunk_index=0, file_index=self.file_index, **kw)
+        return base / self._writing
 
-    def _write_session(self) -> None:
+    def _write_session(self, base: Path) -> None:
+        """This session's files and the dataset's meta files, all written in ``base`` (the staging folder, or the
+        dataset folder itself where no swap is possible: then ``info.json`` last)."""
         pa = self.pa
         for name, parts in self._videos.items():
-            _concat_videos(parts, self._mkdir(self._session_path(VIDEO_PATH, video_key=f"observation.images.{name}")))
+            key = f"observation.images.{name}"
+            _concat_videos(parts, self._mkdir(self._session_path(base, VIDEO_PATH, video_key=key)))
         # frames
         cols = {k: np.concatenate([f[k] for f in self._frames]) for k in self._frames[0]}
         arrays, fields = [], []
@@ -374,10 +484,10 @@ class DatasetWriter:
         for key in INDEX_FEATURES:
             arrays.append(pa.array(cols[key]))
             fields.append(pa.field(key, arrays[-1].type))
-        _write_table(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), self._session_path(DATA_PATH))
+        _write_table(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), self._session_path(base, DATA_PATH))
         # episodes
-        _write_table(self._episodes_table(self._saved), self._session_path(EPISODES_PATH))
-        self._write_meta()
+        _write_table(self._episodes_table(self._saved), self._session_path(base, EPISODES_PATH))
+        self._write_meta(base)
 
     @staticmethod
     def _mkdir(path: Path) -> Path:
@@ -412,10 +522,10 @@ class DatasetWriter:
                 table[k] = pa.array(v, pa.int64())
         return pa.table(table)
 
-    def _all_episode_stats(self) -> list[dict]:
-        """Per-episode stats of the whole dataset (earlier sessions from their episodes files)."""
+    def _all_episode_stats(self, base: Path) -> list[dict]:
+        """Per-episode stats of the whole dataset in ``base`` (earlier sessions from their episodes files)."""
         out = []
-        for path in sorted((self.root / "meta" / "episodes").glob("chunk-*/file-*.parquet")):
+        for path in sorted((base / "meta" / "episodes").glob("chunk-*/file-*.parquet")):
             t = self.pq.read_table(path)
             cols = {c: t.column(c).to_pylist() for c in t.column_names if c.startswith("stats/")}
             for i in range(t.num_rows):
@@ -427,8 +537,8 @@ class DatasetWriter:
                 out.append(ep)
         return out
 
-    def _write_meta(self) -> None:
-        per_episode = self._all_episode_stats()
+    def _write_meta(self, base: Path) -> None:
+        per_episode = self._all_episode_stats(base)
         stats = {}
         for feat in self.features:
             parts = [ep[feat] for ep in per_episode if feat in ep and "count" in ep[feat]]
@@ -452,11 +562,15 @@ class DatasetWriter:
             "video_path": VIDEO_PATH if self.cameras else None,
             "features": self.features,
         }
-        meta = self.root / "meta"
+        meta = base / "meta"
+        self._writing = "meta/stats.json"
         _atomic_bytes(meta / "stats.json", (json.dumps(stats, indent=4) + "\n").encode())
+        self._writing = "meta/tasks.parquet"
         self._write_tasks(meta / "tasks.parquet")
         armctl = {"writer": "armctl", **self.extra}
+        self._writing = "meta/armctl.json"
         _atomic_bytes(meta / "armctl.json", (json.dumps(armctl, indent=2) + "\n").encode())
+        self._writing = "meta/info.json"
         _atomic_bytes(meta / "info.json", (json.dumps(info, indent=4) + "\n").encode())  # last: the dataset is whole
 
     def _write_tasks(self, path: Path) -> None:
@@ -508,7 +622,7 @@ class DatasetWriter:
             return
         self._closed = True
         self.discard_episode()
-        shutil.rmtree(self._work, ignore_errors=True)
+        self._pub.close()
         if self._made_root:  # a recording refused or stopped before its first episode leaves no empty folder
             try:
                 self.root.rmdir()

@@ -65,10 +65,21 @@ def _atomic_bytes(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _fsync(path) -> None:
+    """The file's bytes on the disk before it is renamed into place (a power cut after the rename)."""
+    fd = os.open(path, os.O_RDWR)  # Windows flushes only a file open for writing
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _write_table(table, path: Path) -> None:
@@ -79,6 +90,7 @@ def _write_table(table, path: Path) -> None:
     os.close(fd)
     try:
         pq.write_table(table, tmp, compression="snappy", use_dictionary=True)
+        _fsync(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -161,6 +173,7 @@ def _concat_videos(parts: Sequence[Path], out: Path) -> None:
                     offset = last
         finally:
             dst.close()
+        _fsync(tmp)
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

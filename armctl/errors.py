@@ -95,6 +95,13 @@ class ProtocolError(LinkError):
     """The board answered, but not in the protocol we speak (garbage, bad checksum, wrong version)."""
 
 
+class StorageError(ArmctlError, OSError):
+    """A file could not be written: a read-only folder, a full disk, a file size limit (what was saved before
+    is kept; the message says what)."""
+
+    exit_code = 5
+
+
 class StopRequested(ArmctlError):
     """Motion was stopped on request (the web page's stop button, a closed page): like Ctrl-C, not a fault."""
 
