@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import motion
+from .. import limits, motion
 from ..arm import Arm
 from ..errors import ConfigError, MotionError
 from ..kinematics import tool_pitch, tool_point
 from ..motion import GripperMove, JointMove, LineMove, Plan, Wait
-from .load import MAX_MOVES, Pose, Program, Step, _is_arm_file
+from .load import Pose, Program, Step, _is_arm_file
 
 # --------------------------------------------------------------------------- planning
 
@@ -31,6 +31,7 @@ class _Flat:
 def expand(prog: Program) -> list[_Flat]:
     """The steps in execution order, loops unrolled, with their labels."""
     out: list[_Flat] = []
+    max_moves = limits.get("moves")
 
     def walk(steps, env, notes):
         for st in steps:
@@ -48,10 +49,11 @@ def expand(prog: Program) -> list[_Flat]:
                 label = f"{prog.path}:{st.line}: {name}" + (f" ({'; '.join(notes)})" if notes else "")
                 title = f"{name} (line {st.line}" + "".join(f"; {n}" for n in notes) + ")"
                 out.append(_Flat(step=st, label=label, title=title, env=env))
-                if len(out) > MAX_MOVES:
-                    raise ConfigError(
-                        f"{name}: with its loops unrolled the program has more than {MAX_MOVES} moves; "
+                if len(out) > max_moves:
+                    raise limits.LimitError(
+                        f"{name}: with its loops unrolled the program has more than {max_moves} moves; "
                         "check the repeat counts",
+                        limit="moves",
                         path=prog.path,
                         line=st.line,
                     )
@@ -219,12 +221,14 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
         g_start = float("nan")
     g = g_start
     plans, moves = [], []
+    budget = motion.PlanBudget()
     for item in flat:
         try:
             move = _move(prog, item, arm, q)
         except MotionError as exc:
             raise motion._located(exc, item.label) from None
         mp = motion.plan_move(arm, move, q, g, period_s=st.period_s, max_joint_step_rad=st.max_joint_step_rad)
+        budget.add(mp)
         plans.append(mp)
         moves.append(move)
         q, g = mp.q_rad[-1], float(mp.gripper_rad[-1])

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from .. import limits
 from ..arm import Arm
 from ..calibration import Calibration
 from ..kinematics import tool_point
@@ -48,7 +49,11 @@ def parse_body(raw: bytes) -> dict:
         raise ValueError(f"{name} is not a number")
 
     try:
-        data = json.loads(raw.decode("utf-8") or "{}", parse_constant=bad_constant)
+        text = raw.decode("utf-8") or "{}"
+        limits.json_depth_ok(text)
+        data = json.loads(text, parse_constant=bad_constant)
+    except limits.LimitError as exc:
+        raise ApiError(400, f"body refused: {exc.reason}") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise ApiError(400, f"body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
