@@ -11,9 +11,12 @@ The refusal names the file, the line where known, the limit and how to raise it 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass
 
 from .errors import ConfigError
@@ -31,7 +34,7 @@ LIMITS: dict[str, Limit] = {
     "nesting": Limit(64, "levels of nesting in one YAML or JSON document"),
     "moves": Limit(100_000, "moves in one program or drawing, repeat and for_each expanded"),
     "segments": Limit(500_000, "line segments and timed samples in one planned program or drawing"),
-    "body_bytes": Limit(1024 * 1024, "bytes in one HTTP request body"),
+    "body_bytes": Limit(256 * 1024, "bytes in one program sent by the web page (other API bodies: 4 KiB)"),
 }
 
 _values: dict[str, int] = {}
@@ -94,6 +97,27 @@ def get(name: str) -> int:
         if value is not None:
             return value
     return LIMITS[name].default
+
+
+_deadline: contextvars.ContextVar = contextvars.ContextVar("armctl_time_budget", default=None)
+
+
+@contextlib.contextmanager
+def time_budget(seconds: float, what: str):
+    """Within this block, ``check_time`` refuses once ``seconds`` have passed (a server planning a page's
+    program: the work is cut off between moves, not left to run)."""
+    token = _deadline.set((time.monotonic() + seconds, seconds, what))
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def check_time(where: str) -> None:
+    """LimitError if the ``time_budget`` around this call has run out (nothing when there is none)."""
+    budget = _deadline.get()
+    if budget is not None and time.monotonic() > budget[0]:
+        raise ConfigError(f"{where}: {budget[2]} took longer than {budget[1]:g} s; refused (split the program)")
 
 
 def reset() -> None:

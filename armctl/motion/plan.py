@@ -45,6 +45,7 @@ class PlanBudget:
         self.total = 0
 
     def add(self, mp: MovePlan) -> None:
+        limits.check_time(mp.label)
         self.total += mp.segments + len(mp.t_s)
         if self.total > self.cap:
             raise limits.LimitError(

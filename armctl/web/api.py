@@ -27,7 +27,7 @@ from .reach_map import ReachMap, top_map
 MAX_BODY_BYTES = 4096
 MAX_COORD_MM = 10_000.0
 MAX_SPEED_MM_S = 1000.0
-MAX_PROGRAM_BYTES = 256 * 1024  # a program file sent by the page (/api/program/...)
+MAX_PROGRAM_BYTES = limits.LIMITS["body_bytes"].default  # the default; limits.get("body_bytes") is in force
 PREVIEW_POINTS = 1500  # tool points of a program's path sent to the page (thinned evenly)
 
 
