@@ -233,11 +233,6 @@ class Controller(ChangeFeed):
 
     # --- state -----------------------------------------------------------------------------------------
 
-    def _update(self, **changes) -> None:
-        with self._lock:
-            self._state.update(changes)
-            self._changed()
-
     def _link_error(self, exc: LinkError) -> None:
         self._update(moving=False, message=f"link error: {exc}", error=True, link_error=str(exc))
 

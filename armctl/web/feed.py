@@ -21,6 +21,14 @@ class ChangeFeed:
         self._version += 1
         self._lock.notify_all()
 
+    def _update(self, **changes) -> None:
+        """Change the state; a new version (and the streams woken) only if a value differs, so an arm at rest
+        whose pose is read ten times a second sends nothing."""
+        with self._lock:
+            if any(k not in self._state or self._state[k] != v for k, v in changes.items()):
+                self._state.update(changes)
+                self._changed()
+
     def state(self) -> tuple[dict, int]:
         """(a copy of the page's state, its version)."""
         with self._lock:

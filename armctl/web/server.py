@@ -74,6 +74,7 @@ class ArmServer(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # connections waiting to be accepted (socketserver's 5 resets a burst of pages)
 
     def __init__(self, address, controller: Controller, control: Control, info: dict, reach: ReachMap, *, token):
         self.controller, self.control, self.info, self.reach, self.token = controller, control, info, reach, token
@@ -139,6 +140,15 @@ class Handler(BaseHTTPRequestHandler):
         if err.status >= 400 and err.status not in (401, 403, 404, 409, 422):
             self.close_connection = True  # a body may be left unread: the connection cannot be trusted further
         self._json(err.status, err.body())
+
+    def parse_request(self) -> bool:
+        """http.server's parse, and a request line without a version (HTTP/0.9, answered without a status line or
+        headers) refused: every answer is HTTP/1.x with a JSON body."""
+        ok = super().parse_request()
+        if ok and self.request_version == "HTTP/0.9":
+            self.send_error(400, "a request line needs its HTTP version (HTTP/1.1)")
+            return False
+        return ok
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """http.server's own refusals (a garbage request line, too many or too long headers, an unknown method)

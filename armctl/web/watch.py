@@ -80,10 +80,7 @@ class WatchController(ChangeFeed):
             "message": f"watching: {driver} drives the arm" if driver else "watching: no armctl drives the arm now",
             "error": False,
         }
-        with self._lock:
-            if any(self._state.get(k) != v for k, v in state.items()):
-                self._state.update(state)
-                self._changed()
+        self._update(**state)
 
     def _watch(self) -> None:
         while not self._closing.wait(PUBLISH_PERIOD_S):
