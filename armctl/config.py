@@ -106,6 +106,19 @@ _Loader.add_implicit_resolver(
     re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
     list("-+0123456789."),
 )
+
+
+def _construct_int(loader, node):
+    """YAML's int, with a number too long for Python (over 4300 digits) a ConfigError naming the line."""
+    try:
+        return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
+    except ValueError:
+        raise ConfigError(
+            f"a whole number of {len(node.value)} characters is too long to read", line=node.start_mark.line + 1
+        ) from None
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 

@@ -28,10 +28,43 @@ class _Flat:
     env: dict
 
 
+def _passes(st: Step) -> int:
+    return st.count if st.action == "repeat" else len(next(iter(st.loop_vars.values())))
+
+
+def _count(steps) -> int:
+    """How many moves ``steps`` unroll to (by arithmetic: nothing is unrolled)."""
+    return sum(_passes(st) * _count(st.steps) if st.action in ("repeat", "for_each") else 1 for st in steps)
+
+
+def _step_past(steps, budget: int) -> Step:
+    """The step at which ``steps``, unrolled, pass ``budget`` moves (there is one: the caller counted)."""
+    for st in steps:
+        if st.action in ("repeat", "for_each"):
+            inner = _count(st.steps)
+            if _passes(st) * inner > budget:
+                return _step_past(st.steps, budget % inner if inner else 0)
+            budget -= _passes(st) * inner
+        else:
+            budget -= 1
+            if budget < 0:
+                return st
+    raise AssertionError("no step passes the budget")
+
+
 def expand(prog: Program) -> list[_Flat]:
     """The steps in execution order, loops unrolled, with their labels."""
     out: list[_Flat] = []
     max_moves = limits.get("moves")
+    if _count(prog.steps) > max_moves:  # refused before anything is unrolled: repeat: 1000000000 costs nothing
+        st = _step_past(prog.steps, max_moves)
+        name = f"step {st.number}" + (f" '{st.name}'" if st.name else "")
+        raise limits.LimitError(
+            f"{name}: with its loops unrolled the program has more than {max_moves} moves; check the repeat counts",
+            limit="moves",
+            path=prog.path,
+            line=st.line,
+        )
 
     def walk(steps, env, notes):
         for st in steps:
@@ -67,29 +100,18 @@ def episode_of_steps(prog: Program) -> list[int]:
     top-level ``repeat`` is one episode (steps before the first such pass belong to it, steps after a pass to
     the last one); a program without a top-level repeat is one episode."""
 
-    def count(steps) -> int:
-        n = 0
-        for st in steps:
-            if st.action == "repeat":
-                n += st.count * count(st.steps)
-            elif st.action == "for_each":
-                n += len(next(iter(st.loop_vars.values()))) * count(st.steps)
-            else:
-                n += 1
-        return n
-
     out: list[int] = []
     episode, passes = 0, 0
     for st in prog.steps:
         if st.action == "repeat":
-            inner = count(st.steps)
+            inner = _count(st.steps)
             for _ in range(st.count):
                 if passes:
                     episode += 1
                 passes += 1
                 out += [episode] * inner
         else:
-            out += [episode] * count([st])
+            out += [episode] * _count([st])
     return out
 
 
