@@ -134,11 +134,12 @@ def read_bytes(path, *, what: str = "file") -> bytes:
         with open(path, "rb") as f:
             data = f.read(cap + 1)
     except FileNotFoundError:
-        raise ConfigError(f"{what} not found", path=path) from None
+        why = "file not found" if what == "file" else f"cannot read the {what}: file not found"
+        raise ConfigError(why, path=path) from None
     except IsADirectoryError:
-        raise ConfigError(f"is a directory, not a {what}", path=path) from None
+        raise ConfigError(f"is a folder, not a {what}", path=path) from None
     except OSError as exc:
-        raise ConfigError(f"cannot read {what}: {exc.strerror or exc}", path=path) from None
+        raise ConfigError(f"cannot read the {what}: {exc.strerror or exc}", path=path) from None
     if len(data) > cap:
         raise LimitError(f"the {what} is larger than {cap} bytes", limit="file_bytes", path=path)
     return data
