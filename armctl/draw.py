@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import motion
+from . import limits, motion
 from .errors import BadInputError, MotionError
 from .kinematics import tool_point
 
@@ -137,10 +137,7 @@ def load_drawing(path) -> Drawing:
     that cannot be drawn."""
     p = Path(str(path))
     suffix = p.suffix.lower()
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise BadInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    text = limits.read_bytes(p, what="drawing").decode("utf-8", errors="replace")
     if suffix in SVG_SUFFIXES:
         d = parse_svg(text, str(path))
     elif suffix in GCODE_SUFFIXES:
@@ -164,6 +161,7 @@ def parse_svg(text: str, source: str = "<svg>") -> Drawing:
         import svgelements as se
     except ImportError:
         raise BadInputError("drawing an SVG needs svgelements: pip install -e '.[draw]'") from None
+    _svg_size_ok(text, source)  # before svgelements, which takes minutes over a million segments
     for no, line in enumerate(text.splitlines(), 1):  # the parser drops a path's data at a NaN without a word
         for attr, value in _GEOMETRY_ATTR.findall(line):
             if _NOT_FINITE.search(value):
@@ -207,16 +205,42 @@ def parse_svg(text: str, source: str = "<svg>") -> Drawing:
     return d
 
 
+_SVG_TAG = re.compile(r"<[A-Za-z]")
+_SVG_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_SVG_PATH_DATA = re.compile(r"\b(?:d|points)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
+
+
+def _svg_size_ok(text: str, source: str) -> None:
+    """Refuse an SVG with more elements, or more path points (two numbers each), than the ``moves`` limit, by
+    counting them in the text (regular expressions, in C): no parse of a hostile drawing starts."""
+    cap = limits.get("moves")
+    elements = len(_SVG_TAG.findall(text))
+    if elements > cap:
+        raise limits.LimitError(f"the SVG has {elements} elements, more than {cap}", limit="moves", path=source)
+    numbers = 0
+    for m in _SVG_PATH_DATA.finditer(text):
+        for _ in _SVG_NUMBER.finditer(m.group(1) or m.group(2) or ""):  # counted one by one: stops at the cap
+            numbers += 1
+            if numbers > 2 * cap:
+                line = text.count("\n", 0, m.start()) + 1
+                raise limits.LimitError(
+                    f"the SVG's paths have more than {cap} points", limit="moves", path=source, line=line
+                )
+
+
 _WORD = re.compile(r"([A-Za-z])\s*([-+]?(?:\d+\.?\d*|\.\d+))")
 _IGNORED_G = {4, 17, 40, 49, 54, 61, 64, 80, 94}
 _IGNORED_M = {0, 1, 2, 6, 7, 8, 9, 30}
 
 
+# A pen command (M3/M4/M5) or a Z word outside comments: "(...)" on its line before it is closed, or after ";".
+_GCODE_PEN = re.compile(r"(?im)^(?:[^;(\n]|\([^)\n]*\))*?\b(?:M0*[345]\b|Z\s*[-+.\d])")
+
+
 def parse_gcode(text: str, source: str = "<gcode>") -> Drawing:
     """G0/G1/G2/G3 in the XY plane into strokes (mm). Pen: Z <= 0 or M3/M4 down, Z > 0 or M5 up; a file
     with no Z and no M3/M5 draws G1-G3 and travels on G0. Unknown commands are refused with their line."""
-    lines = text.splitlines()
-    uses_pen = any(re.search(r"(?i)\b(M0*[345]\b|Z\s*[-+.\d])", _strip(ln)) for ln in lines)
+    uses_pen = _GCODE_PEN.search(text) is not None  # one scan in C, not a pass over every line in Python
     d = Drawing(source=source, unit_m=0.001)
     pos = np.zeros(2)
     scale = 1.0  # mm per unit (G20: 25.4)
@@ -230,7 +254,9 @@ def parse_gcode(text: str, source: str = "<gcode>") -> Drawing:
     def bad(no, why):
         return BadInputError(f"{source}:{no}: {why}")
 
-    for no, raw in enumerate(lines, 1):
+    prims, max_moves = 0, limits.get("moves")
+
+    for no, raw in enumerate(_lines(text), 1):  # line by line: a huge file is refused without a list of it
         line = _strip(raw).strip()
         if not line or line.startswith("%"):
             continue
@@ -308,6 +334,9 @@ def parse_gcode(text: str, source: str = "<gcode>") -> Drawing:
         for k in ("X", "Y", "I", "J", "R"):
             if k in vals and not math.isfinite(vals[k]):
                 raise bad(no, f"{k} must be a finite number")
+        prims += 1
+        if prims > max_moves:
+            raise limits.LimitError(f"more than {max_moves} moves", limit="moves", path=source, line=no)
         prim = end.copy()
         if mode in (2, 3):
             prim = _gcode_arc(pos, end, vals, scale, mode == 3, lambda why, no=no: bad(no, why))
@@ -320,6 +349,17 @@ def parse_gcode(text: str, source: str = "<gcode>") -> Drawing:
         d.strokes.append(stroke)
     d.speed_m_s = feed
     return d
+
+
+def _lines(text: str):
+    """The lines of ``text``, one at a time (no list of a million lines, no copy of the text)."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            end = len(text)
+        yield text[start:end]
+        start = end + 1
 
 
 def _strip(line: str) -> str:

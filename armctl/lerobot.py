@@ -49,6 +49,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import limits
 from .calibration import (
     STEPS_PER_TURN,
     BusServoCal,
@@ -112,11 +113,11 @@ def read_lerobot_file(path: str | Path) -> dict[str, Motor]:
     """The motors of a LeRobot calibration JSON (either layout), by name. ConfigError (one line, exit 2) for a
     file that cannot be read or is not a LeRobot calibration."""
     path = Path(path)
+    text = limits.read_text(path, what="LeRobot calibration")
+    limits.json_depth_ok(text, path=path)  # JSON nested 100k deep: one line, not a RecursionError
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read the LeRobot calibration: {exc.strerror or exc}", path=path) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
         line = getattr(exc, "lineno", None)
         raise ConfigError(f"not valid JSON ({getattr(exc, 'msg', exc)})", path=path, line=line) from None
     if not isinstance(data, dict) or not data:
@@ -236,8 +237,10 @@ def find_lerobot_calibration(calibration_id: str) -> Path:
 def _looks_like_lerobot(path: Path) -> bool:
     """True if ``path`` holds a JSON object shaped like LeRobot's calibration (either layout), whatever its name."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        text = limits.read_text(path)
+        limits.json_depth_ok(text)
+        data = json.loads(text)
+    except (ConfigError, ValueError):
         return False
     if not isinstance(data, dict) or not data or "version" in data:
         return False

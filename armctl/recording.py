@@ -27,7 +27,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from . import limits
 from .arm import Arm
+from .config import load_yaml_text
 from .errors import BadInputError, ConfigError, MotionError
 from .kinematics import tool_pitch, tool_point
 from .paths import PRESET_DIR, atomic_write
@@ -109,20 +111,17 @@ class Recorder:
     # --- reading ---------------------------------------------------------------------------------------
 
     def _read(self) -> str | None:
-        try:
-            return self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        if not self.path.exists():
             return None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadInputError(f"{self.path}: cannot read the program to record into: {exc}") from None
+        return limits.read_text(self.path, what="program to record into")
 
     def _program(self, text: str) -> Program | None:
         """The program in ``text``; None for a file with nothing in it yet (empty, or comments only)."""
         try:
-            if yaml.safe_load(text) is None:
+            if load_yaml_text(text, self.path) is None:  # bounded (aliases, nesting): armctl.limits
                 return None
-        except yaml.YAMLError:
-            pass  # load_program_text names the line
+        except ConfigError:
+            pass  # load_program_text names the line (and the limit)
         return load_program_text(text, str(self.path))
 
     def _check(self, text: str, prog: Program | None) -> None:

@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import limits
 from .config import load_yaml_file
 from .errors import ConfigError
 from .urdf_parse import (
@@ -111,11 +112,7 @@ def load_urdf_spec(path, *, tool_link: str | None = None, sidecar: str | Path | 
     (``armctl.arm.load_arm`` builds it; this module does not import that one). ``tool_link`` wins over the
     sidecar's; ``sidecar`` defaults to ``<stem>.armctl.yaml`` beside the URDF, if there is one."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) else exc
-        raise ConfigError(f"cannot read the URDF: {why}", path=path) from None
+    text = limits.read_text(path, what="URDF")  # bounded; XML entity bombs are expat's to refuse (it does)
     sc_path = Path(sidecar) if sidecar is not None else sidecar_path(path)
     sc = None
     if sidecar is not None or sc_path.is_file():

@@ -19,6 +19,7 @@ import importlib
 import re
 import sys
 
+from .. import limits
 from ..errors import ArmctlError, Terminated
 from ..paths import preset_names
 
@@ -116,7 +117,23 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         help="armctl backend: the board holds its servos and stops if it hears nothing from this "
         "program for S seconds (0.05..65, 0 = off; default 1)",
     )
+    g.add_argument(
+        "--limit",
+        default=d,
+        action="append",
+        type=_limit_setting,
+        metavar="NAME=N",
+        help="raise a size limit on input files and plans for this command (repeatable; README 'Limits'): "
+        + ", ".join(f"{name} (default {lim.default})" for name, lim in limits.LIMITS.items()),
+    )
     return p
+
+
+def _limit_setting(text: str) -> dict:
+    try:
+        return limits.parse_settings(text, where="--limit")
+    except ArmctlError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _watchdog_s(text: str) -> float:
@@ -191,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
             _say(f"armctl {args.command}: error: --tool-link applies to an arm from a URDF: give --arm FILE.urdf")
             return EXIT_BAD_INPUT
         args.arm = f"{args.arm}#{args.tool_link}"
+    for setting in getattr(args, "limit", None) or []:
+        for name, value in setting.items():
+            limits.set_limit(name, value)
     restore = _stop_on_signals()
     try:
         return int(args.func(args) or 0)

@@ -13,11 +13,13 @@ EPILOG = """\
 The page draws the arm to scale with its reachable region and joint limits; click (or drag and
 release) to move the tool there in a straight line through the same planner, limits and streaming
 as 'armctl jog'. Stop holds the pose like Ctrl-C. Only one page controls the arm at a time; closing
-it stops the arm. A non-loopback --listen address needs the token printed at start.
+it stops the arm. The URL printed at start carries a token that every API call needs, on loopback
+too (another user of the same machine cannot claim the arm); --no-token turns it off on loopback.
 examples:
   armctl web                                   # the simulated arm on http://127.0.0.1:8000/
   armctl --port /dev/ttyACM0 web --listen 127.0.0.1:8080
-  armctl --arm seed-2link web --listen 0.0.0.0:8000   # reachable from the LAN, with a token
+  armctl --arm seed-2link web --listen 0.0.0.0:8000   # reachable from the LAN (with the token)
+  armctl web --no-token                        # a single-user machine: no token on loopback
   armctl web --record taught.yaml              # 'Record pose' writes a program: armctl run taught.yaml
   armctl web --watch --listen 127.0.0.1:8001   # watch (read-only) the arm another armctl drives"""
 
@@ -37,7 +39,15 @@ def register(sub, parents) -> None:
         default="127.0.0.1:8000",
         help="address to serve on (default 127.0.0.1:8000; port 0 picks a free one)",
     )
-    p.add_argument("--token", action="store_true", help="require the printed token even on a loopback address")
+    tok = p.add_mutually_exclusive_group()
+    tok.add_argument(
+        "--token", action="store_true", help="require the printed token (the default; kept for old scripts)"
+    )
+    tok.add_argument(
+        "--no-token",
+        action="store_true",
+        help="loopback only, on a single-user machine: no token (any local user could then move the arm)",
+    )
     p.add_argument("--wire-log", metavar="FILE", help="write every byte sent and received, with times, to FILE")
     p.add_argument(
         "--record",
@@ -61,10 +71,22 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _token(args, host: str) -> str | None:
+    """A fresh token, unless --no-token on a loopback address (a LAN address always has one)."""
+    from ..web.server import is_loopback
+
+    if getattr(args, "no_token", False):
+        if not is_loopback(host):
+            raise BadInputError(f"--no-token: {host} is not a loopback address; a page on the network needs the token")
+        return None
+    return secrets.token_urlsafe(16)
+
+
 def cmd_web(args) -> int:
     from ..web.app import serve
 
     host, port = parse_listen(args.listen)
+    args.token_value = _token(args, host)  # before anything opens: a refused --no-token moves nothing
     arm, cal = setup(args)
     if args.watch:
         return _watch(args, arm, cal, host, port)
@@ -79,7 +101,7 @@ def cmd_web(args) -> int:
             robot,
             host=host,
             port=port,
-            token=secrets.token_urlsafe(16) if args.token else None,
+            token=args.token_value,
             out=sys.stdout,
             recorder=recorder,
         )
@@ -94,6 +116,4 @@ def _watch(args, arm, cal, host: str, port: int) -> int:
     if args.port == "auto":
         raise BadInputError("--watch --port auto would open every port to probe it: give the port the driver uses")
     watch = Watch(arm, args.port, args.backend, cal)
-    return serve_watch(
-        watch, host=host, port=port, token=secrets.token_urlsafe(16) if args.token else None, out=sys.stdout
-    )
+    return serve_watch(watch, host=host, port=port, token=args.token_value, out=sys.stdout)

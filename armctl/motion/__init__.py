@@ -44,7 +44,7 @@ The package, by job (each module imports only those above it):
   summary      the plan summary (peak joint speeds, worst path deviation)
   blend        lines through rounded corners (ChainPath, blend_chain)
   blend_joint  joint moves blended into the move after them (blend_joint_moves)
-  plan         Plan, plan_moves, assemble
+  plan         Plan, PlanBudget, plan_moves, assemble
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ from .moves import (
     Wait,
 )
 from .one_move import check_zones, plan_move
-from .plan import Plan, assemble, blend_moves, plan_moves
+from .plan import Plan, PlanBudget, assemble, blend_moves, plan_moves
 from .poses import branch_of, solve_pose
 from .refusals import _limit_error, _located
 from .summary import _neighbour_lines, line_deviation, summarize
@@ -158,6 +158,7 @@ __all__ = [
     "plan_line_path",
     "plan_move",
     "plan_moves",
+    "PlanBudget",
     "pose_score",
     "s_curve",
     "solve_pose",

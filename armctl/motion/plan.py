@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import limits
 from ..arm import Arm
 from ..trajectory import DEFAULT_PERIOD_S, Trajectory
 from .blend import blend_chain, rest_junctions
@@ -33,6 +34,25 @@ class Plan:
         from ..plot import plan_figure
 
         return plan_figure(self, title=title, poses=poses)
+
+
+class PlanBudget:
+    """The segments and samples of a plan counted as it grows, refused past limit ``segments`` (LimitError naming
+    the move), so a program of long fine lines is refused before it fills the memory."""
+
+    def __init__(self):
+        self.cap = limits.get("segments")
+        self.total = 0
+
+    def add(self, mp: MovePlan) -> None:
+        limits.check_time(mp.label)
+        self.total += mp.segments + len(mp.t_s)
+        if self.total > self.cap:
+            raise limits.LimitError(
+                f"{mp.label}: the plan passes {self.cap} segments and samples here; "
+                "use a coarser segment_mm or split the program",
+                limit="segments",
+            )
 
 
 def plan_moves(
@@ -69,8 +89,10 @@ def plan_moves(
         gripper_start = arm.gripper.open_rad if arm.gripper is not None else float("nan")
     g = float(gripper_start)
     plans = []
+    budget = PlanBudget()
     for move in moves:
         mp = plan_move(arm, move, q, g, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
+        budget.add(mp)
         plans.append(mp)
         q, g = mp.q_rad[-1], float(mp.gripper_rad[-1])
     plans = blend_moves(arm, moves, plans, period_s=period_s, max_joint_step_rad=max_joint_step_rad)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import motion
+from .. import limits, motion
 from ..config import LineList, Section, load_yaml_file, load_yaml_text
 from ..errors import ConfigError
 from ..validate import MAX_BLEND_M
@@ -39,7 +39,7 @@ STEP_KEYS = {
     "for_each": ("for_each", "steps"),
 }
 MIN_SEGMENT_M = 1e-5  # 0.01 mm: finer segments only take time and memory
-MAX_MOVES = 100_000  # moves in the program with its loops unrolled (a typo in a repeat count must not fill the memory)
+MAX_MOVES = limits.LIMITS["moves"].default  # the default; armctl.limits.get("moves") is the one in force
 SETTINGS_KEYS = (
     "speed_mm_s",
     "speed_m_s",

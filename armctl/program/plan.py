@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import motion
+from .. import limits, motion
 from ..arm import Arm
 from ..errors import ConfigError, MotionError
 from ..kinematics import tool_pitch, tool_point
 from ..motion import GripperMove, JointMove, LineMove, Plan, Wait
-from .load import MAX_MOVES, Pose, Program, Step, _is_arm_file
+from .load import Pose, Program, Step, _is_arm_file
 
 # --------------------------------------------------------------------------- planning
 
@@ -28,9 +28,43 @@ class _Flat:
     env: dict
 
 
+def _passes(st: Step) -> int:
+    return st.count if st.action == "repeat" else len(next(iter(st.loop_vars.values())))
+
+
+def _count(steps) -> int:
+    """How many moves ``steps`` unroll to (by arithmetic: nothing is unrolled)."""
+    return sum(_passes(st) * _count(st.steps) if st.action in ("repeat", "for_each") else 1 for st in steps)
+
+
+def _step_past(steps, budget: int) -> Step:
+    """The step at which ``steps``, unrolled, pass ``budget`` moves (there is one: the caller counted)."""
+    for st in steps:
+        if st.action in ("repeat", "for_each"):
+            inner = _count(st.steps)
+            if _passes(st) * inner > budget:
+                return _step_past(st.steps, budget % inner if inner else 0)
+            budget -= _passes(st) * inner
+        else:
+            budget -= 1
+            if budget < 0:
+                return st
+    raise AssertionError("no step passes the budget")
+
+
 def expand(prog: Program) -> list[_Flat]:
     """The steps in execution order, loops unrolled, with their labels."""
     out: list[_Flat] = []
+    max_moves = limits.get("moves")
+    if _count(prog.steps) > max_moves:  # refused before anything is unrolled: repeat: 1000000000 costs nothing
+        st = _step_past(prog.steps, max_moves)
+        name = f"step {st.number}" + (f" '{st.name}'" if st.name else "")
+        raise limits.LimitError(
+            f"{name}: with its loops unrolled the program has more than {max_moves} moves; check the repeat counts",
+            limit="moves",
+            path=prog.path,
+            line=st.line,
+        )
 
     def walk(steps, env, notes):
         for st in steps:
@@ -48,10 +82,11 @@ def expand(prog: Program) -> list[_Flat]:
                 label = f"{prog.path}:{st.line}: {name}" + (f" ({'; '.join(notes)})" if notes else "")
                 title = f"{name} (line {st.line}" + "".join(f"; {n}" for n in notes) + ")"
                 out.append(_Flat(step=st, label=label, title=title, env=env))
-                if len(out) > MAX_MOVES:
-                    raise ConfigError(
-                        f"{name}: with its loops unrolled the program has more than {MAX_MOVES} moves; "
+                if len(out) > max_moves:
+                    raise limits.LimitError(
+                        f"{name}: with its loops unrolled the program has more than {max_moves} moves; "
                         "check the repeat counts",
+                        limit="moves",
                         path=prog.path,
                         line=st.line,
                     )
@@ -65,29 +100,18 @@ def episode_of_steps(prog: Program) -> list[int]:
     top-level ``repeat`` is one episode (steps before the first such pass belong to it, steps after a pass to
     the last one); a program without a top-level repeat is one episode."""
 
-    def count(steps) -> int:
-        n = 0
-        for st in steps:
-            if st.action == "repeat":
-                n += st.count * count(st.steps)
-            elif st.action == "for_each":
-                n += len(next(iter(st.loop_vars.values()))) * count(st.steps)
-            else:
-                n += 1
-        return n
-
     out: list[int] = []
     episode, passes = 0, 0
     for st in prog.steps:
         if st.action == "repeat":
-            inner = count(st.steps)
+            inner = _count(st.steps)
             for _ in range(st.count):
                 if passes:
                     episode += 1
                 passes += 1
                 out += [episode] * inner
         else:
-            out += [episode] * count([st])
+            out += [episode] * _count([st])
     return out
 
 
@@ -219,12 +243,14 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
         g_start = float("nan")
     g = g_start
     plans, moves = [], []
+    budget = motion.PlanBudget()
     for item in flat:
         try:
             move = _move(prog, item, arm, q)
         except MotionError as exc:
             raise motion._located(exc, item.label) from None
         mp = motion.plan_move(arm, move, q, g, period_s=st.period_s, max_joint_step_rad=st.max_joint_step_rad)
+        budget.add(mp)
         plans.append(mp)
         moves.append(move)
         q, g = mp.q_rad[-1], float(mp.gripper_rad[-1])

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from .. import limits
 from ..arm import Arm
 from ..calibration import Calibration
 from ..kinematics import tool_point
@@ -26,7 +27,7 @@ from .reach_map import ReachMap, top_map
 MAX_BODY_BYTES = 4096
 MAX_COORD_MM = 10_000.0
 MAX_SPEED_MM_S = 1000.0
-MAX_PROGRAM_BYTES = 256 * 1024  # a program file sent by the page (/api/program/...)
+MAX_PROGRAM_BYTES = limits.LIMITS["body_bytes"].default  # the default; limits.get("body_bytes") is in force
 PREVIEW_POINTS = 1500  # tool points of a program's path sent to the page (thinned evenly)
 
 
@@ -48,7 +49,11 @@ def parse_body(raw: bytes) -> dict:
         raise ValueError(f"{name} is not a number")
 
     try:
-        data = json.loads(raw.decode("utf-8") or "{}", parse_constant=bad_constant)
+        text = raw.decode("utf-8") or "{}"
+        limits.json_depth_ok(text)
+        data = json.loads(text, parse_constant=bad_constant)
+    except limits.LimitError as exc:
+        raise ApiError(400, f"body refused: {exc.reason}") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise ApiError(400, f"body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):

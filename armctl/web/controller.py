@@ -22,6 +22,7 @@ from ..arm import Arm
 from ..errors import ArmctlError, LinkError, StopRequested
 from ..kinematics import arm_manipulability, arm_points, tool_point
 from ..robot import Motion, Pose, Robot
+from .feed import ChangeFeed
 
 PUBLISH_PERIOD_S = 0.04  # live pose while moving: 25 updates a second
 IDLE_POLL_S = 0.1  # pose poll when idle (keeps the board's watchdog fed, shows servos settling)
@@ -72,21 +73,19 @@ def program_command(prog, from_step=None) -> Command:
     return Command("program", label, lambda r: r.run(prog, from_step=from_step, wait=False))
 
 
-class Controller:
+class Controller(ChangeFeed):
     """Shares the open ``robot`` between the page's HTTP threads (the caller closes the robot)."""
 
     def __init__(self, robot: Robot, *, watchdog: Callable[[], str | None] | None = None, recorder=None):
         self.robot, self.arm, self.cal = robot, robot.arm, robot.calibration
         self.watchdog = watchdog  # returns a reason to stop (the page went silent), or None
         self.recorder = recorder  # an armctl.recording.Recorder (armctl web --record FILE), or None
-        self._lock = threading.Lock()
         self._submit_lock = threading.Lock()  # one command planned at a time
         self._motion: Motion | None = None
         self._stop_t: float | None = None
         self._closing = threading.Event()
-        self._version = 0
         self._progress = (0.0, "")
-        self._state: dict = {"moving": False, "progress": 0.0, "step": "", "message": "connected", "error": False}
+        self._init_feed({"moving": False, "progress": 0.0, "step": "", "message": "connected", "error": False})
         self._recorded: list[str] = []
         if recorder is not None:
             self._state.update(recorded=[], record_next=recorder.next_name(), can_undo=False)
@@ -232,17 +231,7 @@ class Controller:
             fut.set_exception(exc)
         return fut
 
-    def state(self) -> tuple[dict, int]:
-        """(a copy of the page's state, its version)."""
-        with self._lock:
-            return dict(self._state), self._version
-
     # --- state -----------------------------------------------------------------------------------------
-
-    def _update(self, **changes) -> None:
-        with self._lock:
-            self._state.update(changes)
-            self._version += 1
 
     def _link_error(self, exc: LinkError) -> None:
         self._update(moving=False, message=f"link error: {exc}", error=True, link_error=str(exc))

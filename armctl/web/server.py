@@ -38,6 +38,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 
+from .. import limits
 from ..errors import ArmctlError, LinkError, StopRequested
 from . import api
 from .controller import ArmBusy, Controller, gripper_command, home_command, program_command
@@ -50,9 +51,12 @@ STATIC = {
     "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/static/style.css": ("style.css", "text/css; charset=utf-8"),
 }
-SSE_POLL_S = 0.01  # how often an event stream checks for a closed page and a new state
-SSE_KEEPALIVE_S = 1.0
+SSE_POLL_S = 0.01  # how often the controlling page's stream checks that the page is still there
+SSE_KEEPALIVE_S = 1.0  # a view stream sleeps until the state changes, or this long (then a ping)
+MAX_STREAMS = 256  # event streams open at once; past that 503 (each is a thread, though an idle one costs nothing)
 PLAN_WAIT_S = 15.0
+PLAN_BUDGET_S = 5.0  # a page's program is parsed and planned in at most this long, else refused (422)
+PLAN_QUEUE_S = 0.2  # a second program sent while one is being planned waits this long, then 503
 
 
 def is_loopback(host: str) -> bool:
@@ -70,10 +74,13 @@ class ArmServer(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # connections waiting to be accepted (socketserver's 5 resets a burst of pages)
 
     def __init__(self, address, controller: Controller, control: Control, info: dict, reach: ReachMap, *, token):
         self.controller, self.control, self.info, self.reach, self.token = controller, control, info, reach, token
         self.closing = threading.Event()
+        self.streams = threading.BoundedSemaphore(MAX_STREAMS)
+        self.planning = threading.Lock()  # one page program parsed and planned at a time
         super().__init__(address, Handler)
 
     @property
@@ -85,6 +92,9 @@ class ArmServer(ThreadingHTTPServer):
 
     def shutdown(self) -> None:
         self.closing.set()
+        wake = getattr(self.controller, "wake_streams", None)
+        if wake is not None:
+            wake()
         super().shutdown()
 
     def handle_error(self, request, client_address) -> None:
@@ -93,6 +103,9 @@ class ArmServer(ThreadingHTTPServer):
         exc = sys.exc_info()[1]
         if isinstance(exc, (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)):
             return
+        self.handle_error_line(client_address, exc)
+
+    def handle_error_line(self, client_address, exc) -> None:
         try:
             print(f"armctl web: a request from {client_address[0]} failed: {exc!r}", file=sys.stderr, flush=True)
         except OSError:
@@ -124,7 +137,53 @@ class Handler(BaseHTTPRequestHandler):
         self._send(status, api.finite_json(obj).encode(), "application/json")
 
     def _error(self, err: api.ApiError) -> None:
+        if err.status >= 400 and err.status not in (401, 403, 404, 409, 422):
+            self.close_connection = True  # a body may be left unread: the connection cannot be trusted further
         self._json(err.status, err.body())
+
+    def parse_request(self) -> bool:
+        """http.server's parse, and a request line without a version (HTTP/0.9, answered without a status line or
+        headers) refused: every answer is HTTP/1.x with a JSON body."""
+        ok = super().parse_request()
+        if ok and self.request_version == "HTTP/0.9":
+            self.send_error(400, "a request line needs its HTTP version (HTTP/1.1)")
+            return False
+        return ok
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own refusals (a garbage request line, too many or too long headers, an unknown method)
+        as the API's JSON, like every other answer, instead of its HTML page."""
+        self.close_connection = True
+        if self.request_version == "HTTP/0.9":  # a request line too broken to name a version: answer in HTTP/1.0
+            self.request_version = "HTTP/1.0"
+        try:
+            short, _ = self.responses.get(code, ("error", ""))
+        except AttributeError:
+            short = "error"
+        body = api.finite_json({"ok": False, "error": message or short}).encode()
+        self.send_response(code, message)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD" and code >= 200 and code not in (204, 304):
+            self.wfile.write(body)
+
+    def _guarded(self, serve) -> None:
+        """Run ``serve``; an ApiError is its JSON answer, anything unexpected a 500 JSON answer and one line on
+        stderr, never a connection closed with no reply."""
+        try:
+            serve()
+        except api.ApiError as err:
+            self._error(err)
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - answered, and said once on stderr
+            self.server.handle_error_line(self.client_address, exc)
+            try:
+                self._error(api.ApiError(500, f"internal error: {type(exc).__name__}: {exc}"[:300]))
+            except OSError:
+                pass
 
     # --- checks ---------------------------------------------------------------------------------------
 
@@ -165,9 +224,11 @@ class Handler(BaseHTTPRequestHandler):
     def _body(self, limit: int = api.MAX_BODY_BYTES) -> dict:
         if (self.headers.get("Content-Type") or "").split(";")[0].strip().lower() != "application/json":
             raise api.ApiError(415, "POST bodies must be Content-Type: application/json")
-        length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
+        length = (self.headers.get("Content-Length") or "").strip()
+        if not length:
             raise api.ApiError(411, "Content-Length required")
+        if not (length.isascii() and length.isdigit()) or len(length) > 12:
+            raise api.ApiError(400, f"Content-Length must be a number of bytes, found {length[:20]!r}")
         n = int(length)
         if n > limit:
             raise api.ApiError(413, f"body too large ({n} bytes, at most {limit})")
@@ -176,28 +237,33 @@ class Handler(BaseHTTPRequestHandler):
     # --- GET --------------------------------------------------------------------------------------------
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self._guarded(self._get)
+
+    def _get(self) -> None:
         path = urllib.parse.urlsplit(self.path).path
-        try:
-            self._check_host()
-            if path in STATIC:
-                name, ctype = STATIC[path]
-                data = resources.files(__package__).joinpath("static", name).read_bytes()
-                self._send(200, data, ctype)
-                return
-            if not path.startswith("/api/"):
-                raise api.ApiError(404, f"no such page {path!r}")
-            self._check_token()
-            if path == "/api/arm":
-                self._json(200, {**self.server.info, "token_required": self.server.token is not None})
-            elif path == "/api/state":
-                state, _ = self.server.controller.state()
-                self._json(200, {**state, "control_held": self.server.control.held()})
-            elif path == "/api/events":
+        self._check_host()
+        if path in STATIC:
+            name, ctype = STATIC[path]
+            data = resources.files(__package__).joinpath("static", name).read_bytes()
+            self._send(200, data, ctype)
+            return
+        if not path.startswith("/api/"):
+            raise api.ApiError(404, f"no such page {path!r}")
+        self._check_token()
+        if path == "/api/arm":
+            self._json(200, {**self.server.info, "token_required": self.server.token is not None})
+        elif path == "/api/state":
+            state, _ = self.server.controller.state()
+            self._json(200, {**state, "control_held": self.server.control.held()})
+        elif path == "/api/events":
+            if not self.server.streams.acquire(blocking=False):
+                raise api.ApiError(503, f"too many event streams open (at most {MAX_STREAMS}); close some pages")
+            try:
                 self._events((self._query().get("session") or [""])[0])
-            else:
-                raise api.ApiError(404, f"no such API {path!r}")
-        except api.ApiError as err:
-            self._error(err)
+            finally:
+                self.server.streams.release()
+        else:
+            raise api.ApiError(404, f"no such API {path!r}")
 
     def _events(self, session: str) -> None:
         control, controller = self.server.control, self.server.controller
@@ -213,7 +279,9 @@ class Handler(BaseHTTPRequestHandler):
         try:
             self.wfile.write(b"retry: 1000\n\n")
             while not self.server.closing.is_set():
-                state, v = controller.state()
+                # The controlling page's stream looks for a closed page every SSE_POLL_S (its closing stops the
+                # arm); a view stream sleeps until the state changes (no polling: 200 idle pages cost nothing).
+                state, v = controller.wait_change(version, 0.0 if controlling else SSE_KEEPALIVE_S)
                 now = time.monotonic()
                 if v != version:
                     payload = {**state, "role": role, "control_held": control.held()}
@@ -225,7 +293,7 @@ class Handler(BaseHTTPRequestHandler):
                     self.wfile.write(b"event: ping\ndata: " + json.dumps(payload).encode() + b"\n\n")
                     self.wfile.flush()
                     last = now
-                if _peer_closed(self.connection, SSE_POLL_S):
+                if _peer_closed(self.connection, SSE_POLL_S if controlling else 0.0):
                     break
         except OSError:
             pass  # the page went away mid-write
@@ -236,62 +304,74 @@ class Handler(BaseHTTPRequestHandler):
     # --- POST -------------------------------------------------------------------------------------------
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self._guarded(self._post)
+
+    def _post(self) -> None:
         path = urllib.parse.urlsplit(self.path).path
         srv = self.server
+        self._check_host()
+        self._check_token()
+        self._check_origin()
+        body = self._body(limits.get("body_bytes") if path.startswith("/api/program/") else api.MAX_BODY_BYTES)
+        if getattr(srv.controller, "read_only", False):  # armctl web --watch: another process drives the arm
+            raise api.ApiError(409 if path == "/api/session" else 403, srv.controller.why(), read_only=True)
+        if path == "/api/session":
+            session = srv.control.claim()
+            if session is None:
+                raise api.ApiError(409, "another page controls the arm: this one is read-only", read_only=True)
+            self._json(200, {"ok": True, "session": session})
+        elif path == "/api/stop":
+            self._wait(srv.controller.stop("stop button"), None)
+        elif path == "/api/heartbeat":
+            self._session()
+            self._json(200, {"ok": True})
+        elif path == "/api/move":
+            self._session()
+            cmd = api.move_command(body, srv.controller.arm, srv.reach)
+            self._wait(srv.controller.submit(cmd), cmd)
+        elif path == "/api/home":
+            self._session()
+            api._only(body, set())
+            cmd = home_command(srv.controller.arm)
+            self._wait(srv.controller.submit(cmd), cmd)
+        elif path == "/api/gripper":
+            self._session()
+            cmd = gripper_command(srv.controller.arm, api.gripper_close(body, srv.controller.arm))
+            self._wait(srv.controller.submit(cmd), cmd)
+        elif path in ("/api/record", "/api/record/undo"):
+            self._session()
+            self._record(path, body)
+        elif path in ("/api/pause", "/api/resume"):
+            self._session()
+            api._only(body, set())
+            ctl = srv.controller.pause() if path == "/api/pause" else srv.controller.resume()
+            self._json(200, {"ok": True, "control": ctl})
+        elif path == "/api/override":
+            self._session()
+            self._json(200, {"ok": True, "control": srv.controller.override(api.override_percent(body))})
+        elif path == "/api/program/preview":
+            self._session()
+            prog, plan, _ = self._plan_page_program(body)
+            self._json(200, {"ok": True, **api.program_preview(prog, plan)})
+        elif path == "/api/program/run":
+            self._session()
+            prog, _, step = self._plan_page_program(body)
+            cmd = program_command(prog, step)
+            self._wait(srv.controller.submit(cmd), cmd)
+        else:
+            raise api.ApiError(404, f"no such API {path!r}")
+
+    def _plan_page_program(self, body: dict):
+        """``api.load_page_program`` one at a time and within PLAN_BUDGET_S: a second page program waits
+        PLAN_QUEUE_S for the first, then 503; the parse and plan are bounded by armctl.limits (size, aliases,
+        moves, segments) and this time budget, so heartbeats and stops are answered meanwhile."""
+        if not self.server.planning.acquire(timeout=PLAN_QUEUE_S):
+            raise api.ApiError(503, "another program is being planned: send it again in a moment")
         try:
-            self._check_host()
-            self._check_token()
-            self._check_origin()
-            body = self._body(api.MAX_PROGRAM_BYTES if path.startswith("/api/program/") else api.MAX_BODY_BYTES)
-            if getattr(srv.controller, "read_only", False):  # armctl web --watch: another process drives the arm
-                raise api.ApiError(409 if path == "/api/session" else 403, srv.controller.why(), read_only=True)
-            if path == "/api/session":
-                session = srv.control.claim()
-                if session is None:
-                    raise api.ApiError(409, "another page controls the arm: this one is read-only", read_only=True)
-                self._json(200, {"ok": True, "session": session})
-            elif path == "/api/stop":
-                self._wait(srv.controller.stop("stop button"), None)
-            elif path == "/api/heartbeat":
-                self._session()
-                self._json(200, {"ok": True})
-            elif path == "/api/move":
-                self._session()
-                cmd = api.move_command(body, srv.controller.arm, srv.reach)
-                self._wait(srv.controller.submit(cmd), cmd)
-            elif path == "/api/home":
-                self._session()
-                api._only(body, set())
-                cmd = home_command(srv.controller.arm)
-                self._wait(srv.controller.submit(cmd), cmd)
-            elif path == "/api/gripper":
-                self._session()
-                cmd = gripper_command(srv.controller.arm, api.gripper_close(body, srv.controller.arm))
-                self._wait(srv.controller.submit(cmd), cmd)
-            elif path in ("/api/record", "/api/record/undo"):
-                self._session()
-                self._record(path, body)
-            elif path in ("/api/pause", "/api/resume"):
-                self._session()
-                api._only(body, set())
-                ctl = srv.controller.pause() if path == "/api/pause" else srv.controller.resume()
-                self._json(200, {"ok": True, "control": ctl})
-            elif path == "/api/override":
-                self._session()
-                self._json(200, {"ok": True, "control": srv.controller.override(api.override_percent(body))})
-            elif path == "/api/program/preview":
-                self._session()
-                prog, plan, _ = api.load_page_program(body, srv.controller.arm)
-                self._json(200, {"ok": True, **api.program_preview(prog, plan)})
-            elif path == "/api/program/run":
-                self._session()
-                prog, _, step = api.load_page_program(body, srv.controller.arm)
-                cmd = program_command(prog, step)
-                self._wait(srv.controller.submit(cmd), cmd)
-            else:
-                raise api.ApiError(404, f"no such API {path!r}")
-        except api.ApiError as err:
-            self._error(err)
+            with limits.time_budget(PLAN_BUDGET_S, "planning the page's program"):
+                return api.load_page_program(body, self.server.controller.arm)
+        finally:
+            self.server.planning.release()
 
     def _record(self, path: str, body: dict) -> None:
         """Record the pose (or take the last record back): 200, 404 when not recording, 409 while moving or

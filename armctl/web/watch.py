@@ -14,6 +14,7 @@ import threading
 from ..errors import BadInputError
 from ..kinematics import arm_manipulability, arm_points
 from ..robot import Watch
+from .feed import ChangeFeed
 
 PUBLISH_PERIOD_S = 0.04  # 25 updates a second, as the controlling page gets them
 
@@ -22,7 +23,7 @@ class WatchOnly(BadInputError):
     """A control call on a page that only watches."""
 
 
-class WatchController:
+class WatchController(ChangeFeed):
     """The ``Controller`` interface the HTTP server uses, over a ``Watch``: state only, every command refused."""
 
     read_only = True
@@ -30,9 +31,7 @@ class WatchController:
 
     def __init__(self, watch: Watch):
         self.watch, self.arm, self.cal = watch, watch.arm, watch.calibration
-        self._lock = threading.Lock()
-        self._version = 0
-        self._state: dict = {"moving": False, "progress": 0.0, "step": "", "message": "watching", "error": False}
+        self._init_feed({"moving": False, "progress": 0.0, "step": "", "message": "watching", "error": False})
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="armctl-web-watch-only", daemon=True)
 
@@ -61,10 +60,6 @@ class WatchController:
     def undo_record(self):
         raise WatchOnly(self.why())
 
-    def state(self) -> tuple[dict, int]:
-        with self._lock:
-            return dict(self._state), self._version
-
     def _publish(self) -> None:
         pose = self.watch.where()
         driver = self.watch.driver()
@@ -85,10 +80,7 @@ class WatchController:
             "message": f"watching: {driver} drives the arm" if driver else "watching: no armctl drives the arm now",
             "error": False,
         }
-        with self._lock:
-            if any(self._state.get(k) != v for k, v in state.items()):
-                self._state.update(state)
-                self._version += 1
+        self._update(**state)
 
     def _watch(self) -> None:
         while not self._closing.wait(PUBLISH_PERIOD_S):

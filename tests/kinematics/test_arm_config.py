@@ -100,7 +100,7 @@ def test_duplicate_key_is_an_error(tmp_path):
         (GOOD.replace("[0.25, 0.20]", "[" + "9" * 400 + ", 0.20]"), r"arm.yaml:2, key 'links_m'.*finite"),
         (GOOD + "[1, 2]: 3\n", r"arm.yaml:7: a key must be plain text, found a list"),
         (GOOD + "{a: 1}: 3\n", r"arm.yaml:7: a key must be plain text, found a mapping"),
-        ("a: " + "[" * 50000 + "]" * 50000 + "\n", r"arm.yaml: YAML nested too deeply"),
+        ("a: " + "[" * 50000 + "]" * 50000 + "\n", r"arm.yaml:1: values nested more than 64 deep"),
         (GOOD.replace("home_deg", "home\x00deg"), r"arm.yaml:6: not a text file: character '\\x00'"),
         (GOOD.replace("joints:", "joints: {a: 1}\nold:"), r"key 'joints': expected a list, found a mapping$"),
         ("- 1\n", r"expected a mapping \(key: value lines\), found a list$"),

@@ -146,7 +146,7 @@ def test_cli_dry_run_both_examples_on_both_arms():
         ([*MEARM, "draw", "{svg}"], 2, "give the paper's height, --plane xy@Zmm"),
         ([*MEARM, "draw", "{svg}", *MEARM_PAPER, "--pen", "gripper", "--pen-up", "5"], 2, "give one of them"),
         ([*MEARM, "draw", "{svg}", "--plane", "xy@-20mm", "--fit", "300x300@100,0"], 3, "stroke"),
-        (["draw", "nothing.svg"], 2, "cannot read nothing.svg"),
+        (["draw", "nothing.svg"], 2, "cannot read the drawing: file not found"),
         (["draw", "{yaml}"], 2, "not a drawing"),
         (["plan", "{yaml}", "--fit", "10x10@0,0"], 2, "--fit places a drawing"),
         (["draw", "{svg}", "--speed", "0"], 2, "--speed: 0 mm/s is out of range"),
