@@ -341,7 +341,7 @@ class BoardPose:
         servos = self.owner.calibration.servos
         values = [h if h is not None else declare.get(s.channel) for h, s in zip(held, servos)]
         if declare:
-            return self.from_values(values, "assumed", "servos without pulses yet: the pose set first")
+            return self.from_values(values, "assumed", f"servos without pulses yet: {self._basis_words}, set first")
         return self.from_values(values, "commanded", self._commanded_detail())
 
     # --- samples for recording ------------------------------------------------------------------------------

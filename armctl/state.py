@@ -183,6 +183,7 @@ class PoseStore:
         self.path = pose_file(port, arm.name)
         self._fd: int | None = None
         self._seq = 0
+        self._short = 0  # the file was shorter than its two slots when opened (truncated): bytes it had
 
     def load(self) -> StoredPose | None:
         """The newest whole pose stored for this arm and port (an armctl 0.1 file too), or None."""
@@ -197,6 +198,9 @@ class PoseStore:
             data = None
         except OSError as exc:
             return None, f"{self.path}: cannot be read ({exc.strerror or exc})"
+        short = self._short or (len(data) if data and len(data) < 2 * SLOT_BYTES else 0)
+        if short:  # the newest slot may be the one cut off: the other is an older pose, not this arm's last
+            return None, f"{self.path}: truncated ({short} bytes of {2 * SLOT_BYTES})"
         slots = _slots(data) if data else []
         if slots:
             self._seq = max(self._seq, max(s for s, _ in slots))
@@ -242,6 +246,10 @@ class PoseStore:
             return
         if not self._seq:
             self.load()
+        with contextlib.suppress(OSError):
+            size = self.path.stat().st_size
+            if 0 < size < 2 * SLOT_BYTES:
+                self._short = size  # (reserving the slots below would hide it)
         self._fd = _open_slots(self.path)
 
     def save(
@@ -277,6 +285,7 @@ class PoseStore:
         if len(slot) > SLOT_BYTES:
             raise ValueError(f"a stored pose of {len(slot)} bytes does not fit a {SLOT_BYTES}-byte slot")
         _write_at(self._fd, slot.ljust(SLOT_BYTES, b"\0"), (self._seq % 2) * SLOT_BYTES)
+        self._short = 0  # a pose stored now: the newest slot is whole again
         if durable:
             os.fsync(self._fd)
 
