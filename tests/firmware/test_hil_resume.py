@@ -66,6 +66,13 @@ def test_kill_mid_carry_then_resume_places_every_part(firmware_hex, tmp_path):
         run.kill()
         run.communicate(timeout=30)
         killed_at = uno.pulses(GRIP_PIN)[-1].t_us
+        # no terminal (stdin is /dev/null: a service, a cron job) and no option: no guess, nothing moves
+        guess = _armctl(uno.pty, env, "run", str(PROGRAM))
+        out, err = guess.communicate(timeout=120)
+        assert guess.returncode == 2 and len(err.strip().splitlines()) == 2, err  # the note, then the refusal
+        assert all(opt in err for opt in ("--resume", "--from-step", "--restart")), err
+        reset = uno.events("reset")[-1].t_us
+        assert reset > killed_at and not [p for p in uno.pulses() if p.t_us > reset], "a pulse went out"
         resumed = _armctl(uno.pty, env, "run", str(PROGRAM), "--resume")
         out, err = resumed.communicate(timeout=180)
         assert resumed.returncode == 0, err
