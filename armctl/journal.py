@@ -43,6 +43,8 @@ class Journal:
                 f"the last run on this port ended without a clean stop, but its journal {self.store.path} is suspect: "
                 f"{why}: its pose is not used"
             )
+        if self.store.checked(self.owner.calibration)[0] is None:
+            return "the last run on this port ended without a clean stop, and the pose it journaled cannot be trusted"
         age = time.time() - stored.time_s
         when = f" {age:.0f} s ago" if 0 <= age < 36000 else ""
         return (

@@ -83,3 +83,24 @@ def _joint_program(tmp_path: Path, q_deg) -> Path:
     q = ", ".join(f"{v:g}" for v in q_deg)
     path.write_text(f"arm: seed-3link\nposes:\n  far: {{q_deg: [{q}]}}\nsteps:\n  - {{joint: far}}\n", encoding="utf-8")
     return path
+
+
+def test_standard_firmata_with_no_stored_pose_attaches_no_servo(tmp_path):
+    """StandardFirmata pulses 1500 us the moment a servo is attached: with the pose unknown nothing is attached."""
+    from conftest import require
+    from virtual_uno import build_tools, fetch_firmata
+
+    ok, why = build_tools()
+    require(ok, f"virtual Uno does not build: {why}")
+    hex_path, why = fetch_firmata()
+    require(hex_path is not None, f"no StandardFirmata build: {why}")
+    env = dict(os.environ, ARMCTL_STATE_DIR=str(tmp_path / "state"))
+    with VirtualUno(hex_path, reset_on_open=True) as uno:
+        res = _armctl(env, "--backend", "firmata", "--port", uno.pty, "home")
+        errors = [line for line in res.stderr.splitlines() if "error" in line]  # (pymata4 prints its banner)
+        assert res.returncode == 2 and len(errors) == 1, res.stderr
+        assert "the arm's pose is unknown" in errors[0] and errors[0] == res.stderr.strip().splitlines()[-1]
+        assert uno.events("reset") and _after_last_reset(uno) == [], "a servo was attached"
+        res = _armctl(env, "--backend", "firmata", "--port", uno.pty, "--assume-pose", "home", "home")
+        assert res.returncode == 0, res.stderr
+        assert _after_last_reset(uno), "the user's word did not start the servos"
