@@ -67,9 +67,8 @@ class StoredPose:
 def cal_digest(cal) -> str:
     """A short digest of what a calibration makes of servo values (its servos' angles at a few values): a
     stored pose whose angles disagree with its values is corrupt, unless the calibration changed since."""
-    rows = [
-        [s.channel, *(round(float(s.angle_rad(v)), 9) for v in (s.lo, (s.lo + s.hi) / 2, s.hi))] for s in cal.servos
-    ]
+    # not the address: the same servos driven by pin (Firmata) or by channel hold the same values
+    rows = [[round(float(s.angle_rad(v)), 9) for v in (s.lo, (s.lo + s.hi) / 2, s.hi)] for s in cal.servos]
     return hashlib.sha1(json.dumps(rows).encode()).hexdigest()[:12]
 
 
