@@ -127,7 +127,7 @@ class Assumed:
 
 def assumed_pose(arm, spec) -> Assumed | None:
     """``assume_pose`` as given: None, ``"home"``, an ``Assumed``, or the joint angles (rad; one more value: the
-    gripper's angle). BadInputError (JointLimitError outside the limits) naming what is wrong."""
+    gripper's angle). BadInputError naming what is wrong (a joint outside its limits, a gripper past open or closed)."""
     if spec is None or isinstance(spec, Assumed):
         return spec
     if isinstance(spec, str):
