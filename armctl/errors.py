@@ -41,6 +41,17 @@ class ConfigError(BadInputError):
         self.reason = message
 
 
+class PoseUnknownError(BadInputError):
+    """Servos that lost their pulses (a board that reset when its port opened) on a board that cannot read
+    where they are, and no pose armctl can trust (the stored one missing or corrupt): nothing moves until the
+    user says where the arm stands (``--assume-pose``, ``connect(assume_pose=...)``). Exit 2, like a missing
+    option. ``why``: the file and what is wrong with it."""
+
+    def __init__(self, message: str, *, why: str = ""):
+        super().__init__(message)
+        self.why = why or message
+
+
 class MotionError(ArmctlError, ValueError):
     """A target or motion the arm cannot do (reach, joint limit, speed)."""
 

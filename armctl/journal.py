@@ -10,7 +10,7 @@ import time
 
 from .bus.backend import FRAME_S
 from .restart import step_start as restart_step_start
-from .state import LiveStore, PoseStore, RunRecord, RunStore
+from .state import LiveStore, PoseStore, RunRecord, RunStore, cal_digest, suspect
 
 JOURNAL_PERIOD_S = 0.02  # while moving, the pose the board would stop in is journaled once a frame
 
@@ -25,6 +25,7 @@ class Journal:
         self.runs = RunStore(port, owner.arm)
         self.live = LiveStore(port, owner.arm)  # the pose played now, for watchers (armctl web --watch)
         self._journaled = 0.0
+        self._cal: tuple[object, str] | None = None  # (calibration, its digest), stored with every pose
 
     @property
     def files(self) -> tuple:
@@ -36,6 +37,14 @@ class Journal:
         stored = self.store.load()
         if stored is None or stored.clean:
             return None
+        why = suspect(stored)
+        if why:
+            return (
+                f"the last run on this port ended without a clean stop, but its journal {self.store.path} is suspect: "
+                f"{why}: its pose is not used"
+            )
+        if self.store.checked(self.owner.calibration)[0] is None:
+            return "the last run on this port ended without a clean stop, and the pose it journaled cannot be trusted"
         age = time.time() - stored.time_s
         when = f" {age:.0f} s ago" if 0 <= age < 36000 else ""
         return (
@@ -102,11 +111,13 @@ class Journal:
         q = [float(s.angle_rad(v)) for s, v in zip(cal.joints, values)]  # no fk: this runs 50 Hz
         grip = cal.gripper
         g = math.nan if grip is None or len(values) <= n or values[n] is None else grip.angle_rad(values[n])
+        if self._cal is None or self._cal[0] is not cal:
+            self._cal = (cal, cal_digest(cal))
         try:
             if live:
                 self.live.save(q, float(g), values, clean=clean)
             else:
-                self.store.save(q, float(g), values, clean=clean, durable=clean, hold_in_s=hold_in_s)
+                self.store.save(q, float(g), values, clean=clean, durable=clean, hold_in_s=hold_in_s, cal=self._cal[1])
         except OSError:
             pass
 

@@ -14,10 +14,11 @@ from .bus.backend import FRAME_S, Backend
 from .bus.portlock import PortLock
 from .errors import LinkError
 from .holders import OWN, UNSEEN, Holder, holders
-from .state import PoseStore
+from .state import PoseStore, suspect
 
 BOARD_WAIT_S = 10.0  # longest wait for the board to be free (another thread's motion stopping)
 HOLD_WAIT_S = 3.0  # longest wait for a motion taken over to come to rest along its path (then it is stopped)
+FILE_WAIT_MAX_S = 3.0  # longest wait read from a file (a journal's "the board plays on"): a few seconds
 
 
 def _acquire(lock: PortLock) -> None:
@@ -129,12 +130,14 @@ def _kept(found: list[Holder]) -> str:
 
 def _let_a_dead_run_finish(store: PoseStore) -> None:
     """After an unclean end, the board may still be playing what the dead run sent (until its queue or its
-    watchdog runs out). Opening a real Uno's port resets it: not before the journaled pose is reached."""
+    watchdog runs out). Opening a real Uno's port resets it: not before the journaled pose is reached. A wait read
+    from a file is capped (``FILE_WAIT_MAX_S``); a journal whose times cannot be true (``state.suspect``) is not
+    waited on at all (its pose is not trusted either: ``PoseStore.checked``)."""
     stored = store.load()
-    if stored is not None and not stored.clean:
+    if stored is not None and not stored.clean and not suspect(stored):
         wait = stored.time_s + stored.hold_in_s - time.time()
         if wait > 0:
-            time.sleep(min(wait + 2 * FRAME_S, 66.0))
+            time.sleep(min(wait + 2 * FRAME_S, FILE_WAIT_MAX_S))
 
 
 _OPEN: weakref.WeakSet = weakref.WeakSet()  # every Robot open in this process

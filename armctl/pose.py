@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import JointLimitError
+from .errors import BadInputError, JointLimitError, PoseUnknownError
 from .kinematics import tool_pitch, tool_point
-from .validate import outside_limits_now
+from .validate import joint_angles, outside_limits_now
 
 
 @dataclass(frozen=True)
@@ -19,8 +19,10 @@ class Pose:
 
     ``source`` says how it is known: ``"measured"`` (servo positions measured by the hardware or the
     simulator), ``"commanded"`` (the pulses the board outputs, or for boards that cannot report them the
-    last ones sent) or ``"assumed"`` (servos without pulses yet: the pose stored for this port when the
-    arm was last left, else home; the first motion starts by setting it). ``detail`` says it in words;
+    last ones sent), ``"assumed"`` (servos without pulses yet: the pose the user said the arm stands at, else
+    the pose stored for this port when the arm was last left, else the measured one; the first motion starts
+    by setting it) or ``"unknown"`` (servos without pulses, none of those: every angle NaN, ``detail`` says
+    why; nothing moves until the pose is given, ``assume_pose``). ``detail`` says it in words;
     ``values`` are the servo values (us) of the pose per servo, joints then gripper (None: the servo has
     none): what the board outputs, or for a measured pose the values that mean it by the calibration.
     """
@@ -48,8 +50,24 @@ class Pose:
         """Tool point in millimetres."""
         return [float(v) * 1000 for v in self.tool_m]
 
+    @property
+    def known(self) -> bool:
+        """False when the pose is unknown (``source == "unknown"``: its numbers are NaN)."""
+        return self.source != "unknown"
+
     def to_dict(self) -> dict:
-        """JSON-ready: ``tool_m``, ``q_deg``, ``phi_deg``, ``gripper_deg``, ``source``, ``detail``, ``values``."""
+        """JSON-ready: ``tool_m``, ``q_deg``, ``phi_deg``, ``gripper_deg``, ``source``, ``detail``, ``values``
+        (``tool_m``, ``q_deg``, ``phi_deg`` None when the pose is unknown)."""
+        if not self.known:
+            return {
+                "tool_m": None,
+                "q_deg": None,
+                "phi_deg": None,
+                "gripper_deg": None,
+                "source": self.source,
+                "detail": self.detail,
+                "values": list(self.values),
+            }
         return {
             "tool_m": [float(v) for v in self.tool_m],
             "q_deg": self.q_deg,
@@ -61,6 +79,8 @@ class Pose:
         }
 
     def __repr__(self) -> str:
+        if not self.known:
+            return f"Pose(unknown: {self.detail})"
         where = ", ".join(f"{v:.1f}" for v in self.tool_mm)
         joints = ", ".join(f"{v:.1f}" for v in self.q_deg)
         g = "" if self.gripper_rad is None else f", gripper={math.degrees(self.gripper_rad):.1f} deg"
@@ -87,10 +107,64 @@ class Pose:
         return f"<table class='armctl-pose'><caption>Pose</caption>{body}</table>"
 
     def __str__(self) -> str:
+        if not self.known:
+            return f"pose unknown ({self.detail})"
         where = ", ".join(f"{v:.1f}" for v in self.tool_mm)
         g = "" if self.gripper_rad is None else f", gripper {math.degrees(self.gripper_rad):.1f} deg"
         joints = " ".join(f"{v:.2f}" for v in self.q_deg)
         return f"tool at ({where}) mm, joints {joints} deg{g} ({self.source}: {self.detail})"
+
+
+@dataclass(frozen=True)
+class Assumed:
+    """The user's word of where the arm stands (``assume_pose``): joint angles (rad), gripper (rad, NaN: open),
+    and how it was named (``"home"``, ``"start"``, a pose name, ``"joint angles"``)."""
+
+    q_rad: np.ndarray
+    gripper_rad: float
+    name: str
+
+
+def assumed_pose(arm, spec) -> Assumed | None:
+    """``assume_pose`` as given: None, ``"home"``, an ``Assumed``, or the joint angles (rad; one more value: the
+    gripper's angle). BadInputError naming what is wrong (a joint outside its limits, a gripper past open or closed)."""
+    if spec is None or isinstance(spec, Assumed):
+        return spec
+    if isinstance(spec, str):
+        if spec.strip().lower() == "home":
+            return Assumed(np.array(arm.home_rad, dtype=float), math.nan, "home")
+        raise BadInputError(f"assume_pose: 'home' or the joint angles (rad), got {spec!r}")
+    try:
+        values = [float(v) for v in spec]
+    except (TypeError, ValueError):
+        raise BadInputError(f"assume_pose: 'home' or the joint angles (rad), got {spec!r}") from None
+    g = math.nan
+    if arm.gripper is not None and len(values) == arm.n + 1:
+        g = values.pop()
+        if not (
+            math.isfinite(g)
+            and min(arm.gripper.open_rad, arm.gripper.closed_rad) - 1e-9
+            <= g
+            <= max(arm.gripper.open_rad, arm.gripper.closed_rad) + 1e-9
+        ):
+            raise BadInputError(f"assume_pose: gripper angle {math.degrees(g):g} deg is not between open and closed")
+    q = np.asarray(joint_angles(arm, values), dtype=float)
+    for i, v in enumerate(q):
+        if not arm.q_min[i] - 1e-9 <= v <= arm.q_max[i] + 1e-9:
+            raise BadInputError(
+                f"assume_pose: joint {i + 1} at {math.degrees(v):g} deg is outside its limits "
+                f"{math.degrees(arm.q_min[i]):g}..{math.degrees(arm.q_max[i]):g} deg"
+            )
+    return Assumed(q, g, "joint angles")
+
+
+def unknown_line(why: str) -> str:
+    """The one line that refuses to move an arm whose pose is unknown (``why``: the file and what is wrong)."""
+    return (
+        f"the arm's pose is unknown: {why}; its servos lost their pulses and this board cannot read where they "
+        "are, so nothing moved: say where the arm stands with --assume-pose home|start|NAME|q0,q1,q2 (degrees; "
+        "Python: armctl.connect(..., assume_pose='home'))"
+    )
 
 
 def _snap_to_limits(q: float, lo: float, hi: float, servo) -> float:
@@ -137,11 +211,38 @@ class BoardPose:
     thread that owns the board (``armctl.runner``); the ``*_playing`` readers only read what ``player``
     (the playback running) keeps, without a word to the board."""
 
-    def __init__(self, owner, store):
+    def __init__(self, owner, store, assumed: Assumed | None = None):
         self.owner, self.store = owner, store
         #: why the arm, measured where it is, stood outside its range at the last ``start_state`` (a
         #: JointLimitError), else None: only a motion that brings it back is played (``Calibration.check_escape``)
         self.outside = None
+        #: The user's word of where the arm stands (``assume_pose``): servos without pulses are set to it.
+        self.assumed = assumed
+        self._basis_words = ""
+
+    def basis(self) -> tuple[np.ndarray, float, tuple]:
+        """(joint angles rad, gripper rad (NaN: open), servo values or ()) that servos without pulses are set
+        to: the pose the user said the arm stands at, else the pose stored for the port when the arm was last
+        left (if it can be trusted: ``PoseStore.checked``), else, on a board that can read where its servos are,
+        the measured pose. PoseUnknownError (one line naming the file and what is wrong with it) otherwise:
+        setting any other pose would jump the arm there."""
+        owner = self.owner
+        if self.assumed is not None:
+            self._basis_words = f"the pose you said the arm stands at ({self.assumed.name})"
+            return self.assumed.q_rad, self.assumed.gripper_rad, ()
+        stored, why = self.store.checked(owner.calibration)
+        if stored is not None:
+            self._basis_words = "the pose stored when this arm was last left here"
+            return stored.q_rad, stored.gripper_rad, stored.values
+        be, arm = owner.backend, owner.arm
+        if be.caps.measures_positions:  # ask the board, not its kind: it reads where its servos are
+            got = be.measured()
+            angles = [got.get(s.channel) for s in owner.calibration.servos]
+            if all(a is not None and math.isfinite(a) for a in angles[: arm.n]):
+                self._basis_words = f"the pose measured by {be.measured_by or 'the board'} ({why})"
+                g = angles[arm.n] if len(angles) > arm.n and angles[arm.n] is not None else math.nan
+                return np.array(angles[: arm.n], dtype=float), float(g), ()
+        raise PoseUnknownError(unknown_line(why), why=why)
 
     def angles(self, values) -> np.ndarray:
         """Joint angles (rad) for servo values (joints first), each snapped onto its limit when it lies
@@ -195,14 +296,30 @@ class BoardPose:
         measured = self.measured(settle)
         if measured is not None:
             return measured
-        q, g, declare, held = self.start_state(check=False)
+        try:
+            q, g, declare, held = self.start_state(check=False)
+        except PoseUnknownError as exc:
+            return self.unknown_pose(exc.why)
         if not declare:
             return self.from_values(held, "commanded", self._commanded_detail())
-        stored = self.store.load() is not None
         servos = self.owner.calibration.servos
         values = [held[i] if held[i] is not None else declare[s.channel] for i, s in enumerate(servos)]
-        why = "the pose stored when this arm was last left here" if stored else "the home pose"
-        return self.from_values(values, "assumed", f"servos without pulses yet: {why}")
+        return self.from_values(values, "assumed", f"servos without pulses yet: {self._basis_words}")
+
+    def unknown_pose(self, why: str) -> Pose:
+        """A Pose whose numbers are NaN, source ``"unknown"``, ``detail`` ``why``."""
+        n = self.owner.arm.n
+        nan = np.full(n, np.nan)
+        return Pose(nan, np.full(len(tool_point(self.owner.arm, np.zeros(n))), np.nan), math.nan, None, "unknown", why)
+
+    def unknown(self) -> str:
+        """Why the pose of servos without pulses is unknown ("" when it is known: every servo has its pulses, or
+        the user said where the arm stands, or a pose is stored that can be trusted, or the board measures)."""
+        try:
+            self.start_state(check=False)
+        except PoseUnknownError as exc:
+            return exc.why
+        return ""
 
     def _commanded_detail(self) -> str:
         return "pulses the board outputs" if self.owner.backend.caps.reports_pulses else "pulses last sent"
@@ -220,11 +337,14 @@ class BoardPose:
 
     def held_or_assumed(self) -> Pose:
         """The pose the board holds (servos without pulses: the pose they will be set to, ``"assumed"``)."""
-        _, _, declare, held = self.start_state(check=False)
+        try:
+            _, _, declare, held = self.start_state(check=False)
+        except PoseUnknownError as exc:
+            return self.unknown_pose(exc.why)
         servos = self.owner.calibration.servos
         values = [h if h is not None else declare.get(s.channel) for h, s in zip(held, servos)]
         if declare:
-            return self.from_values(values, "assumed", "servos without pulses yet: the pose set first")
+            return self.from_values(values, "assumed", f"servos without pulses yet: {self._basis_words}, set first")
         return self.from_values(values, "commanded", self._commanded_detail())
 
     # --- samples for recording ------------------------------------------------------------------------------
@@ -284,19 +404,20 @@ class BoardPose:
 
     def start_state(self, *, check: bool = True, clamp: bool = False):
         """(q_rad, gripper_rad, values to declare {address: units}, held values per servo) for the pose the
-        arm is in now, read fresh from the board. Servos without pulses get the stored pose (its servo
-        values, else its angles; else home) declared. ``check``: PulseLimitError if a declared pulse lies
-        outside the calibration; ``clamp``: move it inside instead (calibrating)."""
+        arm is in now, read fresh from the board. Servos without pulses get ``basis()`` declared (a stored pose:
+        its servo values, else its angles); PoseUnknownError when there is none. ``check``: PulseLimitError if a
+        declared pulse lies outside the calibration; ``clamp``: move it inside instead (calibrating)."""
         arm, cal = self.owner.arm, self.owner.calibration
         servos = cal.servos
         held = self.held()
-        stored = self.store.load()
         want = [None] * len(servos)  # per servo: the angle to declare if it has no pulse, or a stored value
-        q_decl = stored.q_rad if stored is not None else np.array(arm.home_rad)
-        g_decl = stored.gripper_rad if stored is not None else float("nan")
+        if all(h is not None for h in held):
+            q_decl, g_decl, stored_values = np.array(arm.home_rad), math.nan, ()  # (nothing is declared)
+        else:
+            q_decl, g_decl, stored_values = self.basis()
         if arm.gripper is not None and not math.isfinite(g_decl):
             g_decl = arm.gripper.open_rad
-        stored_values = stored.values if stored is not None and len(stored.values) == len(servos) else ()
+        stored_values = stored_values if len(stored_values) == len(servos) else ()
         declare: dict[int, float] = {}
         for i, s in enumerate(servos):
             if held[i] is not None:

@@ -47,7 +47,7 @@ from .interrupts import _one_line_interrupt, _watch_ctrl_c, _watch_errors
 from .journal import Journal
 from .lifecycle import _OPEN, BOARD_WAIT_S, _acquire, _let_a_dead_run_finish, _let_go
 from .opening import DEFAULT_ARM, _resolve, default_port, sim_port_for  # noqa: F401 - re-exported
-from .pose import BoardPose, Pose
+from .pose import BoardPose, Pose, assumed_pose
 from .restart import gripper_word
 from .restart import prepare_run as _prepare_run
 from .runcontrol import RunControl, check_override
@@ -73,6 +73,7 @@ def connect(
     watchdog_s: float = 1.0,
     calibrating: bool = False,
     progress: Callable[[float, str, float], None] | None = None,
+    assume_pose=None,
 ) -> Robot:
     """Open the arm and return its ``Robot`` (use it in a ``with`` block, or call ``close()``).
 
@@ -91,12 +92,18 @@ def connect(
     - ``watchdog_s``: our firmware holds its servos and drops its queue after this long without a word
       from us (0 turns it off); ``calibrating``: Firmata servos are attached with 544..2500 us.
     - ``progress(fraction, step, seconds_left)``: called a few times a second while a motion plays.
+    - ``assume_pose``: where the arm stands, in your word: ``"home"`` or the joint angles (rad; one more value:
+      the gripper's angle). Needed when the pose is unknown: servos that lost their pulses (an Uno resets when
+      its port opens) on a board that cannot read where they are (PWM servos), with no stored pose armctl can
+      trust (``robot.pose_unknown`` says why). Without it the first motion raises PoseUnknownError and nothing
+      moves. It wins over a stored pose; servos that still hold their pulses keep them.
 
     The port is opened exclusively: a second ``connect`` to it (from this or any other process) raises
     LinkError naming the holder. Errors: ConfigError (files), BadInputError, LinkError.
     """
     _watch_errors()  # at a prompt: armctl's errors as one line and the user's own frames
     arm_obj, cal, cal_path, cls, url = _resolve(arm, port, backend, calibration)
+    assumed = assumed_pose(arm_obj, assume_pose)  # a bad one fails before the port is opened
     lock = PortLock(url)
     _acquire(lock)
     store = PoseStore(url, arm_obj)
@@ -122,7 +129,9 @@ def connect(
         store.close()
         lock.release()
         raise
-    return Robot(arm_obj, addressed, be, url, calibration_path=cal_path, lock=lock, progress=progress, store=store)
+    robot = Robot(arm_obj, addressed, be, url, calibration_path=cal_path, lock=lock, progress=progress, store=store)
+    robot._pose.assumed = assumed
+    return robot
 
 
 class Robot(_BoardAccess):
@@ -203,6 +212,21 @@ class Robot(_BoardAccess):
         the servos to reach their pulses. While a motion plays: the pose of the frame being played."""
         self._check_open()
         return self._runner.call(lambda: self._pose.idle(settle), lambda: self._pose.playing(self._runner.player))
+
+    @property
+    def pose_unknown(self) -> str:
+        """Why the pose is unknown ("" when it is known): servos without pulses on a board that cannot read where
+        they are, and no stored pose to trust (the file and what is wrong with it). Until ``assume_pose``, every
+        motion raises PoseUnknownError and nothing moves."""
+        self._check_open()
+        return self._runner.board(self._pose.unknown)
+
+    def assume_pose(self, pose="home") -> None:
+        """Your word that the arm stands at ``pose`` (``"home"`` or the joint angles, rad; one more value: the
+        gripper's angle): servos without pulses are set to it by the next motion, which ramps from there at a
+        quarter of each speed limit. BadInputError for a pose outside the limits."""
+        self._check_open()
+        self._pose.assumed = assumed_pose(self.arm, pose)
 
     def plot(self, *, title: str = ""):
         """A matplotlib figure of the arm where it is now over its reach (an arm on a base: a top view at the
@@ -519,8 +543,8 @@ class Robot(_BoardAccess):
         set ({address: value}); {} when every servo has its pulses, or no pose is stored (home is not set then:
         that would move the arm)."""
         self._check_open()
-        if self._journal.store.load() is None:
-            return {}
+        if self._journal.store.checked(self.calibration)[0] is None:
+            return {}  # none stored, or one that cannot be trusted: setting it could move the arm
 
         def hold():
             _, _, declare, _ = self._pose.start_state(check=False, clamp=True)

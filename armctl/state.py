@@ -36,6 +36,13 @@ from .errors import BadInputError
 from .paths import legacy_state_dir, state_dir
 
 SLOT_BYTES = 512
+#: A journal claiming the board plays on longer than this (our firmware's longest watchdog, 65 s) or dated
+#: further in the future than ``FUTURE_SLACK_S`` is suspect: its pose is not trusted, nothing waits on it.
+PLAY_ON_MAX_S = 65.0
+FUTURE_SLACK_S = 5.0
+#: A stored joint angle this far from what its servo value means (by the calibration it was stored with) is
+#: a file that disagrees with itself.
+AGREE_TOL_RAD = math.radians(0.5)
 _MAGIC = b"ARMJ"
 _HEAD = struct.Struct("<4sQH")  # magic, sequence number, length of the JSON body
 _CRC = struct.Struct("<I")
@@ -54,6 +61,58 @@ class StoredPose:
     clean: bool = True
     time_s: float = 0.0
     hold_in_s: float = 0.0  # journaled: the board was to play on this long after ``time_s``, then hold
+    cal: str = ""  # the digest of the calibration that turned ``values`` into ``q_rad`` (``cal_digest``); "": older
+
+
+def cal_digest(cal) -> str:
+    """A short digest of what a calibration makes of servo values (its servos' angles at a few values): a
+    stored pose whose angles disagree with its values is corrupt, unless the calibration changed since."""
+    # not the address: the same servos driven by pin (Firmata) or by channel hold the same values
+    rows = [[round(float(s.angle_rad(v)), 9) for v in (s.lo, (s.lo + s.hi) / 2, s.hi)] for s in cal.servos]
+    return hashlib.sha1(json.dumps(rows).encode()).hexdigest()[:12]
+
+
+def suspect(stored: StoredPose, now: float | None = None) -> str:
+    """Why a stored pose's times cannot be true ("" if they can): dated in the future, or a journal claiming
+    the board plays on for longer than any watchdog (a clock gone wrong, a corrupt or forged file)."""
+    now = time.time() if now is None else now
+    if not (math.isfinite(stored.time_s) and math.isfinite(stored.hold_in_s)):
+        return "its times are not finite numbers"
+    if stored.time_s > now + FUTURE_SLACK_S:
+        return f"it is dated {stored.time_s - now:.0f} s in the future (a clock gone wrong, or a forged file)"
+    if not 0.0 <= stored.hold_in_s <= PLAY_ON_MAX_S:
+        return f"it claims the board plays on for {stored.hold_in_s:g} s (at most {PLAY_ON_MAX_S:g} s can be true)"
+    return ""
+
+
+def check_stored(stored: StoredPose, arm: Arm, cal) -> str:
+    """What is wrong with ``stored`` as the pose of ``arm`` driven through ``cal`` ("" if nothing): times that
+    cannot be true, joint angles outside the limits, servo values outside the calibrated range or that
+    disagree with the angles (by the same calibration: after a recalibration the values are what counts)."""
+    why = suspect(stored)
+    if why:
+        return why
+    for i, q in enumerate(stored.q_rad):
+        lo, hi = arm.q_min[i], arm.q_max[i]
+        if not lo - AGREE_TOL_RAD / 5 <= q <= hi + AGREE_TOL_RAD / 5:
+            return (
+                f"joint {i + 1} ({arm.joint_names[i]}) at {math.degrees(q):.1f} deg, outside its limits "
+                f"{math.degrees(lo):g}..{math.degrees(hi):g} deg"
+            )
+    if len(stored.values) != len(cal.servos):
+        return ""  # an armctl 0.1 file: angles only
+    same_cal = not stored.cal or stored.cal == cal_digest(cal)
+    for i, (s, v) in enumerate(zip(cal.servos, stored.values)):
+        if v is None:
+            continue
+        if not s.lo - s.resolution <= v <= s.hi + s.resolution:
+            return f"servo {s.name} at {v:g} {s.unit}, outside the calibrated {s.lo:g}..{s.hi:g} {s.unit}"
+        if same_cal and i < arm.n and abs(float(s.angle_rad(v)) - stored.q_rad[i]) > AGREE_TOL_RAD:
+            return (
+                f"its servo values disagree with its joint angles ({s.name}: {v:g} {s.unit} means "
+                f"{math.degrees(float(s.angle_rad(v))):.1f} deg, the file says {math.degrees(stored.q_rad[i]):.1f} deg)"
+            )
+    return ""
 
 
 def _key(port: str, arm_name: str, key: str) -> str:
@@ -66,24 +125,34 @@ def pose_file(port: str, arm_name: str) -> Path:
 
 
 def _decode(doc: dict, arm: Arm) -> StoredPose | None:
+    stored, _ = _decode_why(doc, arm)
+    return stored
+
+
+def _decode_why(doc, arm: Arm) -> tuple[StoredPose | None, str]:
+    """(the pose in a stored document, "") or (None, what is wrong with it)."""
     try:
         q = np.array(doc["q_rad"], dtype=float)
-        if q.shape != (arm.n,) or not np.all(np.isfinite(q)):
-            return None
+        if q.shape != (arm.n,):
+            return None, f"it holds {q.size} joint angles, arm {arm.name!r} has {arm.n}"
+        if not np.all(np.isfinite(q)):
+            return None, "its joint angles are not finite numbers (" + ", ".join(f"{v:g}" for v in q) + ")"
         g = doc.get("gripper_rad")
         values = tuple(None if v is None else float(v) for v in doc.get("values", ()))
         if not all(v is None or math.isfinite(v) for v in values):
             values = ()
-        return StoredPose(
+        stored = StoredPose(
             q,
             math.nan if g is None else float(g),
             values,
             bool(doc.get("clean", True)),
             float(doc.get("t", 0.0)),
             float(doc.get("hold_in_s", 0.0)),
+            str(doc.get("cal", "")),
         )
-    except (KeyError, TypeError, ValueError):
-        return None
+        return stored, ""
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None, "its record is not a pose (keys missing or of the wrong kind)"
 
 
 def _slots(data: bytes) -> list[tuple[int, dict]]:
@@ -113,27 +182,61 @@ class PoseStore:
         self.path = pose_file(port, arm.name)
         self._fd: int | None = None
         self._seq = 0
+        self._short = 0  # the file was shorter than its two slots when opened (truncated): bytes it had
 
     def load(self) -> StoredPose | None:
         """The newest whole pose stored for this arm and port (an armctl 0.1 file too), or None."""
+        return self.read()[0]
+
+    def read(self) -> tuple[StoredPose | None, str]:
+        """(the newest whole pose stored for this arm and port, "") or (None, one line naming the file and what
+        is wrong with it: missing, no whole record (random bytes, truncated), not finite, ...)."""
         try:
-            slots = _slots(self.path.read_bytes())
-        except OSError:
-            slots = []
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            data = None
+        except OSError as exc:
+            return None, f"{self.path}: cannot be read ({exc.strerror or exc})"
+        short = self._short or (len(data) if data and len(data) < 2 * SLOT_BYTES else 0)
+        if short:  # the newest slot may be the one cut off: the other is an older pose, not this arm's last
+            return None, f"{self.path}: truncated ({short} bytes of {2 * SLOT_BYTES})"
+        slots = _slots(data) if data else []
         if slots:
             self._seq = max(self._seq, max(s for s, _ in slots))
-            return _decode(max(slots, key=lambda s: s[0])[1], self.arm)
-        return self._legacy()
+            stored, why = _decode_why(max(slots, key=lambda s: s[0])[1], self.arm)
+            return stored, (f"{self.path}: {why}" if why else "")
+        legacy, why = self._legacy()
+        if legacy is not None or why:
+            return legacy, why
+        if data is None or not any(data):  # no file, or one created and never written (a full disk, a kill)
+            return None, (
+                f"no pose is stored for arm {self.arm.name!r} on this port (nothing in {self.path}: a new PC, or the "
+                "state folder was emptied)"
+            )
+        return None, f"{self.path}: no whole record in its {len(data)} bytes (corrupt or truncated)"
 
-    def _legacy(self) -> StoredPose | None:
-        legacy = legacy_state_dir()  # armctl 0.1: JSON, keyed by the port URL as given
+    def _legacy(self) -> tuple[StoredPose | None, str]:
+        legacy = legacy_state_dir()  # armctl 0.1: JSON, keyed by the port URL as given (no checksum)
         if legacy is None:
-            return None
+            return None, ""
         name = f"pose-{self.arm.name}-{hashlib.sha1(f'{self.port}|{self.arm.name}'.encode()).hexdigest()[:12]}.json"
+        path = legacy / name
         try:
-            return _decode(json.loads((legacy / name).read_text(encoding="utf-8")), self.arm)
-        except (OSError, ValueError):
-            return None
+            stored, why = _decode_why(json.loads(path.read_text(encoding="utf-8")), self.arm)
+        except FileNotFoundError:
+            return None, ""
+        except (OSError, ValueError) as exc:
+            return None, f"{path}: not a pose file ({getattr(exc, 'strerror', None) or exc})"
+        return stored, (f"{path}: {why}" if why else "")
+
+    def checked(self, cal) -> tuple[StoredPose | None, str]:
+        """``read``, then ``check_stored`` against the arm and ``cal``: (the pose, "") only if it can be trusted,
+        else (None, one line naming the file and what is wrong)."""
+        stored, why = self.read()
+        if stored is None:
+            return None, why
+        bad = check_stored(stored, self.arm, cal)
+        return (None, f"{self.path}: {bad}") if bad else (stored, "")
 
     def open(self) -> None:
         """Open (create) the file with room for both slots, so later writes never need a block the disk may
@@ -142,10 +245,22 @@ class PoseStore:
             return
         if not self._seq:
             self.load()
+        with contextlib.suppress(OSError):
+            size = self.path.stat().st_size
+            if 0 < size < 2 * SLOT_BYTES:
+                self._short = size  # (reserving the slots below would hide it)
         self._fd = _open_slots(self.path)
 
     def save(
-        self, q_rad, gripper_rad: float, values=(), *, clean: bool = True, durable: bool = False, hold_in_s: float = 0.0
+        self,
+        q_rad,
+        gripper_rad: float,
+        values=(),
+        *,
+        clean: bool = True,
+        durable: bool = False,
+        hold_in_s: float = 0.0,
+        cal: str = "",
     ) -> None:
         """Store a pose: ``clean`` at the end of a motion, unclean while journaling one (``hold_in_s``: the board
         reaches it that long from now, then holds). ``durable`` also fsyncs (a clean end: it survives a power
@@ -160,6 +275,8 @@ class PoseStore:
             "t": time.time(),
             "hold_in_s": float(hold_in_s),
         }
+        if cal:
+            doc["cal"] = cal  # older readers ignore it
         body = json.dumps(doc, separators=(",", ":")).encode()
         self._seq += 1
         head = _HEAD.pack(_MAGIC, self._seq, len(body)) + body
@@ -167,6 +284,7 @@ class PoseStore:
         if len(slot) > SLOT_BYTES:
             raise ValueError(f"a stored pose of {len(slot)} bytes does not fit a {SLOT_BYTES}-byte slot")
         _write_at(self._fd, slot.ljust(SLOT_BYTES, b"\0"), (self._seq % 2) * SLOT_BYTES)
+        self._short = 0  # a pose stored now: the newest slot is whole again
         if durable:
             os.fsync(self._fd)
 
@@ -224,8 +342,8 @@ class LiveStore(PoseStore):
         super().__init__(port, arm)
         self.path = live_file(port, arm.name)
 
-    def _legacy(self) -> StoredPose | None:
-        return None
+    def _legacy(self) -> tuple[StoredPose | None, str]:
+        return None, ""
 
 
 def save_last_pose(port: str, arm: Arm, q_rad, gripper_rad: float, values=(), *, clean: bool = True) -> None:

@@ -51,7 +51,14 @@ COMMANDS = {
     "ports": ("ports", "list the serial ports and identify the board on each"),
 }
 
-GLOBAL_DEFAULTS = {"arm": "seed-3link", "port": None, "backend": None, "calibration": None, "watchdog": 1.0}
+GLOBAL_DEFAULTS = {
+    "arm": "seed-3link",
+    "port": None,
+    "backend": None,
+    "calibration": None,
+    "watchdog": 1.0,
+    "assume_pose": None,
+}
 
 
 # A negative value, with or without a unit (-40mm, -0.1, -.5, -1e-3, -30deg): a value, never an option (argparse
@@ -125,6 +132,14 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         metavar="NAME=N",
         help="raise a size limit on input files and plans for this command (repeatable; README 'Limits'): "
         + ", ".join(f"{name} (default {lim.default})" for name, lim in limits.LIMITS.items()),
+    )
+    g.add_argument(
+        "--assume-pose",
+        default=d,
+        metavar="home|start|NAME|Q0,Q1,..",
+        help="where the arm stands, in your word, when armctl cannot know it (servos that lost their pulses, an "
+        "Uno reset on open, with no trustworthy stored pose): home, start (run: the program's start pose), NAME "
+        "(run: a pose of the program), or the joint angles in degrees (one more value: the gripper's angle)",
     )
     return p
 

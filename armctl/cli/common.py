@@ -34,14 +34,73 @@ def setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration]:
     return arm, cal
 
 
-def open_robot(args, arm: Arm, cal: Calibration, *, calibrating: bool = False, progress=None):
-    """``armctl.connect`` with the global options (--port, --backend, --watchdog) and --wire-log; ``--port
-    auto`` is the one board ``armctl ports`` finds."""
+def assumed_from_args(args, arm: Arm, *, program=None, plan=None):
+    """``--assume-pose`` as ``connect`` takes it: None, ``"home"``, or joint angles (rad, then the gripper's).
+    ``start`` and a pose NAME need the ``program`` and its ``plan`` (armctl run). BadInputError otherwise."""
+    text = getattr(args, "assume_pose", None)
+    if text is None:
+        return None
+    word = text.strip()
+    if word.lower() == "home":
+        return "home"
+    if plan is not None and word.lower() == "start":
+        traj = plan.trajectory
+        g = float(traj.gripper_rad[0])
+        return [*map(float, traj.q_rad[0]), *([g] if arm.gripper is not None and math.isfinite(g) else [])]
+    if program is not None and word in program.poses:
+        from ..motion import solve_pose
+
+        pose = program.poses[word]
+        if pose.q_rad is not None:
+            return list(pose.q_rad)
+        return list(solve_pose(arm, np.array(pose.point_m), pose.phi_rad, arm.home_rad))
+    from ..units import parse_float
+
+    parts = [p for p in word.split(",") if p.strip()]
+    if len(parts) in (arm.n, arm.n + 1) and all(_is_number(p) for p in parts):
+        return [math.radians(parse_float(p, what="--assume-pose")) for p in parts]
+    names = f", start or a pose of the program ({', '.join(program.poses) or 'none'})" if program is not None else ""
+    raise BadInputError(
+        f"--assume-pose {text!r}: home{names}, or the {arm.n} joint angles in degrees (q0,q1,..; one more: the "
+        "gripper's angle)" + ("" if program is not None else "; start and pose names are for armctl run")
+    )
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def ask_pose(robot, args) -> None:
+    """The pose of ``robot`` is unknown (``robot.pose_unknown``) and no ``--assume-pose`` was given: on a terminal
+    ask whether the arm stands at home; anything but yes (and no terminal) refuses: PoseUnknownError, one line,
+    exit 2, nothing moved."""
+    from ..errors import PoseUnknownError
+    from ..pose import unknown_line
+
+    why = robot.pose_unknown
+    if not why:
+        return
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        print(f"armctl {args.command}: {why}", file=sys.stderr)
+        print("the arm's pose is unknown: is it at home? [y/N] ", end="", file=sys.stderr, flush=True)
+        if sys.stdin.readline().strip().lower() in ("y", "yes"):
+            robot.assume_pose("home")
+            return
+    raise PoseUnknownError(unknown_line(why), why=why)
+
+
+def open_robot(args, arm: Arm, cal: Calibration, *, calibrating: bool = False, progress=None, moves: bool = True):
+    """``armctl.connect`` with the global options (--port, --backend, --watchdog, --assume-pose) and --wire-log;
+    ``--port auto`` is the one board ``armctl ports`` finds. ``moves``: the command moves the arm, so a pose armctl
+    cannot know is asked for (``ask_pose``) or refused here, before anything is sent."""
     from ..robot import connect
     from .ports import resolve_port
 
     resolve_port(args)
-
+    assumed = getattr(args, "assumed_q", None) or assumed_from_args(args, arm)
     robot = connect(
         arm,
         args.port,
@@ -51,9 +110,16 @@ def open_robot(args, arm: Arm, cal: Calibration, *, calibrating: bool = False, p
         watchdog_s=args.watchdog,
         calibrating=calibrating,
         progress=progress,
+        assume_pose=assumed,
     )
     if robot.recovered:
         print(f"armctl {args.command}: note: {robot.recovered}", file=sys.stderr, flush=True)
+    if moves:
+        try:
+            ask_pose(robot, args)
+        except BaseException:
+            robot.close()
+            raise
     return robot
 
 
@@ -97,6 +163,8 @@ def print_report(args, report: dict, headline: str) -> None:
     print(headline)
     if report.get("source") == "assumed":
         print(f"pose: not known yet ({report['detail']}); the first move sets it, then ramps slowly")
+    elif report.get("source") == "unknown":
+        print(f"pose: unknown ({report['detail']}); nothing was set: a move needs --assume-pose (where the arm stands)")
     elif report.get("tool_m") is not None:
         where = " ".join(f"{k}={v:.4f} m" for k, v in zip("xyz", report["tool_m"]))
         print(f"tool at {where} ({report['source']}: {report['detail']})")

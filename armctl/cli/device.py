@@ -21,7 +21,7 @@ from ..errors import BadInputError, StopRequested
 from ..kinematics import tool_point
 from ..units import parse_float
 from ..validate import positive_text
-from .common import drive, open_robot, print_report, setup
+from .common import assumed_from_args, drive, open_robot, print_report, setup
 
 EPILOG = """\
 port: a device path (/dev/ttyACM0) or any pyserial URL (socket://host:port, rfc2217://, spy://...);
@@ -94,6 +94,13 @@ def register(sub, parents) -> None:
         metavar="N|NAME",
         help="start at step N (as 'armctl plan' numbers them, loops unrolled) or the step named NAME: the gripper "
         "is set as the program has it there, then a slow checked move goes to that step's start",
+    )
+    start.add_argument(
+        "--restart",
+        action="store_true",
+        help="after an unclean stop (a kill, a power cut, a lost link), start over at step 1 without asking (the "
+        "gripper turns to the program's start state at its start pose: a part it holds is let go there); without "
+        "a terminal a run after an unclean stop needs --restart, --resume or --from-step",
     )
     p.add_argument(
         "--blend",
@@ -176,6 +183,7 @@ def cmd_run(args) -> int:
         from ..restart import find_step
 
         find_step(prog, plan, args.from_step)  # a step that does not exist fails before a port is opened
+    args.assumed_q = assumed_from_args(args, arm, program=prog, plan=plan)  # start, a pose NAME: the program's
     if args.dry_run:
         end = tool_point(arm, traj.q_rad[-1])
         report = {
@@ -208,7 +216,9 @@ def cmd_run(args) -> int:
     recorder = open_dataset(args, arm, cal, state_source=source)
     episode_of_sample = np.asarray(episode_of_steps(prog), dtype=int)[np.asarray(traj.step, dtype=int)]
     try:
-        report = drive(args, arm, cal, lambda robot: _run_recording(robot, plan, recorder, episode_of_sample, args))
+        report = drive(
+            args, arm, cal, lambda robot: _run_recording(robot, plan, recorder, episode_of_sample, args, prog)
+        )
     except BaseException:
         recorder.close(save=False)  # a run that failed or was stopped: its episode is no demonstration
         raise
@@ -220,9 +230,11 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _run_recording(robot, plan, recorder, episode_of_sample, args):
+def _run_recording(robot, plan, recorder, episode_of_sample, args, prog):
     """Play ``plan`` while sampling the arm into ``recorder``: one episode per value of ``episode_of_sample``
     (the run, or each pass of a top-level repeat), from the program's first sample (not the ramp to it)."""
+    if robot.recovered:  # a recording starts over: said (asked on a terminal, refused without --restart)
+        _after_unclean_stop(args, robot, prog, robot.prepare_run(prog), may_resume=False)
     recorder.writer.extra["state_source"] = "measured" if robot.backend.caps.measures_positions else "commanded"
     m = robot.run(plan, wait=False)
     episode = None
@@ -288,28 +300,39 @@ def _run_with_keys(args, arm, cal, prog, traj) -> int:
     return 0
 
 
-def _after_unclean_stop(args, robot, prog, pr):
+def _after_unclean_stop(args, robot, prog, pr, *, may_resume: bool = True):
     """The last run on this port ended without a clean stop: say (on a terminal: ask) what this run does with
     the gripper before anything moves. Returns the run to play (from the start, or resumed)."""
     rec = robot.last_run()
     g_now = robot.commanded_pose().gripper_rad
     g_start = float(pr.trajectory.gripper_rad[0])
-    if robot.arm.gripper is None or g_now is None or not math.isfinite(g_start):
-        return pr
     same = rec is not None and rec.digest == pr.digest and rec.status != "done"
     where = f" in step {rec.step + 1} of {rec.steps}" if same else ""
+    same = same and may_resume
     word = robot._gripper_word
-    if abs(g_now - g_start) < math.radians(2):
+    grips = robot.arm.gripper is not None and g_now is not None and math.isfinite(g_start)
+    if not grips:
+        plan = "this run starts over at step 1"
+    elif abs(g_now - g_start) < math.radians(2):
         plan = f"this run starts over at step 1; the gripper stays {word(g_now)}"
     else:
         plan = (
             f"the gripper is {word(g_now)}: this run starts over at step 1 and turns it {word(g_start)} at the "
             "program's start pose, after the arm has moved there"
         )
+    if not (args.restart or sys.stdin.isatty()):  # a service, a cron job: nobody to ask, so no guess
+        gripper = f" (the gripper is {word(g_now)})" if grips else ""
+        turn = f", turning the gripper {word(g_start)} at the start pose" if grips else ""
+        over = f"--restart (start over at step 1{turn})"
+        options = f"--resume (go on there, the gripper as it is), --from-step N|NAME, or {over}" if may_resume else over
+        raise BadInputError(
+            f"the last run on this port stopped uncleanly{where}{gripper} and there is no terminal to ask: nothing "
+            f"moved; give {options}"
+        )
     hint = f"; 'armctl run {args.program} --resume' would go on{where} with the gripper as it is" if same else ""
     line = f"armctl run: the last run on this port stopped uncleanly{where}: {plan}{hint}"
-    if not sys.stdin.isatty():
-        print(line, file=sys.stderr, flush=True)
+    if args.restart or not grips:
+        print(line if not args.restart else f"armctl run: --restart: {plan}", file=sys.stderr, flush=True)
         return pr
     choices = "Enter: start over, r: resume there instead, q: quit" if same else "Enter: start over, q: quit"
     print(f"{line}\n{choices}? ", end="", file=sys.stderr, flush=True)
@@ -324,7 +347,7 @@ def _after_unclean_stop(args, robot, prog, pr):
 
 def cmd_status(args) -> int:
     arm, cal = setup(args)
-    with open_robot(args, arm, cal) as robot:
+    with open_robot(args, arm, cal, moves=False) as robot:
         restored = robot.hold_stored_pose()  # a board that reset on open holds the arm again, no motion
         st = robot.board_status()
         report = robot.where().to_dict()

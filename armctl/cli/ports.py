@@ -56,17 +56,24 @@ def _hold_stored_pose(device: str, ser, hello) -> str | None:
     """Our firmware reset when the probe opened ``device``: its servos went limp. Set them to the pose armctl
     stored for this port when an arm was last left on it (the newest, whatever the arm): they hold it again,
     nothing moves. Words for the report, or None if no pose is stored."""
+    from ..arm import load_arm
     from ..bus.probe import set_pulses
     from ..calibration import find_calibration, load_calibration
     from ..errors import ArmctlError
-    from ..state import stored_values_for_port
+    from ..state import PoseStore, stored_values_for_port
 
-    for arm_name, values, _ in stored_values_for_port(device):
+    for arm_name, _, _ in stored_values_for_port(device):
         try:
-            cal = load_calibration(find_calibration(arm_name))
+            arm, cal = load_arm(arm_name), load_calibration(find_calibration(arm_name))
         except ArmctlError:
             continue
-        if cal.unit != "us" or len(values) != len(cal.servos):
+        if cal.unit != "us":
+            continue
+        stored, why = PoseStore(device, arm).checked(cal)  # the same checks as before a move
+        if stored is None:
+            return f"servos left without pulses: the pose stored for {arm_name} cannot be trusted ({why})"
+        values = stored.values
+        if len(values) != len(cal.servos):
             continue
         widths = {s.channel: v for s, v in zip(cal.servos, values) if v is not None}
         if not widths:

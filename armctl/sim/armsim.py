@@ -57,6 +57,7 @@ class SimOptions(LinkOptions):
     start_deg: list[float] | None = None
     state: str | None = None
     boot: int | None = None
+    encoders: int = 1  # 0: nothing reads where the servos are (a real Uno's PWM servos)
     limits_us: list[tuple[float, float]] | None = None
 
 

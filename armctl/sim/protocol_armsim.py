@@ -33,6 +33,10 @@ ARM is an arm preset name or file (same as option ``arm``). Options:
 - ``limits=LO:HI,..``   per-channel pulse limits (us) the board boots with (default: from ``state``,
                         else 500:2500)
 - ``boot=HEX``          fixed boot id
+- ``encoders=0|1``      1 (default): every joint has an encoder, so the board can say where the arm is
+                        (``measured_angles``); 0: a real Uno's PWM servos, whose position nothing reads (a
+                        board that lost its pulses then knows its pose only from armctl's state file, or
+                        the user's word: ``--assume-pose``)
 
 The opened port has ``.sim`` (a ``SimArm``: recorded pulses, true joint angles and tool point, for
 tests) and ``measured_angles()``: what an encoder on each joint would read, which the armctl backend
@@ -54,7 +58,8 @@ from .simurl import BadSimURL, SimSerial, parse_options
 
 EXPECTED = (
     "expected a URL like armsim://[ARM][?rate=20&drop=0.01&seed=1] with options arm, cal, rate, baud, drop, "
-    "corrupt, delay, disconnect, seed, protocol, depth, channels, slew, offset, scale, flip, start, state, limits, boot"
+    "corrupt, delay, disconnect, seed, protocol, depth, channels, slew, offset, scale, flip, start, state, limits, "
+    "boot, encoders"
 )
 
 
@@ -82,6 +87,7 @@ _OPTIONS = {
     "start": ("start_deg", _floats),
     "state": ("state", str),
     "boot": ("boot", lambda s: int(s, 16)),
+    "encoders": ("encoders", int),
     "limits": ("limits_us", lambda s: [tuple(float(v) for v in p.split(":", 1)) for p in s.split(",") if p.strip()]),
 }
 
@@ -123,6 +129,8 @@ def parse_url(url: str) -> SimOptions:
             raise bad(f"{name} must be finite numbers")
         if len(values) > 8:
             raise bad(f"{name} gives {len(values)} values: one per servo at most (joints, then the gripper)")
+    if opts.encoders not in (0, 1):
+        raise bad(f"encoders must be 0 (PWM servos nothing reads, as on a real Uno) or 1, got {opts.encoders}")
     if not all(v > 0 for v in opts.scale):
         raise bad("scale must be > 0 (a servo's true us/deg over the calibrated)")
     return opts
@@ -143,7 +151,14 @@ class Serial(SimSerial):
         except Exception as exc:  # a port that cannot be opened
             raise SerialException(f"armsim: {exc}") from exc
 
-    def measured_angles(self, *, settle_s: float = 0.0) -> dict[int, float]:
+    @property
+    def measured_angles(self):
+        """``_measured_angles`` (the joint encoders), or None with ``encoders=0``: the backend asks for it
+        (``callable``) to know whether this board can read where its servos are."""
+        sim = getattr(self, "sim", None)
+        return None if sim is not None and not sim.opts.encoders else self._measured_angles
+
+    def _measured_angles(self, *, settle_s: float = 0.0) -> dict[int, float]:
         """Where each simulated joint really is: channel -> angle (rad), hidden ``offset``/``scale``/``flip``
         errors included (an encoder on the joint, not on the servo). With ``settle_s`` > 0, first waits up to
         that long (wall time) for the queue to play out and every servo to reach its pulse."""

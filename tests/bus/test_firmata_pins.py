@@ -108,6 +108,7 @@ def test_an_arm_on_d13_and_analog_pins_goes_where_it_is_sent(tmp_path):
     # Firmata is host-timed: the board runs at wall-clock pace.
     with VirtualUno(hex_path, reset_on_open=True) as uno:
         cmd = [sys.executable, "-m", "armctl", "--arm", "seed-3link", "--backend", "firmata", "--port", uno.pty]
+        cmd += ["--assume-pose", "home"]  # a fresh state folder: armctl has no pose of the arm
         cmd += ["--calibration", str(cal_path), "jog", str(target[0]), str(target[1]), "--speed", "200", "--json"]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
         assert proc.returncode == 0, proc.stderr[-3000:]

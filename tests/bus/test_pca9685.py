@@ -199,7 +199,7 @@ def _log(bus) -> dict[int, list[tuple[float, float | None]]]:
 def test_first_pulse_is_the_one_armctl_writes_and_no_step_beats_the_speed_limit(tmp_path):
     state = tmp_path / "chip.json"
     url = f"pca9685sim://?state={state}"
-    with armctl.connect("seed-3link", port=url, backend="pca9685") as robot:
+    with armctl.connect("seed-3link", port=url, backend="pca9685", assume_pose="home") as robot:
         bus = robot.backend.i2c.bus
         assert bus.log == []  # nothing output before the first move
         robot.move_to(0.5, 0.2, speed=0.3)
@@ -227,7 +227,7 @@ def test_first_pulse_is_the_one_armctl_writes_and_no_step_beats_the_speed_limit(
 def test_a_restarted_host_reads_the_pulses_back_and_does_not_interrupt_them(tmp_path):
     state = tmp_path / "chip.json"
     url = f"pca9685sim://?state={state}"
-    with armctl.connect("seed-3link", port=url, backend="pca9685") as robot:
+    with armctl.connect("seed-3link", port=url, backend="pca9685", assume_pose="home") as robot:
         robot.move_to(0.5, 0.2, speed=0.3)
         before = robot.board_status().values
     with armctl.connect("seed-3link", port=url, backend="pca9685") as robot:
@@ -245,7 +245,7 @@ def test_a_wrong_oscillator_trim_shows_in_the_pulses(tmp_path):
     # the board's oscillator runs at 24 MHz; the host, untrimmed, believes 25: every pulse is 4 % long
     log = tmp_path / "log.csv"
     url = f"pca9685sim://?chip_osc_hz=24000000&log={log}"
-    with armctl.connect("seed-3link", port=url, backend="pca9685") as robot:
+    with armctl.connect("seed-3link", port=url, backend="pca9685", assume_pose="home") as robot:
         robot.home()
         wanted = robot.board_status().values[0]
     rows = [r.split(",") for r in log.read_text().splitlines()]
@@ -253,7 +253,7 @@ def test_a_wrong_oscillator_trim_shows_in_the_pulses(tmp_path):
     assert measured == pytest.approx(wanted * 25 / 24, abs=hw.count_us(121))
     trimmed = tmp_path / "trimmed.csv"
     url = f"pca9685sim://?chip_osc_hz=24000000&osc_hz=24000000&log={trimmed}"
-    with armctl.connect("seed-3link", port=url, backend="pca9685") as robot:
+    with armctl.connect("seed-3link", port=url, backend="pca9685", assume_pose="home") as robot:
         robot.home()
     rows = [r.split(",") for r in trimmed.read_text().splitlines()]
     assert float([r[3] for r in rows if r[2] == "0" and r[3]][-1]) == pytest.approx(wanted, abs=hw.count_us(121))
@@ -317,7 +317,7 @@ def test_a_pulse_the_chip_cannot_make_is_refused_before_anything_is_written(tmp_
 
 def test_status_json_gives_prescale_and_counts_and_ports_finds_the_chip(tmp_path):
     url = f"pca9685sim://?state={tmp_path / 'chip.json'}"
-    assert _armctl("--port", url, "jog", "0.5", "0.2", "--speed", "300").returncode == 0
+    assert _armctl("--port", url, "--assume-pose", "home", "jog", "0.5", "0.2", "--speed", "300").returncode == 0
     r = _armctl("--port", url, "status", "--json")
     assert r.returncode == 0, r.stderr
     st = json.loads(r.stdout)
@@ -344,7 +344,7 @@ def test_a_chip_left_at_another_period_keeps_its_pulse_widths_when_armctl_change
     cal60.write_text(text.replace("arm: seed-3link", "arm: seed-3link\npwm_hz: 60"))
     log = tmp_path / "log.csv"
     url = f"pca9685sim://?state={tmp_path / 'chip.json'}&log={log}"
-    with armctl.connect("seed-3link", port=url, backend="pca9685", calibration=cal60) as robot:
+    with armctl.connect("seed-3link", port=url, backend="pca9685", assume_pose="home", calibration=cal60) as robot:
         robot.move_to(0.5, 0.2, speed=0.3)
         held = robot.board_status().values
         assert robot.board_status().counters["pca9685"]["0x40"]["prescale"] == hw.prescale_for(60)

@@ -172,7 +172,7 @@ def test_ports_identifies_feetech_bus_servos_on_a_pty(sim_pty, capsys):
 
 def test_a_port_another_armctl_holds_is_reported_and_not_opened(sim_pty, capsys):
     pty = sim_pty()
-    with armctl.connect("seed-3link", pty.path) as robot:
+    with armctl.connect("seed-3link", pty.path, assume_pose="home") as robot:  # a pty: nothing reads the servos
         robot.move_joints([40, -80, -45], degrees=True)
         sent = pty.sim.host_bytes
         (got,) = _ports_json(capsys, pty.path)
@@ -272,7 +272,7 @@ def test_port_auto_picks_the_firmata_backend_and_firmata_starts_on_the_boards_an
 
     with VirtualUno(firmata_hex, reset_on_open=True) as uno:
         monkeypatch.setattr(probe, "candidates", lambda: [probe.PortInfo(uno.pty, "2341:0043", "Arduino Uno")])
-        assert main(["--port", "auto", "home", "--json"]) == 0
+        assert main(["--port", "auto", "--assume-pose", "home", "home", "--json"]) == 0
         out = capsys.readouterr()
         assert json.loads(out.out)["backend"] == "firmata"
         t0 = time.monotonic()

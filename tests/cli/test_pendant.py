@@ -335,7 +335,8 @@ def pendant(sim):
 
     def start(*args) -> Screen:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        s = Screen([sys.executable, "-m", "armctl", "--port", sim.path, "jog", *args], env=env)
+        # a pty serves the simulated arm (started at home) without its encoders: the arm's pose in our word
+        s = Screen([sys.executable, "-m", "armctl", "--port", sim.path, "--assume-pose", "home", "jog", *args], env=env)
         started.append(s)
         s.wait(r"step .* idle")
         return s

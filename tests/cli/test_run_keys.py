@@ -154,20 +154,34 @@ def test_after_an_unclean_stop_a_run_says_and_asks_what_it_does_with_the_gripper
         t.close()
 
 
-def test_after_an_unclean_stop_a_run_not_on_a_terminal_says_what_it_does(tmp_path):
+def test_after_an_unclean_stop_a_run_not_on_a_terminal_does_not_guess(tmp_path):
+    """No terminal (a service, a cron job): no option is refused (starting over would drop the part); --restart
+    starts over and says what it does with the gripper."""
     env = dict(os.environ, ARMCTL_STATE_DIR=str(tmp_path / "state"), PYTHONPATH=str(ROOT))
     port = f"armsim://?rate=2&state={tmp_path / 'sim.json'}"
     _killed_while_carrying(env, port)
-    run = subprocess.run(
-        [sys.executable, "-m", "armctl", "--port", port, "run", str(PROGRAM)],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
+
+    def run(*extra):
+        return subprocess.run(
+            [sys.executable, "-m", "armctl", "--port", port, "run", str(PROGRAM), *extra],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    refused = run()
+    assert refused.returncode == 2, refused.stderr
+    line = refused.stderr.strip().splitlines()[-1]
+    assert "stopped uncleanly in step" in line and "(the gripper is closed)" in line and "nothing moved" in line
+    assert (
+        "--resume" in line
+        and "--from-step" in line
+        and "--restart (start over at step 1, turning the gripper open" in line
     )
-    assert run.returncode == 0, run.stderr
-    line = next(x for x in run.stderr.splitlines() if "stopped uncleanly" in x)
+    done = run("--restart")
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stderr.splitlines() if "--restart" in x)
     assert "the gripper is closed: this run starts over at step 1 and turns it open" in line
-    assert f"'armctl run {PROGRAM} --resume' would go on in step" in line

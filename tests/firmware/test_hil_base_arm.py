@@ -62,6 +62,7 @@ def run(tmp_path_factory, arm_name):
     env = {**__import__("os").environ, "ARMCTL_STATE_DIR": str(tmp / "state")}
     with VirtualUno(FIRMWARE_HEX, reset_on_open=True, free_run=True) as uno:
         cmd = [sys.executable, "-m", "armctl", "--arm", arm_name, "--port", uno.pty, "--watchdog", "10"]
+        cmd += ["--assume-pose", "home"]  # a fresh state folder on a board that resets: the user's word
         cmd += ["run", str(PROGRAMS[arm_name]), "--json", "--wire-log", str(wire)]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
         assert proc.returncode == 0, f"armctl run failed ({proc.returncode}):\n{proc.stderr[-3000:]}"

@@ -68,9 +68,10 @@ def test_killed_runs_restart_where_they_stopped(firmware_hex, tmp_path):
     env = dict(os.environ, ARMCTL_STATE_DIR=str(tmp_path / "state"))
     notes = []
     with VirtualUno(firmware_hex, reset_on_open=True) as uno:
-        for _ in range(KILLS):
+        for kill in range(KILLS):
             opened = len(uno.events("open"))
-            proc = _run(uno.pty, env, "run", str(PROGRAM))
+            first = ["--assume-pose", "home"] if kill == 0 else []  # a fresh state folder: the user's word
+            proc = _run(uno.pty, env, "run", str(PROGRAM), *first)
             assert uno.wait_for(lambda u, n=opened: len(u.events("open")) > n, 60), "armctl never opened the port"
             time.sleep(rng.uniform(0.3, 4.0))  # a random moment of the program (it starts streaming ~0.2 s in)
             proc.kill()

@@ -274,7 +274,8 @@ def test_a_reset_mid_run_is_detected_and_nothing_more_is_sent(firmware_hex, tmp_
     program = ROOT / "examples" / "pick_and_place.yaml"
     with VirtualUno(firmware_hex, reset_on_open=True) as uno:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "armctl", "--arm", "seed-3link", "--port", uno.pty, "run", str(program)],
+            [sys.executable, "-m", "armctl", "--arm", "seed-3link", "--port", uno.pty, "--assume-pose", "home"]
+            + ["run", str(program)],
             cwd=ROOT,
             env=dict(os.environ, ARMCTL_STATE_DIR=str(tmp_path / "state")),  # pty paths are reused: no stale pose
             stdout=subprocess.PIPE,

@@ -76,6 +76,7 @@ def test_a_leader_drives_a_mearm_on_the_virtual_uno(tmp_path, backend):
     hand = _hand(tmp_path / "hand.csv")
     with VirtualUno(hex_path, reset_on_open=True) as uno:  # real time: the follow is paced by the host
         cmd = [sys.executable, "-m", "armctl", "--arm", "mearm", "--port", uno.pty, "--backend", backend]
+        cmd += ["--assume-pose", "home"]  # a fresh state folder on a board that resets: the user's word
         cmd += ["follow", "--leader", f"feetechsim://?hand={hand}", "--map", "tool", "--duration", "7", "--json"]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
         assert proc.returncode == 0, f"armctl follow failed ({proc.returncode}):\n{proc.stderr[-3000:]}"

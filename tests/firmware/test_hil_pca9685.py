@@ -63,7 +63,9 @@ def pca_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("pca")
     wire = d / "wire.log"
     with VirtualUno(FIRMWARE_PCA9685_HEX, reset_on_open=True, free_run=True, pca9685=0x40) as uno:
-        run = armctl_cli(uno.pty, d / "state", "run", str(PROGRAM), "--json", "--wire-log", str(wire))
+        run = armctl_cli(
+            uno.pty, d / "state", "--assume-pose", "home", "run", str(PROGRAM), "--json", "--wire-log", str(wire)
+        )
         assert run.returncode == 0, run.stderr[-3000:]
         first = len(uno.pulses())
         # a second program opens the port again: the Uno resets under the powered chip
@@ -159,6 +161,7 @@ def test_a_mearm_on_the_chip_follows_its_path_within_1_mm(tmp_path):
     traj = plan_program(load_program(program), arm).trajectory
     with VirtualUno(FIRMWARE_PCA9685_HEX, reset_on_open=True, free_run=True, pca9685=0x40) as uno:
         cmd = [sys.executable, "-m", "armctl", "--arm", "mearm", "--port", uno.pty, "--watchdog", "10"]
+        cmd += ["--assume-pose", "home"]  # a fresh state folder on a board that resets: the user's word
         env = dict(os.environ, ARMCTL_STATE_DIR=str(tmp_path / "state"))
         run = subprocess.run(
             [*cmd, "run", str(program)], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env

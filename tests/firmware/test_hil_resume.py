@@ -60,12 +60,19 @@ def test_kill_mid_carry_then_resume_places_every_part(firmware_hex, tmp_path):
     slots = [np.array(prog.poses[f"stack{i}"].point_m) for i in (1, 2, 3)]
     env = dict(os.environ, ARMCTL_STATE_DIR=str(tmp_path / "state"))
     with VirtualUno(firmware_hex, reset_on_open=True) as uno:
-        run = _armctl(uno.pty, env, "run", str(PROGRAM))
+        run = _armctl(uno.pty, env, "run", str(PROGRAM), "--assume-pose", "home")  # a fresh state folder on a board that resets: the user's word
         assert uno.wait_for(lambda u: _closes(u, closed_us) >= 2, 90), "the second part was never picked"
         time.sleep(1.2)  # the wait after closing (0.2 s), then lifting part 2 (0.8 s at 100 mm/s): carrying it
         run.kill()
         run.communicate(timeout=30)
         killed_at = uno.pulses(GRIP_PIN)[-1].t_us
+        # no terminal (stdin is /dev/null: a service, a cron job) and no option: no guess, nothing moves
+        guess = _armctl(uno.pty, env, "run", str(PROGRAM))
+        out, err = guess.communicate(timeout=120)
+        assert guess.returncode == 2 and len(err.strip().splitlines()) == 2, err  # the note, then the refusal
+        assert all(opt in err for opt in ("--resume", "--from-step", "--restart")), err
+        reset = uno.events("reset")[-1].t_us
+        assert reset > killed_at and not [p for p in uno.pulses() if p.t_us > reset], "a pulse went out"
         resumed = _armctl(uno.pty, env, "run", str(PROGRAM), "--resume")
         out, err = resumed.communicate(timeout=180)
         assert resumed.returncode == 0, err
@@ -111,7 +118,7 @@ def test_hold_and_resume_on_standard_firmata(tmp_path, monkeypatch):
     require(hex_path is not None, f"no StandardFirmata build: {why}")
     monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     with VirtualUno(hex_path, reset_on_open=True) as uno:
-        with armctl.connect("seed-3link", uno.pty, backend="firmata") as robot:
+        with armctl.connect("seed-3link", uno.pty, backend="firmata", assume_pose="home") as robot:
             robot.move_to(0.45, -0.05, phi=math.radians(-90), path="joint")
             m = robot.move_to(0.45, -0.30, phi=math.radians(-90), speed=0.1, wait=False)
             time.sleep(1.0)
@@ -136,7 +143,7 @@ def test_hold_on_our_firmware_outlasts_its_watchdog(firmware_hex, tmp_path, monk
 
     monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     with VirtualUno(firmware_hex, reset_on_open=True) as uno:
-        with armctl.connect("seed-3link", uno.pty) as robot:
+        with armctl.connect("seed-3link", uno.pty, assume_pose="home") as robot:
             robot.move_to(0.45, -0.05, phi=math.radians(-90), path="joint")
             m = robot.move_to(0.45, -0.30, phi=math.radians(-90), speed=0.1, wait=False)
             time.sleep(1.0)

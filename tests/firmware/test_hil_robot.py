@@ -37,7 +37,7 @@ def test_two_check_runs_on_a_board_that_keeps_its_pulses_never_step_past_the_spe
     with VirtualUno(firmware_hex, reset_on_open=False, free_run=True) as uno:
         for _ in range(2):
             proc = subprocess.run(
-                [sys.executable, "-m", "armctl", "--port", uno.pty, "--watchdog", "10"]
+                [sys.executable, "-m", "armctl", "--port", uno.pty, "--watchdog", "10", "--assume-pose", "home"]
                 + ["calibrate", "--check", "--speed", "300", "--json"],
                 capture_output=True,
                 text=True,

@@ -50,6 +50,8 @@ def run_cli(pty: str, backend: str, wire_log: Path, timeout_s: float, *, watchdo
         pty,
         "--watchdog",
         str(watchdog_s),
+        "--assume-pose",  # its own fresh state folder, on a board that resets: the user's word
+        "home",
         "run",
         str(PROGRAM),
         "--json",

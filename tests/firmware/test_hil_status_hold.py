@@ -37,7 +37,7 @@ def _held_across_last_reset(uno: VirtualUno) -> dict[int, tuple[float, list[floa
 def test_status_and_ports_restore_the_pose_after_the_reset_on_open(firmware_hex, tmp_path):
     env = dict(os.environ, ARMCTL_STATE_DIR=str(tmp_path / "state"))
     with VirtualUno(firmware_hex, reset_on_open=True) as uno:
-        done = _armctl(env, "--port", uno.pty, "jog", "0.5", "0.1")
+        done = _armctl(env, "--port", uno.pty, "--assume-pose", "home", "jog", "0.5", "0.1")
         assert done.returncode == 0, done.stderr
         for command in (["--port", uno.pty, "status"], ["ports", uno.pty]):
             resets = len(uno.events("reset"))

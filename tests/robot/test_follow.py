@@ -456,7 +456,8 @@ def test_a_mearm_on_a_pca9685_follows_too(tmp_path):
         (9, [20, 70, -65, -5], 40),
     ]
     leader = armctl.open_leader("so101", f"feetechsim://?hand={hand_file(tmp_path / 'hand.csv', poses)}")
-    with leader, armctl.connect("mearm", backend="pca9685", calibration="mearm-pca9685") as robot:
+    # a fresh simulated chip (no pulses, nothing reads the servos): the arm stands at home, in our word
+    with leader, armctl.connect("mearm", backend="pca9685", calibration="mearm-pca9685", assume_pose="home") as robot:
         m, frames = run_follow(robot, leader, 3.5, map="tool")
         assert not m.done, m.error
         tp = m.teleop
