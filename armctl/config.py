@@ -263,7 +263,7 @@ def load_yaml_file(path: str | Path) -> Any:
     """Read and parse a YAML file; a missing or unreadable file is a ConfigError. A file read before with the
     same text is not parsed again: the caller gets its own copy of the document parsed then."""
     p = Path(path)
-    text = limits.read_text(p)
+    text = limits.read_utf8(p)
     key = (str(p), text)
     with _PARSED_LOCK:
         doc = _PARSED.get(key)

@@ -113,7 +113,7 @@ def read_lerobot_file(path: str | Path) -> dict[str, Motor]:
     """The motors of a LeRobot calibration JSON (either layout), by name. ConfigError (one line, exit 2) for a
     file that cannot be read or is not a LeRobot calibration."""
     path = Path(path)
-    text = limits.read_text(path, what="LeRobot calibration")
+    text = limits.read_utf8(path, what="LeRobot calibration")
     limits.json_depth_ok(text, path=path)  # JSON nested 100k deep: one line, not a RecursionError
     try:
         data = json.loads(text)
@@ -237,7 +237,7 @@ def find_lerobot_calibration(calibration_id: str) -> Path:
 def _looks_like_lerobot(path: Path) -> bool:
     """True if ``path`` holds a JSON object shaped like LeRobot's calibration (either layout), whatever its name."""
     try:
-        text = limits.read_text(path)
+        text = limits.read_utf8(path)
         limits.json_depth_ok(text)
         data = json.loads(text)
     except (ConfigError, ValueError):

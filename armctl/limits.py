@@ -145,7 +145,7 @@ def read_bytes(path, *, what: str = "file") -> bytes:
     return data
 
 
-def read_text(path, *, what: str = "file") -> str:
+def read_utf8(path, *, what: str = "file") -> str:
     """``read_bytes`` decoded as UTF-8; bytes that are not UTF-8 are refused naming the line."""
     data = read_bytes(path, what=what)
     try:

@@ -113,7 +113,7 @@ class Recorder:
     def _read(self) -> str | None:
         if not self.path.exists():
             return None
-        return limits.read_text(self.path, what="program to record into")
+        return limits.read_utf8(self.path, what="program to record into")
 
     def _program(self, text: str) -> Program | None:
         """The program in ``text``; None for a file with nothing in it yet (empty, or comments only)."""

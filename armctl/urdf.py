@@ -112,7 +112,7 @@ def load_urdf_spec(path, *, tool_link: str | None = None, sidecar: str | Path | 
     (``armctl.arm.load_arm`` builds it; this module does not import that one). ``tool_link`` wins over the
     sidecar's; ``sidecar`` defaults to ``<stem>.armctl.yaml`` beside the URDF, if there is one."""
     path = Path(path)
-    text = limits.read_text(path, what="URDF")  # bounded; XML entity bombs are expat's to refuse (it does)
+    text = limits.read_utf8(path, what="URDF")  # bounded; XML entity bombs are expat's to refuse (it does)
     sc_path = Path(sidecar) if sidecar is not None else sidecar_path(path)
     sc = None
     if sidecar is not None or sc_path.is_file():
