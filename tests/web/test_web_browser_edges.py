@@ -158,7 +158,8 @@ def test_watch_a_run_another_armctl_drives(browser, tmp_path):  # noqa: F811
         assert f"pid {driver.pid}" in browser.find_element("id", "message").text
         _shot(browser, tmp_path, "web_watch.png")
         reply = browser.execute_script(
-            "return fetch('/api/move', {method: 'POST', headers: {'Content-Type': 'application/json'},"
+            "return fetch('/api/move', {method: 'POST', headers: {'Content-Type': 'application/json',"
+            " 'X-Armctl-Token': TOKEN},"
             " body: JSON.stringify({x_mm: 400, y_mm: 100})}).then(async r => [r.status, await r.json()])"
         )
         assert reply[0] == 403 and f"pid {driver.pid}" in reply[1]["error"] and "only watches" in reply[1]["error"]
