@@ -475,6 +475,20 @@ def calibration_places(arm_name: str, *, cwd: Path | None = None) -> list[Path]:
     return [(cwd or Path.cwd()) / "calibration" / name, user_calibration_dir() / name, PRESET_CALIBRATION_DIR / name]
 
 
+def calibration_file(name_or_path: str | Path) -> Path:
+    """The file a ``--calibration``/``--show`` argument names: a path, or the name of an example shipped with
+    the presets (``mearm-pca9685``, with or without ``.yaml``) when no such file is here."""
+    path = Path(name_or_path)
+    try:
+        if path.exists() or str(name_or_path) != path.name:
+            return path
+    except OSError:  # a folder we may not look in: reading the file says so, in one line
+        return path
+    stem = path.name[: -len(".yaml")] if path.name.endswith(".yaml") else path.name
+    shipped = PRESET_CALIBRATION_DIR / f"{stem}.yaml"
+    return shipped if shipped.is_file() else path
+
+
 def find_calibration(
     arm_name: str, explicit: str | Path | None = None, *, cwd: Path | None = None, arm_ref: str | None = None
 ) -> Path:
@@ -482,15 +496,18 @@ def find_calibration(
     such as ``mearm-pca9685``), else the first of ``calibration_places`` that exists; ConfigError naming the
     places looked at otherwise (its hint names the arm as ``--arm`` takes it: ``arm_ref``, default the name)."""
     if explicit is not None:
-        path = Path(explicit)
-        shipped = PRESET_CALIBRATION_DIR / f"{explicit}.yaml"
-        if not path.exists() and str(explicit) == path.name and shipped.is_file():
-            return shipped  # an example shipped with the presets, by name (e.g. mearm-pca9685)
-        return path
+        return calibration_file(explicit)
     places = calibration_places(arm_name, cwd=cwd)
     for candidate in places:
-        if candidate.is_file():
-            return candidate
+        try:
+            if candidate.is_file():
+                return candidate
+        except OSError as exc:  # a folder we may not look in (Python raises EACCES from is_file)
+            raise ConfigError(
+                f"cannot look in this folder ({exc.strerror or exc}): give it read and search permission "
+                "(chmod u+rx), or set ARMCTL_CONFIG_DIR to another folder",
+                path=candidate.parent,
+            ) from None
     raise ConfigError(
         f"no calibration for arm {arm_name!r}: looked for {', '.join(map(str, places))}; pass --calibration "
         f"FILE or run 'armctl --arm {arm_ref or arm_name} calibrate' (see docs/calibration.md for the format)"

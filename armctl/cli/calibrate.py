@@ -21,7 +21,7 @@ import numpy as np
 from .. import calibrate as cb
 from .. import motion
 from ..arm import Arm, load_arm
-from ..calibration import PULSE_RANGE_US, Calibration, load_calibration, save_path_for
+from ..calibration import PULSE_RANGE_US, Calibration, calibration_file, load_calibration, save_path_for
 from ..errors import BadInputError, ConfigError, LinkError, Terminated
 from ..units import parse_float, parse_length
 from ..validate import must_be_positive, positive_text
@@ -38,7 +38,7 @@ script forms:
   armctl calibrate --joint 1 --min-us 820 --max-us 2180  append a safe range
   armctl calibrate --joint gripper --angle open --us 1800
   armctl calibrate --fit [--out FILE]                    fit the points file and save the calibration
-  armctl calibrate --show [FILE]                         print a calibration
+  armctl calibrate --show [FILE|NAME]                    print a calibration (NAME: shipped, e.g. mearm-pca9685)
   armctl calibrate --compare A.yaml B.yaml               how two calibrations differ (deg, mm)
   armctl calibrate --check                               move through a square, print where to measure
   armctl calibrate --push-limits                         write the calibration's min/max to the board
@@ -60,7 +60,13 @@ def register(sub, parents) -> None:
     )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--fit", action="store_true", help="fit the points file and save the calibration")
-    mode.add_argument("--show", nargs="?", const="", metavar="FILE", help="print a calibration (default: the arm's)")
+    mode.add_argument(
+        "--show",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="print a calibration: a file, or a shipped one by name (mearm-pca9685); default the arm's",
+    )
     mode.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two calibration files")
     mode.add_argument("--check", action="store_true", help="move through a square; print where each corner is")
     mode.add_argument("--push-limits", action="store_true", help="write the calibration's min/max to the board")
@@ -278,7 +284,7 @@ def _show(args) -> int:
 
         cal = open_calibration(args.show, load_arm(choose_arm(args)))[0]
     elif args.show:
-        cal = load_calibration(args.show)
+        cal = load_calibration(calibration_file(args.show))
     else:
         _, cal = setup(args)
     if args.json:
@@ -304,7 +310,10 @@ def _compare(args) -> int:
 
     arm = load_arm(args.arm)
     # LeRobot's (lerobot:ID or its JSON) as the armctl calibration it means on --arm, as --show takes them
-    a, b = (open_calibration(p, arm)[0] if resolve(p) is not None else load_calibration(p) for p in args.compare)
+    a, b = (
+        open_calibration(p, arm)[0] if resolve(p) is not None else load_calibration(calibration_file(p))
+        for p in args.compare
+    )
     if arm.name != a.arm:  # --arm left at its default: the arm the calibration names, if it is a preset
         try:
             arm = load_arm(a.arm)
