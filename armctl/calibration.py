@@ -206,6 +206,19 @@ class Calibration:
         values = np.asarray(values, dtype=float)
         return np.stack([s.angle_rad(values[..., i]) for i, s in enumerate(self.joints)], axis=-1)
 
+    def outside(self, values, *, tol: float = 1e-6) -> np.ndarray:
+        """Per row of joint values (..., n): True where any is outside its servo's safe range (or not finite)."""
+        values = np.asarray(values, dtype=float).reshape(-1, len(self.joints))
+        lo = np.array([s.lo for s in self.joints])
+        hi = np.array([s.hi for s in self.joints])
+        return np.any((values < lo - tol) | (values > hi + tol) | ~np.isfinite(values), axis=1)
+
+    def outside_gripper(self, values, *, tol: float = 1e-6) -> np.ndarray:
+        """True where a gripper servo value is outside its safe range (False everywhere with no gripper)."""
+        v = np.atleast_1d(np.asarray(values, dtype=float))
+        g = self.gripper
+        return np.zeros(v.shape, dtype=bool) if g is None else (v < g.lo - tol) | (v > g.hi + tol)
+
     def check_values(self, values, q_rad=None, *, tol: float = 1e-6) -> None:
         """Raise PulseLimitError if any joint value in ``values`` (..., n) is outside its safe range."""
         values = np.asarray(values, dtype=float).reshape(-1, len(self.joints))
@@ -262,7 +275,7 @@ class Calibration:
         if g is None:
             raise ConfigError("this calibration has no gripper servo", path=self.source)
         v = g.value(angle_rad)
-        if check and np.any((v < g.lo - 1e-6) | (v > g.hi + 1e-6)):
+        if check and np.any(self.outside_gripper(v)):
             raise PulseLimitError(
                 f"gripper needs a value outside the calibrated {g.lo:g}..{g.hi:g} {g.unit} ({self._where()})"
             )
