@@ -559,9 +559,13 @@ def _servo_yaml(s: ServoCal | BusServoCal) -> str:
             f"{exact(s.steps_per_deg)}, direction: {s.direction}, min_steps: {exact(s.min_steps)}, "
             f"max_steps: {exact(s.max_steps)}{offset}}}"
         )
+
+    def fine(v: float) -> str:  # 12 digits: a mapping given exactly (ServoKit's 2000 us / 270 deg) keeps its ends
+        return f"{v:.12g}"  # inside min..max when read back (6 digits put them up to 0.005 us outside)
+
     return (
-        f"{{name: {s.name}, channel: {s.channel}, pin: {s.pin}, zero_us: {num(s.zero_us)}, "
-        f"us_per_deg: {num(s.us_per_deg)}, direction: {s.direction}, min_us: {num(s.min_us)}, "
+        f"{{name: {s.name}, channel: {s.channel}, pin: {s.pin}, zero_us: {fine(s.zero_us)}, "
+        f"us_per_deg: {fine(s.us_per_deg)}, direction: {s.direction}, min_us: {num(s.min_us)}, "
         f"max_us: {num(s.max_us)}}}"
     )
 
@@ -637,6 +641,58 @@ def narrowed(cal: Calibration, value_range, *, why: str) -> tuple[Calibration, l
     n = len(cal.joints)
     out = replace(cal, joints=tuple(servos[:n]), gripper=servos[n] if cal.gripper is not None else None, limited_by=why)
     return out, notes
+
+
+SERVOKIT_ACTUATION_RANGE_DEG = 180.0  # adafruit_motor.servo.Servo's default actuation_range
+
+
+def servokit_servo(
+    servo: ServoCal,
+    min_us: float,
+    max_us: float,
+    *,
+    actuation_range_deg: float | None = SERVOKIT_ACTUATION_RANGE_DEG,
+    zero_at_deg: float | None = None,
+    reverse: bool = False,
+    channel: int | None = None,
+) -> ServoCal:
+    """``servo`` mapped as Adafruit's ServoKit maps it after ``set_pulse_width_range(min_us, max_us)`` with
+    ``actuation_range``: its angle a (0..actuation_range deg) gives min + (max - min) * a / actuation_range us
+    (adafruit_motor.servo). The joint's zero is ServoKit's ``zero_at_deg`` (default: the middle of the range) and
+    the joint angle grows with ServoKit's angle (``reverse``: against it); the safe range is min..max (ServoKit
+    refuses angles outside 0..actuation_range). ``channel``: ``kit.servo[N]``'s N (the PCA9685 output).
+    BadInputError naming the value for what no hobby servo mapping can be."""
+    from .errors import BadInputError
+
+    rng = SERVOKIT_ACTUATION_RANGE_DEG if actuation_range_deg is None else float(actuation_range_deg)
+    if not (math.isfinite(rng) and 0 < rng <= 360):
+        raise BadInputError(f"--actuation-range {actuation_range_deg:g}: a servo's range of motion is 0 < DEG <= 360")
+    lo_ok, hi_ok = PULSE_RANGE_US
+    for what, v in (("MIN_US", min_us), ("MAX_US", max_us)):
+        if not (math.isfinite(v) and lo_ok <= v <= hi_ok):
+            raise BadInputError(f"--from-servokit {what} {v:g}: a hobby servo pulse is {lo_ok:g}..{hi_ok:g} us")
+    if abs(max_us - min_us) < 1.0:
+        raise BadInputError(f"--from-servokit: MIN_US {min_us:g} and MAX_US {max_us:g} must differ")
+    zero_at = rng / 2 if zero_at_deg is None else float(zero_at_deg)
+    if not (math.isfinite(zero_at) and 0 <= zero_at <= rng):
+        raise BadInputError(f"--zero-at {zero_at:g}: ServoKit's angle at the joint's zero must be in 0..{rng:g} deg")
+    per_deg = abs(max_us - min_us) / rng
+    lo_pd, hi_pd = ServoCal.per_deg_range
+    if not lo_pd <= per_deg <= hi_pd:
+        raise BadInputError(
+            f"--from-servokit {min_us:g} {max_us:g} over {rng:g} deg is {per_deg:.3g} us/deg; a hobby servo's is "
+            f"{lo_pd:g}..{hi_pd:g}"
+        )
+    direction = (1 if max_us > min_us else -1) * (-1 if reverse else 1)  # set_pulse_width_range(max, min) reverses
+    return replace(
+        servo,
+        channel=servo.channel if channel is None else int(channel),
+        zero_us=min_us + (max_us - min_us) * zero_at / rng,
+        us_per_deg=per_deg,
+        direction=direction,
+        min_us=min(min_us, max_us),
+        max_us=max(min_us, max_us),
+    )
 
 
 def with_servo(cal: Calibration, index: int, **changes) -> Calibration:
