@@ -219,6 +219,11 @@ class Calibration:
         g = self.gripper
         return np.zeros(v.shape, dtype=bool) if g is None else (v < g.lo - tol) | (v > g.hi + tol)
 
+    def joint_limits_rad(self) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) per joint (rad): the angles whose values lie inside each servo's calibrated range."""
+        ranges = np.array([s.angle_range_rad() for s in self.joints], dtype=float)
+        return ranges[:, 0], ranges[:, 1]
+
     def check_values(self, values, q_rad=None, *, tol: float = 1e-6) -> None:
         """Raise PulseLimitError if any joint value in ``values`` (..., n) is outside its safe range."""
         values = np.asarray(values, dtype=float).reshape(-1, len(self.joints))
@@ -641,6 +646,17 @@ def narrowed(cal: Calibration, value_range, *, why: str) -> tuple[Calibration, l
     n = len(cal.joints)
     out = replace(cal, joints=tuple(servos[:n]), gripper=servos[n] if cal.gripper is not None else None, limited_by=why)
     return out, notes
+
+
+def within_calibration(arm, cal: Calibration):
+    """``arm`` with each joint's limits cut to the angles its servo's calibrated range gives
+    (``Calibration.joint_limits_rad``): poses chosen on it need no pulse the calibration refuses. ``arm`` itself
+    when the calibration cuts nothing."""
+    lo, hi = cal.joint_limits_rad()
+    q_min, q_max = np.maximum(arm.q_min, lo), np.minimum(arm.q_max, hi)
+    if np.array_equal(q_min, arm.q_min) and np.array_equal(q_max, arm.q_max):
+        return arm
+    return replace(arm, q_min=q_min, q_max=q_max)
 
 
 SERVOKIT_ACTUATION_RANGE_DEG = 180.0  # adafruit_motor.servo.Servo's default actuation_range
