@@ -54,6 +54,8 @@ script forms:
   armctl calibrate --check                               move through a square, print where to measure
   armctl calibrate --push-limits                         write the calibration's min/max to the board
   armctl --arm so101 calibrate --from-lerobot my_arm     LeRobot's calibration my_arm as an armctl YAML
+  armctl calibrate --joint 1 --from-servokit 750 2250    joint 1 as Adafruit ServoKit drives it after
+                                                         set_pulse_width_range(750, 2250) (docs/pca9685.md)
 exit codes: 0 ok, 2 bad input or a refused fit, 3 check square unreachable, 4 board error or
 board limits that differ from the calibration, 130 quit (q or Ctrl-C; nothing saved)."""
 
