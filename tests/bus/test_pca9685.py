@@ -615,8 +615,8 @@ def test_from_servokit_gives_the_pulses_adafruits_servokit_gives(tmp_path, capsy
     [
         (["--from-servokit", "750", "2250"], "needs --joint J"),
         (["--joint", "1", "--from-servokit", "750", "2600"], "MAX_US 2600: a hobby servo pulse is 500..2500 us"),
-        (["--joint", "1", "--from-servokit", "750", "2250", "--zero-at", "200"], "--zero-at 200"),
-        (["--joint", "1", "--from-servokit", "750", "2250", "--actuation-range", "0"], "--actuation-range 0"),
+        (["--joint", "1", "--from-servokit", "750", "2250", "--zero-at", "200"], "200: ServoKit's angle at"),
+        (["--joint", "1", "--from-servokit", "750", "2250", "--actuation-range", "0"], "0: a servo's range"),
         (["--joint", "1", "--from-servokit", "1500", "1500"], "must differ"),
         (["--joint", "1", "--from-servokit", "750", "2250", "--channel", "1"], "share channel 1"),
         (["--joint", "1", "--reverse"], "go with --from-servokit"),
