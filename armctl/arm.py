@@ -289,14 +289,22 @@ def load_arm(name_or_path: str | Path, *, tool_link: str | None = None) -> Arm:
         text += ".urdf"
         tool_link = tool_link or link
     path = Path(text)
-    if not (path.suffix in (".yaml", ".yml", ".urdf") or path.exists()):
+    try:  # a folder we may not look in: reading the file says so, in one line
+        is_file, is_dir = path.is_file(), path.is_dir()
+    except OSError:
+        is_file, is_dir = True, False
+    # a folder is never an arm file: a preset of that name wins over a folder ./so101 where armctl is run
+    if not (path.suffix in (".yaml", ".yml", ".urdf") or is_file):
         for suffix in (".yaml", ".urdf"):
             preset = PRESET_DIR / f"{text}{suffix}"
             if preset.exists():
                 path = preset
                 break
         else:
-            raise ConfigError(f"no arm preset or file named {text!r}; presets: {', '.join(preset_names())}")
+            what = f"{text!r} is a folder, not an arm file" if is_dir else f"no arm preset or file named {text!r}"
+            raise ConfigError(f"{what}; presets: {', '.join(preset_names())}")
+    elif is_dir:  # so101.yaml/ or x.urdf/: named as a file, but a folder
+        raise ConfigError(f"{text!r} is a folder, not an arm file (give the arm's YAML or URDF file)")
     if path.suffix == ".urdf":
         return load_urdf_arm(path, tool_link=tool_link)
     if tool_link is not None:

@@ -206,6 +206,24 @@ class Calibration:
         values = np.asarray(values, dtype=float)
         return np.stack([s.angle_rad(values[..., i]) for i, s in enumerate(self.joints)], axis=-1)
 
+    def outside(self, values, *, tol: float = 1e-6) -> np.ndarray:
+        """Per row of joint values (..., n): True where any is outside its servo's safe range (or not finite)."""
+        values = np.asarray(values, dtype=float).reshape(-1, len(self.joints))
+        lo = np.array([s.lo for s in self.joints])
+        hi = np.array([s.hi for s in self.joints])
+        return np.any((values < lo - tol) | (values > hi + tol) | ~np.isfinite(values), axis=1)
+
+    def outside_gripper(self, values, *, tol: float = 1e-6) -> np.ndarray:
+        """True where a gripper servo value is outside its safe range (False everywhere with no gripper)."""
+        v = np.atleast_1d(np.asarray(values, dtype=float))
+        g = self.gripper
+        return np.zeros(v.shape, dtype=bool) if g is None else (v < g.lo - tol) | (v > g.hi + tol)
+
+    def joint_limits_rad(self) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) per joint (rad): the angles whose values lie inside each servo's calibrated range."""
+        ranges = np.array([s.angle_range_rad() for s in self.joints], dtype=float)
+        return ranges[:, 0], ranges[:, 1]
+
     def check_values(self, values, q_rad=None, *, tol: float = 1e-6) -> None:
         """Raise PulseLimitError if any joint value in ``values`` (..., n) is outside its safe range."""
         values = np.asarray(values, dtype=float).reshape(-1, len(self.joints))
@@ -262,7 +280,7 @@ class Calibration:
         if g is None:
             raise ConfigError("this calibration has no gripper servo", path=self.source)
         v = g.value(angle_rad)
-        if check and np.any((v < g.lo - 1e-6) | (v > g.hi + 1e-6)):
+        if check and np.any(self.outside_gripper(v)):
             raise PulseLimitError(
                 f"gripper needs a value outside the calibrated {g.lo:g}..{g.hi:g} {g.unit} ({self._where()})"
             )
@@ -475,6 +493,20 @@ def calibration_places(arm_name: str, *, cwd: Path | None = None) -> list[Path]:
     return [(cwd or Path.cwd()) / "calibration" / name, user_calibration_dir() / name, PRESET_CALIBRATION_DIR / name]
 
 
+def calibration_file(name_or_path: str | Path) -> Path:
+    """The file a ``--calibration``/``--show`` argument names: a path, or the name of an example shipped with
+    the presets (``mearm-pca9685``, with or without ``.yaml``) when no such file is here."""
+    path = Path(name_or_path)
+    try:
+        if path.exists() or str(name_or_path) != path.name:
+            return path
+    except OSError:  # a folder we may not look in: reading the file says so, in one line
+        return path
+    stem = path.name[: -len(".yaml")] if path.name.endswith(".yaml") else path.name
+    shipped = PRESET_CALIBRATION_DIR / f"{stem}.yaml"
+    return shipped if shipped.is_file() else path
+
+
 def find_calibration(
     arm_name: str, explicit: str | Path | None = None, *, cwd: Path | None = None, arm_ref: str | None = None
 ) -> Path:
@@ -482,15 +514,18 @@ def find_calibration(
     such as ``mearm-pca9685``), else the first of ``calibration_places`` that exists; ConfigError naming the
     places looked at otherwise (its hint names the arm as ``--arm`` takes it: ``arm_ref``, default the name)."""
     if explicit is not None:
-        path = Path(explicit)
-        shipped = PRESET_CALIBRATION_DIR / f"{explicit}.yaml"
-        if not path.exists() and str(explicit) == path.name and shipped.is_file():
-            return shipped  # an example shipped with the presets, by name (e.g. mearm-pca9685)
-        return path
+        return calibration_file(explicit)
     places = calibration_places(arm_name, cwd=cwd)
     for candidate in places:
-        if candidate.is_file():
-            return candidate
+        try:
+            if candidate.is_file():
+                return candidate
+        except OSError as exc:  # a folder we may not look in (Python raises EACCES from is_file)
+            raise ConfigError(
+                f"cannot look in this folder ({exc.strerror or exc}): give it read and search permission "
+                "(chmod u+rx), or set ARMCTL_CONFIG_DIR to another folder",
+                path=candidate.parent,
+            ) from None
     raise ConfigError(
         f"no calibration for arm {arm_name!r}: looked for {', '.join(map(str, places))}; pass --calibration "
         f"FILE or run 'armctl --arm {arm_ref or arm_name} calibrate' (see docs/calibration.md for the format)"
@@ -529,9 +564,13 @@ def _servo_yaml(s: ServoCal | BusServoCal) -> str:
             f"{exact(s.steps_per_deg)}, direction: {s.direction}, min_steps: {exact(s.min_steps)}, "
             f"max_steps: {exact(s.max_steps)}{offset}}}"
         )
+
+    def fine(v: float) -> str:  # 12 digits: a mapping given exactly (ServoKit's 2000 us / 270 deg) keeps its ends
+        return f"{v:.12g}"  # inside min..max when read back (6 digits put them up to 0.005 us outside)
+
     return (
-        f"{{name: {s.name}, channel: {s.channel}, pin: {s.pin}, zero_us: {num(s.zero_us)}, "
-        f"us_per_deg: {num(s.us_per_deg)}, direction: {s.direction}, min_us: {num(s.min_us)}, "
+        f"{{name: {s.name}, channel: {s.channel}, pin: {s.pin}, zero_us: {fine(s.zero_us)}, "
+        f"us_per_deg: {fine(s.us_per_deg)}, direction: {s.direction}, min_us: {num(s.min_us)}, "
         f"max_us: {num(s.max_us)}}}"
     )
 
@@ -607,6 +646,69 @@ def narrowed(cal: Calibration, value_range, *, why: str) -> tuple[Calibration, l
     n = len(cal.joints)
     out = replace(cal, joints=tuple(servos[:n]), gripper=servos[n] if cal.gripper is not None else None, limited_by=why)
     return out, notes
+
+
+def within_calibration(arm, cal: Calibration):
+    """``arm`` with each joint's limits cut to the angles its servo's calibrated range gives
+    (``Calibration.joint_limits_rad``): poses chosen on it need no pulse the calibration refuses. ``arm`` itself
+    when the calibration cuts nothing."""
+    lo, hi = cal.joint_limits_rad()
+    q_min, q_max = np.maximum(arm.q_min, lo), np.minimum(arm.q_max, hi)
+    if np.array_equal(q_min, arm.q_min) and np.array_equal(q_max, arm.q_max):
+        return arm
+    return replace(arm, q_min=q_min, q_max=q_max)
+
+
+SERVOKIT_ACTUATION_RANGE_DEG = 180.0  # adafruit_motor.servo.Servo's default actuation_range
+
+
+def servokit_servo(
+    servo: ServoCal,
+    min_us: float,
+    max_us: float,
+    *,
+    actuation_range_deg: float | None = SERVOKIT_ACTUATION_RANGE_DEG,
+    zero_at_deg: float | None = None,
+    reverse: bool = False,
+    channel: int | None = None,
+) -> ServoCal:
+    """``servo`` mapped as Adafruit's ServoKit maps it after ``set_pulse_width_range(min_us, max_us)`` with
+    ``actuation_range``: its angle a (0..actuation_range deg) gives min + (max - min) * a / actuation_range us
+    (adafruit_motor.servo). The joint's zero is ServoKit's ``zero_at_deg`` (default: the middle of the range) and
+    the joint angle grows with ServoKit's angle (``reverse``: against it); the safe range is min..max (ServoKit
+    refuses angles outside 0..actuation_range). ``channel``: ``kit.servo[N]``'s N (the PCA9685 output).
+    BadInputError naming the value for what no hobby servo mapping can be."""
+    from .errors import BadInputError
+
+    rng = SERVOKIT_ACTUATION_RANGE_DEG if actuation_range_deg is None else float(actuation_range_deg)
+    if not (math.isfinite(rng) and 0 < rng <= 360):
+        raise BadInputError(f"--actuation-range {actuation_range_deg:g}: a servo's range of motion is 0 < DEG <= 360")
+    lo_ok, hi_ok = PULSE_RANGE_US
+    for what, v in (("MIN_US", min_us), ("MAX_US", max_us)):
+        if not (math.isfinite(v) and lo_ok <= v <= hi_ok):
+            raise BadInputError(f"--from-servokit {what} {v:g}: a hobby servo pulse is {lo_ok:g}..{hi_ok:g} us")
+    if abs(max_us - min_us) < 1.0:
+        raise BadInputError(f"--from-servokit: MIN_US {min_us:g} and MAX_US {max_us:g} must differ")
+    zero_at = rng / 2 if zero_at_deg is None else float(zero_at_deg)
+    if not (math.isfinite(zero_at) and 0 <= zero_at <= rng):
+        raise BadInputError(f"--zero-at {zero_at:g}: ServoKit's angle at the joint's zero must be in 0..{rng:g} deg")
+    per_deg = abs(max_us - min_us) / rng
+    lo_pd, hi_pd = ServoCal.per_deg_range
+    if not lo_pd <= per_deg <= hi_pd:
+        raise BadInputError(
+            f"--from-servokit {min_us:g} {max_us:g} over {rng:g} deg is {per_deg:.3g} us/deg; a hobby servo's is "
+            f"{lo_pd:g}..{hi_pd:g}"
+        )
+    direction = (1 if max_us > min_us else -1) * (-1 if reverse else 1)  # set_pulse_width_range(max, min) reverses
+    return replace(
+        servo,
+        channel=servo.channel if channel is None else int(channel),
+        zero_us=min_us + (max_us - min_us) * zero_at / rng,
+        us_per_deg=per_deg,
+        direction=direction,
+        min_us=min(min_us, max_us),
+        max_us=max(min_us, max_us),
+    )
 
 
 def with_servo(cal: Calibration, index: int, **changes) -> Calibration:

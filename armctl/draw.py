@@ -102,20 +102,32 @@ class Drawing:
     unit_m: float = 0.001
     y_down: bool = False
     speed_m_s: float | None = None  # a G-code file's feed rate, if it gives one
+    # per stroke, where it is in the file: (what, lines): what names it ('<path id="A">, subpath 2 of 2'),
+    # lines: the G-code line of its start, then of each primitive (None for an SVG)
+    origins: list = field(default_factory=list)
 
     def polylines(self, tol: float) -> list[np.ndarray]:
         """Every stroke as a polyline (k, 2) in drawing units, curves within ``tol`` (drawing units)."""
+        return [line for line, _ in self.located_polylines(tol)]
+
+    def located_polylines(self, tol: float) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``polylines`` with, per point, the index of the stroke's primitive it ends (-1: the stroke's start)."""
         out = []
         for start, prims in self.strokes:
             pts = [np.asarray(start, dtype=float)[None, :]]
-            for p in prims:
+            of = [np.array([-1])]
+            for j, p in enumerate(prims):
                 pts.append(p[None, :] if isinstance(p, np.ndarray) else p.flatten(tol))
-            line = np.concatenate(pts)
+                of.append(np.full(len(pts[-1]), j))
+            line, prim = np.concatenate(pts), np.concatenate(of)
             keep = np.concatenate([[True], np.hypot(*np.diff(line, axis=0).T) > 1e-12])
-            line = line[keep]
-            if len(line) >= 1:
-                out.append(line)
+            if keep.sum() >= 1:
+                out.append((line[keep], prim[keep]))
         return out
+
+    def origin(self, i: int) -> tuple[str, list | None]:
+        """Where stroke ``i`` (0-based) is in the file: (what, G-code lines of its start and primitives, or None)."""
+        return self.origins[i] if i < len(self.origins) else ("", None)
 
     def bbox(self) -> tuple[np.ndarray, np.ndarray]:
         """(lo, hi) corners of the drawing (drawing units)."""
@@ -171,6 +183,7 @@ def parse_svg(text: str, source: str = "<svg>") -> Drawing:
     except Exception as exc:  # a malformed document: the parser's own words
         raise BadInputError(f"{source}: not a readable SVG: {exc}") from None
     d = Drawing(source=source, unit_m=SVG_PX_MM / 1000.0, y_down=True)
+    shape_no = 0
     for el in svg.elements():
         if isinstance(el, se.Text):
             words = (getattr(el, "text", "") or "").strip()
@@ -182,6 +195,10 @@ def parse_svg(text: str, source: str = "<svg>") -> Drawing:
             continue
         if el.values.get("visibility") == "hidden" or el.values.get("display") == "none":
             continue
+        shape_no += 1
+        tag = type(el).__name__.lower()
+        name = f'<{tag} id="{el.id}">' if el.id else f"<{tag}>"
+        before = len(d.strokes)
         start, prims, first = None, [], None
         for seg in se.Path(el).segments():
             if isinstance(seg, se.Move):
@@ -202,6 +219,10 @@ def parse_svg(text: str, source: str = "<svg>") -> Drawing:
                 prims.append(_Curve(seg))
         if start is not None and prims:
             d.strokes.append((start, prims))
+        n = len(d.strokes) - before  # the shape's subpaths that draw
+        for k in range(n):
+            part = f", subpath {k + 1} of {n}" if n > 1 else ""
+            d.origins.append((f"shape {shape_no} {name}{part}", None))
     return d
 
 
@@ -250,6 +271,12 @@ def parse_gcode(text: str, source: str = "<gcode>") -> Drawing:
     stroke = None  # (start, prims)
     feed = None
     zpos = None  # the pen's Z (mm): <= 0 is down
+    lines_of: list[int] = []  # the line of the stroke's start, then of each of its primitives
+    pos_line = 0  # the line that moved to pos
+
+    def done(stroke):
+        d.strokes.append(stroke)
+        d.origins.append((f"lines {lines_of[0]}-{lines_of[-1]}", list(lines_of)))
 
     def bad(no, why):
         return BadInputError(f"{source}:{no}: {why}")
@@ -319,7 +346,7 @@ def parse_gcode(text: str, source: str = "<gcode>") -> Drawing:
             new_pen = mode != 0
         if new_pen != pen:
             if stroke is not None and stroke[1]:
-                d.strokes.append(stroke)
+                done(stroke)
             stroke = None
             pen = new_pen
         if not has_xy:
@@ -343,10 +370,12 @@ def parse_gcode(text: str, source: str = "<gcode>") -> Drawing:
         if pen:
             if stroke is None:
                 stroke = (pos.copy(), [])
+                lines_of = [pos_line]
             stroke[1].append(prim)
-        pos = end
+            lines_of.append(no)
+        pos, pos_line = end, no
     if stroke is not None and stroke[1]:
-        d.strokes.append(stroke)
+        done(stroke)
     d.speed_m_s = feed
     return d
 
@@ -533,7 +562,8 @@ def plan_drawing(arm, drawing: Drawing, paper: Paper) -> DrawingPlan:
             )
         z = max(table)
     scale, offset = _fit(drawing, arm, paper)
-    polys = drawing.polylines(paper.tolerance_m / scale)
+    located = drawing.located_polylines(paper.tolerance_m / scale)
+    polys = [p for p, _ in located]
     dp = DrawingPlan(
         plan=None,
         strokes_m=[],
@@ -568,27 +598,42 @@ def plan_drawing(arm, drawing: Drawing, paper: Paper) -> DrawingPlan:
         )
         labels.append(label)
 
+    def stroke_name(i: int) -> str:
+        what = drawing.origin(i)[0]
+        return f"{drawing.source}: stroke {i + 1} of {len(strokes)}" + (f" ({what})" if what else "")
+
+    def point_name(i: int, k: int) -> str:
+        """Point ``k`` of stroke ``i``: its index, where it is in the drawing (mm) and, in G-code, its line."""
+        pts, prim = located[i]
+        x, y = pts[k] * drawing.unit_m * 1000.0
+        lines = drawing.origin(i)[1]
+        line = f", line {lines[int(prim[k]) + 1]}" if lines else ""
+        return f"point {k} of {len(pts) - 1} at ({x:.2f}, {y:.2f}) mm in the drawing{line}"
+
     first = at(strokes[0][0], up=True)
     try:
         q0 = motion.solve_pose(arm, first, None, arm.home_rad)
     except MotionError as exc:  # the same error, fields kept, said to be the first stroke's
-        raise motion._located(exc, f"{drawing.source}: the start of stroke 1") from None
+        raise motion._located(exc, f"{stroke_name(0)}: its start, {point_name(0, 0)}") from None
     for i, s in enumerate(strokes):
-        name = f"{drawing.source}: stroke {i + 1} of {len(strokes)}"
+        name = stroke_name(i)
         if i:
-            line(at(s[0], up=True), f"{name}: travel (pen up)", 2 * speed)
+            line(at(s[0], up=True), f"{name}: travel (pen up) to its {point_name(i, 0)}", 2 * speed)
+        down = f"{name}: pen down at its {point_name(i, 0)}"
         if lift is not None:
-            line(at(s[0]), f"{name}: pen down", speed, blend=0.0)  # the pen lands at rest, where the stroke starts
+            line(at(s[0]), down, speed, blend=0.0)  # the pen lands at rest, where the stroke starts
         else:
-            moves.append(motion.GripperMove(g_down, label=f"{name}: pen down"))
-            labels.append(f"{name}: pen down")
+            moves.append(motion.GripperMove(g_down, label=down))
+            labels.append(down)
         for k, p in enumerate(s[1:], 1):  # blended through the stroke's corners; at rest at its end
-            line(at(p), f"{name}: point {k} of {len(s) - 1}", speed, blend=paper.blend_m if k < len(s) - 1 else 0.0)
+            blend = paper.blend_m if k < len(s) - 1 else 0.0
+            line(at(p), f"{name}: {point_name(i, k)}", speed, blend=blend)
+        up = f"{name}: pen up at its {point_name(i, len(s) - 1)}"
         if lift is not None:
-            line(at(s[-1], up=True), f"{name}: pen up", speed)
+            line(at(s[-1], up=True), up, speed)
         else:
-            moves.append(motion.GripperMove(g_up, label=f"{name}: pen up"))
-            labels.append(f"{name}: pen up")
+            moves.append(motion.GripperMove(g_up, label=up))
+            labels.append(up)
     g_start = g_up if pen == "gripper" else None
     dp.plan = motion.plan_moves(arm, moves, q_start=q0, gripper_start=g_start, labels=labels)
     return dp

@@ -7,15 +7,22 @@ from __future__ import annotations
 import math
 
 from .bus.backend import FRAME_S
-from .calibration import ServoCal
 
 NUDGE_SPEED_FRACTION = 0.5  # of the joint's speed limit: room for a us/deg estimate off by up to 2x
-TICK_US = ServoCal.resolution  # the board's pulse step
 
 
-def round_tick(us: float) -> float:
-    """``us`` rounded to the board's 0.5 us resolution."""
-    return round(us / TICK_US) * TICK_US
+def board_step(robot, servo) -> float:
+    """The smallest pulse change (us) the board of ``robot`` makes on ``servo``: the backend's own step where it
+    has one (a PCA9685's count, 4.88 us at 50 Hz), else the calibration's (our firmware's 0.5 us ticks)."""
+    backend = getattr(robot, "backend", None)
+    step = backend.value_step(servo.channel) if backend is not None else None
+    return float(step) if step else float(servo.resolution)
+
+
+def on_grid(us: float, step: float, lo: float, hi: float) -> float:
+    """``us`` rounded to the board's grid of ``step`` us, inside ``lo``..``hi`` (on the grid too)."""
+    first, last = math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9)
+    return min(max(round(us / step), first), last) * step
 
 
 class Nudger:
@@ -24,10 +31,12 @@ class Nudger:
     ``values`` holds the pulse (us) each servo (joints, then the gripper) was last commanded to. A step of
     d us becomes one move of ceil(|d| / us_per_deg / (speed * 20 ms)) frames, with the speed
     ``NUDGE_SPEED_FRACTION`` of the joint's limit and ``us_per_deg`` the current best estimate for the servo.
+    Pulses stay on the board's grid (``step``): a nudge smaller than one step moves one step.
     """
 
     def __init__(self, robot, values: list[float]):
         self.robot, self.arm, self.cal = robot, robot.arm, robot.calibration
+        self.steps = [board_step(robot, s) for s in self.cal.servos]
         self.values = [float(v) for v in values]
         self.us_per_deg = {i: s.per_deg for i, s in enumerate(self.cal.servos)}
         self.moves = 0
@@ -52,14 +61,19 @@ class Nudger:
     def pulse(self, index: int) -> float:
         return self.values[index]
 
+    def step(self, index: int) -> float:
+        """The board's pulse step (us) for servo ``index``: the smallest nudge."""
+        return self.steps[index]
+
     def go(self, index: int, target_us: float) -> float:
-        """Move servo ``index`` to ``target_us`` on the 0.5 us grid, clamped to what the board can send it (the
-        backend's ``value_range``: 500..2500 us, StandardFirmata 544..2500); returns it. A target the board
+        """Move servo ``index`` to ``target_us`` on the board's grid (``step``), clamped to what the board can send
+        it (the backend's ``value_range``: 500..2500 us, StandardFirmata 544..2500); returns it. A target the board
         cannot send leaves the reason in ``note`` (one line; "" when the last target was sent as asked)."""
         servo = self.cal.servos[index]
+        step = self.steps[index]
         lo, hi = self.robot.backend.value_range(servo)
-        wanted = round_tick(target_us)
-        target = min(max(wanted, lo), hi)
+        wanted = round(target_us / step) * step
+        target = on_grid(wanted, step, lo, hi)
         self.note = self.robot.backend.beyond_note(servo, wanted)
         delta = target - self.values[index]
         if delta:
@@ -69,5 +83,7 @@ class Nudger:
         return target
 
     def nudge(self, index: int, delta_us: float) -> float:
-        """Move servo ``index`` by ``delta_us``; returns the new pulse."""
-        return self.go(index, self.pulse(index) + delta_us)
+        """Move servo ``index`` by ``delta_us`` in whole board steps (at least one); returns the new pulse."""
+        step = self.steps[index]
+        n = 0 if not delta_us else (round(delta_us / step) or int(math.copysign(1, delta_us)))
+        return self.go(index, round(self.pulse(index) / step) * step + n * step)

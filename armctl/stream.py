@@ -20,7 +20,8 @@ import numpy as np
 
 from .bus.backend import FRAME_S, Backend
 from .calibration import Calibration
-from .errors import LinkError
+from .errors import LinkError, PulseLimitError
+from .motion.refusals import _located
 from .runcontrol import HOLD_RAMP_S, LEAD_S, OVERRIDE_MAX
 from .trajectory import Trajectory
 
@@ -49,8 +50,8 @@ class Pulses:
 
 def prepare(traj: Trajectory, cal: Calibration) -> Pulses:
     """Servo values for every sample of ``traj`` (us, or steps for bus servos), on each servo's resolution;
-    PulseLimitError (a MotionError) if any is outside its calibrated range, except on a motion that starts with
-    the arm outside it and only brings it back (``Calibration.check_escape``)."""
+    PulseLimitError (a MotionError) if any is outside its calibrated range, located by the program step's label,
+    except on a motion that starts with the arm outside it and only brings it back (``Calibration.check_escape``)."""
     values = [cal.joints_to_values(traj.q_rad, check=False)]
     servos = list(cal.joints)
     gripper = cal.gripper is not None and np.all(np.isfinite(traj.gripper_rad))
@@ -58,13 +59,29 @@ def prepare(traj: Trajectory, cal: Calibration) -> Pulses:
         values.append(np.asarray(cal.gripper_value(traj.gripper_rad, check=False))[:, None])
         servos.append(cal.gripper)
     if not cal.check_escape(servos, np.concatenate(values, axis=1)):  # starts inside: every value inside
-        cal.check_values(values[0], traj.q_rad)
-        if gripper:
-            cal.gripper_value(traj.gripper_rad)
+        _check_pulses(traj, cal, values[0], values[1][:, 0] if gripper else None)
     fps = max(1, round(traj.period_s / FRAME_S))
     res = np.array([s.resolution for s in servos])
     values = np.round(np.concatenate(values, axis=1) / res) * res  # the board's resolution
     return Pulses(tuple(s.channel for s in servos), values, np.asarray(traj.step), list(traj.steps), fps)
+
+
+def _check_pulses(traj: Trajectory, cal: Calibration, joint_values, gripper_values) -> None:
+    """PulseLimitError for the first sample of ``traj`` that needs a value outside the calibration, located by
+    its program step's label (a drawing's stroke and point, a program's step and line)."""
+    bad = cal.outside(joint_values)
+    if gripper_values is not None:
+        bad = bad | cal.outside_gripper(gripper_values)
+    if not np.any(bad):
+        return
+    k = int(np.argmax(bad))
+    label = traj.steps[int(traj.step[k])] if len(traj.steps) and len(traj.step) > k else ""
+    try:
+        cal.check_values(joint_values[k : k + 1], traj.q_rad[k : k + 1])
+        if gripper_values is not None:
+            cal.gripper_value(traj.gripper_rad[k])
+    except PulseLimitError as exc:
+        raise _located(exc, label) from None
 
 
 def segments(

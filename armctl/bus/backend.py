@@ -205,6 +205,12 @@ class Backend(ABC):
         ``runs_on_frames`` after its host dies counts them from there, not from now."""
         return 0.0
 
+    def value_step(self, channel: int) -> float | None:
+        """The smallest change of servo value the board makes on ``channel`` (in ``servo_unit``) where its grid is
+        coarser than the calibration's ``resolution``: a PCA9685's count (4.88 us at 50 Hz). None: the
+        calibration's (our firmware's 0.5 us ticks, a bus servo's whole steps)."""
+        return None
+
     def set_limits(self, channel: int, lo_us: float, hi_us: float) -> None:
         """Store ``channel``'s safe pulse range (us) on the board, which then refuses widths outside it.
 

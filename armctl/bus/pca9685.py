@@ -138,6 +138,12 @@ class PCA9685Backend(HostTimed):
     def osc_hz(self) -> float:
         return self.i2c.osc_hz if self.i2c is not None else hw.OSC_HZ
 
+    def value_step(self, channel: int) -> float:
+        """One count of the chip's period, in us: 4.88 us at 50 Hz on a 25 MHz oscillator (the period's 1/4096,
+        ``pca9685_chip.count_us``), at the prescale armctl runs it at (known before ``open``)."""
+        prescale = self.prescale if self.prescale is not None else hw.prescale_for(self.pwm_hz, self.osc_hz)
+        return hw.count_us(prescale, self.osc_hz)
+
     def counts(self, us: float) -> int:
         """The chip's OFF count (ON at 0) for a pulse of ``us`` microseconds."""
         return hw.counts_for_us(us, self.prescale, self.osc_hz)

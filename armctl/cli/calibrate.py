@@ -21,7 +21,17 @@ import numpy as np
 from .. import calibrate as cb
 from .. import motion
 from ..arm import Arm, load_arm
-from ..calibration import PULSE_RANGE_US, Calibration, load_calibration, save_path_for
+from ..calibration import (
+    MAX_PWM_CHANNEL,
+    PULSE_RANGE_US,
+    SERVOKIT_ACTUATION_RANGE_DEG,
+    Calibration,
+    calibration_file,
+    load_calibration,
+    save_path_for,
+    servokit_servo,
+    with_servo,
+)
 from ..errors import BadInputError, ConfigError, LinkError, Terminated
 from ..units import parse_float, parse_length
 from ..validate import must_be_positive, positive_text
@@ -30,19 +40,22 @@ from .calibrate_flow import Quit, Terminal, Workflow
 from .common import calibration_comment, open_robot, save_calibration_file, saved_line, setup
 
 EPILOG = """\
-interactive keys on PWM servos (shown on screen): k/j or Right/Left +/-0.5 us, K/J or Up/Down +/-10 us,
-]/[ or PgUp/PgDn +/-100 us, g go to the estimate, Enter record, s skip joint, q or Ctrl-C quit;
+interactive keys on PWM servos (shown on screen): k/j or Right/Left +/- one board step (0.5 us; on a PCA9685
+one count, 4.88 us at 50 Hz), K/J or Up/Down +/-10 us, ]/[ or PgUp/PgDn +/-100 us (to the nearest step),
+g go to the estimate, Enter record, s skip joint, q or Ctrl-C quit;
 bus servos are moved by hand (Enter records where each one is).
 script forms:
   armctl calibrate --joint 1 --angle 90 --us 2166       append a reference point to the points file
   armctl calibrate --joint 1 --min-us 820 --max-us 2180  append a safe range
   armctl calibrate --joint gripper --angle open --us 1800
   armctl calibrate --fit [--out FILE]                    fit the points file and save the calibration
-  armctl calibrate --show [FILE]                         print a calibration
+  armctl calibrate --show [FILE|NAME]                    print a calibration (NAME: shipped, e.g. mearm-pca9685)
   armctl calibrate --compare A.yaml B.yaml               how two calibrations differ (deg, mm)
   armctl calibrate --check                               move through a square, print where to measure
   armctl calibrate --push-limits                         write the calibration's min/max to the board
   armctl --arm so101 calibrate --from-lerobot my_arm     LeRobot's calibration my_arm as an armctl YAML
+  armctl calibrate --joint 1 --from-servokit 750 2250    joint 1 as Adafruit ServoKit drives it after
+                                                         set_pulse_width_range(750, 2250) (docs/pca9685.md)
 exit codes: 0 ok, 2 bad input or a refused fit, 3 check square unreachable, 4 board error or
 board limits that differ from the calibration, 130 quit (q or Ctrl-C; nothing saved)."""
 
@@ -60,7 +73,13 @@ def register(sub, parents) -> None:
     )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--fit", action="store_true", help="fit the points file and save the calibration")
-    mode.add_argument("--show", nargs="?", const="", metavar="FILE", help="print a calibration (default: the arm's)")
+    mode.add_argument(
+        "--show",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="print a calibration: a file, or a shipped one by name (mearm-pca9685); default the arm's",
+    )
     mode.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two calibration files")
     mode.add_argument("--check", action="store_true", help="move through a square; print where each corner is")
     mode.add_argument("--push-limits", action="store_true", help="write the calibration's min/max to the board")
@@ -72,6 +91,29 @@ def register(sub, parents) -> None:
         help="write the armctl calibration a LeRobot calibration means (its JSON file, or the id LeRobot saved it "
         "under; default: the only one LeRobot has) to --out (default ~/.config/armctl/calibration/<arm>.yaml)",
     )
+    mode.add_argument(
+        "--from-servokit",
+        nargs=2,
+        metavar=("MIN_US", "MAX_US"),
+        help="set --joint J's servo as Adafruit's ServoKit drives it after set_pulse_width_range(MIN_US, MAX_US): "
+        "ServoKit angle a -> MIN + (MAX - MIN) * a / --actuation-range us; saved to --out (see docs/pca9685.md)",
+    )
+    p.add_argument(
+        "--actuation-range",
+        metavar="DEG",
+        help="--from-servokit: the servo's actuation_range in ServoKit (default 180)",
+    )
+    p.add_argument(
+        "--zero-at",
+        metavar="DEG",
+        help="--from-servokit: the ServoKit angle at which the joint is at 0 deg (default: half the actuation range)",
+    )
+    p.add_argument(
+        "--reverse",
+        action="store_true",
+        help="--from-servokit: the joint angle grows as ServoKit's angle shrinks",
+    )
+    p.add_argument("--channel", metavar="N", help="--from-servokit: kit.servo[N], the PCA9685 output (default: kept)")
     p.add_argument("--joint", metavar="J", help="record: joint 1..n, a joint name, or 'gripper'")
     p.add_argument("--angle", metavar="DEG", help="record: the joint angle (deg; gripper: also open|closed)")
     p.add_argument(
@@ -133,6 +175,10 @@ def cmd_calibrate(args) -> int:
     if args.from_lerobot is not None:
         return _from_lerobot(args)
     arm, cal = setup(args)
+    if args.from_servokit is not None:
+        return _from_servokit(args, arm, cal)
+    if args.actuation_range is not None or args.zero_at is not None or args.reverse or args.channel is not None:
+        raise BadInputError("--actuation-range, --zero-at, --reverse and --channel go with --from-servokit MIN MAX")
     if args.joint is not None or args.angle is not None or args.us is not None or args.min_us or args.max_us:
         return _record(args, arm, cal)
     if args.fit:
@@ -221,6 +267,44 @@ def _fit(args, arm: Arm, cal: Calibration) -> int:
     return 0
 
 
+def _from_servokit(args, arm: Arm, cal: Calibration) -> int:
+    """``--joint J --from-servokit MIN_US MAX_US``: servo J mapped as ServoKit maps it (``servokit_servo``)."""
+    if args.joint is None:
+        raise BadInputError("--from-servokit MIN_US MAX_US needs --joint J (1..n, a joint name, or 'gripper')")
+    if cal.unit != "us":
+        raise BadInputError("--from-servokit maps a PWM servo (pulses in us); this calibration drives bus servos")
+    index = cb.parse_servo_name(args.joint, cal)
+    lo, hi = (_number(v, f"--from-servokit {what}") for v, what in zip(args.from_servokit, ("MIN_US", "MAX_US")))
+    rng = None if args.actuation_range is None else _number(args.actuation_range, "--actuation-range")
+    zero_at = None if args.zero_at is None else _number(args.zero_at, "--zero-at")
+    channel = None
+    if args.channel is not None:
+        channel = int(_number(args.channel, "--channel"))
+        if str(args.channel).strip() != str(channel) or not 0 <= channel <= MAX_PWM_CHANNEL:
+            raise BadInputError(f"--channel {args.channel}: a PCA9685 output, 0..{MAX_PWM_CHANNEL} (16.. a 2nd board)")
+    kw = {"actuation_range_deg": rng, "zero_at_deg": zero_at, "reverse": args.reverse, "channel": channel}
+    servo = servokit_servo(cal.servos[index], lo, hi, **kw)
+    new = with_servo(cal, index, **{f.name: getattr(servo, f.name) for f in fields(servo)})
+    new.check_arm(arm)  # (saving reads the whole file back: two servos on one channel are refused there)
+    a, b = (math.degrees(v) for v in servo.angle_range_rad())
+    rng_text = f"{SERVOKIT_ACTUATION_RANGE_DEG if rng is None else rng:g} deg"
+    out = save_calibration_file(
+        new,
+        _save_path(args, arm, cal),
+        calibration_comment(
+            f"{servo.name} from Adafruit ServoKit's set_pulse_width_range({lo:g}, {hi:g}), actuation_range "
+            f"{rng_text}, by armctl calibrate --from-servokit"
+        ),
+    )
+    print(
+        f"{servo.name}: ServoKit set_pulse_width_range({lo:g}, {hi:g}), actuation_range {rng_text} -> channel "
+        f"{servo.channel}, zero_us {servo.zero_us:.1f}, {servo.us_per_deg:.4g} us/deg, direction {servo.direction:+d}, "
+        f"{servo.min_us:g}..{servo.max_us:g} us = joint {a:.1f}..{b:.1f} deg"
+    )
+    print(saved_line(out))
+    return 0
+
+
 def _from_lerobot(args) -> int:
     """``--from-lerobot [FILE|ID]``: the armctl calibration a LeRobot calibration means, saved as YAML."""
     from .. import lerobot
@@ -278,7 +362,7 @@ def _show(args) -> int:
 
         cal = open_calibration(args.show, load_arm(choose_arm(args)))[0]
     elif args.show:
-        cal = load_calibration(args.show)
+        cal = load_calibration(calibration_file(args.show))
     else:
         _, cal = setup(args)
     if args.json:
@@ -304,7 +388,10 @@ def _compare(args) -> int:
 
     arm = load_arm(args.arm)
     # LeRobot's (lerobot:ID or its JSON) as the armctl calibration it means on --arm, as --show takes them
-    a, b = (open_calibration(p, arm)[0] if resolve(p) is not None else load_calibration(p) for p in args.compare)
+    a, b = (
+        open_calibration(p, arm)[0] if resolve(p) is not None else load_calibration(calibration_file(p))
+        for p in args.compare
+    )
     if arm.name != a.arm:  # --arm left at its default: the arm the calibration names, if it is a preset
         try:
             arm = load_arm(a.arm)

@@ -38,9 +38,20 @@ STEPS_US = {
     "pgdn": -100.0,
 }
 KEEPALIVE_S = 0.25
-KEY_HELP = [
-    "keys: k/j or Right/Left +/-0.5 us   K/J or Up/Down +/-10 us   ]/[ or PgUp/PgDn +/-100 us",
-]
+
+
+def key_help(step_us: float) -> list[str]:
+    """The nudge keys; k/j move one step of the board's grid (``step_us``: 0.5 us on our firmware, one 4.88 us
+    count on a PCA9685 at 50 Hz), the others as near 10 and 100 us as the grid allows."""
+
+    def near(us: float) -> str:
+        n = round(us / step_us) or 1
+        return f"{n * step_us:.3g}"
+
+    return [
+        f"keys: k/j or Right/Left +/-{step_us:.3g} us (one board step)   K/J or Up/Down +/-{near(10)} us   "
+        f"]/[ or PgUp/PgDn +/-{near(100)} us",
+    ]
 
 
 class Terminal(terminal.Terminal):
@@ -109,7 +120,7 @@ class Workflow:
         self, index: int, body: list[str], *, estimate, goto_us: float | None, allow_skip: bool
     ) -> float | None:
         """Nudge servo ``index`` until Enter; returns the pulse (us), or None if skipped."""
-        keys = KEY_HELP + [
+        keys = key_help(self.n.step(index)) + [
             "      "
             + ("g go to the estimate   " if goto_us is not None else "")
             + "Enter record   "

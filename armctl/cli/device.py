@@ -352,6 +352,9 @@ def cmd_status(args) -> int:
         st = robot.board_status()
         report = robot.where().to_dict()
         info = robot.info
+        # exactly the arm's servos (a held one too), not every slot of the board's list: a bus's is indexed by
+        # servo id from 0 (ids 1..6 gave 7 widths), a board's by its channel (8 for a 4-servo arm)
+        every = (*robot.calibration.servos, *robot.calibration.held)
         report.update(
             {
                 "port": robot.port,
@@ -360,14 +363,14 @@ def cmd_status(args) -> int:
                 "protocol": info.protocol,
                 "channels": info.channels,
                 "depth": info.depth,
-                "widths_us": list(st.values),
+                "servo_channels": [s.channel for s in every],  # the channel (PWM) or id (bus) of each width
+                "widths_us": [st.values[s.channel] if s.channel < len(st.values) else None for s in every],
                 "counters": st.counters,
                 "frame": st.frame,
                 "restored": sorted(restored),
             }
         )
-        if st.servos:  # bus servos report their own state
-            every = (*cal.servos, *cal.held)  # a held servo (no joint) has held_at_steps
+        if st.servos:  # bus servos report their own state; a held servo (no joint) has held_at_steps
             report["servos"] = [{"name": s.name, "id": s.channel, **st.servos[s.channel]} for s in every]
         if arm.urdf_map is not None and report.get("source") != "assumed" and report.get("q_deg") is not None:
             from ..urdf import urdf_angles  # an arm from a URDF: its joint angles, as LeRobot reads them (degrees)

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import limits
 from ..arm import Arm
-from ..calibration import Calibration
+from ..calibration import Calibration, within_calibration
 from ..kinematics import tool_point
 from ..motion import DEFAULT_SPEED_M_S
 from ..validate import is_number
@@ -205,14 +205,15 @@ def describe(arm: Arm, cal: Calibration, reach: ReachMap, *, backend: str, port:
         out["link_angle_deg"] = [math.degrees(v) for v in arm.link_angle_rad]
     out["zones"] = describe_zones(arm.zones)
     if arm.has_base:
+        cut = within_calibration(arm, cal)  # the base's range a click can use: its limits and its pulses'
         out["base"] = {
             "name": arm.joint_names[0],
-            "min_deg": math.degrees(arm.q_min[0]),
-            "max_deg": math.degrees(arm.q_max[0]),
+            "min_deg": math.degrees(cut.q_min[0]),
+            "max_deg": math.degrees(cut.q_max[0]),
         }
         out["base_offset_mm"] = arm.base_offset_m * 1000
         out["shoulder_height_mm"] = arm.shoulder_height_m * 1000
-        out["top_map"] = top_map(arm).to_json()
+        out["top_map"] = top_map(cut, side=reach).to_json()
     return out
 
 

@@ -10,7 +10,7 @@ from ..errors import LinkError
 from ..robot import Robot
 from . import api
 from .controller import Controller
-from .reach_map import reach_map
+from .reach_map import calibrated_reach_map
 from .server import ArmServer, is_loopback
 from .session import Control
 
@@ -34,7 +34,7 @@ def start(
         token = secrets.token_urlsafe(16)
     control = Control() if heartbeat_timeout_s is None else Control(timeout_s=heartbeat_timeout_s)
     controller = Controller(robot, watchdog=control.silent, recorder=recorder)
-    reach = reach_map(robot.arm)
+    reach = calibrated_reach_map(robot.arm, robot.calibration)  # what a click can do (the shading)
     info = api.describe(
         robot.arm,
         robot.calibration,
@@ -63,7 +63,7 @@ def start_watch(watch, *, host: str = "127.0.0.1", port: int = 8000, token: str 
     if token is None and not is_loopback(host):
         token = secrets.token_urlsafe(16)
     controller = WatchController(watch)
-    reach = reach_map(watch.arm)
+    reach = calibrated_reach_map(watch.arm, watch.calibration)
     info = api.describe(watch.arm, watch.calibration, reach, backend=watch.backend_name, port=watch.port, firmware="")
     info.update(record_file=None, watch=True)
     try:

@@ -19,10 +19,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from ..arm import Arm
-from ..errors import ArmctlError, LinkError, StopRequested
+from ..errors import ArmctlError, LinkError, MotionError, StopRequested
 from ..kinematics import arm_manipulability, arm_points, tool_point
 from ..robot import Motion, Pose, Robot
 from .feed import ChangeFeed
+from .reach_map import click_pose
 
 PUBLISH_PERIOD_S = 0.04  # live pose while moving: 25 updates a second
 IDLE_POLL_S = 0.1  # pose poll when idle (keeps the board's watchdog fed, shows servos settling)
@@ -41,18 +42,28 @@ class Command:
     label: str
     start: Callable[[Robot], Motion]
     target_m: tuple[float, ...] | None = None
+    note: str = ""  # what the page should know of how it was done (set by ``start``)
 
 
 def move_command(target_m, phi_rad: float | None, speed_m_s: float, mode: str, label: str) -> Command:
-    """A click: a straight line (``mode="line"``, as ``armctl jog``) or a joint move to the IK pose nearest
-    the current one (``"joint"``)."""
+    """A click: a straight line (``mode="line"``, as ``armctl jog``) or a joint move (``"joint"``) to the pose
+    ``reach_map.click_pose`` takes, the check the page's shading is made of. A line the planner refuses from
+    where the arm is (a limit or the reach's hole on the way, a pulse the calibration refuses) becomes a joint
+    move to that pose, said in the state's message: a click inside the shading is never refused."""
     point = tuple(float(v) for v in target_m)  # (x, y), or (x, y, z) on a base arm
-    return Command(
-        "move",
-        label,
-        lambda r: r.move_to(*point, phi=phi_rad, speed=speed_m_s, path=mode, label=label, wait=False),
-        target_m=point,
-    )
+
+    def start(r: Robot) -> Motion:
+        q = click_pose(r.arm, r.calibration, point, phi_rad, r.where().q_rad)
+        if mode == "line":
+            try:
+                return r.move_to(*point, phi=phi_rad, speed=speed_m_s, path="line", label=label, wait=False, reach_q=q)
+            except MotionError as exc:
+                why = str(exc).removeprefix(f"{label}: ")
+                cmd.note = f"no straight line from here ({why}): a joint move instead"
+        return r.move_joints(q, wait=False)
+
+    cmd = Command("move", label, start, target_m=point)
+    return cmd
 
 
 def gripper_command(arm: Arm, close: bool) -> Command:
@@ -129,7 +140,7 @@ class Controller(ChangeFeed):
                 progress=0.0,
                 step=cmd.label,
                 target_mm=None if cmd.target_m is None else [v * 1000 for v in cmd.target_m],
-                message=f"{cmd.label} ({m.trajectory.duration_s:.2f} s)",
+                message=f"{cmd.label} ({m.trajectory.duration_s:.2f} s)" + (f": {cmd.note}" if cmd.note else ""),
                 error=False,
             )
             m.add_done_callback(self._motion_over)
@@ -230,6 +241,12 @@ class Controller(ChangeFeed):
         except Exception as exc:  # noqa: BLE001 - handed to the caller
             fut.set_exception(exc)
         return fut
+
+    def note_refusal(self, message: str, target_mm=None) -> None:
+        """Keep the last request the server refused (422: nothing moved) in the state: ``refusal`` = {message,
+        target_mm, at_s (Unix time)}, so a page that missed the reply (or another one watching) sees it."""
+        refusal = {"message": message, "target_mm": target_mm, "at_s": round(time.time(), 3)}
+        self._update(refusal=refusal, message=message, error=True)
 
     # --- state -----------------------------------------------------------------------------------------
 

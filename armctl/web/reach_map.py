@@ -5,6 +5,12 @@ on its centre: closed-form IK on both elbow branches (3 links: for tool angles
 sampled every ``phi_step_rad``). Used to shade the workspace on the page; the
 planner stays the judge of every move.
 
+With the calibration (``calibrated_reach_map``) the shading is what a click can do: the joint limits are cut
+to the calibrated pulse ranges (``calibration.within_calibration``), a cell is shaded only when its centre and
+its four corners are reachable, and every shaded cell on the shading's edge is checked at those five points
+with ``click_pose``, the very check a click's move makes (the API's reach check, the pose on the cut limits,
+the pulses), so that a click anywhere inside the shading is accepted.
+
 On an arm with a rotating base, ``reach_map`` is the side view: the arm's own
 vertical plane (distance along the base's direction, height), the same at every
 base angle; ``top_map`` is the top view: where on the table (x, y) the tool can
@@ -15,14 +21,17 @@ from __future__ import annotations
 
 import base64
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
 
 from ..arm import Arm
+from ..calibration import Calibration, within_calibration
+from ..errors import MotionError, UnreachableError
 from ..kinematics import base_split_batch, shoulder_uv
-from ..motion import branch_ik
+from ..motion import branch_ik, solve_pose
+from ..workspace import nearest_reachable, shortfall
 
 TWO_PI = 2.0 * math.pi
 
@@ -176,10 +185,10 @@ def _layered_map(arm: Arm, cell_m: float) -> ReachMap:
     return m
 
 
-def top_map(arm: Arm, *, cell_m: float = 0.005) -> ReachMap:
+def top_map(arm: Arm, *, cell_m: float = 0.005, side: ReachMap | None = None) -> ReachMap:
     """Where on the table (x, y) the tool of a base arm can be at some height, inside the base's range,
-    on a square grid (the same cell as ``reach_map``)."""
-    side = reach_map(arm, cell_m=cell_m)
+    on a square grid (the same cell as ``reach_map``); ``side``: the side view to turn (default ``reach_map``)."""
+    side = reach_map(arm, cell_m=cell_m) if side is None else side
     cols = np.any(side.cells, axis=0)  # distances along the arm's plane reachable at some height
     origin, n, pts = _grid(_extent(arm), side.cell_m)
     az, rho = base_split_batch(pts[:, 0], pts[:, 1])
@@ -197,3 +206,106 @@ def top_map(arm: Arm, *, cell_m: float = 0.005) -> ReachMap:
 
     cells = (in_base(az) & reaches(rho)) | (in_base(az + math.pi) & reaches(-rho))
     return ReachMap(origin, side.cell_m, cells.reshape(n, n), arm=arm)
+
+
+# --- the shading a click can trust -------------------------------------------------------------------------
+
+
+def click_pose(
+    arm: Arm, cal: Calibration, target_m, phi_rad: float | None, q_near, *, cut: Arm | None = None
+) -> np.ndarray:
+    """The pose (rad) a click at ``target_m`` (m; (x, y, z) on a base arm) moves the arm to from near ``q_near``:
+    the API's reach check (``workspace``), then the pose ``motion.solve_pose`` takes on the arm whose limits the
+    calibration cuts (``within_calibration``: no pulse outside the calibration), checked against the pulses.
+    Raises UnreachableError, JointLimitError or PulseLimitError (MotionError) naming why not. ``cut``: the cut
+    arm, when the caller has it already."""
+    target = np.asarray(target_m, dtype=float)
+    short = nearest_reachable(arm, target, phi_rad).shortfall_m if arm.has_base else shortfall(arm, target, phi_rad)
+    if short > 1e-9:
+        raise UnreachableError(f"{1000 * short:.1f} mm outside the reach", target=tuple(target), shortfall_m=short)
+    q = solve_pose(within_calibration(arm, cal) if cut is None else cut, target, phi_rad, q_near, joint_move=True)
+    cal.check_values(cal.joints_to_values(q, check=False), q)
+    return q
+
+
+def _plane_target(arm: Arm, u: float, v: float) -> np.ndarray:
+    """A point of the map's plane as a click's target: (x, y), or on a base arm (u, v) at the home base angle."""
+    if not arm.has_base:
+        return np.array([u, v])
+    b = float(arm.home_rad[0])
+    return np.array([u * math.cos(b), u * math.sin(b), v])
+
+
+def _click_ok(arm: Arm, cal: Calibration, cut: Arm, u: float, v: float) -> bool:
+    try:
+        click_pose(arm, cal, _plane_target(arm, u, v), None, arm.home_rad, cut=cut)
+    except MotionError:
+        return False
+    return True
+
+
+_CALIBRATED: dict = {}
+
+
+def calibrated_reach_map(arm: Arm, cal: Calibration, *, cell_m: float = 0.005) -> ReachMap:
+    """The shading of the page: the cells a click can reach anywhere in, on ``arm`` driven through ``cal`` (see
+    the module docstring). Same grid as ``reach_map``."""
+    key = (  # by content: every page of the same arm and calibration (each connect loads them anew)
+        arm.source,
+        arm.name,
+        tuple(arm.links_m),
+        tuple(arm.q_min),
+        tuple(arm.q_max),
+        tuple(arm.home_rad),
+        arm.linkage,
+        arm.link_angle_rad,
+        arm.has_base,
+        arm.base_offset_m,
+        arm.shoulder_height_m,
+        tuple((s.zero, s.per_deg, s.direction, s.lo, s.hi) for s in cal.joints),
+        cell_m,
+    )
+    hit = _CALIBRATED.get(key)
+    if hit is not None:
+        return hit
+    # keep-out zones are drawn over the shading, not cut from it (a zone-free pose for every cell would cost
+    # minutes): the edge is checked as a click on the arm without them
+    arm = replace(arm, zones=None) if arm.zones is not None else arm
+    cut = within_calibration(arm, cal)
+    centres = reach_map(cut, cell_m=cell_m)
+    h, w = centres.cells.shape
+    step = centres.cell_m
+    ox, oy = centres.origin_m
+    # the corners' grid, (h + 1, w + 1): a corner counts only near a shaded centre (the rest stays False)
+    near = np.zeros((h + 1, w + 1), dtype=bool)
+    for dr in (0, 1):
+        for dc in (0, 1):
+            near[dr : dr + h, dc : dc + w] |= centres.cells
+    rr, cc = np.nonzero(near)
+    corner_ok = np.zeros_like(near)
+    pts = np.stack([ox + cc * step, oy + rr * step], axis=-1)
+    corner_ok[rr, cc] = _plane_reachable(cut, pts, math.radians(3.0)) if cut.layered else reachable(cut, pts)
+    cells = centres.cells & corner_ok[:-1, :-1] & corner_ok[:-1, 1:] & corner_ok[1:, :-1] & corner_ok[1:, 1:]
+    checked = np.zeros_like(cells)
+    corners: dict = {}  # (row, col) of a corner -> a click there is accepted (shared by neighbouring cells)
+
+    def corner(r: int, c: int) -> bool:
+        if (r, c) not in corners:
+            corners[(r, c)] = _click_ok(arm, cal, cut, ox + c * step, oy + r * step)
+        return corners[(r, c)]
+
+    while True:  # a cell dropped from the edge puts its neighbours on it: they are checked in turn
+        pad = np.pad(cells, 1)
+        edge = cells & ~checked & ~(pad[:-2, 1:-1] & pad[2:, 1:-1] & pad[1:-1, :-2] & pad[1:-1, 2:])
+        if not edge.any():
+            break
+        for r, c in zip(*np.nonzero(edge)):
+            checked[r, c] = True
+            centre = _click_ok(arm, cal, cut, ox + (c + 0.5) * step, oy + (r + 0.5) * step)
+            if not (centre and corner(r, c) and corner(r, c + 1) and corner(r + 1, c) and corner(r + 1, c + 1)):
+                cells[r, c] = False
+    m = ReachMap(centres.origin_m, step, cells, arm=centres.arm)
+    if len(_CALIBRATED) > 8:
+        _CALIBRATED.clear()
+    _CALIBRATED[key] = m
+    return m

@@ -175,6 +175,9 @@ class Handler(BaseHTTPRequestHandler):
         try:
             serve()
         except api.ApiError as err:
+            note = getattr(self.server.controller, "note_refusal", None)
+            if err.status == 422 and note is not None:  # nothing moved: the page's state says why too
+                note(err.reason, err.extra.get("target_mm"))
             self._error(err)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             raise

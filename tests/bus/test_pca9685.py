@@ -16,6 +16,7 @@ from conftest import require
 import armctl
 from armctl.bus import pca9685_chip as hw
 from armctl.bus.i2c import I2CNack, parse_addresses
+from armctl.paths import PRESET_CALIBRATION_DIR
 from armctl.sim.pca9685_sim import BlinkaBus, Chip, DatasheetViolation, SimI2CBus, parse_url
 
 # --- the chip's arithmetic ---------------------------------------------------------------------------------
@@ -497,3 +498,135 @@ def test_bad_boards_and_calibrations_get_no_register_written(monkeypatch):
     assert written == []
     PCA9685Backend("pca9685sim://", ranges_us={0: (500.0, 2500.0)}).open()
     assert written  # the record sees a good board's start
+
+
+# --- calibrating on a PCA9685: the chip's step, and ServoKit's pulse ranges (issue 33, item 9) --------------------
+
+
+def _off_counts(chip, channel: int) -> int:
+    base = hw.channel_reg(channel)
+    return hw.decode_channel(bytes(chip.regs[base : base + 4]))[1]
+
+
+def test_calibrate_nudges_a_pca9685_servo_one_chip_count_a_key(tmp_path):
+    """The smallest nudge (k/j) used to be 0.5 us, a tenth of the chip's 4.88 us count: most key presses did
+    nothing at all. It is now one count, asked of the backend (its prescale and oscillator)."""
+    from armctl import calibrate as cb
+    from armctl.cli.calibrate_flow import STEPS_US, key_help
+
+    url = f"pca9685sim://?state={tmp_path / 'chip.json'}"
+    with armctl.connect("mearm", port=url, backend="pca9685", calibration="mearm-pca9685", calibrating=True) as robot:
+        count = hw.count_us(121)
+        assert robot.backend.value_step(0) == pytest.approx(count) == pytest.approx(4.88)  # (121 + 1) / 25 MHz
+        n = cb.Nudger(robot, robot.servo_values())
+        robot.settle()
+        chip = robot.backend.i2c.bus.chips[0x40]
+        start = _off_counts(chip, 0)
+        for _ in range(5):
+            n.nudge(0, STEPS_US["k"])
+            robot.settle()
+        assert _off_counts(chip, 0) == start + 5  # each key press one count (main: 2.5 us, at most one)
+        assert n.pulse(0) == pytest.approx((start + 5) * count)
+        n.nudge(0, STEPS_US["J"])  # -10 us: two counts
+        n.nudge(0, STEPS_US["["])  # -100 us: the nearest whole count, 20
+        robot.settle()
+        assert _off_counts(chip, 0) == start + 5 - 2 - 20
+        assert "+/-4.88 us (one board step)" in key_help(n.step(0))[0]
+    url = f"armsim://?arm=mearm&state={tmp_path / 'armsim.json'}"
+    with armctl.connect("mearm", port=url, calibrating=True) as robot:  # our firmware: its 0.5 us ticks
+        n = cb.Nudger(robot, robot.servo_values())
+        before = n.pulse(0)
+        assert n.step(0) == 0.5 and n.nudge(0, STEPS_US["k"]) == before + 0.5
+
+
+PRESET_CALIBRATION = PRESET_CALIBRATION_DIR / "mearm-pca9685.yaml"
+SERVOKIT_CASES = [  # (MIN_US, MAX_US, actuation_range, zero_at, reverse)
+    (750, 2250, None, None, False),  # ServoKit's defaults
+    (500, 2500, 270, 45, False),
+    (600, 2400, 135, 100, True),
+    (2400, 600, 180, 30, False),  # set_pulse_width_range(max, min): Adafruit's way to reverse a servo
+]
+
+
+@pytest.mark.parametrize(("lo", "hi", "rng", "zero_at", "reverse"), SERVOKIT_CASES)
+def test_from_servokit_gives_the_pulses_adafruits_servokit_gives(tmp_path, capsys, lo, hi, rng, zero_at, reverse):
+    """`calibrate --joint J --from-servokit MIN MAX` against Adafruit's own ServoKit on the same chip model: at
+    every ServoKit angle the joint angle it maps to gets the same output count (within one: Adafruit truncates
+    its duty cycle), the documented formula min + (max - min) * angle / actuation_range holds exactly, and
+    what ServoKit refuses (an angle outside 0..actuation_range) armctl refuses too."""
+    from armctl.bus.pca9685 import PCA9685Backend
+    from armctl.calibration import load_calibration
+    from armctl.cli import main
+
+    out = tmp_path / "servokit.yaml"
+    argv = ["--arm", "mearm", "--calibration", "mearm-pca9685", "calibrate", "--joint", "elbow"]
+    argv += ["--from-servokit", str(lo), str(hi), "--channel", "7", "--out", str(out)]
+    argv += [] if rng is None else ["--actuation-range", str(rng)]
+    argv += [] if zero_at is None else ["--zero-at", str(zero_at)]
+    argv += ["--reverse"] if reverse else []
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "saved" in capsys.readouterr().out
+    cal = load_calibration(out)
+    servo = cal.joints[2]
+    assert servo.channel == 7 and (servo.min_us, servo.max_us) == (min(lo, hi), max(lo, hi))
+    assert cal.joints[:2] == load_calibration(PRESET_CALIBRATION).joints[:2]  # the other servos as they were
+    r = 180.0 if rng is None else rng
+    z = r / 2 if zero_at is None else zero_at
+    sign = -1.0 if reverse else 1.0
+
+    def joint_deg(a):  # the joint angle at ServoKit angle a
+        return sign * (a - z)
+
+    angles = np.linspace(0.0, r, 37)
+    ours = servo.value(np.radians(joint_deg(angles)))
+    # adafruit_motor.servo's formula, to the 12 digits the YAML keeps
+    assert ours == pytest.approx(lo + (hi - lo) * angles / r, abs=1e-7)
+
+    def outside(servokit_angles):  # armctl's check of the pulses these ServoKit angles give the joint
+        q = [[0.0, 1.0, float(np.radians(joint_deg(a)))] for a in servokit_angles]
+        return cal.outside(cal.joints_to_values(q, check=False))
+
+    assert not outside(angles).any() and outside([-1.0, r + 1.0]).all()
+
+    ours_b = PCA9685Backend.create("pca9685sim://", cal)
+    ours_b.open()
+    theirs_bus = SimI2CBus(parse_url("pca9685sim://"))
+    kit = _servokit(theirs_bus)
+    kit.servo[7].set_pulse_width_range(lo, hi)
+    kit.servo[7].actuation_range = r
+    worst = 0
+    count = hw.count_us(121)
+    for a, us in zip(angles, ours):
+        kit.servo[7].angle = float(a)
+        ours_b.set_outputs({7: float(us)})
+        mine = _off_counts(ours_b.i2c.bus.chips[0x40], 7)
+        worst = max(worst, abs(mine - _off_counts(theirs_bus.chips[0x40], 7)))
+        # ServoKit truncates its duty cycle; armctl writes the count nearest the formula's pulse
+        assert abs(mine * count - (lo + (hi - lo) * a / r)) <= count / 2 + 1e-6
+    for a in (-1.0, r + 1.0):
+        with pytest.raises(ValueError):
+            kit.servo[7].angle = a
+    ours_b.close()
+    assert worst <= 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--from-servokit", "750", "2250"], "needs --joint J"),
+        (["--joint", "1", "--from-servokit", "750", "2600"], "MAX_US 2600: a hobby servo pulse is 500..2500 us"),
+        (["--joint", "1", "--from-servokit", "750", "2250", "--zero-at", "200"], "200: ServoKit's angle at"),
+        (["--joint", "1", "--from-servokit", "750", "2250", "--actuation-range", "0"], "0: a servo's range"),
+        (["--joint", "1", "--from-servokit", "1500", "1500"], "must differ"),
+        (["--joint", "1", "--from-servokit", "750", "2250", "--channel", "1"], "share channel 1"),
+        (["--joint", "1", "--reverse"], "go with --from-servokit"),
+    ],
+)
+def test_from_servokit_bad_input_is_one_line_and_no_file(tmp_path, capsys, extra, words):
+    from armctl.cli import main
+
+    out = tmp_path / "servokit.yaml"
+    assert main(["--arm", "mearm", "--calibration", "mearm-pca9685", "calibrate", *extra, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and words in err, err
+    assert not out.exists()

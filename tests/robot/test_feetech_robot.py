@@ -240,7 +240,7 @@ def test_status_in_a_fresh_process_reads_the_goals_and_each_servos_state(tmp_pat
     assert report["servos"][-1]["held_at_steps"] == 2048
     for s in report["servos"]:
         assert s["torque"] and s["goal_steps"] == pytest.approx(s["position_steps"], abs=2), s
-        assert report["widths_us"][s["id"]] == s["goal_steps"]
+        assert report["widths_us"][report["servo_channels"].index(s["id"])] == s["goal_steps"]
         assert 7.0 < s["voltage_v"] <= 7.4 and 20 <= s["temperature_c"] <= 70 and abs(s["load_fraction"]) <= 1
     assert main(["--arm", "so101", "status"]) == 0
     out = capsys.readouterr().out
