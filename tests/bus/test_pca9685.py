@@ -515,7 +515,9 @@ def test_calibrate_nudges_a_pca9685_servo_one_chip_count_a_key(tmp_path):
     from armctl.cli.calibrate_flow import STEPS_US, key_help
 
     url = f"pca9685sim://?state={tmp_path / 'chip.json'}"
-    with armctl.connect("mearm", port=url, backend="pca9685", calibration="mearm-pca9685", calibrating=True) as robot:
+    with armctl.connect(
+        "mearm", port=url, backend="pca9685", calibration="mearm-pca9685", calibrating=True, assume_pose="home"
+    ) as robot:
         count = hw.count_us(121)
         assert robot.backend.value_step(0) == pytest.approx(count) == pytest.approx(4.88)  # (121 + 1) / 25 MHz
         n = cb.Nudger(robot, robot.servo_values())
