@@ -34,9 +34,9 @@ ARM is an arm preset name or file (same as option ``arm``). Options:
                         else 500:2500)
 - ``boot=HEX``          fixed boot id
 
-The opened port has ``.sim`` (a ``SimArm``: recorded pulses, true joint angles and tool point, for
-tests) and ``measured_angles()``: what an encoder on each joint would read, which the armctl backend
-offers as measured positions.
+The opened port has ``.sim`` (a ``SimArm``: recorded pulses (the last ``armsim.PULSES_KEPT``), true joint
+angles and tool point, for tests) and ``measured_angles()``: what an encoder on each joint would read, which
+the armctl backend offers as measured positions.
 """
 
 from __future__ import annotations
