@@ -34,6 +34,7 @@ from .validate import must_be_positive, not_a_number, not_finite
 
 MAPS = ("joints", "tool")
 RATE_RANGE_HZ = (1.0, 200.0)
+READ_TIMES_S = 60.0  # Teleop.read_times keeps the leader's read times of this long at the rate asked
 
 
 @dataclass
@@ -135,8 +136,9 @@ class Teleop:
         self.status = FollowStatus(lag_deg={n: 0.0 for n in fa.joint_names})
         self._ticks: deque[float] = deque(maxlen=int(rate_hz * 2) + 2)
         #: when the leader was read, every frame (the loop's own rate; a board of 20 ms frames may take fewer
-        #: commands than that), the last ten minutes' worth
-        self.read_times: deque[float] = deque(maxlen=int(rate_hz * 600))
+        #: commands than that), the last minute's worth at the rate asked (full after the first minute: a long
+        #: follow runs flat from then on)
+        self.read_times: deque[float] = deque(maxlen=int(rate_hz * READ_TIMES_S))
         self._q_follow: np.ndarray | None = None
         #: the last ``target()`` read a leader's reading that was news (leaders that say so: ``wait_news``)
         self.news = False

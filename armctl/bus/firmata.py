@@ -52,6 +52,7 @@ import contextlib
 import math
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass
 
 from ..errors import LinkError
@@ -67,6 +68,7 @@ VERSION_QUERY = bytes([REPORT_VERSION, START_SYSEX, REPORT_FIRMWARE, END_SYSEX])
 #: its bootloader's hand-over come first (a board that did not reset answers the first query).
 QUERY_AFTER_S = 0.5
 QUERY_PERIOD_S = 1.0
+WRITES_KEPT = 1000  # servo_writes FirmataBackend.writes keeps, the newest (20 s of five servos at 50 Hz)
 QUIET_S = 0.05  # after the first answer, read until the line is this quiet (answers to earlier queries)
 #: The Servo library (Servo.h): write(v) takes v < MIN_PULSE_WIDTH as degrees; attach keeps its limits as int8_t
 #: counts of 4 us from these two.
@@ -273,7 +275,8 @@ class FirmataBackend(HostTimed):
         self.info: BoardInfo | None = None
         self.current: dict[int, float | None] = dict.fromkeys(self.ranges)
         self.attached: set[int] = set()
-        self.writes: list[tuple[float, int, int]] = []  # (time, pin, us) of every servo_write
+        #: (time, pin, us) of the last ``WRITES_KEPT`` servo_writes (a ring: a long follow writes every frame)
+        self.writes: deque[tuple[float, int, int]] = deque(maxlen=WRITES_KEPT)
 
     def open(self) -> BoardInfo:
         factory = self._factory

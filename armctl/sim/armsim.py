@@ -26,6 +26,7 @@ import json
 import math
 import random
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +38,10 @@ from ..calibration import Calibration, ServoCal, find_calibration, load_calibrat
 from ..kinematics import tool_point
 from .board import DEFAULT_LIMITS_TICKS, FIRMWARE_CHANNELS, Board
 from .link import LinkOptions, OverLink, TimedLink
+
+#: pulse changes ``SimArm.pulses`` keeps, the newest (about 0.1 KiB each: 2 MB full; a board moving four
+#: channels every 20 ms frame logs 200 a second, so this is the last 100 s of a long follow or stream)
+PULSES_KEPT = 20_000
 
 
 @dataclass
@@ -118,7 +123,8 @@ class SimArm(OverLink):
                 f"calibration {self.cal.source} uses channel {self.cal.channel_count - 1}: protocol version "
                 f"{o.protocol} lines carry channels 0..{codec.max_channels(o.protocol) - 1} (protocol=2 carries more)"
             )
-        self.pulses: list[tuple[float, int, float | None]] = []
+        #: the board's pulse changes, in order: (simulated time, channel, width us or None), the last ``PULSES_KEPT``
+        self.pulses: deque[tuple[float, int, float | None]] = deque(maxlen=PULSES_KEPT)
         self.board = Board(
             protocol=o.protocol,
             channels=channels,

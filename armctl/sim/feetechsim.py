@@ -52,6 +52,10 @@ from ..bus.feetech_protocol import (
 from .feetech_servo import EEPROM_END, MEM_BYTES, SimServo, read_hand_file
 from .link import LinkOptions, OverLink, TimedLink
 
+#: packets ``FeetechSim.log`` keeps, the newest (about 0.2 KiB each: 2 MB full; at 50 Hz a follower takes two
+#: packets a frame, a goal write and a position read, so this is the last 100 s of a follow)
+LOG_PACKETS = 10_000
+
 
 @dataclass
 class FeetechSimOptions(LinkOptions):
@@ -93,8 +97,9 @@ class FeetechSim(OverLink):
         self.link.faults["ignored_packets"] = 0
         self.frame_gap_s = 0.01 * max(1.0, o.rate)  # a servo forgets a half-received packet after this silence
         self.now = 0.0
-        #: Every packet the servos took in, in order: (simulated time, Packet). For tests to assert on.
-        self.log: deque[tuple[float, Packet]] = deque(maxlen=100_000)
+        #: The packets the servos took in, in order: (simulated time, Packet), for tests to assert on; the last
+        #: ``LOG_PACKETS`` of them (a ring: a long follow or stream runs flat, not 0.2 KiB a packet for ever)
+        self.log: deque[tuple[float, Packet]] = deque(maxlen=LOG_PACKETS)
         everyone = self._make_servos()
         self.servos: list[SimServo] = [s for s in everyone if s.id not in o.missing]  #: the servos on the bus
         self._absent = [s for s in everyone if s.id in o.missing]  # unplugged, but kept in the state file

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.parse
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +42,10 @@ from ..bus.simulators import BadSimURL
 from .simurl import parse_options
 
 ALL_CALL_ADDRESS = 0x70
+#: write transactions a chip keeps (``Chip.writes``) and output changes the bus keeps (``SimI2CBus.log``), the
+#: newest: a long follow or stream writes every 20 ms frame, and the simulator must run flat (a few MB full)
+WRITES_KEPT = 10_000
+LOG_KEPT = 20_000
 GENERAL_CALL = 0x00
 SWRST_BYTE = 0x06
 
@@ -81,7 +86,8 @@ class Chip:
         self.pointer = 0
         self.awake_at: float | None = None  # when SLEEP was last cleared
         self.violations: list[str] = []
-        self.writes: list[tuple[float, bytes]] = []  # every write transaction: (time, bytes incl. the pointer)
+        #: the write transactions, the last ``WRITES_KEPT``: (time, bytes incl. the pointer)
+        self.writes: deque[tuple[float, bytes]] = deque(maxlen=WRITES_KEPT)
         self.outputs: list[float | None] = [None] * hw.CHANNELS  # latched widths, us
 
     # --- state -------------------------------------------------------------------------------------------
@@ -281,7 +287,8 @@ class SimI2CBus(I2CBus):
         present = opts.addresses if opts.chips is None else opts.chips
         self.chips = {a: Chip(a, osc_hz=osc, strict=opts.strict, clock=clock) for a in present}
         self.others = set(opts.others) - set(self.chips)
-        self.log: list[tuple[float, int, int, float | None]] = []  # (t_s, address, channel, width_us)
+        #: the outputs' changes, the last ``LOG_KEPT``: (t_s, address, channel, width_us); ``log=FILE`` keeps them all
+        self.log: deque[tuple[float, int, int, float | None]] = deque(maxlen=LOG_KEPT)
         self._log_file = None
         self._load_state()
         if opts.log:

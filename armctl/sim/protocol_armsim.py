@@ -38,9 +38,9 @@ ARM is an arm preset name or file (same as option ``arm``). Options:
                         board that lost its pulses then knows its pose only from armctl's state file, or
                         the user's word: ``--assume-pose``)
 
-The opened port has ``.sim`` (a ``SimArm``: recorded pulses, true joint angles and tool point, for
-tests) and ``measured_angles()``: what an encoder on each joint would read, which the armctl backend
-offers as measured positions.
+The opened port has ``.sim`` (a ``SimArm``: recorded pulses (the last ``armsim.PULSES_KEPT``), true joint
+angles and tool point, for tests) and ``measured_angles()``: what an encoder on each joint would read, which
+the armctl backend offers as measured positions.
 """
 
 from __future__ import annotations

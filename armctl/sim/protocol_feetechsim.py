@@ -55,7 +55,7 @@ Options (lists are comma-separated):
 pty any rate the client sets), and servos at another rate stay silent.
 
 The opened port has ``.sim`` (a ``FeetechSim``): its servos, test hooks (``turn_by_hand``,
-``set_stops``, ``power_cycle``) and the log of every packet the servos took in.
+``set_stops``, ``power_cycle``) and the log of the packets the servos took in (the last ``feetechsim.LOG_PACKETS``).
 """
 
 from __future__ import annotations

@@ -202,7 +202,7 @@ def test_first_pulse_is_the_one_armctl_writes_and_no_step_beats_the_speed_limit(
     url = f"pca9685sim://?state={state}"
     with armctl.connect("seed-3link", port=url, backend="pca9685", assume_pose="home") as robot:
         bus = robot.backend.i2c.bus
-        assert bus.log == []  # nothing output before the first move
+        assert not bus.log  # nothing output before the first move
         robot.move_to(0.5, 0.2, speed=0.3)
         robot.move_to(0.45, -0.1, speed=0.3)
         robot.home()
@@ -395,7 +395,7 @@ def test_status_reads_a_board_the_calibration_does_not_use_without_auto_incremen
     outs = be.status().counters["pca9685"]["0x41"]["outputs"]
     assert outs[0] == {"channel": 16, "on": 0, "off": 307} and outs[1]["off"] == 0x1000
     assert info.values[16] == pytest.approx(307 * hw.count_us(121)) and info.values[17] is None
-    assert be.i2c.bus.chips[0x41].writes == [] or all(len(d) == 1 for _, d in be.i2c.bus.chips[0x41].writes)
+    assert not be.i2c.bus.chips[0x41].writes or all(len(d) == 1 for _, d in be.i2c.bus.chips[0x41].writes)
     be.close()
 
 
