@@ -92,6 +92,7 @@ def main() -> None:
             at = rng.uniform(1.0, 20.0)
             for kind in kinds:  # interleaved, at the same moment: the machine's load falls on all alike
                 got[kind].append(_trial(robot, kind, at))
+        extra_s, grown = robot.backend.lead_extra * FRAME_S, robot.backend.underruns
     print(f"{'request -> at rest (board clock)':<34}{'p50':>8}{'p99':>8}{'max':>8}   underruns while streaming")
     p50 = {}
     for kind, label in kinds.items():
@@ -99,6 +100,7 @@ def main() -> None:
         p50[kind] = np.percentile(v, 50)
         runs, secs = sum(g[1] for g in got[kind]), sum(g[2] for g in got[kind])
         print(f"{label:<34}{p50[kind]:6.0f}ms{np.percentile(v, 99):6.0f}ms{v.max():6.0f}ms   {runs} in {secs:.0f} s")
+    print(f"queue kept ahead at the end: 0.1 s + {extra_s:.2f} s (grown on {grown} underruns, shrinking back)")
     print(f"ratio hold/old hold (p50): {p50['hold'] / p50['old']:.2f}x", end="")
     print(f"; hold/stop (p50): {p50['hold'] / p50['stop']:.0f}x" if p50["stop"] > 0 else "; stop: at rest at once")
 

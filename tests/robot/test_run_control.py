@@ -154,6 +154,50 @@ def test_a_hold_decelerates_at_once_on_the_path_within_the_joint_limits(tmp_path
     assert np.all(accel <= a_max + 1.0), f"a joint accelerated {np.max(accel / a_max):.2f} x its limit"
 
 
+def test_a_queue_that_ran_dry_is_kept_longer(tmp_path):
+    """The short queue that makes a hold prompt is for a host that keeps up: once the board ran dry while it was
+    being fed (the host stalled longer than the queue), armctl keeps more queued (up to the 0.3 s it used to)."""
+    with armctl.connect("seed-3link", f"armsim://?rate=1&seed=1&state={tmp_path / 's.json'}") as robot:
+        q0, q1 = np.radians([-60, -120, -100]), np.radians([60, 120, 100])
+        robot.move_joints(q0, speed_fraction=1.0)
+        be, board = robot.backend, robot.backend.ser.sim.board
+        move, left = be.move, []
+
+        def late_move(frames, values):
+            be.ser.sim.pump(be.ser.sim_time_s())
+            left.append(board.left_frames)
+            if len(left) == 20:
+                time.sleep(0.25)  # the host stalls (a busy machine): the 0.1 s on the board runs out
+            move(frames, values)
+
+        be.move = late_move
+        robot.move_joints(q1, speed_fraction=0.6)
+    assert be.underruns >= 1, "the stall was not seen as an underrun"
+    assert be.lead_extra > 0
+    before, after = np.median(left[5:20]), np.median(left[30:])
+    assert after >= before + 1.5, f"{after} frames queued after the underrun, {before} before it"
+
+
+def test_the_queue_kept_ahead_grows_on_an_underrun_only_while_fed_and_shrinks_back():
+    from armctl.bus.armproto import FEED_SETTLE_S, LEAD_GROW_FRAMES, LEAD_MAX_S, ArmProtocolBackend
+
+    be = ArmProtocolBackend("armsim://")  # (not opened: the bookkeeping alone)
+    be.note_empty(3, 0.0)  # not feeding: a run-out the host chose (the end of a motion, a hold)
+    be.note_empty(4, 0.1)
+    assert be.underruns == 0 and be.lead_extra == 0
+    be._feeding_since = 1.0
+    be.note_empty(5, 1.0 + FEED_SETTLE_S / 2)  # the end of what played before may still show
+    be.note_empty(5, 1.0 + FEED_SETTLE_S)
+    assert be.underruns == 0
+    be.note_empty(6, 1.2)  # ran dry while fed
+    assert be.underruns == 1 and be.lead_extra == LEAD_GROW_FRAMES
+    for i in range(5):
+        be.note_empty(7 + i, 1.3 + 0.1 * i)
+    assert be.lead_extra == LEAD_MAX_S / 0.02  # at most the 0.3 s kept before
+    be.note_empty(11, 3.7)  # 2 s without one
+    assert be.lead_extra == pytest.approx(LEAD_MAX_S / 0.02 - 1.0)
+
+
 class _HostTimedRecorder(HostTimed):
     """A board the host times frame by frame (as Firmata, the PCA9685, bus servos), on a fake clock: records
     every frame's values."""
