@@ -116,6 +116,7 @@ def test_a_hold_decelerates_at_once_on_the_path_within_the_joint_limits(tmp_path
         m = robot.move_joints(q1, speed_fraction=0.6, wait=False)  # the example's joint speed: about 2.7 s
         time.sleep(1.2)  # cruising, in one long move of the plan
         t_hold = sim.now
+        extra = robot.backend.lead_extra  # frames kept queued beyond LEAD_S after underruns (a busy machine)
         m.pause()
         deadline = time.monotonic() + 10
         while robot.control.state != "held" and time.monotonic() < deadline:
@@ -141,8 +142,9 @@ def test_a_hold_decelerates_at_once_on_the_path_within_the_joint_limits(tmp_path
     cruise = np.median(speed[at_hold - 10 : at_hold])
     assert cruise > 5, "not cruising when held"
     slower = at_hold + np.flatnonzero(speed[at_hold:] < 0.9 * cruise)[0]
-    # the deceleration starts within the lead (LEAD_S: 5 frames) and a move (2 frames), plus a frame of estimate
-    assert slower - at_hold <= 9, f"the deceleration started {slower - at_hold} frames after the hold"
+    # the deceleration starts within the lead (LEAD_S: 5 frames, more after underruns) and a move (2 frames), plus
+    # a frame of estimate
+    assert slower - at_hold <= 9 + extra, f"the deceleration started {slower - at_hold} frames after the hold"
     assert len(played) - 1 - slower <= 8, f"it took {len(played) - 1 - slower} frames to come to rest"
     # on the planned path (the straight line in joint space of a joint move), within resolution and merging
     planned = prepare(m.trajectory, cal).us[:, :3]
