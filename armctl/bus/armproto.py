@@ -144,6 +144,7 @@ class ArmProtocolBackend(ArmLink, Backend):
         self._time_scale = float(getattr(self.ser, "rate", 1.0))  # armsim runs its clock faster
         self._board_rate = self._time_scale  # board seconds per host second, measured from its frame counter
         self._clock_ref: tuple[float, int] | None = None
+        self._rate_samples = 0  # board clock measurements so far (until there are two, its pace is unknown)
         try:
             self.info = self._handshake()
             self.runs_on_frames = math.inf  # no watchdog: the board plays everything it was sent
@@ -308,6 +309,7 @@ class ArmProtocolBackend(ArmLink, Backend):
         rate = frames * FRAME_S / (now - t0)
         if 0.02 < rate < 500:
             self._board_rate = 0.5 * self._board_rate + 0.5 * rate
+            self._rate_samples += 1
         self._clock_ref = (now, frame)
 
     def _refill_due_s(self, left_frames: int) -> float:
@@ -424,8 +426,10 @@ class ArmProtocolBackend(ArmLink, Backend):
             self._feeding_since = time.monotonic()
         # in host time: what the host needs to refill it (a board run faster than real time plays more frames)
         most = max(float(frames), LEAD_MAX_S / FRAME_S)
-        if self._board_rate > FAST_BOARD_RATE:  # a simulator run faster than real time, at the pace its host allows:
-            lead = most  # no one waits on its hold, and its pace jumps with the machine's load
+        if self._board_rate > FAST_BOARD_RATE or self._rate_samples < 2:
+            # a simulator run faster than real time, at the pace its host allows (no one waits on its hold, and
+            # its pace jumps with the machine's load), or a board whose pace is not measured yet (just connected)
+            lead = most
         else:
             lead = min(float(frames) + self.lead_extra, most)  # (more after underruns)
         keep = lead * max(1.0, self._board_rate)
