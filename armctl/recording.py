@@ -3,7 +3,8 @@
 ``armctl.program`` reads programs; this module is the one that writes them. Each record adds a named
 joint pose under ``poses:`` (the joint angles the arm was commanded to, so playing the program commands
 the very same pulses; a comment gives the tool point) and a joint move to it at the end of ``steps:``,
-preceded by a gripper step when the gripper was opened or closed since the previous record. A joint move
+with a gripper step when the gripper was opened or closed since the previous record: before the move, or
+after it when the gripper acted once the arm had got there (``gripper_after``). A joint move
 is used because it always plans between two poses inside the joint limits, whatever lies between them;
 change it to a ``line`` step by hand for a straight path.
 
@@ -157,10 +158,12 @@ class Recorder:
 
     # --- writing ---------------------------------------------------------------------------------------
 
-    def record(self, name: str, q_rad, *, gripper: str | None = None) -> Recorded:
-        """Add pose ``name`` (joint angles ``q_rad``, rad) and a joint move to it, after a gripper step if
-        ``gripper`` (``"open"``/``"closed"``) differs from the state the program leaves the gripper in.
-        BadInputError for a bad or taken name; the file is unchanged on any error."""
+    def record(self, name: str, q_rad, *, gripper: str | None = None, gripper_after: bool = False) -> Recorded:
+        """Add pose ``name`` (joint angles ``q_rad``, rad) and a joint move to it, with a gripper step if
+        ``gripper`` (``"open"``/``"closed"``) differs from the state the program leaves the gripper in: before
+        the move, or after it with ``gripper_after`` (the gripper acted at this pose, after the arm got there),
+        so the steps come in the order they were done. BadInputError for a bad or taken name; the file is
+        unchanged on any error."""
         name = check_name(name)
         q = np.asarray(q_rad, dtype=float)
         if q.shape != (self.arm.n,) or not np.all(np.isfinite(q)):
@@ -175,9 +178,11 @@ class Recorder:
             gripper = None
         steps = []
         start = prog is None  # a new program starts where its first pose is (not at home), gripper as it was
-        if gripper is not None and not start and gripper != _gripper_at_end(prog):
-            steps.append(f"{{gripper: {'close' if gripper == 'closed' else 'open'}}}")
         steps.append(f"{{joint: {_yaml_key(name)}}}")
+        if gripper is not None and not start and gripper != _gripper_at_end(prog):
+            steps.insert(
+                len(steps) if gripper_after else 0, f"{{gripper: {'close' if gripper == 'closed' else 'open'}}}"
+            )
         pose = "{q_deg: [" + ", ".join(f"{round(math.degrees(v), ANGLE_DECIMALS):g}" for v in q) + "]}"
         comment = self._comment(q)
         want_poses = (list(prog.poses) if prog else []) + [name]
@@ -186,15 +191,15 @@ class Recorder:
         kept = True
         if prog is None:
             text = self._new_text(before or "", name, pose, comment, steps, gripper)
-            self._verify(text, want_poses, want_steps, name, q)
+            self._verify(text, want_poses, want_steps, name, q, steps)
         else:
             try:
                 text = _insert(before, _yaml_key(name), pose, comment, steps)
-                self._verify(text, want_poses, want_steps, name, q)
+                self._verify(text, want_poses, want_steps, name, q, steps)
             except (ConfigError, MotionError, yaml.YAMLError, ValueError, LookupError):
                 kept = False
                 text = _redump(before, name, pose, steps)
-                self._verify(text, want_poses, want_steps, name, q)
+                self._verify(text, want_poses, want_steps, name, q, steps)
         try:
             atomic_write(self.path, text)
         except OSError as exc:
@@ -247,7 +252,7 @@ class Recorder:
         ]
         return head + "\n".join(lines) + "\n"
 
-    def _verify(self, text: str, poses: list[str], n_steps: int, name: str, q: np.ndarray) -> None:
+    def _verify(self, text: str, poses: list[str], n_steps: int, name: str, q: np.ndarray, steps: list[str]) -> None:
         """``text`` must be a program with exactly the poses and step count expected, the new pose at ``q``,
         and it must plan on the arm; else ConfigError/MotionError (nothing is written)."""
         prog = load_program_text(text, str(self.path))
@@ -256,8 +261,9 @@ class Recorder:
             raise ConfigError("the recorded program did not read back as expected", path=self.path)
         if np.abs(np.asarray(got.q_rad) - q).max() > math.radians(10**-ANGLE_DECIMALS):
             raise ConfigError("the recorded pose did not read back as expected", path=self.path)
-        last = prog.steps[-1]
-        if last.action != "joint" or last.target != name:
+        tail = prog.steps[len(prog.steps) - len(steps) :]
+        want = ["joint" if s.startswith("{joint:") else "gripper" for s in steps]
+        if [st.action for st in tail] != want or next(st for st in tail if st.action == "joint").target != name:
             raise ConfigError("the recorded step did not read back as expected", path=self.path)
         plan_program(prog, self.arm)
 

@@ -3,7 +3,9 @@
 A ``RunControl`` is shared by whoever asks (a key on the terminal, a button on the web page, a Python call
 from another thread) and the playback (``armctl.stream.Player``), which reads it once a frame. A hold is a
 time-scaling of the planned trajectory, never a new path: the playback slows the rate at which it walks
-along the planned samples down to zero (``RATE_SLEW`` a frame), holds, and on resume speeds it up again.
+along the planned samples down to zero (from the program's speed in ``HOLD_RAMP_S``, or longer where a
+joint's acceleration limit asks for it), holds, and on resume speeds it up again. It starts at once: the
+board is never sent more than ``LEAD_S`` of motion ahead, in moves of at most ``CONTROLLED_MOVE_FRAMES``.
 The override scales the program's speeds from 10 to 200 %; the playback never lets a servo step faster
 than its joint's speed limit, whatever the override. Thread-safe without locks (single writes of Python
 objects), so a signal handler may call it too.
@@ -18,9 +20,17 @@ from .errors import BadInputError
 OVERRIDE_MIN = 0.10
 OVERRIDE_MAX = 2.00
 OVERRIDE_STEP = 0.10  # one press of + or -
-HOLD_RAMP_S = 0.4  # a hold decelerates from the program's speed to rest (and a resume back) in this long
+#: A hold decelerates from the program's speed to rest (and a resume back) in at least this long, longer where a
+#: joint's acceleration limit asks for it (GRBL's feed hold: at once, at the acceleration the machine allows).
+HOLD_RAMP_S = 0.1
 RAMP_SPEED_FRACTION = 0.25  # of each joint's limit: from wherever the arm is to where a motion starts
-LEAD_S = 0.3  # the playback sends the board at most about this much motion ahead: a hold starts that soon
+#: The playback sends a board with a queue (our firmware) at most about this much motion ahead of what it plays:
+#: a hold's deceleration starts that soon. Enough for the host's scheduling hiccups (the board's ``empty``
+#: counter shows an underrun; bench/hold.py counts them).
+LEAD_S = 0.1
+#: While a RunControl is attached, a move sent is at most this many 20 ms frames (one on a board the host times
+#: frame by frame): what is committed ahead of a hold stays short, whatever the plan merged into longer moves.
+CONTROLLED_MOVE_FRAMES = 2
 
 
 def check_override(value, what: str = "speed_override") -> float:

@@ -25,13 +25,12 @@ from concurrent.futures import wait as futures_wait
 import numpy as np
 
 from . import motion
-from .bus.backend import FRAME_S
 from .errors import LinkError, MotionError, StopRequested
 from .followplay import play_follow
 from .handles import FollowMotion, Motion, MoveResult
 from .kinematics import tool_point
 from .lifecycle import BOARD_WAIT_S
-from .runcontrol import HOLD_RAMP_S, RAMP_SPEED_FRACTION
+from .runcontrol import RAMP_SPEED_FRACTION
 from .stream import Player, Pulses, StreamResult, prepare
 from .trajectory import Trajectory
 from .validate import outside_limits_now
@@ -435,7 +434,6 @@ class Runner:
             control=owner.control,
             max_speed=self._max_speed(),
             max_accel=self._max_accel(),
-            slew=self._hold_slew(),
         )
         self.journal.start()
         return self.player.play(parts, declare=declare, ramp=ramp is not None)
@@ -455,15 +453,6 @@ class Runner:
         if accel is None:
             return {}
         return {s.channel: math.degrees(float(a)) * s.per_deg for s, a in zip(cal.joints, accel)}
-
-    def _hold_slew(self) -> float:
-        """How much the playback rate may change in a frame: a hold from full speed takes HOLD_RAMP_S, or longer
-        where a joint's acceleration limit needs it (the deceleration adds the rate's change times its speed)."""
-        ramp, arm = HOLD_RAMP_S, self.owner.arm
-        accel = getattr(arm, "max_accel_rad_s2", None)
-        if accel is not None:
-            ramp = max(ramp, float(np.max(np.asarray(arm.max_speed_rad_s) / np.asarray(accel))))
-        return FRAME_S / ramp
 
     @staticmethod
     def _start_moved(m: Motion) -> bool:

@@ -22,11 +22,13 @@ from .bus.backend import FRAME_S, Backend
 from .calibration import Calibration
 from .errors import LinkError, PulseLimitError
 from .motion.refusals import _located
-from .runcontrol import HOLD_RAMP_S, LEAD_S, OVERRIDE_MAX
+from .runcontrol import CONTROLLED_MOVE_FRAMES, HOLD_RAMP_S, LEAD_S, OVERRIDE_MAX
 from .trajectory import Trajectory
 
 MAX_SEGMENT_FRAMES = 25
 RATE_SLEW = FRAME_S / HOLD_RAMP_S  # the most the playback rate changes in a frame (a hold: 1 -> 0 in HOLD_RAMP_S)
+CAP_SLACK_SLEW = 0.05  # caps are smoothed backwards for this rate change a frame (a speed cap comes on over 20 frames)
+RATE_SEARCH_STEPS = 12  # bisection steps for the fastest rate change a frame that every acceleration limit allows
 HOLD_CHUNK_FRAMES = 5  # frames computed at a time while the rate changes
 SEGMENT_TOL = 0.5  # servo units: samples this close to a straight line in value space are merged into one move
 
@@ -129,10 +131,14 @@ class Player:
     samples: it walks along them at the rate the control asks for (feed hold: down to rest and held;
     resume; speed override), every frame's values on the straight line in servo space between two planned
     samples (where the board's own interpolation puts them at full speed), so the tool stays on the planned
-    path. The rate changes by at most ``RATE_SLEW`` a frame, and never lets a servo step faster than
-    ``max_speed`` (address -> servo units per second, its joint's speed limit) beyond what the plan itself
-    does. The board is sent at most ``LEAD_S`` of motion ahead, so a hold starts that soon, not after a long
-    queue. At rate 1 the moves sent are those the plain playback sends."""
+    path. The rate changes by at most ``slew`` a frame (``RATE_SLEW``: from the program's speed to rest in
+    ``HOLD_RAMP_S``), and by less where the frames it gives would pass ``max_accel`` (address -> servo units
+    per second squared, its joint's acceleration limit, checked on the frames themselves: what the plan
+    accelerates plus what the rate's change adds); it never lets a servo step faster than ``max_speed``
+    (address -> servo units per second) beyond what the plan itself does. The board is sent at most
+    ``LEAD_S`` of motion ahead in moves of at most ``CONTROLLED_MOVE_FRAMES`` (one on a board timed from
+    the host), so a hold starts within that, not after a long queue or a long merged move. At rate 1 the
+    frames sent are those the plain playback sends (its merged moves cut at planned samples)."""
 
     def __init__(
         self,
@@ -244,7 +250,9 @@ class Player:
                 with np.errstate(divide="ignore"):
                     caps = np.minimum(caps, np.where(a > 0, np.sqrt(amax / np.maximum(a, 1e-12)), np.inf))
         caps = np.maximum(caps, 1.0)
-        slack = self.slew * p.frames_per_sample / OVERRIDE_MAX  # rate change possible while crossing a sample
+        # the rate a frame may cross into the next interval with: at most CAP_SLACK_SLEW above its cap (a frame at a
+        # faster rate than the hold's ramp would overrun the next interval's speed limit where it is lower)
+        slack = min(self.slew, CAP_SLACK_SLEW) * p.frames_per_sample / OVERRIDE_MAX
         for k in range(n - 2, -1, -1):
             caps[k] = min(caps[k], caps[k + 1] + slack)
         return caps
@@ -253,6 +261,7 @@ class Player:
         ctl = self.control
         ctl.state, rate = "running", None
         lead = max(1.0, LEAD_S / FRAME_S)
+        move_frames = CONTROLLED_MOVE_FRAMES if getattr(self.backend.caps, "timed_moves", False) else 1
         for pi, p in enumerate(parts):
             n = len(p.us) - 1
             if n <= 0:
@@ -271,7 +280,7 @@ class Player:
                 if rate == 1.0 and want == 1.0 and abs(tau - round(tau)) < 1e-9:
                     # as planned: the very moves the plain playback sends
                     k = int(round(tau))
-                    end, frames = next(segments(p.us[k:], frames_per_sample=fps))
+                    end, frames = next(segments(p.us[k:], frames_per_sample=fps, max_frames=move_frames))
                     self.current_step = p.steps[int(p.step[k + end])] if p.steps else "motion"
                     row = p.us[k + end]
                     for j in range(1, frames + 1):
@@ -293,7 +302,7 @@ class Player:
                 for _ in range(HOLD_CHUNK_FRAMES):
                     k = min(int(math.floor(tau + 1e-9)), n - 1)
                     want = 0.0 if ctl.paused else min(ctl.override, float(caps[k]))
-                    rate = min(float(caps[k]), rate + max(-self.slew, min(self.slew, want - rate)))
+                    rate = min(float(caps[k]), self._next_rate(p, tau, rate, min(want, float(caps[k])), rows))
                     if rate < 1e-6:
                         rate = 0.0
                         break
@@ -321,6 +330,53 @@ class Player:
                     values = {ch: (None if not math.isfinite(v) else float(v)) for ch, v in zip(p.channels, block[end])}
                     self._send(frames, values)
                     a = end
+
+    def _sent_row(self, back: int) -> dict[int, float] | None:
+        """The values of the frame sent ``back`` frames before the last one (0: the last), channel -> value;
+        None before the first."""
+        i = len(self._tl_tau) - 1 - back
+        if i < 0:
+            return None
+        p = self.parts[self._tl_part[i]]
+        return {ch: float(v) for ch, v in zip(p.channels, _at(p.us, self._tl_tau[i])) if math.isfinite(v)}
+
+    def _next_rate(self, p: Pulses, tau: float, rate: float, want: float, rows: list[np.ndarray]) -> float:
+        """The rate of the next frame: toward ``want`` by at most ``slew``, and no further than every joint's
+        acceleration limit allows on the frames themselves (the next frame's values against the last two
+        sent, ``rows``: those of this chunk not yet sent). If even keeping ``rate`` passes a limit (the plan
+        accelerates there as fast as it may), the rate is kept: the plan was checked against the limits."""
+        step = max(-self.slew, min(self.slew, want - rate))
+        if step == 0.0 or not self.max_accel:
+            return max(0.0, rate + step)
+        fps, n = p.frames_per_sample, len(p.us) - 1
+        chunk = [{ch: float(v) for ch, v in zip(p.channels, r) if math.isfinite(v)} for r in rows[-2:]]
+        last = [self._sent_row(1), self._sent_row(0)][len(chunk) :] + chunk
+        if len(last) < 2 or last[0] is None or last[1] is None:
+            return max(0.0, rate + step)
+        prev, cur = last
+        lim = [
+            (c, ch, self.max_accel[ch] * FRAME_S**2)
+            for c, ch in enumerate(p.channels)
+            if ch in self.max_accel and ch in prev and ch in cur
+        ]
+
+        def ok(r: float) -> bool:
+            row = _at(p.us, min(float(n), tau + r / fps))
+            return all(abs(row[c] - 2 * cur[ch] + prev[ch]) <= a + 1e-9 for c, ch, a in lim if math.isfinite(row[c]))
+
+        target = max(0.0, rate + step)
+        if ok(target):
+            return target
+        lo, hi = target, rate  # the fastest change that keeps every limit lies between
+        if not ok(hi):
+            return rate
+        for _ in range(RATE_SEARCH_STEPS):
+            mid = 0.5 * (lo + hi)
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi
 
     def _tick(self) -> None:
         if self.tick is not None:

@@ -120,6 +120,8 @@ class ArmLink:
             now = time.monotonic()
             self._measure_clock(now, reply.frame)
             self._anchor = (now, float(self._sent_frames - unaccepted - reply.left_frames))
+            if "empty" in reply.counters:
+                self.note_empty(reply.counters["empty"], now)
             self._next_poll_t = now + (self._refill_due_s(reply.left_frames) if reply.free == 0 else 0.0)
         elif isinstance(reply, codec.Event):
             if reply.name == "BOOT" and self.info is not None:

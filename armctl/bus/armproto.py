@@ -43,6 +43,15 @@ LOW_WATER_HOST_S = 0.15  # ... or than the host may need to refill it (a board r
 ANCHOR_STALE_S = 0.1  # while keeping the queue short (a feed hold's lead), re-anchor the played estimate this often
 
 
+# A short queue (a feed hold's lead, ``wait_queued``) the host failed to refill in time: the board ran dry (its
+# ``empty`` counter went up while the host was feeding it). The queue kept ahead then grows by LEAD_GROW_FRAMES,
+# up to LEAD_MAX_S (what armctl kept before), and shrinks back by LEAD_SHRINK_FRAMES_S a second without one.
+LEAD_GROW_FRAMES = 5.0
+LEAD_MAX_S = 0.3
+LEAD_SHRINK_FRAMES_S = 0.5
+FAST_BOARD_RATE = 1.5  # a board this many times faster than real time is a simulator: it gets LEAD_MAX_S
+FEED_SETTLE_S = 0.06  # a run-out the host chose (the end of a motion, a hold) shows up this late, at most
+
 FACTORY_LIMITS_US = (500.0, 2500.0)  # a board's stored limits before anyone calibrated it
 REANCHOR_S = 0.1  # queued_frames(): re-anchor the played-frames estimate on a status at least this often
 
@@ -101,6 +110,10 @@ class ArmProtocolBackend(ArmLink, Backend):
         self._full_wait = False
         self._srtt = 0.05
         self._limits_seq: int | None = None
+        self.lead_extra = 0.0  # frames kept queued beyond what wait_queued is asked for (after underruns)
+        self.underruns = 0  # times the board ran dry while the host fed it (wait_queued)
+        self._feeding_since: float | None = None  # host time the current feeding (wait_queued) began
+        self._empty_seen: tuple[float, int] | None = None  # (host time, the board's empty counter) last heard
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -131,6 +144,7 @@ class ArmProtocolBackend(ArmLink, Backend):
         self._time_scale = float(getattr(self.ser, "rate", 1.0))  # armsim runs its clock faster
         self._board_rate = self._time_scale  # board seconds per host second, measured from its frame counter
         self._clock_ref: tuple[float, int] | None = None
+        self._rate_samples = 0  # board clock measurements so far (until there are two, its pace is unknown)
         try:
             self.info = self._handshake()
             self.runs_on_frames = math.inf  # no watchdog: the board plays everything it was sent
@@ -265,6 +279,7 @@ class ArmProtocolBackend(ArmLink, Backend):
     def drain(self, *, timeout_s: float | None = None) -> None:
         """Block until the board has played every move: it is asked when its queue is due to be done (from
         ``left``), not over and over."""
+        self._feeding_since = None  # the queue runs out now: the host means it to
         self.flush()
         budget = timeout_s if timeout_s is not None else 10.0 + (sum(self._queued) + 20) * 0.02 * 2
         deadline = time.monotonic() + budget
@@ -294,6 +309,7 @@ class ArmProtocolBackend(ArmLink, Backend):
         rate = frames * FRAME_S / (now - t0)
         if 0.02 < rate < 500:
             self._board_rate = 0.5 * self._board_rate + 0.5 * rate
+            self._rate_samples += 1
         self._clock_ref = (now, frame)
 
     def _refill_due_s(self, left_frames: int) -> float:
@@ -320,6 +336,7 @@ class ArmProtocolBackend(ArmLink, Backend):
 
     def stop(self) -> None:
         self._streaming = False
+        self._feeding_since = None
         self._out.clear()
         self._queued.clear()
         self._immediate("X")
@@ -402,9 +419,20 @@ class ArmProtocolBackend(ArmLink, Backend):
     def wait_queued(self, frames: float) -> None:
         """Until at most ``frames`` (frames of real time: on a board run faster than real time, that many times
         its rate, so the host has as long to refill it) are left to play of what was sent, from the played
-        estimate (``played_frames``), re-anchored by a status every ``ANCHOR_STALE_S``."""
+        estimate (``played_frames``), re-anchored by a status every ``ANCHOR_STALE_S``. More is kept after the
+        board ran dry while fed (``lead_extra``, see ``note_empty``), and ``LEAD_MAX_S`` on a simulator run
+        faster than real time."""
+        if self._feeding_since is None:
+            self._feeding_since = time.monotonic()
         # in host time: what the host needs to refill it (a board run faster than real time plays more frames)
-        keep = float(frames) * max(1.0, self._board_rate)
+        most = max(float(frames), LEAD_MAX_S / FRAME_S)
+        if self._board_rate > FAST_BOARD_RATE or self._rate_samples < 2:
+            # a simulator run faster than real time, at the pace its host allows (no one waits on its hold, and
+            # its pace jumps with the machine's load), or a board whose pace is not measured yet (just connected)
+            lead = most
+        else:
+            lead = min(float(frames) + self.lead_extra, most)  # (more after underruns)
+        keep = lead * max(1.0, self._board_rate)
         deadline = time.monotonic() + 10.0 + (self._sent_frames - self.played_frames()) * FRAME_S * 2
         while True:
             self._service(0.0)
@@ -418,8 +446,22 @@ class ArmProtocolBackend(ArmLink, Backend):
             self._waiting()
             self._service(min(POLL_SLICE_S, max(0.0005, (left - keep) * FRAME_S / self._board_rate)))
 
+    def note_empty(self, count: int, now: float) -> None:
+        """The board's ``empty`` counter, from a status: while the host feeds a short queue (``wait_queued``), a
+        rise is an underrun, and the queue kept ahead grows (``lead_extra``); without one it shrinks back."""
+        last, self._empty_seen = self._empty_seen, (now, count)
+        since = self._feeding_since
+        if last is None or since is None or last[0] < since + FEED_SETTLE_S:
+            return  # not feeding, or a run-out of before it began may still show
+        if count != last[1]:
+            self.underruns += 1
+            self.lead_extra = min(self.lead_extra + LEAD_GROW_FRAMES, LEAD_MAX_S / FRAME_S)
+        else:
+            self.lead_extra = max(0.0, self.lead_extra - LEAD_SHRINK_FRAMES_S * (now - last[0]))
+
     def idle(self, seconds: float) -> None:
         """Read replies for ``seconds``, asking for the status when the watchdog needs feeding."""
+        self._feeding_since = None  # the board may run dry now: the host means it to
         end = time.monotonic() + seconds
         while (now := time.monotonic()) < end:
             self._keep_alive(now)

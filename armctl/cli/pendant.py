@@ -116,6 +116,8 @@ class Pendant(Screen):
         self.prompt: str | None = None  # the pose name being typed
         self.pending_record: str | None = None
         self.recorded: list[str] = []
+        self.since_record: list[str] = []  # what was done since the last record, in order: "move", "gripper"
+        self.note = ""  # said before the next motion's line (a pose recorded on the pendant's own accord)
         self.pose = None  # the last Pose read for the screen
         self.quit: str | None = None  # why the pendant ends ("q", "ctrl-c", ...)
         self.stops: list[tuple[float, str]] = []  # (time, reason) of every stop the pendant asked for
@@ -214,6 +216,7 @@ class Pendant(Screen):
         new_xy = xy + d
         new_phi = None if phi is None else math.remainder(phi + dphi, 2.0 * math.pi)  # (turned round and round)
         label = f"jog {what}"
+        self._before_arm_move()
         try:
             m = self.robot.move_to(
                 *(float(v) for v in new_xy),  # x, y (and z on an arm with a rotating base)
@@ -229,9 +232,10 @@ class Pendant(Screen):
             self.message = Message(f"refused ({what}), nothing moved: {why}", "refused")
             return
         self.motions.append(m)
+        self.since_record.append("move")
         self.target = (new_xy, new_phi)
         if not repeat:
-            self.message = Message(f"jog {what} ({m.trajectory.duration_s:.2f} s)")
+            self.message = Message(self._noted(f"jog {what} ({m.trajectory.duration_s:.2f} s)"))
 
     def _look_ahead(self, key: str) -> bool:
         """A held motion key: one line at the speed shown towards the farthest of LOOK_AHEAD_S of travel ahead,
@@ -244,6 +248,7 @@ class Pendant(Screen):
         arm = self.arm
         dist = min(speed * LOOK_AHEAD_S, 2.0 * (arm.extent_m))
         label = f"jog {KEY_NAMES[key]} held"
+        self._before_arm_move()
         while dist > self.step_mm / 1000.0:
             end = xy + direction * dist
             try:
@@ -254,11 +259,14 @@ class Pendant(Screen):
                 dist /= 2.0
                 continue
             self.motions.append(m)
+            self.since_record.append("move")
             self.look_ahead = m
             self.target = (end, phi)
             self.message = Message(
-                f"jog {KEY_NAMES[key]} at {self.speed_mm_s:g} mm/s while held (look-ahead {dist * 1000:.0f} mm; "
-                "let go to stop)"
+                self._noted(
+                    f"jog {KEY_NAMES[key]} at {self.speed_mm_s:g} mm/s while held (look-ahead {dist * 1000:.0f} mm; "
+                    "let go to stop)"
+                )
             )
             return True
         return False
@@ -301,9 +309,10 @@ class Pendant(Screen):
             self.speed_mm_s = _next(SPEEDS_MM_S, self.speed_mm_s, -1 if name == "<" else 1)
             self.message = Message(f"speed {self.speed_mm_s:g} mm/s")
         elif name in ("o", "c"):
-            self._submit(lambda: self.robot.gripper("open" if name == "o" else "close", wait=False))
+            self._submit(lambda: self.robot.gripper("open" if name == "o" else "close", wait=False), "gripper")
         elif name == "h":
-            if self._submit(lambda: self.robot.home(wait=False)):
+            self._before_arm_move()
+            if self._submit(lambda: self.robot.home(wait=False), "move"):
                 self.target = None  # read back: the end of the home move
         elif name == "enter":
             if self.recorder is None:
@@ -318,7 +327,8 @@ class Pendant(Screen):
         else:
             self.message = Message(f"key {name!r} does nothing here (the keys are listed below)", "refused")
 
-    def _submit(self, start) -> bool:
+    def _submit(self, start, kind: str) -> bool:
+        """Start a motion (``kind``: ``"move"`` of the arm, or ``"gripper"``); False if it was refused."""
         try:
             m = start()
         except LinkError:
@@ -327,8 +337,26 @@ class Pendant(Screen):
             self.message = Message(f"refused, nothing moved: {exc}", "refused")
             return False
         self.motions.append(m)
-        self.message = Message(f"{m.label} ({m.trajectory.duration_s:.2f} s)")
+        self.since_record.append(kind)
+        self.message = Message(self._noted(f"{m.label} ({m.trajectory.duration_s:.2f} s)"))
         return True
+
+    def _noted(self, text: str) -> str:
+        """``text`` after the note kept for the next motion's line, if any (then dropped)."""
+        note, self.note = self.note, ""
+        return f"{note}; {text}" if note else text
+
+    def _gripper_after_move(self) -> bool:
+        """True if, since the last record, the gripper acted after the arm had moved: where it acted is the pose
+        the arm is commanded to now, and its step follows the move there."""
+        ev = self.since_record
+        return "gripper" in ev and "move" in ev[: len(ev) - 1 - ev[::-1].index("gripper")]
+
+    def _before_arm_move(self) -> None:
+        """Recording, the arm about to leave the pose where the gripper acted after a move: that pose is recorded
+        first (a name of its own), so the program opens or closes the gripper where the user did."""
+        if self.recorder is not None and self.pending_record is None and self._gripper_after_move():
+            self._record(self.recorder.next_name(), auto=True)
 
     def _prompt_key(self, name: str) -> None:
         if name == "escape":
@@ -345,18 +373,33 @@ class Pendant(Screen):
         elif len(name) == 1 and name.isprintable() and len(self.prompt) < 40:
             self.prompt += name
 
-    def _record(self, name: str) -> None:
+    def _record(self, name: str, *, auto: bool = False) -> None:
+        """Record the commanded pose as ``name``, with the gripper step (if any) in the order it was done;
+        ``auto``: recorded by the pendant where the gripper acted, before the arm moves on."""
         from ..recording import gripper_state
 
         pose = self.robot.commanded_pose()
         try:
-            rec = self.recorder.record(name, pose.q_rad, gripper=gripper_state(self.arm, pose.gripper_rad))
+            rec = self.recorder.record(
+                name,
+                pose.q_rad,
+                gripper=gripper_state(self.arm, pose.gripper_rad),
+                gripper_after=self._gripper_after_move(),
+            )
         except ArmctlError as exc:
             self.message = Message(f"not recorded: {exc}", "refused")
+            if auto:
+                self.note = f"the pose where the gripper acted was not recorded: {exc}"
             return
+        self.since_record = []
         self.recorded.append(rec.name)
         where = ", ".join(f"{v:.1f}" for v in pose.tool_mm)
-        extra = "" if len(rec.steps) == 1 else f" after {rec.steps[0]}"
+        if len(rec.steps) == 1:
+            extra = ""
+        else:  # the gripper step before the move, or after it
+            extra = f" after {rec.steps[0]}" if rec.steps[0].startswith("{gripper") else f" then {rec.steps[1]}"
+        if auto:
+            self.note = f"recorded {rec.name!r}{extra} where the gripper acted, before the arm moves on"
         note = "" if rec.kept_layout else " (written anew: its comments could not be kept)"
         count = f"{rec.poses} pose" + ("s" if rec.poses != 1 else "")
         self.message = Message(f"recorded {rec.name!r} at ({where}) mm{extra} in {rec.path}: {count}{note}")

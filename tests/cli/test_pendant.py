@@ -253,6 +253,66 @@ def test_step_and_speed_keys_walk_their_lists():
     assert p.speed_mm_s == 2.0
 
 
+def test_recorded_steps_come_in_the_order_they_were_done(tmp_path, monkeypatch):
+    """Move, then close the gripper, then record: the program moves there, then closes (not the other way round,
+    which would close the gripper at the previous pose). Close, then move: the other way. Move, open, move on:
+    the pose where the gripper opened is recorded before the arm leaves it."""
+    from armctl.recording import Recorder
+
+    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+    path = tmp_path / "taught.yaml"
+    clock = iter(range(10, 10**6, 10))  # key times far apart: no auto-repeat
+
+    with armctl.connect("seed-3link", f"armsim://?rate=20&seed=1&state={tmp_path / 's.json'}") as robot:
+        p = Pendant(robot, recorder=Recorder(path, robot.arm), step_mm=20)
+
+        def press(*keys: str) -> None:
+            for k in keys:
+                p.key(k, next(clock))
+                deadline = time.monotonic() + 20
+                while (p.busy() or p.pending_record is not None) and time.monotonic() < deadline:
+                    p.tick(time.monotonic())
+                    time.sleep(0.005)
+                p.tick(time.monotonic())
+
+        def record(name: str) -> None:
+            press("enter", *name, "enter")
+            assert f"recorded {name!r}" in p.message.text, p.message.text
+
+        def tool_x() -> float:
+            return float(robot.commanded_pose().tool_m[0])
+
+        record("a")
+        press("right", "c")  # moved, then closed
+        record("b")
+        steps = [(st.action, st.target or st.gripper) for st in load_program(path).steps]
+        assert steps == [("joint", "a"), ("joint", "b"), ("gripper", "close")], "the gripper closes before the move"
+        press("o", "down")  # opened, then moved
+        record("c")
+        press("right", "c")  # moved, closed, and moves on: the pose where it closed is kept
+        closed_at = tool_x()
+        press("up")
+        assert "where the gripper acted" in p.message.text, p.message.text
+        record("d")
+    prog = load_program(path)
+    got = [(st.action, st.target if st.action == "joint" else st.gripper) for st in prog.steps]
+    auto = [n for n in prog.poses if n not in ("a", "b", "c", "d")]
+    assert len(auto) == 1, list(prog.poses)
+    assert got == [
+        ("joint", "a"),
+        ("joint", "b"),
+        ("gripper", "close"),
+        ("gripper", "open"),
+        ("joint", "c"),
+        ("joint", auto[0]),
+        ("gripper", "close"),
+        ("joint", "d"),
+    ]
+    plan = plan_program(prog, load_arm("seed-3link"))
+    assert plan.moves
+    assert abs(fk(plan.arm.links_m, np.array(prog.poses[auto[0]].q_rad))[0] - closed_at) < 1e-3
+
+
 # --- the real thing: a terminal, the simulated arm -----------------------------------------------------------
 
 

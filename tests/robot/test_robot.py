@@ -234,7 +234,8 @@ def _moves_sent(wire_log: Path) -> list[bytes]:
 
 
 def test_robot_run_and_armctl_run_send_the_same_moves(tmp_path, capsys):
-    # the golden moves are what a version 1 board (4 channels, widths in us) gets: byte for byte as ever
+    # the golden moves are what a version 1 board (4 channels, widths in us) gets, in moves of at most 2 frames
+    # (CONTROLLED_MOVE_FRAMES: a feed hold starts at once)
     port = FAST + "&protocol=1"
     api_log, cli_log = tmp_path / "api.log", tmp_path / "cli.log"
     with armctl.connect("seed-3link", port, wire_log=api_log) as robot:

@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 
 import armctl
+from armctl.bus.hosttimed import HostTimed
 from armctl.errors import BadInputError
 from armctl.kinematics import tool_point
-from armctl.stream import prepare
+from armctl.runcontrol import RunControl
+from armctl.stream import Player, Pulses, prepare
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "examples" / "pick_and_place.yaml"
@@ -74,12 +76,8 @@ def test_hold_stays_on_the_line_decelerates_and_resumes(tmp_path):
     # every frame the board played lies on the planned path: the polyline through the planned samples in servo
     # space (what the board plays at full speed), within the merge tolerance (0.5 us) and resolution (0.5 us)
     planned = prepare(m.trajectory, robot.calibration).us[:, :3]
-    a, b = planned[:-1], planned[1:]
-    d = b - a
-    for row in frames[:, :3]:
-        u = np.clip(np.einsum("ij,ij->i", row - a, d) / np.maximum(np.einsum("ij,ij->i", d, d), 1e-12), 0, 1)
-        off = np.min(np.max(np.abs(a + u[:, None] * d - row), axis=1))
-        assert off <= 1.01, f"a frame {off:.2f} us off the planned path: {row}"
+    off = _max_off_path_us(frames[:, :3], planned)
+    assert off <= 1.01, f"a frame {off:.2f} us off the planned path"
     assert np.max(np.abs(tool[:, 0] - 0.45)) < 1e-3  # (so the tool stayed on the line x = 0.45)
     # no servo stepped faster than its joint's speed limit
     steps = np.abs(np.diff(frames[:, :3], axis=0))
@@ -93,6 +91,174 @@ def test_hold_stays_on_the_line_decelerates_and_resumes(tmp_path):
     before = speed[stop - 12 : stop]
     assert before[0] > 0.06 and 0 < before[-1] < 0.5 * before[0], f"no deceleration: {before}"
     assert np.sum((before > 0.01) & (before < 0.09)) >= 4, f"the hold was abrupt: {before}"
+
+
+def _max_off_path_us(frames: np.ndarray, planned: np.ndarray) -> float:
+    """How far (us, per servo) the farthest of ``frames`` lies from the polyline through ``planned`` (both (N, c))."""
+    a, b = planned[:-1], planned[1:]
+    d = b - a
+    worst = 0.0
+    for row in frames:
+        u = np.clip(np.einsum("ij,ij->i", row - a, d) / np.maximum(np.einsum("ij,ij->i", d, d), 1e-12), 0, 1)
+        worst = max(worst, float(np.min(np.max(np.abs(a + u[:, None] * d - row), axis=1))))
+    return worst
+
+
+def test_a_hold_decelerates_at_once_on_the_path_within_the_joint_limits(tmp_path):
+    """GRBL's feed hold: the deceleration starts within a few frames of the request (not after the board's queue
+    and a long merged move play out), along the planned path, and no joint passes its speed or acceleration limit.
+    Real time (rate 1), so frames of the board are frames of the host."""
+    with armctl.connect("seed-3link", f"armsim://?rate=1&seed=1&state={tmp_path / 's.json'}") as robot:
+        q0, q1 = np.radians([-60, -120, -100]), np.radians([60, 120, 100])
+        robot.move_joints(q0, speed_fraction=1.0)
+        sim = robot.backend.ser.sim
+        t0 = sim.now
+        m = robot.move_joints(q1, speed_fraction=0.6, wait=False)  # the example's joint speed: about 2.7 s
+        time.sleep(1.2)  # cruising, in one long move of the plan
+        t_hold = sim.now
+        extra = robot.backend.lead_extra  # frames kept queued beyond LEAD_S after underruns (a busy machine)
+        m.pause()
+        deadline = time.monotonic() + 10
+        while robot.control.state != "held" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert robot.control.state == "held" and not m.done
+        time.sleep(0.1)
+        m.resume()
+        m.wait(timeout=30)
+        frames = _frames(robot, t0)[:, :3]
+        assert np.allclose(robot.where(settle=True).q_rad, q1, atol=1e-3)
+    cal, arm = robot.calibration, robot.arm
+    f_hold = round(t_hold / 0.02) - round(t0 / 0.02)  # the frame (from t0) in which the hold was asked for
+    still = np.all(np.diff(frames, axis=0) == 0, axis=1)
+    rest = next(f for f in range(f_hold, len(still) - 5) if still[f : f + 5].all())  # held: at rest for 5+ frames
+    # the frames as sent: a frame the board repeated because the host was late (an underrun on a busy machine,
+    # which only delays the rest) is left out, so the check is of the playback, not of the machine's load
+    seen = frames[f_hold - 20 : rest + 1]
+    keep = np.concatenate([[True], ~np.all(np.diff(seen, axis=0) == 0, axis=1)])
+    played, late = seen[keep], int(np.sum(~keep[:21]))
+    steps = np.abs(np.diff(played, axis=0))
+    speed = steps[:, 1]  # the elbow: the fastest joint of this move
+    at_hold = 20 - late
+    cruise = np.median(speed[at_hold - 10 : at_hold])
+    assert cruise > 5, "not cruising when held"
+    slower = at_hold + np.flatnonzero(speed[at_hold:] < 0.9 * cruise)[0]
+    # the deceleration starts within the lead (LEAD_S: 5 frames, more after underruns) and a move (2 frames), plus
+    # a frame of estimate
+    assert slower - at_hold <= 9 + extra, f"the deceleration started {slower - at_hold} frames after the hold"
+    assert len(played) - 1 - slower <= 8, f"it took {len(played) - 1 - slower} frames to come to rest"
+    # on the planned path (the straight line in joint space of a joint move), within resolution and merging
+    planned = prepare(m.trajectory, cal).us[:, :3]
+    assert _max_off_path_us(played, planned) <= 1.01
+    # within every joint's speed and acceleration limit (+ the board's 0.5 us resolution, on each frame's value)
+    assert np.all(steps <= _per_frame_limit_us(robot) + 0.6)
+    accel = np.abs(np.diff(played, 2, axis=0))
+    a_max = np.array([math.degrees(a) * s.per_deg * 0.02**2 for s, a in zip(cal.joints, arm.max_accel_rad_s2)])
+    assert np.all(accel <= a_max + 1.0), f"a joint accelerated {np.max(accel / a_max):.2f} x its limit"
+
+
+def test_a_queue_that_ran_dry_is_kept_longer(tmp_path):
+    """The short queue that makes a hold prompt is for a host that keeps up: once the board ran dry while it was
+    being fed (the host stalled longer than the queue), armctl keeps more queued (up to the 0.3 s it used to)."""
+    with armctl.connect("seed-3link", f"armsim://?rate=1&seed=1&state={tmp_path / 's.json'}") as robot:
+        q0, q1 = np.radians([-60, -120, -100]), np.radians([60, 120, 100])
+        robot.move_joints(q0, speed_fraction=1.0)
+        be, board = robot.backend, robot.backend.ser.sim.board
+        move, left = be.move, []
+
+        def late_move(frames, values):
+            be.ser.sim.pump(be.ser.sim_time_s())
+            left.append(board.left_frames)
+            if len(left) == 20:
+                time.sleep(0.25)  # the host stalls (a busy machine): the 0.1 s on the board runs out
+            move(frames, values)
+
+        be.move = late_move
+        robot.move_joints(q1, speed_fraction=0.6)
+    assert be.underruns >= 1, "the stall was not seen as an underrun"
+    assert be.lead_extra > 0
+    before, after = np.median(left[5:20]), np.median(left[30:])
+    assert after >= before + 1.5, f"{after} frames queued after the underrun, {before} before it"
+
+
+def test_the_queue_kept_ahead_grows_on_an_underrun_only_while_fed_and_shrinks_back():
+    from armctl.bus.armproto import FEED_SETTLE_S, LEAD_GROW_FRAMES, LEAD_MAX_S, ArmProtocolBackend
+
+    be = ArmProtocolBackend("armsim://")  # (not opened: the bookkeeping alone)
+    be.note_empty(3, 0.0)  # not feeding: a run-out the host chose (the end of a motion, a hold)
+    be.note_empty(4, 0.1)
+    assert be.underruns == 0 and be.lead_extra == 0
+    be._feeding_since = 1.0
+    be.note_empty(5, 1.0 + FEED_SETTLE_S / 2)  # the end of what played before may still show
+    be.note_empty(5, 1.0 + FEED_SETTLE_S)
+    assert be.underruns == 0
+    be.note_empty(6, 1.2)  # ran dry while fed
+    assert be.underruns == 1 and be.lead_extra == LEAD_GROW_FRAMES
+    for i in range(5):
+        be.note_empty(7 + i, 1.3 + 0.1 * i)
+    assert be.lead_extra == LEAD_MAX_S / 0.02  # at most the 0.3 s kept before
+    be.note_empty(11, 3.7)  # 2 s without one
+    assert be.lead_extra == pytest.approx(LEAD_MAX_S / 0.02 - 1.0)
+
+
+class _HostTimedRecorder(HostTimed):
+    """A board the host times frame by frame (as Firmata, the PCA9685, bus servos), on a fake clock: records
+    every frame's values."""
+
+    name = "recorder"
+
+    def __init__(self):
+        self.current = {0: 1500.0, 1: 1500.0}
+        self.t, self.frames = 0.0, []
+        self._init_timing(clock=lambda: self.t, sleep=self._sleep)
+
+    def _sleep(self, seconds: float) -> None:
+        self.t += seconds
+
+    def _write_frame(self, values) -> None:
+        self.current.update(values)
+
+    def move(self, frames, values) -> None:
+        start = dict(self.current)
+        for i in range(frames):  # (one frame at a time, to record each)
+            super().move(1, {a: start[a] + (v - start[a]) * (i + 1) / frames for a, v in values.items()})
+            self.frames.append([self.current[0], self.current[1]])
+
+    def idle(self, seconds: float) -> None:
+        self._waiting()
+        self.frames.append([self.current[0], self.current[1]])
+
+    open = close = status = lambda self: None  # noqa: E731
+
+    @classmethod
+    def create(cls, *a, **k):
+        return cls()
+
+
+def test_a_hold_on_a_host_timed_board_decelerates_from_the_next_frame():
+    """Firmata, the PCA9685 and bus servos are timed from the host: the hold changes the very next frame, not
+    the end of a long merged move (25 frames of a straight line in servo space)."""
+    board, ctl = _HostTimedRecorder(), RunControl()
+    line = np.column_stack([np.linspace(1500, 2000, 101), np.linspace(1500, 1700, 101)])
+    pulses = Pulses((0, 1), line, np.zeros(101, dtype=int), ["line"], 1)
+    asked = []
+
+    def tick():
+        if len(board.frames) == 30 and not asked:
+            ctl.pause()
+            asked.append(len(board.frames))
+        elif ctl.state == "held":
+            ctl.resume()
+
+    Player(board, tick=tick, control=ctl).play([pulses])
+    got = np.array(board.frames)
+    step = np.abs(np.diff(got[:, 0]))
+    at = asked[0]
+    assert step[at - 2] == pytest.approx(5.0)  # full speed until the hold
+    assert step[at] < 4.5, f"still at full speed {np.flatnonzero(step[at:] < 4.5)[0] + 1} frames after the hold"
+    rest = at + np.flatnonzero(step[at:] == 0)[0]
+    assert rest - at <= 6  # from full speed in HOLD_RAMP_S (5 frames)
+    assert np.allclose((got[:, 1] - 1500) * 2.5, got[:, 0] - 1500, atol=1e-6)  # on the line, every frame
+    assert np.allclose(got[-1], [2000, 1700])  # and on to its end after the resume
 
 
 def test_speed_override_scales_the_motion_and_never_passes_a_joint_limit(tmp_path):
