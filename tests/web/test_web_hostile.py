@@ -60,6 +60,14 @@ def _raw(port: int, data: bytes, timeout: float = 5.0) -> bytes:
     return out
 
 
+def _stream(port: int) -> socket.socket:
+    """An open read-only event stream (its reply's head read)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    assert s.recv(4096).startswith(b"HTTP/1.1 200")
+    return s
+
+
 def _status_and_json(reply: bytes) -> tuple[int, dict]:
     head, _, body = reply.partition(b"\r\n\r\n")
     status_line = head.split(b"\r\n")[0].decode("latin-1")
@@ -204,15 +212,9 @@ def test_idle_event_streams_cost_nothing():
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     with served() as srv:
-        port = srv.server_address[1]
         socks = []
         try:
-            for _ in range(200):
-                s = socket.create_connection(("127.0.0.1", port), timeout=10)
-                s.sendall(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-                socks.append(s)
-            for s in socks:
-                assert s.recv(4096).startswith(b"HTTP/1.1 200")
+            socks += [_stream(srv.server_address[1]) for _ in range(200)]
             time.sleep(1.5)  # every stream past its first state
             c0, t0 = cpu_s(), time.monotonic()
             time.sleep(4.0)
@@ -230,11 +232,7 @@ def test_event_streams_are_capped(monkeypatch):
         port = srv.server_address[1]
         socks = []
         try:
-            for _ in range(3):
-                s = socket.create_connection(("127.0.0.1", port), timeout=10)
-                s.sendall(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-                assert s.recv(4096).startswith(b"HTTP/1.1 200")
-                socks.append(s)
+            socks += [_stream(port) for _ in range(3)]
             status, reply = _status_and_json(_raw(port, b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"))
             assert status == 503 and "too many event streams" in reply["error"]
         finally:
