@@ -60,7 +60,7 @@ def _settled(uno, pin, since_s, n=8):
 
 def test_seed_3link_elbow_past_129_deg_never_sends_below_544_us(uno, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-    with armctl.connect("seed-3link", uno.pty, backend="firmata") as robot:
+    with armctl.connect("seed-3link", uno.pty, backend="firmata", assume_pose="home") as robot:
         t0 = uno.events("reset")[-1].mono_s  # the port's opening reset the board: its pulses from here
         notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("armctl: note:")]
         # one line a servo narrowed: the elbow loses +129.2..135.1 deg, the wrist -135.1..-129.2
@@ -92,7 +92,7 @@ def test_seed_3link_elbow_past_129_deg_never_sends_below_544_us(uno, tmp_path, m
 
 def test_calibrate_nudges_stop_at_544_us_on_firmata(uno, tmp_path, monkeypatch):
     monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-    with armctl.connect("seed-3link", uno.pty, backend="firmata", calibrating=True) as robot:
+    with armctl.connect("seed-3link", uno.pty, backend="firmata", calibrating=True, assume_pose="home") as robot:
         t0 = uno.events("reset")[-1].mono_s
         n = Nudger(robot, robot.servo_values())
         assert n.go(1, 700) == 700 and n.note == ""
