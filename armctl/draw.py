@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from . import limits, motion
-from .errors import BadInputError, MotionError
+from .errors import BadInputError, MotionError, UnreachableError
 from .kinematics import tool_point
 
 SVG_SUFFIXES = (".svg",)
@@ -54,11 +54,17 @@ class _Arc:
     a0: float
     sweep: float
 
-    def flatten(self, tol: float) -> np.ndarray:
+    def flatten(self, tol: float, budget: int | None = None) -> np.ndarray:
         step = 2.0 * math.acos(max(-1.0, 1.0 - tol / self.r)) if self.r > tol else math.pi / 2
         n = max(1, math.ceil(abs(self.sweep) / max(step, 1e-9)))
+        if budget is not None and n > budget:
+            raise _OverBudget
         a = self.a0 + np.linspace(0.0, self.sweep, n + 1)
         return np.stack([self.cx + self.r * np.cos(a), self.cy + self.r * np.sin(a)], axis=-1)[1:]
+
+
+class _OverBudget(Exception):
+    """A curve flattens to more points than the drawing has left (``limits`` 'moves')."""
 
 
 @dataclass
@@ -67,28 +73,40 @@ class _Curve:
 
     seg: object
 
-    def flatten(self, tol: float) -> np.ndarray:
-        pts = [np.asarray(self.seg.npoint([0.0])[0], dtype=float)]
-
-        def rec(t0, t1, p0, p1, depth):
-            ts = np.array([t0 + (t1 - t0) * f for f in (0.25, 0.5, 0.75)])
-            mid = np.asarray(self.seg.npoint(ts), dtype=float)
+    def flatten(self, tol: float, budget: int | None = None) -> np.ndarray:
+        """Points along the curve after its start, each piece within ``tol`` of the curve: a piece is split in
+        half until its quarter points lie within ``tol`` of its chord (at least 4 pieces, at most 18 halvings).
+        Done level by level, every piece of a level in one evaluation of the curve (the same pieces and points as
+        splitting one piece at a time, in a fraction of the time); _OverBudget past ``budget`` points."""
+        cap = math.inf if budget is None else budget
+        t0, t1 = np.array([0.0]), np.array([1.0])
+        p0 = np.asarray(self.seg.npoint([0.0]), dtype=float).reshape(1, 2)
+        p1 = np.asarray(self.seg.npoint([1.0]), dtype=float).reshape(1, 2)
+        done_t, done_p = [], []
+        depth, kept = 0, 0
+        fr = np.array([0.25, 0.5, 0.75])
+        while len(t0):
+            ts = (t0[:, None] + (t1 - t0)[:, None] * fr[None, :]).ravel()
+            mid = np.asarray(self.seg.npoint(ts), dtype=float).reshape(len(t0), 3, 2)
             d = p1 - p0
-            n = math.hypot(*d)
-            if n > 0:
-                dev = np.abs((mid[:, 0] - p0[0]) * d[1] - (mid[:, 1] - p0[1]) * d[0]) / n
-            else:
-                dev = np.hypot(*(mid - p0).T)
-            if depth >= 2 and (float(dev.max()) <= tol or depth >= 18):
-                pts.append(p1)
-                return
-            pm = mid[1]
-            rec(t0, 0.5 * (t0 + t1), p0, pm, depth + 1)
-            rec(0.5 * (t0 + t1), t1, pm, p1, depth + 1)
-
-        end = np.asarray(self.seg.npoint([1.0])[0], dtype=float)
-        rec(0.0, 1.0, pts[0], end, 0)
-        return np.array(pts[1:])
+            n = np.hypot(d[:, 0], d[:, 1])
+            rx, ry = mid[:, :, 0] - p0[:, None, 0], mid[:, :, 1] - p0[:, None, 1]
+            on_chord = np.abs(rx * d[:, None, 1] - ry * d[:, None, 0]) / np.where(n > 0, n, 1.0)[:, None]
+            dev = np.where((n > 0)[:, None], on_chord, np.hypot(rx, ry)).max(axis=1)
+            accept = np.full(len(t0), depth >= 2) & ((dev <= tol) | (depth >= 18))
+            done_t.append(t0[accept])
+            done_p.append(p1[accept])
+            kept += int(accept.sum())
+            split = ~accept
+            if kept + 2 * int(split.sum()) > cap:
+                raise _OverBudget
+            tm = 0.5 * (t0[split] + t1[split])
+            pm = mid[split, 1]
+            t0, t1 = np.concatenate([t0[split], tm]), np.concatenate([tm, t1[split]])
+            p0, p1 = np.concatenate([p0[split], pm]), np.concatenate([pm, p1[split]])
+            depth += 1
+        order = np.argsort(np.concatenate(done_t), kind="stable")
+        return np.concatenate(done_p)[order]
 
 
 @dataclass
@@ -113,11 +131,25 @@ class Drawing:
     def located_polylines(self, tol: float) -> list[tuple[np.ndarray, np.ndarray]]:
         """``polylines`` with, per point, the index of the stroke's primitive it ends (-1: the stroke's start)."""
         out = []
-        for start, prims in self.strokes:
+        cap = limits.get("moves")
+        left = cap
+        for i, (start, prims) in enumerate(self.strokes):
             pts = [np.asarray(start, dtype=float)[None, :]]
             of = [np.array([-1])]
             for j, p in enumerate(prims):
-                pts.append(p[None, :] if isinstance(p, np.ndarray) else p.flatten(tol))
+                try:
+                    pts.append(p[None, :] if isinstance(p, np.ndarray) else p.flatten(tol, left))
+                except _OverBudget:
+                    pts.append(np.zeros((left + 1, 2)))
+                left -= len(pts[-1])
+                if left < 0:
+                    what = self.origin(i)[0]
+                    raise limits.LimitError(
+                        f"stroke {i + 1}{f' ({what})' if what else ''}: the drawing's lines and curves come to more "
+                        f"than {cap} points",
+                        limit="moves",
+                        path=self.source,
+                    )
                 of.append(np.full(len(pts[-1]), j))
             line, prim = np.concatenate(pts), np.concatenate(of)
             keep = np.concatenate([[True], np.hypot(*np.diff(line, axis=0).T) > 1e-12])
@@ -140,6 +172,10 @@ class Drawing:
         for _, prims in self.strokes:
             pts += [p for p in prims if isinstance(p, np.ndarray)]
             pts += [np.array([p.cx, p.cy]) for p in prims if isinstance(p, _Arc)]
+            for p in prims:  # a curve's control points: the bbox's coarse flattening is then coarse indeed
+                if isinstance(p, _Curve) and hasattr(p.seg, "bbox"):
+                    x0, y0, x1, y1 = p.seg.bbox()
+                    pts += [np.array([x0, y0]), np.array([x1, y1])]
         a = np.array(pts)
         return float(np.max(a.max(axis=0) - a.min(axis=0))) if len(a) else 1.0
 
@@ -512,6 +548,33 @@ class DrawingPlan:
         return p * self.scale + self.offset
 
 
+def _far_points_refused(arm, drawing: Drawing, scale: float, offset) -> None:
+    """UnreachableError for a drawing whose points on the paper lie far beyond anything the arm reaches (ten times
+    its reach from the base's axis): its curves are not flattened first (at such a scale that is millions of
+    points). Only points the pen passes through count: stroke starts, line ends, curve and arc ends."""
+    bound = 10.0 * max(arm.reach_from_axis_m, 1e-3)
+    for i, (start, prims) in enumerate(drawing.strokes):
+        pts = [np.asarray(start, dtype=float)]
+        for p in prims:
+            if isinstance(p, np.ndarray):
+                pts.append(p)
+            elif isinstance(p, _Arc):
+                a = p.a0 + p.sweep
+                pts.append(np.array([p.cx + p.r * math.cos(a), p.cy + p.r * math.sin(a)]))
+            else:
+                pts.append(np.asarray(p.seg.npoint([1.0])[0], dtype=float))
+        xy = np.array(pts) * np.array([1.0, -1.0 if drawing.y_down else 1.0]) * scale + offset
+        far = np.hypot(xy[:, 0], xy[:, 1])
+        k = int(np.argmax(far))
+        if far[k] > bound:
+            what = drawing.origin(i)[0]
+            raise UnreachableError(
+                f"{drawing.source}: stroke {i + 1}{f' ({what})' if what else ''} passes {far[k]:.4g} m from the "
+                f"arm's axis, far beyond its reach ({arm.reach_from_axis_m:.3g} m): give --fit WxH@X,Y to fit the "
+                "drawing on the paper"
+            )
+
+
 def _fit(drawing: Drawing, arm, paper: Paper):
     lo, hi = drawing.bbox()
     if drawing.y_down:
@@ -562,6 +625,7 @@ def plan_drawing(arm, drawing: Drawing, paper: Paper) -> DrawingPlan:
             )
         z = max(table)
     scale, offset = _fit(drawing, arm, paper)
+    _far_points_refused(arm, drawing, scale, offset)  # before curves are flattened at this scale
     located = drawing.located_polylines(paper.tolerance_m / scale)
     polys = [p for p, _ in located]
     dp = DrawingPlan(
