@@ -32,7 +32,7 @@ LIMITS: dict[str, Limit] = {
     "file_bytes": Limit(16 * 1024 * 1024, "bytes in one file (program, arm, calibration, URDF, SVG, G-code, JSON)"),
     "yaml_nodes": Limit(200_000, "values in one YAML document, aliases counted each time they are used"),
     "nesting": Limit(64, "levels of nesting in one YAML or JSON document"),
-    "moves": Limit(100_000, "moves in one program or drawing, repeat and for_each expanded"),
+    "moves": Limit(25_000, "moves in one program or drawing, repeat and for_each expanded"),
     "segments": Limit(500_000, "line segments and timed samples in one planned program or drawing"),
     "body_bytes": Limit(256 * 1024, "bytes in one program sent by the web page (other API bodies: 4 KiB)"),
 }

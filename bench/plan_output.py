@@ -6,7 +6,7 @@ each R: ``plan_program`` alone in this process (plan), then ``python -m armctl p
 us per move, the ratio to planning alone, and the CLI's peak RSS (MiB) and RSS per move (KiB).
 
   python bench/plan_output.py                    # R = 1000 and 4000, 3 repeats
-  python bench/plan_output.py --reps 1000 16666 --repeats 1   # up to 99,996 moves (the limit is 100,000)
+  python bench/plan_output.py --reps 1000 16666 --repeats 1   # up to 99,996 moves
   python bench/plan_output.py --peer /path/to/other/checkout  # also another armctl (e.g. before)
 """
 
@@ -25,8 +25,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from armctl import limits  # noqa: E402
 from armctl.arm import load_arm  # noqa: E402
 from armctl.program import load_program, plan_program  # noqa: E402
+
+limits.set_limit("moves", 1_000_000)  # long programs on purpose (README "Limits")
+limits.set_limit("segments", 100_000_000)
 
 PROGRAM = """arm: seed-3link
 settings: {{speed_mm_s: 200, accel_mm_s2: 1000, segment_mm: 5, joint_speed_pct: 80}}
@@ -57,7 +61,8 @@ def _peak_rss_kib(proc) -> float:
 
 
 def run_cli(root: Path, argv: list[str]) -> tuple[float, float]:
-    env = dict(os.environ, PYTHONPATH=str(root))
+    # long programs on purpose: above armctl's default move and segment limits (README "Limits")
+    env = dict(os.environ, PYTHONPATH=str(root), ARMCTL_LIMITS="moves=1000000,segments=100000000")
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [*TIME, sys.executable, "-m", "armctl", *argv],

@@ -208,7 +208,7 @@ BAD = {
         GOOD.replace("  - line: b", "  - repeat: 1000000000\n    steps: [{line: b}, {line: a}]"),
         2,
         7,
-        "more than 100000 moves; check the repeat counts",
+        "more than 25000 moves; check the repeat counts",
     ),
 }
 
