@@ -99,6 +99,8 @@ def get(name: str) -> int:
     return LIMITS[name].default
 
 
+YIELD_EVERY_S = 0.005  # within a time budget, planning pauses this often ...
+YIELD_S = 0.001  # ... for this long (a sixth of the time: the server's other threads get the interpreter)
 _deadline: contextvars.ContextVar = contextvars.ContextVar("armctl_time_budget", default=None)
 
 
@@ -106,7 +108,7 @@ _deadline: contextvars.ContextVar = contextvars.ContextVar("armctl_time_budget",
 def time_budget(seconds: float, what: str):
     """Within this block, ``check_time`` refuses once ``seconds`` have passed (a server planning a page's
     program: the work is cut off between moves, not left to run)."""
-    token = _deadline.set((time.monotonic() + seconds, seconds, what))
+    token = _deadline.set([time.monotonic() + seconds, seconds, what, time.monotonic()])
     try:
         yield
     finally:
@@ -116,7 +118,13 @@ def time_budget(seconds: float, what: str):
 def check_time(where: str) -> None:
     """LimitError if the ``time_budget`` around this call has run out (nothing when there is none)."""
     budget = _deadline.get()
-    if budget is not None and time.monotonic() > budget[0]:
+    if budget is None:
+        return
+    now = time.monotonic()
+    if now - budget[3] > YIELD_EVERY_S:  # a server's planning thread leaves its other threads (heartbeats, stops)
+        time.sleep(YIELD_S)  # the interpreter for a moment: they wait milliseconds, not the whole plan
+        budget[3] = now = time.monotonic()
+    if now > budget[0]:
         raise ConfigError(f"{where}: {budget[2]} took longer than {budget[1]:g} s; refused (split the program)")
 
 

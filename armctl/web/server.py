@@ -40,7 +40,7 @@ from importlib import resources
 
 from .. import limits
 from ..errors import ArmctlError, LinkError, StopRequested
-from . import api
+from . import api, planner
 from .controller import ArmBusy, Controller, gripper_command, home_command, program_command
 from .reach_map import ReachMap
 from .session import Control
@@ -354,8 +354,7 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"ok": True, "control": srv.controller.override(api.override_percent(body))})
         elif path == "/api/program/preview":
             self._session()
-            prog, plan, _ = self._plan_page_program(body)
-            self._json(200, {"ok": True, **api.program_preview(prog, plan)})
+            self._json(*self._preview_page_program(body))
         elif path == "/api/program/run":
             self._session()
             prog, _, step = self._plan_page_program(body)
@@ -363,6 +362,17 @@ class Handler(BaseHTTPRequestHandler):
             self._wait(srv.controller.submit(cmd), cmd)
         else:
             raise api.ApiError(404, f"no such API {path!r}")
+
+    def _preview_page_program(self, body: dict) -> tuple[int, dict]:
+        """The preview of a page's program, parsed and planned in a child process (``planner``), one at a time
+        (a second waits PLAN_QUEUE_S, then 503): this process only waits on a pipe, so heartbeats and stops are
+        answered at once however long the program."""
+        if not self.server.planning.acquire(timeout=PLAN_QUEUE_S):
+            raise api.ApiError(503, "another program is being planned: send it again in a moment")
+        try:
+            return planner.preview(body, self.server.controller.arm, budget_s=PLAN_BUDGET_S)
+        finally:
+            self.server.planning.release()
 
     def _plan_page_program(self, body: dict):
         """``api.load_page_program`` one at a time and within PLAN_BUDGET_S: a second page program waits

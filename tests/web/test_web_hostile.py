@@ -238,3 +238,46 @@ def test_event_streams_are_capped(monkeypatch):
         finally:
             for s in socks:
                 s.close()
+
+
+LONG = (
+    HOSTILE_PROGRAMS["huge repeat"].replace("1000000000", "5000").replace("{wait_s: 0.001}", "{joint: a}, {joint: b}")
+)
+LONG = LONG.replace(
+    "arm: seed-3link\n", "arm: seed-3link\nposes:\n  a: {q_deg: [40, -80, -45]}\n  b: {q_deg: [50, -90, -45]}\n"
+)
+
+
+def test_a_long_preview_is_planned_in_another_process_and_cut_at_its_budget(monkeypatch):
+    """A program inside every limit that takes seconds to plan: the server's own interpreter stays free (the
+    preview runs in a child process), so heartbeats are answered far inside the watchdog's 0.3 s all along (in
+    the server's own thread they waited up to 0.7 s); past the time budget the child is killed: 422."""
+    with served() as srv:
+        session = call(srv, "POST", "/api/session")[1]["session"]
+        h = {"X-Armctl-Session": session}
+        beats: list[float] = []
+        stop = threading.Event()
+
+        def heartbeat():
+            while not stop.is_set():
+                t0 = time.monotonic()
+                call(srv, "POST", "/api/heartbeat", headers=h)
+                beats.append(time.monotonic() - t0)
+                time.sleep(0.05)
+
+        hb = threading.Thread(target=heartbeat, daemon=True)
+        hb.start()
+        try:
+            status, reply = call(srv, "POST", "/api/program/preview", {"text": LONG, "name": "long.yaml"}, headers=h)
+            assert status == 200 and reply["ok"], reply
+            monkeypatch.setattr(web_server, "PLAN_BUDGET_S", 0.5)
+            t0 = time.monotonic()
+            status, reply = call(srv, "POST", "/api/program/preview", {"text": LONG, "name": "long.yaml"}, headers=h)
+            took = time.monotonic() - t0
+        finally:
+            stop.set()
+            hb.join(timeout=10)
+        assert status == 422 and "longer than 0.5 s" in reply["error"], reply
+        assert took < 3.0
+        print(f"heartbeats during two long previews: n={len(beats)} max {max(beats) * 1000:.1f} ms")
+        assert len(beats) > 10 and max(beats) < 0.3
