@@ -240,12 +240,14 @@ def test_event_streams_are_capped(monkeypatch):
                 s.close()
 
 
-LONG = (
-    HOSTILE_PROGRAMS["huge repeat"].replace("1000000000", "5000").replace("{wait_s: 0.001}", "{joint: a}, {joint: b}")
-)
-LONG = LONG.replace(
-    "arm: seed-3link\n", "arm: seed-3link\nposes:\n  a: {q_deg: [40, -80, -45]}\n  b: {q_deg: [50, -90, -45]}\n"
-)
+LONG = """arm: seed-3link
+poses:
+  a: {q_deg: [40, -80, -45]}
+  b: {q_deg: [50, -90, -45]}
+steps:
+  - repeat: 5000
+    steps: [{joint: a}, {joint: b}]
+"""
 
 
 def test_a_long_preview_is_planned_in_another_process_and_cut_at_its_budget(monkeypatch):
