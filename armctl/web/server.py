@@ -55,6 +55,8 @@ SSE_POLL_S = 0.01  # how often the controlling page's stream checks that the pag
 SSE_KEEPALIVE_S = 1.0  # a view stream sleeps until the state changes, or this long (then a ping)
 MAX_STREAMS = 256  # event streams open at once; past that 503 (each is a thread, though an idle one costs nothing)
 PLAN_WAIT_S = 15.0
+REQUEST_TIMEOUT_S = 10.0  # longest wait for the rest of a request, or on an idle kept-alive connection
+MAX_CONNECTIONS = 512  # connections served at once (each is a thread); past that a new one is closed at once
 PLAN_BUDGET_S = 5.0  # a page's program is parsed and planned in at most this long, else refused (422)
 PLAN_QUEUE_S = 0.2  # a second program sent while one is being planned waits this long, then 503
 
@@ -80,6 +82,7 @@ class ArmServer(ThreadingHTTPServer):
         self.controller, self.control, self.info, self.reach, self.token = controller, control, info, reach, token
         self.closing = threading.Event()
         self.streams = threading.BoundedSemaphore(MAX_STREAMS)
+        self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.planning = threading.Lock()  # one page program parsed and planned at a time
         super().__init__(address, Handler)
 
@@ -89,6 +92,20 @@ class ArmServer(ThreadingHTTPServer):
         host, port = self.server_address[:2]
         shown = f"[{host}]" if ":" in host else host
         return f"http://{shown}:{port}/" + (f"?token={self.token}" if self.token else "")
+
+    def process_request(self, request, client_address) -> None:
+        """A thread for the connection, unless MAX_CONNECTIONS are being served (then it is closed: half-sent
+        requests by the thousand cannot take the machine's threads and memory)."""
+        if not self.connections.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.connections.release()
 
     def shutdown(self) -> None:
         self.closing.set()
@@ -115,6 +132,7 @@ class ArmServer(ThreadingHTTPServer):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: ArmServer
+    timeout = REQUEST_TIMEOUT_S  # a request sent slowly (or a connection left idle) is dropped after this long
 
     def log_message(self, format, *args):  # noqa: A002 - the base class's name
         pass  # quiet: the page polls and streams; errors reach the page as JSON
@@ -232,10 +250,15 @@ class Handler(BaseHTTPRequestHandler):
             raise api.ApiError(411, "Content-Length required")
         if not (length.isascii() and length.isdigit()) or len(length) > 12:
             raise api.ApiError(400, f"Content-Length must be a number of bytes, found {length[:20]!r}")
+        if len(set(v.strip() for v in self.headers.get_all("Content-Length") or ())) > 1:
+            raise api.ApiError(400, "two different Content-Length headers")
         n = int(length)
         if n > limit:
             raise api.ApiError(413, f"body too large ({n} bytes, at most {limit})")
-        return api.parse_body(self.rfile.read(n))
+        raw = self.rfile.read(n)
+        if len(raw) != n:
+            raise api.ApiError(400, f"the body ended after {len(raw)} of its {n} bytes (Content-Length)")
+        return api.parse_body(raw)
 
     # --- GET --------------------------------------------------------------------------------------------
 

@@ -94,6 +94,11 @@ MALFORMED = {
     ),
     "too many headers": (b"GET /api/state HTTP/1.1\r\nHost: 127.0.0.1\r\n" + b"X: y\r\n" * 200 + b"\r\n", 431),
     "deep JSON body": (None, 400),  # built below: needs the length
+    "two lengths": (
+        b"POST /api/stop HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+        b"Content-Length: 5\r\n\r\n{}",
+        400,
+    ),
 }
 
 
@@ -283,3 +288,44 @@ def test_a_long_preview_is_planned_in_another_process_and_cut_at_its_budget(monk
         assert took < 3.0
         print(f"heartbeats during two long previews: n={len(beats)} max {max(beats) * 1000:.1f} ms")
         assert len(beats) > 10 and max(beats) < 0.3
+
+
+def test_a_body_shorter_than_its_length_is_400():
+    with served() as srv:
+        with socket.create_connection(("127.0.0.1", srv.server_address[1]), timeout=5) as s:
+            s.sendall(
+                b"POST /api/stop HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 100\r\n\r\n{}"
+            )
+            s.shutdown(socket.SHUT_WR)
+            reply = s.recv(65536)
+        status, body = _status_and_json(reply)
+        assert status == 400 and "ended after 2 of its 100 bytes" in body["error"]
+
+
+def test_half_sent_requests_are_dropped_and_capped(monkeypatch):
+    """Requests that never finish their headers (slowloris): each connection is dropped after the request timeout,
+    and past MAX_CONNECTIONS a new one is closed at once, while /api/state still answers."""
+    monkeypatch.setattr(web_server.Handler, "timeout", 1.0)
+    monkeypatch.setattr(web_server, "MAX_CONNECTIONS", 20)
+    with served() as srv:
+        port = srv.server_address[1]
+        socks = []
+        try:
+            for _ in range(19):  # one connection left for /api/state
+                s = socket.create_connection(("127.0.0.1", port), timeout=5)
+                s.sendall(b"GET /api/state HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never the empty line
+                socks.append(s)
+            time.sleep(0.3)
+            assert call(srv, "GET", "/api/state")[0] == 200
+            extra = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(3)]
+            time.sleep(0.3)
+            for s in extra:  # past the cap: closed at once
+                assert s.recv(1) == b""
+                s.close()
+            time.sleep(1.5)
+            for s in socks:  # past the timeout: dropped
+                assert s.recv(1) == b""
+        finally:
+            for s in socks:
+                s.close()
