@@ -223,9 +223,7 @@ def load_yaml_text(text: str, path: str | Path = "<string>") -> Any:
     except ConfigError as exc:
         raise _with_path(exc, path) from None
     except RecursionError:
-        raise limits.LimitError(
-            f"values nested more than {limits.get('nesting')} deep", limit="nesting", path=path
-        ) from None
+        raise ConfigError("values nested more deeply than the parser can read (about 1000 levels)", path=path) from None
     except yaml.reader.ReaderError as exc:  # a control character or bad encoding: its str() is two lines
         line = text.count("\n", 0, exc.position) + 1
         char = chr(exc.character) if isinstance(exc.character, int) else exc.character
@@ -234,6 +232,9 @@ def load_yaml_text(text: str, path: str | Path = "<string>") -> Any:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         problem = exc.problem or exc.context or "syntax error"
+        if "maximum nesting depth" in problem:  # libyaml's own bound, whatever --limit nesting says
+            why = "values nested more deeply than the parser can read (1000 levels)"
+            raise ConfigError(why, path=path, line=line) from None
         raise ConfigError(f"YAML syntax error: {problem}", path=path, line=line) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"YAML error: {exc}", path=path) from None

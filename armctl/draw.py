@@ -216,6 +216,8 @@ def parse_svg(text: str, source: str = "<svg>") -> Drawing:
                 raise BadInputError(f'{source}:{no}: {attr}="{value}": a coordinate is not a finite number')
     try:
         svg = se.SVG.parse(io.StringIO(text), reify=True)
+    except RecursionError:
+        raise BadInputError(f"{source}: the SVG's elements are nested more deeply than the parser can read") from None
     except Exception as exc:  # a malformed document: the parser's own words
         raise BadInputError(f"{source}: not a readable SVG: {exc}") from None
     d = Drawing(source=source, unit_m=SVG_PX_MM / 1000.0, y_down=True)
