@@ -58,7 +58,15 @@ def assumed_from_args(args, arm: Arm, *, program=None, plan=None):
 
     parts = [p for p in word.split(",") if p.strip()]
     if len(parts) in (arm.n, arm.n + 1) and all(_is_number(p) for p in parts):
-        return [math.radians(parse_float(p, what="--assume-pose")) for p in parts]
+        q = [math.radians(parse_float(p, what="--assume-pose")) for p in parts]
+        for i, name in enumerate(arm.joint_names):  # said here in the degrees the option takes
+            lo, hi = math.degrees(arm.q_min[i]), math.degrees(arm.q_max[i])
+            if not lo - 1e-6 <= math.degrees(q[i]) <= hi + 1e-6:
+                raise BadInputError(
+                    f"--assume-pose: joint {i + 1} ({name}) at {math.degrees(q[i]):g} deg is outside its limits "
+                    f"{lo:g}..{hi:g} deg: the arm cannot stand there"
+                )
+        return q
     names = f", start or a pose of the program ({', '.join(program.poses) or 'none'})" if program is not None else ""
     raise BadInputError(
         f"--assume-pose {text!r}: home{names}, or the {arm.n} joint angles in degrees (q0,q1,..; one more: the "
