@@ -536,7 +536,7 @@ def test_the_board_clock_estimate_survives_a_host_clock_that_did_not_tick():
     from armctl.bus.armproto import ArmProtocolBackend
 
     be = ArmProtocolBackend.__new__(ArmProtocolBackend)
-    be._clock_ref, be._board_rate = None, 1.0
+    be._clock_ref, be._board_rate, be._rate_samples = None, 1.0, 0
     be._measure_clock(10.0, 0)
     be._measure_clock(10.0, 50)
     assert be._board_rate == 1.0
