@@ -1,4 +1,4 @@
-"""Build of the optional C kernel (armctl._ikcore); everything else is in pyproject.toml.
+"""Build of the optional C kernel (armctl.ik._core); everything else is in pyproject.toml.
 
 If no C compiler or Python headers are available the extension is skipped and
 armctl.ik uses its pure-Python kernel (same results, slower)."""
@@ -11,4 +11,4 @@ from setuptools import Extension, setup
 # clang (Apple's clang contracts by default); MSVC takes no such flag (it warns D9002): /fp:precise, which in
 # Visual Studio 2022 contracts nothing (and its default x64 target, SSE2, has no FMA instruction anyway).
 NO_FMA = ["/fp:precise"] if sys.platform == "win32" else ["-ffp-contract=off"]
-setup(ext_modules=[Extension("armctl._ikcore", ["armctl/_ikcore.c"], optional=True, extra_compile_args=NO_FMA)])
+setup(ext_modules=[Extension("armctl.ik._core", ["armctl/ik/_core.c"], optional=True, extra_compile_args=NO_FMA)])

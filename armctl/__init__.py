@@ -6,7 +6,7 @@
         robot.gripper("close")
         print(robot.where())
 
-``connect`` and the ``Robot`` it returns are in ``armctl.robot``; errors in ``armctl.errors``, also here
+``connect`` and the ``Robot`` it returns are in ``armctl.robot.robot``; errors in ``armctl.errors``, also here
 (``armctl.UnreachableError``, ``armctl.JointLimitError``, ``armctl.LinkError``, ...).
 Layers, lowest first, each importing only its own and lower ones: base (errors, units, config) ->
 geometry (kinematics, urdf, zones) -> arm -> workspace (and edge validation) -> ik -> motion (and programs)
@@ -24,7 +24,7 @@ _LAZY = {
     "Motion": "robot",
     "MoveResult": "robot",
     "Watch": "robot",  # an arm another armctl drives, watched without opening its port
-    "open_leader": "leader",
+    "open_leader": "teleop.leader",
     "DatasetWriter": "dataset",
 }
 # the exception tree (armctl.errors), so a notebook can write ``except armctl.UnreachableError``
@@ -54,6 +54,11 @@ __all__ = [
     *_ERRORS,
     "__version__",
 ]
+
+
+from armctl.core.lazy import install_aliases  # noqa: E402
+
+install_aliases()  # the module paths before the packages (armctl.arm, armctl.kinematics, ...) still import
 
 
 def __getattr__(name):

@@ -77,7 +77,7 @@ class JointLimitError(MotionError):
 
 
 class ZoneError(MotionError):
-    """A move that would take a link into a keep-out zone (``armctl.zones``): ``zone`` and ``link`` name
+    """A move that would take a link into a keep-out zone (``armctl.model.zones``): ``zone`` and ``link`` name
     them, ``fraction`` is how far along the move (0..1), ``point_m`` the tool point there and ``depth_m`` how
     deep the link would go."""
 
@@ -121,11 +121,11 @@ class StopRequested(ArmctlError):
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM or SIGHUP arrived (systemd, ``timeout``, a closed SSH session; on Windows Ctrl-Break or the
-    console window closed: ``armctl.stopsignals``): handled exactly like Ctrl-C, a controlled stop, then
+    console window closed: ``armctl.core.stopsignals``): handled exactly like Ctrl-C, a controlled stop, then
     exit ``exit_code`` (128 + the signal number: 143, 129, 149; 129 for a closed console)."""
 
     def __init__(self, signum: int, *, name: str | None = None, exit_code: int | None = None):
-        from .stopsignals import signal_name
+        from armctl.core.stopsignals import signal_name
 
         super().__init__(name or signal_name(signum))
         self.signum = signum

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from armctl.arm import load_arm
-from armctl.kinematics import tool_point
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import tool_point
 from armctl.motion import LineMove, _neighbour_lines, plan_moves, solve_pose
 from armctl.program import load_program, plan_program, with_blend
 

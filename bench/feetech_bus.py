@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from armctl.bus.feetech import FeetechBus
+from armctl.bus.feetech.client import FeetechBus
 
 IDS = [1, 2, 3, 4, 5, 6]
 WIRE_MS = (26 + 14 + 6 * 8) * 10 / 1_000_000 * 1000

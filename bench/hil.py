@@ -49,9 +49,9 @@ from virtual_uno import (  # noqa: E402
     fetch_firmata,
 )
 
-from armctl.arm import load_arm  # noqa: E402
-from armctl.calibration import find_calibration, load_calibration  # noqa: E402
-from armctl.kinematics import tool_point  # noqa: E402
+from armctl.calibration.servo import find_calibration, load_calibration  # noqa: E402
+from armctl.model.arm import load_arm  # noqa: E402
+from armctl.model.kinematics import tool_point  # noqa: E402
 from armctl.program import load_program, plan_program  # noqa: E402
 
 FRAME_US = 20000.0

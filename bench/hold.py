@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 import armctl
-import armctl.stream as stream
+import armctl.robot.stream as stream
 from armctl.bus.backend import FRAME_S
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -52,9 +52,9 @@ import numpy as np
 # the armctl of this checkout, not whichever one is installed
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from armctl import ik  # noqa: E402
-from armctl.arm import load_arm  # noqa: E402
 from armctl.ik import solve, solve_batch  # noqa: E402
-from armctl.kinematics import fk  # noqa: E402
+from armctl.model.arm import load_arm  # noqa: E402
+from armctl.model.kinematics import fk  # noqa: E402
 
 GOAL_SINGLE = 3.0  # rtb ik_LM p50 / armctl dls p50, every set
 GOAL_BATCH_3LINK = 15.0  # rtb ik_LM p50 / armctl batch per target, 3 links
@@ -329,7 +329,7 @@ def main(argv=None) -> int:
         f"IK benchmark, {count} targets per set; success = error < 1e-6 m inside the joint limits "
         "(sets out of reach: failure reported, inside the limits, error == true shortfall)"
     )
-    kernel = "C (armctl._ikcore)" if ik.kernel.core is not None else "pure Python (armctl._ikcore not built)"
+    kernel = "C (armctl.ik._core)" if ik.kernel.core is not None else "pure Python (armctl.ik._core not built)"
     print(f"armctl from {Path(ik.__file__).parent}; IK kernel: {kernel}")
     print("times in us per solve; batch: per target, best of 5 runs\n")
     goals = []

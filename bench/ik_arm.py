@@ -38,9 +38,9 @@ import warnings
 import numpy as np
 
 from armctl import ik
-from armctl.arm import Arm, load_arm
-from armctl.kinematics import chain_angles, joint_angles, limit_excess, tool_point
-from armctl.workspace import nearest_reachable
+from armctl.model.arm import Arm, load_arm
+from armctl.model.kinematics import chain_angles, joint_angles, limit_excess, tool_point
+from armctl.model.workspace import nearest_reachable
 
 
 def base_3link() -> Arm:
@@ -242,7 +242,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     count = args.count or (100 if args.quick else 400)
     n_ikpy = max(10, count // 4 if not args.quick else 40)
-    kernel = "C (armctl._ikcore)" if ik.kernel.core is not None else "pure Python (armctl._ikcore not built)"
+    kernel = "C (armctl.ik._core)" if ik.kernel.core is not None else "pure Python (armctl.ik._core not built)"
     print(f"IK on base arms, {count} targets per set (ikpy {n_ikpy}); planar kernel: {kernel}")
     print("times in us per solve: p50 / p99 / max; batch: per target, over 9 calls of solve_batch\n")
     verdict = []

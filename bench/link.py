@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import armctl  # noqa: E402
-from armctl.arm import load_arm  # noqa: E402
-from armctl.bus.armproto import ArmProtocolBackend  # noqa: E402
+from armctl.bus.armproto.backend import ArmProtocolBackend  # noqa: E402
+from armctl.model.arm import load_arm  # noqa: E402
 from armctl.program import load_program, plan_program  # noqa: E402
 
 LINK_BPS = 115200 / 10

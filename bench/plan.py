@@ -32,8 +32,8 @@ import time
 
 import numpy as np
 
-from armctl.arm import load_arm
-from armctl.kinematics import fk
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import fk
 from armctl.motion import LineMove, branch_ik, plan_line_path, plan_move
 
 LINES = {

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from armctl import motion
-from armctl.arm import load_arm
+from armctl.model.arm import load_arm
 from armctl.motion import (
     LineMove,
     _caps_from_joints,

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from armctl import limits  # noqa: E402
-from armctl.arm import load_arm  # noqa: E402
+from armctl.model.arm import load_arm  # noqa: E402
 from armctl.program import load_program, plan_program  # noqa: E402
 
 limits.set_limit("moves", 1_000_000)  # long programs on purpose (README "Limits")

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from armctl.bus import codec
-from armctl.bus.armproto import ArmProtocolBackend
+from armctl.bus.armproto.backend import ArmProtocolBackend
 from armctl.sim.pty import PtySim
 
 

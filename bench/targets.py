@@ -35,9 +35,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from armctl.arm import load_arm  # noqa: E402
 from armctl.ik import solve_batch  # noqa: E402
-from armctl.kinematics import fk  # noqa: E402
+from armctl.model.arm import load_arm  # noqa: E402
+from armctl.model.kinematics import fk  # noqa: E402
 
 CHUNK = 1 << 15
 

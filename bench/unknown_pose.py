@@ -69,8 +69,8 @@ def jump(case: str, encoders: str) -> str:
 
 
 def status_wait(kind: str) -> str:
-    import armctl.state as st
-    from armctl.arm import load_arm
+    import armctl.robot.state as st
+    from armctl.model.arm import load_arm
 
     tmp = Path(tempfile.mkdtemp())
     env = dict(os.environ, ARMCTL_STATE_DIR=str(tmp / "state"))

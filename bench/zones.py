@@ -22,10 +22,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from armctl.arm import load_arm  # noqa: E402
-from armctl.draw import Paper, load_drawing, plan_drawing  # noqa: E402
+from armctl.model.arm import load_arm  # noqa: E402
+from armctl.model.zones import Zone, Zones  # noqa: E402
 from armctl.program import load_program, plan_program  # noqa: E402
-from armctl.zones import Zone, Zones  # noqa: E402
+from armctl.program.draw import Paper, load_drawing, plan_drawing  # noqa: E402
 
 
 def _stats(ts):

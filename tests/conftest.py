@@ -75,7 +75,7 @@ def firmware_hex():
 def arm_and_pose(draw, narrowest_deg: float = 20.0):
     """A random 2- or 3-link arm with random limits (each side at least ``narrowest_deg`` from 0), and
     a pose inside them."""
-    from armctl.arm import Arm
+    from armctl.model.arm import Arm
 
     n = draw(st.sampled_from([2, 3]))
     links = [draw(st.floats(0.05, 1.0)) for _ in range(n)]
@@ -90,7 +90,7 @@ def arm_and_pose(draw, narrowest_deg: float = 20.0):
 def base_arm_and_pose(draw, narrowest_deg: float = 20.0, base: bool | None = None, linkage: str | None = None):
     """A random arm with a rotating base and/or a parallelogram linkage (``base``/``linkage`` None: drawn),
     random limits (link angles too), shoulder offsets, and a pose inside every limit."""
-    from armctl.arm import Arm
+    from armctl.model.arm import Arm
 
     has_base = draw(st.booleans()) if base is None else base
     kind = linkage or draw(st.sampled_from(["serial", "parallelogram"]))
@@ -121,7 +121,7 @@ def base_arm_and_pose(draw, narrowest_deg: float = 20.0, base: bool | None = Non
         assume(False)
     # a pose inside every limit: the chain's joints drawn inside their box (serial angles for a
     # parallelogram's forearm, so the link angle is inside too), then checked
-    from armctl.kinematics import joint_angles
+    from armctl.model.kinematics import joint_angles
 
     ch = arm.chain
     c = [draw(st.floats(a, b)) for a, b in zip(ch.q_min, ch.q_max)]

@@ -151,7 +151,7 @@ def from_first_pulse(frames: list[Frame]) -> list[Frame]:
 def _tool(arm_or_links, q: np.ndarray) -> np.ndarray:
     """FK of ``q``: through ``kinematics.tool_point`` for an Arm (a base arm's (x, y, z), a parallelogram's
     linkage), else the planar chain of the link lengths given."""
-    from armctl.kinematics import fk, tool_point
+    from armctl.model.kinematics import fk, tool_point
 
     if hasattr(arm_or_links, "links_m"):
         return tool_point(arm_or_links, q)

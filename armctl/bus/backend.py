@@ -45,10 +45,10 @@ from dataclasses import dataclass, field, replace
 
 import serial
 
-from ..errors import BadInputError, LinkError
-from . import __name__ as _bus  # noqa: F401  (registers armsim:// with pyserial)
-from . import codec
-from .simulators import BadSimURL, is_simulator, open_simulator, simulator_url
+from armctl.bus import __name__ as _bus  # noqa: F401  (registers armsim:// with pyserial)
+from armctl.bus import codec
+from armctl.bus.simulators import BadSimURL, is_simulator, open_simulator, simulator_url
+from armctl.errors import BadInputError, LinkError
 
 FRAME_S = 0.020
 #: The widest pulse range (us) any board takes, a hobby servo's full travel (calibration.PULSE_RANGE_US).
@@ -111,6 +111,8 @@ class Backend(ABC):
     caps = Capabilities()
     #: What the servos are driven in: "us" (PWM pulse widths) or "steps" (bus servo positions).
     servo_unit = "us"
+    #: The frame period (s): one servo value per servo per frame.
+    frame_s = FRAME_S
     #: The URL scheme of this backend's simulated board ("armsim"), if it has one (``simulator_url``).
     simulator = ""
     #: What ``measured()`` reads, in words ("simulated servos", "servo encoders"), for reports.
@@ -151,7 +153,7 @@ class Backend(ABC):
         """(``cal`` with every servo's range narrowed to what this board can send (``value_range``), one note per
         servo narrowed: its range and joint angles here and why). ConfigError naming the servo if none of its
         range is left. ``connect`` calls it before the port opens, so a refusal moves nothing."""
-        from ..calibration import narrowed  # (the bus loads nothing of the calibration until it is used)
+        from armctl.calibration.servo import narrowed  # (the bus loads nothing of the calibration until it is used)
 
         return narrowed(cal, self.value_range, why=self.sendable_why)
 
@@ -365,10 +367,10 @@ def open_port(url: str, *, baudrate: int, timeout_s: float = 0.0) -> serial.Seri
 # --- the registry --------------------------------------------------------------------------------------------
 
 _BACKENDS: dict[str, str] = {
-    "armctl": "armctl.bus.armproto:ArmProtocolBackend",
+    "armctl": "armctl.bus.armproto.backend:ArmProtocolBackend",
     "firmata": "armctl.bus.firmata:FirmataBackend",
-    "feetech": "armctl.bus.feetech_backend:FeetechBackend",
-    "pca9685": "armctl.bus.pca9685:PCA9685Backend",
+    "feetech": "armctl.bus.feetech.backend:FeetechBackend",
+    "pca9685": "armctl.bus.pca9685.backend:PCA9685Backend",
 }
 
 

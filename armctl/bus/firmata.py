@@ -55,9 +55,9 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from ..errors import LinkError
-from .backend import PULSE_RANGE_US, BoardInfo, BoardStatus, Capabilities, WireLog, readdress
-from .hosttimed import HostTimed
+from armctl.bus.backend import PULSE_RANGE_US, BoardInfo, BoardStatus, Capabilities, WireLog, readdress
+from armctl.bus.hosttimed import HostTimed
+from armctl.errors import LinkError
 
 FIRMATA_BAUD = 57600
 SERIAL_PINS = (0, 1)  # D0/D1: the UART the host talks over

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from abc import abstractmethod
 
-from .backend import FRAME_S, Backend
+from armctl.bus.backend import FRAME_S, Backend
 
 
 class HostTimed(Backend):

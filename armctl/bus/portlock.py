@@ -22,8 +22,8 @@ import sys
 import urllib.parse
 from pathlib import Path
 
-from ..errors import BadInputError, LinkError
-from ..paths import state_dir
+from armctl.core.paths import state_dir
+from armctl.errors import BadInputError, LinkError
 
 # URL schemes whose every open is a private port: nothing to share, nothing to lock.
 _PRIVATE_SCHEMES = {"loop"}

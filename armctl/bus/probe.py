@@ -34,14 +34,14 @@ from dataclasses import asdict, dataclass
 
 import serial
 
-from .. import stopsignals
-from ..errors import ArmctlError, LinkError, ProtocolError
-from . import codec
-from .armproto import DEFAULT_BAUD
-from .backend import open_port
-from .firmata import FIRMATA_BAUD, VERSION_QUERY, FirmataListener
-from .portlock import PortLock
-from .simulators import scheme_backend
+from armctl.bus import codec
+from armctl.bus.armproto.backend import DEFAULT_BAUD
+from armctl.bus.backend import open_port
+from armctl.bus.firmata import FIRMATA_BAUD, VERSION_QUERY, FirmataListener
+from armctl.bus.portlock import PortLock
+from armctl.bus.simulators import scheme_backend
+from armctl.core import stopsignals
+from armctl.errors import ArmctlError, LinkError, ProtocolError
 
 BOOT_WAIT_S = 1.6  # a Uno's reset and bootloader (~1 s), then our firmware's start (~0.3 s)
 FIRMATA_WAIT_S = 4.5  # from opening: bootloader, then StandardFirmata's ~2.1 s version blink
@@ -113,7 +113,7 @@ def is_i2c(device: str) -> bool:
 def probe_i2c(info: PortInfo) -> PortReport:
     """What answers at 0x40..0x7F on an I2C bus; ``found`` "pca9685" (its port: the i2c:// URL that drives
     it) when one PCA9685 or more answer."""
-    from .pca9685 import open_i2c, scan
+    from armctl.bus.pca9685.backend import open_i2c, scan
 
     t0 = time.monotonic()
     device = info.device
@@ -149,7 +149,7 @@ def candidates() -> list[PortInfo]:
     (``/dev/i2c-*``), probed for PCA9685 boards."""
     from serial.tools import list_ports
 
-    from .i2c import list_buses
+    from armctl.bus.pca9685.i2c import list_buses
 
     out = []
     for p in sorted(list_ports.comports(), key=lambda p: p.device):
@@ -300,7 +300,7 @@ def identify(ser, hello_out: list | None = None) -> tuple[str, str, str | None, 
 
 def _feetech_servos(ser) -> str | None:
     """The Feetech servos answering a ping on ``ser`` (switched to 1 Mbaud), in words; None if none does."""
-    from .feetech import MODEL_NAMES, FeetechBus, ServoError
+    from armctl.bus.feetech.client import MODEL_NAMES, FeetechBus, ServoError
 
     bus = FeetechBus("probe", timeout_s=FEETECH_PING_S, retries=0).adopt(ser)
     found = bus.scan(FEETECH_IDS, timeout_s=FEETECH_PING_S)

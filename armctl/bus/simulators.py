@@ -21,7 +21,7 @@ import importlib
 
 from serial.serialutil import SerialException
 
-from ..errors import BadInputError
+from armctl.errors import BadInputError
 
 
 class BadSimURL(SerialException, ValueError):

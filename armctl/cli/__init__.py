@@ -19,9 +19,9 @@ import importlib
 import re
 import sys
 
-from .. import limits
-from ..errors import ArmctlError, Terminated
-from ..paths import preset_names
+from armctl.core import limits
+from armctl.core.paths import preset_names
+from armctl.errors import ArmctlError, Terminated
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in GLOBAL_DEFAULTS.items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)
-    if getattr(args, "tool_link", None) is not None:  # one arm reference: FILE.urdf#LINK (armctl.arm.load_arm)
+    if getattr(args, "tool_link", None) is not None:  # one arm reference: FILE.urdf#LINK (armctl.model.arm.load_arm)
         if not (args.arm_given and args.arm.endswith(".urdf")):
             _say(f"armctl {args.command}: error: --tool-link applies to an arm from a URDF: give --arm FILE.urdf")
             return EXIT_BAD_INPUT
@@ -256,10 +256,10 @@ def _say(line: str) -> None:
 
 def _stop_on_signals():
     """The OS's stop signals (SIGTERM, SIGHUP; on Windows Ctrl-Break and a closing console:
-    ``armctl.stopsignals``) become ``Terminated`` (a KeyboardInterrupt): the same controlled stop as Ctrl-C,
+    ``armctl.core.stopsignals``) become ``Terminated`` (a KeyboardInterrupt): the same controlled stop as Ctrl-C,
     then exit 143, 129 or 149. Only the first one counts, so a second cannot cut the stop short. Returns a
     function that puts the previous handlers back."""
-    from .. import stopsignals
+    from armctl.core import stopsignals
 
     fired = []
 
@@ -279,7 +279,7 @@ def _stop_on_signals():
 
 def _hangup(exc: KeyboardInterrupt) -> KeyboardInterrupt:
     """A Ctrl-C that a closing Windows console raised is a hang-up (exit 129), not an interrupt."""
-    from ..stopsignals import HANGUP_EXIT, hung_up
+    from armctl.core.stopsignals import HANGUP_EXIT, hung_up
 
     if hung_up() and not isinstance(exc, Terminated):
         return Terminated(0, name="the console closing", exit_code=HANGUP_EXIT)

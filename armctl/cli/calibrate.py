@@ -18,10 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import calibrate as cb
-from .. import motion
-from ..arm import Arm, load_arm
-from ..calibration import (
+from armctl import motion
+from armctl.calibration.servo import (
     MAX_PWM_CHANNEL,
     PULSE_RANGE_US,
     SERVOKIT_ACTUATION_RANGE_DEG,
@@ -32,12 +30,14 @@ from ..calibration import (
     servokit_servo,
     with_servo,
 )
-from ..errors import BadInputError, ConfigError, LinkError, Terminated
-from ..units import parse_float, parse_length
-from ..validate import must_be_positive, positive_text
-from . import EXIT_INTERRUPTED
-from .calibrate_flow import Quit, Terminal, Workflow
-from .common import calibration_comment, open_robot, save_calibration_file, saved_line, setup
+from armctl.calibration import procedures as cb
+from armctl.cli import EXIT_INTERRUPTED
+from armctl.cli.calibrate_flow import Quit, Terminal, Workflow
+from armctl.cli.common import calibration_comment, open_robot, save_calibration_file, saved_line, setup
+from armctl.core.units import parse_float, parse_length
+from armctl.errors import BadInputError, ConfigError, LinkError, Terminated
+from armctl.model.arm import Arm, load_arm
+from armctl.model.validate import must_be_positive, positive_text
 
 EPILOG = """\
 interactive keys on PWM servos (shown on screen): k/j or Right/Left +/- one board step (0.5 us; on a PCA9685
@@ -307,8 +307,8 @@ def _from_servokit(args, arm: Arm, cal: Calibration) -> int:
 
 def _from_lerobot(args) -> int:
     """``--from-lerobot [FILE|ID]``: the armctl calibration a LeRobot calibration means, saved as YAML."""
-    from .. import lerobot
-    from . import choose_arm
+    from armctl.calibration import lerobot
+    from armctl.cli import choose_arm
 
     arm = load_arm(choose_arm(args))
     spec = args.from_lerobot
@@ -355,10 +355,10 @@ def _keys(servo) -> dict:
 
 
 def _show(args) -> int:
-    from ..lerobot import open_calibration, resolve
+    from armctl.calibration.lerobot import open_calibration, resolve
 
     if args.show and resolve(args.show) is not None:  # LeRobot's: as the armctl calibration it means
-        from . import choose_arm
+        from armctl.cli import choose_arm
 
         cal = open_calibration(args.show, load_arm(choose_arm(args)))[0]
     elif args.show:
@@ -384,7 +384,7 @@ def _show(args) -> int:
 
 
 def _compare(args) -> int:
-    from ..lerobot import open_calibration, resolve
+    from armctl.calibration.lerobot import open_calibration, resolve
 
     arm = load_arm(args.arm)
     # LeRobot's (lerobot:ID or its JSON) as the armctl calibration it means on --arm, as --show takes them
@@ -431,7 +431,7 @@ def _check(args, arm: Arm, cal: Calibration) -> int:
         center = (parse_length(args.center[0], what="--center X"), parse_length(args.center[1], what="--center Y"))
     speed = positive_text(str(args.speed), "--speed", unit="mm/s") / 1000.0
     if arm.has_base:  # a square in the horizontal plane at a stated height
-        from ..kinematics import tool_point
+        from armctl.model.kinematics import tool_point
 
         z = parse_length(args.height, what="--height") if args.height else float(tool_point(arm, arm.home_rad)[2])
         corners = cb.check_square_at(arm, z, center_m=center, side_m=side)
@@ -487,7 +487,7 @@ def _interactive(args, arm: Arm, cal: Calibration) -> int:
     out = _save_path(args, arm, cal)
     with open_robot(args, arm, cal, calibrating=True) as robot:
         if robot.backend.caps.releases:  # bus servos: moved by hand, they say where they are
-            from .calibrate_bus import interactive
+            from armctl.cli.calibrate_bus import interactive
 
             return interactive(args, robot, arm, cal, out=out, margin_deg=margin, max_residual=max_res)
         values = robot.servo_values()

@@ -15,11 +15,11 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from ..arm import Arm
-from ..calibration import STEP_RANGE, Calibration
-from ..errors import BadInputError, LinkError
-from .calibrate_flow import Quit, Terminal, Workflow
-from .common import calibration_comment, save_calibration_file, saved_line
+from armctl.calibration.servo import STEP_RANGE, Calibration
+from armctl.cli.calibrate_flow import Quit, Terminal, Workflow
+from armctl.cli.common import calibration_comment, save_calibration_file, saved_line
+from armctl.errors import BadInputError, LinkError
+from armctl.model.arm import Arm
 
 REFRESH_S = 0.1  # the live position on the screen
 
@@ -143,12 +143,12 @@ def interactive(args, robot, arm: Arm, cal: Calibration, *, out: Path, margin_de
             raise Quit("q")
     except Quit as quit:
         term.restore()
-        from ..errors import Terminated
+        from armctl.errors import Terminated
 
         if isinstance(quit.__cause__, Terminated):
             raise quit.__cause__ from None
         print(f"armctl calibrate: quit: nothing saved ({out} unchanged); the servos are limp", file=sys.stderr)
-        from . import EXIT_INTERRUPTED
+        from armctl.cli import EXIT_INTERRUPTED
 
         return EXIT_INTERRUPTED
     finally:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import calibrate as cb
-from .. import terminal
-from ..arm import Arm
-from ..calibration import Calibration
+from armctl.calibration.servo import Calibration
+from armctl.calibration import procedures as cb
+from armctl.core import terminal
+from armctl.model.arm import Arm
 
 # --- the terminal --------------------------------------------------------------------------------------------
 
@@ -55,7 +55,7 @@ def key_help(step_us: float) -> list[str]:
 
 
 class Terminal(terminal.Terminal):
-    """calibrate's screen (``armctl.terminal``: every OS): not the alternate screen, so its last screen stays
+    """calibrate's screen (``armctl.core.terminal``: every OS): not the alternate screen, so its last screen stays
     when it ends; the end of input reads as Ctrl-C (quit, save nothing)."""
 
     def __init__(self):
@@ -76,7 +76,7 @@ class Terminal(terminal.Terminal):
 class Workflow:
     """One interactive session: the screens, the keys, the fits.
 
-    Every pose it puts the arm in is a whole pose inside the arm's own limits (``armctl.calibrate.pose_for``,
+    Every pose it puts the arm in is a whole pose inside the arm's own limits (``procedures.pose_for``,
     ``room_pose``, ``home_after``, reached one servo at a time by ``path_between``): on a parallelogram arm the
     partner joint moves along so the linkage never binds."""
 

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..arm import Arm, load_arm
-from ..calibration import Calibration, save_calibration
-from ..errors import BadInputError
-from ..lerobot import open_calibration
+from armctl.calibration.lerobot import open_calibration
+from armctl.calibration.servo import Calibration, save_calibration
+from armctl.errors import BadInputError
+from armctl.model.arm import Arm, load_arm
 
 
 def setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration]:
     """The arm (``--arm``, else the program's ``arm:``, else the default) and its calibration."""
-    from . import choose_arm
+    from armctl.cli import choose_arm
 
     arm = load_arm(choose_arm(args, program_arm))
     cal, _, notes = open_calibration(args.calibration, arm)  # armctl's YAML, or LeRobot's (lerobot:ID, .json)
@@ -48,13 +48,13 @@ def assumed_from_args(args, arm: Arm, *, program=None, plan=None):
         g = float(traj.gripper_rad[0])
         return [*map(float, traj.q_rad[0]), *([g] if arm.gripper is not None and math.isfinite(g) else [])]
     if program is not None and word in program.poses:
-        from ..motion import solve_pose
+        from armctl.motion import solve_pose
 
         pose = program.poses[word]
         if pose.q_rad is not None:
             return list(pose.q_rad)
         return list(solve_pose(arm, np.array(pose.point_m), pose.phi_rad, arm.home_rad))
-    from ..units import parse_float
+    from armctl.core.units import parse_float
 
     parts = [p for p in word.split(",") if p.strip()]
     if len(parts) in (arm.n, arm.n + 1) and all(_is_number(p) for p in parts):
@@ -85,8 +85,8 @@ def ask_pose(robot, args) -> None:
     """The pose of ``robot`` is unknown (``robot.pose_unknown``) and no ``--assume-pose`` was given: on a terminal
     ask whether the arm stands at home; anything but yes (and no terminal) refuses: PoseUnknownError, one line,
     exit 2, nothing moved."""
-    from ..errors import PoseUnknownError
-    from ..pose import unknown_line
+    from armctl.errors import PoseUnknownError
+    from armctl.robot.pose import unknown_line
 
     why = robot.pose_unknown
     if not why:
@@ -104,8 +104,8 @@ def open_robot(args, arm: Arm, cal: Calibration, *, calibrating: bool = False, p
     """``armctl.connect`` with the global options (--port, --backend, --watchdog, --assume-pose) and --wire-log;
     ``--port auto`` is the one board ``armctl ports`` finds. ``moves``: the command moves the arm, so a pose armctl
     cannot know is asked for (``ask_pose``) or refused here, before anything is sent."""
-    from ..robot import connect
-    from .ports import resolve_port
+    from armctl.cli.ports import resolve_port
+    from armctl.robot.robot import connect
 
     resolve_port(args)
     assumed = getattr(args, "assumed_q", None) or assumed_from_args(args, arm)

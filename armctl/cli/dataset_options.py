@@ -3,8 +3,8 @@ and ``armctl run`` share, and the recorder they open (everything checked before 
 
 from __future__ import annotations
 
-from ..errors import BadInputError
-from ..units import parse_float
+from armctl.core.units import parse_float
+from armctl.errors import BadInputError
 
 
 def dataset_options(p, *, follow: bool) -> None:
@@ -38,9 +38,9 @@ def open_dataset(args, arm, cal, *, state_source: str):
     fps = parse_float(args.fps, what="--fps")
     if fps != int(fps) or not 1 <= fps <= 1000:
         raise BadInputError(f"--fps: a whole number of frames a second, 1..1000, got {args.fps}")
-    from ..camera import open_cameras
-    from ..dataset import DatasetWriter
-    from ..dataset_recorder import Recorder, arm_features
+    from armctl.dataset.camera import open_cameras
+    from armctl.dataset.recorder import Recorder, arm_features
+    from armctl.dataset.writer import DatasetWriter
 
     cams = open_cameras(args.camera)
     try:

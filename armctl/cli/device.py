@@ -1,6 +1,6 @@
 """``armctl jog``, ``run``, ``home`` and ``status``: drive the arm on a board (default: the simulated arm).
 
-Thin callers of ``armctl.robot``. Everything is checked before a port is opened: the target or program
+Thin callers of ``armctl.robot.robot``. Everything is checked before a port is opened: the target or program
 is planned and every pulse mapped through the calibration and checked against min/max. On the simulated
 arm the tool point printed is measured from the simulated servos; on a real board it is computed from the
 pulses it holds.
@@ -16,12 +16,12 @@ import time
 
 import numpy as np
 
-from .. import motion
-from ..errors import BadInputError, StopRequested
-from ..kinematics import tool_point
-from ..units import parse_float
-from ..validate import positive_text
-from .common import assumed_from_args, drive, open_robot, print_report, setup
+from armctl import motion
+from armctl.cli.common import assumed_from_args, drive, open_robot, print_report, setup
+from armctl.core.units import parse_float
+from armctl.errors import BadInputError, StopRequested
+from armctl.model.kinematics import tool_point
+from armctl.model.validate import positive_text
 
 EPILOG = """\
 port: a device path (/dev/ttyACM0) or any pyserial URL (socket://host:port, rfc2217://, spy://...);
@@ -108,7 +108,7 @@ def register(sub, parents) -> None:
         help="pass the corners between consecutive line and joint steps within MM millimetres instead of stopping "
         "(the program's blend_mm; steps with their own blend_mm keep it; default 0: stop at every corner)",
     )
-    from .dataset_options import dataset_options
+    from armctl.cli.dataset_options import dataset_options
 
     dataset_options(p, follow=False)  # --record-dataset: each run (each pass of a top-level repeat) an episode
     p.set_defaults(func=cmd_run)
@@ -137,7 +137,7 @@ def cmd_jog(args) -> int:
     if args.x is None:
         if args.phi is not None:
             raise BadInputError("--phi needs a target (armctl jog X Y --phi DEG); the pendant turns it with , and .")
-        from .pendant import cmd_pendant
+        from armctl.cli.pendant import cmd_pendant
 
         return cmd_pendant(args)
     if args.y is None:
@@ -145,7 +145,7 @@ def cmd_jog(args) -> int:
     for opt in ("record", "step", "release_ms"):
         if getattr(args, opt) is not None:
             raise BadInputError(f"--{opt.replace('_', '-')} is for the pendant (armctl jog without a target)")
-    from .kin import target_args
+    from armctl.cli.kin import target_args
 
     arm, cal = setup(args)
     target = np.array(target_args(args, arm, "armctl jog 0.5 0.2"))
@@ -171,8 +171,8 @@ def cmd_home(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from ..program import load_program, plan_program, with_blend
-    from ..stream import prepare
+    from armctl.program import load_program, plan_program, with_blend
+    from armctl.robot.stream import prepare
 
     prog = with_blend(load_program(args.program), args.blend)
     arm, cal = setup(args, prog.arm_ref)
@@ -180,7 +180,7 @@ def cmd_run(args) -> int:
     traj = plan.trajectory
     prepare(traj, cal)  # every pulse checked before a port is opened
     if args.from_step is not None:
-        from ..restart import find_step
+        from armctl.robot.restart import find_step
 
         find_step(prog, plan, args.from_step)  # a step that does not exist fails before a port is opened
     args.assumed_q = assumed_from_args(args, arm, program=prog, plan=plan)  # start, a pose NAME: the program's
@@ -209,8 +209,8 @@ def cmd_run(args) -> int:
         return _run_with_keys(args, arm, cal, prog, traj)
     if args.resume or args.from_step is not None:
         raise BadInputError("--record-dataset records whole runs: not with --resume or --from-step")
-    from ..program import episode_of_steps
-    from .dataset_options import open_dataset, saved_text
+    from armctl.cli.dataset_options import open_dataset, saved_text
+    from armctl.program import episode_of_steps
 
     source = "measured" if cal.unit == "steps" or args.port is None else "commanded"
     recorder = open_dataset(args, arm, cal, state_source=source)
@@ -270,7 +270,7 @@ def _run_recording(robot, plan, recorder, episode_of_sample, args, prog):
 def _run_with_keys(args, arm, cal, prog, traj) -> int:
     """``armctl run`` on the board: from the start, ``--resume`` or ``--from-step``, with the run keys on a
     terminal (Space hold, Enter resume, +/- speed override, q stop)."""
-    from .runkeys import HELP, RunKeys
+    from armctl.cli.runkeys import HELP, RunKeys
 
     def act(robot, progress):
         if progress is not None:
@@ -373,7 +373,9 @@ def cmd_status(args) -> int:
         if st.servos:  # bus servos report their own state; a held servo (no joint) has held_at_steps
             report["servos"] = [{"name": s.name, "id": s.channel, **st.servos[s.channel]} for s in every]
         if arm.urdf_map is not None and report.get("source") != "assumed" and report.get("q_deg") is not None:
-            from ..urdf import urdf_angles  # an arm from a URDF: its joint angles, as LeRobot reads them (degrees)
+            from armctl.model.urdf.derive import (
+                urdf_angles,  # an arm from a URDF: its joint angles, as LeRobot reads them (degrees)
+            )
 
             q = urdf_angles(arm, [math.radians(v) for v in report["q_deg"]])
             report["urdf_deg"] = {name: math.degrees(v) for name, v in q.items()}

@@ -10,8 +10,8 @@ import argparse
 import json
 import math
 
-from ..errors import BadInputError
-from ..kinematics import tool_point
+from armctl.errors import BadInputError
+from armctl.model.kinematics import tool_point
 
 EPILOG = """\
 where the drawing goes:
@@ -64,9 +64,16 @@ def register(sub, parents) -> None:
 
 def paper_from_args(args):
     """A ``draw.Paper`` from the drawing options (BadInputError naming the option)."""
-    from ..draw import DEFAULT_BLEND_M, DEFAULT_PEN_UP_M, DEFAULT_TOLERANCE_M, Paper, parse_fit, parse_plane
-    from ..program import blend_option
-    from ..units import parse_float
+    from armctl.core.units import parse_float
+    from armctl.program import blend_option
+    from armctl.program.draw import (
+        DEFAULT_BLEND_M,
+        DEFAULT_PEN_UP_M,
+        DEFAULT_TOLERANCE_M,
+        Paper,
+        parse_fit,
+        parse_plane,
+    )
 
     def mm(text, what, unit="mm"):
         v = parse_float(text, what=what)
@@ -95,7 +102,7 @@ def paper_from_args(args):
 
 def plan_from_args(args, arm):
     """Load ``args.drawing`` (or ``args.program``) and plan it on ``arm``: a ``draw.DrawingPlan``."""
-    from ..draw import load_drawing, plan_drawing
+    from armctl.program.draw import load_drawing, plan_drawing
 
     path = getattr(args, "drawing", None) or args.program
     paper = paper_from_args(args)
@@ -107,8 +114,8 @@ def plan_from_args(args, arm):
 
 
 def cmd_draw(args) -> int:
-    from ..stream import prepare
-    from .common import drive, print_report, setup
+    from armctl.cli.common import drive, print_report, setup
+    from armctl.robot.stream import prepare
 
     arm, cal = setup(args)
     dp = plan_from_args(args, arm)

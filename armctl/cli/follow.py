@@ -1,7 +1,7 @@
 """``armctl follow --leader PORT``: a leader arm moved by hand drives the follower (the global --arm, --port,
 --calibration), optionally recording LeRobot dataset episodes (``--record-dataset DIR --task TEXT``).
 
-A thin caller of ``Robot.follow`` (``armctl.follow`` maps, the Robot limits and streams). Everything is
+A thin caller of ``Robot.follow`` (``armctl.teleop.follow`` maps, the Robot limits and streams). Everything is
 checked before a servo moves: the leader's and follower's arms and calibrations, the mapping, the cameras
 (each opened and read once), the dataset folder (another robot's or fps is refused). Keys (a terminal):
 Enter starts and ends an episode, ``d`` discards the one being recorded, ``q`` ends the follow (also
@@ -21,9 +21,9 @@ import threading
 import time
 from types import SimpleNamespace
 
-from ..errors import BadInputError, LinkError
-from ..units import parse_float, parse_length
-from ..validate import positive_text
+from armctl.core.units import parse_float, parse_length
+from armctl.errors import BadInputError, LinkError
+from armctl.model.validate import positive_text
 
 EPILOG = """\
 keys: Enter start/end an episode (--record-dataset)   d discard the episode   q quit (Ctrl-C also)
@@ -70,14 +70,14 @@ def register(sub, parents) -> None:
     p.add_argument("--duration", metavar="S", help="stop after S seconds (default: until q, Ctrl-C, SIGTERM)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--wire-log", metavar="FILE", help="write the follower's bytes, with times, to FILE")
-    from .dataset_options import dataset_options
+    from armctl.cli.dataset_options import dataset_options
 
     dataset_options(p, follow=True)
     p.set_defaults(func=cmd_follow)
 
 
 class Keys:
-    """Keys from the terminal (``armctl.terminal``, every OS; Ctrl-C there is an interrupt, a terminal that went
+    """Keys from the terminal (``armctl.core.terminal``, every OS; Ctrl-C there is an interrupt, a terminal that went
     away is ``q``) or lines from a pipe: ``get()`` -> "enter", "d", "q" or None."""
 
     def __init__(self, stream=sys.stdin):
@@ -90,7 +90,7 @@ class Keys:
         except (AttributeError, OSError, ValueError):
             fd, self.tty = None, False
         if self.tty:
-            from ..terminal import Terminal
+            from armctl.core.terminal import Terminal
 
             self.term = Terminal(fullscreen=False, fd_in=fd, out=sys.stderr)
         elif fd is not None:
@@ -130,11 +130,11 @@ def _positive(text, what: str) -> float | None:
 
 
 def cmd_follow(args) -> int:
-    from ..arm import load_arm
-    from ..follow import Teleop
-    from ..leader import check_leader, open_leader
-    from ..lerobot import open_calibration
-    from .common import open_robot, setup
+    from armctl.calibration.lerobot import open_calibration
+    from armctl.cli.common import open_robot, setup
+    from armctl.model.arm import load_arm
+    from armctl.teleop.follow import Teleop
+    from armctl.teleop.leader import check_leader, open_leader
 
     arm, cal = setup(args)
     leader_arm = load_arm(args.leader_arm)
@@ -158,7 +158,7 @@ def cmd_follow(args) -> int:
     opts = dict(map=args.map, rate_hz=rate, scale=scale, offset_m=offset, max_lag_deg=max_lag)
     Teleop(SimpleNamespace(arm=leader_arm), arm, **opts)  # the mapping checked before any port is opened
     source = "measured" if cal.unit == "steps" or (args.port is None and cal.unit == "us") else "commanded"
-    from .dataset_options import open_dataset, saved_text
+    from armctl.cli.dataset_options import open_dataset, saved_text
 
     recorder = open_dataset(args, arm, cal, state_source=source)
     keys = None

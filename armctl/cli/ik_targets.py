@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import numtext as nt
-from ..errors import BadInputError
-from ..units import MAX_LENGTH_M, parse_float, parse_length
+from armctl.core import numtext as nt
+from armctl.core.units import MAX_LENGTH_M, parse_float, parse_length
+from armctl.errors import BadInputError
 
 BLOCK_BYTES = 1 << 20  # text read, parsed and checked at a time
 SOLVE_ROWS = 1 << 15  # rows solved and formatted at a time
@@ -304,7 +304,7 @@ class Solved:
 
 def solve_chunk(arm, chunk: Block, *, method: str, batch: bool, q0) -> Solved:
     """``solve_batch`` on the chunk (``batch``), else ``solve`` row by row with ``method``."""
-    from ..ik import solve, solve_batch
+    from armctl.ik import solve, solve_batch
 
     if batch:
         any_phi = bool(chunk.has_phi.any())

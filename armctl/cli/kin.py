@@ -9,9 +9,9 @@ import sys
 
 import numpy as np
 
-from ..arm import Arm, load_arm
-from ..errors import BadInputError, JointLimitError, UnreachableError
-from ..units import parse_float, parse_length
+from armctl.core.units import parse_float, parse_length
+from armctl.errors import BadInputError, JointLimitError, UnreachableError
+from armctl.model.arm import Arm, load_arm
 
 IK_EPILOG = """\
 units: X, Y (and Z) in metres, or with a unit (500mm, 50cm, 0.5m); angles in degrees.
@@ -116,8 +116,7 @@ def _result_dict(res, target, phi) -> dict:
 
 
 def cmd_ik(args) -> int:
-    from .. import redundancy
-    from ..ik import solve
+    from armctl.ik import redundancy, solve
 
     arm = load_arm(args.arm)
     if args.targets is not None:
@@ -185,7 +184,7 @@ def target_args(args, arm: Arm, example: str) -> tuple[float, ...]:
 
 
 def _ik_batch(args, arm: Arm) -> int:
-    from . import ik_targets as it
+    from armctl.cli import ik_targets as it
 
     if args.phi is not None:
         last = "'x,y,z,phi_deg'" if arm.has_base else "'x,y,phi_deg'"
@@ -244,8 +243,8 @@ def _binary_stdout():
 
 
 def cmd_fk(args) -> int:
-    from ..kinematics import arm_manipulability, arm_points, tool_pitch, tool_point
-    from ..workspace import check_joint_limits
+    from armctl.model.kinematics import arm_manipulability, arm_points, tool_pitch, tool_point
+    from armctl.model.workspace import check_joint_limits
 
     arm = load_arm(args.arm)
     q = _angles(args.q, arm, "fk")
@@ -259,7 +258,7 @@ def cmd_fk(args) -> int:
         if arm.n_links == 3:
             d["phi_deg"] = round(phi, 6)
         if arm.parallelogram:
-            from ..kinematics import link_angle
+            from armctl.model.kinematics import link_angle
 
             d["link_angle_deg"] = round(math.degrees(float(link_angle(arm, q))), 6)
         print(json.dumps(d))
@@ -275,7 +274,7 @@ def cmd_fk(args) -> int:
 
 
 def cmd_workspace(args) -> int:
-    from ..kinematics import tool_point
+    from armctl.model.kinematics import tool_point
 
     arm = load_arm(args.arm)
     home_tool = tool_point(arm, arm.home_rad)
@@ -311,12 +310,12 @@ def cmd_workspace(args) -> int:
             "closed_deg": round(math.degrees(arm.gripper.closed_rad), 6),
         }
     if arm.zones:
-        from ..zones import describe
+        from armctl.model.zones import describe
 
         d["zones"] = describe(arm.zones)
         d["link_radius_mm"] = arm.zones.link_radius_m * 1000
     if arm.urdf_map is not None:
-        from ..urdf import describe
+        from armctl.model.urdf.derive import describe
 
         d["urdf"] = describe(arm)
     if args.json:
@@ -355,7 +354,7 @@ def cmd_workspace(args) -> int:
         names = "; ".join(z.name for z in arm.zones.zones)
         print(f"keep-out zones (links as capsules of radius {arm.zones.link_radius_m * 1000:g} mm): {names}")
     if arm.urdf_map is not None:
-        from ..urdf import describe_lines
+        from armctl.model.urdf.derive import describe_lines
 
         print("\n".join(describe_lines(arm)))
     return 0

@@ -2,7 +2,7 @@
 
 Both check the whole program first; on any error they print one line and
 write nothing (no table, no CSV, no picture). ``--json`` and ``--csv`` are
-written in bulk (``armctl.numtext``), CHUNK samples at a time: the same bytes
+written in bulk (``armctl.core.numtext``), CHUNK samples at a time: the same bytes
 as ``json.dump`` and ``csv.writer`` wrote value by value.
 """
 
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BadInputError
-from ..kinematics import tool_point
-from .draw import add_drawing_options
+from armctl.cli.draw import add_drawing_options
+from armctl.errors import BadInputError
+from armctl.model.kinematics import tool_point
 
 CHUNK = 1 << 16  # samples formatted at a time
 
@@ -84,13 +84,13 @@ def register(subparsers, parents) -> None:
 
 
 def _plan(args):
-    from ..arm import load_arm
-    from ..draw import is_drawing
-    from ..program import load_program, plan_program, with_blend
-    from . import choose_arm
+    from armctl.cli import choose_arm
+    from armctl.model.arm import load_arm
+    from armctl.program import load_program, plan_program, with_blend
+    from armctl.program.draw import is_drawing
 
     if is_drawing(args.program):  # armctl draw's plan, shown before drawing
-        from .draw import plan_from_args
+        from armctl.cli.draw import plan_from_args
 
         return plan_from_args(args, load_arm(choose_arm(args))).plan
     _no_drawing_options(args)
@@ -160,7 +160,7 @@ def plan_json(plan, program: str) -> dict:
 
 def _json_floats(x, decimals: int):
     """What json.dumps writes for round(v, decimals) of each value (NaN, Infinity for non-finite)."""
-    from .. import numtext as nt
+    from armctl.core import numtext as nt
 
     x = np.asarray(x, dtype=float)
     f = nt.round_repr(x, decimals)
@@ -171,7 +171,7 @@ def _json_floats(x, decimals: int):
 def write_plan_json(plan, program: str, out) -> None:
     """``plan_json(plan, program)`` as compact JSON and a newline, written to the binary ``out`` in
     chunks: byte for byte what ``json.dump(..., separators=(",", ":"))`` writes."""
-    from .. import numtext as nt
+    from armctl.core import numtext as nt
 
     arm, tr = plan.arm, plan.trajectory
     head = {
@@ -221,7 +221,7 @@ def write_plan_json(plan, program: str, out) -> None:
 def write_samples_csv(plan, out) -> int:
     """``samples_table(plan)`` as CSV (header, then one line a sample) to the binary ``out``, in
     chunks: byte for byte what ``csv.writer(lineterminator="\\n")`` writes. Returns the sample count."""
-    from .. import numtext as nt
+    from armctl.core import numtext as nt
 
     arm, tr = plan.arm, plan.trajectory
     header, _ = samples_table(plan, rows=False)
@@ -336,7 +336,7 @@ def _binary_stdout():
 
 
 def cmd_plot(args) -> int:
-    from ..plot import plot_plan, require_matplotlib
+    from armctl.motion.plot import plot_plan, require_matplotlib
 
     suffix = Path(args.output).suffix.lower()
     if suffix not in (".png", ".svg"):

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import stopsignals
-from ..errors import ArmctlError, BadInputError, LinkError, MotionError, StopRequested
-from ..terminal import Terminal
-from .pendant_screen import KEY_NAMES, Screen, screen_size, xyz_text
+from armctl.cli.pendant_screen import KEY_NAMES, Screen, screen_size, xyz_text
+from armctl.core import stopsignals
+from armctl.core.terminal import Terminal
+from armctl.errors import ArmctlError, BadInputError, LinkError, MotionError, StopRequested
 
 STEPS_MM = (0.1, 1.0, 10.0, 50.0)
 SPEEDS_MM_S = (2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 200.0)
@@ -65,7 +65,7 @@ TURNS = {".": 1.0, ",": -1.0}  # tool angle: '.' counter-clockwise (+), ',' cloc
 
 
 # --- the terminal ------------------------------------------------------------------------------------------
-# The pendant's keys and screen: armctl.terminal (raw keys with their arrival times, full-screen redraws on
+# The pendant's keys and screen: armctl.core.terminal (raw keys with their arrival times, full-screen redraws on
 # the alternate screen; POSIX and Windows).
 
 # --- the pendant ---------------------------------------------------------------------------------------------
@@ -89,8 +89,8 @@ def release_time(gaps, override_s: float | None) -> float:
 
 
 class Pendant(Screen):
-    """The pendant's state and keys, on an open ``robot`` (an ``armctl.robot.Robot``); ``recorder`` (an
-    ``armctl.recording.Recorder``) or None. Call ``key(name, t)`` for every key, ``tick(t)`` often, and
+    """The pendant's state and keys, on an open ``robot`` (an ``armctl.robot.robot.Robot``); ``recorder`` (an
+    ``armctl.program.recording.Recorder``) or None. Call ``key(name, t)`` for every key, ``tick(t)`` often, and
     ``screen()`` for the lines to draw. Times are ``time.monotonic()`` seconds."""
 
     def __init__(
@@ -376,7 +376,7 @@ class Pendant(Screen):
     def _record(self, name: str, *, auto: bool = False) -> None:
         """Record the commanded pose as ``name``, with the gripper step (if any) in the order it was done;
         ``auto``: recorded by the pendant where the gripper acted, before the arm moves on."""
-        from ..recording import gripper_state
+        from armctl.program.recording import gripper_state
 
         pose = self.robot.commanded_pose()
         try:
@@ -497,7 +497,7 @@ def run(pendant: Pendant, term: Terminal) -> str:
 
 def parse_step_mm(text: str | None) -> float:
     """``--step MM`` (default 1): a length in mm, > 0 and at most 100."""
-    from ..units import parse_float
+    from armctl.core.units import parse_float
 
     if text is None:
         return DEFAULT_STEP_MM
@@ -509,10 +509,10 @@ def parse_step_mm(text: str | None) -> float:
 
 def cmd_pendant(args) -> int:
     """``armctl jog`` with no target."""
-    from ..recording import Recorder
-    from ..units import parse_float
-    from . import EXIT_INTERRUPTED
-    from .common import open_robot, setup
+    from armctl.cli import EXIT_INTERRUPTED
+    from armctl.cli.common import open_robot, setup
+    from armctl.core.units import parse_float
+    from armctl.program.recording import Recorder
 
     if args.json:
         raise BadInputError("--json needs a target (armctl jog X Y); the pendant is interactive")

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from ..errors import BadInputError, LinkError
+from armctl.errors import BadInputError, LinkError
 
 EPILOG = """\
 Each port that looks like a board (a USB serial device) is opened and asked, in bounded time, for our
@@ -40,7 +40,7 @@ def register(sub, parents) -> None:
 
 
 def _reports(explicit: list[str] | None, *, quiet: bool):
-    from ..bus.probe import PortInfo, candidates, is_i2c, probe_all
+    from armctl.bus.probe import PortInfo, candidates, is_i2c, probe_all
 
     listed = [PortInfo(p) for p in explicit] if explicit else candidates()
     if not quiet and any(p.looks_like_board and not is_i2c(p.device) for p in listed):
@@ -56,11 +56,11 @@ def _hold_stored_pose(device: str, ser, hello) -> str | None:
     """Our firmware reset when the probe opened ``device``: its servos went limp. Set them to the pose armctl
     stored for this port when an arm was last left on it (the newest, whatever the arm): they hold it again,
     nothing moves. Words for the report, or None if no pose is stored."""
-    from ..arm import load_arm
-    from ..bus.probe import set_pulses
-    from ..calibration import find_calibration, load_calibration
-    from ..errors import ArmctlError
-    from ..state import PoseStore, stored_values_for_port
+    from armctl.bus.probe import set_pulses
+    from armctl.calibration.servo import find_calibration, load_calibration
+    from armctl.errors import ArmctlError
+    from armctl.model.arm import load_arm
+    from armctl.robot.state import PoseStore, stored_values_for_port
 
     for arm_name, _, _ in stored_values_for_port(device):
         try:

@@ -7,9 +7,9 @@ import math
 import sys
 import time
 
-from ..errors import BadInputError
-from ..units import parse_float
-from ..validate import positive_text
+from armctl.core.units import parse_float
+from armctl.errors import BadInputError
+from armctl.model.validate import positive_text
 
 EPILOG = """\
 Topics under the namespace: joint_states and tool_point (published), joint_trajectory, joint_commands
@@ -80,13 +80,13 @@ def _namespace(text: str) -> str:
 
 
 def cmd_ros(args) -> int:
-    from .common import open_robot, setup
+    from armctl.cli.common import open_robot, setup
 
     rate = _rate(args.rate)
     ns = _namespace(args.namespace)
     speed = positive_text(args.tool_speed, "--tool-speed", unit="mm/s", quote=True) / 1000.0
-    from ..ros.messages import frame_name
-    from ..ros.node import FIRST_COMMAND_MAX_DEG, ArmNode, import_rclpy
+    from armctl.ros.messages import frame_name
+    from armctl.ros.node import FIRST_COMMAND_MAX_DEG, ArmNode, import_rclpy
 
     rclpy = import_rclpy()
     from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult

@@ -3,7 +3,7 @@ Space = feed hold, Enter or ``r`` = resume, ``+`` / ``-`` = speed override 10..2
 
 ``RunKeys(control, stop)`` is a context manager any command that plays for a while can wrap its motion in
 (``armctl run``; ``armctl follow`` may too): on a terminal it puts stdin in cbreak mode (Ctrl-C still
-interrupts), reads keys in a thread and acts on ``control`` (an ``armctl.runcontrol.RunControl``) and calls
+interrupts), reads keys in a thread and acts on ``control`` (an ``armctl.robot.runcontrol.RunControl``) and calls
 ``stop()`` for ``q``; it restores the terminal when the block ends, whatever happens. Not on a terminal it
 does nothing.
 """
@@ -29,7 +29,7 @@ class RunKeys:
         self.active = False
         self.stopped = False  # q was pressed
         self._saved = None
-        self._term = None  # Windows: an armctl.terminal.Terminal
+        self._term = None  # Windows: an armctl.core.terminal.Terminal
         self._thread: threading.Thread | None = None
         self._quit = threading.Event()
 
@@ -40,8 +40,10 @@ class RunKeys:
             return self
         if not os.isatty(fd):
             return self
-        if sys.platform == "win32":  # the console's keys through msvcrt (armctl.terminal); Ctrl-C stays the console's
-            from ..terminal import Terminal
+        if (
+            sys.platform == "win32"
+        ):  # the console's keys through msvcrt (armctl.core.terminal); Ctrl-C stays the console's
+            from armctl.core.terminal import Terminal
 
             try:
                 self._term = Terminal(fullscreen=False)

@@ -2,7 +2,7 @@
 
 On bus servos (a backend that can let its servos go limp and still say where they are): the torque goes
 off and the screen shows where the arm is, live. Move it by hand; Enter asks for a name and records the
-pose (``armctl.recording``: a named joint pose and a step that goes there), ``g`` closes or opens the
+pose (``armctl.program.recording``: a named joint pose and a step that goes there), ``g`` closes or opens the
 gripper (the arm holds still while it moves, then goes limp again), ``u`` takes the last record back,
 ``q`` quits (every record is already in the file). ``armctl plan PROGRAM.yaml`` and ``armctl run
 PROGRAM.yaml`` then play it back. On hobby (PWM) servos, which cannot say where a hand left them, it is
@@ -16,8 +16,8 @@ import math
 import sys
 import time
 
-from .. import stopsignals
-from ..errors import ArmctlError, BadInputError
+from armctl.core import stopsignals
+from armctl.errors import ArmctlError, BadInputError
 
 EPILOG = """\
 keys: move the arm by hand; Enter record the pose (asks a name)   g close/open the gripper
@@ -84,7 +84,7 @@ class Teach:
             self.prompt += name
 
     def _record(self, name: str) -> None:
-        from ..recording import gripper_state
+        from armctl.program.recording import gripper_state
 
         pose = self.robot.where()
         try:
@@ -96,7 +96,7 @@ class Teach:
         self.message = f"recorded {done.name!r} ({_count(done.poses, 'pose')} in {done.path.name})"
 
     def _gripper(self) -> None:
-        from ..recording import gripper_state
+        from armctl.program.recording import gripper_state
 
         arm = self.robot.arm
         if arm.gripper is None:
@@ -140,9 +140,9 @@ class Teach:
 
 
 def cmd_teach(args) -> int:
-    from ..recording import Recorder
-    from ..terminal import Terminal
-    from .common import open_robot, setup
+    from armctl.cli.common import open_robot, setup
+    from armctl.core.terminal import Terminal
+    from armctl.program.recording import Recorder
 
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise BadInputError("armctl teach is interactive and needs a terminal")
@@ -191,7 +191,7 @@ def cmd_teach(args) -> int:
 
 def _pendant_instead(args) -> int:
     """Hobby servos cannot say where a hand put them: jog with the keys and record the same way."""
-    from .pendant import cmd_pendant
+    from armctl.cli.pendant import cmd_pendant
 
     args.record = args.program
     args.json = False

@@ -6,8 +6,8 @@ import argparse
 import secrets
 import sys
 
-from ..errors import BadInputError
-from .common import open_robot, setup  # the same arm, calibration and port as jog/run
+from armctl.cli.common import open_robot, setup  # the same arm, calibration and port as jog/run
+from armctl.errors import BadInputError
 
 EPILOG = """\
 The page draws the arm to scale with its reachable region and joint limits; click (or drag and
@@ -73,7 +73,7 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 def _token(args, host: str) -> str | None:
     """A fresh token, unless --no-token on a loopback address (a LAN address always has one)."""
-    from ..web.server import is_loopback
+    from armctl.web.server import is_loopback
 
     if getattr(args, "no_token", False):
         if not is_loopback(host):
@@ -83,7 +83,7 @@ def _token(args, host: str) -> str | None:
 
 
 def cmd_web(args) -> int:
-    from ..web.app import serve
+    from armctl.web.app import serve
 
     host, port = parse_listen(args.listen)
     args.token_value = _token(args, host)  # before anything opens: a refused --no-token moves nothing
@@ -92,7 +92,7 @@ def cmd_web(args) -> int:
         return _watch(args, arm, cal, host, port)
     recorder = None
     if args.record:
-        from ..recording import Recorder
+        from armctl.program.recording import Recorder
 
         recorder = Recorder(args.record, arm)  # a program it cannot record into fails before the port opens
     with open_robot(args, arm, cal) as robot:
@@ -108,8 +108,8 @@ def cmd_web(args) -> int:
 
 
 def _watch(args, arm, cal, host: str, port: int) -> int:
-    from ..robot import Watch
-    from ..web.app import serve_watch
+    from armctl.robot.robot import Watch
+    from armctl.web.app import serve_watch
 
     if args.record:
         raise BadInputError("--record needs control of the arm; --watch only watches")

@@ -23,7 +23,7 @@ the shoulder, say), without ``phi``: ``dls`` and ``analytic`` take the pose
 inside the limits closest to it (``_closest``, exact) and the shortfall is its
 distance. No method reports ok for a pose outside the joint limits.
 
-``dls`` without ``phi`` runs whole in a small C kernel (``armctl._ikcore``,
+``dls`` without ``phi`` runs whole in a small C kernel (``armctl.ik._core``,
 built by ``pip install``): the iterations, the start-pose search, the slide and
 the closest pose. Without a C compiler the same algorithm in pure Python (2x2
 and 2x3 algebra written out in plain floats, ``_dls_py``) gives the same
@@ -33,18 +33,18 @@ targets at once: the C kernel row by row, or vectorised numpy with ``phi``.
 
 from __future__ import annotations
 
-from ..arm import Arm
-from ..kinematics import analytic_2link
-from ..workspace import batch_closed_form
-from . import batch as _batch
-from . import kernel
-from . import layered as _layered
-from . import layered_batch as _layered_batch
-from . import planar as _planar
-from .inputs import check_batch, check_target
-from .kernel import broyden_iterate, dls_iterate, newton_iterate
-from .layered import closed_form
-from .result import DEFAULT_MAX_ITER, DEFAULT_TOL_M, METHODS, BatchIKResult, IKResult
+from armctl.ik import batch as _batch
+from armctl.ik import kernel
+from armctl.ik import layered as _layered
+from armctl.ik import layered_batch as _layered_batch
+from armctl.ik import planar as _planar
+from armctl.ik.inputs import check_batch, check_target
+from armctl.ik.kernel import broyden_iterate, dls_iterate, newton_iterate
+from armctl.ik.layered import closed_form
+from armctl.ik.result import DEFAULT_MAX_ITER, DEFAULT_TOL_M, METHODS, BatchIKResult, IKResult
+from armctl.model.arm import Arm
+from armctl.model.kinematics import analytic_2link
+from armctl.model.workspace import batch_closed_form
 
 
 def solve(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arm import Arm
-from ..kinematics import plain, two_link_batch
-from . import kernel
-from .planar import solve
-from .result import _BLOCKED, BatchIKResult, _unreachable
+from armctl.ik import kernel
+from armctl.ik.planar import solve
+from armctl.ik.result import _BLOCKED, BatchIKResult, _unreachable
+from armctl.model.arm import Arm
+from armctl.model.kinematics import plain, two_link_batch
 
 # ----------------------------------------------------------------------------
 # Vectorised batch

@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 import math
 
-from ..kinematics import nearest_turn, two_link
-from .kernel import _fk
+from armctl.ik.kernel import _fk
+from armctl.model.kinematics import nearest_turn, two_link
 
 # ----------------------------------------------------------------------------
 # Closed form

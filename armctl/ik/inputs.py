@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 
-from ..arm import Arm
-from ..errors import BadInputError
-from ..kinematics import plain
-from .kernel import _clip
+from armctl.errors import BadInputError
+from armctl.ik.kernel import _clip
+from armctl.model.arm import Arm
+from armctl.model.kinematics import plain
 
 
 def _numbers(value, count: int, what: str) -> list[float]:

@@ -1,4 +1,4 @@
-"""The DLS kernel of the planar solver: the C kernel ``armctl._ikcore`` (``core``, None when not built) and
+"""The DLS kernel of the planar solver: the C kernel ``armctl.ik._core`` (``core``, None when not built) and
 its Python twin, and the Newton and Broyden iterations."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .result import DEFAULT_MAX_ITER, DEFAULT_TOL_M
+from armctl.ik.result import DEFAULT_MAX_ITER, DEFAULT_TOL_M
 
 try:
-    from .. import _ikcore as core
+    import armctl.ik._core as core
 except ImportError:  # not built (no C compiler at install): the pure-Python kernel
     core = None
 

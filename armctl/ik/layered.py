@@ -26,9 +26,12 @@ import math
 
 import numpy as np
 
-from ..arm import Arm
-from ..errors import BadInputError
-from ..kinematics import (
+from armctl.errors import BadInputError
+from armctl.ik import planar
+from armctl.ik.inputs import check
+from armctl.ik.result import DEFAULT_MAX_ITER, DEFAULT_TOL_M, METHODS, IKResult
+from armctl.model.arm import Arm
+from armctl.model.kinematics import (
     LIMIT_TOL,
     annulus_excess,
     base_split,
@@ -42,10 +45,7 @@ from ..kinematics import (
     tool_pitch,
     tool_point,
 )
-from ..workspace import annulus, base_planes, closed_form_2link, nearest_reachable
-from . import planar
-from .inputs import check
-from .result import DEFAULT_MAX_ITER, DEFAULT_TOL_M, METHODS, IKResult
+from armctl.model.workspace import annulus, base_planes, closed_form_2link, nearest_reachable
 
 # --------------------------------------------------------------------------------------------------- planes
 

@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 
-from ..arm import Arm
-from ..kinematics import base_split_batch, nearest_turn_batch, shoulder_uv, tool_point
-from ..workspace import batch_closed_form, nearest_reachable_batch
-from . import batch
-from .layered import _miss_reason, solve
-from .result import BatchIKResult
+from armctl.ik import batch
+from armctl.ik.layered import _miss_reason, solve
+from armctl.ik.result import BatchIKResult
+from armctl.model.arm import Arm
+from armctl.model.kinematics import base_split_batch, nearest_turn_batch, shoulder_uv, tool_point
+from armctl.model.workspace import batch_closed_form, nearest_reachable_batch
 
 # --------------------------------------------------------------------------------------------------- batch
 

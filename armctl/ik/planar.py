@@ -6,15 +6,15 @@ import math
 
 import numpy as np
 
-from ..arm import Arm
-from ..errors import BadInputError
-from ..kinematics import PlainArm, nearest_turn, plain
-from . import kernel
-from .closest import _candidates, _closest, _closest_at_phi, _reachable3
-from .inputs import check
-from .kernel import _dls_fast, _fk, _inside, broyden_iterate, newton_iterate
-from .result import _BLOCKED, METHODS, IKResult, _unreachable
-from .slide import _slide
+from armctl.errors import BadInputError
+from armctl.ik import kernel
+from armctl.ik.closest import _candidates, _closest, _closest_at_phi, _reachable3
+from armctl.ik.inputs import check
+from armctl.ik.kernel import _dls_fast, _fk, _inside, broyden_iterate, newton_iterate
+from armctl.ik.result import _BLOCKED, METHODS, IKResult, _unreachable
+from armctl.ik.slide import _slide
+from armctl.model.arm import Arm
+from armctl.model.kinematics import PlainArm, nearest_turn, plain
 
 # ----------------------------------------------------------------------------
 # Public API

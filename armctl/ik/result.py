@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..arm import Arm
+from armctl.model.arm import Arm
 
 METHODS = ("dls", "analytic", "newton", "broyden")
 DEFAULT_TOL_M = 1e-9

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from ..kinematics import PlainArm
-from .closest import _dsq
-from .kernel import _inside
+from armctl.ik.closest import _dsq
+from armctl.ik.kernel import _inside
+from armctl.model.kinematics import PlainArm
 
 # ----------------------------------------------------------------------------
 # Redundancy: the nearest pose (3 links, no tool angle)

@@ -49,9 +49,9 @@ The package, by job (each module imports only those above it):
 
 from __future__ import annotations
 
-from ..branch_ik import arm_branch_ik, branch_ik
-from ..errors import JointLimitError, MotionError, UnreachableError
-from ..redundancy import (
+from armctl.errors import JointLimitError, MotionError, UnreachableError
+from armctl.ik.branch import arm_branch_ik, branch_ik
+from armctl.ik.redundancy import (
     CRITERION_BEST,
     CRITERION_NEAREST,
     CRITERION_PHI,
@@ -60,8 +60,7 @@ from ..redundancy import (
     free_angle_profile,
     pose_score,
 )
-from ..trajectory import DEFAULT_PERIOD_S, Trajectory
-from .blend import (
+from armctl.motion.blend import (
     BLEND_CHECK_SUB_MAX,
     BLEND_DEVIATION_TRIES,
     BLEND_MARGIN,
@@ -72,9 +71,9 @@ from .blend import (
     blend_chain,
     corner_reach,
 )
-from .blend_joint import blend_joint_moves
-from .lines import LinePath, plan_line_path
-from .moves import (
+from armctl.motion.blend_joint import blend_joint_moves
+from armctl.motion.lines import LinePath, plan_line_path
+from armctl.motion.moves import (
     DEFAULT_ACCEL_M_S2,
     DEFAULT_JOINT_ACCEL_RAD_S2,
     DEFAULT_JOINT_SPEED_FRACTION,
@@ -93,12 +92,20 @@ from .moves import (
     MovePlan,
     Wait,
 )
-from .one_move import check_zones, plan_move
-from .plan import Plan, PlanBudget, assemble, blend_moves, plan_moves
-from .poses import branch_of, solve_pose
-from .refusals import _limit_error, _located
-from .summary import _neighbour_lines, line_deviation, summarize
-from .timing import _caps_from_joints, _profile_for, joint_accel_bounds, joint_accel_profile, s_curve, speed_profile
+from armctl.motion.one_move import check_zones, plan_move
+from armctl.motion.plan import Plan, PlanBudget, assemble, blend_moves, plan_moves
+from armctl.motion.poses import branch_of, solve_pose
+from armctl.motion.refusals import _limit_error, _located
+from armctl.motion.summary import _neighbour_lines, line_deviation, summarize
+from armctl.motion.timing import (
+    _caps_from_joints,
+    _profile_for,
+    joint_accel_bounds,
+    joint_accel_profile,
+    s_curve,
+    speed_profile,
+)
+from armctl.motion.trajectory import DEFAULT_PERIOD_S, Trajectory
 
 __all__ = [
     "BLEND_CHECK_SUB_MAX",

@@ -7,16 +7,16 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..arm import Arm
-from ..branch_ik import _branch_ik, arm_branch_ik
-from ..errors import MotionError
-from ..kinematics import tool_point, unwind
-from ..redundancy import REACH_TOL_M
-from .lines import LinePath, _continuous
-from .moves import MIN_TIMING_SEGMENTS, LineMove, MovePlan
-from .refusals import _outside_limits
-from .summary import line_deviation
-from .timing import _caps_from_joints, _profile_for, _timed
+from armctl.errors import MotionError
+from armctl.ik.branch import _branch_ik, arm_branch_ik
+from armctl.ik.redundancy import REACH_TOL_M
+from armctl.model.arm import Arm
+from armctl.model.kinematics import tool_point, unwind
+from armctl.motion.lines import LinePath, _continuous
+from armctl.motion.moves import MIN_TIMING_SEGMENTS, LineMove, MovePlan
+from armctl.motion.refusals import _outside_limits
+from armctl.motion.summary import line_deviation
+from armctl.motion.timing import _caps_from_joints, _profile_for, _timed
 
 #: Share of a line's tool acceleration a rounded corner may spend turning (normal, v^2 kappa) and speeding
 #: up or slowing down (tangential): 0.6^2 + 0.8^2 = 1, so the tool's acceleration stays within the bound.
@@ -387,7 +387,7 @@ def _blend_run_once(arm, moves, plans, period, max_step, chord=None):
         # rounding down to nearly a stop anyway, and its curvature costs more): that corner is passed at rest
         return split(_slowest_corner(arm, chain, q, s_samp)) if len(plans) > 2 else (plans, True)
     if arm.zones:  # a rounded corner that cuts into a keep-out zone is passed at rest (each line was checked)
-        from ..zones import first_violation
+        from armctl.model.zones import first_violation
 
         v = first_violation(arm, arm.zones, q)
         if v is not None:

@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..arm import Arm
-from ..kinematics import tool_point
-from .moves import JointMove, LineMove, MovePlan
-from .refusals import _outside_limits
+from armctl.model.arm import Arm
+from armctl.model.kinematics import tool_point
+from armctl.motion.moves import JointMove, LineMove, MovePlan
+from armctl.motion.refusals import _outside_limits
 
 
 def _speed_bound(arm: Arm, move) -> np.ndarray:
@@ -78,7 +78,7 @@ def _joint_corner_overlap(
     if n1 < 2 or n2 < 2:
         return 0
     if arm.zones:
-        from ..zones import first_violation
+        from armctl.model.zones import first_violation
     b_pose = q2[0]
     vb = np.maximum(_speed_bound(arm, m1), _speed_bound(arm, m2)) * (1 + 1e-9)
     ab = np.maximum(_accel_bound(arm, m1), _accel_bound(arm, m2)) * (1 + 1e-9)

@@ -7,16 +7,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..arm import Arm
-from ..branch_ik import _branch_ik, arm_branch_ik
-from ..errors import MotionError, UnreachableError
-from ..kinematics import tool_point, unwind, wrap
-from ..redundancy import REACH_TOL_M, _pitch, best_free_pose, free_angle_profile
-from ..workspace import check_reachable
-from .moves import DEFAULT_MAX_JOINT_STEP_RAD, MIN_SEGMENT_M, MIN_TIMING_SEGMENTS, TWO_PI, LineMove
-from .poses import branch_of, solve_pose
-from .refusals import _limit_error, _outside_limits, _where
-from .rows import row_max
+from armctl.errors import MotionError, UnreachableError
+from armctl.ik.branch import _branch_ik, arm_branch_ik
+from armctl.ik.redundancy import REACH_TOL_M, _pitch, best_free_pose, free_angle_profile
+from armctl.model.arm import Arm
+from armctl.model.kinematics import tool_point, unwind, wrap
+from armctl.model.workspace import check_reachable
+from armctl.motion.moves import DEFAULT_MAX_JOINT_STEP_RAD, MIN_SEGMENT_M, MIN_TIMING_SEGMENTS, TWO_PI, LineMove
+from armctl.motion.poses import branch_of, solve_pose
+from armctl.motion.refusals import _limit_error, _outside_limits, _where
+from armctl.motion.rows import row_max
 
 
 @dataclass
@@ -69,7 +69,7 @@ def plan_line_path(arm: Arm, q0, move: LineMove, *, max_joint_step_rad: float = 
     """
     q0 = np.asarray(q0, dtype=float)
     if len(move.target_m) != arm.dim:
-        from ..ik import check_target
+        from armctl.ik import check_target
 
         check_target(arm, move.target_m)
     if arm.n_links == 2:
@@ -255,7 +255,7 @@ def _solve_points(path: LinePath, s):
 
 def _chain_elbow(arm: Arm, q) -> float:
     """The chain's serial elbow angle (rad) of pose ``q``."""
-    from ..kinematics import chain_angles
+    from armctl.model.kinematics import chain_angles
 
     return float(chain_angles(arm, q)[1])
 

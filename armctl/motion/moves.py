@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..kinematics import TWO_PI  # noqa: F401  (re-exported: armctl.motion.TWO_PI)
+from armctl.model.kinematics import TWO_PI  # noqa: F401  (re-exported: armctl.motion.TWO_PI)
 
 DEFAULT_SPEED_M_S = 0.10
 DEFAULT_ACCEL_M_S2 = 0.50
@@ -25,7 +25,7 @@ MIN_TIMING_SEGMENTS = 16
 MAX_MOVE_S = 3600.0
 #: A segment this short that still moves a joint more than the bound is a jump.
 MIN_SEGMENT_M = 1e-6
-# (REACH_TOL_M, how far a target may lie outside the reach annulus and count as on its edge: armctl.redundancy)
+# (REACH_TOL_M, how far a target may lie outside the reach annulus and count as on its edge: armctl.ik.redundancy)
 
 
 @dataclass(frozen=True)

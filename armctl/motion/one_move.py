@@ -6,15 +6,15 @@ import math
 
 import numpy as np
 
-from ..arm import Arm
-from ..errors import MotionError
-from ..kinematics import base_split, tool_point, turns_inside
-from ..trajectory import DEFAULT_PERIOD_S
-from ..workspace import fmt_point
-from .lines import plan_line_path
-from .moves import DEFAULT_MAX_JOINT_STEP_RAD, GripperMove, JointMove, LineMove, Move, MovePlan, Wait
-from .refusals import _limit_error, _located, _outside_limits, _where
-from .timing import _check_duration, _line_caps_and_profile, _sample_times, _timed, speed_profile
+from armctl.errors import MotionError
+from armctl.model.arm import Arm
+from armctl.model.kinematics import base_split, tool_point, turns_inside
+from armctl.model.workspace import fmt_point
+from armctl.motion.lines import plan_line_path
+from armctl.motion.moves import DEFAULT_MAX_JOINT_STEP_RAD, GripperMove, JointMove, LineMove, Move, MovePlan, Wait
+from armctl.motion.refusals import _limit_error, _located, _outside_limits, _where
+from armctl.motion.timing import _check_duration, _line_caps_and_profile, _sample_times, _timed, speed_profile
+from armctl.motion.trajectory import DEFAULT_PERIOD_S
 
 
 def plan_move(
@@ -41,7 +41,7 @@ def check_zones(arm: Arm, mp: MovePlan) -> None:
     (between samples too), naming the zone, the link and where along the move."""
     if not arm.zones or mp.kind not in ("line", "joint") or len(mp.t_s) < 2:
         return
-    from ..zones import first_violation, refusal
+    from armctl.model.zones import first_violation, refusal
 
     v = first_violation(arm, arm.zones, mp.q_rad)
     if v is None:

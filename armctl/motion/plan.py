@@ -6,15 +6,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import limits
-from ..arm import Arm
-from ..trajectory import DEFAULT_PERIOD_S, Trajectory
-from .blend import blend_chain, rest_junctions
-from .blend_joint import blend_joint_moves
-from .moves import DEFAULT_MAX_JOINT_STEP_RAD, GripperMove, JointMove, LineMove, MovePlan
-from .one_move import plan_move
-from .refusals import _limit_error
-from .summary import summarize
+from armctl.core import limits
+from armctl.model.arm import Arm
+from armctl.motion.blend import blend_chain, rest_junctions
+from armctl.motion.blend_joint import blend_joint_moves
+from armctl.motion.moves import DEFAULT_MAX_JOINT_STEP_RAD, GripperMove, JointMove, LineMove, MovePlan
+from armctl.motion.one_move import plan_move
+from armctl.motion.refusals import _limit_error
+from armctl.motion.summary import summarize
+from armctl.motion.trajectory import DEFAULT_PERIOD_S, Trajectory
 
 
 @dataclass
@@ -30,8 +30,8 @@ class Plan:
         return summarize(self.arm, self.trajectory, self.moves)
 
     def plot(self, *, title: str = "", poses: int = 6):
-        """A matplotlib figure of the plan (``armctl.plot.plan_figure``): inline in Jupyter, ``savefig`` writes it."""
-        from ..plot import plan_figure
+        """A matplotlib figure of the plan (``plot.plan_figure``): inline in Jupyter, ``savefig`` writes it."""
+        from armctl.motion.plot import plan_figure
 
         return plan_figure(self, title=title, poses=poses)
 

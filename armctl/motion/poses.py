@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ik
-from ..arm import Arm
-from ..branch_ik import _elbow_of, branch_ik
-from ..errors import JointLimitError, UnreachableError
-from ..kinematics import chain_angles, fk, tool_point, unwind
-from ..redundancy import best_free_pose
-from ..workspace import check_reachable, fmt_point
-from .refusals import _limit_error
+from armctl import ik
+from armctl.errors import JointLimitError, UnreachableError
+from armctl.ik.branch import _elbow_of, branch_ik
+from armctl.ik.redundancy import best_free_pose
+from armctl.model.arm import Arm
+from armctl.model.kinematics import chain_angles, fk, tool_point, unwind
+from armctl.model.workspace import check_reachable, fmt_point
+from armctl.motion.refusals import _limit_error
 
 
 def branch_of(arm: Arm, q) -> tuple[float, float]:
@@ -76,7 +76,7 @@ def solve_pose(
 def _zone_free_joint_move(arm: Arm, q0):
     """A test of end poses q (as ``solve_pose`` returns them): q clear of ``arm.zones``, then the joint move
     q0 -> q (joint-linear, as ``plan_move`` plays it) clear as ``first_violation`` checks it."""
-    from ..zones import first_violation
+    from armctl.model.zones import first_violation
 
     def accept(q) -> bool:
         q = np.asarray(q, dtype=float)
@@ -90,7 +90,7 @@ def _zone_free_joint_move(arm: Arm, q0):
 
 
 def _solve_pose_layered(arm: Arm, target, phi, q_near) -> np.ndarray:
-    from ..ik import check_target
+    from armctl.ik import check_target
 
     check_target(arm, target)
     res = ik.solve(arm, target, phi=phi, q0=q_near)

@@ -8,11 +8,11 @@ import math
 
 import numpy as np
 
-from ..arm import Arm
-from ..errors import JointLimitError, MotionError
-from ..kinematics import limit_excess, limit_names, link_angle
-from ..workspace import fmt_point
-from .rows import row_any
+from armctl.errors import JointLimitError, MotionError
+from armctl.model.arm import Arm
+from armctl.model.kinematics import limit_excess, limit_names, link_angle
+from armctl.model.workspace import fmt_point
+from armctl.motion.rows import row_any
 
 
 def _located(exc: MotionError, label: str) -> MotionError:

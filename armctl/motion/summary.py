@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arm import Arm
-from ..kinematics import tool_point
-from ..trajectory import Trajectory
-from .moves import MovePlan
+from armctl.model.arm import Arm
+from armctl.model.kinematics import tool_point
+from armctl.motion.moves import MovePlan
+from armctl.motion.trajectory import Trajectory
 
 
 def _neighbour_lines(moves: list[MovePlan], i: int) -> list:

@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 
-from ..errors import MotionError
-from ..trajectory import DEFAULT_PERIOD_S
-from .moves import MAX_MOVE_S, SPEED_MARGIN
-from .rows import row_max, row_min
+from armctl.errors import MotionError
+from armctl.motion.moves import MAX_MOVE_S, SPEED_MARGIN
+from armctl.motion.rows import row_max, row_min
+from armctl.motion.trajectory import DEFAULT_PERIOD_S
 
 
 def speed_profile(s, cap, accel: float):

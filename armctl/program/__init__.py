@@ -13,7 +13,7 @@ The package: ``load`` reads and checks the format (Program, Settings, Pose, Step
 
 from __future__ import annotations
 
-from .load import (
+from armctl.program.load import (
     MAX_BLEND_M,
     MAX_MOVES,
     MIN_SEGMENT_M,
@@ -30,7 +30,7 @@ from .load import (
     parse_program,
     with_blend,
 )
-from .plan import _move, _pose_of, _target, episode_of_steps, expand, plan_program
+from armctl.program.plan import _move, _pose_of, _target, episode_of_steps, expand, plan_program
 
 __all__ = [
     "MAX_BLEND_M",

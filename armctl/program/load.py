@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import limits, motion
-from ..config import LineList, Section, load_yaml_file, load_yaml_text
-from ..errors import ConfigError
-from ..validate import MAX_BLEND_M
-from ..zones import Zones, parse_zones
+from armctl import motion
+from armctl.core import limits
+from armctl.core.config import LineList, Section, load_yaml_file, load_yaml_text
+from armctl.errors import ConfigError
+from armctl.model.validate import MAX_BLEND_M
+from armctl.model.zones import Zones, parse_zones
 
 STEP_ACTIONS = ("line", "joint", "gripper", "wait_s", "repeat", "for_each")
 STEP_KEYS = {
@@ -39,7 +40,7 @@ STEP_KEYS = {
     "for_each": ("for_each", "steps"),
 }
 MIN_SEGMENT_M = 1e-5  # 0.01 mm: finer segments only take time and memory
-MAX_MOVES = limits.LIMITS["moves"].default  # the default; armctl.limits.get("moves") is the one in force
+MAX_MOVES = limits.LIMITS["moves"].default  # the default; armctl.core.limits.get("moves") is the one in force
 SETTINGS_KEYS = (
     "speed_mm_s",
     "speed_m_s",
@@ -131,7 +132,7 @@ class Program:
     start_gripper: str
     steps: list[Step]
     description: str = ""
-    zones: Zones | None = None  # keep-out zones added to the arm's (armctl.zones)
+    zones: Zones | None = None  # keep-out zones added to the arm's (armctl.model.zones)
     zones_line: int | None = None
 
     @property
@@ -313,7 +314,7 @@ def _settings(s: Section, base: Settings) -> Settings:
 def blend_option(blend_mm: str | float) -> float:
     """``--blend MM`` (a number of millimetres, or the text of one) in metres. BadInputError for a negative,
     non-finite or too large value (over ``MAX_BLEND_M``)."""
-    from ..errors import BadInputError
+    from armctl.errors import BadInputError
 
     try:
         v = float(blend_mm)

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import limits, motion
-from ..arm import Arm
-from ..errors import ConfigError, MotionError
-from ..kinematics import tool_pitch, tool_point
-from ..motion import GripperMove, JointMove, LineMove, Plan, Wait
-from .load import Pose, Program, Step, _is_arm_file
+from armctl import motion
+from armctl.core import limits
+from armctl.errors import ConfigError, MotionError
+from armctl.model.arm import Arm
+from armctl.model.kinematics import tool_pitch, tool_point
+from armctl.motion import GripperMove, JointMove, LineMove, Plan, Wait
+from armctl.program.load import Pose, Program, Step, _is_arm_file
 
 # --------------------------------------------------------------------------- planning
 
@@ -230,8 +231,8 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
             raise motion._located(exc, f"{prog.path}:{prog.start_line}: start") from None
     q_start = q.copy()
     if arm.zones:
-        from ..errors import ZoneError
-        from ..zones import pose_refusal
+        from armctl.errors import ZoneError
+        from armctl.model.zones import pose_refusal
 
         why = pose_refusal(arm, arm.zones, q_start)
         if why is not None:

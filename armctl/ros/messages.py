@@ -2,7 +2,7 @@
 as plain Python values (the node copies them out of the messages), so this module needs no rclpy.
 
 Joint names and angles (``RosJoints``): on an arm derived from a URDF (``--arm so101``, ``FILE.urdf``) the URDF's
-joint names and angles (its zeros and signs, ``Arm.urdf_map`` through ``armctl.urdf``), every joint of the URDF's
+joint names and angles (its zeros and signs, ``Arm.urdf_map`` through ``model.urdf``), every joint of the URDF's
 chain (a held joint such as the SO-101's ``wrist_roll`` at its fixed angle) and the gripper under the URDF's
 gripper joint; on other arms armctl's names (base first) and angles, then ``gripper``. Radians, times in seconds.
 A trajectory is a list of points, each with ``positions`` (one per name, in the order of ``joint_names``) and
@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import urdf
-from ..arm import Arm
-from ..errors import BadInputError
-from ..kinematics import limit_excess, limit_names
-from ..motion import MAX_MOVE_S, SPEED_MARGIN
-from ..trajectory import DEFAULT_PERIOD_S, Trajectory
+from armctl.errors import BadInputError
+from armctl.model.arm import Arm
+from armctl.model.kinematics import limit_excess, limit_names
+from armctl.model.urdf import derive as urdf
+from armctl.motion import MAX_MOVE_S, SPEED_MARGIN
+from armctl.motion.trajectory import DEFAULT_PERIOD_S, Trajectory
 
 GRIPPER_JOINT = "gripper"
 TOO_FAST = ("retime", "refuse")

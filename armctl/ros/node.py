@@ -35,10 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import motion
-from ..errors import ArmctlError, BadInputError, LinkError, MotionError, StopRequested, UnreachableError
-from ..runcontrol import RAMP_SPEED_FRACTION
-from .messages import (
+from armctl import motion
+from armctl.errors import ArmctlError, BadInputError, LinkError, MotionError, StopRequested, UnreachableError
+from armctl.robot.runcontrol import RAMP_SPEED_FRACTION
+from armctl.ros.messages import (
     Refused,
     TrajectoryPoint,
     check_command,
@@ -47,7 +47,7 @@ from .messages import (
     command_offset,
     ros_joints,
 )
-from .messages import tool_point_ros as _tool_point_ros
+from armctl.ros.messages import tool_point_ros as _tool_point_ros
 
 FOLLOW_RATE_HZ = 100.0  # how often the followed target is looked at (a ros2_control update rate)
 VELOCITY_WINDOW_S = 0.1  # joint_states' velocities: the slope of the poses over the last five servo frames

@@ -32,12 +32,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..arm import Arm, load_arm
-from ..bus import codec
-from ..calibration import Calibration, ServoCal, find_calibration, load_calibration
-from ..kinematics import tool_point
-from .board import DEFAULT_LIMITS_TICKS, FIRMWARE_CHANNELS, Board
-from .link import LinkOptions, OverLink, TimedLink
+from armctl.bus import codec
+from armctl.calibration.servo import Calibration, ServoCal, find_calibration, load_calibration
+from armctl.model.arm import Arm, load_arm
+from armctl.model.kinematics import tool_point
+from armctl.sim.board import DEFAULT_LIMITS_TICKS, FIRMWARE_CHANNELS, Board
+from armctl.sim.link import LinkOptions, OverLink, TimedLink
 
 #: pulse changes ``SimArm.pulses`` keeps, the newest (about 0.1 KiB each: 2 MB full; a board moving four
 #: channels every 20 ms frame logs 200 a second, so this is the last 100 s of a long follow or stream)

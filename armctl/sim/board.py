@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..bus import codec
+from armctl.bus import codec
 
 DEFAULT_LIMITS_TICKS = codec.LIMITS_TICKS  # 500..2500 us
 FIRMWARE_CHANNELS = {1: 4, 2: 8}  # our firmware's channel count in each protocol version

@@ -7,7 +7,7 @@ import math
 from bisect import bisect_right
 from pathlib import Path
 
-from ..bus.feetech_protocol import BAUD_RATES, Series
+from armctl.bus.feetech.protocol import BAUD_RATES, Series
 
 MEM_BYTES = 87  # addresses 0..86: the STS table ends with factory registers at 80..86
 EEPROM_END = 40  # addresses below this are EEPROM on STS and SCS alike

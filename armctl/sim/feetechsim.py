@@ -34,7 +34,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..bus.feetech_protocol import (
+from armctl.bus.feetech.protocol import (
     ACTION,
     BROADCAST_ID,
     PING,
@@ -49,8 +49,8 @@ from ..bus.feetech_protocol import (
     get_series,
     take_packet,
 )
-from .feetech_servo import EEPROM_END, MEM_BYTES, SimServo, read_hand_file
-from .link import LinkOptions, OverLink, TimedLink
+from armctl.sim.feetech_servo import EEPROM_END, MEM_BYTES, SimServo, read_hand_file
+from armctl.sim.link import LinkOptions, OverLink, TimedLink
 
 #: packets ``FeetechSim.log`` keeps, the newest (about 0.2 KiB each: 2 MB full; at 50 Hz a follower takes two
 #: packets a frame, a goal write and a position read, so this is the last 100 s of a follow)

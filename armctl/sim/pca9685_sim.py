@@ -36,10 +36,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..bus import pca9685_chip as hw
-from ..bus.i2c import I2CBus, I2CNack, parse_addresses
-from ..bus.simulators import BadSimURL
-from .simurl import parse_options
+from armctl.bus import pca9685_chip as hw
+from armctl.bus.pca9685.i2c import I2CBus, I2CNack, parse_addresses
+from armctl.bus.simulators import BadSimURL
+from armctl.sim.simurl import parse_options
 
 ALL_CALL_ADDRESS = 0x70
 #: write transactions a chip keeps (``Chip.writes``) and output changes the bus keeps (``SimI2CBus.log``), the
@@ -311,7 +311,7 @@ class SimI2CBus(I2CBus):
     def _save_state(self) -> None:
         if not self.opts.state:
             return
-        from ..paths import atomic_write
+        from armctl.core.paths import atomic_write
 
         data = {"chips": {f"0x{a:02x}": list(c.regs) for a, c in self.chips.items()}}
         atomic_write(self.opts.state, json.dumps(data), durable=False)

@@ -51,10 +51,10 @@ import urllib.parse
 
 from serial.serialutil import SerialException
 
-from ..bus import codec
-from .armsim import SimArm, SimOptions
-from .link import LinkGone
-from .simurl import BadSimURL, SimSerial, parse_options
+from armctl.bus import codec
+from armctl.sim.armsim import SimArm, SimOptions
+from armctl.sim.link import LinkGone
+from armctl.sim.simurl import BadSimURL, SimSerial, parse_options
 
 EXPECTED = (
     "expected a URL like armsim://[ARM][?rate=20&drop=0.01&seed=1] with options arm, cal, rate, baud, drop, "

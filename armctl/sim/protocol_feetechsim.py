@@ -64,13 +64,13 @@ import math
 import urllib.parse
 from pathlib import Path
 
-from ..bus.feetech_protocol import BAUD_RATES, MAX_ID, get_series
-from ..calibration import STEPS_PER_TURN
-from ..errors import BadInputError
-from ..lerobot import open_calibration
-from .feetechsim import FeetechSim, FeetechSimOptions, read_hand_file
-from .link import LinkGone
-from .simurl import BadSimURL, SimSerial, parse_options
+from armctl.bus.feetech.protocol import BAUD_RATES, MAX_ID, get_series
+from armctl.calibration.lerobot import open_calibration
+from armctl.calibration.servo import STEPS_PER_TURN
+from armctl.errors import BadInputError
+from armctl.sim.feetechsim import FeetechSim, FeetechSimOptions, read_hand_file
+from armctl.sim.link import LinkGone
+from armctl.sim.simurl import BadSimURL, SimSerial, parse_options
 
 EXPECTED = (
     "expected a URL like feetechsim://[?ids=1-6&rate=20&drop=0.01] with options ids, model, baud, rate, start, "

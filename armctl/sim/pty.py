@@ -36,10 +36,10 @@ except ImportError:  # Windows: no pseudo-terminals
         sys.exit(2)
     raise
 
-from .armsim import SimArm
-from .feetechsim import FeetechSim
-from .link import LinkGone
-from .protocol_armsim import parse_url
+from armctl.sim.armsim import SimArm
+from armctl.sim.feetechsim import FeetechSim
+from armctl.sim.link import LinkGone
+from armctl.sim.protocol_armsim import parse_url
 
 # termios speed constants -> baud, for where TCGETS2 is missing (a rate set with BOTHER keeps the last known one)
 _PTY_BAUDS = {
@@ -65,7 +65,7 @@ def pty_baud(fd: int, last: int) -> int:
 
 def _make_sim(url: str):
     if urllib.parse.urlsplit(url).scheme == "feetechsim":
-        from .protocol_feetechsim import parse_url as parse_feetech_url
+        from armctl.sim.protocol_feetechsim import parse_url as parse_feetech_url
 
         return FeetechSim(parse_feetech_url(url))
     return SimArm(parse_url(url))
@@ -123,7 +123,7 @@ def main(argv=None) -> int:
     """Serve the URL given on a pty until killed. Exit 2 with one line for bad arguments or a bad URL."""
     import argparse
 
-    from .simurl import BadSimURL
+    from armctl.sim.simurl import BadSimURL
 
     parser = argparse.ArgumentParser(
         prog="python -m armctl.bus.sim_pty",

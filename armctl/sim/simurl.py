@@ -12,7 +12,7 @@ from typing import Any
 
 from serial.serialutil import PortNotOpenError, SerialBase, SerialException
 
-from ..bus.simulators import BadSimURL
+from armctl.bus.simulators import BadSimURL
 
 
 def parse_options(

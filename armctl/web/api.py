@@ -12,17 +12,17 @@ import math
 
 import numpy as np
 
-from .. import limits
-from ..arm import Arm
-from ..calibration import Calibration, within_calibration
-from ..kinematics import tool_point
-from ..motion import DEFAULT_SPEED_M_S
-from ..validate import is_number
-from ..workspace import annulus, nearest_reachable, shortfall
-from ..zones import describe as describe_zones
-from . import controller
-from .controller import Command
-from .reach_map import ReachMap, top_map
+from armctl.calibration.servo import Calibration, within_calibration
+from armctl.core import limits
+from armctl.model.arm import Arm
+from armctl.model.kinematics import tool_point
+from armctl.model.validate import is_number
+from armctl.model.workspace import annulus, nearest_reachable, shortfall
+from armctl.model.zones import describe as describe_zones
+from armctl.motion import DEFAULT_SPEED_M_S
+from armctl.web import controller
+from armctl.web.controller import Command
+from armctl.web.reach_map import ReachMap, top_map
 
 MAX_BODY_BYTES = 4096
 MAX_COORD_MM = 10_000.0
@@ -247,8 +247,8 @@ def load_page_program(data: dict, arm: Arm):
     """A ``POST /api/program/preview`` or ``/run`` body {"text": YAML, "name": "file.yaml"[, "from_step": N|NAME]}
     -> (Program, Plan, from_step or None): parsed and planned whole on ``arm`` (ApiError 422 naming the line and
     step otherwise, nothing moved)."""
-    from ..errors import ArmctlError
-    from ..program import load_program_text, plan_program
+    from armctl.errors import ArmctlError
+    from armctl.program import load_program_text, plan_program
 
     _only(data, {"text", "name", "from_step"})
     text, name = data.get("text"), data.get("name") or "program.yaml"
@@ -263,7 +263,7 @@ def load_page_program(data: dict, arm: Arm):
         prog = load_program_text(text, path=f"page:{name}")  # the page's copy: no file of that name is read
         plan = plan_program(prog, arm)
         if step is not None:
-            from ..restart import find_step
+            from armctl.robot.restart import find_step
 
             find_step(prog, plan, step)
     except ArmctlError as exc:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import secrets
 import threading
 
-from .. import stopsignals
-from ..errors import LinkError
-from ..robot import Robot
-from . import api
-from .controller import Controller
-from .reach_map import calibrated_reach_map
-from .server import ArmServer, is_loopback
-from .session import Control
+from armctl.core import stopsignals
+from armctl.errors import LinkError
+from armctl.robot.robot import Robot
+from armctl.web import api
+from armctl.web.controller import Controller
+from armctl.web.reach_map import calibrated_reach_map
+from armctl.web.server import ArmServer, is_loopback
+from armctl.web.session import Control
 
 
 def start(
@@ -27,7 +27,7 @@ def start(
     """Start serving ``robot`` (open) on ``host``:``port`` in a background thread; returns the server.
 
     A non-loopback ``host`` always gets a token (a fresh one unless ``token`` is given). ``recorder`` (an
-    ``armctl.recording.Recorder``) turns on the page's "record pose" button. Stop it with ``stop(server)``;
+    ``armctl.program.recording.Recorder``) turns on the page's "record pose" button. Stop it with ``stop(server)``;
     the caller closes the robot.
     """
     if token is None and not is_loopback(host):
@@ -56,9 +56,9 @@ def start(
 
 
 def start_watch(watch, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None) -> ArmServer:
-    """Serve a read-only page of the arm another armctl drives (``watch``: an ``armctl.robot.Watch``): no port is
+    """Serve a read-only page of the arm another armctl drives (``watch``: an ``armctl.robot.robot.Watch``): no port is
     opened and no lock taken. Stop it with ``stop(server)``."""
-    from .watch import WatchController
+    from armctl.web.watch import WatchController
 
     if token is None and not is_loopback(host):
         token = secrets.token_urlsafe(16)

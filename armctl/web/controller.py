@@ -18,12 +18,12 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from ..arm import Arm
-from ..errors import ArmctlError, LinkError, MotionError, StopRequested
-from ..kinematics import arm_manipulability, arm_points, tool_point
-from ..robot import Motion, Pose, Robot
-from .feed import ChangeFeed
-from .reach_map import click_pose
+from armctl.errors import ArmctlError, LinkError, MotionError, StopRequested
+from armctl.model.arm import Arm
+from armctl.model.kinematics import arm_manipulability, arm_points, tool_point
+from armctl.robot.robot import Motion, Pose, Robot
+from armctl.web.feed import ChangeFeed
+from armctl.web.reach_map import click_pose
 
 PUBLISH_PERIOD_S = 0.04  # live pose while moving: 25 updates a second
 IDLE_POLL_S = 0.1  # pose poll when idle (keeps the board's watchdog fed, shows servos settling)
@@ -90,7 +90,7 @@ class Controller(ChangeFeed):
     def __init__(self, robot: Robot, *, watchdog: Callable[[], str | None] | None = None, recorder=None):
         self.robot, self.arm, self.cal = robot, robot.arm, robot.calibration
         self.watchdog = watchdog  # returns a reason to stop (the page went silent), or None
-        self.recorder = recorder  # an armctl.recording.Recorder (armctl web --record FILE), or None
+        self.recorder = recorder  # an armctl.program.recording.Recorder (armctl web --record FILE), or None
         self._submit_lock = threading.Lock()  # one command planned at a time
         self._motion: Motion | None = None
         self._stop_t: float | None = None
@@ -184,11 +184,11 @@ class Controller(ChangeFeed):
         return self.robot.control.to_dict()
 
     def record(self, name: str | None) -> dict:
-        """Record the pose the arm holds into the program file (``armctl.recording``): the commanded pose,
+        """Record the pose the arm holds into the program file (``armctl.program.recording``): the commanded pose,
         with a joint move to it. ``name`` None: the next free name. Refused (ArmctlError, nothing written)
         while the arm moves, for a bad or taken name, or when not recording."""
-        from ..errors import BadInputError
-        from ..recording import gripper_state
+        from armctl.errors import BadInputError
+        from armctl.program.recording import gripper_state
 
         if self.recorder is None:
             raise BadInputError("not recording: start the server with 'armctl web --record FILE.yaml'")
@@ -214,7 +214,7 @@ class Controller(ChangeFeed):
 
     def undo_record(self) -> dict:
         """Take back the last pose recorded by this server (the file's text before it)."""
-        from ..errors import BadInputError
+        from armctl.errors import BadInputError
 
         if self.recorder is None:
             raise BadInputError("not recording: start the server with 'armctl web --record FILE.yaml'")

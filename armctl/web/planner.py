@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import limits
+from armctl.core import limits
 
 MEMORY_BYTES = 2 << 30  # the child's address space (numpy and the interpreter take about 0.5 GiB of it)
 
@@ -58,7 +58,7 @@ def _serve() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
     except (ImportError, ValueError, OSError):
         pass  # no such limit here (Windows): the time budget still holds
-    from . import api
+    from armctl.web import api
 
     body, arm, limit_values = pickle.loads(sys.stdin.buffer.read())
     for name, value in limit_values.items():

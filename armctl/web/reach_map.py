@@ -26,12 +26,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..arm import Arm
-from ..calibration import Calibration, within_calibration
-from ..errors import MotionError, UnreachableError
-from ..kinematics import base_split_batch, shoulder_uv
-from ..motion import branch_ik, solve_pose
-from ..workspace import nearest_reachable, shortfall
+from armctl.calibration.servo import Calibration, within_calibration
+from armctl.errors import MotionError, UnreachableError
+from armctl.model.arm import Arm
+from armctl.model.kinematics import base_split_batch, shoulder_uv
+from armctl.model.workspace import nearest_reachable, shortfall
+from armctl.motion import branch_ik, solve_pose
 
 TWO_PI = 2.0 * math.pi
 
@@ -52,7 +52,7 @@ class ReachMap:
         """Distance (m) from ``point_m`` to the nearest reachable cell centre, 0 if its own cell is reachable
         (on a base or parallelogram arm: to the nearest point it reaches, ``workspace.shortfall``)."""
         if self.arm is not None:
-            from ..workspace import shortfall
+            from armctl.model.workspace import shortfall
 
             return shortfall(self.arm, point_m)
         h, w = self.cells.shape
@@ -144,7 +144,7 @@ def _extent(arm: Arm) -> float:
 
 def _plane_reachable(arm: Arm, p, phi_step_rad: float) -> np.ndarray:
     """Points (K, 2) of a layered arm's plane (from the base axis and z = 0) some pose reaches."""
-    from ..ik import batch_closed_form
+    from armctl.ik import batch_closed_form
 
     u, v = shoulder_uv(arm, p[:, 0], p[:, 1])
     start = np.broadcast_to(arm.home_rad, (len(p), arm.n))

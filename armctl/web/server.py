@@ -38,12 +38,12 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 
-from .. import limits
-from ..errors import ArmctlError, LinkError, StopRequested
-from . import api, planner
-from .controller import ArmBusy, Controller, gripper_command, home_command, program_command
-from .reach_map import ReachMap
-from .session import Control
+from armctl.core import limits
+from armctl.errors import ArmctlError, LinkError, StopRequested
+from armctl.web import api, planner
+from armctl.web.controller import ArmBusy, Controller, gripper_command, home_command, program_command
+from armctl.web.reach_map import ReachMap
+from armctl.web.session import Control
 
 STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
@@ -399,7 +399,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _plan_page_program(self, body: dict):
         """``api.load_page_program`` one at a time and within PLAN_BUDGET_S: a second page program waits
-        PLAN_QUEUE_S for the first, then 503; the parse and plan are bounded by armctl.limits (size, aliases,
+        PLAN_QUEUE_S for the first, then 503; the parse and plan are bounded by armctl.core.limits (size, aliases,
         moves, segments) and this time budget, so heartbeats and stops are answered meanwhile."""
         if not self.server.planning.acquire(timeout=PLAN_QUEUE_S):
             raise api.ApiError(503, "another program is being planned: send it again in a moment")

@@ -1,7 +1,7 @@
 """``armctl web --watch``: the page shows an arm that another armctl drives, read-only.
 
 The server opens no port and takes no lock: it reads the pose the driving process publishes in the state
-folder (``armctl.robot.Watch``, 25 times a second while it moves) and the lock file that names that process.
+folder (``armctl.robot.robot.Watch``, 25 times a second while it moves) and the lock file that names that process.
 Every control call (move, home, gripper, record, stop) is refused with the reason: only the process that
 holds the port can move or stop the arm (Ctrl-C it, or close its page).
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 import threading
 
-from ..errors import BadInputError
-from ..kinematics import arm_manipulability, arm_points
-from ..robot import Watch
-from .feed import ChangeFeed
+from armctl.errors import BadInputError
+from armctl.model.kinematics import arm_manipulability, arm_points
+from armctl.robot.robot import Watch
+from armctl.web.feed import ChangeFeed
 
 PUBLISH_PERIOD_S = 0.04  # 25 updates a second, as the controlling page gets them
 

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from armctl.bus import feetech as ft
-from armctl.bus.feetech import (
+from armctl.bus.feetech.client import (
     SCS,
     STS,
     FeetechBus,

@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 
 import armctl
-from armctl.bus.armproto import ArmProtocolBackend
+from armctl.bus.armproto.backend import ArmProtocolBackend
 from armctl.bus.firmata import FirmataBackend, attach_limits, library_limits
-from armctl.calibration import load_calibration, narrowed
+from armctl.calibration.servo import load_calibration, narrowed
+from armctl.core.paths import PRESET_CALIBRATION_DIR
 from armctl.errors import ConfigError
-from armctl.paths import PRESET_CALIBRATION_DIR
 
 #: every hobby servo armctl ships a calibration for on the Uno (the PCA9685 files repeat two of them)
 UNO_FILES = [p for p in sorted(PRESET_CALIBRATION_DIR.glob("*.yaml")) if "pca9685" not in p.name]

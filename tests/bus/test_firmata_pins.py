@@ -23,11 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 from virtual_uno import VirtualUno, build_tools, fetch_firmata  # noqa: E402
 
-from armctl.arm import load_arm  # noqa: E402
 from armctl.bus.firmata import FirmataBackend  # noqa: E402
-from armctl.calibration import find_calibration, load_calibration  # noqa: E402
+from armctl.calibration.servo import find_calibration, load_calibration  # noqa: E402
 from armctl.errors import LinkError  # noqa: E402
-from armctl.kinematics import fk  # noqa: E402
+from armctl.model.arm import load_arm  # noqa: E402
+from armctl.model.kinematics import fk  # noqa: E402
 
 PINS = {"shoulder": 13, "elbow": 14, "wrist": 17, "gripper": 19}  # D13, A0, A3, A5
 

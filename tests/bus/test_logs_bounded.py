@@ -9,7 +9,7 @@ follow in tests/robot/test_follow_memory.py.
 from __future__ import annotations
 
 from armctl.bus import pca9685_chip as hw
-from armctl.bus.feetech_protocol import PING, encode_packet
+from armctl.bus.feetech.protocol import PING, encode_packet
 from armctl.bus.firmata import WRITES_KEPT, FirmataBackend
 from armctl.sim import feetechsim, pca9685_sim
 from armctl.sim.feetechsim import FeetechSim, FeetechSimOptions

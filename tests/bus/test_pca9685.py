@@ -15,8 +15,8 @@ from conftest import require
 
 import armctl
 from armctl.bus import pca9685_chip as hw
-from armctl.bus.i2c import I2CNack, parse_addresses
-from armctl.paths import PRESET_CALIBRATION_DIR
+from armctl.bus.pca9685.i2c import I2CNack, parse_addresses
+from armctl.core.paths import PRESET_CALIBRATION_DIR
 from armctl.sim.pca9685_sim import BlinkaBus, Chip, DatasheetViolation, SimI2CBus, parse_url
 
 # --- the chip's arithmetic ---------------------------------------------------------------------------------
@@ -149,7 +149,7 @@ def _servokit(bus):
 
 
 def _cal(channel_ranges):
-    from armctl.calibration import Calibration, ServoCal
+    from armctl.calibration.servo import Calibration, ServoCal
 
     joints = tuple(
         ServoCal(f"j{ch}", ch, ch, (lo + hi) / 2, (hi - lo) / 180, 1, lo, hi) for ch, (lo, hi) in channel_ranges.items()
@@ -158,7 +158,7 @@ def _cal(channel_ranges):
 
 
 def test_armctl_writes_the_prescale_and_counts_adafruits_driver_writes():
-    from armctl.bus.pca9685 import PCA9685Backend
+    from armctl.bus.pca9685.backend import PCA9685Backend
 
     ranges = {0: (500.0, 2500.0), 3: (750.0, 2250.0), 15: (544.0, 2400.0)}
     cal = _cal(ranges)  # each servo's 0..180 deg is joint angle -90..90 deg, lo..hi us
@@ -290,7 +290,7 @@ def test_bad_buses_and_addresses_get_one_line(port, code, words):
 def test_permission_denied_names_the_group(monkeypatch, tmp_path):
     import smbus2
 
-    from armctl.bus.i2c import LinuxI2C
+    from armctl.bus.pca9685.i2c import LinuxI2C
     from armctl.errors import LinkError
 
     def refuse(*a, **k):
@@ -304,7 +304,7 @@ def test_permission_denied_names_the_group(monkeypatch, tmp_path):
 
 
 def test_a_pulse_the_chip_cannot_make_is_refused_before_anything_is_written(tmp_path):
-    from armctl.paths import PRESET_CALIBRATION_DIR
+    from armctl.core.paths import PRESET_CALIBRATION_DIR
 
     cal = tmp_path / "fast.yaml"
     text = (PRESET_CALIBRATION_DIR / "seed-3link.yaml").read_text()
@@ -338,7 +338,7 @@ def test_a_chip_left_at_another_period_keeps_its_pulse_widths_when_armctl_change
     # another program (or a calibration with pwm_hz 60, as Adafruit's tutorials use) left the chip awake at
     # 60 Hz holding the servos: at 50 Hz the same counts are 20 % longer pulses, a jump of every servo;
     # armctl rewrites them, in SLEEP, to the same widths in its counts
-    from armctl.paths import PRESET_CALIBRATION_DIR
+    from armctl.core.paths import PRESET_CALIBRATION_DIR
 
     cal60 = tmp_path / "cal60.yaml"
     text = (PRESET_CALIBRATION_DIR / "seed-3link.yaml").read_text()
@@ -380,7 +380,7 @@ def test_chip_reserved_bits_read_zero_and_the_pointer_wraps_past_testmode():
 def test_status_reads_a_board_the_calibration_does_not_use_without_auto_increment(tmp_path):
     # 0x41, named in the URL but not used by the calibration, is left as another program set it: awake,
     # auto-increment off, output 0 pulsing 307 counts; armctl neither starts it nor misreads its registers
-    from armctl.bus.pca9685 import PCA9685Backend
+    from armctl.bus.pca9685.backend import PCA9685Backend
 
     regs = [0] * 256
     regs[hw.MODE1], regs[hw.MODE2], regs[hw.PRE_SCALE] = 0x01, 0x04, 121
@@ -406,8 +406,8 @@ def test_an_address_a_kernel_driver_owns_is_left_alone(monkeypatch, tmp_path):
     import errno
     import fcntl
 
-    from armctl.bus.i2c import I2C_SLAVE, LinuxI2C
-    from armctl.bus.pca9685 import PCA9685Backend, scan
+    from armctl.bus.pca9685.backend import PCA9685Backend, scan
+    from armctl.bus.pca9685.i2c import I2C_SLAVE, LinuxI2C
     from armctl.errors import LinkError
 
     touched = []
@@ -452,7 +452,7 @@ def test_a_bare_i2c_device_as_port_is_told_the_url_not_opened_as_a_serial_port()
 def test_a_chip_put_to_sleep_holding_pulses_is_restarted_as_the_datasheet_says(tmp_path):
     # datasheet 7.3.1.1: RESTART set (sleeping with channels active): clear SLEEP, wait 500 us, write RESTART;
     # the strict model refuses a RESTART written too early or while asleep
-    from armctl.bus.pca9685 import PCA9685Backend
+    from armctl.bus.pca9685.backend import PCA9685Backend
 
     regs = [0] * 256
     regs[hw.MODE1] = hw.RESTART | hw.AI | hw.SLEEP | hw.ALLCALL
@@ -475,7 +475,7 @@ def test_a_chip_put_to_sleep_holding_pulses_is_restarted_as_the_datasheet_says(t
 def test_bad_boards_and_calibrations_get_no_register_written(monkeypatch):
     # nothing at the address, a device there that is no PCA9685, a pulse the chip cannot make at the period:
     # refused after reads only (a register pointer named for each read), no write transaction at all
-    from armctl.bus.pca9685 import PCA9685Backend
+    from armctl.bus.pca9685.backend import PCA9685Backend
     from armctl.errors import BadInputError, LinkError
 
     written = []
@@ -511,7 +511,7 @@ def _off_counts(chip, channel: int) -> int:
 def test_calibrate_nudges_a_pca9685_servo_one_chip_count_a_key(tmp_path):
     """The smallest nudge (k/j) used to be 0.5 us, a tenth of the chip's 4.88 us count: most key presses did
     nothing at all. It is now one count, asked of the backend (its prescale and oscillator)."""
-    from armctl import calibrate as cb
+    from armctl.calibration import procedures as cb
     from armctl.cli.calibrate_flow import STEPS_US, key_help
 
     url = f"pca9685sim://?state={tmp_path / 'chip.json'}"
@@ -556,8 +556,8 @@ def test_from_servokit_gives_the_pulses_adafruits_servokit_gives(tmp_path, capsy
     every ServoKit angle the joint angle it maps to gets the same output count (within one: Adafruit truncates
     its duty cycle), the documented formula min + (max - min) * angle / actuation_range holds exactly, and
     what ServoKit refuses (an angle outside 0..actuation_range) armctl refuses too."""
-    from armctl.bus.pca9685 import PCA9685Backend
-    from armctl.calibration import load_calibration
+    from armctl.bus.pca9685.backend import PCA9685Backend
+    from armctl.calibration.servo import load_calibration
     from armctl.cli import main
 
     out = tmp_path / "servokit.yaml"

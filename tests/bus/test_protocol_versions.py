@@ -13,7 +13,7 @@ import serial
 
 import armctl
 from armctl.bus import codec
-from armctl.bus.armproto import ArmProtocolBackend
+from armctl.bus.armproto.backend import ArmProtocolBackend
 
 FAST = "armsim://?rate=50&seed=1"
 
@@ -91,7 +91,7 @@ def test_armsim_refuses_a_version_or_channel_count_it_cannot_be(url, match):
 
 
 def test_a_calibration_beyond_version_1_channels_is_named(tmp_path):
-    from armctl.calibration import find_calibration
+    from armctl.calibration.servo import find_calibration
 
     cal = find_calibration("seed-3link").read_text().replace("channel: 3", "channel: 6")
     path = tmp_path / "cal.yaml"

@@ -16,11 +16,11 @@ from armctl.errors import BadInputError
 
 HOST_SIDE = [
     "armctl.bus.backend",
-    "armctl.bus.armproto",
-    "armctl.bus.feetech",
-    "armctl.bus.feetech_backend",
+    "armctl.bus.armproto.backend",
+    "armctl.bus.feetech.client",
+    "armctl.bus.feetech.backend",
     "armctl.bus.firmata",
-    "armctl.bus.pca9685",
+    "armctl.bus.pca9685.backend",
     "armctl.bus.probe",
     "armctl.bus.simulators",
 ]

@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 
 from armctl import connect
-from armctl.arm import load_arm
 from armctl.bus.backend import BoardStatus, Capabilities
-from armctl.calibration import load_calibration
+from armctl.calibration.servo import load_calibration
+from armctl.core.paths import PRESET_CALIBRATION_DIR
 from armctl.errors import LinkError
-from armctl.kinematics import fk
-from armctl.paths import PRESET_CALIBRATION_DIR
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import fk
 from armctl.program import load_program, plan_program
-from armctl.robot import Robot
-from armctl.state import save_last_pose
-from armctl.stream import prepare, segments
+from armctl.robot.robot import Robot
+from armctl.robot.state import save_last_pose
+from armctl.robot.stream import prepare, segments
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -119,7 +119,7 @@ class _HeldBoard:
 def test_a_pose_on_a_joint_limit_reads_back_inside_it():
     """Commanded right at a limit, a joint's pulse is rounded to the board's 0.5 us; read back, the angle
     may lie beyond the limit by a fraction of a step. The next move must still start from there."""
-    from armctl.calibration import with_servo
+    from armctl.calibration.servo import with_servo
 
     arm, cal, _ = _setup()
     q = np.array(arm.home_rad)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import armctl
-from armctl.bus.feetech import SYNC_WRITE
+from armctl.bus.feetech.client import SYNC_WRITE
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"

@@ -16,13 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from armctl import calibrate as cb
-from armctl.arm import load_arm
-from armctl.bus.armproto import ArmProtocolBackend
-from armctl.calibration import load_calibration, save_calibration, with_servo
+from armctl.bus.armproto.backend import ArmProtocolBackend
+from armctl.calibration.servo import load_calibration, save_calibration, with_servo
+from armctl.calibration import procedures as cb
 from armctl.cli import main
-from armctl.paths import PRESET_CALIBRATION_DIR
-from armctl.robot import Robot
+from armctl.core.paths import PRESET_CALIBRATION_DIR
+from armctl.model.arm import load_arm
+from armctl.robot.robot import Robot
 
 REPO = Path(__file__).resolve().parents[2]
 NOMINAL = PRESET_CALIBRATION_DIR / "seed-3link.yaml"
@@ -115,7 +115,7 @@ def test_reference_poses_of_a_base_arm_name_the_base_and_the_level_forearm():
 def test_nudges_are_timed_under_the_speed_limit():
     arm = load_arm("seed-3link")
     cal = load_calibration(NOMINAL)
-    n = cb.Nudger(SimpleNamespace(arm=arm, calibration=cal), [1500.0] * 4)
+    n = cb.Nudger(SimpleNamespace(arm=arm, calibration=cal, backend=SimpleNamespace(frame_s=0.020)), [1500.0] * 4)
     limit = math.degrees(arm.max_speed_rad_s[0])
     for d in (0.5, 10, 100, 700):
         frames = n.frames_for(0, d)

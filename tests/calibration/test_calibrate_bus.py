@@ -17,7 +17,7 @@ import pytest
 from test_calibrate_interactive import Term
 
 import armctl
-from armctl.calibration import load_calibration
+from armctl.calibration.servo import load_calibration
 from armctl.sim.pty import PtySim
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-from armctl.arm import load_arm
-from armctl.kinematics import tool_point
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import tool_point
 
 
 def _check(tmp_path, arm, *extra):

@@ -19,11 +19,11 @@ from urllib.parse import urlencode
 
 import pytest
 
-from armctl.arm import load_arm
-from armctl.bus.codec import TICKS_PER_US
-from armctl.calibration import load_calibration
+from armctl.bus.armproto.codec import TICKS_PER_US
+from armctl.calibration.servo import load_calibration
 from armctl.cli import main
-from armctl.paths import PRESET_CALIBRATION_DIR
+from armctl.core.paths import PRESET_CALIBRATION_DIR
+from armctl.model.arm import load_arm
 
 REPO = Path(__file__).resolve().parents[2]
 NOMINAL = PRESET_CALIBRATION_DIR / "seed-3link.yaml"

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from armctl.arm import load_arm
-from armctl.calibration import find_calibration, load_calibration, save_calibration, save_path_for, with_servo
+from armctl.calibration.servo import find_calibration, load_calibration, save_calibration, save_path_for, with_servo
+from armctl.core.paths import PRESET_CALIBRATION_DIR
 from armctl.errors import ConfigError, JointLimitError, PulseLimitError
-from armctl.paths import PRESET_CALIBRATION_DIR
+from armctl.model.arm import load_arm
 
 SEED3 = PRESET_CALIBRATION_DIR / "seed-3link.yaml"
 
@@ -110,7 +110,7 @@ def test_killed_save_leaves_a_whole_file(tmp_path, die_at_fsync):
     before = target.read_text()
     script = f"""
 import os, signal
-from armctl.calibration import load_calibration, save_calibration, with_servo
+from armctl.calibration.servo import load_calibration, save_calibration, with_servo
 calls = [0]
 real = os.fsync
 def fsync(fd):

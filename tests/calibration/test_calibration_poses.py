@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import armctl
-from armctl import calibrate as cb
-from armctl.arm import load_arm, preset_names
+from armctl.calibration import procedures as cb
 from armctl.cli.calibrate_flow import Workflow
-from armctl.kinematics import limit_excess, limit_names
+from armctl.model.arm import load_arm, preset_names
+from armctl.model.kinematics import limit_excess, limit_names
 
 PWM_PRESETS = ["braccio", "eezybot-mk2", "mearm", "seed-2link", "seed-3link"]
 

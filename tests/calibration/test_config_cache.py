@@ -1,4 +1,4 @@
-"""armctl.config.load_yaml_file parses a file once for as long as its text is the same (issue 22: one jog read
+"""armctl.core.config.load_yaml_file parses a file once for as long as its text is the same (issue 22: one jog read
 the arm and calibration files twice, once for the host and once for the simulated board)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from unittest import mock
 
 import pytest
 
-from armctl import config
+from armctl.core import config
 from armctl.errors import ConfigError
 
 

@@ -1,4 +1,4 @@
-"""LeRobot's calibration files used as they are (armctl/lerobot.py).
+"""LeRobot's calibration files used as they are (armctl/calibration/lerobot.py).
 
 The fixtures in tests/lerobot/ were written by hand from LeRobot's documented formats (FACTS-lerobot.md
 section 2): the per-motor layout of LeRobot 0.3-0.6 (one file under robots/so_follower/, the >= 0.4.3 name,
@@ -23,10 +23,15 @@ import pytest
 from conftest import require
 
 import armctl
-from armctl.arm import load_arm
-from armctl.calibration import load_calibration
+from armctl.calibration.lerobot import (
+    find_lerobot_calibration,
+    lerobot_calibration_root,
+    open_calibration,
+    read_lerobot_file,
+)
+from armctl.calibration.servo import load_calibration
 from armctl.errors import ConfigError, LinkError
-from armctl.lerobot import find_lerobot_calibration, lerobot_calibration_root, open_calibration, read_lerobot_file
+from armctl.model.arm import load_arm
 
 FIXTURES = Path(__file__).resolve().parents[1] / "lerobot"
 REPO = Path(__file__).resolve().parents[2]

@@ -299,7 +299,7 @@ def test_lerobot_calibrates_the_simulated_arm_and_armctl_reads_it_with_its_file(
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
     lerobot = {m: lerobot_deg(observed[m], calibration[m]) for m in BODY}  # LeRobot's use_degrees reading
-    from armctl.arm import load_arm
+    from armctl.model.arm import load_arm
 
     urdf_map = load_arm("so101").urdf_map
     want = [math.degrees(offset) + sign * lerobot[name] for name, offset, sign in urdf_map]

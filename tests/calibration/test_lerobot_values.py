@@ -1,4 +1,4 @@
-"""LeRobot's normalised values (``armctl.lerobot.normalize``) against LeRobot's documented formulas, written here
+"""LeRobot's normalised values (``lerobot.normalize``) against LeRobot's documented formulas, written here
 apart from armctl (motors_bus.py ``_normalize``, LeRobot 0.4.4-0.6.1; a Feetech bus applies drive_mode):
 
 - DEGREES: (raw - mid) * 360 / 4095, mid = (range_min + range_max) / 2, not clamped, drive_mode ignored;
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from armctl.lerobot import DEGREES, RANGE_0_100, RANGE_M100_100, normalize
+from armctl.calibration.lerobot import DEGREES, RANGE_0_100, RANGE_M100_100, normalize
 
 
 def reference(raw, mode, lo, hi, drive_mode):

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from armctl.cli import main
-from armctl.paths import PRESET_CALIBRATION_DIR, PRESET_DIR
+from armctl.core.paths import PRESET_CALIBRATION_DIR, PRESET_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "examples" / "pick_and_place.yaml"

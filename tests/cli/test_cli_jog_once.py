@@ -2,7 +2,7 @@
 once, parses each YAML file once and solves its end pose once (issue 22).
 
 The calls are counted with a profile hook on the functions' code objects, found through their public import
-paths (``armctl.arm.load_arm``, ``armctl.motion.solve_pose``, ...): the count holds wherever a function is
+paths (``armctl.model.arm.load_arm``, ``armctl.motion.solve_pose``, ...): the count holds wherever a function is
 moved to and whoever calls it, in any thread (the Robot plans and plays in its own). The simulated board
 builds its own arm and calibration from its URL (it stands for the arm on the table, which knows nothing of
 the host's objects): its loads are counted apart, and its YAML reads are no second parse.
@@ -16,10 +16,10 @@ import threading
 from collections import Counter
 from pathlib import Path
 
-import armctl.arm
-import armctl.calibration
-import armctl.config
+import armctl.calibration.servo
+import armctl.core.config
 import armctl.ik
+import armctl.model.arm
 import armctl.motion
 from armctl.cli import main
 
@@ -65,9 +65,9 @@ def test_one_jog_loads_the_arm_and_calibration_once_and_solves_its_end_once(tmp_
     monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.chdir(tmp_path)
     watched = {
-        "load_arm": armctl.arm.load_arm,
-        "load_calibration": armctl.calibration.load_calibration,
-        "parse_yaml": armctl.config.load_yaml_text,  # the parse itself (load_yaml_file reads, then this)
+        "load_arm": armctl.model.arm.load_arm,
+        "load_calibration": armctl.calibration.servo.load_calibration,
+        "parse_yaml": armctl.core.config.load_yaml_text,  # the parse itself (load_yaml_file reads, then this)
         "solve_pose": armctl.motion.solve_pose,  # an end pose: IK with every limit checked
         "ik_solve": getattr(armctl.ik, "solve", None),  # the IK dispatch
     }

@@ -170,10 +170,10 @@ def _reference_ik_targets(arm_name, text, *, method="dls", json_out=False, name=
     reference: (exit code, stdout, stderr)."""
     import numpy as np
 
-    from armctl.arm import load_arm
+    from armctl.core.units import parse_float, parse_length
     from armctl.errors import BadInputError
     from armctl.ik import solve, solve_batch
-    from armctl.units import parse_float, parse_length
+    from armctl.model.arm import load_arm
 
     arm = load_arm(arm_name)
     d = arm.dim  # coordinates a line: x, y (planar) or x, y, z (on a base)
@@ -245,8 +245,8 @@ def _mixed_targets(seed, count, *, phi=False):
     comments, blank lines and units here and there."""
     import numpy as np
 
-    from armctl.arm import load_arm
-    from armctl.kinematics import fk
+    from armctl.model.arm import load_arm
+    from armctl.model.kinematics import fk
 
     arm = load_arm("seed-3link")
     rng = np.random.default_rng(seed)
@@ -324,8 +324,8 @@ def _base_targets(arm_name, seed, count, *, phi=False):
     poses), some out of reach, some on the base axis."""
     import numpy as np
 
-    from armctl.arm import load_arm
-    from armctl.kinematics import tool_point
+    from armctl.model.arm import load_arm
+    from armctl.model.kinematics import tool_point
 
     arm = load_arm(arm_name)
     rng = np.random.default_rng(seed)
@@ -414,8 +414,8 @@ def test_ik_does_not_load_the_streaming_stack():
     code = (
         "import sys; from armctl.cli import main; main(['ik', '0.5', '0.4']); main(['--help'])\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('serial', 'pymata4') or m.startswith("
-        "('armctl.stream', 'armctl.session', 'armctl.bus', 'armctl.cli.device', 'armctl.cli.common', 'armctl.cli.web', "
-        "'armctl.cli.calibrate', 'armctl.motion', 'armctl.calibration'))]\n"
+        "('armctl.robot', 'armctl.bus', 'armctl.cli.device', 'armctl.cli.common', 'armctl.cli.web', 'armctl.teleop', "
+        "'armctl.cli.calibrate', 'armctl.motion', 'armctl.calibration', 'armctl.dataset', 'armctl.sim'))]\n"
         "print(bad)"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

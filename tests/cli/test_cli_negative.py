@@ -35,7 +35,7 @@ def test_ik_takes_negative_values(argv, want):
     d = json.loads(out)
     assert d["ok"]
     coords = [a for a in argv[argv.index("ik") + 1 :] if not a.startswith("--")][: len(d["target_m"])]
-    from armctl.units import parse_length
+    from armctl.core.units import parse_length
 
     assert d["target_m"] == pytest.approx([parse_length(c) for c in coords])
 

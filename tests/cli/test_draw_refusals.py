@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from armctl.cli import main
-from armctl.paths import PRESET_CALIBRATION_DIR
+from armctl.core.paths import PRESET_CALIBRATION_DIR
 
 MEARM = ["--arm", "mearm"]
 PAPER = ["--plane", "xy@-20mm"]

@@ -29,7 +29,6 @@ import numpy as np
 import pytest
 
 import armctl
-from armctl.arm import load_arm
 from armctl.cli import main
 from armctl.cli.pendant import (
     MAX_WAITING,
@@ -38,11 +37,12 @@ from armctl.cli.pendant import (
     release_time,
 )
 from armctl.cli.pendant_screen import bar
+from armctl.core.terminal import decode_keys
 from armctl.errors import LinkError, MotionError, StopRequested, UnreachableError
-from armctl.kinematics import fk, tool_angle
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import fk, tool_angle
 from armctl.program import load_program, plan_program
 from armctl.sim.pty import PtySim
-from armctl.terminal import decode_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 RIGHT, LEFT, UP, DOWN = b"\x1b[C", b"\x1b[D", b"\x1b[A", b"\x1b[B"
@@ -257,7 +257,7 @@ def test_recorded_steps_come_in_the_order_they_were_done(tmp_path, monkeypatch):
     """Move, then close the gripper, then record: the program moves there, then closes (not the other way round,
     which would close the gripper at the previous pose). Close, then move: the other way. Move, open, move on:
     the pose where the gripper opened is recorded before the arm leaves it."""
-    from armctl.recording import Recorder
+    from armctl.program.recording import Recorder
 
     monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     path = tmp_path / "taught.yaml"

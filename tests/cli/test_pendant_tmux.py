@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from conftest import require
 
-from armctl.arm import load_arm
+from armctl.model.arm import load_arm
 from armctl.program import load_program, plan_program
 
 ROOT = Path(__file__).resolve().parents[2]

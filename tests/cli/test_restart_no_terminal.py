@@ -14,7 +14,7 @@ import pytest
 
 import armctl
 from armctl.cli import main
-from armctl.state import PoseStore, RunStore
+from armctl.robot.state import PoseStore, RunStore
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "examples" / "pick_and_place.yaml"

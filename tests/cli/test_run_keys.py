@@ -109,8 +109,8 @@ def _killed_while_carrying(base_env: dict, port: str) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    from armctl.arm import load_arm
-    from armctl.state import _slots
+    from armctl.model.arm import load_arm
+    from armctl.robot.state import _slots
 
     closed = load_arm("seed-3link").gripper.closed_rad
     state = Path(base_env["ARMCTL_STATE_DIR"])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from armctl.cli import main
-from armctl.paths import PRESET_CALIBRATION_DIR
+from armctl.core.paths import PRESET_CALIBRATION_DIR
 
 
 @pytest.fixture(autouse=True)

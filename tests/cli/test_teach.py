@@ -17,7 +17,7 @@ from test_calibrate_interactive import Term
 
 import armctl
 from armctl.cli import main
-from armctl.kinematics import fk
+from armctl.model.kinematics import fk
 
 REPO = Path(__file__).resolve().parents[2]
 SERVO = "{{name: {}, id: {}, zero_steps: {:g}, direction: {}, min_steps: {}, max_steps: {}}}"
@@ -104,7 +104,7 @@ def test_a_gripper_that_cannot_move_says_so_and_the_message_stays(tmp_path, monk
     """g with a gripper whose calibrated range does not reach 'closed': the screen says why it did not
     move (the success line must not overwrite it), nothing moved, and the arm is limp again."""
     from armctl.cli.teach import Teach
-    from armctl.recording import Recorder
+    from armctl.program.recording import Recorder
 
     monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     cal = tmp_path / "bus.yaml"

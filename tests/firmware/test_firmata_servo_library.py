@@ -26,7 +26,7 @@ from virtual_uno import VirtualUno, build_tools, fetch_firmata  # noqa: E402
 
 import armctl  # noqa: E402
 from armctl.bus.firmata import FirmataBackend, attach_limits, library_limits  # noqa: E402
-from armctl.calibrate import Nudger  # noqa: E402
+from armctl.calibration.procedures import Nudger  # noqa: E402
 from armctl.errors import BadInputError, PulseLimitError  # noqa: E402
 
 ELBOW, WRIST = 10, 11  # seed-3link's pins (its shipped calibration)

@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from virtual_uno import VirtualUno  # noqa: E402
 
 from armctl.bus import codec  # noqa: E402
-from armctl.bus.armproto import ArmProtocolBackend  # noqa: E402
+from armctl.bus.armproto.backend import ArmProtocolBackend  # noqa: E402
 from armctl.errors import ProtocolError  # noqa: E402
 
 

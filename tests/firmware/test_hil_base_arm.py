@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT / "tools"))
 import hil_compare as hc  # noqa: E402
 from virtual_uno import ARMCTL_PINS, FIRMWARE_HEX, VirtualUno, build_firmware, build_tools  # noqa: E402
 
-from armctl.arm import load_arm  # noqa: E402
-from armctl.calibration import find_calibration, load_calibration  # noqa: E402
-from armctl.kinematics import limit_excess, tool_point  # noqa: E402
+from armctl.model.arm import load_arm  # noqa: E402
+from armctl.calibration.servo import find_calibration, load_calibration  # noqa: E402
+from armctl.model.kinematics import limit_excess, tool_point  # noqa: E402
 from armctl.program import load_program, plan_program  # noqa: E402
 
 PROGRAMS = {

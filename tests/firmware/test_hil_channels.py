@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import hil_compare as hc  # noqa: E402
 from virtual_uno import ARMCTL_PINS, VirtualUno  # noqa: E402
 
-from armctl.bus.armproto import ArmProtocolBackend  # noqa: E402
+from armctl.bus.armproto.backend import ArmProtocolBackend  # noqa: E402
 
 LANE_A, LANE_B = ARMCTL_PINS[:4], ARMCTL_PINS[4:]
 EDGE_GAP_US = 125.0

@@ -237,7 +237,7 @@ class CorruptingRelay:
 
 
 def test_host_backend_through_a_corrupting_link_never_plays_a_wrong_pulse(firmware_hex, tmp_path):
-    from armctl.bus.armproto import ArmProtocolBackend
+    from armctl.bus.armproto.backend import ArmProtocolBackend
 
     wire = tmp_path / "wire.log"
     with VirtualUno(firmware_hex, free_run=True) as uno:

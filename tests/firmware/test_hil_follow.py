@@ -27,10 +27,10 @@ sys.path.insert(0, str(ROOT / "tools"))
 import hil_compare as hc  # noqa: E402
 from virtual_uno import FIRMWARE_HEX, VirtualUno, build_firmware, build_tools, fetch_firmata  # noqa: E402
 
-from armctl.arm import load_arm  # noqa: E402
-from armctl.calibration import find_calibration, load_calibration  # noqa: E402
-from armctl.follow import Teleop  # noqa: E402
-from armctl.kinematics import tool_point  # noqa: E402
+from armctl.model.arm import load_arm  # noqa: E402
+from armctl.calibration.servo import find_calibration, load_calibration  # noqa: E402
+from armctl.teleop.follow import Teleop  # noqa: E402
+from armctl.model.kinematics import tool_point  # noqa: E402
 
 POSES = [
     (0, [0, 76, -74, -5], 10),

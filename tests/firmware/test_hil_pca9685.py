@@ -28,10 +28,10 @@ sys.path.insert(0, str(ROOT / "tools"))
 import hil_compare as hc  # noqa: E402
 from virtual_uno import FIRMWARE_PCA9685_HEX, PCA9685_PINS, VirtualUno, build_firmware, build_tools  # noqa: E402
 
-from armctl.arm import load_arm  # noqa: E402
+from armctl.model.arm import load_arm  # noqa: E402
 from armctl.bus import pca9685_chip as hw  # noqa: E402
-from armctl.calibration import find_calibration, load_calibration  # noqa: E402
-from armctl.kinematics import jacobian  # noqa: E402
+from armctl.calibration.servo import find_calibration, load_calibration  # noqa: E402
+from armctl.model.kinematics import jacobian  # noqa: E402
 from armctl.program import load_program, plan_program  # noqa: E402
 
 ARM = "seed-3link"

@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 import hil_compare as hc  # noqa: E402
 from virtual_uno import VirtualUno  # noqa: E402
 
-from armctl.arm import load_arm  # noqa: E402
-from armctl.calibration import find_calibration, load_calibration  # noqa: E402
+from armctl.model.arm import load_arm  # noqa: E402
+from armctl.calibration.servo import find_calibration, load_calibration  # noqa: E402
 
 PINS = [9, 10, 11, 12]  # channels 0..3
 

@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 from virtual_uno import VirtualUno  # noqa: E402
 
-from armctl.arm import load_arm  # noqa: E402
-from armctl.calibration import find_calibration, load_calibration  # noqa: E402
+from armctl.model.arm import load_arm  # noqa: E402
+from armctl.calibration.servo import find_calibration, load_calibration  # noqa: E402
 
 PINS = {0: 9, 1: 10, 2: 11, 3: 12}  # channel -> Arduino pin
 FAR_DEG = [-40.0, 70.0, -30.0]

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from armctl.arm import load_arm, preset_names
 from armctl.errors import ConfigError
+from armctl.model.arm import load_arm, preset_names
 
 GOOD = """\
 name: bench-arm
@@ -35,7 +35,7 @@ def test_presets_load():
 
 
 def test_exponents_are_numbers_as_in_yaml_1_2(tmp_path):
-    from armctl.config import load_yaml_text
+    from armctl.core.config import load_yaml_text
 
     doc = load_yaml_text("a: 1e3\nb: -3E-4\nc: 1.5e3\nd: [4e-1, .5e1]\ne: 1e\nf: 500mm\ng: 2\n")
     assert doc == {"a": 1000.0, "b": -3e-4, "c": 1500.0, "d": [0.4, 5.0], "e": "1e", "f": "500mm", "g": 2}

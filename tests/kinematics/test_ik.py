@@ -9,19 +9,19 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from armctl import ik
-from armctl.arm import Arm, load_arm
 from armctl.errors import BadInputError
 from armctl.ik import analytic_2link, broyden_iterate, newton_iterate, solve, solve_batch
-from armctl.kinematics import fk, jacobian, plain
+from armctl.model.arm import Arm, load_arm
+from armctl.model.kinematics import fk, jacobian, plain
 
 PRESETS = {name: load_arm(name) for name in ("seed-2link", "seed-3link")}
 
 
 @pytest.fixture(scope="module", autouse=True, params=["c", "python"])
 def kernel(request):
-    """Every test here twice: with the C kernel (armctl._ikcore) and with the pure-Python one."""
+    """Every test here twice: with the C kernel (armctl.ik._core) and with the pure-Python one."""
     if request.param == "c":
-        require(ik.kernel.core is not None, "armctl._ikcore is not built")
+        require(ik.kernel.core is not None, "armctl.ik._core is not built")
         yield request.param
         return
     with pytest.MonkeyPatch.context() as mp:

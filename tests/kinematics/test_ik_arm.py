@@ -1,7 +1,7 @@
 """Arms on a rotating base and parallelogram linkages: geometry, reach, IK (single and batch).
 
 The planar chain of every arm is solved by the planar solver (``armctl.ik``); these tests check the
-layer around it (``armctl.ik.layered``, ``armctl.kinematics``' arm functions, ``armctl.workspace``' reach)
+layer around it (``armctl.ik.layered``, ``armctl.model.kinematics``' arm functions, ``armctl.model.workspace``' reach)
 against independent computations: forward kinematics written out with rotation matrices, finite
 differences, and dense samples of the joint space for the nearest reachable point.
 """
@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from armctl import ik
-from armctl.arm import Arm, load_arm
 from armctl.errors import BadInputError
 from armctl.ik import solve_batch
-from armctl.kinematics import (
+from armctl.model.arm import Arm, load_arm
+from armctl.model.kinematics import (
     arm_jacobian,
     arm_manipulability,
     arm_points,
@@ -30,7 +30,7 @@ from armctl.kinematics import (
     tool_pitch,
     tool_point,
 )
-from armctl.workspace import check_reachable, nearest_reachable
+from armctl.model.workspace import check_reachable, nearest_reachable
 
 PRESETS = {name: load_arm(name) for name in ("mearm", "eezybot-mk2", "braccio")}
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -38,9 +38,9 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(H
 
 @pytest.fixture(scope="module", autouse=True, params=["c", "python"])
 def kernel(request):
-    """Every test here with the C kernel (armctl._ikcore) and with the pure-Python one."""
+    """Every test here with the C kernel (armctl.ik._core) and with the pure-Python one."""
     if request.param == "c":
-        require(ik.kernel.core is not None, "armctl._ikcore is not built")
+        require(ik.kernel.core is not None, "armctl.ik._core is not built")
         yield request.param
         return
     with pytest.MonkeyPatch.context() as mp:

@@ -25,8 +25,9 @@ from conftest import require
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from armctl import ik, kinematics, motion, workspace
-from armctl.arm import Arm, load_arm
+from armctl import ik, motion
+from armctl.model import kinematics, workspace
+from armctl.model.arm import Arm, load_arm
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "ik_answers.json"
 PRESETS = ("seed-2link", "seed-3link", "mearm", "eezybot-mk2", "so101", "braccio")
@@ -200,9 +201,9 @@ def _same(new, old, where: str) -> None:
 
 @pytest.fixture(params=["c", "python"])
 def kernel(request):
-    """The C kernel (armctl._ikcore) and the pure-Python one."""
+    """The C kernel (armctl.ik._core) and the pure-Python one."""
     if request.param == "c":
-        require(ik.kernel.core is not None, "armctl._ikcore is not built")
+        require(ik.kernel.core is not None, "armctl.ik._core is not built")
         yield request.param
         return
     with pytest.MonkeyPatch.context() as mp:

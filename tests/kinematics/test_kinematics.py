@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from armctl.arm import Arm, load_arm
 from armctl.errors import JointLimitError, UnreachableError
-from armctl.kinematics import (
+from armctl.model.arm import Arm, load_arm
+from armctl.model.kinematics import (
     fk,
     jacobian,
     jacobian_fd,
@@ -18,7 +18,7 @@ from armctl.kinematics import (
     manipulability,
     tool_angle,
 )
-from armctl.workspace import check_joint_limits, check_reachable, closest_reachable, shortfall
+from armctl.model.workspace import check_joint_limits, check_reachable, closest_reachable, shortfall
 
 lengths = st.lists(st.floats(0.05, 1.0), min_size=2, max_size=3)
 angles = st.floats(-math.pi, math.pi)

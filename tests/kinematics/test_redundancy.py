@@ -1,4 +1,4 @@
-"""Redundancy of 3-link chains: the free tool angle (armctl.redundancy; lines in armctl.motion; ik --json)."""
+"""Redundancy of 3-link chains: the free tool angle (armctl.ik.redundancy; lines in armctl.motion; ik --json)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from armctl.arm import load_arm
 from armctl.cli import main
 from armctl.errors import MotionError
 from armctl.ik import solve
-from armctl.kinematics import tool_point
+from armctl.ik.redundancy import best_free_pose, pose_score
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import tool_point
 from armctl.motion import LineMove, branch_ik, branch_of, plan_line_path, plan_move, solve_pose
-from armctl.redundancy import best_free_pose, pose_score
 
 ARM3 = load_arm("seed-3link")
 

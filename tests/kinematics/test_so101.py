@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import armctl
-from armctl.arm import load_arm
-from armctl.calibration import load_calibration
+from armctl.calibration.servo import load_calibration
 from armctl.cli import main
-from armctl.paths import PRESET_CALIBRATION_DIR
+from armctl.core.paths import PRESET_CALIBRATION_DIR
+from armctl.model.arm import load_arm
 from armctl.program import load_program
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""URDF import (armctl/urdf.py): the importer's forward kinematics against an independent URDF library
+"""URDF import (armctl/model/urdf/derive.py): the importer's forward kinematics against an independent URDF library
 (yourdfpy, meshes off) on chains the tests write (random origins, rpy, offsets beside the plane, fixed joints,
 a base, a parallelogram through <mimic>) and on the SO-101's published joint figures; the refusals; the CLI."""
 
@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from conftest import require
 
-from armctl.arm import load_arm, load_urdf_arm
 from armctl.cli import main
 from armctl.errors import ConfigError
-from armctl.kinematics import tool_point
-from armctl.urdf import armctl_angles, urdf_angles
+from armctl.model.arm import load_arm, load_urdf_arm
+from armctl.model.kinematics import tool_point
+from armctl.model.urdf.derive import armctl_angles, urdf_angles
 
 try:
     import yourdfpy
@@ -284,8 +284,8 @@ def test_so101_directions_follow_the_urdf_and_lerobots_convention():
     """LeRobot's degrees are URDF angles and its steps are 2048 + 4096/360 * deg at each joint (zero at the
     middle): through armctl's example calibration, LeRobot's pose gives the tool point the URDF gives; +30 deg
     of pan turns the arm towards -y (the URDF's pan axis points down)."""
-    from armctl.calibration import load_calibration
-    from armctl.paths import PRESET_CALIBRATION_DIR
+    from armctl.calibration.servo import load_calibration
+    from armctl.core.paths import PRESET_CALIBRATION_DIR
 
     arm = load_arm("so101")
     cal = load_calibration(PRESET_CALIBRATION_DIR / "so101.yaml")
@@ -303,7 +303,7 @@ def test_so101_directions_follow_the_urdf_and_lerobots_convention():
 
 
 def test_an_so101_calibration_with_the_old_pan_direction_is_refused_in_one_line(tmp_path, capsys):
-    from armctl.paths import PRESET_CALIBRATION_DIR
+    from armctl.core.paths import PRESET_CALIBRATION_DIR
 
     text = (PRESET_CALIBRATION_DIR / "so101.yaml").read_text()
     old = tmp_path / "so101.yaml"

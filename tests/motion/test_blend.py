@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from armctl.arm import load_arm, parse_arm
 from armctl.cli import main
 from armctl.errors import ConfigError, MotionError
-from armctl.kinematics import tool_point
+from armctl.model.arm import load_arm, parse_arm
+from armctl.model.kinematics import tool_point
 from armctl.motion import GripperMove, LineMove, Wait, plan_moves, solve_pose
 from armctl.program import load_program_text, plan_program
 

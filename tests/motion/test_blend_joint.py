@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from armctl.arm import load_arm
 from armctl.errors import ConfigError, MotionError
-from armctl.kinematics import tool_point
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import tool_point
 from armctl.motion import JointMove, LineMove, plan_moves
 from armctl.program import load_program, load_program_text, plan_program, with_blend
 

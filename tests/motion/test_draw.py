@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from armctl.arm import load_arm
-from armctl.draw import Paper, parse_fit, parse_gcode, parse_plane, parse_svg, pen_down_mask, plan_drawing
 from armctl.errors import BadInputError, ZoneError
-from armctl.kinematics import tool_point
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import tool_point
+from armctl.program.draw import Paper, parse_fit, parse_gcode, parse_plane, parse_svg, pen_down_mask, plan_drawing
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MEARM = ["--arm", "mearm"]
@@ -94,7 +94,7 @@ def test_plane_and_fit_options():
 
 
 def test_fit_scales_uniformly_into_the_paper_and_strokes_are_blended(tmp_path):
-    from armctl.draw import load_drawing
+    from armctl.program.draw import load_drawing
 
     arm = load_arm("mearm")
     dp = plan_drawing(
@@ -166,8 +166,8 @@ def test_cli_refusals(args, code, why):
 
 def test_a_drawing_through_a_keep_out_zone_is_refused(tmp_path):
     arm = load_arm("mearm")
-    from armctl.draw import load_drawing
-    from armctl.zones import Zone, Zones
+    from armctl.model.zones import Zone, Zones
+    from armctl.program.draw import load_drawing
 
     zoned = arm.with_zones(Zones((Zone("box", "box 'eraser'", lo=(0.16, -0.01, -0.05), hi=(0.17, 0.0, -0.015)),)))
     with pytest.raises(ZoneError, match="would enter box 'eraser'") as e:

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from armctl.arm import Arm, load_arm
 from armctl.errors import JointLimitError, MotionError, UnreachableError
-from armctl.kinematics import fk
+from armctl.model.arm import Arm, load_arm
+from armctl.model.kinematics import fk
 from armctl.motion import (
     GripperMove,
     JointMove,

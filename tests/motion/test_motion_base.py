@@ -15,9 +15,9 @@ import pytest
 
 import armctl
 from armctl import motion
-from armctl.arm import Arm, load_arm
 from armctl.errors import BadInputError, ConfigError, JointLimitError, MotionError, UnreachableError
-from armctl.kinematics import limit_excess, tool_point
+from armctl.model.arm import Arm, load_arm
+from armctl.model.kinematics import limit_excess, tool_point
 from armctl.program import load_program, load_program_text, plan_program
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -217,7 +217,7 @@ def test_plot_draws_top_and_side_views(tmp_path):
     pytest.importorskip("matplotlib")
     from matplotlib.image import imread
 
-    from armctl.plot import plot_plan
+    from armctl.motion.plot import plot_plan
 
     plan = plan_program(load_program(ROOT / "examples" / "pick_and_place_mearm.yaml"), MEARM)
     out = tmp_path / "mearm.png"

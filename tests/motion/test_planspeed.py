@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from armctl.arm import load_arm
+from armctl.model.arm import load_arm
 from armctl.motion import LineMove, branch_ik, plan_line_path, plan_move, speed_profile
 from armctl.motion.lines import TWO_PI, _continuous
 from armctl.motion.rows import row_any, row_max, row_min

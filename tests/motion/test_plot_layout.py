@@ -15,8 +15,8 @@ pytest.importorskip("matplotlib")
 from matplotlib.image import imread  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
-from armctl.arm import load_arm  # noqa: E402
-from armctl.plot import plan_figure, pose_figure  # noqa: E402
+from armctl.model.arm import load_arm  # noqa: E402
+from armctl.motion.plot import plan_figure, pose_figure  # noqa: E402
 from armctl.program import load_program, plan_program  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,8 +101,8 @@ def test_pose_figure_nothing_drawn_over_anything(arm):
 
 def test_top_view_at_a_height_shades_only_what_reaches_it():
     """Top view of mearm at two heights: the shaded ring is the side view's row at that height, turned."""
-    from armctl.plot import _workspace_image
-    from armctl.workspace import shortfall
+    from armctl.model.workspace import shortfall
+    from armctl.motion.plot import _workspace_image
 
     arm = load_arm("mearm")
     box = (-0.25, 0.25, -0.25, 0.25)

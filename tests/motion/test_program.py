@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from armctl.arm import load_arm
 from armctl.cli import main
 from armctl.errors import ConfigError, MotionError
-from armctl.kinematics import fk
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import fk
 from armctl.program import expand, load_program, load_program_text, plan_program
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -67,8 +67,8 @@ def _reference_outputs(program: Path, arm: str) -> tuple[str, str]:
     import csv
     import io
 
-    from armctl.arm import load_arm
     from armctl.cli.motion import plan_json, samples_table
+    from armctl.model.arm import load_arm
     from armctl.program import load_program, plan_program
 
     plan = plan_program(load_program(program), load_arm(arm))

@@ -1,4 +1,4 @@
-"""armctl.recording: poses recorded into program files (what ``jog --record`` and ``web --record`` write).
+"""armctl.program.recording: poses recorded into program files (what ``jog --record`` and ``web --record`` write).
 
 A new file is a complete program; an existing one keeps every comment and line, gaining only the pose
 and its steps; the result always reads back and plans; ``undo`` restores the text byte for byte. Files
@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from armctl.arm import load_arm
 from armctl.errors import BadInputError, ConfigError, MotionError
-from armctl.kinematics import fk
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import fk
 from armctl.program import load_program, plan_program
-from armctl.recording import Recorder, check_name, gripper_state
+from armctl.program.recording import Recorder, check_name, gripper_state
 
 ROOT = Path(__file__).resolve().parents[2]
 ARM = load_arm("seed-3link")
@@ -238,7 +238,7 @@ def test_files_written_keep_their_mode_and_new_ones_get_the_usual(tmp_path):
     import os
     import stat
 
-    from armctl.paths import atomic_write
+    from armctl.core.paths import atomic_write
 
     new = atomic_write(tmp_path / "new.yaml", "a: 1\n")
     mask = os.umask(0o022)

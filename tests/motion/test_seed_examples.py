@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from armctl.arm import load_arm
 from armctl.ik import dls_iterate, solve
-from armctl.kinematics import joint_velocities, manipulability
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import joint_velocities, manipulability
 
 
 @pytest.mark.parametrize(

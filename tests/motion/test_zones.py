@@ -14,10 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from armctl import capsule, motion
-from armctl.arm import Arm, load_arm
+from armctl import motion
 from armctl.errors import ConfigError, MotionError, ZoneError
-from armctl.zones import Zone, Zones, _first_entry, first_violation, link_segments
+from armctl.model import capsule
+from armctl.model.arm import Arm, load_arm
+from armctl.model.zones import Zone, Zones, _first_entry, first_violation, link_segments
 
 # ------------------------------------------------------------------------------------------- the oracle
 
@@ -334,7 +335,7 @@ def test_plan_plot_draws_zones(tmp_path, text):
 
 def test_a_blended_corner_into_a_zone_is_passed_at_rest():
     """Two lines clear of a box, whose rounded corner would cut into it: the corner is passed at rest."""
-    from armctl.kinematics import tool_point
+    from armctl.model.kinematics import tool_point
 
     arm = load_arm("seed-3link")
     box = Zones((Zone("box", "box 'post'", lo=(0.47, -0.14), hi=(0.499, -0.101)),), link_radius_m=0.0)
@@ -364,7 +365,7 @@ def test_the_ramp_to_a_programs_start_is_checked_against_its_zones(tmp_path):
     """A program whose own box lies where the arm swings from where it is to the program's start: the
     program plans (it starts past the box), but running it is refused before anything moves."""
     import armctl
-    from armctl.kinematics import tool_point
+    from armctl.model.kinematics import tool_point
     from armctl.program import load_program_text, plan_program
 
     arm = load_arm("seed-3link")
@@ -413,7 +414,7 @@ def test_the_plot_frames_zones_beside_and_below_the_path():
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    from armctl.plot import _draw_plane
+    from armctl.motion.plot import _draw_plane
 
     zones = Zones(
         (Zone("table", "the table", level=-0.3), Zone("box", "box 'bin'", lo=(0.68, -0.28), hi=(0.8, -0.16))),

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from armctl import motion
-from armctl.arm import load_arm
 from armctl.errors import ZoneError
-from armctl.zones import ESCAPE_STEP_M, clearances, first_violation
+from armctl.model.arm import load_arm
+from armctl.model.zones import ESCAPE_STEP_M, clearances, first_violation
 
 ROOT = Path(__file__).resolve().parents[2]
 ZONED = str(ROOT / "examples" / "seed-3link-zones.yaml")

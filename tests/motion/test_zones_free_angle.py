@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from armctl import motion
-from armctl.arm import load_arm
 from armctl.errors import ZoneError
-from armctl.kinematics import tool_point
-from armctl.redundancy import best_free_pose, pose_score
-from armctl.zones import first_violation
+from armctl.ik.redundancy import best_free_pose, pose_score
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import tool_point
+from armctl.model.zones import first_violation
 
 ROOT = Path(__file__).resolve().parents[2]
 ZONED = str(ROOT / "examples" / "seed-3link-zones.yaml")

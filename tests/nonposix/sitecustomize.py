@@ -12,7 +12,7 @@ What Windows lacks and armctl must not touch there:
 - a wait without a timeout in the main thread (``Thread.join()``, ``Event.wait()``, ``Condition.wait()``,
   ``Future.result()``/``exception()``, ``Queue.get()``) raises when armctl calls it: on Windows before Python
   3.14 such a wait cannot be interrupted, so Ctrl-C, Ctrl-Break or a closing console would not stop armctl
-  until it ends (``armctl.stopsignals.join``/``result`` wait in slices instead).
+  until it ends (``armctl.core.stopsignals.join``/``result`` wait in slices instead).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def _untimed_waits_raise() -> None:
             ):
                 raise RuntimeError(
                     f"{cls.__name__}.{name}() without a timeout in the main thread: Windows (Python < 3.14) lets "
-                    "no Ctrl-C through it (armctl.stopsignals.join/result wait in slices)"
+                    "no Ctrl-C through it (armctl.core.stopsignals.join/result wait in slices)"
                 )
             return real(self, *args, **kwargs)
 

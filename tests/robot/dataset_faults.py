@@ -122,7 +122,7 @@ def main(argv) -> None:
             setattr(os, name, _hook(getattr(os, name), counter, kill_at))
     pq.write_table = _hook(pq.write_table, counter, kill_at)
     try:
-        import armctl.dataset_commit as commit  # the directory exchange, where there is one
+        import armctl.dataset.commit as commit  # the directory exchange, where there is one
 
         commit.exchange = _hook(_no_swap if in_place else commit.exchange, counter, kill_at)
     except ImportError:

@@ -218,7 +218,7 @@ def _source_video(path, frames: int, h: int = 48, w: int = 64):
 def test_a_camera_from_a_video_file_decodes_frame_for_frame(tmp_path):
     av = pytest.importorskip("av")
     pytest.importorskip("cv2")
-    from armctl.camera import open_cameras
+    from armctl.dataset.camera import open_cameras
 
     src = tmp_path / "clip.mkv"
     frames = _source_video(src, 40)
@@ -321,7 +321,7 @@ def test_abrupt_changes_decode_to_their_own_pictures(tmp_path):
 def test_a_pyav_other_than_lerobots_is_refused_before_anything_is_written(tmp_path, monkeypatch):
     av = pytest.importorskip("av")
     from armctl import DatasetWriter
-    from armctl.dataset_files import PYAV_MAJOR
+    from armctl.dataset.files import PYAV_MAJOR
 
     monkeypatch.setattr(av, "__version__", "18.1.0")
     root = tmp_path / "ds"
@@ -333,11 +333,11 @@ def test_a_pyav_other_than_lerobots_is_refused_before_anything_is_written(tmp_pa
 
 
 def test_pyproject_pins_the_pyav_the_writer_takes():
-    """``av>=15,<16`` in both extras (dataset, test), the range ``armctl.dataset_files.PYAV_MAJOR`` accepts."""
+    """``av>=15,<16`` in both extras (dataset, test), the range ``armctl.dataset.files.PYAV_MAJOR`` accepts."""
     import re
     from pathlib import Path
 
-    from armctl.dataset_files import PYAV_MAJOR
+    from armctl.dataset.files import PYAV_MAJOR
 
     text = (Path(__file__).parents[2] / "pyproject.toml").read_text()
     for name in ("dataset", "test"):
@@ -349,7 +349,7 @@ def test_pyproject_pins_the_pyav_the_writer_takes():
 
 def test_an_unknown_camera_is_one_line(tmp_path):
     pytest.importorskip("cv2")
-    from armctl.camera import open_cameras
+    from armctl.dataset.camera import open_cameras
 
     for spec, word in (("front=/dev/video99", "no such device"), (f"front={tmp_path}/none.mp4", "cannot open")):
         with pytest.raises(BadInputError, match=word):
@@ -395,10 +395,10 @@ def lerobot_degrees(raw: float, range_min: int, range_max: int) -> float:
 def test_a_recorded_frame_holds_lerobots_values_of_the_same_raw_positions(tmp_path, drive_mode):
     """An SO-101 with LeRobot's calibration (drive_mode 1 on every motor, or 0): each recorded value is what
     LeRobot reads for the same raw servo position; the gripper's is no longer 100 minus LeRobot's."""
-    from armctl.arm import load_arm
-    from armctl.dataset import DatasetWriter
-    from armctl.dataset_recorder import Recorder, arm_features
-    from armctl.lerobot import open_calibration
+    from armctl.calibration.lerobot import open_calibration
+    from armctl.dataset.recorder import Recorder, arm_features
+    from armctl.dataset.writer import DatasetWriter
+    from armctl.model.arm import load_arm
 
     motors = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
     ranges = {"wrist_roll": (0, 4095), "gripper": (2027, 3447)}

@@ -16,12 +16,12 @@ import sys
 import pytest
 
 import armctl
-from armctl.bus.feetech import WRITE
-from armctl.calibration import HeldServo, load_calibration, parse_calibration, save_calibration, to_yaml
+from armctl.bus.feetech.client import WRITE
+from armctl.calibration.servo import HeldServo, load_calibration, parse_calibration, save_calibration, to_yaml
 from armctl.cli import main
-from armctl.config import load_yaml_text
+from armctl.core.config import load_yaml_text
+from armctl.core.paths import PRESET_CALIBRATION_DIR
 from armctl.errors import ConfigError, LinkError
-from armctl.paths import PRESET_CALIBRATION_DIR
 
 SO101 = PRESET_CALIBRATION_DIR / "so101.yaml"
 PER_DEG = 4096 / 360

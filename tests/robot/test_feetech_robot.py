@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 import armctl
-from armctl.bus.feetech import SYNC_WRITE, take_packet
-from armctl.calibration import load_calibration
+from armctl.bus.feetech.client import SYNC_WRITE, take_packet
+from armctl.calibration.servo import load_calibration
 from armctl.cli import main
+from armctl.core.paths import PRESET_CALIBRATION_DIR
 from armctl.errors import LinkError
-from armctl.paths import PRESET_CALIBRATION_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -199,7 +199,7 @@ def test_a_program_completes_and_lands_at_5_percent_packet_loss(bus_cal, capsys,
 def test_a_servo_that_stops_answering_mid_motion_is_a_lost_link_named_in_one_line(bus_cal):
     """Unplugged while the program plays: its late replies are tolerated for LOST_FRAMES frames, then the
     motion stops with one line naming the servo (exit 4 on the command line: a LinkError)."""
-    from armctl.bus.feetech_backend import LOST_FRAMES
+    from armctl.bus.feetech.backend import LOST_FRAMES
 
     state = {}
 

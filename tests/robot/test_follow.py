@@ -23,12 +23,12 @@ import numpy as np
 import pytest
 
 import armctl
-from armctl.arm import load_arm
-from armctl.bus.feetech import SYNC_WRITE
-from armctl.calibration import find_calibration, load_calibration
+from armctl.bus.feetech.client import SYNC_WRITE
+from armctl.calibration.servo import find_calibration, load_calibration
 from armctl.cli import main
 from armctl.errors import LinkError, StopRequested
-from armctl.kinematics import tool_point
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import tool_point
 
 PERIOD = 1 / 50
 
@@ -210,8 +210,8 @@ def test_an_so101_leader_moves_a_mearm_by_its_tool_point(tmp_path):
 def test_follow_records_a_dataset_of_what_it_commanded(tmp_path):
     from test_dataset import doctor
 
-    from armctl.dataset import DatasetWriter
-    from armctl.dataset_recorder import Recorder, arm_features
+    from armctl.dataset.recorder import Recorder, arm_features
+    from armctl.dataset.writer import DatasetWriter
 
     pq = pytest.importorskip("pyarrow.parquet")
     poses = [
@@ -311,7 +311,7 @@ def test_cli_bad_inputs_are_one_line_and_nothing_moves(tmp_path, capsys, state, 
 
 @pytest.mark.parametrize("what", ["robot", "fps"])
 def test_cli_refuses_a_dataset_of_another_robot_or_fps(tmp_path, capsys, state, what):
-    from armctl.dataset import DatasetWriter
+    from armctl.dataset.writer import DatasetWriter
 
     ds = tmp_path / "ds"
     names = ["a.pos", "b.pos"]
@@ -356,7 +356,7 @@ def test_cli_run_records_each_pass_of_a_top_level_repeat_as_an_episode(tmp_path,
     e = pq.read_table(ds / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
     assert [r["episode_index"] for r in e] == [0, 1] and all(r["length"] > 40 for r in e)
     # the actions are the planned trajectory's poses (LeRobot's units), the states the measured ones
-    from armctl.dataset_recorder import arm_features
+    from armctl.dataset.recorder import arm_features
     from armctl.program import load_program, plan_program
 
     arm = load_arm("so101")
@@ -572,7 +572,7 @@ def test_a_follower_with_keep_out_zones_holds_at_them_and_follows_on(tmp_path):
     """Keep-out zones are checked on every move (README); a follow too: a leader that takes the tool into a box
     on the follower's bench makes the follower hold at the zone (reported as clamped), never in it, and follow
     again once the leader comes back up."""
-    from armctl.zones import Zone, Zones, pose_refusal
+    from armctl.model.zones import Zone, Zones, pose_refusal
 
     poses = [
         (0, [0, 76, -74, -5], 10),
@@ -609,7 +609,7 @@ def test_cli_a_camera_that_stops_mid_episode_stops_the_follow_at_once_naming_it(
     pytest.importorskip("cv2")
     from test_dataset import _source_video
 
-    from armctl.camera import Camera
+    from armctl.dataset.camera import Camera
 
     clip = tmp_path / "clip.mkv"
     _source_video(clip, 200)
@@ -639,7 +639,7 @@ def test_cli_run_stops_when_its_camera_stops(tmp_path, capsys, state, monkeypatc
     pytest.importorskip("cv2")
     from test_dataset import _source_video
 
-    from armctl.camera import Camera
+    from armctl.dataset.camera import Camera
 
     clip = tmp_path / "clip.mkv"
     _source_video(clip, 200)

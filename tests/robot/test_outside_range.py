@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 import armctl
-from armctl.bus.feetech import SYNC_WRITE, WRITE
-from armctl.calibration import load_calibration
+from armctl.bus.feetech.client import SYNC_WRITE, WRITE
+from armctl.calibration.servo import load_calibration
 from armctl.cli import main
 from armctl.errors import ConfigError, PulseLimitError
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from armctl import stopsignals
+from armctl.core import stopsignals
+from armctl.core.terminal import Terminal, windows_key
 from armctl.errors import LinkError
-from armctl.terminal import Terminal, windows_key
 
 ROOT = Path(__file__).resolve().parents[2]
 NONPOSIX = ROOT / "tests" / "nonposix"
@@ -192,7 +192,7 @@ def test_state_and_calibration_folders_follow_the_os(monkeypatch, tmp_path, plat
 
     import platformdirs
 
-    from armctl import paths
+    from armctl.core import paths
 
     for var in ("ARMCTL_STATE_DIR", "ARMCTL_CONFIG_DIR", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
         monkeypatch.delenv(var, raising=False)
@@ -235,8 +235,8 @@ def test_the_stand_in_takes_away_what_windows_lacks():
     r = _nonposix(
         "import signal, os\n"
         "print(hasattr(signal, 'SIGHUP'), hasattr(signal, 'SIGBREAK'), hasattr(os, 'pwrite'))\n"
-        "import armctl.stopsignals as s; print(sorted(s.stop_signals()))\n"
-        "try:\n    import armctl.terminal as t; t._PosixInput(0)\nexcept ImportError as e: print('blocked', e)\n"
+        "import armctl.core.stopsignals as s; print(sorted(s.stop_signals()))\n"
+        "try:\n    import armctl.core.terminal as t; t._PosixInput(0)\nexcept ImportError as e: print('blocked', e)\n"
     )
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
@@ -326,7 +326,7 @@ def test_sliced_waits_end_timeout_and_let_signals_through():
 
 def test_the_stand_in_refuses_untimed_main_thread_waits_from_armctl_only():
     r = _nonposix(
-        "import threading, time, armctl.stopsignals as s\n"
+        "import threading, time, armctl.core.stopsignals as s\n"
         "t = threading.Thread(target=time.sleep, args=(0.3,)); t.start(); t.join()  # a test's own wait: allowed\n"
         "t = threading.Thread(target=time.sleep, args=(0.3,)); t.start()\n"
         "s.join(t)  # armctl's sliced wait: allowed\n"
@@ -400,11 +400,11 @@ POSIX_ONLY_MODULES = {"fcntl", "termios", "tty", "pty", "resource", "grp", "pwd"
 #: Where POSIX-only code is meant to be, and why it never runs on Windows.
 POSIX_ONLY_PLACES = {
     "armctl/sim/pty.py": "the pty server: POSIX-only, and says so",
-    "armctl/bus/i2c.py": "Linux i2c-dev buses (/dev/i2c-N)",
-    "armctl/terminal.py:_PosixInput": "the POSIX key reader; Terminal picks _WindowsInput on Windows",
-    "armctl/bus/armlink.py:_read_some": "select on the port's descriptor, which open() takes on POSIX only",
+    "armctl/bus/pca9685/i2c.py": "Linux i2c-dev buses (/dev/i2c-N)",
+    "armctl/core/terminal.py:_PosixInput": "the POSIX key reader; Terminal picks _WindowsInput on Windows",
+    "armctl/bus/armproto/link.py:_read_some": "select on the port's descriptor, which open() takes on POSIX only",
     "armctl/web/server.py": "select on sockets, which Windows' select takes",
-    # (i24-run's run keys, not merged yet: select on the terminal's descriptor; Windows reads via armctl.terminal)
+    # (i24-run's run keys, not merged yet: select on the terminal's descriptor; Windows reads via armctl.core.terminal)
     "armctl/cli/runkeys.py:_read": "select on a POSIX terminal's descriptor; on Windows the keys come from msvcrt",
     "armctl/cli/runkeys.py:__exit__": "termios puts back the mode it saved, which it saves on POSIX only",
 }
@@ -533,7 +533,7 @@ def test_each_simulator_keeps_its_servos_in_a_state_folder_with_any_name(monkeyp
 def test_the_board_clock_estimate_survives_a_host_clock_that_did_not_tick():
     """Windows' time.monotonic() before Python 3.13 moves in 15.6 ms steps: a simulator run fast plays ten
     frames within one, and the board-rate estimate divided by zero."""
-    from armctl.bus.armproto import ArmProtocolBackend
+    from armctl.bus.armproto.backend import ArmProtocolBackend
 
     be = ArmProtocolBackend.__new__(ArmProtocolBackend)
     be._clock_ref, be._board_rate, be._rate_samples = None, 1.0, 0

@@ -126,7 +126,7 @@ def test_a_robot_kept_by_the_last_traceback_is_taken_over(prompt):
     full.type("import armctl")
     full.type(CONNECT)
     out = full.type("robot.move_to(2.0, 0.0)")
-    assert len(out) > 10 and any("armctl/robot.py" in line for line in out), out
+    assert len(out) > 10 and any("armctl/robot/robot.py" in line for line in out), out
     full.type("del robot")
     out = full.type(CONNECT)
     assert len(out) == 1 and "(only the last error's traceback): it was closed" in out[0], out
@@ -257,10 +257,12 @@ def test_scripts_are_left_as_they_are(tmp_path):
     env = dict(os.environ, ARMCTL_STATE_DIR=str(tmp_path / "state"))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=90, env=env, cwd=ROOT)
     assert r.returncode == 1 and r.stdout.split() == ["True", "True"], r.stderr
-    assert "armctl/robot.py" in r.stderr and r.stderr.strip().splitlines()[-1].startswith("armctl.errors.Unreachable")
+    assert "armctl/robot/robot.py" in r.stderr and r.stderr.strip().splitlines()[-1].startswith(
+        "armctl.errors.Unreachable"
+    )
 
 
-# --- armctl.holders on its own: what it says holds an object ------------------------------------------------
+# --- armctl.core.holders on its own: what it says holds an object ------------------------------------------------
 
 
 class _Thing:
@@ -271,7 +273,7 @@ def test_holders_name_a_variable_and_the_python_that_reaches_it(monkeypatch):
     import types
     import weakref
 
-    from armctl.holders import holders
+    from armctl.core.holders import holders
 
     mod = types.ModuleType("lab")
     monkeypatch.setitem(sys.modules, "lab", mod)
@@ -288,7 +290,7 @@ def test_holders_tell_a_finished_traceback_from_a_running_thread(monkeypatch):
     import threading
     import weakref
 
-    from armctl.holders import holders
+    from armctl.core.holders import holders
 
     def fail(thing):
         raise ValueError("no")

@@ -22,7 +22,7 @@ import pytest
 import armctl
 from armctl.cli import main
 from armctl.errors import BadInputError, JointLimitError, LinkError, StopRequested, UnreachableError
-from armctl.kinematics import fk
+from armctl.model.kinematics import fk
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "examples" / "pick_and_place.yaml"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import armctl
-from armctl.kinematics import fk
+from armctl.model.kinematics import fk
 
 FAST = "armsim://?rate=20&seed=1"
 

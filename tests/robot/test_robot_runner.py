@@ -1,4 +1,4 @@
-"""The Robot's motion runner (``armctl.runner``): one thread owns the board and plays the motions in order;
+"""The Robot's motion runner (``armctl.robot.runner``): one thread owns the board and plays the motions in order;
 calls are served between two frames; board jobs wait until no motion plays; a stop drops what is queued;
 whatever goes wrong on the runner thread reaches the caller."""
 

@@ -14,9 +14,9 @@ import pytest
 import armctl
 from armctl.bus.hosttimed import HostTimed
 from armctl.errors import BadInputError
-from armctl.kinematics import tool_point
-from armctl.runcontrol import RunControl
-from armctl.stream import Player, Pulses, prepare
+from armctl.model.kinematics import tool_point
+from armctl.robot.runcontrol import RunControl
+from armctl.robot.stream import Player, Pulses, prepare
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "examples" / "pick_and_place.yaml"
@@ -181,7 +181,7 @@ def test_a_queue_that_ran_dry_is_kept_longer(tmp_path):
 
 
 def test_the_queue_kept_ahead_grows_on_an_underrun_only_while_fed_and_shrinks_back():
-    from armctl.bus.armproto import FEED_SETTLE_S, LEAD_GROW_FRAMES, LEAD_MAX_S, ArmProtocolBackend
+    from armctl.bus.armproto.backend import FEED_SETTLE_S, LEAD_GROW_FRAMES, LEAD_MAX_S, ArmProtocolBackend
 
     be = ArmProtocolBackend("armsim://")  # (not opened: the bookkeeping alone)
     be.note_empty(3, 0.0)  # not feeding: a run-out the host chose (the end of a motion, a hold)

@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 
 import armctl
-from armctl.arm import load_arm
-from armctl.calibration import find_calibration, load_calibration
+from armctl.calibration.servo import find_calibration, load_calibration
 from armctl.cli import main
 from armctl.errors import PoseUnknownError
-from armctl.state import PoseStore, cal_digest
+from armctl.model.arm import load_arm
+from armctl.robot.state import PoseStore, cal_digest
 
 ARM = "seed-3link"
 FAR_DEG = [-60.0, 60.0, -40.0]  # far from home: declaring home here would be a jump of 75..150 deg
@@ -219,9 +219,9 @@ def test_an_older_record_without_a_calibration_digest_is_accepted(tmp_path):
 def test_a_journal_whose_times_cannot_be_true_is_not_waited_on(tmp_path, change, monkeypatch):
     url, _ = _left_far(tmp_path)
     real = time.time
-    monkeypatch.setattr("armctl.state.time.time", lambda: real() + change["time_s"])
+    monkeypatch.setattr("armctl.robot.state.time.time", lambda: real() + change["time_s"])
     _crafted(url, clean=False, hold_in_s=change["hold_in_s"])
-    monkeypatch.setattr("armctl.state.time.time", real)
+    monkeypatch.setattr("armctl.robot.state.time.time", real)
     t0 = time.monotonic()
     with armctl.connect(ARM, _port(tmp_path)) as robot:
         took = time.monotonic() - t0

@@ -1,4 +1,4 @@
-"""Edge validation shared by the Python API, the CLI and the web page (``armctl.validate``)."""
+"""Edge validation shared by the Python API, the CLI and the web page (``armctl.model.validate``)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from armctl import validate
-from armctl.arm import load_arm
 from armctl.errors import BadInputError, JointLimitError, UnreachableError
+from armctl.model import validate
+from armctl.model.arm import load_arm
 
 
 @pytest.mark.parametrize("v", [1, 2.5, np.float64(0.1), np.int32(3), -4])

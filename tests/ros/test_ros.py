@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 from conftest import require
 
-from armctl.arm import load_arm
-from armctl.kinematics import tool_point
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import tool_point
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = Path(__file__).with_name("ros_client.py")

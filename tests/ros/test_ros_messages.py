@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from armctl.arm import load_arm
+from armctl.model.arm import load_arm
 from armctl.ros.messages import (
     Refused,
     TrajectoryPoint,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from armctl.bus.feetech_protocol import BROADCAST_ID, READ, SYNC_WRITE, WRITE, Packet
+from armctl.bus.feetech.protocol import BROADCAST_ID, READ, SYNC_WRITE, WRITE, Packet
 from armctl.sim.feetechsim import FeetechSim, FeetechSimOptions
 
 # (offset register bytes 31-32 as written, little-endian; the encoder's position; present position bytes 56-57)

@@ -12,7 +12,7 @@ import pytest
 import serial
 
 from armctl.bus import feetech as ft
-from armctl.bus.feetech import STS, FeetechBus, take_packet
+from armctl.bus.feetech.client import STS, FeetechBus, take_packet
 from armctl.errors import BadInputError
 from armctl.sim.feetechsim import FeetechSim
 from armctl.sim.protocol_feetechsim import parse_url

@@ -12,7 +12,7 @@ import serial
 
 import armctl.bus  # noqa: F401  registers armsim://
 from armctl.bus import codec
-from armctl.bus.armproto import ArmProtocolBackend
+from armctl.bus.armproto.backend import ArmProtocolBackend
 from armctl.sim.armsim import SimArm, SimOptions
 
 BANNER = codec.encode(None, "!", "BOOT", "armsim", codec.PROTOCOL_VERSION, "3F2A")

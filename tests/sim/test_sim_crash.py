@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 import armctl
-from armctl.arm import load_arm
+from armctl.model.arm import load_arm
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "examples" / "pick_and_place.yaml"

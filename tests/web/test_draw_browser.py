@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from test_web_browser import browser  # noqa: F401 (the fixture)
 
-from armctl.arm import load_arm
-from armctl.draw import Paper, load_drawing, plan_drawing
-from armctl.kinematics import tool_point
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import tool_point
+from armctl.program.draw import Paper, load_drawing, plan_drawing
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "drawing.svg"
 TOLERANCE_MM = 0.5

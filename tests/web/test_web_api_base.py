@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from web_helpers import call, served, sim_now
 
-from armctl.arm import load_arm
+from armctl.model.arm import load_arm
+from armctl.model.workspace import shortfall
 from armctl.web.reach_map import reach_map, top_map
-from armctl.workspace import shortfall
 
 
 @pytest.fixture(autouse=True)

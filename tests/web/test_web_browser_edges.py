@@ -17,8 +17,8 @@ from test_web_browser import _shot, _wait, browser  # noqa: F401  (browser: the 
 from test_web_browser_base import _click, _settle, _state
 from web_helpers import served, sim_now
 
-from armctl.arm import load_arm
-from armctl.workspace import shortfall
+from armctl.model.arm import load_arm
+from armctl.model.workspace import shortfall
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from web_helpers import call, served
 
-from armctl.paths import PRESET_CALIBRATION_DIR
+from armctl.core.paths import PRESET_CALIBRATION_DIR
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ import pytest
 from web_helpers import call, served, sim_now
 
 import armctl
-from armctl.kinematics import fk
+from armctl.model.kinematics import fk
 from armctl.program import load_program, plan_program
 
 

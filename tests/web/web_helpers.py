@@ -8,7 +8,7 @@ import json
 import urllib.parse
 
 from armctl import connect
-from armctl.recording import Recorder
+from armctl.program.recording import Recorder
 from armctl.web import app
 
 

@@ -1,0 +1,2 @@
+"""Teleoperation: a leader arm read as joint angles (``leader``), and the follower's checks and pacing of the
+angles it is sent (``follow``). The Robot's thread that plays them is ``armctl.robot.followplay``."""
