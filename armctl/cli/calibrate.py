@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from armctl import motion
+from armctl.calibration import procedures as cb
 from armctl.calibration.servo import (
     MAX_PWM_CHANNEL,
     PULSE_RANGE_US,
@@ -30,7 +31,6 @@ from armctl.calibration.servo import (
     servokit_servo,
     with_servo,
 )
-from armctl.calibration import procedures as cb
 from armctl.cli import EXIT_INTERRUPTED
 from armctl.cli.calibrate_flow import Quit, Terminal, Workflow
 from armctl.cli.common import calibration_comment, open_robot, save_calibration_file, saved_line, setup

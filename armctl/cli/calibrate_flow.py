@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from armctl.calibration.servo import Calibration
 from armctl.calibration import procedures as cb
+from armctl.calibration.servo import Calibration
 from armctl.core import terminal
 from armctl.model.arm import Arm
 

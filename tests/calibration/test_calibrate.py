@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from armctl.bus.armproto.backend import ArmProtocolBackend
-from armctl.calibration.servo import load_calibration, save_calibration, with_servo
 from armctl.calibration import procedures as cb
+from armctl.calibration.servo import load_calibration, save_calibration, with_servo
 from armctl.cli import main
 from armctl.core.paths import PRESET_CALIBRATION_DIR
 from armctl.model.arm import load_arm

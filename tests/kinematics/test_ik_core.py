@@ -1,4 +1,4 @@
-"""The C kernel (armctl._ikcore) gives what the pure-Python solver gives, only faster.
+"""The C kernel (armctl.ik._core) gives what the pure-Python solver gives, only faster.
 
 ``solve`` and ``solve_batch`` take a C path for DLS without a tool angle, every
 case of it: reachable targets (with the nearest-pose slide on 3 links), targets
@@ -18,19 +18,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from armctl import ik
-from armctl.arm import load_arm
-from armctl.kinematics import fk, plain
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import fk, plain
 
 CORE = ik.kernel.core
 
 
 def test_the_c_kernel_is_built():
-    require(CORE is not None, "armctl._ikcore is not built (no C compiler at pip install?); IK runs in pure Python")
+    require(CORE is not None, "armctl.ik._core is not built (no C compiler at pip install?); IK runs in pure Python")
 
 
 @pytest.fixture(scope="module")
 def core():
-    require(CORE is not None, "armctl._ikcore is not built")
+    require(CORE is not None, "armctl.ik._core is not built")
     return CORE
 
 
