@@ -267,7 +267,7 @@ def cmd_fk(args) -> int:
     unit = f"m^{arm.dim}"
     print(f"tool at ({', '.join(f'{v:.4f}' for v in tool)}) m{extra}; manipulability {w:.4g} {unit}")
     chain = arm.chain_names
-    elbows = joints[3:-1] if arm.has_base else joints[1:-1]
+    elbows = joints[-arm.n_links : -1]  # the drawn points end with the shoulder, the elbows and the tool
     for i, p in enumerate(elbows):
         print(f"  joint {i + 2} ({chain[i + 1]}) at ({', '.join(f'{v:.4f}' for v in p)}) m")
     return 0
