@@ -187,7 +187,7 @@ def _ik_batch(args, arm: Arm) -> int:
     from armctl.cli import ik_targets as it
 
     if args.phi is not None:
-        last = "'x,y,z,phi_deg'" if arm.has_base else "'x,y,phi_deg'"
+        last = f"'{','.join(arm.point_words)},phi_deg'"
         raise BadInputError(f"--phi does not apply to --targets: give each target's tool angle as {last}")
     src = it.TargetSource(args.targets)
     try:
@@ -264,10 +264,10 @@ def cmd_fk(args) -> int:
         print(json.dumps(d))
         return 0
     extra = f", tool angle {phi:.2f} deg" if arm.n_links == 3 else ""
-    unit = "m^3" if arm.has_base else "m^2"
+    unit = f"m^{arm.dim}"
     print(f"tool at ({', '.join(f'{v:.4f}' for v in tool)}) m{extra}; manipulability {w:.4g} {unit}")
-    chain = arm.joint_names[1:] if arm.has_base else arm.joint_names
-    elbows = joints[3:-1] if arm.has_base else joints[1:-1]
+    chain = arm.chain_names
+    elbows = joints[-arm.n_links : -1]  # the drawn points end with the shoulder, the elbows and the tool
     for i, p in enumerate(elbows):
         print(f"  joint {i + 2} ({chain[i + 1]}) at ({', '.join(f'{v:.4f}' for v in p)}) m")
     return 0

@@ -114,7 +114,7 @@ def samples_table(plan, *, rows: bool = True) -> tuple[list[str], list[list]]:
     header = ["t_s", *(f"{n}_deg" for n in arm.joint_names)]
     if arm.gripper is not None:
         header.append("gripper_deg")
-    header += ["x_m", "y_m", "z_m", "step"] if arm.has_base else ["x_m", "y_m", "step"]
+    header += [f"{w}_m" for w in arm.point_words] + ["step"]
     if not rows:
         return header, []
     tool = _tool(arm, tr.q_rad)

@@ -34,7 +34,7 @@ class LinePath:
     length: float
     speed_scale: float  # tool speed per unit ds/dt (|dp|/length)
     links: np.ndarray
-    arm: Arm | None = None  # a base or parallelogram arm (None: the planar serial chain of ``links``)
+    arm: Arm | None = None  # the arm (``arm_branch_ik`` solves it; None: the planar serial chain of ``links``)
     side: float = 1.0  # base arms: +1 the base points at the tool, -1 half a turn from it
     profile: tuple | None = None  # free tool angle: (u knots, phi offsets from phi0) of a piecewise-linear profile
 
@@ -149,7 +149,7 @@ def _line_path(
     # A pure turn of the tool counts as the distance the tool tip's last link sweeps.
     length = max(dist, float(arm.links_m[-1]) * turn) if n == 3 else dist
     side, elbow = branch_of(arm, q0)
-    rel = q0[1] if not arm.layered else float(_chain_elbow(arm, q0))
+    rel = float(arm.chain_angles(q0)[1])
     if abs(rel) < 1e-9 and move.end_q_rad is not None:
         side, elbow = branch_of(arm, np.asarray(move.end_q_rad, dtype=float))
     path = LinePath(
@@ -164,7 +164,7 @@ def _line_path(
         length=length,
         speed_scale=(dist / length) if length > 0 else 0.0,
         links=arm.links_m,
-        arm=arm if arm.layered else None,
+        arm=arm,
         side=side,
         profile=profile,
     )
@@ -251,13 +251,6 @@ def _solve_points(path: LinePath, s):
             path.arm, pts, None if path.arm.n_links == 2 else phi, path.side, path.elbow, float(path.q[0, 0])
         )
     return q, pts, excess
-
-
-def _chain_elbow(arm: Arm, q) -> float:
-    """The chain's serial elbow angle (rad) of pose ``q``."""
-    from armctl.model.kinematics import chain_angles
-
-    return float(chain_angles(arm, q)[1])
 
 
 def _continuous(q, q0):

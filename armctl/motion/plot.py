@@ -21,7 +21,6 @@ from armctl.model.kinematics import (
     base_split_batch,
     fk,
     joint_angles,
-    joint_positions,
     limit_excess,
     tool_point,
 )
@@ -431,8 +430,7 @@ def _draw_side(ax, plan, idx, *, timed: bool = True) -> list:
 def _draw_plane(ax, plan, idx, *, timed: bool = True) -> list:
     """A planar arm in its plane: workspace, tool path, poses. Returns the time labels."""
     arm, tr = plan.arm, plan.trajectory
-    tool = (lambda q: fk(arm.links_m, q)) if not arm.layered else (lambda q: tool_point(arm, q))
-    joints = (lambda q: joint_positions(arm.links_m, q)) if not arm.layered else (lambda q: arm_points(arm, q))
+    tool, joints = arm.tool_point, arm.points
     # Frame the arm's working area: the path and the drawn poses, with a margin.
     allp = np.concatenate([joints(tr.q_rad[idx]).reshape(-1, 2), tool(tr.q_rad), [[0.0, 0.0]]])
     box = _with_zones(arm, "plane", _box(allp, 0.08 * arm.reach_max), arm.reach_max)

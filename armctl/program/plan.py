@@ -12,7 +12,7 @@ from armctl import motion
 from armctl.core import limits
 from armctl.errors import ConfigError, MotionError
 from armctl.model.arm import Arm
-from armctl.model.kinematics import tool_pitch, tool_point
+from armctl.model.kinematics import tool_point
 from armctl.motion import GripperMove, JointMove, LineMove, Plan, Wait
 from armctl.program.load import Pose, Program, Step, _is_arm_file
 
@@ -138,13 +138,14 @@ def _check_pose_on_arm(prog: Program, pose: Pose, arm: Arm, where: str, line, of
     if offset is not None and len(offset) != arm.dim:
         raise ConfigError(
             f"{where}: offset has {len(offset)} values but arm '{arm.name}' "
-            + ("stands on a rotating base: give [dx, dy, dz]" if arm.has_base else "works in a plane: give [dx, dy]"),
+            + ("stands on a rotating base" if arm.has_base else "works in a plane")
+            + f": give [{', '.join('d' + w for w in arm.point_words)}]",
             path=prog.path,
             line=line,
         )
     if pose.point_m is not None and len(pose.point_m) != arm.dim:
         unit = pose.key.rsplit("_", 1)[-1] or "mm"
-        want = f"xyz_{unit}: [x, y, z]" if arm.has_base else f"xy_{unit}: [x, y]"
+        want = f"{''.join(arm.point_words)}_{unit}: [{', '.join(arm.point_words)}]"
         why = "stands on a rotating base" if arm.has_base else "works in a vertical plane (no base)"
         raise ConfigError(
             f"{where}: {pose.describe()} gives {pose.key or 'a point'} with {len(pose.point_m)} values but arm "
@@ -176,7 +177,7 @@ def _target(pose: Pose, offset, arm: Arm):
     """(point_m, phi_rad or None, exact end q or None) of a pose plus an optional offset (m)."""
     if pose.q_rad is not None:
         q = np.array(pose.q_rad)
-        phi = (float(np.sum(q)) if not arm.layered else float(tool_pitch(arm, q))) if arm.n_links == 3 else None
+        phi = float(arm.tool_pitch(q)) if arm.n_links == 3 else None
         if offset is None:
             return tool_point(arm, q), phi, q
         return tool_point(arm, q) + np.asarray(offset), phi, None
@@ -210,7 +211,7 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
             line=prog.arm_line,
         )
     if prog.zones is not None and prog.zones.dim not in (None, arm.dim):
-        want = "z heights and [x, y, z] corners" if arm.has_base else "y heights and [x, y] corners"
+        want = f"{arm.point_words[-1]} heights and [{', '.join(arm.point_words)}] corners"
         raise ConfigError(
             f"zones: arm '{arm.name}' {'stands on a rotating base' if arm.has_base else 'works in a vertical plane'}: "
             f"write {want}",
