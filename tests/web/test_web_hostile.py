@@ -210,7 +210,7 @@ def test_program_body_over_the_limit_is_413():
 def test_idle_event_streams_cost_nothing():
     """200 read-only event streams on an arm at rest: the server's threads use < 10% of a core (they sleep on the
     state's change, no polling: measured 1-6%, the top on a loaded 2-core machine; streams that polled at the
-    old 10 Hz took most of a core); one more past the cap gets 503."""
+    old 10 Hz took 52%); one more past the cap gets 503."""
 
     def cpu_s() -> float:
         with open(f"/proc/{os.getpid()}/stat") as f:
