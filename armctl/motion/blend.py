@@ -12,11 +12,11 @@ from armctl.ik.branch import _branch_ik, arm_branch_ik
 from armctl.ik.redundancy import REACH_TOL_M
 from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_point, unwind
-from armctl.motion.lines import LinePath, _continuous
+from armctl.motion.lines import LinePath, continuous
 from armctl.motion.moves import MIN_TIMING_SEGMENTS, LineMove, MovePlan
-from armctl.motion.refusals import _outside_limits
+from armctl.motion.refusals import outside_limits
 from armctl.motion.summary import line_deviation
-from armctl.motion.timing import _caps_from_joints, _profile_for, _timed
+from armctl.motion.timing import caps_from_joints, profile_for, timed
 
 #: Share of a line's tool acceleration a rounded corner may spend turning (normal, v^2 kappa) and speeding
 #: up or slowing down (tangential): 0.6^2 + 0.8^2 = 1, so the tool's acceleration stays within the bound.
@@ -136,7 +136,7 @@ class ChainPath:
         self.points = pts
         q, excess = self._ik(pts, phi, float(paths[0].q[0, 0]))
         self.excess = excess
-        self.q = _continuous(q, paths[0].q[0])
+        self.q = continuous(q, paths[0].q[0])
 
     def geometry(self, s):
         """Tool points (K, dim) and tool angles (K,) at path parameters ``s``."""
@@ -357,13 +357,13 @@ def _blend_run_once(arm, moves, plans, period, max_step, chord=None):
     if bad:
         return split(bad[0])
     limit = arm.max_speed_rad_s
-    cap, _ = _caps_from_joints(chain.s, chain.q, limit, np.inf)
+    cap, _ = caps_from_joints(chain.s, chain.q, limit, np.inf)
     cap = np.minimum(cap, chain.cap)
     accel = chain.accel
-    profile = _profile_for(chain.s, chain.q, arm.max_accel_rad_s2, cap, accel)
+    profile = profile_for(chain.s, chain.q, arm.max_accel_rad_s2, cap, accel)
     jerk = max(mv.jerk_time_s for mv in moves)
     try:
-        t, q, _, s_samp = _timed(
+        t, q, _, s_samp = timed(
             chain.s,
             cap,
             accel,
@@ -380,7 +380,7 @@ def _blend_run_once(arm, moves, plans, period, max_step, chord=None):
     except MotionError:  # could not be timed under every limit through the corners: keep the stops
         return plans, True
     q[0], q[-1] = chain.q[0], chain.q[-1]
-    if np.any(_outside_limits(arm, q)):
+    if np.any(outside_limits(arm, q)):
         return plans, True  # a joint peaking between grid points: keep the stops
     if len(q) - 1 > sum(len(mp.t_s) - 1 for mp in rest_junctions(arm, plans, period)):
         # slower than stopping at every corner (a corner near a singularity, where the joints' limits slow the
@@ -426,7 +426,7 @@ def _bad_corners(arm, chain: ChainPath, max_step: float) -> list[int]:
     """Corners (indices) whose rounding leaves the reach or the joint limits, or makes a joint jump."""
     bad = []
     step = np.abs(np.diff(chain.q, axis=0)).max(axis=1)
-    outside = _outside_limits(arm, chain.q)
+    outside = outside_limits(arm, chain.q)
     for kind, i, s0, s1, _ in chain.pieces:
         if kind != "corner":
             continue

@@ -11,7 +11,7 @@ import numpy as np
 from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_point
 from armctl.motion.moves import JointMove, LineMove, MovePlan
-from armctl.motion.refusals import _outside_limits
+from armctl.motion.refusals import outside_limits
 
 
 def _speed_bound(arm: Arm, move) -> np.ndarray:
@@ -100,7 +100,7 @@ def _joint_corner_overlap(
 
     def cheap_ok(k):
         w = combined(k)
-        if np.any(_outside_limits(arm, w)):
+        if np.any(outside_limits(arm, w)):
             return False
         if arm.zones and first_violation(arm, arm.zones, w) is not None:
             return False  # the overlap cuts into a keep-out zone (each move was checked alone)

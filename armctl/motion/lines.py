@@ -15,7 +15,7 @@ from armctl.model.kinematics import tool_point, unwind, wrap
 from armctl.model.workspace import check_reachable
 from armctl.motion.moves import DEFAULT_MAX_JOINT_STEP_RAD, MIN_SEGMENT_M, MIN_TIMING_SEGMENTS, TWO_PI, LineMove
 from armctl.motion.poses import branch_of, solve_pose
-from armctl.motion.refusals import _limit_error, _outside_limits, _where
+from armctl.motion.refusals import limit_error, outside_limits, where_along
 from armctl.motion.rows import row_max
 
 
@@ -179,13 +179,13 @@ def _line_path(
     if np.any(bad_reach):
         i = int(np.argmax(bad_reach))
         raise UnreachableError(
-            f"the line leaves the reach of the arm {_where(s[i] / length, pts[i])} "
+            f"the line leaves the reach of the arm {where_along(s[i] / length, pts[i])} "
             f"(by {1000 * excess[i]:.1f} mm{' with the tool angle turning' if n == 3 else ''}); "
             "add a via point or change the target",
             target=tuple(pts[i]),
             shortfall_m=float(excess[i]),
         )
-    q = _continuous(q, q0)
+    q = continuous(q, q0)
     for _ in range(40):
         step = row_max(np.abs(np.diff(q, axis=0)))
         too_big = step > max_joint_step_rad
@@ -196,7 +196,7 @@ def _line_path(
         if np.any(jump):
             i = int(np.argmax(jump))
             raise MotionError(
-                f"the joints would jump by {math.degrees(step[i]):.0f} deg {_where(s[i] / length, pts[i])} "
+                f"the joints would jump by {math.degrees(step[i]):.0f} deg {where_along(s[i] / length, pts[i])} "
                 "(the line crosses a singularity or needs the other elbow branch); "
                 "use a joint move there or add a via point"
             )
@@ -206,17 +206,17 @@ def _line_path(
         extra = [np.linspace(s[i], s[i + 1], pieces[i] + 1)[1:-1] for i in idx]
         s = np.sort(np.concatenate([s, *extra]))
         q, pts, excess = _solve_points(path, s)
-        q = _continuous(q, q0)
+        q = continuous(q, q0)
     else:  # pragma: no cover - 40 rounds of refinement means a discontinuity
         raise MotionError("the line could not be cut fine enough to keep joint steps small")
-    outside = _outside_limits(arm, q)
+    outside = outside_limits(arm, q)
     if np.any(outside):
         i = int(np.argmax(outside))
         far = np.where(q[i] > arm.q_max, q.max(axis=0), q.min(axis=0))
-        raise _limit_error(
+        raise limit_error(
             arm,
             q[i],
-            _where(s[i] / length, pts[i]),
+            where_along(s[i] / length, pts[i]),
             peak=far,
             hint="split the line with a via point or a joint move, or move the target",
         )
@@ -260,7 +260,7 @@ def _chain_elbow(arm: Arm, q) -> float:
     return float(chain_angles(arm, q)[1])
 
 
-def _continuous(q, q0):
+def continuous(q, q0):
     """Unwrap each joint along the path, anchored on the start pose ``q0``."""
     dq = np.diff(q, axis=0)
     if len(dq) and float(np.abs(dq).max()) < math.pi:

@@ -12,8 +12,8 @@ from armctl.model.kinematics import base_split, tool_point, turns_inside
 from armctl.model.workspace import fmt_point
 from armctl.motion.lines import plan_line_path
 from armctl.motion.moves import DEFAULT_MAX_JOINT_STEP_RAD, GripperMove, JointMove, LineMove, Move, MovePlan, Wait
-from armctl.motion.refusals import _limit_error, _located, _outside_limits, _where
-from armctl.motion.timing import _check_duration, _line_caps_and_profile, _sample_times, _timed, speed_profile
+from armctl.motion.refusals import limit_error, located, outside_limits, where_along
+from armctl.motion.timing import check_duration, line_caps_and_profile, sample_times, speed_profile, timed
 from armctl.motion.trajectory import DEFAULT_PERIOD_S
 
 
@@ -33,7 +33,7 @@ def plan_move(
         check_zones(arm, mp)
         return mp
     except MotionError as exc:
-        raise _located(exc, move.label) from None
+        raise located(exc, move.label) from None
 
 
 def check_zones(arm: Arm, mp: MovePlan) -> None:
@@ -53,7 +53,7 @@ def check_zones(arm: Arm, mp: MovePlan) -> None:
         a, b = (np.asarray(e, dtype=float) for e in mp.line_m)
         length = float(np.linalg.norm(b - a))
         frac = float(np.linalg.norm(p - a)) / length if length > 0 else 0.0
-        where = _where(min(frac, 1.0), p)
+        where = where_along(min(frac, 1.0), p)
         hint = "add a via point around it, or move the target"
     else:
         frac = t / mp.duration_s if mp.duration_s > 0 else 0.0
@@ -63,7 +63,7 @@ def check_zones(arm: Arm, mp: MovePlan) -> None:
 
 
 def _hold(q0, g0, duration, period, kind, label) -> MovePlan:
-    _check_duration(duration, kind)
+    check_duration(duration, kind)
     k = max(1, math.ceil(duration / period - 1e-9)) if duration > 0 else 0
     t = np.arange(k + 1) * period
     return MovePlan(
@@ -83,7 +83,7 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
             return _hold(q0, g0, 0.0, period, "gripper", move.label)
         gl = arm.gripper.max_speed_rad_s
         s = np.linspace(0.0, 1.0, 65)
-        t, g, _ = _timed(
+        t, g, _ = timed(
             s,
             np.full(len(s), move.speed_fraction * gl / abs(dg)),
             move.accel_rad_s2 / abs(dg),
@@ -98,7 +98,7 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
     if isinstance(move, JointMove):
         q1 = np.asarray(move.q_rad, dtype=float)
         if not arm.within_limits(q1):
-            raise _limit_error(arm, q1, "at the end of the joint move", hint="change the pose")
+            raise limit_error(arm, q1, "at the end of the joint move", hint="change the pose")
         dq = q1 - q0
         span = float(np.abs(dq).max())
         if span < 1e-12:
@@ -108,7 +108,7 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
         cap = float(np.min(move.speed_fraction * limit[moving] / np.abs(dq[moving])))
         acc = move.accel_rad_s2 / span
         acc = min(acc, float(np.min(arm.max_accel_rad_s2[moving] / np.abs(dq[moving]))))  # each joint's limit
-        t, q, _ = _timed(
+        t, q, _ = timed(
             s,
             np.full(len(s), cap),
             acc,
@@ -130,9 +130,9 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
         base = move.speed_m_s / path.speed_scale if path.speed_scale > 0 else move.speed_m_s
         acc = move.accel_m_s2 / path.speed_scale if path.speed_scale > 0 else move.accel_m_s2
         accel_limit = arm.max_accel_rad_s2
-        cap, profile = _line_caps_and_profile(path.s, path.q, limit, base, accel_limit, acc)
+        cap, profile = line_caps_and_profile(path.s, path.q, limit, base, accel_limit, acc)
         trapezoids: list[float] = []
-        t, q, _ = _timed(
+        t, q, _ = timed(
             path.s,
             cap,
             acc,
@@ -147,21 +147,21 @@ def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
         )
         # Slowed if the joint speed (or acceleration) limits made the move longer than the Cartesian limits
         # alone would. Where no joint capped the speed and no acceleration limit could bind, the first profile
-        # _timed drew was that very trapezoid (same s, caps, acceleration): its duration, not a second pass.
+        # timed drew was that very trapezoid (same s, caps, acceleration): its duration, not a second pass.
         if profile is speed_profile and float(cap.min()) >= base:
             free = trapezoids[0] + move.jerk_time_s
         else:
             free = speed_profile(path.s, np.full(len(path.s), base), acc)[1][-1] + move.jerk_time_s
-        slowed = bool(_sample_times(float(free), period)[0][-1] < t[-1] - 1e-9)
+        slowed = bool(sample_times(float(free), period)[0][-1] < t[-1] - 1e-9)
         q[0], q[-1] = path.q[0], path.q[-1]
-        outside = _outside_limits(arm, q)
+        outside = outside_limits(arm, q)
         if np.any(outside):  # a joint peaking between two segment points
             i = int(np.argmax(outside))
             p = tool_point(arm, q[i])
-            raise _limit_error(
+            raise limit_error(
                 arm,
                 q[i],
-                _where(float(np.hypot(*(p - path.start))) / max(path.length, 1e-300), p),
+                where_along(float(np.hypot(*(p - path.start))) / max(path.length, 1e-300), p),
                 hint="split the line with a via point or a joint move, or move the target",
             )
         return MovePlan(
