@@ -343,19 +343,41 @@ def _blend_run_once(arm, moves, plans, period, max_step, chord=None):
         chain = ChainPath(arm, paths, moves, chord)
     except (FloatingPointError, ValueError):  # pragma: no cover - degenerate geometry: keep the stops
         return plans, True
-
-    def split(k):  # cut the run at corner k and blend each side on its own
-        left = _blend_run(arm, moves[: k + 1], plans[: k + 1], period, max_step) if k > 0 else plans[:1]
-        right = (
-            _blend_run(arm, moves[k + 1 :], plans[k + 1 :], period, max_step)
-            if len(plans) - k - 1 > 1
-            else plans[k + 1 :]
-        )
-        return list(left) + list(right), True
-
     bad = _bad_corners(arm, chain, max_step)
     if bad:
-        return split(bad[0])
+        return _split_run(arm, moves, plans, period, max_step, bad[0])
+    sampled = _time_chain(arm, chain, moves, period)
+    if sampled is None:  # could not be timed under every limit through the corners: keep the stops
+        return plans, True
+    q, s_samp = sampled
+    q[0], q[-1] = chain.q[0], chain.q[-1]
+    if np.any(outside_limits(arm, q)):
+        return plans, True  # a joint peaking between grid points: keep the stops
+    if len(q) - 1 > sum(len(mp.t_s) - 1 for mp in rest_junctions(arm, plans, period)):
+        # slower than stopping at every corner (a corner near a singularity, where the joints' limits slow the
+        # rounding down to nearly a stop anyway, and its curvature costs more): that corner is passed at rest
+        if len(plans) > 2:
+            return _split_run(arm, moves, plans, period, max_step, _slowest_corner(arm, chain, q, s_samp))
+        return plans, True
+    if arm.zones:  # a rounded corner that cuts into a keep-out zone is passed at rest (each line was checked)
+        hit, corner = _zone_corner(arm, chain, q, s_samp)
+        if hit:
+            return _split_run(arm, moves, plans, period, max_step, corner) if corner is not None else (plans, True)
+    return _run_plans(plans, chain, q, s_samp, period), False
+
+
+def _split_run(arm, moves, plans, period, max_step, k):
+    """The run cut at corner ``k``, each side blended on its own: (plans, True)."""
+    left = _blend_run(arm, moves[: k + 1], plans[: k + 1], period, max_step) if k > 0 else plans[:1]
+    right = (
+        _blend_run(arm, moves[k + 1 :], plans[k + 1 :], period, max_step) if len(plans) - k - 1 > 1 else plans[k + 1 :]
+    )
+    return list(left) + list(right), True
+
+
+def _time_chain(arm, chain: ChainPath, moves, period):
+    """(samples q, their path parameters) of the chain timed as one motion under the tool's and the joints'
+    limits (the longest jerk time of the moves); None if it cannot be."""
     limit = arm.max_speed_rad_s
     cap, _ = caps_from_joints(chain.s, chain.q, limit, np.inf)
     cap = np.minimum(cap, chain.cap)
@@ -363,7 +385,7 @@ def _blend_run_once(arm, moves, plans, period, max_step, chord=None):
     profile = profile_for(chain.s, chain.q, arm.max_accel_rad_s2, cap, accel)
     jerk = max(mv.jerk_time_s for mv in moves)
     try:
-        t, q, _, s_samp = timed(
+        _, q, _, s_samp = timed(
             chain.s,
             cap,
             accel,
@@ -377,24 +399,26 @@ def _blend_run_once(arm, moves, plans, period, max_step, chord=None):
             keep_caps=True,
             accel_limit=arm.max_accel_rad_s2 if jerk > 0 else None,
         )
-    except MotionError:  # could not be timed under every limit through the corners: keep the stops
-        return plans, True
-    q[0], q[-1] = chain.q[0], chain.q[-1]
-    if np.any(outside_limits(arm, q)):
-        return plans, True  # a joint peaking between grid points: keep the stops
-    if len(q) - 1 > sum(len(mp.t_s) - 1 for mp in rest_junctions(arm, plans, period)):
-        # slower than stopping at every corner (a corner near a singularity, where the joints' limits slow the
-        # rounding down to nearly a stop anyway, and its curvature costs more): that corner is passed at rest
-        return split(_slowest_corner(arm, chain, q, s_samp)) if len(plans) > 2 else (plans, True)
-    if arm.zones:  # a rounded corner that cuts into a keep-out zone is passed at rest (each line was checked)
-        from armctl.model.zones import first_violation
+    except MotionError:
+        return None
+    return q, s_samp
 
-        v = first_violation(arm, arm.zones, q)
-        if v is not None:
-            s_v = float(np.interp(v.at, np.arange(len(s_samp)), s_samp))
-            corners = [(abs(0.5 * (s0 + s1) - s_v), i) for kind, i, s0, s1, _ in chain.pieces if kind == "corner"]
-            return split(min(corners)[1]) if corners else (plans, True)
-    # which sample belongs to which move: up to the middle of its end corner
+
+def _zone_corner(arm, chain: ChainPath, q, s_samp) -> tuple[bool, int | None]:
+    """(True, the corner nearest the first sample in a keep-out zone, or None if the chain has no corner), or
+    (False, None) if no sample is in a zone."""
+    from armctl.model.zones import first_violation
+
+    v = first_violation(arm, arm.zones, q)
+    if v is None:
+        return False, None
+    s_v = float(np.interp(v.at, np.arange(len(s_samp)), s_samp))
+    corners = [(abs(0.5 * (s0 + s1) - s_v), i) for kind, i, s0, s1, _ in chain.pieces if kind == "corner"]
+    return True, (min(corners)[1] if corners else None)
+
+
+def _run_plans(plans, chain: ChainPath, q, s_samp, period) -> list[MovePlan]:
+    """The blended samples ``q`` shared out to the run's moves: each up to the middle of its end corner."""
     cuts = [0] + [int(np.searchsorted(s_samp, b)) for b in chain.bounds] + [len(q) - 1]
     cuts = [min(max(c, 0), len(q) - 1) for c in cuts]
     for k in range(1, len(cuts)):
@@ -419,7 +443,7 @@ def _blend_run_once(arm, moves, plans, period, max_step, chord=None):
                 blended=True,
             )
         )
-    return out, False
+    return out
 
 
 def _bad_corners(arm, chain: ChainPath, max_step: float) -> list[int]:
