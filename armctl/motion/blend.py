@@ -47,6 +47,26 @@ def _phi_of(path: LinePath, u):
     return path.phi_at(u)
 
 
+class _Grid:
+    """The pieces of a ChainPath as they are added: path parameters, speed caps and accelerations per piece."""
+
+    def __init__(self):
+        self.pieces = []  # (kind, index, s0, s1, data)
+        self.s_pts, self.caps, self.accs = [], [], []
+        self.s0 = 0.0
+
+
+def _corner_caps(kappa, acc_c: float, v_c: float, chord) -> np.ndarray:
+    """The tool speed along a rounding of curvature ``kappa``: within ``v_c`` and BLEND_NORMAL_SHARE of
+    ``acc_c`` turning; ``chord`` (m, s): a straight step of that period bulges at most that far inside it."""
+    with np.errstate(divide="ignore"):
+        v_kappa = np.sqrt(BLEND_NORMAL_SHARE * acc_c / np.maximum(kappa, 1e-300))
+    if chord is not None:
+        with np.errstate(divide="ignore"):
+            v_kappa = np.minimum(v_kappa, np.sqrt(8.0 * chord[0] / np.maximum(kappa, 1e-300)) / chord[1])
+    return np.minimum(v_c, v_kappa)
+
+
 class ChainPath:
     """Consecutive lines with rounded corners, as one path: the path parameter s runs over the pieces
     (line stretches in each line's own units, corners by arc length, or the tool's turn if longer); the
@@ -58,77 +78,26 @@ class ChainPath:
         tool slowed through that corner so a straight step of that period across the rounding bulges at most
         that far inside it, (v T)^2 kappa / 8 (a servo's steps cut a fast, tight rounding)."""
         self.arm = arm
-        blends = [mv.blend_m for mv in moves[:-1]]
-        segment_m = [mv.segment_m for mv in moves]
-        speed = [mv.speed_m_s for mv in moves]
-        acc = [mv.accel_m_s2 for mv in moves]
         self.paths = paths
         n = len(paths)
         dist = [float(np.linalg.norm(p.end - p.start)) for p in paths]
         dirs = [(p.end - p.start) / d for p, d in zip(paths, dist, strict=True)]
         self.reach = [
-            corner_reach(dist[i], dist[i + 1], dirs[i], dirs[i + 1], blends[i]) for i in range(n - 1)
+            corner_reach(dist[i], dist[i + 1], dirs[i], dirs[i + 1], moves[i].blend_m) for i in range(n - 1)
         ]  # d of each corner
         u0 = [0.0] + [self.reach[i - 1] / dist[i] for i in range(1, n)]
         u1 = [1.0 - self.reach[i] / dist[i] for i in range(n - 1)] + [1.0]
-        pieces = []  # (kind, index, s0, s1, data)
-        s_pts, caps, accs = [], [], []
-        s0 = 0.0
+        grid = _Grid()
         self.bounds = []  # s where each line hands over to the next (the corner's middle)
         for i, p in enumerate(paths):
-            # the straight stretch of line i
-            ua, ub = u0[i], u1[i]
-            eps = 1e-6 / p.length  # no grid points closer than a micrometre (slopes between them are noise)
-            if i == 0 or (ub - ua) > eps:  # (between two roundings that meet there is no straight stretch)
-                grid_u = p.s / p.length
-                inner = grid_u[(grid_u > ua + eps) & (grid_u < ub - eps)]
-                uu = np.concatenate([[ua], inner, [ub]])
-                ss = s0 + (uu - ua) * p.length
-                pieces.append(("line", i, s0, float(ss[-1]), (ua, ub)))
-                s_pts.append(ss if not s_pts else ss[1:])
-                scale = p.speed_scale if p.speed_scale > 0 else 1.0
-                caps.append(np.full(len(ss) - (0 if len(caps) == 0 else 1), speed[i] / scale))
-                accs.append(np.full(len(ss) - 1, acc[i] / scale))
-                s0 = float(ss[-1])
+            self._add_line(grid, i, p, u0[i], u1[i], moves[i])
             if i == n - 1:
                 break
-            # the rounded corner between line i and line i + 1
-            q = paths[i + 1]
-            d = self.reach[i]
-            c = p.end
-            a, b = c - d * dirs[i], c + d * dirs[i + 1]
-            ph_a, ph_b = float(_phi_of(p, ub)), float(_phi_of(q, u0[i + 1]))
-            ph_c = float(_phi_of(p, 1.0))  # the tool angle at the corner: the control value of its own Bezier
-            k = max(MIN_TIMING_SEGMENTS, math.ceil(8 * d / min(segment_m[i], segment_m[i + 1])))
-            t = np.linspace(0.0, 1.0, 8 * k + 1)
-            pts = _bezier(a, c, b, t)
-            arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1))])
-            arc_len = float(arc[-1])
-            turn = float(self.arm.links_m[-1]) * (abs(ph_c - ph_a) + abs(ph_b - ph_c)) if arm.n_links == 3 else 0.0
-            length = max(arc_len, turn, 1e-12)
-            scale = arc_len / length
-            tt = t[::8]
-            ss = s0 + np.interp(tt, t, arc) / max(arc_len, 1e-300) * length
-            kappa = _bezier_curvature(a, c, b, tt)
-            acc_c = min(acc[i], acc[i + 1])
-            v_c = min(speed[i], speed[i + 1])
-            with np.errstate(divide="ignore"):
-                v_kappa = np.sqrt(BLEND_NORMAL_SHARE * acc_c / np.maximum(kappa, 1e-300))
-            if chord and i in chord:
-                with np.errstate(divide="ignore"):
-                    v_kappa = np.minimum(v_kappa, np.sqrt(8.0 * chord[i][0] / np.maximum(kappa, 1e-300)) / chord[i][1])
-            vcap = np.minimum(v_c, v_kappa) / (scale if scale > 0 else 1.0)
-            pieces.append(("corner", i, s0, float(ss[-1]), (a, c, b, (ph_a, ph_c, ph_b), t, arc, length)))
-            s_pts.append(ss[1:])
-            caps.append(vcap[1:])
-            caps[-2][-1] = min(caps[-2][-1], vcap[0])
-            accs.append(np.full(len(ss) - 1, BLEND_TANGENT_SHARE * acc_c / (scale if scale > 0 else 1.0)))
-            self.bounds.append(float(np.interp(0.5, tt, ss)))
-            s0 = float(ss[-1])
-        self.pieces = pieces
-        self.s = np.concatenate(s_pts)
-        self.cap = np.concatenate(caps)
-        self.accel = np.concatenate(accs)
+            self._add_corner(grid, i, dirs, u1[i], u0[i + 1], moves[i], moves[i + 1], chord)
+        self.pieces = grid.pieces
+        self.s = np.concatenate(grid.s_pts)
+        self.cap = np.concatenate(grid.caps)
+        self.accel = np.concatenate(grid.accs)
         self.length = float(self.s[-1])
         self.side, self.elbow = paths[0].side, paths[0].elbow
         self.q = None
@@ -137,6 +106,53 @@ class ChainPath:
         q, excess = self._ik(pts, phi, float(paths[0].q[0, 0]))
         self.excess = excess
         self.q = continuous(q, paths[0].q[0])
+
+    @staticmethod
+    def _add_line(grid: _Grid, i: int, p: LinePath, ua: float, ub: float, mv: LineMove) -> None:
+        """The straight stretch of line ``i`` (``ua``..``ub`` of it; none between two roundings that meet)."""
+        eps = 1e-6 / p.length  # no grid points closer than a micrometre (slopes between them are noise)
+        if i == 0 or (ub - ua) > eps:
+            grid_u = p.s / p.length
+            inner = grid_u[(grid_u > ua + eps) & (grid_u < ub - eps)]
+            uu = np.concatenate([[ua], inner, [ub]])
+            ss = grid.s0 + (uu - ua) * p.length
+            grid.pieces.append(("line", i, grid.s0, float(ss[-1]), (ua, ub)))
+            grid.s_pts.append(ss if not grid.s_pts else ss[1:])
+            scale = p.speed_scale if p.speed_scale > 0 else 1.0
+            grid.caps.append(np.full(len(ss) - (0 if len(grid.caps) == 0 else 1), mv.speed_m_s / scale))
+            grid.accs.append(np.full(len(ss) - 1, mv.accel_m_s2 / scale))
+            grid.s0 = float(ss[-1])
+
+    def _add_corner(self, grid: _Grid, i: int, dirs, ub: float, u0_next: float, m_in, m_out, chord) -> None:
+        """The rounded corner between line ``i`` and line ``i + 1``: a quadratic Bezier, its tool speed capped
+        by its curvature (and ``chord``), its tangential acceleration by BLEND_TANGENT_SHARE."""
+        p, q = self.paths[i], self.paths[i + 1]
+        d = self.reach[i]
+        c = p.end
+        a, b = c - d * dirs[i], c + d * dirs[i + 1]
+        ph_a, ph_b = float(_phi_of(p, ub)), float(_phi_of(q, u0_next))
+        ph_c = float(_phi_of(p, 1.0))  # the tool angle at the corner: the control value of its own Bezier
+        k = max(MIN_TIMING_SEGMENTS, math.ceil(8 * d / min(m_in.segment_m, m_out.segment_m)))
+        t = np.linspace(0.0, 1.0, 8 * k + 1)
+        pts = _bezier(a, c, b, t)
+        arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1))])
+        arc_len = float(arc[-1])
+        turn = float(self.arm.links_m[-1]) * (abs(ph_c - ph_a) + abs(ph_b - ph_c)) if self.arm.n_links == 3 else 0.0
+        length = max(arc_len, turn, 1e-12)
+        scale = arc_len / length
+        tt = t[::8]
+        ss = grid.s0 + np.interp(tt, t, arc) / max(arc_len, 1e-300) * length
+        acc_c = min(m_in.accel_m_s2, m_out.accel_m_s2)
+        v_c = min(m_in.speed_m_s, m_out.speed_m_s)
+        vcap = _corner_caps(_bezier_curvature(a, c, b, tt), acc_c, v_c, chord[i] if chord and i in chord else None)
+        vcap = vcap / (scale if scale > 0 else 1.0)
+        grid.pieces.append(("corner", i, grid.s0, float(ss[-1]), (a, c, b, (ph_a, ph_c, ph_b), t, arc, length)))
+        grid.s_pts.append(ss[1:])
+        grid.caps.append(vcap[1:])
+        grid.caps[-2][-1] = min(grid.caps[-2][-1], vcap[0])
+        grid.accs.append(np.full(len(ss) - 1, BLEND_TANGENT_SHARE * acc_c / (scale if scale > 0 else 1.0)))
+        self.bounds.append(float(np.interp(0.5, tt, ss)))
+        grid.s0 = float(ss[-1])
 
     def geometry(self, s):
         """Tool points (K, dim) and tool angles (K,) at path parameters ``s``."""
