@@ -11,7 +11,7 @@ from armctl.ik.redundancy import best_free_pose
 from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_point, unwind
 from armctl.model.workspace import check_reachable, fmt_point
-from armctl.motion.refusals import _limit_error
+from armctl.motion.refusals import limit_error
 
 
 def branch_of(arm: Arm, q) -> tuple[float, float]:
@@ -53,7 +53,7 @@ def solve_pose(
         return np.asarray(res.q, dtype=float)
     if arm.n_links == 2 or phi is not None:
         q, _ = branch_ik(arm, target[None, :], None if phi is None else np.array([phi]), _elbow_of(q_near))
-        raise _limit_error(
+        raise limit_error(
             arm,
             unwind(q[0], q_near),
             f"at ({target[0]:.4f}, {target[1]:.4f}) m",

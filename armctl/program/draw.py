@@ -681,7 +681,7 @@ def plan_drawing(arm, drawing: Drawing, paper: Paper) -> DrawingPlan:
     try:
         q0 = motion.solve_pose(arm, first, None, arm.home_rad)
     except MotionError as exc:  # the same error, fields kept, said to be the first stroke's
-        raise motion._located(exc, f"{stroke_name(0)}: its start, {point_name(0, 0)}") from None
+        raise motion.located(exc, f"{stroke_name(0)}: its start, {point_name(0, 0)}") from None
     for i, s in enumerate(strokes):
         name = stroke_name(i)
         if i:

@@ -163,7 +163,7 @@ def _check_pose_on_arm(prog: Program, pose: Pose, arm: Arm, where: str, line, of
             )
         q = np.array(pose.q_rad)
         if not arm.within_limits(q):
-            raise motion._limit_error(arm, q, f"in {pose.describe()}", hint="change its q_deg")
+            raise motion.limit_error(arm, q, f"in {pose.describe()}", hint="change its q_deg")
     elif pose.phi_rad is not None and arm.n_links != 3:
         raise ConfigError(
             f"{where}: {pose.describe()} gives a tool angle phi_deg, which needs a 3-link arm; "
@@ -229,7 +229,7 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
             xy, phi, q_exact = _target(pose, None, arm)
             q = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, arm.home_rad)
         except MotionError as exc:
-            raise motion._located(exc, f"{prog.path}:{prog.start_line}: start") from None
+            raise motion.located(exc, f"{prog.path}:{prog.start_line}: start") from None
     q_start = q.copy()
     if arm.zones:
         from armctl.errors import ZoneError
@@ -250,7 +250,7 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
         try:
             move = _move(prog, item, arm, q)
         except MotionError as exc:
-            raise motion._located(exc, item.label) from None
+            raise motion.located(exc, item.label) from None
         mp = motion.plan_move(arm, move, q, g, period_s=st.period_s, max_joint_step_rad=st.max_joint_step_rad)
         budget.add(mp)
         plans.append(mp)
@@ -295,7 +295,7 @@ def _move(prog: Program, item: _Flat, arm: Arm, q):
             )
         q_end = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, q, joint_move=True)
     except MotionError as exc:
-        raise motion._located(exc, f"to {pose.describe()}") from None
+        raise motion.located(exc, f"to {pose.describe()}") from None
     return JointMove(
         tuple(q_end),
         speed_fraction=s.joint_speed_fraction or st.joint_speed_fraction,

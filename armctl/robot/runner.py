@@ -499,7 +499,7 @@ class Runner:
                 from_outside=self.pose.outside is not None,
             )
         except MotionError as exc:  # the same error (a ZoneError stays one), said to be the ramp's
-            raise motion._located(exc, "cannot ramp from the current pose to the start") from None
+            raise motion.located(exc, "cannot ramp from the current pose to the start") from None
         t = plan.trajectory
         t.steps = ["ramp to start"]
         t.step = np.zeros(len(t.t_s), dtype=int)
