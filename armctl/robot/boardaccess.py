@@ -144,7 +144,7 @@ class _BoardAccess:
         for note in notes:
             print(f"armctl: note: {note}", file=sys.stderr)
         self.backend.use_calibration(self.calibration)
-        if isinstance(getattr(self.backend, "cal", None), Calibration):  # e.g. clamped to the servos' own limits
+        if self.backend.cal is not None:  # e.g. clamped to the servos' own limits
             self.calibration = self.backend.cal
         if path is not None:
             self.calibration_path = Path(path)

@@ -55,7 +55,7 @@ def play_follow(runner, m) -> NoReturn:
         # where its calibration holds it as the leader's is from its own, at no more than its speed
         lheld = {h.name for h in getattr(getattr(tp.leader, "calibration", None), "held", ())}
         held = [h for h in cal.held if h.name in lheld] if tp.map == "joints" else []
-        held_now = be.held_steps() if held and hasattr(be, "held_steps") else {}
+        held_now = be.held_steps() if held else {}
         h_cmd = {h.id: float(round(held_now.get(h.id, h.position_steps))) for h in held}
         h_seam: dict[int, tuple[float, float]] = {}  # per held servo: the leader's last offset, whole turns added
         ramping, last_sent = True, None

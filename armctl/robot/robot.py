@@ -122,9 +122,9 @@ def connect(
         # what this board can send (Firmata: no pulse below 544 us): refused before the port opens, said once open
         addressed, narrowed = be.fit_calibration(addressed)
         be.open()
-        if isinstance(getattr(be, "cal", None), Calibration):  # e.g. clamped to bus servos' own limits
+        if be.cal is not None:  # e.g. clamped to bus servos' own limits
             addressed = be.cal
-        for note in (*narrowed, *getattr(be, "notes", ())):
+        for note in (*narrowed, *be.notes):
             print(f"armctl: note: {note}", file=sys.stderr)
     except BaseException:
         store.close()
