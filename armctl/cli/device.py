@@ -22,6 +22,7 @@ from armctl.core.units import parse_float
 from armctl.errors import BadInputError, StopRequested
 from armctl.model.kinematics import tool_point
 from armctl.model.validate import positive_text
+from armctl.robot.restart import gripper_word
 
 EPILOG = """\
 port: a device path (/dev/ttyACM0) or any pyserial URL (socket://host:port, rfc2217://, spy://...);
@@ -309,7 +310,10 @@ def _after_unclean_stop(args, robot, prog, pr, *, may_resume: bool = True):
     same = rec is not None and rec.digest == pr.digest and rec.status != "done"
     where = f" in step {rec.step + 1} of {rec.steps}" if same else ""
     same = same and may_resume
-    word = robot._gripper_word
+
+    def word(g: float) -> str:
+        return gripper_word(robot.arm, g)
+
     grips = robot.arm.gripper is not None and g_now is not None and math.isfinite(g_start)
     if not grips:
         plan = "this run starts over at step 1"

@@ -179,7 +179,7 @@ def cmd_follow(args) -> int:
                     gm = measured.get(gs.channel) if gs is not None else None
                 held_cmd = target.held_cmd_steps or None
                 held_meas = None
-                if held_cmd and hasattr(robot.backend, "held_steps"):
+                if held_cmd:
                     ids = {h.id: h.name for h in robot.calibration.held}
                     held_meas = {ids[i]: v for i, v in robot.backend.held_steps().items() if i in ids} or None
                 recorder.feed(t, q, g, qm, math.nan if gm is None else gm, held_cmd, held_meas)

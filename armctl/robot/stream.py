@@ -261,7 +261,7 @@ class Player:
         ctl = self.control
         ctl.state, rate = "running", None
         lead = max(1.0, LEAD_S / FRAME_S)
-        move_frames = CONTROLLED_MOVE_FRAMES if getattr(self.backend.caps, "timed_moves", False) else 1
+        move_frames = CONTROLLED_MOVE_FRAMES if self.backend.caps.timed_moves else 1
         for pi, p in enumerate(parts):
             n = len(p.us) - 1
             if n <= 0:
