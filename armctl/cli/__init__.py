@@ -30,8 +30,8 @@ EXIT_INTERRUPTED = 130  # the others are each error's exit_code (armctl.errors)
 # Command modules, in the order their commands appear in --help.
 COMMAND_MODULES = ["kin", "motion", "device", "draw", "calibrate", "teach", "follow", "web", "ros", "ports"]
 
-# Every command: its module and its line in 'armctl --help' (the same text as the module's
-# add_parser(help=...); tests/cli/test_cli_kin.py checks they agree). A new command goes here too.
+# Every command: its module and its line in 'armctl --help', written here only: the placeholder parsers and the
+# module's own parser (add_command) both read it, so --help needs no module imported. A new command goes here too.
 COMMANDS = {
     "ik": ("kin", "joint angles for a tool point (inverse kinematics)"),
     "fk": ("kin", "tool point for joint angles (forward kinematics)"),
@@ -161,6 +161,11 @@ def _watchdog_s(text: str) -> float:
     return s
 
 
+def add_command(sub, name: str, **kwargs) -> argparse.ArgumentParser:
+    """The parser of command ``name`` (a command module's ``register``), with its line in --help from ``COMMANDS``."""
+    return sub.add_parser(name, help=COMMANDS[name][1], **kwargs)
+
+
 def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     """The ``armctl`` parser. ``command``: the one command whose module is imported and whose
     parser is real ("*": every module, None: none); the others are placeholders that only give
@@ -191,9 +196,9 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
                 raise
             module.register(sub, parents)
             continue
-        for cmd, (mod, help_text) in COMMANDS.items():
+        for cmd, (mod, _) in COMMANDS.items():
             if mod == name:
-                stub = sub.add_parser(cmd, help=help_text, add_help=False)
+                stub = add_command(sub, cmd, add_help=False)
                 stub.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 

@@ -31,7 +31,7 @@ from armctl.calibration.servo import (
     servokit_servo,
     with_servo,
 )
-from armctl.cli import EXIT_INTERRUPTED
+from armctl.cli import EXIT_INTERRUPTED, add_command
 from armctl.cli.calibrate_flow import Quit, Terminal, Workflow
 from armctl.cli.common import calibration_comment, open_robot, save_calibration_file, saved_line, setup
 from armctl.core.units import parse_float, parse_length
@@ -61,12 +61,12 @@ board limits that differ from the calibration, 130 quit (q or Ctrl-C; nothing sa
 
 
 def register(sub, parents) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "calibrate",
         parents=parents,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="calibrate the servos (interactive), or record/fit/show/compare/check calibrations",
         description="Guided servo calibration: reference poses -> zero pulse, us/deg and direction "
         "(least squares, with residual), safe range, gripper open/closed; saved atomically with a .bak. Bus servos "
         "(Feetech): the torque goes off and you move each joint by hand; positions are in steps.",

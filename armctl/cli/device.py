@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from armctl import motion
+from armctl.cli import add_command
 from armctl.cli.common import assumed_from_args, drive, open_robot, print_report, setup
 from armctl.core.units import parse_float
 from armctl.errors import BadInputError, StopRequested
@@ -41,12 +42,12 @@ def register(sub, parents) -> None:
     common.add_argument("--json", action="store_true", help="print JSON (tool_m, q_deg, ...) instead of text")
     common.add_argument("--wire-log", metavar="FILE", help="write every byte sent and received, with times, to FILE")
     fmt = argparse.RawDescriptionHelpFormatter
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "jog",
         parents=parents + [common],
         epilog=EPILOG,
         formatter_class=fmt,
-        help="move the tool in a straight line to X Y, or jog it with the keys (no target)",
         description="Move the tool point in a straight line from where the arm is to (X, Y), or (X, Y, Z) on an "
         "arm with a rotating base. Without a target: a full-screen keyboard pendant (arrows move, [ ] step, "
         "< > speed, , . tool angle, o c gripper, h home, Space stop, Enter record, u undo, q quit; a held key "
@@ -70,12 +71,12 @@ def register(sub, parents) -> None:
         "terminal's repeat interval, 50..250 ms)",
     )
     p.set_defaults(func=cmd_jog)
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "run",
         parents=parents + [common],
         epilog=EPILOG,
         formatter_class=fmt,
-        help="run a YAML program on the arm",
         description="Check and plan a program, then ramp from the current pose to its start and play it on the board. "
         "On a terminal: Space holds (decelerates along the path and holds), Enter or r resumes, + and - change the "
         "speed override (10..200 %, never past a joint speed limit), q stops (resume later with --resume).",
@@ -112,20 +113,20 @@ def register(sub, parents) -> None:
 
     dataset_options(p, follow=False)  # --record-dataset: each run (each pass of a top-level repeat) an episode
     p.set_defaults(func=cmd_run)
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "home",
         parents=parents + [common],
         epilog=EPILOG,
         formatter_class=fmt,
-        help="move slowly to the arm's home pose",
     )
     p.set_defaults(func=cmd_home)
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "status",
         parents=parents + [common],
         epilog=EPILOG,
         formatter_class=fmt,
-        help="show the board and the pose it holds",
     )
     p.set_defaults(func=cmd_status)
 

@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 
+from armctl.cli import add_command
 from armctl.errors import BadInputError
 from armctl.model.kinematics import tool_point
 
@@ -45,10 +46,10 @@ def add_drawing_options(p) -> None:
 
 
 def register(sub, parents) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "draw",
         parents=parents,
-        help="draw an SVG or G-code file with a pen (checked whole, then streamed)",
         description="Read an SVG or G-code drawing, fit it to the paper, plan every stroke (reach, joint and "
         "speed limits, keep-out zones, checked whole before anything moves) and draw it.",
         epilog=EPILOG,

@@ -21,6 +21,7 @@ import threading
 import time
 from types import SimpleNamespace
 
+from armctl.cli import add_command
 from armctl.core.units import parse_float, parse_length
 from armctl.errors import BadInputError, LinkError
 from armctl.model.validate import positive_text
@@ -38,12 +39,12 @@ STATUS_S = 0.2
 
 
 def register(sub, parents) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "follow",
         parents=parents,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="a leader arm moved by hand drives the arm (teleoperation); record LeRobot datasets",
         description="Read a leader arm's positions (bus servos, torque off) every frame and drive the arm (the "
         "follower: --arm, --port, --calibration) to match, inside its joint, speed and reach limits; starts with "
         "a slow ramp, stops under control (Ctrl-C, q, SIGTERM, a lost leader: exit 4), the arm holds.",

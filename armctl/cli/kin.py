@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 
+from armctl.cli import add_command
 from armctl.core.units import parse_float, parse_length
 from armctl.errors import BadInputError, JointLimitError, UnreachableError
 from armctl.model.arm import Arm, load_arm
@@ -27,10 +28,10 @@ exit codes: 0 reached, 2 bad input, 3 unreachable or outside the joint limits"""
 
 
 def register(sub, parents) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "ik",
         parents=parents,
-        help="joint angles for a tool point (inverse kinematics)",
         description="Solve joint angles that put the tool point on X Y (X Y Z on an arm with a rotating base).",
         epilog=IK_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -58,10 +59,10 @@ def register(sub, parents) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_ik)
 
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "fk",
         parents=parents,
-        help="tool point for joint angles (forward kinematics)",
         description="Where the tool is for the joint angles Q1 Q2 [Q3] (degrees); QBASE Q1 Q2 [Q3] on an arm "
         "with a rotating base (base first).",
         epilog="example:\n  armctl fk 45 -90 -45\n  armctl --arm seed-2link fk 0 90 --json\n"
@@ -73,10 +74,10 @@ def register(sub, parents) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_fk)
 
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "workspace",
         parents=parents,
-        help="reach, joint limits, speeds and accelerations of the arm",
         description="Show the arm: links (m), reach annulus (m), joint limits (deg), "
         "joint speed limits (deg/s) and acceleration limits (deg/s^2), home pose.",
         epilog="example:\n  armctl --arm seed-2link workspace --json",

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from armctl.cli import add_command
 from armctl.cli.draw import add_drawing_options
 from armctl.errors import BadInputError
 from armctl.model.kinematics import tool_point
@@ -41,10 +42,10 @@ example:
 
 
 def register(subparsers, parents) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "plan",
         parents=parents,
-        help="plan a YAML program into a timed joint trajectory (checked whole)",
         description="Check a pick-and-place program (YAML) whole on the arm and plan it, then print the\n"
         "timed joint trajectory sampled every period (default 20 ms): time, joint angles, gripper,\n"
         "tool x/y, and a summary (duration, segments, peak joint speeds vs limits, worst path deviation).\n"
@@ -67,10 +68,10 @@ def register(subparsers, parents) -> None:
     add_drawing_options(p)
     p.set_defaults(func=cmd_plan)
 
-    q = subparsers.add_parser(
+    q = add_command(
+        subparsers,
         "plot",
         parents=parents,
-        help="draw a planned program: workspace, path, arm poses, joint speeds",
         description="Plan a program (as 'armctl plan' does, checked whole) and draw it to a PNG or SVG file.",
         epilog=PLOT_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -7,6 +7,7 @@ import math
 import sys
 import time
 
+from armctl.cli import add_command
 from armctl.core.units import parse_float
 from armctl.errors import BadInputError
 from armctl.model.validate import positive_text
@@ -28,12 +29,12 @@ GLOBAL_PARAMS = ("arm", "port", "backend", "calibration")
 
 
 def register(sub, parents) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "ros",
         parents=parents,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="run the arm as a ROS 2 node: joint_states, trajectories, joint commands",
         description="Run a ROS 2 node that owns the arm: it publishes joint_states and the tool point and takes "
         "joint trajectories, joint commands (topic_based_ros2_control) and tool goals, each checked whole.",
     )

@@ -423,7 +423,8 @@ def test_ik_does_not_load_the_streaming_stack():
 
 
 def test_help_lines_match_each_command_module(capsys):
-    """armctl.cli.COMMANDS gives --help without importing the modules: its lines must be theirs."""
+    """armctl.cli.COMMANDS gives --help without importing the modules: its lines must be theirs (each module's
+    parser takes its line from there through add_command; one written with sub.add_parser(help=...) fails here)."""
     import argparse
 
     from armctl.cli import COMMANDS, build_parser
