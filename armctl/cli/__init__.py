@@ -166,11 +166,12 @@ def add_command(sub, name: str, **kwargs) -> argparse.ArgumentParser:
     return sub.add_parser(name, help=COMMANDS[name][1], **kwargs)
 
 
-def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
+def build_parser(command: str | None = "*", *, only: bool = False) -> argparse.ArgumentParser:
     """The ``armctl`` parser. ``command``: the one command whose module is imported and whose
     parser is real ("*": every module, None: none); the others are placeholders that only give
-    their line in ``--help`` and swallow their arguments."""
-    parser = _Parser(
+    their line in ``--help`` and swallow their arguments. ``only``: no placeholders, and an error of the top
+    level raises _Retry (``_parse``)."""
+    parser = (_OneCommandParser if only else _Parser)(
         prog="armctl",
         parents=[_global_options(False)],
         description="Drive a hobby 2- or 3-link servo arm, in a vertical plane or on a rotating base: IK, "
@@ -196,11 +197,63 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
                 raise
             module.register(sub, parents)
             continue
+        if only:
+            continue
         for cmd, (mod, _) in COMMANDS.items():
             if mod == name:
                 stub = add_command(sub, cmd, add_help=False)
                 stub.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
+
+
+class _Retry(Exception):
+    """The one-command parser of ``_parse`` met what only the whole parser answers alike (a bad global option)."""
+
+
+class _OneCommandParser(_Parser):
+    def error(self, message):
+        raise _Retry(message)
+
+
+# The global options that take a value (``--opt VALUE`` or ``--opt=VALUE``): what may stand before the command
+# for _parse to find the command itself.
+_VALUE_OPTIONS = ("--arm", "--tool-link", "--port", "--backend", "--calibration", "--watchdog", "--limit")
+_VALUE_OPTIONS += ("--assume-pose",)
+
+
+def _command_in(argv: list[str]) -> str | None:
+    """The command of ``argv`` when only global options written in full stand before it, else None."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word in COMMANDS:
+            return word
+        if word in _VALUE_OPTIONS:
+            i += 2
+        elif word.split("=", 1)[0] in _VALUE_OPTIONS and "=" in word:
+            i += 1
+        else:
+            return None  # --help, an abbreviation, a typo: the whole parser says what it is
+    return None
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """The parsed arguments. The command's name first, then its module's parser. The quick way (start-up of
+    'armctl ik'): a parser with that one command, when the words before it are global options written in full;
+    an error of its top level (a bad --watchdog) goes the whole way, so every message is the whole parser's.
+    The whole way: placeholders of every command find which one (global options, --help and a wrong command fail
+    here, as they would with every module loaded), then the parser with that command's module only."""
+    command = _command_in(argv)
+    if command is not None:
+        try:
+            args = build_parser(command, only=True).parse_args(argv)
+        except _Retry:
+            pass
+        else:
+            if args.command == command:
+                return args
+    first, _ = build_parser(None).parse_known_args(argv)
+    return build_parser(first.command).parse_args(argv)
 
 
 def choose_arm(args, program_arm: str | None = None) -> str:
@@ -214,8 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # First which command (global options, --help and a wrong command fail here, as they
         # would with every module loaded), then the parser with that command's module only.
-        first, _ = build_parser(None).parse_known_args(argv)
-        args = build_parser(first.command).parse_args(argv)
+        args = _parse(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:  # --help, or a usage error already printed on one line
         return int(exc.code or 0)
     args.arm_given = getattr(args, "arm", None) is not None
