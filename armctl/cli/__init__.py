@@ -4,12 +4,15 @@ Each command group lives in its own module with a ``register(subparsers,
 parents)`` function; this module only builds the parser, runs the command and
 turns armctl's errors into one line on stderr and an exit code. Only the module
 of the command being run is imported (``COMMANDS`` names each command's module
-and its one-line help, so ``armctl --help`` needs none of them):
+and its one-line help, so ``armctl --help`` needs none of them; the module's
+parser takes its line from there too, through ``add_command``). What the
+commands share is in ``armctl.cli.common``. Exit codes:
 
   0 success, 1 internal error, 2 bad input (arguments, files, YAML),
   3 target or motion impossible (unreachable, joint/speed/pulse limit),
-  4 link or board error (port, timeout, lost link, protocol), 130 interrupted,
-  143 SIGTERM, 129 SIGHUP (Windows: 149 Ctrl-Break, 129 console closed).
+  4 link or board error (port, timeout, lost link, protocol), 5 a file could
+  not be written, 130 interrupted, 143 SIGTERM, 129 SIGHUP (Windows: 149
+  Ctrl-Break, 129 console closed).
 """
 
 from __future__ import annotations

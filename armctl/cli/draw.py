@@ -64,7 +64,7 @@ def register(sub, parents) -> None:
 
 
 def paper_from_args(args):
-    """A ``draw.Paper`` from the drawing options (BadInputError naming the option)."""
+    """A ``armctl.program.draw.Paper`` from the drawing options (BadInputError naming the option)."""
     from armctl.core.units import parse_float
     from armctl.program import blend_option
     from armctl.program.draw import (
@@ -102,7 +102,7 @@ def paper_from_args(args):
 
 
 def plan_from_args(args, arm):
-    """Load ``args.drawing`` (or ``args.program``) and plan it on ``arm``: a ``draw.DrawingPlan``."""
+    """Load ``args.drawing`` (or ``args.program``) and plan it on ``arm``: a ``armctl.program.draw.DrawingPlan``."""
     from armctl.program.draw import load_drawing, plan_drawing
 
     path = getattr(args, "drawing", None) or args.program
