@@ -18,6 +18,7 @@ commands share is in ``armctl.cli.common``. Exit codes:
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import re
 import sys
@@ -267,12 +268,18 @@ def choose_arm(args, program_arm: str | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``armctl`` with ``argv`` (None: this process's command line) -> the exit code."""
+    collecting = gc.isenabled()
+    gc.disable()  # start-up makes modules and a parser, no garbage worth a collection that scans them all
     try:
-        # First which command (global options, --help and a wrong command fail here, as they
-        # would with every module loaded), then the parser with that command's module only.
         args = _parse(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:  # --help, or a usage error already printed on one line
         return int(exc.code or 0)
+    finally:
+        if collecting:
+            if argv is None:  # the armctl process (not a caller's): what start-up made is never scanned again
+                gc.freeze()  # (nor at exit, where a last collection would scan numpy's and ours)
+            gc.enable()
     args.arm_given = getattr(args, "arm", None) is not None
     args.backend_given = getattr(args, "backend", None) is not None
     for key, value in GLOBAL_DEFAULTS.items():
