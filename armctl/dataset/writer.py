@@ -47,14 +47,14 @@ from armctl.dataset.commit import Publisher, clean_orphans, storage_error
 from armctl.dataset.files import (
     PIX_FMT,
     VIDEO_CODEC_NAME,
-    _atomic_bytes,
-    _concat_videos,
-    _EpisodeVideo,
-    _need_av,
-    _need_pyarrow,
-    _write_table,
+    EpisodeVideo,
+    atomic_bytes,
+    concat_videos,
+    need_av,
+    need_pyarrow,
+    write_table,
 )
-from armctl.dataset.stats import IMAGE_STATS_STRIDE, STATS, _jsonable, aggregate_stats, feature_stats, image_stats
+from armctl.dataset.stats import IMAGE_STATS_STRIDE, STATS, aggregate_stats, feature_stats, image_stats, jsonable
 from armctl.errors import ArmctlError, BadInputError, ConfigError
 
 CODEBASE_VERSION = "v3.0"
@@ -115,7 +115,7 @@ class DatasetWriter:
         cameras: Mapping[str, tuple[int, int]] | None = None,
         info: Mapping | None = None,
     ):
-        self.pa, self.pq = _need_pyarrow()
+        self.pa, self.pq = need_pyarrow()
         if isinstance(fps, bool) or not isinstance(fps, (int, np.integer)) or not 1 <= int(fps) <= 1000:
             raise BadInputError(f"dataset fps: a whole number of frames a second, 1..1000, got {fps!r}")
         self.root = Path(root)
@@ -128,7 +128,7 @@ class DatasetWriter:
             if h < 2 or w < 2 or h % 2 or w % 2:
                 raise BadInputError(f"camera {name!r}: {w}x{h} frames; yuv420p video needs an even width and height")
         if self.cameras:
-            _need_av()
+            need_av()
         self.extra = dict(info or {})
         self.features = self._features()
         self._open_existing()
@@ -293,7 +293,7 @@ class DatasetWriter:
                 t = self.pq.read_table(base / rel)
                 t = t.filter(pc.less(t.column("episode_index"), n))
                 if t.num_rows:
-                    _write_table(t, base / rel)
+                    write_table(t, base / rel)
                 else:
                     (base / rel).unlink()
             self.tasks = {k: v for k, v in self.tasks.items() if v < self._prev_tasks}
@@ -329,7 +329,7 @@ class DatasetWriter:
         videos = {}
         n = self.episodes
         for name, (h, w) in self.cameras.items():
-            videos[name] = _EpisodeVideo(self._work / f"{name}-{n:06d}.mp4", self.fps, h, w)
+            videos[name] = EpisodeVideo(self._work / f"{name}-{n:06d}.mp4", self.fps, h, w)
         self._episode = {"task": task.strip(), "state": [], "action": [], "videos": videos, "images": {}}
 
     def add_frame(self, state, action, images: Mapping[str, np.ndarray] | None = None) -> None:
@@ -473,7 +473,7 @@ class DatasetWriter:
         pa = self.pa
         for name, parts in self._videos.items():
             key = f"observation.images.{name}"
-            _concat_videos(parts, self._mkdir(self._session_path(base, VIDEO_PATH, video_key=key)))
+            concat_videos(parts, self._mkdir(self._session_path(base, VIDEO_PATH, video_key=key)))
         # frames
         cols = {k: np.concatenate([f[k] for f in self._frames]) for k in self._frames[0]}
         arrays, fields = [], []
@@ -484,9 +484,9 @@ class DatasetWriter:
         for key in INDEX_FEATURES:
             arrays.append(pa.array(cols[key]))
             fields.append(pa.field(key, arrays[-1].type))
-        _write_table(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), self._session_path(base, DATA_PATH))
+        write_table(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), self._session_path(base, DATA_PATH))
         # episodes
-        _write_table(self._episodes_table(self._saved), self._session_path(base, EPISODES_PATH))
+        write_table(self._episodes_table(self._saved), self._session_path(base, EPISODES_PATH))
         self._write_meta(base)
 
     @staticmethod
@@ -545,7 +545,7 @@ class DatasetWriter:
             if parts:
                 agg = aggregate_stats(parts)
                 agg["count"] = np.asarray(agg["count"]).astype(np.int64)
-                stats[feat] = _jsonable(agg)
+                stats[feat] = jsonable(agg)
         total_frames = self.prev_frames + sum(e["length"] for e in self._saved)
         info = {
             "codebase_version": CODEBASE_VERSION,
@@ -564,14 +564,14 @@ class DatasetWriter:
         }
         meta = base / "meta"
         self._writing = "meta/stats.json"
-        _atomic_bytes(meta / "stats.json", (json.dumps(stats, indent=4) + "\n").encode())
+        atomic_bytes(meta / "stats.json", (json.dumps(stats, indent=4) + "\n").encode())
         self._writing = "meta/tasks.parquet"
         self._write_tasks(meta / "tasks.parquet")
         armctl = {"writer": "armctl", **self.extra}
         self._writing = "meta/armctl.json"
-        _atomic_bytes(meta / "armctl.json", (json.dumps(armctl, indent=2) + "\n").encode())
+        atomic_bytes(meta / "armctl.json", (json.dumps(armctl, indent=2) + "\n").encode())
         self._writing = "meta/info.json"
-        _atomic_bytes(meta / "info.json", (json.dumps(info, indent=4) + "\n").encode())  # last: the dataset is whole
+        atomic_bytes(meta / "info.json", (json.dumps(info, indent=4) + "\n").encode())  # last: the dataset is whole
 
     def _write_tasks(self, path: Path) -> None:
         """``task_index`` with the task as the pandas index, as LeRobot reads it (pandas metadata by hand)."""
@@ -612,7 +612,7 @@ class DatasetWriter:
             metadata={b"pandas": json.dumps(pandas_meta).encode()},
         )
         table = pa.table({"task_index": [i for _, i in order], "task": [t for t, _ in order]}, schema=schema)
-        _write_table(table, path)
+        write_table(table, path)
 
     # --- lifecycle ---
 
