@@ -264,6 +264,38 @@ def from_lerobot(motors: dict[str, Motor], arm, source: str | Path) -> tuple[Cal
     """The armctl calibration a LeRobot calibration means on ``arm`` (an ``armctl.model.arm.Arm`` derived from the
     URDF LeRobot uses: ``arm.urdf_map``), and notes for the user. ConfigError for a file of another robot."""
     path = Path(str(source))
+    wanted, notes = _check_robot(motors, arm, path)
+    legacy = any(m.legacy for m in motors.values())
+    joints = []
+    for k, (name, offset_rad, sign) in enumerate(arm.urdf_map):
+        m = motors[name]
+        if m.linear:
+            raise ConfigError(f"motor {name!r} is calibrated LINEAR (0..100 %), a joint needs DEGREE", path=path)
+        if legacy:
+            joints.append(_legacy_joint(m, name, sign, (arm.q_min[k], arm.q_max[k]), path))
+        else:
+            joints.append(_joint(m, name, math.degrees(offset_rad), sign, path))
+    gripper = None
+    if arm.gripper is not None:
+        if legacy and not motors[GRIPPER].linear:
+            raise ConfigError("legacy calibration: the gripper must be calibrated LINEAR (0..100 %)", path=path)
+        gripper = _gripper(motors[GRIPPER], arm, path)
+    held = _held(motors, wanted, arm)
+    if legacy:
+        notes.append(
+            f"{path}: a legacy LeRobot calibration (before June 2025): ids assumed 1..{len(motors)} in its order, "
+            "zero = LeRobot's 'zero position' (arm straight out, level), directions as the URDF's, ranges from the "
+            "arm's limits; check 'armctl status' against the arm before moving it, or calibrate again"
+        )
+    cal = Calibration(
+        arm=arm.name, joints=tuple(joints), gripper=gripper, source=str(path), held=tuple(held), version=1
+    )
+    return cal, notes
+
+
+def _check_robot(motors: dict[str, Motor], arm, path: Path) -> tuple[list[str], list[str]]:
+    """The motors ``arm`` needs from the file (joints in URDF order, then the gripper), and notes; ConfigError for an
+    arm not derived from a URDF or a file of another robot."""
     urdf_map = getattr(arm, "urdf_map", None)
     if not urdf_map:
         raise ConfigError(
@@ -284,55 +316,52 @@ def from_lerobot(motors: dict[str, Motor], arm, source: str | Path) -> tuple[Cal
             f"{', '.join(wanted)} ({', '.join(absent)} missing)",
             path=path,
         )
-    legacy = any(m.legacy for m in motors.values())
     notes = []
     if kind.startswith("so100_") and arm.name == "so101" and path.parent.parent.name in ("robots", "teleoperators"):
         notes.append(
             f"{path}: LeRobot saved this for an SO-100 ({kind}), but arm 'so101' has the SO-101's links; for an "
             "SO-100 give --arm with SO-ARM100's Simulation/SO100 URDF (and a sidecar), or tool points will be off"
         )
-    joints = []
-    for k, (name, offset_rad, sign) in enumerate(urdf_map):
-        m = motors[name]
-        offset_deg = math.degrees(offset_rad)
-        if m.linear:
-            raise ConfigError(f"motor {name!r} is calibrated LINEAR (0..100 %), a joint needs DEGREE", path=path)
-        if not legacy:
-            why = whole_turn_refusal(name, m.id, m.range_min, m.range_max)
-            if why is not None:
-                raise ConfigError(why, path=path)
-            mid = (m.range_min + m.range_max) / 2.0
-            zero = mid - sign * LEROBOT_STEPS_PER_DEG * offset_deg
-            joints.append(
-                BusServoCal(
-                    name=name,
-                    id=m.id,
-                    zero_steps=zero,
-                    steps_per_deg=LEROBOT_STEPS_PER_DEG,
-                    direction=int(sign),
-                    min_steps=float(m.range_min),
-                    max_steps=float(m.range_max),
-                    homing_offset=m.homing_offset,
-                )
-            )
-            continue
-        # legacy: steps = s * (legacy_deg * 2048/180 - homing_offset), so legacy_deg is 0 (the zero pose, shared
-        # with armctl) at steps = -s * homing_offset. The direction is the URDF's, as in LeRobot's newer files:
-        # drive_mode only turned LeRobot's old degrees round (and was set inconsistently, lerobot#930, #1130);
-        # the servos turn as they are mounted, and a steps_follow_urdf arm refuses any other direction.
-        s = -1 if m.drive_mode else 1
-        zero = -s * m.homing_offset
-        direction = int(sign)
-        ends = sorted(zero + direction * LEGACY_STEPS_PER_DEG * math.degrees(a) for a in (arm.q_min[k], arm.q_max[k]))
-        lo, hi = max(0.0, ends[0]), min(STEPS_PER_TURN - 1.0, ends[1])
-        if hi <= lo:
-            raise ConfigError(f"legacy calibration of {name}: its zero ({zero:g} steps) leaves 0..4095", path=path)
-        joints.append(BusServoCal(name, m.id, zero, LEGACY_STEPS_PER_DEG, direction, lo, hi))
-    gripper = None
-    if arm.gripper is not None:
-        if legacy and not motors[GRIPPER].linear:
-            raise ConfigError("legacy calibration: the gripper must be calibrated LINEAR (0..100 %)", path=path)
-        gripper = _gripper(motors[GRIPPER], arm, path)
+    return wanted, notes
+
+
+def _joint(m: Motor, name: str, offset_deg: float, sign: float, path: Path) -> BusServoCal:
+    """A joint's servo from LeRobot's newer files: the middle of the range is the URDF's zero, ``offset_deg`` away."""
+    why = whole_turn_refusal(name, m.id, m.range_min, m.range_max)
+    if why is not None:
+        raise ConfigError(why, path=path)
+    mid = (m.range_min + m.range_max) / 2.0
+    zero = mid - sign * LEROBOT_STEPS_PER_DEG * offset_deg
+    return BusServoCal(
+        name=name,
+        id=m.id,
+        zero_steps=zero,
+        steps_per_deg=LEROBOT_STEPS_PER_DEG,
+        direction=int(sign),
+        min_steps=float(m.range_min),
+        max_steps=float(m.range_max),
+        homing_offset=m.homing_offset,
+    )
+
+
+def _legacy_joint(m: Motor, name: str, sign: float, limits_rad, path: Path) -> BusServoCal:
+    """A joint's servo from a legacy file; its range is the arm's joint limits ``limits_rad`` (low, high)."""
+    # legacy: steps = s * (legacy_deg * 2048/180 - homing_offset), so legacy_deg is 0 (the zero pose, shared
+    # with armctl) at steps = -s * homing_offset. The direction is the URDF's, as in LeRobot's newer files:
+    # drive_mode only turned LeRobot's old degrees round (and was set inconsistently, lerobot#930, #1130);
+    # the servos turn as they are mounted, and a steps_follow_urdf arm refuses any other direction.
+    s = -1 if m.drive_mode else 1
+    zero = -s * m.homing_offset
+    direction = int(sign)
+    ends = sorted(zero + direction * LEGACY_STEPS_PER_DEG * math.degrees(a) for a in limits_rad)
+    lo, hi = max(0.0, ends[0]), min(STEPS_PER_TURN - 1.0, ends[1])
+    if hi <= lo:
+        raise ConfigError(f"legacy calibration of {name}: its zero ({zero:g} steps) leaves 0..4095", path=path)
+    return BusServoCal(name, m.id, zero, LEGACY_STEPS_PER_DEG, direction, lo, hi)
+
+
+def _held(motors: dict[str, Motor], wanted: list[str], arm) -> list[HeldServo]:
+    """The motors that are no joint of the arm, held where the URDF's sidecar puts them (``held_deg``, else 0)."""
     held = []
     held_deg = getattr(getattr(arm, "urdf", None), "held_deg", {}) or {}
     for name, m in motors.items():
@@ -345,16 +374,7 @@ def from_lerobot(motors: dict[str, Motor], arm, source: str | Path) -> tuple[Cal
             position = (m.range_min + m.range_max) / 2.0 + urdf_deg * LEROBOT_STEPS_PER_DEG
         position %= STEPS_PER_TURN
         held.append(HeldServo(name=name, id=m.id, position_steps=position, homing_offset=_eeprom(m)))
-    if legacy:
-        notes.append(
-            f"{path}: a legacy LeRobot calibration (before June 2025): ids assumed 1..{len(motors)} in its order, "
-            "zero = LeRobot's 'zero position' (arm straight out, level), directions as the URDF's, ranges from the "
-            "arm's limits; check 'armctl status' against the arm before moving it, or calibrate again"
-        )
-    cal = Calibration(
-        arm=arm.name, joints=tuple(joints), gripper=gripper, source=str(path), held=tuple(held), version=1
-    )
-    return cal, notes
+    return held
 
 
 def _eeprom(m: Motor) -> int | None:

@@ -241,7 +241,8 @@ class Workflow:
             if answer == "y":
                 break
         self.n.us_per_deg[index] = fit.per_deg
-        self.new = cb._with(self.new, index, cb.servo_from_fit(old, fit, lo=old.lo, hi=old.hi))  # (range: below)
+        fitted = cb.servo_from_fit(old, fit, lo=old.lo, hi=old.hi)  # (range: below)
+        self.new = cb.replace_servo(self.new, index, fitted)
         est = lambda u: (fit.angle_deg(u), "by the new fit")  # noqa: E731
         margin_us = self.margin_deg * fit.per_deg
         ends = []
@@ -260,7 +261,7 @@ class Workflow:
             self.notes.append(f"{label}: {exc}; old range kept")
             lo, hi = old.lo, old.hi
         servo = cb.servo_from_fit(old, fit, lo=lo, hi=hi)
-        self.new = cb._with(self.new, index, servo)
+        self.new = cb.replace_servo(self.new, index, servo)
         a, b = (math.degrees(v) for v in servo.angle_range_rad())
         u = self.unit
         self.notes.append(f"{label}: {fit.describe()[0]}; safe {lo:g}..{hi:g} {u} = {a:.1f}..{b:.1f} deg")
@@ -309,7 +310,7 @@ class Workflow:
             self.notes.append(f"gripper: {exc}; old calibration kept")
             return
         servo = cb.gripper_from_fit(old, fit)
-        self.new = cb._with(self.new, index, servo)
+        self.new = cb.replace_servo(self.new, index, servo)
         u = self.unit
         self.notes.append(f"gripper: open {recorded[0][1]:g} {u}, closed {recorded[1][1]:g} {u}; {fit.describe()[0]}")
         self.points.append(f"gripper: open at {recorded[0][1]:g} {u}, closed at {recorded[1][1]:g} {u}")

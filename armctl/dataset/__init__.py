@@ -1,4 +1,5 @@
-"""LeRobot datasets: the writer (``writer``: ``DatasetWriter``), its files (``files``), statistics (``stats``),
+"""LeRobot datasets: the writer (``writer``: ``DatasetWriter``), the format's layout (``layout``), the dataset it
+appends to (``existing``), its meta files (``meta``), its files (``files``), statistics (``stats``),
 crash-consistent commits (``commit``), the recorder that feeds it from a follow (``recorder``), cameras
 (``camera``)."""
 

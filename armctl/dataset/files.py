@@ -33,7 +33,7 @@ SCENE_CUT_DB = 20.0  # a frame this far from the one before (PSNR) is a key fram
 SCENE_CUT_STRIDE = 4  # every 4th pixel each way is enough to see a cut
 
 
-def _need_pyarrow():
+def need_pyarrow():
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -44,7 +44,7 @@ def _need_pyarrow():
     return pa, pq
 
 
-def _need_av():
+def need_av():
     try:
         import av
     except ImportError:
@@ -59,7 +59,7 @@ def _need_av():
     return av
 
 
-def _atomic_bytes(path: Path, data: bytes) -> None:
+def atomic_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -82,9 +82,9 @@ def _fsync(path) -> None:
         os.close(fd)
 
 
-def _write_table(table, path: Path) -> None:
+def write_table(table, path: Path) -> None:
     """A parquet file written whole, then renamed over ``path`` (snappy, dictionary on, as LeRobot writes)."""
-    _, pq = _need_pyarrow()
+    _, pq = need_pyarrow()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
@@ -100,11 +100,11 @@ def _write_table(table, path: Path) -> None:
 # --- cameras' video --------------------------------------------------------------------------------------------
 
 
-class _EpisodeVideo:
+class EpisodeVideo:
     """One camera's frames of one episode, encoded as they come into a file of their own."""
 
     def __init__(self, path: Path, fps: int, height: int, width: int):
-        av = _need_av()
+        av = need_av()
         os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints its settings on stderr otherwise: errors only
         self.path, self.fps, self.frames = path, fps, 0
         self.container = av.open(str(path), mode="w")
@@ -147,9 +147,9 @@ class _EpisodeVideo:
         self.container.close()
 
 
-def _concat_videos(parts: Sequence[Path], out: Path) -> None:
+def concat_videos(parts: Sequence[Path], out: Path) -> None:
     """The episodes' videos back to back in one file: packets copied with their times shifted, no re-encoding."""
-    av = _need_av()
+    av = need_av()
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".mp4")
     os.close(fd)
     try:

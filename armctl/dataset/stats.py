@@ -71,5 +71,5 @@ def aggregate_stats(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.n
     return out
 
 
-def _jsonable(stats: Mapping[str, np.ndarray]) -> dict:
+def jsonable(stats: Mapping[str, np.ndarray]) -> dict:
     return {k: np.asarray(v).tolist() for k, v in stats.items()}

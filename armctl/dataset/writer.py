@@ -32,10 +32,7 @@ nothing) and the session's file re-muxed from them (packets copied, not re-encod
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import re
 import shutil
 import weakref
 from collections.abc import Mapping, Sequence
@@ -43,50 +40,28 @@ from pathlib import Path
 
 import numpy as np
 
-from armctl.dataset.commit import Publisher, clean_orphans, storage_error
-from armctl.dataset.files import (
-    PIX_FMT,
-    VIDEO_CODEC_NAME,
-    _atomic_bytes,
-    _concat_videos,
-    _EpisodeVideo,
-    _need_av,
-    _need_pyarrow,
-    _write_table,
+from armctl.dataset import meta
+from armctl.dataset.commit import Publisher, storage_error
+from armctl.dataset.existing import files_ahead, open_existing
+from armctl.dataset.files import EpisodeVideo, atomic_bytes, concat_videos, need_av, need_pyarrow, write_table
+from armctl.dataset.layout import (
+    CODEBASE_VERSION,
+    DATA_PATH,
+    EPISODES_PATH,
+    INDEX_FEATURES,
+    VIDEO_PATH,
+    check_name,
+    features,
 )
-from armctl.dataset.stats import IMAGE_STATS_STRIDE, STATS, _jsonable, aggregate_stats, feature_stats, image_stats
-from armctl.errors import ArmctlError, BadInputError, ConfigError
-
-CODEBASE_VERSION = "v3.0"
-CHUNKS_SIZE = 1000
-DATA_FILES_SIZE_MB = 100
-VIDEO_FILES_SIZE_MB = 200
-DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
-VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
-EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
-INDEX_FEATURES = ("timestamp", "frame_index", "episode_index", "index", "task_index")
-
+from armctl.dataset.stats import (  # feature_stats, aggregate_stats, image_stats: re-exported (__all__)
+    IMAGE_STATS_STRIDE,
+    aggregate_stats,
+    feature_stats,
+    image_stats,
+)
+from armctl.errors import ArmctlError, BadInputError
 
 # --- the writer ------------------------------------------------------------------------------------------------
-
-
-def _why(exc: BaseException) -> str:
-    """pyarrow's reason in a few words: its first line, without the path it repeats."""
-    line = (str(exc).splitlines() or [type(exc).__name__])[0]
-    return re.sub(r"^.*input source '[^']*': ", "", line)[:160]
-
-
-def _read_only(path: Path) -> bool:
-    try:
-        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
-    except (OSError, AttributeError):  # AttributeError: no statvfs (Windows)
-        return False
-
-
-def _check_name(kind: str, name: str) -> str:
-    if not isinstance(name, str) or "/" in name or not name.strip():
-        raise BadInputError(f"{kind} {name!r}: a name without '/' (LeRobot refuses it)")
-    return name
 
 
 class DatasetWriter:
@@ -115,23 +90,26 @@ class DatasetWriter:
         cameras: Mapping[str, tuple[int, int]] | None = None,
         info: Mapping | None = None,
     ):
-        self.pa, self.pq = _need_pyarrow()
+        self.pa, self.pq = need_pyarrow()
         if isinstance(fps, bool) or not isinstance(fps, (int, np.integer)) or not 1 <= int(fps) <= 1000:
             raise BadInputError(f"dataset fps: a whole number of frames a second, 1..1000, got {fps!r}")
         self.root = Path(root)
-        self.robot_type = _check_name("robot_type", robot_type)
+        self.robot_type = check_name("robot_type", robot_type)
         self.fps = int(fps)
-        self.state_names = [_check_name("state name", n) for n in state_names]
-        self.action_names = [_check_name("action name", n) for n in (action_names or state_names)]
-        self.cameras = {_check_name("camera", k): (int(h), int(w)) for k, (h, w) in (cameras or {}).items()}
+        self.state_names = [check_name("state name", n) for n in state_names]
+        self.action_names = [check_name("action name", n) for n in (action_names or state_names)]
+        self.cameras = {check_name("camera", k): (int(h), int(w)) for k, (h, w) in (cameras or {}).items()}
         for name, (h, w) in self.cameras.items():
             if h < 2 or w < 2 or h % 2 or w % 2:
                 raise BadInputError(f"camera {name!r}: {w}x{h} frames; yuv420p video needs an even width and height")
         if self.cameras:
-            _need_av()
+            need_av()
         self.extra = dict(info or {})
-        self.features = self._features()
-        self._open_existing()
+        self.features = features(self.state_names, self.action_names, self.cameras, self.fps)
+        found = open_existing(self.root, robot_type=self.robot_type, fps=self.fps, features=self.features, pq=self.pq)
+        self._made_root = found.made_root  # removed again by close() if no episode was saved in it
+        self.tasks, self._prev_tasks = found.tasks, found.prev_tasks
+        self.prev_episodes, self.prev_frames, self.file_index = found.prev_episodes, found.prev_frames, found.file_index
         self._episode: dict | None = None
         self._saved: list[dict] = []  # this session's episodes (rows of the episodes table)
         self._frames: list = []  # this session's frame rows (column lists), per saved episode
@@ -153,136 +131,14 @@ class DatasetWriter:
         self._videos: dict[str, list[Path]] = {k: [] for k in self.cameras}
         self._closed = False
 
-    # --- layout ---
-
-    def _features(self) -> dict:
-        f = {
-            "observation.state": {"dtype": "float32", "shape": [len(self.state_names)], "names": self.state_names},
-            "action": {"dtype": "float32", "shape": [len(self.action_names)], "names": self.action_names},
-        }
-        for name, (h, w) in self.cameras.items():
-            f[f"observation.images.{name}"] = {
-                "dtype": "video",
-                "shape": [h, w, 3],
-                "names": ["height", "width", "channels"],
-                "info": {
-                    "video.height": h,
-                    "video.width": w,
-                    "video.codec": VIDEO_CODEC_NAME,
-                    "video.pix_fmt": PIX_FMT,
-                    "video.is_depth_map": False,
-                    "video.fps": self.fps,
-                    "video.channels": 3,
-                    "has_audio": False,
-                },
-            }
-        f["timestamp"] = {"dtype": "float32", "shape": [1], "names": None}
-        for k in INDEX_FEATURES[1:]:
-            f[k] = {"dtype": "int64", "shape": [1], "names": None}
-        return f
-
-    def _open_existing(self) -> None:
-        """Read an existing dataset's totals and tasks (refusing one that does not match); pick this session's
-        file number."""
-        root, info_path = self.root, self.root / "meta" / "info.json"
-        self.tasks: dict[str, int] = {}
-        self.prev_episodes, self.prev_frames = 0, 0
-        self._made_root = not root.exists()  # removed again by close() if no episode was saved in it
-        if root.is_dir():
-            clean_orphans(root)  # what recording sessions killed before left
-            if not os.access(root, os.W_OK):
-                err = OSError(errno.EROFS if _read_only(root) else errno.EACCES, "not writable")
-                raise storage_error(root, "recording into it", err, "nothing was written")
-        if not info_path.is_file():
-            if root.exists() and not root.is_dir():
-                raise BadInputError(f"--record-dataset {root}: not a folder")
-            if root.is_dir() and any(p for p in root.iterdir() if not p.name.startswith(".")):
-                raise BadInputError(
-                    f"--record-dataset {root}: the folder is not empty and holds no dataset (no meta/info.json): "
-                    "give a new or empty folder, or an armctl/LeRobot dataset to append to"
-                )
-            try:
-                root.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise storage_error(root, "making the folder", exc, "nothing was written") from None
-            self.file_index = 0
-            return
-        try:
-            have = json.loads(info_path.read_bytes())  # JSON is UTF-8 (LeRobot writes it so)
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"cannot read the dataset's info.json: {exc}", path=info_path) from None
-        if not isinstance(have, dict):
-            raise ConfigError("not a LeRobot info.json (a JSON object)", path=info_path)
-        where = f"--record-dataset {root}"
-        if have.get("codebase_version") != CODEBASE_VERSION:
-            raise BadInputError(
-                f"{where}: a LeRobot dataset of version {have.get('codebase_version')!r}; armctl appends to "
-                f"{CODEBASE_VERSION} only (convert it with LeRobot's convert_dataset_v21_to_v30)"
-            )
-        if have.get("robot_type") != self.robot_type:
-            raise BadInputError(
-                f"{where}: a dataset of robot {have.get('robot_type')!r}, not {self.robot_type!r}: record into "
-                "another folder"
-            )
-        if have.get("fps") != self.fps:
-            raise BadInputError(f"{where}: a dataset at {have.get('fps')} fps, not {self.fps}: give --fps to match")
-        feats = have.get("features", {})
-        for key in ("observation.state", "action"):
-            if feats.get(key, {}).get("names") != self.features[key]["names"]:
-                raise BadInputError(
-                    f"{where}: its {key} is {feats.get(key, {}).get('names')}, this arm records "
-                    f"{self.features[key]['names']}: record into another folder"
-                )
-        cams = sorted(k for k in feats if k.startswith("observation.images."))
-        want = sorted(k for k in self.features if k.startswith("observation.images."))
-        if cams != want:
-            raise BadInputError(
-                f"{where}: its cameras are {[c.rsplit('.', 1)[-1] for c in cams] or 'none'}, this recording has "
-                f"{[c.rsplit('.', 1)[-1] for c in want] or 'none'}: give the same --camera names"
-            )
-        for k in want:
-            if feats[k]["shape"] != self.features[k]["shape"]:
-                raise BadInputError(
-                    f"{where}: camera {k.rsplit('.', 1)[-1]!r} is {feats[k]['shape']} there, "
-                    f"{self.features[k]['shape']} now: give a camera of the same size"
-                )
-        self.prev_episodes = int(have.get("total_episodes", 0))
-        self.prev_frames = int(have.get("total_frames", 0))
-        self._prev_tasks = int(have.get("total_tasks", 0))
-        tasks_path = root / "meta" / "tasks.parquet"
-        if tasks_path.is_file():
-            try:
-                t = self.pq.read_table(tasks_path)
-                for task, index in zip(t.column("task").to_pylist(), t.column("task_index").to_pylist()):
-                    self.tasks[task] = int(index)
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise ConfigError(
-                    f"not a tasks table LeRobot wrote (task, task_index): {_why(exc)}", path=tasks_path
-                ) from None
-        taken = [
-            int(m.group(1))
-            for p in (root / "data").glob("chunk-*/file-*.parquet")
-            if (m := re.search(r"file-(\d+)", p.name))
-        ]
-        self.file_index = max(taken, default=-1) + 1
-        if self.file_index >= CHUNKS_SIZE:
-            raise BadInputError(f"{where}: {CHUNKS_SIZE} recording sessions already; start another dataset")
-
     def _roll_back(self) -> None:
         """Drop what a session killed in the middle of a save left beyond ``info.json``, the dataset's commit
         record (where saves are written in place, and in a dataset an earlier armctl left after a kill): frames
         and episode rows of an episode index >= total_episodes, tasks >= total_tasks; then the meta files again."""
         if not (self.root / "meta" / "info.json").is_file():
             return
-        n, ahead = self.prev_episodes, []
-        for sub in ("data", "meta/episodes"):
-            for p in sorted((self.root / sub).glob("chunk-*/file-*.parquet")):
-                try:
-                    idx = self.pq.read_table(p, columns=["episode_index"]).column(0).to_numpy()
-                except (OSError, ValueError, KeyError) as exc:
-                    raise ConfigError(f"not a LeRobot table: {_why(exc)}", path=p) from None
-                if len(idx) and idx.max() >= n:
-                    ahead.append(p.relative_to(self.root))
+        n = self.prev_episodes
+        ahead = files_ahead(self.root, n, self.pq)
         if not ahead and len(self.tasks) <= self._prev_tasks:
             return
         import pyarrow.compute as pc
@@ -293,7 +149,7 @@ class DatasetWriter:
                 t = self.pq.read_table(base / rel)
                 t = t.filter(pc.less(t.column("episode_index"), n))
                 if t.num_rows:
-                    _write_table(t, base / rel)
+                    write_table(t, base / rel)
                 else:
                     (base / rel).unlink()
             self.tasks = {k: v for k, v in self.tasks.items() if v < self._prev_tasks}
@@ -329,7 +185,7 @@ class DatasetWriter:
         videos = {}
         n = self.episodes
         for name, (h, w) in self.cameras.items():
-            videos[name] = _EpisodeVideo(self._work / f"{name}-{n:06d}.mp4", self.fps, h, w)
+            videos[name] = EpisodeVideo(self._work / f"{name}-{n:06d}.mp4", self.fps, h, w)
         self._episode = {"task": task.strip(), "state": [], "action": [], "videos": videos, "images": {}}
 
     def add_frame(self, state, action, images: Mapping[str, np.ndarray] | None = None) -> None:
@@ -473,7 +329,7 @@ class DatasetWriter:
         pa = self.pa
         for name, parts in self._videos.items():
             key = f"observation.images.{name}"
-            _concat_videos(parts, self._mkdir(self._session_path(base, VIDEO_PATH, video_key=key)))
+            concat_videos(parts, self._mkdir(self._session_path(base, VIDEO_PATH, video_key=key)))
         # frames
         cols = {k: np.concatenate([f[k] for f in self._frames]) for k in self._frames[0]}
         arrays, fields = [], []
@@ -484,9 +340,9 @@ class DatasetWriter:
         for key in INDEX_FEATURES:
             arrays.append(pa.array(cols[key]))
             fields.append(pa.field(key, arrays[-1].type))
-        _write_table(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), self._session_path(base, DATA_PATH))
+        write_table(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), self._session_path(base, DATA_PATH))
         # episodes
-        _write_table(self._episodes_table(self._saved), self._session_path(base, EPISODES_PATH))
+        write_table(meta.episodes_table(self.pa, self._saved), self._session_path(base, EPISODES_PATH))
         self._write_meta(base)
 
     @staticmethod
@@ -494,125 +350,27 @@ class DatasetWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
 
-    def _episodes_table(self, rows: list[dict]):
-        pa = self.pa
-        data: dict[str, list] = {}
-        for r in rows:
-            for k, v in r.items():
-                if k != "_stats":
-                    data.setdefault(k, []).append(v)
-            for feat, st in r["_stats"].items():
-                if st is None:
-                    continue
-                for name in STATS:
-                    data.setdefault(f"stats/{feat}/{name}", []).append(np.asarray(st[name]).tolist())
-        table = {}
-        for k, v in data.items():
-            if k == "tasks":
-                table[k] = pa.array(v, pa.list_(pa.string()))
-            elif k.startswith("stats/") and k.endswith("/count"):
-                table[k] = pa.array(v, pa.list_(pa.int64()))
-            elif k.startswith("stats/observation.images."):
-                table[k] = pa.array(v, pa.list_(pa.list_(pa.list_(pa.float64()))))
-            elif k.startswith("stats/"):
-                table[k] = pa.array(v, pa.list_(pa.float64()))
-            elif k.endswith("_timestamp"):
-                table[k] = pa.array(v, pa.float64())
-            else:
-                table[k] = pa.array(v, pa.int64())
-        return pa.table(table)
-
-    def _all_episode_stats(self, base: Path) -> list[dict]:
-        """Per-episode stats of the whole dataset in ``base`` (earlier sessions from their episodes files)."""
-        out = []
-        for path in sorted((base / "meta" / "episodes").glob("chunk-*/file-*.parquet")):
-            t = self.pq.read_table(path)
-            cols = {c: t.column(c).to_pylist() for c in t.column_names if c.startswith("stats/")}
-            for i in range(t.num_rows):
-                ep: dict[str, dict] = {}
-                for c, vals in cols.items():
-                    _, feat, name = c.split("/", 2)
-                    if vals[i] is not None:
-                        ep.setdefault(feat, {})[name] = np.asarray(vals[i], dtype=np.float64)
-                out.append(ep)
-        return out
-
     def _write_meta(self, base: Path) -> None:
-        per_episode = self._all_episode_stats(base)
-        stats = {}
-        for feat in self.features:
-            parts = [ep[feat] for ep in per_episode if feat in ep and "count" in ep[feat]]
-            if parts:
-                agg = aggregate_stats(parts)
-                agg["count"] = np.asarray(agg["count"]).astype(np.int64)
-                stats[feat] = _jsonable(agg)
-        total_frames = self.prev_frames + sum(e["length"] for e in self._saved)
-        info = {
-            "codebase_version": CODEBASE_VERSION,
-            "robot_type": self.robot_type,
-            "total_episodes": self.episodes,
-            "total_frames": total_frames,
-            "total_tasks": len(self.tasks),
-            "chunks_size": CHUNKS_SIZE,
-            "data_files_size_in_mb": DATA_FILES_SIZE_MB,
-            "video_files_size_in_mb": VIDEO_FILES_SIZE_MB,
-            "fps": self.fps,
-            "splits": {"train": f"0:{self.episodes}"},
-            "data_path": DATA_PATH,
-            "video_path": VIDEO_PATH if self.cameras else None,
-            "features": self.features,
-        }
-        meta = base / "meta"
+        stats = meta.dataset_stats(self.features, meta.all_episode_stats(self.pq, base))
+        info = meta.info(
+            robot_type=self.robot_type,
+            fps=self.fps,
+            episodes=self.episodes,
+            frames=self.prev_frames + sum(e["length"] for e in self._saved),
+            tasks=len(self.tasks),
+            features=self.features,
+            video=bool(self.cameras),
+        )
+        folder = base / "meta"
         self._writing = "meta/stats.json"
-        _atomic_bytes(meta / "stats.json", (json.dumps(stats, indent=4) + "\n").encode())
+        atomic_bytes(folder / "stats.json", (json.dumps(stats, indent=4) + "\n").encode())
         self._writing = "meta/tasks.parquet"
-        self._write_tasks(meta / "tasks.parquet")
+        write_table(meta.tasks_table(self.pa, self.tasks), folder / "tasks.parquet")
         armctl = {"writer": "armctl", **self.extra}
         self._writing = "meta/armctl.json"
-        _atomic_bytes(meta / "armctl.json", (json.dumps(armctl, indent=2) + "\n").encode())
+        atomic_bytes(folder / "armctl.json", (json.dumps(armctl, indent=2) + "\n").encode())
         self._writing = "meta/info.json"
-        _atomic_bytes(meta / "info.json", (json.dumps(info, indent=4) + "\n").encode())  # last: the dataset is whole
-
-    def _write_tasks(self, path: Path) -> None:
-        """``task_index`` with the task as the pandas index, as LeRobot reads it (pandas metadata by hand)."""
-        pa = self.pa
-        order = sorted(self.tasks.items(), key=lambda kv: kv[1])
-        pandas_meta = {
-            "index_columns": ["task"],
-            "column_indexes": [
-                {
-                    "name": None,
-                    "field_name": None,
-                    "pandas_type": "unicode",
-                    "numpy_type": "object",
-                    "metadata": {"encoding": "UTF-8"},
-                }
-            ],
-            "columns": [
-                {
-                    "name": "task_index",
-                    "field_name": "task_index",
-                    "pandas_type": "int64",
-                    "numpy_type": "int64",
-                    "metadata": None,
-                },
-                {
-                    "name": "task",
-                    "field_name": "task",
-                    "pandas_type": "unicode",
-                    "numpy_type": "object",
-                    "metadata": None,
-                },
-            ],
-            "creator": {"library": "pyarrow", "version": pa.__version__},
-            "pandas_version": "2.2.3",
-        }
-        schema = pa.schema(
-            [pa.field("task_index", pa.int64()), pa.field("task", pa.string())],
-            metadata={b"pandas": json.dumps(pandas_meta).encode()},
-        )
-        table = pa.table({"task_index": [i for _, i in order], "task": [t for t, _ in order]}, schema=schema)
-        _write_table(table, path)
+        atomic_bytes(folder / "info.json", (json.dumps(info, indent=4) + "\n").encode())  # last: the dataset is whole
 
     # --- lifecycle ---
 

@@ -302,27 +302,24 @@ def check_trajectory(
     cols = _columns(arm, names)
     if not points:
         raise Refused("no points", field="points")
-    q0 = np.asarray(q_start, dtype=float)
-    g0 = float(gripper_start)
     has_g = arm.gripper is not None and ros_joints(arm).gripper_col in cols
-    knots_q, knots_g, knots_t, which = [q0], [g0], [0.0], [None]
+    Q, G, T, which = _knots(arm, names, cols, points, q_start, gripper_start, has_g)
+    T2, retimed = _retimed(arm, Q, G, T, which, has_g, too_fast)
+    traj = _sampled(arm, Q, G, T2, period_s)
+    return CheckedTrajectory(traj, retimed, float(T[-1]), float(traj.t_s[-1]))
+
+
+def _knots(arm: Arm, names: list, cols, points: list[TrajectoryPoint], q_start, gripper_start: float, has_g: bool):
+    """The trajectory's knots from the start pose: (positions (k, n), gripper (k,), times (k,), the point each
+    knot is, None for the start pose). Refused for a malformed point or one outside the limits."""
+    knots_q, knots_g, knots_t, which = [np.asarray(q_start, dtype=float)], [float(gripper_start)], [0.0], [None]
     last_t = None
     for k, p in enumerate(points):
         f = f"points[{k}]"
         pos = _values(p.positions, len(names), f"{f}.positions", names, k)
         _values(p.velocities, len(names), f"{f}.velocities", names, k, optional=True)
         _values(p.accelerations, len(names), f"{f}.accelerations", names, k, optional=True)
-        t = float(p.time_from_start)
-        if not math.isfinite(t) or t < 0:
-            raise Refused(f"{t} s: must be 0 or more", field=f"{f}.time_from_start", point=k)
-        if last_t is not None and not t > last_t:
-            raise Refused(
-                f"{t:g} s is not after points[{k - 1}]'s {last_t:g} s (times must increase)",
-                field=f"{f}.time_from_start",
-                point=k,
-            )
-        if t > MAX_MOVE_S:
-            raise Refused(f"{t:g} s: longer than {MAX_MOVE_S:g} s", field=f"{f}.time_from_start", point=k)
+        t = _point_time(p, k, last_t)
         last_t = t
         q, g = _onto_limits(arm, *_apply(arm, cols, pos, names, f"{f}.positions", k, knots_q[-1], knots_g[-1]))
         _limits(arm, q, g if has_g else math.nan, cols, names, f"{f}.positions", k)
@@ -334,7 +331,30 @@ def check_trajectory(
         knots_g.append(g)
         knots_t.append(t)
         which.append(k)
-    Q, G, T = np.array(knots_q), np.array(knots_g), np.array(knots_t)
+    return np.array(knots_q), np.array(knots_g), np.array(knots_t), which
+
+
+def _point_time(p: TrajectoryPoint, k: int, last_t: float | None) -> float:
+    """Point ``k``'s time_from_start (s), refused unless finite, 0 or more, after the point before's and at most
+    MAX_MOVE_S."""
+    f = f"points[{k}]"
+    t = float(p.time_from_start)
+    if not math.isfinite(t) or t < 0:
+        raise Refused(f"{t} s: must be 0 or more", field=f"{f}.time_from_start", point=k)
+    if last_t is not None and not t > last_t:
+        raise Refused(
+            f"{t:g} s is not after points[{k - 1}]'s {last_t:g} s (times must increase)",
+            field=f"{f}.time_from_start",
+            point=k,
+        )
+    if t > MAX_MOVE_S:
+        raise Refused(f"{t:g} s: longer than {MAX_MOVE_S:g} s", field=f"{f}.time_from_start", point=k)
+    return t
+
+
+def _retimed(arm: Arm, Q, G, T, which: list, has_g: bool, too_fast: str) -> tuple[np.ndarray, bool]:
+    """The knots' times with each segment faster than a speed limit slowed to it (and a margin), and whether any
+    was; Refused (kind ``too_fast``) for the first such segment with ``too_fast="refuse"``."""
     vmax = np.asarray(arm.max_speed_rad_s, dtype=float)
     gmax = arm.gripper.max_speed_rad_s if arm.gripper is not None else math.inf
     retimed = False
@@ -364,7 +384,11 @@ def check_trajectory(
             dt = need_dt / SPEED_MARGIN
             retimed = True
         t_new.append(t_new[-1] + dt)
-    T2 = np.array(t_new)
+    return np.array(t_new), retimed
+
+
+def _sampled(arm: Arm, Q, G, T2, period_s: float) -> Trajectory:
+    """The knots (at times ``T2``) interpolated at ``period_s``, stretched onto whole frames."""
     duration = float(T2[-1])
     frames = max(1, math.ceil(duration / period_s - 1e-9))
     ts = np.arange(frames + 1) * period_s
@@ -377,7 +401,7 @@ def check_trajectory(
         g_s = np.interp(tq, T2, G) if np.all(np.isfinite(G)) else np.full(len(ts), G[0])
     if arm.gripper is None:
         g_s = np.full(len(ts), math.nan)
-    traj = Trajectory(
+    return Trajectory(
         t_s=ts,
         q_rad=q_s,
         gripper_rad=g_s,
@@ -385,7 +409,6 @@ def check_trajectory(
         steps=["joint_trajectory"],
         period_s=period_s,
     )
-    return CheckedTrajectory(traj, retimed, float(T[-1]), float(ts[-1]))
 
 
 # --- tool goals (geometry_msgs/PointStamped) -----------------------------------------------------------------

@@ -30,14 +30,11 @@ import sys
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future
-from dataclasses import dataclass
 
 import numpy as np
 
-from armctl import motion
-from armctl.errors import ArmctlError, BadInputError, LinkError, MotionError, StopRequested, UnreachableError
-from armctl.robot.runcontrol import RAMP_SPEED_FRACTION
+from armctl.errors import ArmctlError, BadInputError, LinkError
+from armctl.ros.commands import CommandReading, CommandSource
 from armctl.ros.messages import (
     Refused,
     TrajectoryPoint,
@@ -46,10 +43,10 @@ from armctl.ros.messages import (
     check_trajectory,
     command_offset,
     ros_joints,
+    tool_point_ros,
 )
-from armctl.ros.messages import tool_point_ros as _tool_point_ros
+from armctl.ros.worker import END_MARGIN_FRACTION, END_MARGIN_S, FOLLOW_RATE_HZ, REQUEST_WAIT_S, Worker
 
-FOLLOW_RATE_HZ = 100.0  # how often the followed target is looked at (a ros2_control update rate)
 VELOCITY_WINDOW_S = 0.1  # joint_states' velocities: the slope of the poses over the last five servo frames
 STATES_CATCH_UP_PERIODS = 10  # joint_states this many periods late start their schedule again from now
 EVENT_EVERY_S = 0.5  # refusals of joint commands (a stream) are published at most this often
@@ -58,10 +55,6 @@ TOPIC_BASED_START = (
     "likely topic_based_ros2_control's start-up commands (0.0 on every joint, or each state interface's "
     "initial_value, until a controller writes; use_initial_states_as_initial_commands not set)"
 )
-REQUEST_WAIT_S = 10.0
-# a service or action waits for its motion's end: its planned duration (ramp included) plus this much, plus this
-# fraction of it (a loaded machine plays late; the simulated servos settle after the last pulse)
-END_MARGIN_S, END_MARGIN_FRACTION = 2.0, 0.25
 NO_ACTION = (
     "control_msgs is not importable (it is not among the PyPI wheels): no follow_joint_trajectory action server; "
     "send trajectories on the joint_trajectory topic"
@@ -88,46 +81,6 @@ def import_rclpy():
 def stamp_s(duration) -> float:
     """builtin_interfaces Duration -> seconds."""
     return float(duration.sec) + float(duration.nanosec) * 1e-9
-
-
-# --- joint commands as the "leader" of Robot.follow ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CommandReading:
-    """The latest joint command, as ``Robot.follow`` reads a leader: ``t_s`` (time.monotonic() it came),
-    ``q_rad``, ``gripper_rad`` (NaN: not commanded), ``steps`` (its sequence number: changes with each message)."""
-
-    t_s: float
-    q_rad: np.ndarray
-    gripper_rad: float
-    steps: int
-
-
-class CommandSource:
-    """The ``joint_commands`` topic seen as a leader arm of the same model (``Robot.follow(map="joints")``): one slot,
-    the latest command wins; never a queue."""
-
-    port = "joint_commands"
-
-    def __init__(self, arm):
-        self.arm = arm
-        self._lock = threading.Lock()
-        self._latest: CommandReading | None = None
-        self._seq = 0
-        self.arrived = threading.Event()  # set on each command: the follow reads it at once (Teleop.wait_news)
-
-    def put(self, q_rad, gripper_rad: float) -> None:
-        with self._lock:
-            self._seq += 1
-            if not math.isfinite(gripper_rad) and self._latest is not None:
-                gripper_rad = self._latest.gripper_rad  # not commanded this time: keep the last
-            self._latest = CommandReading(time.monotonic(), np.array(q_rad, dtype=float), float(gripper_rad), self._seq)
-        self.arrived.set()
-
-    def read(self) -> CommandReading:
-        with self._lock:
-            return self._latest
 
 
 # --- the node --------------------------------------------------------------------------------------------------
@@ -157,15 +110,10 @@ class ArmNode:
         self.failed: BaseException | None = None
         self._closing = threading.Event()
         self._source = CommandSource(self.arm)
-        self._lock = threading.Lock()
-        self._slot: tuple | None = None  # (kind, payload, future): the one command waiting for the worker
-        self._wake = threading.Condition(self._lock)
-        self._motion = None  # the Motion last handed to the Robot
-        self._follow = None  # the follow motion fed by joint_commands, while it runs
         self._last_refusal = {}  # source -> (time, suppressed count)
         self._first_taken = False  # a joint command has been followed (the first-command check is over)
-        self._held = 0  # joint commands held before the first was taken
-        self._planned_s: dict[int, float] = {}  # id(the latest Motion) -> its planned duration, ramp included
+        self.held = 0  # joint commands held before the first was taken
+        self.worker = Worker(self, self._source, self._closing)  # one command at a time, on the Robot
         self._JointState, self._PointStamped, self._String = JointState, PointStamped, String
         events_qos = QoSProfile(depth=50)
         self.pub_states = node.create_publisher(JointState, "joint_states", 10)
@@ -187,7 +135,6 @@ class ArmNode:
         ):
             node.create_service(Trigger, name, self._service(kind), callback_group=self._waiting)
         self.action = self._action_server()
-        self._worker = threading.Thread(target=self._work, name="armctl-ros-commands", daemon=True)
         self._publisher = threading.Thread(target=self._publish_loop, name="armctl-ros-states", daemon=True)
         self._prev: deque = deque(maxlen=16)  # (t, q) of the last joint_states, for velocities
 
@@ -205,20 +152,19 @@ class ArmNode:
     # --- lifecycle ---
 
     def start(self) -> None:
-        self._worker.start()
+        self.worker.thread.start()
         self._publisher.start()
 
     def close(self, reason: str = "node shutting down") -> None:
         """Stop the arm under control (it holds its pose), then the node's threads."""
         self._closing.set()
-        with self._lock:
-            self._wake.notify_all()
-        self._halt(reason)
-        for t in (self._worker, self._publisher):
+        self.worker.wake()
+        self.worker.halt(reason)
+        for t in (self.worker.thread, self._publisher):
             if t.is_alive() and t is not threading.current_thread():
                 t.join(timeout=5.0)
 
-    def _lost(self, exc: BaseException) -> None:
+    def lost(self, exc: BaseException) -> None:
         """A lost link: publish it, stop under control (what can still be sent), end the node."""
         if self.failed is not None:
             return
@@ -245,7 +191,7 @@ class ArmNode:
             what = fields.get("source", "")
             print(f"armctl ros: {kind}{' ' + what if what else ''}: {fields.get('reason', '')}", file=sys.stderr)
 
-    def _refused(self, source: str, exc: ArmctlError) -> None:
+    def refused(self, source: str, exc: ArmctlError) -> None:
         detail = exc.to_dict() if isinstance(exc, Refused) else {"reason": str(exc), "field": None, "point": None}
         self.event("refused", source=source, moved=False, **detail)
 
@@ -265,7 +211,7 @@ class ArmNode:
             try:
                 self.publish_state()
             except LinkError as exc:
-                self._lost(exc)
+                self.lost(exc)
                 return
             except ArmctlError as exc:
                 if self._closing.is_set():
@@ -303,14 +249,14 @@ class ArmNode:
         ps = self._PointStamped()
         ps.header.stamp = stamp
         ps.header.frame_id = self.frame_id
-        ps.point.x, ps.point.y, ps.point.z = _tool_point_ros(self.arm, pose.tool_m)
+        ps.point.x, ps.point.y, ps.point.z = tool_point_ros(self.arm, pose.tool_m)
         self.pub_tool.publish(ps)
 
     # --- what comes in (the executor thread): checked here, handed to the worker ---
 
     def _on_trajectory(self, msg) -> None:
         if not msg.points:  # the joint_trajectory_controller's convention: an empty trajectory stops
-            self._request("stop", "an empty joint_trajectory")
+            self.worker.request("stop", "an empty joint_trajectory")
             return
         points = [
             TrajectoryPoint(list(p.positions), stamp_s(p.time_from_start), list(p.velocities), list(p.accelerations))
@@ -321,9 +267,9 @@ class ArmNode:
             check_trajectory(self.arm, names, points, self.arm.home_rad, math.nan, too_fast="retime")
         except Refused as exc:
             if exc.kind in ("malformed", "limit"):
-                self._refused("joint_trajectory", exc)
+                self.refused("joint_trajectory", exc)
                 return
-        self._request("trajectory", (names, points))
+        self.worker.request("trajectory", (names, points))
 
     def _on_command(self, msg) -> None:
         try:
@@ -355,19 +301,14 @@ class ArmNode:
                 return
             self._first_taken = True
         self._source.put(q, g)
-        f = self._follow
-        if f is not None and not f.done:
-            return  # the follow reads the new target within a period
-        with self._lock:
-            if self._slot is not None and self._slot[0] == "follow":
-                return
-        self._request("follow", None)
+        if not self.worker.following():  # else the follow reads the new target within a period
+            self.worker.request("follow", None)
 
     def _hold_first(self, why: str, **fields) -> None:
         """Hold a first joint command far from the arm's pose (not played): one event (and line) for the whole hold;
         the hold ends with the first command within first_command_max_deg of the pose."""
-        self._held += 1
-        if self._held > 1:
+        self.held += 1
+        if self.held > 1:
             return
         limit = float(self.node.get_parameter("first_command_max_deg").value)
         reason = (
@@ -381,9 +322,9 @@ class ArmNode:
         try:
             target = check_tool_goal(self.arm, p.x, p.y, p.z, msg.header.frame_id, self.frame_id)
         except Refused as exc:
-            self._refused("tool_goal", exc)
+            self.refused("tool_goal", exc)
             return
-        self._request("tool_goal", target)
+        self.worker.request("tool_goal", target)
 
     def _service(self, kind: str):
         async def call(request, response):
@@ -418,189 +359,7 @@ class ArmNode:
     def command_to_end(self, kind: str, payload) -> tuple[bool, str]:
         """Hand a command to the worker and wait until its motion is over: (True, done and how long) or (False,
         why not: refused, dropped, stopped by a stop or a newer command, failed, lost link, not over in time)."""
-        try:
-            ok, text, m = self._request(kind, payload).result(timeout=REQUEST_WAIT_S)
-        except Exception as exc:  # noqa: BLE001 - the worker did not take it in time
-            return False, f"{kind}: not started: {exc or type(exc).__name__}"
-        if not ok or m is None:
-            return bool(ok), text
-        planned = self._planned_s.get(id(m), float(m.trajectory.duration_s))
-        limit = planned + END_MARGIN_S + END_MARGIN_FRACTION * planned
-        source = "joint_trajectory" if kind == "trajectory" else kind
-        t0 = time.monotonic()
-        try:
-            m.wait(timeout=limit)
-        except TimeoutError:
-            return (
-                False,
-                f"{source}: not over {limit:.2f} s after it was accepted (planned {planned:.2f} s); it goes on",
-            )
-        except StopRequested:
-            return False, f"{source}: stopped ({m.stop_reason}) after {time.monotonic() - t0:.2f} s"
-        except LinkError as exc:
-            return False, f"{source}: link lost: {exc}"
-        except ArmctlError as exc:
-            return False, f"{source}: failed: {exc}"
-        return True, f"{source}: done in {time.monotonic() - t0:.2f} s (planned {planned:.2f} s)"
-
-    def _request(self, kind: str, payload) -> Future:
-        """Hand a command to the worker: the latest wins (one waiting at most; an older one is dropped, and said)."""
-        fut: Future = Future()
-        with self._lock:
-            old, self._slot = self._slot, (kind, payload, fut)
-            self._wake.notify_all()
-        if old is not None:
-            old[2].set_result((False, f"dropped: a newer command ({kind}) came before it started", None))
-            self.event("dropped", source=old[0], reason=f"superseded by {kind} before it started")
-        return fut
-
-    # --- the worker: one command at a time, on the Robot ---
-
-    def _work(self) -> None:
-        while True:
-            with self._lock:
-                while self._slot is None and not self._closing.is_set():
-                    self._wake.wait(0.5)
-                if self._closing.is_set():
-                    item, self._slot = self._slot, None
-                    if item is not None:
-                        item[2].set_result((False, "the node is shutting down", None))
-                    return
-                item, self._slot = self._slot, None
-            kind, payload, fut = item
-            try:
-                fut.set_result(self._do(kind, payload))
-            except LinkError as exc:
-                fut.set_result((False, str(exc), None))
-                self._lost(exc)
-            except ArmctlError as exc:
-                fut.set_result((False, str(exc), None))
-                self._refused(kind if kind != "trajectory" else "joint_trajectory", exc)
-            except Exception as exc:  # noqa: BLE001 - a bug must not kill the worker silently
-                fut.set_result((False, f"internal error: {exc!r}", None))
-                self.event("failed", source=kind, reason=repr(exc))
-
-    def _halt(self, reason: str) -> None:
-        """Stop whatever plays, under control, and wait until it has stopped (the arm holds where it is)."""
-        robot = self.robot
-        if not robot.moving:
-            return
-        robot.stop(reason)
-        for m in (self._follow, self._motion):
-            if m is not None:
-                try:
-                    m.wait(timeout=5.0)
-                except (ArmctlError, TimeoutError):
-                    pass
-        deadline = time.monotonic() + 5.0
-        while robot.moving and time.monotonic() < deadline:
-            time.sleep(0.005)
-
-    def _do(self, kind: str, payload) -> tuple[bool, str, object]:
-        """Start command ``kind``: (ok, what was done, the Motion started or None)."""
-        robot = self.robot
-        if kind == "stop":
-            was = robot.moving
-            self._halt(f"stopped by {payload}")
-            self.event("stopped", source=payload, moving_before=was)
-            return True, "stopped: the arm holds its pose" if was else "the arm was not moving", None
-        if kind == "follow":
-            f = self._follow
-            if f is not None and not f.done:
-                return True, "following", None
-            self._halt("joint_commands")
-            m = robot.follow(self._source, map="joints", rate_hz=FOLLOW_RATE_HZ)
-            self._follow = m
-            self._watch(m, "joint_commands")
-            self.event("accepted", source="joint_commands", label=m.label, held=self._held)
-            return True, "following joint_commands", None
-        if kind in ("trajectory", "tool_goal"):  # refused from where the arm is now, before what plays is stopped
-            pose = robot.where() if robot.moving else robot.commanded_pose()
-            if kind == "trajectory":  # too fast
-                g0 = math.nan if pose.gripper_rad is None else pose.gripper_rad
-                too_fast = self.node.get_parameter("too_fast").value
-                check_trajectory(self.arm, *payload, pose.q_rad, g0, too_fast=too_fast)
-            else:  # out of reach or outside the joint limits
-                try:
-                    motion.solve_pose(self.arm, np.array(payload, dtype=float), None, pose.q_rad)
-                except MotionError as exc:
-                    why = "reach" if isinstance(exc, UnreachableError) else "limit"
-                    raise Refused(str(exc), field="point", kind=why) from None
-        self._halt(f"a new {kind}")
-        pose = robot.commanded_pose()  # where the arm holds: the motion ramps from here to its start if elsewhere
-        if kind == "trajectory":
-            names, points = payload
-            g0 = math.nan if pose.gripper_rad is None else pose.gripper_rad
-            too_fast = self.node.get_parameter("too_fast").value
-            checked = check_trajectory(self.arm, names, points, pose.q_rad, g0, too_fast=too_fast)
-            m = robot.run(motion.Plan(checked.trajectory, [], self.arm), wait=False)
-            info = {
-                "duration_s": checked.duration_s,
-                "asked_s": checked.asked_s,
-                "retimed": checked.retimed,
-                "points": len(points),
-            }
-            source = "joint_trajectory"
-        elif kind == "tool_goal":
-            speed = float(self.node.get_parameter("tool_speed_m_s").value)
-            m = robot.move_to(*payload, speed=speed, wait=False)
-            info, source = {"target_m": list(payload), "duration_s": float(m.trajectory.duration_s)}, "tool_goal"
-        elif kind == "home":
-            m = robot.home(wait=False)
-            info, source = {"duration_s": float(m.trajectory.duration_s)}, "home"
-        elif kind in ("gripper_open", "gripper_close"):
-            m = robot.gripper("open" if kind == "gripper_open" else "close", wait=False)
-            info, source = {"duration_s": float(m.trajectory.duration_s)}, kind
-        else:
-            raise BadInputError(f"unknown command {kind!r}")
-        ramp = self._ramp_s(pose, m.trajectory)
-        info["ramp_s"] = ramp
-        info["duration_s"] = float(info["duration_s"]) + ramp
-        self._planned_s = {id(m): info["duration_s"]}  # the latest motion's only: the latest command wins
-        self._motion = m
-        self._watch(m, source)
-        self.event("accepted", source=source, **info)
-        return True, f"{source}: accepted, {info['duration_s']:.2f} s", m
-
-    def _ramp_s(self, pose, traj) -> float:
-        """How long the Robot's slow ramp from ``pose`` to the start of ``traj`` takes (0 if it starts there): the
-        same joint and gripper moves at RAMP_SPEED_FRACTION as the runner plays before the motion."""
-        q1, g1 = np.asarray(traj.q_rad[0], dtype=float), float(traj.gripper_rad[0])
-        g0 = math.nan if pose.gripper_rad is None else float(pose.gripper_rad)
-        moves = []
-        if np.max(np.abs(q1 - pose.q_rad)) > 1e-4:
-            moves.append(motion.JointMove(tuple(q1), speed_fraction=RAMP_SPEED_FRACTION))
-        if self.arm.gripper is not None and math.isfinite(g1) and math.isfinite(g0) and abs(g1 - g0) > 1e-4:
-            moves.append(motion.GripperMove(g1, speed_fraction=RAMP_SPEED_FRACTION))
-        if not moves:
-            return 0.0
-        try:
-            plan = motion.plan_moves(
-                self.arm,
-                moves,
-                q_start=pose.q_rad,
-                gripper_start=g0 if math.isfinite(g0) else None,
-                period_s=traj.period_s,
-            )
-        except ArmctlError:  # the runner says so when the motion starts
-            return 0.0
-        return float(plan.trajectory.duration_s)
-
-    def _watch(self, m, source: str) -> None:
-        """Publish how motion ``m`` ended (done, stopped, failed; a lost link ends the node)."""
-
-        def over(m) -> None:
-            err = m.error
-            if err is None:
-                self.event("done", source=source)
-            elif isinstance(err, StopRequested):
-                self.event("stopped", source=source, reason=m.stop_reason)
-            elif isinstance(err, LinkError):
-                self._lost(err)
-            else:
-                self.event("failed", source=source, reason=str(err))
-
-        m.add_done_callback(over)
+        return self.worker.command_to_end(kind, payload)
 
     # --- the FollowJointTrajectory action (only where control_msgs is importable) ---
 
@@ -634,7 +393,7 @@ class ArmNode:
             check_trajectory(self.arm, list(t.joint_names), pts, self.arm.home_rad, math.nan)
         except Refused as exc:
             if exc.kind in ("malformed", "limit"):
-                self._refused("follow_joint_trajectory", exc)
+                self.refused("follow_joint_trajectory", exc)
                 return False
         return True
 
@@ -649,3 +408,23 @@ class ArmNode:
         result.error_string = "" if ok else text
         handle.succeed() if ok else handle.abort()
         return result
+
+
+# the node's names, and those of its parts imported from here before they had modules of their own
+__all__ = [
+    "ArmNode",
+    "import_rclpy",
+    "stamp_s",
+    "CommandReading",
+    "CommandSource",
+    "FOLLOW_RATE_HZ",
+    "FIRST_COMMAND_MAX_DEG",
+    "REQUEST_WAIT_S",
+    "END_MARGIN_S",
+    "END_MARGIN_FRACTION",
+    "VELOCITY_WINDOW_S",
+    "STATES_CATCH_UP_PERIODS",
+    "EVENT_EVERY_S",
+    "TOPIC_BASED_START",
+    "NO_ACTION",
+]

@@ -169,6 +169,16 @@ def parse_url(url: str) -> FeetechSimOptions:
         series = get_series(opts.model)
     except BadInputError:
         raise _bad(f"model={opts.model!r} is not a Feetech model (sts3215, sts3250, scs0009, sts, scs)") from None
+    _check_ids(opts)
+    _check_link(opts)
+    _check_servos(opts, series.steps_per_turn - 1)
+    if opts.hand is not None:
+        _read_hand(opts, series.steps_per_turn)
+    return opts
+
+
+def _check_ids(opts: FeetechSimOptions) -> None:
+    """The servos' ids (and those missing, stalling, garbling): 0..MAX_ID, at least one, none repeated."""
     for name in ("ids", "missing", "stall", "garble"):
         ids = getattr(opts, name)
         if any(not 0 <= i <= MAX_ID for i in ids):
@@ -177,6 +187,10 @@ def parse_url(url: str) -> FeetechSimOptions:
         raise _bad("ids: at least one id, none repeated")
     if opts.start_steps is not None and len(opts.start_steps) > len(opts.ids):
         raise _bad(f"start: {len(opts.start_steps)} positions for {len(opts.ids)} ids")
+
+
+def _check_link(opts: FeetechSimOptions) -> None:
+    """The bus and the servos' physics: baud rate, faults, rates, speeds, supply, temperature, delay."""
     if opts.baud not in BAUD_RATES:
         raise _bad(f"baud={opts.baud} is not a Feetech baud rate {BAUD_RATES}")
     for name in ("drop", "corrupt"):
@@ -187,7 +201,10 @@ def parse_url(url: str) -> FeetechSimOptions:
             raise _bad(f"{name} must be > 0")
     if not (0 < opts.volts < 30 and -40 <= opts.temp_c <= 100 and 0 <= opts.delay_ms < 10_000):
         raise _bad("volts must be 0..30 V, temp -40..100 degC, delay 0..10000 ms")
-    top = series.steps_per_turn - 1
+
+
+def _check_servos(opts: FeetechSimOptions, top: int) -> None:
+    """Per servo: mechanical stops and angle limits inside 0..``top`` steps, homing offsets inside -2047..2047."""
     for servo_id, (lo, hi) in opts.stops.items():
         if not 0 <= lo <= hi <= top:
             raise _bad(f"stops: servo {servo_id} needs 0 <= LO <= HI <= {top} steps")
@@ -197,15 +214,18 @@ def parse_url(url: str) -> FeetechSimOptions:
     for servo_id, (lo, hi) in opts.limits.items():
         if not 0 <= lo <= hi <= top:
             raise _bad(f"limits: servo {servo_id} needs 0 <= LO <= HI <= {top} steps")
-    if opts.hand is not None:
-        try:
-            opts.hand_track = read_hand_file(opts.hand, series.steps_per_turn)
-        except ValueError as exc:
-            raise BadSimURL(f"feetechsim option hand={opts.hand}: {exc}") from None
-        stray = sorted(set(opts.hand_track) - set(opts.ids))
-        if stray and opts.state is None:
-            raise BadSimURL(f"feetechsim option hand={opts.hand}: id {stray[0]} is not on the bus (ids {opts.ids})")
-    return opts
+
+
+def _read_hand(opts: FeetechSimOptions, steps_per_turn: int) -> None:
+    """``opts.hand_track`` from the hand file (the servos a hand turns); its ids on the bus unless a state file
+    gives the bus."""
+    try:
+        opts.hand_track = read_hand_file(opts.hand, steps_per_turn)
+    except ValueError as exc:
+        raise BadSimURL(f"feetechsim option hand={opts.hand}: {exc}") from None
+    stray = sorted(set(opts.hand_track) - set(opts.ids))
+    if stray and opts.state is None:
+        raise BadSimURL(f"feetechsim option hand={opts.hand}: id {stray[0]} is not on the bus (ids {opts.ids})")
 
 
 class Serial(SimSerial):

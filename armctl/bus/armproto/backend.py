@@ -20,7 +20,7 @@ from collections import deque
 import serial
 
 from armctl.bus import codec
-from armctl.bus.armproto.link import ArmLink, _Sent  # noqa: F401  (_Sent: its old home)
+from armctl.bus.armproto.link import ArmLink, Sent
 from armctl.bus.backend import (
     FRAME_S,
     Backend,
@@ -86,7 +86,7 @@ class ArmProtocolBackend(ArmLink, Backend):
         self.version: int | None = None  # the board's protocol version, from its handshake
         self._rx = bytearray()
         self._next = 0
-        self._out: deque[_Sent] = deque()  # sequenced lines sent and not yet acknowledged
+        self._out: deque[Sent] = deque()  # sequenced lines sent and not yet acknowledged
         self._expect = 0
         self._free = 0
         self._queued: deque[int] = deque()  # frames of acked moves the board has not started (estimate)
@@ -96,7 +96,7 @@ class ArmProtocolBackend(ArmLink, Backend):
         self._last_sent_t = 0.0
         self._resends = 0
         self._resent_for: int | None = None
-        self._pending_imm: dict[str, _Sent] = {}
+        self._pending_imm: dict[str, Sent] = {}
         self._replies: dict[str, object] = {}
         self._garbage = bytearray()
         self._dead: LinkError | None = None

@@ -19,7 +19,7 @@ GATHER_BYTES = 24  # a reply line arriving a byte at a time (a UART): read it in
 
 
 @dataclass
-class _Sent:
+class Sent:
     seq: int
     data: bytes
     frames: int  # 0 for non-move lines
@@ -251,16 +251,16 @@ class ArmLink:
     # --- sending -----------------------------------------------------------------------------------
 
     def _sequenced(self, data: bytes, frames: int) -> None:
-        sent = _Sent(self._next, data, frames, time.monotonic())
+        sent = Sent(self._next, data, frames, time.monotonic())
         self._out.append(sent)
         self._next = (self._next + 1) % codec.SEQ_MOD
         if frames:
             self._sent_frames += frames
         self._write(data)
 
-    def _immediate(self, kind: str) -> _Sent:
+    def _immediate(self, kind: str) -> Sent:
         data = codec.encode(self._next, kind)
-        sent = _Sent(self._next, data, 0, time.monotonic())
+        sent = Sent(self._next, data, 0, time.monotonic())
         self._pending_imm[kind] = sent
         self._replies.pop(kind, None)
         self._write(data)
