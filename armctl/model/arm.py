@@ -317,9 +317,10 @@ def load_urdf_arm(path, *, tool_link: str | None = None, sidecar=None) -> Arm:
     from armctl.model.urdf.derive import load_urdf_spec
 
     spec = load_urdf_spec(path, tool_link=tool_link, sidecar=sidecar)
-    if spec["gripper"] is not None:
-        spec["gripper"] = Gripper(*spec["gripper"])
-    return Arm(**spec)
+    fields = spec.arm_fields()
+    if spec.gripper is not None:
+        fields["gripper"] = Gripper(*spec.gripper)
+    return Arm(**fields)
 
 
 def _joint(j: Section, default_name: str):
