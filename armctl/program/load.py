@@ -138,7 +138,7 @@ class Program:
     @property
     def arm_ref(self) -> str | None:
         """The arm: key for ``load_arm``: a name as written, an arm file relative to the program's folder."""
-        if self.arm_name is None or not _is_arm_file(self.arm_name):
+        if self.arm_name is None or not is_arm_file(self.arm_name):
             return self.arm_name
         return str(Path(self.path).parent / Path(self.arm_name).expanduser())
 
@@ -489,5 +489,6 @@ def _check_refs(prog: Program) -> None:
     walk(prog.steps, set())
 
 
-def _is_arm_file(ref: str) -> bool:
+def is_arm_file(ref: str) -> bool:
+    """True when ``ref`` names an arm file (a path), not a preset."""
     return ref.endswith((".yaml", ".yml", ".urdf")) or ".urdf#" in ref or "/" in ref or os.sep in ref
