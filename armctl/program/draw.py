@@ -197,36 +197,11 @@ def plan_drawing(arm, drawing: Drawing, paper: Paper) -> DrawingPlan:
     pen-up travel, from above the first stroke's start. Raises BadInputError for options that do not fit
     the arm, MotionError (UnreachableError, JointLimitError, ZoneError) for what the arm cannot draw,
     naming the stroke."""
-    pen = paper.pen
-    if pen is not None and pen != "gripper":
-        raise BadInputError(f"--pen: the servo that lifts the pen: 'gripper' (closed: pen down), got {pen!r}")
-    if pen == "gripper" and arm.gripper is None:
-        raise BadInputError(f"--pen gripper: arm '{arm.name}' has no gripper servo")
-    if not arm.has_base:
-        if paper.z_m is not None:
-            raise BadInputError(
-                f"--plane: arm '{arm.name}' works in a vertical plane and draws in it (the paper is a board "
-                "beside it): give --plane xy or leave it out"
-            )
-        if pen is None:
-            if arm.gripper is None:
-                raise BadInputError(
-                    f"arm '{arm.name}' draws in its own plane and lifts the pen with a servo; it has no gripper"
-                )
-            pen = "gripper"
-    z = paper.z_m
-    if arm.has_base and z is None:
-        table = [zn.level for zn in (arm.zones.zones if arm.zones else ()) if zn.kind == "table"]
-        if not table:
-            raise BadInputError(
-                f"arm '{arm.name}' draws on the table: give the paper's height, --plane xy@Zmm (z of the "
-                "paper; or a table_z_mm zone in the arm file)"
-            )
-        z = max(table)
+    pen = _pen(arm, paper)
+    z = _plane_z(arm, paper)
     scale, offset = _fit(drawing, arm, paper)
     _far_points_refused(arm, drawing, scale, offset)  # before curves are flattened at this scale
     located = drawing.located_polylines(paper.tolerance_m / scale)
-    polys = [p for p, _ in located]
     dp = DrawingPlan(
         plan=None,
         strokes_m=[],
@@ -237,69 +212,125 @@ def plan_drawing(arm, drawing: Drawing, paper: Paper) -> DrawingPlan:
         pen=pen,
         unit_m=drawing.unit_m,
     )
-    strokes = [dp.to_paper(p) for p in polys]
-    dp.strokes_m = strokes
-    speed = paper.speed_m_s or drawing.speed_m_s or DEFAULT_SPEED_M_S
-    lift = np.array([0.0, 0.0, paper.pen_up_m]) if (arm.has_base and pen is None) else None
+    dp.strokes_m = [dp.to_paper(p) for p, _ in located]
+    moves = _StrokeMoves(arm, drawing, paper, dp, located)
+    q0 = moves.start()
+    for i in range(len(dp.strokes_m)):
+        moves.stroke(i)
+    g_start = moves.g_up if pen == "gripper" else None
+    dp.plan = motion.plan_moves(arm, moves.moves, q_start=q0, gripper_start=g_start, labels=moves.labels)
+    return dp
 
-    def at(p2, up=False):
-        if not arm.has_base:
+
+def _pen(arm, paper: Paper) -> str | None:
+    """The servo that lifts the pen (None: the arm lifts it); a planar arm's is its gripper."""
+    pen = paper.pen
+    if pen is not None and pen != "gripper":
+        raise BadInputError(f"--pen: the servo that lifts the pen: 'gripper' (closed: pen down), got {pen!r}")
+    if pen == "gripper" and arm.gripper is None:
+        raise BadInputError(f"--pen gripper: arm '{arm.name}' has no gripper servo")
+    if arm.has_base:
+        return pen
+    if paper.z_m is not None:
+        raise BadInputError(
+            f"--plane: arm '{arm.name}' works in a vertical plane and draws in it (the paper is a board "
+            "beside it): give --plane xy or leave it out"
+        )
+    if pen is None:
+        if arm.gripper is None:
+            raise BadInputError(
+                f"arm '{arm.name}' draws in its own plane and lifts the pen with a servo; it has no gripper"
+            )
+        pen = "gripper"
+    return pen
+
+
+def _plane_z(arm, paper: Paper) -> float | None:
+    """The paper's height on an arm with a base: ``paper.z_m``, else the highest table zone of the arm."""
+    z = paper.z_m
+    if arm.has_base and z is None:
+        table = [zn.level for zn in (arm.zones.zones if arm.zones else ()) if zn.kind == "table"]
+        if not table:
+            raise BadInputError(
+                f"arm '{arm.name}' draws on the table: give the paper's height, --plane xy@Zmm (z of the "
+                "paper; or a table_z_mm zone in the arm file)"
+            )
+        z = max(table)
+    return z
+
+
+class _StrokeMoves:
+    """The moves of a drawing, stroke by stroke (pen down, the stroke, pen up, travel), each labelled with the
+    stroke and the point of the drawing it is."""
+
+    def __init__(self, arm, drawing: Drawing, paper: Paper, dp: DrawingPlan, located: list):
+        self.arm, self.drawing, self.paper, self.dp, self.located = arm, drawing, paper, dp, located
+        self.speed = paper.speed_m_s or drawing.speed_m_s or DEFAULT_SPEED_M_S
+        self.lift = np.array([0.0, 0.0, paper.pen_up_m]) if (arm.has_base and dp.pen is None) else None
+        self.g_up = self.g_down = None
+        if dp.pen == "gripper":
+            self.g_up, self.g_down = arm.gripper.open_rad, arm.gripper.closed_rad
+        self.moves, self.labels = [], []
+
+    def at(self, p2, up=False) -> tuple:
+        """A point of the paper as a tool point (lifted by the pen's lift when ``up``)."""
+        if not self.arm.has_base:
             return tuple(float(v) for v in p2)
-        p = np.array([p2[0], p2[1], z])
-        if up and lift is not None:
-            p = p + lift
+        p = np.array([p2[0], p2[1], self.dp.z_m])
+        if up and self.lift is not None:
+            p = p + self.lift
         return tuple(float(v) for v in p)
 
-    g_up = g_down = None
-    if pen == "gripper":
-        g_up, g_down = arm.gripper.open_rad, arm.gripper.closed_rad
-    moves, labels = [], []
-
-    def line(target, label, v, blend=paper.blend_m):
-        moves.append(
-            motion.LineMove(target, speed_m_s=v, segment_m=paper.segment_m, blend_m=blend, stop=blend <= 0, label=label)
+    def line(self, target, label: str, v: float, blend: float | None = None) -> None:
+        blend = self.paper.blend_m if blend is None else blend
+        segment_m = self.paper.segment_m
+        self.moves.append(
+            motion.LineMove(target, speed_m_s=v, segment_m=segment_m, blend_m=blend, stop=blend <= 0, label=label)
         )
-        labels.append(label)
+        self.labels.append(label)
 
-    def stroke_name(i: int) -> str:
-        what = drawing.origin(i)[0]
-        return f"{drawing.source}: stroke {i + 1} of {len(strokes)}" + (f" ({what})" if what else "")
+    def gripper(self, rad: float, label: str) -> None:
+        self.moves.append(motion.GripperMove(rad, label=label))
+        self.labels.append(label)
 
-    def point_name(i: int, k: int) -> str:
+    def stroke_name(self, i: int) -> str:
+        what = self.drawing.origin(i)[0]
+        return f"{self.drawing.source}: stroke {i + 1} of {len(self.dp.strokes_m)}" + (f" ({what})" if what else "")
+
+    def point_name(self, i: int, k: int) -> str:
         """Point ``k`` of stroke ``i``: its index, where it is in the drawing (mm) and, in G-code, its line."""
-        pts, prim = located[i]
-        x, y = pts[k] * drawing.unit_m * 1000.0
-        lines = drawing.origin(i)[1]
+        pts, prim = self.located[i]
+        x, y = pts[k] * self.drawing.unit_m * 1000.0
+        lines = self.drawing.origin(i)[1]
         line = f", line {lines[int(prim[k]) + 1]}" if lines else ""
         return f"point {k} of {len(pts) - 1} at ({x:.2f}, {y:.2f}) mm in the drawing{line}"
 
-    first = at(strokes[0][0], up=True)
-    try:
-        q0 = motion.solve_pose(arm, first, None, arm.home_rad)
-    except MotionError as exc:  # the same error, fields kept, said to be the first stroke's
-        raise motion._located(exc, f"{stroke_name(0)}: its start, {point_name(0, 0)}") from None
-    for i, s in enumerate(strokes):
-        name = stroke_name(i)
+    def start(self):
+        """The pose above the first stroke's start (the plan starts there)."""
+        first = self.at(self.dp.strokes_m[0][0], up=True)
+        try:
+            return motion.solve_pose(self.arm, first, None, self.arm.home_rad)
+        except MotionError as exc:  # the same error, fields kept, said to be the first stroke's
+            raise motion._located(exc, f"{self.stroke_name(0)}: its start, {self.point_name(0, 0)}") from None
+
+    def stroke(self, i: int) -> None:
+        """Stroke ``i``: travel to it (after the first), pen down, its points, pen up."""
+        s, name, speed = self.dp.strokes_m[i], self.stroke_name(i), self.speed
         if i:
-            line(at(s[0], up=True), f"{name}: travel (pen up) to its {point_name(i, 0)}", 2 * speed)
-        down = f"{name}: pen down at its {point_name(i, 0)}"
-        if lift is not None:
-            line(at(s[0]), down, speed, blend=0.0)  # the pen lands at rest, where the stroke starts
+            self.line(self.at(s[0], up=True), f"{name}: travel (pen up) to its {self.point_name(i, 0)}", 2 * speed)
+        down = f"{name}: pen down at its {self.point_name(i, 0)}"
+        if self.lift is not None:
+            self.line(self.at(s[0]), down, speed, blend=0.0)  # the pen lands at rest, where the stroke starts
         else:
-            moves.append(motion.GripperMove(g_down, label=down))
-            labels.append(down)
+            self.gripper(self.g_down, down)
         for k, p in enumerate(s[1:], 1):  # blended through the stroke's corners; at rest at its end
-            blend = paper.blend_m if k < len(s) - 1 else 0.0
-            line(at(p), f"{name}: {point_name(i, k)}", speed, blend=blend)
-        up = f"{name}: pen up at its {point_name(i, len(s) - 1)}"
-        if lift is not None:
-            line(at(s[-1], up=True), up, speed)
+            blend = self.paper.blend_m if k < len(s) - 1 else 0.0
+            self.line(self.at(p), f"{name}: {self.point_name(i, k)}", speed, blend=blend)
+        up = f"{name}: pen up at its {self.point_name(i, len(s) - 1)}"
+        if self.lift is not None:
+            self.line(self.at(s[-1], up=True), up, speed)
         else:
-            moves.append(motion.GripperMove(g_up, label=up))
-            labels.append(up)
-    g_start = g_up if pen == "gripper" else None
-    dp.plan = motion.plan_moves(arm, moves, q_start=q0, gripper_start=g_start, labels=labels)
-    return dp
+            self.gripper(self.g_up, up)
 
 
 def pen_down_mask(dp: DrawingPlan) -> np.ndarray:

@@ -53,32 +53,36 @@ def parse_svg(text: str, source: str = "<svg>") -> Drawing:
         shape_no += 1
         tag = type(el).__name__.lower()
         name = f'<{tag} id="{el.id}">' if el.id else f"<{tag}>"
-        before = len(d.strokes)
-        start, prims, first = None, [], None
-        for seg in se.Path(el).segments():
-            if isinstance(seg, se.Move):
-                if start is not None and prims:
-                    d.strokes.append((start, prims))
-                start = first = np.array([seg.end.x, seg.end.y], dtype=float)
-                prims = []
-            elif isinstance(seg, se.Close):
-                if first is not None:
-                    prims.append(first.copy())
-            elif isinstance(seg, se.Line):
-                if start is None:
-                    start = first = np.array([seg.start.x, seg.start.y], dtype=float)
-                prims.append(np.array([seg.end.x, seg.end.y], dtype=float))
-            else:  # Arc, CubicBezier, QuadraticBezier
-                if start is None:
-                    start = first = np.array([seg.start.x, seg.start.y], dtype=float)
-                prims.append(Curve(seg))
-        if start is not None and prims:
-            d.strokes.append((start, prims))
-        n = len(d.strokes) - before  # the shape's subpaths that draw
+        strokes = _subpaths(se, el)
+        d.strokes.extend(strokes)
+        n = len(strokes)  # the shape's subpaths that draw
         for k in range(n):
             part = f", subpath {k + 1} of {n}" if n > 1 else ""
             d.origins.append((f"shape {shape_no} {name}{part}", None))
     return d
+
+
+def _subpaths(se, el) -> list:
+    """The strokes (start, primitives) of one shape: one per subpath that draws."""
+    strokes = []
+    start, prims, first = None, [], None
+    for seg in se.Path(el).segments():
+        if isinstance(seg, se.Move):
+            if start is not None and prims:
+                strokes.append((start, prims))
+            start = first = np.array([seg.end.x, seg.end.y], dtype=float)
+            prims = []
+        elif isinstance(seg, se.Close):
+            if first is not None:
+                prims.append(first.copy())
+        else:
+            if start is None:
+                start = first = np.array([seg.start.x, seg.start.y], dtype=float)
+            # a line to its end; Arc, CubicBezier, QuadraticBezier flattened later
+            prims.append(np.array([seg.end.x, seg.end.y], dtype=float) if isinstance(seg, se.Line) else Curve(seg))
+    if start is not None and prims:
+        strokes.append((start, prims))
+    return strokes
 
 
 _SVG_TAG = re.compile(r"<[A-Za-z]")
