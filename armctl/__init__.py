@@ -6,12 +6,14 @@
         robot.gripper("close")
         print(robot.where())
 
-``connect`` and the ``Robot`` it returns are in ``armctl.robot.robot``; errors in ``armctl.errors``, also here
+``connect`` and the ``Robot`` it returns are in ``armctl.robot``; errors in ``armctl.errors``, also here
 (``armctl.UnreachableError``, ``armctl.JointLimitError``, ``armctl.LinkError``, ...).
-Layers, lowest first, each importing only its own and lower ones: base (errors, units, config) ->
-geometry (kinematics, urdf, zones) -> arm -> workspace (and edge validation) -> ik -> motion (and programs)
--> calibration -> bus (backends) -> sim (simulators) -> playback (stream, state) -> robot -> edges (cli, web,
-ros); the table is docs/architecture.md, checked by tests/test_architecture.py. SI units inside.
+One package per layer, lowest first, each importing only its own and lower ones: ``core`` (units, paths,
+config, limits, stop signals) -> ``model`` (kinematics, the arm, URDF, zones, workspace, validation) -> ``ik``
+-> ``motion`` -> ``program`` (programs, drawings, recordings) -> ``calibration`` -> ``bus`` (backends) ->
+``sim`` (simulators) -> ``teleop`` -> ``dataset`` -> ``robot`` -> the apps (``cli``, ``web``, ``ros``); the table
+is docs/architecture.md, checked by tests/test_architecture.py. SI units inside. The module paths before the
+packages (``armctl.arm``, ``armctl.kinematics``, ...) still import (``armctl.core.lazy.MOVED``).
 ``armctl.connect`` is imported on first use, so the command line starts without the serial stack.
 """
 

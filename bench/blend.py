@@ -31,7 +31,7 @@ import numpy as np
 
 from armctl.model.arm import load_arm
 from armctl.model.kinematics import tool_point
-from armctl.motion import LineMove, _neighbour_lines, plan_moves, solve_pose
+from armctl.motion import LineMove, neighbour_lines, plan_moves, solve_pose
 from armctl.program import load_program, plan_program, with_blend
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,7 +147,7 @@ def main() -> int:
             continue
         pts_m = dense_tool(arm, mp.q_rad)
         # a blended move's samples near a shared corner are measured against either line of that corner
-        segs = [mp.line_m, *_neighbour_lines(blend_p.moves, i)]
+        segs = [mp.line_m, *neighbour_lines(blend_p.moves, i)]
         worst = max(worst, float(np.max(np.min([segment_distance(pts_m, a, b) for a, b in segs], axis=0))))
     # joint moves blend too (into the move after them): the tool measured against the unblended plan's own
     # tool path, each move's samples against that move and its neighbours

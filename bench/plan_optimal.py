@@ -32,8 +32,8 @@ from armctl import motion
 from armctl.model.arm import load_arm
 from armctl.motion import (
     LineMove,
-    _caps_from_joints,
-    _profile_for,
+    caps_from_joints,
+    profile_for,
 )
 from armctl.program import expand, load_program, step_move
 
@@ -50,8 +50,8 @@ def armctl_time(arm, path, move: LineMove) -> float:
     """The planner's own profile time for this line (the steps of motion._plan_move, without sampling)."""
     base = move.speed_m_s / path.speed_scale
     acc = move.accel_m_s2 / path.speed_scale
-    cap, _ = _caps_from_joints(path.s, path.q, arm.max_speed_rad_s, base)
-    profile = _profile_for(path.s, path.q, arm.max_accel_rad_s2, cap, acc)
+    cap, _ = caps_from_joints(path.s, path.q, arm.max_speed_rad_s, base)
+    profile = profile_for(path.s, path.q, arm.max_accel_rad_s2, cap, acc)
     return float(profile(path.s, cap, acc)[1][-1])
 
 

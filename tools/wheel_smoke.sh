@@ -37,6 +37,11 @@ with armctl.connect("seed-3link") as robot:
     assert abs(pose.tool_m[0] - 0.5) < 1e-3 and abs(pose.tool_m[1] - 0.1) < 1e-3, pose
     assert pathlib.Path(armctl.__file__).is_relative_to(pathlib.Path.cwd().parent / "venv"), armctl.__file__
 print("python api:", pose)
+import armctl.ik, armctl.arm, armctl.model.arm
+assert armctl.ik.kernel.core is not None, "the C kernel (armctl.ik._core) is not in the wheel"
+assert armctl.arm is armctl.model.arm, (armctl.arm, armctl.model.arm)  # a path from before 0.3: the same module
+assert armctl.model.arm.__spec__.name == "armctl.model.arm" and armctl.arm.load_arm("mearm").has_base
+print("C kernel:", armctl.ik.kernel.core.__file__)
 PY
 echo "-- again with what Windows lacks taken away (tests/nonposix/sitecustomize.py)"
 ARMCTL_TEST_NO_POSIX=1 PYTHONPATH="$root/tests/nonposix" "$armctl" jog 0.4 0.2 --speed 300

@@ -30,6 +30,9 @@ sent at once, stores nothing and measures nothing):
 - ``set_limits`` (with ``caps.stores_limits``), ``measured``/``last_measured`` (``caps.measures_positions``),
   ``release`` (``caps.releases``), ``tracking_deg``/``reset_tracking``, ``use_calibration``;
 - ``simulator``: the URL scheme of its simulated board (``armctl.bus.simulators``), the default port;
+- ``cal`` (the calibration it drives by once open, where it changed the one given: bus servos clamped to their own
+  position limits), ``notes`` (what ``open()`` found and did about it, for the user), ``homing_offsets`` and
+  ``held_steps()`` (bus servos' EEPROM offsets and held servos' positions); defaults: None, none, none, {};
 - ``sendable`` and ``sendable_why``: the values its protocol can send at all, and why no others (Firmata: no
   pulse below 544 us). Callers ask ``value_range(servo)``; ``fit_calibration`` narrows a calibration to it.
 """
@@ -40,8 +43,9 @@ import importlib
 import math
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 import serial
 
@@ -128,6 +132,13 @@ class Backend(ABC):
     sendable: tuple[float, float] | None = None
     #: Why nothing beyond ``sendable`` can be sent, in words, for the one line the user sees.
     sendable_why: str = ""
+    #: The calibration the backend drives by once open, where it changed the one given (bus servos: each range
+    #: clamped to the servo's own position limits); None: the one given, as it was.
+    cal = None
+    #: What ``open()`` found and did about it (limits clamped, offsets), one line each, for the user.
+    notes: Sequence[str] = ()
+    #: Each servo's homing offset register (bus servos' EEPROM), per address, read at open; none on other boards.
+    homing_offsets: Mapping[int, int] = MappingProxyType({})
 
     def value_range(self, servo) -> tuple[float, float]:
         """The values (``servo_unit``) this board can drive ``servo`` to: its ``full_range`` inside ``sendable``.
@@ -253,6 +264,11 @@ class Backend(ABC):
     def queued_frames(self) -> float:
         """Frames sent and not yet played (boards with a queue of timed moves; 0 for host-timed boards)."""
         return 0.0
+
+    def held_steps(self) -> dict[int, float]:
+        """The positions (``servo_unit``) of the servos held at one position (not joints: the calibration's
+        ``held``) read in the last frame, per address, with no bus traffic; {} if the board holds none."""
+        return {}
 
     def tracking_deg(self) -> dict[int, float] | None:
         """Per address, the farthest (deg) a servo lagged its commanded path since ``reset_tracking``;

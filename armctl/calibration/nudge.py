@@ -12,8 +12,7 @@ NUDGE_SPEED_FRACTION = 0.5  # of the joint's speed limit: room for a us/deg esti
 def board_step(robot, servo) -> float:
     """The smallest pulse change (us) the board of ``robot`` makes on ``servo``: the backend's own step where it
     has one (a PCA9685's count, 4.88 us at 50 Hz), else the calibration's (our firmware's 0.5 us ticks)."""
-    backend = getattr(robot, "backend", None)
-    step = backend.value_step(servo.channel) if backend is not None else None
+    step = robot.backend.value_step(servo.channel)
     return float(step) if step else float(servo.resolution)
 
 

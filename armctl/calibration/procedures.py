@@ -129,10 +129,8 @@ LINK_MARGIN_RAD = math.radians(5.0)
 
 def _partner(arm: Arm, index: int) -> int | None:
     """The chain joint coupled to joint ``index`` through a parallelogram's link angle, or None."""
-    if not arm.parallelogram:
-        return None
-    c = 1 if arm.has_base else 0
-    return {c: c + 1, c + 1: c}.get(index)
+    pair = arm.coupled_joints
+    return None if pair is None else {pair[0]: pair[1], pair[1]: pair[0]}.get(index)
 
 
 def _link_room(arm: Arm) -> tuple[float, float]:
@@ -143,7 +141,7 @@ def _link_room(arm: Arm) -> tuple[float, float]:
 
 def _with_link(arm: Arm, q: np.ndarray, index: int, link: float) -> np.ndarray:
     """``q`` with joint ``index``'s partner moved so the link angle is ``link`` (clipped to its own limits)."""
-    c = 1 if arm.has_base else 0
+    c = arm.chain_start
     p = _partner(arm, index)
     out = np.array(q, dtype=float)
     out[p] = out[c] + (link - math.pi) if p == c + 1 else out[c + 1] - (link - math.pi)
@@ -176,7 +174,7 @@ def room_pose(arm: Arm, index: int, toward: int, held) -> np.ndarray:
     if _partner(arm, index) is None:
         return q
     q[index] = min(max(q[index], arm.q_min[index]), arm.q_max[index])  # back from the other end, if there
-    c = 1 if arm.has_base else 0
+    c = arm.chain_start
     lo, hi = _link_room(arm)
     # the link angle (pi + forearm - shoulder) grows as the shoulder turns down or the forearm up
     grows = (toward < 0) if index == c else (toward > 0)

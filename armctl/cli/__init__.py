@@ -4,17 +4,21 @@ Each command group lives in its own module with a ``register(subparsers,
 parents)`` function; this module only builds the parser, runs the command and
 turns armctl's errors into one line on stderr and an exit code. Only the module
 of the command being run is imported (``COMMANDS`` names each command's module
-and its one-line help, so ``armctl --help`` needs none of them):
+and its one-line help, so ``armctl --help`` needs none of them; the module's
+parser takes its line from there too, through ``add_command``). What the
+commands share is in ``armctl.cli.common``. Exit codes:
 
   0 success, 1 internal error, 2 bad input (arguments, files, YAML),
   3 target or motion impossible (unreachable, joint/speed/pulse limit),
-  4 link or board error (port, timeout, lost link, protocol), 130 interrupted,
-  143 SIGTERM, 129 SIGHUP (Windows: 149 Ctrl-Break, 129 console closed).
+  4 link or board error (port, timeout, lost link, protocol), 5 a file could
+  not be written, 130 interrupted, 143 SIGTERM, 129 SIGHUP (Windows: 149
+  Ctrl-Break, 129 console closed).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import re
 import sys
@@ -30,8 +34,8 @@ EXIT_INTERRUPTED = 130  # the others are each error's exit_code (armctl.errors)
 # Command modules, in the order their commands appear in --help.
 COMMAND_MODULES = ["kin", "motion", "device", "draw", "calibrate", "teach", "follow", "web", "ros", "ports"]
 
-# Every command: its module and its line in 'armctl --help' (the same text as the module's
-# add_parser(help=...); tests/cli/test_cli_kin.py checks they agree). A new command goes here too.
+# Every command: its module and its line in 'armctl --help', written here only: the placeholder parsers and the
+# module's own parser (add_command) both read it, so --help needs no module imported. A new command goes here too.
 COMMANDS = {
     "ik": ("kin", "joint angles for a tool point (inverse kinematics)"),
     "fk": ("kin", "tool point for joint angles (forward kinematics)"),
@@ -161,11 +165,17 @@ def _watchdog_s(text: str) -> float:
     return s
 
 
-def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
+def add_command(sub, name: str, **kwargs) -> argparse.ArgumentParser:
+    """The parser of command ``name`` (a command module's ``register``), with its line in --help from ``COMMANDS``."""
+    return sub.add_parser(name, help=COMMANDS[name][1], **kwargs)
+
+
+def build_parser(command: str | None = "*", *, only: bool = False) -> argparse.ArgumentParser:
     """The ``armctl`` parser. ``command``: the one command whose module is imported and whose
     parser is real ("*": every module, None: none); the others are placeholders that only give
-    their line in ``--help`` and swallow their arguments."""
-    parser = _Parser(
+    their line in ``--help`` and swallow their arguments. ``only``: no placeholders, and an error of the top
+    level raises _Retry (``_parse``)."""
+    parser = (_OneCommandParser if only else _Parser)(
         prog="armctl",
         parents=[_global_options(False)],
         description="Drive a hobby 2- or 3-link servo arm, in a vertical plane or on a rotating base: IK, "
@@ -191,11 +201,63 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
                 raise
             module.register(sub, parents)
             continue
-        for cmd, (mod, help_text) in COMMANDS.items():
+        if only:
+            continue
+        for cmd, (mod, _) in COMMANDS.items():
             if mod == name:
-                stub = sub.add_parser(cmd, help=help_text, add_help=False)
+                stub = add_command(sub, cmd, add_help=False)
                 stub.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
+
+
+class _Retry(Exception):
+    """The one-command parser of ``_parse`` met what only the whole parser answers alike (a bad global option)."""
+
+
+class _OneCommandParser(_Parser):
+    def error(self, message):
+        raise _Retry(message)
+
+
+# The global options that take a value (``--opt VALUE`` or ``--opt=VALUE``): what may stand before the command
+# for _parse to find the command itself.
+_VALUE_OPTIONS = ("--arm", "--tool-link", "--port", "--backend", "--calibration", "--watchdog", "--limit")
+_VALUE_OPTIONS += ("--assume-pose",)
+
+
+def _command_in(argv: list[str]) -> str | None:
+    """The command of ``argv`` when only global options written in full stand before it, else None."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word in COMMANDS:
+            return word
+        if word in _VALUE_OPTIONS:
+            i += 2
+        elif word.split("=", 1)[0] in _VALUE_OPTIONS and "=" in word:
+            i += 1
+        else:
+            return None  # --help, an abbreviation, a typo: the whole parser says what it is
+    return None
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """The parsed arguments. The command's name first, then its module's parser. The quick way (start-up of
+    'armctl ik'): a parser with that one command, when the words before it are global options written in full;
+    an error of its top level (a bad --watchdog) goes the whole way, so every message is the whole parser's.
+    The whole way: placeholders of every command find which one (global options, --help and a wrong command fail
+    here, as they would with every module loaded), then the parser with that command's module only."""
+    command = _command_in(argv)
+    if command is not None:
+        try:
+            args = build_parser(command, only=True).parse_args(argv)
+        except _Retry:
+            pass
+        else:
+            if args.command == command:
+                return args
+    first, _ = build_parser(None).parse_known_args(argv)
+    return build_parser(first.command).parse_args(argv)
 
 
 def choose_arm(args, program_arm: str | None = None) -> str:
@@ -206,13 +268,18 @@ def choose_arm(args, program_arm: str | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``armctl`` with ``argv`` (None: this process's command line) -> the exit code."""
+    collecting = gc.isenabled()
+    gc.disable()  # start-up makes modules and a parser, no garbage worth a collection that scans them all
     try:
-        # First which command (global options, --help and a wrong command fail here, as they
-        # would with every module loaded), then the parser with that command's module only.
-        first, _ = build_parser(None).parse_known_args(argv)
-        args = build_parser(first.command).parse_args(argv)
+        args = _parse(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:  # --help, or a usage error already printed on one line
         return int(exc.code or 0)
+    finally:
+        if collecting:
+            if argv is None:  # the armctl process (not a caller's): what start-up made is never scanned again
+                gc.freeze()  # (nor at exit, where a last collection would scan numpy's and ours)
+            gc.enable()
     args.arm_given = getattr(args, "arm", None) is not None
     args.backend_given = getattr(args, "backend", None) is not None
     for key, value in GLOBAL_DEFAULTS.items():

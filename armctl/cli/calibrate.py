@@ -31,7 +31,7 @@ from armctl.calibration.servo import (
     servokit_servo,
     with_servo,
 )
-from armctl.cli import EXIT_INTERRUPTED
+from armctl.cli import EXIT_INTERRUPTED, add_command
 from armctl.cli.calibrate_flow import Quit, Terminal, Workflow
 from armctl.cli.common import calibration_comment, open_robot, save_calibration_file, saved_line, setup
 from armctl.core.units import parse_float, parse_length
@@ -61,16 +61,24 @@ board limits that differ from the calibration, 130 quit (q or Ctrl-C; nothing sa
 
 
 def register(sub, parents) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "calibrate",
         parents=parents,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="calibrate the servos (interactive), or record/fit/show/compare/check calibrations",
         description="Guided servo calibration: reference poses -> zero pulse, us/deg and direction "
         "(least squares, with residual), safe range, gripper open/closed; saved atomically with a .bak. Bus servos "
         "(Feetech): the torque goes off and you move each joint by hand; positions are in steps.",
     )
+    _mode_options(p)
+    _record_options(p)
+    _check_options(p)
+    p.set_defaults(func=cmd_calibrate)
+
+
+def _mode_options(p) -> None:
+    """What ``armctl calibrate`` does instead of the interactive calibration (one at most), and --from-servokit's."""
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--fit", action="store_true", help="fit the points file and save the calibration")
     mode.add_argument(
@@ -114,6 +122,10 @@ def register(sub, parents) -> None:
         help="--from-servokit: the joint angle grows as ServoKit's angle shrinks",
     )
     p.add_argument("--channel", metavar="N", help="--from-servokit: kit.servo[N], the PCA9685 output (default: kept)")
+
+
+def _record_options(p) -> None:
+    """A reference point or a safe range recorded (script form), the files, and the fit's and the bus's options."""
     p.add_argument("--joint", metavar="J", help="record: joint 1..n, a joint name, or 'gripper'")
     p.add_argument("--angle", metavar="DEG", help="record: the joint angle (deg; gripper: also open|closed)")
     p.add_argument(
@@ -154,6 +166,10 @@ def register(sub, parents) -> None:
         action="store_true",
         help="with --write-offsets: write them even over the homing offsets another program (LeRobot) stored",
     )
+
+
+def _check_options(p) -> None:
+    """--check's square, and the output options."""
     p.add_argument("--side", metavar="LEN", help="check: side of the square (m or 200mm; default reach/4)")
     p.add_argument("--center", nargs=2, metavar=("X", "Y"), help="check: centre of the square (m)")
     p.add_argument(
@@ -164,7 +180,6 @@ def register(sub, parents) -> None:
     p.add_argument("--speed", default="100", metavar="MM_S", help="check: tool speed, mm/s (default 100)")
     p.add_argument("--json", action="store_true", help="check/show/compare: print JSON")
     p.add_argument("--wire-log", metavar="FILE", help="write every byte sent and received, with times, to FILE")
-    p.set_defaults(func=cmd_calibrate)
 
 
 def cmd_calibrate(args) -> int:

@@ -169,7 +169,7 @@ def interactive(args, robot, arm: Arm, cal: Calibration, *, out: Path, margin_de
 def _refuse_foreign_offsets(robot) -> None:
     """``--write-offsets`` without ``--force`` on servos whose EEPROM already holds homing offsets (LeRobot's
     calibration writes them): BadInputError (exit 2) saying what LeRobot would do afterwards; nothing written."""
-    offsets = robot.call(lambda backend: dict(getattr(backend, "homing_offsets", {})))
+    offsets = robot.call(lambda backend: dict(backend.homing_offsets))
     names = {s.id: s.name for s in (*robot.calibration.servos, *robot.calibration.held)}
     carried = {i: v for i, v in sorted(offsets.items()) if v}
     if not carried:

@@ -76,9 +76,9 @@ class Terminal(terminal.Terminal):
 class Workflow:
     """One interactive session: the screens, the keys, the fits.
 
-    Every pose it puts the arm in is a whole pose inside the arm's own limits (``procedures.pose_for``,
-    ``room_pose``, ``home_after``, reached one servo at a time by ``path_between``): on a parallelogram arm the
-    partner joint moves along so the linkage never binds."""
+    Every pose it puts the arm in is a whole pose inside the arm's own limits (``pose_for``, ``room_pose``,
+    ``home_after`` of ``armctl.calibration.procedures``, reached one servo at a time by ``path_between``): on a
+    parallelogram arm the partner joint moves along so the linkage never binds."""
 
     #: the servos are driven (the Nudger); False where the user moves them by hand (bus servos)
     moves_servos = True

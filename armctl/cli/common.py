@@ -1,29 +1,36 @@
-"""What the CLI's commands share: the arm and calibration of the global options, the open Robot, the progress
-line, the report printed after a move, the drive loop (open, act, report), and saving a calibration.
+"""What the CLI's commands share: the arm and calibration of the global options, a target's X Y [Z], the open
+Robot, the progress line, the report printed after a move, the drive loop (open, act, report), a dataset that
+could not be written, bytes on stdout, and saving a calibration.
 
-``armctl.cli.device`` (jog, run, home, status), ``pendant``, ``calibrate``, ``calibrate_bus``, ``draw``,
-``teach``, ``follow``, ``web`` and ``ros`` import these from here, so no command module imports another's.
+Every command module takes these from here rather than from another command's module. What one command shares
+with another on purpose stays in that command's module: ``armctl.cli.draw``'s drawing options (``armctl plot``),
+the keyboard pendant (``armctl jog``, ``armctl teach``), ``armctl.cli.dataset_options`` (``armctl follow``,
+``armctl run``). Everything beyond the arm model is imported where it is used, so ``armctl ik`` loads none of the
+calibration or streaming stack through this module.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from armctl.calibration.lerobot import open_calibration
-from armctl.calibration.servo import Calibration, save_calibration
+from armctl.core.units import parse_length
 from armctl.errors import BadInputError
 from armctl.model.arm import Arm, load_arm
+
+if TYPE_CHECKING:
+    from armctl.calibration.servo import Calibration
 
 
 def setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration]:
     """The arm (``--arm``, else the program's ``arm:``, else the default) and its calibration."""
+    from armctl.calibration.lerobot import open_calibration
     from armctl.cli import choose_arm
 
     arm = load_arm(choose_arm(args, program_arm))
@@ -32,6 +39,26 @@ def setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration]:
         print(f"armctl: note: {note}", file=sys.stderr)
     cal.check_arm(arm)
     return arm, cal
+
+
+def target_args(args, arm: Arm, example: str) -> tuple[float, ...]:
+    """X Y (planar arms) or X Y Z (arms on a base) from ``args.x``, ``args.y``, ``args.z``, in metres; one
+    BadInputError line for a missing or extra number."""
+    given = [v for v in (args.x, args.y, getattr(args, "z", None)) if v is not None]
+    if arm.has_base and len(given) != 3:
+        raise BadInputError(
+            f"arm '{arm.name}' stands on a rotating base: give X Y Z (x, y on the table, z up), got {len(given)} "
+            f"number{'s' if len(given) != 1 else ''}"
+        )
+    if not arm.has_base and len(given) != 2:
+        if len(given) == 3:
+            raise BadInputError(
+                f"arm '{arm.name}' works in a vertical plane (no base): give X Y, got 3 numbers ({' '.join(given)})"
+            )
+        raise BadInputError(
+            f"missing target: give X Y (e.g. '{example}')" + (", or --targets FILE.csv" if "ik" in example else "")
+        )
+    return tuple(parse_length(v, what=w) for v, w in zip(given, "XYZ"))
 
 
 def assumed_from_args(args, arm: Arm, *, program=None, plan=None):
@@ -166,6 +193,8 @@ class Progress:
 
 def print_report(args, report: dict, headline: str) -> None:
     if args.json:
+        import json
+
         print(json.dumps(report, indent=1))
         return
     print(headline)
@@ -213,11 +242,44 @@ def drive(args, arm: Arm, cal: Calibration, act, *, wants_progress: bool = False
         return report
 
 
+def raise_dataset_error(robot, motion, recorder) -> None:
+    """The dataset could not be written (a camera gone, a full disk): stop the arm, wait for it, raise why."""
+    if recorder is None or recorder.error is None:
+        return
+    robot.stop("the dataset could not be written")
+    try:
+        motion.wait()
+    except Exception:  # noqa: BLE001 - the recorder's error is the one to report
+        pass
+    raise recorder.error
+
+
+def binary_stdout():
+    """Standard output for bytes (after whatever was printed as text)."""
+    sys.stdout.flush()
+    buf = getattr(sys.stdout, "buffer", None)
+    if buf is not None:
+        return buf
+
+    class _Text:  # a text-only stdout (tests, redirect_stdout): decode
+        @staticmethod
+        def write(b: bytes) -> None:
+            sys.stdout.write(b.decode("utf-8"))
+
+        @staticmethod
+        def flush() -> None:
+            sys.stdout.flush()
+
+    return _Text
+
+
 # --- saving a calibration (armctl calibrate, PWM and bus servos) ------------------------------------------
 
 
 def save_calibration_file(cal: Calibration, out: Path, comment: str) -> Path:
     """save_calibration, with an unwritable place as one line (exit 2) naming it."""
+    from armctl.calibration.servo import save_calibration
+
     try:
         return save_calibration(cal, out, comment=comment)
     except OSError as exc:

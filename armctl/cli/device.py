@@ -17,11 +17,21 @@ import time
 import numpy as np
 
 from armctl import motion
-from armctl.cli.common import assumed_from_args, drive, open_robot, print_report, setup
+from armctl.cli import add_command
+from armctl.cli.common import (
+    assumed_from_args,
+    drive,
+    open_robot,
+    print_report,
+    raise_dataset_error,
+    setup,
+    target_args,
+)
 from armctl.core.units import parse_float
 from armctl.errors import BadInputError, StopRequested
 from armctl.model.kinematics import tool_point
 from armctl.model.validate import positive_text
+from armctl.robot.restart import gripper_word
 
 EPILOG = """\
 port: a device path (/dev/ttyACM0) or any pyserial URL (socket://host:port, rfc2217://, spy://...);
@@ -40,13 +50,22 @@ def register(sub, parents) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print JSON (tool_m, q_deg, ...) instead of text")
     common.add_argument("--wire-log", metavar="FILE", help="write every byte sent and received, with times, to FILE")
+    _register_jog(sub, parents + [common])
+    _register_run(sub, parents + [common])
     fmt = argparse.RawDescriptionHelpFormatter
-    p = sub.add_parser(
+    p = add_command(sub, "home", parents=parents + [common], epilog=EPILOG, formatter_class=fmt)
+    p.set_defaults(func=cmd_home)
+    p = add_command(sub, "status", parents=parents + [common], epilog=EPILOG, formatter_class=fmt)
+    p.set_defaults(func=cmd_status)
+
+
+def _register_jog(sub, parents) -> None:
+    p = add_command(
+        sub,
         "jog",
-        parents=parents + [common],
+        parents=parents,
         epilog=EPILOG,
-        formatter_class=fmt,
-        help="move the tool in a straight line to X Y, or jog it with the keys (no target)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Move the tool point in a straight line from where the arm is to (X, Y), or (X, Y, Z) on an "
         "arm with a rotating base. Without a target: a full-screen keyboard pendant (arrows move, [ ] step, "
         "< > speed, , . tool angle, o c gripper, h home, Space stop, Enter record, u undo, q quit; a held key "
@@ -70,12 +89,15 @@ def register(sub, parents) -> None:
         "terminal's repeat interval, 50..250 ms)",
     )
     p.set_defaults(func=cmd_jog)
-    p = sub.add_parser(
+
+
+def _register_run(sub, parents) -> None:
+    p = add_command(
+        sub,
         "run",
-        parents=parents + [common],
+        parents=parents,
         epilog=EPILOG,
-        formatter_class=fmt,
-        help="run a YAML program on the arm",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Check and plan a program, then ramp from the current pose to its start and play it on the board. "
         "On a terminal: Space holds (decelerates along the path and holds), Enter or r resumes, + and - change the "
         "speed override (10..200 %, never past a joint speed limit), q stops (resume later with --resume).",
@@ -112,22 +134,6 @@ def register(sub, parents) -> None:
 
     dataset_options(p, follow=False)  # --record-dataset: each run (each pass of a top-level repeat) an episode
     p.set_defaults(func=cmd_run)
-    p = sub.add_parser(
-        "home",
-        parents=parents + [common],
-        epilog=EPILOG,
-        formatter_class=fmt,
-        help="move slowly to the arm's home pose",
-    )
-    p.set_defaults(func=cmd_home)
-    p = sub.add_parser(
-        "status",
-        parents=parents + [common],
-        epilog=EPILOG,
-        formatter_class=fmt,
-        help="show the board and the pose it holds",
-    )
-    p.set_defaults(func=cmd_status)
 
 
 # --- commands ------------------------------------------------------------------------------------------------
@@ -145,8 +151,6 @@ def cmd_jog(args) -> int:
     for opt in ("record", "step", "release_ms"):
         if getattr(args, opt) is not None:
             raise BadInputError(f"--{opt.replace('_', '-')} is for the pendant (armctl jog without a target)")
-    from armctl.cli.kin import target_args
-
     arm, cal = setup(args)
     target = np.array(target_args(args, arm, "armctl jog 0.5 0.2"))
     phi = None if args.phi is None else math.remainder(math.radians(parse_float(args.phi, what="--phi")), 2 * math.pi)
@@ -255,13 +259,7 @@ def _run_recording(robot, plan, recorder, episode_of_sample, args, prog):
                 recorder.start_episode(args.task)
                 episode = ep
             recorder.feed(t, q, g, qm, gm)
-        if recorder.error is not None:  # a camera gone, a full disk: stop the run now and say why
-            robot.stop("the dataset could not be written")
-            try:
-                m.wait()
-            except Exception:  # noqa: BLE001 - the recorder's error is the one to report
-                pass
-            raise recorder.error
+        raise_dataset_error(robot, m, recorder)  # a camera gone, a full disk: stop the run now and say why
         time.sleep(period)
     m.wait()
     return m
@@ -309,7 +307,10 @@ def _after_unclean_stop(args, robot, prog, pr, *, may_resume: bool = True):
     same = rec is not None and rec.digest == pr.digest and rec.status != "done"
     where = f" in step {rec.step + 1} of {rec.steps}" if same else ""
     same = same and may_resume
-    word = robot._gripper_word
+
+    def word(g: float) -> str:
+        return gripper_word(robot.arm, g)
+
     grips = robot.arm.gripper is not None and g_now is not None and math.isfinite(g_start)
     if not grips:
         plan = "this run starts over at step 1"

@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 
+from armctl.cli import add_command
 from armctl.errors import BadInputError
 from armctl.model.kinematics import tool_point
 
@@ -45,10 +46,10 @@ def add_drawing_options(p) -> None:
 
 
 def register(sub, parents) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "draw",
         parents=parents,
-        help="draw an SVG or G-code file with a pen (checked whole, then streamed)",
         description="Read an SVG or G-code drawing, fit it to the paper, plan every stroke (reach, joint and "
         "speed limits, keep-out zones, checked whole before anything moves) and draw it.",
         epilog=EPILOG,
@@ -63,7 +64,7 @@ def register(sub, parents) -> None:
 
 
 def paper_from_args(args):
-    """A ``draw.Paper`` from the drawing options (BadInputError naming the option)."""
+    """A ``armctl.program.draw.Paper`` from the drawing options (BadInputError naming the option)."""
     from armctl.core.units import parse_float
     from armctl.program import blend_option
     from armctl.program.draw import (
@@ -101,7 +102,7 @@ def paper_from_args(args):
 
 
 def plan_from_args(args, arm):
-    """Load ``args.drawing`` (or ``args.program``) and plan it on ``arm``: a ``draw.DrawingPlan``."""
+    """Load ``args.drawing`` (or ``args.program``) and plan it on ``arm``: a ``armctl.program.draw.DrawingPlan``."""
     from armctl.program.draw import load_drawing, plan_drawing
 
     path = getattr(args, "drawing", None) or args.program

@@ -21,6 +21,7 @@ import threading
 import time
 from types import SimpleNamespace
 
+from armctl.cli import add_command
 from armctl.core.units import parse_float, parse_length
 from armctl.errors import BadInputError, LinkError
 from armctl.model.validate import positive_text
@@ -38,12 +39,12 @@ STATUS_S = 0.2
 
 
 def register(sub, parents) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "follow",
         parents=parents,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="a leader arm moved by hand drives the arm (teleoperation); record LeRobot datasets",
         description="Read a leader arm's positions (bus servos, torque off) every frame and drive the arm (the "
         "follower: --arm, --port, --calibration) to match, inside its joint, speed and reach limits; starts with "
         "a slow ramp, stops under control (Ctrl-C, q, SIGTERM, a lost leader: exit 4), the arm holds.",
@@ -142,23 +143,11 @@ def cmd_follow(args) -> int:
     for note in notes:
         print(f"armctl: note: leader: {note}", file=sys.stderr)
     check_leader(leader_arm, leader_cal)
-    rate = parse_float(args.rate, what="--rate")
-    scale = None if args.scale is None else parse_float(args.scale, what="--scale")
-    offset = _offset(args.offset)
-    max_lag = _positive(args.max_lag_deg, "--max-lag-deg")
-    duration = _positive(args.duration, "--duration")
-    episode_s = _positive(getattr(args, "episode_s", None), "--episode-s")
-    episodes = None
-    if args.episodes is not None:
-        episodes = parse_float(args.episodes, what="--episodes")
-        if episodes != int(episodes) or episodes < 1:
-            raise BadInputError(f"--episodes: a whole number >= 1, got {args.episodes}")
-    if (episode_s or episodes) and args.record_dataset is None:
-        raise BadInputError("--episode-s and --episodes are for recording: give --record-dataset DIR too")
+    rate, scale, offset, max_lag, duration, episode_s, episodes = _numbers(args)
     opts = dict(map=args.map, rate_hz=rate, scale=scale, offset_m=offset, max_lag_deg=max_lag)
     Teleop(SimpleNamespace(arm=leader_arm), arm, **opts)  # the mapping checked before any port is opened
     source = "measured" if cal.unit == "steps" or (args.port is None and cal.unit == "us") else "commanded"
-    from armctl.cli.dataset_options import open_dataset, saved_text
+    from armctl.cli.dataset_options import open_dataset
 
     recorder = open_dataset(args, arm, cal, state_source=source)
     keys = None
@@ -179,7 +168,7 @@ def cmd_follow(args) -> int:
                     gm = measured.get(gs.channel) if gs is not None else None
                 held_cmd = target.held_cmd_steps or None
                 held_meas = None
-                if held_cmd and hasattr(robot.backend, "held_steps"):
+                if held_cmd:
                     ids = {h.id: h.name for h in robot.calibration.held}
                     held_meas = {ids[i]: v for i, v in robot.backend.held_steps().items() if i in ids} or None
                 recorder.feed(t, q, g, qm, math.nan if gm is None else gm, held_cmd, held_meas)
@@ -207,85 +196,74 @@ def cmd_follow(args) -> int:
     keys.close()
     if recorder is not None:
         recorder.close(save=True)
+    _print_summary(args, summary, leader_arm.name, recorder)
+    return 0
+
+
+def _numbers(args) -> tuple:
+    """--rate, --scale, --offset, --max-lag-deg, --duration, --episode-s and --episodes, each checked."""
+    rate = parse_float(args.rate, what="--rate")
+    scale = None if args.scale is None else parse_float(args.scale, what="--scale")
+    offset = _offset(args.offset)
+    max_lag = _positive(args.max_lag_deg, "--max-lag-deg")
+    duration = _positive(args.duration, "--duration")
+    episode_s = _positive(getattr(args, "episode_s", None), "--episode-s")
+    episodes = None
+    if args.episodes is not None:
+        episodes = parse_float(args.episodes, what="--episodes")
+        if episodes != int(episodes) or episodes < 1:
+            raise BadInputError(f"--episodes: a whole number >= 1, got {args.episodes}")
+    if (episode_s or episodes) and args.record_dataset is None:
+        raise BadInputError("--episode-s and --episodes are for recording: give --record-dataset DIR too")
+    return rate, scale, offset, max_lag, duration, episode_s, episodes
+
+
+def _print_summary(args, summary: dict, leader_name: str, recorder) -> None:
+    """The end of ``armctl follow``: one line, or the summary as JSON; with the dataset's episodes if recorded."""
+    from armctl.cli.dataset_options import saved_text
+
+    if recorder is not None:
         summary["episodes_saved"] = recorder.saved
         summary["episodes_discarded"] = recorder.discarded
         summary["dataset"] = str(recorder.writer.root)
     if args.json:
         print(json.dumps(summary, indent=1))
-    else:
-        line = (
-            f"followed the {leader_arm.name} for {summary['wall_s']:.1f} s: {summary['frames']} frames at "
-            f"{summary['rate_hz']:.1f} Hz, {summary['clamped_frames']} clamped"
-        )
-        if recorder is not None:
-            line += f"; {saved_text(recorder)}"
-        print(line)
-    return 0
+        return
+    line = (
+        f"followed the {leader_name} for {summary['wall_s']:.1f} s: {summary['frames']} frames at "
+        f"{summary['rate_hz']:.1f} Hz, {summary['clamped_frames']} clamped"
+    )
+    if recorder is not None:
+        line += f"; {saved_text(recorder)}"
+    print(line)
 
 
 def _loop(args, robot, m, recorder, keys, duration, episode_s, episodes) -> dict:
     """Keys, status line and episodes while the follow runs; returns the summary once it is stopped."""
+    from armctl.cli.common import raise_dataset_error
+
     tp = m.teleop
     st = tp.status
     t0 = time.monotonic()
-    live = sys.stderr.isatty() and not args.json
-    width = 0
-    last_status = 0.0
-    episode_t0 = None
-    auto = recorder is not None and (episode_s is not None or not keys.tty)
+    status = _StatusLine(st, recorder) if sys.stderr.isatty() and not args.json else None
+    ep = None if recorder is None else _Episodes(recorder, args.task, episode_s, episodes, auto=not keys.tty)
     stop_reason = None
-    saves = 0
     try:
         while not m.done:
             now = time.monotonic()
             key = keys.get()
-            if key == "q":
-                stop_reason = "q pressed"
-            elif recorder is not None and key == "enter":
-                if recorder.recording:
-                    recorder.save_episode()
-                    episode_t0 = None
-                    saves += 1
-                    if episodes is not None and saves >= episodes:
-                        stop_reason = f"{episodes:g} episodes recorded"
-                else:
-                    recorder.start_episode(args.task)
-                    episode_t0 = now
-            elif recorder is not None and key == "d" and recorder.recording:
-                recorder.discard_episode()
-                episode_t0 = None
-            if recorder is not None:
-                if auto and not recorder.recording and not st.ramping and episode_t0 is None:
-                    if episodes is None or saves < episodes:
-                        recorder.start_episode(args.task)
-                        episode_t0 = now
-                        auto = episode_s is not None  # without --episode-s: only the first starts by itself
-                if episode_s is not None and recorder.recording and episode_t0 and now - episode_t0 >= episode_s:
-                    recorder.save_episode()
-                    episode_t0 = None
-                    saves += 1
-                    if episodes is not None and saves >= episodes:
-                        stop_reason = f"{episodes:g} episodes recorded"
+            stop_reason = "q pressed" if key == "q" else None
+            if ep is not None:
+                stop_reason = (None if key == "q" else ep.on_key(key, now)) or stop_reason
+                stop_reason = ep.tick(now, st.ramping) or stop_reason
             if duration is not None and now - t0 >= duration:
                 stop_reason = f"--duration {duration:g} s"
-            if recorder is not None and recorder.error is not None:  # a camera gone, a full disk: stop now, say why
-                robot.stop("the dataset could not be written")
-                try:
-                    m.wait()
-                except Exception:  # noqa: BLE001 - the recorder's error is the one to report
-                    pass
-                raise recorder.error
+            raise_dataset_error(robot, m, recorder)  # a camera gone, a full disk: stop now, say why
             if stop_reason:
                 robot.stop(stop_reason)
                 break
-            if live and now - last_status >= STATUS_S:
-                last_status = now
-                text = st.line()
-                if recorder is not None:
-                    text += f"  [{'REC ' + str(recorder.frames()) if recorder.recording else 'not recording'}]"
-                sys.stderr.write("\r" + text.ljust(width))
-                sys.stderr.flush()
-                width = len(text)
+            if status is not None:
+                status.show(now)
             time.sleep(0.02)
         try:
             m.wait()
@@ -295,9 +273,8 @@ def _loop(args, robot, m, recorder, keys, duration, episode_s, episodes) -> dict
                     recorder.discard_episode()  # a lost leader mid-episode: not a demonstration
                 raise
     finally:
-        if live and width:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+        if status is not None:
+            status.end()
     wall = time.monotonic() - t0
     res_frames = st.frames
     return {
@@ -311,3 +288,75 @@ def _loop(args, robot, m, recorder, keys, duration, episode_s, episodes) -> dict
         "leader": m.teleop.leader.port,
         "port": robot.port,
     }
+
+
+class _Episodes:
+    """The episodes of ``--record-dataset`` while the follow runs: Enter starts and saves one, d discards it,
+    --episode-s saves it after so long, --episodes stops after so many. Without a terminal (``auto``) or with
+    --episode-s an episode starts by itself once the follower has caught up (without --episode-s only the first)."""
+
+    def __init__(self, recorder, task: str, episode_s: float | None, episodes: float | None, *, auto: bool):
+        self.recorder, self.task, self.episode_s, self.episodes = recorder, task, episode_s, episodes
+        self.auto = episode_s is not None or auto
+        self.t0 = None  # when the episode being recorded started
+        self.saves = 0
+
+    def on_key(self, key: str | None, now: float) -> str | None:
+        """Enter or d; the reason to stop the follow, if that was the last episode."""
+        if key == "enter":
+            if self.recorder.recording:
+                return self._save()
+            self._start(now)
+        elif key == "d" and self.recorder.recording:
+            self.recorder.discard_episode()
+            self.t0 = None
+        return None
+
+    def tick(self, now: float, ramping: bool) -> str | None:
+        """An episode started or ended by itself; the reason to stop the follow, if that was the last episode."""
+        rec = self.recorder
+        if self.auto and not rec.recording and not ramping and self.t0 is None:
+            if self.episodes is None or self.saves < self.episodes:
+                self._start(now)
+                self.auto = self.episode_s is not None  # without --episode-s: only the first starts by itself
+        if self.episode_s is not None and rec.recording and self.t0 and now - self.t0 >= self.episode_s:
+            return self._save()
+        return None
+
+    def _start(self, now: float) -> None:
+        self.recorder.start_episode(self.task)
+        self.t0 = now
+
+    def _save(self) -> str | None:
+        self.recorder.save_episode()
+        self.t0 = None
+        self.saves += 1
+        if self.episodes is not None and self.saves >= self.episodes:
+            return f"{self.episodes:g} episodes recorded"
+        return None
+
+
+class _StatusLine:
+    """The follow's status line on stderr (a terminal), rewritten in place every STATUS_S."""
+
+    def __init__(self, status, recorder):
+        self.status, self.recorder = status, recorder
+        self.width = 0
+        self.last = 0.0
+
+    def show(self, now: float) -> None:
+        if now - self.last < STATUS_S:
+            return
+        self.last = now
+        text = self.status.line()
+        if self.recorder is not None:
+            rec = self.recorder
+            text += f"  [{'REC ' + str(rec.frames()) if rec.recording else 'not recording'}]"
+        sys.stderr.write("\r" + text.ljust(self.width))
+        sys.stderr.flush()
+        self.width = len(text)
+
+    def end(self) -> None:
+        if self.width:
+            sys.stderr.write("\n")
+            sys.stderr.flush()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 
 import numpy as np
 
-from armctl.core.units import parse_float, parse_length
+from armctl.cli import add_command
+from armctl.cli.common import binary_stdout, target_args
+from armctl.core.units import parse_float
 from armctl.errors import BadInputError, JointLimitError, UnreachableError
 from armctl.model.arm import Arm, load_arm
 
@@ -27,10 +28,10 @@ exit codes: 0 reached, 2 bad input, 3 unreachable or outside the joint limits"""
 
 
 def register(sub, parents) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "ik",
         parents=parents,
-        help="joint angles for a tool point (inverse kinematics)",
         description="Solve joint angles that put the tool point on X Y (X Y Z on an arm with a rotating base).",
         epilog=IK_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -58,10 +59,10 @@ def register(sub, parents) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_ik)
 
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "fk",
         parents=parents,
-        help="tool point for joint angles (forward kinematics)",
         description="Where the tool is for the joint angles Q1 Q2 [Q3] (degrees); QBASE Q1 Q2 [Q3] on an arm "
         "with a rotating base (base first).",
         epilog="example:\n  armctl fk 45 -90 -45\n  armctl --arm seed-2link fk 0 90 --json\n"
@@ -73,10 +74,10 @@ def register(sub, parents) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_fk)
 
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "workspace",
         parents=parents,
-        help="reach, joint limits, speeds and accelerations of the arm",
         description="Show the arm: links (m), reach annulus (m), joint limits (deg), "
         "joint speed limits (deg/s) and acceleration limits (deg/s^2), home pose.",
         epilog="example:\n  armctl --arm seed-2link workspace --json",
@@ -144,7 +145,7 @@ def cmd_ik(args) -> int:
         d = _result_dict(res, target, shown_phi)
         if criterion is not None:
             d["criterion"] = criterion
-        print(json.dumps(d))
+        print(_json(d))
     elif res.ok:
         how = (
             f", tool angle {math.degrees(shown_phi):.2f} deg: {criterion}"
@@ -163,31 +164,11 @@ def cmd_ik(args) -> int:
     raise JointLimitError(message)
 
 
-def target_args(args, arm: Arm, example: str) -> tuple[float, ...]:
-    """X Y (planar arms) or X Y Z (arms on a base) from ``args.x``, ``args.y``, ``args.z``, in metres; one
-    BadInputError line for a missing or extra number."""
-    given = [v for v in (args.x, args.y, getattr(args, "z", None)) if v is not None]
-    if arm.has_base and len(given) != 3:
-        raise BadInputError(
-            f"arm '{arm.name}' stands on a rotating base: give X Y Z (x, y on the table, z up), got {len(given)} "
-            f"number{'s' if len(given) != 1 else ''}"
-        )
-    if not arm.has_base and len(given) != 2:
-        if len(given) == 3:
-            raise BadInputError(
-                f"arm '{arm.name}' works in a vertical plane (no base): give X Y, got 3 numbers ({' '.join(given)})"
-            )
-        raise BadInputError(
-            f"missing target: give X Y (e.g. '{example}')" + (", or --targets FILE.csv" if "ik" in example else "")
-        )
-    return tuple(parse_length(v, what=w) for v, w in zip(given, "XYZ"))
-
-
 def _ik_batch(args, arm: Arm) -> int:
     from armctl.cli import ik_targets as it
 
     if args.phi is not None:
-        last = "'x,y,z,phi_deg'" if arm.has_base else "'x,y,phi_deg'"
+        last = f"'{','.join(arm.point_words)},phi_deg'"
         raise BadInputError(f"--phi does not apply to --targets: give each target's tool angle as {last}")
     src = it.TargetSource(args.targets)
     try:
@@ -201,7 +182,7 @@ def _ik_batch(args, arm: Arm) -> int:
                 f"{src.name}:{checked.first_phi_line}: phi_deg given but arm '{arm.name}' has {arm.n_links} links"
             )
         batch = args.method == "dls" and checked.with_phi in (0, checked.rows)
-        out = _binary_stdout()
+        out = binary_stdout()
         out.write(b"[" if args.json else it.csv_header(arm.n, arm.dim))
         failed, first = 0, True
         for chunk in checked.chunks():
@@ -223,25 +204,6 @@ def _ik_batch(args, arm: Arm) -> int:
     return 0
 
 
-def _binary_stdout():
-    """Standard output for bytes (after whatever was printed as text)."""
-    sys.stdout.flush()
-    buf = getattr(sys.stdout, "buffer", None)
-    if buf is not None:
-        return buf
-
-    class _Text:  # a text-only stdout (tests, redirect_stdout): decode
-        @staticmethod
-        def write(b: bytes) -> None:
-            sys.stdout.write(b.decode("ascii"))
-
-        @staticmethod
-        def flush() -> None:
-            sys.stdout.flush()
-
-    return _Text
-
-
 def cmd_fk(args) -> int:
     from armctl.model.kinematics import arm_manipulability, arm_points, tool_pitch, tool_point
     from armctl.model.workspace import check_joint_limits
@@ -261,22 +223,32 @@ def cmd_fk(args) -> int:
             from armctl.model.kinematics import link_angle
 
             d["link_angle_deg"] = round(math.degrees(float(link_angle(arm, q))), 6)
-        print(json.dumps(d))
+        print(_json(d))
         return 0
     extra = f", tool angle {phi:.2f} deg" if arm.n_links == 3 else ""
-    unit = "m^3" if arm.has_base else "m^2"
+    unit = f"m^{arm.dim}"
     print(f"tool at ({', '.join(f'{v:.4f}' for v in tool)}) m{extra}; manipulability {w:.4g} {unit}")
-    chain = arm.joint_names[1:] if arm.has_base else arm.joint_names
-    elbows = joints[3:-1] if arm.has_base else joints[1:-1]
+    chain = arm.chain_names
+    elbows = joints[-arm.n_links : -1]  # the drawn points end with the shoulder, the elbows and the tool
     for i, p in enumerate(elbows):
         print(f"  joint {i + 2} ({chain[i + 1]}) at ({', '.join(f'{v:.4f}' for v in p)}) m")
     return 0
 
 
 def cmd_workspace(args) -> int:
+    arm = load_arm(args.arm)
+    d = _workspace_dict(arm)
+    if args.json:
+        print(_json(d))
+        return 0
+    _print_workspace(arm, d)
+    return 0
+
+
+def _workspace_dict(arm: Arm) -> dict:
+    """What ``armctl workspace --json`` prints."""
     from armctl.model.kinematics import tool_point
 
-    arm = load_arm(args.arm)
     home_tool = tool_point(arm, arm.home_rad)
     d = {
         "arm": arm.name,
@@ -318,9 +290,11 @@ def cmd_workspace(args) -> int:
         from armctl.model.urdf.derive import describe
 
         d["urdf"] = describe(arm)
-    if args.json:
-        print(json.dumps(d))
-        return 0
+    return d
+
+
+def _print_workspace(arm: Arm, d: dict) -> None:
+    """``armctl workspace`` as text, from ``_workspace_dict``."""
     print(f"arm {arm.name} ({arm.source}): links {', '.join(f'{v:.3f}' for v in arm.links_m)} m")
     if arm.has_base:
         print(
@@ -348,7 +322,7 @@ def cmd_workspace(args) -> int:
         )
     print(
         f"home: q = [{', '.join(f'{v:.1f}' for v in d['home_deg'])}] deg, tool at "
-        f"({', '.join(f'{v:.4f}' for v in home_tool)}) m"
+        f"({', '.join(f'{v:.4f}' for v in d['home_tool_m'])}) m"
     )
     if arm.zones:
         names = "; ".join(z.name for z in arm.zones.zones)
@@ -357,4 +331,9 @@ def cmd_workspace(args) -> int:
         from armctl.model.urdf.derive import describe_lines
 
         print("\n".join(describe_lines(arm)))
-    return 0
+
+
+def _json(d: dict) -> str:
+    import json  # only for --json: 'armctl ik X Y' starts without it
+
+    return json.dumps(d)

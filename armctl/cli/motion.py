@@ -13,11 +13,12 @@ import csv
 import io
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 
+from armctl.cli import add_command
+from armctl.cli.common import binary_stdout
 from armctl.cli.draw import add_drawing_options
 from armctl.errors import BadInputError
 from armctl.model.kinematics import tool_point
@@ -41,10 +42,10 @@ example:
 
 
 def register(subparsers, parents) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "plan",
         parents=parents,
-        help="plan a YAML program into a timed joint trajectory (checked whole)",
         description="Check a pick-and-place program (YAML) whole on the arm and plan it, then print the\n"
         "timed joint trajectory sampled every period (default 20 ms): time, joint angles, gripper,\n"
         "tool x/y, and a summary (duration, segments, peak joint speeds vs limits, worst path deviation).\n"
@@ -67,10 +68,10 @@ def register(subparsers, parents) -> None:
     add_drawing_options(p)
     p.set_defaults(func=cmd_plan)
 
-    q = subparsers.add_parser(
+    q = add_command(
+        subparsers,
         "plot",
         parents=parents,
-        help="draw a planned program: workspace, path, arm poses, joint speeds",
         description="Plan a program (as 'armctl plan' does, checked whole) and draw it to a PNG or SVG file.",
         epilog=PLOT_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -114,7 +115,7 @@ def samples_table(plan, *, rows: bool = True) -> tuple[list[str], list[list]]:
     header = ["t_s", *(f"{n}_deg" for n in arm.joint_names)]
     if arm.gripper is not None:
         header.append("gripper_deg")
-    header += ["x_m", "y_m", "z_m", "step"] if arm.has_base else ["x_m", "y_m", "step"]
+    header += [f"{w}_m" for w in arm.point_words] + ["step"]
     if not rows:
         return header, []
     tool = _tool(arm, tr.q_rad)
@@ -277,13 +278,13 @@ def summary_lines(plan) -> list[str]:
 def cmd_plan(args) -> int:
     plan = _plan(args)  # everything is checked before anything is printed or written
     if args.json:
-        out = _binary_stdout()
+        out = binary_stdout()
         write_plan_json(plan, args.program, out)
         out.flush()
         return 0
     if args.csv:
         if args.csv == "-":
-            out = _binary_stdout()
+            out = binary_stdout()
             write_samples_csv(plan, out)
             out.flush()
             return 0
@@ -314,25 +315,6 @@ def cmd_plan(args) -> int:
         print()
     print("\n".join(summary_lines(plan)))
     return 0
-
-
-def _binary_stdout():
-    """Standard output for bytes (after whatever was printed as text)."""
-    sys.stdout.flush()
-    buf = getattr(sys.stdout, "buffer", None)
-    if buf is not None:
-        return buf
-
-    class _Text:  # a text-only stdout (redirect_stdout): decode
-        @staticmethod
-        def write(b: bytes) -> None:
-            sys.stdout.write(b.decode("utf-8"))
-
-        @staticmethod
-        def flush() -> None:
-            sys.stdout.flush()
-
-    return _Text
 
 
 def cmd_plot(args) -> int:

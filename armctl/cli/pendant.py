@@ -104,7 +104,7 @@ class Pendant(Screen):
     ):
         self.robot, self.arm, self.recorder = robot, robot.arm, recorder
         self.step_mm, self.speed_mm_s, self.release_override_s = step_mm, speed_mm_s, release_s
-        self.axes = 3 if self.arm.has_base else 2  # Cartesian axes the arm moves in (a rotating base adds z)
+        self.axes = self.arm.dim  # Cartesian axes the arm moves in (a rotating base adds z)
         self.target: tuple[np.ndarray, float | None] | None = None  # (x, y) m and tool angle; None: read back
         self.motions: list = []  # our motions not yet over
         self.held: str | None = None

@@ -17,7 +17,7 @@ def help_lines(arm, width: int, *, recording: bool, prompt: bool = False) -> lis
     if prompt:
         items = ["type the pose name", "Enter record it", "Backspace delete", "Esc cancel"]
     else:
-        items = ["arrows x/y", *(["PgUp/PgDn z"] if arm.has_base else [])]
+        items = ["arrows x/y", *(["PgUp/PgDn z"] if "z" in arm.point_words else [])]
         items += ["(hold: moves at the speed shown)", "[ ] step", "< > speed"]
         if arm.n_links == 3:
             items.append(", . tool angle")

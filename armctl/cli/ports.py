@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+from armctl.cli import add_command
 from armctl.errors import BadInputError, LinkError
 
 EPILOG = """\
@@ -25,12 +26,12 @@ examples:
 
 
 def register(sub, parents) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "ports",
         parents=parents,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="list the serial ports and identify the board on each",
         description="List the serial ports (pyserial list_ports) and identify the board on each: our firmware, "
         "StandardFirmata, or Feetech bus servos; and PCA9685 boards on an I2C bus (/dev/i2c-*).",
     )

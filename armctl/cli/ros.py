@@ -7,6 +7,7 @@ import math
 import sys
 import time
 
+from armctl.cli import add_command
 from armctl.core.units import parse_float
 from armctl.errors import BadInputError
 from armctl.model.validate import positive_text
@@ -28,12 +29,12 @@ GLOBAL_PARAMS = ("arm", "port", "backend", "calibration")
 
 
 def register(sub, parents) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "ros",
         parents=parents,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="run the arm as a ROS 2 node: joint_states, trajectories, joint commands",
         description="Run a ROS 2 node that owns the arm: it publishes joint_states and the tool point and takes "
         "joint trajectories, joint commands (topic_based_ros2_control) and tool goals, each checked whole.",
     )
@@ -80,94 +81,20 @@ def _namespace(text: str) -> str:
 
 
 def cmd_ros(args) -> int:
-    from armctl.cli.common import open_robot, setup
-
     rate = _rate(args.rate)
     ns = _namespace(args.namespace)
     speed = positive_text(args.tool_speed, "--tool-speed", unit="mm/s", quote=True) / 1000.0
-    from armctl.ros.messages import frame_name
-    from armctl.ros.node import FIRST_COMMAND_MAX_DEG, ArmNode, import_rclpy
+    from armctl.ros.node import import_rclpy
 
     rclpy = import_rclpy()
-    from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
     ros_args = ["--ros-args", *args.ros_args] if args.ros_args else None
     rclpy.init(args=ros_args, signal_handler_options=SignalHandlerOptions.NO)
     try:
         node = rclpy.create_node("armctl", namespace=ns or None)
-        fixed = ParameterDescriptor(read_only=True, description="a global option of armctl; restart the node")
-        # the global options, as parameters of the same names (given with --ros-args -p, or the options); read
-        # here, then declared again read-only with the values in use once the robot is open (a read-only one
-        # cannot be undeclared)
-        for name in GLOBAL_PARAMS:
-            value = getattr(args, name)
-            node.declare_parameter(name, "" if value is None else str(value))
-            got = node.get_parameter(name).value
-            setattr(args, name, got if got != "" else None)
-        args.arm = args.arm or "seed-3link"
-        node.declare_parameter("too_fast", args.too_fast)
-        # numbers: any type is taken (10 as well as 10.0) and checked here, so a wrong one is one line, not a traceback
-        numbers = {"tool_speed_m_s": (speed, "m/s"), "first_command_max_deg": (FIRST_COMMAND_MAX_DEG, "deg")}
-        for name, (default, _) in numbers.items():
-            node.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True))
-
-        def bad(name: str, value) -> str | None:
-            if name == "too_fast" and value not in ("retime", "refuse"):
-                return f"parameter too_fast: 'retime' or 'refuse', got {value!r}"
-            if name in numbers and not _positive_number(value):
-                return f"parameter {name}: a number > 0 ({numbers[name][1]}), got {value!r}"
-            return None
-
-        def check_params(params):
-            for p in params:
-                why = bad(p.name, p.value)
-                if why:
-                    return SetParametersResult(successful=False, reason=why)
-            return SetParametersResult(successful=True)
-
-        node.add_on_set_parameters_callback(check_params)
-        for name in ("too_fast", *numbers):
-            why = bad(name, node.get_parameter(name).value)
-            if why:
-                raise BadInputError(why)
-        arm, cal = setup(args)
-        with open_robot(args, arm, cal) as robot:
-            in_use = {
-                "arm": arm.name,
-                "port": str(robot.port),
-                "backend": robot.backend.name,
-                "calibration": str(robot.calibration.source),
-            }
-            for name in GLOBAL_PARAMS:
-                node.undeclare_parameter(name)
-                node.declare_parameter(name, in_use[name], fixed, ignore_override=True)
-            frame = (ns.strip("/") + "/" if ns else "") + frame_name(arm)
-            arm_node = ArmNode(robot, node, rate_hz=rate, frame_id=frame)
-            # one thread runs every callback (the services and the action wait for their motion off it)
-            executor = SingleThreadedExecutor()
-            executor.add_node(node)
-            spinner = threading_spin(executor)
-            arm_node.start()
-            pose = robot.where()
-            print(
-                f"armctl ros: node {node.get_fully_qualified_name()} drives {arm.name!r} on {robot.port} "
-                f"({robot.backend.name}); joint_states at {rate:g} Hz ({pose.source}), frame {frame!r}",
-                flush=True,
-            )
-            arm_node.event("started", node=node.get_fully_qualified_name(), port=robot.port, arm=arm.name)
-            try:
-                while not arm_node.done.wait(0.1):
-                    pass
-            finally:
-                arm_node.close("interrupted" if arm_node.failed is None else "link lost")
-                time.sleep(0.05)  # let the last events go out
-                executor.shutdown(timeout_sec=2.0)
-                spinner.join(timeout=2.0)
-                node.destroy_node()
-            if arm_node.failed is not None:
-                raise arm_node.failed
+        _declare_parameters(node, args, speed)
+        _serve(args, node, ns, rate)
         return 0
     finally:
         try:
@@ -175,6 +102,97 @@ def cmd_ros(args) -> int:
         except Exception:  # noqa: BLE001 - already shut down
             pass
         sys.stdout.flush()
+
+
+def _declare_parameters(node, args, speed: float) -> None:
+    """The node's parameters: the global options (``args`` takes their values), too_fast and the numbers, each
+    checked (a wrong one: BadInputError, one line, not a traceback) here and when set later."""
+    from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+
+    from armctl.ros.node import FIRST_COMMAND_MAX_DEG
+
+    # the global options, as parameters of the same names (given with --ros-args -p, or the options); read
+    # here, then declared again read-only with the values in use once the robot is open (a read-only one
+    # cannot be undeclared)
+    for name in GLOBAL_PARAMS:
+        value = getattr(args, name)
+        node.declare_parameter(name, "" if value is None else str(value))
+        got = node.get_parameter(name).value
+        setattr(args, name, got if got != "" else None)
+    args.arm = args.arm or "seed-3link"
+    node.declare_parameter("too_fast", args.too_fast)
+    # numbers: any type is taken (10 as well as 10.0) and checked here, so a wrong one is one line, not a traceback
+    numbers = {"tool_speed_m_s": (speed, "m/s"), "first_command_max_deg": (FIRST_COMMAND_MAX_DEG, "deg")}
+    for name, (default, _) in numbers.items():
+        node.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True))
+
+    def bad(name: str, value) -> str | None:
+        if name == "too_fast" and value not in ("retime", "refuse"):
+            return f"parameter too_fast: 'retime' or 'refuse', got {value!r}"
+        if name in numbers and not _positive_number(value):
+            return f"parameter {name}: a number > 0 ({numbers[name][1]}), got {value!r}"
+        return None
+
+    def check_params(params):
+        for p in params:
+            why = bad(p.name, p.value)
+            if why:
+                return SetParametersResult(successful=False, reason=why)
+        return SetParametersResult(successful=True)
+
+    node.add_on_set_parameters_callback(check_params)
+    for name in ("too_fast", *numbers):
+        why = bad(name, node.get_parameter(name).value)
+        if why:
+            raise BadInputError(why)
+
+
+def _serve(args, node, ns: str, rate: float) -> None:
+    """Open the arm and run the node on it until it is done (Ctrl-C, a stop signal, a lost link: raised)."""
+    from rcl_interfaces.msg import ParameterDescriptor
+    from rclpy.executors import SingleThreadedExecutor
+
+    from armctl.cli.common import open_robot, setup
+    from armctl.ros.messages import frame_name
+    from armctl.ros.node import ArmNode
+
+    fixed = ParameterDescriptor(read_only=True, description="a global option of armctl; restart the node")
+    arm, cal = setup(args)
+    with open_robot(args, arm, cal) as robot:
+        in_use = {
+            "arm": arm.name,
+            "port": str(robot.port),
+            "backend": robot.backend.name,
+            "calibration": str(robot.calibration.source),
+        }
+        for name in GLOBAL_PARAMS:
+            node.undeclare_parameter(name)
+            node.declare_parameter(name, in_use[name], fixed, ignore_override=True)
+        frame = (ns.strip("/") + "/" if ns else "") + frame_name(arm)
+        arm_node = ArmNode(robot, node, rate_hz=rate, frame_id=frame)
+        # one thread runs every callback (the services and the action wait for their motion off it)
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        spinner = threading_spin(executor)
+        arm_node.start()
+        pose = robot.where()
+        print(
+            f"armctl ros: node {node.get_fully_qualified_name()} drives {arm.name!r} on {robot.port} "
+            f"({robot.backend.name}); joint_states at {rate:g} Hz ({pose.source}), frame {frame!r}",
+            flush=True,
+        )
+        arm_node.event("started", node=node.get_fully_qualified_name(), port=robot.port, arm=arm.name)
+        try:
+            while not arm_node.done.wait(0.1):
+                pass
+        finally:
+            arm_node.close("interrupted" if arm_node.failed is None else "link lost")
+            time.sleep(0.05)  # let the last events go out
+            executor.shutdown(timeout_sec=2.0)
+            spinner.join(timeout=2.0)
+            node.destroy_node()
+        if arm_node.failed is not None:
+            raise arm_node.failed
 
 
 def _positive_number(value) -> bool:

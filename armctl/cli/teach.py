@@ -16,6 +16,7 @@ import math
 import sys
 import time
 
+from armctl.cli import add_command
 from armctl.core import stopsignals
 from armctl.errors import ArmctlError, BadInputError
 
@@ -30,12 +31,12 @@ REFRESH_S = 0.1
 
 
 def register(sub, parents) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "teach",
         parents=parents,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="guide the arm by hand (bus servos) or jog it (PWM) and record poses into a program",
         description="Record poses into a program that 'armctl plan' and 'armctl run' play back.",
     )
     p.add_argument("program", metavar="PROGRAM.yaml", help="the program to record into (created if missing)")

@@ -6,6 +6,7 @@ import argparse
 import secrets
 import sys
 
+from armctl.cli import add_command
 from armctl.cli.common import open_robot, setup  # the same arm, calibration and port as jog/run
 from armctl.errors import BadInputError
 
@@ -25,12 +26,12 @@ examples:
 
 
 def register(sub, parents) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "web",
         parents=parents,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="the arm in a browser page: click to move",
         description="Serve a page that shows the arm and moves it to where you click.",
     )
     p.add_argument(

@@ -91,16 +91,22 @@ def reexport(package: str, module: str):
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds an old module path (``MOVED``) and gives the module at its new path: one module, two names."""
 
+    def __init__(self):
+        self._specs = {}
+
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in MOVED:
             return None
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec):
-        return importlib.import_module(MOVED[spec.name])
+        module = importlib.import_module(MOVED[spec.name])
+        self._specs[spec.name] = module.__spec__
+        return module
 
     def exec_module(self, module):
-        pass  # already run under its new name
+        # already run under its new name; the import system has just given it the old name's spec: give it back
+        module.__spec__ = self._specs.pop(module.__spec__.name, module.__spec__)
 
 
 def install_aliases() -> None:

@@ -108,6 +108,11 @@ class Arm:
         return 3 if self.has_base else 2
 
     @property
+    def point_words(self) -> tuple[str, ...]:
+        """The names of a tool point's coordinates, in order: ("x", "y", "z") on a base, else ("x", "y")."""
+        return ("x", "y", "z")[: self.dim]
+
+    @property
     def parallelogram(self) -> bool:
         """True if joint 2 drives the forearm through a parallelogram (angle from the horizontal)."""
         return self.linkage == "parallelogram"
@@ -119,9 +124,65 @@ class Arm:
         return self.has_base or self.parallelogram
 
     @property
+    def chain_start(self) -> int:
+        """Index of the chain's first joint (the shoulder) in a pose vector: 1 after a base, else 0."""
+        return 1 if self.has_base else 0
+
+    @property
     def chain_joints(self) -> slice:
         """Where the chain's joints are in a pose vector (after the base, if any)."""
         return slice(1, None) if self.has_base else slice(None)
+
+    @property
+    def chain_names(self) -> tuple[str, ...]:
+        """The chain's joint names (the base's left out)."""
+        return self.joint_names[self.chain_joints]
+
+    @property
+    def coupled_joints(self) -> tuple[int, int] | None:
+        """The indices (shoulder, forearm) of the two joints a parallelogram's link angle couples; None on
+        a serial chain."""
+        return (self.chain_start, self.chain_start + 1) if self.parallelogram else None
+
+    @property
+    def tool_frame_origin_m(self) -> np.ndarray:
+        """The origin of the tool map's frame: the base axis at the shoulder's height (0, 0, h) on a base arm,
+        the shoulder (0, 0) on a planar arm."""
+        return np.array([0.0, 0.0, self.shoulder_height_m]) if self.has_base else np.zeros(2)
+
+    # --- geometry: each asks the one function of armctl.model.kinematics (q: joint angles, rad, (..., n)) ---
+
+    def tool_point(self, q) -> np.ndarray:
+        """Tool point (m) of pose ``q``: (x, y), or (x, y, z) on a base (``kinematics.tool_point``)."""
+        from armctl.model.kinematics import tool_point
+
+        return tool_point(self, q)
+
+    def tool_pitch(self, q) -> np.ndarray:
+        """The tool's angle (rad) at pose ``q``: phi in the plane, its pitch on a base (``kinematics.tool_pitch``)."""
+        from armctl.model.kinematics import tool_pitch
+
+        return tool_pitch(self, q)
+
+    def points(self, q) -> np.ndarray:
+        """The points (m) that draw the arm at pose ``q`` (``kinematics.arm_points``)."""
+        from armctl.model.kinematics import arm_points
+
+        return arm_points(self, q)
+
+    def chain_angles(self, q) -> np.ndarray:
+        """The chain's serial joint angles (rad) of pose ``q``: no base, a parallelogram's forearm made
+        relative to the upper arm (``kinematics.chain_angles``); ``[..., 1]`` is the elbow's."""
+        from armctl.model.kinematics import chain_angles
+
+        return chain_angles(self, q)
+
+    def base_side(self, q) -> np.ndarray:
+        """+1 where pose ``q`` has the tool on the side of the base axis the arm faces, -1 where it reaches back
+        over it; +1 without a base (``kinematics.base_side``)."""
+        from armctl.model.kinematics import base_side
+
+        return base_side(self, q)
 
     @cached_property
     def chain(self) -> Arm:
@@ -272,7 +333,7 @@ def _default_home(arm: Arm) -> np.ndarray:
     """Zero clipped into the limits; a parallelogram's forearm then moved into its link-angle range."""
     home = np.clip(np.zeros(arm.n), arm.q_min, arm.q_max)
     if arm.parallelogram:
-        c = 1 if arm.has_base else 0
+        c = arm.chain_start
         la_lo, la_hi = arm.link_angle_rad
         rel = min(max(home[c + 1] - home[c], la_lo - math.pi), la_hi - math.pi)
         home[c + 1] = min(max(home[c] + rel, arm.q_min[c + 1]), arm.q_max[c + 1])

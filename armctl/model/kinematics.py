@@ -178,6 +178,15 @@ def tool_pitch(arm, q) -> np.ndarray:
     return np.remainder(phi + np.pi, 2 * np.pi) - np.pi
 
 
+def base_side(arm, q) -> np.ndarray:
+    """Which side of the base axis pose ``q`` puts the tool, shape (...): +1 on the side the arm faces, -1
+    where the chain reaches back over the axis (as ``tool_pitch`` counts it); +1 on an arm without a base."""
+    if not arm.has_base:
+        return np.ones(np.shape(q)[:-1])
+    u = fk(arm.links_m, chain_angles(arm, q))[..., 0] + arm.base_offset_m
+    return np.where(u >= 0.0, 1.0, -1.0)
+
+
 def arm_jacobian(arm, q) -> np.ndarray:
     """Jacobian d(tool point)/dq of the arm's own joints, shape (..., dim, n), m/rad."""
     if not arm.layered:

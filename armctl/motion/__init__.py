@@ -95,13 +95,13 @@ from armctl.motion.moves import (
 from armctl.motion.one_move import check_zones, plan_move
 from armctl.motion.plan import Plan, PlanBudget, assemble, blend_moves, plan_moves
 from armctl.motion.poses import branch_of, solve_pose
-from armctl.motion.refusals import _limit_error, _located
-from armctl.motion.summary import _neighbour_lines, line_deviation, summarize
+from armctl.motion.refusals import limit_error, located
+from armctl.motion.summary import line_deviation, neighbour_lines, summarize
 from armctl.motion.timing import (
-    _caps_from_joints,
-    _profile_for,
+    caps_from_joints,
     joint_accel_bounds,
     joint_accel_profile,
+    profile_for,
     s_curve,
     speed_profile,
 )
@@ -143,11 +143,6 @@ __all__ = [
     "Trajectory",
     "UnreachableError",
     "Wait",
-    "_caps_from_joints",
-    "_limit_error",
-    "_located",
-    "_neighbour_lines",
-    "_profile_for",
     "arm_branch_ik",
     "assemble",
     "best_free_pose",
@@ -156,17 +151,22 @@ __all__ = [
     "blend_moves",
     "branch_ik",
     "branch_of",
+    "caps_from_joints",
     "check_zones",
     "corner_reach",
     "free_angle_profile",
     "joint_accel_bounds",
     "joint_accel_profile",
+    "limit_error",
     "line_deviation",
+    "located",
+    "neighbour_lines",
     "plan_line_path",
     "plan_move",
     "plan_moves",
     "PlanBudget",
     "pose_score",
+    "profile_for",
     "s_curve",
     "solve_pose",
     "speed_profile",

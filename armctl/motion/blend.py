@@ -8,15 +8,15 @@ from dataclasses import replace
 import numpy as np
 
 from armctl.errors import MotionError
-from armctl.ik.branch import _branch_ik, arm_branch_ik
+from armctl.ik.branch import arm_branch_ik
 from armctl.ik.redundancy import REACH_TOL_M
 from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_point, unwind
-from armctl.motion.lines import LinePath, _continuous
+from armctl.motion.lines import LinePath, continuous
 from armctl.motion.moves import MIN_TIMING_SEGMENTS, LineMove, MovePlan
-from armctl.motion.refusals import _outside_limits
+from armctl.motion.refusals import outside_limits
 from armctl.motion.summary import line_deviation
-from armctl.motion.timing import _caps_from_joints, _profile_for, _timed
+from armctl.motion.timing import caps_from_joints, profile_for, timed
 
 #: Share of a line's tool acceleration a rounded corner may spend turning (normal, v^2 kappa) and speeding
 #: up or slowing down (tangential): 0.6^2 + 0.8^2 = 1, so the tool's acceleration stays within the bound.
@@ -47,6 +47,26 @@ def _phi_of(path: LinePath, u):
     return path.phi_at(u)
 
 
+class _Grid:
+    """The pieces of a ChainPath as they are added: path parameters, speed caps and accelerations per piece."""
+
+    def __init__(self):
+        self.pieces = []  # (kind, index, s0, s1, data)
+        self.s_pts, self.caps, self.accs = [], [], []
+        self.s0 = 0.0
+
+
+def _corner_caps(kappa, acc_c: float, v_c: float, chord) -> np.ndarray:
+    """The tool speed along a rounding of curvature ``kappa``: within ``v_c`` and BLEND_NORMAL_SHARE of
+    ``acc_c`` turning; ``chord`` (m, s): a straight step of that period bulges at most that far inside it."""
+    with np.errstate(divide="ignore"):
+        v_kappa = np.sqrt(BLEND_NORMAL_SHARE * acc_c / np.maximum(kappa, 1e-300))
+    if chord is not None:
+        with np.errstate(divide="ignore"):
+            v_kappa = np.minimum(v_kappa, np.sqrt(8.0 * chord[0] / np.maximum(kappa, 1e-300)) / chord[1])
+    return np.minimum(v_c, v_kappa)
+
+
 class ChainPath:
     """Consecutive lines with rounded corners, as one path: the path parameter s runs over the pieces
     (line stretches in each line's own units, corners by arc length, or the tool's turn if longer); the
@@ -58,77 +78,26 @@ class ChainPath:
         tool slowed through that corner so a straight step of that period across the rounding bulges at most
         that far inside it, (v T)^2 kappa / 8 (a servo's steps cut a fast, tight rounding)."""
         self.arm = arm
-        blends = [mv.blend_m for mv in moves[:-1]]
-        segment_m = [mv.segment_m for mv in moves]
-        speed = [mv.speed_m_s for mv in moves]
-        acc = [mv.accel_m_s2 for mv in moves]
         self.paths = paths
         n = len(paths)
         dist = [float(np.linalg.norm(p.end - p.start)) for p in paths]
         dirs = [(p.end - p.start) / d for p, d in zip(paths, dist, strict=True)]
         self.reach = [
-            corner_reach(dist[i], dist[i + 1], dirs[i], dirs[i + 1], blends[i]) for i in range(n - 1)
+            corner_reach(dist[i], dist[i + 1], dirs[i], dirs[i + 1], moves[i].blend_m) for i in range(n - 1)
         ]  # d of each corner
         u0 = [0.0] + [self.reach[i - 1] / dist[i] for i in range(1, n)]
         u1 = [1.0 - self.reach[i] / dist[i] for i in range(n - 1)] + [1.0]
-        pieces = []  # (kind, index, s0, s1, data)
-        s_pts, caps, accs = [], [], []
-        s0 = 0.0
+        grid = _Grid()
         self.bounds = []  # s where each line hands over to the next (the corner's middle)
         for i, p in enumerate(paths):
-            # the straight stretch of line i
-            ua, ub = u0[i], u1[i]
-            eps = 1e-6 / p.length  # no grid points closer than a micrometre (slopes between them are noise)
-            if i == 0 or (ub - ua) > eps:  # (between two roundings that meet there is no straight stretch)
-                grid_u = p.s / p.length
-                inner = grid_u[(grid_u > ua + eps) & (grid_u < ub - eps)]
-                uu = np.concatenate([[ua], inner, [ub]])
-                ss = s0 + (uu - ua) * p.length
-                pieces.append(("line", i, s0, float(ss[-1]), (ua, ub)))
-                s_pts.append(ss if not s_pts else ss[1:])
-                scale = p.speed_scale if p.speed_scale > 0 else 1.0
-                caps.append(np.full(len(ss) - (0 if len(caps) == 0 else 1), speed[i] / scale))
-                accs.append(np.full(len(ss) - 1, acc[i] / scale))
-                s0 = float(ss[-1])
+            self._add_line(grid, i, p, u0[i], u1[i], moves[i])
             if i == n - 1:
                 break
-            # the rounded corner between line i and line i + 1
-            q = paths[i + 1]
-            d = self.reach[i]
-            c = p.end
-            a, b = c - d * dirs[i], c + d * dirs[i + 1]
-            ph_a, ph_b = float(_phi_of(p, ub)), float(_phi_of(q, u0[i + 1]))
-            ph_c = float(_phi_of(p, 1.0))  # the tool angle at the corner: the control value of its own Bezier
-            k = max(MIN_TIMING_SEGMENTS, math.ceil(8 * d / min(segment_m[i], segment_m[i + 1])))
-            t = np.linspace(0.0, 1.0, 8 * k + 1)
-            pts = _bezier(a, c, b, t)
-            arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1))])
-            arc_len = float(arc[-1])
-            turn = float(self.arm.links_m[-1]) * (abs(ph_c - ph_a) + abs(ph_b - ph_c)) if arm.n_links == 3 else 0.0
-            length = max(arc_len, turn, 1e-12)
-            scale = arc_len / length
-            tt = t[::8]
-            ss = s0 + np.interp(tt, t, arc) / max(arc_len, 1e-300) * length
-            kappa = _bezier_curvature(a, c, b, tt)
-            acc_c = min(acc[i], acc[i + 1])
-            v_c = min(speed[i], speed[i + 1])
-            with np.errstate(divide="ignore"):
-                v_kappa = np.sqrt(BLEND_NORMAL_SHARE * acc_c / np.maximum(kappa, 1e-300))
-            if chord and i in chord:
-                with np.errstate(divide="ignore"):
-                    v_kappa = np.minimum(v_kappa, np.sqrt(8.0 * chord[i][0] / np.maximum(kappa, 1e-300)) / chord[i][1])
-            vcap = np.minimum(v_c, v_kappa) / (scale if scale > 0 else 1.0)
-            pieces.append(("corner", i, s0, float(ss[-1]), (a, c, b, (ph_a, ph_c, ph_b), t, arc, length)))
-            s_pts.append(ss[1:])
-            caps.append(vcap[1:])
-            caps[-2][-1] = min(caps[-2][-1], vcap[0])
-            accs.append(np.full(len(ss) - 1, BLEND_TANGENT_SHARE * acc_c / (scale if scale > 0 else 1.0)))
-            self.bounds.append(float(np.interp(0.5, tt, ss)))
-            s0 = float(ss[-1])
-        self.pieces = pieces
-        self.s = np.concatenate(s_pts)
-        self.cap = np.concatenate(caps)
-        self.accel = np.concatenate(accs)
+            self._add_corner(grid, i, dirs, u1[i], u0[i + 1], moves[i], moves[i + 1], chord)
+        self.pieces = grid.pieces
+        self.s = np.concatenate(grid.s_pts)
+        self.cap = np.concatenate(grid.caps)
+        self.accel = np.concatenate(grid.accs)
         self.length = float(self.s[-1])
         self.side, self.elbow = paths[0].side, paths[0].elbow
         self.q = None
@@ -136,7 +105,54 @@ class ChainPath:
         self.points = pts
         q, excess = self._ik(pts, phi, float(paths[0].q[0, 0]))
         self.excess = excess
-        self.q = _continuous(q, paths[0].q[0])
+        self.q = continuous(q, paths[0].q[0])
+
+    @staticmethod
+    def _add_line(grid: _Grid, i: int, p: LinePath, ua: float, ub: float, mv: LineMove) -> None:
+        """The straight stretch of line ``i`` (``ua``..``ub`` of it; none between two roundings that meet)."""
+        eps = 1e-6 / p.length  # no grid points closer than a micrometre (slopes between them are noise)
+        if i == 0 or (ub - ua) > eps:
+            grid_u = p.s / p.length
+            inner = grid_u[(grid_u > ua + eps) & (grid_u < ub - eps)]
+            uu = np.concatenate([[ua], inner, [ub]])
+            ss = grid.s0 + (uu - ua) * p.length
+            grid.pieces.append(("line", i, grid.s0, float(ss[-1]), (ua, ub)))
+            grid.s_pts.append(ss if not grid.s_pts else ss[1:])
+            scale = p.speed_scale if p.speed_scale > 0 else 1.0
+            grid.caps.append(np.full(len(ss) - (0 if len(grid.caps) == 0 else 1), mv.speed_m_s / scale))
+            grid.accs.append(np.full(len(ss) - 1, mv.accel_m_s2 / scale))
+            grid.s0 = float(ss[-1])
+
+    def _add_corner(self, grid: _Grid, i: int, dirs, ub: float, u0_next: float, m_in, m_out, chord) -> None:
+        """The rounded corner between line ``i`` and line ``i + 1``: a quadratic Bezier, its tool speed capped
+        by its curvature (and ``chord``), its tangential acceleration by BLEND_TANGENT_SHARE."""
+        p, q = self.paths[i], self.paths[i + 1]
+        d = self.reach[i]
+        c = p.end
+        a, b = c - d * dirs[i], c + d * dirs[i + 1]
+        ph_a, ph_b = float(_phi_of(p, ub)), float(_phi_of(q, u0_next))
+        ph_c = float(_phi_of(p, 1.0))  # the tool angle at the corner: the control value of its own Bezier
+        k = max(MIN_TIMING_SEGMENTS, math.ceil(8 * d / min(m_in.segment_m, m_out.segment_m)))
+        t = np.linspace(0.0, 1.0, 8 * k + 1)
+        pts = _bezier(a, c, b, t)
+        arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1))])
+        arc_len = float(arc[-1])
+        turn = float(self.arm.links_m[-1]) * (abs(ph_c - ph_a) + abs(ph_b - ph_c)) if self.arm.n_links == 3 else 0.0
+        length = max(arc_len, turn, 1e-12)
+        scale = arc_len / length
+        tt = t[::8]
+        ss = grid.s0 + np.interp(tt, t, arc) / max(arc_len, 1e-300) * length
+        acc_c = min(m_in.accel_m_s2, m_out.accel_m_s2)
+        v_c = min(m_in.speed_m_s, m_out.speed_m_s)
+        vcap = _corner_caps(_bezier_curvature(a, c, b, tt), acc_c, v_c, chord[i] if chord and i in chord else None)
+        vcap = vcap / (scale if scale > 0 else 1.0)
+        grid.pieces.append(("corner", i, grid.s0, float(ss[-1]), (a, c, b, (ph_a, ph_c, ph_b), t, arc, length)))
+        grid.s_pts.append(ss[1:])
+        grid.caps.append(vcap[1:])
+        grid.caps[-2][-1] = min(grid.caps[-2][-1], vcap[0])
+        grid.accs.append(np.full(len(ss) - 1, BLEND_TANGENT_SHARE * acc_c / (scale if scale > 0 else 1.0)))
+        self.bounds.append(float(np.interp(0.5, tt, ss)))
+        grid.s0 = float(ss[-1])
 
     def geometry(self, s):
         """Tool points (K, dim) and tool angles (K,) at path parameters ``s``."""
@@ -167,8 +183,6 @@ class ChainPath:
     def _ik(self, pts, phi, base_ref: float):
         arm = self.arm
         ph = None if arm.n_links == 2 else phi
-        if not arm.layered:
-            return _branch_ik(arm.links_m, pts, ph, self.elbow)
         return arm_branch_ik(arm, pts, ph, self.side, self.elbow, base_ref)
 
     def at(self, s) -> np.ndarray:
@@ -343,27 +357,49 @@ def _blend_run_once(arm, moves, plans, period, max_step, chord=None):
         chain = ChainPath(arm, paths, moves, chord)
     except (FloatingPointError, ValueError):  # pragma: no cover - degenerate geometry: keep the stops
         return plans, True
-
-    def split(k):  # cut the run at corner k and blend each side on its own
-        left = _blend_run(arm, moves[: k + 1], plans[: k + 1], period, max_step) if k > 0 else plans[:1]
-        right = (
-            _blend_run(arm, moves[k + 1 :], plans[k + 1 :], period, max_step)
-            if len(plans) - k - 1 > 1
-            else plans[k + 1 :]
-        )
-        return list(left) + list(right), True
-
     bad = _bad_corners(arm, chain, max_step)
     if bad:
-        return split(bad[0])
+        return _split_run(arm, moves, plans, period, max_step, bad[0])
+    sampled = _time_chain(arm, chain, moves, period)
+    if sampled is None:  # could not be timed under every limit through the corners: keep the stops
+        return plans, True
+    q, s_samp = sampled
+    q[0], q[-1] = chain.q[0], chain.q[-1]
+    if np.any(outside_limits(arm, q)):
+        return plans, True  # a joint peaking between grid points: keep the stops
+    if len(q) - 1 > sum(len(mp.t_s) - 1 for mp in rest_junctions(arm, plans, period)):
+        # slower than stopping at every corner (a corner near a singularity, where the joints' limits slow the
+        # rounding down to nearly a stop anyway, and its curvature costs more): that corner is passed at rest
+        if len(plans) > 2:
+            return _split_run(arm, moves, plans, period, max_step, _slowest_corner(arm, chain, q, s_samp))
+        return plans, True
+    if arm.zones:  # a rounded corner that cuts into a keep-out zone is passed at rest (each line was checked)
+        hit, corner = _zone_corner(arm, chain, q, s_samp)
+        if hit:
+            return _split_run(arm, moves, plans, period, max_step, corner) if corner is not None else (plans, True)
+    return _run_plans(plans, chain, q, s_samp, period), False
+
+
+def _split_run(arm, moves, plans, period, max_step, k):
+    """The run cut at corner ``k``, each side blended on its own: (plans, True)."""
+    left = _blend_run(arm, moves[: k + 1], plans[: k + 1], period, max_step) if k > 0 else plans[:1]
+    right = (
+        _blend_run(arm, moves[k + 1 :], plans[k + 1 :], period, max_step) if len(plans) - k - 1 > 1 else plans[k + 1 :]
+    )
+    return list(left) + list(right), True
+
+
+def _time_chain(arm, chain: ChainPath, moves, period):
+    """(samples q, their path parameters) of the chain timed as one motion under the tool's and the joints'
+    limits (the longest jerk time of the moves); None if it cannot be."""
     limit = arm.max_speed_rad_s
-    cap, _ = _caps_from_joints(chain.s, chain.q, limit, np.inf)
+    cap, _ = caps_from_joints(chain.s, chain.q, limit, np.inf)
     cap = np.minimum(cap, chain.cap)
     accel = chain.accel
-    profile = _profile_for(chain.s, chain.q, arm.max_accel_rad_s2, cap, accel)
+    profile = profile_for(chain.s, chain.q, arm.max_accel_rad_s2, cap, accel)
     jerk = max(mv.jerk_time_s for mv in moves)
     try:
-        t, q, _, s_samp = _timed(
+        _, q, _, s_samp = timed(
             chain.s,
             cap,
             accel,
@@ -377,24 +413,26 @@ def _blend_run_once(arm, moves, plans, period, max_step, chord=None):
             keep_caps=True,
             accel_limit=arm.max_accel_rad_s2 if jerk > 0 else None,
         )
-    except MotionError:  # could not be timed under every limit through the corners: keep the stops
-        return plans, True
-    q[0], q[-1] = chain.q[0], chain.q[-1]
-    if np.any(_outside_limits(arm, q)):
-        return plans, True  # a joint peaking between grid points: keep the stops
-    if len(q) - 1 > sum(len(mp.t_s) - 1 for mp in rest_junctions(arm, plans, period)):
-        # slower than stopping at every corner (a corner near a singularity, where the joints' limits slow the
-        # rounding down to nearly a stop anyway, and its curvature costs more): that corner is passed at rest
-        return split(_slowest_corner(arm, chain, q, s_samp)) if len(plans) > 2 else (plans, True)
-    if arm.zones:  # a rounded corner that cuts into a keep-out zone is passed at rest (each line was checked)
-        from armctl.model.zones import first_violation
+    except MotionError:
+        return None
+    return q, s_samp
 
-        v = first_violation(arm, arm.zones, q)
-        if v is not None:
-            s_v = float(np.interp(v.at, np.arange(len(s_samp)), s_samp))
-            corners = [(abs(0.5 * (s0 + s1) - s_v), i) for kind, i, s0, s1, _ in chain.pieces if kind == "corner"]
-            return split(min(corners)[1]) if corners else (plans, True)
-    # which sample belongs to which move: up to the middle of its end corner
+
+def _zone_corner(arm, chain: ChainPath, q, s_samp) -> tuple[bool, int | None]:
+    """(True, the corner nearest the first sample in a keep-out zone, or None if the chain has no corner), or
+    (False, None) if no sample is in a zone."""
+    from armctl.model.zones import first_violation
+
+    v = first_violation(arm, arm.zones, q)
+    if v is None:
+        return False, None
+    s_v = float(np.interp(v.at, np.arange(len(s_samp)), s_samp))
+    corners = [(abs(0.5 * (s0 + s1) - s_v), i) for kind, i, s0, s1, _ in chain.pieces if kind == "corner"]
+    return True, (min(corners)[1] if corners else None)
+
+
+def _run_plans(plans, chain: ChainPath, q, s_samp, period) -> list[MovePlan]:
+    """The blended samples ``q`` shared out to the run's moves: each up to the middle of its end corner."""
     cuts = [0] + [int(np.searchsorted(s_samp, b)) for b in chain.bounds] + [len(q) - 1]
     cuts = [min(max(c, 0), len(q) - 1) for c in cuts]
     for k in range(1, len(cuts)):
@@ -419,14 +457,14 @@ def _blend_run_once(arm, moves, plans, period, max_step, chord=None):
                 blended=True,
             )
         )
-    return out, False
+    return out
 
 
 def _bad_corners(arm, chain: ChainPath, max_step: float) -> list[int]:
     """Corners (indices) whose rounding leaves the reach or the joint limits, or makes a joint jump."""
     bad = []
     step = np.abs(np.diff(chain.q, axis=0)).max(axis=1)
-    outside = _outside_limits(arm, chain.q)
+    outside = outside_limits(arm, chain.q)
     for kind, i, s0, s1, _ in chain.pieces:
         if kind != "corner":
             continue

@@ -11,7 +11,7 @@ import numpy as np
 from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_point
 from armctl.motion.moves import JointMove, LineMove, MovePlan
-from armctl.motion.refusals import _outside_limits
+from armctl.motion.refusals import outside_limits
 
 
 def _speed_bound(arm: Arm, move) -> np.ndarray:
@@ -72,76 +72,105 @@ def _joint_corner_overlap(
     of ``p1``'s move before any blend (default ``p1``'s; they end at the same pose, at the same time before
     its end), ``before`` the tail of the move before it, ending where ``p1``'s move starts, where that move
     already overlaps ``p1``'s start (a joint move overlapped at both ends)."""
-    q1, q2 = p1.q_rad, p2.q_rad
-    u1 = q1 if own1 is None else own1
-    n1, n2 = len(q1) - 1, len(q2) - 1
-    if n1 < 2 or n2 < 2:
+    if len(p1.q_rad) - 1 < 2 or len(p2.q_rad) - 1 < 2:
         return 0
-    if arm.zones:
-        from armctl.model.zones import first_violation
-    b_pose = q2[0]
-    vb = np.maximum(_speed_bound(arm, m1), _speed_bound(arm, m2)) * (1 + 1e-9)
-    ab = np.maximum(_accel_bound(arm, m1), _accel_bound(arm, m2)) * (1 + 1e-9)
-    vt, at = (
-        max(x, y) * (1 + 1e-9) for x, y in zip(_tool_bounds(arm, m1, p1, period), _tool_bounds(arm, m2, p2, period))
-    )
-    # the overlap cannot pass either move's top speed: at most its slowing down (p1) and speeding up (p2)
+    kmax = _overlap_kmax(arm, p1.q_rad, p2.q_rad)
+    if kmax < 1:
+        return 0
+    return _largest_overlap(_Overlap(arm, m1, m2, p1, p2, period, blend, own1, before), kmax)
+
+
+def _overlap_kmax(arm: Arm, q1, q2) -> int:
+    """The most samples two moves (``q1`` into ``q2``) may overlap: the overlap cannot pass either move's top
+    speed, so at most the first's slowing down and the second's speeding up."""
+    n1, n2 = len(q1) - 1, len(q2) - 1
     r1 = (np.abs(np.diff(q1, axis=0)) / arm.max_speed_rad_s).max(axis=1)
     r2 = (np.abs(np.diff(q2, axis=0)) / arm.max_speed_rad_s).max(axis=1)
     k_dec = n1 - int(np.nonzero(r1 >= r1.max() * (1 - 1e-9))[0][-1])
     k_acc = int(np.nonzero(r2 >= r2.max() * (1 - 1e-9))[0][0]) + 1
-    kmax = min(n1 - 1, n2 - 1, k_dec + k_acc)
-    if kmax < 1:
-        return 0
+    return min(n1 - 1, n2 - 1, k_dec + k_acc)
 
-    def combined(k):
-        c = q1[n1 - k :] + (q2[: k + 1] - b_pose)
+
+def _largest_overlap(ov: _Overlap, kmax: int) -> int:
+    """The largest k <= ``kmax`` that passes ``ov``'s checks (0: none): the limits from the top down, then the
+    deviation (it grows with the overlap) by bisection."""
+    k = kmax
+    while k >= 1 and not ov.cheap_ok(k):
+        k -= 1
+    if k < 1:
+        return 0
+    if ov.deviation_ok(k):
+        return k
+    lo, hi = 0, k  # deviation grows with the overlap: the largest k that keeps within blend, by bisection
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ov.deviation_ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    while lo >= 1 and not (ov.cheap_ok(lo) and ov.deviation_ok(lo)):
+        lo -= 1
+    return lo
+
+
+class _Overlap:
+    """Two moves at rest at their shared pose B, the second started k samples before the first ends (the
+    trajectory q1(t) + q2(t - t1 + k T) - B), and the checks of ``_joint_corner_overlap`` on it."""
+
+    def __init__(self, arm: Arm, m1, m2, p1: MovePlan, p2: MovePlan, period: float, blend: float, own1, before):
+        self.arm, self.period, self.blend, self.before = arm, period, blend, before
+        self.q1, self.q2 = p1.q_rad, p2.q_rad
+        self.u1 = self.q1 if own1 is None else own1
+        self.n1 = len(self.q1) - 1
+        self.first_violation = None
+        if arm.zones:
+            from armctl.model.zones import first_violation
+
+            self.first_violation = first_violation
+        self.b_pose = self.q2[0]
+        self.vb = np.maximum(_speed_bound(arm, m1), _speed_bound(arm, m2)) * (1 + 1e-9)
+        self.ab = np.maximum(_accel_bound(arm, m1), _accel_bound(arm, m2)) * (1 + 1e-9)
+        self.vt, self.at = (
+            max(x, y) * (1 + 1e-9) for x, y in zip(_tool_bounds(arm, m1, p1, period), _tool_bounds(arm, m2, p2, period))
+        )
+
+    def combined(self, k: int):
+        """The overlapped samples with two samples either side."""
+        q1, q2, n1 = self.q1, self.q2, self.n1
+        c = q1[n1 - k :] + (q2[: k + 1] - self.b_pose)
         return np.concatenate([q1[max(n1 - k - 2, 0) : n1 - k], c, q2[k + 1 : k + 3]])
 
-    def cheap_ok(k):
-        w = combined(k)
-        if np.any(_outside_limits(arm, w)):
+    def cheap_ok(self, k: int) -> bool:
+        """Inside the joint limits and the zones, the joints and the tool within the moves' bounds."""
+        arm, period = self.arm, self.period
+        w = self.combined(k)
+        if np.any(outside_limits(arm, w)):
             return False
-        if arm.zones and first_violation(arm, arm.zones, w) is not None:
+        if arm.zones and self.first_violation(arm, arm.zones, w) is not None:
             return False  # the overlap cuts into a keep-out zone (each move was checked alone)
         dq = np.diff(w, axis=0) / period
-        if np.any(np.abs(dq) > vb) or np.any(np.abs(np.diff(dq, axis=0)) / period > ab):
+        if np.any(np.abs(dq) > self.vb) or np.any(np.abs(np.diff(dq, axis=0)) / period > self.ab):
             return False
         p = tool_point(arm, w)
         dp = np.diff(p, axis=0) / period
         return bool(
-            np.linalg.norm(dp, axis=1).max() <= vt and np.linalg.norm(np.diff(dp, axis=0), axis=1).max() / period <= at
+            np.linalg.norm(dp, axis=1).max() <= self.vt
+            and np.linalg.norm(np.diff(dp, axis=0), axis=1).max() / period <= self.at
         )
 
-    def deviation_ok(k):
-        c = q1[n1 - k :] + (q2[: k + 1] - b_pose)
+    def deviation_ok(self, k: int) -> bool:
+        """The tool within ``blend`` of the two moves' own tool paths (between samples too)."""
+        arm, q1, q2, n1, u1, before = self.arm, self.q1, self.q2, self.n1, self.u1, self.before
+        c = q1[n1 - k :] + (q2[: k + 1] - self.b_pose)
         # the two moves' own tool paths over the overlap and a sample either side, as a servo plays them
         own = [u1[max(len(u1) - k - 2, 0) :], q2[1 : k + 2]]
         if before is not None and n1 - k - 1 <= len(before) - 1:  # this overlap reaches into the one before
             own = [before, u1[1:], q2[1 : k + 2]]
         ref = tool_point(arm, _dense(np.concatenate(own), 4))
         step = float(np.linalg.norm(np.diff(tool_point(arm, c), axis=0), axis=1).max())
-        sub = int(min(16, max(4, math.ceil(step / (0.05 * blend)))))
+        sub = int(min(16, max(4, math.ceil(step / (0.05 * self.blend)))))
         dev = _distance_to_polyline(tool_point(arm, _dense(c, sub)), ref).max() + 0.5 * step / sub
-        return bool(dev <= blend)
-
-    k = kmax
-    while k >= 1 and not cheap_ok(k):
-        k -= 1
-    if k < 1:
-        return 0
-    if deviation_ok(k):
-        return k
-    lo, hi = 0, k  # deviation grows with the overlap: the largest k that keeps within blend, by bisection
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if deviation_ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    while lo >= 1 and not (cheap_ok(lo) and deviation_ok(lo)):
-        lo -= 1
-    return lo
+        return bool(dev <= self.blend)
 
 
 def blend_joint_moves(arm: Arm, moves, plans: list[MovePlan], *, period_s: float) -> list[MovePlan]:

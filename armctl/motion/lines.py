@@ -15,7 +15,7 @@ from armctl.model.kinematics import tool_point, unwind, wrap
 from armctl.model.workspace import check_reachable
 from armctl.motion.moves import DEFAULT_MAX_JOINT_STEP_RAD, MIN_SEGMENT_M, MIN_TIMING_SEGMENTS, TWO_PI, LineMove
 from armctl.motion.poses import branch_of, solve_pose
-from armctl.motion.refusals import _limit_error, _outside_limits, _where
+from armctl.motion.refusals import limit_error, outside_limits, where_along
 from armctl.motion.rows import row_max
 
 
@@ -34,7 +34,7 @@ class LinePath:
     length: float
     speed_scale: float  # tool speed per unit ds/dt (|dp|/length)
     links: np.ndarray
-    arm: Arm | None = None  # a base or parallelogram arm (None: the planar serial chain of ``links``)
+    arm: Arm | None = None  # the arm (``arm_branch_ik`` solves it; None: the planar serial chain of ``links``)
     side: float = 1.0  # base arms: +1 the base points at the tool, -1 half a turn from it
     profile: tuple | None = None  # free tool angle: (u knots, phi offsets from phi0) of a piecewise-linear profile
 
@@ -131,6 +131,27 @@ def _line_path(
 ) -> LinePath:
     """``profile``: (u knots, tool angle offsets from the start's) of a free tool angle's profile; else the
     tool angle turns linearly to ``phi_end``."""
+    path = _empty_path(arm, q0, move, phi_end, profile)
+    length = path.length
+    if length <= 0.0:
+        return path
+
+    # At least MIN_TIMING_SEGMENTS, so even a sub-millimetre move gets a proper speed ramp.
+    k = max(MIN_TIMING_SEGMENTS, math.ceil(length / move.segment_m - 1e-9))
+    s = np.linspace(0.0, length, k + 1)
+    q, pts, excess = _solve_points(path, s)
+    _check_in_reach(s, pts, excess, length, arm.n_links)
+    q = continuous(q, q0)
+    s, q, pts = _refine(path, s, q, pts, q0, max_joint_step_rad)
+    _check_path_limits(arm, move, s, q, pts, length)
+    q[0] = q0  # where the arm is (closed form loses ~1e-8 rad right at full extension)
+    path.s, path.q, path.points = s, q, pts
+    return path
+
+
+def _empty_path(arm: Arm, q0, move: LineMove, phi_end: float | None, profile) -> LinePath:
+    """The line's LinePath before its points are solved (only the start): the end checked reachable, the
+    length (a pure turn of the tool counted), the branch to stay on."""
     start = tool_point(arm, q0)
     end = np.asarray(move.target_m, dtype=float)
     n = arm.n_links
@@ -149,10 +170,10 @@ def _line_path(
     # A pure turn of the tool counts as the distance the tool tip's last link sweeps.
     length = max(dist, float(arm.links_m[-1]) * turn) if n == 3 else dist
     side, elbow = branch_of(arm, q0)
-    rel = q0[1] if not arm.layered else float(_chain_elbow(arm, q0))
+    rel = float(arm.chain_angles(q0)[1])
     if abs(rel) < 1e-9 and move.end_q_rad is not None:
         side, elbow = branch_of(arm, np.asarray(move.end_q_rad, dtype=float))
-    path = LinePath(
+    return LinePath(
         s=np.zeros(1),
         q=q0[None, :].copy(),
         points=start[None, :],
@@ -164,28 +185,30 @@ def _line_path(
         length=length,
         speed_scale=(dist / length) if length > 0 else 0.0,
         links=arm.links_m,
-        arm=arm if arm.layered else None,
+        arm=arm,
         side=side,
         profile=profile,
     )
-    if length <= 0.0:
-        return path
 
-    # At least MIN_TIMING_SEGMENTS, so even a sub-millimetre move gets a proper speed ramp.
-    k = max(MIN_TIMING_SEGMENTS, math.ceil(length / move.segment_m - 1e-9))
-    s = np.linspace(0.0, length, k + 1)
-    q, pts, excess = _solve_points(path, s)
+
+def _check_in_reach(s, pts, excess, length: float, n: int) -> None:
+    """UnreachableError at the first point the IK misses by more than REACH_TOL_M."""
     bad_reach = excess > REACH_TOL_M
     if np.any(bad_reach):
         i = int(np.argmax(bad_reach))
         raise UnreachableError(
-            f"the line leaves the reach of the arm {_where(s[i] / length, pts[i])} "
+            f"the line leaves the reach of the arm {where_along(s[i] / length, pts[i])} "
             f"(by {1000 * excess[i]:.1f} mm{' with the tool angle turning' if n == 3 else ''}); "
             "add a via point or change the target",
             target=tuple(pts[i]),
             shortfall_m=float(excess[i]),
         )
-    q = _continuous(q, q0)
+
+
+def _refine(path: LinePath, s, q, pts, q0, max_joint_step_rad: float):
+    """(s, q, pts) with every segment whose joint step exceeds ``max_joint_step_rad`` cut into enough pieces;
+    MotionError where a segment already under MIN_SEGMENT_M still jumps (a singularity or a branch change)."""
+    length = path.length
     for _ in range(40):
         step = row_max(np.abs(np.diff(q, axis=0)))
         too_big = step > max_joint_step_rad
@@ -196,7 +219,7 @@ def _line_path(
         if np.any(jump):
             i = int(np.argmax(jump))
             raise MotionError(
-                f"the joints would jump by {math.degrees(step[i]):.0f} deg {_where(s[i] / length, pts[i])} "
+                f"the joints would jump by {math.degrees(step[i]):.0f} deg {where_along(s[i] / length, pts[i])} "
                 "(the line crosses a singularity or needs the other elbow branch); "
                 "use a joint move there or add a via point"
             )
@@ -205,26 +228,29 @@ def _line_path(
         idx = np.nonzero(too_big)[0]
         extra = [np.linspace(s[i], s[i + 1], pieces[i] + 1)[1:-1] for i in idx]
         s = np.sort(np.concatenate([s, *extra]))
-        q, pts, excess = _solve_points(path, s)
-        q = _continuous(q, q0)
+        q, pts, _ = _solve_points(path, s)
+        q = continuous(q, q0)
     else:  # pragma: no cover - 40 rounds of refinement means a discontinuity
         raise MotionError("the line could not be cut fine enough to keep joint steps small")
-    outside = _outside_limits(arm, q)
+    return s, q, pts
+
+
+def _check_path_limits(arm: Arm, move: LineMove, s, q, pts, length: float) -> None:
+    """JointLimitError at the first point outside the joint limits (naming how far the joint goes); MotionError
+    if the line would end on another branch than the joint pose ``move.end_q_rad`` asks for."""
+    outside = outside_limits(arm, q)
     if np.any(outside):
         i = int(np.argmax(outside))
         far = np.where(q[i] > arm.q_max, q.max(axis=0), q.min(axis=0))
-        raise _limit_error(
+        raise limit_error(
             arm,
             q[i],
-            _where(s[i] / length, pts[i]),
+            where_along(s[i] / length, pts[i]),
             peak=far,
             hint="split the line with a via point or a joint move, or move the target",
         )
     if move.end_q_rad is not None and np.abs(wrap(q[-1] - np.asarray(move.end_q_rad))).max() > 1e-6:
         raise MotionError("a line move to this joint pose would end on the other elbow branch; use a joint move")
-    q[0] = q0  # where the arm is (closed form loses ~1e-8 rad right at full extension)
-    path.s, path.q, path.points = s, q, pts
-    return path
 
 
 def _reaches(arm: Arm, q, end, phi: float | None) -> bool:
@@ -253,14 +279,7 @@ def _solve_points(path: LinePath, s):
     return q, pts, excess
 
 
-def _chain_elbow(arm: Arm, q) -> float:
-    """The chain's serial elbow angle (rad) of pose ``q``."""
-    from armctl.model.kinematics import chain_angles
-
-    return float(chain_angles(arm, q)[1])
-
-
-def _continuous(q, q0):
+def continuous(q, q0):
     """Unwrap each joint along the path, anchored on the start pose ``q0``."""
     dq = np.diff(q, axis=0)
     if len(dq) and float(np.abs(dq).max()) < math.pi:

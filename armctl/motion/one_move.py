@@ -12,8 +12,8 @@ from armctl.model.kinematics import base_split, tool_point, turns_inside
 from armctl.model.workspace import fmt_point
 from armctl.motion.lines import plan_line_path
 from armctl.motion.moves import DEFAULT_MAX_JOINT_STEP_RAD, GripperMove, JointMove, LineMove, Move, MovePlan, Wait
-from armctl.motion.refusals import _limit_error, _located, _outside_limits, _where
-from armctl.motion.timing import _check_duration, _line_caps_and_profile, _sample_times, _timed, speed_profile
+from armctl.motion.refusals import limit_error, located, outside_limits, where_along
+from armctl.motion.timing import check_duration, line_caps_and_profile, sample_times, speed_profile, timed
 from armctl.motion.trajectory import DEFAULT_PERIOD_S
 
 
@@ -33,7 +33,7 @@ def plan_move(
         check_zones(arm, mp)
         return mp
     except MotionError as exc:
-        raise _located(exc, move.label) from None
+        raise located(exc, move.label) from None
 
 
 def check_zones(arm: Arm, mp: MovePlan) -> None:
@@ -53,7 +53,7 @@ def check_zones(arm: Arm, mp: MovePlan) -> None:
         a, b = (np.asarray(e, dtype=float) for e in mp.line_m)
         length = float(np.linalg.norm(b - a))
         frac = float(np.linalg.norm(p - a)) / length if length > 0 else 0.0
-        where = _where(min(frac, 1.0), p)
+        where = where_along(min(frac, 1.0), p)
         hint = "add a via point around it, or move the target"
     else:
         frac = t / mp.duration_s if mp.duration_s > 0 else 0.0
@@ -63,7 +63,7 @@ def check_zones(arm: Arm, mp: MovePlan) -> None:
 
 
 def _hold(q0, g0, duration, period, kind, label) -> MovePlan:
-    _check_duration(duration, kind)
+    check_duration(duration, kind)
     k = max(1, math.ceil(duration / period - 1e-9)) if duration > 0 else 0
     t = np.arange(k + 1) * period
     return MovePlan(
@@ -72,111 +72,138 @@ def _hold(q0, g0, duration, period, kind, label) -> MovePlan:
 
 
 def _plan_move(arm, move, q0, g0, period, max_step) -> MovePlan:
-    limit = arm.max_speed_rad_s
     if isinstance(move, Wait):
         return _hold(q0, g0, move.duration_s, period, "wait", move.label)
     if isinstance(move, GripperMove):
-        if arm.gripper is None:
-            raise MotionError(f"arm '{arm.name}' has no gripper")
-        dg = move.angle_rad - g0
-        if abs(dg) < 1e-12:
-            return _hold(q0, g0, 0.0, period, "gripper", move.label)
-        gl = arm.gripper.max_speed_rad_s
-        s = np.linspace(0.0, 1.0, 65)
-        t, g, _ = _timed(
-            s,
-            np.full(len(s), move.speed_fraction * gl / abs(dg)),
-            move.accel_rad_s2 / abs(dg),
-            lambda u: (g0 + u * dg)[:, None],
-            np.array([gl]),
-            period,
-            label_kind="gripper move",
-        )
-        return MovePlan(
-            kind="gripper", label=move.label, t_s=t, q_rad=np.repeat(q0[None, :], len(t), axis=0), gripper_rad=g[:, 0]
-        )
+        return _plan_gripper(arm, move, q0, g0, period)
     if isinstance(move, JointMove):
-        q1 = np.asarray(move.q_rad, dtype=float)
-        if not arm.within_limits(q1):
-            raise _limit_error(arm, q1, "at the end of the joint move", hint="change the pose")
-        dq = q1 - q0
-        span = float(np.abs(dq).max())
-        if span < 1e-12:
-            return _hold(q0, g0, 0.0, period, "joint", move.label)
-        s = np.linspace(0.0, 1.0, 129)
-        moving = np.abs(dq) > 0
-        cap = float(np.min(move.speed_fraction * limit[moving] / np.abs(dq[moving])))
-        acc = move.accel_rad_s2 / span
-        acc = min(acc, float(np.min(arm.max_accel_rad_s2[moving] / np.abs(dq[moving]))))  # each joint's limit
-        t, q, _ = _timed(
-            s,
-            np.full(len(s), cap),
-            acc,
-            lambda u: q0 + u[:, None] * dq,
-            limit,
-            period,
-            label_kind="joint move",
-            jerk_time_s=move.jerk_time_s,
-        )
-        q[-1] = q1
-        return MovePlan(kind="joint", label=move.label, t_s=t, q_rad=q, gripper_rad=np.full(len(t), g0), segments=1)
+        return _plan_joint(arm, move, q0, g0, period)
     if isinstance(move, LineMove):
         turn = _base_turn_first(arm, move, q0)
         if turn is not None:
             return _line_from_axis(arm, move, q0, g0, period, max_step, turn)
-        path = plan_line_path(arm, q0, move, max_joint_step_rad=max_step)
-        if path.length <= 0:
-            return _hold(q0, g0, 0.0, period, "line", move.label)
-        base = move.speed_m_s / path.speed_scale if path.speed_scale > 0 else move.speed_m_s
-        acc = move.accel_m_s2 / path.speed_scale if path.speed_scale > 0 else move.accel_m_s2
-        accel_limit = arm.max_accel_rad_s2
-        cap, profile = _line_caps_and_profile(path.s, path.q, limit, base, accel_limit, acc)
-        trapezoids: list[float] = []
-        t, q, _ = _timed(
-            path.s,
-            cap,
-            acc,
-            path.at,
-            limit,
-            period,
-            label_kind="line",
-            jerk_time_s=move.jerk_time_s,
-            profile=profile,
-            accel_limit=accel_limit,
-            durations=trapezoids,
-        )
-        # Slowed if the joint speed (or acceleration) limits made the move longer than the Cartesian limits
-        # alone would. Where no joint capped the speed and no acceleration limit could bind, the first profile
-        # _timed drew was that very trapezoid (same s, caps, acceleration): its duration, not a second pass.
-        if profile is speed_profile and float(cap.min()) >= base:
-            free = trapezoids[0] + move.jerk_time_s
-        else:
-            free = speed_profile(path.s, np.full(len(path.s), base), acc)[1][-1] + move.jerk_time_s
-        slowed = bool(_sample_times(float(free), period)[0][-1] < t[-1] - 1e-9)
-        q[0], q[-1] = path.q[0], path.q[-1]
-        outside = _outside_limits(arm, q)
-        if np.any(outside):  # a joint peaking between two segment points
-            i = int(np.argmax(outside))
-            p = tool_point(arm, q[i])
-            raise _limit_error(
-                arm,
-                q[i],
-                _where(float(np.hypot(*(p - path.start))) / max(path.length, 1e-300), p),
-                hint="split the line with a via point or a joint move, or move the target",
-            )
-        return MovePlan(
-            kind="line",
-            label=move.label,
-            t_s=t,
-            q_rad=q,
-            gripper_rad=np.full(len(t), g0),
-            points_m=path.points,
-            segments=len(path.s) - 1,
-            line_m=(path.start, path.end),
-            slowed=slowed,
-            path=path,
-        )
+        return _plan_line(arm, move, q0, g0, period, max_step)
     raise TypeError(f"not a move: {move!r}")
+
+
+def _plan_gripper(arm: Arm, move: GripperMove, q0, g0: float, period: float) -> MovePlan:
+    """The gripper at its speed limit (share ``speed_fraction``), the arm held."""
+    if arm.gripper is None:
+        raise MotionError(f"arm '{arm.name}' has no gripper")
+    dg = move.angle_rad - g0
+    if abs(dg) < 1e-12:
+        return _hold(q0, g0, 0.0, period, "gripper", move.label)
+    gl = arm.gripper.max_speed_rad_s
+    s = np.linspace(0.0, 1.0, 65)
+    t, g, _ = timed(
+        s,
+        np.full(len(s), move.speed_fraction * gl / abs(dg)),
+        move.accel_rad_s2 / abs(dg),
+        lambda u: (g0 + u * dg)[:, None],
+        np.array([gl]),
+        period,
+        label_kind="gripper move",
+    )
+    return MovePlan(
+        kind="gripper", label=move.label, t_s=t, q_rad=np.repeat(q0[None, :], len(t), axis=0), gripper_rad=g[:, 0]
+    )
+
+
+def _plan_joint(arm: Arm, move: JointMove, q0, g0: float, period: float) -> MovePlan:
+    """All joints on a straight line in joint space, starting and stopping together."""
+    limit = arm.max_speed_rad_s
+    q1 = np.asarray(move.q_rad, dtype=float)
+    if not arm.within_limits(q1):
+        raise limit_error(arm, q1, "at the end of the joint move", hint="change the pose")
+    dq = q1 - q0
+    span = float(np.abs(dq).max())
+    if span < 1e-12:
+        return _hold(q0, g0, 0.0, period, "joint", move.label)
+    s = np.linspace(0.0, 1.0, 129)
+    moving = np.abs(dq) > 0
+    cap = float(np.min(move.speed_fraction * limit[moving] / np.abs(dq[moving])))
+    acc = move.accel_rad_s2 / span
+    acc = min(acc, float(np.min(arm.max_accel_rad_s2[moving] / np.abs(dq[moving]))))  # each joint's limit
+    t, q, _ = timed(
+        s,
+        np.full(len(s), cap),
+        acc,
+        lambda u: q0 + u[:, None] * dq,
+        limit,
+        period,
+        label_kind="joint move",
+        jerk_time_s=move.jerk_time_s,
+    )
+    q[-1] = q1
+    return MovePlan(kind="joint", label=move.label, t_s=t, q_rad=q, gripper_rad=np.full(len(t), g0), segments=1)
+
+
+def _plan_line(arm: Arm, move: LineMove, q0, g0: float, period: float, max_step: float) -> MovePlan:
+    """A straight tool line: its path (IK per point), timed under the tool's and the joints' limits, the samples
+    checked against the joint limits."""
+    limit = arm.max_speed_rad_s
+    path = plan_line_path(arm, q0, move, max_joint_step_rad=max_step)
+    if path.length <= 0:
+        return _hold(q0, g0, 0.0, period, "line", move.label)
+    base = move.speed_m_s / path.speed_scale if path.speed_scale > 0 else move.speed_m_s
+    acc = move.accel_m_s2 / path.speed_scale if path.speed_scale > 0 else move.accel_m_s2
+    accel_limit = arm.max_accel_rad_s2
+    cap, profile = line_caps_and_profile(path.s, path.q, limit, base, accel_limit, acc)
+    trapezoids: list[float] = []
+    t, q, _ = timed(
+        path.s,
+        cap,
+        acc,
+        path.at,
+        limit,
+        period,
+        label_kind="line",
+        jerk_time_s=move.jerk_time_s,
+        profile=profile,
+        accel_limit=accel_limit,
+        durations=trapezoids,
+    )
+    slowed = _line_slowed(move, path, cap, profile, base, acc, trapezoids, t, period)
+    q[0], q[-1] = path.q[0], path.q[-1]
+    _check_line_samples(arm, path, q)
+    return MovePlan(
+        kind="line",
+        label=move.label,
+        t_s=t,
+        q_rad=q,
+        gripper_rad=np.full(len(t), g0),
+        points_m=path.points,
+        segments=len(path.s) - 1,
+        line_m=(path.start, path.end),
+        slowed=slowed,
+        path=path,
+    )
+
+
+def _line_slowed(move: LineMove, path, cap, profile, base: float, acc: float, trapezoids, t, period: float) -> bool:
+    """Slowed if the joint speed (or acceleration) limits made the move longer than the Cartesian limits alone
+    would. Where no joint capped the speed and no acceleration limit could bind, the first profile ``timed``
+    drew was that very trapezoid (same s, caps, acceleration): its duration, not a second pass."""
+    if profile is speed_profile and float(cap.min()) >= base:
+        free = trapezoids[0] + move.jerk_time_s
+    else:
+        free = speed_profile(path.s, np.full(len(path.s), base), acc)[1][-1] + move.jerk_time_s
+    return bool(sample_times(float(free), period)[0][-1] < t[-1] - 1e-9)
+
+
+def _check_line_samples(arm: Arm, path, q) -> None:
+    """JointLimitError at the first sample of a line outside the joint limits (a joint peaking between two
+    segment points)."""
+    outside = outside_limits(arm, q)
+    if np.any(outside):
+        i = int(np.argmax(outside))
+        p = tool_point(arm, q[i])
+        raise limit_error(
+            arm,
+            q[i],
+            where_along(float(np.hypot(*(p - path.start))) / max(path.length, 1e-300), p),
+            hint="split the line with a via point or a joint move, or move the target",
+        )
 
 
 def _base_turn_first(arm: Arm, move: LineMove, q0) -> list[float] | None:

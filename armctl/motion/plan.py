@@ -12,7 +12,7 @@ from armctl.motion.blend import blend_chain, rest_junctions
 from armctl.motion.blend_joint import blend_joint_moves
 from armctl.motion.moves import DEFAULT_MAX_JOINT_STEP_RAD, GripperMove, JointMove, LineMove, MovePlan
 from armctl.motion.one_move import plan_move
-from armctl.motion.refusals import _limit_error
+from armctl.motion.refusals import limit_error
 from armctl.motion.summary import summarize
 from armctl.motion.trajectory import DEFAULT_PERIOD_S, Trajectory
 
@@ -84,7 +84,7 @@ def plan_moves(
             and (isinstance(moves[0], JointMove) or all(isinstance(m, GripperMove) for m in moves))
         )
         if not escape:
-            raise _limit_error(arm, q, "at the start pose", hint="change the start pose")
+            raise limit_error(arm, q, "at the start pose", hint="change the start pose")
     if gripper_start is None:
         gripper_start = arm.gripper.open_rad if arm.gripper is not None else float("nan")
     g = float(gripper_start)

@@ -21,7 +21,6 @@ from armctl.model.kinematics import (
     base_split_batch,
     fk,
     joint_angles,
-    joint_positions,
     limit_excess,
     tool_point,
 )
@@ -49,7 +48,7 @@ def require_matplotlib():
     return plt
 
 
-def _workspace_image(
+def workspace_image(
     arm, box, *, samples: int = 300_000, bins: int = 140, seed: int = 0, view: str = "plane", z: float | None = None
 ):
     """Where the tool can be with the joints inside their limits, over ``box`` (x0, x1, y0, y1) in m:
@@ -98,7 +97,7 @@ def _top_at(arm, box, z: float, *, samples: int, bins: int, seed: int):
     arm's plane reaches at that height (a row of its side view), turned through the base's range."""
     reach = arm.extent_m
     fine = 2 * bins
-    side = _workspace_image(arm, (-reach, reach, -reach, reach), samples=samples, bins=fine, seed=seed, view="side")
+    side = workspace_image(arm, (-reach, reach, -reach, reach), samples=samples, bins=fine, seed=seed, view="side")
     cell = 2 * reach / fine
     row = int(math.floor((z + reach) / cell))
     cols = side[row] if 0 <= row < fine else np.zeros(fine, dtype=bool)
@@ -153,7 +152,7 @@ def plan_figure(plan, *, title: str = "", poses: int = 6):
         labels += _draw_top(fig.add_subplot(gs[0, 0]), plan, idx, legend=False)
         labels += _draw_side(fig.add_subplot(gs[1, 0]), plan, idx)
     else:
-        labels += _draw_plane(fig.add_subplot(gs[:, 0]), plan, idx)
+        labels += draw_plane(fig.add_subplot(gs[:, 0]), plan, idx)
     _draw_joints(ax_v, ax_q, plan)
     _drop_overlaps(fig, labels)
     return fig
@@ -180,7 +179,7 @@ def pose_figure(arm, q, *, title: str = ""):
         labels = _draw_top(top, plan, idx, legend=False, z=float(tool[2]), timed=False)
         labels += _draw_side(side, plan, idx, timed=False)
     else:
-        labels = _draw_plane(fig.add_subplot(), plan, idx, timed=False)
+        labels = draw_plane(fig.add_subplot(), plan, idx, timed=False)
     _drop_overlaps(fig, labels)
     return fig
 
@@ -367,7 +366,7 @@ def _draw_top(ax, plan, idx, *, legend: bool = True, z: float | None = None, tim
     rim = reach * np.stack([np.cos(th), np.sin(th)], axis=1)  # the whole range of the base, framed
     pts = np.concatenate([arm_points(arm, tr.q_rad[idx])[..., :2].reshape(-1, 2), top(tr.q_rad), rim, [[0.0, 0.0]]])
     box = _with_zones(arm, "top", _box(pts, 0.06 * reach), reach)
-    _shade(ax, _workspace_image(arm, box, view="top", z=z), box)
+    _shade(ax, workspace_image(arm, box, view="top", z=z), box)
     for a in (arm.q_min[0], arm.q_max[0]):  # the base's end stops
         ax.plot([0, reach * math.cos(a)], [0, reach * math.sin(a)], ":", color="#b45309", lw=1.2, zorder=1)
     ax.plot(rim[:, 0], rim[:, 1], ":", color="#b45309", lw=1.0, zorder=1)
@@ -404,7 +403,7 @@ def _draw_side(ax, plan, idx, *, timed: bool = True) -> list:
     reach = arm.reach_from_axis_m
     pts = np.concatenate([_in_plane(arm, tr.q_rad[idx]).reshape(-1, 2), side(tr.q_rad), [[0.0, 0.0]]])
     box = _with_zones(arm, "side", _box(pts, 0.1 * reach), reach)
-    _shade(ax, _workspace_image(arm, box, view="side"), box)
+    _shade(ax, workspace_image(arm, box, view="side"), box)
     ax.axvline(0.0, color="0.55", lw=0.8, ls="-.", zorder=1)  # the base axis
     _paths(ax, plan, side)
     _gripper_marks(ax, plan, side)
@@ -428,15 +427,14 @@ def _draw_side(ax, plan, idx, *, timed: bool = True) -> list:
     return labels
 
 
-def _draw_plane(ax, plan, idx, *, timed: bool = True) -> list:
+def draw_plane(ax, plan, idx, *, timed: bool = True) -> list:
     """A planar arm in its plane: workspace, tool path, poses. Returns the time labels."""
     arm, tr = plan.arm, plan.trajectory
-    tool = (lambda q: fk(arm.links_m, q)) if not arm.layered else (lambda q: tool_point(arm, q))
-    joints = (lambda q: joint_positions(arm.links_m, q)) if not arm.layered else (lambda q: arm_points(arm, q))
+    tool, joints = arm.tool_point, arm.points
     # Frame the arm's working area: the path and the drawn poses, with a margin.
     allp = np.concatenate([joints(tr.q_rad[idx]).reshape(-1, 2), tool(tr.q_rad), [[0.0, 0.0]]])
     box = _with_zones(arm, "plane", _box(allp, 0.08 * arm.reach_max), arm.reach_max)
-    _shade(ax, _workspace_image(arm, box), box)  # where the tool can be inside the joint limits
+    _shade(ax, workspace_image(arm, box), box)  # where the tool can be inside the joint limits
     th = np.linspace(0, 2 * math.pi, 361)
     for r, style in ((arm.reach_max, "-"), (arm.reach_min, ":")):
         if r > 0:

@@ -9,22 +9,15 @@ from armctl.errors import JointLimitError, UnreachableError
 from armctl.ik.branch import _elbow_of, branch_ik
 from armctl.ik.redundancy import best_free_pose
 from armctl.model.arm import Arm
-from armctl.model.kinematics import chain_angles, fk, tool_point, unwind
+from armctl.model.kinematics import tool_point, unwind
 from armctl.model.workspace import check_reachable, fmt_point
-from armctl.motion.refusals import _limit_error
+from armctl.motion.refusals import limit_error
 
 
 def branch_of(arm: Arm, q) -> tuple[float, float]:
     """(side, elbow) of pose ``q``: the sign of the chain's serial elbow angle and, on a base arm, whether
     the tool is on the base's side of its axis (+1) or reached back over it (-1)."""
-    if not arm.layered:
-        return 1.0, _elbow_of(q)
-    c = chain_angles(arm, q)
-    side = 1.0
-    if arm.has_base:
-        u = fk(arm.links_m, c)[0] + arm.base_offset_m
-        side = 1.0 if u >= 0.0 else -1.0
-    return side, (1.0 if c[1] >= 0.0 else -1.0)
+    return float(arm.base_side(q)), (1.0 if arm.chain_angles(q)[1] >= 0.0 else -1.0)
 
 
 def solve_pose(
@@ -58,9 +51,9 @@ def solve_pose(
     res = ik.solve(arm, target, phi=phi, q0=q_near)
     if res.ok:
         return np.asarray(res.q, dtype=float)
-    if arm.n == 2 or phi is not None:
+    if arm.n_links == 2 or phi is not None:
         q, _ = branch_ik(arm, target[None, :], None if phi is None else np.array([phi]), _elbow_of(q_near))
-        raise _limit_error(
+        raise limit_error(
             arm,
             unwind(q[0], q_near),
             f"at ({target[0]:.4f}, {target[1]:.4f}) m",

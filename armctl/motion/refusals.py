@@ -15,7 +15,7 @@ from armctl.model.workspace import fmt_point
 from armctl.motion.rows import row_any
 
 
-def _located(exc: MotionError, label: str) -> MotionError:
+def located(exc: MotionError, label: str) -> MotionError:
     """The same error (class and fields kept) with ``label`` in front of its message."""
     if not label:
         return exc
@@ -24,11 +24,11 @@ def _located(exc: MotionError, label: str) -> MotionError:
     return out
 
 
-def _where(frac: float, point) -> str:
+def where_along(frac: float, point) -> str:
     return f"{100.0 * frac:.0f}% along the line, at {fmt_point(point)} m"
 
 
-def _limit_error(arm: Arm, q, where: str, *, hint: str, peak=None) -> JointLimitError:
+def limit_error(arm: Arm, q, where: str, *, hint: str, peak=None) -> JointLimitError:
     """JointLimitError for the joint of ``q`` furthest outside its limits.
 
     ``peak`` (n,): the furthest each joint goes along the move, named when it
@@ -69,7 +69,7 @@ def _limit_error(arm: Arm, q, where: str, *, hint: str, peak=None) -> JointLimit
     )
 
 
-def _outside_limits(arm: Arm, q, tol: float = 1e-9) -> np.ndarray:
+def outside_limits(arm: Arm, q, tol: float = 1e-9) -> np.ndarray:
     if arm.parallelogram:
         return row_any(limit_excess(arm, q) > tol)
     return row_any((q < arm.q_min - tol) | (q > arm.q_max + tol))

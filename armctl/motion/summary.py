@@ -10,7 +10,7 @@ from armctl.motion.moves import MovePlan
 from armctl.motion.trajectory import Trajectory
 
 
-def _neighbour_lines(moves: list[MovePlan], i: int) -> list:
+def neighbour_lines(moves: list[MovePlan], i: int) -> list:
     """The lines a blended move shares corners with (its samples near a corner belong to either line)."""
     if not moves[i].blended:
         return []
@@ -55,7 +55,7 @@ def summarize(arm: Arm, traj: Trajectory, moves: list[MovePlan]) -> dict:
         peak = np.zeros(arm.n)
     dev = max(
         (
-            line_deviation(arm, mp.q_rad, *mp.line_m, also=_neighbour_lines(moves, i))
+            line_deviation(arm, mp.q_rad, *mp.line_m, also=neighbour_lines(moves, i))
             for i, mp in enumerate(moves)
             if mp.line_m is not None
         ),

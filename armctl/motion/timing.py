@@ -45,7 +45,7 @@ def _s_at(t_query, s, v, t):
     return np.clip(s[k] + v[k] * tau + 0.5 * acc * tau * tau, s[k], s[k + 1])
 
 
-def _check_duration(duration: float, kind: str = "move") -> None:
+def check_duration(duration: float, kind: str = "move") -> None:
     if not duration <= MAX_MOVE_S:
         raise MotionError(
             f"this {kind} would take {duration:.4g} s, more than the {MAX_MOVE_S:.0f} s one move may take"
@@ -53,9 +53,9 @@ def _check_duration(duration: float, kind: str = "move") -> None:
         )
 
 
-def _sample_times(duration: float, period: float):
+def sample_times(duration: float, period: float):
     """Sample times covering ``duration`` stretched to whole periods: (local times, profile times)."""
-    _check_duration(duration)
+    check_duration(duration)
     k = max(1, math.ceil(duration / period - 1e-9))
     t_local = np.arange(k + 1) * period
     return t_local, t_local * (duration / (k * period))
@@ -84,7 +84,7 @@ def s_curve(s, v, t, jerk_time_s: float):
     return np.arange(len(sm)) * (duration / steps), sm
 
 
-def _timed(
+def timed(
     s,
     cap,
     accel,
@@ -122,10 +122,10 @@ def _timed(
             ts, ss = s_curve(s, v, t, jerk_time_s)
             if keep_caps and _lower_caps_under_smoothing(s, cap, cap0, v, ts, ss):
                 continue
-            t_local, t_prof = _sample_times(float(ts[-1]), period)
+            t_local, t_prof = sample_times(float(ts[-1]), period)
             s_samp = np.interp(t_prof, ts, ss)
         else:
-            t_local, t_prof = _sample_times(float(t[-1]), period)
+            t_local, t_prof = sample_times(float(t[-1]), period)
             s_samp = _s_at(t_prof, s, v, t)
         s_samp[0], s_samp[-1] = s[0], s[-1]
         q = q_at(s_samp)
@@ -176,7 +176,7 @@ def _lower_caps_under_smoothing(s, cap, cap0, v, ts, ss) -> bool:
     return True
 
 
-def _caps_from_joints(s, q, speed_limit, base_cap):
+def caps_from_joints(s, q, speed_limit, base_cap):
     """Per-point speed cap: ``base_cap`` and, per segment, what keeps every joint under its limit."""
     ds = np.diff(s)
     rate = np.abs(np.diff(q, axis=0)) / np.maximum(ds, 1e-300)[:, None]  # rad per unit s
@@ -184,7 +184,7 @@ def _caps_from_joints(s, q, speed_limit, base_cap):
 
 
 def _caps_from_rates(rate, k: int, speed_limit, base_cap):
-    """``_caps_from_joints`` from the segments' |dq/ds| (K-1, m) of a path of ``k`` points."""
+    """``caps_from_joints`` from the segments' |dq/ds| (K-1, m) of a path of ``k`` points."""
     seg_cap = row_min(SPEED_MARGIN * speed_limit / np.maximum(rate, 1e-300))
     seg_cap = np.minimum(seg_cap, base_cap)
     cap = np.full(k, float(base_cap))
@@ -299,7 +299,7 @@ def joint_accel_profile(s, cap, accel, q, accel_limit):
     return v, np.concatenate([[0.0], np.cumsum(dt)])
 
 
-def _profile_for(s, q, accel_limit, cap, accel):
+def profile_for(s, q, accel_limit, cap, accel):
     """The speed profile function a path needs: ``speed_profile`` where no joint acceleration limit can
     bind (the very numbers of the planner before joint acceleration limits), else one that keeps
     ``speed_profile``'s answer where it keeps every joint within its limit and otherwise gives
@@ -312,24 +312,24 @@ def _profile_for(s, q, accel_limit, cap, accel):
     return _profile_of(s, ds, slope, np.abs(slope), q, accel_limit, cap, accel)
 
 
-def _line_caps_and_profile(s, q, speed_limit, base_cap, accel_limit, accel):
-    """``_caps_from_joints(s, q, speed_limit, base_cap)[0]`` and ``_profile_for(s, q, accel_limit, cap,
+def line_caps_and_profile(s, q, speed_limit, base_cap, accel_limit, accel):
+    """``caps_from_joints(s, q, speed_limit, base_cap)[0]`` and ``profile_for(s, q, accel_limit, cap,
     accel)`` of one path with the segments' slopes computed once (the same numbers: where every segment is
-    longer than 1e-300, the floor _caps_from_joints puts under ds changes nothing): (cap, profile)."""
+    longer than 1e-300, the floor caps_from_joints puts under ds changes nothing): (cap, profile)."""
     s = np.asarray(s, dtype=float)
     q = np.asarray(q, dtype=float)
     ds = np.diff(s)
     if len(s) < 3 or not float(ds.min()) >= 1e-300:
-        cap, _ = _caps_from_joints(s, q, speed_limit, base_cap)
-        return cap, _profile_for(s, q, accel_limit, cap, accel)
+        cap, _ = caps_from_joints(s, q, speed_limit, base_cap)
+        return cap, profile_for(s, q, accel_limit, cap, accel)
     slope = np.diff(q, axis=0) / ds[:, None]
-    rate = np.abs(slope)  # = |dq| / ds, as _caps_from_joints divides (the sign does not change a quotient's bits)
+    rate = np.abs(slope)  # = |dq| / ds, as caps_from_joints divides (the sign does not change a quotient's bits)
     cap, _ = _caps_from_rates(rate, len(s), speed_limit, base_cap)
     return cap, _profile_of(s, ds, slope, rate, q, accel_limit, cap, accel)
 
 
 def _profile_of(s, ds, slope, rate, q, accel_limit, cap, accel):
-    """``_profile_for`` given the path's segment lengths ``ds``, slopes dq/ds and their magnitudes ``rate``."""
+    """``profile_for`` given the path's segment lengths ``ds``, slopes dq/ds and their magnitudes ``rate``."""
     A = SPEED_MARGIN * np.asarray(accel_limit, dtype=float)
     # the most any joint could accelerate anywhere on the path: steepest slope at the largest path
     # acceleration plus sharpest bend at the highest speed cap (a quick bound, all joints at once:

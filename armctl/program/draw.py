@@ -311,7 +311,7 @@ class _StrokeMoves:
         try:
             return motion.solve_pose(self.arm, first, None, self.arm.home_rad)
         except MotionError as exc:  # the same error, fields kept, said to be the first stroke's
-            raise motion._located(exc, f"{self.stroke_name(0)}: its start, {self.point_name(0, 0)}") from None
+            raise motion.located(exc, f"{self.stroke_name(0)}: its start, {self.point_name(0, 0)}") from None
 
     def stroke(self, i: int) -> None:
         """Stroke ``i``: travel to it (after the first), pen down, its points, pen up."""

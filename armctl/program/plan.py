@@ -12,7 +12,7 @@ from armctl import motion
 from armctl.core import limits
 from armctl.errors import ConfigError, MotionError
 from armctl.model.arm import Arm
-from armctl.model.kinematics import tool_pitch, tool_point
+from armctl.model.kinematics import tool_point
 from armctl.motion import GripperMove, JointMove, LineMove, Plan, Wait
 from armctl.program.load import Pose, Program, Step, is_arm_file
 
@@ -139,13 +139,14 @@ def _check_pose_on_arm(prog: Program, pose: Pose, arm: Arm, where: str, line, of
     if offset is not None and len(offset) != arm.dim:
         raise ConfigError(
             f"{where}: offset has {len(offset)} values but arm '{arm.name}' "
-            + ("stands on a rotating base: give [dx, dy, dz]" if arm.has_base else "works in a plane: give [dx, dy]"),
+            + ("stands on a rotating base" if arm.has_base else "works in a plane")
+            + f": give [{', '.join('d' + w for w in arm.point_words)}]",
             path=prog.path,
             line=line,
         )
     if pose.point_m is not None and len(pose.point_m) != arm.dim:
         unit = pose.key.rsplit("_", 1)[-1] or "mm"
-        want = f"xyz_{unit}: [x, y, z]" if arm.has_base else f"xy_{unit}: [x, y]"
+        want = f"{''.join(arm.point_words)}_{unit}: [{', '.join(arm.point_words)}]"
         why = "stands on a rotating base" if arm.has_base else "works in a vertical plane (no base)"
         raise ConfigError(
             f"{where}: {pose.describe()} gives {pose.key or 'a point'} with {len(pose.point_m)} values but arm "
@@ -163,7 +164,7 @@ def _check_pose_on_arm(prog: Program, pose: Pose, arm: Arm, where: str, line, of
             )
         q = np.array(pose.q_rad)
         if not arm.within_limits(q):
-            raise motion._limit_error(arm, q, f"in {pose.describe()}", hint="change its q_deg")
+            raise motion.limit_error(arm, q, f"in {pose.describe()}", hint="change its q_deg")
     elif pose.phi_rad is not None and arm.n_links != 3:
         raise ConfigError(
             f"{where}: {pose.describe()} gives a tool angle phi_deg, which needs a 3-link arm; "
@@ -177,7 +178,7 @@ def pose_target(pose: Pose, offset, arm: Arm):
     """(point_m, phi_rad or None, exact end q or None) of a pose plus an optional offset (m)."""
     if pose.q_rad is not None:
         q = np.array(pose.q_rad)
-        phi = (float(np.sum(q)) if not arm.layered else float(tool_pitch(arm, q))) if arm.n_links == 3 else None
+        phi = float(arm.tool_pitch(q)) if arm.n_links == 3 else None
         if offset is None:
             return tool_point(arm, q), phi, q
         return tool_point(arm, q) + np.asarray(offset), phi, None
@@ -211,7 +212,7 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
             line=prog.arm_line,
         )
     if prog.zones is not None and prog.zones.dim not in (None, arm.dim):
-        want = "z heights and [x, y, z] corners" if arm.has_base else "y heights and [x, y] corners"
+        want = f"{arm.point_words[-1]} heights and [{', '.join(arm.point_words)}] corners"
         raise ConfigError(
             f"zones: arm '{arm.name}' {'stands on a rotating base' if arm.has_base else 'works in a vertical plane'}: "
             f"write {want}",
@@ -229,7 +230,7 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
             xy, phi, q_exact = pose_target(pose, None, arm)
             q = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, arm.home_rad)
         except MotionError as exc:
-            raise motion._located(exc, f"{prog.path}:{prog.start_line}: start") from None
+            raise motion.located(exc, f"{prog.path}:{prog.start_line}: start") from None
     q_start = q.copy()
     if arm.zones:
         from armctl.errors import ZoneError
@@ -250,7 +251,7 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
         try:
             move = step_move(prog, item, arm, q)
         except MotionError as exc:
-            raise motion._located(exc, item.label) from None
+            raise motion.located(exc, item.label) from None
         mp = motion.plan_move(arm, move, q, g, period_s=st.period_s, max_joint_step_rad=st.max_joint_step_rad)
         budget.add(mp)
         plans.append(mp)
@@ -296,7 +297,7 @@ def step_move(prog: Program, item: _Flat, arm: Arm, q):
             )
         q_end = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, q, joint_move=True)
     except MotionError as exc:
-        raise motion._located(exc, f"to {pose.describe()}") from None
+        raise motion.located(exc, f"to {pose.describe()}") from None
     return JointMove(
         tuple(q_end),
         speed_fraction=s.joint_speed_fraction or st.joint_speed_fraction,

@@ -7,14 +7,16 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
 
 import numpy as np
 
 from armctl import motion
 from armctl.core import stopsignals
+from armctl.errors import StopRequested
 from armctl.motion.trajectory import Trajectory
-from armctl.robot.interrupts import _interrupted
+from armctl.robot.interrupts import interrupted
 from armctl.robot.lifecycle import BOARD_WAIT_S
 from armctl.robot.stream import Pulses
 
@@ -77,19 +79,22 @@ class Motion:
         moves=None,
         after: Motion | None = None,
     ):
-        self.robot, self.label, self.trajectory, self._pulses, self._gen = robot, label, trajectory, pulses, gen
+        self.robot, self.label, self.trajectory, self._gen = robot, label, trajectory, gen
+        self.pulses = pulses  #: the servo values it plays, frame by frame (``armctl.robot.stream.Pulses``)
         self._future: Future = Future()
         self._cancelled = False
         self.started = threading.Event()
         # Planned from where ``after`` ends: if that one does not end there (cancelled, stopped, failed, or
         # itself re-planned), this one is planned again from where the arm is, never towards a dropped target.
-        self._moves, self._after = moves, after
+        self.moves, self.after = moves, after  #: what it was planned from (None: a trajectory given whole)
         self.replanned = False
         self.program: ProgramRun | None = None  # a program run: its progress is recorded as it plays
-        self._step_recorded = -1
-        # blended chains (move_to(..., blend=)): the first motion plays the chain; the others follow its fate
-        self._head: Motion | None = None
-        self._chain: list[Motion] = []
+        self.zoned_arm = None  # a program's own keep-out zones: its ramp to the start is checked against them too
+        self.step_recorded = -1  #: the program step last recorded in the run record (``Journal.record_step``)
+        # blended chains (move_to(..., blend=)): the first motion (the head) plays the chain; the others follow its
+        # fate (``take_chain``, ``finish``)
+        self.head: Motion | None = None
+        self.chain: list[Motion] = []
 
     @property
     def done(self) -> bool:
@@ -100,8 +105,8 @@ class Motion:
         """Stop this motion under control if it is playing (the arm holds where it is); drop it if queued.
         A motion blended into a chain with the ones before it stops the whole chain."""
         self._cancelled = True
-        if self._head is not None:
-            self._head._cancelled = True
+        if self.head is not None:
+            self.head.cancel()
 
     def pause(self) -> None:
         """Feed hold: the arm decelerates along the planned path (under the joint limits) and holds there; the
@@ -121,12 +126,12 @@ class Motion:
 
     def cancelled(self) -> bool:
         """True once ``cancel()`` or ``Robot.stop()`` was called for it."""
-        return self._cancelled or self._gen < self.robot._runner.stop_gen
+        return self._cancelled or self._gen < self.robot.runner.stop_gen
 
     @property
     def stop_reason(self) -> str:
         """Why it was stopped: ``cancel()``, or the reason given to the first ``Robot.stop`` after it was made."""
-        runner = self.robot._runner
+        runner = self.robot.runner
         if self._gen < runner.stop_gen:
             return runner.stop_reasons.get(self._gen + 1, "stop requested")
         return "cancelled" if self._cancelled else ""
@@ -147,7 +152,7 @@ class Motion:
                 pass
             if type(exc) is not KeyboardInterrupt:  # Terminated (SIGTERM, SIGHUP): the CLI's own exit codes
                 raise
-            why = _interrupted(self.robot)
+            why = interrupted(self.robot)
         raise KeyboardInterrupt(why)  # one line, not the internals it came through
 
     def add_done_callback(self, fn: Callable[[Motion], None]) -> None:
@@ -175,6 +180,36 @@ class Motion:
     def end_gripper_rad(self) -> float:
         """Gripper angle (rad, NaN without a gripper) the motion is planned to end in."""
         return float(self.trajectory.gripper_rad[-1])
+
+    # --- what the runner (``armctl.robot.runner``) does with it ---
+
+    def plan_again(self, trajectory: Trajectory, pulses: Pulses) -> None:
+        """Play ``trajectory`` (``pulses``) instead: planned again from where the arm is (``replanned``)."""
+        self.trajectory, self.pulses, self.replanned = trajectory, pulses, True
+
+    def take_chain(self, chain: list[Motion], trajectory: Trajectory, pulses: Pulses, moves: list) -> None:
+        """Play the motions ``chain`` too, blended after this one's move: ``moves`` planned as one ``trajectory``;
+        they end as this one does (``finish``)."""
+        self.trajectory, self.pulses, self.moves, self.chain = trajectory, pulses, moves, chain
+        for m in chain:
+            m.head = self
+
+    def ended_as_planned(self, timeout_s: float) -> bool:
+        """True once it finished where it was planned to end (not re-planned, stopped or failed), waiting up to
+        ``timeout_s`` for its outcome (a motion played by another thread hands it over just after the board)."""
+        if not self._future.done():
+            futures_wait([self._future], timeout=timeout_s)
+        return not self.replanned and self._future.done() and self._future.exception() is None
+
+    def finish(self, outcome: MoveResult | BaseException) -> None:
+        """Hand over its outcome, a MoveResult or what ended it, and the same to the motions blended into it."""
+        for m in self.chain:  # lines blended into this motion end with it
+            m.finish(outcome if isinstance(outcome, MoveResult | Exception) else StopRequested(str(outcome)))
+        self.started.set()
+        if isinstance(outcome, MoveResult):
+            self._future.set_result(outcome)
+        else:
+            self._future.set_exception(outcome)
 
     def __repr__(self) -> str:
         state = "done" if self.done else ("cancelled" if self.cancelled() else "pending")
@@ -205,6 +240,10 @@ class FollowMotion(Motion):
         if self._stop_why and self._cancelled:
             return self._stop_why
         return super().stop_reason
+
+    def commanded(self, q_rad: np.ndarray, gripper_rad: float) -> None:
+        """The follower was sent joint angles ``q_rad`` and gripper angle ``gripper_rad`` (rad) (``end_q_rad``)."""
+        self._q_now, self._g_now = q_rad, gripper_rad
 
     @property
     def end_q_rad(self) -> np.ndarray:

@@ -9,15 +9,15 @@ import threading
 
 from armctl.core.tracebacks import install_excepthook, ipython, trimmed, wanted
 from armctl.errors import ArmctlError
-from armctl.robot.lifecycle import _OPEN, BOARD_WAIT_S
+from armctl.robot.lifecycle import BOARD_WAIT_S, OPEN_ROBOTS
 
 
-def _interrupted(robot) -> str:
+def interrupted(robot) -> str:
     """After Ctrl-C: stop every motion of ``robot`` under control (queued ones too), wait until the board holds,
     and say so in one line (the KeyboardInterrupt's message)."""
-    queued = robot._runner.queued
+    queued = robot.runner.queued
     robot.stop("interrupted (Ctrl-C)")
-    robot._runner.wait_idle(BOARD_WAIT_S)
+    robot.runner.wait_idle(BOARD_WAIT_S)
     where = ""
     try:
         where = " at (" + ", ".join(f"{v:.1f}" for v in robot.where().tool_mm) + ") mm"
@@ -27,7 +27,7 @@ def _interrupted(robot) -> str:
     return f"Ctrl-C: {robot.arm.name} stopped under control and holds its pose{where}{dropped}"
 
 
-def _one_line_interrupt(method):
+def one_line_interrupt(method):
     """A motion verb whose Ctrl-C stops the arm under control and raises KeyboardInterrupt with one line, not the
     traceback through armctl's playback (SIGTERM/SIGHUP, the CLI's ``Terminated``, pass through as they are)."""
 
@@ -39,7 +39,7 @@ def _one_line_interrupt(method):
         except KeyboardInterrupt as exc:
             if type(exc) is not KeyboardInterrupt:
                 raise
-            why = str(exc) if str(exc).startswith("Ctrl-C:") else _interrupted(self)
+            why = str(exc) if str(exc).startswith("Ctrl-C:") else interrupted(self)
         raise KeyboardInterrupt(why)
 
     return verb
@@ -49,8 +49,8 @@ _SIGINT_BEFORE: list = []  # the SIGINT handler ours runs after (set once, in th
 
 
 def _stop_all(reason: str) -> None:
-    for robot in list(_OPEN):
-        if not robot._closed and robot.moving:
+    for robot in list(OPEN_ROBOTS):
+        if not robot.closed and robot.moving:
             robot.stop(reason)
 
 
@@ -76,7 +76,7 @@ def _ipython_errors(shell, etype, value, tb, tb_offset=None):
     shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
 
 
-def _watch_errors() -> None:
+def watch_errors() -> None:
     """Show armctl's errors at a prompt as one line and the user's own frames: ``sys.excepthook`` at Python's
     prompt, IPython's handler in IPython and Jupyter (unless another handler is set there: left alone)."""
     install_excepthook()
@@ -85,10 +85,10 @@ def _watch_errors() -> None:
         shell.set_custom_exc((ArmctlError, KeyboardInterrupt), _ipython_errors)
 
 
-def _watch_ctrl_c() -> None:
+def watch_ctrl_c() -> None:
     """Make Ctrl-C reach motions that play in the background: chain our SIGINT handler in front of the one in
     place (only from the main thread, and not where Ctrl-C is ignored); in IPython also its interrupt."""
-    _watch_errors()
+    watch_errors()
     if threading.current_thread() is not threading.main_thread():
         return
     current = signal.getsignal(signal.SIGINT)

@@ -94,9 +94,9 @@ class Journal:
             k = pr.first_step
         else:
             k = max(pr.first_step, idx - pr.offset)
-        if k == m._step_recorded and not force:
+        if k == m.step_recorded and not force:
             return
-        m._step_recorded = k
+        m.step_recorded = k
         start = restart_step_start(pr.plan.trajectory, k)
         rec = RunRecord(pr.program, pr.digest, k, pr.steps, status, float(pr.plan.trajectory.gripper_rad[start]))
         try:

@@ -21,7 +21,13 @@ HOLD_WAIT_S = 3.0  # longest wait for a motion taken over to come to rest along 
 FILE_WAIT_MAX_S = 3.0  # longest wait read from a file (a journal's "the board plays on"): a few seconds
 
 
-def _acquire(lock: PortLock) -> None:
+def check_open(robot) -> None:
+    """LinkError if ``robot`` is closed."""
+    if robot.closed:
+        raise LinkError(f"the robot on {robot.port} is closed")
+
+
+def acquire(lock: PortLock) -> None:
     """Take the port's lock. Held in this very process by a Robot nobody can use any more (kept only by the last
     error's traceback, the prompt's output history, its own worker thread): take it over, closing it under
     control, and say so. One that a variable or running code still holds is named, with the call that frees it."""
@@ -54,10 +60,10 @@ def _held_here(key, *, wait: bool) -> str | None:
     (nobody could use it any more); "waiting" (``wait``: its idle worker thread, or the next collection, lets go
     of it in a moment); else why not, naming what holds it. Only a string goes out: an exception that kept the
     Robot alive would keep the port it is about."""
-    robot = next((r for r in list(_OPEN) if not r._closed and r._lock is not None and r._lock.key == key), None)
+    robot = next((r for r in list(OPEN_ROBOTS) if not r.closed and r._lock is not None and r._lock.key == key), None)
     if robot is None:
         return None
-    worker = robot._runner.thread
+    worker = robot.runner.thread
     if wait and not robot.moving and worker is not None and worker.is_alive():
         return "waiting"  # an idle worker ends within 0.1 s: what it held then is gone
     peek = robot._finalizer.peek()  # (robot, func, args, kwargs); None if being closed meanwhile
@@ -100,7 +106,7 @@ def _refusal(robot, h: Holder) -> str:
 def _take_over(robot, found: list[Holder]) -> None:
     """Close ``robot``, which nobody can use any more: a motion it plays comes to rest along its path (a feed
     hold, within the joint limits) first; then say so in one line."""
-    pending, following = robot._runner.pending(), robot._runner.follow is not None
+    pending, following = robot.runner.pending(), robot.runner.follow is not None
     if pending and not following:  # a follow has no path to rest on: close() stops it under control
         robot.pause()
         deadline = time.monotonic() + HOLD_WAIT_S
@@ -128,7 +134,7 @@ def _kept(found: list[Holder]) -> str:
     return " and ".join(words)
 
 
-def _let_a_dead_run_finish(store: PoseStore) -> None:
+def let_a_dead_run_finish(store: PoseStore) -> None:
     """After an unclean end, the board may still be playing what the dead run sent (until its queue or its
     watchdog runs out). Opening a real Uno's port resets it: not before the journaled pose is reached. A wait read
     from a file is capped (``FILE_WAIT_MAX_S``); a journal whose times cannot be true (``state.suspect``) is not
@@ -140,15 +146,15 @@ def _let_a_dead_run_finish(store: PoseStore) -> None:
             time.sleep(min(wait + 2 * FRAME_S, FILE_WAIT_MAX_S))
 
 
-_OPEN: weakref.WeakSet = weakref.WeakSet()  # every Robot open in this process
+OPEN_ROBOTS: weakref.WeakSet = weakref.WeakSet()  # every Robot open in this process
 
 
 @atexit.register
 def _close_at_exit() -> None:
     """A script that ends with a Robot still open (no ``with``, no ``close()``) would leave a motion to be
     cut off mid-stream by the interpreter: stop it under control and release the port instead."""
-    for robot in list(_OPEN):
-        if robot._closed:
+    for robot in list(OPEN_ROBOTS):
+        if robot.closed:
             continue
         if robot.moving:
             print(
@@ -162,9 +168,7 @@ def _close_at_exit() -> None:
             pass
 
 
-def _let_go(
-    backend: Backend, store: PoseStore, lock: PortLock | None, live: PoseStore | None = None, runs=None
-) -> None:
+def let_go(backend: Backend, store: PoseStore, lock: PortLock | None, live: PoseStore | None = None, runs=None) -> None:
     """A Robot that became unreachable without ``close()``: close its board and release its port, so the same
     process (a notebook) can connect again. No motion plays (a playing motion holds the Robot); the board holds
     the pose it was last sent, which was stored when that motion ended."""

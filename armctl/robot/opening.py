@@ -44,7 +44,7 @@ def sim_port_for(port: str, arm: Arm, cal_path: Path) -> str:
     return f"armsim://?{parts.query}{sep}{urllib.parse.urlencode(extra, safe=',/')}"
 
 
-def _resolve(arm, port, backend, calibration):
+def resolve(arm, port, backend, calibration):
     """(Arm, Calibration, its path, backend class, port URL) as ``connect`` opens them: the one place that
     says which port an arm, a port and a calibration mean (``Watch`` finds the same pose files by it)."""
     arm_obj = arm if isinstance(arm, Arm) else load_arm(arm)

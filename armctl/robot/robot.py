@@ -39,19 +39,19 @@ from armctl import motion
 from armctl.bus.backend import Backend, board_limits_us  # noqa: F401 - board_limits_us: re-exported
 from armctl.bus.portlock import PortLock
 from armctl.calibration.servo import Calibration
-from armctl.errors import BadInputError, LinkError
+from armctl.errors import BadInputError
 from armctl.model import validate
 from armctl.model.arm import Arm
 from armctl.motion.trajectory import Trajectory
-from armctl.robot.boardaccess import _BoardAccess
+from armctl.robot.boardaccess import BoardAccess
 from armctl.robot.handles import FollowMotion, Motion, MoveResult, ProgramRun  # noqa: F401 - re-exported
-from armctl.robot.interrupts import _one_line_interrupt, _watch_ctrl_c, _watch_errors
+from armctl.robot.interrupts import one_line_interrupt, watch_ctrl_c, watch_errors
 from armctl.robot.journal import Journal
-from armctl.robot.lifecycle import _OPEN, BOARD_WAIT_S, _acquire, _let_a_dead_run_finish, _let_go
-from armctl.robot.opening import DEFAULT_ARM, _resolve, default_port, sim_port_for  # noqa: F401 - re-exported
+from armctl.robot.lifecycle import BOARD_WAIT_S, OPEN_ROBOTS, acquire, check_open, let_a_dead_run_finish, let_go
+from armctl.robot.moves import gripper_move, joint_moves_to, line_move, standing
+from armctl.robot.opening import DEFAULT_ARM, default_port, resolve, sim_port_for  # noqa: F401 - re-exported
 from armctl.robot.pose import BoardPose, Pose, assumed_pose
-from armctl.robot.restart import gripper_word
-from armctl.robot.restart import prepare_run as _prepare_run
+from armctl.robot.restart import prepare_run as plan_run
 from armctl.robot.runcontrol import RunControl, check_override
 from armctl.robot.runner import Runner
 from armctl.robot.state import PoseStore
@@ -59,9 +59,6 @@ from armctl.robot.stream import Pulses, prepare
 from armctl.robot.watch import Watch  # noqa: F401 - re-exported
 
 HOME_SPEED_FRACTION = 0.25
-# help(armctl.Robot) lists the board access as "inherited from _BoardAccess", after the student API, as it did
-# when it was written here
-_BoardAccess.__module__ = __name__
 
 
 def connect(
@@ -102,11 +99,11 @@ def connect(
     The port is opened exclusively: a second ``connect`` to it (from this or any other process) raises
     LinkError naming the holder. Errors: ConfigError (files), BadInputError, LinkError.
     """
-    _watch_errors()  # at a prompt: armctl's errors as one line and the user's own frames
-    arm_obj, cal, cal_path, cls, url = _resolve(arm, port, backend, calibration)
+    watch_errors()  # at a prompt: armctl's errors as one line and the user's own frames
+    arm_obj, cal, cal_path, cls, url = resolve(arm, port, backend, calibration)
     assumed = assumed_pose(arm_obj, assume_pose)  # a bad one fails before the port is opened
     lock = PortLock(url)
-    _acquire(lock)
+    acquire(lock)
     store = PoseStore(url, arm_obj)
     try:
         try:
@@ -116,26 +113,34 @@ def connect(
                 f"cannot write the state folder {store.path.parent}: {exc.strerror or exc} (set ARMCTL_STATE_DIR to "
                 "a writable folder)"
             ) from None
-        _let_a_dead_run_finish(store)
+        let_a_dead_run_finish(store)
         addressed = cls.address(cal)
         be = cls.create(url, addressed, wire_log=wire_log, watchdog_s=watchdog_s, calibrating=calibrating)
         # what this board can send (Firmata: no pulse below 544 us): refused before the port opens, said once open
         addressed, narrowed = be.fit_calibration(addressed)
         be.open()
-        if isinstance(getattr(be, "cal", None), Calibration):  # e.g. clamped to bus servos' own limits
+        if be.cal is not None:  # e.g. clamped to bus servos' own limits
             addressed = be.cal
-        for note in (*narrowed, *getattr(be, "notes", ())):
+        for note in (*narrowed, *be.notes):
             print(f"armctl: note: {note}", file=sys.stderr)
     except BaseException:
         store.close()
         lock.release()
         raise
-    robot = Robot(arm_obj, addressed, be, url, calibration_path=cal_path, lock=lock, progress=progress, store=store)
-    robot._pose.assumed = assumed
-    return robot
+    return Robot(
+        arm_obj,
+        addressed,
+        be,
+        url,
+        calibration_path=cal_path,
+        lock=lock,
+        progress=progress,
+        store=store,
+        assumed=assumed,
+    )
 
 
-class Robot(_BoardAccess):
+class Robot:
     """The open arm, made by ``armctl.connect()``. SI units: metres, radians, seconds.
 
         import math, armctl
@@ -156,8 +161,12 @@ class Robot(_BoardAccess):
 
     Attributes: ``arm``, ``calibration`` (in the backend's addressing: each servo's ``channel`` is its address
     on this board), ``calibration_path``, ``backend`` (open), ``port`` (URL), ``info`` (what the board said at
-    connect), ``progress`` (callback or None). Board access for armctl's own tools is listed last
-    (inherited from ``_BoardAccess``)."""
+    connect), ``progress`` (callback or None), ``board`` (``armctl.robot.boardaccess.BoardAccess``).
+
+    Board access, for armctl's own tools (calibration, the pendant, the web page) and tests, each the same method
+    of ``robot.board``: ``call(fn)``, ``commanded_pose()``, ``sample()``, ``servo_values()``, ``move_servo()``,
+    ``board_status()``, ``hold()``, ``settle()``, ``board_limits()``, ``set_board_limits()``, ``push_limits()``,
+    ``use_calibration()``, ``hold_stored_pose()``."""
 
     def __init__(
         self,
@@ -170,6 +179,7 @@ class Robot(_BoardAccess):
         lock: PortLock | None = None,
         progress: Callable[[float, str, float], None] | None = None,
         store: PoseStore | None = None,
+        assumed=None,
     ):
         self.arm, self.calibration, self.backend, self.port = arm, calibration, backend, port
         self.calibration_path, self.progress = calibration_path, progress
@@ -179,16 +189,19 @@ class Robot(_BoardAccess):
         self.control = RunControl()
         # its collaborators: the state files, the pose as read from the board, the thread that owns the board
         self._journal = Journal(self, port, store)
-        self._pose = BoardPose(self, self._journal.store)
-        self._runner = Runner(self, self._pose, self._journal)
+        self._pose = BoardPose(self, self._journal.store, assumed)
+        #: The one thread that owns the board and plays the motions (``armctl.robot.runner``), for armctl's modules.
+        self.runner = Runner(self, self._pose, self._journal)
+        #: The board itself, below the student API (``armctl.robot.boardaccess``); its methods are the Robot's too.
+        self.board = BoardAccess(self, self.runner, self._pose)
         #: One line if the last run on this port ended without a clean stop (it was killed, the PC lost
         #: power, the USB link dropped mid-motion): the pose it journaled is where this run starts from.
         self.recovered: str | None = self._journal.recovered()
-        _OPEN.add(self)  # closed at exit if the script forgot to
+        OPEN_ROBOTS.add(self)  # closed at exit if the script forgot to
         # A Robot nobody holds any more (a notebook cell run again, a variable reassigned) lets go of its port.
         # Not at exit: _close_at_exit stops a motion first.
         store, live, runs = self._journal.files
-        self._finalizer = weakref.finalize(self, _let_go, backend, store, lock, live, runs)
+        self._finalizer = weakref.finalize(self, let_go, backend, store, lock, live, runs)
         self._finalizer.atexit = False
 
     @property
@@ -212,7 +225,7 @@ class Robot(_BoardAccess):
         servos), else the pulses it outputs (or was last sent). ``settle``: first wait (up to 10 s) for
         the servos to reach their pulses. While a motion plays: the pose of the frame being played."""
         self._check_open()
-        return self._runner.call(lambda: self._pose.idle(settle), lambda: self._pose.playing(self._runner.player))
+        return self.runner.call(lambda: self._pose.idle(settle), lambda: self._pose.playing(self.runner.player))
 
     @property
     def pose_unknown(self) -> str:
@@ -220,7 +233,7 @@ class Robot(_BoardAccess):
         they are, and no stored pose to trust (the file and what is wrong with it). Until ``assume_pose``, every
         motion raises PoseUnknownError and nothing moves."""
         self._check_open()
-        return self._runner.board(self._pose.unknown)
+        return self.runner.board(self._pose.unknown)
 
     def assume_pose(self, pose="home") -> None:
         """Your word that the arm stands at ``pose`` (``"home"`` or the joint angles, rad; one more value: the
@@ -252,35 +265,17 @@ class Robot(_BoardAccess):
         """The straight-line trajectory ``move_to`` would play, from where the arm is (or will be, after the
         motions still to play), without moving: for previews and plots. Raises what ``move_to`` raises."""
         self._check_open()
-        return self._plan([self._line(x, y, z, phi, speed, accel, None)])[0]
+        return self._plan([line_move(self.arm, x, y, z, phi, speed, accel, None)])[0]
 
     def _plan(self, moves) -> tuple[Trajectory, Pulses, Motion | None]:
         """Plan ``moves`` (a list, or a function of the start pose giving one) from where the arm will be when
         they start; with the motion they follow (None: planned from the board's pose)."""
-        q0, g0, after = self._runner.expected_start()
-        return (*self._runner.plan(moves, q0, g0), after)
-
-    def _line(self, x, y, z, phi, speed, accel, label, blend=None) -> motion.LineMove:
-        target = validate.point(self.arm, x, y, z)
-        if phi is not None:
-            phi = validate.radians(phi, "phi")
-            if self.arm.n_links != 3:
-                raise BadInputError(
-                    f"phi (a tool angle) needs a 3-link arm; {self.arm.name!r} has {self.arm.n_links} links"
-                )
-        kw = {}
-        if speed is not None:
-            kw["speed_m_s"] = validate.tool_speed(speed)
-        if accel is not None:
-            kw["accel_m_s2"] = validate.positive(accel, "accel")
-        if blend is not None:
-            kw["blend_m"] = validate.blend(blend)
-        label = label or f"move to ({', '.join(f'{v:g}' for v in target)}) m"
-        return motion.LineMove(tuple(target), phi_rad=phi, label=label, **kw)
+        q0, g0, after = self.runner.expected_start()
+        return (*self.runner.plan(moves, q0, g0), after)
 
     # --- moving ------------------------------------------------------------------------------------------
 
-    @_one_line_interrupt
+    @one_line_interrupt
     def move_to(
         self,
         x: float,
@@ -307,25 +302,21 @@ class Robot(_BoardAccess):
         moves; LinkError if the link fails. ``reach_q`` (rad, lines): the pose the caller solved for the target
         (``motion.solve_pose``), checked instead of solving the end again."""
         self._check_open()
-        gen = self._runner.stop_gen
+        gen = self.runner.stop_gen
         if path not in ("line", "joint"):
             raise BadInputError(f"path: 'line' or 'joint', got {path!r}")
-        line = self._line(x, y, z, phi, speed, accel, label, blend)
+        line = line_move(self.arm, x, y, z, phi, speed, accel, label, blend)
         if reach_q is not None:
             line = replace(line, reach_q_rad=tuple(float(v) for v in reach_q))
         if path == "line":
             return self._go([line], line.label, gen, wait)
         joint_label = label or line.label.replace("move to", "joint move to")
-
-        def joint_move(q0):
-            q = motion.solve_pose(self.arm, np.array(line.target_m), line.phi_rad, q0, joint_move=True)
-            return [motion.JointMove(tuple(q), label=joint_label, blend_m=line.blend_m)]
-
+        joint_move = joint_moves_to(self.arm, line, joint_label)
         if line.blend_m > 0:  # solved now, from where it starts: a blended chain is planned from its moves
-            return self._go(joint_move(self._runner.expected_start()[0]), joint_label, gen, wait)
+            return self._go(joint_move(self.runner.expected_start()[0]), joint_label, gen, wait)
         return self._go(joint_move, joint_label, gen, wait)
 
-    @_one_line_interrupt
+    @one_line_interrupt
     def move_joints(
         self,
         q,
@@ -339,7 +330,7 @@ class Robot(_BoardAccess):
         stopping together, at ``speed_fraction`` (0..1] of the joint speed limits. ``blend`` (m) as for
         ``move_to``. JointLimitError outside the limits, BadInputError for the wrong number of angles."""
         self._check_open()
-        gen = self._runner.stop_gen
+        gen = self.runner.stop_gen
         q_rad = validate.joint_angles(self.arm, q, degrees=degrees)
         speed_fraction = validate.fraction(speed_fraction, "speed_fraction")
         deg = " ".join(f"{math.degrees(v):g}" for v in q_rad)
@@ -347,36 +338,24 @@ class Robot(_BoardAccess):
         move = motion.JointMove(tuple(q_rad), speed_fraction=speed_fraction, label=f"joint move to {deg} deg", **kw)
         return self._go([move], move.label, gen, wait)
 
-    @_one_line_interrupt
+    @one_line_interrupt
     def home(self, *, wait: bool = True) -> Motion:
         """Move slowly (a quarter of each joint's speed limit) to the arm's home pose."""
         self._check_open()
-        gen = self._runner.stop_gen
+        gen = self.runner.stop_gen
         move = motion.JointMove(tuple(self.arm.home_rad), speed_fraction=HOME_SPEED_FRACTION, label="home")
         return self._go([move], "home", gen, wait)
 
-    @_one_line_interrupt
+    @one_line_interrupt
     def gripper(self, state: str | float, *, degrees: bool = False, wait: bool = True) -> Motion:
         """Open or close the gripper (``"open"``, ``"close"``/``"closed"``) or turn it to an angle (rad, or
         degrees with ``degrees=True``), at its speed limit; the arm holds still."""
         self._check_open()
-        gen = self._runner.stop_gen
-        g = self.arm.gripper
-        if g is None:
-            raise BadInputError(f"arm {self.arm.name!r} has no gripper")
-        if isinstance(state, str):
-            word = state.strip().lower()
-            if word not in ("open", "close", "closed"):
-                raise BadInputError(f"gripper: 'open', 'close' or an angle, got {state!r}")
-            angle, label = (g.open_rad, "open the gripper") if word == "open" else (g.closed_rad, "close the gripper")
-        else:
-            angle = validate.number(state, "gripper angle") if degrees else validate.radians(state, "gripper angle")
-            angle = math.radians(angle) if degrees else angle
-            label = f"gripper to {math.degrees(angle):g} deg"
-        move = motion.GripperMove(angle, label=label)
-        return self._go([move], label, gen, wait)
+        gen = self.runner.stop_gen
+        move = gripper_move(self.arm, state, degrees)
+        return self._go([move], move.label, gen, wait)
 
-    @_one_line_interrupt
+    @one_line_interrupt
     def run(self, program, *, from_step: int | str | None = None, resume: bool = False, wait: bool = True) -> Motion:
         """Run a program: a YAML file (path), a parsed ``armctl.program.Program``, a plan made by
         ``armctl.program.plan_program``, or a ``ProgramRun`` from ``prepare_run``. It is planned whole first
@@ -385,7 +364,7 @@ class Robot(_BoardAccess):
         folder as it plays, so ``resume=True`` continues an interrupted run of the same program at the step it
         stopped in, with the gripper as it was; ``from_step`` starts at any step (see ``prepare_run``)."""
         self._check_open()
-        gen = self._runner.stop_gen
+        gen = self.runner.stop_gen
         if isinstance(program, motion.Plan):
             if resume or from_step is not None:
                 raise BadInputError("run: resume and from_step need the program (a file or Program), not a plan")
@@ -413,14 +392,10 @@ class Robot(_BoardAccess):
         gripper is; the gripper is never opened on the way). BadInputError if there is nothing to resume, or
         the program file changed since."""
         self._check_open()
-        runner = self._runner
-        return _prepare_run(
+        runner = self.runner
+        return plan_run(
             program, self.arm, self.port, self._journal.runs, runner.expected_start, from_step=from_step, resume=resume
         )
-
-    def _gripper_word(self, g: float) -> str:
-        """'open', 'closed' or the angle of gripper angle ``g`` (rad)."""
-        return gripper_word(self.arm, g)
 
     def last_run(self):
         """The progress record of the last program run on this port (``armctl.robot.state.RunRecord``), or None."""
@@ -450,20 +425,13 @@ class Robot(_BoardAccess):
         from armctl.teleop.follow import Teleop
 
         self._check_open()
-        gen = self._runner.stop_gen
+        gen = self.runner.stop_gen
         kw = {"map": map, "rate_hz": rate_hz, "scale": scale, "offset_m": offset, "max_lag_deg": max_lag_deg}
         teleop = Teleop(leader, self.arm, on_frame=on_frame, **kw)
-        q0, g0, _ = self._runner.expected_start()
-        traj = Trajectory(
-            t_s=np.zeros(1),
-            q_rad=np.array(q0, dtype=float)[None, :],
-            gripper_rad=np.array([g0], dtype=float),
-            step=np.zeros(1, dtype=int),
-            steps=["follow"],
-        )
+        traj = standing(*self.runner.expected_start()[:2], "follow")
         label = f"follow the {leader.arm.name} on {leader.port}"
         m = FollowMotion(self, label, traj, prepare(traj, self.calibration), gen, teleop)
-        self._runner.submit(m)
+        self.runner.submit(m)
         return m
 
     def _go(self, moves, label: str, gen: int, wait: bool) -> Motion:
@@ -474,15 +442,15 @@ class Robot(_BoardAccess):
         self, label: str, traj: Trajectory, pulses: Pulses, gen: int, wait: bool, *, moves=None, after=None, arm=None
     ) -> Motion:
         m = Motion(self, label, traj, pulses, gen, moves=moves, after=after)
-        m.zoned_arm = arm  # a program's own keep-out zones: its ramp to the start is checked against them too
+        m.zoned_arm = arm
         return self._enqueue(m, wait)
 
     def _enqueue(self, m: Motion, wait: bool) -> Motion:
-        idle = self._runner.submit(m)  # the runner plays it, after the motions before it
+        idle = self.runner.submit(m)  # the runner plays it, after the motions before it
         if not (wait and idle):
-            _watch_ctrl_c()  # it plays in the background: Ctrl-C must reach it too
-        if wait and self._runner.on_runner():  # from a done callback: on the runner thread itself
-            self._runner.play_here(m)
+            watch_ctrl_c()  # it plays in the background: Ctrl-C must reach it too
+        if wait and self.runner.on_runner():  # from a done callback: on the runner thread itself
+            self.runner.play_here(m)
         if wait:
             m.wait()  # Ctrl-C here stops the arm under control (Motion.wait)
         return m
@@ -494,7 +462,7 @@ class Robot(_BoardAccess):
         plus the board's queue and the arm holds its pose; motions still queued are dropped. Their
         ``wait()`` raises StopRequested. Motions asked for after this call run as usual (a feed hold is
         ended too)."""
-        self._runner.stop(reason)
+        self.runner.stop(reason)
         self.control.paused = False  # a stop ends a hold too: the next motion plays
 
     def pause(self) -> None:
@@ -526,7 +494,7 @@ class Robot(_BoardAccess):
     @property
     def moving(self) -> bool:
         """True while a motion plays or waits to."""
-        return self._runner.moving
+        return self.runner.moving
 
     def release(self) -> None:
         """Let the servos go limp so the arm can be guided by hand (bus servos: torque off). The next motion
@@ -536,31 +504,71 @@ class Robot(_BoardAccess):
             raise BadInputError(
                 f"the {self.backend.name} backend cannot let its servos go limp and still say where they are"
             )
-        self._runner.board(self.backend.release)
+        self.runner.board(self.backend.release)
+
+    # --- board access, below the student API (armctl's own tools, tests): the methods of ``robot.board`` -----------
+
+    def call(self, fn: Callable[[Backend], object], *, timeout_s: float = BOARD_WAIT_S):
+        """Run ``fn(backend)`` with the board to itself, between two frames if a motion plays (``board.call``)."""
+        return self.board.call(fn, timeout_s=timeout_s)
+
+    def commanded_pose(self) -> Pose:
+        """The pose the arm is commanded to be in once the motions still to play end (``board.commanded_pose``)."""
+        return self.board.commanded_pose()
+
+    def sample(self) -> tuple[np.ndarray, float, np.ndarray | None, float, int]:
+        """What the arm is commanded and measured to do now, for recording (``board.sample``)."""
+        return self.board.sample()
+
+    def servo_values(self) -> list[float]:
+        """What each servo holds, in servo units, for calibration (``board.servo_values``)."""
+        return self.board.servo_values()
+
+    def move_servo(self, index: int, value: float, frames: int) -> None:
+        """Move servo ``index`` to ``value`` over ``frames`` frames, uncalibrated (``board.move_servo``)."""
+        self.board.move_servo(index, value, frames)
+
+    def board_status(self):
+        """The board's status, asked once no motion plays (``board.board_status``)."""
+        return self.board.board_status()
+
+    def hold(self) -> None:
+        """Drop what the board has queued and hold the pulses it outputs now (``board.hold``)."""
+        self.board.hold()
+
+    def settle(self) -> None:
+        """Wait until the board has played everything queued (``board.settle``)."""
+        self.board.settle()
+
+    def board_limits(self) -> list[tuple[float, float]] | None:
+        """Each servo's pulse limits (us) stored on the board, or None (``board.board_limits``)."""
+        return self.board.board_limits()
+
+    def set_board_limits(self, index: int, lo_us: float, hi_us: float) -> None:
+        """Store servo ``index``'s pulse limits on the board (``board.set_board_limits``)."""
+        self.board.set_board_limits(index, lo_us, hi_us)
+
+    def push_limits(self) -> list[tuple[str, int, float, float]]:
+        """Write every servo's calibrated range to the board (``board.push_limits``)."""
+        return self.board.push_limits()
+
+    def use_calibration(self, cal: Calibration, path: Path | None = None) -> None:
+        """Drive the servos by ``cal`` from now on (``board.use_calibration``)."""
+        self.board.use_calibration(cal, path)
 
     def hold_stored_pose(self) -> dict[int, float]:
-        """Servos without pulses (a board that reset when its port opened: an Uno) are set to the pose stored
-        for this port when the arm was last left: they hold where the arm was, nothing moves. Returns what was
-        set ({address: value}); {} when every servo has its pulses, or no pose is stored (home is not set then:
-        that would move the arm)."""
-        self._check_open()
-        if self._journal.store.checked(self.calibration)[0] is None:
-            return {}  # none stored, or one that cannot be trusted: setting it could move the arm
-
-        def hold():
-            _, _, declare, _ = self._pose.start_state(check=False, clamp=True)
-            if declare:
-                self.backend.move(1, declare)
-                self.backend.drain()
-            return declare
-
-        return self._runner.board(hold)
+        """Servos without pulses set to the pose stored for this port; nothing moves (``board.hold_stored_pose``)."""
+        return self.board.hold_stored_pose()
 
     # --- closing -------------------------------------------------------------------------------------------
 
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` was called."""
+        return self._closed
+
     def _check_open(self) -> None:
-        if self._closed:
-            raise LinkError(f"the robot on {self.port} is closed")
+        check_open(self)
 
     def close(self) -> None:
         """Stop any motion under control (the arm holds its pose), remember the pose, release the port."""
@@ -569,10 +577,10 @@ class Robot(_BoardAccess):
         self._finalizer.detach()
         self.stop("closing")
         self._closed = True
-        owned = self._runner.close(BOARD_WAIT_S)  # the motions queued end as stopped; then the board is ours
+        owned = self.runner.close(BOARD_WAIT_S)  # the motions queued end as stopped; then the board is ours
         try:
             if owned:
-                self._runner.remember()
+                self.runner.remember()
             self.backend.close()
         finally:
             self._journal.close()

@@ -20,7 +20,6 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from concurrent.futures import wait as futures_wait
 
 import numpy as np
 
@@ -242,7 +241,7 @@ class Runner:
     @staticmethod
     def _one_move(m: Motion):
         """The one line or joint move ``m`` plays, or None (several moves, a gripper move, not yet solved)."""
-        mv = m._moves
+        mv = m.moves
         if isinstance(mv, list) and len(mv) == 1 and isinstance(mv[0], motion.LineMove | motion.JointMove):
             return mv[0]
         return None
@@ -265,7 +264,7 @@ class Runner:
                 nxt = self._motions[len(chain)]
                 if self._one_move(nxt) is None:
                     break
-                if nxt.cancelled() or nxt._after is not last:
+                if nxt.cancelled() or nxt.after is not last:
                     break
                 chain.append(nxt)
                 last = nxt
@@ -279,7 +278,7 @@ class Runner:
 
     def _merge(self, head: Motion, chain: list[Motion]) -> None:
         """Plan ``head`` and the moves ``chain`` after it as one blended motion played by ``head``."""
-        moves = [head._moves[0], *(m._moves[0] for m in chain)]
+        moves = [head.moves[0], *(m.moves[0] for m in chain)]
         q0, g0 = head.trajectory.q_rad[0], float(head.trajectory.gripper_rad[0])
         try:
             traj, pulses = self.plan(moves, q0, g0)
@@ -293,10 +292,7 @@ class Runner:
                 return  # cancelled or stopped meanwhile: each plays (or is dropped) alone
             for _ in chain:
                 self._motions.popleft()
-            head.trajectory, head._pulses, head._moves = traj, pulses, moves
-            head._chain = chain
-            for m in chain:
-                m._head = head
+            head.take_chain(chain, traj, pulses, moves)
 
     # --- planning -----------------------------------------------------------------------------------------
 
@@ -378,16 +374,7 @@ class Runner:
             with self._cv:
                 self.active = None
                 self._cv.notify_all()
-        for f in m._chain:  # lines blended into this motion end with it
-            f.started.set()
-            if isinstance(outcome, MoveResult):
-                f._future.set_result(outcome)
-            else:
-                f._future.set_exception(outcome if isinstance(outcome, Exception) else StopRequested(str(outcome)))
-        if isinstance(outcome, MoveResult):
-            m._future.set_result(outcome)
-        else:
-            m._future.set_exception(outcome)
+        m.finish(outcome)
 
     def remember(self) -> None:
         """Store the pose the board holds as this port's last pose, clean (see ``Journal.remember``)."""
@@ -411,12 +398,12 @@ class Runner:
             # what it was planned after did not end where planned: plan it again from here (a move to the
             # same target, the gripper where the arm is), checked whole as before; never a ramp to a target
             # that was cancelled or stopped short of
-            m.trajectory, m._pulses = self.plan(m._moves, q0, g0)
-            m.replanned = True
-        parts = [m._pulses]
-        arm = getattr(m, "zoned_arm", None)
+            m.plan_again(*self.plan(m.moves, q0, g0))
+        parts = [m.pulses]
         try:
-            ramp = None if self._already_there(m._pulses, held, declare) else self._ramp(q0, g0, m.trajectory, arm)
+            ramp = (
+                None if self._already_there(m.pulses, held, declare) else self._ramp(q0, g0, m.trajectory, m.zoned_arm)
+            )
             if ramp is not None:
                 parts.insert(0, prepare(ramp, owner.calibration))
         except MotionError as exc:
@@ -449,20 +436,15 @@ class Runner:
     def _max_accel(self) -> dict[int, float]:
         """Per joint servo address: its joint's acceleration limit in servo units per second squared."""
         arm, cal = self.owner.arm, self.owner.calibration
-        accel = getattr(arm, "max_accel_rad_s2", None)
-        if accel is None:
-            return {}
-        return {s.channel: math.degrees(float(a)) * s.per_deg for s, a in zip(cal.joints, accel)}
+        return {s.channel: math.degrees(float(a)) * s.per_deg for s, a in zip(cal.joints, arm.max_accel_rad_s2)}
 
     @staticmethod
     def _start_moved(m: Motion) -> bool:
         """True if ``m`` was planned from the end of a motion that did not end there."""
-        prev = m._after
-        if prev is None or m._moves is None:
+        prev = m.after
+        if prev is None or m.moves is None:
             return False
-        if not prev._future.done():  # it ran in another thread, which hands over its outcome just after the board
-            futures_wait([prev._future], timeout=BOARD_WAIT_S)
-        return prev.replanned or not prev._future.done() or prev._future.exception() is not None
+        return not prev.ended_as_planned(BOARD_WAIT_S)
 
     def _already_there(self, pulses: Pulses, held, declare: dict) -> bool:
         """True if the board holds (or is about to be set to) exactly the first pulses of ``pulses``."""
@@ -499,7 +481,7 @@ class Runner:
                 from_outside=self.pose.outside is not None,
             )
         except MotionError as exc:  # the same error (a ZoneError stays one), said to be the ramp's
-            raise motion._located(exc, "cannot ramp from the current pose to the start") from None
+            raise motion.located(exc, "cannot ramp from the current pose to the start") from None
         t = plan.trajectory
         t.steps = ["ramp to start"]
         t.step = np.zeros(len(t.t_s), dtype=int)

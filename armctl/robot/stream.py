@@ -21,7 +21,7 @@ import numpy as np
 from armctl.bus.backend import FRAME_S, Backend
 from armctl.calibration.servo import Calibration
 from armctl.errors import LinkError, PulseLimitError
-from armctl.motion.refusals import _located
+from armctl.motion.refusals import located
 from armctl.motion.trajectory import Trajectory
 from armctl.robot.runcontrol import CONTROLLED_MOVE_FRAMES, HOLD_RAMP_S, LEAD_S, OVERRIDE_MAX
 
@@ -83,7 +83,7 @@ def _check_pulses(traj: Trajectory, cal: Calibration, joint_values, gripper_valu
         if gripper_values is not None:
             cal.gripper_value(traj.gripper_rad[k])
     except PulseLimitError as exc:
-        raise _located(exc, label) from None
+        raise located(exc, label) from None
 
 
 def segments(
@@ -261,7 +261,7 @@ class Player:
         ctl = self.control
         ctl.state, rate = "running", None
         lead = max(1.0, LEAD_S / FRAME_S)
-        move_frames = CONTROLLED_MOVE_FRAMES if getattr(self.backend.caps, "timed_moves", False) else 1
+        move_frames = CONTROLLED_MOVE_FRAMES if self.backend.caps.timed_moves else 1
         for pi, p in enumerate(parts):
             n = len(p.us) - 1
             if n <= 0:

@@ -9,7 +9,7 @@ import numpy as np
 
 from armctl.bus.portlock import PortLock
 from armctl.model.kinematics import tool_pitch, tool_point
-from armctl.robot.opening import DEFAULT_ARM, _resolve
+from armctl.robot.opening import DEFAULT_ARM, resolve
 from armctl.robot.pose import Pose
 from armctl.robot.state import LiveStore, PoseStore
 
@@ -25,7 +25,7 @@ class Watch:
     Same arguments as ``connect`` (they say which port, arm and calibration to watch)."""
 
     def __init__(self, arm=DEFAULT_ARM, port: str | None = None, backend=None, calibration=None):
-        self.arm, self.calibration, self.calibration_path, cls, self.port = _resolve(arm, port, backend, calibration)
+        self.arm, self.calibration, self.calibration_path, cls, self.port = resolve(arm, port, backend, calibration)
         self.backend_name = cls.name
         self._live = LiveStore(self.port, self.arm)
         self._stored = PoseStore(self.port, self.arm)

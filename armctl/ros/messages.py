@@ -401,7 +401,7 @@ def check_tool_goal(arm: Arm, x: float, y: float, z: float, frame_id: str, frame
         if not math.isfinite(v):
             raise Refused(f"{v}: must be a finite number", field=f"point.{name}")
     if arm.urdf is not None:
-        p, beside = arm.urdf.from_urdf_point((x, y, z), planar=not arm.has_base)
+        p, beside = arm.urdf.from_urdf_point((x, y, z), planar=arm.dim == 2)
         if beside > 1e-6:
             raise Refused(f"{beside:g} m beside the plane arm {arm.name!r} works in", field="point")
         return tuple(float(v) for v in p)

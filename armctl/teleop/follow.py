@@ -110,7 +110,7 @@ class Teleop:
                 raise BadInputError(
                     "--scale and --offset are for --map tool (the tool point); --map joints copies joints"
                 )
-        if la.has_base != fa.has_base:
+        if la.dim != fa.dim:
             raise BadInputError(
                 f"the leader {la.name!r} and the follower {fa.name!r}: one stands on a rotating base and the other "
                 "works in a plane; their tool points do not map"
@@ -142,12 +142,6 @@ class Teleop:
         self._q_follow: np.ndarray | None = None
         #: the last ``target()`` read a leader's reading that was news (leaders that say so: ``wait_news``)
         self.news = False
-
-    # --- the shoulder frames (tool map) ---
-
-    @staticmethod
-    def _shoulder(arm: Arm) -> np.ndarray:
-        return np.array([0.0, 0.0, arm.shoulder_height_m]) if arm.has_base else np.zeros(2)
 
     def start(self, q_rad, gripper_rad: float) -> None:
         """The follower is at ``q_rad`` (where the ramp starts)."""
@@ -223,7 +217,7 @@ class Teleop:
 
         la, fa = self.leader.arm, self.arm
         p = tool_point(la, r.q_rad)
-        point = self._shoulder(fa) + self.scale * (p - self._shoulder(la)) + self.offset_m
+        point = fa.tool_frame_origin_m + self.scale * (p - la.tool_frame_origin_m) + self.offset_m
         phi = float(tool_pitch(la, r.q_rad)) if (fa.n_links == 3 and la.n_links == 3) else None
         q_near = self._q_follow if self._q_follow is not None else np.array(fa.home_rad)
         try:

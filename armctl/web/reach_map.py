@@ -30,7 +30,7 @@ from armctl.calibration.servo import Calibration, within_calibration
 from armctl.errors import MotionError, UnreachableError
 from armctl.model.arm import Arm
 from armctl.model.kinematics import base_split_batch, shoulder_uv
-from armctl.model.workspace import nearest_reachable, shortfall
+from armctl.model.workspace import shortfall
 from armctl.motion import branch_ik, solve_pose
 
 TWO_PI = 2.0 * math.pi
@@ -98,7 +98,7 @@ def reachable(arm: Arm, points_m, *, phi_step_rad: float = math.radians(3.0)) ->
     if arm.layered:
         return _plane_reachable(arm, p, phi_step_rad)
     out = np.zeros(len(p), dtype=bool)
-    phis = [None] if arm.n == 2 else np.arange(-math.pi, math.pi, phi_step_rad)
+    phis = [None] if arm.n_links == 2 else np.arange(-math.pi, math.pi, phi_step_rad)
     for phi in phis:
         todo = ~out
         if not np.any(todo):
@@ -220,7 +220,7 @@ def click_pose(
     Raises UnreachableError, JointLimitError or PulseLimitError (MotionError) naming why not. ``cut``: the cut
     arm, when the caller has it already."""
     target = np.asarray(target_m, dtype=float)
-    short = nearest_reachable(arm, target, phi_rad).shortfall_m if arm.has_base else shortfall(arm, target, phi_rad)
+    short = shortfall(arm, target, phi_rad)
     if short > 1e-9:
         raise UnreachableError(f"{1000 * short:.1f} mm outside the reach", target=tuple(target), shortfall_m=short)
     q = solve_pose(within_calibration(arm, cal) if cut is None else cut, target, phi_rad, q_near, joint_move=True)
@@ -284,7 +284,7 @@ def calibrated_reach_map(arm: Arm, cal: Calibration, *, cell_m: float = 0.005) -
     rr, cc = np.nonzero(near)
     corner_ok = np.zeros_like(near)
     pts = np.stack([ox + cc * step, oy + rr * step], axis=-1)
-    corner_ok[rr, cc] = _plane_reachable(cut, pts, math.radians(3.0)) if cut.layered else reachable(cut, pts)
+    corner_ok[rr, cc] = reachable(cut, pts)
     cells = centres.cells & corner_ok[:-1, :-1] & corner_ok[:-1, 1:] & corner_ok[1:, :-1] & corner_ok[1:, 1:]
     checked = np.zeros_like(cells)
     corners: dict = {}  # (row, col) of a corner -> a click there is accepted (shared by neighbouring cells)

@@ -115,7 +115,8 @@ def test_reference_poses_of_a_base_arm_name_the_base_and_the_level_forearm():
 def test_nudges_are_timed_under_the_speed_limit():
     arm = load_arm("seed-3link")
     cal = load_calibration(NOMINAL)
-    n = cb.Nudger(SimpleNamespace(arm=arm, calibration=cal, backend=SimpleNamespace(frame_s=0.020)), [1500.0] * 4)
+    backend = SimpleNamespace(frame_s=0.020, value_step=lambda channel: None)  # the calibration's step
+    n = cb.Nudger(SimpleNamespace(arm=arm, calibration=cal, backend=backend), [1500.0] * 4)
     limit = math.degrees(arm.max_speed_rad_s[0])
     for d in (0.5, 10, 100, 700):
         frames = n.frames_for(0, d)

@@ -275,7 +275,7 @@ def test_robot_move_to_blend_chains_queued_lines():
         robot.move_to(0.47, -0.05, phi=DOWN)
         ms = [robot.move_to(x, y, phi=DOWN, speed=0.2, blend=0.004, wait=False) for x, y in square]
         res = ms[-1].wait(30)
-        assert all(m.done for m in ms) and ms[0]._chain == ms[1:]
+        assert all(m.done for m in ms) and ms[0].chain == ms[1:]
         traj = ms[0].trajectory  # the chain, played as one motion
         tool = dense_tool(ARM3, traj.q_rad)
         assert polyline_distance(tool, [(0.47, -0.05), *square]).max() <= 0.004
@@ -310,8 +310,8 @@ def test_robot_joint_moves_blend_into_the_chain_too():
             robot.move_to(*tool_point(ARM3, via1), speed=0.2, wait=False),
         ]
         ms[-1].wait(30)
-        assert all(m.done for m in ms) and ms[0]._chain == ms[1:]  # played as one motion
-        blended = ms[0]._moves
+        assert all(m.done for m in ms) and ms[0].chain == ms[1:]  # played as one motion
+        blended = ms[0].moves
         assert [type(m).__name__ for m in blended] == ["JointMove", "JointMove", "LineMove", "LineMove"]
         assert np.allclose(blended[1].q_rad, via2, atol=1e-6)  # the joint path's pose, solved from its start
         assert math.dist(robot.where(settle=True).tool_m, tool_point(ARM3, via1)) < 0.002

@@ -1,5 +1,5 @@
 """The planner's fast paths give numpy's own answers bit for bit: the per-joint row reductions (motion.rows),
-_continuous without np.unwrap, _line_caps_and_profile against _caps_from_joints + _profile_for, and
+continuous without np.unwrap, line_caps_and_profile against caps_from_joints + profile_for, and
 plan_move's one trapezoid for an unbound line against the second pass it replaced."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 
 from armctl.model.arm import load_arm
 from armctl.motion import LineMove, branch_ik, plan_line_path, plan_move, speed_profile
-from armctl.motion.lines import TWO_PI, _continuous
+from armctl.motion.lines import TWO_PI, continuous
 from armctl.motion.rows import row_any, row_max, row_min
-from armctl.motion.timing import _caps_from_joints, _line_caps_and_profile, _profile_for, _sample_times
+from armctl.motion.timing import caps_from_joints, line_caps_and_profile, profile_for, sample_times
 
 RNG = np.random.default_rng(25)
 
@@ -51,7 +51,7 @@ def test_continuous_is_np_unwrap():
         q0 = RNG.normal(0.0, 6.0, m)
         u = np.unwrap(q, axis=0)
         want = u + TWO_PI * np.round((q0 - u[0]) / TWO_PI)
-        assert _continuous(q, q0).tobytes() == want.tobytes()
+        assert continuous(q, q0).tobytes() == want.tobytes()
 
 
 LINES = [
@@ -69,9 +69,9 @@ def test_line_caps_and_profile_match_the_two_calls(name, a, b, phi, accel_div):
     q0 = branch_ik(arm, np.array([a]), None if phi is None else np.array([phi]), -1.0)[0][0]
     path = plan_line_path(arm, q0, LineMove(b, segment_m=0.002))
     base, acc = 0.3 / path.speed_scale, 1.5 / path.speed_scale
-    cap, profile = _line_caps_and_profile(path.s, path.q, arm.max_speed_rad_s, base, arm.max_accel_rad_s2, acc)
-    cap_ref, _ = _caps_from_joints(path.s, path.q, arm.max_speed_rad_s, base)
-    profile_ref = _profile_for(path.s, path.q, arm.max_accel_rad_s2, cap_ref, acc)
+    cap, profile = line_caps_and_profile(path.s, path.q, arm.max_speed_rad_s, base, arm.max_accel_rad_s2, acc)
+    cap_ref, _ = caps_from_joints(path.s, path.q, arm.max_speed_rad_s, base)
+    profile_ref = profile_for(path.s, path.q, arm.max_accel_rad_s2, cap_ref, acc)
     assert cap.tobytes() == cap_ref.tobytes()
     assert (profile is speed_profile) == (profile_ref is speed_profile)
     v, t = profile(path.s, cap, acc)
@@ -91,6 +91,6 @@ def test_slowed_is_the_free_trapezoids_answer(name, a, b, phi, speed):
     path = mp.path
     base, acc = speed / path.speed_scale, move.accel_m_s2 / path.speed_scale
     free = speed_profile(path.s, np.full(len(path.s), base), acc)[1][-1]
-    assert mp.slowed == bool(_sample_times(float(free), 0.02)[0][-1] < mp.t_s[-1] - 1e-9)
+    assert mp.slowed == bool(sample_times(float(free), 0.02)[0][-1] < mp.t_s[-1] - 1e-9)
     if speed == 2.0:
         assert mp.slowed

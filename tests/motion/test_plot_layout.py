@@ -102,12 +102,12 @@ def test_pose_figure_nothing_drawn_over_anything(arm):
 def test_top_view_at_a_height_shades_only_what_reaches_it():
     """Top view of mearm at two heights: the shaded ring is the side view's row at that height, turned."""
     from armctl.model.workspace import shortfall
-    from armctl.motion.plot import _workspace_image
+    from armctl.motion.plot import workspace_image
 
     arm = load_arm("mearm")
     box = (-0.25, 0.25, -0.25, 0.25)
     for z in (0.0, 0.08):
-        mask = _workspace_image(arm, box, view="top", z=z, bins=60)
+        mask = workspace_image(arm, box, view="top", z=z, bins=60)
         xs = [box[0] + (i + 0.5) * 0.5 / 60 for i in range(60)]
         agree = total = 0
         for r in range(0, 60, 3):
@@ -117,8 +117,7 @@ def test_top_view_at_a_height_shades_only_what_reaches_it():
                 agree += reach == bool(mask[r, c])
         assert agree / total > 0.95, (z, agree, total)
     assert not (
-        _workspace_image(arm, box, view="top", z=0.0, bins=60)
-        == _workspace_image(arm, box, view="top", z=0.08, bins=60)
+        workspace_image(arm, box, view="top", z=0.0, bins=60) == workspace_image(arm, box, view="top", z=0.08, bins=60)
     ).all()
 
 

@@ -414,7 +414,7 @@ def test_the_plot_frames_zones_beside_and_below_the_path():
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    from armctl.motion.plot import _draw_plane
+    from armctl.motion.plot import draw_plane
 
     zones = Zones(
         (Zone("table", "the table", level=-0.3), Zone("box", "box 'bin'", lo=(0.68, -0.28), hi=(0.8, -0.16))),
@@ -424,7 +424,7 @@ def test_the_plot_frames_zones_beside_and_below_the_path():
     plan = motion.plan_moves(arm, [motion.LineMove((0.45, 0.1))], q_start=arm.home_rad)
     plan.arm = arm
     fig, ax = plt.subplots()
-    _draw_plane(ax, plan, [0, len(plan.trajectory.q_rad) - 1], timed=False)
+    draw_plane(ax, plan, [0, len(plan.trajectory.q_rad) - 1], timed=False)
     x1, y0 = ax.get_xlim()[1], ax.get_ylim()[0]
     plt.close(fig)
     assert x1 > 0.8 and y0 < -0.3  # the whole box, and the table's top with some of the table

@@ -269,16 +269,24 @@ def test_millimetres_given_as_metres(robot, mearm):
 README_NAMES = ["move_to", "move_joints", "home", "gripper", "run", "where", "plan_to", "stop", "close", "release"]
 
 
+BOARD_NAMES = ["servo_values", "commanded_pose", "call", "board_status", "move_servo", "hold_stored_pose"]
+
+
 def test_help_shows_the_student_api_first():
     text = pydoc.render_doc(armctl.Robot, renderer=pydoc.plaintext)
-    assert "armctl.connect(" in text.split("Method resolution order")[0]  # the example comes first
-    first_internal = text.index("\n |  servo_values(")
+    head = text.split("Methods defined here")[0]  # the class docstring: the example, then the student API
+    assert "armctl.connect(" in head
+    board_access = head.index("Board access")
     for name in README_NAMES + ["plot"]:
-        listed = re.search(rf"\n \|  {name}\(", text)
-        assert listed and listed.start() < first_internal, f"{name} not listed before the internals"
-    assert "Methods inherited from _BoardAccess:" in text
-    for name in README_NAMES + ["servo_values", "commanded_pose", "call", "board_status", "move_servo"]:
+        listed = re.search(rf"``{name}\(", head)
+        assert listed and listed.start() < board_access, f"{name} not named before the board access"
+    assert armctl.Robot.__mro__[1:] == (object,)  # the board access is a collaborator (robot.board), no base class
+    for name in README_NAMES + BOARD_NAMES:
         assert callable(getattr(armctl.Robot, name))  # every name armctl's tools and the README use still works
+        assert re.search(rf"\n \|  {name}\(", text), f"help(armctl.Robot) does not list {name}"
+    for name in BOARD_NAMES:
+        assert f"``board.{name}``" in getattr(armctl.Robot, name).__doc__
+        assert f"``{name}(" in head[board_access:]
 
 
 def test_exceptions_are_importable_from_armctl():

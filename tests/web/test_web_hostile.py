@@ -208,8 +208,9 @@ def test_program_body_over_the_limit_is_413():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc for the server's CPU time")
 def test_idle_event_streams_cost_nothing():
-    """200 read-only event streams on an arm at rest: the server's threads use < 5% of a core (they sleep on the
-    state's change, no polling); one more past the cap gets 503."""
+    """200 read-only event streams on an arm at rest: the server's threads use < 10% of a core (they sleep on the
+    state's change, no polling: measured 1-6%, the top on a loaded 2-core machine; streams that polled at the
+    old 10 Hz took 52%); one more past the cap gets 503."""
 
     def cpu_s() -> float:
         with open(f"/proc/{os.getpid()}/stat") as f:
@@ -225,7 +226,7 @@ def test_idle_event_streams_cost_nothing():
             time.sleep(4.0)
             share = (cpu_s() - c0) / (time.monotonic() - t0)
             print(f"200 idle event streams: {100 * share:.1f}% of a core")
-            assert share < 0.05, f"{100 * share:.1f}% of a core"
+            assert share < 0.10, f"{100 * share:.1f}% of a core"
         finally:
             for s in socks:
                 s.close()

@@ -103,7 +103,7 @@ class PCA9685Backend(HostTimed):
         watchdog: the chip holds the last pulse. ``calibrating``: 500..2500 us allowed."""
         ranges = {s.channel: (PULSE_RANGE_US if calibrating else (s.lo, s.hi)) for s in cal.servos}
         names = {s.channel: s.name for s in cal.servos}
-        return cls(port, ranges_us=ranges, names=names, pwm_hz=getattr(cal, "pwm_hz", 50.0), wire_log=wire_log)
+        return cls(port, ranges_us=ranges, names=names, pwm_hz=cal.pwm_hz, wire_log=wire_log)
 
     def __init__(
         self,
