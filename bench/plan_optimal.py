@@ -35,7 +35,7 @@ from armctl.motion import (
     caps_from_joints,
     profile_for,
 )
-from armctl.program import _move, expand, load_program
+from armctl.program import expand, load_program, step_move
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = [
@@ -86,12 +86,12 @@ def lines_of(prog_path: Path, arm):
     q = np.array(arm.home_rad, dtype=float)
     g = arm.gripper.open_rad if arm.gripper is not None else math.nan
     if prog.start is not None:
-        from armctl.program import _pose_of, _target
+        from armctl.program import pose_of, pose_target
 
-        xy, phi, q_exact = _target(_pose_of(prog, prog.start, {}), None, arm)
+        xy, phi, q_exact = pose_target(pose_of(prog, prog.start, {}), None, arm)
         q = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, arm.home_rad)
     for item in expand(prog):
-        move = _move(prog, item, arm, q)
+        move = step_move(prog, item, arm, q)
         mp = motion.plan_move(arm, move, q, g, period_s=prog.settings.period_s)
         if isinstance(move, LineMove) and mp.path is not None and mp.path.length > 0:
             yield move, mp

@@ -378,9 +378,10 @@ def load_urdf_arm(path, *, tool_link: str | None = None, sidecar=None) -> Arm:
     from armctl.model.urdf.derive import load_urdf_spec
 
     spec = load_urdf_spec(path, tool_link=tool_link, sidecar=sidecar)
-    if spec["gripper"] is not None:
-        spec["gripper"] = Gripper(*spec["gripper"])
-    return Arm(**spec)
+    fields = spec.arm_fields()
+    if spec.gripper is not None:
+        fields["gripper"] = Gripper(*spec.gripper)
+    return Arm(**fields)
 
 
 def _joint(j: Section, default_name: str):
@@ -400,66 +401,12 @@ def parse_arm(data, path) -> Arm:
     """Validate a parsed arm YAML document (see README, 'Arm files')."""
     top = Section(data, path=path)
     name = top.string("name", Path(str(path)).stem)
-    links = top.numbers("links_m", count=(2, 3))
-    for i, length in enumerate(links):
-        if length <= 0:
-            raise top.error("links_m", f"link {i + 1} length must be > 0 m, found {length:g}")
-    k = len(links)
-    linkage = top.string("linkage", "serial", choices=LINKAGES)
-    if linkage == "parallelogram" and k != 2:
-        raise top.error(
-            "linkage",
-            f"a parallelogram linkage drives 2 links (upper arm and forearm); links_m has {k}: "
-            "use linkage: serial or 2 links",
-        )
-    link_angle = None
-    if top.has("link_angle_deg"):
-        if linkage != "parallelogram":
-            raise top.error("link_angle_deg", "link_angle_deg applies only with 'linkage: parallelogram'")
-        la = top.numbers("link_angle_deg", count=2)
-        if not (0.0 <= la[0] <= 180.0 and 0.0 <= la[1] <= 180.0):
-            raise top.error(
-                "link_angle_deg",
-                f"angles between upper arm and forearm lie in 0..180 deg, found [{la[0]:g}, {la[1]:g}]",
-            )
-        if la[1] <= la[0]:
-            raise top.error("link_angle_deg", f"[{la[0]:g}, {la[1]:g}]: the first (least) angle must be the smaller")
-        link_angle = (math.radians(la[0]), math.radians(la[1]))
-    elif linkage == "parallelogram":
-        link_angle = (0.0, math.pi)
-
-    names, q_min, q_max, speeds, accels = [], [], [], [], []
-    b = top.section("base", required=False)
-    if b is not None:
-        for out, v in zip((names, q_min, q_max, speeds, accels), _joint(b, "base"), strict=True):
-            out.append(v)
-    has_base = b is not None
-    offsets = {}
-    for key in ("base_offset_m", "shoulder_height_m"):
-        if top.has(key):
-            if not has_base:
-                raise top.error(key, f"{key} places the shoulder relative to a base; this arm has no 'base:'")
-            offsets[key] = top.number(key, lo=-10, hi=10)
-    joints_raw = top.items("joints")
-    if len(joints_raw) != k:
-        raise top.error("joints", f"expected {k} joints (one per link), found {len(joints_raw)}")
-    for i, raw in enumerate(joints_raw):
-        line = joints_raw.item_lines[i] if hasattr(joints_raw, "item_lines") else None
-        j = Section(raw, path=path, key=f"joints[{i}]", line=line)
-        for out, v in zip((names, q_min, q_max, speeds, accels), _joint(j, f"joint{i + 1}"), strict=True):
-            out.append(v)
-    n = len(names)
-    if link_angle is not None:  # some shoulder and forearm angles must keep the link angle
-        c = 1 if has_base else 0
-        rel_lo = max(q_min[c + 1] - q_max[c], math.degrees(link_angle[0]) - 180.0)
-        rel_hi = min(q_max[c + 1] - q_min[c], math.degrees(link_angle[1]) - 180.0)
-        if rel_hi < rel_lo:
-            raise top.error(
-                "link_angle_deg",
-                "no shoulder and forearm angles inside the joint limits give an angle between upper arm and "
-                "forearm inside link_angle_deg: widen one of them",
-            )
-    home = top.numbers("home_deg", count=n)
+    links, linkage, link_angle = _links_and_linkage(top)
+    has_base, cols, offsets = _arm_joints(top, path, len(links))
+    names, q_min, q_max, speeds, accels = cols
+    if link_angle is not None:
+        _check_link_angle(top, q_min, q_max, link_angle, 1 if has_base else 0)
+    home = top.numbers("home_deg", count=len(names))
     for i, h in enumerate(home):
         if not q_min[i] <= h <= q_max[i]:
             what = "the base" if has_base and i == 0 else f"joint {i + 1}"
@@ -467,15 +414,7 @@ def parse_arm(data, path) -> Arm:
                 "home_deg",
                 f"home angle of {what} ({h:g} deg) is outside its limits [{q_min[i]:g}, {q_max[i]:g}] deg",
             )
-    gripper = None
-    g = top.section("gripper", required=False)
-    if g is not None:
-        gripper = Gripper(
-            open_rad=math.radians(g.number("open_deg", lo=-360, hi=360)),
-            closed_rad=math.radians(g.number("closed_deg", lo=-360, hi=360)),
-            max_speed_rad_s=math.radians(g.number("max_speed_deg_s", lo=0, lo_open=True, hi=3600)),
-        )
-        g.done()
+    gripper = _arm_gripper(top)
     zsec = top.section("zones", required=False)
     zones = None if zsec is None else parse_zones(zsec, has_base=has_base)
     top.done()
@@ -497,17 +436,103 @@ def parse_arm(data, path) -> Arm:
         shoulder_height_m=offsets.get("shoulder_height_m", 0.0),
         zones=zones,
     )
-    if arm.parallelogram:
-        if not arm.within_limits(arm.home_rad):
-            c0 = 1 if has_base else 0
-            angle = 180.0 - home[c0] + home[c0 + 1]
-            raise top.error(
-                "home_deg",
-                f"the home pose puts {angle:g} deg between upper arm and forearm, outside link_angle_deg "
-                f"[{math.degrees(link_angle[0]):g}, {math.degrees(link_angle[1]):g}]",
-            )
-    if zones:
-        why = pose_refusal(arm, zones, arm.home_rad)
+    _check_home(top, arm, home)
+    return arm
+
+
+def _links_and_linkage(top: Section) -> tuple[list, str, tuple | None]:
+    """(links_m, linkage, link_angle_rad) of an arm file: 2 or 3 positive lengths; a parallelogram's link angle
+    (default 0..180 deg)."""
+    links = top.numbers("links_m", count=(2, 3))
+    for i, length in enumerate(links):
+        if length <= 0:
+            raise top.error("links_m", f"link {i + 1} length must be > 0 m, found {length:g}")
+    k = len(links)
+    linkage = top.string("linkage", "serial", choices=LINKAGES)
+    if linkage == "parallelogram" and k != 2:
+        raise top.error(
+            "linkage",
+            f"a parallelogram linkage drives 2 links (upper arm and forearm); links_m has {k}: "
+            "use linkage: serial or 2 links",
+        )
+    if not top.has("link_angle_deg"):
+        return links, linkage, (0.0, math.pi) if linkage == "parallelogram" else None
+    if linkage != "parallelogram":
+        raise top.error("link_angle_deg", "link_angle_deg applies only with 'linkage: parallelogram'")
+    la = top.numbers("link_angle_deg", count=2)
+    if not (0.0 <= la[0] <= 180.0 and 0.0 <= la[1] <= 180.0):
+        raise top.error(
+            "link_angle_deg",
+            f"angles between upper arm and forearm lie in 0..180 deg, found [{la[0]:g}, {la[1]:g}]",
+        )
+    if la[1] <= la[0]:
+        raise top.error("link_angle_deg", f"[{la[0]:g}, {la[1]:g}]: the first (least) angle must be the smaller")
+    return links, linkage, (math.radians(la[0]), math.radians(la[1]))
+
+
+def _arm_joints(top: Section, path, k: int) -> tuple[bool, tuple, dict]:
+    """(has a base, the joints' columns (names, min_deg, max_deg, speeds, accels; base first), the shoulder's
+    offsets) of an arm file with ``k`` links."""
+    cols = ([], [], [], [], [])
+    b = top.section("base", required=False)
+    if b is not None:
+        for out, v in zip(cols, _joint(b, "base"), strict=True):
+            out.append(v)
+    has_base = b is not None
+    offsets = {}
+    for key in ("base_offset_m", "shoulder_height_m"):
+        if top.has(key):
+            if not has_base:
+                raise top.error(key, f"{key} places the shoulder relative to a base; this arm has no 'base:'")
+            offsets[key] = top.number(key, lo=-10, hi=10)
+    joints_raw = top.items("joints")
+    if len(joints_raw) != k:
+        raise top.error("joints", f"expected {k} joints (one per link), found {len(joints_raw)}")
+    for i, raw in enumerate(joints_raw):
+        line = joints_raw.item_lines[i] if hasattr(joints_raw, "item_lines") else None
+        j = Section(raw, path=path, key=f"joints[{i}]", line=line)
+        for out, v in zip(cols, _joint(j, f"joint{i + 1}"), strict=True):
+            out.append(v)
+    return has_base, cols, offsets
+
+
+def _check_link_angle(top: Section, q_min: list, q_max: list, link_angle: tuple, c: int) -> None:
+    """Some shoulder and forearm angles (deg, the shoulder at ``c``) must keep the link angle."""
+    rel_lo = max(q_min[c + 1] - q_max[c], math.degrees(link_angle[0]) - 180.0)
+    rel_hi = min(q_max[c + 1] - q_min[c], math.degrees(link_angle[1]) - 180.0)
+    if rel_hi < rel_lo:
+        raise top.error(
+            "link_angle_deg",
+            "no shoulder and forearm angles inside the joint limits give an angle between upper arm and "
+            "forearm inside link_angle_deg: widen one of them",
+        )
+
+
+def _arm_gripper(top: Section) -> Gripper | None:
+    g = top.section("gripper", required=False)
+    if g is None:
+        return None
+    gripper = Gripper(
+        open_rad=math.radians(g.number("open_deg", lo=-360, hi=360)),
+        closed_rad=math.radians(g.number("closed_deg", lo=-360, hi=360)),
+        max_speed_rad_s=math.radians(g.number("max_speed_deg_s", lo=0, lo_open=True, hi=3600)),
+    )
+    g.done()
+    return gripper
+
+
+def _check_home(top: Section, arm: Arm, home: list) -> None:
+    """The home pose (deg) keeps a parallelogram's link angle and lies outside every keep-out zone."""
+    if arm.parallelogram and not arm.within_limits(arm.home_rad):
+        c0 = 1 if arm.has_base else 0
+        angle = 180.0 - home[c0] + home[c0 + 1]
+        la = arm.link_angle_rad
+        raise top.error(
+            "home_deg",
+            f"the home pose puts {angle:g} deg between upper arm and forearm, outside link_angle_deg "
+            f"[{math.degrees(la[0]):g}, {math.degrees(la[1]):g}]",
+        )
+    if arm.zones:
+        why = pose_refusal(arm, arm.zones, arm.home_rad)
         if why is not None:
             raise top.error("zones", f"the home pose is inside a keep-out zone: {why}")
-    return arm

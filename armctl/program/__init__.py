@@ -30,7 +30,7 @@ from armctl.program.load import (
     parse_program,
     with_blend,
 )
-from armctl.program.plan import _move, _pose_of, _target, episode_of_steps, expand, plan_program
+from armctl.program.plan import episode_of_steps, expand, plan_program, pose_of, pose_target, step_move
 
 __all__ = [
     "MAX_BLEND_M",
@@ -43,15 +43,15 @@ __all__ = [
     "Program",
     "Settings",
     "Step",
-    "_move",
-    "_pose_of",
-    "_target",
     "episode_of_steps",
     "expand",
     "load_program",
     "load_program_text",
     "parse_program",
     "plan_program",
+    "pose_of",
+    "pose_target",
+    "step_move",
     "blend_option",
     "with_blend",
 ]

@@ -138,7 +138,7 @@ class Program:
     @property
     def arm_ref(self) -> str | None:
         """The arm: key for ``load_arm``: a name as written, an arm file relative to the program's folder."""
-        if self.arm_name is None or not _is_arm_file(self.arm_name):
+        if self.arm_name is None or not is_arm_file(self.arm_name):
             return self.arm_name
         return str(Path(self.path).parent / Path(self.arm_name).expanduser())
 
@@ -381,57 +381,7 @@ def _step(sec: Section, number: str, line, path: str, bound: set) -> Step:
     if action in ("line", "joint"):
         st.target = _pose_ref(sec.raw(action), sec, action, number)
         st.offset_m = _length(sec, "offset", count=(2, 3))
-    if action == "line":
-        st.speed_m_s = _length(sec, "speed", "_s", lo=0, lo_open=True)
-        st.accel_m_s2 = _length(sec, "accel", "_s2", lo=0, lo_open=True)
-        st.segment_m = _length(sec, "segment", lo=MIN_SEGMENT_M)
-        st.blend_m = _blend(sec, None)
-        stop = sec.raw("stop", False)
-        if not isinstance(stop, bool):
-            raise sec.error("stop", f"step {number}: stop is true or false, found {stop!r}")
-        st.stop = stop
-    elif action == "joint":
-        pct = sec.number("speed_pct", None, lo=0, lo_open=True, hi=100)
-        st.joint_speed_fraction = None if pct is None else pct / 100.0
-        acc = sec.number("accel_deg_s2", None, lo=0, lo_open=True)
-        st.joint_accel_rad_s2 = None if acc is None else math.radians(acc)
-        st.blend_m = _blend(sec, None)
-        stop = sec.raw("stop", False)
-        if not isinstance(stop, bool):
-            raise sec.error("stop", f"step {number}: stop is true or false, found {stop!r}")
-        st.stop = stop
-    elif action == "gripper":
-        value = sec.string("gripper", choices=("open", "close"))
-        st.gripper = value
-    elif action == "wait_s":
-        st.wait_s = sec.number("wait_s", lo=0)
-    elif action == "repeat":
-        count = sec.raw("repeat")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise sec.error("repeat", f"step {number}: repeat needs a whole number of passes >= 1, found {count!r}")
-        st.count = count
-    elif action == "for_each":
-        loop = sec.section("for_each")
-        lengths = set()
-        for var in loop.data:
-            if not isinstance(var, str) or not var.isidentifier():
-                raise loop.error(var, f"step {number}: loop variable names are plain words, found {var!r}")
-            values = loop.items(var)
-            if not values:
-                raise loop.error(var, f"step {number}: the list for '{var}' is empty")
-            st.loop_vars[var] = [
-                _pose_ref(v, loop, var, number) if isinstance(v, dict) else _loop_value(v, loop, var) for v in values
-            ]
-            lengths.add(len(values))
-        loop.done()
-        if not st.loop_vars:
-            raise sec.error("for_each", f"step {number}: for_each needs at least one 'name: [pose, ...]' list")
-        if len(lengths) > 1:
-            raise sec.error(
-                "for_each",
-                f"step {number}: the for_each lists must have the same length "
-                f"(found {', '.join(str(len(v)) for v in st.loop_vars.values())})",
-            )
+    _STEP_READERS[action](st, sec, number)
     if action in ("repeat", "for_each"):
         if not sec.has("steps"):
             raise sec.error(None, f"step {number}: {action} needs a 'steps:' list of the steps to repeat")
@@ -450,6 +400,80 @@ def _step(sec: Section, number: str, line, path: str, bound: set) -> Step:
                 line=sec.line_of(k),
             )
     return st
+
+
+def _stop(sec: Section, number: str) -> bool:
+    stop = sec.raw("stop", False)
+    if not isinstance(stop, bool):
+        raise sec.error("stop", f"step {number}: stop is true or false, found {stop!r}")
+    return stop
+
+
+def _line_step(st: Step, sec: Section, number: str) -> None:
+    st.speed_m_s = _length(sec, "speed", "_s", lo=0, lo_open=True)
+    st.accel_m_s2 = _length(sec, "accel", "_s2", lo=0, lo_open=True)
+    st.segment_m = _length(sec, "segment", lo=MIN_SEGMENT_M)
+    st.blend_m = _blend(sec, None)
+    st.stop = _stop(sec, number)
+
+
+def _joint_step(st: Step, sec: Section, number: str) -> None:
+    pct = sec.number("speed_pct", None, lo=0, lo_open=True, hi=100)
+    st.joint_speed_fraction = None if pct is None else pct / 100.0
+    acc = sec.number("accel_deg_s2", None, lo=0, lo_open=True)
+    st.joint_accel_rad_s2 = None if acc is None else math.radians(acc)
+    st.blend_m = _blend(sec, None)
+    st.stop = _stop(sec, number)
+
+
+def _gripper_step(st: Step, sec: Section, number: str) -> None:
+    st.gripper = sec.string("gripper", choices=("open", "close"))
+
+
+def _wait_step(st: Step, sec: Section, number: str) -> None:
+    st.wait_s = sec.number("wait_s", lo=0)
+
+
+def _repeat_step(st: Step, sec: Section, number: str) -> None:
+    count = sec.raw("repeat")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise sec.error("repeat", f"step {number}: repeat needs a whole number of passes >= 1, found {count!r}")
+    st.count = count
+
+
+def _for_each_step(st: Step, sec: Section, number: str) -> None:
+    loop = sec.section("for_each")
+    lengths = set()
+    for var in loop.data:
+        if not isinstance(var, str) or not var.isidentifier():
+            raise loop.error(var, f"step {number}: loop variable names are plain words, found {var!r}")
+        values = loop.items(var)
+        if not values:
+            raise loop.error(var, f"step {number}: the list for '{var}' is empty")
+        st.loop_vars[var] = [
+            _pose_ref(v, loop, var, number) if isinstance(v, dict) else _loop_value(v, loop, var) for v in values
+        ]
+        lengths.add(len(values))
+    loop.done()
+    if not st.loop_vars:
+        raise sec.error("for_each", f"step {number}: for_each needs at least one 'name: [pose, ...]' list")
+    if len(lengths) > 1:
+        raise sec.error(
+            "for_each",
+            f"step {number}: the for_each lists must have the same length "
+            f"(found {', '.join(str(len(v)) for v in st.loop_vars.values())})",
+        )
+
+
+# what each action reads of its step, after the target and offset of a line or joint move
+_STEP_READERS = {
+    "line": _line_step,
+    "joint": _joint_step,
+    "gripper": _gripper_step,
+    "wait_s": _wait_step,
+    "repeat": _repeat_step,
+    "for_each": _for_each_step,
+}
 
 
 def _loop_value(v, loop: Section, var: str) -> str:
@@ -489,5 +513,6 @@ def _check_refs(prog: Program) -> None:
     walk(prog.steps, set())
 
 
-def _is_arm_file(ref: str) -> bool:
+def is_arm_file(ref: str) -> bool:
+    """True when ``ref`` names an arm file (a path), not a preset."""
     return ref.endswith((".yaml", ".yml", ".urdf")) or ".urdf#" in ref or "/" in ref or os.sep in ref

@@ -14,7 +14,7 @@ from armctl.errors import ConfigError, MotionError
 from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_point
 from armctl.motion import GripperMove, JointMove, LineMove, Plan, Wait
-from armctl.program.load import Pose, Program, Step, _is_arm_file
+from armctl.program.load import Pose, Program, Step, is_arm_file
 
 # --------------------------------------------------------------------------- planning
 
@@ -126,7 +126,8 @@ def _ref_text(ref) -> str:
     return ref if isinstance(ref, str) else "inline pose"
 
 
-def _pose_of(prog: Program, ref, env) -> Pose:
+def pose_of(prog: Program, ref, env) -> Pose:
+    """The pose ``ref`` names (a pose name, or a variable of ``env`` holding one), or ``ref`` itself."""
     ref = _resolve_name(ref, env)
     return prog.poses[ref] if isinstance(ref, str) else ref
 
@@ -173,7 +174,7 @@ def _check_pose_on_arm(prog: Program, pose: Pose, arm: Arm, where: str, line, of
         )
 
 
-def _target(pose: Pose, offset, arm: Arm):
+def pose_target(pose: Pose, offset, arm: Arm):
     """(point_m, phi_rad or None, exact end q or None) of a pose plus an optional offset (m)."""
     if pose.q_rad is not None:
         q = np.array(pose.q_rad)
@@ -187,7 +188,7 @@ def _target(pose: Pose, offset, arm: Arm):
 
 def _same_arm(prog: Program, arm: Arm) -> bool:
     """The program's arm: key names this arm: its preset name, or its file."""
-    if not _is_arm_file(prog.arm_name):
+    if not is_arm_file(prog.arm_name):
         return prog.arm_name == arm.name
     ref = prog.arm_ref.partition(".urdf#")[0] + ".urdf" if ".urdf#" in prog.arm_ref else prog.arm_ref
     try:
@@ -223,10 +224,10 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
     st = prog.settings
     q = np.array(arm.home_rad, dtype=float)
     if prog.start is not None:
-        pose = _pose_of(prog, prog.start, {})
+        pose = pose_of(prog, prog.start, {})
         try:
             _check_pose_on_arm(prog, pose, arm, "start", prog.start_line)
-            xy, phi, q_exact = _target(pose, None, arm)
+            xy, phi, q_exact = pose_target(pose, None, arm)
             q = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, arm.home_rad)
         except MotionError as exc:
             raise motion.located(exc, f"{prog.path}:{prog.start_line}: start") from None
@@ -248,7 +249,7 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
     budget = motion.PlanBudget()
     for item in flat:
         try:
-            move = _move(prog, item, arm, q)
+            move = step_move(prog, item, arm, q)
         except MotionError as exc:
             raise motion.located(exc, item.label) from None
         mp = motion.plan_move(arm, move, q, g, period_s=st.period_s, max_joint_step_rad=st.max_joint_step_rad)
@@ -263,7 +264,8 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
     return Plan(trajectory=traj, moves=plans, arm=arm)
 
 
-def _move(prog: Program, item: _Flat, arm: Arm, q):
+def step_move(prog: Program, item: _Flat, arm: Arm, q):
+    """The motion move of one expanded step (``item``), the arm at ``q``."""
     s, st, label = item.step, prog.settings, item.label
     if s.action == "wait_s":
         return Wait(s.wait_s, label=label)
@@ -276,9 +278,9 @@ def _move(prog: Program, item: _Flat, arm: Arm, q):
             )
         angle = arm.gripper.open_rad if s.gripper == "open" else arm.gripper.closed_rad
         return GripperMove(angle, label=label)
-    pose = _pose_of(prog, s.target, item.env)
+    pose = pose_of(prog, s.target, item.env)
     _check_pose_on_arm(prog, pose, arm, f"step {s.number}", s.line, s.offset_m)
-    xy, phi, q_exact = _target(pose, s.offset_m, arm)
+    xy, phi, q_exact = pose_target(pose, s.offset_m, arm)
     try:
         if s.action == "line":
             return LineMove(

@@ -119,13 +119,15 @@ def _rot(rpy) -> np.ndarray:
     )
 
 
-def _axis_rot(axis, angle) -> np.ndarray:
+def axis_rot(axis, angle) -> np.ndarray:
+    """The rotation matrix of ``angle`` (rad) about the unit ``axis`` (Rodrigues)."""
     k = np.asarray(axis, dtype=float)
     K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
     return np.eye(3) + math.sin(angle) * K + (1 - math.cos(angle)) * (K @ K)
 
 
-def _origin(j: UrdfJoint) -> np.ndarray:
+def joint_origin(j: UrdfJoint) -> np.ndarray:
+    """The 4x4 transform of a joint's ``<origin>`` (parent link frame -> joint frame at angle 0)."""
     T = np.eye(4)
     T[:3, :3] = _rot(j.rpy)
     T[:3, 3] = j.xyz
