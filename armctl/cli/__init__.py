@@ -166,7 +166,9 @@ def _watchdog_s(text: str) -> float:
 
 
 def add_command(sub, name: str, **kwargs) -> argparse.ArgumentParser:
-    """The parser of command ``name`` (a command module's ``register``), with its line in --help from ``COMMANDS``."""
+    """The parser of command ``name`` (a command module's ``register``), with its line in --help from ``COMMANDS``
+    and its description and epilog shown as written (line breaks kept)."""
+    kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
     return sub.add_parser(name, help=COMMANDS[name][1], **kwargs)
 
 

@@ -9,7 +9,6 @@ the servos held where they are and nothing saved (exit 130). See docs/calibratio
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -60,17 +59,15 @@ exit codes: 0 ok, 2 bad input or a refused fit, 3 check square unreachable, 4 bo
 board limits that differ from the calibration, 130 quit (q or Ctrl-C; nothing saved)."""
 
 
+DESCRIPTION = (
+    "Guided servo calibration: reference poses -> zero pulse, us/deg and direction "
+    "(least squares, with residual), safe range, gripper open/closed; saved atomically with a .bak. Bus servos "
+    "(Feetech): the torque goes off and you move each joint by hand; positions are in steps."
+)
+
+
 def register(sub, parents) -> None:
-    p = add_command(
-        sub,
-        "calibrate",
-        parents=parents,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Guided servo calibration: reference poses -> zero pulse, us/deg and direction "
-        "(least squares, with residual), safe range, gripper open/closed; saved atomically with a .bak. Bus servos "
-        "(Feetech): the torque goes off and you move each joint by hand; positions are in steps.",
-    )
+    p = add_command(sub, "calibrate", parents=parents, epilog=EPILOG, description=DESCRIPTION)
     _mode_options(p)
     _record_options(p)
     _check_options(p)

@@ -52,25 +52,22 @@ def register(sub, parents) -> None:
     common.add_argument("--wire-log", metavar="FILE", help="write every byte sent and received, with times, to FILE")
     _register_jog(sub, parents + [common])
     _register_run(sub, parents + [common])
-    fmt = argparse.RawDescriptionHelpFormatter
-    p = add_command(sub, "home", parents=parents + [common], epilog=EPILOG, formatter_class=fmt)
+    p = add_command(sub, "home", parents=parents + [common], epilog=EPILOG)
     p.set_defaults(func=cmd_home)
-    p = add_command(sub, "status", parents=parents + [common], epilog=EPILOG, formatter_class=fmt)
+    p = add_command(sub, "status", parents=parents + [common], epilog=EPILOG)
     p.set_defaults(func=cmd_status)
 
 
-def _register_jog(sub, parents) -> None:
-    p = add_command(
-        sub,
-        "jog",
-        parents=parents,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Move the tool point in a straight line from where the arm is to (X, Y), or (X, Y, Z) on an "
+JOG_DESCRIPTION = (
+    "Move the tool point in a straight line from where the arm is to (X, Y), or (X, Y, Z) on an "
         "arm with a rotating base. Without a target: a full-screen keyboard pendant (arrows move, [ ] step, "
         "< > speed, , . tool angle, o c gripper, h home, Space stop, Enter record, u undo, q quit; a held key "
-        "moves until released).",
-    )
+        "moves until released)."
+)
+
+
+def _register_jog(sub, parents) -> None:
+    p = add_command(sub, "jog", parents=parents, epilog=EPILOG, description=JOG_DESCRIPTION)
     p.add_argument("x", metavar="X", nargs="?", help="target x (m, or with a unit: 500mm); none: the pendant")
     p.add_argument("y", metavar="Y", nargs="?", help="target y (m, or with a unit)")
     p.add_argument("z", nargs="?", metavar="Z", help="target z, height (m, or with a unit): arms on a base only")
@@ -94,13 +91,17 @@ def _register_jog(sub, parents) -> None:
 def _register_run(sub, parents) -> None:
     p = add_command(
         sub,
+RUN_DESCRIPTION = (
+    "Check and plan a program, then ramp from the current pose to its start and play it on the board. "
+        "On a terminal: Space holds (decelerates along the path and holds), Enter or r resumes, + and - change the "
+        "speed override (10..200 %, never past a joint speed limit), q stops (resume later with --resume)."
+)
+
+
         "run",
         parents=parents,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Check and plan a program, then ramp from the current pose to its start and play it on the board. "
-        "On a terminal: Space holds (decelerates along the path and holds), Enter or r resumes, + and - change the "
-        "speed override (10..200 %, never past a joint speed limit), q stops (resume later with --resume).",
+        description=RUN_DESCRIPTION,
     )
     p.add_argument("program", metavar="PROGRAM.yaml")
     p.add_argument("--dry-run", action="store_true", help="check and plan everything, open no port")

@@ -6,7 +6,6 @@ shared with ``armctl plot``, which shows a drawing's plan before it is drawn.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 
@@ -45,16 +44,14 @@ def add_drawing_options(p) -> None:
         p.add_argument("--blend", metavar="MM", help="round the strokes' corners within MM mm (default 0.2; 0: stop)")
 
 
+DESCRIPTION = (
+    "Read an SVG or G-code drawing, fit it to the paper, plan every stroke (reach, joint and "
+    "speed limits, keep-out zones, checked whole before anything moves) and draw it."
+)
+
+
 def register(sub, parents) -> None:
-    p = add_command(
-        sub,
-        "draw",
-        parents=parents,
-        description="Read an SVG or G-code drawing, fit it to the paper, plan every stroke (reach, joint and "
-        "speed limits, keep-out zones, checked whole before anything moves) and draw it.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "draw", parents=parents, description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("drawing", metavar="FILE.svg|FILE.gcode", help="the drawing: an SVG, or G-code (.gcode, .nc, .ngc)")
     add_drawing_options(p)
     p.add_argument("--dry-run", action="store_true", help="check and plan everything, open no port")

@@ -12,7 +12,6 @@ itself once the follower has caught up with the leader.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -38,17 +37,15 @@ examples:
 STATUS_S = 0.2
 
 
+DESCRIPTION = (
+    "Read a leader arm's positions (bus servos, torque off) every frame and drive the arm (the "
+    "follower: --arm, --port, --calibration) to match, inside its joint, speed and reach limits; starts with "
+    "a slow ramp, stops under control (Ctrl-C, q, SIGTERM, a lost leader: exit 4), the arm holds."
+)
+
+
 def register(sub, parents) -> None:
-    p = add_command(
-        sub,
-        "follow",
-        parents=parents,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Read a leader arm's positions (bus servos, torque off) every frame and drive the arm (the "
-        "follower: --arm, --port, --calibration) to match, inside its joint, speed and reach limits; starts with "
-        "a slow ramp, stops under control (Ctrl-C, q, SIGTERM, a lost leader: exit 4), the arm holds.",
-    )
+    p = add_command(sub, "follow", parents=parents, epilog=EPILOG, description=DESCRIPTION)
     p.add_argument("--leader", required=True, metavar="PORT", help="the leader arm's port (or feetechsim://?...)")
     p.add_argument("--leader-arm", default="so101", metavar="NAME|PATH", help="the leader's arm model (default so101)")
     p.add_argument(

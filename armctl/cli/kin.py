@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 
@@ -27,15 +26,23 @@ examples:
 exit codes: 0 reached, 2 bad input, 3 unreachable or outside the joint limits"""
 
 
+IK_DESCRIPTION = "Solve joint angles that put the tool point on X Y (X Y Z on an arm with a rotating base)."
+
+
+FK_DESCRIPTION = (
+    "Where the tool is for the joint angles Q1 Q2 [Q3] (degrees); QBASE Q1 Q2 [Q3] on an arm "
+    "with a rotating base (base first)."
+)
+
+
+WORKSPACE_DESCRIPTION = (
+    "Show the arm: links (m), reach annulus (m), joint limits (deg), "
+    "joint speed limits (deg/s) and acceleration limits (deg/s^2), home pose."
+)
+
+
 def register(sub, parents) -> None:
-    p = add_command(
-        sub,
-        "ik",
-        parents=parents,
-        description="Solve joint angles that put the tool point on X Y (X Y Z on an arm with a rotating base).",
-        epilog=IK_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "ik", parents=parents, description=IK_DESCRIPTION, epilog=IK_EPILOG)
     p.add_argument("x", nargs="?", metavar="X", help="target x (m, or with a unit: 500mm)")
     p.add_argument("y", nargs="?", metavar="Y", help="target y (m, or with a unit)")
     p.add_argument("z", nargs="?", metavar="Z", help="target z, height (m, or with a unit): arms on a base only")
@@ -63,12 +70,10 @@ def register(sub, parents) -> None:
         sub,
         "fk",
         parents=parents,
-        description="Where the tool is for the joint angles Q1 Q2 [Q3] (degrees); QBASE Q1 Q2 [Q3] on an arm "
-        "with a rotating base (base first).",
+        description=FK_DESCRIPTION,
         epilog="example:\n  armctl fk 45 -90 -45\n  armctl --arm seed-2link fk 0 90 --json\n"
         "  armctl --arm mearm fk 20 90 0       # base, shoulder, forearm (from the horizontal)\n"
         "exit codes: 0 ok, 2 bad input, 3 outside the joint limits",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("q", nargs="+", metavar="Q", help="joint angle in degrees, one per joint")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -78,10 +83,8 @@ def register(sub, parents) -> None:
         sub,
         "workspace",
         parents=parents,
-        description="Show the arm: links (m), reach annulus (m), joint limits (deg), "
-        "joint speed limits (deg/s) and acceleration limits (deg/s^2), home pose.",
+        description=WORKSPACE_DESCRIPTION,
         epilog="example:\n  armctl --arm seed-2link workspace --json",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_workspace)

@@ -8,7 +8,6 @@ as ``json.dump`` and ``csv.writer`` wrote value by value.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -41,18 +40,19 @@ example:
   armctl plot examples/pick_and_place.yaml -o pick.png"""
 
 
+PLAN_DESCRIPTION = (
+    "Check a pick-and-place program (YAML) whole on the arm and plan it, then print the\n"
+    "timed joint trajectory sampled every period (default 20 ms): time, joint angles, gripper,\n"
+    "tool x/y, and a summary (duration, segments, peak joint speeds vs limits, worst path deviation).\n"
+    "On any error: one line naming file, line and step, exit 2 (format) or 3 (motion), no output."
+)
+
+
+PLOT_DESCRIPTION = "Plan a program (as 'armctl plan' does, checked whole) and draw it to a PNG or SVG file."
+
+
 def register(subparsers, parents) -> None:
-    p = add_command(
-        subparsers,
-        "plan",
-        parents=parents,
-        description="Check a pick-and-place program (YAML) whole on the arm and plan it, then print the\n"
-        "timed joint trajectory sampled every period (default 20 ms): time, joint angles, gripper,\n"
-        "tool x/y, and a summary (duration, segments, peak joint speeds vs limits, worst path deviation).\n"
-        "On any error: one line naming file, line and step, exit 2 (format) or 3 (motion), no output.",
-        epilog=PLAN_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(subparsers, "plan", parents=parents, description=PLAN_DESCRIPTION, epilog=PLAN_EPILOG)
     p.add_argument("program", metavar="PROGRAM.yaml", help="the program file (or a drawing: .svg, .gcode)")
     out = p.add_mutually_exclusive_group()
     out.add_argument(
@@ -68,14 +68,7 @@ def register(subparsers, parents) -> None:
     add_drawing_options(p)
     p.set_defaults(func=cmd_plan)
 
-    q = add_command(
-        subparsers,
-        "plot",
-        parents=parents,
-        description="Plan a program (as 'armctl plan' does, checked whole) and draw it to a PNG or SVG file.",
-        epilog=PLOT_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    q = add_command(subparsers, "plot", parents=parents, description=PLOT_DESCRIPTION, epilog=PLOT_EPILOG)
     q.add_argument("program", metavar="PROGRAM.yaml", help="the program file (or a drawing: .svg, .gcode)")
     q.add_argument("-o", "--output", metavar="FILE.png|svg", required=True, help="picture to write (.png or .svg)")
     q.add_argument("--poses", type=int, default=6, metavar="N", help="how many arm poses to draw (default 6)")

@@ -3,7 +3,6 @@ command that opens a port. The probing itself is ``armctl.bus.probe``."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
@@ -25,16 +24,14 @@ examples:
   armctl --port auto status                     # use the one board found"""
 
 
+DESCRIPTION = (
+    "List the serial ports (pyserial list_ports) and identify the board on each: our firmware, "
+    "StandardFirmata, or Feetech bus servos; and PCA9685 boards on an I2C bus (/dev/i2c-*)."
+)
+
+
 def register(sub, parents) -> None:
-    p = add_command(
-        sub,
-        "ports",
-        parents=parents,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="List the serial ports (pyserial list_ports) and identify the board on each: our firmware, "
-        "StandardFirmata, or Feetech bus servos; and PCA9685 boards on an I2C bus (/dev/i2c-*).",
-    )
+    p = add_command(sub, "ports", parents=parents, epilog=EPILOG, description=DESCRIPTION)
     p.add_argument("ports", nargs="*", metavar="PORT", help="probe these ports instead of the listed ones")
     p.add_argument("--json", action="store_true", help="print JSON: one object per port")
     p.set_defaults(func=cmd_ports)

@@ -28,16 +28,14 @@ RATE_RANGE_HZ = (1.0, 500.0)
 GLOBAL_PARAMS = ("arm", "port", "backend", "calibration")
 
 
+DESCRIPTION = (
+    "Run a ROS 2 node that owns the arm: it publishes joint_states and the tool point and takes "
+    "joint trajectories, joint commands (topic_based_ros2_control) and tool goals, each checked whole."
+)
+
+
 def register(sub, parents) -> None:
-    p = add_command(
-        sub,
-        "ros",
-        parents=parents,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run a ROS 2 node that owns the arm: it publishes joint_states and the tool point and takes "
-        "joint trajectories, joint commands (topic_based_ros2_control) and tool goals, each checked whole.",
-    )
+    p = add_command(sub, "ros", parents=parents, epilog=EPILOG, description=DESCRIPTION)
     p.add_argument("--namespace", metavar="NS", default="", help="the node's namespace, e.g. arm1 (default: none)")
     p.add_argument("--rate", metavar="HZ", default="50", help="joint_states rate, Hz (default 50)")
     p.add_argument(

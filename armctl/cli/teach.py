@@ -11,7 +11,6 @@ the keyboard pendant recording into the same file (``armctl jog --record PROGRAM
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -30,15 +29,11 @@ examples:
 REFRESH_S = 0.1
 
 
+DESCRIPTION = "Record poses into a program that 'armctl plan' and 'armctl run' play back."
+
+
 def register(sub, parents) -> None:
-    p = add_command(
-        sub,
-        "teach",
-        parents=parents,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Record poses into a program that 'armctl plan' and 'armctl run' play back.",
-    )
+    p = add_command(sub, "teach", parents=parents, epilog=EPILOG, description=DESCRIPTION)
     p.add_argument("program", metavar="PROGRAM.yaml", help="the program to record into (created if missing)")
     p.add_argument("--wire-log", metavar="FILE", help="write every byte sent and received, with times, to FILE")
     p.set_defaults(func=cmd_teach)

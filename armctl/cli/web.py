@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import secrets
 import sys
 
@@ -25,15 +24,11 @@ examples:
   armctl web --watch --listen 127.0.0.1:8001   # watch (read-only) the arm another armctl drives"""
 
 
+DESCRIPTION = "Serve a page that shows the arm and moves it to where you click."
+
+
 def register(sub, parents) -> None:
-    p = add_command(
-        sub,
-        "web",
-        parents=parents,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Serve a page that shows the arm and moves it to where you click.",
-    )
+    p = add_command(sub, "web", parents=parents, epilog=EPILOG, description=DESCRIPTION)
     p.add_argument(
         "--listen",
         metavar="HOST:PORT",
