@@ -60,9 +60,9 @@ def register(sub, parents) -> None:
 
 JOG_DESCRIPTION = (
     "Move the tool point in a straight line from where the arm is to (X, Y), or (X, Y, Z) on an "
-        "arm with a rotating base. Without a target: a full-screen keyboard pendant (arrows move, [ ] step, "
-        "< > speed, , . tool angle, o c gripper, h home, Space stop, Enter record, u undo, q quit; a held key "
-        "moves until released)."
+    "arm with a rotating base. Without a target: a full-screen keyboard pendant (arrows move, [ ] step, "
+    "< > speed, , . tool angle, o c gripper, h home, Space stop, Enter record, u undo, q quit; a held key "
+    "moves until released)."
 )
 
 
@@ -88,21 +88,15 @@ def _register_jog(sub, parents) -> None:
     p.set_defaults(func=cmd_jog)
 
 
-def _register_run(sub, parents) -> None:
-    p = add_command(
-        sub,
 RUN_DESCRIPTION = (
     "Check and plan a program, then ramp from the current pose to its start and play it on the board. "
-        "On a terminal: Space holds (decelerates along the path and holds), Enter or r resumes, + and - change the "
-        "speed override (10..200 %, never past a joint speed limit), q stops (resume later with --resume)."
+    "On a terminal: Space holds (decelerates along the path and holds), Enter or r resumes, + and - change the "
+    "speed override (10..200 %, never past a joint speed limit), q stops (resume later with --resume)."
 )
 
 
-        "run",
-        parents=parents,
-        epilog=EPILOG,
-        description=RUN_DESCRIPTION,
-    )
+def _register_run(sub, parents) -> None:
+    p = add_command(sub, "run", parents=parents, epilog=EPILOG, description=RUN_DESCRIPTION)
     p.add_argument("program", metavar="PROGRAM.yaml")
     p.add_argument("--dry-run", action="store_true", help="check and plan everything, open no port")
     start = p.add_mutually_exclusive_group()
