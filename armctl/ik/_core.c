@@ -214,24 +214,27 @@ static int analytic2(double l1, double l2, double x, double y, double sols[2][2]
 	return 2;
 }
 
-/* angle + 2 pi k nearest ref inside [lo, hi]; 0 if none */
+/* angle + 2 pi k nearest ref inside [lo, hi] (clipped onto it within 1e-9); 0 if none. As
+ * kinematics.nearest_turn, tie for tie: the turns tried in the order k, k - 1, k + 1 (the first of two
+ * equally near wins) and compared before the clip (a turn 1 ulp beyond a limit is not made nearer by it) */
 static int nearest_turn(double angle, double ref, double lo, double hi, double *out)
 {
 	if (lo <= angle && angle <= hi && fabs(angle - ref) <= M_PI) {
 		*out = angle;
 		return 1;
 	}
+	static const double order[3] = { 0.0, -1.0, 1.0 };
 	double k = nearbyint((ref - angle) / TWO_PI);
 	int found = 0;
 	double best = 0.0;
-	for (int j = -1; j <= 1; j++) {
-		double v = angle + TWO_PI * (k + j);
+	for (int j = 0; j < 3; j++) {
+		double v = angle + TWO_PI * (k + order[j]);
 		if (lo - 1e-9 <= v && v <= hi + 1e-9 && (!found || fabs(v - ref) < fabs(best - ref))) {
-			best = clampd(v, lo, hi);
+			best = v;
 			found = 1;
 		}
 	}
-	*out = best;
+	*out = found ? clampd(best, lo, hi) : 0.0;
 	return found;
 }
 
