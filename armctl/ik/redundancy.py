@@ -16,7 +16,7 @@ import numpy as np
 
 from armctl.ik.branch import _branch_ik, arm_branch_ik
 from armctl.model.arm import Arm
-from armctl.model.kinematics import TWO_PI, tool_pitch, tool_point, unwind
+from armctl.model.kinematics import TWO_PI, tool_pitch, tool_point, two_link_batch, unwind
 
 #: How far (m) a target may lie outside the reach annulus and still be taken as on its edge (rounding in
 #: mm/deg inputs).
@@ -129,14 +129,9 @@ def _planar_scores(arm: Arm, target, phis, elbows):
     wx = target[0] - l3 * np.cos(phis)
     wy = target[1] - l3 * np.sin(phis)
     r = np.sqrt(wx * wx + wy * wy)
-    c2 = (r * r - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
     out = np.maximum(r - (l1 + l2), abs(l1 - l2) - r) > REACH_TOL_M
-    c2 = np.clip(c2, -1.0, 1.0)
-    s2 = elbows * np.sqrt(1.0 - c2 * c2)
-    q2 = np.arctan2(s2, c2)
-    q1 = np.arctan2(wy, wx) - np.arctan2(l2 * s2, l1 + l2 * c2)
+    _, ((q1, q2),), score = two_link_batch(l1, l2, wx, wy, (elbows,), snap=0.0, with_sin=True)
     mid, half = 0.5 * (arm.q_min + arm.q_max), 0.5 * (arm.q_max - arm.q_min)
-    score = np.abs(s2)
     q = np.empty((len(phis), 3))
     for j, qj in enumerate((q1, q2, phis - q1 - q2)):
         off = np.remainder(qj - (mid[j] - math.pi), TWO_PI) - math.pi  # from the range's middle, turns removed
