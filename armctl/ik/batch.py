@@ -6,7 +6,7 @@ import numpy as np
 
 from armctl.ik import kernel
 from armctl.ik.planar import solve
-from armctl.ik.result import _BLOCKED, BatchIKResult, _unreachable
+from armctl.ik.result import BLOCKED_REASON, BatchIKResult, unreachable_reason
 from armctl.model.arm import Arm
 from armctl.model.kinematics import plain, two_link_batch
 
@@ -175,7 +175,7 @@ def solve_batch(arm: Arm, t, ph, q_start, tol: float, max_iter: int) -> BatchIKR
         q[i], ok[i], short[i], reasons[i] = res.q, res.ok, res.shortfall_m, res.reason
         iters[i] += res.iterations
     for i in np.flatnonzero(good & (short > 0)):
-        reasons[i] = _unreachable(arm, short[i], ph[i])
+        reasons[i] = unreachable_reason(arm, short[i], ph[i])
     tool = np.stack(_batch_fk_jac(links, q)[:2], axis=1)
     error = np.hypot(*(t - tool).T)
     return BatchIKResult(q=q, ok=ok, error_m=error, iterations=iters, shortfall_m=short, method="dls", reasons=reasons)
@@ -199,7 +199,7 @@ def _solve_rows(arm: Arm, t, q_start, tol, max_iter) -> BatchIKResult:
     missed = np.flatnonzero(short > 0.0)  # solved rows short of the target (NaN on the rows C did not solve)
     if missed.size:  # (Python floats: formatting numpy's costs a microsecond a row)
         for i, st, sh in zip(missed.tolist(), status[missed].tolist(), short[missed].tolist()):
-            reasons[i] = _BLOCKED if st == 2.0 else _unreachable(arm, sh, None)
+            reasons[i] = BLOCKED_REASON if st == 2.0 else unreachable_reason(arm, sh, None)
     for i in [] if status.all() else np.flatnonzero(status == 0.0):  # every row without C
         res = solve(arm, t[i], None, q_start[i], "dls", tol, max_iter)
         q[i], ok[i], error[i], iters[i], short[i], reasons[i] = (

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from armctl.errors import BadInputError
-from armctl.ik.kernel import _clip
+from armctl.ik.kernel import clip_pose
 from armctl.model.arm import Arm
 from armctl.model.kinematics import plain
 
@@ -80,7 +80,7 @@ def check(arm: Arm, target, phi, q0) -> tuple[list[float], float | None, list[fl
         raise BadInputError(f"start pose needs {arm.n} joint angles for arm '{arm.name}', got {len(q)}")
     if not math.isfinite(sum(q)) and not all(math.isfinite(v) for v in q):
         raise BadInputError("start pose has a non-finite joint angle")
-    return t, phi, _clip(q, P.qlo, P.qhi)
+    return t, phi, clip_pose(q, P.qlo, P.qhi)
 
 
 def check_batch(arm: Arm, targets, phi, q0, method: str):

@@ -17,7 +17,7 @@ except ImportError:  # not built (no C compiler at install): the pure-Python ker
 # Scalar kernels (plain floats, n = 2 or 3)
 
 
-def _fk(links, q):
+def tool_xy(links, q):
     a = 0.0
     x = y = 0.0
     for length, qi in zip(links, q):
@@ -65,7 +65,7 @@ def _step(jx, jy, ex, ey, lam2):
     return [u * y1 + v * y2 for u, v in zip(jx, jy)]
 
 
-def _clip(q, lo, hi):
+def clip_pose(q, lo, hi):
     return [min(max(v, a), b) for v, a, b in zip(q, lo, hi)]
 
 
@@ -85,7 +85,7 @@ def _prepare(links, target, q0, q_min, q_max):
     n = len(links)
     lo = [-math.inf] * n if q_min is None else [float(v) for v in q_min]
     hi = [math.inf] * n if q_max is None else [float(v) for v in q_max]
-    return links, float(target[0]), float(target[1]), lo, hi, _clip([float(v) for v in q0], lo, hi)
+    return links, float(target[0]), float(target[1]), lo, hi, clip_pose([float(v) for v in q0], lo, hi)
 
 
 def _step3(j1x, j1y, j2x, j2y, j3x, j3y, ex, ey, lam2):
@@ -101,7 +101,7 @@ def _step3(j1x, j1y, j2x, j2y, j3x, j3y, ex, ey, lam2):
     return j1x * y1 + j1y * y2, j2x * y1 + j2y * y2, j3x * y1 + j3y * y2
 
 
-def _dls_fast(links, tx, ty, q, lo, hi, tol, max_iter, lam):
+def dls_fast(links, tx, ty, q, lo, hi, tol, max_iter, lam):
     """Adaptive DLS with joint clamping: the C kernel when built, else ``_dls_py``."""
     if core is None:
         return _dls_py(links, tx, ty, q, lo, hi, tol, max_iter, lam)
@@ -237,7 +237,7 @@ def dls_iterate(
     links, tx, ty, lo, hi, q = _prepare(links, target, q0, q_min, q_max)
     reach = sum(links)
     if adaptive:
-        return _dls_fast(links, tx, ty, q, lo, hi, tol, max_iter, 0.01 * reach if damping is None else float(damping))
+        return dls_fast(links, tx, ty, q, lo, hi, tol, max_iter, 0.01 * reach if damping is None else float(damping))
     # Textbook DLS: every step taken with the fixed damping (the 1e-12 keeps
     # lambda = 0 from dividing by zero at a singular pose, as the seed does).
     return _full_steps(links, tx, ty, lo, hi, q, float(damping or 0.0) ** 2 + 1e-12, tol, max_iter)
@@ -254,7 +254,7 @@ def _full_steps(links, tx, ty, lo, hi, q, lam2, tol, max_iter):
             break
         run.iterations += 1
         run.max_step = max(run.max_step, max(abs(v) for v in dq))
-        q = _clip([a + b for a, b in zip(q, dq)], lo, hi)
+        q = clip_pose([a + b for a, b in zip(q, dq)], lo, hi)
         x, y, jx, jy = _fk_jac(links, q)
         run.fk_evals += 1
         run.jac_evals += 1
@@ -282,10 +282,10 @@ def broyden_iterate(links, target, q0, *, q_min=None, q_max=None, tol=DEFAULT_TO
         if dq is None:
             break
         run.iterations += 1
-        q_new = _clip([a + b for a, b in zip(q, dq)], lo, hi)
+        q_new = clip_pose([a + b for a, b in zip(q, dq)], lo, hi)
         s = [a - b for a, b in zip(q_new, q)]
         run.max_step = max(run.max_step, max(abs(v) for v in s))
-        nx, ny = _fk(links, q_new)
+        nx, ny = tool_xy(links, q_new)
         run.fk_evals += 1
         ss = sum(v * v for v in s)
         if ss == 0.0:
@@ -302,5 +302,5 @@ def broyden_iterate(links, target, q0, *, q_min=None, q_max=None, tol=DEFAULT_TO
     return run
 
 
-def _inside(q, lo, hi, tol=1e-9) -> bool:
+def inside_limits(q, lo, hi, tol=1e-9) -> bool:
     return all(a - tol <= v <= b + tol for v, a, b in zip(q, lo, hi))

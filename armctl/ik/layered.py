@@ -288,7 +288,7 @@ def _miss(arm, tv, phi, q0, method, tried, stats: _Stats, tol: float) -> IKResul
     else:
         geometric = _outside_annulus(arm, tv, phi, q0)
         short = near.shortfall_m if geometric > 1e-12 else err
-    reason = _miss_reason(arm, tv, phi, q0, short)
+    reason = miss_reason(arm, tv, phi, q0, short)
     return IKResult(
         np.asarray(q, dtype=float),
         False,
@@ -310,7 +310,7 @@ def _at_pitch(arm: Arm, q, phi: float, tol: float) -> bool:
     return abs(math.remainder(pitch - phi, 2.0 * math.pi)) * arm.links_m[-1] <= tol
 
 
-def _miss_reason(arm: Arm, tv, phi, q0, short: float) -> str:
+def miss_reason(arm: Arm, tv, phi, q0, short: float) -> str:
     """Why a target is not reached: outside the chain's reach with its joint limits ignored (the planar
     arms' 'unreachable'), or inside it but not inside the limits."""
     if _outside_annulus(arm, tv, phi, q0) > 1e-12:

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from armctl.ik.branch import _branch_ik, arm_branch_ik
+from armctl.ik.branch import arm_branch_ik, planar_branch_ik
 from armctl.model.arm import Arm
 from armctl.model.kinematics import TWO_PI, tool_pitch, tool_point, two_link_batch, unwind
 
@@ -23,7 +23,7 @@ from armctl.model.kinematics import TWO_PI, tool_pitch, tool_point, two_link_bat
 REACH_TOL_M = 1e-9
 
 
-def _pitch(arm: Arm, q) -> float:
+def line_pitch(arm: Arm, q) -> float:
     """The tool angle a line interpolates: the sum of the joint angles on a planar serial arm (unwrapped,
     as always), the pitch from the outward horizontal on a layered one."""
     return float(np.sum(q)) if not arm.layered else float(tool_pitch(arm, q))
@@ -58,7 +58,7 @@ def _poses_at(arm: Arm, points, phis, side: float, elbow):
     if arm.layered:
         q, excess = arm_branch_ik(arm, points, phis, side, elbow)
     else:
-        q, excess = _branch_ik(arm.links_m, points, phis, elbow)
+        q, excess = planar_branch_ik(arm.links_m, points, phis, elbow)
     return unwind(q, 0.5 * (arm.q_min + arm.q_max)), excess
 
 
@@ -154,7 +154,7 @@ def free_angle_profile(arm: Arm, q0, target_m, side: float, elbow: float, *, gri
     centre = int(np.argmin(np.abs(offs)))
     m = len(offs)
     pts = start + u[:, None] * (end - start)
-    phi0 = _pitch(arm, q0)
+    phi0 = line_pitch(arm, q0)
     P = np.repeat(pts, m, axis=0)
     PHI = np.tile(phi0 + offs, k_u + 1)
     q, excess = _poses_at(arm, P, PHI, side, elbow)

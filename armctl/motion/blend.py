@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from armctl.errors import MotionError
-from armctl.ik.branch import _branch_ik, arm_branch_ik
+from armctl.ik.branch import arm_branch_ik, planar_branch_ik
 from armctl.ik.redundancy import REACH_TOL_M
 from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_point, unwind
@@ -168,7 +168,7 @@ class ChainPath:
         arm = self.arm
         ph = None if arm.n_links == 2 else phi
         if not arm.layered:
-            return _branch_ik(arm.links_m, pts, ph, self.elbow)
+            return planar_branch_ik(arm.links_m, pts, ph, self.elbow)
         return arm_branch_ik(arm, pts, ph, self.side, self.elbow, base_ref)
 
     def at(self, s) -> np.ndarray:

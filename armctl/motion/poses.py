@@ -6,7 +6,7 @@ import numpy as np
 
 from armctl import ik
 from armctl.errors import JointLimitError, UnreachableError
-from armctl.ik.branch import _elbow_of, branch_ik
+from armctl.ik.branch import branch_ik, elbow_of
 from armctl.ik.redundancy import best_free_pose
 from armctl.model.arm import Arm
 from armctl.model.kinematics import chain_angles, fk, tool_point, unwind
@@ -18,7 +18,7 @@ def branch_of(arm: Arm, q) -> tuple[float, float]:
     """(side, elbow) of pose ``q``: the sign of the chain's serial elbow angle and, on a base arm, whether
     the tool is on the base's side of its axis (+1) or reached back over it (-1)."""
     if not arm.layered:
-        return 1.0, _elbow_of(q)
+        return 1.0, elbow_of(q)
     c = chain_angles(arm, q)
     side = 1.0
     if arm.has_base:
@@ -59,7 +59,7 @@ def solve_pose(
     if res.ok:
         return np.asarray(res.q, dtype=float)
     if arm.n == 2 or phi is not None:
-        q, _ = branch_ik(arm, target[None, :], None if phi is None else np.array([phi]), _elbow_of(q_near))
+        q, _ = branch_ik(arm, target[None, :], None if phi is None else np.array([phi]), elbow_of(q_near))
         raise _limit_error(
             arm,
             unwind(q[0], q_near),

@@ -177,7 +177,7 @@ def test_the_kernel_is_the_python_kernel_step_for_step(core):
             q0 = [float(rng.uniform(a, b)) for a, b in zip(lo, hi)]
             tx, ty = rng.uniform(-1.2, 1.2, 2) * sum(links)
             lam = 0.01 * (links[0] + links[1])
-            c = ik.kernel._dls_fast(links, tx, ty, q0, lo, hi, 1e-9, 100, lam)
+            c = ik.kernel.dls_fast(links, tx, ty, q0, lo, hi, 1e-9, 100, lam)
             p = ik.kernel._dls_py(links, tx, ty, q0, lo, hi, 1e-9, 100, lam)
             assert (c.iterations, c.fk_evals, c.jac_evals) == (p.iterations, p.fk_evals, p.jac_evals)
             assert np.allclose(c.q, p.q, rtol=0, atol=1e-12) and c.err == pytest.approx(p.err, abs=1e-15)
