@@ -110,14 +110,9 @@ def dls_fast(links, tx, ty, q, lo, hi, tol, max_iter, lam):
 
 
 def _dls_py(links, tx, ty, q, lo, hi, tol, max_iter, lam):
-    """Adaptive DLS with joint clamping, unrolled for up to three joints.
-
-    A 2-link arm runs as three links with a zero-length third link whose joint
-    is pinned at 0: its Jacobian column is zero, so it never moves. Written
-    out in locals because at this size Python's per-operation cost is the
-    whole cost; the algorithm is the one ``dls_iterate`` documents.
-    ``_ikcore.c`` is this function in C, step for step: change both together.
-    """
+    """Adaptive DLS with joint clamping, unrolled for up to three joints (a 2-link arm: a zero-length third
+    link, its joint pinned at 0). Written out in locals: at this size Python's per-operation cost is the whole
+    cost; the algorithm is the one ``dls_iterate`` documents. ``_core.c`` is this in C, step for step."""
     cos, sin, sqrt = math.cos, math.sin, math.sqrt
     n = len(links)
     l1, l2 = links[0], links[1]
@@ -153,8 +148,7 @@ def _dls_py(links, tx, ty, q, lo, hi, tol, max_iter, lam):
                 break
             continue
         d1, d2, d3 = d
-        # Joints whose step crosses a limit stop at it; the others are solved
-        # again, on their own columns, for what is left of the error.
+        # Joints whose step crosses a limit stop at it (the rest: _stop_at_limits)
         b1 = (d1 < 0.0 and q1 + d1 < lo1) or (d1 > 0.0 and q1 + d1 > hi1)
         b2 = (d2 < 0.0 and q2 + d2 < lo2) or (d2 > 0.0 and q2 + d2 > hi2)
         b3 = (d3 < 0.0 and q3 + d3 < lo3) or (d3 > 0.0 and q3 + d3 > hi3)
@@ -162,23 +156,7 @@ def _dls_py(links, tx, ty, q, lo, hi, tol, max_iter, lam):
             f1 = ((lo1 if d1 < 0.0 else hi1) - q1) if b1 else 0.0
             f2 = ((lo2 if d2 < 0.0 else hi2) - q2) if b2 else 0.0
             f3 = ((lo3 if d3 < 0.0 else hi3) - q3) if b3 else 0.0
-            rx = ex - j1x * f1 - j2x * f2 - j3x * f3
-            ry = ey - j1y * f1 - j2y * f2 - j3y * f3
-            r = _step3(
-                0.0 if b1 else j1x,
-                0.0 if b1 else j1y,
-                0.0 if b2 else j2x,
-                0.0 if b2 else j2y,
-                0.0 if b3 else j3x,
-                0.0 if b3 else j3y,
-                rx,
-                ry,
-                lam2,
-            )
-            if r is not None:
-                d1 = f1 if b1 else r[0]
-                d2 = f2 if b2 else r[1]
-                d3 = f3 if b3 else r[2]
+            d1, d2, d3 = _stop_at_limits(d1, d2, d3, b1, b2, b3, f1, f2, f3, j1x, j1y, j2x, j2y, j3x, j3y, ex, ey, lam2)
         n1 = min(max(q1 + d1, lo1), hi1)
         n2 = min(max(q2 + d2, lo2), hi2)
         n3 = min(max(q3 + d3, lo3), hi3)
@@ -209,6 +187,21 @@ def _dls_py(links, tx, ty, q, lo, hi, tol, max_iter, lam):
     run.iterations = it
     run.max_step = max_step
     return run
+
+
+def _stop_at_limits(d1, d2, d3, b1, b2, b3, f1, f2, f3, j1x, j1y, j2x, j2y, j3x, j3y, ex, ey, lam2):
+    """``_dls_py``'s step (d1, d2, d3) when joints ``b1``..``b3`` (some, not all) cross a limit: those stop
+    at it (steps f1..f3), the others are solved again, on their own columns, for what is left of the error
+    (the step unchanged when that has no solution). Out of the loop: it runs on few steps."""
+    rx = ex - j1x * f1 - j2x * f2 - j3x * f3
+    ry = ey - j1y * f1 - j2y * f2 - j3y * f3
+    r = _step3(
+        0.0 if b1 else j1x, 0.0 if b1 else j1y, 0.0 if b2 else j2x, 0.0 if b2 else j2y,
+        0.0 if b3 else j3x, 0.0 if b3 else j3y, rx, ry, lam2,
+    )  # fmt: skip
+    if r is None:
+        return d1, d2, d3
+    return (f1 if b1 else r[0]), (f2 if b2 else r[1]), (f3 if b3 else r[2])
 
 
 def dls_iterate(
