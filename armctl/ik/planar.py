@@ -115,19 +115,9 @@ def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int) -> 
     x, y = tool_xy(P.links, q)
     error = math.hypot(tx - x, ty - y)
     ok, reason, short = _verdict(arm, P, method, q, hit, (tx, ty), goal, phi, q0, short, closest, error, tol, max_iter)
-    return IKResult(
-        q=np.array(q, dtype=float),
-        ok=ok,
-        error_m=error,
-        iterations=work.iterations,
-        fk_evals=work.fk_evals,
-        jacobian_evals=work.jac_evals,
-        method=method,
-        reason=reason,
-        shortfall_m=short,
-        max_step_rad=work.max_step,
-        restarts=work.restarts,
-    )
+    w = work
+    q = np.array(q, dtype=float)
+    return IKResult(q, ok, error, w.iterations, w.fk_evals, w.jac_evals, method, reason, short, w.max_step, w.restarts)
 
 
 def _solve_c(arm: Arm, P: PlainArm, target, q0, tol, max_iter) -> IKResult | None:
