@@ -20,7 +20,7 @@ Out-of-reach targets are never "ok": the solver moves to the closest point
 of the reach annulus (the arm stretched towards the target) and reports the
 shortfall in metres. A target no pose inside the joint limits reaches (behind
 the shoulder, say), without ``phi``: ``dls`` and ``analytic`` take the pose
-inside the limits closest to it (``_closest``, exact) and the shortfall is its
+inside the limits closest to it (``closest_pose``, exact) and the shortfall is its
 distance. No method reports ok for a pose outside the joint limits.
 
 ``dls`` without ``phi`` runs whole in a small C kernel (``armctl.ik._core``,

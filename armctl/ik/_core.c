@@ -12,9 +12,9 @@
  * with the same starting points in the same order: the target (or, out of
  * reach, the closest point of the reach annulus) from the closed-form pose
  * nearest q0 inside the limits for 2 links or out of reach; else from q0,
- * then from the closed-form poses of ik._candidates(want=2, coarse=True) (or
+ * then from the closed-form poses of ik.closest.start_candidates(want=2, coarse=True) (or
  * its near misses) when that stalls; when no start reaches the goal, the pose
- * inside the limits closest to the target (ik._closest, exact). Only bad
+ * inside the limits closest to the target (ik.closest.closest_pose, exact). Only bad
  * numbers return None (armctl.ik's checks then say what is wrong).
  *
  *   dls(links, lo, hi, tx, ty, q0, tol, max_iter, lam)
@@ -214,24 +214,27 @@ static int analytic2(double l1, double l2, double x, double y, double sols[2][2]
 	return 2;
 }
 
-/* angle + 2 pi k nearest ref inside [lo, hi]; 0 if none */
+/* angle + 2 pi k nearest ref inside [lo, hi] (clipped onto it within 1e-9); 0 if none. As
+ * kinematics.nearest_turn, tie for tie: the turns tried in the order k, k - 1, k + 1 (the first of two
+ * equally near wins) and compared before the clip (a turn 1 ulp beyond a limit is not made nearer by it) */
 static int nearest_turn(double angle, double ref, double lo, double hi, double *out)
 {
 	if (lo <= angle && angle <= hi && fabs(angle - ref) <= M_PI) {
 		*out = angle;
 		return 1;
 	}
+	static const double order[3] = { 0.0, -1.0, 1.0 };
 	double k = nearbyint((ref - angle) / TWO_PI);
 	int found = 0;
 	double best = 0.0;
-	for (int j = -1; j <= 1; j++) {
-		double v = angle + TWO_PI * (k + j);
+	for (int j = 0; j < 3; j++) {
+		double v = angle + TWO_PI * (k + order[j]);
 		if (lo - 1e-9 <= v && v <= hi + 1e-9 && (!found || fabs(v - ref) < fabs(best - ref))) {
-			best = clampd(v, lo, hi);
+			best = v;
 			found = 1;
 		}
 	}
-	*out = best;
+	*out = found ? clampd(best, lo, hi) : 0.0;
 	return found;
 }
 
@@ -339,7 +342,7 @@ static double violation(const arm_t *a, double gx, double gy, const double *q0, 
 	return fit(a, q, q0, pose);
 }
 
-/* ik._candidates (phi None): poses inside the limits reaching (gx, gy), nearest q0 first, and into
+/* ik.closest.start_candidates (phi None): poses inside the limits reaching (gx, gy), nearest q0 first, and into
  * misses (if not NULL) the first MAX_MISSES near misses, least violation first; returns how many
  * poses, *nmiss how many misses. coarse: 0, 1 (coarse angles first) or COARSE_ONLY */
 #define COARSE_ONLY 2
@@ -365,7 +368,7 @@ static int candidates(const arm_t *a, double gx, double gy, const double *q0, in
 		}
 	} else {
 		double phi0 = 0.0 + q0[0] + q0[1] + q0[2];
-		/* the order of ik._candidates: coarse angles, then phi0, the target's direction, phi0 +-5, +-10, ... */
+		/* the order of ik.closest.start_candidates: coarse angles, then phi0, the target's direction, phi0 +-5, +-10, ... */
 		double phis[MAX_PHIS];
 		int np = 0;
 		if (coarse)
@@ -454,7 +457,7 @@ static int candidates(const arm_t *a, double gx, double gy, const double *q0, in
 }
 
 /* ------------------------------------------------------------------------ */
-/* The closest pose inside the limits (ik._closest, ik._face, ik._reachable3) */
+/* The closest pose inside the limits (ik.closest.closest_pose, ik._face, ik.closest.reachable3) */
 
 #define TIE_M 1e-12
 #define DEGENERATE_M 1e-12
@@ -556,7 +559,7 @@ static int turns(const arm_t *a, const double *q, const double *q0, double pose[
 	return 1;
 }
 
-/* ik._closest: the pose inside the limits whose tool point is closest to (tx, ty); returns the distance */
+/* ik.closest.closest_pose: the pose inside the limits whose tool point is closest to (tx, ty); returns the distance */
 static double closest(const arm_t *a, double tx, double ty, const double *q0, double best[3])
 {
 	int n = a->n, faces = n == 3 ? 27 : 9;
@@ -585,7 +588,7 @@ static double closest(const arm_t *a, double tx, double ty, const double *q0, do
 	return best_d;
 }
 
-/* ik._reachable3: 1 if a pose inside the limits of a 3-link arm reaches (gx, gy) (in the annulus): on a
+/* ik.closest.reachable3: 1 if a pose inside the limits of a 3-link arm reaches (gx, gy) (in the annulus): on a
  * face with one joint at a limit, or on a self-motion loop inside the limits whole */
 static int reachable3(const arm_t *a, double gx, double gy, const double *q0)
 {
@@ -743,7 +746,7 @@ static int onto_goal(const double *L, double gx, double gy, double q[3], int k, 
 	}
 }
 
-/* ik._slide: slide a 3-link pose on the goal along its self-motion to the nearest pose to q0 that keeps
+/* ik.slide.slide_to_nearest: slide a 3-link pose on the goal along its self-motion to the nearest pose to q0 that keeps
  * SLIDE_MARGIN from every joint limit (the local minimum of |q - q0|^2 downhill from it) */
 static void slide(const arm_t *a, double gx, double gy, const double *q0, double tol, long max_iter,
 		  solved_t *out)
@@ -758,7 +761,7 @@ static void slide(const arm_t *a, double gx, double gy, const double *q0, double
 		hi[j] = fmax(a->hi[j] - m, q[j]);
 	}
 	double d = dist2(3, q, q0), *c = out->run.c, *s = out->run.s; /* (the link vectors at q, kept up to date) */
-	out->fk_evals++;                                               /* (counted as in ik._slide, which computes them) */
+	out->fk_evals++;                                               /* (counted as in slide_to_nearest, which computes them) */
 	for (int k = 0; k < SLIDE_MAX; k++) {
 		double t[3], dt[3];
 		if (!self_motion(c, s, t, dt))
@@ -936,7 +939,7 @@ static int solve_point(const arm_t *a, double tx, double ty, const double *q0_in
 	}
 	if (hit && n == 3 && short_m == 0.0)
 		slide(a, gx, gy, q0, tol, max_iter, out);
-	/* the error to the target itself (ik._fk, then hypot; the link vectors are those at q) */
+	/* the error to the target itself (ik.kernel.tool_xy, then hypot; the link vectors are those at q) */
 	double x = out->run.c[0] + out->run.c[1], y = out->run.s[0] + out->run.s[1];
 	if (n == 3) {
 		x += out->run.c[2];

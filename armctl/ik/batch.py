@@ -6,7 +6,7 @@ import numpy as np
 
 from armctl.ik import kernel
 from armctl.ik.planar import solve
-from armctl.ik.result import _BLOCKED, BatchIKResult, _unreachable
+from armctl.ik.result import BLOCKED_REASON, BatchIKResult, unreachable_reason
 from armctl.model.arm import Arm
 from armctl.model.kinematics import plain, two_link_batch
 
@@ -105,7 +105,7 @@ def solve_batch(arm: Arm, t, ph, q_start, tol: float, max_iter: int) -> BatchIKR
     DLS from q_start, closed-form restarts for rows that stall, the stretched pose and the shortfall
     for rows out of reach: the same guarantees as ``solve``, not always the same pose.
     (An arm with a base or a parallelogram goes to ``armctl.ik.layered_batch``.)"""
-    m, n = len(t), arm.n
+    m = len(t)
     if ph is None:
         return _solve_rows(arm, t, q_start, tol, max_iter)
     links = arm.links_m
@@ -135,24 +135,7 @@ def solve_batch(arm: Arm, t, ph, q_start, tol: float, max_iter: int) -> BatchIKR
         return q, good, it
 
     rows = np.arange(m)
-    # Out of reach rows start from the stretched closed-form pose (as in solve).
-    init = q_start.copy()
-    far = short > 0
-    if np.any(far):
-        # Beyond the outer rim the closest pose is the first two links straight towards the wrist
-        # point; inside the inner rim, the closed form on the rim.
-        outer = np.flatnonzero(far & (r > r_max))
-        straight = np.zeros((outer.size, n))
-        straight[:, 0] = np.arctan2(w_goal[outer, 1], w_goal[outer, 0])
-        straight[:, 2] = ph[outer] - straight[:, 0]
-        turns = np.round((q_start[outer] - straight) / (2 * np.pi))
-        straight += 2 * np.pi * turns
-        fits = np.all((straight >= arm.q_min) & (straight <= arm.q_max), axis=1)
-        init[outer[fits]] = straight[fits]
-        rest = np.setdiff1d(np.flatnonzero(far), outer[fits])
-        if rest.size:
-            seeds = _batch_candidates(arm, goals[rest], ph[rest], q_start[rest])
-            init[rest] = np.where(np.isnan(seeds), q_start[rest], seeds)
+    init = _starts(arm, w_goal, goals, ph, q_start, short > 0, r > r_max)
     # Every loop pass costs the same however few rows are left, so the first
     # pass is short: rows not converged by then restart from closed form.
     q, good, iters = run(init, rows, min(max_iter, 25))
@@ -175,10 +158,32 @@ def solve_batch(arm: Arm, t, ph, q_start, tol: float, max_iter: int) -> BatchIKR
         q[i], ok[i], short[i], reasons[i] = res.q, res.ok, res.shortfall_m, res.reason
         iters[i] += res.iterations
     for i in np.flatnonzero(good & (short > 0)):
-        reasons[i] = _unreachable(arm, short[i], ph[i])
+        reasons[i] = unreachable_reason(arm, short[i], ph[i])
     tool = np.stack(_batch_fk_jac(links, q)[:2], axis=1)
     error = np.hypot(*(t - tool).T)
     return BatchIKResult(q=q, ok=ok, error_m=error, iterations=iters, shortfall_m=short, method="dls", reasons=reasons)
+
+
+def _starts(arm: Arm, w_goal, goals, ph, q_start, far, outside):
+    """The start poses of ``solve_batch``'s rows: q_start, but the rows out of reach (``far``) from the
+    stretched closed-form pose (as in solve). Beyond the outer rim (``outside``) the closest pose is the
+    first two links straight towards the wrist point; inside the inner rim, the closed form on the rim."""
+    init = q_start.copy()
+    if not np.any(far):
+        return init
+    outer = np.flatnonzero(far & outside)
+    straight = np.zeros((outer.size, arm.n))
+    straight[:, 0] = np.arctan2(w_goal[outer, 1], w_goal[outer, 0])
+    straight[:, 2] = ph[outer] - straight[:, 0]
+    turns = np.round((q_start[outer] - straight) / (2 * np.pi))
+    straight += 2 * np.pi * turns
+    fits = np.all((straight >= arm.q_min) & (straight <= arm.q_max), axis=1)
+    init[outer[fits]] = straight[fits]
+    rest = np.setdiff1d(np.flatnonzero(far), outer[fits])
+    if rest.size:
+        seeds = _batch_candidates(arm, goals[rest], ph[rest], q_start[rest])
+        init[rest] = np.where(np.isnan(seeds), q_start[rest], seeds)
+    return init
 
 
 def _solve_rows(arm: Arm, t, q_start, tol, max_iter) -> BatchIKResult:
@@ -191,16 +196,16 @@ def _solve_rows(arm: Arm, t, q_start, tol, max_iter) -> BatchIKResult:
         kernel.core.solve_rows(
             P.links, P.lo, P.hi, np.ascontiguousarray(t), np.ascontiguousarray(q_start), q, info, tol, max_iter
         )
-    solved = info[:, 0] != 0.0
-    blocked = info[:, 0] == 2.0
-    error = info[:, 1]
+    # (few numpy calls: on a hundred rows each costs a share of the whole C call)
+    status, error, short = info[:, 0], info[:, 1], info[:, 3]
     iters = info[:, 2].astype(int)
-    short = info[:, 3]
-    ok = solved & ~blocked & (short == 0.0)
+    ok = (status == 1.0) & (short == 0.0)
     reasons: list = [None] * m
-    for i in np.flatnonzero(solved & (short > 0.0)):
-        reasons[i] = _BLOCKED if blocked[i] else _unreachable(arm, short[i], None)
-    for i in np.flatnonzero(~solved):  # every row without C
+    missed = np.flatnonzero(short > 0.0)  # solved rows short of the target (NaN on the rows C did not solve)
+    if missed.size:  # (Python floats: formatting numpy's costs a microsecond a row)
+        for i, st, sh in zip(missed.tolist(), status[missed].tolist(), short[missed].tolist()):
+            reasons[i] = BLOCKED_REASON if st == 2.0 else unreachable_reason(arm, sh, None)
+    for i in [] if status.all() else np.flatnonzero(status == 0.0):  # every row without C
         res = solve(arm, t[i], None, q_start[i], "dls", tol, max_iter)
         q[i], ok[i], error[i], iters[i], short[i], reasons[i] = (
             res.q,

@@ -21,10 +21,10 @@ def branch_ik(arm: Arm, points_m, phi_rad, elbow: float):
     Returns (q (K, n) rad, each angle wrapped to (-pi, pi]; excess (K,) m, the
     distance outside the reach annulus, <= 0 when reachable).
     """
-    return _branch_ik(arm.links_m, points_m, phi_rad, elbow)
+    return planar_branch_ik(arm.links_m, points_m, phi_rad, elbow)
 
 
-def _branch_ik(links, points_m, phi_rad, elbow: float):
+def planar_branch_ik(links, points_m, phi_rad, elbow: float):
     p = np.asarray(points_m, dtype=float)
     x, y = p[:, 0], p[:, 1]
     if len(links) != 2:  # the wrist point, solved by the first two links
@@ -38,7 +38,7 @@ def _branch_ik(links, points_m, phi_rad, elbow: float):
     return wrap(q), excess
 
 
-def _elbow_of(q) -> float:
+def elbow_of(q) -> float:
     return 1.0 if q[1] >= 0.0 else -1.0
 
 
@@ -53,7 +53,7 @@ def arm_branch_ik(arm: Arm, points_m, phi_rad, side: float, elbow: float, base_r
     A planar serial arm is exactly ``branch_ik``.
     """
     if not arm.layered:
-        return _branch_ik(arm.links_m, points_m, phi_rad, elbow)
+        return planar_branch_ik(arm.links_m, points_m, phi_rad, elbow)
     p = np.asarray(points_m, dtype=float)
     base = None
     ph = phi_rad
@@ -68,7 +68,7 @@ def arm_branch_ik(arm: Arm, points_m, phi_rad, side: float, elbow: float, base_r
             ph = math.pi - np.asarray(phi_rad, dtype=float)
     else:
         uv = p
-    c, excess = _branch_ik(arm.links_m, uv, ph, elbow)
+    c, excess = planar_branch_ik(arm.links_m, uv, ph, elbow)
     return wrap(joint_angles(arm, c, base)), excess
 
 

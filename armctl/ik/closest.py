@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from armctl.ik.kernel import _fk
+from armctl.ik.kernel import tool_xy
 from armctl.model.kinematics import nearest_turn, two_link
 
 # ----------------------------------------------------------------------------
@@ -44,7 +44,7 @@ _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 _COARSE_FIRST = (0, 30, -30, 60, -60, 90, -90, 120, -120, 150, -150, 180)
 
 
-def _candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False, coarse_only=False):
+def start_candidates(links, lo, hi, goal, phi, q0, want=6, coarse=False, coarse_only=False):
     """Closed-form poses reaching ``goal`` inside the limits, nearest q0 first,
     and near misses (poses clipped to the limits, least violation first) as
     starting points for an iterative solver.
@@ -125,7 +125,7 @@ _TIE_M = 1e-12  # candidates this close in distance tie: the one nearer q0 wins
 _DEGENERATE_M = 1e-12  # a target this close to a joint lies in every direction from it
 
 
-def _closest(links, lo, hi, tx, ty, q0):
+def closest_pose(links, lo, hi, tx, ty, q0):
     """The pose inside the joint limits whose tool point is closest to (tx, ty): (distance in m, pose).
 
     Exact, by enumeration. The closest pose is a stationary point of the distance on one face of the box
@@ -147,15 +147,15 @@ def _nearest_of(links, lo, hi, tx, ty, q0, candidates):
         pose = _turns(q, q0, lo, hi)
         if pose is None:
             continue
-        x, y = _fk(links, pose)
+        x, y = tool_xy(links, pose)
         d = math.sqrt((tx - x) * (tx - x) + (ty - y) * (ty - y))
-        near = _dsq(pose, q0)
+        near = dist_sq(pose, q0)
         if d < best_d - _TIE_M or (d <= best_d + _TIE_M and near < best_near):
             best_d, best_near, best = d, near, pose
     return best_d, best
 
 
-def _closest_at_phi(links, lo, hi, tx, ty, phi, q0):
+def closest_pose_at_phi(links, lo, hi, tx, ty, phi, q0):
     """3 links, tool angle ``phi`` fixed: the pose inside the joint limits whose tool point is closest to
     (tx, ty), as (distance in m, pose) (pose None if no pose inside the limits has this tool angle).
 
@@ -249,11 +249,11 @@ def _turns(q, q0, lo, hi):
     return pose
 
 
-def _reachable3(links, lo, hi, goal, q0):
+def reachable3(links, lo, hi, goal, q0):
     """Whether a pose inside the limits of a 3-link arm reaches ``goal`` (in the reach annulus): on a face
     with one joint at a limit (closed form), or anywhere on a self-motion loop that lies inside the limits
     whole (the loop's poses at one tool angle tested). A loop that meets the limits only on an edge is
-    missed (``_closest`` finds it): True is certain, False nearly so."""
+    missed (``closest_pose`` finds it): True is certain, False nearly so."""
     for face in _FACES1:
         poses, exact = _face(links, lo, hi, face, goal[0], goal[1], q0)
         for q in poses[:exact]:
@@ -299,7 +299,7 @@ def _chain(links, q, i, j):
     return x, y
 
 
-def _dsq(q, q0):
+def dist_sq(q, q0):
     s = 0.0
     for a, b in zip(q, q0):
         s += (a - b) * (a - b)

@@ -17,7 +17,7 @@ except ImportError:  # not built (no C compiler at install): the pure-Python ker
 # Scalar kernels (plain floats, n = 2 or 3)
 
 
-def _fk(links, q):
+def tool_xy(links, q):
     a = 0.0
     x = y = 0.0
     for length, qi in zip(links, q):
@@ -65,7 +65,7 @@ def _step(jx, jy, ex, ey, lam2):
     return [u * y1 + v * y2 for u, v in zip(jx, jy)]
 
 
-def _clip(q, lo, hi):
+def clip_pose(q, lo, hi):
     return [min(max(v, a), b) for v, a, b in zip(q, lo, hi)]
 
 
@@ -85,7 +85,7 @@ def _prepare(links, target, q0, q_min, q_max):
     n = len(links)
     lo = [-math.inf] * n if q_min is None else [float(v) for v in q_min]
     hi = [math.inf] * n if q_max is None else [float(v) for v in q_max]
-    return links, float(target[0]), float(target[1]), lo, hi, _clip([float(v) for v in q0], lo, hi)
+    return links, float(target[0]), float(target[1]), lo, hi, clip_pose([float(v) for v in q0], lo, hi)
 
 
 def _step3(j1x, j1y, j2x, j2y, j3x, j3y, ex, ey, lam2):
@@ -101,7 +101,7 @@ def _step3(j1x, j1y, j2x, j2y, j3x, j3y, ex, ey, lam2):
     return j1x * y1 + j1y * y2, j2x * y1 + j2y * y2, j3x * y1 + j3y * y2
 
 
-def _dls_fast(links, tx, ty, q, lo, hi, tol, max_iter, lam):
+def dls_fast(links, tx, ty, q, lo, hi, tol, max_iter, lam):
     """Adaptive DLS with joint clamping: the C kernel when built, else ``_dls_py``."""
     if core is None:
         return _dls_py(links, tx, ty, q, lo, hi, tol, max_iter, lam)
@@ -110,14 +110,9 @@ def _dls_fast(links, tx, ty, q, lo, hi, tol, max_iter, lam):
 
 
 def _dls_py(links, tx, ty, q, lo, hi, tol, max_iter, lam):
-    """Adaptive DLS with joint clamping, unrolled for up to three joints.
-
-    A 2-link arm runs as three links with a zero-length third link whose joint
-    is pinned at 0: its Jacobian column is zero, so it never moves. Written
-    out in locals because at this size Python's per-operation cost is the
-    whole cost; the algorithm is the one ``dls_iterate`` documents.
-    ``_ikcore.c`` is this function in C, step for step: change both together.
-    """
+    """Adaptive DLS with joint clamping, unrolled for up to three joints (a 2-link arm: a zero-length third
+    link, its joint pinned at 0). Written out in locals: at this size Python's per-operation cost is the whole
+    cost; the algorithm is the one ``dls_iterate`` documents. ``_core.c`` is this in C, step for step."""
     cos, sin, sqrt = math.cos, math.sin, math.sqrt
     n = len(links)
     l1, l2 = links[0], links[1]
@@ -153,8 +148,7 @@ def _dls_py(links, tx, ty, q, lo, hi, tol, max_iter, lam):
                 break
             continue
         d1, d2, d3 = d
-        # Joints whose step crosses a limit stop at it; the others are solved
-        # again, on their own columns, for what is left of the error.
+        # Joints whose step crosses a limit stop at it (the rest: _stop_at_limits)
         b1 = (d1 < 0.0 and q1 + d1 < lo1) or (d1 > 0.0 and q1 + d1 > hi1)
         b2 = (d2 < 0.0 and q2 + d2 < lo2) or (d2 > 0.0 and q2 + d2 > hi2)
         b3 = (d3 < 0.0 and q3 + d3 < lo3) or (d3 > 0.0 and q3 + d3 > hi3)
@@ -162,23 +156,7 @@ def _dls_py(links, tx, ty, q, lo, hi, tol, max_iter, lam):
             f1 = ((lo1 if d1 < 0.0 else hi1) - q1) if b1 else 0.0
             f2 = ((lo2 if d2 < 0.0 else hi2) - q2) if b2 else 0.0
             f3 = ((lo3 if d3 < 0.0 else hi3) - q3) if b3 else 0.0
-            rx = ex - j1x * f1 - j2x * f2 - j3x * f3
-            ry = ey - j1y * f1 - j2y * f2 - j3y * f3
-            r = _step3(
-                0.0 if b1 else j1x,
-                0.0 if b1 else j1y,
-                0.0 if b2 else j2x,
-                0.0 if b2 else j2y,
-                0.0 if b3 else j3x,
-                0.0 if b3 else j3y,
-                rx,
-                ry,
-                lam2,
-            )
-            if r is not None:
-                d1 = f1 if b1 else r[0]
-                d2 = f2 if b2 else r[1]
-                d3 = f3 if b3 else r[2]
+            d1, d2, d3 = _stop_at_limits(d1, d2, d3, b1, b2, b3, f1, f2, f3, j1x, j1y, j2x, j2y, j3x, j3y, ex, ey, lam2)
         n1 = min(max(q1 + d1, lo1), hi1)
         n2 = min(max(q2 + d2, lo2), hi2)
         n3 = min(max(q3 + d3, lo3), hi3)
@@ -211,6 +189,21 @@ def _dls_py(links, tx, ty, q, lo, hi, tol, max_iter, lam):
     return run
 
 
+def _stop_at_limits(d1, d2, d3, b1, b2, b3, f1, f2, f3, j1x, j1y, j2x, j2y, j3x, j3y, ex, ey, lam2):
+    """``_dls_py``'s step (d1, d2, d3) when joints ``b1``..``b3`` (some, not all) cross a limit: those stop
+    at it (steps f1..f3), the others are solved again, on their own columns, for what is left of the error
+    (the step unchanged when that has no solution). Out of the loop: it runs on few steps."""
+    rx = ex - j1x * f1 - j2x * f2 - j3x * f3
+    ry = ey - j1y * f1 - j2y * f2 - j3y * f3
+    r = _step3(
+        0.0 if b1 else j1x, 0.0 if b1 else j1y, 0.0 if b2 else j2x, 0.0 if b2 else j2y,
+        0.0 if b3 else j3x, 0.0 if b3 else j3y, rx, ry, lam2,
+    )  # fmt: skip
+    if r is None:
+        return d1, d2, d3
+    return (f1 if b1 else r[0]), (f2 if b2 else r[1]), (f3 if b3 else r[2])
+
+
 def dls_iterate(
     links,
     target,
@@ -237,7 +230,7 @@ def dls_iterate(
     links, tx, ty, lo, hi, q = _prepare(links, target, q0, q_min, q_max)
     reach = sum(links)
     if adaptive:
-        return _dls_fast(links, tx, ty, q, lo, hi, tol, max_iter, 0.01 * reach if damping is None else float(damping))
+        return dls_fast(links, tx, ty, q, lo, hi, tol, max_iter, 0.01 * reach if damping is None else float(damping))
     # Textbook DLS: every step taken with the fixed damping (the 1e-12 keeps
     # lambda = 0 from dividing by zero at a singular pose, as the seed does).
     return _full_steps(links, tx, ty, lo, hi, q, float(damping or 0.0) ** 2 + 1e-12, tol, max_iter)
@@ -254,7 +247,7 @@ def _full_steps(links, tx, ty, lo, hi, q, lam2, tol, max_iter):
             break
         run.iterations += 1
         run.max_step = max(run.max_step, max(abs(v) for v in dq))
-        q = _clip([a + b for a, b in zip(q, dq)], lo, hi)
+        q = clip_pose([a + b for a, b in zip(q, dq)], lo, hi)
         x, y, jx, jy = _fk_jac(links, q)
         run.fk_evals += 1
         run.jac_evals += 1
@@ -282,10 +275,10 @@ def broyden_iterate(links, target, q0, *, q_min=None, q_max=None, tol=DEFAULT_TO
         if dq is None:
             break
         run.iterations += 1
-        q_new = _clip([a + b for a, b in zip(q, dq)], lo, hi)
+        q_new = clip_pose([a + b for a, b in zip(q, dq)], lo, hi)
         s = [a - b for a, b in zip(q_new, q)]
         run.max_step = max(run.max_step, max(abs(v) for v in s))
-        nx, ny = _fk(links, q_new)
+        nx, ny = tool_xy(links, q_new)
         run.fk_evals += 1
         ss = sum(v * v for v in s)
         if ss == 0.0:
@@ -302,5 +295,5 @@ def broyden_iterate(links, target, q0, *, q_min=None, q_max=None, tol=DEFAULT_TO
     return run
 
 
-def _inside(q, lo, hi, tol=1e-9) -> bool:
+def inside_limits(q, lo, hi, tol=1e-9) -> bool:
     return all(a - tol <= v <= b + tol for v, a, b in zip(q, lo, hi))

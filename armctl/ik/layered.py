@@ -132,27 +132,10 @@ def _fast(arm: Arm, target, q0, method, tol, max_iter) -> IKResult | None:
     C path (3-link chains). None: anything else (bad input, a miss, a closed form off by more than
     ``tol``), which the general path handles and explains."""
     P = plain(arm)
-    if type(target) is np.ndarray:
-        target = target.tolist()  # one conversion, not one numpy scalar per coordinate
-    try:
-        if P.has_base:
-            x, y, z = target
-            x, y, z = float(x), float(y), float(z)
-        else:
-            x, z = target
-            x, z = float(x), float(z)
-            y = 0.0
-        if q0 is None:
-            q = P.home
-        else:
-            q = [float(a) for a in (q0.tolist() if isinstance(q0, np.ndarray) else q0)]
-            if len(q) != arm.n:
-                return None
-            q = [min(max(a, lo), hi) for a, lo, hi in zip(q, P.qlo, P.qhi)]
-    except (TypeError, ValueError):
+    inputs = _plain_inputs(arm, P, target, q0)
+    if inputs is None:
         return None
-    if not math.isfinite(x + y + z + sum(q)):
-        return None
+    x, y, z, q = inputs
     c = 1 if P.has_base else 0
     az = None
     if P.has_base:
@@ -207,6 +190,33 @@ def _fast(arm: Arm, target, q0, method, tol, max_iter) -> IKResult | None:
                 res.restarts,
             )
     return None
+
+
+def _plain_inputs(arm: Arm, P, target, q0):
+    """(x, y, z, q0 clipped to the limits) as Python floats (y = 0 without a base), or None when they are
+    not well-formed finite numbers (the general path says what is wrong)."""
+    if type(target) is np.ndarray:
+        target = target.tolist()  # one conversion, not one numpy scalar per coordinate
+    try:
+        if P.has_base:
+            x, y, z = target
+            x, y, z = float(x), float(y), float(z)
+        else:
+            x, z = target
+            x, z = float(x), float(z)
+            y = 0.0
+        if q0 is None:
+            q = P.home
+        else:
+            q = [float(a) for a in (q0.tolist() if isinstance(q0, np.ndarray) else q0)]
+            if len(q) != arm.n:
+                return None
+            q = [min(max(a, lo), hi) for a, lo, hi in zip(q, P.qlo, P.qhi)]
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(x + y + z + sum(q)):
+        return None
+    return x, y, z, q
 
 
 def _mirrored(chain) -> list[float]:
@@ -288,7 +298,7 @@ def _miss(arm, tv, phi, q0, method, tried, stats: _Stats, tol: float) -> IKResul
     else:
         geometric = _outside_annulus(arm, tv, phi, q0)
         short = near.shortfall_m if geometric > 1e-12 else err
-    reason = _miss_reason(arm, tv, phi, q0, short)
+    reason = miss_reason(arm, tv, phi, q0, short)
     return IKResult(
         np.asarray(q, dtype=float),
         False,
@@ -310,7 +320,7 @@ def _at_pitch(arm: Arm, q, phi: float, tol: float) -> bool:
     return abs(math.remainder(pitch - phi, 2.0 * math.pi)) * arm.links_m[-1] <= tol
 
 
-def _miss_reason(arm: Arm, tv, phi, q0, short: float) -> str:
+def miss_reason(arm: Arm, tv, phi, q0, short: float) -> str:
     """Why a target is not reached: outside the chain's reach with its joint limits ignored (the planar
     arms' 'unreachable'), or inside it but not inside the limits."""
     if _outside_annulus(arm, tv, phi, q0) > 1e-12:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from armctl.ik import batch
-from armctl.ik.layered import _miss_reason, solve
+from armctl.ik.layered import miss_reason, solve
 from armctl.ik.result import BatchIKResult
 from armctl.model.arm import Arm
 from armctl.model.kinematics import base_split_batch, nearest_turn_batch, shoulder_uv, tool_point
@@ -72,7 +72,7 @@ def solve_batch(arm: Arm, t, ph, q_start, tol: float, max_iter: int) -> BatchIKR
         for j in np.flatnonzero(~reached):
             i = rest[j]
             short[i] = dist[j]
-            reasons[i] = _miss_reason(arm, t[i], None, q_start[i], float(dist[j]))
+            reasons[i] = miss_reason(arm, t[i], None, q_start[i], float(dist[j]))
     for i in np.flatnonzero(~done):
         r = solve(arm, t[i], None if ph is None else ph[i], q_start[i], "dls", tol, max_iter)
         q[i], ok[i], short[i], reasons[i] = r.q, r.ok, r.shortfall_m, r.reason

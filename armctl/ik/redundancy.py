@@ -14,16 +14,16 @@ import math
 
 import numpy as np
 
-from armctl.ik.branch import _branch_ik, arm_branch_ik
+from armctl.ik.branch import arm_branch_ik, planar_branch_ik
 from armctl.model.arm import Arm
-from armctl.model.kinematics import TWO_PI, tool_pitch, tool_point, unwind
+from armctl.model.kinematics import TWO_PI, tool_pitch, tool_point, two_link_batch, unwind
 
 #: How far (m) a target may lie outside the reach annulus and still be taken as on its edge (rounding in
 #: mm/deg inputs).
 REACH_TOL_M = 1e-9
 
 
-def _pitch(arm: Arm, q) -> float:
+def line_pitch(arm: Arm, q) -> float:
     """The tool angle a line interpolates: the sum of the joint angles on a planar serial arm (unwrapped,
     as always), the pitch from the outward horizontal on a layered one."""
     return float(np.sum(q)) if not arm.layered else float(tool_pitch(arm, q))
@@ -58,7 +58,7 @@ def _poses_at(arm: Arm, points, phis, side: float, elbow):
     if arm.layered:
         q, excess = arm_branch_ik(arm, points, phis, side, elbow)
     else:
-        q, excess = _branch_ik(arm.links_m, points, phis, elbow)
+        q, excess = planar_branch_ik(arm.links_m, points, phis, elbow)
     return unwind(q, 0.5 * (arm.q_min + arm.q_max)), excess
 
 
@@ -129,14 +129,9 @@ def _planar_scores(arm: Arm, target, phis, elbows):
     wx = target[0] - l3 * np.cos(phis)
     wy = target[1] - l3 * np.sin(phis)
     r = np.sqrt(wx * wx + wy * wy)
-    c2 = (r * r - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
     out = np.maximum(r - (l1 + l2), abs(l1 - l2) - r) > REACH_TOL_M
-    c2 = np.clip(c2, -1.0, 1.0)
-    s2 = elbows * np.sqrt(1.0 - c2 * c2)
-    q2 = np.arctan2(s2, c2)
-    q1 = np.arctan2(wy, wx) - np.arctan2(l2 * s2, l1 + l2 * c2)
+    _, ((q1, q2),), score = two_link_batch(l1, l2, wx, wy, (elbows,), snap=0.0, with_sin=True)
     mid, half = 0.5 * (arm.q_min + arm.q_max), 0.5 * (arm.q_max - arm.q_min)
-    score = np.abs(s2)
     q = np.empty((len(phis), 3))
     for j, qj in enumerate((q1, q2, phis - q1 - q2)):
         off = np.remainder(qj - (mid[j] - math.pi), TWO_PI) - math.pi  # from the range's middle, turns removed
@@ -159,7 +154,7 @@ def free_angle_profile(arm: Arm, q0, target_m, side: float, elbow: float, *, gri
     centre = int(np.argmin(np.abs(offs)))
     m = len(offs)
     pts = start + u[:, None] * (end - start)
-    phi0 = _pitch(arm, q0)
+    phi0 = line_pitch(arm, q0)
     P = np.repeat(pts, m, axis=0)
     PHI = np.tile(phi0 + offs, k_u + 1)
     q, excess = _poses_at(arm, P, PHI, side, elbow)

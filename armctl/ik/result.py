@@ -54,10 +54,10 @@ class BatchIKResult:
     reasons: list = field(default_factory=list)
 
 
-_BLOCKED = "no pose inside the joint limits reaches the target"
+BLOCKED_REASON = "no pose inside the joint limits reaches the target"
 
 
-def _unreachable(arm: Arm, short: float, phi) -> str:
+def unreachable_reason(arm: Arm, short: float, phi) -> str:
     return (
         f"unreachable: {short * 1000:.1f} mm outside the reach of arm '{arm.name}'"
         f"{'' if phi is None else ' at this tool angle'}"

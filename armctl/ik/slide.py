@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from armctl.ik.closest import _dsq
-from armctl.ik.kernel import _inside
+from armctl.ik.closest import dist_sq
+from armctl.ik.kernel import inside_limits
 from armctl.model.kinematics import PlainArm
 
 # ----------------------------------------------------------------------------
@@ -81,7 +81,7 @@ def _onto_goal(links, gx, gy, q, k, eps, newton):
         n += 1
 
 
-def _slide(P: PlainArm, gx, gy, q0, q, tol, max_iter):
+def slide_to_nearest(P: PlainArm, gx, gy, q0, q, tol, max_iter):
     """Slide a 3-link pose on the goal along its self-motion towards q0 to the nearest such pose that
     keeps _SLIDE_MARGIN from every joint limit: the local minimum of |q - q0|^2 along the motion,
     downhill from q.
@@ -103,7 +103,7 @@ def _slide(P: PlainArm, gx, gy, q0, q, tol, max_iter):
     hi = [max(b - min(_SLIDE_MARGIN, 0.25 * (b - a)), v) for a, b, v in zip(P.lo, P.hi, q)]
     newton = max(0, min(max_iter, _SLIDE_NEWTON))
     eps = 1e-3 * tol
-    d = _dsq(q, q0)
+    d = dist_sq(q, q0)
     c, s = _arm3(links, q)
     it = jac_evals = 0
     fk_evals = 1
@@ -150,8 +150,8 @@ def _slide(P: PlainArm, gx, gy, q0, q, tol, max_iter):
             fk_evals += evals
             it += steps
             jac_evals += steps
-            if r is not None and _inside(r, lo, hi, 0.0):
-                dn = _dsq(r, q0)
+            if r is not None and inside_limits(r, lo, hi, 0.0):
+                dn = dist_sq(r, q0)
                 # (a step this short is kept whatever rounding does to the distance)
                 if dn < d or abs(h) < _SLIDE_TINY:
                     q, c, s, d = r, rc, rs, dn

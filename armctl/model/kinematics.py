@@ -324,23 +324,26 @@ def two_link(l1: float, l2: float, x: float, y: float) -> list[tuple[float, floa
 analytic_2link = two_link  # its name in armctl.ik and the README
 
 
-def two_link_batch(l1: float, l2: float, x, y, elbows=(-1.0, 1.0), snap: float = 1e-12):
+def two_link_batch(l1: float, l2: float, x, y, elbows=(-1.0, 1.0), snap: float = 1e-12, *, with_sin=False):
     """``two_link`` for many points (arrays ``x``, ``y``), vectorised: (reach, branches) with ``reach`` (N,)
     True where the point is inside the reach annulus and one (q1, q2) pair of arrays per elbow sign in
-    ``elbows`` (-1 elbow up, +1 elbow down). Out of reach the arm points straight or folded towards it
-    (the nearest pose). Within ``snap`` of straight or folded (in cos q2) the arm is taken as exactly
-    straight or folded, as ``two_link`` does; ``snap=0`` keeps the rounding (the line paths' branches, whose
-    samples at full reach are compared with their neighbours')."""
+    ``elbows`` (-1 elbow up, +1 elbow down; an elbow may be an array, one sign per point). Out of reach the
+    arm points straight or folded towards it (the nearest pose). Within ``snap`` of straight or folded (in
+    cos q2) the arm is taken as exactly straight or folded, as ``two_link`` does; ``snap=0`` keeps the
+    rounding (the line paths' branches, whose samples at full reach are compared with their neighbours').
+    ``with_sin``: (reach, branches, |sin q2|) (the redundancy score's singularity term)."""
     c2 = (x * x + y * y - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
     reach = np.abs(c2) <= 1.0 + 1e-12
     c2 = np.clip(c2, -1.0, 1.0)
-    s2 = np.where(1.0 - np.abs(c2) < snap, 0.0, np.sqrt(1.0 - c2 * c2))
+    s2 = np.sqrt(1.0 - c2 * c2)
+    if snap > 0.0:
+        s2 = np.where(1.0 - np.abs(c2) < snap, 0.0, s2)
     base = np.arctan2(y, x)
     out = []
     for e in elbows:
         s = e * s2
         out.append((base - np.arctan2(l2 * s, l1 + l2 * c2), np.arctan2(s, c2)))
-    return reach, out
+    return (reach, out, s2) if with_sin else (reach, out)
 
 
 def annulus_excess(r, r_min: float, r_max: float):

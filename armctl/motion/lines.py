@@ -8,8 +8,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from armctl.errors import MotionError, UnreachableError
-from armctl.ik.branch import _branch_ik, arm_branch_ik
-from armctl.ik.redundancy import REACH_TOL_M, _pitch, best_free_pose, free_angle_profile
+from armctl.ik.branch import arm_branch_ik, planar_branch_ik
+from armctl.ik.redundancy import REACH_TOL_M, best_free_pose, free_angle_profile, line_pitch
 from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_point, unwind, wrap
 from armctl.model.workspace import check_reachable
@@ -53,7 +53,7 @@ class LinePath:
         phi = self.phi_at(u)
         ref = np.stack([np.interp(s, self.s, self.q[:, j]) for j in range(self.q.shape[1])], axis=-1)
         if self.arm is None:
-            q, _ = _branch_ik(self.links, pts, phi, self.elbow)
+            q, _ = planar_branch_ik(self.links, pts, phi, self.elbow)
         else:
             q, _ = arm_branch_ik(
                 self.arm, pts, None if self.arm.n_links == 2 else phi, self.side, self.elbow, float(ref[0, 0])
@@ -77,7 +77,7 @@ def plan_line_path(arm: Arm, q0, move: LineMove, *, max_joint_step_rad: float = 
             raise MotionError("a tool angle (phi) needs a 3-link arm; this arm has 2 links")
         return _line_path(arm, q0, move, None, max_joint_step_rad)
     if move.end_q_rad is not None:
-        return _line_path(arm, q0, move, _pitch(arm, move.end_q_rad), max_joint_step_rad)
+        return _line_path(arm, q0, move, line_pitch(arm, move.end_q_rad), max_joint_step_rad)
     if move.phi_rad is not None:
         return _line_path(arm, q0, move, float(move.phi_rad), max_joint_step_rad)
     return _free_angle_path(arm, q0, move, max_joint_step_rad)
@@ -92,12 +92,12 @@ def _free_angle_path(arm: Arm, q0, move: LineMove, max_joint_step_rad: float) ->
     near the nearest pose's (5 deg steps, up to 90 deg away). Refused (the first error) only when none works."""
     target = np.asarray(move.target_m, dtype=float)
     if float(np.linalg.norm(target - tool_point(arm, q0))) <= 1e-9:
-        return _line_path(arm, q0, move, _pitch(arm, q0), max_joint_step_rad)  # already there: keep the angle
+        return _line_path(arm, q0, move, line_pitch(arm, q0), max_joint_step_rad)  # already there: keep the angle
     first = None
     phi_ik = None
     try:
         q_ik = solve_pose(arm, target, None, q0, criterion="nearest")
-        phi_ik = _pitch(arm, q_ik)
+        phi_ik = line_pitch(arm, q_ik)
         return _line_path(arm, q0, replace(move, reach_q_rad=tuple(q_ik)), phi_ik, max_joint_step_rad)
     except MotionError as exc:
         first = exc
@@ -155,7 +155,7 @@ def _empty_path(arm: Arm, q0, move: LineMove, phi_end: float | None, profile) ->
     start = tool_point(arm, q0)
     end = np.asarray(move.target_m, dtype=float)
     n = arm.n_links
-    phi0 = _pitch(arm, q0)
+    phi0 = line_pitch(arm, q0)
     dphi = 0.0 if phi_end is None else float(wrap(phi_end - phi0))
     turn = abs(dphi)
     if profile is not None:
@@ -263,7 +263,7 @@ def _reaches(arm: Arm, q, end, phi: float | None) -> bool:
         return False
     if float(np.linalg.norm(tool_point(arm, q) - end)) > 1e-9:
         return False
-    return phi is None or abs(float(wrap(_pitch(arm, q) - phi))) <= 1e-9
+    return phi is None or abs(float(wrap(line_pitch(arm, q) - phi))) <= 1e-9
 
 
 def _solve_points(path: LinePath, s):
@@ -271,7 +271,7 @@ def _solve_points(path: LinePath, s):
     pts = path.start + u[:, None] * (path.end - path.start)
     phi = path.phi_at(u)
     if path.arm is None:
-        q, excess = _branch_ik(path.links, pts, phi, path.elbow)
+        q, excess = planar_branch_ik(path.links, pts, phi, path.elbow)
     else:
         q, excess = arm_branch_ik(
             path.arm, pts, None if path.arm.n_links == 2 else phi, path.side, path.elbow, float(path.q[0, 0])

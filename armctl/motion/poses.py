@@ -6,7 +6,7 @@ import numpy as np
 
 from armctl import ik
 from armctl.errors import JointLimitError, UnreachableError
-from armctl.ik.branch import _elbow_of, branch_ik
+from armctl.ik.branch import branch_ik, elbow_of
 from armctl.ik.redundancy import best_free_pose
 from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_point, unwind
@@ -52,7 +52,7 @@ def solve_pose(
     if res.ok:
         return np.asarray(res.q, dtype=float)
     if arm.n_links == 2 or phi is not None:
-        q, _ = branch_ik(arm, target[None, :], None if phi is None else np.array([phi]), _elbow_of(q_near))
+        q, _ = branch_ik(arm, target[None, :], None if phi is None else np.array([phi]), elbow_of(q_near))
         raise limit_error(
             arm,
             unwind(q[0], q_near),

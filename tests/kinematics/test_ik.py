@@ -273,7 +273,7 @@ def test_blocked_targets_get_the_closest_pose_on_random_arms(case, fx, fy):
 @settings(max_examples=60, deadline=None)
 @given(arm_and_pose(narrowest_deg=3.0), st.floats(0.0, 1.0), st.floats(-math.pi, math.pi))
 def test_reachability_of_a_3_link_target_is_decided_right(case, fr, ang):
-    """_reachable3 (a pose with one joint at a limit, or a self-motion loop inside the limits whole)
+    """reachable3 (a pose with one joint at a limit, or a self-motion loop inside the limits whole)
     against a search of both branches at every 0.02 degree of tool angle: never reachable where the
     search finds nothing; unreachable where it finds a pose only if the closest pose is within 1e-9 m
     (a loop that meets the limits on an edge)."""
@@ -282,7 +282,7 @@ def test_reachability_of_a_3_link_target_is_decided_right(case, fr, ang):
     P = plain(arm)
     r = arm.reach_min + fr * (arm.reach_max - arm.reach_min)
     goal = (r * math.cos(ang), r * math.sin(ang))
-    fast = ik.closest._reachable3(P.links, P.lo, P.hi, goal, list(q0))
+    fast = ik.closest.reachable3(P.links, P.lo, P.hi, goal, list(q0))
     l1, l2, l3 = P.links
     ph = np.radians(np.arange(-180.0, 180.0, 0.02))
     wx, wy = goal[0] - l3 * np.cos(ph), goal[1] - l3 * np.sin(ph)
@@ -296,9 +296,9 @@ def test_reachability_of_a_3_link_target_is_decided_right(case, fr, ang):
         turned = arm.q_min + np.mod(poses - arm.q_min, 2 * np.pi)  # each angle's first turn above its minimum
         found = found or bool(np.any(np.all(turned <= arm.q_max, axis=1)))
     if fast:
-        assert found or ik.closest._closest(P.links, P.lo, P.hi, goal[0], goal[1], list(q0))[0] <= 1e-9
+        assert found or ik.closest.closest_pose(P.links, P.lo, P.hi, goal[0], goal[1], list(q0))[0] <= 1e-9
     elif found:
-        assert ik.closest._closest(P.links, P.lo, P.hi, goal[0], goal[1], list(q0))[0] <= 1e-9
+        assert ik.closest.closest_pose(P.links, P.lo, P.hi, goal[0], goal[1], list(q0))[0] <= 1e-9
 
 
 def test_newton_and_broyden_claims_on_the_2link_arm():
@@ -411,7 +411,7 @@ def test_closest_pose_at_a_tool_angle_is_inside_the_limits_and_no_grid_point_bea
         tx, ty = rng.uniform(-sum(links), sum(links), 2)
         phi = rng.uniform(-math.pi, math.pi)
         q0 = [(a + b) / 2 for a, b in zip(lo, hi)]
-        d, pose = ik.closest._closest_at_phi(links, lo, hi, tx, ty, phi, q0)
+        d, pose = ik.closest.closest_pose_at_phi(links, lo, hi, tx, ty, phi, q0)
         grid = _grid_closest_at_phi(links, lo, hi, tx, ty, phi)
         if pose is None:
             assert grid == math.inf
@@ -429,7 +429,7 @@ def test_a_tool_angle_the_limits_forbid_gets_the_closest_pose_inside_them(method
     assert not r.ok and "at this tool angle" in r.reason
     assert arm.within_limits(r.q)
     assert r.shortfall_m == pytest.approx(r.error_m) and r.error_m > 0.1  # 121 mm: not "0.0 mm away"
-    d, _ = ik.closest._closest_at_phi(
+    d, _ = ik.closest.closest_pose_at_phi(
         list(arm.links_m), list(arm.q_min), list(arm.q_max), 0.3, -0.4, math.radians(130), r.q
     )
     assert r.error_m == pytest.approx(d, abs=1e-9)

@@ -9,6 +9,7 @@ here they are compared result by result on random arms, targets and start
 poses, reachable or not.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -18,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from armctl import ik
-from armctl.model.arm import load_arm
+from armctl.model.arm import Arm, load_arm
 from armctl.model.kinematics import fk, plain
 
 CORE = ik.kernel.core
@@ -62,6 +63,19 @@ def case(draw):
 def test_c_and_python_agree_on_random_arms(core, c):
     arm, target, q0 = c
     same(ik.solve(arm, target, q0=q0), pure_python(ik.solve, arm, target, q0=q0))
+
+
+@pytest.mark.parametrize("lo", [-math.pi, np.nextafter(-math.pi, 0.0)])
+@pytest.mark.parametrize("hi", [math.pi, np.nextafter(math.pi, 0.0)])
+def test_c_and_python_break_a_turn_tie_alike(core, lo, hi):
+    """The arm folded onto the shoulder (q2 = pi), its limits [-pi, pi] give or take one ulp, from q0 = 0:
+    -pi and pi are equally near. Both kernels take the turn nearest by rounding (pi), then clip it onto the
+    limits (the C kernel took -pi when the upper limit was one ulp under pi; found by hypothesis)."""
+    arm = Arm.from_lengths([1.0, 1.0], q_min_deg=[-5, -180], q_max_deg=[5, 180])
+    arm = dataclasses.replace(arm, q_min=np.array([arm.q_min[0], lo]), q_max=np.array([arm.q_max[0], hi]))
+    c, py = ik.solve(arm, (0.0, 0.0), q0=np.zeros(2)), pure_python(ik.solve, arm, (0.0, 0.0), q0=np.zeros(2))
+    same(c, py)
+    assert c.q[1] == py.q[1] == min(math.pi, hi)
 
 
 def _hard_targets(arm, rng, count):
@@ -163,7 +177,7 @@ def test_the_kernel_is_the_python_kernel_step_for_step(core):
             q0 = [float(rng.uniform(a, b)) for a, b in zip(lo, hi)]
             tx, ty = rng.uniform(-1.2, 1.2, 2) * sum(links)
             lam = 0.01 * (links[0] + links[1])
-            c = ik.kernel._dls_fast(links, tx, ty, q0, lo, hi, 1e-9, 100, lam)
+            c = ik.kernel.dls_fast(links, tx, ty, q0, lo, hi, 1e-9, 100, lam)
             p = ik.kernel._dls_py(links, tx, ty, q0, lo, hi, 1e-9, 100, lam)
             assert (c.iterations, c.fk_evals, c.jac_evals) == (p.iterations, p.fk_evals, p.jac_evals)
             assert np.allclose(c.q, p.q, rtol=0, atol=1e-12) and c.err == pytest.approx(p.err, abs=1e-15)
