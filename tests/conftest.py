@@ -1,8 +1,5 @@
-"""Shared test helpers.
-
-ARMCTL_REQUIRE_SIM=1 (set by .ci/run) turns a missing AVR toolchain,
-simulator or firmware build into a test failure instead of a skip, so CI can
-never pass by skipping the hardware-in-the-loop tests.
+"""Fixtures for every test (tests/README.md): each test's own state and config folders, the firmware build, a
+simulated bus on a pty. A folder's own fixtures are in its conftest.py; plain helpers in tests/helpers.py.
 """
 
 from __future__ import annotations
@@ -13,17 +10,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
-import numpy as np
 import pytest
-from hypothesis import strategies as st
 
-TESTS = Path(__file__).resolve().parent
-TOOLS = TESTS.parent / "tools"
-sys.path.insert(0, str(TOOLS))  # tools/virtual_uno.py, tools/hil_compare.py
-# tests/<layer>/ (tests/README.md): a test may import helpers of another layer's test (web_helpers, a fixture)
-sys.path[1:1] = [str(d) for d in sorted(TESTS.iterdir()) if d.is_dir() and any(d.glob("test_*.py"))]
+from tests.helpers import require
 
 # What a test needs, by where it is (tests/README.md, "Markers"); registered in pyproject.toml
 BROWSER = {
@@ -50,19 +42,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.ros)
 
 
-def require(condition: bool, reason: str) -> None:
-    """Skip the calling test when ``condition`` is false, or fail under ARMCTL_REQUIRE_SIM=1."""
-    if condition:
-        return
-    if os.environ.get("ARMCTL_REQUIRE_SIM") == "1":
-        pytest.fail(f"required in CI (ARMCTL_REQUIRE_SIM=1) but missing: {reason}")
-    pytest.skip(reason)
+@pytest.fixture(autouse=True)
+def user_folders(tmp_path, monkeypatch):
+    """Each test its own state and config folders (``tmp_path / "state"``, ``tmp_path / "config"``): journals,
+    locks, simulator state or presets left by another test cannot change what it sees. A test that needs
+    another folder sets ARMCTL_STATE_DIR/ARMCTL_CONFIG_DIR itself; returns the state folder."""
+    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
+    return tmp_path / "state"
 
 
 @pytest.fixture(scope="session")
 def firmware_hex():
     """Our firmware's .hex, built with the virtual Uno it runs on (fails in CI if either cannot be built)."""
-    from virtual_uno import FIRMWARE_HEX, build_firmware, build_tools
+    from tools.virtual_uno import FIRMWARE_HEX, build_firmware, build_tools
 
     ok, why = build_tools()
     require(ok, f"virtual Uno does not build: {why}")
@@ -71,64 +64,34 @@ def firmware_hex():
     return FIRMWARE_HEX
 
 
-@st.composite
-def arm_and_pose(draw, narrowest_deg: float = 20.0):
-    """A random 2- or 3-link arm with random limits (each side at least ``narrowest_deg`` from 0), and
-    a pose inside them."""
-    from armctl.model.arm import Arm
+@pytest.fixture(scope="session")
+def firmata_hex():
+    """StandardFirmata's .hex (tools/fetch_firmata.sh), with the virtual Uno built to run it."""
+    from tools.virtual_uno import build_tools, fetch_firmata
 
-    n = draw(st.sampled_from([2, 3]))
-    links = [draw(st.floats(0.05, 1.0)) for _ in range(n)]
-    lo = [draw(st.floats(-180, -narrowest_deg)) for _ in range(n)]
-    hi = [draw(st.floats(narrowest_deg, 180)) for _ in range(n)]
-    arm = Arm.from_lengths(links, q_min_deg=lo, q_max_deg=hi)
-    q = [draw(st.floats(a, b)) for a, b in zip(arm.q_min, arm.q_max)]
-    return arm, np.array(q)
+    ok, why = build_tools()
+    require(ok, f"virtual Uno does not build: {why}")
+    path, why = fetch_firmata()
+    require(path is not None, why)
+    return path
 
 
-@st.composite
-def base_arm_and_pose(draw, narrowest_deg: float = 20.0, base: bool | None = None, linkage: str | None = None):
-    """A random arm with a rotating base and/or a parallelogram linkage (``base``/``linkage`` None: drawn),
-    random limits (link angles too), shoulder offsets, and a pose inside every limit."""
-    from armctl.model.arm import Arm
+@pytest.fixture
+def bus():
+    """The simulated feetech bus (servos 1, 2, 3, 6 at a hidden mapping, tests/hand_bus.py) on a pty, served from
+    this process: the test turns its servos by hand."""
+    from armctl.sim.pty import PtySim
+    from tests.hand_bus import serve_until_stopped, true_steps
 
-    has_base = draw(st.booleans()) if base is None else base
-    kind = linkage or draw(st.sampled_from(["serial", "parallelogram"]))
-    if not has_base and kind == "serial":
-        kind = "parallelogram"  # a planar serial arm is arm_and_pose's
-    k = 2 if kind == "parallelogram" else draw(st.sampled_from([2, 3]))
-    links = [draw(st.floats(0.05, 1.0)) for _ in range(k)]
-    lo = [draw(st.floats(-180, -narrowest_deg)) for _ in range(k)]
-    hi = [draw(st.floats(narrowest_deg, 180)) for _ in range(k)]
-    la = None
-    if kind == "parallelogram":
-        a = draw(st.floats(0, 150))
-        la = [a, draw(st.floats(a + 20, 180))]
-    extra = {}
-    if has_base:
-        lo.insert(0, draw(st.floats(-180, -narrowest_deg)))
-        hi.insert(0, draw(st.floats(narrowest_deg, 180)))
-        extra = {"base_offset_m": draw(st.floats(-0.1, 0.1)), "shoulder_height_m": draw(st.floats(-0.2, 0.2))}
-    from hypothesis import assume
-
-    from armctl.errors import ConfigError
-
-    try:
-        arm = Arm.from_lengths(
-            links, q_min_deg=lo, q_max_deg=hi, base=has_base, linkage=kind, link_angle_deg=la, **extra
-        )
-    except ConfigError:  # joint limits that cannot keep the link angle: not an arm
-        assume(False)
-    # a pose inside every limit: the chain's joints drawn inside their box (serial angles for a
-    # parallelogram's forearm, so the link angle is inside too), then checked
-    from armctl.model.kinematics import joint_angles
-
-    ch = arm.chain
-    c = [draw(st.floats(a, b)) for a, b in zip(ch.q_min, ch.q_max)]
-    b = draw(st.floats(arm.q_min[0], arm.q_max[0])) if has_base else None
-    q = joint_angles(arm, np.array(c), b)
-    assume(arm.within_limits(q))
-    return arm, q
+    start = ",".join(str(round(true_steps(i, a))) for i, a in ((1, 45), (2, -90), (3, -45), (6, 60)))
+    pty = PtySim(f"feetechsim://?ids=1,2,3,6&start={start}")
+    stop = threading.Event()
+    thread = threading.Thread(target=serve_until_stopped, args=(pty, stop), daemon=True)
+    thread.start()
+    yield pty
+    stop.set()
+    thread.join(timeout=5)
+    pty.close()
 
 
 @pytest.fixture
@@ -148,8 +111,8 @@ def pty_bus():
         proc.wait(5)
 
 
-# Tests never touch the user's own folders: every run gets its own config and state folders (tests that
-# need a fresh one per test set them again with monkeypatch).
+# Tests never touch the user's own folders: every run gets its own config and state folders, for what runs
+# outside a test (session and module fixtures); each test gets fresh ones (user_folders).
 _TEST_HOME = Path(tempfile.mkdtemp(prefix="armctl-tests-"))
 os.environ["ARMCTL_CONFIG_DIR"] = str(_TEST_HOME / "config")
 os.environ["ARMCTL_STATE_DIR"] = str(_TEST_HOME / "state")

@@ -10,9 +10,12 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from virtual_uno import Pulse
+
+if TYPE_CHECKING:  # imported as tools.hil_compare (tests) and as hil_compare (bench/hil.py)
+    from tools.virtual_uno import Pulse
 
 FRAME_US = 20000.0
 

@@ -2,7 +2,7 @@
 
 Used by the hardware-in-the-loop tests and bench/hil.py::
 
-    from virtual_uno import VirtualUno, build_tools, fetch_firmata
+    from tools.virtual_uno import VirtualUno, build_tools, fetch_firmata  # tests; bench: tools/ on sys.path
     with VirtualUno(hex_path, reset_on_open=True) as uno:
         ser = serial.Serial(uno.pty, 115200)
         ...

@@ -50,18 +50,6 @@ def jacobian(links, q) -> np.ndarray:
     return np.stack([cx, cy], axis=-2)
 
 
-def jacobian_fd(links, q, h: float = 1e-6) -> np.ndarray:
-    """Central finite-difference Jacobian with step ``h`` (rad); shape (..., 2, n)."""
-    q = np.asarray(q, dtype=float)
-    n = q.shape[-1]
-    cols = []
-    for i in range(n):
-        dq = np.zeros(n)
-        dq[i] = h
-        cols.append((fk(links, q + dq) - fk(links, q - dq)) / (2.0 * h))
-    return np.stack(cols, axis=-1)
-
-
 def manipulability(links, q) -> np.ndarray:
     """Yoshikawa manipulability: |det J| for 2 links, sqrt(det(J J^T)) for 3 (m^2)."""
     J = jacobian(links, q)

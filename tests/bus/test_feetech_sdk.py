@@ -12,7 +12,8 @@ import sys
 import time
 
 import pytest
-from conftest import require
+
+from tests.helpers import require
 
 try:
     import scservo_sdk

@@ -109,7 +109,6 @@ def test_a_calibration_reaching_below_544_is_narrowed_with_one_line_per_servo():
 
 
 def test_a_servo_wholly_below_544_is_refused_before_the_port_opens(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     text = (PRESET_CALIBRATION_DIR / "seed-2link.yaml").read_text()
     text = text.replace("direction: -1, min_us: 500, max_us: 2500", "direction: -1, min_us: 500, max_us: 540")
     path = tmp_path / "seed-2link.yaml"

@@ -17,17 +17,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require
+
+from armctl.bus.firmata import FirmataBackend
+from armctl.calibration.servo import find_calibration, load_calibration
+from armctl.errors import LinkError
+from armctl.model.arm import load_arm
+from armctl.model.kinematics import fk
+from tests.helpers import require, require_module
+from tools.virtual_uno import VirtualUno, build_tools, fetch_firmata
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-from virtual_uno import VirtualUno, build_tools, fetch_firmata  # noqa: E402
-
-from armctl.bus.firmata import FirmataBackend  # noqa: E402
-from armctl.calibration.servo import find_calibration, load_calibration  # noqa: E402
-from armctl.errors import LinkError  # noqa: E402
-from armctl.model.arm import load_arm  # noqa: E402
-from armctl.model.kinematics import fk  # noqa: E402
 
 PINS = {"shoulder": 13, "elbow": 14, "wrist": 17, "gripper": 19}  # D13, A0, A3, A5
 
@@ -99,7 +98,7 @@ def test_an_arm_on_d13_and_analog_pins_goes_where_it_is_sent(tmp_path):
     require(ok, f"virtual Uno does not build: {why}")
     hex_path, why = fetch_firmata()
     require(hex_path is not None, why)
-    pytest.importorskip("pymata4")
+    require_module("pymata4", "the Firmata backend speaks through pymata4")
     cal_path = _calibration(tmp_path)
     cal = load_calibration(cal_path)
     arm = load_arm("seed-3link")

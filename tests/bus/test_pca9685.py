@@ -11,13 +11,13 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import require
 
 import armctl
 from armctl.bus import pca9685_chip as hw
 from armctl.bus.pca9685.i2c import I2CNack, parse_addresses
 from armctl.core.paths import PRESET_CALIBRATION_DIR
 from armctl.sim.pca9685_sim import BlinkaBus, Chip, DatasheetViolation, SimI2CBus, parse_url
+from tests.helpers import require
 
 # --- the chip's arithmetic ---------------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ import threading
 import time
 
 import pytest
-from conftest import require
 
 import armctl
 from armctl.bus import probe
@@ -21,12 +20,6 @@ from armctl.sim.pty import PtySim
 # StandardFirmata's announcement after reset: protocol version 2.5, then "StandardFirmata.ino" 2.5.
 NAME = "StandardFirmata.ino"
 ANNOUNCE = bytes([0xF9, 2, 5, 0xF0, 0x79, 2, 5]) + b"".join(bytes([ord(c), 0]) for c in NAME) + b"\xf7"
-
-
-@pytest.fixture(autouse=True)
-def _dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
 
 
 @pytest.fixture
@@ -242,19 +235,8 @@ def test_port_auto_with_none_or_many_boards_says_which_and_exits_4(monkeypatch, 
 # --- the virtual Uno: our firmware and stock StandardFirmata ----------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def firmata_hex():
-    from virtual_uno import build_tools, fetch_firmata
-
-    ok, why = build_tools()
-    require(ok, f"virtual Uno does not build: {why}")
-    path, why = fetch_firmata()
-    require(path is not None, why)
-    return path
-
-
 def test_ports_identifies_both_firmwares_on_virtual_unos_that_reset_on_open(firmata_hex, firmware_hex, capsys):
-    from virtual_uno import VirtualUno
+    from tools.virtual_uno import VirtualUno
 
     with VirtualUno(firmata_hex, reset_on_open=True) as fm, VirtualUno(firmware_hex, reset_on_open=True) as ours:
         got = {r["port"]: r for r in _ports_json(capsys, fm.pty, ours.pty)}
@@ -268,7 +250,7 @@ def test_ports_identifies_both_firmwares_on_virtual_unos_that_reset_on_open(firm
 
 
 def test_port_auto_picks_the_firmata_backend_and_firmata_starts_on_the_boards_answer(firmata_hex, monkeypatch, capsys):
-    from virtual_uno import VirtualUno
+    from tools.virtual_uno import VirtualUno
 
     with VirtualUno(firmata_hex, reset_on_open=True) as uno:
         monkeypatch.setattr(probe, "candidates", lambda: [probe.PortInfo(uno.pty, "2341:0043", "Arduino Uno")])

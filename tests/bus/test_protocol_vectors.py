@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import protocol_vectors as vectors
 import pytest
+
+from tests import protocol_vectors as vectors
 
 VECTOR_DIR = Path(__file__).resolve().parents[1] / "vectors"
 V1 = vectors.vector_files(VECTOR_DIR)

@@ -23,11 +23,6 @@ from armctl.robot.stream import prepare, segments
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-@pytest.fixture(autouse=True)
-def _state(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-
-
 def _setup(name="seed-3link", program="pick_and_place.yaml"):
     arm = load_arm(name)
     cal = load_calibration(PRESET_CALIBRATION_DIR / f"{name}.yaml")

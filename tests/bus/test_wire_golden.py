@@ -13,19 +13,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 import armctl
 from armctl.bus.feetech.client import SYNC_WRITE
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
-
-
-@pytest.fixture(autouse=True)
-def _dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
 
 
 def _check(name: str, got: bytes) -> None:

@@ -30,7 +30,6 @@ NOMINAL = PRESET_CALIBRATION_DIR / "seed-3link.yaml"
 
 @pytest.fixture(autouse=True)
 def _state(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.chdir(tmp_path)
 
 

@@ -14,15 +14,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_calibrate_interactive import Term
 
 import armctl
 from armctl.calibration.servo import load_calibration
 from armctl.sim.pty import PtySim
+from tests.hand_bus import PER_DEG, TRUE, serve_until_stopped, true_steps
+from tests.terminal import Term
 
 REPO = Path(__file__).resolve().parents[2]
-PER_DEG = 4096 / 360
-TRUE = {1: (2100.0, 1), 2: (1990.0, -1), 3: (2048.0, 1), 6: (1800.0, 1)}  # id -> (zero steps, direction)
 OLD = """version: 1
 arm: seed-3link
 joints:
@@ -31,30 +30,6 @@ joints:
   - {name: wrist, id: 3, zero_steps: 2048, direction: 1, min_steps: 512, max_steps: 3584}
 gripper: {name: gripper, id: 6, zero_steps: 1500, direction: 1, min_steps: 1600, max_steps: 2300}
 """
-
-
-def true_steps(servo_id: int, angle_deg: float) -> float:
-    zero, direction = TRUE[servo_id]
-    return zero + direction * PER_DEG * angle_deg
-
-
-@pytest.fixture
-def bus(tmp_path):
-    """The simulated bus on a pty, served from this process (the test turns its servos by hand)."""
-    start = ",".join(str(round(true_steps(i, a))) for i, a in ((1, 45), (2, -90), (3, -45), (6, 60)))
-    pty = PtySim(f"feetechsim://?ids=1,2,3,6&start={start}")
-    stop = threading.Event()
-    thread = threading.Thread(target=_serve, args=(pty, stop), daemon=True)
-    thread.start()
-    yield pty
-    stop.set()
-    thread.join(timeout=5)
-    pty.close()
-
-
-def _serve(pty: PtySim, stop: threading.Event) -> None:
-    while not stop.is_set() and not pty.closed:
-        pty.serve(until=time.monotonic() + 0.1)
 
 
 def _start(tmp_path: Path, bus: PtySim, *extra: str, old: str = OLD) -> Term:
@@ -143,7 +118,7 @@ def test_calibrate_records_where_the_held_servo_is_turned_by_hand(tmp_path):
     start = ",".join(str(round(true_steps(i, a))) for i, a in ((1, 45), (2, -90), (3, -45), (6, 60)))
     pty = PtySim(f"feetechsim://?ids=1,2,3,6,5&start={start},3000")
     stop = threading.Event()
-    thread = threading.Thread(target=_serve, args=(pty, stop), daemon=True)
+    thread = threading.Thread(target=serve_until_stopped, args=(pty, stop), daemon=True)
     thread.start()
     try:
         old = OLD + "hold: [{name: wrist_roll, id: 5, position_steps: 2048, speed_deg_s: 90}]\n"

@@ -8,12 +8,9 @@ import json
 import math
 import os
 import re
-import select
 import shutil
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -24,13 +21,13 @@ from armctl.calibration.servo import load_calibration
 from armctl.cli import main
 from armctl.core.paths import PRESET_CALIBRATION_DIR
 from armctl.model.arm import load_arm
+from tests.terminal import Term
 
 REPO = Path(__file__).resolve().parents[2]
 NOMINAL = PRESET_CALIBRATION_DIR / "seed-3link.yaml"
 OFFSET_DEG = [3.0, -4.0, -2.5, 1.5]  # hidden errors, per servo (shoulder, elbow, wrist, gripper)
 SCALE = [1.06, 0.95, 0.97, 1.04]
 FLIP = [1]  # the elbow servo turns the other way than the example calibration says
-CLEAR = b"\x1b[H\x1b[2J"
 
 
 def true_us(i: int, angle_deg: float) -> float:
@@ -52,58 +49,6 @@ def sim_url(tmp_path: Path, **extra) -> str:
     }
     q.update(extra)
     return "armsim://?" + urlencode(q)
-
-
-class Term:
-    """A child process on a pseudo-terminal; the test reads its screen and types keys."""
-
-    def __init__(self, argv, *, cwd, env):
-        self.master, slave = os.openpty()
-        self.proc = subprocess.Popen(
-            argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env, start_new_session=True
-        )
-        os.close(slave)
-        self.out = b""
-
-    def _pump(self, wait_s: float) -> None:
-        if select.select([self.master], [], [], wait_s)[0]:
-            try:
-                self.out += os.read(self.master, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                time.sleep(wait_s)
-
-    def screen(self) -> str:
-        return self.out.rsplit(CLEAR, 1)[-1].decode("utf-8", "replace")
-
-    def wait(self, pattern: str, timeout_s: float = 30.0) -> re.Match:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            m = re.search(pattern, self.screen())
-            if m:
-                return m
-            if time.monotonic() > deadline:
-                raise AssertionError(f"waited for {pattern!r}; screen:\n{self.screen()[-2000:]}")
-            if self.proc.poll() is not None:
-                self._pump(0.05)
-                m = re.search(pattern, self.screen())
-                if m:
-                    return m
-                raise AssertionError(f"exited {self.proc.returncode} waiting for {pattern!r}:\n{self.screen()[-2000:]}")
-            self._pump(0.05)
-
-    def send(self, keys: str | bytes) -> None:
-        os.write(self.master, keys.encode() if isinstance(keys, str) else keys)
-
-    def finish(self, timeout_s: float = 20.0) -> int:
-        deadline = time.monotonic() + timeout_s
-        while self.proc.poll() is None and time.monotonic() < deadline:
-            self._pump(0.05)
-        self._pump(0.05)
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            raise AssertionError("the calibration did not exit")
-        os.close(self.master)
-        return self.proc.returncode
 
 
 def keys_for(delta_us: float) -> str:
@@ -200,7 +145,6 @@ def test_calibrate_in_a_terminal_then_jogs_land_within_a_millimetre(tmp_path, ca
     state = json.loads((tmp_path / "sim-state.json").read_text())
     assert state["limits_us"][0] == [new.joints[0].min_us, new.joints[0].max_us]  # written to the board
 
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     capsys.readouterr()
     for x, y in [(0.5, 0.2), (0.6, -0.1), (0.3, 0.45), (0.7, 0.25), (0.45, 0.0)]:
         rc = main(["--calibration", str(cal_file), "--port", port, "jog", str(x), str(y), "--speed", "300", "--json"])

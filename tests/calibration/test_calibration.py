@@ -136,7 +136,6 @@ save_calibration(with_servo(cal, 0, zero_us=1600), {str(target)!r})
 
 
 def test_default_lookup(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
     assert find_calibration("seed-3link", cwd=tmp_path) == PRESET_CALIBRATION_DIR / "seed-3link.yaml"
     assert save_path_for("seed-3link", PRESET_CALIBRATION_DIR / "seed-3link.yaml") == (
         tmp_path / "config" / "calibration" / "seed-3link.yaml"

@@ -69,7 +69,6 @@ class _Keys:
 
 @pytest.mark.parametrize("preset", PWM_PRESETS)
 def test_the_interactive_calibration_never_commands_a_pose_outside_the_arms_limits(preset, tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     arm = load_arm(preset)
     with armctl.connect(preset, "armsim://?rate=50", calibrating=True) as robot:
         cal = robot.calibration

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require
 
 import armctl
 from armctl.calibration.lerobot import (
@@ -32,6 +31,7 @@ from armctl.calibration.lerobot import (
 from armctl.calibration.servo import load_calibration
 from armctl.errors import ConfigError, LinkError
 from armctl.model.arm import load_arm
+from tests.helpers import require
 
 FIXTURES = Path(__file__).resolve().parents[1] / "lerobot"
 REPO = Path(__file__).resolve().parents[2]
@@ -385,10 +385,9 @@ def test_write_offsets_refuses_over_offsets_lerobot_stored_unless_forced(tmp_pat
     import threading
     import time
 
-    from test_calibrate_bus import OLD
-    from test_calibrate_interactive import Term
-
     from armctl.sim.pty import PtySim
+    from tests.calibration.test_calibrate_bus import OLD
+    from tests.terminal import Term
 
     pty = PtySim("feetechsim://?ids=1,2,3,6&offsets=1:-1024,2:312")
     stop = threading.Event()

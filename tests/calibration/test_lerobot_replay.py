@@ -28,8 +28,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require
-from test_lerobot_calibration import lerobot_deg, urdf_tool_point
+
+from tests.calibration.test_lerobot_calibration import lerobot_deg, urdf_tool_point
+from tests.helpers import require
 
 try:
     import scservo_sdk as scs

@@ -205,8 +205,6 @@ ENV_ROWS = [
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
     """The test's folder, with the files the rows name; the user's folders inside it."""
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("a file where a folder should be\n")
     (tmp_path / "bad.yaml").write_text("name: [unclosed\n")

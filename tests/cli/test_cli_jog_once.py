@@ -61,8 +61,6 @@ class CallCounter:
 
 
 def test_one_jog_loads_the_arm_and_calibration_once_and_solves_its_end_once(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.chdir(tmp_path)
     watched = {
         "load_arm": armctl.model.arm.load_arm,

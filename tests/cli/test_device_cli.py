@@ -13,11 +13,6 @@ from armctl.errors import LinkError
 FAST = "armsim://?rate=50&seed=1"
 
 
-@pytest.fixture(autouse=True)
-def _state(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-
-
 def _json(capsys, argv):
     assert main(argv) == 0
     return json.loads(capsys.readouterr().out)

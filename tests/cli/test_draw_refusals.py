@@ -56,7 +56,6 @@ SVG = """<svg xmlns="http://www.w3.org/2000/svg" width="100mm" height="20mm" vie
 
 @pytest.fixture(autouse=True)
 def _folders(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.chdir(tmp_path)
 
 

@@ -11,10 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
+from tests.helpers import require_module
 
-pty = pytest.importorskip("pty")
-pq = pytest.importorskip("pyarrow.parquet")
+pty = require_module("pty", "a pseudo-terminal (POSIX)")
+pq = require_module("pyarrow.parquet", "datasets are written as Parquet (armctl[dataset])")
 
 ROOT = Path(__file__).resolve().parents[2]
 HAND = ROOT / "examples" / "hand_so101.csv"

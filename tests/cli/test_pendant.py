@@ -259,7 +259,6 @@ def test_recorded_steps_come_in_the_order_they_were_done(tmp_path, monkeypatch):
     the pose where the gripper opened is recorded before the arm leaves it."""
     from armctl.program.recording import Recorder
 
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     path = tmp_path / "taught.yaml"
     clock = iter(range(10, 10**6, 10))  # key times far apart: no auto-repeat
 
@@ -377,8 +376,6 @@ class Screen:
 @pytest.fixture
 def sim(tmp_path, monkeypatch):
     """The simulated seed-3link arm on a pty, served by a thread of this process (real time)."""
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
     pty = PtySim("armsim://seed-3link?seed=1")
     thread = threading.Thread(target=pty.serve, daemon=True)
     thread.start()
@@ -600,7 +597,6 @@ def test_a_dropped_ssh_link_stops_the_arm(sim, pendant, how):
     ],
 )
 def test_jog_arguments_are_checked_before_any_port_opens(argv, why, capsys, tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert why in err and len(err.strip().splitlines()) == 1
@@ -612,7 +608,6 @@ def test_the_screen_on_bus_servos_shows_positions_in_steps(tmp_path, monkeypatch
     and safe range in steps, from the calibration (it crashed asking a bus servo for its pulse range)."""
     from armctl.cli.pendant import Pendant
 
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     cal = tmp_path / "bus.yaml"
     cal.write_text(
         "version: 1\narm: seed-3link\njoints:\n"

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require
 
 from armctl.model.arm import load_arm
 from armctl.program import load_program, plan_program
+from tests.helpers import require
 
 ROOT = Path(__file__).resolve().parents[2]
 

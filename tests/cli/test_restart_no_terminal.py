@@ -22,8 +22,6 @@ PROGRAM = ROOT / "examples" / "pick_and_place.yaml"
 
 @pytest.fixture(autouse=True)
 def _dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a terminal
 
 

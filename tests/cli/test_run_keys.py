@@ -14,7 +14,7 @@ import time
 import uuid
 from pathlib import Path
 
-from conftest import require
+from tests.helpers import require
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "examples" / "pick_and_place.yaml"

@@ -16,8 +16,6 @@ from armctl.core.paths import PRESET_CALIBRATION_DIR
 
 @pytest.fixture(autouse=True)
 def _folders(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.chdir(tmp_path)
 
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_calibrate_bus import TRUE, bus, true_steps  # noqa: F401  (bus: a fixture)
-from test_calibrate_interactive import Term
 
 import armctl
 from armctl.cli import main
 from armctl.model.kinematics import fk
+from tests.hand_bus import TRUE, true_steps
+from tests.terminal import Term
 
 REPO = Path(__file__).resolve().parents[2]
 SERVO = "{{name: {}, id: {}, zero_steps: {:g}, direction: {}, min_steps: {}, max_steps: {}}}"
@@ -106,7 +106,6 @@ def test_a_gripper_that_cannot_move_says_so_and_the_message_stays(tmp_path, monk
     from armctl.cli.teach import Teach
     from armctl.program.recording import Recorder
 
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     cal = tmp_path / "bus.yaml"
     cal.write_text(CAL.replace("1850, max_steps: 2550", "2300, max_steps: 2550"))  # closed (10 deg) is 1913
     start = ",".join(str(round(true_steps(i, a))) for i, a in ((1, 45), (2, -90), (3, -45), (6, 60)))

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from tests.helpers import require_module
+
 import math
 import statistics
 import sys
@@ -19,15 +21,14 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import require
+from tests.helpers import require
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-from virtual_uno import VirtualUno, build_tools, fetch_firmata  # noqa: E402
+from tools.virtual_uno import VirtualUno, build_tools, fetch_firmata
 
-import armctl  # noqa: E402
-from armctl.bus.firmata import FirmataBackend, attach_limits, library_limits  # noqa: E402
-from armctl.calibration.procedures import Nudger  # noqa: E402
-from armctl.errors import BadInputError, PulseLimitError  # noqa: E402
+import armctl
+from armctl.bus.firmata import FirmataBackend, attach_limits, library_limits
+from armctl.calibration.procedures import Nudger
+from armctl.errors import BadInputError, PulseLimitError
 
 ELBOW, WRIST = 10, 11  # seed-3link's pins (its shipped calibration)
 # the elbow at full speed (150 deg/s at 7.4 us/deg) moves 22 us a 20 ms frame, but host-timed writes bunch when
@@ -42,7 +43,7 @@ def uno():
     require(ok, f"virtual Uno does not build: {why}")
     hex_path, why = fetch_firmata()
     require(hex_path is not None, why)
-    pytest.importorskip("pymata4")
+    require_module("pymata4", "the Firmata backend speaks through pymata4")
     with VirtualUno(hex_path, reset_on_open=True) as board:  # host-timed: paced to wall time
         yield board
 
@@ -59,7 +60,6 @@ def _settled(uno, pin, since_s, n=8):
 
 
 def test_seed_3link_elbow_past_129_deg_never_sends_below_544_us(uno, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     with armctl.connect("seed-3link", uno.pty, backend="firmata", assume_pose="home") as robot:
         t0 = uno.events("reset")[-1].mono_s  # the port's opening reset the board: its pulses from here
         notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("armctl: note:")]
@@ -91,7 +91,6 @@ def test_seed_3link_elbow_past_129_deg_never_sends_below_544_us(uno, tmp_path, m
 
 
 def test_calibrate_nudges_stop_at_544_us_on_firmata(uno, tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     with armctl.connect("seed-3link", uno.pty, backend="firmata", calibrating=True, assume_pose="home") as robot:
         t0 = uno.events("reset")[-1].mono_s
         n = Nudger(robot, robot.servo_values())

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import require
+from tests.helpers import require
 
 FIRMWARE = Path(__file__).resolve().parents[2] / "firmware"
 

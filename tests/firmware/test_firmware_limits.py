@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-from virtual_uno import VirtualUno  # noqa: E402
+from tools.virtual_uno import VirtualUno
 
-from armctl.bus import codec  # noqa: E402
-from armctl.bus.armproto.backend import ArmProtocolBackend  # noqa: E402
-from armctl.errors import ProtocolError  # noqa: E402
+from armctl.bus import codec
+from armctl.bus.armproto.backend import ArmProtocolBackend
+from armctl.errors import ProtocolError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_limits_persist_in_eeprom_and_the_firmware_refuses_pulses_beyond_them(firmware_hex):

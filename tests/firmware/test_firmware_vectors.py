@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from tests import protocol_vectors as vectors
+from tools.virtual_uno import BINARY
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-import protocol_vectors as vectors  # noqa: E402
-from virtual_uno import BINARY  # noqa: E402
 
 VECTOR_DIR = Path(__file__).resolve().parents[1] / "vectors" / "v2"
 FILES = vectors.vector_files(VECTOR_DIR)

@@ -19,17 +19,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require
+from tests.helpers import require
+
+from tools import hil_compare as hc
+from tools.virtual_uno import ARMCTL_PINS, FIRMWARE_HEX, VirtualUno, build_firmware, build_tools
+
+from armctl.model.arm import load_arm
+from armctl.calibration.servo import find_calibration, load_calibration
+from armctl.model.kinematics import limit_excess, tool_point
+from armctl.program import load_program, plan_program
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-import hil_compare as hc  # noqa: E402
-from virtual_uno import ARMCTL_PINS, FIRMWARE_HEX, VirtualUno, build_firmware, build_tools  # noqa: E402
-
-from armctl.model.arm import load_arm  # noqa: E402
-from armctl.calibration.servo import find_calibration, load_calibration  # noqa: E402
-from armctl.model.kinematics import limit_excess, tool_point  # noqa: E402
-from armctl.program import load_program, plan_program  # noqa: E402
 
 PROGRAMS = {
     "mearm": ROOT / "examples" / "pick_and_place_mearm.yaml",

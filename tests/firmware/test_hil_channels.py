@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-import hil_compare as hc  # noqa: E402
-from virtual_uno import ARMCTL_PINS, VirtualUno  # noqa: E402
+from tools import hil_compare as hc
+from tools.virtual_uno import ARMCTL_PINS, VirtualUno
 
-from armctl.bus.armproto.backend import ArmProtocolBackend  # noqa: E402
+from armctl.bus.armproto.backend import ArmProtocolBackend
+
+ROOT = Path(__file__).resolve().parents[2]
 
 LANE_A, LANE_B = ARMCTL_PINS[:4], ARMCTL_PINS[4:]
 EDGE_GAP_US = 125.0

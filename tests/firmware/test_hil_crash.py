@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-from virtual_uno import VirtualUno  # noqa: E402
+from tools.virtual_uno import VirtualUno
 
-from armctl.model.arm import load_arm  # noqa: E402
-from armctl.calibration.servo import find_calibration, load_calibration  # noqa: E402
+from armctl.model.arm import load_arm
+from armctl.calibration.servo import find_calibration, load_calibration
+
+ROOT = Path(__file__).resolve().parents[2]
 
 PROGRAM = ROOT / "examples" / "pick_and_place.yaml"
 PINS = {0: 9, 1: 10, 2: 11, 3: 12}  # channel -> Arduino pin

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 import serial
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-import hil_compare as hc  # noqa: E402
-from virtual_uno import ARMCTL_PINS, VirtualUno  # noqa: E402
+from tools import hil_compare as hc
+from tools.virtual_uno import ARMCTL_PINS, VirtualUno
 
-from armctl.bus import codec  # noqa: E402
+from armctl.bus import codec
+
+ROOT = Path(__file__).resolve().parents[2]
 
 PINS = list(ARMCTL_PINS)  # channels 0..7
 NONE4 = [None] * 4  # channels 4..7 left alone

@@ -20,17 +20,17 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import require
+from tests.helpers import require
+
+from tools import hil_compare as hc
+from tools.virtual_uno import FIRMWARE_HEX, VirtualUno, build_firmware, build_tools, fetch_firmata
+
+from armctl.model.arm import load_arm
+from armctl.calibration.servo import find_calibration, load_calibration
+from armctl.teleop.follow import Teleop
+from armctl.model.kinematics import tool_point
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-import hil_compare as hc  # noqa: E402
-from virtual_uno import FIRMWARE_HEX, VirtualUno, build_firmware, build_tools, fetch_firmata  # noqa: E402
-
-from armctl.model.arm import load_arm  # noqa: E402
-from armctl.calibration.servo import find_calibration, load_calibration  # noqa: E402
-from armctl.teleop.follow import Teleop  # noqa: E402
-from armctl.model.kinematics import tool_point  # noqa: E402
 
 POSES = [
     (0, [0, 76, -74, -5], 10),

@@ -21,18 +21,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require
+from tests.helpers import require
+
+from tools import hil_compare as hc
+from tools.virtual_uno import FIRMWARE_PCA9685_HEX, PCA9685_PINS, VirtualUno, build_firmware, build_tools
+
+from armctl.model.arm import load_arm
+from armctl.bus import pca9685_chip as hw
+from armctl.calibration.servo import find_calibration, load_calibration
+from armctl.model.kinematics import jacobian
+from armctl.program import load_program, plan_program
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-import hil_compare as hc  # noqa: E402
-from virtual_uno import FIRMWARE_PCA9685_HEX, PCA9685_PINS, VirtualUno, build_firmware, build_tools  # noqa: E402
-
-from armctl.model.arm import load_arm  # noqa: E402
-from armctl.bus import pca9685_chip as hw  # noqa: E402
-from armctl.calibration.servo import find_calibration, load_calibration  # noqa: E402
-from armctl.model.kinematics import jacobian  # noqa: E402
-from armctl.program import load_program, plan_program  # noqa: E402
 
 ARM = "seed-3link"
 PROGRAM = ROOT / "examples" / "pick_and_place.yaml"

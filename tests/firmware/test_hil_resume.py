@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-from virtual_uno import VirtualUno  # noqa: E402
+from tools.virtual_uno import VirtualUno
 
-from armctl.model.arm import load_arm  # noqa: E402
-from armctl.calibration.servo import find_calibration, load_calibration  # noqa: E402
-from armctl.model.kinematics import tool_point  # noqa: E402
-from armctl.program import load_program  # noqa: E402
+from armctl.model.arm import load_arm
+from armctl.calibration.servo import find_calibration, load_calibration
+from armctl.model.kinematics import tool_point
+from armctl.program import load_program
+
+ROOT = Path(__file__).resolve().parents[2]
 
 PROGRAM = ROOT / "examples" / "pick_and_place.yaml"
 PINS = {0: 9, 1: 10, 2: 11, 3: 12}  # channel -> Arduino pin (the gripper on channel 3, D12)
@@ -107,8 +107,8 @@ def test_kill_mid_carry_then_resume_places_every_part(firmware_hex, tmp_path):
 def test_hold_and_resume_on_standard_firmata(tmp_path, monkeypatch):
     """The feed hold on stock StandardFirmata (host-timed writes): the pulses stop changing while held, and the
     line finishes where planned after the resume."""
-    from conftest import require
-    from virtual_uno import build_tools, fetch_firmata
+    from tests.helpers import require
+    from tools.virtual_uno import build_tools, fetch_firmata
 
     import armctl
 
@@ -116,7 +116,6 @@ def test_hold_and_resume_on_standard_firmata(tmp_path, monkeypatch):
     require(ok, f"virtual Uno does not build: {why}")
     hex_path, why = fetch_firmata()
     require(hex_path is not None, f"no StandardFirmata build: {why}")
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     with VirtualUno(hex_path, reset_on_open=True) as uno:
         with armctl.connect("seed-3link", uno.pty, backend="firmata", assume_pose="home") as robot:
             robot.move_to(0.45, -0.05, phi=math.radians(-90), path="joint")
@@ -141,7 +140,6 @@ def test_hold_on_our_firmware_outlasts_its_watchdog(firmware_hex, tmp_path, monk
     motion goes on when resumed (at 200 %) to where it was planned."""
     import armctl
 
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     with VirtualUno(firmware_hex, reset_on_open=True) as uno:
         with armctl.connect("seed-3link", uno.pty, assume_pose="home") as robot:
             robot.move_to(0.45, -0.05, phi=math.radians(-90), path="joint")

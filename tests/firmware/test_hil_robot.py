@@ -16,15 +16,15 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from conftest import require
+from tests.helpers import require
+
+from tools import hil_compare as hc
+from tools.virtual_uno import VirtualUno
+
+from armctl.model.arm import load_arm
+from armctl.calibration.servo import find_calibration, load_calibration
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-import hil_compare as hc  # noqa: E402
-from virtual_uno import VirtualUno  # noqa: E402
-
-from armctl.model.arm import load_arm  # noqa: E402
-from armctl.calibration.servo import find_calibration, load_calibration  # noqa: E402
 
 PINS = [9, 10, 11, 12]  # channels 0..3
 

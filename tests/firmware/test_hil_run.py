@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from tests.helpers import require_module
+
 import json
 import os
 import subprocess
@@ -20,17 +22,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require
+from tests.helpers import require
+
+from tools import hil_compare as hc
+from tools.virtual_uno import FIRMWARE_HEX, VirtualUno, build_firmware, build_tools, fetch_firmata
+
+from armctl.model.arm import load_arm
+from armctl.calibration.servo import find_calibration, load_calibration
+from armctl.model.kinematics import fk
+from armctl.program import load_program, plan_program
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-import hil_compare as hc  # noqa: E402
-from virtual_uno import FIRMWARE_HEX, VirtualUno, build_firmware, build_tools, fetch_firmata  # noqa: E402
-
-from armctl.model.arm import load_arm  # noqa: E402
-from armctl.calibration.servo import find_calibration, load_calibration  # noqa: E402
-from armctl.model.kinematics import fk  # noqa: E402
-from armctl.program import load_program, plan_program  # noqa: E402
 
 ARM = "seed-3link"
 PROGRAM = ROOT / "examples" / "pick_and_place.yaml"
@@ -148,7 +150,7 @@ def firmata_run(tmp_path_factory, plan):
     require(ok, f"virtual Uno does not build: {why}")
     hex_path, why = fetch_firmata()
     require(hex_path is not None, why)
-    pytest.importorskip("pymata4")
+    require_module("pymata4", "the Firmata backend speaks through pymata4")
     wire = tmp_path_factory.mktemp("firmata") / "wire.log"
     # Firmata is host-timed: the board must run at wall-clock pace.
     with VirtualUno(hex_path, reset_on_open=True) as uno:

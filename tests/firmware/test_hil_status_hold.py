@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+from tools.virtual_uno import VirtualUno
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-from virtual_uno import VirtualUno  # noqa: E402
 
 PINS = (9, 10, 11, 12)
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-from virtual_uno import VirtualUno  # noqa: E402
+from tools.virtual_uno import VirtualUno
 
-from armctl.model.arm import load_arm  # noqa: E402
-from armctl.calibration.servo import find_calibration, load_calibration  # noqa: E402
+from armctl.model.arm import load_arm
+from armctl.calibration.servo import find_calibration, load_calibration
+
+ROOT = Path(__file__).resolve().parents[2]
 
 PINS = {0: 9, 1: 10, 2: 11, 3: 12}  # channel -> Arduino pin
 FAR_DEG = [-40.0, 70.0, -30.0]
@@ -87,8 +87,8 @@ def _joint_program(tmp_path: Path, q_deg) -> Path:
 
 def test_standard_firmata_with_no_stored_pose_attaches_no_servo(tmp_path):
     """StandardFirmata pulses 1500 us the moment a servo is attached: with the pose unknown nothing is attached."""
-    from conftest import require
-    from virtual_uno import build_tools, fetch_firmata
+    from tests.helpers import require
+    from tools.virtual_uno import build_tools, fetch_firmata
 
     ok, why = build_tools()
     require(ok, f"virtual Uno does not build: {why}")

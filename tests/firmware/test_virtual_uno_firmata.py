@@ -6,33 +6,25 @@ measurement) before it is used to judge our own firmware.
 
 from __future__ import annotations
 
+from tests.helpers import require_module
+
 import statistics
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import require
+from tests.helpers import require
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-from virtual_uno import VirtualUno, build_tools, fetch_firmata  # noqa: E402
+from tools.virtual_uno import VirtualUno, build_tools, fetch_firmata
 
 SERVO_PIN = 9
 OTHER_PIN = 10
 
 
 @pytest.fixture(scope="module")
-def firmata_hex():
-    ok, why = build_tools()
-    require(ok, f"virtual Uno does not build: {why}")
-    hex_path, why = fetch_firmata()
-    require(hex_path is not None, why)
-    return hex_path
-
-
-@pytest.fixture(scope="module")
 def board(firmata_hex):
-    pymata4 = pytest.importorskip("pymata4.pymata4")
+    pymata4 = require_module("pymata4.pymata4", "the Firmata backend speaks through pymata4")
     # Paced to wall time: pymata4 and the Servo library are host-timed.
     uno = VirtualUno(firmata_hex, reset_on_open=True).start()
     try:
@@ -110,7 +102,7 @@ def test_servo_write_microseconds_measured_within_1us(board, us):
 
 def test_shutdown_stops_the_pulses(firmata_hex):
     """pymata4's shutdown sends a system reset: StandardFirmata detaches every servo."""
-    pymata4 = pytest.importorskip("pymata4.pymata4")
+    pymata4 = require_module("pymata4.pymata4", "the Firmata backend speaks through pymata4")
     with VirtualUno(firmata_hex, reset_on_open=True) as uno:
         b = pymata4.Pymata4(com_port=uno.pty, baud_rate=57600, arduino_wait=2.5)
         b.set_pin_mode_servo(SERVO_PIN, 544, 2400)

@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-from conftest import arm_and_pose, require
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -13,20 +12,12 @@ from armctl.errors import BadInputError
 from armctl.ik import analytic_2link, broyden_iterate, newton_iterate, solve, solve_batch
 from armctl.model.arm import Arm, load_arm
 from armctl.model.kinematics import fk, jacobian, plain
+from tests.helpers import arm_and_pose
 
 PRESETS = {name: load_arm(name) for name in ("seed-2link", "seed-3link")}
 
 
-@pytest.fixture(scope="module", autouse=True, params=["c", "python"])
-def kernel(request):
-    """Every test here twice: with the C kernel (armctl.ik._core) and with the pure-Python one."""
-    if request.param == "c":
-        require(ik.kernel.core is not None, "armctl.ik._core is not built")
-        yield request.param
-        return
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ik.kernel, "core", None)
-        yield request.param
+pytestmark = pytest.mark.usefixtures("kernel")  # every test with each IK kernel (conftest.py)
 
 
 def _random_reachable(arm, rng, count):

@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 import pytest
-from conftest import base_arm_and_pose, require
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,21 +30,14 @@ from armctl.model.kinematics import (
     tool_point,
 )
 from armctl.model.workspace import check_reachable, nearest_reachable
+from tests.helpers import base_arm_and_pose
+from tests.kinematics.oracles import fd_jacobian
 
 PRESETS = {name: load_arm(name) for name in ("mearm", "eezybot-mk2", "braccio")}
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-@pytest.fixture(scope="module", autouse=True, params=["c", "python"])
-def kernel(request):
-    """Every test here with the C kernel (armctl.ik._core) and with the pure-Python one."""
-    if request.param == "c":
-        require(ik.kernel.core is not None, "armctl.ik._core is not built")
-        yield request.param
-        return
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ik.kernel, "core", None)
-        yield request.param
+pytestmark = pytest.mark.usefixtures("kernel")  # every test with each IK kernel (conftest.py)
 
 
 def mearm_like(**kw) -> Arm:
@@ -110,8 +102,7 @@ def test_tool_point_matches_rotation_matrices(arm_pose):
 @given(base_arm_and_pose())
 def test_jacobian_is_the_derivative_of_the_tool_point(arm_pose):
     arm, q = arm_pose
-    h = 1e-6
-    fd = np.stack([(tool_point(arm, q + h * e) - tool_point(arm, q - h * e)) / (2 * h) for e in np.eye(arm.n)], -1)
+    fd = fd_jacobian(lambda q: tool_point(arm, q), q, h=1e-6)
     J = arm_jacobian(arm, q)
     assert J.shape == (arm.dim, arm.n)
     assert np.allclose(J, fd, atol=1e-7)

@@ -14,13 +14,13 @@ import math
 
 import numpy as np
 import pytest
-from conftest import arm_and_pose, require
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from armctl import ik
 from armctl.model.arm import Arm, load_arm
 from armctl.model.kinematics import fk, plain
+from tests.helpers import arm_and_pose, require
 
 CORE = ik.kernel.core
 

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -197,18 +196,6 @@ def _same(new, old, where: str) -> None:
         assert abs(new - old) <= ATOL or (math.isnan(new) and math.isnan(old)), f"{where}: {new!r} != {old!r}"
     else:
         assert new == old, f"{where}: {new!r} != {old!r}"
-
-
-@pytest.fixture(params=["c", "python"])
-def kernel(request):
-    """The C kernel (armctl.ik._core) and the pure-Python one."""
-    if request.param == "c":
-        require(ik.kernel.core is not None, "armctl.ik._core is not built")
-        yield request.param
-        return
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ik.kernel, "core", None)
-        yield request.param
 
 
 def test_golden_ik_answers(kernel):

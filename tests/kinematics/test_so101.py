@@ -21,11 +21,6 @@ PROGRAM = ROOT / "examples" / "pick_and_place_so101.yaml"
 PORT = "feetechsim://?ids=1-6"  # LeRobot's ids; the wrist roll (5) stays where it is
 
 
-@pytest.fixture(autouse=True)
-def _state(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-
-
 def test_the_calibration_reads_2048_at_the_urdf_zero_pose():
     arm = load_arm("so101")
     cal = load_calibration(PRESET_CALIBRATION_DIR / "so101.yaml")

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require
 
 from armctl.cli import main
 from armctl.errors import ConfigError
 from armctl.model.arm import load_arm, load_urdf_arm
 from armctl.model.kinematics import tool_point
 from armctl.model.urdf.derive import armctl_angles, urdf_angles
+from tests.helpers import require
 
 try:
     import yourdfpy
@@ -491,7 +491,6 @@ joints:
 
 
 def test_jog_run_and_status_drive_an_arm_from_a_urdf_on_the_simulated_arm(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.chdir(tmp_path)
     path = _toy(tmp_path)
     (tmp_path / "calibration").mkdir()
@@ -517,7 +516,6 @@ def test_jog_run_and_status_drive_an_arm_from_a_urdf_on_the_simulated_arm(tmp_pa
 def test_connect_takes_a_urdf(tmp_path, monkeypatch):
     import armctl
 
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     path = _toy(tmp_path)
     cal = tmp_path / "toy-cal.yaml"
     cal.write_text(CAL)

@@ -294,9 +294,8 @@ def test_robot_joint_moves_blend_into_the_chain_too():
     """``move_joints(..., blend=)`` and ``move_to(..., path="joint", blend=)`` queued with ``wait=False`` join a
     chain with blended lines: played as one motion, exactly what the planner makes of those moves (within the
     blend of each move's own path, every limit kept), faster than stopping at each shared pose."""
-    from test_blend_joint import assert_blended_ok
-
     import armctl
+    from tests.motion.test_blend_joint import assert_blended_ok
 
     via1, via2 = np.radians([20, -60, -50]), np.radians([0, -30, -60])
     p2 = tool_point(ARM3, via2)

@@ -16,6 +16,7 @@ from armctl.errors import BadInputError, ZoneError
 from armctl.model.arm import load_arm
 from armctl.model.kinematics import tool_point
 from armctl.program.draw import Paper, parse_fit, parse_gcode, parse_plane, parse_svg, pen_down_mask, plan_drawing
+from tests.helpers import require_module
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MEARM = ["--arm", "mearm"]
@@ -178,7 +179,7 @@ def test_a_drawing_through_a_keep_out_zone_is_refused(tmp_path):
 
 
 def test_plot_shows_a_drawing(tmp_path):
-    pytest.importorskip("matplotlib")
+    require_module("matplotlib", "plots are drawn with matplotlib (armctl[plot])")
     out = tmp_path / "d.png"
     r = _armctl(*MEARM, "plot", str(EXAMPLES / "drawing.svg"), *MEARM_PAPER, "-o", str(out))
     assert r.returncode == 0, r.stderr

@@ -19,16 +19,11 @@ from armctl.errors import BadInputError, ConfigError, JointLimitError, MotionErr
 from armctl.model.arm import Arm, load_arm
 from armctl.model.kinematics import limit_excess, tool_point
 from armctl.program import load_program, load_program_text, plan_program
+from tests.helpers import require_module
 
 ROOT = Path(__file__).resolve().parents[2]
 MEARM = load_arm("mearm")
 FAST = "armsim://?rate=20&seed=1"
-
-
-@pytest.fixture(autouse=True)
-def _dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
 
 
 def _distance_to_segment(p, a, b):
@@ -214,7 +209,7 @@ def test_move_to_wants_z_on_a_base_arm_and_refuses_it_on_a_planar_one():
 
 
 def test_plot_draws_top_and_side_views(tmp_path):
-    pytest.importorskip("matplotlib")
+    require_module("matplotlib", "plots are drawn with matplotlib (armctl[plot])")
     from matplotlib.image import imread
 
     from armctl.motion.plot import plot_plan

@@ -10,14 +10,16 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("matplotlib")
+from tests.helpers import require_module
 
-from matplotlib.image import imread  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
+require_module("matplotlib", "plots are drawn with matplotlib (armctl[plot])")
 
-from armctl.model.arm import load_arm  # noqa: E402
-from armctl.motion.plot import plan_figure, pose_figure  # noqa: E402
-from armctl.program import load_program, plan_program  # noqa: E402
+from matplotlib.image import imread  # noqa: E402 (after require_module)
+from matplotlib.text import Text  # noqa: E402 (after require_module)
+
+from armctl.model.arm import load_arm  # noqa: E402 (after require_module)
+from armctl.motion.plot import plan_figure, pose_figure  # noqa: E402 (after require_module)
+from armctl.program import load_program, plan_program  # noqa: E402 (after require_module)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = {

@@ -17,6 +17,7 @@ from armctl.errors import ConfigError, MotionError
 from armctl.model.arm import load_arm
 from armctl.model.kinematics import fk
 from armctl.program import expand, load_program, load_program_text, plan_program
+from tests.helpers import require_module
 
 ROOT = Path(__file__).resolve().parents[2]
 ARM2 = load_arm("seed-2link")
@@ -451,7 +452,7 @@ def test_s_curve_setting():
 
 
 def test_plot_to_a_missing_directory_is_one_line(tmp_path, capsys):
-    pytest.importorskip("matplotlib")
+    require_module("matplotlib", "plots are drawn with matplotlib (armctl[plot])")
     out_png = tmp_path / "no-such-dir" / "pick.png"
     code, out, err = run(capsys, "plot", str(ROOT / "examples" / "pick_and_place.yaml"), "-o", str(out_png))
     assert code == 2 and out == "" and err.count("\n") == 1 and f"cannot write {out_png}" in err

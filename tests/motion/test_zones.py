@@ -19,6 +19,7 @@ from armctl.errors import ConfigError, MotionError, ZoneError
 from armctl.model import capsule
 from armctl.model.arm import Arm, load_arm
 from armctl.model.zones import Zone, Zones, _first_entry, first_violation, link_segments
+from tests.helpers import require_module
 
 # ------------------------------------------------------------------------------------------- the oracle
 
@@ -267,7 +268,6 @@ steps:
 def _own_state_folder(tmp_path, monkeypatch):
     """Each test starts from the simulated arm at home: the session's state folder holds the poses (and the
     journals of killed runs) other tests left on the same simulated ports."""
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
 
 
 def _armctl(*args, cwd=None):
@@ -324,7 +324,7 @@ def test_program_zones_on_the_wrong_arm_kind(tmp_path):
 
 @pytest.mark.parametrize("text", [textwrap.dedent(PROGRAM)])
 def test_plan_plot_draws_zones(tmp_path, text):
-    pytest.importorskip("matplotlib")
+    require_module("matplotlib", "plots are drawn with matplotlib (armctl[plot])")
     prog = tmp_path / "p.yaml"
     prog.write_text(text.replace("[400, -250]", "[550, -150]"))
     out = tmp_path / "p.svg"
@@ -408,7 +408,7 @@ def test_the_zones_example_arm_file():
 def test_the_plot_frames_zones_beside_and_below_the_path():
     """A box to the side of the path and the table below it are inside the plot's frame (each zone's edge with a
     margin), not cut off at the path's own extent."""
-    pytest.importorskip("matplotlib")
+    require_module("matplotlib", "plots are drawn with matplotlib (armctl[plot])")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -23,11 +23,6 @@ ZONED = str(ROOT / "examples" / "seed-3link-zones.yaml")
 Q_IN = np.radians([-53.7, 79.6, 80.6])
 
 
-@pytest.fixture(autouse=True)
-def _own_state_folder(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-
-
 def _arm():
     return load_arm(ZONED)
 

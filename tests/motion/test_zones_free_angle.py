@@ -22,11 +22,6 @@ ZONED = str(ROOT / "examples" / "seed-3link-zones.yaml")
 TARGET = (0.45, 0.0)
 
 
-@pytest.fixture(autouse=True)
-def _own_state_folder(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-
-
 def test_the_best_pose_of_all_would_go_through_the_table():
     """Why it matters: the criterion's best pose points the shoulder down into the table."""
     arm = load_arm(ZONED)

@@ -77,7 +77,6 @@ def test_the_python_api_refuses_it_too(tmp_path, calibrated, monkeypatch):
     import armctl
     from armctl.errors import LinkError
 
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     want = json.loads(calibrated.read_text())["wrist_flex"]["homing_offset"]
     moved = want + (100 if want < 0 else -100)  # 8.8 deg, inside -2047..2047
     edited = _edited(tmp_path, calibrated, lambda d: d["wrist_flex"].update(homing_offset=moved))

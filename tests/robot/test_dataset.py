@@ -19,9 +19,10 @@ import numpy as np
 import pytest
 
 from armctl.errors import BadInputError
+from tests.helpers import require_module
 
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
+pa = require_module("pyarrow", "datasets are written as Parquet (armctl[dataset])")
+pq = require_module("pyarrow.parquet", "datasets are written as Parquet (armctl[dataset])")
 
 NAMES = [f"{m}.pos" for m in ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")]
 INFO_KEYS = {
@@ -45,7 +46,7 @@ def doctor(root) -> dict:
     """lerobot-doctor's verdict on ``root`` (fails the test if it reports a FAIL)."""
     exe = shutil.which("lerobot-doctor")
     if exe is None:
-        from conftest import require
+        from tests.helpers import require
 
         require(False, "lerobot-doctor not installed (pip install lerobot-doctor)")
     proc = subprocess.run([exe, "check", str(root), "--ci"], capture_output=True, text=True, timeout=300)
@@ -198,7 +199,7 @@ def test_a_discarded_episode_leaves_nothing(tmp_path):
 
 def _source_video(path, frames: int, h: int = 48, w: int = 64):
     """A video file (lossless H.264 via PyAV) of frames with a moving square; returns the RGB frames."""
-    av = pytest.importorskip("av")
+    av = require_module("av", "camera video is encoded with PyAV (armctl[dataset])")
     out = []
     with av.open(str(path), "w") as c:
         s = c.add_stream("libx264rgb", rate=30, options={"qp": "0"})
@@ -216,8 +217,8 @@ def _source_video(path, frames: int, h: int = 48, w: int = 64):
 
 
 def test_a_camera_from_a_video_file_decodes_frame_for_frame(tmp_path):
-    av = pytest.importorskip("av")
-    pytest.importorskip("cv2")
+    av = require_module("av", "camera video is encoded with PyAV (armctl[dataset])")
+    require_module("cv2", "camera frames come through OpenCV (armctl[dataset])")
     from armctl.dataset.camera import open_cameras
 
     src = tmp_path / "clip.mkv"
@@ -298,7 +299,7 @@ def test_abrupt_changes_decode_to_their_own_pictures(tmp_path):
     """Episodes of scene cuts and motion, decoded with PyAV (not armctl): every frame is its own picture, within
     crf 30's loss: >= 30 dB PSNR against its source. (PyAV 18's SVT-AV1 4.1, and PyAV 15's SVT-AV1 3.0 without a
     key frame at a cut, leave a frame after a cut partly the picture before: 19.9-28.4 dB.)"""
-    av = pytest.importorskip("av")
+    av = require_module("av", "camera video is encoded with PyAV (armctl[dataset])")
     episodes = [cut_episode(seed) for seed in CUT_SEEDS]
     frames = [f for ep in episodes for f in ep]
     root = tmp_path / "ds"
@@ -319,7 +320,7 @@ def test_abrupt_changes_decode_to_their_own_pictures(tmp_path):
 
 
 def test_a_pyav_other_than_lerobots_is_refused_before_anything_is_written(tmp_path, monkeypatch):
-    av = pytest.importorskip("av")
+    av = require_module("av", "camera video is encoded with PyAV (armctl[dataset])")
     from armctl import DatasetWriter
     from armctl.dataset.files import PYAV_MAJOR
 
@@ -348,7 +349,7 @@ def test_pyproject_pins_the_pyav_the_writer_takes():
 
 
 def test_an_unknown_camera_is_one_line(tmp_path):
-    pytest.importorskip("cv2")
+    require_module("cv2", "camera frames come through OpenCV (armctl[dataset])")
     from armctl.dataset.camera import open_cameras
 
     for spec, word in (("front=/dev/video99", "no such device"), (f"front={tmp_path}/none.mp4", "cannot open")):
@@ -360,7 +361,7 @@ def test_an_unknown_camera_is_one_line(tmp_path):
 
 def test_the_tasks_table_reads_as_lerobot_reads_it_with_pandas(tmp_path):
     """LeRobot reads meta/tasks.parquet with pandas.read_parquet and looks tasks up by the index named task."""
-    from conftest import require
+    from tests.helpers import require
 
     try:
         import pandas as pd

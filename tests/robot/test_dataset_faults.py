@@ -28,10 +28,12 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pyarrow")
-pytest.importorskip("av")
+from tests.helpers import require_module
 
-from dataset_faults import CAMERA, FRAMES, NAMES, check_whole, frames, record  # noqa: E402
+require_module("pyarrow", "datasets are written as Parquet (armctl[dataset])")
+require_module("av", "camera video is encoded with PyAV (armctl[dataset])")
+
+from tests.robot.dataset_faults import CAMERA, FRAMES, NAMES, check_whole, frames, record  # noqa: E402 (after require_module)
 
 HERE = Path(__file__).parent
 CHILD = [sys.executable, str(HERE / "dataset_faults.py")]
@@ -40,7 +42,7 @@ SEED = 34
 
 
 def _doctor(root) -> None:
-    from test_dataset import doctor
+    from tests.robot.test_dataset import doctor
 
     doctor(root)
 

@@ -32,11 +32,6 @@ def _port(extra: str = "") -> str:
     return f"feetechsim://?ids=1,2,3,4,6,5&start={START}&rate=1" + (f"&{extra}" if extra else "")
 
 
-@pytest.fixture(autouse=True)
-def _state(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-
-
 def _parse(text: str):
     return parse_calibration(load_yaml_text(text, "t.yaml"), "t.yaml")
 
@@ -197,7 +192,7 @@ def test_the_vendor_sdk_reads_the_roll_held_at_its_zero(tmp_path):
 
 
 def _sdk():
-    from conftest import require
+    from tests.helpers import require
 
     try:
         import scservo_sdk

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +21,9 @@ from armctl.calibration.servo import load_calibration
 from armctl.cli import main
 from armctl.core.paths import PRESET_CALIBRATION_DIR
 from armctl.errors import LinkError
+from tools import hil_compare as hc
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-import hil_compare as hc  # noqa: E402
 
 PROGRAM = ROOT / "tests" / "golden" / "small_program.yaml"
 BUS_CAL = """version: 1
@@ -39,8 +37,7 @@ gripper: {name: gripper, id: 6, zero_steps: 1500, direction: 1, min_steps: 1600,
 
 
 @pytest.fixture
-def bus_cal(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+def bus_cal(tmp_path):
     path = tmp_path / "seed-3link-bus.yaml"
     path.write_text(BUS_CAL)
     return path
@@ -131,7 +128,6 @@ def test_a_missing_servo_is_refused_before_anything_moves(bus_cal):
 
 
 def test_the_shipped_pwm_calibration_is_refused_on_a_bus(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     with pytest.raises(armctl.errors.BadInputError, match="feetech backend drives serial bus servos"):
         armctl.connect("seed-3link", _port(), backend="feetech", calibration=PRESET_CALIBRATION_DIR / "seed-3link.yaml")
 
@@ -150,7 +146,6 @@ def test_release_lets_the_arm_be_guided_by_hand(bus_cal):
 
 
 def test_armsim_pwm_calibration_still_defaults_to_our_protocol(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     with armctl.connect("seed-3link") as robot:
         assert robot.backend.name == "armctl" and load_calibration(robot.calibration_path).unit == "us"
 
@@ -223,7 +218,6 @@ def test_a_servo_that_stops_answering_mid_motion_is_a_lost_link_named_in_one_lin
 def test_status_in_a_fresh_process_reads_the_goals_and_each_servos_state(tmp_path, monkeypatch, capsys):
     """The servos stay powered between runs: status in a new process shows the goals they hold (read from
     them, not '-') and each servo's position, load, voltage and temperature."""
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     assert main(["--arm", "so101", "jog", "0.2", "0.0", "0.15"]) == 0
     capsys.readouterr()
     assert main(["--arm", "so101", "status", "--json"]) == 0

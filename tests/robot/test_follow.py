@@ -29,14 +29,15 @@ from armctl.cli import main
 from armctl.errors import LinkError, StopRequested
 from armctl.model.arm import load_arm
 from armctl.model.kinematics import tool_point
+from tests.helpers import require_module
 
 PERIOD = 1 / 50
 
 
-@pytest.fixture(autouse=True)
-def state(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-    return tmp_path / "state"
+@pytest.fixture
+def state(user_folders):
+    """The test's state folder (user_folders, tests/conftest.py)."""
+    return user_folders
 
 
 def hand_file(path, poses, arm="so101", roll=None):
@@ -208,12 +209,11 @@ def test_an_so101_leader_moves_a_mearm_by_its_tool_point(tmp_path):
 
 
 def test_follow_records_a_dataset_of_what_it_commanded(tmp_path):
-    from test_dataset import doctor
-
     from armctl.dataset.recorder import Recorder, arm_features
     from armctl.dataset.writer import DatasetWriter
+    from tests.robot.test_dataset import doctor
 
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = require_module("pyarrow.parquet", "datasets are written as Parquet (armctl[dataset])")
     poses = [
         (0, [0, 76, -74, -5], 10),
         (1.0, [0, 76, -74, -5], 10),
@@ -339,8 +339,8 @@ def test_cli_a_lost_leader_is_exit_4_naming_it(tmp_path, capsys, state):
 
 
 def test_cli_run_records_each_pass_of_a_top_level_repeat_as_an_episode(tmp_path, capsys, state):
-    pq = pytest.importorskip("pyarrow.parquet")
-    from test_dataset import doctor
+    pq = require_module("pyarrow.parquet", "datasets are written as Parquet (armctl[dataset])")
+    from tests.robot.test_dataset import doctor
 
     prog = tmp_path / "wave.yaml"
     prog.write_text(
@@ -382,7 +382,7 @@ def test_cli_sigterm_stops_the_follower_under_control_and_keeps_the_episode(tmp_
     import subprocess
     import sys
 
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = require_module("pyarrow.parquet", "datasets are written as Parquet (armctl[dataset])")
     hand = hand_file(tmp_path / "hand.csv", [(0, [0, 76, -74, -5], 10), (20, [30, 70, -70, -5], 30)])
     ds = tmp_path / "ds"
     cmd = [sys.executable, "-m", "armctl", "--arm", "so101", "follow", "--leader", f"feetechsim://?hand={hand}"]
@@ -404,7 +404,7 @@ def test_cli_enter_ends_and_starts_episodes_and_d_discards(tmp_path, state):
     import subprocess
     import sys
 
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = require_module("pyarrow.parquet", "datasets are written as Parquet (armctl[dataset])")
     hand = hand_file(tmp_path / "hand.csv", [(0, [0, 76, -74, -5], 10), (20, [30, 70, -70, -5], 30)])
     ds = tmp_path / "ds"
     cmd = [sys.executable, "-m", "armctl", "--arm", "so101", "follow", "--leader", f"feetechsim://?hand={hand}"]
@@ -486,9 +486,9 @@ def test_cli_episode_s_and_episodes_record_back_to_back_then_stop(tmp_path, caps
 
 
 def test_cli_follow_with_a_camera_writes_a_video_frame_for_frame(tmp_path, capsys, state):
-    av = pytest.importorskip("av")
-    pytest.importorskip("cv2")
-    from test_dataset import _source_video, doctor
+    av = require_module("av", "camera video is encoded with PyAV (armctl[dataset])")
+    require_module("cv2", "camera frames come through OpenCV (armctl[dataset])")
+    from tests.robot.test_dataset import _source_video, doctor
 
     clip = tmp_path / "clip.mkv"
     _source_video(clip, 200)
@@ -605,11 +605,10 @@ def test_a_follower_with_keep_out_zones_holds_at_them_and_follows_on(tmp_path):
 def test_cli_a_camera_that_stops_mid_episode_stops_the_follow_at_once_naming_it(tmp_path, capsys, state, monkeypatch):
     """A live camera that stops giving frames (unplugged) while recording: the follow stops under control at once
     with one line naming the camera (exit 4), rather than following on with nothing recorded until the end."""
-    pytest.importorskip("av")
-    pytest.importorskip("cv2")
-    from test_dataset import _source_video
-
+    require_module("av", "camera video is encoded with PyAV (armctl[dataset])")
+    require_module("cv2", "camera frames come through OpenCV (armctl[dataset])")
     from armctl.dataset.camera import Camera
+    from tests.robot.test_dataset import _source_video
 
     clip = tmp_path / "clip.mkv"
     _source_video(clip, 200)
@@ -635,11 +634,10 @@ def test_cli_a_camera_that_stops_mid_episode_stops_the_follow_at_once_naming_it(
 def test_cli_run_stops_when_its_camera_stops(tmp_path, capsys, state, monkeypatch):
     """run --record-dataset: a camera that stops giving frames stops the run under control at once (exit 4,
     one line naming it); no episode of that run is kept."""
-    pytest.importorskip("av")
-    pytest.importorskip("cv2")
-    from test_dataset import _source_video
-
+    require_module("av", "camera video is encoded with PyAV (armctl[dataset])")
+    require_module("cv2", "camera frames come through OpenCV (armctl[dataset])")
     from armctl.dataset.camera import Camera
+    from tests.robot.test_dataset import _source_video
 
     clip = tmp_path / "clip.mkv"
     _source_video(clip, 200)
@@ -697,7 +695,7 @@ def test_the_so101_wrist_roll_follows_the_leaders_within_its_speed(tmp_path):
 
 
 def test_cli_follow_records_the_wrist_roll_it_follows(tmp_path, capsys, state):
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = require_module("pyarrow.parquet", "datasets are written as Parquet (armctl[dataset])")
     hand = hand_file(tmp_path / "hand.csv", ROLL_POSES, roll=ROLL_STEPS)
     ds = tmp_path / "ds"
     argv = ["--arm", "so101", "follow", "--leader", f"feetechsim://?hand={hand}", "--duration", "4"]

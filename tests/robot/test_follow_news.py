@@ -17,11 +17,6 @@ from armctl.errors import StopRequested
 from armctl.ros.node import CommandSource
 
 
-@pytest.fixture(autouse=True)
-def _dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-
-
 def _pulses(robot):
     def read(backend):
         sim = backend.ser.sim

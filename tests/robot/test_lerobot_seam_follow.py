@@ -16,7 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pq = pytest.importorskip("pyarrow.parquet")
+from tests.helpers import require_module
+
+pq = require_module("pyarrow.parquet", "datasets are written as Parquet (armctl[dataset])")
 
 ROOT = Path(__file__).resolve().parents[2]
 HAND = ROOT / "examples" / "hand_so101.csv"

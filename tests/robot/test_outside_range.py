@@ -40,8 +40,7 @@ gripper: {name: gripper, id: 6, zero_steps: 1500, direction: 1, min_steps: 1600,
 
 
 @pytest.fixture
-def bus_cal(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+def bus_cal(tmp_path):
     path = tmp_path / "seed-3link-bus.yaml"
     path.write_text(BUS_CAL)
     return path
@@ -180,7 +179,6 @@ def test_a_follow_stopped_while_a_servo_is_pushed_past_its_range_writes_no_goal_
     """The follower's gripper pushed past its calibrated range while following (or sent the long way round, as
     the simulated bus once did), then the follow is stopped (motion.stop(), as Ctrl-C): neither the follow nor
     its stop writes a goal outside the calibration (before: the stop wrote where the servo stood)."""
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "cfg"))
     hand = ROOT / "examples" / "hand_so101.csv"
     leader = armctl.open_leader(arm="so101", port=f"feetechsim://?hand={hand}")

@@ -20,6 +20,7 @@ import pytest
 
 import armctl
 from armctl import errors
+from tests.helpers import require_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,7 +79,7 @@ def test_a_dropped_robot_releases_its_port(tmp_path):
 
 def test_notebook_cell_run_twice_says_what_to_do(tmp_path):
     """Two runs of the cell ``robot = armctl.connect()`` in IPython's shell (what a Jupyter kernel runs)."""
-    pytest.importorskip("IPython")
+    require_module("IPython", "the classroom REPL is IPython (pip install -e '.[test]')")
     r = _python(
         """
         from IPython.core.interactiveshell import InteractiveShell
@@ -186,7 +187,7 @@ def test_ctrl_c_reaches_wait_false_motions(tmp_path):
 def test_a_notebook_interrupt_in_other_code_stops_wait_false_motions(tmp_path):
     """A Jupyter kernel's interrupt lands wherever the cell is (here: the student's own loop); IPython swaps the
     SIGINT handler around each cell, so armctl stops the background motions from IPython's interrupt too."""
-    pytest.importorskip("IPython")
+    require_module("IPython", "the classroom REPL is IPython (pip install -e '.[test]')")
     r = _python(
         """
         from IPython.core.interactiveshell import InteractiveShell
@@ -315,7 +316,7 @@ def test_pose_in_a_repl_and_in_jupyter(robot, mearm):
 
 
 def test_plots_are_figures(robot, mearm):
-    pytest.importorskip("matplotlib")
+    require_module("matplotlib", "plots are drawn with matplotlib (armctl[plot])")
     from matplotlib.figure import Figure
 
     fig = robot.plot()
@@ -330,7 +331,7 @@ def test_plots_are_figures(robot, mearm):
 
 def test_jupyter_shows_pose_table_and_inline_figure(tmp_path):
     """IPython's display formatter (what Jupyter renders): a Pose gives text/html, a figure image/png."""
-    pytest.importorskip("IPython")
+    require_module("IPython", "the classroom REPL is IPython (pip install -e '.[test]')")
     r = _python(
         """
         from IPython.core.interactiveshell import InteractiveShell
@@ -355,7 +356,6 @@ def test_jupyter_shows_pose_table_and_inline_figure(tmp_path):
 
 def test_watch_an_arm_another_process_drives(tmp_path, monkeypatch):
     """armctl.Watch reads the pose the driving armctl publishes, without touching its port or its lock."""
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     env = dict(os.environ)
     jog = subprocess.Popen(
         [sys.executable, "-m", "armctl", "jog", "0.3", "0.45", "--speed", "40", "--json"],

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-pexpect = pytest.importorskip("pexpect", reason="pexpect (IPython's dependency) drives a prompt on a pty")
+from tests.helpers import require_module
+
+pexpect = require_module("pexpect", "pexpect (IPython's dependency) drives a prompt on a pty")
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal is POSIX")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -201,7 +203,7 @@ def test_a_robot_another_thread_moves_is_never_taken_over(prompt):
 
 
 def test_ipython_shows_the_cell_and_one_line_and_takes_over_from_its_output_history(prompt):
-    pytest.importorskip("IPython")
+    require_module("IPython", "the classroom REPL is IPython (pip install -e '.[test]')")
     ip = prompt(ipython=True)
     ip.type("import armctl")
     ip.type(CONNECT)

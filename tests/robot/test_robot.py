@@ -30,12 +30,6 @@ GOLDEN_MOVES = ROOT / "tests" / "golden" / "pick_and_place.moves"
 FAST = "armsim://?rate=20&seed=1"
 
 
-@pytest.fixture(autouse=True)
-def _dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
-
-
 def _sim(robot):
     """(recorded pulses so far, simulated time), read on the robot's board thread."""
 

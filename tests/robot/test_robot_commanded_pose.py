@@ -15,12 +15,6 @@ from armctl.model.kinematics import fk
 FAST = "armsim://?rate=20&seed=1"
 
 
-@pytest.fixture(autouse=True)
-def _dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
-
-
 def test_before_anything_moved_it_is_the_pose_the_servos_will_be_set_to():
     with armctl.connect("seed-3link", FAST) as robot:
         pose = robot.commanded_pose()

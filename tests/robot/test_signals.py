@@ -51,7 +51,6 @@ def _wait_for(path: Path, pattern: str, timeout_s: float = 30.0) -> None:
 def test_a_signal_stops_a_moving_command_under_control(tmp_path, monkeypatch, capsys, command, sig):
     port = f"armsim://?rate=1&seed=1&state={tmp_path / 'sim.json'}"
     if command == "home":  # first somewhere far from home, quickly
-        monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
         fast = port.replace("rate=1", "rate=50")
         assert main(["--port", fast, "jog", "0.3", "0.45", "--speed", "500"]) == 0
         capsys.readouterr()

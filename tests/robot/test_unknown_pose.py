@@ -29,12 +29,6 @@ ARM = "seed-3link"
 FAR_DEG = [-60.0, 60.0, -40.0]  # far from home: declaring home here would be a jump of 75..150 deg
 
 
-@pytest.fixture(autouse=True)
-def _dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("ARMCTL_CONFIG_DIR", str(tmp_path / "config"))
-
-
 def _port(tmp_path: Path, encoders: int = 0) -> str:
     return f"armsim://?rate=20&seed=1&encoders={encoders}&state={tmp_path / 'sim.json'}"
 

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require
 
 from armctl.model.arm import load_arm
 from armctl.model.kinematics import tool_point
+from tests.helpers import require
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = Path(__file__).with_name("ros_client.py")

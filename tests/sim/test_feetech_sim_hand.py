@@ -134,7 +134,7 @@ def test_armctl_teach_records_what_the_hand_file_did(tmp_path, hand_file):
     import os
     import re
 
-    from test_calibrate_interactive import Term
+    from tests.terminal import Term
 
     path = hand_file("t_s,id,steps\n0,1,2048\n1.5,1,2400\n0,2,2048\n1.5,2,2200\n")
     out = tmp_path / "taught.yaml"

@@ -15,19 +15,17 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import require
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-FUZZ = Path(__file__).resolve().parents[2] / "tools" / "fuzz"
-sys.path.insert(0, str(FUZZ))
-import proto_diff  # noqa: E402
+from armctl.sim.board import Board
+from tests.helpers import require
+from tools.fuzz import proto_diff
 
-from armctl.sim.board import Board  # noqa: E402
+FUZZ = Path(__file__).resolve().parents[2] / "tools" / "fuzz"
 
 SMOKE_SECONDS = 20
 REPLAY_SECONDS = 15

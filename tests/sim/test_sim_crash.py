@@ -30,7 +30,6 @@ BOUND_FRAMES = 8
 def test_killed_runs_leave_the_simulated_arm_where_the_next_run_starts(tmp_path, monkeypatch):
     seed = int(os.environ.get("ARMCTL_KILL_SEED") or random.randrange(1 << 30))
     rng = random.Random(seed)
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
     port = f"armsim://?rate=1&seed=1&state={tmp_path / 'sim.json'}"
     arm = load_arm("seed-3link")
     bound_deg = BOUND_FRAMES * 0.02 * np.degrees(arm.max_speed_rad_s)

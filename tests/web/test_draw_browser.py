@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_web_browser import browser  # noqa: F401 (the fixture)
 
 from armctl.model.arm import load_arm
 from armctl.model.kinematics import tool_point
@@ -120,7 +119,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("name,svg,arm_name,paper", CASES, ids=[c[0] for c in CASES])
-def test_tool_path_matches_chromiums_rendering(browser, tmp_path, name, svg, arm_name, paper):  # noqa: F811
+def test_tool_path_matches_chromiums_rendering(browser, tmp_path, name, svg, arm_name, paper):
     from scipy.spatial import cKDTree
 
     text = svg.read_text() if svg is not None else HARD_SVG
@@ -149,7 +148,7 @@ def test_tool_path_matches_chromiums_rendering(browser, tmp_path, name, svg, arm
     assert d_ink.max() * 1000 <= TOLERANCE_MM
 
 
-def test_the_check_fails_a_drawing_that_is_off(browser, tmp_path):  # noqa: F811
+def test_the_check_fails_a_drawing_that_is_off(browser, tmp_path):
     """The same comparison catches a plan drawn 1 mm off the SVG: it is not a check that cannot fail."""
     from scipy.spatial import cKDTree
 

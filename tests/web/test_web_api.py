@@ -7,16 +7,11 @@ import time
 
 import numpy as np
 import pytest
-from web_helpers import call, events_url, served, sim_now
 
 from armctl.cli import main
 from armctl.cli.web import parse_listen
 from armctl.errors import BadInputError
-
-
-@pytest.fixture(autouse=True)
-def _state(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+from tests.web.web_helpers import call, events_url, served, sim_now
 
 
 @pytest.fixture(scope="module")

@@ -6,16 +6,11 @@ import time
 
 import numpy as np
 import pytest
-from web_helpers import call, served, sim_now
 
 from armctl.model.arm import load_arm
 from armctl.model.workspace import shortfall
 from armctl.web.reach_map import reach_map, top_map
-
-
-@pytest.fixture(autouse=True)
-def _state(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+from tests.web.web_helpers import call, served, sim_now
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-from test_web_browser import _shot, _wait, browser  # noqa: F401  (browser: the fixture)
-from test_web_browser_base import _click, _settle, _state
-from web_helpers import served, sim_now
 
 from armctl.model.arm import load_arm
 from armctl.model.workspace import shortfall
+from tests.web.browser import api_state, click_pane, settle, shot, wait
+from tests.web.web_helpers import served, sim_now
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,26 +26,26 @@ def _reach(srv, tool_mm, phi_deg=None, timeout_s=15.0):
     """Wait until the arm is still with its tool within 1 mm of ``tool_mm`` (and its angle within 0.5 deg)."""
 
     def there():
-        st = _state(srv)
+        st = api_state(srv)
         ok = not st["moving"] and np.linalg.norm(np.array(st["tool_mm"]) - tool_mm) < 1.0
         return ok and (phi_deg is None or abs(st["phi_deg"] - phi_deg) < 0.5)
 
-    _wait(there, timeout_s=timeout_s, what=f"the tool at {tool_mm} mm (state {_state(srv)})")
+    wait(there, timeout_s=timeout_s, what=f"the tool at {tool_mm} mm (state {api_state(srv)})")
 
 
 def _in_control(driver, srv):
     driver.get(srv.url)
-    _wait(lambda: driver.find_element("id", "status").text == "in control", what="the page to take control")
+    wait(lambda: driver.find_element("id", "status").text == "in control", what="the page to take control")
 
 
 def _set_z(driver, z_mm):
     box = driver.find_element("id", "z")
     box.clear()
     box.send_keys(str(z_mm))
-    _wait(lambda: driver.execute_script("return armctlView.top.shadedZ()") == z_mm, what="the shading at that z")
+    wait(lambda: driver.execute_script("return armctlView.top.shadedZ()") == z_mm, what="the shading at that z")
 
 
-def test_top_view_shades_the_reach_at_the_height_in_the_box(browser, tmp_path):  # noqa: F811
+def test_top_view_shades_the_reach_at_the_height_in_the_box(browser, tmp_path):
     arm = load_arm("mearm")
     with served(arm_name="mearm", rate=4) as srv:
         _in_control(browser, srv)
@@ -64,7 +63,7 @@ def test_top_view_shades_the_reach_at_the_height_in_the_box(browser, tmp_path): 
         # not "at any height": points reached at one height and not at the other
         differ = [p for p in grid if shaded[-40][p] != shaded[80][p]]
         assert len(differ) > 10
-        _shot(browser, tmp_path, "web_top_reach_z80.png")
+        shot(browser, tmp_path, "web_top_reach_z80.png")
 
         # at z = 80 mm: a click inside the shading moves there, a click on a point shaded only at z = -40 is refused
         inside = next(
@@ -72,8 +71,8 @@ def test_top_view_shades_the_reach_at_the_height_in_the_box(browser, tmp_path): 
             for p in [(140, 0), (140, 40), (120, -60)]
             if shaded[80][p] and shortfall(arm, (p[0] / 1e3, p[1] / 1e3, 0.08)) == 0
         )
-        _click(browser, "top-canvas", "top", *inside)
-        _settle(srv)
+        click_pane(browser, "top-canvas", "top", *inside)
+        settle(srv)
         tool, _, _ = sim_now(srv)
         assert np.linalg.norm(tool - np.array([*inside, 80]) / 1000) < 0.003
         outside = next(
@@ -81,18 +80,18 @@ def test_top_view_shades_the_reach_at_the_height_in_the_box(browser, tmp_path): 
             for p in differ
             if shaded[-40][p] and not shaded[80][p] and shortfall(arm, (p[0] / 1e3, p[1] / 1e3, 0.08)) > 0.006
         )
-        _click(browser, "top-canvas", "top", *outside)
-        _wait(lambda: "outside the reach" in browser.find_element("id", "message").text, what="the refusal")
+        click_pane(browser, "top-canvas", "top", *outside)
+        wait(lambda: "outside the reach" in browser.find_element("id", "message").text, what="the refusal")
         tool2, _, _ = sim_now(srv)
         assert np.linalg.norm(tool2 - tool) < 1e-6
 
 
-def test_jog_buttons_move_x_y_z_and_turn_the_tool_angle(browser, tmp_path):  # noqa: F811
+def test_jog_buttons_move_x_y_z_and_turn_the_tool_angle(browser, tmp_path):
     with served(arm_name="braccio", rate=1) as srv:  # a base arm with 3 links: x, y, z and the tool angle
         _in_control(browser, srv)
         for bid in ("jog-x+", "jog-x-", "jog-y+", "jog-y-", "jog-z+", "jog-z-", "jog-phi+", "jog-phi-"):
             assert browser.find_element("id", bid).is_displayed(), bid
-        start = _state(srv)
+        start = api_state(srv)
         t0, phi0 = np.array(start["tool_mm"]), start["phi_deg"]
         for bid, delta in (
             ("jog-x-", (-10, 0, 0)),
@@ -105,7 +104,7 @@ def test_jog_buttons_move_x_y_z_and_turn_the_tool_angle(browser, tmp_path):  # n
             _reach(srv, t0, phi0)  # one step along the axis, the tool angle kept
         browser.find_element("id", "jog-phi+").click()
         _reach(srv, t0, phi0 + 10)  # the tool angle turned by a step, the tool point kept
-        _shot(browser, tmp_path, "web_jog.png")
+        shot(browser, tmp_path, "web_jog.png")
     with served(arm_name="seed-2link", rate=1) as srv:  # planar, 2 links: no z, no tool angle
         _in_control(browser, srv)
         for bid in ("jog-z+", "jog-z-", "jog-phi+", "jog-phi-"):
@@ -113,12 +112,12 @@ def test_jog_buttons_move_x_y_z_and_turn_the_tool_angle(browser, tmp_path):  # n
         from selenium.webdriver.support.select import Select
 
         Select(browser.find_element("id", "jog-step")).select_by_value("5")
-        start = np.array(_state(srv)["tool_mm"])
+        start = np.array(api_state(srv)["tool_mm"])
         browser.find_element("id", "jog-x-").click()
         _reach(srv, start - [5, 0])
 
 
-def test_watch_a_run_another_armctl_drives(browser, tmp_path):  # noqa: F811
+def test_watch_a_run_another_armctl_drives(browser, tmp_path):
     env = dict(os.environ, ARMCTL_STATE_DIR=str(tmp_path / "state"))
     watcher = subprocess.Popen(
         [sys.executable, "-m", "armctl", "web", "--watch", "--listen", "127.0.0.1:0"],
@@ -138,7 +137,7 @@ def test_watch_a_run_another_armctl_drives(browser, tmp_path):  # noqa: F811
                 break
         assert url, watcher.stderr.read() if watcher.poll() is not None else "no URL printed"
         browser.get(url)
-        _wait(lambda: "watching" in browser.find_element("id", "status").text, what="the page to watch")
+        wait(lambda: "watching" in browser.find_element("id", "status").text, what="the page to watch")
         assert browser.find_element("id", "home").get_attribute("disabled") is not None
         # the driver starts after the watcher is up: nothing keeps it off its port
         driver = subprocess.Popen(
@@ -148,7 +147,7 @@ def test_watch_a_run_another_armctl_drives(browser, tmp_path):  # noqa: F811
             stderr=subprocess.PIPE,
             text=True,
         )
-        _wait(lambda: browser.find_element("id", "status").text == "watching: moving", timeout_s=20, what="moving")
+        wait(lambda: browser.find_element("id", "status").text == "watching: moving", timeout_s=20, what="moving")
         seen = set()
         t_end = time.monotonic() + 4.0
         while time.monotonic() < t_end:
@@ -156,7 +155,7 @@ def test_watch_a_run_another_armctl_drives(browser, tmp_path):  # noqa: F811
             time.sleep(0.2)
         assert len(seen) > 5, seen  # the page follows the arm as the other armctl moves it
         assert f"pid {driver.pid}" in browser.find_element("id", "message").text
-        _shot(browser, tmp_path, "web_watch.png")
+        shot(browser, tmp_path, "web_watch.png")
         reply = browser.execute_script(
             "return fetch('/api/move', {method: 'POST', headers: {'Content-Type': 'application/json',"
             " 'X-Armctl-Token': TOKEN},"
@@ -168,7 +167,7 @@ def test_watch_a_run_another_armctl_drives(browser, tmp_path):  # noqa: F811
         final = re.search(r"tool at \(?x=([-\d.]+) m y=([-\d.]+)", out) or re.search(
             r"\(([-\d.]+), ([-\d.]+)\) mm", out
         )
-        _wait(lambda: browser.find_element("id", "status").text == "watching (read-only)", timeout_s=10, what="idle")
+        wait(lambda: browser.find_element("id", "status").text == "watching (read-only)", timeout_s=10, what="idle")
         shown = [float(v) for v in browser.find_element("id", "tool-xy").text.replace(" mm", "").split(",")]
         assert final is not None, out
         want = [float(final.group(1)), float(final.group(2))]

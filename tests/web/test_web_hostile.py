@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 import pytest
-from web_helpers import call, served, sim_now
 
 from armctl.web import server as web_server
+from tests.web.web_helpers import call, served, sim_now
 
 BOMB = """arm: seed-3link
 poses:

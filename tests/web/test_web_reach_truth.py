@@ -10,14 +10,9 @@ import math
 
 import numpy as np
 import pytest
-from web_helpers import call, served
 
 from armctl.core.paths import PRESET_CALIBRATION_DIR
-
-
-@pytest.fixture(autouse=True)
-def _state(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+from tests.web.web_helpers import call, served
 
 
 def _cells(m: dict) -> np.ndarray:

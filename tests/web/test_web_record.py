@@ -12,16 +12,11 @@ import time
 
 import numpy as np
 import pytest
-from web_helpers import call, served, sim_now
 
 import armctl
 from armctl.model.kinematics import fk
 from armctl.program import load_program, plan_program
-
-
-@pytest.fixture(autouse=True)
-def _state(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+from tests.web.web_helpers import call, served, sim_now
 
 
 def _settle(server, timeout_s=15.0):

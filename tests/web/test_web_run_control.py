@@ -9,51 +9,48 @@ import time
 from pathlib import Path
 
 import numpy as np
-from test_web_browser import _shot, _wait, browser  # noqa: F401 - the fixture
-from web_helpers import call, served, sim_now
+
+from tests.web.browser import api_state, shot, wait
+from tests.web.web_helpers import call, served, sim_now
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "examples" / "pick_and_place.yaml"
 
 
-def _state(server):
-    return call(server, "GET", "/api/state")[1]
-
-
-def test_load_preview_run_pause_override_resume(browser, tmp_path):  # noqa: F811 - the fixture
+def test_load_preview_run_pause_override_resume(browser, tmp_path):
     with served(rate=4) as srv:
         browser.get(srv.url)
-        _wait(lambda: browser.find_element("id", "status").text == "in control", what="the page to take control")
+        wait(lambda: browser.find_element("id", "status").text == "in control", what="the page to take control")
         browser.find_element("id", "program-file").send_keys(str(PROGRAM))
-        _wait(lambda: "31 steps" in browser.find_element("id", "program-info").text, what="the program's preview")
+        wait(lambda: "31 steps" in browser.find_element("id", "program-info").text, what="the program's preview")
         assert browser.execute_script("return program.path_mm.length") > 100
-        _wait(lambda: browser.find_element("id", "program-run").is_enabled(), what="the run button")
-        _shot(browser, tmp_path, "web_program_loaded.png")
+        wait(lambda: browser.find_element("id", "program-run").is_enabled(), what="the run button")
+        shot(browser, tmp_path, "web_program_loaded.png")
         browser.find_element("id", "program-run").click()
-        _wait(lambda: _state(srv)["moving"], what="the program to start")
+        wait(lambda: api_state(srv)["moving"], what="the program to start")
         time.sleep(1.5)  # 6 s of the program (rate 4)
         browser.find_element("id", "pause").click()
-        _wait(lambda: _state(srv)["control"]["state"] == "held", timeout_s=10, what="the hold")
-        _wait(lambda: "HELD" in browser.find_element("id", "hold-state").text, what="the page to say HELD")
+        wait(lambda: api_state(srv)["control"]["state"] == "held", timeout_s=10, what="the hold")
+        wait(lambda: "HELD" in browser.find_element("id", "hold-state").text, what="the page to say HELD")
         time.sleep(0.3)
         a, pulses_a, _ = sim_now(srv)
         time.sleep(0.5)
         b, pulses_b, _ = sim_now(srv)
         assert pulses_b == pulses_a and np.allclose(a, b, atol=1e-6), "the arm moved while held"
-        assert _state(srv)["moving"], "a hold must keep the rest of the program"
+        assert api_state(srv)["moving"], "a hold must keep the rest of the program"
         for _ in range(3):
             browser.find_element("id", "faster").click()
             time.sleep(0.2)
-        _wait(lambda: browser.find_element("id", "override").text == "130 %", what="the override to show 130 %")
+        wait(lambda: browser.find_element("id", "override").text == "130 %", what="the override to show 130 %")
         assert abs(srv.controller.robot.speed_override - 1.3) < 1e-9
-        _shot(browser, tmp_path, "web_program_held.png")
+        shot(browser, tmp_path, "web_program_held.png")
         browser.find_element("id", "resume").click()
-        _wait(lambda: not _state(srv)["control"]["paused"], what="the resume")
+        wait(lambda: not api_state(srv)["control"]["paused"], what="the resume")
         time.sleep(0.3)
         c, _, _ = sim_now(srv)
         assert np.linalg.norm(c - b) > 1e-3, "Resume did not go on"
-        _wait(lambda: not _state(srv)["moving"], timeout_s=60, what="the program to finish")
-        assert "done: page:pick_and_place.yaml" in _state(srv)["message"]
+        wait(lambda: not api_state(srv)["moving"], timeout_s=60, what="the program to finish")
+        assert "done: page:pick_and_place.yaml" in api_state(srv)["message"]
         rec = srv.controller.robot.last_run()
         assert rec.status == "done" and rec.step == rec.steps - 1 and rec.digest == ""  # the page's copy: no file
 
@@ -74,22 +71,22 @@ def test_program_and_override_api_refuse_bad_input():
         assert not srv.controller.robot.moving
 
 
-def test_space_and_enter_on_the_page_hold_and_resume(browser):  # noqa: F811 - the fixture
+def test_space_and_enter_on_the_page_hold_and_resume(browser):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
     with served(rate=2) as srv:
         browser.get(srv.url)
-        _wait(lambda: browser.find_element("id", "status").text == "in control", what="the page to take control")
+        wait(lambda: browser.find_element("id", "status").text == "in control", what="the page to take control")
         browser.find_element("id", "program-file").send_keys(str(PROGRAM))
-        _wait(lambda: browser.find_element("id", "program-run").is_enabled(), what="the run button")
+        wait(lambda: browser.find_element("id", "program-run").is_enabled(), what="the run button")
         browser.find_element("id", "program-run").click()
-        _wait(lambda: _state(srv)["moving"], what="the program to start")
+        wait(lambda: api_state(srv)["moving"], what="the program to start")
         ActionChains(browser).click(browser.find_element("id", "message")).perform()  # focus off the buttons
         ActionChains(browser).send_keys(" ").perform()
-        _wait(lambda: _state(srv)["control"]["state"] == "held", timeout_s=10, what="Space to hold")
+        wait(lambda: api_state(srv)["control"]["state"] == "held", timeout_s=10, what="Space to hold")
         ActionChains(browser).send_keys("+").perform()
-        _wait(lambda: abs(srv.controller.robot.speed_override - 1.1) < 1e-9, what="+ to raise the override")
+        wait(lambda: abs(srv.controller.robot.speed_override - 1.1) < 1e-9, what="+ to raise the override")
         ActionChains(browser).send_keys(Keys.ENTER).perform()
-        _wait(lambda: not _state(srv)["control"]["paused"], what="Enter to resume")
+        wait(lambda: not api_state(srv)["control"]["paused"], what="Enter to resume")
         srv.controller.stop("test over")

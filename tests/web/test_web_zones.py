@@ -7,14 +7,10 @@ import time
 
 import numpy as np
 import pytest
-from test_web_browser import _click_mm, _wait, browser  # noqa: F401 (the fixture)
-from test_zones import ARM_WITH_ZONES
-from web_helpers import call, served, sim_now
 
-
-@pytest.fixture(autouse=True)
-def _state(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARMCTL_STATE_DIR", str(tmp_path / "state"))
+from tests.motion.test_zones import ARM_WITH_ZONES
+from tests.web.browser import click_mm, wait
+from tests.web.web_helpers import call, served, sim_now
 
 
 @pytest.fixture
@@ -54,10 +50,10 @@ def _pixel(driver, x_mm, y_mm):
     )
 
 
-def test_page_draws_the_zones_and_says_why_a_click_is_refused(browser, zoned_arm):  # noqa: F811
+def test_page_draws_the_zones_and_says_why_a_click_is_refused(browser, zoned_arm):
     with served(arm_name=zoned_arm, rate=4) as srv:
         browser.get(srv.url)
-        _wait(lambda: browser.find_element("id", "status").text == "in control", what="the page to take control")
+        wait(lambda: browser.find_element("id", "status").text == "in control", what="the page to take control")
         time.sleep(0.3)
 
         def redness(x_mm, y_mm):
@@ -69,8 +65,8 @@ def test_page_draws_the_zones_and_says_why_a_click_is_refused(browser, zoned_arm
         assert redness(375, -330) > clear + 40  # below the table too
         assert redness(-1000, -500) > 30  # the table out of reach: red on white
         _, pulses, _ = sim_now(srv)
-        _click_mm(browser, 420, -280)  # into the tray
-        _wait(lambda: "would enter" in browser.find_element("id", "message").text, what="the refusal")
+        click_mm(browser, 420, -280)  # into the tray
+        wait(lambda: "would enter" in browser.find_element("id", "message").text, what="the refusal")
         message = browser.find_element("id", "message").text
         assert "moved:" in message and "box 'tray'" in message
         time.sleep(0.2)
