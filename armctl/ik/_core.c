@@ -33,6 +33,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 typedef struct {
 	double q[3];
@@ -41,6 +43,26 @@ typedef struct {
 	long it, fk_evals, jac_evals;
 	double max_step;
 } run_t;
+
+/* 1 if a and b are the same double bit for bit (then cos and sin of them are too; a == b is not enough: +0.0 and
+ * -0.0 have sines of opposite signs) */
+static inline int same_bits(double a, double b)
+{
+	uint64_t x, y;
+	memcpy(&x, &a, sizeof x);
+	memcpy(&y, &b, sizeof y);
+	return x == y;
+}
+
+/* l cos(angle) and l sin(angle) into *c and *s, unless angle is prev bit for bit: then *c and *s (which hold them
+ * for prev) are kept. A joint pinned at a limit keeps its angle from one step to the next */
+static inline void link_at(double l, double angle, double prev, double *c, double *s)
+{
+	if (same_bits(angle, prev))
+		return;
+	*c = l * cos(angle);
+	*s = l * sin(angle);
+}
 
 /* Python's min(max(v, lo), hi), NaN handling included */
 static inline double clampd(double v, double lo, double hi)
@@ -80,6 +102,7 @@ static void dls(int n, const double *L, const double *lo, const double *hi, doub
 	double reach = l1 + l2 + l3;
 	double lam_min = 1e-12 * reach, lam_max = 1e4 * reach;
 	double a2 = q1 + q2, a3 = a2 + q3;
+	double p2 = a2, p3 = a3; /* the angles of links 2 and 3 at q (q1 is link 1's) */
 	double c1, s1, c2, s2, c3, s3;
 	if (cs0) {
 		c1 = cs0[0], c2 = cs0[1], c3 = cs0[2], s1 = cs0[3], s2 = cs0[4], s3 = cs0[5];
@@ -128,8 +151,10 @@ static void dls(int n, const double *L, const double *lo, const double *hi, doub
 		double n3 = clampd(q3 + d3, lo3, hi3);
 		a2 = n1 + n2;
 		a3 = a2 + n3;
-		double k1 = l1 * cos(n1), t1 = l1 * sin(n1), k2 = l2 * cos(a2), t2 = l2 * sin(a2);
-		double k3 = l3 * cos(a3), t3 = l3 * sin(a3);
+		double k1 = c1, t1 = s1, k2 = c2, t2 = s2, k3 = c3, t3 = s3;
+		link_at(l1, n1, q1, &k1, &t1);
+		link_at(l2, a2, p2, &k2, &t2);
+		link_at(l3, a3, p3, &k3, &t3);
 		double nx = k1 + k2 + k3, ny = t1 + t2 + t3;
 		fk_evals++;
 		double new_err = sqrt((tx - nx) * (tx - nx) + (ty - ny) * (ty - ny));
@@ -147,6 +172,8 @@ static void dls(int n, const double *L, const double *lo, const double *hi, doub
 			q1 = n1;
 			q2 = n2;
 			q3 = n3;
+			p2 = a2;
+			p3 = a3;
 			c1 = k1;
 			s1 = t1;
 			c2 = k2;
@@ -879,7 +906,9 @@ static int solve_point(const arm_t *a, double tx, double ty, const double *q0_in
 		memcpy(starts[0], q0, sizeof q0);
 		count = 1;
 	}
-	memset(out, 0, sizeof *out);
+	/* (not the whole struct: every start's run and the closest pose write all of out->run they use) */
+	out->it = out->fk_evals = out->jac_evals = out->restarts = 0;
+	out->max_step = 0.0;
 	const double *cs0 = NULL;
 	if (!tried && cache) { /* the first start is q0 */
 		if (!cache->valid || memcmp(cache->q, q0, sizeof q0) != 0) {
