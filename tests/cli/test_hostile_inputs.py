@@ -136,7 +136,7 @@ def _refused(code, err, took, peak_mb, *, says: str, path: Path, exit_code: int 
     assert len(lines) == 1 and "Traceback" not in err, err
     assert str(path.name) in lines[0] and says in lines[0], lines[0]
     # generous guards for a shared 2-core machine; the figures themselves are in the issue note
-    assert took < 10.0, f"{took:.1f} s"
+    assert took < 20.0, f"{took:.1f} s"  # unrefused, these take minutes or run out of memory
     assert peak_mb < 100, f"{peak_mb:.0f} MB"
 
 

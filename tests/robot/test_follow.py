@@ -335,7 +335,7 @@ def test_cli_a_lost_leader_is_exit_4_naming_it(tmp_path, capsys, state):
     rc, _, err = cli(argv, capsys)
     assert rc == 4 and err.count("\n") == 1, err
     assert "the leader" in err and "follower was stopped" in err
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 15  # stopped when the link went, not after the 20 s asked (12 s seen under load)
 
 
 def test_cli_run_records_each_pass_of_a_top_level_repeat_as_an_episode(tmp_path, capsys, state):

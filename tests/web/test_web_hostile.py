@@ -276,6 +276,8 @@ def test_a_long_preview_is_planned_in_another_process_and_cut_at_its_budget(monk
         hb = threading.Thread(target=heartbeat, daemon=True)
         hb.start()
         try:
+            # planned whole first (a budget a loaded 2-core machine cannot run out of), then cut at 0.5 s
+            monkeypatch.setattr(web_server, "PLAN_BUDGET_S", 60.0)
             status, reply = call(srv, "POST", "/api/program/preview", {"text": LONG, "name": "long.yaml"}, headers=h)
             assert status == 200 and reply["ok"], reply
             monkeypatch.setattr(web_server, "PLAN_BUDGET_S", 0.5)
