@@ -164,6 +164,12 @@ class Arm:
 
         return tool_pitch(self, q)
 
+    def tool_pose(self, q) -> np.ndarray:
+        """The tool's frame (4x4, m) at pose ``q`` in the base frame (``kinematics.tool_pose``)."""
+        from armctl.model.kinematics import tool_pose
+
+        return tool_pose(self, q)
+
     def points(self, q) -> np.ndarray:
         """The points (m) that draw the arm at pose ``q`` (``kinematics.arm_points``)."""
         from armctl.model.kinematics import arm_points

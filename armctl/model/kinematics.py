@@ -166,6 +166,30 @@ def tool_pitch(arm, q) -> np.ndarray:
     return np.remainder(phi + np.pi, 2 * np.pi) - np.pi
 
 
+def tool_pose(arm, q) -> np.ndarray:
+    """The tool's frame at pose ``q`` in the base frame, shape (..., 4, 4), metres: origin the tool point (z = 0
+    on a planar arm, which works in the table's plane); x along the tool's heading (a planar arm: the tool angle
+    phi; a base arm: away from the base axis in the arm's vertical plane, pitched by ``tool_pitch``, level on a
+    parallelogram arm, whose linkage holds the hand level); y to its left, level; z = x cross y (up when the tool
+    is level). A marker stuck on the tool, face up, has this frame."""
+    q = np.asarray(q, dtype=float)
+    p = tool_point(arm, q)
+    if p.shape[-1] == 2:
+        p = np.concatenate([p, np.zeros(p.shape[:-1] + (1,))], axis=-1)
+    if arm.has_base:
+        heading = q[..., 0] + np.where(base_side(arm, q) < 0, np.pi, 0.0)
+        pitch = np.zeros(q.shape[:-1]) if arm.parallelogram else tool_pitch(arm, q)
+    else:
+        heading, pitch = tool_pitch(arm, q), np.zeros(q.shape[:-1])
+    ch, sh, cp, sp = np.cos(heading), np.sin(heading), np.cos(pitch), np.sin(pitch)
+    x = np.stack([cp * ch, cp * sh, sp], axis=-1)
+    y = np.stack([-sh, ch, np.zeros_like(sh)], axis=-1)
+    out = np.zeros(q.shape[:-1] + (4, 4))
+    out[..., :3, 0], out[..., :3, 1], out[..., :3, 2] = x, y, np.cross(x, y)
+    out[..., :3, 3], out[..., 3, 3] = p, 1.0
+    return out
+
+
 def base_side(arm, q) -> np.ndarray:
     """Which side of the base axis pose ``q`` puts the tool, shape (...): +1 on the side the arm faces, -1
     where the chain reaches back over the axis (as ``tool_pitch`` counts it); +1 on an arm without a base."""
