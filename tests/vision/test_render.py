@@ -18,7 +18,9 @@ def test_rendered_marker_corners_are_where_opencv_projects_them(dist):
     tex = cv2.copyMakeBorder(cv2.aruco.generateImageMarker(d, 7, 350, borderBits=1), 50, 50, 50, 50,
                              cv2.BORDER_CONSTANT, value=255)  # fmt: skip
     side, q = 0.06, 0.06 * 450 / 350
-    det = cv2.aruco.ArucoDetector(d, cv2.aruco.DetectorParameters())
+    params = cv2.aruco.DetectorParameters()
+    params.cornerRefinementMethod = cv2.aruco.CORNER_REFINE_SUBPIX
+    det = cv2.aruco.ArucoDetector(d, params)
     rng = np.random.default_rng(1)
     errs = []
     for _ in range(10):
@@ -36,7 +38,7 @@ def test_rendered_marker_corners_are_where_opencv_projects_them(dist):
         h = side / 2
         true = r.project(np.array([at(-h, -h), at(h, -h), at(h, h), at(-h, h)]))
         errs.append(np.abs(corners[0].reshape(4, 2) - true).max())
-    assert max(errs) < 1.0, errs  # the detector's own error on a 60 px marker
+    assert max(errs) < 0.6, errs  # the detector's own error on a 60 px marker (sub-pixel corners)
 
 
 def test_back_and_behind_are_not_drawn():
