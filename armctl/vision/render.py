@@ -50,15 +50,16 @@ class Renderer:
         w, h = self.size
         return np.full((h, w, 3), gray, dtype=np.uint8)
 
-    def _level(self, texture: np.ndarray, want_px: float) -> np.ndarray:
-        """The texture halved until it is at most twice ``want_px`` wide (no aliasing when it is drawn small)."""
+    def _level(self, texture: np.ndarray, want_px: float) -> tuple[np.ndarray, int]:
+        """The texture halved until it is at most twice ``want_px`` wide (no aliasing when it is drawn small), and
+        how many times it was halved."""
         levels = self._levels.setdefault(id(texture), [texture])
         i = 0
         while levels[i].shape[1] > 2 * want_px and min(levels[i].shape[:2]) >= 8:
             if i + 1 == len(levels):
                 levels.append(need_cv2().pyrDown(levels[i]))
             i += 1
-        return levels[i]
+        return levels[i], i
 
     def draw_quad(self, canvas, texture, corners_cam, *, jitter_px: float = 0.0, rng=None) -> bool:
         """Draw ``texture`` (H x W, gray or BGR) on the plane whose corners (top-left, top-right, bottom-right,
@@ -75,11 +76,12 @@ class Renderer:
         if jitter_px > 0.0:
             px = px + (rng or np.random.default_rng()).normal(0.0, jitter_px, size=px.shape)
         width_px = float(max(np.linalg.norm(px[1] - px[0]), np.linalg.norm(px[2] - px[3]), 1.0))
-        tex = self._level(texture, width_px)
+        tex, halved = self._level(texture, width_px)
         if tex.ndim == 2:
             tex = cv2.cvtColor(tex, cv2.COLOR_GRAY2BGR)
-        h, w = tex.shape[:2]
-        src = np.array([[0, 0], [w, 0], [w, h], [0, h]], dtype=np.float32) - 0.5
+        h, w = texture.shape[:2]
+        # pyrDown centres a level's pixel j on pixel 2j of the one above: the texture's edges in the level's pixels
+        src = (np.array([[0, 0], [w, 0], [w, h], [0, h]], dtype=np.float32) - 0.5) / 2**halved
         H = cv2.getPerspectiveTransform(src, px.astype(np.float32))
         cv2.warpPerspective(tex, H, self.size, dst=canvas, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_TRANSPARENT)
         return True
