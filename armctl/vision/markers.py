@@ -93,25 +93,33 @@ def detect_markers(
     return found
 
 
-def _edge_points(gray, a, b, outward, cell: float) -> np.ndarray:
-    """Sub-pixel points (K, 2) of the edge from corner ``a`` to ``b`` between the black border and the white
-    quiet zone: along the edge's middle 70%, where each cross-section (1.5 cells long, a quarter-pixel step)
-    crosses halfway between its darkest and brightest."""
+def _edge_points(gray, c: np.ndarray, cells: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sub-pixel points of the marker's four outer edges (corner k to corner k+1, between the black border and
+    the white quiet zone), (4, S, 2) and which are found (4, S): along each edge's middle 70%, where each
+    cross-section (1.5 cells long, a quarter-pixel step) crosses halfway between its darkest and brightest."""
     cv2 = need_cv2()
-    length = float(np.linalg.norm(b - a))
-    ss = np.linspace(0.15, 0.85, max(5, int(length / 1.5)))
+    a, b = c, np.roll(c, -1, axis=0)
+    length = np.linalg.norm(b - a, axis=1)
+    t = (b - a) / np.maximum(length, 1e-9)[:, None]
+    n = np.column_stack([t[:, 1], -t[:, 0]])
+    n *= np.where(np.sum(n * ((a + b) / 2.0 - c.mean(axis=0)), axis=1) > 0, 1.0, -1.0)[:, None]  # outward
+    ss = np.linspace(0.15, 0.85, max(5, int(length.mean() / 1.5)))
+    cell = float(length.mean()) / cells
     offs = np.arange(-0.75 * cell, 0.75 * cell + 1e-9, 0.25)
-    pts = a[None, None, :] + ss[:, None, None] * (b - a)[None, None, :] + offs[None, :, None] * outward[None, None, :]
-    prof = cv2.remap(gray, pts[..., 0].astype(np.float32), pts[..., 1].astype(np.float32), cv2.INTER_LINEAR)
-    prof = prof.astype(float)
-    lo, hi = prof.min(axis=1, keepdims=True), prof.max(axis=1, keepdims=True)
-    above = prof >= (lo + hi) / 2.0
+    on_edge = a[:, None, :] + ss[None, :, None] * (b - a)[:, None, :]  # (4, S, 2)
+    pts = on_edge[:, :, None, :] + offs[None, None, :, None] * n[:, None, None, :]  # (4, S, O, 2)
+    flat = pts.reshape(-1, len(offs), 2).astype(np.float32)
+    prof = cv2.remap(gray, flat[..., 0], flat[..., 1], cv2.INTER_LINEAR).astype(float)  # (4S, O)
+    lo, hi = prof.min(axis=1), prof.max(axis=1)
+    above = prof >= ((lo + hi) / 2.0)[:, None]
     first = np.argmax(above, axis=1)  # the first sample, from the black side, at or above halfway
-    ok = (hi[:, 0] - lo[:, 0] > 8.0) & (first > 0) & above[np.arange(len(ss)), -1]
-    i = np.arange(len(ss))[ok]
-    f0, f1, mid = prof[i, first[ok] - 1], prof[i, first[ok]], ((lo + hi)[ok, 0]) / 2.0
-    at = offs[first[ok] - 1] + 0.25 * (mid - f0) / np.maximum(f1 - f0, 1e-9)
-    return a + ss[ok, None] * (b - a) + at[:, None] * outward
+    ok = (hi - lo > 8.0) & (first > 0) & above[:, -1]
+    rows = np.arange(len(prof))
+    f0, f1 = prof[rows, np.maximum(first - 1, 0)], prof[rows, first]
+    step = offs[1] - offs[0]
+    at = offs[np.maximum(first - 1, 0)] + step * ((lo + hi) / 2.0 - f0) / np.maximum(f1 - f0, 1e-9)
+    found = on_edge + at.reshape(4, -1)[..., None] * n[:, None, :]
+    return found, ok.reshape(4, -1)
 
 
 def refine_by_edges(gray, corners, cells: int) -> np.ndarray:
@@ -120,28 +128,22 @@ def refine_by_edges(gray, corners, cells: int) -> np.ndarray:
     are not, so this is unbiased where a corner detector pulls each corner into the black. An edge with too
     few points keeps the corners as given."""
     c = np.asarray(corners, dtype=float).reshape(4, 2)
-    centre = c.mean(axis=0)
-    lines = []
-    for k in range(4):
-        a, b = c[k], c[(k + 1) % 4]
-        t = (b - a) / max(float(np.linalg.norm(b - a)), 1e-9)
-        n = np.array([t[1], -t[0]])
-        n = n if float(n @ ((a + b) / 2.0 - centre)) > 0 else -n
-        pts = _edge_points(gray, a, b, n, float(np.linalg.norm(b - a)) / cells)
-        if len(pts) < 3:
-            return c
-        mean = pts.mean(axis=0)
-        direction = np.linalg.svd(pts - mean)[2][0]
-        lines.append((mean, direction))
-    out = np.empty((4, 2))
-    for k in range(4):  # corner k joins edge k-1 (into it) and edge k (out of it)
-        (p, d), (q, e) = lines[k - 1], lines[k]
-        m = np.array([d, -e]).T
-        if abs(np.linalg.det(m)) < 1e-9:
-            return c
-        s = np.linalg.solve(m, q - p)
-        out[k] = p + s[0] * d
-    return out
+    pts, ok = _edge_points(gray, c, cells)
+    if np.any(ok.sum(axis=1) < 3):
+        return c
+    w = ok.astype(float) / ok.sum(axis=1, keepdims=True)
+    mean = np.einsum("es,esk->ek", w, pts)  # (4, 2): a point of each edge's line
+    d = pts - mean[:, None, :]
+    cxx, cyy, cxy = (np.einsum("es,es->e", w, d[..., i] * d[..., j]) for i, j in ((0, 0), (1, 1), (0, 1)))
+    angle = 0.5 * np.arctan2(2.0 * cxy, cxx - cyy)  # each edge's direction: its points' principal axis
+    u = np.column_stack([np.cos(angle), np.sin(angle)])
+    p, e, q, f = np.roll(mean, 1, axis=0), np.roll(u, 1, axis=0), mean, u  # corner k: edge k-1 meets edge k
+    det = e[:, 0] * -f[:, 1] + f[:, 0] * e[:, 1]
+    if np.any(np.abs(det) < 1e-9):
+        return c
+    r = q - p
+    s = (r[:, 0] * -f[:, 1] + f[:, 0] * r[:, 1]) / det
+    return p + s[:, None] * e
 
 
 def marker_image(marker_id: int, dictionary: str = DEFAULT_DICTIONARY, *, cell_px: int = 20, quiet_cells: int = 1):
