@@ -54,7 +54,7 @@ import numpy as np
 from armctl.errors import BadInputError
 from armctl.vision.markers import marker_cells, marker_image
 from armctl.vision.render import Renderer
-from armctl.vision.sources import CameraModel, CameraSource, need_cv2
+from armctl.vision.sources import CameraModel, CameraSource
 
 EXPECTED = (
     "expected simcam://?pose=x,y,z,roll,pitch,yaw&size=WxH&focal=PX&dist=k1,k2,p1,p2[,k3]&noise=PX&blur=PX"
@@ -66,9 +66,6 @@ DEFAULT_HEIGHT_M = 0.6
 TABLE_GRAY = 140
 LINK_BGR = (55, 55, 60)
 JAW_BGR = (30, 30, 160)
-BOX_BGR = (90, 150, 200)
-#: a part's box top is this many times its marker's side
-BOX_PER_MARKER = 1.6
 #: sensor grain, gray levels per pixel of corner noise
 GRAIN_PER_PX = 4.0
 #: the pixels kept free at the picture's edge around the reach (the detector skips markers nearer than 3 px)
@@ -78,17 +75,18 @@ STRAIGHT_DOWN = np.array([[0.0, -1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
 
 
 class Scene(Protocol):
-    """What the camera asks of the live simulator (``armctl.sim.scene``): the true arm and its true pose now."""
+    """What the camera asks of the live simulator (``armctl.sim.scene.LiveArm``): the truth, now."""
 
-    def true_tool_pose(self, t=None) -> np.ndarray: ...  # 4x4 in the base frame, true geometry
+    def true_tool_pose(self) -> np.ndarray: ...  # 4x4 in the base frame, true geometry
 
     def true_q_rad(self) -> np.ndarray: ...  # the joints' true angles (rad)
 
     def true_gripper_rad(self) -> float: ...  # the gripper's true angle (rad; nan: no gripper)
 
+    @property
     def true_arm(self): ...  # the arm as it truly is (an Arm: true lengths)
 
-    def parts_now(self) -> list: ...  # Part(marker_id, size_m, x_m, y_m, yaw_rad, z_m) on the table now
+    def parts_now(self) -> list: ...  # Part(marker_id, size_m, x_m, y_m, yaw_rad, z_m) as they are now
 
 
 def live_scene() -> Scene:
@@ -288,8 +286,7 @@ class SimCamera(CameraSource):
         self.frame_time_s = math.nan  #: monotonic time the last frame shows
 
     def _arm(self):
-        arm = self.scene.true_arm
-        return arm() if callable(arm) else arm
+        return self.scene.true_arm
 
     def _texture(self, marker_id: int) -> np.ndarray:
         if marker_id not in self._textures:
@@ -309,22 +306,14 @@ class SimCamera(CameraSource):
         jitter = self.opts.noise_px
         self.renderer.draw_quad(canvas, self._texture(marker_id), self._cam(corners), jitter_px=jitter, rng=self.rng)
 
-    def _fill(self, canvas, corners_base, color) -> None:
-        """A flat polygon of one colour (a box's top), drawn if its front (x cross y away) faces the camera."""
-        cv2 = need_cv2()
-        c = self._cam(corners_base)
-        if np.any(c[:, 2] <= 1e-6) or float(np.dot(np.cross(c[1] - c[0], c[3] - c[0]), c.mean(axis=0))) <= 0.0:
-            return
-        px = self.renderer.project_ideal(c)
-        cv2.fillConvexPoly(canvas, np.round(px * 16).astype(np.int32), color, cv2.LINE_AA, shift=4)
-
     def _draw_part(self, canvas, part) -> None:
+        """A part: a cube of side ``size_m`` standing at ``z_m``, its marker (black square ``size_m``, quiet zone
+        around it) on its top face."""
         yaw = float(part.yaw_rad)
         frame = np.eye(4)
         frame[:3, 0] = (math.cos(yaw), math.sin(yaw), 0.0)
         frame[:3, 1] = (-math.sin(yaw), math.cos(yaw), 0.0)
-        frame[:3, 3] = (part.x_m, part.y_m, part.z_m)
-        self._fill(canvas, _square(frame[:3, 3], frame[:3, 0], frame[:3, 1], part.size_m * BOX_PER_MARKER / 2), BOX_BGR)
+        frame[:3, 3] = (part.x_m, part.y_m, part.z_m + part.size_m)
         self._draw_marker(canvas, int(part.marker_id), float(part.size_m), frame)
 
     def _draw_arm(self, canvas, arm, tool: np.ndarray) -> None:
@@ -356,7 +345,9 @@ class SimCamera(CameraSource):
         """The picture of the scene as it is now (BGR uint8, H x W x 3)."""
         o = self.opts
         canvas = self.renderer.blank(TABLE_GRAY)
-        parts = sorted(self.scene.parts_now(), key=lambda p: -float(self._cam([[p.x_m, p.y_m, p.z_m]])[0, 2]))
+        parts = sorted(
+            self.scene.parts_now(), key=lambda p: -float(self._cam([[p.x_m, p.y_m, p.z_m + p.size_m]])[0, 2])
+        )
         for part in parts:
             self._draw_part(canvas, part)
         tool = np.asarray(self.scene.true_tool_pose(), dtype=float)
