@@ -376,3 +376,25 @@ def test_the_camera_is_live_and_keeps_its_frame_rate():
         assert np.linalg.norm(after - before) > 0.05 and np.linalg.norm(after - truth) < 0.001
     finally:
         backend.close()
+
+
+def test_simcam_url_looks_at_the_simulator_opened_last():
+    """``--camera simcam://`` with ``--port armsim://...``: the camera finds the live simulator itself."""
+    pytest.importorskip("armctl.sim.scene", reason="armctl.sim.scene (issue 36's truth files) not merged yet")
+    import serial
+
+    import armctl.bus  # noqa: F401  registers armsim://
+    from armctl.sim import scene
+
+    port = serial.serial_for_url("armsim://mearm?rate=1", timeout=1)
+    try:
+        cam = open_camera("simcam://?noise=0&fps=0")
+        truth = scene.latest().true_tool_pose()
+        found = markers.detect_markers(cam.read())
+        px = markers.marker_centre_px(found[0], cam.intrinsics)
+        seen = markers.pixel_to_plane(px, cam.intrinsics, cam.camera_pose, truth[2, 3])
+        assert np.linalg.norm(seen - truth[:3, 3]) < 0.0005
+    finally:
+        port.close()
+    with pytest.raises(BadInputError, match="open one first"):
+        open_camera("simcam://")
