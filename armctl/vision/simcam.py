@@ -26,7 +26,7 @@ Options (metres, degrees and pixels, as named):
 - ``size=WxH``              picture size, pixels (default 640x480)
 - ``focal=PX``              focal length, pixels (default 600); the principal point is the picture's middle
 - ``dist=k1,k2,p1,p2[,k3]`` lens distortion, OpenCV's coefficients (default none)
-- ``noise=PX``              corner noise: every marker's and box's corners move by a Gaussian of PX pixels in
+- ``noise=PX``              corner noise: every marker's corners move by a Gaussian of PX pixels in
                             each frame (what a real corner detector's error looks like), with sensor grain of
                             4 gray levels a pixel of it (default 0.5, as issue 36's accuracy tests take)
 - ``blur=PX``               Gaussian blur, sigma in pixels (default 0: sharp)
@@ -51,7 +51,7 @@ from typing import Protocol
 
 import numpy as np
 
-from armctl.errors import BadInputError
+from armctl.errors import BadInputError, LinkError
 from armctl.vision.markers import marker_cells, marker_image
 from armctl.vision.render import Renderer
 from armctl.vision.sources import CameraModel, CameraSource
@@ -100,6 +100,18 @@ def live_scene() -> Scene:
     if found is None:
         raise BadInputError(NO_SIMULATOR)
     return found
+
+
+def scene_is_live(scene) -> bool:
+    """Whether the simulator ``scene`` shows is still open (its port not closed); a scene not from
+    ``armctl.sim.scene`` (a test's) always is."""
+    try:
+        from armctl.sim import scene as sim_scene
+    except ImportError:  # (before the simulators keep a scene)
+        return True
+    if not isinstance(scene, sim_scene.LiveArm):
+        return True
+    return any(live is scene for live in sim_scene.live_arms())
 
 
 @dataclass
@@ -357,7 +369,10 @@ class SimCamera(CameraSource):
         return self.renderer.finish(canvas, blur_px=o.blur_px, light=o.light, noise_gray=grain, rng=self.rng)
 
     def read(self) -> np.ndarray:
-        """The next frame: at ``fps``, waiting for its time; it shows the arm at the moment it is returned."""
+        """The next frame: at ``fps``, waiting for its time; it shows the arm at the moment it is returned.
+        LinkError once the simulator it looks at is closed."""
+        if not scene_is_live(self.scene):
+            raise LinkError(f"camera {self.name}: the simulated arm it looked at is closed")
         if self.opts.fps > 0.0:
             wait = self._next_s - time.monotonic()
             if wait > 0.0:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from armctl.calibration.servo import Calibration, ServoCal
-from armctl.errors import BadInputError
+from armctl.errors import BadInputError, LinkError
 from armctl.model.arm import load_arm
 from armctl.model.kinematics import tool_pose
 from armctl.sim.armsim import SimArm, SimOptions
@@ -396,5 +396,7 @@ def test_simcam_url_looks_at_the_simulator_opened_last():
         assert np.linalg.norm(seen - truth[:3, 3]) < 0.0005
     finally:
         port.close()
+    with pytest.raises(LinkError, match="closed"):
+        cam.read()  # the simulator it looked at is gone
     with pytest.raises(BadInputError, match="open one first"):
         open_camera("simcam://")
