@@ -13,6 +13,7 @@ from typing import Any
 from serial.serialutil import PortNotOpenError, SerialBase, SerialException
 
 from armctl.bus.simulators import BadSimURL
+from armctl.sim import scene
 
 
 def parse_options(
@@ -79,6 +80,7 @@ class SimSerial(SerialBase):
         self.sim, self._rate = self._open_sim()
         self._t0 = time.monotonic()
         self.is_open = True
+        scene.register(self.sim, self.sim_time_s)  # a simulated arm (one with an arm model) is live
         self.reset_input_buffer()
 
     def sim_time_s(self) -> float:
@@ -97,6 +99,7 @@ class SimSerial(SerialBase):
         if self.is_open and self.sim is not None:
             self._pump()
             self.sim.save_state()
+            scene.drop(self.sim)
         self.is_open = False
 
     def _reconfigure_port(self):
