@@ -218,3 +218,21 @@ def _parts(top: Section) -> list[Part]:
         p.done()
         out.append(Part(int(marker), size / 1000.0, x / 1000.0, y / 1000.0, math.radians(yaw)))
     return out
+
+
+def simulated_arm(arm_ref: str | None, cal_ref: str | None, truth_path: str | None, *, unit: str, scheme: str):
+    """(arm, calibration, truth) of a simulator's ``arm``/``cal``/``truth`` options: (None, None, None) without
+    an arm. ValueError (ConfigError) naming the option for a truth without an arm, a calibration of the other
+    kind of servo (``unit``: "us" or "steps") or a bad file."""
+    if arm_ref is None:
+        if truth_path is not None or cal_ref is not None:
+            raise ValueError(f"{scheme} options truth and cal need arm=NAME|PATH (the arm the servos move)")
+        return None, None, None
+    from armctl.calibration.lerobot import open_calibration
+    from armctl.model.arm import load_arm
+
+    arm = load_arm(arm_ref)
+    cal = open_calibration(cal_ref, arm)[0]
+    if cal.unit != unit:
+        raise ValueError(f"{scheme} simulates servos driven in {unit}; calibration {cal.source} is in {cal.unit}")
+    return arm, cal, (load_truth(truth_path, arm, cal) if truth_path is not None else None)
