@@ -42,8 +42,9 @@ ARM is an arm preset name or file (same as option ``arm``). Options:
                         the encoders and the tool read the true angles; ``status --json`` gives ``true_tool_m``
 
 The opened port has ``.sim`` (a ``SimArm``: recorded pulses (the last ``armsim.PULSES_KEPT``), true joint
-angles and tool point, for tests) and ``measured_angles()``: what an encoder on each joint would read, which
-the armctl backend offers as measured positions.
+angles, gripper and tool (``true_q_rad``, ``true_gripper_rad``, ``true_tool_m``, ``true_tool_pose``), for tests;
+live in ``armctl.sim.scene`` while the port is open) and ``measured_angles()``: what an encoder on each joint
+would read (the true angles), which the armctl backend offers as measured positions.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def _heading(pose: np.ndarray) -> float:
 class LiveArm:
     """A live simulated arm as the scene sees it (the module docstring). Holds its simulator weakly."""
 
-    def __init__(self, sim, clock: Callable[[], float] | None = None):
+    def __init__(self, sim, clock: Callable[[], float] | None = None, lock=None):
         self._sim = weakref.ref(sim)
         self._clock = clock
         truth = getattr(sim, "truth", None)
@@ -57,7 +57,7 @@ class LiveArm:
         self._held: tuple[Part, np.ndarray, float, float] | None = None  # part, offset in the tool's heading
         self._t = -math.inf  # frame (x, y), z offset, yaw offset; the time observed up to
         self._closed: bool | None = None
-        self.lock = threading.RLock()
+        self.lock = lock or threading.RLock()  # the port's: the simulation runs in one thread at a time
 
     # --- the simulator --------------------------------------------------------------------------------
 
@@ -82,22 +82,27 @@ class LiveArm:
     def now_s(self) -> float:
         """The simulator's current simulated time, the simulation run up to it."""
         sim = self.sim
-        t = sim.now if self._clock is None else max(sim.now, self._clock())
-        if hasattr(sim, "pump"):
-            sim.pump(t)
+        with self.lock:
+            t = sim.now if self._clock is None else max(sim.now, self._clock())
+            if hasattr(sim, "pump"):
+                sim.pump(t)
         return t
 
     def true_q_rad(self) -> np.ndarray:
-        return self.sim.true_q_rad(self.now_s())
+        with self.lock:
+            return self.sim.true_q_rad(self.now_s())
 
     def true_gripper_rad(self) -> float:
-        return self.sim.true_gripper_rad(self.now_s())
+        with self.lock:
+            return self.sim.true_gripper_rad(self.now_s())
 
     def true_tool_m(self) -> np.ndarray:
-        return self.sim.true_tool_m(self.now_s())
+        with self.lock:
+            return self.sim.true_tool_m(self.now_s())
 
     def true_tool_pose(self) -> np.ndarray:
-        return self.sim.true_tool_pose(self.now_s())
+        with self.lock:
+            return self.sim.true_tool_pose(self.now_s())
 
     # --- the parts ------------------------------------------------------------------------------------
 
@@ -182,15 +187,16 @@ class LiveArm:
 # --- the registry -------------------------------------------------------------------------------------
 
 
-def register(sim, clock: Callable[[], float] | None = None) -> LiveArm | None:
+def register(sim, clock: Callable[[], float] | None = None, *, lock=None) -> LiveArm | None:
     """Make simulator ``sim`` (with an arm) live; ``clock`` gives its current simulated time (held weakly when
-    a bound method). Sets ``sim.scene_arm``; returns it (None for a simulator without an arm)."""
+    a bound method), ``lock`` is held while the scene runs it (its port's). Sets ``sim.scene_arm``; returns it
+    (None for a simulator without an arm)."""
     if getattr(sim, "arm", None) is None or not hasattr(sim, "true_tool_pose"):
         return None
     if clock is not None and hasattr(clock, "__self__"):
         method = weakref.WeakMethod(clock)
         clock = lambda: (method() or (lambda: -math.inf))()  # noqa: E731
-    live = LiveArm(sim, clock)
+    live = LiveArm(sim, clock, lock)
     sim.scene_arm = live
     with _LOCK:
         _LIVE[:] = [r for r in _LIVE if r() is not None]
