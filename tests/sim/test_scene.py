@@ -92,3 +92,22 @@ def test_truth_parts_and_the_registry_of_live_arms(tmp_path):
     del sim
     gc.collect()
     assert live() is None and all(a is not None for a in scene.live_arms())  # a simulator nobody holds is gone
+
+
+def test_the_grip_happens_where_the_tool_is_when_the_jaws_pass_their_midpoint():
+    sim = SimArm(SimOptions(arm="mearm"))  # 400 deg/s: the jaws pass mid-way (45 deg) 0.1125 s after the command
+    live = scene.register(sim)
+    tip = sim.true_tool_m()
+    z = tip[2] - 0.07 + 0.01
+    at_45 = _rot(tip[:2], math.radians(45))  # the base, turning 60 deg at the same speed, is at 45 deg then
+    at_60 = _rot(tip[:2], math.radians(60))
+    taken = live.add_part(Part(1, 0.07, at_45[0], at_45[1], 0.0, z))
+    left = live.add_part(Part(2, 0.07, at_60[0], at_60[1], 0.0, z))
+    base, g = sim.cal.joints[0], sim.cal.gripper
+    command(sim, 1.0, {base.channel: base.pulse_us(sim.arm.home_rad[0] + math.radians(60))})
+    command(sim, 1.0, {g.channel: g.pulse_us(sim.arm.gripper.closed_rad)})
+    sim.pump(2.0)
+    parts = live.parts_now()
+    assert live.held() is taken
+    assert np.allclose([parts[0].x_m, parts[0].y_m], _rot([taken.x_m, taken.y_m], math.radians(15)), atol=2e-4)
+    assert (parts[1].x_m, parts[1].y_m) == (left.x_m, left.y_m)

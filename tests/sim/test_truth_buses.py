@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from armctl.bus.pca9685.backend import PCA9685Backend
+from armctl.model.arm import load_arm
 from armctl.model.kinematics import tool_point, tool_pose
 from armctl.sim import scene
 from armctl.sim.feetechsim import FeetechSim, FeetechSimOptions
@@ -141,3 +142,27 @@ def test_pca9685_backlash_and_bad_truth(tmp_path):
 
     with pytest.raises(BadInputError, match=r"bad.yaml:1.*backlash_deg.shoulder.*>= 0"):
         PCA9685Backend.create(f"pca9685sim://?arm=mearm&truth={bad}", cal).open()
+
+
+@pytest.mark.parametrize(
+    ("arm_name", "port", "backend"),
+    [
+        ("so101", "feetechsim://?rate=20", None),
+        ("mearm", "pca9685sim://?", "pca9685"),
+        ("mearm", "armsim://?rate=20&encoders=0", None),
+    ],
+)
+def test_status_true_tool_on_every_simulator(tmp_path, arm_name, port, backend):
+    import armctl
+    from armctl.cli.device import simulated_true_tool_m
+
+    doc = {"zero_offset_deg": {load_arm(arm_name).joint_names[0]: 5.0}}
+    url = f"{port}&truth={write_truth(tmp_path / 't.yaml', doc)}"
+    cal = "mearm-pca9685" if backend == "pca9685" else None
+    with armctl.connect(arm_name, url, backend=backend, calibration=cal, assume_pose="home") as robot:
+        believed = np.asarray(robot.where().tool_m)
+        true = np.asarray(simulated_true_tool_m(robot.backend))
+        # the base turned 5 deg more than believed: the same radius (to the pulses' counts), 5 deg further round
+        assert np.hypot(*true[:2]) == pytest.approx(np.hypot(*believed[:2]), abs=1e-4)
+        turned = math.atan2(true[1], true[0]) - math.atan2(believed[1], believed[0])
+        assert math.degrees(turned) == pytest.approx(5.0, abs=0.05)
