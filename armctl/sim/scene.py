@@ -13,9 +13,10 @@ What the simulated camera asks, and all it needs::
 "now" is the simulator's current simulated time (its port's clock; the simulation is run up to it first).
 Parts come from the truth file's ``parts:`` and from ``live.add_part(Part(...))``. A part is gripped when the
 gripper closes (its true angle passes the midpoint from open toward closed) with the true tool point within
-``GRIP_XY_M`` horizontally and ``GRIP_Z_M`` vertically of the part's top centre (a planar arm works in the
-table's plane: no vertical check); it then moves with the tool, keeping its offset and turning with the tool's
-heading, and when the gripper opens it is released onto the table (z 0, x/y/yaw where the tool left it).
+``GRIP_XY_M`` horizontally and ``GRIP_Z_M`` vertically of the part's top centre (a planar arm: within
+``GRIP_XY_M`` of the part's (x, y) in the arm's plane, ``tool_pose``'s z = 0); it then moves with the tool,
+keeping its offset and turning with the tool's heading, and when the gripper opens it is released onto the
+table (z 0, x/y/yaw where the tool left it).
 
 A simulator calls ``observe(t)`` before each change of a servo's command (the motion up to ``t`` is then
 known in closed form, so a grip or release is placed at the moment the gripper crossed its midpoint).
