@@ -66,6 +66,7 @@ class SimOptions(LinkOptions):
     boot: int | None = None
     encoders: int = 1  # 0: nothing reads where the servos are (a real Uno's PWM servos)
     limits_us: list[tuple[float, float]] | None = None
+    stall: tuple[str, float] | None = None  # (joint name or "gripper", simulated s): that servo jams then
     truth: str | None = None  # the truth file (armctl.sim.truth): how the real arm differs from the believed
 
 
@@ -126,6 +127,8 @@ class SimArm(TrueArmView, OverLink):
             servo = PwmServo(s, sign, scale, offset, 0.0, slew_us_s=o.slew_deg_s * s.us_per_deg)
             servo.p_us = servo.us_for_angle(start[i] if i < n else start[n])
             servo.truth = true_servos.get(s.channel)
+            if o.stall is not None and o.stall[0] == s.name:
+                servo.stall_at_s = o.stall[1]
             self.servos[s.channel] = servo
         self._to_host_schedule(self.board.banner(), self.BOOT_S)
 
@@ -138,6 +141,11 @@ class SimArm(TrueArmView, OverLink):
         for name, values in (("offset", o.offset_deg), ("scale", o.scale), ("start", o.start_deg or [])):
             if len(values) > servos:
                 raise ValueError(f"option {name} gives {len(values)} values; this arm has {servos} servos")
+        names = [s.name for s in self.cal.servos]
+        if o.stall is not None and o.stall[0] not in names:
+            raise ValueError(
+                f"option stall={o.stall[0]}@{o.stall[1]:g}: no servo {o.stall[0]!r}; servos: {', '.join(names)}"
+            )
         bad_flip = [i for i in o.flip if not 0 <= i < servos]
         if bad_flip:
             raise ValueError(f"option flip={bad_flip[0]}: servos are numbered 0..{servos - 1}")

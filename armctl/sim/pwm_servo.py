@@ -23,8 +23,11 @@ class PwmServo:
     target_us: float | None = None
     slew_us_s: float = 3000.0
     truth: TrueServo | None = None
+    stall_at_s: float | None = None  # from this simulated time on the horn is stuck where it is (a jammed servo)
 
     def position_us(self, t: float) -> float:
+        if self.stall_at_s is not None:
+            t = min(t, max(self.stall_at_s, self.t_s))
         if self.target_us is None or t <= self.t_s:
             return self.p_us
         step = self.slew_us_s * (t - self.t_s)
