@@ -22,7 +22,8 @@ Options (metres, degrees and pixels, as named):
                             not fit in the picture at 0.6 m, the camera goes up, a centimetre at a time,
                             until it does (the MeArm fits at 0.6 m; an SO-101, reaching 0.43 m all round
                             and up to 0.53 m, needs 1.3 m, where a 30 mm marker is 14 px wide:
-                            give it a nearer ``pose`` or a larger ``marker``).
+                            give it a nearer ``pose`` or a larger ``marker``). A planar arm's plane is the base
+                            frame's z = 0: "above" it is in front of that plane, facing it.
 - ``size=WxH``              picture size, pixels (default 640x480)
 - ``focal=PX``              focal length, pixels (default 600); the principal point is the picture's middle
 - ``dist=k1,k2,p1,p2[,k3]`` lens distortion, OpenCV's coefficients (default none)
