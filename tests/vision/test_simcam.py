@@ -380,7 +380,6 @@ def test_the_camera_is_live_and_keeps_its_frame_rate():
 
 def test_simcam_url_looks_at_the_simulator_opened_last():
     """``--camera simcam://`` with ``--port armsim://...``: the camera finds the live simulator itself."""
-    pytest.importorskip("armctl.sim.scene", reason="armctl.sim.scene (issue 36's truth files) not merged yet")
     import serial
 
     import armctl.bus  # noqa: F401  registers armsim://
@@ -400,3 +399,39 @@ def test_simcam_url_looks_at_the_simulator_opened_last():
         cam.read()  # the simulator it looked at is gone
     with pytest.raises(BadInputError, match="open one first"):
         open_camera("simcam://")
+
+
+def test_the_camera_sees_the_true_arm_of_a_truth_file_and_its_parts(tmp_path):
+    """``armsim://?truth=FILE``: the camera shows where the tool truly is (zeros and lengths off), not where armctl
+    believes it, and the truth file's parts where they lie."""
+    import json
+
+    import serial
+
+    import armctl.bus  # noqa: F401  registers armsim://
+    from armctl.sim import scene
+
+    truth = {
+        "zero_offset_deg": {"base": 5.0, "shoulder": -4.0, "elbow": 3.0},
+        "links_mm": [81.5, 78.2],
+        "parts": [{"marker": 3, "x_mm": 150, "y_mm": -60, "yaw_deg": 30, "size_mm": 30}],
+    }
+    path = tmp_path / "truth.yaml"
+    path.write_text(json.dumps(truth), encoding="utf-8")  # JSON is YAML
+    port = serial.serial_for_url(f"armsim://mearm?truth={path}&rate=1", timeout=1)
+    try:
+        cam = open_camera("simcam://?noise=0&fps=0")
+        live = scene.latest()
+        found = markers.detect_markers(cam.read())
+        true_tool = live.true_tool_pose()
+        believed = tool_pose(live.arm, live.arm.home_rad)[:3, 3]  # it starts at home, as armctl believes
+        px = markers.marker_centre_px(found[0], cam.intrinsics)
+        seen = markers.pixel_to_plane(px, cam.intrinsics, cam.camera_pose, true_tool[2, 3])
+        assert np.linalg.norm(seen - true_tool[:3, 3]) < 0.0005
+        assert np.linalg.norm(seen - believed) > 0.008  # the truth's few degrees: millimetres off the belief
+        part = live.parts_now()[0]
+        x, y, yaw, z = markers.part_on_table(found[3], part.size_m, cam.intrinsics, cam.camera_pose)
+        assert math.hypot(x - part.x_m, y - part.y_m) < 0.0005 and _angle_deg(yaw, part.yaw_rad) < 0.3
+        assert z == pytest.approx(part.z_m + part.size_m, abs=0.001)
+    finally:
+        port.close()
