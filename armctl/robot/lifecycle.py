@@ -13,7 +13,7 @@ import weakref
 from armctl.bus.backend import FRAME_S, Backend
 from armctl.bus.portlock import PortLock
 from armctl.core.holders import OWN, UNSEEN, Holder, holders
-from armctl.errors import LinkError
+from armctl.errors import BadInputError, LinkError
 from armctl.robot.state import PoseStore, suspect
 
 BOARD_WAIT_S = 10.0  # longest wait for the board to be free (another thread's motion stopping)
@@ -184,3 +184,35 @@ def let_go(backend: Backend, store: PoseStore, lock: PortLock | None, live: Pose
             runs.close()
         if lock is not None:
             lock.release()
+
+
+def open_board(url: str, cls, cal, arm, *, wire_log=None, watchdog_s: float = 1.0, calibrating: bool = False):
+    """What ``connect`` opens, in order, each undone if a later one fails: the port's lock (``url``), the state
+    folder's files for ``arm`` (and a dead run's wait), the backend ``cls`` with the calibration ``cal`` in its
+    addressing (narrowed to what the board can send, said in notes). Returns (lock, store, backend, calibration)."""
+    lock = PortLock(url)
+    acquire(lock)
+    store = PoseStore(url, arm)
+    try:
+        try:
+            store.open()
+        except OSError as exc:
+            raise BadInputError(
+                f"cannot write the state folder {store.path.parent}: {exc.strerror or exc} (set ARMCTL_STATE_DIR to "
+                "a writable folder)"
+            ) from None
+        let_a_dead_run_finish(store)
+        addressed = cls.address(cal)
+        be = cls.create(url, addressed, wire_log=wire_log, watchdog_s=watchdog_s, calibrating=calibrating)
+        # what this board can send (Firmata: no pulse below 544 us): refused before the port opens, said once open
+        addressed, narrowed = be.fit_calibration(addressed)
+        be.open()
+        if be.cal is not None:  # e.g. clamped to bus servos' own limits
+            addressed = be.cal
+        for note in (*narrowed, *be.notes):
+            print(f"armctl: note: {note}", file=sys.stderr)
+    except BaseException:
+        store.close()
+        lock.release()
+        raise
+    return lock, store, be, addressed

@@ -20,7 +20,7 @@ from armctl import motion
 from armctl.errors import BadInputError
 from armctl.motion import GripperMove, JointMove, Plan
 from armctl.motion.trajectory import Trajectory
-from armctl.program import Program, expand, load_program, plan_program
+from armctl.program import Program, expand, load_program, markers_of, plan_program, with_parts
 from armctl.robot.handles import ProgramRun
 from armctl.robot.runcontrol import RAMP_SPEED_FRACTION
 from armctl.robot.state import program_digest
@@ -136,15 +136,22 @@ def gripper_word(arm, g: float) -> str:
     return f"at {math.degrees(g):.0f} deg"
 
 
-def prepare_run(program, arm, port: str, runs, expected_start, *, from_step=None, resume: bool = False) -> ProgramRun:
+def prepare_run(
+    program, arm, port: str, runs, expected_start, *, from_step=None, resume: bool = False, find=None
+) -> ProgramRun:
     """``Robot.prepare_run`` (see there) for ``arm`` on ``port``: ``runs`` is the port's ``RunStore``,
-    ``expected_start()`` the pose (q, gripper, _) the next motion starts from."""
+    ``expected_start()`` the pose (q, gripper, _) the next motion starts from, ``find(marker_id)`` where a camera
+    sees the part carrying that marker (a ``camera.Part``; None: no camera)."""
     if isinstance(program, (str, Path)):
         program = load_program(program)
     if not isinstance(program, Program):
         raise BadInputError(f"run: expected a program file or Program, got {type(program).__name__}")
     if resume and from_step is not None:
         raise BadInputError("run: give resume or from_step, not both")
+    wanted = markers_of(program)
+    if wanted and find is not None:
+        parts = {mid: find(mid).point_m for mid in wanted}
+        program = with_parts(program, {mid: p if arm.has_base else p[:2] for mid, p in parts.items()})
     path = str(Path(program.path).resolve())
     try:
         digest = program_digest(path)

@@ -27,7 +27,6 @@ thread that owns the board and plays the motions), ``armctl.robot.pose`` (the po
 from __future__ import annotations
 
 import math
-import sys
 import weakref
 from collections.abc import Callable
 from dataclasses import replace
@@ -44,10 +43,11 @@ from armctl.model import validate
 from armctl.model.arm import Arm
 from armctl.motion.trajectory import Trajectory
 from armctl.robot.boardaccess import BoardAccess
+from armctl.robot.camera import attach_camera
 from armctl.robot.handles import FollowMotion, Motion, MoveResult, ProgramRun  # noqa: F401 - re-exported
 from armctl.robot.interrupts import one_line_interrupt, watch_ctrl_c, watch_errors
 from armctl.robot.journal import Journal
-from armctl.robot.lifecycle import BOARD_WAIT_S, OPEN_ROBOTS, acquire, check_open, let_a_dead_run_finish, let_go
+from armctl.robot.lifecycle import BOARD_WAIT_S, OPEN_ROBOTS, check_open, let_go, open_board
 from armctl.robot.moves import gripper_move, joint_moves_to, line_move, standing
 from armctl.robot.opening import DEFAULT_ARM, default_port, resolve, sim_port_for  # noqa: F401 - re-exported
 from armctl.robot.pose import BoardPose, Pose, assumed_pose
@@ -72,6 +72,8 @@ def connect(
     calibrating: bool = False,
     progress: Callable[[float, str, float], None] | None = None,
     assume_pose=None,
+    camera: str | None = None,
+    camera_file: str | Path | None = None,
 ) -> Robot:
     """Open the arm and return its ``Robot`` (use it in a ``with`` block, or call ``close()``).
 
@@ -95,6 +97,9 @@ def connect(
       its port opens) on a board that cannot read where they are (PWM servos), with no stored pose armctl can
       trust (``robot.pose_unknown`` says why). Without it the first motion raises PoseUnknownError and nothing
       moves. It wins over a stored pose; servos that still hold their pulses keep them.
+    - ``camera``: a camera that sees the arm (``0``, a folder of pictures, ``simcam://``: ``armctl.robot.camera``),
+      with its intrinsics from ``camera_file`` (default: the one ``armctl camera calibrate`` saved): ``robot.find``,
+      programs' ``pick: {marker: ID}``, and an unknown pose seen by it rather than assumed.
 
     The port is opened exclusively: a second ``connect`` to it (from this or any other process) raises
     LinkError naming the holder. Errors: ConfigError (files), BadInputError, LinkError.
@@ -102,32 +107,10 @@ def connect(
     watch_errors()  # at a prompt: armctl's errors as one line and the user's own frames
     arm_obj, cal, cal_path, cls, url = resolve(arm, port, backend, calibration)
     assumed = assumed_pose(arm_obj, assume_pose)  # a bad one fails before the port is opened
-    lock = PortLock(url)
-    acquire(lock)
-    store = PoseStore(url, arm_obj)
-    try:
-        try:
-            store.open()
-        except OSError as exc:
-            raise BadInputError(
-                f"cannot write the state folder {store.path.parent}: {exc.strerror or exc} (set ARMCTL_STATE_DIR to "
-                "a writable folder)"
-            ) from None
-        let_a_dead_run_finish(store)
-        addressed = cls.address(cal)
-        be = cls.create(url, addressed, wire_log=wire_log, watchdog_s=watchdog_s, calibrating=calibrating)
-        # what this board can send (Firmata: no pulse below 544 us): refused before the port opens, said once open
-        addressed, narrowed = be.fit_calibration(addressed)
-        be.open()
-        if be.cal is not None:  # e.g. clamped to bus servos' own limits
-            addressed = be.cal
-        for note in (*narrowed, *be.notes):
-            print(f"armctl: note: {note}", file=sys.stderr)
-    except BaseException:
-        store.close()
-        lock.release()
-        raise
-    return Robot(
+    lock, store, be, addressed = open_board(
+        url, cls, cal, arm_obj, wire_log=wire_log, watchdog_s=watchdog_s, calibrating=calibrating
+    )
+    robot = Robot(
         arm_obj,
         addressed,
         be,
@@ -138,6 +121,9 @@ def connect(
         store=store,
         assumed=assumed,
     )
+    if camera is not None:
+        attach_camera(robot, camera, camera_file, seen_pose=assume_pose is None)
+    return robot
 
 
 class Robot:
@@ -182,6 +168,7 @@ class Robot:
         assumed=None,
     ):
         self.arm, self.calibration, self.backend, self.port = arm, calibration, backend, port
+        self.camera = None  #: the camera that sees the arm (``armctl.robot.camera.ArmCamera``), or None
         self.calibration_path, self.progress = calibration_path, progress
         self._lock = lock
         self._closed = False
@@ -393,9 +380,26 @@ class Robot:
         the program file changed since."""
         self._check_open()
         runner = self.runner
+        find = None if self.camera is None else self.camera.find
         return plan_run(
-            program, self.arm, self.port, self._journal.runs, runner.expected_start, from_step=from_step, resume=resume
+            program,
+            self.arm,
+            self.port,
+            self._journal.runs,
+            runner.expected_start,
+            from_step=from_step,
+            resume=resume,
+            find=find,
         )
+
+    def find(self, marker: int, *, size: float = 0.030):
+        """Where the part carrying ArUco marker ``marker`` (its black square ``size`` m) lies on the table as the
+        camera sees it now: a ``Part`` (``x_m``, ``y_m``, ``z_m``, ``yaw_rad``, ``point_m``; base frame). BadInputError
+        without a camera (``connect(camera=)``) or when the marker is not in view."""
+        self._check_open()
+        if self.camera is None:
+            raise BadInputError("find: this robot has no camera: connect(..., camera='simcam://' or 0 or a folder)")
+        return self.camera.find(int(marker), validate.positive(size, "size"))
 
     def last_run(self):
         """The progress record of the last program run on this port (``armctl.robot.state.RunRecord``), or None."""
@@ -586,3 +590,5 @@ class Robot:
             self._journal.close()
             if self._lock is not None:
                 self._lock.release()
+            if self.camera is not None:
+                self.camera.close()
