@@ -32,7 +32,7 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130  # the others are each error's exit_code (armctl.errors)
 
 # Command modules, in the order their commands appear in --help.
-COMMAND_MODULES = ["kin", "motion", "device", "draw", "calibrate", "teach", "follow", "web", "ros", "ports"]
+COMMAND_MODULES = ["kin", "motion", "device", "pick", "draw", "calibrate", "teach", "follow", "web", "ros", "ports"]
 
 # Every command: its module and its line in 'armctl --help', written here only: the placeholder parsers and the
 # module's own parser (add_command) both read it, so --help needs no module imported. A new command goes here too.
@@ -46,6 +46,7 @@ COMMANDS = {
     "run": ("device", "run a YAML program on the arm"),
     "home": ("device", "move slowly to the arm's home pose"),
     "status": ("device", "show the board and the pose it holds"),
+    "pick": ("pick", "pick the part a camera sees (its ArUco marker) where it lies and place it at X Y [Z]"),
     "draw": ("draw", "draw an SVG or G-code file with a pen (checked whole, then streamed)"),
     "calibrate": ("calibrate", "calibrate the servos (interactive), or record/fit/show/compare/check calibrations"),
     "teach": ("teach", "guide the arm by hand (bus servos) or jog it (PWM) and record poses into a program"),

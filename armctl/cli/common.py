@@ -146,6 +146,8 @@ def open_robot(args, arm: Arm, cal: Calibration, *, calibrating: bool = False, p
         calibrating=calibrating,
         progress=progress,
         assume_pose=assumed,
+        camera=getattr(args, "arm_camera", None),
+        camera_file=getattr(args, "camera_file", None),
     )
     if robot.recovered:
         print(f"armctl {args.command}: note: {robot.recovered}", file=sys.stderr, flush=True)
@@ -156,6 +158,36 @@ def open_robot(args, arm: Arm, cal: Calibration, *, calibrating: bool = False, p
             robot.close()
             raise
     return robot
+
+
+def arm_camera_options(p) -> None:
+    """``--camera-file FILE`` and ``--watch-mm MM``, beside a ``--camera SRC`` that sees the arm."""
+    g = p.add_argument_group("a camera that sees the arm (README 'Calibrating with a camera')")
+    g.add_argument(
+        "--camera-file",
+        metavar="FILE",
+        help="the camera's intrinsics, as 'armctl camera calibrate' saved them (default: its camera.yaml; the "
+        "simulated camera simcam:// knows its own)",
+    )
+    g.add_argument(
+        "--watch-mm",
+        metavar="MM",
+        default="10",
+        help="with --camera: stop the arm when the tool is more than MM off the plan for 0.3 s (default 10; 0: no "
+        "watch)",
+    )
+
+
+def split_cameras(args) -> None:
+    """``--camera`` values: ``NAME=SOURCE`` ones stay in ``args.camera`` (a dataset's cameras); one without ``=``
+    is the camera that sees the arm (``args.arm_camera``; BadInputError for two)."""
+    given = getattr(args, "camera", None) or []
+    given = [given] if isinstance(given, str) else list(given)
+    plain = [c for c in given if "=" not in c or "://" in c.split("=", 1)[0]]
+    if len(plain) > 1:
+        raise BadInputError(f"--camera {plain[1]}: one camera sees the arm (given: {', '.join(plain)})")
+    args.camera = [c for c in given if c not in plain]
+    args.arm_camera = plain[0] if plain else None
 
 
 class Progress:

@@ -18,7 +18,8 @@ def dataset_options(p, *, follow: bool) -> None:
         action="append",
         default=[],
         metavar="NAME=SOURCE",
-        help="a camera (any OpenCV source: 0, /dev/video0, a file, a URL) as observation.images.NAME; repeatable",
+        help="a camera (any OpenCV source: 0, /dev/video0, a file, a URL) as observation.images.NAME; repeatable. "
+        "armctl run: a SOURCE without NAME= is the camera that sees the arm (parts of pick: {marker: ID}, the watch)",
     )
     if follow:
         g.add_argument("--episode-s", metavar="S", help="end each episode after S seconds (the next starts at once)")

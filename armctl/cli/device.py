@@ -19,12 +19,14 @@ import numpy as np
 from armctl import motion
 from armctl.cli import add_command
 from armctl.cli.common import (
+    arm_camera_options,
     assumed_from_args,
     drive,
     open_robot,
     print_report,
     raise_dataset_error,
     setup,
+    split_cameras,
     target_args,
 )
 from armctl.core.units import parse_float
@@ -128,6 +130,7 @@ def _register_run(sub, parents) -> None:
     from armctl.cli.dataset_options import dataset_options
 
     dataset_options(p, follow=False)  # --record-dataset: each run (each pass of a top-level repeat) an episode
+    arm_camera_options(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -170,11 +173,14 @@ def cmd_home(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from armctl.program import load_program, plan_program, with_blend
+    from armctl.program import load_program, markers_of, plan_program, with_blend
     from armctl.robot.stream import prepare
 
     prog = with_blend(load_program(args.program), args.blend)
     arm, cal = setup(args, prog.arm_ref)
+    split_cameras(args)
+    if markers_of(prog):
+        return _run_seeing_parts(args, arm, cal, prog)
     plan = plan_program(prog, arm)
     traj = plan.trajectory
     prepare(traj, cal)  # every pulse checked before a port is opened
@@ -265,10 +271,13 @@ def _run_with_keys(args, arm, cal, prog, traj) -> int:
     terminal (Space hold, Enter resume, +/- speed override, q stop)."""
     from armctl.cli.runkeys import HELP, RunKeys
 
+    planned = {"steps": len(traj.steps) if traj is not None else 0}
+
     def act(robot, progress):
         if progress is not None:
             progress.control, progress.keys = robot.control, HELP
         pr = robot.prepare_run(prog, from_step=args.from_step, resume=args.resume)
+        planned["steps"] = len(pr.plan.trajectory.steps)
         if args.resume or args.from_step is not None:
             print(f"armctl run: {pr.describe}", file=sys.stderr, flush=True)
         elif robot.recovered:
@@ -289,8 +298,26 @@ def _run_with_keys(args, arm, cal, prog, traj) -> int:
             raise
 
     report = drive(args, arm, cal, act, wants_progress=True)
-    print_report(args, report, f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s")
+    print_report(args, report, f"ran {args.program}: {planned['steps']} steps, {report['duration_s']:.2f} s")
     return 0
+
+
+def _run_seeing_parts(args, arm, cal, prog) -> int:
+    """``armctl run`` of a program whose picks and places name markers: planned once the camera has said where
+    the parts lie (the port and the camera open first), then run as any other."""
+    from armctl.program import markers_of
+
+    ids = ", ".join(str(m.marker_id) for m in markers_of(prog))
+    if args.arm_camera is None:
+        raise BadInputError(
+            f"{args.program}: its pick/place steps find markers {ids} with a camera: give --camera SRC (a camera "
+            "number, or simcam:// with the simulated arm)"
+        )
+    if args.dry_run or args.record_dataset is not None:
+        raise BadInputError(f"{args.program}: a program that finds its parts by camera runs without --dry-run and "
+                            "--record-dataset (where the parts lie is known once the camera looks)")  # fmt: skip
+    args.assumed_q = assumed_from_args(args, arm)
+    return _run_with_keys(args, arm, cal, prog, None)
 
 
 def _after_unclean_stop(args, robot, prog, pr, *, may_resume: bool = True):

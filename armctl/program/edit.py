@@ -35,14 +35,14 @@ def with_blend(prog: Program, blend_mm: str | float | None) -> Program:
     return dataclasses.replace(prog, settings=dataclasses.replace(prog.settings, blend_m=blend_m))
 
 
-def markers_of(prog: Program) -> list[int]:
-    """The marker ids the program's pick and place steps name (the parts a camera must find), in order."""
-    out: list[int] = []
+def markers_of(prog: Program) -> list[MarkerRef]:
+    """The markers the program's pick and place steps name (the parts a camera must find), each id once, in order."""
+    out: list[MarkerRef] = []
 
     def walk(steps):
         for st in steps:
-            if isinstance(st.target, MarkerRef) and st.target.marker_id not in out:
-                out.append(st.target.marker_id)
+            if isinstance(st.target, MarkerRef) and all(m.marker_id != st.target.marker_id for m in out):
+                out.append(st.target)
             walk(st.steps)
 
     walk(prog.steps)

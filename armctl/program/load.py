@@ -105,6 +105,7 @@ class MarkerRef:
 
     marker_id: int
     line: int | None = None
+    size_m: float = 0.030  # the marker's black square (``size_mm``)
 
     def describe(self) -> str:
         return f"the part with marker {self.marker_id}"
@@ -460,15 +461,19 @@ def _for_each_step(st: Step, sec: Section, number: str) -> None:
 
 
 def _marker_ref(value: dict, sec: Section, key: str, number: str) -> MarkerRef:
-    """``{marker: ID}``: the part carrying ArUco marker ID (a whole number 0..999)."""
-    mid = value.get("marker")
-    if len(value) != 1 or isinstance(mid, bool) or not isinstance(mid, int) or not 0 <= mid <= 999:
+    """``{marker: ID[, size_mm: S]}``: the part carrying ArUco marker ID (a whole number 0..999), its black square
+    S mm (default 30)."""
+    mid, size = value.get("marker"), value.get("size_mm", 30)
+    bad_id = isinstance(mid, bool) or not isinstance(mid, int) or not 0 <= mid <= 999
+    bad_size = isinstance(size, bool) or not isinstance(size, (int, float)) or not 3 <= size <= 500
+    if bad_id or bad_size or set(value) - {"marker", "size_mm"}:
         raise ConfigError(
-            f"step {number}: {key}: {{marker: ID}} takes one marker id, a whole number 0..999, found {dict(value)!r}",
+            f"step {number}: {key}: {{marker: ID, size_mm: S}} takes a marker id (a whole number 0..999) and its "
+            f"black square's side (3..500 mm, default 30), found {dict(value)!r}",
             path=sec.path,
             line=sec.line_of(key),
         )
-    return MarkerRef(mid, sec.line_of(key))
+    return MarkerRef(mid, sec.line_of(key), size / 1000.0)
 
 
 def _pick_place_step(st: Step, sec: Section, number: str) -> None:

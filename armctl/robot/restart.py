@@ -150,7 +150,7 @@ def prepare_run(
         raise BadInputError("run: give resume or from_step, not both")
     wanted = markers_of(program)
     if wanted and find is not None:
-        parts = {mid: find(mid).point_m for mid in wanted}
+        parts = {m.marker_id: find(m.marker_id, m.size_m).point_m for m in wanted}
         program = with_parts(program, {mid: p if arm.has_base else p[:2] for mid, p in parts.items()})
     path = str(Path(program.path).resolve())
     try:

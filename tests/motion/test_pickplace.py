@@ -24,7 +24,7 @@ steps:
 
 def test_pick_and_place_expand_into_moves_at_the_parts():
     prog = load_program_text(PROGRAM)
-    assert markers_of(prog) == [3, 5]
+    assert [m.marker_id for m in markers_of(prog)] == [3, 5]
     arm = load_arm("mearm")
     with pytest.raises(ConfigError, match=r"step 1\.1: the part with marker 3: no camera said where it lies"):
         plan_program(prog, arm)
@@ -49,9 +49,10 @@ def test_pick_and_place_expand_into_moves_at_the_parts():
 @pytest.mark.parametrize(
     ("step", "message"),
     [
-        ("pick: {marker: -1}", "takes one marker id"),
-        ("pick: {marker: 2, x: 1}", "takes one marker id"),
-        ("pick: {marker: true}", "takes one marker id"),
+        ("pick: {marker: -1}", "takes a marker id"),
+        ("pick: {marker: 2, x: 1}", "takes a marker id"),
+        ("pick: {marker: 2, size_mm: 1}", "3..500 mm"),
+        ("pick: {marker: true}", "takes a marker id"),
         ("place: {marker: 1}\n    hover_mm: 0", "hover_mm"),
         ("pick: nowhere", "unknown pose 'nowhere'"),
         ("pick: {marker: 1}\n    blend_mm: 3", "unknown key 'blend_mm'"),
