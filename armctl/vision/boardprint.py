@@ -108,7 +108,7 @@ def _pdf_content(page: Page) -> str:
     ops.append(f"0 G {pt(0.25)} w")
     for i in range(11):  # ticks every 10 mm, above the bar
         x = x0 + 10.0 * i
-        ops.append(f"{pt(x)} {pt(page.bar_y)} m {pt(x)} {pt(page.bar_y + (4.0 if i % 5 == 0 else 3.0))} l S")
+        ops.append(f"{pt(x)} {pt(page.bar_y + 1.5)} m {pt(x)} {pt(page.bar_y + (4.0 if i % 5 == 0 else 3.0))} l S")
     size = pt(TEXT_MM)
     ops.append(f"BT /F1 {size} Tf {pt(x0 - 1.0)} {pt(page.bar_y + 5.0)} Td (0) Tj ET")
     ops.append(f"BT /F1 {size} Tf {pt(x0 + BAR_MM - 3.0)} {pt(page.bar_y + 5.0)} Td (100 mm) Tj ET")
@@ -169,11 +169,12 @@ def board_page_pixels(spec: BoardSpec, dpi: int = DEFAULT_DPI) -> np.ndarray:
     x, y = px(page.board_x, page.board_y + page.board_h)
     out[y : y + board.shape[0], x : x + board.shape[1]] = board
     x0 = (page.width - BAR_MM) / 2
-    cv2.rectangle(out, px(x0, page.bar_y + 1.5), px(x0 + BAR_MM, page.bar_y), 0, cv2.FILLED)
+    (left, top), (right, bottom) = px(x0, page.bar_y + 1.5), px(x0 + BAR_MM, page.bar_y)
+    out[top:bottom, left:right] = 0  # the bar: exactly round(100 mm * dpi / 25.4) pixels long
     thick = max(1, round(0.25 * scale))
-    for i in range(11):
+    for i in range(11):  # the ticks stand on the bar (they do not widen it)
         xt = x0 + 10.0 * i
-        cv2.line(out, px(xt, page.bar_y), px(xt, page.bar_y + (4.0 if i % 5 == 0 else 3.0)), 0, thick)
+        cv2.line(out, px(xt, page.bar_y + 1.5 + 0.5), px(xt, page.bar_y + (4.0 if i % 5 == 0 else 3.0)), 0, thick)
     font_scale = TEXT_MM * 0.72 * scale / cv2.getTextSize("H", cv2.FONT_HERSHEY_SIMPLEX, 1.0, 1)[0][1]  # cap height
     labels = [(x0 - 1.0, page.bar_y + 5.0, "0"), (x0 + BAR_MM - 3.0, page.bar_y + 5.0, "100 mm")]
     for xt, yt, text in labels + [(MARGIN_MM, y, t) for y, t in page.lines]:
