@@ -2,10 +2,11 @@
 without a camera, and by the tests, through a camera whose intrinsics are known.
 
 ``render_board_views(spec, model, count)`` draws the board (on its white paper, on a gray table) at ``count``
-poses drawn from a seeded generator: 0.25-0.45 m from the camera, tilted 10-35 degrees about a random axis,
-turned up to 30 degrees in its plane, its middle anywhere over the picture while the whole board stays in view,
-then through the lens distortion of ``model`` (``armctl.vision.render.Renderer``). ``board_views_source`` gives
-them as a finite camera source (``simcam://?board=SPEC&views=N`` opens one), its ``intrinsics`` the truth.
+poses drawn from a seeded generator: 0.25-0.45 m from the camera (farther where a long focal length needs it),
+tilted 20-35 degrees every way, turned up to 30 degrees in its plane, its middle anywhere over the
+picture while the whole board stays in view, then through the lens distortion of ``model``
+(``armctl.vision.render.Renderer``). ``board_views_source`` gives them as a finite camera source
+(``simcam://?board=SPEC&views=N`` opens one), its ``intrinsics`` the truth.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from armctl.vision.render import Renderer
 from armctl.vision.sources import CameraModel, CameraSource, need_cv2
 
 DISTANCE_M = (0.25, 0.45)
-TILT_DEG = (10.0, 35.0)  # a board seen square-on tells nothing of the focal length: every view is tilted
+TILT_DEG = (20.0, 35.0)  # a board seen square-on tells nothing of the focal length: every view is tilted
 TURN_DEG = 30.0
 PX_PER_SQUARE = 120  # the board's texture (drawn smaller through mip levels: no aliasing)
 MAX_VIEWS = 500
@@ -58,20 +59,32 @@ def _paper(spec: BoardSpec) -> tuple[np.ndarray, np.ndarray]:
     return tex, corners
 
 
-def _pose(spec: BoardSpec, model: CameraModel, corners: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:
-    """A pose (R, t) of the board whose paper is wholly in the picture (at most 200 draws)."""
+def _distances(model: CameraModel, corners: np.ndarray) -> tuple[float, float]:
+    """The board's distances: ``DISTANCE_M``, moved out as far as a camera of long focal length needs for the
+    paper to fill at most 85% of the picture at the nearest."""
+    paper = corners.max(axis=0) - corners.min(axis=0)
+    fits = max(model.fx * paper[0] / (0.85 * model.size[0]), model.fy * paper[1] / (0.85 * model.size[1]))
+    near = max(DISTANCE_M[0], fits)
+    return near, max(DISTANCE_M[1], near * DISTANCE_M[1] / DISTANCE_M[0])
+
+
+def _pose(spec: BoardSpec, model: CameraModel, corners: np.ndarray, rng, i: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A pose (R, t) of the board whose paper is wholly in the picture (at most 1000 draws). The ``i``-th view's
+    middle is drawn in the ``i``-th cell of a 3 x 3 grid over the picture and it leans towards the ``i``-th of
+    eight directions (views spread over the picture and tilted every way, as a user is told to hold them)."""
     cv2 = need_cv2()
     w, h = model.size
     middle = np.array([spec.size_m[0] / 2, spec.size_m[1] / 2, 0.0])
-    for _ in range(200):
-        az = rng.uniform(0.0, 2 * math.pi)
-        tilt = math.radians(rng.uniform(*TILT_DEG))
-        R = _rotation([math.cos(az), math.sin(az), 0.0], tilt) @ _rotation(
-            [0, 0, 1], math.radians(rng.uniform(-1, 1) * TURN_DEG)
-        )
-        u, v = rng.uniform(0.2 * w, 0.8 * w), rng.uniform(0.2 * h, 0.8 * h)
+    near, far = _distances(model, corners)
+    for _ in range(1000):
+        az = (i % 8 + rng.uniform(0.0, 1.0)) * math.pi / 4
+        turn = _rotation([0, 0, 1], math.radians(rng.uniform(-1, 1) * TURN_DEG))
+        R = _rotation([math.cos(az), math.sin(az), 0.0], math.radians(rng.uniform(*TILT_DEG))) @ turn
+        cell = (i * 4 + rng.integers(0, 2)) % 9 if _ > 100 else (i * 4) % 9  # 4 is prime to 9: every cell in turn
+        u = w * (0.1 + 0.8 * (cell % 3 + rng.uniform(0.0, 1.0)) / 3)
+        v = h * (0.1 + 0.8 * (cell // 3 + rng.uniform(0.0, 1.0)) / 3)
         ray = np.linalg.solve(model.matrix, [u, v, 1.0])
-        t = ray / np.linalg.norm(ray) * rng.uniform(*DISTANCE_M) - R @ middle
+        t = ray / np.linalg.norm(ray) * rng.uniform(near, far) - R @ middle
         cam = corners @ R.T + t
         if np.any(cam[:, 2] <= 0.05):
             continue
@@ -80,8 +93,7 @@ def _pose(spec: BoardSpec, model: CameraModel, corners: np.ndarray, rng) -> tupl
         if np.all((px >= 2) & (px <= [w - 3, h - 3])):
             return R, t
     raise BadInputError(
-        f"board {spec.text} does not fit in a {w}x{h} picture of focal {model.fx:.0f} px at "
-        f"{DISTANCE_M[0]}-{DISTANCE_M[1]} m: choose a smaller board"
+        f"board {spec.text} does not fit in a {w}x{h} picture of focal {model.fx:.0f} px at {near:.2f}-{far:.2f} m"
     )
 
 
@@ -101,8 +113,8 @@ def render_board_views(
     rng = np.random.default_rng(seed)
     renderer = Renderer(model)
     tex, corners = _paper(spec)
-    for _ in range(count):
-        R, t = _pose(spec, model, corners, rng)
+    for i in range(count):
+        R, t = _pose(spec, model, corners, rng, i)
         canvas = renderer.blank()
         renderer.draw_quad(canvas, tex, corners @ R.T + t)
         image = renderer.finish(canvas, blur_px=blur_px, light=light, noise_gray=noise_gray, rng=rng)
@@ -139,28 +151,25 @@ def board_views_source(
 ) -> BoardViewsSource:
     """A camera source of ``views`` rendered views of ``board`` (a spec; None: the default board) seen by
     ``model`` (default: ``default_model()``). ``simcam://?board=SPEC&views=N`` is this, with the simulated camera's
-    model and picture options. BadInputError for a bad board or count."""
-    spec = board if isinstance(board, BoardSpec) else parse_board(board, what=f"{name or 'simcam://'} board=")
-    count = _count(views, name)
-    model = model or default_model()
-    where = name or f"simcam://?board={spec.text}&views={count}"
+    model and picture options (its ``noise=PX`` as sensor grain, ``noise_gray`` = 4 gray levels a pixel: a printed
+    board is one rigid thing, its corners are not moved one by one as a marker's are). BadInputError for a bad
+    board or count."""
+    where = name or "simcam://"
+    spec = board if isinstance(board, BoardSpec) else parse_board(board, what=f"--camera {where}: board=")
+    count = _count(views, where)
+    options = {"blur_px": blur_px, "light": light, "noise_gray": noise_gray}
     return BoardViewsSource(
         spec,
-        model,
+        model or default_model(),
         count,
-        where,
+        name or f"simcam://?board={spec.text}&views={count}",
         seed=int(seed),
-        blur_px=float(blur_px),
-        light=float(light),
-        noise_gray=float(noise_gray),
+        **{k: float(v) for k, v in options.items()},
     )
 
 
-def _count(views, name: str) -> int:
-    try:
-        count = int(views)
-    except (TypeError, ValueError):
-        count = -1
-    if not 1 <= count <= MAX_VIEWS or str(views).strip() not in (str(count), f"{count}.0"):
-        raise BadInputError(f"{name or 'simcam://'} views={views}: give a whole number of views, 1..{MAX_VIEWS}")
-    return count
+def _count(views, where: str) -> int:
+    text = str(views).strip()
+    if not text.isdigit() or not 1 <= int(text) <= MAX_VIEWS:
+        raise BadInputError(f"--camera {where}: views={views}: give a whole number of views, 1..{MAX_VIEWS}")
+    return int(text)
