@@ -62,6 +62,10 @@ class CameraCalibration:
     views_seen: int = 0
     source: str = ""
     date: str = ""
+    #: one standard deviation of fx, fy, cx, cy (px), from the fit's own covariance (OpenCV's estimate)
+    std_px: tuple[float, ...] = ()
+    #: each used view's reprojection error (rms, px), in the order seen
+    view_rms_px: tuple[float, ...] = ()
 
     def to_dict(self) -> dict:
         """The JSON of ``armctl camera calibrate --json``."""
@@ -75,6 +79,8 @@ class CameraCalibration:
             "fy": m.fy,
             "cx": m.cx,
             "cy": m.cy,
+            "std_px": dict(zip(("fx", "fy", "cx", "cy"), self.std_px)),
+            "view_rms_px": list(self.view_rms_px),
             "board": self.board,
             "views_used": self.views_used,
             "views_seen": self.views_seen,
@@ -152,11 +158,14 @@ def check_views(views: Views, spec: BoardSpec, where: str) -> None:
 
 def calibrate(views: Views, spec: BoardSpec, *, source: str = "") -> CameraCalibration:
     """The camera's matrix and distortion fitted to ``views`` (``cv2.calibrateCamera``, OpenCV's default model:
-    k1 k2 p1 p2 k3) and the reprojection error (rms, pixels). BadInputError when they cannot calibrate."""
+    k1 k2 p1 p2 k3; through ``calibrateCameraExtended``, the same fit that also gives the intrinsics' standard
+    deviations and each view's error) and the reprojection error (rms, pixels). BadInputError when they cannot
+    calibrate."""
     cv2 = need_cv2()
     check_views(views, spec, source)
     try:
-        rms, K, dist, _, _ = cv2.calibrateCamera(views.object_points, views.image_points, views.size, None, None)
+        fit = cv2.calibrateCameraExtended(views.object_points, views.image_points, views.size, None, None)
+        rms, K, dist, std, per_view = fit[0], fit[1], fit[2], fit[5], fit[7]
     except cv2.error as exc:
         why = str(exc).strip().splitlines()[-1] if str(exc).strip() else "no solution"
         raise BadInputError(f"--camera {source}: the calibration did not converge ({why})") from None
@@ -172,6 +181,8 @@ def calibrate(views: Views, spec: BoardSpec, *, source: str = "") -> CameraCalib
         views_seen=views.seen,
         source=source,
         date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        std_px=tuple(float(v) for v in np.ravel(std)[:4]),
+        view_rms_px=tuple(float(v) for v in np.ravel(per_view)),
     )
 
 
@@ -201,7 +212,12 @@ def to_yaml(cal: CameraCalibration) -> str:
         f"dist_coeffs: [{', '.join(_num(v) for v in np.ravel(m.dist))}]   # OpenCV's k1, k2, p1, p2, k3\n"
         f"image_size: [{int(m.size[0])}, {int(m.size[1])}]   # width, height\n"
         f"rms_px: {_num(cal.rms_px)}   # reprojection error\n"
-        f"board: {json.dumps(cal.board)}\n"
+        + (
+            f"std_px: [{', '.join(_num(v) for v in cal.std_px)}]   # one sigma of fx, fy, cx, cy\n"
+            if cal.std_px
+            else ""
+        )
+        + f"board: {json.dumps(cal.board)}\n"
         f"views_used: {cal.views_used}\n"
         f"views_seen: {cal.views_seen}\n"
         f"source: {json.dumps(cal.source)}\n"
@@ -261,6 +277,7 @@ def parse_camera_file(data, path) -> CameraCalibration:
         views_seen=int(sec.number("views_seen", 0, lo=0)),
         source=sec.string("source", ""),
         date=str(sec.raw("date", "")),
+        std_px=tuple(sec.numbers("std_px", [], count=4)),
     )
     sec.done()
     return cal

@@ -51,7 +51,8 @@ def test_calibrate_a_folder_as_a_process_json(shots, tmp_path):
     err = 100 * np.abs(K[[0, 1, 0, 1], [0, 1, 2, 2]] / TRUTH.matrix[[0, 1, 0, 1], [0, 1, 2, 2]] - 1)
     print(f"CLI: fx fy cx cy error % {np.round(err, 3)}, rms {got['rms_px']:.3f} px, {got['seconds']} s")
     assert np.all(err < 1.0) and 0 < got["rms_px"] < 0.5
-    assert got["views_used"] == 12 and got["camera_file"] == str(out)
+    assert got["views_used"] == 12 and got["camera_file"] == str(out) and len(got["view_rms_px"]) == 12
+    assert set(got["std_px"]) == {"fx", "fy", "cx", "cy"} and 0 < got["std_px"]["cx"] < 3
     assert np.allclose(load_camera_file(out).matrix, K)
 
 
@@ -108,3 +109,18 @@ def test_bad_input_is_one_line_exit_2(shots, tmp_path, monkeypatch, capsys, argv
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and fragment in err and "Traceback" not in err, err
     assert not (tmp_path / "config" / "calibration" / "camera.yaml").exists()  # nothing saved
+
+
+def test_calibrate_the_simulated_cameras_board_views(capsys):
+    """``simcam://?board=SPEC&views=N``: rendered views through the simulated camera's own intrinsics (its
+    ``size``, ``focal`` and ``dist`` options), no camera, no simulator needed."""
+    require_module("armctl.vision.simcam", "the simulated camera (simcam://)")
+    url = "simcam://?board=charuco:7x5@30mm/22mm:5x5_100&views=14&focal=560&dist=-0.1,0.02,0,0&noise=0.5&seed=2"
+    assert main(["camera", "calibrate", "--camera", url, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    K = np.array(got["camera_matrix"])
+    assert got["views_used"] == 14 and got["image_size"] == [640, 480]
+    assert np.allclose(K[[0, 1, 0, 1], [0, 1, 2, 2]], [560, 560, 320, 240], rtol=0.01), K
+    bad = url.replace("5x5_100", "5x5_10")
+    assert main(["camera", "calibrate", "--camera", bad]) == 2
+    assert "board=" in capsys.readouterr().err

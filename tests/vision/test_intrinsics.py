@@ -133,6 +133,8 @@ def test_random_cameras_within_1pct_and_agreeing_with_opencv():
         pictures = [v.image for v in render_board_views(SPEC, model, 14, seed=seed, noise_gray=2.0)]
         cal = calibrate(collect_views(_Pictures(pictures), SPEC), SPEC)
         worst = np.maximum(worst, _pct(cal.model.matrix, K))
+        sigmas = np.max(np.abs(_fxyc(cal.model.matrix) - _fxyc(K)) / np.array(cal.std_px))
+        assert sigmas < 4, f"the truth is {sigmas:.1f} standard deviations off: the fit's sigma is not honest"
         _, K_cv, *_, same = _chessboard_reference(pictures)
         apart = np.maximum(apart, _pct(calibrate(collect_views(_Pictures(same), SPEC), SPEC).model.matrix, K_cv))
         assert cal.rms_px < 0.5
@@ -246,6 +248,7 @@ def test_camera_file_round_trip_and_default_place(pictures, tmp_path, monkeypatc
     assert np.allclose(back.model.matrix, cal.model.matrix, rtol=1e-9) and np.allclose(back.model.dist, cal.model.dist)
     assert back.model.size == (640, 480) and back.rms_px == pytest.approx(cal.rms_px)
     assert (back.board, back.views_used, back.source) == (SPEC.text, 6, "a 'quoted' C:\\path")
+    assert np.allclose(back.std_px, cal.std_px) and len(cal.std_px) == 4 and min(cal.std_px) > 0
     save_camera_file(cal, out)
     assert (tmp_path / "cam.yaml.bak").exists()
     monkeypatch.chdir(tmp_path)
