@@ -99,6 +99,8 @@ def cmd_calibrate(args) -> int:
         if live and not args.json:
             print(f"armctl camera: show the board to {source.name}, moving it between views", file=sys.stderr)
         views = collect_views(source, spec, progress=_progress if live else None)
+        if live:
+            sys.stderr.write("\n")
         name = source.name
     cal = calibrate(views, spec, source=name)
     out = save_camera_file(cal, Path(args.camera_file) if args.camera_file else default_camera_file())

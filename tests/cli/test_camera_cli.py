@@ -65,6 +65,22 @@ def test_calibrate_prints_the_figures_and_saves_in_the_calibration_folder(shots,
     assert f"saved {saved}" in text and load_camera_file(saved).size == (640, 480)
 
 
+def test_calibrate_a_video_file(tmp_path, capsys):
+    video = tmp_path / "board.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 10, (640, 480))
+    if not writer.isOpened():
+        pytest.skip("this OpenCV cannot write an MJPG AVI")
+    for view in render_board_views("charuco:7x5@30mm/22mm:5x5_100", TRUTH, 10, seed=8):
+        writer.write(view.image)
+    writer.release()
+    assert (
+        main(["camera", "calibrate", "--camera", str(video), "--json", "--camera-file", str(tmp_path / "cam.yaml")])
+        == 0
+    )
+    got = json.loads(capsys.readouterr().out)
+    assert got["views_used"] == 10 and np.allclose(np.array(got["camera_matrix"]), TRUTH.matrix, rtol=0.01)
+
+
 def test_board_writes_a_pdf(tmp_path, capsys):
     assert main(["camera", "board", "-o", str(tmp_path / "b.pdf"), "--board", "charuco:5x4@20mm/15mm:4x4_50"]) == 0
     assert "board 100 x 80 mm on a 170 x" in capsys.readouterr().out

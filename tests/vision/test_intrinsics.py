@@ -302,3 +302,25 @@ def test_a_folder_of_written_views_calibrates_like_the_pictures(pictures, tmp_pa
     direct = calibrate(collect_views(_Pictures(pictures), SPEC), SPEC)
     assert isinstance(views, Views) and views.used == 14
     assert np.allclose(calibrate(views, SPEC).model.matrix, direct.model.matrix)
+
+
+class _Live:
+    """A live camera (not finite) that shows each picture three times, then the next, for ever."""
+
+    finite = False
+    name = "live"
+
+    def __init__(self, images):
+        self.images, self.size, self.given = images, (640, 480), 0
+
+    def frames(self):
+        while True:
+            self.given += 1
+            yield self.images[(self.given - 1) // 3 % len(self.images)]
+
+
+def test_a_live_camera_keeps_a_view_only_after_the_board_moved(pictures):
+    live = _Live(pictures)
+    views = collect_views(live, SPEC, live_views=5)
+    assert views.used == 5 and live.given == 13  # 5 pictures, each kept once: frames 1, 4, 7, 10, 13
+    assert len({v.tobytes() for v in views.image_points}) == 5
