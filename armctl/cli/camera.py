@@ -46,11 +46,17 @@ def register(sub, parents) -> None:
         "calibrate",
         help="find the camera's intrinsics from views of a ChArUco board; save the camera file",
         description="Find the camera's matrix (fx, fy, cx, cy) and lens distortion from views of a ChArUco board "
-        "(OpenCV's ChArUco detector and calibrateCamera), print them with the reprojection error, and save them.",
+        "(OpenCV's ChArUco detector and calibrateCamera), print them with their standard deviations and the "
+        "reprojection error, and save them.",
         epilog=CALIBRATE_EPILOG,
         formatter_class=p.formatter_class,
     )
-    c.add_argument("--camera", required=True, metavar="SRC", help="a folder of pictures, a video, a USB camera number")
+    c.add_argument(
+        "--camera",
+        required=True,
+        metavar="SRC",
+        help="a folder of pictures, a video, a USB camera (0, /dev/video0) or simcam://?board=SPEC&views=N",
+    )
     c.add_argument("--board", default=None, metavar="SPEC", help=BOARD_HELP)
     c.add_argument(
         "--camera-file",
