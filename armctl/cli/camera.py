@@ -133,7 +133,7 @@ def _print_result(cal, views, out, seconds: float) -> None:
     print(f"image: {m.size[0]} x {m.size[1]} px")
     std = cal.std_px or (float("nan"),) * 4
     values = zip(("fx", "fy", "cx", "cy"), (m.fx, m.fy, m.cx, m.cy), std)
-    print("  ".join(f"{name} {v:.2f} ± {s:.2f}" for name, v, s in values) + "  (px, ± one sigma)")
+    print("  ".join(f"{name} {v:.2f} +- {s:.2f}" for name, v, s in values) + "  (px, +- one sigma)")
     print("distortion (k1 k2 p1 p2 k3): " + " ".join(f"{v:.5g}" for v in m.dist))
     print(
         f"reprojection error: {cal.rms_px:.3f} px rms" + ("  (high: blurred or bent board?)" if cal.rms_px > 1 else "")

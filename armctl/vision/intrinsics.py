@@ -30,6 +30,8 @@ MIN_CORNERS = 6  # fewer corners in a view: it is skipped
 MIN_VIEWS = 4  # fewer usable views: no calibration
 LIVE_VIEWS = 20  # a live camera: this many views, each with the board moved since the last one
 LIVE_MOVE_PX = 25.0  # how far (mean over the corners both views saw) the board must move to count again
+MIN_TILT_DEG = 10.0  # the largest tilt of the board over the views must reach this (else the focal is unobservable)
+MAX_STD = 0.02  # a standard deviation over this share of the focal length (fx, fy) or picture size (cx, cy): refused
 CAMERA_FILE = "camera.yaml"
 FORMAT_VERSION = 1
 _DIST_COUNTS = (4, 5, 8, 12, 14)  # the lengths OpenCV's distortion vector may have
@@ -165,13 +167,14 @@ def calibrate(views: Views, spec: BoardSpec, *, source: str = "") -> CameraCalib
     check_views(views, spec, source)
     try:
         fit = cv2.calibrateCameraExtended(views.object_points, views.image_points, views.size, None, None)
-        rms, K, dist, std, per_view = fit[0], fit[1], fit[2], fit[5], fit[7]
+        rms, K, dist, rvecs, std, per_view = fit[0], fit[1], fit[2], fit[3], fit[5], fit[7]
     except cv2.error as exc:
         why = str(exc).strip().splitlines()[-1] if str(exc).strip() else "no solution"
         raise BadInputError(f"--camera {source}: the calibration did not converge ({why})") from None
     K = np.asarray(K, dtype=float)
     if not (np.all(np.isfinite(K)) and np.all(np.isfinite(dist)) and K[0, 0] > 0 and K[1, 1] > 0):
         raise BadInputError(f"--camera {source}: the calibration did not converge (tilt the board more between views)")
+    check_observable(K, np.ravel(std)[:4], rvecs, views.size, source)
     model = CameraModel(K, np.asarray(dist, dtype=float).ravel(), (int(views.size[0]), int(views.size[1])))
     return CameraCalibration(
         model,
@@ -184,6 +187,27 @@ def calibrate(views: Views, spec: BoardSpec, *, source: str = "") -> CameraCalib
         std_px=tuple(float(v) for v in np.ravel(std)[:4]),
         view_rms_px=tuple(float(v) for v in np.ravel(per_view)),
     )
+
+
+def check_observable(K: np.ndarray, std, rvecs, size, source: str) -> None:
+    """BadInputError naming the parameter the views cannot pin down: the focal length when the board is nearly
+    square-on in every view (less than ``MIN_TILT_DEG``: a frontal board looks the same near with a long focal
+    length as far with a short one), any of fx, fy, cx, cy whose standard deviation is over ``MAX_STD`` of the focal
+    length or of the picture's size."""
+    cv2 = need_cv2()
+    tilts = [math.degrees(math.acos(min(1.0, abs(cv2.Rodrigues(np.asarray(r, float))[0][2, 2])))) for r in rvecs]
+    if max(tilts) < MIN_TILT_DEG:
+        raise BadInputError(
+            f"--camera {source}: the focal length is not observable: the board is nearly square-on in every view "
+            f"(tilted {max(tilts):.0f} deg at most); tilt it 20-40 deg in different directions"
+        )
+    scales = (K[0, 0], K[1, 1], size[0], size[1])
+    for name, sigma, scale in zip(("fx", "fy", "cx", "cy"), np.ravel(std), scales):
+        if not (math.isfinite(sigma) and sigma <= MAX_STD * scale):
+            raise BadInputError(
+                f"--camera {source}: {name} is not observable from these views (+- {sigma:.3g} px): show the board "
+                "at more places, near the picture's edges too, and tilted in different directions"
+            )
 
 
 # --- the camera file ------------------------------------------------------------------------------------------

@@ -103,6 +103,7 @@ def _blank_folder(tmp_path, n):
             "no ChArUco board charuco:7x5@30mm/22mm:5x5_100 in any of the 3",
         ),
         (["camera", "calibrate", "--camera", "FEW"], "only 3 of 3 pictures show the board"),
+        (["camera", "calibrate", "--camera", "SAME"], "is not observable"),  # one shot five times over
         (["camera", "calibrate", "--camera", "5"], "--camera 5: cannot open it or read a frame"),
         (["camera", "calibrate", "--camera", "/dev/video97"], "--camera /dev/video97: no such device"),
         (["camera", "calibrate", "--camera", "nowhere.mp4"], "--camera nowhere.mp4: cannot open it"),
@@ -120,7 +121,12 @@ def test_bad_input_is_one_line_exit_2(shots, tmp_path, monkeypatch, capsys, argv
     for name in sorted(os.listdir(shots))[:3]:
         (few / name).write_bytes((shots / name).read_bytes())
     (tmp_path / "empty").mkdir()
+    same = tmp_path / "same"
+    same.mkdir()
+    for i in range(5):
+        (same / f"{i}.png").write_bytes((few / sorted(os.listdir(few))[0]).read_bytes())
     places = {"BLANK": str(_blank_folder(tmp_path, 3)), "FEW": str(few), "EMPTY": str(tmp_path / "empty")}
+    places["SAME"] = str(same)
     assert main([places.get(a, a) for a in argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and fragment in err and "Traceback" not in err, err

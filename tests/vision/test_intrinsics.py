@@ -324,3 +324,20 @@ def test_a_live_camera_keeps_a_view_only_after_the_board_moved(pictures):
     views = collect_views(live, SPEC, live_views=5)
     assert views.used == 5 and live.given == 13  # 5 pictures, each kept once: frames 1, 4, 7, 10, 13
     assert len({v.tobytes() for v in views.image_points}) == 5
+
+
+def test_a_fit_the_views_cannot_pin_down_is_refused_naming_the_parameter(pictures, monkeypatch):
+    import armctl.vision.boardviews as boardviews
+
+    monkeypatch.setattr(boardviews, "TILT_DEG", (0.0, 3.0))  # every view square-on: the focal is unobservable
+    frontal = [v.image for v in render_board_views(SPEC, TRUTH, 8, seed=4)]
+    with pytest.raises(BadInputError, match=r"the focal length is not observable: .*\(tilted [0-4] deg at most\)"):
+        calibrate(collect_views(_Pictures(frontal), SPEC), SPEC, source="shots")
+    with pytest.raises(BadInputError, match="is not observable"):  # one view five times over
+        calibrate(collect_views(_Pictures([pictures[0]] * 5), SPEC), SPEC, source="shots")
+    views = collect_views(_Pictures(pictures[:4]), SPEC)
+    views.image_points = [
+        p + np.random.default_rng(1).normal(0, 3.0, p.shape).astype(np.float32) for p in views.image_points
+    ]
+    with pytest.raises(BadInputError, match=r"(fx|fy|cx|cy) is not observable from these views \(\+- "):
+        calibrate(views, SPEC, source="shots")  # 4 views and corners 3 px off: too loose to trust
