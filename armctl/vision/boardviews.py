@@ -155,7 +155,7 @@ def board_views_source(
     board is one rigid thing, its corners are not moved one by one as a marker's are). BadInputError for a bad
     board or count."""
     where = name or "simcam://"
-    spec = board if isinstance(board, BoardSpec) else parse_board(board, what=f"--camera {where}: board=")
+    spec = board if isinstance(board, BoardSpec) else parse_board(board, what=f"--camera {where}: board")
     count = _count(views, where)
     options = {"blur_px": blur_px, "light": light, "noise_gray": noise_gray}
     return BoardViewsSource(

@@ -145,4 +145,4 @@ def test_calibrate_the_simulated_cameras_board_views(capsys):
     assert np.allclose(K[[0, 1, 0, 1], [0, 1, 2, 2]], [560, 560, 320, 240], rtol=0.01), K
     bad = url.replace("5x5_100", "5x5_10")
     assert main(["camera", "calibrate", "--camera", bad]) == 2
-    assert "board=" in capsys.readouterr().err
+    assert "'5x5_10' is not an ArUco dictionary" in capsys.readouterr().err
