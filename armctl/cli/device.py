@@ -341,6 +341,23 @@ def _after_unclean_stop(args, robot, prog, pr, *, may_resume: bool = True):
     return pr
 
 
+def simulated_true_tool_m(backend) -> list[float] | None:
+    """Where a simulated arm's tool really is (m), asked of the backend's port object, duck-typed (armsim's
+    and feetechsim's pyserial port has ``.sim``; pca9685sim's bus is the simulation); None on a real board."""
+    ports = (
+        getattr(backend, "ser", None),  # armctl / firmata boards
+        getattr(getattr(backend, "bus", None), "_ser", None),  # a Feetech bus
+        getattr(getattr(backend, "i2c", None), "bus", None),  # a PCA9685's I2C bus
+    )
+    for port in ports:
+        sim = getattr(port, "sim", port)
+        sim = getattr(sim, "scene_arm", None) or sim  # live: run up to its clock first
+        ask = getattr(sim, "true_tool_m", None)
+        if callable(ask) and getattr(sim, "arm", None) is not None:
+            return [float(v) for v in ask()]
+    return None
+
+
 def cmd_status(args) -> int:
     arm, cal = setup(args)
     with open_robot(args, arm, cal, moves=False) as robot:
@@ -375,6 +392,9 @@ def cmd_status(args) -> int:
 
             q = urdf_angles(arm, [math.radians(v) for v in report["q_deg"]])
             report["urdf_deg"] = {name: math.degrees(v) for name, v in q.items()}
+        true_tool = simulated_true_tool_m(robot.backend)
+        if true_tool is not None:  # a simulator: where its tool really is (its truth file applied)
+            report["true_tool_m"] = true_tool
     held = [st.values[s.channel] if s.channel < len(st.values) else None for s in robot.calibration.servos]
     what = "pulses" if robot.calibration.unit == "us" else "goals"
     headline = (

@@ -167,11 +167,12 @@ def tool_pitch(arm, q) -> np.ndarray:
 
 
 def tool_pose(arm, q) -> np.ndarray:
-    """The tool's frame at pose ``q`` in the base frame, shape (..., 4, 4), metres: origin the tool point (z = 0
-    on a planar arm, which works in the table's plane); x along the tool's heading (a planar arm: the tool angle
-    phi; a base arm: away from the base axis in the arm's vertical plane, pitched by ``tool_pitch``, level on a
-    parallelogram arm, whose linkage holds the hand level); y to its left, level; z = x cross y (up when the tool
-    is level). A marker stuck on the tool, face up, has this frame."""
+    """The tool's frame at pose ``q`` in the base frame, shape (..., 4, 4), metres: origin the tool point (a planar
+    arm's plane, its x and y, is this frame's z = 0, and z its normal); x along the tool's heading (a planar arm:
+    the tool angle phi; a base arm: away from the base axis in the arm's vertical plane, pitched by ``tool_pitch``,
+    level on a parallelogram arm, whose linkage holds the hand level); y to its left (level on a base arm); z = x
+    cross y (up when a base arm's tool is level; toward a planar arm's front). A marker stuck on the tool, its face
+    up (a planar arm: facing the front of its plane), has this frame."""
     q = np.asarray(q, dtype=float)
     p = tool_point(arm, q)
     if p.shape[-1] == 2:

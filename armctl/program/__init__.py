@@ -13,6 +13,7 @@ The package: ``load`` reads and checks the format (Program, Settings, Pose, Step
 
 from __future__ import annotations
 
+from armctl.program.edit import blend_option, markers_of, with_blend, with_parts
 from armctl.program.load import (
     MAX_BLEND_M,
     MAX_MOVES,
@@ -20,15 +21,14 @@ from armctl.program.load import (
     SETTINGS_KEYS,
     STEP_ACTIONS,
     STEP_KEYS,
+    MarkerRef,
     Pose,
     Program,
     Settings,
     Step,
-    blend_option,
     load_program,
     load_program_text,
     parse_program,
-    with_blend,
 )
 from armctl.program.plan import episode_of_steps, expand, plan_program, pose_of, pose_target, step_move
 
@@ -39,6 +39,7 @@ __all__ = [
     "SETTINGS_KEYS",
     "STEP_ACTIONS",
     "STEP_KEYS",
+    "MarkerRef",
     "Pose",
     "Program",
     "Settings",
@@ -47,6 +48,7 @@ __all__ = [
     "expand",
     "load_program",
     "load_program_text",
+    "markers_of",
     "parse_program",
     "plan_program",
     "pose_of",
@@ -54,4 +56,5 @@ __all__ = [
     "step_move",
     "blend_option",
     "with_blend",
+    "with_parts",
 ]

@@ -17,7 +17,9 @@ from armctl.errors import ConfigError
 from armctl.model.validate import MAX_BLEND_M
 from armctl.model.zones import Zones, parse_zones
 
-STEP_ACTIONS = ("line", "joint", "gripper", "wait_s", "repeat", "for_each")
+STEP_ACTIONS = ("line", "joint", "gripper", "wait_s", "repeat", "for_each", "pick", "place")
+PICK_KEYS = ("hover_mm", "hover_m", "speed_mm_s", "speed_m_s", "offset_mm", "offset_m")
+DEFAULT_HOVER_M = 0.040  # a pick or place comes down to its target from this far above it
 STEP_KEYS = {
     "line": (
         "line",
@@ -38,6 +40,8 @@ STEP_KEYS = {
     "wait_s": ("wait_s",),
     "repeat": ("repeat", "steps"),
     "for_each": ("for_each", "steps"),
+    "pick": ("pick", *PICK_KEYS),
+    "place": ("place", *PICK_KEYS),
 }
 MIN_SEGMENT_M = 1e-5  # 0.01 mm: finer segments only take time and memory
 MAX_MOVES = limits.LIMITS["moves"].default  # the default; armctl.core.limits.get("moves") is the one in force
@@ -94,6 +98,18 @@ class Pose:
         return f"pose '{self.name}'{where}" if not self.name.startswith("<") else f"inline pose{where}"
 
 
+@dataclass(frozen=True)
+class MarkerRef:
+    """A pick or place target the camera finds: the part carrying ArUco marker ``marker_id`` (``pick: {marker: 3}``),
+    where it lies when the program starts (``with_parts``)."""
+
+    marker_id: int
+    line: int | None = None
+
+    def describe(self) -> str:
+        return f"the part with marker {self.marker_id}"
+
+
 @dataclass
 class Step:
     """One step as written. ``number`` is '7' or '4.2' (step 2 inside step 4)."""
@@ -102,7 +118,7 @@ class Step:
     line: int | None
     action: str
     name: str | None = None
-    target: str | Pose | None = None  # pose name, '$var' or inline Pose
+    target: str | Pose | MarkerRef | None = None  # pose name, '$var', inline Pose, or a part the camera finds
     offset_m: tuple[float, ...] | None = None  # (dx, dy), or (dx, dy, dz) on a base arm
     speed_m_s: float | None = None
     accel_m_s2: float | None = None
@@ -116,6 +132,7 @@ class Step:
     count: int | None = None
     loop_vars: dict[str, list] = field(default_factory=dict)
     steps: list[Step] = field(default_factory=list)
+    lift_m: float = 0.0  # a pick's or place's move: the target raised by this much (up: z, or y in a plane)
 
 
 @dataclass
@@ -134,6 +151,7 @@ class Program:
     description: str = ""
     zones: Zones | None = None  # keep-out zones added to the arm's (armctl.model.zones)
     zones_line: int | None = None
+    parts: dict[int, Pose] = field(default_factory=dict)  # marker id -> where its part lies (``with_parts``)
 
     @property
     def arm_ref(self) -> str | None:
@@ -311,32 +329,6 @@ def _settings(s: Section, base: Settings) -> Settings:
     )
 
 
-def blend_option(blend_mm: str | float) -> float:
-    """``--blend MM`` (a number of millimetres, or the text of one) in metres. BadInputError for a negative,
-    non-finite or too large value (over ``MAX_BLEND_M``)."""
-    from armctl.errors import BadInputError
-
-    try:
-        v = float(blend_mm)
-    except (TypeError, ValueError):
-        raise BadInputError(f"--blend: {blend_mm!r} is not a number of millimetres") from None
-    if not math.isfinite(v) or v < 0 or v > MAX_BLEND_M * 1000:
-        raise BadInputError(f"--blend: {blend_mm!r} mm: give 0 .. {MAX_BLEND_M * 1000:g} mm")
-    return v / 1000.0
-
-
-def with_blend(prog: Program, blend_mm: str | float | None) -> Program:
-    """``prog`` with its default blend distance (settings ``blend_mm``) set to ``blend_mm`` millimetres (a
-    number or the text of one, as ``--blend MM`` gives it); steps with their own ``blend_mm`` keep theirs.
-    None: ``prog`` unchanged. BadInputError for a bad value (``blend_option``)."""
-    import dataclasses
-
-    if blend_mm is None:
-        return prog
-    blend_m = blend_option(blend_mm)
-    return dataclasses.replace(prog, settings=dataclasses.replace(prog.settings, blend_m=blend_m))
-
-
 def _blend(sec: Section, default: float | None):
     """``blend_mm`` or ``blend_m`` (0 .. 500 mm) in metres, else ``default``."""
     v = _length(sec, "blend", lo=0)
@@ -378,8 +370,10 @@ def _step(sec: Section, number: str, line, path: str, bound: set) -> Step:
         )
     action = actions[0]
     st = Step(number=number, line=line, action=action, name=sec.string("name", None))
-    if action in ("line", "joint"):
-        st.target = _pose_ref(sec.raw(action), sec, action, number)
+    if action in ("line", "joint", "pick", "place"):
+        value = sec.raw(action)
+        marker = action in ("pick", "place") and isinstance(value, dict) and "marker" in value
+        st.target = _marker_ref(value, sec, action, number) if marker else _pose_ref(value, sec, action, number)
         st.offset_m = _length(sec, "offset", count=(2, 3))
     _STEP_READERS[action](st, sec, number)
     if action in ("repeat", "for_each"):
@@ -465,6 +459,47 @@ def _for_each_step(st: Step, sec: Section, number: str) -> None:
         )
 
 
+def _marker_ref(value: dict, sec: Section, key: str, number: str) -> MarkerRef:
+    """``{marker: ID}``: the part carrying ArUco marker ID (a whole number 0..999)."""
+    mid = value.get("marker")
+    if len(value) != 1 or isinstance(mid, bool) or not isinstance(mid, int) or not 0 <= mid <= 999:
+        raise ConfigError(
+            f"step {number}: {key}: {{marker: ID}} takes one marker id, a whole number 0..999, found {dict(value)!r}",
+            path=sec.path,
+            line=sec.line_of(key),
+        )
+    return MarkerRef(mid, sec.line_of(key))
+
+
+def _pick_place_step(st: Step, sec: Section, number: str) -> None:
+    """A pick (down from above the target, open, grip, back up) or a place (down, open, back up), as the line and
+    gripper steps ``number``.1, .2, ... that it is."""
+    hover = _length(sec, "hover", lo=0, lo_open=True)
+    hover = DEFAULT_HOVER_M if hover is None else hover
+    speed = _length(sec, "speed", "_s", lo=0, lo_open=True)
+    what = st.target.describe() if isinstance(st.target, MarkerRef) else _ref_text_of(st.target)
+    if st.action == "pick":
+        plan = [("above", hover), ("open", "open"), ("down", 0.0), ("grip", "close"), ("up", hover)]
+    else:
+        plan = [("above", hover), ("down", 0.0), ("release", "open"), ("up", hover)]
+    for k, (name, arg) in enumerate(plan, start=1):
+        sub = Step(number=f"{number}.{k}", line=st.line, action="line", name=f"{st.action} {what}: {name}")
+        if isinstance(arg, str):
+            sub.action, sub.gripper = "gripper", arg
+        else:
+            sub.target, sub.offset_m, sub.lift_m, sub.speed_m_s = st.target, st.offset_m, arg, speed
+            sub.stop = True
+        st.steps.append(sub)
+
+
+def _ref_text_of(ref) -> str:
+    if isinstance(ref, str):
+        return ref
+    if isinstance(ref, Pose) and ref.point_m is not None:
+        return "[" + ", ".join(f"{v * 1000:g}" for v in ref.point_m) + "] mm"
+    return "inline pose"
+
+
 # what each action reads of its step, after the target and offset of a line or joint move
 _STEP_READERS = {
     "line": _line_step,
@@ -473,6 +508,8 @@ _STEP_READERS = {
     "wait_s": _wait_step,
     "repeat": _repeat_step,
     "for_each": _for_each_step,
+    "pick": _pick_place_step,
+    "place": _pick_place_step,
 }
 
 

@@ -14,7 +14,9 @@ from armctl.errors import ConfigError, MotionError
 from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_point
 from armctl.motion import GripperMove, JointMove, LineMove, Plan, Wait
-from armctl.program.load import Pose, Program, Step, is_arm_file
+from armctl.program.load import MarkerRef, Pose, Program, Step, is_arm_file
+
+COMPOUND = ("repeat", "for_each", "pick", "place")  # steps made of steps
 
 # --------------------------------------------------------------------------- planning
 
@@ -30,18 +32,20 @@ class _Flat:
 
 
 def _passes(st: Step) -> int:
+    if st.action in ("pick", "place"):
+        return 1
     return st.count if st.action == "repeat" else len(next(iter(st.loop_vars.values())))
 
 
 def _count(steps) -> int:
     """How many moves ``steps`` unroll to (by arithmetic: nothing is unrolled)."""
-    return sum(_passes(st) * _count(st.steps) if st.action in ("repeat", "for_each") else 1 for st in steps)
+    return sum(_passes(st) * _count(st.steps) if st.action in COMPOUND else 1 for st in steps)
 
 
 def _step_past(steps, budget: int) -> Step:
     """The step at which ``steps``, unrolled, pass ``budget`` moves (there is one: the caller counted)."""
     for st in steps:
-        if st.action in ("repeat", "for_each"):
+        if st.action in COMPOUND:
             inner = _count(st.steps)
             if _passes(st) * inner > budget:
                 return _step_past(st.steps, budget % inner if inner else 0)
@@ -79,6 +83,8 @@ def expand(prog: Program) -> list[_Flat]:
                     inner = dict(env)
                     inner.update({var: _resolve_name(values[k], env) for var, values in st.loop_vars.items()})
                     walk(st.steps, inner, [*notes, ", ".join(f"{v}={_ref_text(inner[v])}" for v in st.loop_vars)])
+            elif st.action in ("pick", "place"):
+                walk(st.steps, env, notes)
             else:
                 label = f"{prog.path}:{st.line}: {name}" + (f" ({'; '.join(notes)})" if notes else "")
                 title = f"{name} (line {st.line}" + "".join(f"; {n}" for n in notes) + ")"
@@ -129,6 +135,8 @@ def _ref_text(ref) -> str:
 def pose_of(prog: Program, ref, env) -> Pose:
     """The pose ``ref`` names (a pose name, or a variable of ``env`` holding one), or ``ref`` itself."""
     ref = _resolve_name(ref, env)
+    if isinstance(ref, MarkerRef):
+        return prog.parts[ref.marker_id]
     return prog.poses[ref] if isinstance(ref, str) else ref
 
 
@@ -278,9 +286,20 @@ def step_move(prog: Program, item: _Flat, arm: Arm, q):
             )
         angle = arm.gripper.open_rad if s.gripper == "open" else arm.gripper.closed_rad
         return GripperMove(angle, label=label)
+    if isinstance(s.target, MarkerRef) and s.target.marker_id not in prog.parts:
+        raise ConfigError(
+            f"step {s.number}: {s.target.describe()}: no camera said where it lies (give --camera SRC; the marker "
+            "must be in view when the program starts)",
+            path=prog.path,
+            line=s.line,
+        )
     pose = pose_of(prog, s.target, item.env)
     _check_pose_on_arm(prog, pose, arm, f"step {s.number}", s.line, s.offset_m)
-    xy, phi, q_exact = pose_target(pose, s.offset_m, arm)
+    offset = s.offset_m
+    if s.lift_m:
+        offset = np.zeros(arm.dim) if offset is None else np.asarray(offset, dtype=float)
+        offset = tuple(offset + np.eye(arm.dim)[-1] * s.lift_m)  # up: z on a base arm, y in a planar arm's plane
+    xy, phi, q_exact = pose_target(pose, offset, arm)
     try:
         if s.action == "line":
             return LineMove(

@@ -16,6 +16,8 @@ from armctl.errors import BadInputError
 from armctl.model.arm import Arm, load_arm
 
 DEFAULT_ARM = "seed-3link"
+#: the simulators that take ``arm`` and ``cal`` options (the arm their servos move)
+SIMULATED_ARMS = ("armsim", "feetechsim", "pca9685sim")
 
 
 def default_port(arm: Arm, cal_path: Path, backend: type[Backend]) -> str:
@@ -28,11 +30,14 @@ def default_port(arm: Arm, cal_path: Path, backend: type[Backend]) -> str:
 
 
 def sim_port_for(port: str, arm: Arm, cal_path: Path) -> str:
-    """An armsim:// URL without an arm gets the robot's arm and calibration, so the simulation matches."""
+    """An armsim:// URL without an arm gets the robot's arm and calibration, so the simulation matches; so does a
+    feetechsim:// or pca9685sim:// URL with a truth file (``truth=``: the simulator applies it to the arm)."""
     parts = urllib.parse.urlsplit(port)
-    if parts.scheme != "armsim" or parts.netloc or parts.path.strip("/"):
+    if parts.scheme not in SIMULATED_ARMS or parts.netloc or parts.path.strip("/"):
         return port
     query = urllib.parse.parse_qs(parts.query)
+    if parts.scheme != "armsim" and "truth" not in query:
+        return port
     extra = {}
     if "arm" not in query:
         extra["arm"] = arm.ref
@@ -41,7 +46,7 @@ def sim_port_for(port: str, arm: Arm, cal_path: Path) -> str:
     if not extra:
         return port
     sep = "&" if parts.query else ""
-    return f"armsim://?{parts.query}{sep}{urllib.parse.urlencode(extra, safe=',/')}"
+    return f"{parts.scheme}://?{parts.query}{sep}{urllib.parse.urlencode(extra, safe=',/')}"
 
 
 def resolve(arm, port, backend, calibration):

@@ -16,7 +16,8 @@ bytes, giving it the simulated time. Times here are simulated seconds; the
 - Servos: each channel's horn moves toward the commanded pulse at ``slew``
   deg/s (converted to us/s with the servo's us per degree); without pulses it
   stays where it is. Joint angles come from the pulse through the calibration,
-  bent by hidden ``offset``/``scale``/``flip`` errors (for calibration tests).
+  bent by hidden ``offset``/``scale``/``flip`` errors (for calibration tests), then by the ``truth`` file
+  (``armctl.sim.truth``: zero offsets, pulse-to-angle bow, backlash, true link lengths), as a real arm is.
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ from pathlib import Path
 import numpy as np
 
 from armctl.bus import codec
-from armctl.calibration.servo import Calibration, ServoCal, find_calibration, load_calibration
+from armctl.calibration.servo import Calibration, find_calibration, load_calibration
 from armctl.model.arm import Arm, load_arm
-from armctl.model.kinematics import tool_point
 from armctl.sim.board import DEFAULT_LIMITS_TICKS, FIRMWARE_CHANNELS, Board
 from armctl.sim.link import LinkOptions, OverLink, TimedLink
+from armctl.sim.pwm_servo import PwmServo
+from armctl.sim.truth import TrueArmView, load_truth, true_arm
 
 #: pulse changes ``SimArm.pulses`` keeps, the newest (about 0.1 KiB each: 2 MB full; a board moving four
 #: channels every 20 ms frame logs 200 a second, so this is the last 100 s of a long follow or stream)
@@ -64,44 +66,11 @@ class SimOptions(LinkOptions):
     boot: int | None = None
     encoders: int = 1  # 0: nothing reads where the servos are (a real Uno's PWM servos)
     limits_us: list[tuple[float, float]] | None = None
+    stall: tuple[str, float] | None = None  # (joint name or "gripper", simulated s): that servo jams then
+    truth: str | None = None  # the truth file (armctl.sim.truth): how the real arm differs from the believed
 
 
-@dataclass
-class _Servo:
-    cal: ServoCal
-    sign: float
-    scale: float
-    offset_rad: float
-    p_us: float  # horn position, in the pulse that would hold it there
-    t_s: float = 0.0
-    target_us: float | None = None
-    slew_us_s: float = 3000.0
-
-    def position_us(self, t: float) -> float:
-        if self.target_us is None or t <= self.t_s:
-            return self.p_us
-        step = self.slew_us_s * (t - self.t_s)
-        d = self.target_us - self.p_us
-        return self.target_us if abs(d) <= step else self.p_us + math.copysign(step, d)
-
-    def command(self, t: float, width_us: float | None) -> None:
-        self.p_us = self.position_us(t)
-        self.t_s = t
-        self.target_us = width_us
-
-    def settle_s(self, t: float) -> float:
-        if self.target_us is None:
-            return 0.0
-        return abs(self.target_us - self.position_us(t)) / self.slew_us_s
-
-    def angle_rad(self, t: float) -> float:
-        return self.sign * float(self.cal.angle_rad(self.position_us(t))) / self.scale + self.offset_rad
-
-    def us_for_angle(self, angle_rad: float) -> float:
-        return float(self.cal.pulse_us((angle_rad - self.offset_rad) * self.scale * self.sign))
-
-
-class SimArm(OverLink):
+class SimArm(TrueArmView, OverLink):
     """A simulated board and arm; feed it host bytes with ``host_write`` and read ``host_read``."""
 
     BOOT_S = 0.05  # simulated seconds from reset (the port opening) to the board's UART being ready
@@ -116,6 +85,9 @@ class SimArm(OverLink):
                 f"armsim simulates hobby (PWM) servos; calibration {self.cal.source} is for bus servos "
                 "(feetechsim:// simulates those)"
             )
+        self.truth = load_truth(o.truth, self.arm, self.cal) if o.truth else None
+        self.true_arm = true_arm(self.arm, self.truth)
+        self.scene_arm = None  # the scene's view of this arm while its port is open (armctl.sim.scene)
         self.rng = random.Random(o.seed)
         channels = max(FIRMWARE_CHANNELS[o.protocol] if o.channels is None else o.channels, self.cal.channel_count)
         if channels > codec.max_channels(o.protocol):
@@ -143,16 +115,20 @@ class SimArm(OverLink):
         self._rx_free_s = 0.0
         self._to_board: list[tuple[float, int, bytes]] = []
         self.now = 0.0
-        self.servos: dict[int, _Servo] = {}
+        self.servos: dict[int, PwmServo] = {}
         self._check_options(len(self.cal.servos))
         start = self._start_pose()
         n = self.arm.n
+        true_servos = self.truth.servos(self.cal) if self.truth else {}
         for i, s in enumerate(self.cal.servos):
             sign = -1.0 if i in o.flip else 1.0
             scale = o.scale[i] if i < len(o.scale) else 1.0
             offset = math.radians(o.offset_deg[i]) if i < len(o.offset_deg) else 0.0
-            servo = _Servo(s, sign, scale, offset, 0.0, slew_us_s=o.slew_deg_s * s.us_per_deg)
+            servo = PwmServo(s, sign, scale, offset, 0.0, slew_us_s=o.slew_deg_s * s.us_per_deg)
             servo.p_us = servo.us_for_angle(start[i] if i < n else start[n])
+            servo.truth = true_servos.get(s.channel)
+            if o.stall is not None and o.stall[0] == s.name:
+                servo.stall_at_s = o.stall[1]
             self.servos[s.channel] = servo
         self._to_host_schedule(self.board.banner(), self.BOOT_S)
 
@@ -165,6 +141,11 @@ class SimArm(OverLink):
         for name, values in (("offset", o.offset_deg), ("scale", o.scale), ("start", o.start_deg or [])):
             if len(values) > servos:
                 raise ValueError(f"option {name} gives {len(values)} values; this arm has {servos} servos")
+        names = [s.name for s in self.cal.servos]
+        if o.stall is not None and o.stall[0] not in names:
+            raise ValueError(
+                f"option stall={o.stall[0]}@{o.stall[1]:g}: no servo {o.stall[0]!r}; servos: {', '.join(names)}"
+            )
         bad_flip = [i for i in o.flip if not 0 <= i < servos]
         if bad_flip:
             raise ValueError(f"option flip={bad_flip[0]}: servos are numbered 0..{servos - 1}")
@@ -219,7 +200,7 @@ class SimArm(OverLink):
         if host_gone:
             q = self._angles_after(self._widths_when_host_gone())
         else:
-            q = [*self.q_rad(), *([self.gripper_rad()] if self.cal.gripper is not None else [0.0])]
+            q = self._angles_after([])  # (before the truth: they give the pulses back when read)
         self._saved_wall = time.monotonic()
         path = Path(self.opts.state)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -251,12 +232,14 @@ class SimArm(OverLink):
         for s in self.cal.servos:
             servo, w = self.servos[s.channel], widths[s.channel] if s.channel < len(widths) else None
             held = servo.position_us(self.now) if w is None else w / 2.0
-            out.append(servo.sign * float(servo.cal.angle_rad(held)) / servo.scale + servo.offset_rad)
+            out.append(servo.hidden_rad(held))
         return out if self.cal.gripper is not None else [*out, 0.0]
 
     def _on_pulse(self, t: float, channel: int, ticks: int | None) -> None:
         width = None if ticks is None else ticks / 2.0
         self.pulses.append((t, channel, width))
+        if self.scene_arm is not None:  # the scene sees the motion so far before it changes
+            self.scene_arm.observe(t)
         servo = self.servos.get(channel)
         if servo is not None and width is not None:
             servo.command(t, width)
@@ -283,7 +266,10 @@ class SimArm(OverLink):
 
     def tool_m(self, t: float | None = None) -> np.ndarray:
         """True tool point (x, y; x, y, z on a base arm) in metres, from the simulated servo positions."""
-        return tool_point(self.arm, self.q_rad(t))
+        return self.true_tool_m(t)
+
+    def _true_servo_rad(self, servo_cal, t: float) -> float:
+        return self.servos[servo_cal.channel].angle_rad(t)
 
     def settle_s(self) -> float:
         """Simulated seconds until every servo reaches its commanded pulse (and the queue is played)."""

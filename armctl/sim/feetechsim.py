@@ -23,6 +23,11 @@ simulated time. Times are simulated seconds; the ``rate`` option only maps them 
   With torque off it holds still and ``turn_by_hand`` moves it, or a ``hand`` file (rows ``t_s,id,steps``:
   a hand's moves in time, encoder steps, interpolated) does. Temperature rises with the load, and the
   voltage it reports sags under it (``SAG_V`` at full load).
+- Arm (``arm``, ``cal``, ``truth``): given an arm, the servos move its joints (the calibration maps each id to
+  one) and the simulator offers the true joint angles and tool (``true_q_rad``, ``true_tool_m``, ...: the truth
+  file applied to the angle each servo's position gives; ``armctl.sim.truth``). The truth lies between the
+  servo's shaft and the joint (a horn mounted off, a bowed linkage, play, other link lengths): the present
+  position reads the shaft, as a real servo's encoder does, and only the camera sees the rest.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from armctl.bus.feetech.protocol import (
 )
 from armctl.sim.feetech_servo import EEPROM_END, MEM_BYTES, SimServo, read_hand_file
 from armctl.sim.link import LinkOptions, OverLink, TimedLink
+from armctl.sim.truth import TrueArmView, simulated_arm, true_arm
 
 #: packets ``FeetechSim.log`` keeps, the newest (about 0.2 KiB each: 2 MB full; at 50 Hz a follower takes two
 #: packets a frame, a goal write and a position read, so this is the last 100 s of a follow)
@@ -83,14 +89,21 @@ class FeetechSimOptions(LinkOptions):
     hand: str | None = None
     #: the ``hand`` file read: {id: (times s, encoder steps)}; read from ``hand`` when None
     hand_track: dict[int, tuple[list[float], list[float]]] | None = None
+    arm: str | None = None  # the arm the servos move (armctl.sim.truth.simulated_arm), with ``cal`` and ``truth``
+    cal: str | None = None
+    truth: str | None = None
 
 
-class FeetechSim(OverLink):
+class FeetechSim(TrueArmView, OverLink):
     """A simulated bus; feed it host bytes with ``host_write`` and take its answers with ``host_read``."""
 
     def __init__(self, opts: FeetechSimOptions | None = None):
         self.opts = o = opts or FeetechSimOptions()
         self.series = get_series(o.model)
+        self.arm, self.cal, self.truth = simulated_arm(o.arm, o.cal, o.truth, unit="steps", scheme="feetechsim")
+        self.true_arm = true_arm(self.arm, self.truth)
+        self._true_servos = self.truth.servos(self.cal) if self.truth is not None else {}
+        self.scene_arm = None  # the scene's view of this arm while its port is open (armctl.sim.scene)
         self.rng = random.Random(o.seed)
         self.host_baud = o.baud  #: the host's baud rate (the URL handler and the pty runner keep it current)
         self.link = TimedLink(o, self.rng, "servos")
@@ -265,10 +278,40 @@ class FeetechSim(OverLink):
         """Run the servos and the link up to simulated time ``t``."""
         while self._to_servos and self._to_servos[0][0] <= t:
             at, _, packet = self._to_servos.pop(0)
+            self._observe(at)
             self._execute(packet, at)
         for s in self.servos:
             s.advance(t)
         self.now = max(self.now, t)
+        self._observe(t)
+
+    # --- the arm the servos move (with ``arm``) ---
+
+    def _observe(self, t: float) -> None:
+        """The servos run up to ``t``: their backlash settles there, and the scene sees the motion so far
+        (before a packet may change it: exact while each servo turns one way between two packets)."""
+        if self.arm is None:
+            return
+        for s in self.servos:
+            s.advance(t)
+        for s in self.cal.joints:
+            if s.id in self._true_servos:
+                self._true_servo_rad(s, None, settle=True)
+        if self.scene_arm is not None:
+            self.scene_arm.observe(t)
+
+    def _true_servo_rad(self, servo_cal, t: float | None, *, settle: bool = False) -> float:
+        """A servo's true joint angle (rad) where it stands (the servos are integrated step by step: a time
+        ahead runs them up to it; an earlier one reads where they stand now)."""
+        if t is not None and t > self.now:
+            self.pump(t)
+        try:
+            pos = self.servo(servo_cal.id).corrected()
+        except KeyError:  # not on the bus (``missing``)
+            return float("nan")
+        believed = float(servo_cal.angle_rad(pos))
+        truth = self._true_servos.get(servo_cal.id)
+        return believed if truth is None else truth.angle_rad(believed, pos, settle=settle)
 
     def next_arrival_s(self) -> float:
         """Simulated time at which something may next reach the host or the servos (inf: nothing pending)."""

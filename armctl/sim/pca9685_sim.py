@@ -18,6 +18,12 @@ URL format (the host-side options ``address`` and ``osc_hz`` are those of ``i2c:
 - ``other=0xNN[,..]``       devices at these addresses that answer but are no PCA9685 (a sensor, an EEPROM)
 - ``strict=1|0``            refuse what the datasheet forbids (default 1): writing PRE_SCALE while awake,
                             TestMode, reserved registers, RESTART less than 500 us after waking, ON = OFF
+- ``arm=NAME|PATH``         the arm whose hobby servos the outputs drive (``cal=PATH``: its calibration, default
+                            the arm's; channel k is output k % 16 of the k // 16-th ``address``); each servo
+                            slews at ``slew=DEG_S`` (default 400) toward its pulse, and the simulator offers
+                            where the arm really is (``true_tool_m``, the scene)
+- ``truth=FILE.yaml``       with ``arm``: how the real arm differs from what armctl believes
+                            (``armctl.sim.truth``: zero offsets, link lengths, bow, backlash, parts)
 
 The chip model (``Chip``) follows datasheet Rev. 4: reset values, the register pointer and its
 auto-increment (AI) with the wrap past 0x45 and 0xFE, PRE_SCALE writable only in SLEEP, the 500 us
@@ -30,6 +36,7 @@ run against the same model in tests).
 from __future__ import annotations
 
 import json
+import math
 import time
 import urllib.parse
 from collections import deque
@@ -39,7 +46,10 @@ from pathlib import Path
 from armctl.bus import pca9685_chip as hw
 from armctl.bus.pca9685.i2c import I2CBus, I2CNack, parse_addresses
 from armctl.bus.simulators import BadSimURL
+from armctl.sim import scene
+from armctl.sim.pwm_servo import PwmServo
 from armctl.sim.simurl import parse_options
+from armctl.sim.truth import TrueArmView, simulated_arm, true_arm
 
 ALL_CALL_ADDRESS = 0x70
 #: write transactions a chip keeps (``Chip.writes``) and output changes the bus keeps (``SimI2CBus.log``), the
@@ -51,7 +61,7 @@ SWRST_BYTE = 0x06
 
 EXPECTED = (
     "expected a URL like pca9685sim://?address=0x40&osc_hz=25000000 with options address, osc_hz, chip_osc_hz, "
-    "state, log, chips, other, strict"
+    "state, log, chips, other, strict, arm, cal, truth, slew"
 )
 
 
@@ -241,6 +251,10 @@ class SimOptions:
     others: list[int] = field(default_factory=list)
     strict: bool = True
     chips: list[int] | None = None
+    arm: str | None = None
+    cal: str | None = None
+    truth: str | None = None
+    slew_deg_s: float = 400.0
 
 
 def _bit(text: str) -> bool:
@@ -258,6 +272,10 @@ _OPTIONS = {
     "other": ("others", parse_addresses),
     "chips": ("chips", parse_addresses),
     "strict": ("strict", _bit),
+    "arm": ("arm", str),
+    "cal": ("cal", str),
+    "truth": ("truth", str),
+    "slew": ("slew_deg_s", float),
 }
 
 
@@ -271,10 +289,12 @@ def parse_url(url: str) -> SimOptions:
     for hz in (opts.osc_hz, opts.chip_osc_hz):
         if hz is not None and not 1e6 <= hz <= 50e6:
             raise BadSimURL(f"pca9685sim: an oscillator of {hz:g} Hz is not a PCA9685's (1..50 MHz); {EXPECTED}")
+    if not (opts.slew_deg_s > 0 and math.isfinite(opts.slew_deg_s)):
+        raise BadSimURL(f"pca9685sim option slew must be > 0 deg/s; {EXPECTED}")
     return opts
 
 
-class SimI2CBus(I2CBus):
+class SimI2CBus(TrueArmView, I2CBus):
     """A simulated I2C bus with PCA9685 chips (and optionally other devices) on it."""
 
     def __init__(self, opts: SimOptions, url: str = "pca9685sim://", clock=time.monotonic):
@@ -291,6 +311,7 @@ class SimI2CBus(I2CBus):
         self.log: deque[tuple[float, int, int, float | None]] = deque(maxlen=LOG_KEPT)
         self._log_file = None
         self._load_state()
+        self._make_servos()
         if opts.log:
             self._log_file = open(opts.log, "a", encoding="ascii", buffering=1)  # noqa: SIM115
 
@@ -316,6 +337,51 @@ class SimI2CBus(I2CBus):
         data = {"chips": {f"0x{a:02x}": list(c.regs) for a, c in self.chips.items()}}
         atomic_write(self.opts.state, json.dumps(data), durable=False)
 
+    # --- the arm the outputs drive (with ``arm``) -------------------------------------------------------------
+
+    def _make_servos(self) -> None:
+        o = self.opts
+        self.arm, self.cal, self.truth = simulated_arm(o.arm, o.cal, o.truth, unit="us", scheme="pca9685sim")
+        self.true_arm = true_arm(self.arm, self.truth)
+        self.scene_arm = None  # the scene's view of this arm while the bus is open (armctl.sim.scene)
+        self.servos: dict[int, PwmServo] = {}
+        if self.arm is None:
+            return
+        true_servos = self.truth.servos(self.cal) if self.truth is not None else {}
+        grip = [self.arm.gripper.open_rad] if self.arm.gripper is not None else []
+        for s, angle in zip(self.cal.servos, [*self.arm.home_rad, *grip]):
+            servo = PwmServo(s, 1.0, 1.0, 0.0, float(s.pulse_us(angle)), slew_us_s=o.slew_deg_s * s.us_per_deg)
+            held = self._output(s.channel)  # a chip that kept its registers: the servo stands at its pulse
+            servo.p_us = servo.p_us if held is None else held
+            servo.truth = true_servos.get(s.channel)
+            self.servos[s.channel] = servo
+
+    def _output(self, channel: int) -> float | None:
+        i, n = divmod(channel, hw.CHANNELS)
+        chip = self.chips.get(self.opts.addresses[i]) if i < len(self.opts.addresses) else None
+        return None if chip is None else chip.outputs[n]
+
+    def _drive(self, t: float, address: int, ch: int, width: float | None) -> None:
+        """An output changed at ``t``: the servo on it heads for the new pulse (holds where it is without one)."""
+        if address not in self.opts.addresses:
+            return
+        servo = self.servos.get(self.opts.addresses.index(address) * hw.CHANNELS + ch)
+        if servo is not None:
+            if self.scene_arm is not None:  # the scene sees the motion so far before it changes
+                self.scene_arm.observe(t)
+            servo.command(t, width)
+
+    @property
+    def now(self) -> float:
+        """Seconds since the bus was opened (the simulated servos' time)."""
+        return self.clock() - self.t0
+
+    def sim_time_s(self) -> float:
+        return self.now
+
+    def _true_servo_rad(self, servo_cal, t: float) -> float:
+        return self.servos[servo_cal.channel].angle_rad(t)
+
     # --- the bus ------------------------------------------------------------------------------------------
 
     def _targets(self, address: int) -> list[Chip]:
@@ -329,6 +395,7 @@ class SimI2CBus(I2CBus):
         t = self.clock() - self.t0
         for chip in chips:
             for ch, width in chip.stop():
+                self._drive(t, chip.address, ch, width)
                 self.log.append((t, chip.address, ch, width))
                 if self._log_file is not None:
                     w = "" if width is None else f"{width:.3f}"
@@ -366,6 +433,7 @@ class SimI2CBus(I2CBus):
         return address in self.chips or address in self.others or bool(self._targets(address))
 
     def close(self) -> None:
+        scene.drop(self)
         self._save_state()
         if self._log_file is not None:
             self._log_file.close()
@@ -378,7 +446,14 @@ def open_simulator(url: str) -> SimI2CBus:
     bad = [a for a in opts.addresses if not 0x40 <= a <= 0x7F]
     if bad:
         raise BadSimURL(f"0x{bad[0]:02x} is no PCA9685 address (0x40..0x7F)")
-    return SimI2CBus(opts, url)
+    try:
+        bus = SimI2CBus(opts, url)
+    except BadSimURL:
+        raise
+    except ValueError as exc:  # the arm, its calibration or its truth file: bad input
+        raise BadSimURL(f"pca9685sim: {exc}") from exc
+    scene.register(bus, bus.sim_time_s)  # with an arm: live in the scene until closed
+    return bus
 
 
 def simulator_url(arm, cal_path, state_path) -> str:

@@ -37,10 +37,17 @@ ARM is an arm preset name or file (same as option ``arm``). Options:
                         (``measured_angles``); 0: a real Uno's PWM servos, whose position nothing reads (a
                         board that lost its pulses then knows its pose only from armctl's state file, or
                         the user's word: ``--assume-pose``)
+- ``stall=NAME@S``       the servo NAME (a joint's name, or ``gripper``) jams S simulated seconds after the port
+                        opened: its horn stays where it is from then on, whatever its pulses (a stalled or
+                        slipping hobby servo, for the camera's watch)
+- ``truth=FILE.yaml``   how the real arm differs from what armctl believes (``armctl.sim.truth``: zero offsets,
+                        link lengths, pulse-to-angle bow, backlash, parts on the table), physically applied:
+                        the encoders and the tool read the true angles; ``status --json`` gives ``true_tool_m``
 
 The opened port has ``.sim`` (a ``SimArm``: recorded pulses (the last ``armsim.PULSES_KEPT``), true joint
-angles and tool point, for tests) and ``measured_angles()``: what an encoder on each joint would read, which
-the armctl backend offers as measured positions.
+angles, gripper and tool (``true_q_rad``, ``true_gripper_rad``, ``true_tool_m``, ``true_tool_pose``), for tests;
+live in ``armctl.sim.scene`` while the port is open) and ``measured_angles()``: what an encoder on each joint
+would read (the true angles), which the armctl backend offers as measured positions.
 """
 
 from __future__ import annotations
@@ -59,12 +66,21 @@ from armctl.sim.simurl import BadSimURL, SimSerial, parse_options
 EXPECTED = (
     "expected a URL like armsim://[ARM][?rate=20&drop=0.01&seed=1] with options arm, cal, rate, baud, drop, "
     "corrupt, delay, disconnect, seed, protocol, depth, channels, slew, offset, scale, flip, start, state, limits, "
-    "boot, encoders"
+    "boot, encoders, stall, truth"
 )
 
 
 def _floats(text: str) -> list[float]:
     return [float(v) for v in text.split(",") if v.strip()]
+
+
+def _stall(text: str) -> tuple[str, float]:
+    """``NAME@SECONDS`` (SECONDS >= 0); ValueError for anything else."""
+    name, at, seconds = text.rpartition("@")
+    t = float(seconds)
+    if not at or not name.strip() or not (math.isfinite(t) and t >= 0):
+        raise ValueError(text)
+    return name.strip(), t
 
 
 _OPTIONS = {
@@ -88,6 +104,8 @@ _OPTIONS = {
     "state": ("state", str),
     "boot": ("boot", lambda s: int(s, 16)),
     "encoders": ("encoders", int),
+    "truth": ("truth", str),
+    "stall": ("stall", _stall),
     "limits": ("limits_us", lambda s: [tuple(float(v) for v in p.split(":", 1)) for p in s.split(",") if p.strip()]),
 }
 

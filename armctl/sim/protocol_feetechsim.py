@@ -50,6 +50,11 @@ Options (lists are comma-separated):
                         and left where the last one put it; with torque on it resists (the rows are
                         ignored until the torque goes off again, when it goes where the hand holds it).
                         Mechanical ``stops`` still bound it; a ``stall``ed servo does not turn.
+- ``arm=NAME|PATH``     the arm the servos move (``cal=PATH``: its calibration, default the arm's), which
+                        makes the simulator offer where the arm really is (``true_tool_m``, the scene)
+- ``truth=FILE.yaml``   with ``arm``: how the real arm differs from what armctl believes (``armctl.sim.truth``:
+                        zero offsets, link lengths, bow, backlash, parts), applied between each servo's shaft
+                        (what its present position reads) and its joint
 
 ``baud`` is the servos' rate; the link runs at the rate the host sets (the port's ``baudrate``, or on the
 pty any rate the client sets), and servos at another rate stay silent.
@@ -75,7 +80,7 @@ from armctl.sim.simurl import BadSimURL, SimSerial, parse_options
 EXPECTED = (
     "expected a URL like feetechsim://[?ids=1-6&rate=20&drop=0.01] with options ids, model, baud, rate, start, "
     "speed, accel, volts, temp, drop, corrupt, delay, disconnect, seed, echo, missing, stall, garble, stops, state, "
-    "plug, offsets, limits, hand"
+    "plug, offsets, limits, hand, arm, cal, truth"
 )
 
 
@@ -153,6 +158,9 @@ _OPTIONS = {
     "offsets": ("offsets", _offsets),
     "limits": ("limits", _limits),
     "hand": ("hand", str),
+    "arm": ("arm", str),
+    "cal": ("cal", str),
+    "truth": ("truth", str),
 }
 
 
@@ -237,7 +245,12 @@ class Serial(SimSerial):
     runs_when_gone = False  # the adapter was pulled: nothing more reaches the servos, nothing to run
 
     def _open_sim(self):
-        sim = FeetechSim(parse_url(self.portstr))
+        try:
+            sim = FeetechSim(parse_url(self.portstr))
+        except BadSimURL:
+            raise
+        except ValueError as exc:  # the arm, its calibration or its truth file: bad input
+            raise BadSimURL(f"feetechsim: {exc}") from exc
         sim.host_baud = self._baudrate
         return sim, sim.opts.rate
 

@@ -5,6 +5,7 @@ simulated time (``SimSerial``)."""
 from __future__ import annotations
 
 import math
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from typing import Any
 from serial.serialutil import PortNotOpenError, SerialBase, SerialException
 
 from armctl.bus.simulators import BadSimURL
+from armctl.sim import scene
 
 
 def parse_options(
@@ -55,6 +57,8 @@ class SimSerial(SerialBase):
 
     def __init__(self, *args, **kwargs):
         self.sim = None
+        #: held while the simulation runs (the port's user and the scene, e.g. a simulated camera's thread)
+        self.lock = threading.RLock()
         self._t0 = 0.0
         self._rate = 1.0
         super().__init__(*args, **kwargs)
@@ -79,6 +83,7 @@ class SimSerial(SerialBase):
         self.sim, self._rate = self._open_sim()
         self._t0 = time.monotonic()
         self.is_open = True
+        scene.register(self.sim, self.sim_time_s, lock=self.lock)  # a simulated arm (with an arm model) is live
         self.reset_input_buffer()
 
     def sim_time_s(self) -> float:
@@ -90,13 +95,15 @@ class SimSerial(SerialBase):
         return self._rate
 
     def _pump(self) -> None:
-        if self.runs_when_gone or not self.sim.gone:
-            self.sim.pump(self.sim_time_s())
+        with self.lock:
+            if self.runs_when_gone or not self.sim.gone:
+                self.sim.pump(self.sim_time_s())
 
     def close(self):
         if self.is_open and self.sim is not None:
             self._pump()
             self.sim.save_state()
+            scene.drop(self.sim)
         self.is_open = False
 
     def _reconfigure_port(self):
@@ -113,7 +120,8 @@ class SimSerial(SerialBase):
     def in_waiting(self):
         self._check()
         try:
-            return self.sim.waiting(self.sim_time_s())
+            with self.lock:
+                return self.sim.waiting(self.sim_time_s())
         except self.link_gone as exc:
             raise self._gone(exc) from None
 
@@ -122,9 +130,10 @@ class SimSerial(SerialBase):
         deadline = None if self._timeout is None else time.monotonic() + self._timeout
         out = bytearray()
         while len(out) < size:
-            now = self.sim_time_s()
             try:
-                out += self.sim.host_read(now, size - len(out))
+                with self.lock:
+                    now = self.sim_time_s()
+                    out += self.sim.host_read(now, size - len(out))
             except self.link_gone as exc:
                 raise self._gone(exc) from None
             if len(out) >= size:
@@ -140,7 +149,8 @@ class SimSerial(SerialBase):
         self._check()
         data = bytes(data)
         try:
-            self.sim.host_write(data, self.sim_time_s())
+            with self.lock:
+                self.sim.host_write(data, self.sim_time_s())
         except self.link_gone as exc:
             raise self._gone(exc) from None
         return len(data)
