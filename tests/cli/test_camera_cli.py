@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from armctl.cli import main
-from tests.helpers import require_module
+from tests.helpers import require, require_module
 
 cv2 = require_module("cv2", "the camera features need OpenCV (pip install 'armctl[camera]')")
 
@@ -136,7 +136,10 @@ def test_bad_input_is_one_line_exit_2(shots, tmp_path, monkeypatch, capsys, argv
 def test_calibrate_the_simulated_cameras_board_views(capsys):
     """``simcam://?board=SPEC&views=N``: rendered views through the simulated camera's own intrinsics (its
     ``size``, ``focal`` and ``dist`` options), no camera, no simulator needed."""
-    require_module("armctl.vision.simcam", "the simulated camera (simcam://)")
+    simcam = require_module("armctl.vision.simcam", "the simulated camera (simcam://)")
+    require(
+        "board" in simcam.OPTIONS, "simcam:// does not take board= yet (armctl.vision.boardviews.board_views_source)"
+    )
     url = "simcam://?board=charuco:7x5@30mm/22mm:5x5_100&views=14&focal=560&dist=-0.1,0.02,0,0&noise=0.5&seed=2"
     assert main(["camera", "calibrate", "--camera", url, "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
