@@ -32,7 +32,9 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130  # the others are each error's exit_code (armctl.errors)
 
 # Command modules, in the order their commands appear in --help.
-COMMAND_MODULES = ["kin", "motion", "device", "pick", "draw", "calibrate", "teach", "follow", "web", "ros", "ports"]
+COMMAND_MODULES = [
+    "kin", "motion", "device", "pick", "draw", "calibrate", "camera", "teach", "follow", "web", "ros", "ports",
+]  # fmt: skip
 
 # Every command: its module and its line in 'armctl --help', written here only: the placeholder parsers and the
 # module's own parser (add_command) both read it, so --help needs no module imported. A new command goes here too.
@@ -54,6 +56,7 @@ COMMANDS = {
     "web": ("web", "the arm in a browser page: click to move"),
     "ros": ("ros", "run the arm as a ROS 2 node: joint_states, trajectories, joint commands"),
     "ports": ("ports", "list the serial ports and identify the board on each"),
+    "camera": ("camera", "the camera's own calibration: print a ChArUco board, find the camera's intrinsics"),
 }
 
 GLOBAL_DEFAULTS = {

@@ -38,6 +38,10 @@ Options (metres, degrees and pixels, as named):
 - ``fps=N``                 frames a second (default 30): ``read()`` waits for the next frame's time, and
                             the frame shows the arm at the wall time it is read at; 0: no waiting
 
+- ``board=SPEC&views=N``   instead of the arm: N views (default 14) of the ChArUco board SPEC
+                            (``charuco:7x5@30mm/22mm:5x5_100``) at varied poses, a finite source for
+                            ``armctl camera calibrate`` (``armctl.vision.boardviews``; no simulator needed)
+
 ``source.intrinsics`` is its ``CameraModel``; ``source.camera_pose`` the camera's frame in the base frame (4x4,
 camera to base): the truth, for tests, which a camera calibration must find on its own.
 """
@@ -59,7 +63,7 @@ from armctl.vision.sources import CameraModel, CameraSource
 
 EXPECTED = (
     "expected simcam://?pose=x,y,z,roll,pitch,yaw&size=WxH&focal=PX&dist=k1,k2,p1,p2[,k3]&noise=PX&blur=PX"
-    "&light=F&marker=ID:SIZE_MM&seed=N&fps=N (metres, degrees, pixels)"
+    "&light=F&marker=ID:SIZE_MM&seed=N&fps=N (metres, degrees, pixels), or simcam://?board=SPEC&views=N"
 )
 NO_SIMULATOR = "simcam:// renders a simulated arm: open one first (--port armsim://...)"
 DICTIONARY = "5x5_100"
@@ -129,6 +133,8 @@ class SimcamOptions:
     marker: tuple[int, float] = (0, 0.030)
     seed: int | None = None
     fps: float = 30.0
+    board: str | None = None  # board=SPEC: rendered views of a ChArUco board instead (armctl.vision.boardviews)
+    views: str = "14"
 
 
 def _floats(text: str, counts: tuple[int, ...]) -> tuple[float, ...]:
@@ -174,6 +180,8 @@ OPTIONS = {
     "marker": ("marker", _marker),
     "seed": ("seed", int),
     "fps": ("fps", _at_least(0.0, hi=1000.0)),
+    "board": ("board", str),
+    "views": ("views", str),
 }
 
 
@@ -387,4 +395,18 @@ def open_source(url: str, *, scene: Scene | None = None) -> SimCamera:
     """The simulated camera ``url`` names (``simcam://?...``), looking at ``scene`` (default: the simulator
     opened last, ``live_scene()``). BadInputError for a bad option or no simulator."""
     opts = parse_url(url)
+    if opts.board is not None:  # views of a ChArUco board, for 'armctl camera calibrate' (no simulator needed)
+        from armctl.vision.boardviews import board_views_source
+
+        grain = GRAIN_PER_PX * opts.noise_px
+        return board_views_source(
+            opts.board,
+            opts.views,
+            model=camera_model(opts),
+            seed=opts.seed or 0,
+            blur_px=opts.blur_px,
+            light=opts.light,
+            noise_gray=grain,
+            name=urllib.parse.unquote(url),
+        )
     return SimCamera(scene if scene is not None else live_scene(), opts, name=urllib.parse.unquote(url))
