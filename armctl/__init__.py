@@ -41,6 +41,7 @@ _ERRORS = (
     "ZoneError",
     "LinkError",
     "ProtocolError",
+    "ToolOffPlanError",
     "StopRequested",
 )
 _LAZY.update(dict.fromkeys(_ERRORS, "errors"))

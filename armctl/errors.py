@@ -102,6 +102,11 @@ class LinkError(ArmctlError, OSError):
     exit_code = 4
 
 
+class ToolOffPlanError(LinkError):
+    """The camera saw the tool off the plan for longer than its watch allows (``armctl.robot.camwatch``): a
+    stalled or slipping servo, a collision. The arm was stopped and holds its pose; the run can be resumed."""
+
+
 class ProtocolError(LinkError):
     """The board answered, but not in the protocol we speak (garbage, bad checksum, wrong version)."""
 

@@ -178,6 +178,23 @@ def arm_camera_options(p) -> None:
     )
 
 
+def camera_watch(args, robot):
+    """The camera's watch over what ``robot`` plays (``armctl.robot.camwatch``), as ``--watch-mm`` says: a context
+    manager, one that does nothing without a camera, with --watch-mm 0, or with a camera whose place is unknown."""
+    import contextlib
+
+    from armctl.core.units import parse_float
+
+    mm = parse_float(getattr(args, "watch_mm", "0") or "0", what="--watch-mm")
+    if not 0 <= mm <= 1000:
+        raise BadInputError(f"--watch-mm: 0 (no watch) .. 1000 mm, got {mm:g}")
+    if mm == 0 or robot.camera is None or robot.camera.cam_to_base is None:
+        return contextlib.nullcontext()
+    from armctl.robot.camwatch import CameraWatch
+
+    return CameraWatch(robot, watch_mm=mm)
+
+
 def split_cameras(args) -> None:
     """``--camera`` values: ``NAME=SOURCE`` ones stay in ``args.camera`` (a dataset's cameras); one without ``=``
     is the camera that sees the arm (``args.arm_camera``; BadInputError for two)."""

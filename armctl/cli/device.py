@@ -21,6 +21,7 @@ from armctl.cli import add_command
 from armctl.cli.common import (
     arm_camera_options,
     assumed_from_args,
+    camera_watch,
     drive,
     open_robot,
     print_report,
@@ -30,7 +31,7 @@ from armctl.cli.common import (
     target_args,
 )
 from armctl.core.units import parse_float
-from armctl.errors import BadInputError, StopRequested
+from armctl.errors import BadInputError, StopRequested, ToolOffPlanError
 from armctl.model.kinematics import tool_point
 from armctl.model.validate import positive_text
 from armctl.robot.restart import gripper_word
@@ -283,8 +284,9 @@ def _run_with_keys(args, arm, cal, prog, traj) -> int:
         elif robot.recovered:
             pr = _after_unclean_stop(args, robot, prog, pr)
         keys = RunKeys(robot.control, lambda: robot.stop("q pressed"))
+        watch = camera_watch(args, robot)
         try:
-            with keys:
+            with keys, watch:
                 return robot.run(pr)
         except (KeyboardInterrupt, StopRequested) as exc:
             rec = robot.last_run()
@@ -293,6 +295,8 @@ def _run_with_keys(args, arm, cal, prog, traj) -> int:
             hint = f"in step {rec.step + 1} of {rec.steps}: 'armctl run {args.program} --resume' goes on from there"
             if isinstance(exc, StopRequested) and keys.stopped:
                 raise StopRequested(f"stopped with q {hint}; the arm holds its pose") from None
+            if isinstance(exc, StopRequested) and getattr(watch, "tripped", None):
+                raise ToolOffPlanError(f"{watch.tripped}: stopped {hint}") from None
             if isinstance(exc, KeyboardInterrupt):
                 exc.hint = hint  # on the one line armctl.cli.main says
             raise

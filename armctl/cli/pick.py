@@ -5,9 +5,17 @@ lies and placed; every move planned and checked as a program's (it is one: ``pic
 from __future__ import annotations
 
 from armctl.cli import add_command
-from armctl.cli.common import arm_camera_options, drive, print_report, setup, split_cameras, target_args
+from armctl.cli.common import (
+    arm_camera_options,
+    camera_watch,
+    drive,
+    print_report,
+    setup,
+    split_cameras,
+    target_args,
+)
 from armctl.core.units import parse_float
-from armctl.errors import BadInputError
+from armctl.errors import BadInputError, StopRequested, ToolOffPlanError
 
 EPILOG = """\
 examples:
@@ -70,6 +78,17 @@ def cmd_pick(args) -> int:
         raise BadInputError("--hover: 0 < MM <= 500; --speed: 0 < MM_S <= 2000")
     prog = load_program_text(program_text(arm, marker, size_mm, place, hover, speed), f"<pick marker {marker}>")
     split_cameras(args)
-    report = drive(args, arm, cal, lambda robot: robot.run(prog))
+
+    def act(robot):
+        watch = camera_watch(args, robot)
+        try:
+            with watch:
+                return robot.run(prog)
+        except StopRequested:
+            if getattr(watch, "tripped", None):
+                raise ToolOffPlanError(f"{watch.tripped}: stopped, the arm holds its pose") from None
+            raise
+
+    report = drive(args, arm, cal, act)
     print_report(args, report, f"picked marker {marker} and placed it at {' '.join(f'{v:.4f}' for v in place)} m")
     return 0
