@@ -26,7 +26,8 @@ from armctl.errors import ConfigError
 @dataclass(frozen=True)
 class AccuracyMap:
     """Errors (m) on a grid: ``xs`` (nx,), ``ys`` (ny,), ``z_m``, ``errors`` (ny, nx, dim) with NaN where a
-    point was not measured; ``dim`` 2 on a planar arm (x, y in its plane), 3 on a base arm."""
+    point was not measured; ``dim`` 2: x and y (a camera looking down measures these; a target's z is left as it
+    is), or 3."""
 
     xs: np.ndarray
     ys: np.ndarray
@@ -77,7 +78,8 @@ class AccuracyMap:
             e = self.error_at(send)
             if e is None:
                 return send
-            send = t - e
+            send = t.copy()
+            send[: len(e)] -= e
         return send
 
     @classmethod
@@ -151,8 +153,8 @@ def grid_targets(arm, z_m: float, spacing_m: float) -> tuple[np.ndarray, np.ndar
 
 
 def plot_map(amap: AccuracyMap, path, *, title: str = "") -> None:
-    """A PNG of the map: each grid point coloured by the size of its error (mm), an arrow for its direction
-    in the table's plane (drawn 5x), grey where it was not measured."""
+    """A PNG of the map: each measured grid point coloured by the size of its error (mm), an arrow for its
+    direction in the table's plane (drawn 5x); the plot covers the measured points."""
     from armctl.motion.plot import new_figure
 
     fig = new_figure((6.4, 5.4))
@@ -160,7 +162,6 @@ def plot_map(amap: AccuracyMap, path, *, title: str = "") -> None:
     X, Y = np.meshgrid(amap.xs * 1000.0, amap.ys * 1000.0)
     size = np.linalg.norm(amap.errors, axis=-1) * 1000.0
     ok = np.isfinite(size)
-    ax.scatter(X[~ok], Y[~ok], c="0.8", s=12, label="not measured")
     sc = ax.scatter(X[ok], Y[ok], c=size[ok], cmap="viridis", s=60)
     ex, ey = amap.errors[..., 0] * 1000.0, amap.errors[..., 1] * 1000.0
     ax.quiver(X[ok], Y[ok], ex[ok] * 5.0, ey[ok] * 5.0, angles="xy", scale_units="xy", scale=1.0, width=0.004)
@@ -168,6 +169,10 @@ def plot_map(amap: AccuracyMap, path, *, title: str = "") -> None:
     ax.set_xlabel("x (mm)")
     ax.set_ylabel("y (mm)")
     ax.set_aspect("equal")
+    if ok.any():
+        pad = float(np.min(np.diff(amap.xs))) * 1000.0 if len(amap.xs) > 1 else 20.0
+        ax.set_xlim(X[ok].min() - pad, X[ok].max() + pad)
+        ax.set_ylim(Y[ok].min() - pad, Y[ok].max() + pad)
     worst = float(np.nanmax(size)) if ok.any() else float("nan")
     ax.set_title(title or f"accuracy at z = {amap.z_m * 1000:.0f} mm: worst {worst:.1f} mm (arrows 5x)")
     fig.savefig(str(path), dpi=100)

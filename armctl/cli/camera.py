@@ -67,6 +67,9 @@ def register(sub, parents) -> None:
     )
     c.add_argument("--json", action="store_true", help="print JSON: camera_matrix, dist_coeffs, image_size, rms_px")
     c.set_defaults(func=cmd_calibrate)
+    from armctl.cli.camera_check import register_check
+
+    register_check(what, p.formatter_class)
 
 
 BOARD_DESCRIPTION = (

@@ -179,3 +179,22 @@ def attach_camera(robot, text, camera_file=None, *, seen_pose: bool = True) -> N
     except BaseException:
         robot.close()
         raise
+
+
+def tool_across_view(camera: ArmCamera, dim: int, *, frames: int = 5) -> np.ndarray | None:
+    """Where the camera sees the tool, x and y (m, base frame; a planar arm: in its plane): the ray through the
+    tool marker's centre (averaged over ``frames`` pictures) met with the level plane at the marker's height (from
+    its pose; a planar arm's plane itself). Across its view a camera measures to a fraction of a millimetre, along
+    it only to a few from a small marker's size: a wrong height moves the point only by that error times the ray's
+    slope. None when the marker is not in view."""
+    from armctl.vision.markers import marker_centre_px, marker_pose, pixel_to_plane
+
+    seen = camera.sightings(frames).get(camera.tool_marker[0])
+    if not seen:
+        return None
+    corners = np.mean(seen, axis=0)
+    cam_to_base = camera._placed("the tool")
+    z = 0.0
+    if dim == 3:
+        z = float((cam_to_base @ marker_pose(corners, camera.tool_marker[1], camera.model))[2, 3])
+    return pixel_to_plane(marker_centre_px(corners, camera.model), camera.model, cam_to_base, z)[:2]
