@@ -118,7 +118,7 @@ class CameraFit:
         return self.model.angles(self.x, np.atleast_2d(values), np.atleast_2d(approach))
 
     def lines(self) -> list[str]:
-        """One line per parameter: its value, its uncertainty, or why it was held."""
+        """One line per parameter: its value, its uncertainty, or why it was held; then where the camera is."""
         out = []
         for i, name in enumerate(self.model.names):
             v, unit = self.model.display(name, self.x[i])
@@ -127,6 +127,13 @@ class CameraFit:
             else:
                 s, _ = self.model.display(name, self.sigma[i])
                 out.append(f"{name:>24} = {v:10.4f} {unit:3} +- {abs(s):.4f}")
+        pose = self.camera_to_base
+        where = ", ".join(f"{1000 * v:.1f}" for v in pose[:3, 3])
+        look = ", ".join(f"{v:+.3f}" for v in pose[:3, 2])
+        out.append(
+            f"camera at ({where}) mm in the base frame, looking along ({look}); residual {self.rms_px:.2f} px "
+            f"over {self.n_poses} sightings"
+        )
         return out
 
 
@@ -249,6 +256,11 @@ def fit_camera(
     unknown = [h for h in hold if h not in model.names]
     if unknown:
         raise BadInputError(f"cannot hold {unknown[0]!r}: not a parameter ({', '.join(model.names)})")
+    if obs.pixels.size < 2 * len(model.names):
+        raise BadInputError(
+            f"camera fit: {len(obs)} sightings give {obs.pixels.size} pixel coordinates for {len(model.names)} "
+            "parameters: take more poses (camera_poses)"
+        )
     x0 = model.believed.copy()
     x0[:6] = reference.rt if reference is not None else initial_camera(model, x0, obs)
     free = np.array([nm not in hold for nm in model.names])
@@ -347,3 +359,31 @@ def to_calibration(fit: CameraFit, cal):
         tuple(round(float(v), 6) for v in arm.links_m), round(float(arm.base_offset_m), 6) if arm.has_base else None
     )
     return dataclasses.replace(cal, joints=tuple(joints), geometry=geometry, version=2)
+
+
+@dataclass(frozen=True)
+class CameraReport:
+    """A camera calibration's outcome: the ``fit``, and the tool's error (mm, across the camera's view:
+    ``tool_error_mm``) on the held-out sightings under the believed model (``before``) and the fitted (``after``)."""
+
+    fit: CameraFit
+    before_mm: np.ndarray
+    after_mm: np.ndarray
+
+    def lines(self) -> list[str]:
+        b, a = self.before_mm, self.after_mm
+        return self.fit.lines() + [
+            f"tool error on {len(a)} held-out poses: before {np.mean(b):.2f} mm mean, {np.max(b):.2f} max; "
+            f"after {np.mean(a):.2f} mm mean, {np.max(a):.2f} max"
+        ]
+
+
+def calibrate_from_sightings(arm, cal, obs: CameraObservations, held_out, *, reference=None, hold=()) -> CameraReport:
+    """Fit on the sightings not ``held_out`` (a mask), judge the believed and the fitted model on the rest."""
+    held_out = np.asarray(held_out, dtype=bool)
+    if held_out.all() or not held_out.any():
+        raise BadInputError("camera fit: keep some sightings out to judge the fit by, and fit on the rest")
+    train, test = obs.subset(~held_out), obs.subset(held_out)
+    fit = fit_camera(arm, cal, train, reference=reference, hold=hold)
+    before = believed_fit(arm, cal, train, reference=reference)
+    return CameraReport(fit, tool_error_mm(before, test), tool_error_mm(fit, test))

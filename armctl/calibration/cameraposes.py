@@ -12,13 +12,15 @@ import numpy as np
 
 from armctl.calibration.cameramodel import marker_corners_m
 from armctl.errors import BadInputError
-from armctl.model.kinematics import limit_excess, tool_pose
+from armctl.model.kinematics import base_side, limit_excess, tool_pose
 from armctl.model.zones import pose_refusal
 
 DEFAULT_FOCAL_PX = 600.0
 DEFAULT_SIZE = (640, 480)
 DEFAULT_HEIGHT_M = 0.6
 FACING_DEG = 45.0  # the marker's normal within this of the line to the camera
+AXIS_CLEAR_M = 0.03  # on a base arm, the tool at least this far out from the base axis (tool_pose's frame turns
+# over where the chain reaches back across the axis: a pose near it may lie on either side of the true arm)
 MARGIN_PX = 12.0  # the marker's corners at least this far inside the picture
 
 
@@ -83,6 +85,8 @@ def _usable(arm, cal, view: CameraView, q, marker_m: float, margin_rad: float) -
     to_cam = view.camera_to_base[:3, 3] - T[:, :3, 3]
     cos = np.einsum("ni,ni->n", T[:, :3, 2], to_cam) / np.linalg.norm(to_cam, axis=-1)
     ok &= cos >= math.cos(math.radians(FACING_DEG))
+    if arm.has_base:
+        ok &= (base_side(arm, q) > 0) & (np.linalg.norm(T[:, :2, 3], axis=-1) >= AXIS_CLEAR_M)
     if arm.zones:
         ok &= np.array([pose_refusal(arm, arm.zones, qi) is None if o else False for qi, o in zip(q, ok)], bool)
     return ok
@@ -128,7 +132,7 @@ def _tour(arm, q, start) -> np.ndarray:
 def camera_poses(
     arm,
     cal,
-    n: int = 40,
+    n: int = 160,
     *,
     held_out: int | None = None,
     view: CameraView | None = None,
@@ -138,9 +142,10 @@ def camera_poses(
 ) -> PoseSet:
     """The pose set of a camera calibration (see the module's doc): ``n`` poses each seen twice, approached once
     with a random sign per joint and once with the opposite signs (a ``step_deg`` move beyond it first), then
-    ``held_out`` more (default n // 4, at least 6) seen once. BadInputError if the camera sees too few poses."""
+    ``held_out`` more (default n // 8, at least 6) picked at random where the camera sees the marker, seen once.
+    BadInputError if the camera sees too few poses."""
     view = view or default_view(arm)
-    held_out = max(6, n // 4) if held_out is None else held_out
+    held_out = max(6, n // 8) if held_out is None else held_out
     rng = np.random.default_rng(seed)
     step = math.radians(step_deg)
     lo, hi = _bounds(arm, cal, step)
@@ -153,11 +158,13 @@ def camera_poses(
             f"camera poses: the camera sees the marker in only {len(q)} of the arm's poses; need {2 * (n + held_out)}: "
             "move the camera so that it sees more of the arm's reach"
         )
-    pick = q[_spread(q, n + held_out, lo, hi)]
-    pick = pick[_tour(arm, pick, arm.home_rad)]
-    is_held = np.zeros(len(pick), bool)
-    is_held[rng.choice(len(pick), held_out, replace=False)] = True
-    return _motion(arm, cal, pick, is_held, step, rng)
+    fit_idx = _spread(q, n, lo, hi)
+    rest = np.setdiff1d(np.arange(len(q)), fit_idx)
+    held_idx = rng.choice(rest, held_out, replace=False)  # where the arm is used: anywhere the camera sees it
+    pick = q[np.concatenate([fit_idx, held_idx])]
+    is_held = np.arange(len(pick)) >= n
+    order = _tour(arm, pick, arm.home_rad)
+    return _motion(arm, cal, pick[order], is_held[order], step, rng)
 
 
 def _motion(arm, cal, pick, is_held, step: float, rng) -> PoseSet:

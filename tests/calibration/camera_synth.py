@@ -89,7 +89,7 @@ class Case:
     test: CameraObservations
 
 
-def make_case(name: str, seed: int, *, n: int = 40, sigma: float = 0.5, view=None, **truth_kw) -> Case:
+def make_case(name: str, seed: int, *, n: int = 160, sigma: float = 0.5, view=None, **truth_kw) -> Case:
     arm, cal = open_arm(name)
     rng = np.random.default_rng(seed)
     truth = random_truth(arm, rng, **truth_kw)

@@ -25,7 +25,7 @@ from armctl.model.kinematics import limit_excess, tool_pose  # noqa: E402
 from .camera_synth import ARMS, board_reference, make_case, true_tool_error_mm  # noqa: E402
 
 
-def recovery(name, seed, n=100):
+def recovery(name, seed, n=160):
     """(case, fit with a table reference, zero errors deg, length errors mm, held-out error before and after mm)."""
     case = make_case(name, seed, n=n)
     ref = board_reference(case, np.random.default_rng(seed + 1000))
@@ -50,8 +50,8 @@ def test_random_truth_recovered_with_a_table_reference(name):
     assert np.all(np.abs(zeros) <= np.maximum(0.3, 3 * sig_zero))
     if name != "eezybot-mk2":  # its 44-degree forearm range leaves the shoulder's zero ~0.3 deg uncertain
         assert np.all(np.abs(zeros) <= 0.3)
-        if name != "seed-3link":  # scale rests on the 30 mm marker and the board: 0.1% of a 400 mm link
-            assert np.all(np.abs(lengths) <= 0.5)
+    if not case.arm.parallelogram:  # a level hand seen from straight above: the forearm's length is ~0.5 mm
+        assert np.all(np.abs(lengths) <= 0.5)  # uncertain (its effect lies mostly along the camera's view)
     truth_b = case.truth.backlash_deg
     assert np.allclose(np.degrees([fit.value(f"{j} backlash") for j in case.arm.joint_names]), truth_b, atol=0.2)
 
@@ -155,9 +155,9 @@ def test_curve_is_monotone_and_inverts_and_a_line_is_exact():
 
 
 def test_camera_poses_cover_the_ranges_from_both_sides_in_view():
-    case = make_case("mearm", 8, n=100)
+    case = make_case("mearm", 8)
     poses = case.poses
-    assert poses.motion_s < 180.0
+    assert poses.motion_s < 180.0  # the issue's budget for the MeArm
     wp = poses.waypoints_rad
     assert np.all(limit_excess(case.arm, wp) <= 1e-9)
     obs = wp[poses.observe & ~poses.held_out]
@@ -168,11 +168,11 @@ def test_camera_poses_cover_the_ranges_from_both_sides_in_view():
     T = tool_pose(case.arm, obs)
     px, depth = case.view.pixels(T[:, :3, 3])
     assert np.all((px >= 0) & (px <= case.view.size)) and np.all(depth > 0)
-    assert poses.held_out.sum() == 25
+    assert poses.held_out.sum() == 20 and poses.observe.sum() == 2 * 160 + 20
 
 
 def test_mearm_fit_is_fast():
-    case = make_case("mearm", 9, n=100)
+    case = make_case("mearm", 9)
     times = [fit_camera(case.arm, case.cal, case.train).seconds for _ in range(3)]
     assert statistics.median(times) < 5.0
 
@@ -180,9 +180,48 @@ def test_mearm_fit_is_fast():
 @pytest.mark.skipif(not os.environ.get("ARMCTL_SLOW"), reason="the full sweep (20 truths per arm): ARMCTL_SLOW=1")
 @pytest.mark.parametrize("name", ARMS)
 def test_sweep_twenty_truths(name):
+    """The issue's figures over 20 random truths: zeros, lengths, held-out tool error (mean over the held-out
+    poses, the worst truth), printed; asserted where a camera straight above can see them (see the fast test)."""
     rows = [recovery(name, seed) for seed in range(20)]
-    worst_zero = max(np.max(np.abs(r[2])) for r in rows)
-    worst_len = max(np.max(np.abs(r[3])) for r in rows)
-    after = max(np.mean(r[5]) for r in rows)
-    print(f"{name}: worst zero {worst_zero:.3f} deg, length {worst_len:.3f} mm, held-out mean after {after:.3f} mm")
-    assert after <= 1.0
+    zero = max(np.max(np.abs(r[2])) for r in rows)
+    length = max(np.max(np.abs(r[3])) for r in rows)
+    before = min(np.mean(r[4]) for r in rows), max(np.mean(r[4]) for r in rows)
+    after = max(np.mean(r[5]) for r in rows), max(np.max(r[5]) for r in rows)
+    print(
+        f"\n{name}: worst zero {zero:.3f} deg, worst length {length:.3f} mm, held-out before {before[0]:.1f}.."
+        f"{before[1]:.1f} mm (mean), after worst mean {after[0]:.2f} mm, worst pose {after[1]:.2f} mm, fit p50 "
+        f"{statistics.median(r[1].seconds for r in rows):.2f} s"
+    )
+    assert after[0] <= 1.0
+    if name in ("so101", "seed-3link"):
+        assert zero <= 0.3
+    if name == "so101":
+        assert length <= 0.5
+
+
+def test_report_judges_on_held_out_sightings_and_bus_servos_round_trip():
+    from armctl.calibration.camerafit import calibrate_from_sightings
+
+    case = make_case("so101", 10, n=60)
+    obs = case.poses
+    sel = obs.observe
+    allobs = CameraObservations(
+        np.concatenate([case.train.values, case.test.values]),
+        np.concatenate([case.train.approach, case.test.approach]),
+        np.concatenate([case.train.pixels, case.test.pixels]),
+        case.train.matrix,
+        case.train.dist,
+    )
+    held = np.arange(len(allobs)) >= len(case.train)
+    assert held.sum() == obs.held_out[sel].sum()
+    report = calibrate_from_sightings(case.arm, case.cal, allobs, held)
+    assert np.mean(report.before_mm) > 3.0 * np.mean(report.after_mm) and np.mean(report.after_mm) < 1.0
+    assert report.lines()[-1].startswith(f"tool error on {held.sum()} held-out poses: before")
+    new = to_calibration(report.fit, case.cal)
+    back = parse_calibration(load_yaml_text(to_yaml(new), "so101.yaml"), "so101.yaml")
+    assert back.unit == "steps" and back.version == 2
+    mid = report.fit.angles(case.test.values, case.test.approach)
+    mid = mid + case.test.approach * report.fit.x[report.fit.model.group("backlash")] / 2
+    assert np.allclose(back.values_to_joints(case.test.values), mid, atol=math.radians(1e-3))
+    with pytest.raises(BadInputError, match="keep some sightings out"):
+        calibrate_from_sightings(case.arm, case.cal, allobs, np.zeros(len(allobs), bool))
