@@ -29,6 +29,8 @@ from armctl.errors import BadInputError
 
 RANK_TOL = 1e-5  # a column closer than this (relative) to the span of those before it is unobservable
 MAX_RMS_PX = 3.0  # a fit whose residual stays above this (and 6 sigma) did not converge
+OUTLIER_PX = 3.0  # a sighting whose corners miss the first fit by more (RMS, and by 8 sigma) is dropped
+OUTLIER_SHARE = 0.1  # ... as long as no more than this share of them is
 MAX_ITERATIONS = 40  # Jacobians (of the free parameters) before a fit is called not converging
 FIT_ORDER = ("camera", "links_m", "base_offset_m", "zero", "gain", "curve", "backlash", "shoulder_height_m")
 
@@ -91,6 +93,7 @@ class CameraFit:
     rms_px: float = 0.0
     n_poses: int = 0
     seconds: float = 0.0
+    dropped: tuple = ()  # indices of the sightings left out as misdetections
 
     def value(self, name: str) -> float:
         return float(self.x[self.model.index(name)])
@@ -130,6 +133,8 @@ class CameraFit:
         pose = self.camera_to_base
         where = ", ".join(f"{1000 * v:.1f}" for v in pose[:3, 3])
         look = ", ".join(f"{v:+.3f}" for v in pose[:3, 2])
+        if self.dropped:
+            out.append(f"left out {len(self.dropped)} sightings far off the fit (misdetected?): {list(self.dropped)}")
         out.append(
             f"camera at ({where}) mm in the base frame, looking along ({look}); residual {self.rms_px:.2f} px "
             f"over {self.n_poses} sightings"
@@ -162,15 +167,23 @@ def _order(model: ParamModel) -> list[int]:
     return out
 
 
+def _is_length(name: str) -> bool:
+    return name.startswith("links_m") or name in ("base_offset_m", "shoulder_height_m")
+
+
 def _reason(model: ParamModel, name: str, partners: list[str], value: float) -> str:
+    """Why parameter ``name`` is held: what it moves the marker as (``partners``), at its believed ``value``."""
     v, unit = model.display(name, value)
-    if partners and all(p in CAMERA_NAMES for p in partners):
+    camera = partners and all(p in CAMERA_NAMES for p in partners)
+    if name != "shoulder_height_m" and _is_length(name) and all(p in CAMERA_NAMES or _is_length(p) for p in partners):
+        why = "it is the scale of the whole scene (the marker's corners, of known size, fix it)"
+    elif camera:
         what = "the camera's yaw" if name.endswith(" zero") else "the camera's position"
         if name == "shoulder_height_m":
             what = "the camera's height"
         why = f"it is {what} (a table reference fixes it)"
     else:
-        why = f"it moves the marker as {', '.join(partners) or 'nothing'} do" if partners else "it moves nothing seen"
+        why = f"it moves the marker as {', '.join(partners)} do" if partners else "it moves nothing seen"
     return f"unobservable: {why}; held at its believed {v:.4g} {unit}".rstrip()
 
 
@@ -246,9 +259,9 @@ def fit_camera(
     """Fit ``arm`` driven through ``cal`` to the marker sightings ``obs`` (see the module's doc). ``reference``:
     the camera's pose in the base frame (fixed, or a prior with its covariance); ``hold``: parameter names kept
     at their believed values; ``converge`` False accepts any residual (the believed model's). BadInputError
-    naming the parameter when the fit is singular or does not converge."""
-    from scipy.optimize import least_squares
-
+    naming the parameter when the fit is singular or does not converge. Sightings far off the first fit (a
+    misdetection; no more than ``OUTLIER_SHARE`` of them) are dropped, the fit made again, and said
+    (``CameraFit.dropped``)."""
     t0 = time.perf_counter()
     model = ParamModel(arm, cal)
     if obs.values.shape[1] != model.n:
@@ -273,14 +286,18 @@ def fit_camera(
     for name, why in unobservable(model, J, free).items():
         free[model.index(name)] = False
         held[name] = why
-    problem = _Problem(model, obs, x0, free, reference)
     free_idx = np.flatnonzero(free)
-    x, sigma, rms = x0.copy(), np.zeros(len(x0)), _rms(problem.residual_of(x0), obs)
-    if len(free_idx):
-        most = MAX_ITERATIONS * (len(free_idx) + 1)
-        res = least_squares(problem, x0[free], method="lm", x_scale=model.scale[free], max_nfev=most)
-        x = problem.full(res.x)
-        rms = _rms(res.fun, obs)
+    x, res = _solve(model, obs, x0, free, reference)
+    dropped = ()
+    if converge and res is not None:
+        per = np.sqrt(np.mean(np.square(model.project(x, obs) - obs.pixels), axis=(1, 2)))
+        bad = per > max(OUTLIER_PX, 8.0 * obs.sigma_px)
+        if bad.any() and bad.sum() <= OUTLIER_SHARE * len(obs):
+            dropped = tuple(int(i) for i in np.flatnonzero(bad))
+            obs = obs.subset(~bad)
+            x, res = _solve(model, obs, x, free, reference)
+    sigma, rms = np.zeros(len(x0)), _rms(_Problem(model, obs, x, free, reference).residual_of(x), obs)
+    if res is not None:
         Js = res.jac * model.scale[free]
         if not res.success or converge and rms > max(MAX_RMS_PX, 6.0 * obs.sigma_px):
             raise BadInputError(
@@ -289,7 +306,19 @@ def fit_camera(
                 "size, the camera's intrinsics and that every sighting is of the marker on the tool"
             )
         sigma[free] = _sigmas(model, Js, res.fun, free_idx) * model.scale[free]
-    return CameraFit(model, x, sigma, held, rms, len(obs), time.perf_counter() - t0)
+    return CameraFit(model, x, sigma, held, rms, len(obs), time.perf_counter() - t0, dropped)
+
+
+def _solve(model: ParamModel, obs: CameraObservations, x0, free, reference):
+    """(x, scipy's result) of a least-squares fit of the ``free`` parameters from ``x0``; (x0, None) if none is."""
+    from scipy.optimize import least_squares
+
+    if not np.any(free):
+        return x0.copy(), None
+    problem = _Problem(model, obs, x0, free, reference)
+    most = MAX_ITERATIONS * (int(np.sum(free)) + 1)
+    res = least_squares(problem, x0[free], method="lm", x_scale=model.scale[free], max_nfev=most)
+    return problem.full(res.x), res
 
 
 def _rms(r, obs: CameraObservations) -> float:

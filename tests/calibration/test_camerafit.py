@@ -225,3 +225,24 @@ def test_report_judges_on_held_out_sightings_and_bus_servos_round_trip():
     assert np.allclose(back.values_to_joints(case.test.values), mid, atol=math.radians(1e-3))
     with pytest.raises(BadInputError, match="keep some sightings out"):
         calibrate_from_sightings(case.arm, case.cal, allobs, np.zeros(len(allobs), bool))
+
+
+def test_misdetected_sightings_are_left_out_and_said():
+    case = make_case("mearm", 11, n=60)
+    obs = case.train
+    pixels = obs.pixels.copy()
+    pixels[[3, 50, 97]] += np.array([40.0, -25.0])  # three sightings of something else
+    bad = CameraObservations(obs.values, obs.approach, pixels, obs.matrix, obs.dist)
+    fit = fit_camera(case.arm, case.cal, bad)
+    assert fit.dropped == (3, 50, 97) and fit.n_poses == len(obs) - 3
+    assert any(line.startswith("left out 3 sightings") for line in fit.lines())
+    assert np.mean(true_tool_error_mm(case, fit, case.test)) < 1.0
+
+
+def test_marker_centres_alone_leave_the_scale_to_the_arm_file():
+    case = make_case("seed-3link", 12, n=60)
+    obs = case.train
+    centres = CameraObservations(obs.values, obs.approach, obs.pixels.mean(axis=1), obs.matrix, obs.dist)
+    fit = fit_camera(case.arm, case.cal, centres)
+    scale = [nm for nm, why in fit.held.items() if "scale of the whole scene" in why]
+    assert len(scale) == 1 and scale[0].startswith("links_m")
