@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from armctl.calibration.cameramodel import marker_corners_m
+from armctl.calibration.cameramodel import CameraObservations, marker_corners_m
 from armctl.errors import BadInputError
 from armctl.model.kinematics import base_side, limit_excess, tool_pose
 from armctl.model.zones import pose_refusal
@@ -68,6 +68,13 @@ class PoseSet:
     approach: np.ndarray
     values: np.ndarray
     motion_s: float
+
+    def sightings(self, pixels, matrix, dist, *, marker_m: float = 0.030, sigma_px: float = 0.5):
+        """(``CameraObservations``, held-out mask) of the marker's ``pixels`` seen at the observing waypoints, in
+        order: (k, 4, 2) corners or (k, 2) centres, k = ``observe.sum()``; for ``calibrate_from_sightings``."""
+        sel = self.observe
+        obs = CameraObservations(self.values[sel], self.approach[sel], pixels, matrix, dist, marker_m, sigma_px)
+        return obs, self.held_out[sel]
 
 
 def _usable(arm, cal, view: CameraView, q, marker_m: float, margin_rad: float) -> np.ndarray:

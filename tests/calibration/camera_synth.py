@@ -97,9 +97,7 @@ def make_case(name: str, seed: int, *, n: int = 160, sigma: float = 0.5, view=No
     poses = camera_poses(arm, cal, n, view=view, seed=seed)
     sel = poses.observe
     px = sightings(arm, cal, truth, view, poses.values[sel], poses.approach[sel], rng, sigma=sigma)
-    dist = np.zeros(5)
-    obs = CameraObservations(poses.values[sel], poses.approach[sel], px, view.matrix, dist, sigma_px=sigma)
-    held = poses.held_out[sel]
+    obs, held = poses.sightings(px, view.matrix, np.zeros(5), sigma_px=sigma)
     return Case(arm, cal, truth, view, poses, obs.subset(~held), obs.subset(held))
 
 
