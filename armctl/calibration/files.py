@@ -11,8 +11,10 @@ from armctl.calibration.maps import (
     FORMAT_VERSION,
     MAX_PWM_CHANNEL,
     PULSE_RANGE_US,
+    READ_VERSIONS,
     STEP_RANGE,
     STEPS_PER_TURN,
+    ArmGeometry,
     BusServoCal,
     Calibration,
     HeldServo,
@@ -35,7 +37,7 @@ def _direction(sec: Section) -> int:
     return int(direction)
 
 
-def _parse_bus_servo(sec: Section, default_name: str) -> BusServoCal:
+def _parse_bus_servo(sec: Section, default_name: str, version: int = 1) -> BusServoCal:
     name = sec.string("name", default_name)
     sid = sec.number("id", lo=0, hi=MAX_BUS_ID)
     if sid != int(sid):
@@ -51,6 +53,7 @@ def _parse_bus_servo(sec: Section, default_name: str) -> BusServoCal:
     if why is not None:
         raise sec.error("max_steps", why)
     offset = _homing_offset(sec)
+    extra = _v2_keys(sec, version)
     sec.done()
     return BusServoCal(
         name=name,
@@ -61,7 +64,20 @@ def _parse_bus_servo(sec: Section, default_name: str) -> BusServoCal:
         min_steps=lo,
         max_steps=hi,
         homing_offset=offset,
+        **extra,
     )
+
+
+def _v2_keys(sec: Section, version: int) -> dict:
+    """A version 2 servo's optional ``curve_pct`` (the monotone bow, % of the angle range at mid-range) and
+    ``backlash_deg``; a version 1 file has neither."""
+    out = {}
+    for key, lo, hi in (("curve_pct", -20.0, 20.0), ("backlash_deg", 0.0, 20.0)):
+        if sec.has(key):
+            if version < 2:
+                raise sec.error(key, f"{key} needs calibration version 2 (the file says version {version:g})")
+            out[key] = sec.number(key, lo=lo, hi=hi)
+    return out
 
 
 def _homing_offset(sec: Section) -> int | None:
@@ -73,9 +89,9 @@ def _homing_offset(sec: Section) -> int | None:
     return int(offset)
 
 
-def _parse_servo(sec: Section, default_name: str) -> ServoCal | BusServoCal:
+def _parse_servo(sec: Section, default_name: str, version: int = 1) -> ServoCal | BusServoCal:
     if sec.has("zero_steps") or sec.has("id"):
-        return _parse_bus_servo(sec, default_name)
+        return _parse_bus_servo(sec, default_name, version)
     name = sec.string("name", default_name)
     channel = sec.number("channel", lo=0, hi=MAX_PWM_CHANNEL)
     pin = sec.number("pin", lo=0, hi=127)
@@ -89,6 +105,7 @@ def _parse_servo(sec: Section, default_name: str) -> ServoCal | BusServoCal:
     hi = sec.number("max_us", lo=PULSE_RANGE_US[0], hi=PULSE_RANGE_US[1])
     if hi <= lo:
         raise sec.error("max_us", f"max_us ({hi:g}) must be greater than min_us ({lo:g})")
+    extra = _v2_keys(sec, version)
     sec.done()
     return ServoCal(
         name=name,
@@ -99,6 +116,7 @@ def _parse_servo(sec: Section, default_name: str) -> ServoCal | BusServoCal:
         direction=direction,
         min_us=lo,
         max_us=hi,
+        **extra,
     )
 
 
@@ -114,26 +132,42 @@ def _parse_held(sec: Section, index: int) -> HeldServo:
     return HeldServo(name=name, id=int(sid), position_steps=position, speed_deg_s=speed, homing_offset=offset)
 
 
+def _parse_arm_key(top: Section, version: int) -> tuple[str, ArmGeometry | None]:
+    """The ``arm:`` key: the arm's name, or (version 2) ``{name, links_m, base_offset_m}`` with the corrections a
+    camera calibration measured."""
+    if version < 2 or isinstance(top.raw("arm"), str):
+        return top.string("arm"), None
+    sec = top.section("arm")
+    name = sec.string("name")
+    links = sec.numbers("links_m", count=(2, 3))
+    if not all(0.001 <= v <= 5.0 for v in links):
+        raise sec.error("links_m", f"link lengths must lie in 0.001..5 m, found {links!r}")
+    offset = sec.number("base_offset_m", lo=-2.0, hi=2.0) if sec.has("base_offset_m") else None
+    sec.done()
+    return name, ArmGeometry(tuple(links), offset)
+
+
 def parse_calibration(data, path) -> Calibration:
     """Validate a parsed calibration YAML document."""
     top = Section(data, path=path)
     version = top.number("version")
-    if version != FORMAT_VERSION:
+    if version not in READ_VERSIONS:
         raise top.error(
-            "version", f"unsupported calibration version {version:g} (this armctl reads version {FORMAT_VERSION})"
+            "version", f"unsupported calibration version {version:g} (this armctl reads versions 1 to {FORMAT_VERSION})"
         )
-    arm = top.string("arm")
+    version = int(version)
+    arm, geometry = _parse_arm_key(top, version)
     raw = top.items("joints")
     if len(raw) not in (2, 3, 4):
         raise top.error("joints", f"expected 2 to 4 joint servos (a base and 3 links at most), found {len(raw)}")
     joints = []
     for i, item in enumerate(raw):
         line = raw.item_lines[i] if hasattr(raw, "item_lines") else None
-        joints.append(_parse_servo(Section(item, path=path, key=f"joints[{i}]", line=line), f"joint{i + 1}"))
+        joints.append(_parse_servo(Section(item, path=path, key=f"joints[{i}]", line=line), f"joint{i + 1}", version))
     gripper = None
     g = top.section("gripper", required=False)
     if g is not None:
-        gripper = _parse_servo(g, "gripper")
+        gripper = _parse_servo(g, "gripper", version)
     held = []
     if top.has("hold"):
         raw_held = top.items("hold")
@@ -150,6 +184,7 @@ def parse_calibration(data, path) -> Calibration:
         source=str(path),
         held=tuple(held),
         pwm_hz=pwm_hz,
+        geometry=geometry,
     )
     units = {s.unit for s in cal.servos}
     if len(units) > 1:
@@ -249,7 +284,7 @@ def _servo_yaml(s: ServoCal | BusServoCal) -> str:
         return (
             f"{{name: {s.name}, id: {s.id}, zero_steps: {exact(s.zero_steps)}, steps_per_deg: "
             f"{exact(s.steps_per_deg)}, direction: {s.direction}, min_steps: {exact(s.min_steps)}, "
-            f"max_steps: {exact(s.max_steps)}{offset}}}"
+            f"max_steps: {exact(s.max_steps)}{offset}{_v2_yaml(s)}}}"
         )
 
     def fine(v: float) -> str:  # 12 digits: a mapping given exactly (ServoKit's 2000 us / 270 deg) keeps its ends
@@ -258,7 +293,23 @@ def _servo_yaml(s: ServoCal | BusServoCal) -> str:
     return (
         f"{{name: {s.name}, channel: {s.channel}, pin: {s.pin}, zero_us: {fine(s.zero_us)}, "
         f"us_per_deg: {fine(s.us_per_deg)}, direction: {s.direction}, min_us: {num(s.min_us)}, "
-        f"max_us: {num(s.max_us)}}}"
+        f"max_us: {num(s.max_us)}{_v2_yaml(s)}}}"
+    )
+
+
+def _arm_yaml(cal: Calibration) -> str:
+    """The ``arm:`` value: the name, or the name with the arm's corrections (version 2)."""
+    g = cal.geometry
+    if g is None:
+        return cal.arm
+    offset = "" if g.base_offset_m is None else f", base_offset_m: {g.base_offset_m:.6g}"
+    return f"{{name: {cal.arm}, links_m: [{', '.join(f'{v:.6g}' for v in g.links_m)}]{offset}}}"
+
+
+def _v2_yaml(s: ServoCal | BusServoCal) -> str:
+    """A servo's version 2 keys (its curve and backlash) as ``, key: value`` text; "" when it has neither."""
+    return (f", curve_pct: {s.curve_pct:.6g}" if s.curve_pct else "") + (
+        f", backlash_deg: {s.backlash_deg:.4g}" if s.backlash_deg else ""
     )
 
 
@@ -269,7 +320,7 @@ def to_yaml(cal: Calibration, *, comment: str = "") -> str:
         lines.append("# pulse_us = zero_us + direction * us_per_deg * joint_angle_deg; min_us/max_us: safe range.")
     else:
         lines.append("# steps = zero_steps + direction * steps_per_deg * joint_angle_deg; min/max_steps: safe range.")
-    lines += [f"version: {cal.version}", f"arm: {cal.arm}"]
+    lines += [f"version: {max(cal.version, 2 if cal.needs_v2 else 1)}", f"arm: {_arm_yaml(cal)}"]
     if cal.pwm_hz != DEFAULT_PWM_HZ:
         lines.append(f"pwm_hz: {cal.pwm_hz:g}  # pulse frequency on boards that set it (PCA9685)")
     lines.append("joints:")

@@ -5,6 +5,7 @@ the mapping goes and re-exports these names."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -12,7 +13,8 @@ import numpy as np
 
 from armctl.errors import ConfigError, PulseLimitError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # the newest file version this armctl reads (and writes where a file needs it)
+READ_VERSIONS = (1, 2)  # 2 adds a servo's curve_pct and backlash_deg, and the arm's corrections (``ArmGeometry``)
 PULSE_RANGE_US = (500.0, 2500.0)
 DEFAULT_PWM_HZ = 50.0
 MAX_PWM_CHANNEL = 63  # four PCA9685 boards (our firmware and Firmata boards check their own counts)
@@ -21,21 +23,45 @@ STEP_RANGE = (0.0, float(STEPS_PER_TURN - 1))
 
 
 class _Linear:
-    """The mapping every servo kind shares: value = zero + direction * per_deg * degrees(angle)."""
+    """The mapping every servo kind shares: value = zero + direction * per_deg * degrees(angle), bent by an
+    optional monotone ``curve_pct`` (version 2 files): the angle of a value gains curve_pct % of the servo's
+    angle range times 4 s (1 - s), s the value's place in lo..hi (0 at both ends, the most at mid-range; none
+    outside). Without a curve the mapping is exactly the line."""
 
     zero: float
     per_deg: float
     direction: int
     lo: float
     hi: float
+    curve_pct: float = 0.0
 
     def value(self, angle_rad):
         """Servo value(s) (``unit``) for joint angle(s) ``angle_rad`` (rad); no limit check."""
+        if self.curve_pct:
+            return self._curved_value(np.degrees(np.asarray(angle_rad, dtype=float)))
         return self.zero + self.direction * self.per_deg * np.degrees(np.asarray(angle_rad, dtype=float))
 
     def angle_rad(self, value):
         """Joint angle(s) (rad) for servo value(s) ``value`` (``unit``)."""
-        return np.radians((np.asarray(value, dtype=float) - self.zero) / (self.direction * self.per_deg))
+        value = np.asarray(value, dtype=float)
+        line = (value - self.zero) / (self.direction * self.per_deg)
+        if self.curve_pct:
+            s = np.clip((value - self.lo) / (self.hi - self.lo), 0.0, 1.0)
+            line = line + self.curve_pct / 100.0 * (self.hi - self.lo) / self.per_deg * 4.0 * s * (1.0 - s)
+        return np.radians(line)
+
+    def _curved_value(self, deg):
+        """The value whose curved angle is ``deg``: the line's outside lo..hi, else the root of the quadratic in s
+        (monotone while |curve_pct| < 25)."""
+        line = self.zero + self.direction * self.per_deg * deg
+        width = self.hi - self.lo
+        k = 4.0 * self.curve_pct / 100.0
+        a0 = self.direction * (self.lo - self.zero) / self.per_deg  # the angle (deg) at lo
+        c = (deg - a0) / (width / self.per_deg)  # k s^2 - (direction + k) s + c = 0
+        b = self.direction + k
+        root = 2.0 * c / (b + np.sign(b) * np.sqrt(np.maximum(b * b - 4.0 * k * c, 0.0)))
+        inside = (line - self.lo) * (line - self.hi) < 0
+        return np.where(inside, self.lo + root * width, line)
 
     def angle_range_rad(self) -> tuple[float, float]:
         """Joint angles (rad) reachable inside lo..hi, low to high."""
@@ -55,6 +81,8 @@ class ServoCal(_Linear):
     direction: int
     min_us: float
     max_us: float
+    curve_pct: float = 0.0  # the pulse-to-angle bow (version 2): % of the angle range at mid-pulse
+    backlash_deg: float = 0.0  # the gears' play (version 2), as the camera calibration measured it
 
     unit = "us"
     resolution = 0.5  # the board's pulse step (our firmware: 0.5 us ticks)
@@ -86,6 +114,8 @@ class BusServoCal(_Linear):
     #: the servo's Homing_Offset register (EEPROM) this calibration was made with (LeRobot's), checked when the
     #: port opens; None: not checked. Its positions already carry it: it is never added again.
     homing_offset: int | None = None
+    curve_pct: float = 0.0  # as ServoCal's
+    backlash_deg: float = 0.0
 
     unit = "steps"
     resolution = 1.0
@@ -136,6 +166,15 @@ class HeldServo:
 
 
 @dataclass(frozen=True)
+class ArmGeometry:
+    """What a camera calibration measured of the arm itself: ``links_m`` (its link lengths) and ``base_offset_m``
+    (None: the arm file's), applied by ``Calibration.corrected_arm`` where the robot opens arm and calibration."""
+
+    links_m: tuple[float, ...]
+    base_offset_m: float | None = None
+
+
+@dataclass(frozen=True)
 class Calibration:
     """Every servo of one arm: ``joints`` in joint order, optional ``gripper``, and bus servos ``held`` at one
     position (not joints of the model)."""
@@ -143,7 +182,7 @@ class Calibration:
     arm: str
     joints: tuple[ServoCal | BusServoCal, ...]
     gripper: ServoCal | BusServoCal | None = None
-    version: int = FORMAT_VERSION
+    version: int = 1
     source: str = field(default="<code>")
     held: tuple[HeldServo, ...] = ()
     #: PWM servos' pulse frequency (Hz), for boards that set it (the PCA9685); hobby servos take 50
@@ -151,6 +190,30 @@ class Calibration:
     #: Why some ranges are narrower than the file's on the board in use ("" if none is: ``narrowed``), said
     #: with every value refused for it.
     limited_by: str = ""
+    #: corrections to the arm file's lengths (version 2: ``arm: {name, links_m, base_offset_m}``), None if none
+    geometry: ArmGeometry | None = None
+
+    @property
+    def needs_v2(self) -> bool:
+        """True if writing this calibration takes file version 2 (a curve, a backlash or arm corrections)."""
+        return self.geometry is not None or any(s.curve_pct or s.backlash_deg for s in self.servos)
+
+    def corrected_arm(self, arm):
+        """``arm`` with this calibration's corrections to its lengths (and base offset) applied; ``arm`` itself
+        when there are none."""
+        g = self.geometry
+        if g is None:
+            return arm
+        if len(g.links_m) != arm.n_links:
+            raise ConfigError(
+                f"the calibration corrects {len(g.links_m)} link lengths, arm {arm.name!r} has {arm.n_links}",
+                path=self.source,
+                key="arm.links_m",
+            )
+        changes = {"links_m": np.array(g.links_m, dtype=float)}
+        if g.base_offset_m is not None and arm.has_base:
+            changes["base_offset_m"] = float(g.base_offset_m)
+        return dataclasses.replace(arm, **changes)
 
     @property
     def servos(self) -> tuple[ServoCal | BusServoCal, ...]:

@@ -359,11 +359,12 @@ def _from_lerobot(args) -> int:
 
 
 def _keys(servo) -> dict:
-    """A servo's entry as its YAML keys (``homing_offset`` only where the calibration states it)."""
+    """A servo's entry as its YAML keys (``homing_offset``, ``curve_pct``, ``backlash_deg`` only where the
+    calibration states them)."""
     out = {f.name: getattr(servo, f.name) for f in fields(servo)}
     if out.get("homing_offset", 0) is None:
         del out["homing_offset"]
-    return out
+    return {k: v for k, v in out.items() if not (k in ("curve_pct", "backlash_deg") and v == 0)}
 
 
 def _show(args) -> int:

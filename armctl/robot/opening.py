@@ -60,6 +60,7 @@ def resolve(arm, port, backend, calibration):
         for note in notes:
             print(f"armctl: note: {note}", file=sys.stderr)
     cal.check_arm(arm_obj)
+    arm_obj = cal.corrected_arm(arm_obj)  # a camera calibration's measured lengths (version 2), if any
     if backend is None:  # by the port (an I2C bus), else by the kind of servo the calibration describes
         backend = scheme_backend(port) or ("feetech" if cal.unit == "steps" else "armctl")
     cls = backend if isinstance(backend, type) and issubclass(backend, Backend) else backend_class(backend)
