@@ -4,7 +4,10 @@ kept as ``<file>.bak`` (``to_yaml``, ``save_calibration``)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import numpy as np
 
 from armctl.calibration.maps import (
     DEFAULT_PWM_HZ,
@@ -147,6 +150,36 @@ def _parse_arm_key(top: Section, version: int) -> tuple[str, ArmGeometry | None]
     return name, ArmGeometry(tuple(links), offset)
 
 
+def _parse_camera_keys(top: Section, version: int):
+    """(version 2) ``camera_to_base``: the camera's frame in the base frame, 4 rows of 4 (a rotation and metres;
+    the last row 0 0 0 1), and ``accuracy_map`` (``armctl.calibration.accuracymap``); None where absent."""
+    from armctl.calibration.accuracymap import AccuracyMap
+
+    out = []
+    for key in ("camera_to_base", "accuracy_map"):
+        if top.has(key) and version < 2:
+            raise top.error(key, f"{key} needs calibration version 2 (the file says version {version:g})")
+    T = None
+    if top.has("camera_to_base"):
+        rows = top.raw("camera_to_base")
+        try:
+            T = np.array(rows, dtype=float)
+        except (TypeError, ValueError):
+            T = None
+        ok = T is not None and T.shape == (4, 4) and np.all(np.isfinite(T))
+        ok = ok and np.allclose(T[3], [0, 0, 0, 1]) and np.allclose(T[:3, :3] @ T[:3, :3].T, np.eye(3), atol=1e-6)
+        if not ok or np.linalg.det(T[:3, :3]) < 0:
+            raise top.error("camera_to_base", "expected 4 rows of 4 numbers: a rotation and a translation (m), 0 0 0 1")
+        T = tuple(tuple(float(v) for v in row) for row in T)
+    out.append(T)
+    amap = None
+    if top.has("accuracy_map"):
+        line = top.line_of("accuracy_map")
+        amap = AccuracyMap.from_dict(top.raw("accuracy_map"), f"{top.path}:{line}: accuracy_map")
+    out.append(amap)
+    return out
+
+
 def parse_calibration(data, path) -> Calibration:
     """Validate a parsed calibration YAML document."""
     top = Section(data, path=path)
@@ -175,6 +208,7 @@ def parse_calibration(data, path) -> Calibration:
             line = raw_held.item_lines[i] if hasattr(raw_held, "item_lines") else top.line_of("hold")
             held.append(_parse_held(Section(item, path=path, key=f"hold[{i}]", line=line), i))
     pwm_hz = top.number("pwm_hz", DEFAULT_PWM_HZ, lo=24.0, hi=1526.0)
+    camera_to_base, amap = _parse_camera_keys(top, version)
     top.done()
     cal = Calibration(
         arm=arm,
@@ -185,6 +219,8 @@ def parse_calibration(data, path) -> Calibration:
         held=tuple(held),
         pwm_hz=pwm_hz,
         geometry=geometry,
+        camera_to_base=camera_to_base,
+        accuracy_map=amap,
     )
     units = {s.unit for s in cal.servos}
     if len(units) > 1:
@@ -327,6 +363,11 @@ def to_yaml(cal: Calibration, *, comment: str = "") -> str:
     lines += [f"  - {_servo_yaml(s)}" for s in cal.joints]
     if cal.gripper is not None:
         lines.append(f"gripper: {_servo_yaml(cal.gripper)}")
+    if cal.camera_to_base is not None:
+        rows = ", ".join("[" + ", ".join(f"{v:.9g}" for v in row) + "]" for row in cal.camera_to_base)
+        lines.append(f"camera_to_base: [{rows}]  # the camera's frame in the base frame (armctl calibrate --camera)")
+    if cal.accuracy_map is not None:
+        lines.append(f"accuracy_map: {json.dumps(cal.accuracy_map.to_dict())}  # armctl camera check --save")
     if cal.held:
         lines.append("# held at position_steps (not a joint of the arm), reached at no more than speed_deg_s:")
         lines.append("hold:")

@@ -192,16 +192,28 @@ class Calibration:
     limited_by: str = ""
     #: corrections to the arm file's lengths (version 2: ``arm: {name, links_m, base_offset_m}``), None if none
     geometry: ArmGeometry | None = None
+    #: where the camera that calibrated the arm stands: its frame in the base frame (4x4, m; version 2), or None
+    camera_to_base: tuple | None = None
+    #: the tool's measured errors over a grid (``armctl.calibration.accuracymap.AccuracyMap``; version 2), or None
+    accuracy_map: object | None = None
 
     @property
     def needs_v2(self) -> bool:
-        """True if writing this calibration takes file version 2 (a curve, a backlash or arm corrections)."""
-        return self.geometry is not None or any(s.curve_pct or s.backlash_deg for s in self.servos)
+        """True if writing this calibration takes file version 2 (a curve, a backlash, arm corrections, a camera's
+        place or an accuracy map)."""
+        extra = (self.geometry, self.camera_to_base, self.accuracy_map)
+        return any(v is not None for v in extra) or any(s.curve_pct or s.backlash_deg for s in self.servos)
+
+    def with_accuracy_map(self, amap) -> Calibration:
+        """This calibration with the accuracy map ``amap`` (targets then go through it)."""
+        return dataclasses.replace(self, accuracy_map=amap)
 
     def corrected_arm(self, arm):
-        """``arm`` with this calibration's corrections to its lengths (and base offset) applied; ``arm`` itself
-        when there are none."""
+        """``arm`` with this calibration's corrections to its lengths (and base offset) applied, and its accuracy
+        map as the arm's ``target_map``; ``arm`` itself when there are none."""
         g = self.geometry
+        if self.accuracy_map is not None and arm.target_map is not self.accuracy_map:
+            arm = dataclasses.replace(arm, target_map=self.accuracy_map)
         if g is None:
             return arm
         if len(g.links_m) != arm.n_links:

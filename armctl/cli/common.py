@@ -38,7 +38,7 @@ def setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration]:
     for note in notes:
         print(f"armctl: note: {note}", file=sys.stderr)
     cal.check_arm(arm)
-    return arm, cal
+    return cal.corrected_arm(arm), cal
 
 
 def target_args(args, arm: Arm, example: str) -> tuple[float, ...]:

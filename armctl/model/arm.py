@@ -80,6 +80,8 @@ class Arm:
     urdf_map: tuple | None = None
     gripper_urdf_joint: str | None = None  # the URDF joint of the gripper servo, when the sidecar names one
     urdf: object | None = None  # armctl.model.urdf.derive.UrdfDerivation: how the arm was derived (frame shift, notes)
+    # where the tool really lands over a grid (a calibration's accuracy map: ``corrected(point)``), or None
+    target_map: object | None = None
 
     @property
     def max_accel_rad_s2(self) -> np.ndarray:
@@ -327,6 +329,12 @@ class Arm:
         from armctl.model.zones import merge
 
         return dataclasses.replace(self, zones=merge(self.zones, zones))
+
+    def corrected_target(self, point) -> np.ndarray:
+        """The point (m) to send the tool to so it lands on ``point``: through the calibration's accuracy map
+        (``target_map``), the point itself without one or where the map says nothing."""
+        p = np.asarray(point, dtype=float)
+        return p if self.target_map is None else np.asarray(self.target_map.corrected(p), dtype=float)
 
     def within_limits(self, q, tol: float = 1e-9) -> bool:
         """True if joint angles ``q`` (rad) are inside every limit (a parallelogram's coupled ones too)."""

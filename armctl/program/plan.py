@@ -191,7 +191,7 @@ def pose_target(pose: Pose, offset, arm: Arm):
             return tool_point(arm, q), phi, q
         return tool_point(arm, q) + np.asarray(offset), phi, None
     point = np.asarray(pose.point_m, dtype=float) + (np.asarray(offset) if offset is not None else 0.0)
-    return point, pose.phi_rad, None
+    return arm.corrected_target(point), pose.phi_rad, None
 
 
 def _same_arm(prog: Program, arm: Arm) -> bool:

@@ -29,7 +29,7 @@ def line_move(arm, x, y, z, phi, speed, accel, label, blend=None) -> motion.Line
     if blend is not None:
         kw["blend_m"] = validate.blend(blend)
     label = label or f"move to ({', '.join(f'{v:g}' for v in target)}) m"
-    return motion.LineMove(tuple(target), phi_rad=phi, label=label, **kw)
+    return motion.LineMove(tuple(arm.corrected_target(target)), phi_rad=phi, label=label, **kw)
 
 
 def gripper_move(arm, state: str | float, degrees: bool) -> motion.GripperMove:
