@@ -31,6 +31,7 @@ from armctl.calibration.servo import (
     with_servo,
 )
 from armctl.cli import EXIT_INTERRUPTED, add_command
+from armctl.cli.calibrate_camera import camera_options, cmd_camera_calibrate
 from armctl.cli.calibrate_flow import Quit, Terminal, Workflow
 from armctl.cli.common import calibration_comment, open_robot, save_calibration_file, saved_line, setup
 from armctl.core.units import parse_float, parse_length
@@ -71,6 +72,7 @@ def register(sub, parents) -> None:
     _mode_options(p)
     _record_options(p)
     _check_options(p)
+    camera_options(p)
     p.set_defaults(func=cmd_calibrate)
 
 
@@ -187,6 +189,8 @@ def cmd_calibrate(args) -> int:
     if args.from_lerobot is not None:
         return _from_lerobot(args)
     arm, cal = setup(args)
+    if args.camera is not None:
+        return cmd_camera_calibrate(args, arm, cal)
     if args.from_servokit is not None:
         return _from_servokit(args, arm, cal)
     if args.actuation_range is not None or args.zero_at is not None or args.reverse or args.channel is not None:

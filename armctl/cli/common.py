@@ -195,6 +195,18 @@ def camera_watch(args, robot):
     return CameraWatch(robot, watch_mm=mm)
 
 
+def parse_marker(text: str, what: str = "--marker") -> tuple[int, float]:
+    """``ID`` or ``ID:SIZE_MM``: an ArUco marker's id (0..999) and its black square's side (mm, 3..500, default 30)."""
+    mid, _, size = str(text).partition(":")
+    try:
+        marker, size_mm = int(mid), float(size) if size else 30.0
+    except ValueError:
+        raise BadInputError(f"{what} {text!r}: give ID or ID:SIZE_MM (e.g. 7 or 7:25)") from None
+    if not 0 <= marker <= 999 or not 3 <= size_mm <= 500:
+        raise BadInputError(f"{what} {text!r}: the id is 0..999, the size 3..500 mm")
+    return marker, size_mm
+
+
 def split_cameras(args) -> None:
     """``--camera`` values: ``NAME=SOURCE`` ones stay in ``args.camera`` (a dataset's cameras); one without ``=``
     is the camera that sees the arm (``args.arm_camera``; BadInputError for two)."""

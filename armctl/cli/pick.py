@@ -9,6 +9,7 @@ from armctl.cli.common import (
     arm_camera_options,
     camera_watch,
     drive,
+    parse_marker,
     print_report,
     setup,
     split_cameras,
@@ -41,17 +42,6 @@ def register(sub, parents) -> None:
     p.set_defaults(func=cmd_pick)
 
 
-def _marker(text: str) -> tuple[int, float]:
-    mid, _, size = text.partition(":")
-    try:
-        marker, size_mm = int(mid), float(size) if size else 30.0
-    except ValueError:
-        raise BadInputError(f"--marker {text!r}: give ID or ID:SIZE_MM (e.g. 7 or 7:25)") from None
-    if not 0 <= marker <= 999 or not 3 <= size_mm <= 500:
-        raise BadInputError(f"--marker {text!r}: the id is 0..999, the size 3..500 mm")
-    return marker, size_mm
-
-
 def program_text(arm, marker: int, size_mm: float, place, hover_mm: float, speed_mm_s: float | None) -> str:
     """The program ``armctl pick`` runs."""
     point = ", ".join(f"{v * 1000:.6g}" for v in place)
@@ -67,7 +57,7 @@ def cmd_pick(args) -> int:
     from armctl.program import load_program_text
 
     arm, cal = setup(args)
-    marker, size_mm = _marker(args.marker)
+    marker, size_mm = parse_marker(args.marker)
     args.x, args.y, args.z = (list(args.place) + [None, None, None])[:3]
     if len(args.place) > 3:
         raise BadInputError(f"--place: give X Y (Z on an arm with a base), got {len(args.place)} numbers")

@@ -135,6 +135,7 @@ class SimcamOptions:
     fps: float = 30.0
     board: str | None = None  # board=SPEC: rendered views of a ChArUco board instead (armctl.vision.boardviews)
     views: str = "14"
+    table: tuple[str, float, float, float] | None = None  # table=SPEC@X,Y,YAW: a board lying on the table (mm, deg)
 
 
 def _floats(text: str, counts: tuple[int, ...]) -> tuple[float, ...]:
@@ -169,6 +170,16 @@ def _marker(text: str) -> tuple[int, float]:
     return i, s / 1000.0
 
 
+def _table(text: str) -> tuple[str, float, float, float]:
+    """``SPEC@X,Y,YAW``: a ChArUco board lying face up on the table, its top-left corner (as printed) at X, Y mm
+    of the base frame, its top edge YAW deg from the base's x (the form of ``calibrate --table-board``)."""
+    spec, at, where = text.rpartition("@")
+    x, y, yaw = _floats(where, (3,))
+    if not at:
+        raise ValueError(text)
+    return spec or "charuco:7x5@30mm/22mm:5x5_100", x, y, yaw
+
+
 OPTIONS = {
     "pose": ("pose", lambda v: _floats(v, (6,))),
     "size": ("size", _size),
@@ -182,6 +193,7 @@ OPTIONS = {
     "fps": ("fps", _at_least(0.0, hi=1000.0)),
     "board": ("board", str),
     "views": ("views", str),
+    "table": ("table", _table),
 }
 
 
@@ -297,6 +309,7 @@ class SimCamera(CameraSource):
         cells = marker_cells(DICTIONARY)
         self._quiet = (cells + 2) / cells  # the marker's printed side (quiet zone in) per its black square
         self._textures: dict[int, np.ndarray] = {}
+        self._board: tuple[np.ndarray, int] | None = None
         self.camera_pose = (
             pose_matrix(*o.pose)
             if o.pose is not None
@@ -326,6 +339,23 @@ class SimCamera(CameraSource):
         corners = _square(frame[:3, 3], frame[:3, 0], frame[:3, 1], size_m * self._quiet / 2.0)
         jitter = self.opts.noise_px
         self.renderer.draw_quad(canvas, self._texture(marker_id), self._cam(corners), jitter_px=jitter, rng=self.rng)
+
+    def _draw_table_board(self, canvas) -> None:
+        """The ChArUco board lying on the table (``table=SPEC@X,Y,YAW``), white paper a square wide around it."""
+        from armctl.vision.board import board_image, parse_board
+
+        text, x, y, yaw = self.opts.table
+        spec = parse_board(text, what="simcam table")
+        if self._board is None:
+            px = 60
+            self._board = (np.pad(board_image(spec, px), px, constant_values=255), px)
+        image, px = self._board
+        c, s = math.cos(math.radians(yaw)), math.sin(math.radians(yaw))
+        right, down = np.array([c, s, 0.0]), np.array([s, -c, 0.0])  # face up: the print's y runs to the right's right
+        origin = np.array([x, y, 0.0]) / 1000.0 - (right + down) * spec.square_m
+        w, h = (spec.cols + 2) * spec.square_m, (spec.rows + 2) * spec.square_m
+        corners = [origin, origin + right * w, origin + right * w + down * h, origin + down * h]
+        self.renderer.draw_quad(canvas, image, self._cam(np.array(corners)))
 
     def _draw_part(self, canvas, part) -> None:
         """A part: a cube of side ``size_m`` standing at ``z_m``, its marker (black square ``size_m``, quiet zone
@@ -366,6 +396,8 @@ class SimCamera(CameraSource):
         """The picture of the scene as it is now (BGR uint8, H x W x 3)."""
         o = self.opts
         canvas = self.renderer.blank(TABLE_GRAY)
+        if o.table is not None:
+            self._draw_table_board(canvas)
         parts = sorted(
             self.scene.parts_now(), key=lambda p: -float(self._cam([[p.x_m, p.y_m, p.z_m + p.size_m]])[0, 2])
         )
