@@ -173,6 +173,7 @@ def cmd_camera_calibrate(args, arm, cal) -> int:
                        if tty else None)  # fmt: skip
         if tty:
             print(file=sys.stderr)
+        robot.home()  # a pose inside the limits whatever the new calibration says (the last poses may lie near them)
     moved_s = time.monotonic() - t0
     seen = np.all(np.isfinite(pixels.reshape(len(pixels), -1)), axis=1)
     sel = poses.observe

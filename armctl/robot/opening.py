@@ -11,7 +11,7 @@ from armctl.bus.backend import Backend, backend_class
 from armctl.bus.simulators import check_simulator_port, scheme_backend
 from armctl.calibration.lerobot import open_calibration
 from armctl.calibration.servo import Calibration
-from armctl.core.paths import state_dir
+from armctl.core.paths import PRESET_CALIBRATION_DIR, state_dir
 from armctl.errors import BadInputError
 from armctl.model.arm import Arm, load_arm
 
@@ -42,11 +42,19 @@ def sim_port_for(port: str, arm: Arm, cal_path: Path) -> str:
     if "arm" not in query:
         extra["arm"] = arm.ref
     if "cal" not in query:
-        extra["cal"] = str(cal_path)
+        extra["cal"] = str(_hardware_calibration(arm, cal_path) if "truth" in query else cal_path)
     if not extra:
         return port
     sep = "&" if parts.query else ""
     return f"{parts.scheme}://?{parts.query}{sep}{urllib.parse.urlencode(extra, safe=',/')}"
+
+
+def _hardware_calibration(arm: Arm, cal_path: Path) -> Path:
+    """The calibration a truth file is written against: the example shipped with the arm's preset (the hardware as
+    it came), so that a new calibration changes what armctl believes and not the simulated arm; the robot's own
+    where the arm has none."""
+    shipped = PRESET_CALIBRATION_DIR / f"{arm.name}.yaml"
+    return shipped if shipped.is_file() else cal_path
 
 
 def resolve(arm, port, backend, calibration):

@@ -12,7 +12,9 @@ A truth file (every key optional; joints by the arm's ``joint_names``, never the
       - {marker: 3, x_mm: 150, y_mm: -40, yaw_deg: 30, size_mm: 30}
 
 How a servo's true angle is made (``TrueServo.angle_rad``, the one function all three simulators use): the
-servo's value v (pulse us, or bus-servo steps) gives the believed angle through the calibration (and the
+servo's value v (pulse us, or bus-servo steps) gives the believed angle through the calibration (the simulator's
+``cal=``; a robot opening a truth port without one gives the example shipped with the arm's preset, the hardware
+as it came, so a new calibration changes what armctl believes and not the simulated arm) (and the
 simulator's hidden ``offset``/``scale``/``flip`` errors, which compose); then
 
     true = believed + zero_offset + bow,  bow = curve_pct/100 * R * 4 s (1 - s),  s = (v - min) / (max - min)
