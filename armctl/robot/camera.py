@@ -123,7 +123,8 @@ class ArmCamera:
             others = ", ".join(str(m) for m in sorted(seen) if m != self.tool_marker[0]) or "none"
             raise BadInputError(
                 f"camera {self.name}: marker {marker_id} is not in view (markers seen: {others}; the tool's is "
-                f"{self.tool_marker[0]}); is it face up, in the picture, from the {self.dictionary} dictionary?"
+                f"{self.tool_marker[0]}): is it face up, in the picture, from the {self.dictionary} dictionary, not "
+                "under the arm?"
             )
         corners = np.mean(seen[marker_id], axis=0)
         x, y, yaw, z = part_on_table(corners, size_m, self.model, cam_to_base)
