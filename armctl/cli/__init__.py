@@ -51,12 +51,12 @@ COMMANDS = {
     "pick": ("pick", "pick the part a camera sees (its ArUco marker) where it lies and place it at X Y [Z]"),
     "draw": ("draw", "draw an SVG or G-code file with a pen (checked whole, then streamed)"),
     "calibrate": ("calibrate", "calibrate the servos (interactive), or record/fit/show/compare/check calibrations"),
+    "camera": ("camera", "a camera: print a ChArUco board, find its intrinsics, check the tool over a grid"),
     "teach": ("teach", "guide the arm by hand (bus servos) or jog it (PWM) and record poses into a program"),
     "follow": ("follow", "a leader arm moved by hand drives the arm (teleoperation); record LeRobot datasets"),
     "web": ("web", "the arm in a browser page: click to move"),
     "ros": ("ros", "run the arm as a ROS 2 node: joint_states, trajectories, joint commands"),
     "ports": ("ports", "list the serial ports and identify the board on each"),
-    "camera": ("camera", "the camera's own calibration: print a ChArUco board, find the camera's intrinsics"),
 }
 
 GLOBAL_DEFAULTS = {
