@@ -191,6 +191,7 @@ def cmd_camera_calibrate(args, arm, cal) -> int:
         "before_mm": {"mean": float(np.mean(report.before_mm)), "max": float(np.max(report.before_mm))},
         "after_mm": {"mean": float(np.mean(report.after_mm)), "max": float(np.max(report.after_mm))},
         "motion_s": round(moved_s, 2),
+        "planned_motion_s": round(float(poses.motion_s), 1),
         "fit_s": round(fit_s, 3),
         "held": dict(report.fit.held),
         "parameters": {name: {"value": float(v), "sigma": float(sg)} for name, v, sg in _parameters(report.fit)},
