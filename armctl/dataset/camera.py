@@ -32,14 +32,14 @@ def parse_camera(text: str) -> tuple[str, str]:
     return name, source
 
 
-def _need_cv2():
-    # OpenCV and its FFmpeg print their own warnings for a source that cannot be opened (several lines on
-    # stderr); the one line armctl prints names the camera instead
+def need_cv2(extra: str = "dataset"):
+    """OpenCV, quiet (its own warnings, and its FFmpeg's for a source that cannot be opened, would be several lines
+    on stderr; the one line armctl prints names the camera), or a BadInputError naming the extra to install."""
     os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET
     try:
         import cv2
     except ImportError:
-        raise BadInputError("cameras need OpenCV: pip install 'armctl[dataset]'") from None
+        raise BadInputError(f"cameras need OpenCV: pip install 'armctl[{extra}]'") from None
     log = getattr(getattr(cv2, "utils", None), "logging", None)
     if log is not None and hasattr(log, "setLogLevel"):
         log.setLogLevel(log.LOG_LEVEL_ERROR)
@@ -50,7 +50,7 @@ class Camera:
     """An open capture source (see the module docstring): ``name``, ``source``, ``height``, ``width``."""
 
     def __init__(self, name: str, source: str):
-        cv2 = _need_cv2()
+        cv2 = need_cv2()
         self.name, self.source = name, source
         self.is_file = Path(source).is_file()
         what = int(source) if source.isdigit() else source

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from armctl.dataset.camera import need_cv2 as _need_cv2
 from armctl.errors import BadInputError, LinkError
 
 PICTURE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
@@ -60,17 +61,8 @@ class CameraModel:
 
 
 def need_cv2():
-    """OpenCV, quiet (its own warnings would be several lines; armctl prints one naming the camera), or a
-    BadInputError saying how to install it."""
-    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
-    try:
-        import cv2
-    except ImportError:
-        raise BadInputError("cameras need OpenCV: pip install 'armctl[camera]'") from None
-    log = getattr(getattr(cv2, "utils", None), "logging", None)
-    if log is not None and hasattr(log, "setLogLevel"):
-        log.setLogLevel(log.LOG_LEVEL_ERROR)
-    return cv2
+    """OpenCV, quiet, or a BadInputError saying how to install it (``armctl.dataset.camera.need_cv2``)."""
+    return _need_cv2("camera")
 
 
 class CameraSource:
