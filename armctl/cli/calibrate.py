@@ -52,6 +52,7 @@ script forms:
   armctl calibrate --show [FILE|NAME]                    print a calibration (NAME: shipped, e.g. mearm-pca9685)
   armctl calibrate --compare A.yaml B.yaml               how two calibrations differ (deg, mm)
   armctl calibrate --check                               move through a square, print where to measure
+  armctl calibrate --camera 0 --marker 0:30              calibrate by a camera (README 'Calibrating with a camera')
   armctl calibrate --push-limits                         write the calibration's min/max to the board
   armctl --arm so101 calibrate --from-lerobot my_arm     LeRobot's calibration my_arm as an armctl YAML
   armctl calibrate --joint 1 --from-servokit 750 2250    joint 1 as Adafruit ServoKit drives it after
