@@ -130,8 +130,10 @@ def table_reference_from(args, camera):
 
     try:
         x, y, yaw = (float(v) for v in args.table_board.split(","))
+        if not all(math.isfinite(v) and abs(v) <= 10_000 for v in (x, y, yaw)):
+            raise ValueError
     except ValueError:
-        raise BadInputError(f"--table-board {args.table_board!r}: give X,Y,YAW (mm, mm, deg)") from None
+        raise BadInputError(f"--table-board {args.table_board!r}: give X,Y,YAW (mm, mm, deg; finite)") from None
     spec = parse_board(args.board)
     found = detect_corners(camera._frame(), spec)
     if found is None:
