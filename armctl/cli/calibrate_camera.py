@@ -135,7 +135,7 @@ def table_reference_from(args, camera):
     except ValueError:
         raise BadInputError(f"--table-board {args.table_board!r}: give X,Y,YAW (mm, mm, deg; finite)") from None
     spec = parse_board(args.board)
-    found = detect_corners(camera._frame(), spec)
+    found = detect_corners(camera.frame(), spec)
     if found is None:
         raise BadInputError(f"camera {camera.name}: the table board ({spec.text}) is not in view")
     obj, img = found

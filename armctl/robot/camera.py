@@ -89,7 +89,8 @@ class ArmCamera:
 
     # --- what it sees -------------------------------------------------------------------------------------
 
-    def _frame(self):
+    def frame(self):
+        """The next picture (BGR); BadInputError once a folder or a video has given all of theirs."""
         frame = self.source.read()
         if frame is None:
             raise BadInputError(f"camera {self.name}: no more pictures (a folder or a video that has ended)")
@@ -101,11 +102,12 @@ class ArmCamera:
 
         seen: dict[int, list[np.ndarray]] = {}
         for _ in range(max(1, frames)):
-            for mid, corners in detect_markers(self._frame(), self.dictionary).items():
+            for mid, corners in detect_markers(self.frame(), self.dictionary).items():
                 seen.setdefault(mid, []).append(corners)
         return seen
 
-    def _placed(self, what: str) -> np.ndarray:
+    def placed(self, what: str) -> np.ndarray:
+        """Where the camera stands (``cam_to_base``), or a BadInputError saying it cannot place ``what`` without."""
         if self.cam_to_base is None:
             raise BadInputError(
                 f"camera {self.name}: where it stands is not known, so it cannot say where {what} is: calibrate it "
@@ -117,7 +119,7 @@ class ArmCamera:
         """The part carrying marker ``marker_id`` (side ``size_m``), lying on the table (see the module docstring)."""
         from armctl.vision.markers import part_on_table
 
-        cam_to_base = self._placed(f"marker {marker_id}")
+        cam_to_base = self.placed(f"marker {marker_id}")
         seen = self.sightings(frames)
         if marker_id not in seen:
             others = ", ".join(str(m) for m in sorted(seen) if m != self.tool_marker[0]) or "none"
@@ -135,7 +137,7 @@ class ArmCamera:
         pictures; None when it is not in view."""
         from armctl.vision.markers import marker_pose
 
-        cam_to_base = self._placed("the tool")
+        cam_to_base = self.placed("the tool")
         mid, size = self.tool_marker
         seen = self.sightings(frames).get(mid)
         if not seen:
@@ -194,7 +196,7 @@ def tool_across_view(camera: ArmCamera, dim: int, *, frames: int = 5) -> np.ndar
     if not seen:
         return None
     corners = np.mean(seen, axis=0)
-    cam_to_base = camera._placed("the tool")
+    cam_to_base = camera.placed("the tool")
     z = 0.0
     if dim == 3:
         z = float((cam_to_base @ marker_pose(corners, camera.tool_marker[1], camera.model))[2, 3])
