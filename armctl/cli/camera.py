@@ -11,7 +11,10 @@ import time
 
 from armctl.cli import add_command
 
-DESCRIPTION = "The camera's own calibration: print a ChArUco board, and find the camera's intrinsics from views of it."
+DESCRIPTION = (
+    "A camera: print a ChArUco board, find the camera's intrinsics from views of it, and check the tool's error over a "
+    "grid of the table (after armctl calibrate --camera)."
+)
 
 BOARD_HELP = (
     "charuco:COLSxROWS@SQUARE/MARKER:DICT: squares across x down, the square's and the marker's side (30mm, 3cm, "
