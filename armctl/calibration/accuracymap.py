@@ -23,7 +23,7 @@ import numpy as np
 from armctl.errors import ConfigError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: its arrays have no one truth value
 class AccuracyMap:
     """Errors (m) on a grid: ``xs`` (nx,), ``ys`` (ny,), ``z_m``, ``errors`` (ny, nx, dim) with NaN where a
     point was not measured; ``dim`` 2: x and y (a camera looking down measures these; a target's z is left as it
