@@ -47,7 +47,8 @@ def test_a_random_truth_is_recovered_and_the_tool_lands_where_sent(tmp_path, mon
     for joint, off in truth["zero_offset_deg"].items():
         assert abs(np.degrees(p[f"{joint} zero"]["value"]) - off) < 0.3, (joint, p[f"{joint} zero"], off)
     for i, length in enumerate(truth["links_mm"]):
-        assert abs(p[f"links_m[{i}]"]["value"] * 1000 - length) < 0.5 + 1.0 * (i == 1)  # the forearm: note in README
+        # the forearm (i == 1) trades off with the elbow's scale and curve on a parallelogram arm: 1.5 mm
+        assert abs(p[f"links_m[{i}]"]["value"] * 1000 - length) < 0.5 + 1.0 * (i == 1)
     assert rep["before_mm"]["mean"] > 2 * rep["after_mm"]["mean"]
     assert rep["after_mm"]["max"] <= 1.0
     # the saved calibration, used: the tool (the simulator's truth) lands where it is sent
