@@ -33,11 +33,15 @@ targets at once: the C kernel row by row, or vectorised numpy with ``phi``.
 
 from __future__ import annotations
 
+import numpy as np
+
+from armctl.errors import BadInputError
 from armctl.ik import batch as _batch
 from armctl.ik import kernel
 from armctl.ik import layered as _layered
 from armctl.ik import layered_batch as _layered_batch
 from armctl.ik import planar as _planar
+from armctl.ik import roll as _roll
 from armctl.ik.inputs import check_batch, check_target
 from armctl.ik.kernel import broyden_iterate, dls_iterate, newton_iterate
 from armctl.ik.layered import closed_form
@@ -56,6 +60,7 @@ def solve(
     method: str = "dls",
     tol: float = DEFAULT_TOL_M,
     max_iter: int = DEFAULT_MAX_ITER,
+    roll: float | None = None,
 ) -> IKResult:
     """Joint angles (rad) that put the tool point on ``target`` ((x, y) m; (x, y, z) on a base arm).
 
@@ -64,8 +69,13 @@ def solve(
     in metres. Bad input raises BadInputError; an unreachable target is not an exception but a result
     with ok False, ``shortfall_m`` > 0 and the arm stretched to the closest reachable point. A planar
     serial arm goes to ``ik.planar``; an arm with a base or a parallelogram to ``ik.layered``, which
-    solves its planar chain with ``ik.planar``.
+    solves its planar chain with ``ik.planar``. ``roll`` (rad, arms with a wrist roll) turns the jaws about the
+    tool axis (None: the roll of ``q0``); ``ik.roll`` solves those arms.
     """
+    if arm.roll is not None:
+        return _roll.solve(arm, target, phi, q0, method, tol, max_iter, roll)
+    if roll is not None:
+        raise BadInputError(f"arm {arm.name!r} has no wrist roll: a roll cannot be given")
     # (positional: this dispatch costs the planar C path as little as it can)
     return (_layered.solve if arm.layered else _planar.solve)(arm, target, phi, q0, method, tol, max_iter)
 
@@ -84,7 +94,26 @@ def solve_batch(
     rad. A planar serial arm: ``ik.batch`` (every row as ``solve`` gives it without ``phi``); an arm with
     a base or a parallelogram: ``ik.layered_batch``."""
     t, ph, q_start = check_batch(arm, targets, phi, q0, method)
+    if arm.roll is not None:
+        return _roll_batch(arm, t, ph, q_start, method, tol, max_iter)
     return (_layered_batch.solve_batch if arm.layered else _batch.solve_batch)(arm, t, ph, q_start, tol, max_iter)
+
+
+def _roll_batch(arm: Arm, t, ph, q_start, method, tol, max_iter) -> BatchIKResult:
+    """A roll arm's targets one by one (``ik.roll``), each at the roll of its start pose."""
+    rows = [
+        _roll.solve(arm, t[k], None if ph is None else float(ph[k]), q_start[k], method, tol, max_iter, None)
+        for k in range(len(t))
+    ]
+    return BatchIKResult(
+        q=np.array([r.q for r in rows]).reshape(len(rows), arm.n),
+        ok=np.array([r.ok for r in rows], dtype=bool),
+        error_m=np.array([r.error_m for r in rows]),
+        iterations=np.array([r.iterations for r in rows]),
+        shortfall_m=np.array([r.shortfall_m for r in rows]),
+        method=method,
+        reasons=[r.reason for r in rows],
+    )
 
 
 __all__ = [

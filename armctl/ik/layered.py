@@ -100,12 +100,13 @@ def closed_form(arm: Arm, base, uv, q0) -> np.ndarray | None:
 # --------------------------------------------------------------------------------------------------- solve
 
 
-def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int) -> IKResult:
+def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int, side: int = 0) -> IKResult:
     """``ik.solve`` for an arm with a base or a parallelogram (the options positional): joint angles (rad,
     base first) that put the tool point on ``target`` ((x, y, z) m on a base arm, (x, y) on a planar
     parallelogram arm); ``phi`` (rad, 3-link chains) the tool's pitch, ``q0`` the current pose (None:
-    home), ok only on the target inside every limit, else the nearest pose found and ``shortfall_m``."""
-    if phi is None and (method == "dls" or method == "analytic"):
+    home), ok only on the target inside every limit, else the nearest pose found and ``shortfall_m``. ``side``
+    +1 or -1 takes only the planes with the chain reaching forward or back over the base axis (0: both)."""
+    if phi is None and not side and (method == "dls" or method == "analytic"):
         fast = _fast(arm, target, q0, method, tol, max_iter)
         if fast is not None:
             return fast
@@ -117,6 +118,8 @@ def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int) -> 
     stats = _Stats()
     tried: list = []
     for base, uv, ph, back in _planes(arm, t, phi, q0):
+        if side and back != (side < 0):
+            continue
         q = _in_plane(arm, base, uv, ph, q0, method, tol, max_iter, stats, tried, back)
         if q is not None:
             err = float(np.linalg.norm(tool_point(arm, q) - tv))

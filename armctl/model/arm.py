@@ -30,6 +30,7 @@ import numpy as np
 from armctl.core.config import Section, load_yaml_file
 from armctl.core.paths import PRESET_DIR, preset_names
 from armctl.errors import ConfigError
+from armctl.model.hand import Roll
 from armctl.model.zones import Zones, parse_zones, pose_refusal
 
 LINKAGES = ("serial", "parallelogram")
@@ -82,6 +83,8 @@ class Arm:
     urdf: object | None = None  # armctl.model.urdf.derive.UrdfDerivation: how the arm was derived (frame shift, notes)
     # where the tool really lands over a grid (a calibration's accuracy map: ``corrected(point)``), or None
     target_map: object | None = None
+    # a wrist roll after the chain (``armctl.model.hand``): the pose's last angle turns the hand about the tool axis
+    roll: Roll | None = None
 
     @property
     def max_accel_rad_s2(self) -> np.ndarray:
@@ -121,9 +124,9 @@ class Arm:
 
     @property
     def layered(self) -> bool:
-        """True if the arm is more than a planar serial chain (a base or a parallelogram): the IK layer
+        """True if the arm is more than a planar serial chain (a base, a parallelogram, a roll): the IK layer
         ``armctl.ik.layered`` solves it around the planar solver."""
-        return self.has_base or self.parallelogram
+        return self.has_base or self.parallelogram or self.roll is not None
 
     @property
     def chain_start(self) -> int:
@@ -132,8 +135,13 @@ class Arm:
 
     @property
     def chain_joints(self) -> slice:
-        """Where the chain's joints are in a pose vector (after the base, if any)."""
-        return slice(1, None) if self.has_base else slice(None)
+        """Where the chain's joints are in a pose vector (after the base, if any; before the roll, if any)."""
+        return slice(self.chain_start, self.chain_start + len(self.links_m))
+
+    @property
+    def roll_index(self) -> int | None:
+        """Index of the wrist roll in a pose vector (the last), or None on an arm without one."""
+        return None if self.roll is None else len(self.q_min) - 1
 
     @property
     def chain_names(self) -> tuple[str, ...]:
@@ -417,6 +425,7 @@ def parse_arm(data, path) -> Arm:
     name = top.string("name", Path(str(path)).stem)
     links, linkage, link_angle = _links_and_linkage(top)
     has_base, cols, offsets = _arm_joints(top, path, len(links))
+    roll = _arm_roll(top, path, cols, has_base, len(links), linkage)
     names, q_min, q_max, speeds, accels = cols
     if link_angle is not None:
         _check_link_angle(top, q_min, q_max, link_angle, 1 if has_base else 0)
@@ -449,9 +458,35 @@ def parse_arm(data, path) -> Arm:
         base_offset_m=offsets.get("base_offset_m", 0.0),
         shoulder_height_m=offsets.get("shoulder_height_m", 0.0),
         zones=zones,
+        roll=roll,
     )
     _check_home(top, arm, home)
     return arm
+
+
+def _arm_roll(top: Section, path, cols: tuple, has_base: bool, k: int, linkage: str) -> Roll | None:
+    """The ``roll:`` section (a wrist roll after the chain: a joint's keys, plus its geometry ``axis_deg``,
+    ``tool_offset_m`` [up, right] and ``jaw_deg``); its joint columns appended to ``cols``. None without one."""
+    r = top.section("roll", required=False)
+    if r is None:
+        return None
+    if not has_base or k != 3 or linkage != "serial":
+        raise top.error("roll", "a wrist roll needs a base and a 3-link serial chain (base, shoulder, elbow, wrist)")
+    axis = r.number("axis_deg", 0.0, lo=-45, hi=45)
+    offset = r.numbers("tool_offset_m", count=2) if r.has("tool_offset_m") else [0.0, 0.0]
+    if not all(abs(v) <= 0.2 for v in offset):
+        raise r.error("tool_offset_m", f"the tool point lies within 0.2 m of the roll axis; found {offset!r}")
+    jaw = r.number("jaw_deg", 0.0, lo=-180, hi=180)
+    vals = _joint(r, "wrist_roll")
+    for out, v in zip(cols, vals, strict=True):
+        out.append(v)
+    return Roll(
+        name=vals[0],
+        axis_rad=math.radians(axis),
+        offset_up_m=float(offset[0]),
+        offset_right_m=float(offset[1]),
+        jaw_rad=math.radians(jaw),
+    )
 
 
 def _links_and_linkage(top: Section) -> tuple[list, str, tuple | None]:

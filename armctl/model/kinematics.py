@@ -87,7 +87,7 @@ def chain_angles(arm, q) -> np.ndarray:
     """The chain's serial joint angles (rad), shape (..., n_links): the base dropped, a parallelogram's
     forearm angle made relative to the upper arm."""
     q = np.asarray(q, dtype=float)
-    c = q[..., 1:] if arm.has_base else q
+    c = q[..., arm.chain_joints] if arm.layered else q
     if arm.parallelogram:
         c = np.stack([c[..., 0], c[..., 1] - c[..., 0]], axis=-1)
     return c
@@ -103,6 +103,41 @@ def joint_angles(arm, chain, base=None) -> np.ndarray:
         return c
     b = np.broadcast_to(np.asarray(base, dtype=float), c.shape[:-1])
     return np.concatenate([b[..., None], c], axis=-1)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# A wrist roll (``armctl.model.hand``): the roll is the pose's last angle; the hand's point at that roll sets the
+# last link the chain sees (its length and an angle added to the last joint) and the tool's place beside the plane.
+
+
+def roll_angles(arm, q) -> np.ndarray:
+    """The roll angles (rad) of poses ``q``, shape (...); zeros on an arm without a roll."""
+    q = np.asarray(q, dtype=float)
+    return q[..., -1] if arm.roll is not None else np.zeros(q.shape[:-1])
+
+
+def _roll_plane(arm, q):
+    """A roll arm's tool in its plane: (u, v) of the tool (m, from the base axis and z = 0), the wrist's (u, v), the
+    tool beside the plane (m, right), the chain's last link direction psi (rad, serial sum)."""
+    from armctl.model.hand import hand_link
+
+    q = np.asarray(q, dtype=float)
+    c = chain_angles(arm, q)
+    links = arm.links_m
+    a = np.cumsum(c, axis=-1)
+    wu = np.sum(links[:-1] * np.cos(a[..., :-1]), axis=-1) + arm.base_offset_m
+    wv = np.sum(links[:-1] * np.sin(a[..., :-1]), axis=-1) + arm.shoulder_height_m
+    length, delta, right = hand_link(arm.roll, float(links[-1]), q[..., -1])
+    psi = a[..., -1]
+    tu = wu + length * np.cos(psi + delta)
+    tv = wv + length * np.sin(psi + delta)
+    return tu, tv, wu, wv, right, psi
+
+
+def _lateral_to_space(u, v, right, base):
+    """A point at (u, v) in the plane at base angles ``base`` and ``right`` beside it (the arm's right) -> (x, y, z)."""
+    cb, sb = np.cos(base), np.sin(base)
+    return np.stack([u * cb + right * sb, u * sb - right * cb, v], axis=-1)
 
 
 def link_angle(arm, q) -> np.ndarray:
@@ -132,6 +167,9 @@ def tool_point(arm, q) -> np.ndarray:
     shape (..., 2 or 3)."""
     if not arm.layered:
         return fk(arm.links_m, q)
+    if arm.roll is not None:
+        tu, tv, _, _, right, _ = _roll_plane(arm, q)
+        return _lateral_to_space(tu, tv, right, np.asarray(q, dtype=float)[..., 0])
     uv = fk(arm.links_m, chain_angles(arm, q))
     if not arm.has_base:
         return uv
@@ -149,7 +187,10 @@ def arm_points(arm, q) -> np.ndarray:
         return pts
     foot = np.zeros(pts.shape[:-2] + (2, 2))
     foot[..., 1, 1] = arm.shoulder_height_m
-    return _to_space(np.concatenate([foot, pts], axis=-2), base)
+    out = _to_space(np.concatenate([foot, pts], axis=-2), base)
+    if arm.roll is not None:
+        out[..., -1, :] = tool_point(arm, q)
+    return out
 
 
 def tool_pitch(arm, q) -> np.ndarray:
@@ -161,7 +202,11 @@ def tool_pitch(arm, q) -> np.ndarray:
     phi = np.sum(chain_angles(arm, q), axis=-1)
     if not arm.has_base:
         return phi
-    u = fk(arm.links_m, chain_angles(arm, q))[..., 0] + arm.base_offset_m
+    if arm.roll is not None:  # the roll axis's pitch, the tool's side of the base axis
+        phi = phi + arm.roll.axis_rad
+        u = _roll_plane(arm, q)[0]
+    else:
+        u = fk(arm.links_m, chain_angles(arm, q))[..., 0] + arm.base_offset_m
     phi = np.where(u < 0, np.pi - phi, phi)
     return np.remainder(phi + np.pi, 2 * np.pi) - np.pi
 
@@ -174,6 +219,8 @@ def tool_pose(arm, q) -> np.ndarray:
     cross y (up when a base arm's tool is level; toward a planar arm's front). A marker stuck on the tool, its face
     up (a planar arm: facing the front of its plane), has this frame."""
     q = np.asarray(q, dtype=float)
+    if arm.roll is not None:
+        return _roll_tool_pose(arm, q)
     p = tool_point(arm, q)
     if p.shape[-1] == 2:
         p = np.concatenate([p, np.zeros(p.shape[:-1] + (1,))], axis=-1)
@@ -191,12 +238,47 @@ def tool_pose(arm, q) -> np.ndarray:
     return out
 
 
+def _roll_tool_pose(arm, q) -> np.ndarray:
+    """A roll arm's tool frame: x along the roll axis (pointing away from the wrist), y along the jaws' closing line
+    (at roll 0 the arm's left turned by ``Roll.jaw_rad`` about x), z = x cross y; the physical hand's frame on
+    either side of the base axis."""
+    tu, tv, _, _, right, psi = _roll_plane(arm, q)
+    b = q[..., 0]
+    d = np.stack([np.cos(b), np.sin(b), np.zeros_like(b)], axis=-1)
+    left = np.stack([-np.sin(b), np.cos(b), np.zeros_like(b)], axis=-1)
+    up = np.zeros(d.shape)
+    up[..., 2] = 1.0
+    a = psi + arm.roll.axis_rad
+    x = np.cos(a)[..., None] * d + np.sin(a)[..., None] * up
+    z0 = np.cross(x, left)
+    r = (q[..., -1] + arm.roll.jaw_rad)[..., None]
+    y = np.cos(r) * left + np.sin(r) * z0
+    out = np.zeros(q.shape[:-1] + (4, 4))
+    out[..., :3, 0], out[..., :3, 1], out[..., :3, 2] = x, y, np.cross(x, y)
+    out[..., :3, 3], out[..., 3, 3] = _lateral_to_space(tu, tv, right, b), 1.0
+    return out
+
+
+def tool_rpy(R) -> np.ndarray:
+    """Roll, pitch, yaw (rad) of rotation matrices ``R`` (..., 3, 3), as URDF's ``rpy`` (R = Rz(yaw) Ry(pitch)
+    Rx(roll)); pitch in [-pi/2, pi/2], roll 0 at the pitch's poles (gimbal lock)."""
+    R = np.asarray(R, dtype=float)
+    pitch = np.arcsin(np.clip(-R[..., 2, 0], -1.0, 1.0))
+    lock = np.abs(R[..., 2, 0]) > 1.0 - 1e-12
+    yaw = np.where(lock, np.arctan2(-R[..., 0, 1], R[..., 1, 1]), np.arctan2(R[..., 1, 0], R[..., 0, 0]))
+    roll = np.where(lock, 0.0, np.arctan2(R[..., 2, 1], R[..., 2, 2]))
+    return np.stack([roll, pitch, yaw], axis=-1)
+
+
 def base_side(arm, q) -> np.ndarray:
     """Which side of the base axis pose ``q`` puts the tool, shape (...): +1 on the side the arm faces, -1
     where the chain reaches back over the axis (as ``tool_pitch`` counts it); +1 on an arm without a base."""
     if not arm.has_base:
         return np.ones(np.shape(q)[:-1])
-    u = fk(arm.links_m, chain_angles(arm, q))[..., 0] + arm.base_offset_m
+    if arm.roll is not None:
+        u = _roll_plane(arm, q)[0]
+    else:
+        u = fk(arm.links_m, chain_angles(arm, q))[..., 0] + arm.base_offset_m
     return np.where(u >= 0.0, 1.0, -1.0)
 
 
@@ -230,10 +312,12 @@ def arm_manipulability(arm, q) -> np.ndarray:
 def limit_names(arm) -> list[str]:
     """One name per column of ``limit_excess``: each joint, then a parallelogram's link angle. The chain's
     joints count from 1 on a base arm too (Q1 Q2 after QBASE)."""
-    chain = arm.joint_names[1:] if arm.has_base else arm.joint_names
+    chain = arm.joint_names[arm.chain_joints]
     names = [f"joint {i + 1} ({name})" for i, name in enumerate(chain)]
     if arm.has_base:
         names.insert(0, f"the base ({arm.joint_names[0]})")
+    if arm.roll is not None:
+        names.append(f"the wrist roll ({arm.joint_names[-1]})")
     if arm.parallelogram:
         names.append("the angle between upper arm and forearm")
     return names

@@ -1,0 +1,137 @@
+"""IK of an arm with a wrist roll (``armctl.model.hand``): the roll is decoupled from the position and pitch.
+
+At a given roll the hand's tool point is fixed in the last link, so the arm is an arm without a roll whose last
+link is the hand's (``at_roll``: its length, an angle added to the last joint) and whose tool sits beside the
+plane through the base axis (``right``, m). That beside-the-plane offset is taken off the target exactly: the
+base turns by ``atan2(left, u)`` off the target's yaw and the chain reaches ``u = sqrt(rho^2 - left^2)``
+(reaching back over the axis, the other way). The chain then solves the usual way (``armctl.ik.layered``),
+closed form or iterated, and the roll is the asked one (or the one the arm has: no surprise turns).
+
+A roll asked for is taken at its whole turn nearest the current roll inside the roll's limits (a roll of 200 deg
+on a joint that turns -157..163 deg is -160 deg); a roll no turn of which is inside them is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from armctl.errors import BadInputError
+from armctl.ik import layered
+from armctl.ik.inputs import check
+from armctl.ik.result import IKResult
+from armctl.model.arm import Arm
+from armctl.model.hand import hand_link
+from armctl.model.kinematics import LIMIT_TOL, base_side, nearest_turn, tool_point
+
+_SUB: dict = {}
+
+
+def at_roll(arm: Arm, r: float) -> tuple[Arm, float, float]:
+    """(the arm without its roll, as it is with the roll at ``r`` rad: its last link the hand's, its last joint's
+    limits and home moved by the angle that link adds; that angle (rad); the tool beside the plane (m, right))."""
+    key = (id(arm), float(r))
+    hit = _SUB.get(key)
+    if hit is not None and hit[0] is arm:
+        return hit[1]
+    length, delta, right = (float(v) for v in hand_link(arm.roll, float(arm.links_m[-1]), r))
+    keep = slice(0, arm.n - 1)
+    shift = np.zeros(arm.n - 1)
+    shift[-1] = delta
+    links = np.array(arm.links_m, dtype=float)
+    links[-1] = length
+    accel = None if arm.max_accel_given_rad_s2 is None else np.asarray(arm.max_accel_given_rad_s2)[keep]
+    sub = dataclasses.replace(
+        arm,
+        links_m=links,
+        q_min=arm.q_min[keep] + shift,
+        q_max=arm.q_max[keep] + shift,
+        max_speed_rad_s=arm.max_speed_rad_s[keep],
+        max_accel_given_rad_s2=accel,
+        home_rad=arm.home_rad[keep] + shift,
+        joint_names=arm.joint_names[keep],
+        roll=None,
+        target_map=None,
+        urdf_map=None if arm.urdf_map is None else arm.urdf_map[keep],
+    )
+    out = (sub, delta, right)
+    if len(_SUB) > 256:
+        _SUB.clear()
+    _SUB[key] = (arm, out)
+    return out
+
+
+def roll_turn(arm: Arm, roll: float, current: float) -> float:
+    """``roll`` (rad) moved by whole turns to the one nearest ``current`` inside the roll's limits; BadInputError
+    when no turn of it is inside them (or it is not a finite number)."""
+    i = arm.roll_index
+    if not math.isfinite(roll):
+        raise BadInputError(f"roll must be a finite number of degrees, got {roll!r}")
+    lo, hi = float(arm.q_min[i]), float(arm.q_max[i])
+    r = nearest_turn(float(roll), float(current), lo, hi)
+    if r is None:
+        raise BadInputError(
+            f"roll {math.degrees(roll):.1f} deg is outside the limits of {arm.joint_names[i]!r} "
+            f"[{math.degrees(lo):.1f}, {math.degrees(hi):.1f}] deg"
+        )
+    return r
+
+
+def planes(arm: Arm, target, r: float) -> list[tuple[np.ndarray, int]]:
+    """The targets the roll-less arm at roll ``r`` solves for ``target`` (x, y, z): (target, side) with the chain
+    reaching forward (side +1) and back over the base axis (-1)."""
+    _, _, right = at_roll(arm, r)
+    x, y, z = (float(v) for v in target)
+    left = -right
+    rho = math.hypot(x, y)
+    u = math.sqrt(max(rho * rho - left * left, 0.0))
+    az = math.atan2(y, x)
+    out = []
+    for side in (1, -1):
+        b = az - side * math.atan2(left, u)  # the plane's yaw; reaching back, the base is half a turn from it
+        out.append((np.array([u * math.cos(b), u * math.sin(b), z]), side))
+    return out
+
+
+def sub_pitch(arm: Arm, phi: float | None, delta: float, side: int) -> float | None:
+    """The roll-less arm's tool angle for the tool axis's pitch ``phi`` (rad) on a side of the base axis."""
+    if phi is None:
+        return None
+    a = arm.roll.axis_rad
+    return phi - a + delta if side > 0 else phi + a - delta
+
+
+def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int, roll: float | None) -> IKResult:
+    """``ik.solve`` for an arm with a wrist roll (the options positional): the pose (rad, the roll last) that puts
+    the tool point on ``target`` (x, y, z m) with the tool axis at pitch ``phi`` (rad, or free) and the roll at
+    ``roll`` (rad; None: the roll of ``q0``)."""
+    t, phi, q0 = check(arm, target, phi, q0)
+    q0 = np.array(q0, dtype=float)
+    i = arm.roll_index
+    r = float(np.clip(q0[i], arm.q_min[i], arm.q_max[i])) if roll is None else roll_turn(arm, roll, q0[i])
+    sub, delta, _ = at_roll(arm, r)
+    q0_sub = q0[:i].copy()
+    q0_sub[-1] += delta
+    tv = np.asarray(t, dtype=float)
+    best = None
+    order = planes(arm, tv, r)
+    if float(base_side(arm, q0)) < 0:  # the side the arm is on first
+        order.reverse()
+    for goal, side in order:
+        res = layered.solve(sub, goal, sub_pitch(arm, phi, delta, side), q0_sub, method, tol, max_iter, side)
+        q = np.append(res.q, r)
+        q[i - 1] -= delta
+        err = float(np.linalg.norm(tool_point(arm, q) - tv))
+        on_side = float(base_side(sub, res.q)) == side
+        ok = bool(res.ok and on_side and err <= max(tol, 1e-9) and arm.within_limits(q, LIMIT_TOL))
+        out = dataclasses.replace(res, q=q, ok=ok, error_m=err)
+        if ok:
+            return out
+        if best is None or (on_side and not best[1]):
+            best = (out, on_side)
+    out = best[0]
+    if out.reason is None:
+        out = dataclasses.replace(out, reason="no pose inside the joint limits reaches the target at this roll")
+    return out
