@@ -35,7 +35,8 @@ ARM = {
 }
 NAMES = ("base", "joint1", "joint2", "joint3", "wrist_roll")
 CAL = "version: 1\narm: rollarm\njoints:\n" + "".join(
-    f"  - {{name: {n}, channel: {i}, pin: {p}, zero_us: {z}, us_per_deg: 5.0, direction: 1, min_us: 600, max_us: 2400}}\n"
+    f"  - {{name: {n}, channel: {i}, pin: {p}, zero_us: {z}, us_per_deg: 5.0, direction: 1,"
+    " min_us: 600, max_us: 2400}\n"
     for i, (n, p, z) in enumerate(zip(NAMES, (9, 10, 11, 6, 5), (1500, 1000, 1500, 1500, 1500), strict=True))
 )
 
