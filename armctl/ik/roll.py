@@ -22,6 +22,7 @@ from armctl.errors import BadInputError
 from armctl.ik import layered
 from armctl.ik.inputs import check
 from armctl.ik.result import IKResult
+from armctl.model import validate
 from armctl.model.arm import Arm
 from armctl.model.hand import hand_link
 from armctl.model.kinematics import LIMIT_TOL, base_side, nearest_turn, tool_point
@@ -77,6 +78,17 @@ def roll_turn(arm: Arm, roll: float, current: float) -> float:
             f"[{math.degrees(lo):.1f}, {math.degrees(hi):.1f}] deg"
         )
     return r
+
+
+def check_roll(arm: Arm, roll) -> float:
+    """``roll`` (rad) checked for ``arm`` at the edge (the Python API, the web page): a finite angle some whole turn
+    of which is inside the wrist roll's limits (which turn: the planner's, from where the move starts);
+    BadInputError on an arm without a roll, or otherwise."""
+    if arm.roll is None:
+        raise BadInputError(f"arm {arm.name!r} has no wrist roll: a roll cannot be given")
+    roll = validate.radians(roll, "roll")
+    roll_turn(arm, roll, roll)
+    return roll
 
 
 def planes(arm: Arm, target, r: float) -> list[tuple[np.ndarray, int]]:
