@@ -1,4 +1,5 @@
-"""A bus servo held at one position (the SO-101's wrist roll, id 5): ``hold:`` in the calibration.
+"""A bus servo held at one position (the SO-101's wrist roll, id 5, for a user who holds it: ``held_joints`` in the
+arm's sidecar): ``hold:`` in the calibration.
 
 The YAML key is checked like the rest; the backend brings the held servo from wherever it stands to its
 ``position_steps`` no faster than ``speed_deg_s`` (no jump, not at start, not after a release or a
@@ -22,8 +23,14 @@ from armctl.cli import main
 from armctl.core.config import load_yaml_text
 from armctl.core.paths import PRESET_CALIBRATION_DIR
 from armctl.errors import ConfigError, LinkError
+from tests.helpers import so101_with_held_roll
 
-SO101 = PRESET_CALIBRATION_DIR / "so101.yaml"
+ARM = "so101.urdf"  # the so101 with its roll held (``held_arm``), in the working folder
+# its calibration: the preset's, the roll servo held at its zero instead of a joint
+ROLL_JOINT = "  - {name: wrist_roll, id: 5, zero_steps: 2048, direction: -1, min_steps: 260, max_steps: 3900}\n"
+HELD_CAL = (PRESET_CALIBRATION_DIR / "so101.yaml").read_text().replace(ROLL_JOINT, "") + (
+    "hold:\n  - {name: wrist_roll, id: 5, position_steps: 2048, speed_deg_s: 60}\n"
+)
 PER_DEG = 4096 / 360
 START = "2048,2048,2050,2048,2731,3000"  # ids 1,2,3,4,6,5: home, and the roll stands 952 steps (84 deg) off its hold
 
@@ -36,11 +43,23 @@ def _parse(text: str):
     return parse_calibration(load_yaml_text(text, "t.yaml"), "t.yaml")
 
 
-BASE = SO101.read_text().split("\nhold:")[0] + "\n"
+BASE = HELD_CAL.split("\nhold:")[0] + "\n"
 
 
-def test_the_so101_preset_holds_its_wrist_roll_at_its_calibrated_zero():
-    cal = load_calibration(SO101)
+@pytest.fixture(autouse=True)
+def held_arm(tmp_path, monkeypatch):
+    """The working folder holds the arm (so101.urdf, its sidecar holding the roll) and ./calibration/so101.yaml."""
+    folder = tmp_path / "arm"
+    (folder / "calibration").mkdir(parents=True)
+    so101_with_held_roll(folder)
+    (folder / "calibration" / "so101.yaml").write_text(HELD_CAL)
+    monkeypatch.chdir(folder)
+    return folder / "calibration" / "so101.yaml"
+
+
+def test_the_held_roll_is_held_at_its_calibrated_zero(held_arm):
+    assert ROLL_JOINT in (PRESET_CALIBRATION_DIR / "so101.yaml").read_text()
+    cal = load_calibration(held_arm)
     assert cal.held == (HeldServo(name="wrist_roll", id=5, position_steps=2048, speed_deg_s=60),)
     assert 5 not in [s.id for s in cal.servos]  # not a joint: the model has no roll
     again = _parse(to_yaml(cal))  # saved and read back: the same hold
@@ -97,7 +116,7 @@ def _fastest(trace, window_s: float = 0.02) -> float:
 
 def test_the_roll_turns_to_its_hold_no_faster_than_its_speed_and_stays(tmp_path):
     limit = 60 * PER_DEG  # speed_deg_s 60 in steps/s
-    with armctl.connect("so101", _port()) as robot:
+    with armctl.connect(ARM, _port()) as robot:
         sim = robot.backend.bus.serial.sim
         roll = sim.servo(5)
         assert not roll.torque_on and roll.present_steps() == 3000  # opening moves nothing
@@ -128,28 +147,28 @@ def test_the_roll_turns_to_its_hold_no_faster_than_its_speed_and_stays(tmp_path)
 
 def test_a_missing_held_servo_is_named_before_anything_moves():
     with pytest.raises(LinkError, match=r"servo 5 \(wrist_roll\)") as err:
-        armctl.connect("so101", _port("missing=5"))
+        armctl.connect(ARM, _port("missing=5"))
     assert "\n" not in str(err.value)
 
 
 def test_status_lists_the_held_servo(capsys):
-    assert main(["--arm", "so101", "--port", _port(), "home"]) == 0
+    assert main(["--arm", ARM, "--port", _port(), "home"]) == 0
     capsys.readouterr()
-    assert main(["--arm", "so101", "--port", _port(), "status", "--json"]) == 0
+    assert main(["--arm", ARM, "--port", _port(), "status", "--json"]) == 0
     roll = [s for s in json.loads(capsys.readouterr().out)["servos"] if s["id"] == 5]
     assert roll and roll[0]["name"] == "wrist_roll" and roll[0]["held_at_steps"] == 2048
-    assert main(["--arm", "so101", "--port", _port(), "status"]) == 0
+    assert main(["--arm", ARM, "--port", _port(), "status"]) == 0
     assert "held at 2048" in capsys.readouterr().out
 
 
-def test_a_saved_hold_position_is_what_the_next_run_holds(tmp_path):
-    cal = load_calibration(SO101)
+def test_a_saved_hold_position_is_what_the_next_run_holds(tmp_path, held_arm):
+    cal = load_calibration(held_arm)
     mine = tmp_path / "so101.yaml"
     save_calibration(
         type(cal)(**{**cal.__dict__, "held": (HeldServo("wrist_roll", 5, 2500.0, 90.0),), "source": str(mine)}),
         mine,
     )
-    with armctl.connect("so101", _port(), calibration=mine) as robot:
+    with armctl.connect(ARM, _port(), calibration=mine) as robot:
         robot.home()
         robot.where(settle=True)
         assert robot.backend.bus.serial.sim.servo(5).present_steps() == 2500
@@ -160,7 +179,7 @@ def test_the_vendor_sdk_reads_the_roll_held_at_its_zero(tmp_path):
     then reads id 5 at 2048 with its torque on."""
     scs = _sdk()
     state = tmp_path / "bus.json"
-    with armctl.connect("so101", _port(f"state={state}")) as robot:
+    with armctl.connect(ARM, _port(f"state={state}")) as robot:
         robot.home()
         robot.where(settle=True)
     proc = subprocess.Popen(
@@ -210,16 +229,16 @@ def test_a_simulated_bus_saved_before_the_roll_was_held_gets_it_plugged_in(tmp_p
     state = tmp_path / "state" / "feetechsim-so101.json"
     home = [2048, 2048, 2050, 2048, 2731]
     FeetechSim(FeetechSimOptions(ids=[1, 2, 3, 4, 6], start_steps=home, state=str(state))).save_state()
-    assert main(["--arm", "so101", "home"]) == 0
+    assert main(["--arm", ARM, "home"]) == 0
     capsys.readouterr()
-    assert main(["--arm", "so101", "status", "--json"]) == 0
+    assert main(["--arm", ARM, "status", "--json"]) == 0
     roll = [s for s in json.loads(capsys.readouterr().out)["servos"] if s["id"] == 5][0]
     assert roll["position_steps"] == 2048 and roll["torque"]
 
 
 def test_calibrate_show_lists_the_held_servo(capsys):
-    assert main(["--arm", "so101", "calibrate", "--show"]) == 0
+    assert main(["--arm", ARM, "calibrate", "--show"]) == 0
     assert re.search(r"wrist_roll\s+5 held at 2048 steps, turned there at 60 deg/s", capsys.readouterr().out)
-    assert main(["--arm", "so101", "calibrate", "--show", "--json"]) == 0
+    assert main(["--arm", ARM, "calibrate", "--show", "--json"]) == 0
     hold = json.loads(capsys.readouterr().out)["hold"]
     assert hold == [{"name": "wrist_roll", "id": 5, "position_steps": 2048, "speed_deg_s": 60}]

@@ -61,9 +61,10 @@ def test_a_follow_with_seam_crossing_calibrations_never_turns_the_long_way(tmp_p
 
 
 def test_a_leader_wrist_roll_turned_past_its_seam_does_not_send_the_follower_the_long_way(tmp_path):
-    """The leader's wrist roll (held, 0..4095) turned by hand up past 4095 reads from 0 again. The follower's
-    cannot follow across its own 0/4095 (its position loop never passes it): it waits at its end (4095), and
-    does not turn the whole way back round to 0..300 (before: it went there, 3800 steps the long way)."""
+    """The leader's wrist roll (0..4095) turned by hand up past 4095 reads from 0 again. The follower's cannot
+    follow across its own 0/4095 (its position loop never passes it): it waits at its end (the joint's limit, the
+    URDF's +162.8 deg, since the roll is a joint), and does not turn the whole way back round to 0..300 (before: it
+    went there, 3800 steps the long way)."""
     hand = tmp_path / "hand.csv"
     rows = ["t_s,id,steps"]
     for t in (0, 8):
@@ -82,6 +83,6 @@ def test_a_leader_wrist_roll_turned_past_its_seam_does_not_send_the_follower_the
     state = np.array(table["observation.state"])[:, k]
     t = np.array(table["timestamp"]).ravel()
     top = state.max()
-    assert top > 170, top  # it followed up to its end (+180 deg from the middle)
+    assert top == pytest.approx(162.8, abs=0.5), top  # it followed up to its end (the URDF's upper limit)
     after = state[t >= t[int(np.argmax(state))]]
     assert after.min() > top - 2, (top, after.min())  # and stayed there
