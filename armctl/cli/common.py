@@ -61,6 +61,44 @@ def target_args(args, arm: Arm, example: str) -> tuple[float, ...]:
     return tuple(parse_length(v, what=w) for v, w in zip(given, "XYZ"))
 
 
+def roll_arg(args, arm: Arm, what: str = "--roll") -> float | None:
+    """``--roll DEG`` (the wrist roll about the tool axis, 0 = the URDF zero) in radians, None when not given (the
+    roll is kept). BadInputError, one line: an arm without a wrist roll, NaN or inf, a roll no whole turn of which
+    lies inside the roll's limits."""
+    text = getattr(args, "roll", None)
+    if text is None:
+        return None
+    if arm.roll is None:
+        raise BadInputError(f"{what}: arm '{arm.name}' has no wrist roll")
+    from armctl.core.units import parse_float
+    from armctl.ik.roll import roll_turn
+
+    r = math.radians(parse_float(text, what=what))
+    try:
+        roll_turn(arm, r, r)
+    except BadInputError as exc:
+        raise BadInputError(f"{what}: {exc}") from None
+    return r
+
+
+def tool_orientation(arm: Arm, q) -> dict:
+    """The tool's orientation at pose ``q`` (rad) for ``--json``, in the arm frame: ``tool_rpy_deg`` ([roll, pitch,
+    yaw] as URDF's rpy), ``tool_R`` (the tool frame's 3x3 rotation, rows; ``kinematics.tool_pose``), and
+    ``roll_deg`` (the wrist roll's angle) on an arm with one; None for each when ``q`` is unknown."""
+    from armctl.model.kinematics import tool_pose, tool_rpy
+
+    q = None if q is None else np.asarray(q, dtype=float)
+    known = q is not None and bool(np.all(np.isfinite(q)))
+    R = tool_pose(arm, q)[:3, :3] if known else None
+    d = {
+        "tool_rpy_deg": [round(math.degrees(float(v)), 6) for v in tool_rpy(R)] if known else None,
+        "tool_R": [[float(v) for v in row] for row in R] if known else None,
+    }
+    if arm.roll is not None:
+        d["roll_deg"] = round(math.degrees(float(q[arm.roll_index])), 6) if known else None
+    return d
+
+
 def assumed_from_args(args, arm: Arm, *, program=None, plan=None):
     """``--assume-pose`` as ``connect`` takes it: None, ``"home"``, or joint angles (rad, then the gripper's).
     ``start`` and a pose NAME need the ``program`` and its ``plan`` (armctl run). BadInputError otherwise."""

@@ -26,9 +26,11 @@ from armctl.cli.common import (
     open_robot,
     print_report,
     raise_dataset_error,
+    roll_arg,
     setup,
     split_cameras,
     target_args,
+    tool_orientation,
 )
 from armctl.core.units import parse_float
 from armctl.errors import BadInputError, StopRequested, ToolOffPlanError
@@ -75,6 +77,11 @@ def _register_jog(sub, parents) -> None:
     p.add_argument("y", metavar="Y", nargs="?", help="target y (m, or with a unit)")
     p.add_argument("z", nargs="?", metavar="Z", help="target z, height (m, or with a unit): arms on a base only")
     p.add_argument("--phi", metavar="DEG", help="tool angle at the target, degrees (3-link arms)")
+    p.add_argument(
+        "--roll",
+        metavar="DEG",
+        help="arms with a wrist roll: the roll at the target, degrees about the tool axis (default: kept)",
+    )
     p.add_argument(
         "--speed",
         metavar="MM_S",
@@ -142,6 +149,8 @@ def cmd_jog(args) -> int:
     if args.x is None:
         if args.phi is not None:
             raise BadInputError("--phi needs a target (armctl jog X Y --phi DEG); the pendant turns it with , and .")
+        if args.roll is not None:
+            raise BadInputError("--roll needs a target (armctl jog X Y Z --roll DEG)")
         from armctl.cli.pendant import cmd_pendant
 
         return cmd_pendant(args)
@@ -156,12 +165,15 @@ def cmd_jog(args) -> int:
     speed = positive_text(args.speed or str(motion.DEFAULT_SPEED_M_S * 1000), "--speed", unit="mm/s") / 1000.0
     if phi is not None and arm.n_links != 3:
         raise BadInputError("--phi needs a 3-link arm")
-    q_end = motion.solve_pose(arm, target, phi, arm.home_rad)  # unreachable targets fail before any port is opened
+    roll = roll_arg(args, arm)
     where = "(" + ", ".join(f"{v:g}" for v in target) + ")"
     label = f"jog to {where} m"
-    report = drive(
-        args, arm, cal, lambda robot: robot.move_to(*target, phi=phi, speed=speed, label=label, reach_q=q_end)
-    )
+    if roll is None:
+        q_end = motion.solve_pose(arm, target, phi, arm.home_rad)  # unreachable targets fail before a port opens
+        move = {"reach_q": q_end}
+    else:  # the Robot solves the end at the roll, from where the arm is
+        move = {"roll": roll}
+    report = drive(args, arm, cal, lambda robot: robot.move_to(*target, phi=phi, speed=speed, label=label, **move))
     print_report(args, report, f"jogged to {where} m in {report['duration_s']:.2f} s")
     return 0
 
@@ -423,6 +435,8 @@ def cmd_status(args) -> int:
 
             q = urdf_angles(arm, [math.radians(v) for v in report["q_deg"]])
             report["urdf_deg"] = {name: math.degrees(v) for name, v in q.items()}
+        q_now = None if report.get("q_deg") is None else np.radians(report["q_deg"])
+        report.update(tool_orientation(arm, q_now))  # tool_rpy_deg, tool_R (arm frame); roll_deg on a roll arm
         true_tool = simulated_true_tool_m(robot.backend)
         if true_tool is not None:  # a simulator: where its tool really is (its truth file applied)
             report["true_tool_m"] = true_tool
