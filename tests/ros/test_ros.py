@@ -212,6 +212,33 @@ def test_joint_states_rate_names_and_units(client, arm1):
     assert math.radians(10) - 1e-3 <= q[3] <= math.radians(60) + 1e-3  # the gripper, in rad
 
 
+def quat_matrix(x: float, y: float, z: float, w: float) -> np.ndarray:
+    """A unit quaternion's rotation matrix (the textbook formula)."""
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def test_tool_pose_gives_the_tool_point_and_its_orientation(client, arm1):
+    """tool_pose (geometry_msgs/PoseStamped) beside tool_point: the same point, and the tool frame's orientation;
+    for the planar seed-3link (its plane the x-z plane) the tool's x axis points along its last link, at the tool
+    angle (the sum of the joint angles) from x toward z, and its z axis is the plane's normal -y (right-handed)."""
+    q = steady(client, "/arm1")
+    st = client("state", ns="/arm1")
+    pose, tool = st["pose"], st["tool"]
+    assert pose is not None and pose["frame"] == tool["frame"] == "arm1/base_link"
+    assert pose["xyz"] == pytest.approx(tool["xyz"], abs=1e-12)
+    assert np.linalg.norm(pose["quat"]) == pytest.approx(1.0, abs=1e-9)
+    R = quat_matrix(*pose["quat"])
+    phi = float(np.sum(q[:3]))
+    assert R[:, 0] == pytest.approx([math.cos(phi), 0.0, math.sin(phi)], abs=1e-9)
+    assert R[:, 2] == pytest.approx([0.0, -1.0, 0.0], abs=1e-9)
+
+
 def test_trajectory_inside_limits_is_executed(client, arm1):
     q0 = steady(client, "/arm1")[:3]
     q1 = q0 + np.radians([20, -15, 10])
