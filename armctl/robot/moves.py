@@ -13,15 +13,18 @@ from armctl.model import validate
 from armctl.motion.trajectory import Trajectory
 
 
-def line_move(arm, x, y, z, phi, speed, accel, label, blend=None) -> motion.LineMove:
+def line_move(arm, x, y, z, phi, speed, accel, label, blend=None, roll=None) -> motion.LineMove:
     """A straight line to (``x``, ``y``[, ``z``]) m, the tool at ``phi`` (rad, 3-link arms), at ``speed`` m/s and
-    ``accel`` m/s^2 (None: the planner's defaults), passing the next move's corner within ``blend`` m."""
+    ``accel`` m/s^2 (None: the planner's defaults), passing the next move's corner within ``blend`` m; the wrist roll
+    turned to ``roll`` (rad, arms with one; None: kept)."""
     target = validate.point(arm, x, y, z)
     if phi is not None:
         phi = validate.radians(phi, "phi")
         if arm.n_links != 3:
             raise BadInputError(f"phi (a tool angle) needs a 3-link arm; {arm.name!r} has {arm.n_links} links")
     kw = {}
+    if roll is not None:
+        kw["roll_rad"] = check_roll(arm, roll)
     if speed is not None:
         kw["speed_m_s"] = validate.tool_speed(speed)
     if accel is not None:
@@ -30,6 +33,18 @@ def line_move(arm, x, y, z, phi, speed, accel, label, blend=None) -> motion.Line
         kw["blend_m"] = validate.blend(blend)
     label = label or f"move to ({', '.join(f'{v:g}' for v in target)}) m"
     return motion.LineMove(tuple(arm.corrected_target(target)), phi_rad=phi, label=label, **kw)
+
+
+def check_roll(arm, roll) -> float:
+    """``roll`` (rad) checked for ``arm``: a finite angle some whole turn of which is inside the wrist roll's limits;
+    BadInputError on an arm without a roll, or otherwise."""
+    if arm.roll is None:
+        raise BadInputError(f"arm {arm.name!r} has no wrist roll: a roll cannot be given")
+    roll = validate.radians(roll, "roll")
+    from armctl.ik.roll import roll_turn
+
+    roll_turn(arm, roll, roll)  # inside the limits at some turn (which one: the planner's, from the start)
+    return roll
 
 
 def gripper_move(arm, state: str | float, degrees: bool) -> motion.GripperMove:
@@ -54,7 +69,7 @@ def joint_moves_to(arm, line: motion.LineMove, label: str):
     nearest it), with ``line``'s blend."""
 
     def joint_move(q0):
-        q = motion.solve_pose(arm, np.array(line.target_m), line.phi_rad, q0, joint_move=True)
+        q = motion.solve_pose(arm, np.array(line.target_m), line.phi_rad, q0, joint_move=True, roll=line.roll_rad)
         return [motion.JointMove(tuple(q), label=label, blend_m=line.blend_m)]
 
     return joint_move
