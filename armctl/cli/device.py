@@ -168,11 +168,10 @@ def cmd_jog(args) -> int:
     roll = roll_arg(args, arm)
     where = "(" + ", ".join(f"{v:g}" for v in target) + ")"
     label = f"jog to {where} m"
-    if roll is None:
-        q_end = motion.solve_pose(arm, target, phi, arm.home_rad)  # unreachable targets fail before a port opens
-        move = {"reach_q": q_end}
-    else:  # the Robot solves the end at the roll, from where the arm is
-        move = {"roll": roll}
+    # unreachable targets fail before any port is opened (at the roll asked, or home's); the Robot checks the pose
+    # again from where the arm is (its roll kept when none is asked)
+    q_end = motion.solve_pose(arm, target, phi, arm.home_rad, roll=roll)
+    move = {"reach_q": q_end} if roll is None else {"reach_q": q_end, "roll": roll}
     report = drive(args, arm, cal, lambda robot: robot.move_to(*target, phi=phi, speed=speed, label=label, **move))
     print_report(args, report, f"jogged to {where} m in {report['duration_s']:.2f} s")
     return 0

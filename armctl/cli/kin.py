@@ -157,10 +157,9 @@ def cmd_ik(args) -> int:
     criterion, shown_phi = None, phi
     if arm.n_links == 3:
         criterion = redundancy.CRITERION_PHI if phi is not None else redundancy.CRITERION_NEAREST
-    # (an arm with a wrist roll: the redundancy search does not take the roll yet; the IK from home then)
-    if phi is None and arm.n_links == 3 and q0 is None and args.method == "dls" and arm.roll is None:
-        # redundant: the tool angle whose pose sits furthest inside the limits and from singularity
-        best = redundancy.best_free_pose(arm, target)
+    if phi is None and arm.n_links == 3 and q0 is None and args.method == "dls":
+        # redundant: the tool angle whose pose sits furthest inside the limits and from singularity (at the roll)
+        best = redundancy.best_free_pose(arm, target, roll=_search_roll(arm, roll))
         if best is not None:
             criterion, shown_phi = redundancy.CRITERION_BEST, best[1]
             res = solve(arm, target, phi=best[1], q0=best[0], method=args.method, roll=roll)
@@ -193,6 +192,17 @@ def cmd_ik(args) -> int:
     if res.shortfall_m > 0:
         raise UnreachableError(message, target=target, shortfall_m=res.shortfall_m)
     raise JointLimitError(message)
+
+
+def _search_roll(arm: Arm, roll: float | None) -> float | None:
+    """The roll (rad) of a pose from home for ``roll`` (None: home's): its whole turn nearest home's roll."""
+    if arm.roll is None:
+        return None
+    from armctl.ik.roll import roll_turn
+
+    i = arm.roll_index
+    home = float(np.clip(arm.home_rad[i], arm.q_min[i], arm.q_max[i]))
+    return home if roll is None else roll_turn(arm, roll, home)
 
 
 def _orientation_args(args, arm: Arm, target, phi, q0) -> tuple[float | None, float | None, float | None]:

@@ -157,6 +157,20 @@ ROWS = [
         2,
         "arm 'mearm' has no wrist roll",
     ),
+    (
+        "jog roll outside its limits",
+        ["--arm", "{tmp}/rollarm.yaml", "--calibration", "{tmp}/rollcal.yaml", "--port", "{port}", "jog", "0.2", "0.1"]
+        + ["0.05", "--roll", "170"],
+        2,
+        "--roll: roll 170.0 deg is outside the limits of 'wrist_roll'",
+    ),
+    (
+        "jog roll nan",
+        ["--arm", "{tmp}/rollarm.yaml", "--calibration", "{tmp}/rollcal.yaml", "--port", "{port}", "jog", "0.2", "0.1"]
+        + ["0.05", "--roll", "nan"],
+        2,
+        "--roll: 'nan' is not a finite number",
+    ),
     # run
     ("run missing program", ["--port", "{port}", "run", "{tmp}/missing.yaml"], 2, "missing.yaml"),
     ("run malformed program", ["--port", "{port}", "run", "{tmp}/bad.yaml"], 2, "bad.yaml"),

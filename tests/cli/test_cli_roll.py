@@ -8,6 +8,7 @@ import io
 import json
 import math
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -290,9 +291,9 @@ def test_jog_passes_the_roll_to_the_robot(capsys, monkeypatch, arm_file):
     assert code == 0, err
     ((target, kw),) = calls
     assert target == pytest.approx((0.2, 0.1, 0.05)) and kw["roll"] == pytest.approx(math.radians(-200))
-    assert kw["phi"] == pytest.approx(-math.pi / 2) and "reach_q" not in kw
+    assert kw["phi"] == pytest.approx(-math.pi / 2) and kw["reach_q"][-1] == pytest.approx(math.radians(160))
     calls.clear()
-    assert run(capsys, "--arm", arm_file, "jog", 0.2, 0.1, 0.05, "--phi", -90)[0] == 0
+    assert run(capsys, "--arm", arm_file, "jog", 0.2, 0.1, 0.05)[0] == 0
     assert "roll" not in calls[0][1]  # no --roll: the roll is kept
     for argv, fragment in (
         (["--arm", arm_file, "jog", 0.2, 0.1, 0.05, "--roll", 170], "--roll: roll 170.0 deg is outside"),
@@ -303,3 +304,20 @@ def test_jog_passes_the_roll_to_the_robot(capsys, monkeypatch, arm_file):
         calls.clear()
         code, out, err = run(capsys, *argv)
         assert code == 2 and err.count("\n") == 1 and fragment in err and not calls, err
+
+
+def test_jog_roll_on_the_simulated_arm_then_status(capsys, arm_file):
+    """jog --roll turns the jaws on the board (the simulated servos measured); status --json says where the tool
+    points: its frame the FK's of the angles it reports, its roll_deg their last."""
+    from armctl.model.arm import load_arm
+    from armctl.model.kinematics import tool_pose
+
+    cal = str(Path(arm_file).with_name("rollcal.yaml"))
+    base = ["--arm", arm_file, "--calibration", cal, "--port", "armsim://?rate=50&seed=1"]
+    out = js(capsys, *base, "jog", 0.2, 0.1, 0.05, "--roll", 45, "--phi", -90, "--speed", 200, "--json")
+    assert out["roll_deg"] == pytest.approx(45.0, abs=0.2) and out["q_deg"][-1] == pytest.approx(45.0, abs=0.2)
+    assert out["error_m"] < 1e-3
+    st = js(capsys, *base, "status", "--json")
+    R = check_frame(st)
+    assert st["roll_deg"] == pytest.approx(st["q_deg"][-1], abs=1e-6)
+    assert np.allclose(R, tool_pose(load_arm(arm_file), np.radians(st["q_deg"]))[:3, :3], atol=1e-9)
