@@ -804,3 +804,34 @@ def test_a_raised_first_command_max_deg_lets_a_far_first_command_through(client,
     assert evs[-1]["event"] == "accepted" and evs[-1]["held"] == 1, evs
     time.sleep(1.0)
     assert np.allclose(steady(client, "/far1")[:3], target, atol=math.radians(0.3))
+
+
+def test_a_roll_arm_publishes_its_roll_joint_and_the_jaws_orientation(client, fresh_node, tmp_path):
+    """An arm with a wrist roll (tests/cli/roll_arm.py): joint_states carry the roll by its name; a trajectory turns
+    it; tool_pose's orientation is the tool frame of the published angles (x along the tool axis, y along the jaws:
+    turning the roll by r turns y by r about x) and its point tool_point's."""
+    from armctl.model.kinematics import tool_pose as fk_pose
+    from tests.cli.roll_arm import write_roll_arm
+
+    path = write_roll_arm(tmp_path)
+    arm = load_arm(str(path))
+    fresh_node(str(path), "roll1", "--calibration", str(path.with_name("rollcal.yaml")))
+    st = client("states", ns="/roll1", seconds=0.3)
+    assert st["names"] == ["pan", "lift", "elbow", "flex", "wrist_roll", "gripper"]
+    frames = []
+    for roll in (0.0, 0.6):
+        pose = {"pan": 0.3, "lift": 1.2, "elbow": -1.3, "flex": -1.0, "wrist_roll": roll}
+        client.events("/roll1")
+        client("trajectory", ns="/roll1", names=list(pose), points=[[list(pose.values()), 1.5]])
+        evs = client.events("/roll1", until=["done", "refused", "failed"], timeout=15)
+        assert evs[-1]["event"] == "done", evs
+        q = steady(client, "/roll1")
+        st = client("state", ns="/roll1")
+        assert q[4] == pytest.approx(roll, abs=math.radians(0.3))
+        R = quat_matrix(*st["pose"]["quat"])
+        assert np.allclose(R, fk_pose(arm, q[:5])[:3, :3], atol=1e-9)
+        assert st["pose"]["xyz"] == pytest.approx(st["tool"]["xyz"], abs=1e-12)
+        frames.append((q[4], R))
+    (r0, R0), (r1, R1) = frames
+    assert np.allclose(R0[:, 0], R1[:, 0], atol=1e-3)
+    assert float(R0[:, 1] @ R1[:, 1]) == pytest.approx(math.cos(r1 - r0), abs=1e-6)
