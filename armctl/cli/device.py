@@ -47,6 +47,7 @@ examples:
   armctl jog 0.5 0.2 --phi -30 --speed 50
   armctl jog --record poses.yaml               # the keyboard pendant; Enter records a pose
   armctl --arm mearm jog 150mm 40mm 20mm      # an arm on a rotating base: X Y Z
+  armctl --arm so101 jog 0.2 0.05 0.05 --phi -90 --roll 30   # an arm with a wrist roll: the jaws turned 30 deg
   armctl --port /dev/ttyACM0 home
   armctl --backend firmata --port /dev/ttyACM0 run examples/pick_and_place.yaml"""
 
