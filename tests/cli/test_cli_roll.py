@@ -321,3 +321,20 @@ def test_jog_roll_on_the_simulated_arm_then_status(capsys, arm_file):
     R = check_frame(st)
     assert st["roll_deg"] == pytest.approx(st["q_deg"][-1], abs=1e-6)
     assert np.allclose(R, tool_pose(load_arm(arm_file), np.radians(st["q_deg"]))[:3, :3], atol=1e-9)
+
+
+def test_ik_down_yaw_no_roll_inside_narrow_limits(capsys, tmp_path):
+    """A roll that turns only -20..20 deg: a yaw it cannot reach either way round is one line, exit 2; one it can
+    is reached with the roll inside."""
+    from tests.cli.roll_arm import ROLL_ARM_YAML
+
+    f = tmp_path / "narrow.yaml"
+    f.write_text(ROLL_ARM_YAML.replace("min_deg: -157, max_deg: 163", "min_deg: -20, max_deg: 20"))
+    target = (0.2, 0.0, 0.05)  # on the x axis: the base at 0, the roll for yaw Y is about 100 - Y deg (jaw 10 deg)
+    code, out, err = run(capsys, "--arm", f, "ik", *target, "--down", "--yaw", 10)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "no roll inside the limits of 'wrist_roll' [-20.0, 20.0] deg turns the jaws to yaw 10.0 deg" in err
+    d = js(capsys, "--arm", f, "ik", *target, "--down", "--yaw", 95, "--json")
+    assert d["ok"] and abs(d["roll_deg"]) <= 20
+    jaw = np.array(d["tool_R"])[:, 1]
+    assert abs((math.degrees(math.atan2(jaw[1], jaw[0])) - 95 + 90) % 180 - 90) < 1e-6
