@@ -9,6 +9,7 @@ import numpy as np
 
 from armctl import motion
 from armctl.errors import BadInputError
+from armctl.ik.roll import check_roll
 from armctl.model import validate
 from armctl.motion.trajectory import Trajectory
 
@@ -33,18 +34,6 @@ def line_move(arm, x, y, z, phi, speed, accel, label, blend=None, roll=None) -> 
         kw["blend_m"] = validate.blend(blend)
     label = label or f"move to ({', '.join(f'{v:g}' for v in target)}) m"
     return motion.LineMove(tuple(arm.corrected_target(target)), phi_rad=phi, label=label, **kw)
-
-
-def check_roll(arm, roll) -> float:
-    """``roll`` (rad) checked for ``arm``: a finite angle some whole turn of which is inside the wrist roll's limits;
-    BadInputError on an arm without a roll, or otherwise."""
-    if arm.roll is None:
-        raise BadInputError(f"arm {arm.name!r} has no wrist roll: a roll cannot be given")
-    roll = validate.radians(roll, "roll")
-    from armctl.ik.roll import roll_turn
-
-    roll_turn(arm, roll, roll)  # inside the limits at some turn (which one: the planner's, from the start)
-    return roll
 
 
 def gripper_move(arm, state: str | float, degrees: bool) -> motion.GripperMove:
