@@ -64,21 +64,20 @@ def target_args(args, arm: Arm, example: str) -> tuple[float, ...]:
 def roll_arg(args, arm: Arm, what: str = "--roll") -> float | None:
     """``--roll DEG`` (the wrist roll about the tool axis, 0 = the URDF zero) in radians, None when not given (the
     roll is kept). BadInputError, one line: an arm without a wrist roll, NaN or inf, a roll no whole turn of which
-    lies inside the roll's limits."""
+    lies inside the roll's limits (``armctl.ik.roll.check_roll``)."""
     text = getattr(args, "roll", None)
     if text is None:
         return None
-    if arm.roll is None:
-        raise BadInputError(f"{what}: arm '{arm.name}' has no wrist roll")
     from armctl.core.units import parse_float
-    from armctl.ik.roll import roll_turn
+    from armctl.ik.roll import check_roll
 
-    r = math.radians(parse_float(text, what=what))
+    deg = parse_float(text, what=what)
+    if abs(deg) > 360:
+        raise BadInputError(f"{what}: {deg:g} deg is more than a turn (give -360..360 deg)")
     try:
-        roll_turn(arm, r, r)
+        return check_roll(arm, math.radians(deg))
     except BadInputError as exc:
         raise BadInputError(f"{what}: {exc}") from None
-    return r
 
 
 def tool_orientation(arm: Arm, q) -> dict:

@@ -243,10 +243,10 @@ def _ik_batch(args, arm: Arm) -> int:
             raise BadInputError(f"{what} does not apply to --targets: give each target's roll as a roll_deg column")
     roll_check = None
     if arm.roll is not None:
-        from armctl.ik.roll import roll_turn
+        from armctl.ik.roll import check_roll
 
         def roll_check(r: float) -> None:
-            roll_turn(arm, r, r)
+            check_roll(arm, r)
 
     src = it.TargetSource(args.targets)
     lay = it.Layout.of(arm.dim, arm.roll is not None, arm.name)

@@ -160,6 +160,7 @@ def test_ik_down_alone_keeps_the_roll(capsys, arm_file):
     [
         (["--arm", "mearm", "ik", 0.15, 0.04, 0.02, "--roll", 10], "--roll: arm 'mearm' has no wrist roll"),
         (["--arm", "{arm}", "ik", 0.2, 0.1, 0.05, "--roll", 170], "outside the limits of 'wrist_roll'"),
+        (["--arm", "{arm}", "ik", 0.2, 0.1, 0.05, "--roll", 400], "--roll: 400 deg is more than a turn"),
         (["--arm", "{arm}", "ik", 0.2, 0.1, 0.05, "--roll", "nan"], "--roll: 'nan' is not a finite number"),
         (["--arm", "{arm}", "ik", 0.2, 0.1, 0.05, "--roll=-inf"], "--roll: '-inf' is not a finite number"),
         (["--arm", "{arm}", "ik", 0.2, 0.1, 0.05, "--down", "--yaw", "nan"], "--yaw: 'nan' is not a finite"),
