@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from armctl.core.units import parse_length
+from armctl.core.units import parse_float, parse_length
 from armctl.errors import BadInputError
 from armctl.model.arm import Arm, load_arm
 
@@ -68,7 +68,6 @@ def roll_arg(args, arm: Arm, what: str = "--roll") -> float | None:
     text = getattr(args, "roll", None)
     if text is None:
         return None
-    from armctl.core.units import parse_float
     from armctl.ik.roll import check_roll
 
     deg = parse_float(text, what=what)
@@ -78,6 +77,53 @@ def roll_arg(args, arm: Arm, what: str = "--roll") -> float | None:
         return check_roll(arm, math.radians(deg))
     except BadInputError as exc:
         raise BadInputError(f"{what}: {exc}") from None
+
+
+def orientation_options(p) -> None:
+    """``--roll DEG``, ``--down`` and ``--yaw DEG`` (``armctl ik``, ``armctl jog``): read by ``orientation_args``."""
+    p.add_argument(
+        "--roll",
+        metavar="DEG",
+        help="arms with a wrist roll: the roll about the tool axis, degrees (0: the URDF's zero; default: kept)",
+    )
+    p.add_argument(
+        "--down",
+        action="store_true",
+        help="the tool pointing straight down (pitch -90 deg; arms on a base with 3 links), the roll kept",
+    )
+    p.add_argument(
+        "--yaw",
+        metavar="DEG",
+        help="with --down, arms with a wrist roll: the jaws' closing line at this yaw on the table (degrees from "
+        "x); armctl computes the roll for the base angle the point needs",
+    )
+
+
+def orientation_args(args, arm: Arm, target, phi, q0) -> tuple[float | None, float | None, float | None]:
+    """(tool pitch, roll, table yaw of the jaws), rad or None, from ``--phi``, ``--roll``, ``--down`` and ``--yaw``:
+    ``--down`` is the tool pointing straight down (an arm on a base), ``--down --yaw`` the roll that closes the jaws
+    along that yaw (``armctl.ik.roll.grasp_roll``). One BadInputError line for a combination that cannot be."""
+    roll = roll_arg(args, arm)
+    if args.yaw is not None and not args.down:
+        raise BadInputError("--yaw needs --down (the jaws straight down, closing along yaw DEG on the table)")
+    if not args.down:
+        return phi, roll, None
+    if not arm.has_base:
+        raise BadInputError(f"--down: arm '{arm.name}' has no rotating base (on a planar arm give --phi -90)")
+    if phi is not None:
+        raise BadInputError("give --down or --phi, not both (--down is the tool pitched -90 deg)")
+    if arm.n_links != 3:
+        raise BadInputError(f"--down needs a 3-link arm to point the tool; '{arm.name}' has {arm.n_links} links")
+    if args.yaw is None:
+        return -math.pi / 2, roll, None
+    yaw = math.radians(parse_float(args.yaw, what="--yaw"))
+    if arm.roll is None:
+        raise BadInputError(f"--yaw: arm '{arm.name}' has no wrist roll")
+    if roll is not None:
+        raise BadInputError("give --yaw or --roll, not both (--yaw sets the roll)")
+    from armctl.ik.roll import grasp_roll
+
+    return -math.pi / 2, grasp_roll(arm, target, yaw, q0), yaw
 
 
 def tool_orientation(arm: Arm, q) -> dict:
@@ -118,8 +164,6 @@ def assumed_from_args(args, arm: Arm, *, program=None, plan=None):
         if pose.q_rad is not None:
             return list(pose.q_rad)
         return list(solve_pose(arm, np.array(pose.point_m), pose.phi_rad, arm.home_rad))
-    from armctl.core.units import parse_float
-
     parts = [p for p in word.split(",") if p.strip()]
     if len(parts) in (arm.n, arm.n + 1) and all(_is_number(p) for p in parts):
         q = [math.radians(parse_float(p, what="--assume-pose")) for p in parts]
@@ -219,8 +263,6 @@ def camera_watch(args, robot):
     """The camera's watch over what ``robot`` plays (``armctl.robot.camwatch``), as ``--watch-mm`` says: a context
     manager, one that does nothing without a camera, with --watch-mm 0, or with a camera whose place is unknown."""
     import contextlib
-
-    from armctl.core.units import parse_float
 
     mm = parse_float(getattr(args, "watch_mm", "0") or "0", what="--watch-mm")
     if not 0 <= mm <= 1000:

@@ -24,9 +24,10 @@ from armctl.cli.common import (
     camera_watch,
     drive,
     open_robot,
+    orientation_args,
+    orientation_options,
     print_report,
     raise_dataset_error,
-    roll_arg,
     setup,
     split_cameras,
     target_args,
@@ -78,11 +79,7 @@ def _register_jog(sub, parents) -> None:
     p.add_argument("y", metavar="Y", nargs="?", help="target y (m, or with a unit)")
     p.add_argument("z", nargs="?", metavar="Z", help="target z, height (m, or with a unit): arms on a base only")
     p.add_argument("--phi", metavar="DEG", help="tool angle at the target, degrees (3-link arms)")
-    p.add_argument(
-        "--roll",
-        metavar="DEG",
-        help="arms with a wrist roll: the roll at the target, degrees about the tool axis (default: kept)",
-    )
+    orientation_options(p)
     p.add_argument(
         "--speed",
         metavar="MM_S",
@@ -150,8 +147,11 @@ def cmd_jog(args) -> int:
     if args.x is None:
         if args.phi is not None:
             raise BadInputError("--phi needs a target (armctl jog X Y --phi DEG); the pendant turns it with , and .")
-        if args.roll is not None:
-            raise BadInputError("--roll needs a target (armctl jog X Y Z --roll DEG)")
+        for opt in ("roll", "down", "yaw"):
+            if getattr(args, opt):
+                raise BadInputError(
+                    f"--{opt} needs a target (armctl jog X Y Z --{opt}{'' if opt == 'down' else ' DEG'})"
+                )
         from armctl.cli.pendant import cmd_pendant
 
         return cmd_pendant(args)
@@ -164,9 +164,9 @@ def cmd_jog(args) -> int:
     target = np.array(target_args(args, arm, "armctl jog 0.5 0.2"))
     phi = None if args.phi is None else math.remainder(math.radians(parse_float(args.phi, what="--phi")), 2 * math.pi)
     speed = positive_text(args.speed or str(motion.DEFAULT_SPEED_M_S * 1000), "--speed", unit="mm/s") / 1000.0
+    phi, roll, _ = orientation_args(args, arm, target, phi, arm.home_rad)  # --roll, --down [--yaw]
     if phi is not None and arm.n_links != 3:
         raise BadInputError("--phi needs a 3-link arm")
-    roll = roll_arg(args, arm)
     where = "(" + ", ".join(f"{v:g}" for v in target) + ")"
     label = f"jog to {where} m"
     # unreachable targets fail before any port is opened (at the roll asked, or home's); the Robot checks the pose

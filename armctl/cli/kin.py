@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 from armctl.cli import add_command
-from armctl.cli.common import binary_stdout, roll_arg, target_args, tool_orientation
+from armctl.cli.common import binary_stdout, orientation_args, orientation_options, target_args, tool_orientation
 from armctl.core.units import parse_float
 from armctl.errors import BadInputError, JointLimitError, UnreachableError
 from armctl.model.arm import Arm, load_arm
@@ -53,22 +53,7 @@ def register(sub, parents) -> None:
         metavar="DEG",
         help="tool angle in degrees (3-link arms): from the x axis; on a base, the pitch from the horizontal",
     )
-    p.add_argument(
-        "--roll",
-        metavar="DEG",
-        help="arms with a wrist roll: the roll about the tool axis, degrees (0: the URDF's zero; default: kept)",
-    )
-    p.add_argument(
-        "--down",
-        action="store_true",
-        help="the tool pointing straight down (pitch -90 deg; arms on a base with 3 links), the roll kept",
-    )
-    p.add_argument(
-        "--yaw",
-        metavar="DEG",
-        help="with --down, arms with a wrist roll: the jaws' closing line at this yaw on the table (degrees from "
-        "x); armctl computes the roll for the base angle the point needs",
-    )
+    orientation_options(p)
     p.add_argument(
         "--method",
         default="dls",
@@ -151,7 +136,7 @@ def cmd_ik(args) -> int:
     target = target_args(args, arm, "armctl ik 0.5 0.4")
     phi = None if args.phi is None else math.radians(parse_float(args.phi, what="--phi"))
     q0 = None if args.q_from is None else _angles(args.q_from, arm, "--from")
-    phi, roll, yaw = _orientation_args(args, arm, target, phi, q0)
+    phi, roll, yaw = orientation_args(args, arm, target, phi, q0)
     if phi is not None and arm.n_links != 3:
         raise BadInputError(f"--phi needs a 3-link arm; '{arm.name}' has {arm.n_links} links")
     criterion, shown_phi = None, phi
@@ -203,33 +188,6 @@ def _search_roll(arm: Arm, roll: float | None) -> float | None:
     i = arm.roll_index
     home = float(np.clip(arm.home_rad[i], arm.q_min[i], arm.q_max[i]))
     return home if roll is None else roll_turn(arm, roll, home)
-
-
-def _orientation_args(args, arm: Arm, target, phi, q0) -> tuple[float | None, float | None, float | None]:
-    """(tool pitch, roll, table yaw of the jaws), rad or None, from ``--phi``, ``--roll``, ``--down`` and ``--yaw``:
-    ``--down`` is the tool pointing straight down (an arm on a base), ``--down --yaw`` the roll that closes the jaws
-    along that yaw (``armctl.ik.roll.grasp_roll``). One BadInputError line for a combination that cannot be."""
-    roll = roll_arg(args, arm)
-    if args.yaw is not None and not args.down:
-        raise BadInputError("--yaw needs --down (the jaws straight down, closing along yaw DEG on the table)")
-    if not args.down:
-        return phi, roll, None
-    if not arm.has_base:
-        raise BadInputError(f"--down: arm '{arm.name}' has no rotating base (on a planar arm give --phi -90)")
-    if phi is not None:
-        raise BadInputError("give --down or --phi, not both (--down is the tool pitched -90 deg)")
-    if arm.n_links != 3:
-        raise BadInputError(f"--down needs a 3-link arm to point the tool; '{arm.name}' has {arm.n_links} links")
-    if args.yaw is None:
-        return -math.pi / 2, roll, None
-    yaw = math.radians(parse_float(args.yaw, what="--yaw"))
-    if arm.roll is None:
-        raise BadInputError(f"--yaw: arm '{arm.name}' has no wrist roll")
-    if roll is not None:
-        raise BadInputError("give --yaw or --roll, not both (--yaw sets the roll)")
-    from armctl.ik.roll import grasp_roll
-
-    return -math.pi / 2, grasp_roll(arm, target, yaw, q0), yaw
 
 
 def _ik_batch(args, arm: Arm) -> int:

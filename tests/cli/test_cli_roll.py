@@ -296,11 +296,23 @@ def test_jog_passes_the_roll_to_the_robot(capsys, monkeypatch, arm_file):
     calls.clear()
     assert run(capsys, "--arm", arm_file, "jog", 0.2, 0.1, 0.05)[0] == 0
     assert "roll" not in calls[0][1]  # no --roll: the roll is kept
+    # --down --yaw: straight down, the roll that closes the jaws along the yaw (its pose checked: reach_q)
+    calls.clear()
+    assert run(capsys, "--arm", arm_file, "jog", 0.2, 0.1, 0.05, "--down", "--yaw", 35)[0] == 0
+    ((target, kw),) = calls
+    from armctl.model.kinematics import tool_pose
+
+    T = tool_pose(load_arm(arm_file), np.array(kw["reach_q"]))
+    assert kw["phi"] == pytest.approx(-math.pi / 2) and kw["roll"] == pytest.approx(kw["reach_q"][-1])
+    assert np.allclose(T[:3, 3], target, atol=1e-9) and np.allclose(T[:3, 0], [0, 0, -1], atol=1e-9)
+    assert math.degrees(math.atan2(T[1, 1], T[0, 1])) % 180 == pytest.approx(35.0, abs=1e-6)
     for argv, fragment in (
         (["--arm", arm_file, "jog", 0.2, 0.1, 0.05, "--roll", 170], "--roll: roll 170.0 deg is outside"),
         (["--arm", arm_file, "jog", 0.2, 0.1, 0.05, "--roll", "nan"], "--roll: 'nan' is not a finite number"),
         (["--arm", "mearm", "jog", 0.15, 0.04, 0.02, "--roll", 5], "--roll: arm 'mearm' has no wrist roll"),
         (["--arm", arm_file, "jog", "--roll", 5], "--roll needs a target"),
+        (["--arm", arm_file, "jog", "--down"], "--down needs a target"),
+        (["--arm", arm_file, "jog", 0.2, 0.1, 0.05, "--yaw", 5], "--yaw needs --down"),
     ):
         calls.clear()
         code, out, err = run(capsys, *argv)
