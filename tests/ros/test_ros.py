@@ -684,12 +684,14 @@ except ImportError:  # pragma: no cover - the test extra installs it
 SO101_URDF = ROOT / "armctl" / "presets" / "so101.urdf"
 
 
-def urdf_tool(q: dict) -> np.ndarray:
-    """gripper_frame_link's origin (m) in base_link by yourdfpy (an independent URDF library), URDF angles ``q``."""
+def urdf_tool(q: dict, *, rotation: bool = False) -> np.ndarray:
+    """gripper_frame_link's origin (m) in base_link by yourdfpy (an independent URDF library), URDF angles ``q``;
+    ``rotation``: its rotation (3x3) instead."""
     require(yourdfpy is not None, "yourdfpy (pip install -e '.[test]')")
     robot = yourdfpy.URDF.load(str(SO101_URDF), load_meshes=False, load_collision_meshes=False, build_scene_graph=True)
     robot.update_cfg({name: q[name] for name in robot.actuated_joint_names})
-    return robot.get_transform("gripper_frame_link", robot.base_link)[:3, 3]
+    T = robot.get_transform("gripper_frame_link", robot.base_link)
+    return T[:3, :3] if rotation else T[:3, 3]
 
 
 @pytest.fixture
@@ -722,7 +724,7 @@ def test_topic_based_ros2_control_start_up_commands_are_held(client, fresh_node,
     node = fresh_node(arm, ns[1:])
     names = client("states", ns=ns, seconds=0.3)["names"]
     if arm == "so101":  # away from the URDF zero pose first (a trajectory does not end the hold)
-        away = {"shoulder_pan": 0.5, "shoulder_lift": -0.4, "elbow_flex": 0.6, "wrist_flex": 0.3}
+        away = {"shoulder_pan": 0.5, "shoulder_lift": -0.4, "elbow_flex": 0.6, "wrist_flex": 0.3, "wrist_roll": 0.2}
         client("trajectory", ns=ns, names=list(away), points=[[list(away.values()), 2.0]])
         evs = client.events(ns, until=["done", "refused", "failed"], timeout=15)
         assert evs[-1]["event"] == "done", evs
@@ -756,7 +758,8 @@ def test_topic_based_ros2_control_start_up_commands_are_held(client, fresh_node,
 def test_so101_joint_states_carry_the_urdfs_names_and_angles(client, fresh_node):
     """An SO-101's joint_states name the URDF's joints (wrist_roll too) with the URDF's angles: at home (the URDF's
     zero pose) and at a second pose sent in URDF angles, yourdfpy's FK of the published angles puts
-    gripper_frame_link where the node's tool_point says (frame base_link, the URDF's root link)."""
+    gripper_frame_link where the node's tool_point says (frame base_link, the URDF's root link), and turns it as
+    tool_pose's orientation says; a trajectory turns the wrist roll, now a joint of the model."""
     fresh_node("so101", "urdf101")
     require(yourdfpy is not None, "yourdfpy (pip install -e '.[test]')")
     robot = yourdfpy.URDF.load(str(SO101_URDF), load_meshes=False, load_collision_meshes=False)
@@ -780,11 +783,19 @@ def test_so101_joint_states_carry_the_urdfs_names_and_angles(client, fresh_node)
     assert all(abs(got[n] - pose[n]) < math.radians(0.3) for n in pose), np.degrees(st["position"])
     assert np.linalg.norm(urdf_tool(got) - st["tool"]["xyz"]) < 0.1e-3
     assert np.linalg.norm(urdf_tool(dict(got, **pose)) - st["tool"]["xyz"]) < 1.5e-3  # the asked pose's tool
-    # wrist_roll is held (no joint of armctl's model): a command that turns it is refused, naming it
-    client("trajectory", ns="/urdf101", names=list(pose), points=[[[*list(pose.values())[:4], 0.3], 1.0]])
-    evs = client.events("/urdf101", until=["refused", "accepted"], timeout=10)
-    assert evs[-1]["event"] == "refused" and evs[-1]["field"] == "points[0].positions[4]", evs
-    assert "wrist_roll" in evs[-1]["reason"]
+    assert np.allclose(quat_matrix(*st["pose"]["quat"]), urdf_tool(got, rotation=True), atol=1e-9)
+    assert st["pose"]["xyz"] == pytest.approx(st["tool"]["xyz"], abs=1e-12)
+    # the wrist roll turns (a joint of armctl's model): the tool link turns with it as tf would say
+    client.events("/urdf101")
+    client("trajectory", ns="/urdf101", names=list(pose), points=[[[*list(pose.values())[:4], 0.8], 1.0]])
+    evs = client.events("/urdf101", until=["done", "refused", "failed"], timeout=15)
+    assert evs[-1]["event"] == "done", evs
+    steady(client, "/urdf101")
+    st = client("state", ns="/urdf101")
+    got = dict(zip(st["names"], st["position"]))
+    assert got["wrist_roll"] == pytest.approx(0.8, abs=math.radians(0.3))
+    assert np.allclose(quat_matrix(*st["pose"]["quat"]), urdf_tool(got, rotation=True), atol=1e-9)
+    assert np.linalg.norm(urdf_tool(got) - st["tool"]["xyz"]) < 0.1e-3
 
 
 def test_a_raised_first_command_max_deg_lets_a_far_first_command_through(client, fresh_node):
