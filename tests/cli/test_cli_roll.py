@@ -351,3 +351,43 @@ def test_ik_down_yaw_no_roll_inside_narrow_limits(capsys, tmp_path):
     assert d["ok"] and abs(d["roll_deg"]) <= 20
     jaw = np.array(d["tool_R"])[:, 1]
     assert abs((math.degrees(math.atan2(jaw[1], jaw[0])) - 95 + 90) % 180 - 90) < 1e-6
+
+
+@pytest.mark.parametrize("yaw", [0.0, 35.0, -60.0, 120.0])
+def test_so101_down_yaw_agrees_with_the_makers_urdf(capsys, yaw):
+    """On the SO-101 preset (the maker's URDF), ``ik X Y Z --down --yaw Y``'s angles through yourdfpy (an independent
+    URDF library): gripper_frame_link on the target, the roll axis vertical, the jaws' closing line (across the
+    gripper joint's axis and the roll axis: the moving jaw turns about it) at table yaw Y (mod 180)."""
+    from armctl.model.arm import load_arm
+    from armctl.model.urdf.derive import urdf_angles
+    from tests.helpers import require
+
+    try:
+        import yourdfpy
+    except ImportError:  # pragma: no cover - the test extra installs it
+        yourdfpy = None
+    require(yourdfpy is not None, "yourdfpy (pip install -e '.[test]')")
+    arm = load_arm("so101")
+    target = (0.2, 0.05, 0.02)
+    d = js(capsys, "--arm", "so101", "ik", *target, "--down", "--yaw", yaw, "--json")
+    assert d["ok"] and d["yaw_deg"] == yaw
+    robot = yourdfpy.URDF.load(
+        str(arm.urdf.path), load_meshes=False, load_collision_meshes=False, build_scene_graph=True
+    )
+    cfg = dict(urdf_angles(arm, np.radians(d["q_deg"])), gripper=0.0)
+    robot.update_cfg({n: cfg[n] for n in robot.actuated_joint_names})
+
+    def world(link: str) -> np.ndarray:
+        return robot.get_transform(link, robot.base_link)
+
+    def axis(joint: str) -> np.ndarray:
+        j = robot.joint_map[joint]
+        return world(j.child)[:3, :3] @ np.asarray(j.axis, dtype=float)
+
+    tool = world("gripper_frame_link")[:3, 3]
+    assert np.allclose(tool, arm.urdf.to_urdf_point(target), atol=1e-7)  # (q_deg printed to 1e-6 deg)
+    roll_axis = axis("wrist_roll")
+    assert abs(abs(roll_axis[2]) - 1.0) < 1e-9
+    line = np.cross(roll_axis, axis("gripper"))
+    assert abs(line[2]) < 1e-7
+    assert abs((math.degrees(math.atan2(line[1], line[0])) - yaw + 90) % 180 - 90) < 1e-5
