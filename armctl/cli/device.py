@@ -164,7 +164,7 @@ def cmd_jog(args) -> int:
     target = np.array(target_args(args, arm, "armctl jog 0.5 0.2"))
     phi = None if args.phi is None else math.remainder(math.radians(parse_float(args.phi, what="--phi")), 2 * math.pi)
     speed = positive_text(args.speed or str(motion.DEFAULT_SPEED_M_S * 1000), "--speed", unit="mm/s") / 1000.0
-    phi, roll, _ = orientation_args(args, arm, target, phi, arm.home_rad)  # --roll, --down [--yaw]
+    phi, roll, yaw = orientation_args(args, arm, target, phi, arm.home_rad)  # --roll, --down [--yaw]
     if phi is not None and arm.n_links != 3:
         raise BadInputError("--phi needs a 3-link arm")
     where = "(" + ", ".join(f"{v:g}" for v in target) + ")"
@@ -172,8 +172,17 @@ def cmd_jog(args) -> int:
     # unreachable targets fail before any port is opened (at the roll asked, or home's); the Robot checks the pose
     # again from where the arm is (its roll kept when none is asked)
     q_end = motion.solve_pose(arm, target, phi, arm.home_rad, roll=roll)
-    move = {"reach_q": q_end} if roll is None else {"reach_q": q_end, "roll": roll}
-    report = drive(args, arm, cal, lambda robot: robot.move_to(*target, phi=phi, speed=speed, label=label, **move))
+
+    def act(robot):
+        move = {"reach_q": q_end} if roll is None else {"reach_q": q_end, "roll": roll}
+        now = robot.where() if yaw is not None else None
+        if now is not None and now.known:  # --yaw: of the two rolls, the one nearest the arm's own
+            from armctl.ik.roll import grasp_roll
+
+            move["roll"] = grasp_roll(arm, target, yaw, now.q_rad)
+        return robot.move_to(*target, phi=phi, speed=speed, label=label, **move)
+
+    report = drive(args, arm, cal, act)
     print_report(args, report, f"jogged to {where} m in {report['duration_s']:.2f} s")
     return 0
 

@@ -282,6 +282,12 @@ def test_jog_passes_the_roll_to_the_robot(capsys, monkeypatch, arm_file):
         def move_to(self, *target, **kw):
             calls.append((target, kw))
 
+        @staticmethod
+        def where():  # the arm at home, its roll at -150 deg
+            from types import SimpleNamespace
+
+            return SimpleNamespace(known=True, q_rad=np.radians([0, 90, -90, -45, -150]))
+
     def fake_drive(args, arm, cal, act, wants_progress=False):
         act(FakeRobot())
         return {"duration_s": 1.0}
@@ -303,8 +309,14 @@ def test_jog_passes_the_roll_to_the_robot(capsys, monkeypatch, arm_file):
     from armctl.model.kinematics import tool_pose
 
     T = tool_pose(load_arm(arm_file), np.array(kw["reach_q"]))
-    assert kw["phi"] == pytest.approx(-math.pi / 2) and kw["roll"] == pytest.approx(kw["reach_q"][-1])
+    assert kw["phi"] == pytest.approx(-math.pi / 2)
     assert np.allclose(T[:3, 3], target, atol=1e-9) and np.allclose(T[:3, 0], [0, 0, -1], atol=1e-9)
+    assert math.degrees(math.atan2(T[1, 1], T[0, 1])) % 180 == pytest.approx(35.0, abs=1e-6)
+    # the roll handed to the Robot: the one nearest the arm's own (-150 deg), not home's (0: the reach_q's)
+    from armctl import ik
+
+    assert abs(math.degrees(kw["roll"]) + 150) < 90 and abs(math.degrees(kw["reach_q"][-1]) + 150) > 90
+    T = tool_pose(load_arm(arm_file), ik.solve(load_arm(arm_file), target, phi=-math.pi / 2, roll=kw["roll"]).q)
     assert math.degrees(math.atan2(T[1, 1], T[0, 1])) % 180 == pytest.approx(35.0, abs=1e-6)
     for argv, fragment in (
         (["--arm", arm_file, "jog", 0.2, 0.1, 0.05, "--roll", 170], "--roll: roll 170.0 deg is outside"),
