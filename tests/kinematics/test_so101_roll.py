@@ -1,6 +1,8 @@
 """The SO-101 drives its wrist roll, derived from the maker's URDF: armctl's tool point and tool frame agree with an
 independent URDF FK (yourdfpy, meshes off) of the tool link at random angles inside the limits, through the
-derivation's frame shift and its one constant tool-frame rotation; the IK round trips at a roll."""
+derivation's frame shift and its one constant tool-frame rotation; the IK round trips at a roll. On the so101
+preset (armctl/presets/so101.urdf and its sidecar) and on the maker's so101_new_calib.urdf as it comes (no sidecar),
+also with its tool frame moved 0.5 mm beside the arm's plane."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import armctl.ik
 from armctl.core.paths import PRESET_DIR
 from armctl.model.arm import load_arm
 from armctl.model.urdf.derive import urdf_angles
-from tests.helpers import require
+from tests.helpers import makers_so101_urdf, require
 
 try:
     import yourdfpy
@@ -27,6 +29,17 @@ TOOL = "gripper_frame_link"
 def _yourdfpy(path):
     require(yourdfpy is not None, "yourdfpy (pip install -e '.[test]')")
     return yourdfpy.URDF.load(str(path), load_meshes=False, load_collision_meshes=False, build_scene_graph=True)
+
+
+ARMS = ["preset", "maker", "maker, tool 0.5 mm beside"]
+
+
+def _arm(which, tmp_path):
+    """(the arm, its URDF) of ``which`` in ``ARMS``."""
+    if which == "preset":
+        return load_arm("so101"), URDF
+    path = makers_so101_urdf(tmp_path, tool_beside_m=0.0005 if "beside" in which else 0.0)
+    return load_arm(str(path)), path
 
 
 def _random_poses(arm, n, seed):
@@ -47,9 +60,9 @@ def _fk_disagreement(arm, robot, qs):
         pose = arm.tool_pose(q)
         p = d.to_urdf_point(arm.tool_point(q))
         pos = max(pos, float(np.linalg.norm(p - T[:3, 3])), float(np.linalg.norm(d.to_urdf_point(pose[:3, 3]) - p)))
-        R = pose[:3, :3] @ d.tool_frame_R
-        cos = (np.trace(R.T @ T[:3, :3]) - 1.0) / 2.0
-        ang = max(ang, math.degrees(math.acos(min(1.0, max(-1.0, cos)))))
+        M = (pose[:3, :3] @ d.tool_frame_R).T @ T[:3, :3]  # armctl's frame to the URDF's: the identity if they agree
+        sin = np.linalg.norm([M[2, 1] - M[1, 2], M[0, 2] - M[2, 0], M[1, 0] - M[0, 1]]) / 2.0
+        ang = max(ang, math.degrees(math.atan2(sin, (np.trace(M) - 1.0) / 2.0)))
     return pos, ang
 
 
@@ -70,12 +83,15 @@ def test_the_so101_preset_drives_its_wrist_roll():
     assert abs(abs(math.degrees(arm.roll.jaw_rad)) - 90) < 5
 
 
-def test_tool_point_and_frame_agree_with_yourdfpy_at_500_random_poses():
-    arm = load_arm("so101")
-    robot = _yourdfpy(URDF)
-    assert arm.urdf.tool_link == TOOL
+@pytest.mark.parametrize("which", ARMS)
+def test_tool_point_and_frame_agree_with_yourdfpy_at_500_random_poses(which, tmp_path):
+    arm, path = _arm(which, tmp_path)
+    robot = _yourdfpy(path)
+    assert arm.urdf.tool_link == TOOL and arm.roll is not None and arm.n == 5
+    if "beside" in which:
+        assert arm.roll.lateral_m == pytest.approx(0.0005, abs=2e-5)
     pos, ang = _fk_disagreement(arm, robot, _random_poses(arm, 500, 37))
-    print(f"so101 vs yourdfpy, 500 poses: {pos * 1000:.2e} mm, {ang:.2e} deg")
+    print(f"so101 ({which}) vs yourdfpy, 500 poses: {pos * 1000:.2e} mm, {ang:.2e} deg")
     assert pos < 1e-5 and ang < 0.01
 
 
@@ -90,8 +106,9 @@ def test_the_roll_turns_the_tool_about_the_urdf_axis():
         assert _fk_disagreement(arm, robot, [q])[0] < 1e-8
 
 
-def test_ik_round_trips_at_a_roll():
-    arm = load_arm("so101")
+@pytest.mark.parametrize("which", ARMS)
+def test_ik_round_trips_at_a_roll(which, tmp_path):
+    arm, _ = _arm(which, tmp_path)
     qs = _random_poses(arm, 200, 5)
     rng = np.random.default_rng(6)
     worst = 0.0
@@ -103,5 +120,5 @@ def test_ik_round_trips_at_a_roll():
         worst = max(worst, float(np.linalg.norm(arm.tool_point(res.q) - p)))
         assert float(arm.tool_pitch(res.q)) == pytest.approx(pitch, abs=1e-9)
         assert res.q[4] == pytest.approx(q[4], abs=1e-12)
-    print(f"so101 IK round trip at a roll, {len(qs)} poses: {worst:.2e} m")
+    print(f"so101 ({which}) IK round trip at a roll, {len(qs)} poses: {worst:.2e} m")
     assert worst < 1e-9

@@ -428,12 +428,13 @@ REFUSALS = [
     ),
     ("floating", dict(elbow_type="floating"), "joint 'elbow' is a floating joint"),
     (
-        "branch at the tool",
+        "branch at the tool",  # a moving joint not named as a gripper's: a second branch ("finger" would be taken)
         dict(
-            extra=FINGER + '<link name="g"/><joint name="gj" type="fixed"><parent link="tip"/><child link="g"/></joint>'
+            extra=FINGER.replace('"finger"', '"flap"')
+            + '<link name="g"/><joint name="gj" type="fixed"><parent link="tip"/><child link="g"/></joint>'
             '<link name="h"/><joint name="hj" type="fixed"><parent link="g"/><child link="h"/></joint>'
         ),
-        "joint 'finger' (revolute, from link 'tip') is a second branch",
+        "joint 'flap' (revolute, from link 'tip') is a second branch",
     ),
 ]
 

@@ -26,7 +26,15 @@ joint alone. A **wrist roll** (the SO-101's ``wrist_roll``) is the chain's last 
 on a base, its axis in the arm's plane: the pose's last angle, armctl = sign * URDF angle, and the hand's
 geometry (``armctl.model.hand.Roll``) worked out exactly by ``armctl.model.urdf.wrist``. A joint that is no part
 of the model (or a roll the user keeps still) is held at a fixed angle by naming it under ``held_joints`` in
-the sidecar. Anything else is refused with one line naming the joint and why
+the sidecar.
+
+A maker's URDF works **as it comes** (SO-ARM100's ``so101_new_calib.urdf``, no sidecar, no flag): a turning
+joint named as the gripper's (its name or its link's holds "gripper", "jaw" or "finger"), ending a branch of its
+own beside the hand's frame, is taken as the gripper; the tool link is the chain's end frame (the leaf that is not
+the gripper's branch); a wrist roll is recognised as above. Each guess is printed once as a note, and each has its
+sidecar key (``gripper: {joint}``, ``tool_link``, ``held_joints``; a roll named in ``max_speed_deg_s`` is no
+guess). A tool beside the plane through the yaw axis by more than 0.1 mm gets a note with its size (refused
+beyond 1 mm). Anything else is refused with one line naming the joint and why
 (``ConfigError``, exit 2).
 
 The **sidecar** ``<stem>.armctl.yaml`` beside ``<stem>.urdf`` (optional) holds what a URDF lacks; every key
@@ -50,8 +58,18 @@ import numpy as np
 
 from armctl.core import limits
 from armctl.core.config import load_yaml_file
-from armctl.model.hand import Roll
-from armctl.model.urdf.chain import Axes, Chain, Tree, Z, find_chain, read_tree, sort_axes, walk_zero_pose
+from armctl.model.hand import Roll, describe_roll, roll_line
+from armctl.model.urdf.chain import (
+    Axes,
+    Chain,
+    Tree,
+    Z,
+    find_chain,
+    guess_notes,
+    read_tree,
+    sort_axes,
+    walk_zero_pose,
+)
 from armctl.model.urdf.parse import Sidecar, UrdfJoint, parse_urdf, read_sidecar, sidecar_path
 from armctl.model.urdf.wrist import check_roll_arm, hand_roll
 
@@ -201,7 +219,8 @@ def urdf_spec(text: str, path, *, tool_link: str | None = None, sidecar: Sidecar
     if axes.base is None and np.hypot(*offset_uv) > SAME_POINT_M:
         # a planar arm has no offsets: its origin is the shoulder, moved by a segment that never turns
         origin = origin + offset_uv[0] * plane.u + offset_uv[1] * Z
-    notes = _speed_notes(path, sc, table.slow) + _plane_notes(chain, axes, plane)
+    notes = guess_notes(chain, axes.roll and axes.roll[0].name, sc) + _speed_notes(path, sc, table.slow)
+    notes += _plane_notes(chain, axes, plane)
     urdf = _derivation(chain, robot, sc, plane, origin, notes, table.speed_from)
     urdf = dataclasses.replace(urdf, roll_sign=roll_sign, tool_link_R=tool_T[:3, :3].copy())
     for line in notes:  # keyed by the absolute path: the CLI loads 'arm.urdf', the simulator its absolute path
@@ -526,6 +545,7 @@ def describe(arm) -> dict | None:
             for i, (name, off, sign) in enumerate(arm.urdf_map)
         ],
         "held_joints_deg": d.held_deg,
+        "roll": None if arm.roll is None else {**describe_roll(arm.roll), "sign": d.roll_sign},
         "gripper_joint": arm.gripper_urdf_joint,
         "notes": list(d.notes),
     }
@@ -561,6 +581,8 @@ def describe_lines(arm) -> list[str]:
         out.append(
             "held (no joint of the model): " + ", ".join(f"{k} at {v:g} deg" for k, v in d["held_joints_deg"].items())
         )
+    if arm.roll is not None:
+        out.append(roll_line(arm.roll))
     if d["gripper_joint"]:
         out.append(f"gripper: URDF joint {d['gripper_joint']}")
     out.extend(f"note: {n}" for n in d["notes"])
