@@ -22,9 +22,10 @@ from armctl.errors import BadInputError
 from armctl.ik import layered
 from armctl.ik.inputs import check
 from armctl.ik.result import IKResult
+from armctl.model import validate
 from armctl.model.arm import Arm
 from armctl.model.hand import hand_link
-from armctl.model.kinematics import LIMIT_TOL, base_side, nearest_turn, tool_point
+from armctl.model.kinematics import LIMIT_TOL, base_side, nearest_turn, tool_point, two_link
 
 _SUB: dict = {}
 
@@ -79,6 +80,17 @@ def roll_turn(arm: Arm, roll: float, current: float) -> float:
     return r
 
 
+def check_roll(arm: Arm, roll) -> float:
+    """``roll`` (rad) checked for ``arm`` at the edge (the Python API, the web page): a finite angle some whole turn
+    of which is inside the wrist roll's limits (which turn: the planner's, from where the move starts);
+    BadInputError on an arm without a roll, or otherwise."""
+    if arm.roll is None:
+        raise BadInputError(f"arm {arm.name!r} has no wrist roll: a roll cannot be given")
+    roll = validate.radians(roll, "roll")
+    roll_turn(arm, roll, roll)
+    return roll
+
+
 def planes(arm: Arm, target, r: float) -> list[tuple[np.ndarray, int]]:
     """The targets the roll-less arm at roll ``r`` solves for ``target`` (x, y, z): (target, side) with the chain
     reaching forward (side +1) and back over the base axis (-1)."""
@@ -103,6 +115,46 @@ def sub_pitch(arm: Arm, phi: float | None, delta: float, side: int) -> float | N
     return phi - a + delta if side > 0 else phi + a - delta
 
 
+def _closed_form(arm: Arm, t, phi: float, q0, r: float, method: str, tol: float) -> IKResult | None:
+    """A pitch given: the closed form in plain floats (what the iterations would converge to), the pose inside every
+    limit nearest ``q0`` on the side of the base axis ``q0`` is on, else the other; None when it finds none (the
+    general path then explains the miss)."""
+    length, delta, right = (float(v) for v in hand_link(arm.roll, float(arm.links_m[-1]), r))
+    x, y, z = (float(v) for v in t)
+    rho, az, left = math.hypot(x, y), math.atan2(y, x), -right
+    if rho <= 1e-9:
+        return None  # on the base axis: the general path keeps the base where it is
+    u = math.sqrt(max(rho * rho - left * left, 0.0))
+    turn = math.atan2(left, u)
+    lo, hi = arm.q_min, arm.q_max
+    l1, l2, a = float(arm.links_m[0]), float(arm.links_m[1]), arm.roll.axis_rad
+    sides = (1, -1) if float(base_side(arm, q0)) >= 0 else (-1, 1)
+    for side in sides:
+        b = nearest_turn(az - turn if side > 0 else az + turn + math.pi, float(q0[0]), float(lo[0]), float(hi[0]))
+        if b is None:
+            continue
+        psi = (phi - a if side > 0 else math.pi - phi - a) + delta
+        wu = side * u - arm.base_offset_m - length * math.cos(psi)
+        wv = z - arm.shoulder_height_m - length * math.sin(psi)
+        best = None
+        for q1, q2 in two_link(l1, l2, wu, wv):
+            q = [b, q1, q2, psi - q1 - q2 - delta, r]
+            for j in (1, 2, 3):
+                q[j] = nearest_turn(q[j], float(q0[j]), float(lo[j]), float(hi[j]))
+                if q[j] is None:
+                    break
+            else:
+                cost = sum(abs(q[j] - float(q0[j])) for j in range(4))
+                if best is None or cost < best[0]:
+                    best = (cost, q)
+        if best is not None:
+            q = np.array(best[1])
+            err = float(np.linalg.norm(tool_point(arm, q) - np.asarray(t, dtype=float)))
+            if err <= max(tol, 1e-9):
+                return IKResult(q, True, err, 0, 1, 0, method, None, 0.0, 0.0, 0)
+    return None
+
+
 def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int, roll: float | None) -> IKResult:
     """``ik.solve`` for an arm with a wrist roll (the options positional): the pose (rad, the roll last) that puts
     the tool point on ``target`` (x, y, z m) with the tool axis at pitch ``phi`` (rad, or free) and the roll at
@@ -111,6 +163,10 @@ def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int, rol
     q0 = np.array(q0, dtype=float)
     i = arm.roll_index
     r = float(np.clip(q0[i], arm.q_min[i], arm.q_max[i])) if roll is None else roll_turn(arm, roll, q0[i])
+    if phi is not None and method in ("dls", "analytic"):
+        fast = _closed_form(arm, t, float(phi), q0, r, method, tol)
+        if fast is not None:
+            return fast
     sub, delta, _ = at_roll(arm, r)
     q0_sub = q0[:i].copy()
     q0_sub[-1] += delta
