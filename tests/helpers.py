@@ -93,3 +93,22 @@ def base_arm_and_pose(draw, narrowest_deg: float = 20.0, base: bool | None = Non
     q = joint_angles(arm, np.array(c), b)
     assume(arm.within_limits(q))
     return arm, q
+
+
+def so101_with_held_roll(folder):
+    """The so101 preset as a user who holds its wrist roll has it (``held_joints: {wrist_roll: 0}`` in a copy of its
+    sidecar, in ``folder``): 4 joints, the roll servo held."""
+    from pathlib import Path
+
+    from armctl.core.paths import PRESET_DIR
+    from armctl.model.arm import load_arm
+
+    folder = Path(folder)
+    (folder / "so101.urdf").write_text((PRESET_DIR / "so101.urdf").read_text())
+    sidecar = (PRESET_DIR / "so101.armctl.yaml").read_text()
+    assert "home_deg: [0, 76, -74, -5, 0]" in sidecar
+    sidecar = sidecar.replace("home_deg: [0, 76, -74, -5, 0]", "home_deg: [0, 76, -74, -5]")
+    (folder / "so101.armctl.yaml").write_text(sidecar + "held_joints: {wrist_roll: 0}\n")
+    arm = load_arm(str(folder / "so101.urdf"))
+    assert arm.n == 4 and arm.roll is None
+    return arm

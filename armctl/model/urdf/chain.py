@@ -162,7 +162,7 @@ def _check_branches(chain: Chain) -> None:
 
 def walk_zero_pose(chain: Chain, sc: Sidecar) -> tuple[list, np.ndarray]:
     """([(joint, axis, point)] of each moving joint not held, in the root frame at the zero pose (held joints at
-    their sidecar angle, a mimic joint at its offset), and the tool link's origin)."""
+    their sidecar angle, a mimic joint at its offset), and the tool link's frame there (4x4))."""
     T = np.eye(4)
     moving = []
     held_used = set()
@@ -184,7 +184,22 @@ def walk_zero_pose(chain: Chain, sc: Sidecar) -> tuple[list, np.ndarray]:
     for jn in sc.held_deg:
         if jn not in held_used:
             raise ConfigError(f"held joint {jn!r} is not on the chain to the tool link {chain.tool!r}", path=sc.path)
-    return moving, T[:3, 3].copy()
+    return moving, T
+
+
+def zero_frame(tree: Tree, link: str, held_deg: dict) -> np.ndarray:
+    """The frame (4x4) of ``link`` in the root frame at the zero pose (held joints at their sidecar angle, a turning
+    mimic joint at its offset)."""
+    T = np.eye(4)
+    for j in tree.ancestors(link):
+        T = T @ joint_origin(j)
+        if j.type not in MOVING:
+            continue
+        if j.name in held_deg:
+            T = T @ _turn(j.axis, math.radians(held_deg[j.name]))
+        elif j.mimic is not None and j.mimic[2]:
+            T = T @ _turn(j.axis, j.mimic[2])
+    return T
 
 
 def _turn(axis, angle: float) -> np.ndarray:
@@ -195,22 +210,34 @@ def _turn(axis, angle: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Axes:
-    """The chain's moving joints sorted: the yaw joint (or None) and the pitch joints, each (joint, axis, point);
-    ``actuated`` the pitch joints that mimic none, ``act_index`` their places by name."""
+    """The chain's moving joints sorted: the yaw joint (or None), the pitch joints and the wrist roll (or None),
+    each (joint, axis, point); ``actuated`` the pitch joints that mimic none, ``act_index`` their places by name."""
 
     base: tuple | None
     pitch: list
     actuated: list
     act_index: dict
+    roll: tuple | None = None
+
+
+def _is_roll(moving: list, k: int, pitch: list, tol: float) -> bool:
+    """True if ``moving[k]`` is a wrist roll: the chain's last moving joint, after pitch joints, mimicking none, its
+    axis perpendicular to theirs (in the arm's plane)."""
+    j, axis, _ = moving[k]
+    return k == len(moving) - 1 and len(pitch) >= 2 and j.mimic is None and abs(axis @ pitch[0][1]) < tol
 
 
 def sort_axes(chain: Chain, moving: list) -> Axes:
-    """The yaw joint (vertical axis, first) and 2 or 3 pitch joints (horizontal, parallel axes) of ``moving``."""
+    """The yaw joint (vertical axis, first), 2 or 3 pitch joints (horizontal, parallel axes) and a wrist roll (the
+    last joint, its axis in the plane of the pitch joints) of ``moving``."""
     tree = chain.tree
     tol = math.sin(AXIS_TOL_RAD)
-    base = None
+    base = roll = None
     pitch = []
-    for j, axis, point in moving:
+    for k, (j, axis, point) in enumerate(moving):
+        if _is_roll(moving, k, pitch, tol):
+            roll = (j, axis, point)
+            continue
         where = "(" + ", ".join(f"{v:.4g}" for v in axis) + ")"
         if np.linalg.norm(np.cross(axis, Z)) < tol:
             _check_yaw(tree, j, base, pitch)
@@ -233,7 +260,7 @@ def sort_axes(chain: Chain, moving: list) -> Axes:
     actuated = [p for p in pitch if p[0].mimic is None]
     act_index = {p[0].name: i for i, p in enumerate(actuated)}
     _check_pitch(chain, pitch, actuated, act_index)
-    return Axes(base, pitch, actuated, act_index)
+    return Axes(base, pitch, actuated, act_index, roll)
 
 
 def _check_yaw(tree: Tree, j: UrdfJoint, base: tuple | None, pitch: list) -> None:
