@@ -318,9 +318,9 @@ def step_move(prog: Program, item: _Flat, arm: Arm, q):
                 label=label,
                 blend_m=st.blend_m if s.blend_m is None else s.blend_m,
                 stop=s.stop,
-                **({} if roll is None else {"roll_rad": roll}),  # TEMP until main has LineMove.roll_rad
+                roll_rad=roll,
             )
-        q_end = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, _at(arm, q, roll), joint_move=True)
+        q_end = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, q, joint_move=True, roll=roll)
     except MotionError as exc:
         raise motion.located(exc, f"to {pose.describe()}") from None
     return JointMove(
@@ -332,15 +332,6 @@ def step_move(prog: Program, item: _Flat, arm: Arm, q):
         blend_m=st.blend_m if s.blend_m is None else s.blend_m,
         stop=s.stop,
     )
-
-
-def _at(arm: Arm, q, roll: float | None) -> np.ndarray:
-    """``q`` with its wrist roll at ``roll`` (rad; None: ``q``): the IK keeps the roll of the pose it starts from."""
-    if roll is None:
-        return q
-    q = np.array(q, dtype=float)
-    q[arm.roll_index] = roll
-    return q
 
 
 def move_roll(s: Step, pose: Pose, arm: Arm, point, phi: float | None, q) -> tuple[float | None, float | None]:
