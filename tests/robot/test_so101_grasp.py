@@ -1,5 +1,5 @@
 """Issue 37, done when: a program picks three blocks lying at 0, 35 and -60 deg on the simulated Feetech bus and
-the jaws close at each block's yaw within 1 deg.
+the jaws close at each block's yaw within 1 deg; and a part the simulated camera finds is gripped at its yaw.
 
 Checked from outside armctl's model: the goal positions the servos were sent (the simulated bus's log of SYNC
 WRITE packets), turned into the URDF's joint angles by LeRobot's convention (2048 steps at the URDF's zero, 4096 a
@@ -106,3 +106,24 @@ def test_three_blocks_at_0_35_and_minus_60_deg_are_gripped_across_within_1_deg(t
         assert abs(gap) < 1.0, (yaw, line_yaw)
         assert off_down < 1.0, (yaw, off_down)
         assert np.linalg.norm(point - shift - np.array(block) / 1000) < 1e-3, (yaw, point - shift)
+
+
+def test_a_part_the_camera_finds_is_gripped_across_at_its_yaw():
+    yourdfpy = require_module("yourdfpy", "the independent URDF FK (pip install yourdfpy)")
+    require_module("cv2", "the simulated camera finds markers with OpenCV")
+    from armctl.sim import scene
+    from armctl.sim.truth import Part
+
+    urdf = yourdfpy.URDF.load(str(URDF), load_meshes=False, build_scene_graph=True)
+    yaw = -50.0
+    with armctl.connect("so101", "feetechsim://?arm=so101&rate=30", camera="simcam://?fps=0&seed=9") as robot:
+        live = scene.latest()
+        live.parts.clear()
+        live.add_part(Part(4, 0.030, 0.19, -0.12, math.radians(yaw), 0.0))
+        seen = math.degrees(robot.find(4).yaw_rad)  # what the program is given (the camera's own error aside)
+        robot.run(load_program_text("steps:\n  - pick: {marker: 4}\n    hover_mm: 20\n", "<camera pick>"))
+        frames = _goal_frames(robot.backend.bus.serial.sim.log)
+    (k,) = _closings(frames)
+    _, line_yaw, off_down = _jaws(urdf, frames[k, :5])
+    assert abs((line_yaw - seen + 90) % 180 - 90) < 1.0 and off_down < 1.0, (line_yaw, seen, off_down)
+    assert abs((line_yaw - yaw + 90) % 180 - 90) < 2.0, (line_yaw, seen)  # the part itself, through the camera
