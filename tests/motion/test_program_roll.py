@@ -156,3 +156,22 @@ def test_a_cameras_part_yaw_turns_a_roll_arms_jaws_and_is_ignored_without_a_roll
     turned = with_parts(plain, {4: (0.15, -0.06, 0.0)}, {4: 1.0})
     a, b = plan_program(plain, mearm).trajectory, plan_program(turned, mearm).trajectory
     assert np.array_equal(a.q_rad, b.q_rad) and np.array_equal(a.gripper_rad, b.gripper_rad)
+
+
+def test_lines_turn_the_roll_as_told_and_keep_it_otherwise(roll_arm):
+    prog = load_program_text(
+        "steps:\n"
+        "  - {joint: {xyz_mm: [180, -60, 60]}, roll: 30}\n"  # a free tool angle, the roll given
+        "  - {line: {xyz_mm: [200, 40, 40], phi_deg: -90}}\n"  # no roll: the whole line at 30 deg
+        "  - {line: {xyz_mm: [200, 40, 20], phi_deg: -90}, grasp: {yaw_deg: 10}}\n"
+        "  - {line: {xyz_mm: [170, 0, 30], phi_deg: -90}, roll: -45}\n"
+    )
+    plan = plan_program(prog, roll_arm)
+    traj, i = plan.trajectory, roll_arm.roll_index
+    first, second, third, fourth = (traj.q_rad[traj.step == k][:, i] for k in range(4))
+    assert math.degrees(first[-1]) == pytest.approx(30)
+    assert np.all(second == first[-1])
+    yaw, off_down = _jaws(roll_arm, plan.moves[2].q_rad[-1])
+    assert _mod180(yaw - 10) < 1e-6 and off_down < 1e-6
+    assert math.degrees(fourth[-1]) == pytest.approx(-45)
+    assert np.all(np.diff(fourth) <= 1e-12) or np.all(np.diff(fourth) >= -1e-12)  # one way, no detour
