@@ -226,17 +226,10 @@ def _pose(sec: Section, name: str, *, line) -> Pose:
     base = "xyz" if has_xyz else "xy"
     point = _length(sec, base, count=3 if has_xyz else 2)
     key = f"{base}_mm" if sec.has(f"{base}_mm") else f"{base}_m"
-    phi = sec.number("phi_deg", None, lo=-360, hi=360)
-    yaw = sec.number("yaw_deg", None, lo=-360, hi=360)
+    phi, yaw = (sec.number(k, None, lo=-360, hi=360) for k in ("phi_deg", "yaw_deg"))
     sec.done()
-    return Pose(
-        name=name,
-        line=line,
-        point_m=point,
-        phi_rad=None if phi is None else math.radians(phi),
-        key=key,
-        yaw_rad=None if yaw is None else math.radians(yaw),
-    )
+    phi_rad, yaw_rad = (None if v is None else math.radians(v) for v in (phi, yaw))
+    return Pose(name=name, line=line, point_m=point, phi_rad=phi_rad, key=key, yaw_rad=yaw_rad)
 
 
 def _pose_ref(value, sec: Section, key: str, number: str) -> str | Pose:
