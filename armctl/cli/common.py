@@ -128,13 +128,14 @@ def orientation_args(args, arm: Arm, target, phi, q0) -> tuple[float | None, flo
 
 def tool_orientation(arm: Arm, q) -> dict:
     """The tool's orientation at pose ``q`` (rad) for ``--json``, in the arm frame: ``tool_rpy_deg`` ([roll, pitch,
-    yaw] as URDF's rpy), ``tool_R`` (the tool frame's 3x3 rotation, rows; ``kinematics.tool_pose``), and
-    ``roll_deg`` (the wrist roll's angle) on an arm with one; None for each when ``q`` is unknown."""
-    from armctl.model.kinematics import tool_pose, tool_rpy
+    yaw] as URDF's rpy), ``tool_R`` (the tool frame's 3x3 rotation, rows; ``kinematics.tool_frame``: a URDF arm's
+    tool link frame), and ``roll_deg`` (the wrist roll's angle) on an arm with one; None for each when ``q`` is
+    unknown."""
+    from armctl.model.kinematics import tool_frame, tool_rpy
 
     q = None if q is None else np.asarray(q, dtype=float)
     known = q is not None and bool(np.all(np.isfinite(q)))
-    R = tool_pose(arm, q)[:3, :3] if known else None
+    R = tool_frame(arm, q) if known else None
     d = {
         "tool_rpy_deg": [round(math.degrees(float(v)), 6) for v in tool_rpy(R)] if known else None,
         "tool_R": [[float(v) for v in row] for row in R] if known else None,

@@ -264,6 +264,15 @@ def _roll_tool_pose(arm, q) -> np.ndarray:
     return out
 
 
+def tool_frame(arm, q) -> np.ndarray:
+    """The tool's orientation as armctl reports it (``--json``'s ``tool_R``, ROS's ``tool_pose``), (..., 3, 3) in the
+    arm frame: on an arm from a URDF with a wrist roll the URDF tool link's own frame (as tf, yourdfpy and placo give
+    it: ``tool_pose`` times the derivation's constant ``tool_frame_R``), else ``tool_pose``'s."""
+    R = tool_pose(arm, q)[..., :3, :3]
+    to_link = getattr(arm.urdf, "tool_frame_R", None) if arm.urdf is not None and arm.roll is not None else None
+    return R if to_link is None else R @ to_link
+
+
 def tool_rpy(R) -> np.ndarray:
     """Roll, pitch, yaw (rad) of rotation matrices ``R`` (..., 3, 3), as URDF's ``rpy`` (R = Rz(yaw) Ry(pitch)
     Rx(roll)); pitch in [-pi/2, pi/2], roll 0 at the pitch's poles (gimbal lock)."""

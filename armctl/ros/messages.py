@@ -24,7 +24,7 @@ import numpy as np
 
 from armctl.errors import BadInputError
 from armctl.model.arm import Arm
-from armctl.model.kinematics import limit_excess, limit_names, tool_pose
+from armctl.model.kinematics import limit_excess, limit_names, tool_frame
 from armctl.model.urdf import derive as urdf
 from armctl.motion import MAX_MOVE_S, SPEED_MARGIN
 from armctl.motion.trajectory import DEFAULT_PERIOD_S, Trajectory
@@ -480,12 +480,10 @@ def quaternion(R) -> tuple[float, float, float, float]:
 def tool_pose_ros(arm: Arm, q, tool_m) -> tuple[tuple[float, float, float], tuple[float, float, float, float]]:
     """The ``tool_pose`` message's content at pose ``q`` (armctl's angles, rad) with the tool point ``tool_m``:
     (the point, as ``tool_point_ros``; the tool frame's orientation (x, y, z, w) in the node's frame). A URDF arm
-    with a wrist roll: its tool link's frame, as tf gives it (``UrdfDerivation.tool_frame_R``); other arms armctl's
-    tool frame (``kinematics.tool_pose``: on an arm with a roll x along the tool axis, y along the jaws)."""
+    with a wrist roll: its tool link's frame, as tf gives it; other arms armctl's tool frame (``kinematics.tool_frame``:
+    on an arm with a roll x along the tool axis, y along the jaws)."""
     q = np.asarray(q, dtype=float)
     point = tool_point_ros(arm, tool_m)
     if not np.all(np.isfinite(q)):
         return point, (math.nan,) * 4
-    R = frame_rotation(arm) @ tool_pose(arm, q)[:3, :3]
-    to_link = getattr(arm.urdf, "tool_frame_R", None) if arm.urdf is not None else None
-    return point, quaternion(R if to_link is None else R @ to_link)
+    return point, quaternion(frame_rotation(arm) @ tool_frame(arm, q))

@@ -122,3 +122,17 @@ def test_ik_round_trips_at_a_roll(which, tmp_path):
         assert res.q[4] == pytest.approx(q[4], abs=1e-12)
     print(f"so101 ({which}) IK round trip at a roll, {len(qs)} poses: {worst:.2e} m")
     assert worst < 1e-9
+
+
+def test_the_reported_tool_frame_is_the_urdf_tool_links():
+    """``kinematics.tool_frame`` (``--json``'s tool_R, ROS's tool_pose) is the URDF tool link's own rotation."""
+    from armctl.model.kinematics import tool_frame
+
+    arm = load_arm("so101")
+    robot = _yourdfpy(URDF)
+    names = robot.actuated_joint_names
+    for q in _random_poses(arm, 50, 5):
+        urdf_q = urdf_angles(arm, q)
+        robot.update_cfg(np.array([urdf_q.get(n, 0.0) for n in names]))
+        T = robot.get_transform(TOOL, robot.base_link)
+        assert np.allclose(tool_frame(arm, q), T[:3, :3], atol=1e-9)
