@@ -77,6 +77,7 @@ class FeetechBackend(Backend):
         self._unheard_corrupt: set[int] = set()
         self._next_frame_t: float | None = None
         self._played = 0
+        self._full_speed: set[int] = set()  # joints whose goal time and speed this session set to 0 (the maximum)
         self.log = None
 
     def use_calibration(self, cal) -> None:
@@ -201,21 +202,16 @@ class FeetechBackend(Backend):
         lo, hi = self.position_limits.get(servo_id, (0, 0))
         return steps if (lo, hi) == (0, 0) else min(max(steps, lo), hi)
 
-    def _torque_on(self, ids, *, full_speed: bool = False) -> None:
+    def _torque_on(self, ids) -> None:
         """Before a servo first moves: its goal where it is, then torque on (it does not jump). A servo found
         beyond its own position limits (moved there by hand) takes the nearest limit as its goal, as it would
-        anyway: that is the goal it holds. ``full_speed`` (a joint the host times): its goal time and speed 0,
-        the servo's own maximum, so a speed left in its RAM by an earlier hold (until power-off) cannot make it
-        lag the frames it is sent."""
+        anyway: that is the goal it holds."""
         off = [i for i in ids if not self.torque.get(i)]
         if not off:
             return
         here = {i: self._within_limits(i, v) for i, v in self.bus.read_positions(off).items()}
         for i in off:  # acknowledged (and retried): a lost goal here would be a jump when the torque goes on
-            if full_speed:
-                self.bus.write_many(i, {"goal_position": here[i], "goal_time": 0, "goal_speed": 0})
-            else:
-                self.bus.write(i, "goal_position", here[i])
+            self.bus.write(i, "goal_position", here[i])
         self.bus.set_torque(off, True)
         for i in off:
             self.torque[i] = True
@@ -239,6 +235,15 @@ class FeetechBackend(Backend):
             self.bus.write(h.id, "goal_position", round(h.position_steps))
             self.goal[h.id] = float(round(h.position_steps))
 
+    def _at_full_speed(self, ids) -> None:
+        """The first time this session a servo is driven as a joint (the host times its frames): its goal time and
+        goal speed 0, the servo's own maximum. A speed an earlier hold left in its RAM (it keeps it until power-off,
+        torque on or not) would make it lag the frames it is sent."""
+        for i in ids:
+            if i not in self._full_speed:
+                self.bus.write_many(i, {"goal_time": 0, "goal_speed": 0})  # acknowledged, retried
+                self._full_speed.add(i)
+
     def move(self, frames: int, values: dict[int, float | None]) -> None:
         """Host-timed: each frame one SYNC_WRITE of the interpolated goals, one SYNC_READ of the positions."""
         targets = {i: v for i, v in values.items() if v is not None}
@@ -247,7 +252,8 @@ class FeetechBackend(Backend):
                 self._hold()
             except ServoError as exc:
                 raise LinkError(self._named(str(exc))) from None
-        self._torque_on([i for i in targets if self.goal.get(i) is None or not self.torque.get(i)], full_speed=True)
+        self._at_full_speed(targets)
+        self._torque_on([i for i in targets if self.goal.get(i) is None or not self.torque.get(i)])
         starts = {i: self.goal[i] if self.goal[i] is not None else v for i, v in targets.items()}
         now = time.monotonic()
         if self._next_frame_t is None or self._next_frame_t < now - FRAME_S:
@@ -277,7 +283,8 @@ class FeetechBackend(Backend):
         try:
             if self.held:
                 self._hold(skip=targets)
-            self._torque_on([i for i in targets if self.goal.get(i) is None or not self.torque.get(i)], full_speed=True)
+            self._at_full_speed(targets)
+            self._torque_on([i for i in targets if self.goal.get(i) is None or not self.torque.get(i)])
             self.bus.write_positions({i: round(v) for i, v in targets.items()})
             for i, v in targets.items():
                 self.goal[i] = v
