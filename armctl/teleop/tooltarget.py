@@ -8,8 +8,9 @@ a stream: the target solved nearest the pose the arm is in and stepped towards w
 - the roll taken at the whole turn nearest the last roll inside the roll's limits (continuous across +-180 deg:
   a target roll going from 179 to -179 deg turns the jaws 2 deg, not 358); a roll no turn of which is inside the
   limits is held at the limit nearest it, on the side the roll is on (no long way round to the other limit);
-- a target out of reach gives the nearest answer (the solver's best pose, inside the limits; a pitch that the
-  point cannot have: the point alone), and says why (``clamped``);
+- a target out of reach gives the nearest answer, the point first: reached at another pitch when not at the one
+  asked; else the solver's best pose (the arm stretched towards it), at the pitch asked or at any, whichever lands
+  nearer; inside the limits; and says why (``clamped``);
 - every joint's step clipped to its speed limit times the frame period (``speed_step``, the follow's own check).
 """
 
@@ -118,7 +119,8 @@ def roll_goal(arm: Arm, roll: float, last: float) -> tuple[float, str]:
 
 def tool_goal(arm: Arm, target: ToolTarget, q_last) -> tuple[np.ndarray, float, str]:
     """(the pose for ``target`` nearest ``q_last`` (rad), inside the joint limits: the exact one, else the nearest
-    the solver finds; how far its tool point lies from the target (m); why the target was moved, "" if not).
+    the solver finds, the point before the pitch; how far its tool point lies from the target (m); why the target
+    was moved, "" if not).
     BadInputError: a roll for an arm without one, a pitch for a 2-link chain."""
     q_last = np.asarray(q_last, dtype=float)
     roll, why = None, ""
