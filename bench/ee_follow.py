@@ -49,8 +49,9 @@ from armctl.teleop.tooltarget import ToolTarget, tool_frame  # noqa: E402
 PERIOD_S = 0.01  # 100 Hz
 ROLL_PEAK_DEG = 200.0  # the roll stretch's target roll at its peak (reads -160 deg, wrapped)
 PUSH_MM = (5.0, 30.0)  # the out-of-reach stretch: this far beyond the reach
-ROLL_STRETCH = (0.30, 0.38)  # where the hard stretches lie, as fractions of the stream
-REACH_STRETCH = (0.60, 0.66)
+# the hard stretches: where they start (a fraction of the stream) and how long they last (s)
+ROLL_STRETCH = (0.30, 8.0)
+REACH_STRETCH = (0.60, 6.0)
 PLACO_ITER_TOL_M = 1e-6
 PLACO_MAX_ITER = 50
 
@@ -78,10 +79,10 @@ def joint_path(arm: Arm, frames: int, rng) -> np.ndarray:
 
 
 def window(frames: int, span: tuple[float, float]) -> np.ndarray:
-    """0 outside the fractions ``span`` of the stream, a smooth bump (sin^2) to 1 and back inside it."""
-    k = np.arange(frames) / frames
-    x = np.clip((k - span[0]) / (span[1] - span[0]), 0.0, 1.0)
-    return np.where((k >= span[0]) & (k < span[1]), np.sin(math.pi * x) ** 2, 0.0)
+    """0 outside the stretch ``span`` (its start as a fraction of the stream, its length in s), a smooth bump
+    (sin^2) to 1 and back inside it."""
+    x = (np.arange(frames) - span[0] * frames) * PERIOD_S / span[1]
+    return np.where((x >= 0) & (x < 1), np.sin(math.pi * np.clip(x, 0, 1)) ** 2, 0.0)
 
 
 def make_targets(arm: Arm, frames: int, seed: int, point_of=None) -> dict:
@@ -100,8 +101,8 @@ def make_targets(arm: Arm, frames: int, seed: int, point_of=None) -> dict:
     d = p - shoulder
     dist = np.linalg.norm(d, axis=1)
     reach = arm.reach_max + (arm.roll.offset_m if arm.roll is not None else 0.0)
-    k = (np.arange(frames) / frames - REACH_STRETCH[0]) / (REACH_STRETCH[1] - REACH_STRETCH[0])
-    push = 1e-3 * (PUSH_MM[0] + (PUSH_MM[1] - PUSH_MM[0]) * np.sin(math.pi * np.clip(k, 0, 1)))
+    x = (np.arange(frames) - REACH_STRETCH[0] * frames) * PERIOD_S / REACH_STRETCH[1]
+    push = 1e-3 * (PUSH_MM[0] + (PUSH_MM[1] - PUSH_MM[0]) * np.sin(math.pi * np.clip(x, 0, 1)))
     far = shoulder + d / dist[:, None] * (reach + push)[:, None]
     p_asked = p + w_out[:, None] * (far - p)
     out = np.linalg.norm(p_asked - shoulder, axis=1) > reach  # beyond any pose's reach
@@ -135,7 +136,7 @@ def _after(frames: int, spans, seconds: float) -> np.ndarray:
     k = np.arange(frames)
     out = np.zeros(frames, dtype=bool)
     for span in spans:
-        end = int(span[1] * frames)
+        end = int(span[0] * frames + span[1] / PERIOD_S)
         out |= (k >= end) & (k < end + int(seconds / PERIOD_S))
     return out
 
@@ -292,11 +293,12 @@ def figures(arm: Arm, s: dict, r: dict, point_of) -> dict:
 def report(arm: Arm, s: dict, rows: dict, own: dict) -> None:
     n = len(s["targets"])
     print(
-        f"{n} targets at 100 Hz on {arm.name} (tool {arm.urdf.tool_link}): {int(s['reachable'].sum())} reachable as "
+        f"{n} targets at 100 Hz on {arm.name} ({arm.source}): {int(s['reachable'].sum())} reachable as "
         f"asked, {int(s['past_roll'].sum())} with the roll past its limits (asked up to {ROLL_PEAK_DEG:g} deg), "
         f"{int(s['out'].sum())} out of reach ({PUSH_MM[0]:g}..{PUSH_MM[1]:g} mm beyond)\n"
     )
-    print("errors: the tool's distance from the target through the URDF's FK (placo's), reachable targets")
+    truth = "the URDF's FK (placo's)" if len(rows) > 1 else "armctl's own model"
+    print(f"errors (m): the tool's distance from the target by {truth}; reachable targets")
     head = f"  {'solver':<26}{'p50 us':>9}{'p99 us':>9}{'max us':>9}{'err IK m':>11}{'err sent m':>11}"
     print(head + f"{'max step/limit':>16}{'roll step deg':>15}{'miss out mm':>13}")
     for name, f in rows.items():
@@ -330,13 +332,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     n = args.targets or (2000 if args.quick else 10_000)
     arm = load_arm(args.arm)
-    if arm.urdf is None:
-        print(f"{arm.name}: not an arm from a URDF; placo needs one", file=sys.stderr)
-        return 2
     try:
+        if arm.urdf is None:
+            raise ImportError(f"{arm.name} is not an arm from a URDF")
         pl = Placo(arm)
-    except ImportError:
-        print("placo not installed (pip install placo): armctl alone, its errors by its own model")
+    except ImportError as e:
+        print(f"no placo ({e}; pip install placo): armctl alone, its errors by its own model")
         s = make_targets(arm, n, args.seed)
         own = figures(arm, s, run_armctl(arm, s), lambda q: tool_point(arm, q))
         report(arm, s, {"armctl": own}, own)

@@ -24,9 +24,10 @@ from armctl.ik.inputs import check
 from armctl.ik.result import IKResult
 from armctl.model.arm import Arm
 from armctl.model.hand import hand_link
-from armctl.model.kinematics import LIMIT_TOL, base_side, nearest_turn, tool_point
+from armctl.model.kinematics import LIMIT_TOL, base_side, nearest_turn, plain, shoulder_uv, tool_point, two_link
 
 _SUB: dict = {}
+NEAR_AXIS_M = 0.02  # the tool this close to the base axis: the poses of both sides solved, the nearer taken
 
 
 def at_roll(arm: Arm, r: float) -> tuple[Arm, float, float]:
@@ -95,6 +96,29 @@ def planes(arm: Arm, target, r: float) -> list[tuple[np.ndarray, int]]:
     return out
 
 
+def stretched(arm: Arm, target, r: float) -> tuple[np.ndarray, float] | None:
+    """For a target (x, y, z m) beyond the chain's reach with the hand at roll ``r`` (rad): the point nearest it
+    the arm reaches, the chain stretched straight towards it in its plane, and the tool axis's pitch there (rad);
+    None when the target lies within that reach (or on the base axis)."""
+    length, delta, right = (float(v) for v in hand_link(arm.roll, float(arm.links_m[-1]), r))
+    x, y, z = (float(v) for v in target)
+    rho2 = x * x + y * y
+    if rho2 <= right * right:
+        return None
+    u = math.sqrt(rho2 - right * right)
+    uc, v = shoulder_uv(arm, u, z)
+    reach = float(np.sum(arm.links_m[:-1])) + length
+    d = math.hypot(uc, v)
+    if d <= reach:
+        return None
+    s = reach / d * (1.0 - 1e-12)  # (on the reach, not a rounding beyond it)
+    u2, z2 = uc * s + arm.base_offset_m, v * s + arm.shoulder_height_m
+    b = math.atan2(y, x) + math.atan2(right, u)  # the plane's yaw (``planes``, reaching forward)
+    cb, sb = math.cos(b), math.sin(b)
+    point = np.array([u2 * cb + right * sb, u2 * sb - right * cb, z2])
+    return point, math.atan2(v, uc) + arm.roll.axis_rad - delta  # (``sub_pitch`` turned round)
+
+
 def sub_pitch(arm: Arm, phi: float | None, delta: float, side: int) -> float | None:
     """The roll-less arm's tool angle for the tool axis's pitch ``phi`` (rad) on a side of the base axis."""
     if phi is None:
@@ -111,13 +135,18 @@ def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int, rol
     q0 = np.array(q0, dtype=float)
     i = arm.roll_index
     r = float(np.clip(q0[i], arm.q_min[i], arm.q_max[i])) if roll is None else roll_turn(arm, roll, q0[i])
+    u0 = _plane_u(plain(arm), arm, q0.tolist(), float(q0[i]))[0]
+    if phi is not None and (method == "dls" or method == "analytic") and u0 >= NEAR_AXIS_M:
+        fast = _fast(arm, t, phi, q0.tolist(), r, method, tol)
+        if fast is not None:
+            return fast
     sub, delta, _ = at_roll(arm, r)
     q0_sub = q0[:i].copy()
     q0_sub[-1] += delta
     tv = np.asarray(t, dtype=float)
-    best = None
+    best, found = None, []
     order = planes(arm, tv, r)
-    if float(base_side(arm, q0)) < 0:  # the side the arm is on first
+    if u0 < 0:  # the side the arm is on first
         order.reverse()
     for goal, side in order:
         res = layered.solve(sub, goal, sub_pitch(arm, phi, delta, side), q0_sub, method, tol, max_iter, side)
@@ -127,11 +156,64 @@ def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int, rol
         on_side = float(base_side(sub, res.q)) == side
         ok = bool(res.ok and on_side and err <= max(tol, 1e-9) and arm.within_limits(q, LIMIT_TOL))
         out = dataclasses.replace(res, q=q, ok=ok, error_m=err)
-        if ok:
+        if ok and abs(u0) >= NEAR_AXIS_M:
             return out
-        if best is None or (on_side and not best[1]):
+        if ok:  # the tool next to the base axis: either side's pose may be the nearer
+            found.append(out)
+        elif best is None or (on_side and not best[1]):
             best = (out, on_side)
+    if found:
+        return min(found, key=lambda o: float(np.sum((o.q[:i] - q0[:i]) ** 2)))
     out = best[0]
     if out.reason is None:
         out = dataclasses.replace(out, reason="no pose inside the joint limits reaches the target at this roll")
     return out
+
+
+def _fast(arm: Arm, t, phi: float, q0: list, r: float, method: str, tol: float) -> IKResult | None:
+    """The common case in plain floats: a 3-link chain at a given pitch, reaching forward (the side ``q0`` is on: the
+    caller's to check, away from the base axis), in closed form (the wrist point, the 2-link branch inside the
+    limits nearest ``q0``, the wrist's turn nearest its own): what the general path returns for it. None: anything
+    else (the general path solves and explains)."""
+    P = plain(arm)
+    if len(P.links) != 3 or not P.has_base or P.pg:
+        return None
+    x, y, z = (float(v) for v in t)
+    length, delta, right = (float(v) for v in hand_link(arm.roll, P.links[2], r))
+    rho2 = x * x + y * y
+    if rho2 <= right * right:
+        return None  # (on the base axis)
+    u = math.sqrt(rho2 - right * right)
+    b = nearest_turn(math.atan2(y, x) + math.atan2(right, u), q0[0], P.qlo[0], P.qhi[0])
+    if b is None:
+        return None
+    uc, v = shoulder_uv(P, u, z)
+    ph = sub_pitch(arm, phi, delta, 1)
+    q, best = None, math.inf
+    for a, e in two_link(P.links[0], P.links[1], uc - length * math.cos(ph), v - length * math.sin(ph)):
+        j1 = nearest_turn(a, q0[1], P.lo[0], P.hi[0])
+        j2 = nearest_turn(e, q0[2], P.lo[1], P.hi[1])
+        j3 = None if j1 is None or j2 is None else nearest_turn(ph - j1 - j2 - delta, q0[3], P.lo[2], P.hi[2])
+        if j3 is not None:  # the branch inside the limits nearest q0, the chain's joints counted (as start_candidates)
+            d = (j1 - q0[1]) ** 2 + (j2 - q0[2]) ** 2 + (j3 - q0[3]) ** 2
+            if d < best:
+                q, best = [b, j1, j2, j3, r], d
+    if q is None:
+        return None
+    tu, tv = _plane_u(P, arm, q, r)
+    cb, sb = math.cos(b), math.sin(b)
+    err = math.sqrt((tu * cb + right * sb - x) ** 2 + (tu * sb - right * cb - y) ** 2 + (tv - z) ** 2)
+    if tu < 0.0 or err > max(tol, 1e-9):
+        return None  # rounding near a singular pose, or the tool behind the axis: the general path
+    return IKResult(np.array(q), True, err, 0, 1, 0, method, None, 0.0, 0.0, 0)
+
+
+def _plane_u(P, arm: Arm, q: list, r: float) -> tuple[float, float]:
+    """(u, v) (m) of the tool of pose ``q`` (plain floats) in its plane, the hand at roll ``r``."""
+    length, delta, _ = hand_link(arm.roll, P.links[2], r)
+    a1 = q[1]
+    a2 = a1 + q[2]
+    a3 = a2 + q[3] + float(delta)
+    l1, l2, length = P.links[0], P.links[1], float(length)
+    u = P.base_offset_m + l1 * math.cos(a1) + l2 * math.cos(a2) + length * math.cos(a3)
+    return u, P.shoulder_height_m + l1 * math.sin(a1) + l2 * math.sin(a2) + length * math.sin(a3)
