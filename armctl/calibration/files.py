@@ -191,8 +191,10 @@ def parse_calibration(data, path) -> Calibration:
     version = int(version)
     arm, geometry = _parse_arm_key(top, version)
     raw = top.items("joints")
-    if len(raw) not in (2, 3, 4):
-        raise top.error("joints", f"expected 2 to 4 joint servos (a base and 3 links at most), found {len(raw)}")
+    if len(raw) not in (2, 3, 4, 5):
+        raise top.error(
+            "joints", f"expected 2 to 5 joint servos (a base, 3 links and a wrist roll at most), found {len(raw)}"
+        )
     joints = []
     for i, item in enumerate(raw):
         line = raw.item_lines[i] if hasattr(raw, "item_lines") else None

@@ -3,7 +3,8 @@ server: it works over SSH).
 
 Keys: arrows move the tool in x/y (PgUp/PgDn in z on an arm with a rotating base), ``[``/``]`` the step
 (0.1, 1, 10, 50 mm; the tool angle turns by the same number of degrees, at most 15), ``<``/``>`` the speed,
-``,``/``.`` turn the tool angle (3 links), ``o``/``c`` the gripper, ``h`` home, Space stops at once, Enter
+``,``/``.`` turn the tool angle (3 links), ``;``/``'`` the wrist roll (an arm with one, by the tool angle's step),
+``o``/``c`` the gripper, ``h`` home, Space stops at once, Enter
 records the pose (``--record FILE.yaml``), ``u`` takes the last record back, ``q`` quits holding the pose.
 
 **A held key.** Terminals send no key-up event (nor does SSH): a held key repeats, and the repeats are the
@@ -62,6 +63,7 @@ AXES = {
     "pgdn": (0.0, 0.0, -1.0),
 }
 TURNS = {".": 1.0, ",": -1.0}  # tool angle: '.' counter-clockwise (+), ',' clockwise (-)
+ROLLS = {"'": 1.0, ";": -1.0}  # the wrist roll about the tool axis: "'" + (right-handed), ';' -
 
 
 # --- the terminal ------------------------------------------------------------------------------------------
@@ -105,7 +107,8 @@ class Pendant(Screen):
         self.robot, self.arm, self.recorder = robot, robot.arm, recorder
         self.step_mm, self.speed_mm_s, self.release_override_s = step_mm, speed_mm_s, release_s
         self.axes = self.arm.dim  # Cartesian axes the arm moves in (a rotating base adds z)
-        self.target: tuple[np.ndarray, float | None] | None = None  # (x, y) m and tool angle; None: read back
+        # (x, y) m, tool angle, wrist roll (None: no roll); None: read back from the board
+        self.target: tuple[np.ndarray, float | None, float | None] | None = None
         self.motions: list = []  # our motions not yet over
         self.held: str | None = None
         self.look_ahead = None  # the motion a held key jogs along (cancelled on release)
@@ -151,11 +154,11 @@ class Pendant(Screen):
     def _waiting(self) -> list:
         return [m for m in self._pending() if not m.started.is_set()]
 
-    def _target(self) -> tuple[np.ndarray, float | None]:
+    def _target(self) -> tuple[np.ndarray, float | None, float | None]:
         if self.target is None:
             pose = self.robot.commanded_pose()
             phi = float(pose.phi_rad) if self.arm.n_links == 3 else None
-            self.target = (np.array(pose.tool_m, dtype=float), phi)
+            self.target = (np.array(pose.tool_m, dtype=float), phi, getattr(pose, "roll_rad", None))
         return self.target
 
     def stop(self, reason: str, t: float) -> None:
@@ -201,20 +204,28 @@ class Pendant(Screen):
                     "refused",
                 )
                 return
-            dphi = 0.0
+            dphi = droll = 0.0
             what = f"{KEY_NAMES[key]} {self.step_mm:g} mm"
+        elif key in ROLLS:
+            if self.arm.roll is None:
+                self.message = Message(f"refused: arm '{self.arm.name}' has no wrist roll to turn", "refused")
+                return
+            d, dphi = np.zeros(self.axes), 0.0
+            droll = math.radians(ROLLS[key] * self.turn_step_deg())
+            what = f"roll {ROLLS[key] * self.turn_step_deg():+g} deg"
         else:
             if self.arm.n_links != 3:
                 self.message = Message(
                     f"refused: arm '{self.arm.name}' has {self.arm.n_links} links: no tool angle to turn", "refused"
                 )
                 return
-            d = np.zeros(self.axes)
+            d, droll = np.zeros(self.axes), 0.0
             dphi = math.radians(TURNS[key] * self.turn_step_deg())
             what = f"tool angle {TURNS[key] * self.turn_step_deg():+g} deg"
-        xy, phi = self._target()
+        xy, phi, roll = self._target()
         new_xy = xy + d
         new_phi = None if phi is None else math.remainder(phi + dphi, 2.0 * math.pi)  # (turned round and round)
+        new_roll = None if roll is None else roll + droll
         label = f"jog {what}"
         self._before_arm_move()
         try:
@@ -224,6 +235,7 @@ class Pendant(Screen):
                 speed=self.speed_mm_s / 1000.0,
                 label=label,
                 wait=False,
+                **({} if new_roll is None else {"roll": new_roll}),
             )
         except LinkError:
             raise
@@ -233,7 +245,7 @@ class Pendant(Screen):
             return
         self.motions.append(m)
         self.since_record.append("move")
-        self.target = (new_xy, new_phi)
+        self.target = (new_xy, new_phi, new_roll)
         if not repeat:
             self.message = Message(self._noted(f"jog {what} ({m.trajectory.duration_s:.2f} s)"))
 
@@ -243,7 +255,7 @@ class Pendant(Screen):
         direction = np.array(AXES[key][: self.axes])
         if not np.any(direction):
             return False
-        xy, phi = self._target()
+        xy, phi, roll = self._target()
         speed = self.speed_mm_s / 1000.0
         arm = self.arm
         dist = min(speed * LOOK_AHEAD_S, 2.0 * (arm.extent_m))
@@ -252,7 +264,8 @@ class Pendant(Screen):
         while dist > self.step_mm / 1000.0:
             end = xy + direction * dist
             try:
-                m = self.robot.move_to(*(float(v) for v in end), phi=phi, speed=speed, label=label, wait=False)
+                kw = {} if roll is None else {"roll": roll}
+                m = self.robot.move_to(*(float(v) for v in end), phi=phi, speed=speed, label=label, wait=False, **kw)
             except LinkError:
                 raise
             except ArmctlError:
@@ -261,7 +274,7 @@ class Pendant(Screen):
             self.motions.append(m)
             self.since_record.append("move")
             self.look_ahead = m
-            self.target = (end, phi)
+            self.target = (end, phi, roll)
             self.message = Message(
                 self._noted(
                     f"jog {KEY_NAMES[key]} at {self.speed_mm_s:g} mm/s while held (look-ahead {dist * 1000:.0f} mm; "
@@ -291,7 +304,7 @@ class Pendant(Screen):
         if self.prompt is not None:
             self._prompt_key(name)
             return
-        if name in AXES or name in TURNS:
+        if name in AXES or name in TURNS or name in ROLLS:
             self._jog(name, t)
             return
         if self.held is not None:

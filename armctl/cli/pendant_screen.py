@@ -13,7 +13,7 @@ KEY_NAMES = {"right": "Right", "left": "Left", "up": "Up", "down": "Down", "pgup
 
 def help_lines(arm, width: int, *, recording: bool, prompt: bool = False) -> list[str]:
     """Every key that does something on this arm, wrapped to ``width``: z keys on an arm with a rotating base,
-    the tool angle on 3 links, the gripper where there is one."""
+    the tool angle on 3 links, the roll on an arm with one, the gripper where there is one."""
     if prompt:
         items = ["type the pose name", "Enter record it", "Backspace delete", "Esc cancel"]
     else:
@@ -21,6 +21,8 @@ def help_lines(arm, width: int, *, recording: bool, prompt: bool = False) -> lis
         items += ["(hold: moves at the speed shown)", "[ ] step", "< > speed"]
         if arm.n_links == 3:
             items.append(", . tool angle")
+        if arm.roll is not None:
+            items.append("; ' roll")
         if arm.gripper is not None:
             items.append("o/c gripper open/close")
         items += ["h home", "Space stop"]
@@ -62,8 +64,9 @@ class Screen:
             source = f"  ({pose.source}: {pose.detail})" if wide else ""  # narrow: on the state line
             lines.append(f"tool    {xyz_text(pose.tool_mm, 7)}{phi}{source}")
         if self.target is not None:
-            point, tphi = self.target
+            point, tphi, troll = self.target
             phi = f"  tool angle {math.degrees(tphi):6.1f} deg" if tphi is not None else ""
+            phi += f"  roll {math.degrees(troll):6.1f} deg" if troll is not None else ""
             lines.append(f"target  {xyz_text([v * 1000 for v in point], 7)}{phi}")
         state = "moving" if self._pending() else "idle"
         if self.held:

@@ -51,12 +51,12 @@ def pose_score(arm: Arm, q) -> np.ndarray:
     return score
 
 
-def _poses_at(arm: Arm, points, phis, side: float, elbow):
+def _poses_at(arm: Arm, points, phis, side: float, elbow, roll=None):
     """Closed-form poses (K, n) of tool points (K, dim) at tool angles (K,) on one branch (``elbow`` may be one
     sign per point), each angle moved by whole turns nearest the middle of its range; and the reach excess
     (K,) m."""
     if arm.layered:
-        q, excess = arm_branch_ik(arm, points, phis, side, elbow)
+        q, excess = arm_branch_ik(arm, points, phis, side, elbow, roll=roll)
     else:
         q, excess = planar_branch_ik(arm.links_m, points, phis, elbow)
     return unwind(q, 0.5 * (arm.q_min + arm.q_max)), excess
@@ -72,13 +72,13 @@ _GRID = np.radians(np.arange(-180.0, 180.0, 4.0))
 _REFINE = (np.radians(np.linspace(-4.0, 4.0, 41)), np.radians(np.linspace(-0.2, 0.2, 41)))
 
 
-def best_free_pose(arm: Arm, target_m, *, branches=None, accept=None):
+def best_free_pose(arm: Arm, target_m, *, branches=None, accept=None, roll=None):
     """The pose reaching ``target_m`` that sits furthest inside the joint limits and away from singularity
     (``pose_score``), over every tool angle (a 4 deg grid, then 0.2 and 0.01 deg steps around the best) and
     every branch (or ``branches``: (side, elbow) pairs). Returns (q (n,) rad, tool angle rad, score) or None
     when no pose inside the limits reaches it. 3-link chains only. ``accept``: a test of a pose (n,) -> bool
     (the keep-out zones of a joint move to it): only poses it passes are taken, best score first, by the same
-    criterion (None when none of them passes)."""
+    criterion (None when none of them passes). ``roll`` (rad): an arm with a wrist roll, at that roll (None: 0)."""
     if arm.n_links != 3:
         raise ValueError("best_free_pose needs a 3-link chain")
     target = np.asarray(target_m, dtype=float)
@@ -96,7 +96,7 @@ def best_free_pose(arm: Arm, target_m, *, branches=None, accept=None):
                 phis = np.tile(_GRID, len(elbows))
                 el = np.repeat(elbows, len(_GRID))
             if arm.layered:
-                q, excess = _poses_at(arm, np.broadcast_to(target, (len(phis), len(target))), phis, side, el)
+                q, excess = _poses_at(arm, np.broadcast_to(target, (len(phis), len(target))), phis, side, el, roll)
                 score = pose_score(arm, q)
                 score[excess > REACH_TOL_M] = -np.inf
             else:
@@ -141,11 +141,14 @@ def _planar_scores(arm: Arm, target, phis, elbows):
     return score, q
 
 
-def free_angle_profile(arm: Arm, q0, target_m, side: float, elbow: float, *, grid_deg=1.0, steps_per_5mm=1):
+def free_angle_profile(
+    arm: Arm, q0, target_m, side: float, elbow: float, *, grid_deg=1.0, steps_per_5mm=1, roll_end=None
+):
     """A tool-angle profile for a line from pose ``q0`` to ``target_m`` that keeps every pose inside the joint
     limits, on the start's branch: the path through a grid of (fraction of the line, tool angle) whose worst
     ``pose_score`` is the highest (then the least turning), the tool angle changing by at most 20 deg per
-    grid step. Returns (u knots, tool angle offsets from the start's) or None if the grid has no such path."""
+    grid step. Returns (u knots, tool angle offsets from the start's) or None if the grid has no such path.
+    ``roll_end`` (rad): an arm with a wrist roll turning linearly from the start's roll to it along the line."""
     q0 = np.asarray(q0, dtype=float)
     start, end = tool_point(arm, q0), np.asarray(target_m, dtype=float)
     k_u = int(min(400, max(24, math.ceil(float(np.linalg.norm(end - start)) / 0.005) * steps_per_5mm)))
@@ -157,7 +160,11 @@ def free_angle_profile(arm: Arm, q0, target_m, side: float, elbow: float, *, gri
     phi0 = line_pitch(arm, q0)
     P = np.repeat(pts, m, axis=0)
     PHI = np.tile(phi0 + offs, k_u + 1)
-    q, excess = _poses_at(arm, P, PHI, side, elbow)
+    roll = None
+    if arm.roll is not None:
+        r0 = float(q0[arm.roll_index])
+        roll = np.repeat(r0 + u * ((r0 if roll_end is None else roll_end) - r0), m)
+    q, excess = _poses_at(arm, P, PHI, side, elbow, roll)
     score = np.where(excess <= REACH_TOL_M, pose_score(arm, q), -np.inf).reshape(k_u + 1, m)
     score[score <= 0] = -np.inf
     width = max(1, int(round(20.0 / grid_deg)))

@@ -22,9 +22,10 @@ from armctl.errors import BadInputError
 from armctl.ik import layered
 from armctl.ik.inputs import check
 from armctl.ik.result import IKResult
+from armctl.model import validate
 from armctl.model.arm import Arm
 from armctl.model.hand import hand_link
-from armctl.model.kinematics import LIMIT_TOL, base_side, nearest_turn, plain, shoulder_uv, tool_point, two_link
+from armctl.model.kinematics import LIMIT_TOL, base_side, nearest_turn, shoulder_uv, tool_point, two_link
 
 _SUB: dict = {}
 NEAR_AXIS_M = 0.02  # the tool this close to the base axis: the poses of both sides solved, the nearer taken
@@ -80,6 +81,17 @@ def roll_turn(arm: Arm, roll: float, current: float) -> float:
     return r
 
 
+def check_roll(arm: Arm, roll) -> float:
+    """``roll`` (rad) checked for ``arm`` at the edge (the Python API, the web page): a finite angle some whole turn
+    of which is inside the wrist roll's limits (which turn: the planner's, from where the move starts);
+    BadInputError on an arm without a roll, or otherwise."""
+    if arm.roll is None:
+        raise BadInputError(f"arm {arm.name!r} has no wrist roll: a roll cannot be given")
+    roll = validate.radians(roll, "roll")
+    roll_turn(arm, roll, roll)
+    return roll
+
+
 def planes(arm: Arm, target, r: float) -> list[tuple[np.ndarray, int]]:
     """The targets the roll-less arm at roll ``r`` solves for ``target`` (x, y, z): (target, side) with the chain
     reaching forward (side +1) and back over the base axis (-1)."""
@@ -127,6 +139,58 @@ def sub_pitch(arm: Arm, phi: float | None, delta: float, side: int) -> float | N
     return phi - a + delta if side > 0 else phi + a - delta
 
 
+def _closed_form(arm: Arm, t, phi: float, q0, r: float, method: str, tol: float) -> IKResult | None:
+    """A pitch given: the closed form in plain floats (what the iterations would converge to), the pose inside every
+    limit nearest ``q0`` on the side of the base axis ``q0`` is on, else the other; None when it finds none (the
+    general path then explains the miss)."""
+    length, delta, right = (float(v) for v in hand_link(arm.roll, float(arm.links_m[-1]), r))
+    x, y, z = (float(v) for v in t)
+    rho, az, left = math.hypot(x, y), math.atan2(y, x), -right
+    if rho <= 1e-9:
+        return None  # on the base axis: the general path keeps the base where it is
+    u = math.sqrt(max(rho * rho - left * left, 0.0))
+    turn = math.atan2(left, u)
+    lo, hi = arm.q_min, arm.q_max
+    l1, l2, a = float(arm.links_m[0]), float(arm.links_m[1]), arm.roll.axis_rad
+    sides = (1, -1) if float(base_side(arm, q0)) >= 0 else (-1, 1)
+    near_axis, found = abs(_tool_u(arm, q0)) < NEAR_AXIS_M, None
+    for side in sides:
+        b = nearest_turn(az - turn if side > 0 else az + turn + math.pi, float(q0[0]), float(lo[0]), float(hi[0]))
+        if b is None:
+            continue
+        psi = (phi - a if side > 0 else math.pi - phi - a) + delta
+        wu = side * u - arm.base_offset_m - length * math.cos(psi)
+        wv = z - arm.shoulder_height_m - length * math.sin(psi)
+        best = None
+        for q1, q2 in two_link(l1, l2, wu, wv):
+            q = [b, q1, q2, psi - q1 - q2 - delta, r]
+            for j in (1, 2, 3):
+                q[j] = nearest_turn(q[j], float(q0[j]), float(lo[j]), float(hi[j]))
+                if q[j] is None:
+                    break
+            else:
+                cost = sum(abs(q[j] - float(q0[j])) for j in range(4))
+                if best is None or cost < best[0]:
+                    best = (cost, q)
+        if best is not None:
+            q = np.array(best[1])
+            err = float(np.linalg.norm(tool_point(arm, q) - np.asarray(t, dtype=float)))
+            if err <= max(tol, 1e-9):
+                res = IKResult(q, True, err, 0, 1, 0, method, None, 0.0, 0.0, 0)
+                if not near_axis:
+                    return res
+                if found is None or best[0] < found[0]:  # next to the axis: the nearer side's
+                    found = (best[0], res)
+    return None if found is None else found[1]
+
+
+def _tool_u(arm: Arm, q) -> float:
+    """How far (m) the tool of pose ``q`` lies from the base axis along the arm's direction (negative: reaching
+    back over it)."""
+    p = tool_point(arm, q)
+    return float(p[0] * math.cos(q[0]) + p[1] * math.sin(q[0]))
+
+
 def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int, roll: float | None) -> IKResult:
     """``ik.solve`` for an arm with a wrist roll (the options positional): the pose (rad, the roll last) that puts
     the tool point on ``target`` (x, y, z m) with the tool axis at pitch ``phi`` (rad, or free) and the roll at
@@ -135,9 +199,8 @@ def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int, rol
     q0 = np.array(q0, dtype=float)
     i = arm.roll_index
     r = float(np.clip(q0[i], arm.q_min[i], arm.q_max[i])) if roll is None else roll_turn(arm, roll, q0[i])
-    u0 = _plane_u(plain(arm), arm, q0.tolist(), float(q0[i]))[0]
-    if phi is not None and (method == "dls" or method == "analytic") and u0 >= NEAR_AXIS_M:
-        fast = _fast(arm, t, phi, q0.tolist(), r, method, tol)
+    if phi is not None and method in ("dls", "analytic"):
+        fast = _closed_form(arm, t, float(phi), q0, r, method, tol)
         if fast is not None:
             return fast
     sub, delta, _ = at_roll(arm, r)
@@ -146,8 +209,9 @@ def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int, rol
     tv = np.asarray(t, dtype=float)
     best, found = None, []
     order = planes(arm, tv, r)
-    if u0 < 0:  # the side the arm is on first
+    if float(base_side(arm, q0)) < 0:  # the side the arm is on first
         order.reverse()
+    near_axis = abs(_tool_u(arm, q0)) < NEAR_AXIS_M
     for goal, side in order:
         res = layered.solve(sub, goal, sub_pitch(arm, phi, delta, side), q0_sub, method, tol, max_iter, side)
         q = np.append(res.q, r)
@@ -156,64 +220,15 @@ def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int, rol
         on_side = float(base_side(sub, res.q)) == side
         ok = bool(res.ok and on_side and err <= max(tol, 1e-9) and arm.within_limits(q, LIMIT_TOL))
         out = dataclasses.replace(res, q=q, ok=ok, error_m=err)
-        if ok and abs(u0) >= NEAR_AXIS_M:
+        if ok and not near_axis:
             return out
         if ok:  # the tool next to the base axis: either side's pose may be the nearer
             found.append(out)
         elif best is None or (on_side and not best[1]):
             best = (out, on_side)
     if found:
-        return min(found, key=lambda o: float(np.sum((o.q[:i] - q0[:i]) ** 2)))
+        return min(found, key=lambda o: float(np.sum(np.abs(o.q[:i] - q0[:i]))))
     out = best[0]
     if out.reason is None:
         out = dataclasses.replace(out, reason="no pose inside the joint limits reaches the target at this roll")
     return out
-
-
-def _fast(arm: Arm, t, phi: float, q0: list, r: float, method: str, tol: float) -> IKResult | None:
-    """The common case in plain floats: a 3-link chain at a given pitch, reaching forward (the side ``q0`` is on: the
-    caller's to check, away from the base axis), in closed form (the wrist point, the 2-link branch inside the
-    limits nearest ``q0``, the wrist's turn nearest its own): what the general path returns for it. None: anything
-    else (the general path solves and explains)."""
-    P = plain(arm)
-    if len(P.links) != 3 or not P.has_base or P.pg:
-        return None
-    x, y, z = (float(v) for v in t)
-    length, delta, right = (float(v) for v in hand_link(arm.roll, P.links[2], r))
-    rho2 = x * x + y * y
-    if rho2 <= right * right:
-        return None  # (on the base axis)
-    u = math.sqrt(rho2 - right * right)
-    b = nearest_turn(math.atan2(y, x) + math.atan2(right, u), q0[0], P.qlo[0], P.qhi[0])
-    if b is None:
-        return None
-    uc, v = shoulder_uv(P, u, z)
-    ph = sub_pitch(arm, phi, delta, 1)
-    q, best = None, math.inf
-    for a, e in two_link(P.links[0], P.links[1], uc - length * math.cos(ph), v - length * math.sin(ph)):
-        j1 = nearest_turn(a, q0[1], P.lo[0], P.hi[0])
-        j2 = nearest_turn(e, q0[2], P.lo[1], P.hi[1])
-        j3 = None if j1 is None or j2 is None else nearest_turn(ph - j1 - j2 - delta, q0[3], P.lo[2], P.hi[2])
-        if j3 is not None:  # the branch inside the limits nearest q0, the chain's joints counted (as start_candidates)
-            d = (j1 - q0[1]) ** 2 + (j2 - q0[2]) ** 2 + (j3 - q0[3]) ** 2
-            if d < best:
-                q, best = [b, j1, j2, j3, r], d
-    if q is None:
-        return None
-    tu, tv = _plane_u(P, arm, q, r)
-    cb, sb = math.cos(b), math.sin(b)
-    err = math.sqrt((tu * cb + right * sb - x) ** 2 + (tu * sb - right * cb - y) ** 2 + (tv - z) ** 2)
-    if tu < 0.0 or err > max(tol, 1e-9):
-        return None  # rounding near a singular pose, or the tool behind the axis: the general path
-    return IKResult(np.array(q), True, err, 0, 1, 0, method, None, 0.0, 0.0, 0)
-
-
-def _plane_u(P, arm: Arm, q: list, r: float) -> tuple[float, float]:
-    """(u, v) (m) of the tool of pose ``q`` (plain floats) in its plane, the hand at roll ``r``."""
-    length, delta, _ = hand_link(arm.roll, P.links[2], r)
-    a1 = q[1]
-    a2 = a1 + q[2]
-    a3 = a2 + q[3] + float(delta)
-    l1, l2, length = P.links[0], P.links[1], float(length)
-    u = P.base_offset_m + l1 * math.cos(a1) + l2 * math.cos(a2) + length * math.cos(a3)
-    return u, P.shoulder_height_m + l1 * math.sin(a1) + l2 * math.sin(a2) + length * math.sin(a3)

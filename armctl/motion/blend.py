@@ -183,7 +183,8 @@ class ChainPath:
     def _ik(self, pts, phi, base_ref: float):
         arm = self.arm
         ph = None if arm.n_links == 2 else phi
-        return arm_branch_ik(arm, pts, ph, self.side, self.elbow, base_ref)
+        roll = self.paths[0].roll0 if arm.roll is not None else None  # a blended run keeps its roll
+        return arm_branch_ik(arm, pts, ph, self.side, self.elbow, base_ref, roll)
 
     def at(self, s) -> np.ndarray:
         """Joint angles (rad) at path parameters ``s``, continuous with the grid's."""
@@ -213,11 +214,13 @@ def _bezier_curvature(a, c, b, t):
 
 def _blendable(arm: Arm, a: MovePlan, b: MovePlan, move_a) -> bool:
     """Lines ``a`` then ``b`` may share a rounded corner: both plain lines that move the tool, on one branch,
-    and ``a`` asks for a blend without a stop."""
+    and ``a`` asks for a blend without a stop; an arm's wrist roll turning on neither (a turning roll rests there)."""
     if not (isinstance(move_a, LineMove) and move_a.blend_m > 0 and not move_a.stop):
         return False
     pa, pb = a.path, b.path
     if pa is None or pb is None or a.kind != "line" or b.kind != "line":
+        return False
+    if arm.roll is not None and (pa.droll != 0.0 or pb.droll != 0.0 or pa.roll0 != pb.roll0):
         return False
     da, db = np.linalg.norm(pa.end - pa.start), np.linalg.norm(pb.end - pb.start)
     if da < 1e-9 or db < 1e-9:

@@ -14,7 +14,7 @@ from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_point, unwind, wrap
 from armctl.model.workspace import check_reachable
 from armctl.motion.moves import DEFAULT_MAX_JOINT_STEP_RAD, MIN_SEGMENT_M, MIN_TIMING_SEGMENTS, TWO_PI, LineMove
-from armctl.motion.poses import branch_of, solve_pose
+from armctl.motion.poses import branch_of, pose_roll, solve_pose
 from armctl.motion.refusals import limit_error, outside_limits, where_along
 from armctl.motion.rows import row_max
 
@@ -37,6 +37,12 @@ class LinePath:
     arm: Arm | None = None  # the arm (``arm_branch_ik`` solves it; None: the planar serial chain of ``links``)
     side: float = 1.0  # base arms: +1 the base points at the tool, -1 half a turn from it
     profile: tuple | None = None  # free tool angle: (u knots, phi offsets from phi0) of a piecewise-linear profile
+    roll0: float = 0.0  # an arm with a wrist roll: the roll at the start (rad), turning by droll along the line
+    droll: float = 0.0
+
+    def roll_at(self, u):
+        """The roll (rad) at fractions ``u`` of the line (an arm with a wrist roll): linear from the start's."""
+        return self.roll0 + np.asarray(u, dtype=float) * self.droll
 
     def phi_at(self, u):
         """The tool angle (rad) at fractions ``u`` of the line: linear from phi0 to phi0 + dphi, or the profile."""
@@ -56,7 +62,13 @@ class LinePath:
             q, _ = planar_branch_ik(self.links, pts, phi, self.elbow)
         else:
             q, _ = arm_branch_ik(
-                self.arm, pts, None if self.arm.n_links == 2 else phi, self.side, self.elbow, float(ref[0, 0])
+                self.arm,
+                pts,
+                None if self.arm.n_links == 2 else phi,
+                self.side,
+                self.elbow,
+                float(ref[0, 0]),
+                self.roll_at(u),
             )
         return unwind(q, ref)
 
@@ -91,25 +103,28 @@ def _free_angle_path(arm: Arm, q0, move: LineMove, max_joint_step_rad: float) ->
     ``free_angle_profile`` finds (the joints furthest inside their limits all along the line); to end angles
     near the nearest pose's (5 deg steps, up to 90 deg away). Refused (the first error) only when none works."""
     target = np.asarray(move.target_m, dtype=float)
+    r_end = pose_roll(arm, move.roll_rad, q0)
     if float(np.linalg.norm(target - tool_point(arm, q0))) <= 1e-9:
         return _line_path(arm, q0, move, line_pitch(arm, q0), max_joint_step_rad)  # already there: keep the angle
     first = None
     phi_ik = None
     try:
-        q_ik = solve_pose(arm, target, None, q0, criterion="nearest")
+        q_ik = solve_pose(arm, target, None, q0, criterion="nearest", roll=r_end)
         phi_ik = line_pitch(arm, q_ik)
         return _line_path(arm, q0, replace(move, reach_q_rad=tuple(q_ik)), phi_ik, max_joint_step_rad)
     except MotionError as exc:
         first = exc
     side, elbow = branch_of(arm, q0)
-    best = best_free_pose(arm, target, branches=[(side, elbow)])
+    best = best_free_pose(arm, target, branches=[(side, elbow)], roll=r_end)
     if best is not None:
         try:
             return _line_path(arm, q0, move, best[1], max_joint_step_rad)
         except MotionError as exc:
             first = first or exc
     for grid_deg, steps in ((1.0, 1), (0.5, 2)):
-        profile = free_angle_profile(arm, q0, target, side, elbow, grid_deg=grid_deg, steps_per_5mm=steps)
+        profile = free_angle_profile(
+            arm, q0, target, side, elbow, grid_deg=grid_deg, steps_per_5mm=steps, roll_end=r_end
+        )
         if profile is None:
             break
         try:
@@ -161,13 +176,17 @@ def _empty_path(arm: Arm, q0, move: LineMove, phi_end: float | None, profile) ->
     if profile is not None:
         dphi = float(profile[1][-1])
         turn = float(np.sum(np.abs(np.diff(profile[1]))))
+    r_end = pose_roll(arm, move.roll_rad, q0)
+    roll0 = 0.0 if r_end is None else float(q0[arm.roll_index])
+    droll = 0.0 if r_end is None else r_end - roll0
     if arm.layered:
-        if not _reaches(arm, move.reach_q_rad, end, None if n == 2 else phi0 + dphi):  # (solved by the caller)
-            solve_pose(arm, end, None if n == 2 else phi0 + dphi, q0)  # the end reachable inside every limit
+        if not _reaches(arm, move.reach_q_rad, end, None if n == 2 else phi0 + dphi, r_end):  # (solved by the caller)
+            solve_pose(arm, end, None if n == 2 else phi0 + dphi, q0, roll=r_end)  # the end reachable inside the limits
     else:
         check_reachable(arm, end, None if n == 2 else phi0 + dphi)
     dist = float(np.linalg.norm(end - start)) if arm.has_base else float(np.hypot(*(end - start)))
-    # A pure turn of the tool counts as the distance the tool tip's last link sweeps.
+    # A pure turn of the tool (its angle, its roll) counts as the distance the tool tip's last link sweeps.
+    turn = max(turn, abs(droll))
     length = max(dist, float(arm.links_m[-1]) * turn) if n == 3 else dist
     side, elbow = branch_of(arm, q0)
     rel = float(arm.chain_angles(q0)[1])
@@ -188,6 +207,8 @@ def _empty_path(arm: Arm, q0, move: LineMove, phi_end: float | None, profile) ->
         arm=arm,
         side=side,
         profile=profile,
+        roll0=roll0,
+        droll=droll,
     )
 
 
@@ -253,7 +274,7 @@ def _check_path_limits(arm: Arm, move: LineMove, s, q, pts, length: float) -> No
         raise MotionError("a line move to this joint pose would end on the other elbow branch; use a joint move")
 
 
-def _reaches(arm: Arm, q, end, phi: float | None) -> bool:
+def _reaches(arm: Arm, q, end, phi: float | None, roll: float | None = None) -> bool:
     """True if joint angles ``q`` (None: none given) put the tool on ``end`` [at tool angle ``phi``] inside
     every joint limit: the end is reachable (``solve_pose`` would find a pose; which one it is does not matter)."""
     if q is None:
@@ -262,6 +283,8 @@ def _reaches(arm: Arm, q, end, phi: float | None) -> bool:
     if q.shape != (arm.n,) or not arm.within_limits(q):
         return False
     if float(np.linalg.norm(tool_point(arm, q) - end)) > 1e-9:
+        return False
+    if roll is not None and abs(float(q[arm.roll_index]) - roll) > 1e-9:
         return False
     return phi is None or abs(float(wrap(line_pitch(arm, q) - phi))) <= 1e-9
 
@@ -274,7 +297,13 @@ def _solve_points(path: LinePath, s):
         q, excess = planar_branch_ik(path.links, pts, phi, path.elbow)
     else:
         q, excess = arm_branch_ik(
-            path.arm, pts, None if path.arm.n_links == 2 else phi, path.side, path.elbow, float(path.q[0, 0])
+            path.arm,
+            pts,
+            None if path.arm.n_links == 2 else phi,
+            path.side,
+            path.elbow,
+            float(path.q[0, 0]),
+            path.roll_at(u),
         )
     return q, pts, excess
 

@@ -43,7 +43,8 @@ class LineMove:
     solving the end again; angles that do not reach the target (or its tool angle) are ignored.
     ``blend_m`` > 0: the tool may pass the corner at the end of this line within that distance of it,
     without stopping, when the next move is a line too (``plan_moves``; see ``blend_chain``); ``stop``
-    forces a rest at the end whatever the blend.
+    forces a rest at the end whatever the blend. ``roll_rad`` (arms with a wrist roll): the roll at the end, turning
+    linearly along the line (the whole turn nearest the start's inside the limits); None keeps the start's.
     """
 
     target_m: tuple[float, ...]
@@ -57,6 +58,7 @@ class LineMove:
     blend_m: float = 0.0
     stop: bool = False
     reach_q_rad: tuple[float, ...] | None = None
+    roll_rad: float | None = None  # an arm with a wrist roll: the roll at the end (None: the roll it has)
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from armctl import ik
-from armctl.errors import JointLimitError, UnreachableError
+from armctl.errors import BadInputError, JointLimitError, UnreachableError
 from armctl.ik.branch import branch_ik, elbow_of
 from armctl.ik.redundancy import best_free_pose
+from armctl.ik.roll import roll_turn
 from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_point, unwind
 from armctl.model.workspace import check_reachable, fmt_point
@@ -21,7 +22,14 @@ def branch_of(arm: Arm, q) -> tuple[float, float]:
 
 
 def solve_pose(
-    arm: Arm, target_m, phi_rad: float | None, q_near, *, criterion: str = "best", joint_move: bool = False
+    arm: Arm,
+    target_m,
+    phi_rad: float | None,
+    q_near,
+    *,
+    criterion: str = "best",
+    joint_move: bool = False,
+    roll: float | None = None,
 ) -> np.ndarray:
     """Joint angles (rad) reaching ``target_m`` (m) [with tool angle ``phi_rad``], nearest ``q_near``.
 
@@ -31,20 +39,23 @@ def solve_pose(
     zones the best pose is taken among those clear of them whose joint move from ``q_near`` is clear too (as
     ``check_zones`` checks it), the best of all when none is (the move is then refused as before). Raises
     UnreachableError (with the shortfall) or JointLimitError when no solution inside the joint limits exists.
+    ``roll`` (rad, an arm with a wrist roll): the roll of the pose, at its whole turn nearest ``q_near``'s inside the
+    limits (None: ``q_near``'s roll; BadInputError when no turn of it is inside them).
     """
     target = np.asarray(target_m, dtype=float)
     q_near = np.asarray(q_near, dtype=float)
     phi = phi_rad if arm.n_links == 3 else None
+    r = pose_roll(arm, roll, q_near)
     if phi is None and arm.n_links == 3 and criterion == "best" and len(target) == arm.dim:
         best = None
         if joint_move and arm.zones:
-            best = best_free_pose(arm, target, accept=_zone_free_joint_move(arm, q_near))
+            best = best_free_pose(arm, target, accept=_zone_free_joint_move(arm, q_near), roll=r)
         if best is None:
-            best = best_free_pose(arm, target)
+            best = best_free_pose(arm, target, roll=r)
         if best is not None:
             return unwind(best[0], q_near) if not arm.within_limits(best[0]) else best[0]
     if arm.layered:
-        return _solve_pose_layered(arm, target, phi, q_near)
+        return _solve_pose_layered(arm, target, phi, q_near, r)
     check_reachable(arm, target, phi)
     # 2 links or a given tool angle: the closed-form branch inside the limits nearest q_near;
     # a redundant 3-link arm: DLS from q_near (ik.solve decides, the same as `armctl ik`).
@@ -82,11 +93,26 @@ def _zone_free_joint_move(arm: Arm, q0):
     return accept
 
 
-def _solve_pose_layered(arm: Arm, target, phi, q_near) -> np.ndarray:
+def pose_roll(arm: Arm, roll: float | None, q_near) -> float | None:
+    """The roll (rad) a pose near ``q_near`` takes for ``roll`` (None: ``q_near``'s, inside the limits): the whole
+    turn nearest ``q_near``'s inside the roll's limits. None on an arm without a roll (BadInputError if one is
+    given)."""
+    if arm.roll is None:
+        if roll is not None:
+            raise BadInputError(f"arm {arm.name!r} has no wrist roll: a roll cannot be given")
+        return None
+    i = arm.roll_index
+    current = float(np.asarray(q_near, dtype=float)[i])
+    if roll is None:
+        return float(min(max(current, arm.q_min[i]), arm.q_max[i]))
+    return roll_turn(arm, float(roll), current)
+
+
+def _solve_pose_layered(arm: Arm, target, phi, q_near, roll=None) -> np.ndarray:
     from armctl.ik import check_target
 
     check_target(arm, target)
-    res = ik.solve(arm, target, phi=phi, q0=q_near)
+    res = ik.solve(arm, target, phi=phi, q0=q_near, roll=roll)
     if res.ok:
         return np.asarray(res.q, dtype=float)
     near = tool_point(arm, res.q)

@@ -211,7 +211,7 @@ def _pose(sec: Section, name: str, *, line) -> Pose:
         if not sec.has(k):
             sec.raw(k, None)
     if has_q:
-        q = tuple(math.radians(v) for v in sec.numbers("q_deg", count=(2, 3, 4)))
+        q = tuple(math.radians(v) for v in sec.numbers("q_deg", count=(2, 3, 4, 5)))
         if sec.has("phi_deg"):
             raise sec.error("phi_deg", "a joint pose (q_deg) has no separate phi_deg: its tool angle is the sum")
         sec.done()

@@ -9,19 +9,23 @@ import numpy as np
 
 from armctl import motion
 from armctl.errors import BadInputError
+from armctl.ik.roll import check_roll
 from armctl.model import validate
 from armctl.motion.trajectory import Trajectory
 
 
-def line_move(arm, x, y, z, phi, speed, accel, label, blend=None) -> motion.LineMove:
+def line_move(arm, x, y, z, phi, speed, accel, label, blend=None, roll=None) -> motion.LineMove:
     """A straight line to (``x``, ``y``[, ``z``]) m, the tool at ``phi`` (rad, 3-link arms), at ``speed`` m/s and
-    ``accel`` m/s^2 (None: the planner's defaults), passing the next move's corner within ``blend`` m."""
+    ``accel`` m/s^2 (None: the planner's defaults), passing the next move's corner within ``blend`` m; the wrist roll
+    turned to ``roll`` (rad, arms with one; None: kept)."""
     target = validate.point(arm, x, y, z)
     if phi is not None:
         phi = validate.radians(phi, "phi")
         if arm.n_links != 3:
             raise BadInputError(f"phi (a tool angle) needs a 3-link arm; {arm.name!r} has {arm.n_links} links")
     kw = {}
+    if roll is not None:
+        kw["roll_rad"] = check_roll(arm, roll)
     if speed is not None:
         kw["speed_m_s"] = validate.tool_speed(speed)
     if accel is not None:
@@ -54,7 +58,7 @@ def joint_moves_to(arm, line: motion.LineMove, label: str):
     nearest it), with ``line``'s blend."""
 
     def joint_move(q0):
-        q = motion.solve_pose(arm, np.array(line.target_m), line.phi_rad, q0, joint_move=True)
+        q = motion.solve_pose(arm, np.array(line.target_m), line.phi_rad, q0, joint_move=True, roll=line.roll_rad)
         return [motion.JointMove(tuple(q), label=label, blend_m=line.blend_m)]
 
     return joint_move

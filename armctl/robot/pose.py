@@ -34,6 +34,12 @@ class Pose:
     source: str
     detail: str
     values: tuple[float | None, ...] = ()
+    roll_rad: float | None = None  # the wrist roll (rad) on an arm with one, else None
+
+    @property
+    def roll(self) -> float | None:
+        """The wrist roll (rad, as ``move_to(roll=)`` takes it) on an arm with one, else None."""
+        return self.roll_rad
 
     @property
     def measured(self) -> bool:
@@ -73,6 +79,7 @@ class Pose:
             "q_deg": self.q_deg,
             "phi_deg": math.degrees(self.phi_rad),
             "gripper_deg": None if self.gripper_rad is None else math.degrees(self.gripper_rad),
+            **({} if self.roll_rad is None else {"roll_deg": math.degrees(self.roll_rad)}),
             "source": self.source,
             "detail": self.detail,
             "values": list(self.values),
@@ -84,8 +91,9 @@ class Pose:
         where = ", ".join(f"{v:.1f}" for v in self.tool_mm)
         joints = ", ".join(f"{v:.1f}" for v in self.q_deg)
         g = "" if self.gripper_rad is None else f", gripper={math.degrees(self.gripper_rad):.1f} deg"
+        r = "" if self.roll_rad is None else f", roll={math.degrees(self.roll_rad):.1f} deg"
         return (
-            f"Pose(tool=({where}) mm, phi={math.degrees(self.phi_rad):.1f} deg, joints=[{joints}] deg{g}, "
+            f"Pose(tool=({where}) mm, phi={math.degrees(self.phi_rad):.1f} deg{r}, joints=[{joints}] deg{g}, "
             f"{self.source})"
         )
 
@@ -277,6 +285,7 @@ class BoardPose:
             source=source,
             detail=detail,
             values=tuple(None if v is None else float(v) for v in values),
+            roll_rad=None if arm.roll is None else float(np.asarray(q, dtype=float)[arm.roll_index]),
         )
 
     def measured(self, settle: bool) -> Pose | None:

@@ -248,11 +248,12 @@ class Robot:
         phi: float | None = None,
         speed: float | None = None,
         accel: float | None = None,
+        roll: float | None = None,
     ) -> Trajectory:
         """The straight-line trajectory ``move_to`` would play, from where the arm is (or will be, after the
         motions still to play), without moving: for previews and plots. Raises what ``move_to`` raises."""
         self._check_open()
-        return self._plan([line_move(self.arm, x, y, z, phi, speed, accel, None)])[0]
+        return self._plan([line_move(self.arm, x, y, z, phi, speed, accel, None, roll=roll)])[0]
 
     def _plan(self, moves) -> tuple[Trajectory, Pulses, Motion | None]:
         """Plan ``moves`` (a list, or a function of the start pose giving one) from where the arm will be when
@@ -277,6 +278,7 @@ class Robot:
         wait: bool = True,
         blend: float | None = None,
         reach_q=None,
+        roll: float | None = None,
     ) -> Motion:
         """Move the tool point to (``x``, ``y``) m, or (``x``, ``y``, ``z``) on an arm with a rotating base (z
         is required there and refused on a planar arm): in a straight line at ``speed`` m/s (default 0.1) with
@@ -287,12 +289,14 @@ class Robot:
         (it rests only at the last move queued; see docs/programs.md, "Blending"). Raises UnreachableError (with
         ``shortfall_m``), JointLimitError (also PulseLimitError), MotionError, BadInputError before anything
         moves; LinkError if the link fails. ``reach_q`` (rad, lines): the pose the caller solved for the target
-        (``motion.solve_pose``), checked instead of solving the end again."""
+        (``motion.solve_pose``), checked instead of solving the end again. ``roll`` (rad, arms with a wrist roll):
+        the jaws turned about the tool axis (0: the URDF's zero), taken at the whole turn nearest the roll the arm
+        has inside its limits; None keeps the roll (no surprise turns)."""
         self._check_open()
         gen = self.runner.stop_gen
         if path not in ("line", "joint"):
             raise BadInputError(f"path: 'line' or 'joint', got {path!r}")
-        line = line_move(self.arm, x, y, z, phi, speed, accel, label, blend)
+        line = line_move(self.arm, x, y, z, phi, speed, accel, label, blend, roll)
         if reach_q is not None:
             line = replace(line, reach_q_rad=tuple(float(v) for v in reach_q))
         if path == "line":

@@ -73,6 +73,7 @@ class Watch:
             source=source,
             detail=detail,
             values=tuple(values),
+            roll_rad=None if self.arm.roll is None else float(q[self.arm.roll_index]),
         )
 
     moving = False  #: True while the last ``where()`` found the driver moving the arm

@@ -34,9 +34,11 @@ FIELDS = ("x", "y", "z", "pitch", "roll", "gripper")
 @dataclass(frozen=True)
 class ToolTarget:
     """One end-effector target: the tool point ``x``, ``y``, ``z`` (m, the arm's frame: ``armctl ik`` takes the
-    same), the tool axis's ``pitch`` (rad, as ``armctl ik --phi``), the wrist ``roll`` (rad, 0 as the URDF's
-    zero) and the ``gripper`` (0 closed .. 1 open, a fraction of its range). ``pitch``, ``roll`` and ``gripper``
-    None: keep the one the arm has. Checked when made (BadInputError naming the field)."""
+    same; a URDF arm's base_link point is ``arm.urdf.from_urdf_point``'s), the tool axis's ``pitch`` (rad from the
+    horizontal, negative down: ``armctl ik --phi``), the wrist ``roll`` (rad, 0 as the URDF's zero; any turn of it:
+    taken at the one nearest the roll the arm has) and the ``gripper`` (0 closed .. 1 open, a fraction of its
+    range). ``pitch``, ``roll`` and ``gripper`` None: keep the one the arm has. Checked when made (BadInputError
+    naming the field)."""
 
     x: float
     y: float

@@ -14,6 +14,8 @@ import numpy as np
 
 from armctl.calibration.servo import Calibration, within_calibration
 from armctl.core import limits
+from armctl.errors import BadInputError
+from armctl.ik.roll import check_roll
 from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_point
 from armctl.model.validate import is_number
@@ -115,9 +117,10 @@ def move_command(data: dict, arm: Arm, reach: ReachMap) -> Command:
 
 def _move_command_xyz(data: dict, arm: Arm) -> Command:
     """``POST /api/move`` for an arm on a base: x_mm, y_mm, z_mm, optional phi_deg, speed_mm_s, mode."""
-    _only(data, {"x_mm", "y_mm", "z_mm", "phi_deg", "speed_mm_s", "mode"})
+    _only(data, {"x_mm", "y_mm", "z_mm", "phi_deg", "roll_deg", "speed_mm_s", "mode"})
     x, y, z = (_number(data, k, required=True, lo=-MAX_COORD_MM, hi=MAX_COORD_MM) for k in ("x_mm", "y_mm", "z_mm"))
     phi_deg = _number(data, "phi_deg", required=False, lo=-360, hi=360)
+    roll = _roll(data, arm)
     speed = _number(data, "speed_mm_s", required=False, lo=1, hi=MAX_SPEED_MM_S, default=DEFAULT_SPEED_M_S * 1000)
     mode = data.get("mode", "line")
     if mode not in ("line", "joint"):
@@ -137,7 +140,21 @@ def _move_command_xyz(data: dict, arm: Arm) -> Command:
             nearest_mm=[float(v) * 1000 for v in near.point_m],
         )
     label = f"{'line' if mode == 'line' else 'joint move'} to ({x:.0f}, {y:.0f}, {z:.0f}) mm"
-    return controller.move_command(target, phi, speed / 1000.0, mode, label)
+    if roll is not None:
+        label += f", roll {math.degrees(roll):.0f} deg"
+    return controller.move_command(target, phi, speed / 1000.0, mode, label, roll=roll)
+
+
+def _roll(data: dict, arm: Arm) -> float | None:
+    """``roll_deg`` of a move (rad), or None: the wrist roll about the tool axis, on an arm with one, some whole
+    turn of it inside the roll's limits (400 otherwise)."""
+    roll_deg = _number(data, "roll_deg", required=False, lo=-720, hi=720)
+    if roll_deg is None:
+        return None
+    try:
+        return check_roll(arm, math.radians(roll_deg))
+    except BadInputError as exc:
+        raise ApiError(400, f"'roll_deg': {exc}") from None
 
 
 def refusal(exc: Exception, cmd: Command, reach: ReachMap) -> ApiError:
@@ -174,6 +191,12 @@ def record_name(data: dict) -> str | None:
     return name
 
 
+def _roll_range(arm: Arm) -> dict:
+    """The wrist roll as the page shows it: its joint's name and range (deg)."""
+    i = arm.roll_index
+    return {"name": arm.joint_names[i], "min_deg": math.degrees(arm.q_min[i]), "max_deg": math.degrees(arm.q_max[i])}
+
+
 def describe(arm: Arm, cal: Calibration, reach: ReachMap, *, backend: str, port: str, firmware: str) -> dict:
     """What the page needs to draw the arm: geometry (mm), limits (deg), servos, the reachable region. An arm
     on a rotating base also gets ``base`` (its range), its offsets, and ``top_map`` (the reach on the table)
@@ -188,6 +211,7 @@ def describe(arm: Arm, cal: Calibration, reach: ReachMap, *, backend: str, port:
         "home_deg": [math.degrees(v) for v in arm.home_rad],
         "home_tool_mm": [float(v) * 1000 for v in tool_point(arm, arm.home_rad)],
         "reach_mm": [arm.reach_min * 1000, arm.reach_max * 1000],
+        "roll": None if arm.roll is None else _roll_range(arm),
         "gripper": None
         if arm.gripper is None
         else {"open_deg": math.degrees(arm.gripper.open_rad), "closed_deg": math.degrees(arm.gripper.closed_rad)},

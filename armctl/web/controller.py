@@ -45,18 +45,23 @@ class Command:
     note: str = ""  # what the page should know of how it was done (set by ``start``)
 
 
-def move_command(target_m, phi_rad: float | None, speed_m_s: float, mode: str, label: str) -> Command:
+def move_command(
+    target_m, phi_rad: float | None, speed_m_s: float, mode: str, label: str, *, roll: float | None = None
+) -> Command:
     """A click: a straight line (``mode="line"``, as ``armctl jog``) or a joint move (``"joint"``) to the pose
     ``reach_map.click_pose`` takes, the check the page's shading is made of. A line the planner refuses from
     where the arm is (a limit or the reach's hole on the way, a pulse the calibration refuses) becomes a joint
-    move to that pose, said in the state's message: a click inside the shading is never refused."""
+    move to that pose, said in the state's message: a click inside the shading is never refused. ``roll`` (rad):
+    the wrist roll to turn to (an arm with one; None keeps it)."""
     point = tuple(float(v) for v in target_m)  # (x, y), or (x, y, z) on a base arm
 
     def start(r: Robot) -> Motion:
-        q = click_pose(r.arm, r.calibration, point, phi_rad, r.where().q_rad)
+        q = click_pose(r.arm, r.calibration, point, phi_rad, r.where().q_rad, roll=roll)
         if mode == "line":
             try:
-                return r.move_to(*point, phi=phi_rad, speed=speed_m_s, path="line", label=label, wait=False, reach_q=q)
+                return r.move_to(
+                    *point, phi=phi_rad, speed=speed_m_s, path="line", label=label, wait=False, reach_q=q, roll=roll
+                )
             except MotionError as exc:
                 why = str(exc).removeprefix(f"{label}: ")
                 cmd.note = f"no straight line from here ({why}): a joint move instead"
@@ -273,6 +278,7 @@ class Controller(ChangeFeed):
             joints_mm=(arm_points(self.arm, q) * 1000).tolist(),
             tool_mm=pose.tool_mm,
             phi_deg=math.degrees(pose.phi_rad),
+            roll_deg=None if pose.roll_rad is None else math.degrees(pose.roll_rad),
             manipulability_m2=float(arm_manipulability(self.arm, q)),  # (m^3 on a base arm)
             pulses_us=values,
             measured=pose.detail,

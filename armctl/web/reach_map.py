@@ -212,18 +212,20 @@ def top_map(arm: Arm, *, cell_m: float = 0.005, side: ReachMap | None = None) ->
 
 
 def click_pose(
-    arm: Arm, cal: Calibration, target_m, phi_rad: float | None, q_near, *, cut: Arm | None = None
+    arm: Arm, cal: Calibration, target_m, phi_rad: float | None, q_near, *, cut: Arm | None = None, roll=None
 ) -> np.ndarray:
     """The pose (rad) a click at ``target_m`` (m; (x, y, z) on a base arm) moves the arm to from near ``q_near``:
     the API's reach check (``workspace``), then the pose ``motion.solve_pose`` takes on the arm whose limits the
     calibration cuts (``within_calibration``: no pulse outside the calibration), checked against the pulses.
     Raises UnreachableError, JointLimitError or PulseLimitError (MotionError) naming why not. ``cut``: the cut
-    arm, when the caller has it already."""
+    arm, when the caller has it already; ``roll`` (rad) the wrist roll of the pose (None: ``q_near``'s)."""
     target = np.asarray(target_m, dtype=float)
     short = shortfall(arm, target, phi_rad)
     if short > 1e-9:
         raise UnreachableError(f"{1000 * short:.1f} mm outside the reach", target=tuple(target), shortfall_m=short)
-    q = solve_pose(within_calibration(arm, cal) if cut is None else cut, target, phi_rad, q_near, joint_move=True)
+    q = solve_pose(
+        within_calibration(arm, cal) if cut is None else cut, target, phi_rad, q_near, joint_move=True, roll=roll
+    )
     cal.check_values(cal.joints_to_values(q, check=False), q)
     return q
 

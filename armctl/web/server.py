@@ -6,7 +6,7 @@ GET  /api/state             the arm's state now (pose, pulses, motion)
 GET  /api/events?session=S  server-sent events: the state whenever it changes; the controlling page's
                             stream closing stops the arm
 POST /api/session           claim control -> {"session": S}; 409 while another page holds it
-POST /api/move              {"x_mm", "y_mm"[, "phi_deg", "speed_mm_s", "mode": "line"|"joint"]}
+POST /api/move              {"x_mm", "y_mm"[, "z_mm", "phi_deg", "roll_deg", "speed_mm_s", "mode": "line"|"joint"]}
 POST /api/home, /api/gripper {"state": "open"|"close"}, /api/heartbeat
 POST /api/record            {"name": "pick"} or {}: the pose into the --record program file; /api/record/undo
 POST /api/stop              any page may stop the arm

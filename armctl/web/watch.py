@@ -70,6 +70,7 @@ class WatchController(ChangeFeed):
             "joints_mm": (arm_points(self.arm, q) * 1000).tolist(),
             "tool_mm": pose.tool_mm,
             "phi_deg": math.degrees(pose.phi_rad),
+            "roll_deg": None if pose.roll_rad is None else math.degrees(pose.roll_rad),
             "manipulability_m2": float(arm_manipulability(self.arm, q)),
             "pulses_us": [v for v in pose.values if v is not None],
             "measured": pose.detail,

@@ -27,6 +27,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import yaml
 
 import armctl
 from armctl.cli import main
@@ -36,11 +37,11 @@ from armctl.cli.pendant import (
     Pendant,
     release_time,
 )
-from armctl.cli.pendant_screen import bar
+from armctl.cli.pendant_screen import bar, help_lines
 from armctl.core.terminal import decode_keys
 from armctl.errors import LinkError, MotionError, StopRequested, UnreachableError
 from armctl.model.arm import load_arm
-from armctl.model.kinematics import fk, tool_angle
+from armctl.model.kinematics import fk, tool_angle, tool_pitch, tool_point
 from armctl.program import load_program, plan_program
 from armctl.sim.pty import PtySim
 
@@ -624,3 +625,35 @@ def test_the_screen_on_bus_servos_shows_positions_in_steps(tmp_path, monkeypatch
     assert "position" in text and " us" not in text, text
     assert re.search(r"1 shoulder .* 2560 steps\s+1024\.\.3072 steps", text), text
     assert re.search(r"gripper .* 2183 steps\s+1600\.\.2300 steps", text), text
+
+
+def test_the_roll_keys_turn_the_wrist_roll_and_keep_the_tool_where_it_is(tmp_path):
+    from tests.motion.test_roll import ARM
+
+    (tmp_path / "rollarm.yaml").write_text(yaml.safe_dump(ARM))
+
+    class RollRobot(FakeRobot):
+        def __init__(self):
+            self.arm = load_arm(str(tmp_path / "rollarm.yaml"))
+            self.motions, self.stops, self.refuse = [], [], None
+            q = np.array(self.arm.home_rad)
+            self.pose = SimpleNamespace(
+                tool_m=tool_point(self.arm, q), phi_rad=float(tool_pitch(self.arm, q)), q_rad=q, roll_rad=0.0
+            )
+
+        def move_to(self, x, y, z, *, phi=None, speed=None, label=None, wait=True, roll=None):
+            m = FakeMotion(label, (x, y, z, phi, roll))
+            self.motions.append(m)
+            return m
+
+    robot = RollRobot()
+    p = Pendant(robot, step_mm=10)
+    p.key("'", 0.0)
+    p.key(";", 1.0)
+    p.key(";", 2.0)
+    assert [math.degrees(m.target[4]) for m in robot.motions] == pytest.approx([10.0, 0.0, -10.0])
+    assert all(np.allclose(m.target[:3], robot.pose.tool_m) for m in robot.motions)  # only the roll turns
+    assert "; ' roll" in " ".join(help_lines(robot.arm, 200, recording=False))
+    plain = Pendant(FakeRobot(), step_mm=10)
+    plain.key(";", 0.0)
+    assert plain.message.kind == "refused" and "no wrist roll" in plain.message.text

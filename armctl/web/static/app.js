@@ -165,6 +165,7 @@ function renderPanel() {
   $("joints").tBodies[0].innerHTML = rows.join("");
   $("tool-xy").textContent = state.tool_mm ? state.tool_mm.map((v) => fmt(v, 1)).join(", ") + " mm" : "–";
   $("tool-phi").textContent = state.phi_deg === undefined ? "–" : `${fmt(state.phi_deg, 1)}°`;
+  $("tool-roll").textContent = state.roll_deg === undefined || state.roll_deg === null ? "–" : `${fmt(state.roll_deg, 1)}°`;
   const m = state.manipulability_m2;
   if (arm.dim === 3) {  // m³: small numbers for a small arm; relative to the home pose's
     $("manip").textContent = m === undefined ? "–" : `${m.toExponential(2)} m³`;
@@ -549,6 +550,8 @@ async function moveTo(x, y, z) {
   body.mode = document.querySelector("input[name=mode]:checked").value;
   const phi = $("phi").value.trim();
   if (phi !== "" && arm.links_mm.length === 3) body.phi_deg = Number(phi);
+  const roll = $("roll").value.trim();
+  if (roll !== "" && arm.roll) body.roll_deg = Number(roll);
   target = { x: body.x_mm, y: body.y_mm, z: body.z_mm, ok: true, text: "" };
   draw();
   const r = await post("/api/move", body);
@@ -665,6 +668,9 @@ async function jog(axis, dir) {
   const body = { x_mm: r1(p[0]), y_mm: r1(p[1]), speed_mm_s: Number($("speed").value), mode: "line" };
   if (arm.dim === 3) body.z_mm = r1(p[2]);
   if (phi !== undefined) body.phi_deg = r1(phi);
+  if (axis === "roll" && arm.roll && state.roll_deg !== undefined && state.roll_deg !== null) {
+    body.roll_deg = r1(state.roll_deg + step);  // x/y/z/φ keep the roll; roll turns it
+  }
   target = { x: body.x_mm, y: body.y_mm, z: body.z_mm, ok: true, text: "" };
   draw();
   const r = await post("/api/move", body);
@@ -705,6 +711,7 @@ async function init() {
     for (const id of ["jog-phi-", "jog-phi+"]) $(id).hidden = true;
   }
   if (arm.dim === 3) for (const id of ["jog-z-", "jog-z+"]) $(id).hidden = false;
+  if (arm.roll) for (const id of ["jog-roll-", "jog-roll+", "roll-row", "roll-state"]) $(id).hidden = false;
   $("record").hidden = !arm.record_file;
   reachImage = buildReachImage(arm.reach_map);
   if (arm.dim === 3) { setUpBasePanes(); shadeTopAt(shadeZ()); }
