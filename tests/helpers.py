@@ -93,3 +93,49 @@ def base_arm_and_pose(draw, narrowest_deg: float = 20.0, base: bool | None = Non
     q = joint_angles(arm, np.array(c), b)
     assume(arm.within_limits(q))
     return arm, q
+
+
+def so101_with_held_roll(folder):
+    """The so101 preset as a user who holds its wrist roll has it (``held_joints: {wrist_roll: 0}`` in a copy of its
+    sidecar, in ``folder``): 4 joints, the roll servo held."""
+    from pathlib import Path
+
+    from armctl.core.paths import PRESET_DIR
+    from armctl.model.arm import load_arm
+
+    folder = Path(folder)
+    (folder / "so101.urdf").write_text((PRESET_DIR / "so101.urdf").read_text())
+    sidecar = (PRESET_DIR / "so101.armctl.yaml").read_text()
+    assert "home_deg: [0, 76, -74, -5, 0]" in sidecar
+    sidecar = sidecar.replace("home_deg: [0, 76, -74, -5, 0]", "home_deg: [0, 76, -74, -5]")
+    (folder / "so101.armctl.yaml").write_text(sidecar + "held_joints: {wrist_roll: 0}\n")
+    arm = load_arm(str(folder / "so101.urdf"))
+    assert arm.n == 4 and arm.roll is None
+    return arm
+
+
+def makers_so101_urdf(folder, *, tool_beside_m: float = 0.0):
+    """The SO-101's URDF as its maker ships it (SO-ARM100's ``so101_new_calib.urdf``: the same joints as
+    armctl/presets/so101.urdf, its moving jaw and gripper joint, a fixed side frame on the base as onshape-to-robot
+    writes one), with no sidecar, in ``folder``; ``tool_beside_m`` moves the tool frame that far to the arm's right
+    (m, at the zero pose)."""
+    from pathlib import Path
+
+    from armctl.core.paths import PRESET_DIR
+
+    text = (PRESET_DIR / "so101.urdf").read_text().replace('<robot name="so101">', '<robot name="so101_new_calib">')
+    frame = '<origin xyz="-0.0079 -0.0002 -0.0981" rpy="0 3.14159265358979 0"/>'
+    assert frame in text
+    # gripper_link's y is the root's +y at the zero pose (within 2.8 deg): the arm's left
+    moved = f'<origin xyz="-0.0079 {-0.0002 - tool_beside_m!r} -0.0981" rpy="0 3.14159265358979 0"/>'
+    text = text.replace(frame, moved)
+    text = text.replace(
+        "</robot>",
+        '  <link name="baseframe"/>\n  <joint name="baseframe_frame" type="fixed">\n'
+        '    <origin xyz="0.020791 0.0157608 0.0324817" rpy="0 0 0"/>\n    <parent link="base_link"/>\n'
+        '    <child link="baseframe"/>\n  </joint>\n</robot>',
+    )
+    path = Path(folder) / "so101_new_calib.urdf"
+    path.write_text(text)
+    assert not path.with_name("so101_new_calib.armctl.yaml").exists()
+    return path

@@ -19,10 +19,12 @@ armctl angle (``Arm.urdf_map``: armctl = offset + sign * URDF), so for each join
     steps = mid + (4095/360) * sign * (armctl_deg - offset_deg)
     -> zero_steps = mid - sign * (4095/360) * offset_deg, steps_per_deg = 4095/360, direction = sign
 
-and armctl reads exactly LeRobot's angle. The gripper is LeRobot's 0..100 % (0 closed at range_min, 100
-open at range_max; drive_mode 1 the other way round) laid onto the arm's closed..open angles. Motors that
-are no joint of the arm (the SO-101's wrist roll) become ``hold:`` entries at LeRobot's 0 (URDF angle of the
-arm's held joint, if it names one).
+and armctl reads exactly LeRobot's angle. The wrist roll (the arm's ``Arm.roll``, the SO-101's ``wrist_roll``)
+is a joint like the others; LeRobot gives it the whole turn 0..4095 as its range (it is never swept), so its
+zero is that middle and its range the joint's limits in steps. The gripper is LeRobot's 0..100 % (0 closed at
+range_min, 100 open at range_max; drive_mode 1 the other way round) laid onto the arm's closed..open angles. Motors that
+are no joint of the arm (the SO-101's wrist roll when the sidecar holds it) become ``hold:`` entries at LeRobot's
+0 (URDF angle of the arm's held joint, if it names one).
 
 The legacy layout (before LeRobot's hardware API redesign, PR #777, June 2025: ``.cache/calibration/<robot>/
 main_follower.json``) is one object of parallel lists ``homing_offset``, ``drive_mode``, ``start_pos``,
@@ -272,7 +274,9 @@ def from_lerobot(motors: dict[str, Motor], arm, source: str | Path) -> tuple[Cal
         if m.linear:
             raise ConfigError(f"motor {name!r} is calibrated LINEAR (0..100 %), a joint needs DEGREE", path=path)
         if legacy:
-            joints.append(_legacy_joint(m, name, sign, (arm.q_min[k], arm.q_max[k]), path))
+            joints.append(_legacy_joint(m, name, sign, (arm.q_min[k], arm.q_max[k]), path, k == arm.roll_index))
+        elif k == arm.roll_index and _whole_turn(m):
+            joints.append(_roll_joint(m, name, sign, (arm.q_min[k], arm.q_max[k])))
         else:
             joints.append(_joint(m, name, math.degrees(offset_rad), sign, path))
     gripper = None
@@ -344,14 +348,31 @@ def _joint(m: Motor, name: str, offset_deg: float, sign: float, path: Path) -> B
     )
 
 
-def _legacy_joint(m: Motor, name: str, sign: float, limits_rad, path: Path) -> BusServoCal:
-    """A joint's servo from a legacy file; its range is the arm's joint limits ``limits_rad`` (low, high)."""
+def _whole_turn(m: Motor) -> bool:
+    return m.range_min <= 0 and m.range_max >= STEPS_PER_TURN - 1
+
+
+def _roll_joint(m: Motor, name: str, sign: float, limits_rad) -> BusServoCal:
+    """The wrist roll's servo: LeRobot gives it the whole turn 0..4095 (it sweeps every joint but the roll), so its
+    zero, the URDF's, is the middle (where the roll stood when the offset was set) and its range the joint's
+    limits in steps."""
+    zero = (m.range_min + m.range_max) / 2.0
+    ends = sorted(zero + sign * LEROBOT_STEPS_PER_DEG * math.degrees(a) for a in limits_rad)
+    lo, hi = max(float(m.range_min), math.ceil(ends[0])), min(float(m.range_max), math.floor(ends[1]))
+    return BusServoCal(name, m.id, zero, LEROBOT_STEPS_PER_DEG, int(sign), lo, hi, homing_offset=m.homing_offset)
+
+
+def _legacy_joint(m: Motor, name: str, sign: float, limits_rad, path: Path, roll: bool = False) -> BusServoCal:
+    """A joint's servo from a legacy file; its range is the arm's joint limits ``limits_rad`` (low, high). A wrist
+    ``roll``'s zero is taken within the turn (its legacy degrees were whole turns off: -360 is 0)."""
     # legacy: steps = s * (legacy_deg * 2048/180 - homing_offset), so legacy_deg is 0 (the zero pose, shared
     # with armctl) at steps = -s * homing_offset. The direction is the URDF's, as in LeRobot's newer files:
     # drive_mode only turned LeRobot's old degrees round (and was set inconsistently, lerobot#930, #1130);
     # the servos turn as they are mounted, and a steps_follow_urdf arm refuses any other direction.
     s = -1 if m.drive_mode else 1
     zero = -s * m.homing_offset
+    if roll:
+        zero %= STEPS_PER_TURN
     direction = int(sign)
     ends = sorted(zero + direction * LEGACY_STEPS_PER_DEG * math.degrees(a) for a in limits_rad)
     lo, hi = max(0.0, ends[0]), min(STEPS_PER_TURN - 1.0, ends[1])

@@ -358,6 +358,7 @@ class Calibration:
                 key="arm",
             )
         if len(self.joints) != arm.n:
+            self._check_held_roll(arm)
             raise ConfigError(
                 f"calibration has {len(self.joints)} joint servos but arm {arm.name!r} has {arm.n} joints",
                 path=self.source,
@@ -367,6 +368,20 @@ class Calibration:
                 f"arm {arm.name!r} has a gripper but the calibration has no 'gripper' servo", path=self.source
             )
         self._check_urdf_directions(arm)
+
+    def _check_held_roll(self, arm) -> None:
+        """A calibration that holds the servo of the arm's wrist roll (made when the roll was held): one line on
+        what to change."""
+        roll = getattr(arm, "roll", None)
+        held = next((h for h in self.held if roll is not None and h.name == roll.name), None)
+        if held is None or len(self.joints) != arm.n - 1:
+            return
+        raise ConfigError(
+            f"calibration holds {held.name} (servo {held.id}, hold:) but arm {arm.name!r} drives it as its last "
+            f"joint: move it under joints: (zero_steps {held.position_steps:g} if the roll stood at its zero), or "
+            "calibrate again",
+            path=self.source,
+        )
 
     def _check_urdf_directions(self, arm) -> None:
         """On an arm whose bus servos count steps the way its URDF's joints turn (the sidecar's

@@ -289,6 +289,10 @@ def _workspace_dict(arm: Arm) -> dict:
 
         d["zones"] = describe(arm.zones)
         d["link_radius_mm"] = arm.zones.link_radius_m * 1000
+    if arm.roll is not None:
+        from armctl.model.hand import describe_roll
+
+        d["roll"] = describe_roll(arm.roll)
     if arm.urdf_map is not None:
         from armctl.model.urdf.derive import describe
 
@@ -333,7 +337,11 @@ def _print_workspace(arm: Arm, d: dict) -> None:
     if arm.urdf_map is not None:
         from armctl.model.urdf.derive import describe_lines
 
-        print("\n".join(describe_lines(arm)))
+        print("\n".join(describe_lines(arm)))  # the roll among them
+    elif arm.roll is not None:
+        from armctl.model.hand import roll_line
+
+        print(roll_line(arm.roll))
 
 
 def _json(d: dict) -> str:

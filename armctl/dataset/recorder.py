@@ -8,8 +8,9 @@ Values (``ArmFeatures``):
   units (0.4.4 and later, ``use_degrees``; ``lerobot.normalize``): body joints in degrees from the middle
   of the servo's range, ``(steps - mid) * 360 / 4095``, where ``mid`` is the step at the URDF's zero pose
   (``Arm.urdf_map``'s offsets, 0 / 76.0 / -73.8 / -5.0 deg in armctl's angles; the middle of the range in a
-  LeRobot calibration), which is the URDF angle LeRobot feeds its kinematics; the wrist roll (a held servo in
-  armctl) where a follow turned it, else at its held position; the gripper LeRobot's RANGE_0_100 over its
+  LeRobot calibration), which is the URDF angle LeRobot feeds its kinematics, the wrist roll alike (the middle of
+  the 0..4095 LeRobot gives it; held by the sidecar's ``held_joints``: where a follow turned it, else at its held
+  position); the gripper LeRobot's RANGE_0_100 over its
   calibrated range with the calibration's drive_mode (0 closed, 100 open); ``robot_type`` ``so_follower``;
 - any other arm: armctl's joint names, ``<joint>.pos`` in degrees (armctl's angles), and ``gripper.pos`` as
   0..100 % open (closed 0, open 100); ``robot_type`` the arm's name.
@@ -56,11 +57,12 @@ class ArmFeatures:
         q = np.asarray(q_rad, dtype=float)
         if self.lerobot_so101:
             out = []
-            for s, a, (_, a0, _) in zip(cal.joints, q, arm.urdf_map):
+            for s, a, (_, a0, _) in zip(cal.joints, q, arm.urdf_map):  # the wrist roll too, when the arm drives it
                 out.append(lerobot_degrees(s.value(a), s.value(a0)))
-            roll = next((h for h in cal.held if h.name == "wrist_roll"), None)
-            pos = None if roll is None else (held_steps or {}).get(roll.name, roll.position_steps)
-            out.append(0.0 if pos is None else normalize(pos, DEGREES, *WRIST_ROLL_RANGE))
+            if arm.roll is None:  # the wrist roll held (the sidecar's held_joints)
+                roll = next((h for h in cal.held if h.name == "wrist_roll"), None)
+                pos = None if roll is None else (held_steps or {}).get(roll.name, roll.position_steps)
+                out.append(0.0 if pos is None else normalize(pos, DEGREES, *WRIST_ROLL_RANGE))
             g = cal.gripper
             if g is None or arm.gripper is None or not math.isfinite(gripper_rad):
                 out.append(0.0)
@@ -80,7 +82,8 @@ class ArmFeatures:
 
 def arm_features(arm, calibration) -> ArmFeatures:
     """What a dataset of ``arm`` (with ``calibration``, in the backend's addressing or not) records."""
-    so101 = arm.name == "so101" and tuple(arm.joint_names) == SO101_MOTORS[:4] and arm.urdf_map is not None
+    motors = SO101_MOTORS[:4] if arm.roll is None else SO101_MOTORS[:5]  # the wrist roll driven, or held
+    so101 = arm.name == "so101" and tuple(arm.joint_names) == motors and arm.urdf_map is not None
     if so101 and calibration.unit == "steps":
         return ArmFeatures(
             "so_follower",

@@ -403,7 +403,11 @@ def load_urdf_arm(path, *, tool_link: str | None = None, sidecar=None) -> Arm:
     fields = spec.arm_fields()
     if spec.gripper is not None:
         fields["gripper"] = Gripper(*spec.gripper)
-    return Arm(**fields)
+    arm = Arm(**fields)
+    if arm.roll is None:
+        return arm
+    zero = np.array([off for _, off, _ in arm.urdf_map])  # the URDF's zero pose in armctl angles
+    return dataclasses.replace(arm, urdf=arm.urdf.with_tool_frame(arm.tool_pose(zero)[:3, :3]))
 
 
 def _joint(j: Section, default_name: str):

@@ -69,3 +69,24 @@ def jaw_yaw_roll(roll: Roll, base_rad: float, yaw_rad: float) -> float:
     """The roll (rad) that puts the jaws' closing line at table yaw ``yaw_rad`` with the tool pointing straight
     down and the base at ``base_rad`` (one of the two: the line has no direction; ``armctl.ik.roll`` picks)."""
     return math.remainder(base_rad + math.pi / 2 - roll.jaw_rad - yaw_rad, 2 * math.pi)
+
+
+def describe_roll(roll: Roll) -> dict:
+    """The hand's geometry in an arm file's units (``armctl workspace --json`` key ``roll``)."""
+    return {
+        "joint": roll.name,
+        "axis_deg": math.degrees(roll.axis_rad),
+        "tool_offset_mm": [roll.offset_up_m * 1000, roll.offset_right_m * 1000],
+        "tool_beside_plane_mm": roll.lateral_m * 1000,
+        "jaw_deg": math.degrees(roll.jaw_rad),
+    }
+
+
+def roll_line(roll: Roll) -> str:
+    """The hand's geometry as one line of ``armctl workspace``."""
+    return (
+        f"wrist roll {roll.name}: its axis {math.degrees(roll.axis_rad):+.2f} deg from the last link (up); the tool "
+        f"{roll.offset_m * 1000:.2f} mm off it (up {roll.offset_up_m * 1000:+.2f}, right "
+        f"{roll.offset_right_m * 1000:+.2f} mm) and {roll.lateral_m * 1000:+.3f} mm beside the plane at roll 0; "
+        f"jaws {math.degrees(roll.jaw_rad):+.1f} deg from the arm's left"
+    )

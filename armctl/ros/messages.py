@@ -3,8 +3,9 @@ as plain Python values (the node copies them out of the messages), so this modul
 
 Joint names and angles (``RosJoints``): on an arm derived from a URDF (``--arm so101``, ``FILE.urdf``) the URDF's
 joint names and angles (its zeros and signs, ``Arm.urdf_map`` through ``model.urdf``), every joint of the URDF's
-chain (a held joint such as the SO-101's ``wrist_roll`` at its fixed angle) and the gripper under the URDF's
-gripper joint; on other arms armctl's names (base first) and angles, then ``gripper``. Radians, times in seconds.
+chain (the SO-101's ``wrist_roll`` the last; a joint the sidecar holds at its fixed angle) and the gripper under
+the URDF's gripper joint; on other arms armctl's names (base first) and angles, then ``gripper``. Radians, times in
+seconds.
 A trajectory is a list of points, each with ``positions`` (one per name, in the order of ``joint_names``) and
 ``time_from_start``; it starts where the arm is commanded to be when it is accepted (``header.stamp`` is not used),
 and its positions are joined by straight lines in joint space (velocities and accelerations in the message are

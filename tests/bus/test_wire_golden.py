@@ -62,7 +62,7 @@ SO101_PROGRAM = """\
 arm: so101
 settings: {speed_mm_s: 120, accel_mm_s2: 600}
 poses:
-  home: {q_deg: [0, 76, -74, -5]}
+  home: {q_deg: [0, 76, -74, -5, 0]}
   part: {xyz_mm: [190, -120, 12], phi_deg: -90}
   slot: {xyz_mm: [180, 60, 32], phi_deg: -90}
 start: home

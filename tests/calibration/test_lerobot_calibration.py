@@ -31,11 +31,12 @@ from armctl.calibration.lerobot import (
 from armctl.calibration.servo import load_calibration
 from armctl.errors import ConfigError, LinkError
 from armctl.model.arm import load_arm
-from tests.helpers import require
+from tests.helpers import require, so101_with_held_roll
 
 FIXTURES = Path(__file__).resolve().parents[1] / "lerobot"
 REPO = Path(__file__).resolve().parents[2]
 BODY = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex"]
+JOINTS = [*BODY, "wrist_roll"]  # the so101 drives its wrist roll: the pose's last angle
 
 
 def lerobot_deg(steps: float, motor: dict) -> float:
@@ -73,11 +74,17 @@ def test_joint_angles_are_lerobots_degrees_through_the_urdf(so101, fixture):
     motors = json.loads(path.read_text())
     cal, _, notes = open_calibration(path, so101)
     assert notes == []
-    assert [s.name for s in cal.joints] == BODY and [s.id for s in cal.joints] == [1, 2, 3, 4]
-    for (name, offset_rad, sign), servo in zip(so101.urdf_map, cal.joints):
+    assert [s.name for s in cal.joints] == JOINTS and [s.id for s in cal.joints] == [1, 2, 3, 4, 5]
+    assert cal.held == ()
+    for k, ((name, offset_rad, sign), servo) in enumerate(zip(so101.urdf_map, cal.joints)):
         m = motors[name]
         assert servo.homing_offset == m["homing_offset"]  # compared with the EEPROM at open, never applied
-        assert (servo.min_steps, servo.max_steps) == (m["range_min"], m["range_max"])
+        if name == "wrist_roll":  # LeRobot gives the roll the whole turn 0..4095: the range is the joint's limits
+            assert (m["range_min"], m["range_max"]) == (0, 4095)
+            ends = sorted(2047.5 + sign * 4095 / 360 * math.degrees(a) for a in (so101.q_min[k], so101.q_max[k]))
+            assert (servo.min_steps, servo.max_steps) == (math.ceil(ends[0]), math.floor(ends[1]))
+        else:
+            assert (servo.min_steps, servo.max_steps) == (m["range_min"], m["range_max"])
         for steps in np.linspace(m["range_min"], m["range_max"], 7):
             want = math.degrees(offset_rad) + sign * lerobot_deg(steps, m)
             assert math.degrees(float(servo.angle_rad(steps))) == pytest.approx(want, abs=1e-9)  # well within 0.1
@@ -97,11 +104,16 @@ def test_the_gripper_maps_lerobots_percent_onto_closed_to_open(so101, fixture):
     assert (g.id, g.min_steps, g.max_steps) == (6, m["range_min"], m["range_max"])
 
 
-def test_the_wrist_roll_is_held_at_lerobots_zero(so101):
+def test_the_wrist_roll_is_a_joint_at_lerobots_zero_or_held_there(so101, tmp_path):
     cal, _, _ = open_calibration(FIXTURES / "so_follower/my_arm.json", so101)
+    roll = cal.joints[so101.roll_index]
+    assert (roll.name, roll.id, roll.homing_offset) == ("wrist_roll", 5, -40)
+    assert float(roll.value(0.0)) == pytest.approx(2047.5)  # (0 + 4095) / 2: LeRobot reads 0 deg there
+    # a user who holds the roll (held_joints in the sidecar): the arm has 4 joints, the roll servo is held there
+    cal, _, _ = open_calibration(FIXTURES / "so_follower/my_arm.json", so101_with_held_roll(tmp_path))
     (roll,) = cal.held
     assert (roll.name, roll.id, roll.homing_offset) == ("wrist_roll", 5, -40)
-    assert roll.position_steps == pytest.approx(2047.5)  # (0 + 4095) / 2: LeRobot reads 0 deg there
+    assert roll.position_steps == pytest.approx(2047.5)
 
 
 def test_the_legacy_list_layout(so101, tmp_path):
@@ -118,12 +130,15 @@ def test_the_legacy_list_layout(so101, tmp_path):
         s = -1 if data["drive_mode"][k] else 1
         for steps in (servo.min_steps, (servo.min_steps + servo.max_steps) / 2, servo.max_steps):
             legacy = (s * steps + data["homing_offset"][k]) * 180 / 2048
-            assert math.degrees(float(servo.angle_rad(steps))) == pytest.approx(sign * s * legacy, abs=1e-9)
+            got, want = math.degrees(float(servo.angle_rad(steps))), sign * s * legacy
+            if k == so101.roll_index:  # the roll's legacy degrees may be whole turns off (zero -2048 steps here)
+                want = got + math.remainder(want - got, 360.0)
+            assert got == pytest.approx(want, abs=1e-9)
         assert servo.direction == sign
     g, start, end = cal.gripper, data["start_pos"][5], data["end_pos"][5]
     assert math.degrees(float(g.angle_rad(start))) == pytest.approx(math.degrees(so101.gripper.closed_rad))
     assert math.degrees(float(g.angle_rad(end))) == pytest.approx(math.degrees(so101.gripper.open_rad))
-    assert cal.held[0].id == 5
+    assert cal.joints[4].id == 5 and cal.held == ()
     # legacy LINEAR motors ignored drive_mode (only DEGREE ones were turned round): the same gripper with it
     data["drive_mode"][5] = 1
     flipped = tmp_path / "main_follower.json"
@@ -142,7 +157,7 @@ def test_legacy_files_convert_to_a_yaml_armctl_reads_back(tmp_path, monkeypatch)
     assert run.returncode == 0, run.stderr
     assert "note: " in run.stdout and "legacy LeRobot calibration" in run.stdout
     back = load_calibration(out)
-    assert [s.id for s in back.servos] == [1, 2, 3, 4, 6] and all(s.homing_offset is None for s in back.servos)
+    assert [s.id for s in back.servos] == [1, 2, 3, 4, 5, 6] and all(s.homing_offset is None for s in back.servos)
     back.check_arm(load_arm("so101"))  # the so101's steps follow its URDF: a drive_mode 1 joint is no reversed servo
 
 
@@ -277,17 +292,17 @@ def test_status_reads_lerobots_angles_and_the_urdfs_tool_point(tmp_path, lerobot
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
     motors = json.loads((FIXTURES / "so_follower/my_arm.json").read_text())
-    lerobot = [lerobot_deg(steps, motors[name]) for name, steps in zip(BODY, out["values"])]
+    lerobot = [lerobot_deg(steps, motors[name]) for name, steps in zip(JOINTS, out["values"])]
     want = [math.degrees(off) + sign * d for (_, off, sign), d in zip(so101.urdf_map, lerobot)]
     assert np.allclose(out["q_deg"], want, atol=0.1)
-    assert list(out["urdf_deg"]) == BODY and np.allclose(list(out["urdf_deg"].values()), lerobot, atol=0.1)
-    assert np.allclose(out["tool_m"], urdf_tool_point(dict(zip(BODY, lerobot))), atol=1e-3)
+    assert list(out["urdf_deg"]) == JOINTS and np.allclose(list(out["urdf_deg"].values()), lerobot, atol=0.1)
+    assert np.allclose(out["tool_m"], urdf_tool_point(dict(zip(JOINTS, lerobot))), atol=1e-3)
     text = _armctl(
         "--arm", "so101", "--calibration", "lerobot:my_arm", "status", tmp_path=tmp_path,
         env_extra={"HF_LEROBOT_CALIBRATION": str(lerobot_home)},
     ).stdout  # fmt: skip
     line = next(x for x in text.splitlines() if x.startswith("URDF joint angles "))
-    assert [float(v) for v in line.split()[4:11:2]] == pytest.approx(lerobot, abs=0.01), line
+    assert [float(v) for v in line.split()[4:13:2]] == pytest.approx(lerobot, abs=0.01), line
 
 
 def urdf_tool_point(lerobot_degrees: dict) -> np.ndarray:

@@ -300,7 +300,8 @@ def test_lerobot_calibrates_the_simulated_arm_and_armctl_reads_it_with_its_file(
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
-    lerobot = {m: lerobot_deg(observed[m], calibration[m]) for m in BODY}  # LeRobot's use_degrees reading
+    # LeRobot's use_degrees reading of every joint, the wrist roll too (a joint of the so101)
+    lerobot = {m: lerobot_deg(observed[m], calibration[m]) for m in (*BODY, "wrist_roll")}
     from armctl.model.arm import load_arm
 
     urdf_map = load_arm("so101").urdf_map

@@ -18,21 +18,22 @@ from armctl.program import load_program
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "examples" / "pick_and_place_so101.yaml"
-PORT = "feetechsim://?ids=1-6"  # LeRobot's ids; the wrist roll (5) stays where it is
+PORT = "feetechsim://?ids=1-6"  # LeRobot's ids; the wrist roll (5) a joint
 
 
 def test_the_calibration_reads_2048_at_the_urdf_zero_pose():
     arm = load_arm("so101")
     cal = load_calibration(PRESET_CALIBRATION_DIR / "so101.yaml")
     cal.check_arm(arm)
-    assert cal.unit == "steps" and [s.id for s in cal.joints] == [1, 2, 3, 4] and cal.gripper.id == 6
-    # the URDF's zero pose in armctl's angles (forearm level, wrist 5 deg down), as the importer derives it
+    assert cal.unit == "steps" and [s.id for s in cal.joints] == [1, 2, 3, 4, 5] and cal.gripper.id == 6
+    assert not cal.held  # the wrist roll (5) is a joint
+    # the URDF's zero pose in armctl's angles (forearm level, wrist 5 deg down, roll 0), as the importer derives it
     zero = [off for _, off, _ in arm.urdf_map]
-    assert np.degrees(zero) == pytest.approx([0, 76.0, -73.8, -5.0], abs=0.05)
+    assert np.degrees(zero) == pytest.approx([0, 76.0, -73.8, -5.0, 0.0], abs=0.05)
     steps = cal.joints_to_values(np.array(zero))
-    assert steps == pytest.approx([2048] * 4, abs=0.01)
+    assert steps == pytest.approx([2048] * 5, abs=0.01)
     # steps grow with the URDF angle on every joint (LeRobot's convention): 2048 + 4096/360 * URDF deg
-    urdf_deg = np.array([10.0, -20.0, 30.0, -40.0])
+    urdf_deg = np.array([10.0, -20.0, 30.0, -40.0, 50.0])
     steps = cal.joints_to_values(
         np.array([off + s * math.radians(u) for (_, off, s), u in zip(arm.urdf_map, urdf_deg)])
     )

@@ -179,6 +179,7 @@ SO101 = [
 ]  # fmt: skip
 SO101_TOOL = ("gripper_frame_joint", "gripper_link", "gripper_frame_link", (-0.0079, -0.0002, -0.0981), (0, PI, 0))
 SO101_FLOOR_Z = -0.0024  # the base meshes' lowest vertex in base_link
+SO101_JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex")  # the base and the pitch joints
 
 
 def _published(v: float) -> str:
@@ -189,7 +190,8 @@ def _published(v: float) -> str:
     return repr(v)
 
 
-def _write_so101(path: Path, *, rounded: bool = False) -> Path:
+def _write_so101(path: Path, *, rounded: bool = False, held: bool = False) -> Path:
+    """The SO-101's chain (its published figures) with a sidecar; ``held``: the wrist roll held at 0 (no joint)."""
     fmt = _published if rounded else repr
     links = {"base_link"} | {j[2] for j in SO101} | {SO101_TOOL[2]}
     out = ['<?xml version="1.0"?>', '<robot name="so101_test">'] + [f'<link name="{n}"/>' for n in sorted(links)]
@@ -206,7 +208,7 @@ def _write_so101(path: Path, *, rounded: bool = False) -> Path:
     )
     path.write_text("\n".join(out))
     path.with_name(path.stem + ".armctl.yaml").write_text(
-        f"tool_link: gripper_frame_link\nfloor_z_m: {SO101_FLOOR_Z}\nheld_joints: {{wrist_roll: 0}}\n"
+        f"tool_link: gripper_frame_link\nfloor_z_m: {SO101_FLOOR_Z}\n{'held_joints: {wrist_roll: 0}' if held else ''}\n"
         "gripper: {joint: gripper, open_deg: 60, closed_deg: 0}\n"
     )
     return path
@@ -217,7 +219,7 @@ def test_the_so101_figures_match_yourdfpy_and_the_preset(tmp_path):
     arm = load_urdf_arm(path)
     rng = np.random.default_rng(7)
     for _ in range(40):
-        q = {n: rng.uniform(-1.5, 1.5) for n in ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex")}
+        q = {n: rng.uniform(-1.5, 1.5) for n in (*SO101_JOINTS, "wrist_roll")}
         got = arm.urdf.to_urdf_point(tool_point(arm, armctl_angles(arm, q)))
         assert np.linalg.norm(got - _urdf_fk(path, "gripper_frame_link", q)) < 1e-5  # the tool 7 um off the plane
     # what the importer derives from the published figures (FACTS-lerobot.md section 7)
@@ -230,10 +232,11 @@ def test_the_so101_figures_match_yourdfpy_and_the_preset(tmp_path):
         ("shoulder_lift", -1),
         ("elbow_flex", -1),
         ("wrist_flex", -1),
+        ("wrist_roll", -1),  # driven: the pose's last angle, 0 at the URDF's zero
     ]
-    assert np.degrees([o for _, o, _ in arm.urdf_map]) == pytest.approx([0, 76.0, -73.8, -5.0], abs=0.06)
-    assert np.degrees(arm.q_min) == pytest.approx([-110, -24.0, -170.7, -100.0], abs=0.1)
-    assert np.degrees(arm.q_max) == pytest.approx([110, 176.0, 23.0, 90.0], abs=0.1)
+    assert np.degrees([o for _, o, _ in arm.urdf_map]) == pytest.approx([0, 76.0, -73.8, -5.0, 0], abs=0.06)
+    assert np.degrees(arm.q_min) == pytest.approx([-110, -24.0, -170.7, -100.0, -162.8], abs=0.1)
+    assert np.degrees(arm.q_max) == pytest.approx([110, 176.0, 23.0, 90.0, 157.2], abs=0.1)
     assert arm.gripper_urdf_joint == "gripper"
     # the shipped preset is built from the same figures through the importer
     preset = load_arm("so101")
@@ -248,7 +251,7 @@ def test_the_so101_figures_match_yourdfpy_and_the_preset(tmp_path):
 def test_the_published_rounding_and_a_fixed_side_frame_are_accepted(tmp_path):
     """The published file writes pi/2 as 1.5708 and carries a dummy frame on a fixed side branch (0c8e289's
     baseframe): both import, within micrometres of yourdfpy, and give the same figures."""
-    path = _write_so101(tmp_path / "so101_pub.urdf", rounded=True)
+    path = _write_so101(tmp_path / "so101_pub.urdf", rounded=True, held=True)  # the roll held: 4 joints
     text = path.read_text().replace(
         "</robot>",
         '<link name="baseframe"/><joint name="baseframe_frame" type="fixed"><parent link="base_link"/>'
@@ -257,12 +260,13 @@ def test_the_published_rounding_and_a_fixed_side_frame_are_accepted(tmp_path):
     path.write_text(text)
     assert "1.5708" in text
     arm = load_urdf_arm(path)
-    exact = load_urdf_arm(_write_so101(tmp_path / "so101_exact.urdf"))
+    exact = load_urdf_arm(_write_so101(tmp_path / "so101_exact.urdf", held=True))
+    assert arm.n == exact.n == 4 and arm.roll is None and arm.urdf.held_deg == {"wrist_roll": 0}
     assert arm.links_m == pytest.approx(exact.links_m, abs=1e-5)
     assert arm.shoulder_height_m == pytest.approx(exact.shoulder_height_m, abs=1e-5)
     rng = np.random.default_rng(11)
     for _ in range(20):
-        q = {n: rng.uniform(-1.5, 1.5) for n in ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex")}
+        q = {n: rng.uniform(-1.5, 1.5) for n in SO101_JOINTS}
         got = arm.urdf.to_urdf_point(tool_point(arm, armctl_angles(arm, q)))
         assert np.linalg.norm(got - _urdf_fk(path, "gripper_frame_link", q)) < 5e-5
 
@@ -290,10 +294,10 @@ def test_so101_directions_follow_the_urdf_and_lerobots_convention():
     arm = load_arm("so101")
     cal = load_calibration(PRESET_CALIBRATION_DIR / "so101.yaml")
     cal.check_arm(arm)
-    for lerobot_deg in ([30, 0, 0, 0], [-45, 20, -30, 40], [10, -60, 50, -20]):
+    for lerobot_deg in ([30, 0, 0, 0, 0], [-45, 20, -30, 40, 70], [10, -60, 50, -20, -120]):
         steps = 2048 + 4096 / 360 * np.array(lerobot_deg, float)
         q_arm = cal.values_to_joints(steps)
-        q = dict(zip(("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex"), np.radians(lerobot_deg)))
+        q = dict(zip((*SO101_JOINTS, "wrist_roll"), np.radians(lerobot_deg)))
         want = _urdf_fk(Path(arm.source), "gripper_frame_link", q) - np.array([0.0388353, 0.0, -0.0024])
         assert np.linalg.norm(tool_point(arm, q_arm) - want) < 1e-3, lerobot_deg
         if lerobot_deg[0] == 30:
@@ -424,12 +428,13 @@ REFUSALS = [
     ),
     ("floating", dict(elbow_type="floating"), "joint 'elbow' is a floating joint"),
     (
-        "branch at the tool",
+        "branch at the tool",  # a moving joint not named as a gripper's: a second branch ("finger" would be taken)
         dict(
-            extra=FINGER + '<link name="g"/><joint name="gj" type="fixed"><parent link="tip"/><child link="g"/></joint>'
+            extra=FINGER.replace('"finger"', '"flap"')
+            + '<link name="g"/><joint name="gj" type="fixed"><parent link="tip"/><child link="g"/></joint>'
             '<link name="h"/><joint name="hj" type="fixed"><parent link="g"/><child link="h"/></joint>'
         ),
-        "joint 'finger' (revolute, from link 'tip') is a second branch",
+        "joint 'flap' (revolute, from link 'tip') is a second branch",
     ),
 ]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -418,7 +419,7 @@ def test_a_recorded_frame_holds_lerobots_values_of_the_same_raw_positions(tmp_pa
     g = lerobot["gripper"]
     # raw gripper positions: both ends, inside, and beyond the range (LeRobot clamps them)
     grip_raw = [2027, 2028, 2500, 2737, 3147, 3447, 1990, 3500]
-    body_raw = [[1200 + 150 * k + 40 * j for j in range(4)] for k in range(len(grip_raw))]
+    body_raw = [[1200 + 150 * k + 40 * j for j in range(5)] for k in range(len(grip_raw))]  # the wrist roll too
     root = tmp_path / "ds"
     rec = Recorder(DatasetWriter(root, robot_type=feats.robot_type, fps=30, state_names=feats.names), feats)
     rec.start_episode("grip")
@@ -433,10 +434,26 @@ def test_a_recorded_frame_holds_lerobots_values_of_the_same_raw_positions(tmp_pa
         assert len(got) == len(grip_raw)
         want = [lerobot_range_0_100(r, g["range_min"], g["range_max"], drive_mode) for r in grip_raw]
         assert got[:, 5] == pytest.approx(want, abs=1e-3), column
-        for j, m in enumerate(motors[:4]):
+        for j, m in enumerate(motors[:5]):  # the roll's range 0..4095: its middle is its zero
             lo, hi = lerobot[m]["range_min"], lerobot[m]["range_max"]
             assert got[:, j] == pytest.approx([lerobot_degrees(b[j], lo, hi) for b in body_raw], abs=1e-3), m
-        assert got[:, 4] == pytest.approx(lerobot_degrees(2047.5, 0, 4095), abs=1e-3)  # the roll held at its middle
+
+
+def test_a_held_wrist_roll_is_recorded_where_it_is_held(tmp_path):
+    """A user who holds the SO-101's roll (held_joints): LeRobot's six values still, the roll's where it is held (or
+    where a follow turned it)."""
+    from armctl.calibration.lerobot import open_calibration
+    from armctl.dataset.recorder import arm_features
+    from tests.helpers import so101_with_held_roll
+
+    arm = so101_with_held_roll(tmp_path)
+    cal, _, _ = open_calibration(str(Path(__file__).parents[1] / "lerobot/so_follower/my_arm.json"), arm)
+    feats = arm_features(arm, cal)
+    assert feats.names == tuple(NAMES) and feats.robot_type == "so_follower"
+    zero = np.array([off for _, off, _ in arm.urdf_map])
+    assert feats.values(zero, arm.gripper.closed_rad)[:5] == pytest.approx([0.0] * 5, abs=1e-9)
+    held = feats.values(zero, arm.gripper.closed_rad, {"wrist_roll": 2047.5 + 4095 / 360 * 30})
+    assert held[4] == pytest.approx(30.0)
 
 
 def test_a_writer_never_closed_leaves_no_work_files(tmp_path):

@@ -20,6 +20,7 @@ from armctl.ros.messages import (
     ros_joints,
     tool_point_ros,
 )
+from tests.helpers import so101_with_held_roll
 
 SEED = load_arm("seed-3link")
 MEARM = load_arm("mearm")
@@ -153,38 +154,52 @@ SO101_NAMES = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wri
 
 
 def test_a_urdf_arm_speaks_the_urdfs_names_and_angles():
-    """The SO-101's topics: every URDF joint (wrist_roll held at 0), the URDF's zeros and signs (the FACTS table:
-    URDF q = a0 - armctl with a0 = 76.0 / -73.8 / -5.0 deg for lift/elbow/wrist; the pan is minus armctl's)."""
+    """The SO-101's topics: every URDF joint (the wrist roll driven: minus armctl's roll), the URDF's zeros and signs
+    (the FACTS table: URDF q = a0 - armctl with a0 = 76.0 / -73.8 / -5.0 deg for lift/elbow/wrist; the pan is minus
+    armctl's)."""
     view = ros_joints(SO101)
     assert view.names == SO101_NAMES and frame_name(SO101) == "base_link"
-    q = np.radians([20.0, 50.0, -40.0, 10.0])
+    q = np.radians([20.0, 50.0, -40.0, 10.0, 25.0])
     got = np.degrees(view.positions(q, math.radians(30.0)))
-    assert np.allclose(got, [-20.0, 76.0 - 50.0, -73.8 + 40.0, -5.0 - 10.0, 0.0, 30.0], atol=0.05)
+    assert np.allclose(got, [-20.0, 76.0 - 50.0, -73.8 + 40.0, -5.0 - 10.0, -25.0, 30.0], atol=0.05)
     q2, g = check_command(SO101, SO101_NAMES, list(np.radians(got)))
     assert np.allclose(q2, q) and g == pytest.approx(math.radians(30.0))
-    v = ros_joints(SO101).velocities([0.1, 0.2, 0.3, 0.4], 0.5)
-    assert np.allclose(v, [-0.1, -0.2, -0.3, -0.4, 0.0, 0.5])
+    v = ros_joints(SO101).velocities([0.1, 0.2, 0.3, 0.4, 0.6], 0.5)
+    assert np.allclose(v, [-0.1, -0.2, -0.3, -0.4, -0.6, 0.5])
+
+
+def test_a_held_joint_is_named_at_its_angle(tmp_path):
+    """A user who holds the SO-101's roll (held_joints): it is on the topics at its fixed angle, and a command may
+    move it no further than 0.5 deg from there."""
+    arm = so101_with_held_roll(tmp_path)
+    view = ros_joints(arm)
+    assert view.names == SO101_NAMES
+    got = np.degrees(view.positions(np.radians([20.0, 50.0, -40.0, 10.0]), math.radians(30.0)))
+    assert np.allclose(got, [-20.0, 76.0 - 50.0, -73.8 + 40.0, -5.0 - 10.0, 0.0, 30.0], atol=0.05)
+    assert np.allclose(view.velocities([0.1, 0.2, 0.3, 0.4], 0.5), [-0.1, -0.2, -0.3, -0.4, 0.0, 0.5])
+    with pytest.raises(Refused, match="wrist_roll") as e:
+        check_command(arm, SO101_NAMES, [0.0, 0.0, 0.0, 0.0, 0.1, 0.5])
+    assert e.value.field == "position[4]"
+    check_command(arm, SO101_NAMES, [0.0, 0.0, 0.0, 0.0, 0.005, 0.5])  # within 0.5 deg of the held angle
 
 
 def test_a_urdf_arm_refuses_in_the_urdfs_terms():
     with pytest.raises(Refused, match=r"'shoulder_lift' at 120\.00 deg is outside its limits -100\.\.100 deg"):
-        check_command(SO101, SO101_NAMES[:4], list(np.radians([0.0, 120.0, 0.0, 0.0])))
-    with pytest.raises(Refused, match="wrist_roll") as e:
-        check_command(SO101, SO101_NAMES, [0.0, 0.0, 0.0, 0.0, 0.1, 0.5])
-    assert e.value.field == "position[4]"
-    check_command(SO101, SO101_NAMES, [0.0, 0.0, 0.0, 0.0, 0.005, 0.5])  # within 0.5 deg of the held angle
+        check_command(SO101, SO101_NAMES[:5], list(np.radians([0.0, 120.0, 0.0, 0.0, 0.0])))
+    with pytest.raises(Refused, match=r"'wrist_roll' at 170\.00 deg is outside its limits"):
+        check_command(SO101, SO101_NAMES[:5], list(np.radians([0.0, 0.0, 0.0, 0.0, 170.0])))
     # a measured open gripper (60.03 deg) sent back is the limit; 0.5 deg beyond is refused
-    _, g = check_command(SO101, SO101_NAMES[:4] + ["gripper"], [0.0] * 4 + [math.radians(60.03)])
+    _, g = check_command(SO101, SO101_NAMES[:5] + ["gripper"], [0.0] * 5 + [math.radians(60.03)])
     assert g == pytest.approx(math.radians(60.0))
     with pytest.raises(Refused, match="gripper"):
-        check_command(SO101, SO101_NAMES[:4] + ["gripper"], [0.0] * 4 + [math.radians(60.5)])
+        check_command(SO101, SO101_NAMES[:5] + ["gripper"], [0.0] * 5 + [math.radians(60.5)])
     with pytest.raises(Refused, match="unknown joint 'shoulder'"):
-        check_command(SO101, ["shoulder", "elbow_flex", "wrist_flex", "shoulder_pan"], [0.0] * 4)
+        check_command(SO101, ["shoulder", "elbow_flex", "wrist_flex", "shoulder_pan", "wrist_roll"], [0.0] * 5)
 
 
 def test_a_urdf_arms_trajectory_is_in_urdf_angles():
-    urdf_q = [0.5, -0.4, 0.6, 0.3]
-    c = check_trajectory(SO101, SO101_NAMES[:4], pts((urdf_q, 2.0)), SO101.home_rad, math.nan)
+    urdf_q = [0.5, -0.4, 0.6, 0.3, -1.2]
+    c = check_trajectory(SO101, SO101_NAMES[:5], pts((urdf_q, 2.0)), SO101.home_rad, math.nan)
     assert np.allclose(ros_joints(SO101).to_ros(c.trajectory.q_rad[-1]), urdf_q)
 
 
@@ -199,4 +214,5 @@ def test_command_offset_is_the_largest_joint_or_gripper_difference():
     q = np.array(SEED.home_rad)
     assert command_offset(SEED, q + [0.0, 0.2, -0.1], math.nan, q, 0.5) == (pytest.approx(0.2), "elbow")
     assert command_offset(SEED, q, 0.9, q, 0.5) == (pytest.approx(0.4), "gripper")
-    assert command_offset(SO101, SO101.home_rad + [0.3, 0, 0, 0], 0.0, SO101.home_rad, None)[1] == "shoulder_pan"
+    assert command_offset(SO101, SO101.home_rad + [0.3, 0, 0, 0, 0], 0.0, SO101.home_rad, None)[1] == "shoulder_pan"
+    assert command_offset(SO101, SO101.home_rad + [0, 0, 0, 0, 0.4], 0.0, SO101.home_rad, None)[1] == "wrist_roll"

@@ -14,6 +14,7 @@ from armctl.errors import ConfigError
 from armctl.model.urdf.parse import MOVING, Sidecar, UrdfJoint, axis_rot, joint_origin, sidecar_path
 
 AXIS_TOL_RAD = 1e-3  # axes within this of vertical/horizontal/parallel count as such (published URDFs round pi/2)
+GRIPPER_WORDS = ("gripper", "jaw", "finger")  # a joint (or its link) so named, ending a branch of its own: the gripper
 Z = np.array([0.0, 0.0, 1.0])
 
 
@@ -79,6 +80,8 @@ class Chain:
     tool_link_given: bool  # named by the caller (``--tool-link``), not the sidecar or the longest chain
     joints: list
     grip_joint: str | None
+    tool_guessed: bool = False  # the chain's end frame chosen among others (neither --tool-link nor the sidecar)
+    grip_guessed: bool = False  # the gripper joint found by its name, not named by the sidecar
 
     @property
     def names(self) -> set:
@@ -89,8 +92,13 @@ def find_chain(tree: Tree, sc: Sidecar, tool_link: str | None) -> Chain:
     """The chain to the tool link (``tool_link``, else the sidecar's, else the one longest chain); refuses a
     second moving branch off it and sidecar joints the URDF lacks."""
     grip_joint = _gripper_joint(tree, sc)
-    tool = _tool_link(tree, tool_link if tool_link is not None else sc.tool_link, grip_joint)
-    chain = Chain(tree, tool, tool_link is not None, tree.ancestors(tool), grip_joint)
+    guessed = grip_joint is None
+    if guessed:  # none named by the sidecar: the one joint named as a gripper's, if any
+        grip_joint = _guess_gripper(tree)
+    given = tool_link if tool_link is not None else sc.tool_link
+    tool, chosen = _tool_link(tree, given, grip_joint)
+    ancestors = tree.ancestors(tool)
+    chain = Chain(tree, tool, tool_link is not None, ancestors, grip_joint, chosen, guessed and bool(grip_joint))
     for jn in list(sc.held_deg) + list(sc.max_speed_deg_s):
         if jn not in tree.joints:
             raise ConfigError(f"{jn!r} is no joint of {Path(str(tree.path)).name}", path=sc.path)
@@ -111,17 +119,46 @@ def _gripper_joint(tree: Tree, sc: Sidecar) -> str | None:
     return grip_joint
 
 
+def _guess_gripper(tree: Tree) -> str | None:
+    """The one turning joint named as a gripper's (or its link so named) that ends a branch of its own: only fixed
+    or mimic joints below it, beside another branch off its parent link (the hand's frame); None if none, refused if
+    several (the sidecar names one)."""
+
+    def named(j: UrdfJoint) -> bool:
+        return any(w in n.lower() for w in GRIPPER_WORDS for n in (j.name, j.child))
+
+    def ends(link: str) -> bool:
+        return all((j.type == "fixed" or j.mimic is not None) and ends(j.child) for j in tree.children.get(link, []))
+
+    found = [
+        j.name
+        for j in tree.joints.values()
+        if j.type in MOVING and j.mimic is None and named(j) and ends(j.child) and len(tree.children[j.parent]) > 1
+    ]
+    if len(found) > 1:
+        raise tree.refuse(
+            f"joints {', '.join(map(repr, found))} are each named as a gripper's: name the gripper joint with "
+            f"gripper: {{joint: ...}} in {sidecar_path(tree.path).name}"
+        )
+    return found[0] if found else None
+
+
 def _under_gripper(tree: Tree, grip_joint: str | None, link: str) -> bool:
     return grip_joint is not None and any(j.name == grip_joint for j in tree.ancestors(link))
 
 
-def _tool_link(tree: Tree, tool: str | None, grip_joint: str | None) -> str:
-    """``tool`` checked, or when None the one leaf link (not under the gripper) at the end of the longest chain."""
+def _tool_link(tree: Tree, tool: str | None, grip_joint: str | None) -> tuple[str, bool]:
+    """(``tool`` checked, or when None the one leaf link (not under the gripper) at the end of the longest chain;
+    True if that was chosen among several leaves)."""
     if tool is not None:
         if tool not in set(tree.links):
             raise tree.refuse(f"tool link {tool!r} is no link of the URDF (links: {', '.join(tree.links)})")
-        return tool
-    leaves = [n for n in tree.links if n not in tree.children and not _under_gripper(tree, grip_joint, n)]
+        return tool, False
+    leaves = [  # links with no child joint but the gripper's (a hand with no frame of its own ends the chain)
+        n
+        for n in tree.links
+        if all(j.name == grip_joint for j in tree.children.get(n, [])) and not _under_gripper(tree, grip_joint, n)
+    ]
     depth = {n: len(tree.ancestors(n)) for n in leaves}
     best = max(depth.values(), default=0)
     longest = [n for n in leaves if depth[n] == best]
@@ -130,7 +167,7 @@ def _tool_link(tree: Tree, tool: str | None, grip_joint: str | None) -> str:
             f"{len(longest)} chains are longest ({', '.join(longest)}): name the tool link with --tool-link "
             f"(or tool_link: in {sidecar_path(tree.path).name})"
         )
-    return longest[0]
+    return longest[0], len(leaves) > 1
 
 
 def _check_branches(chain: Chain) -> None:
@@ -160,9 +197,32 @@ def _check_branches(chain: Chain) -> None:
         )
 
 
+def guess_notes(chain: Chain, roll: str | None, sc: Sidecar) -> list[str]:
+    """What was guessed, one note each (every guess has its sidecar key): the gripper joint found by its name, the
+    tool link chosen among the chain's end frames, a wrist roll the sidecar does not name (``max_speed_deg_s``)."""
+    name, where = Path(str(chain.tree.path)).name, sidecar_path(chain.tree.path).name
+    out = []
+    if chain.grip_guessed:
+        out.append(
+            f"{name}: joint {chain.grip_joint!r} is taken as the gripper's (so named, its branch ends in the jaws): "
+            f"the chain leaves it out (gripper: {{joint: ...}} in {where} names another)"
+        )
+    if chain.tool_guessed:
+        out.append(
+            f"{name}: tool link {chain.tool!r}, the end frame of the chain (tool_link: in {where} or --tool-link "
+            "names another)"
+        )
+    if roll is not None and roll not in sc.max_speed_deg_s:
+        out.append(
+            f"{name}: joint {roll!r} is taken as the wrist roll (its axis along the tool): the pose's last angle "
+            f"(held_joints: {{{roll}: 0}} in {where} keeps it still)"
+        )
+    return out
+
+
 def walk_zero_pose(chain: Chain, sc: Sidecar) -> tuple[list, np.ndarray]:
     """([(joint, axis, point)] of each moving joint not held, in the root frame at the zero pose (held joints at
-    their sidecar angle, a mimic joint at its offset), and the tool link's origin)."""
+    their sidecar angle, a mimic joint at its offset), and the tool link's frame there (4x4))."""
     T = np.eye(4)
     moving = []
     held_used = set()
@@ -184,7 +244,22 @@ def walk_zero_pose(chain: Chain, sc: Sidecar) -> tuple[list, np.ndarray]:
     for jn in sc.held_deg:
         if jn not in held_used:
             raise ConfigError(f"held joint {jn!r} is not on the chain to the tool link {chain.tool!r}", path=sc.path)
-    return moving, T[:3, 3].copy()
+    return moving, T
+
+
+def zero_frame(tree: Tree, link: str, held_deg: dict) -> np.ndarray:
+    """The frame (4x4) of ``link`` in the root frame at the zero pose (held joints at their sidecar angle, a turning
+    mimic joint at its offset)."""
+    T = np.eye(4)
+    for j in tree.ancestors(link):
+        T = T @ joint_origin(j)
+        if j.type not in MOVING:
+            continue
+        if j.name in held_deg:
+            T = T @ _turn(j.axis, math.radians(held_deg[j.name]))
+        elif j.mimic is not None and j.mimic[2]:
+            T = T @ _turn(j.axis, j.mimic[2])
+    return T
 
 
 def _turn(axis, angle: float) -> np.ndarray:
@@ -195,22 +270,34 @@ def _turn(axis, angle: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Axes:
-    """The chain's moving joints sorted: the yaw joint (or None) and the pitch joints, each (joint, axis, point);
-    ``actuated`` the pitch joints that mimic none, ``act_index`` their places by name."""
+    """The chain's moving joints sorted: the yaw joint (or None), the pitch joints and the wrist roll (or None),
+    each (joint, axis, point); ``actuated`` the pitch joints that mimic none, ``act_index`` their places by name."""
 
     base: tuple | None
     pitch: list
     actuated: list
     act_index: dict
+    roll: tuple | None = None
+
+
+def _is_roll(moving: list, k: int, pitch: list, tol: float) -> bool:
+    """True if ``moving[k]`` is a wrist roll: the chain's last moving joint, after pitch joints, mimicking none, its
+    axis perpendicular to theirs (in the arm's plane)."""
+    j, axis, _ = moving[k]
+    return k == len(moving) - 1 and len(pitch) >= 2 and j.mimic is None and abs(axis @ pitch[0][1]) < tol
 
 
 def sort_axes(chain: Chain, moving: list) -> Axes:
-    """The yaw joint (vertical axis, first) and 2 or 3 pitch joints (horizontal, parallel axes) of ``moving``."""
+    """The yaw joint (vertical axis, first), 2 or 3 pitch joints (horizontal, parallel axes) and a wrist roll (the
+    last joint, its axis in the plane of the pitch joints) of ``moving``."""
     tree = chain.tree
     tol = math.sin(AXIS_TOL_RAD)
-    base = None
+    base = roll = None
     pitch = []
-    for j, axis, point in moving:
+    for k, (j, axis, point) in enumerate(moving):
+        if _is_roll(moving, k, pitch, tol):
+            roll = (j, axis, point)
+            continue
         where = "(" + ", ".join(f"{v:.4g}" for v in axis) + ")"
         if np.linalg.norm(np.cross(axis, Z)) < tol:
             _check_yaw(tree, j, base, pitch)
@@ -233,7 +320,7 @@ def sort_axes(chain: Chain, moving: list) -> Axes:
     actuated = [p for p in pitch if p[0].mimic is None]
     act_index = {p[0].name: i for i, p in enumerate(actuated)}
     _check_pitch(chain, pitch, actuated, act_index)
-    return Axes(base, pitch, actuated, act_index)
+    return Axes(base, pitch, actuated, act_index, roll)
 
 
 def _check_yaw(tree: Tree, j: UrdfJoint, base: tuple | None, pitch: list) -> None:

@@ -22,8 +22,19 @@ worked out at the URDF's zero pose (every joint 0, a mimic joint at its offset):
 
 A **parallelogram** (the elbow servo sets the forearm's angle from the horizontal) is a joint at the elbow
 that mimics the shoulder with multiplier -1 before the elbow joint: the forearm then turns with the elbow
-joint alone. A joint that is no part of the model (a wrist roll) is held at a fixed angle by naming it
-under ``held_joints`` in the sidecar. Anything else is refused with one line naming the joint and why
+joint alone. A **wrist roll** (the SO-101's ``wrist_roll``) is the chain's last moving joint after 3 pitch joints
+on a base, its axis in the arm's plane: the pose's last angle, armctl = sign * URDF angle, and the hand's
+geometry (``armctl.model.hand.Roll``) worked out exactly by ``armctl.model.urdf.wrist``. A joint that is no part
+of the model (or a roll the user keeps still) is held at a fixed angle by naming it under ``held_joints`` in
+the sidecar.
+
+A maker's URDF works **as it comes** (SO-ARM100's ``so101_new_calib.urdf``, no sidecar, no flag): a turning
+joint named as the gripper's (its name or its link's holds "gripper", "jaw" or "finger"), ending a branch of its
+own beside the hand's frame, is taken as the gripper; the tool link is the chain's end frame (the leaf that is not
+the gripper's branch); a wrist roll is recognised as above. Each guess is printed once as a note, and each has its
+sidecar key (``gripper: {joint}``, ``tool_link``, ``held_joints``; a roll named in ``max_speed_deg_s`` is no
+guess). A tool beside the plane through the yaw axis by more than 0.1 mm gets a note with its size (refused
+beyond 1 mm). Anything else is refused with one line naming the joint and why
 (``ConfigError``, exit 2).
 
 The **sidecar** ``<stem>.armctl.yaml`` beside ``<stem>.urdf`` (optional) holds what a URDF lacks; every key
@@ -47,11 +58,24 @@ import numpy as np
 
 from armctl.core import limits
 from armctl.core.config import load_yaml_file
-from armctl.model.urdf.chain import Axes, Chain, Tree, Z, find_chain, read_tree, sort_axes, walk_zero_pose
+from armctl.model.hand import Roll, describe_roll, roll_line
+from armctl.model.urdf.chain import (
+    Axes,
+    Chain,
+    Tree,
+    Z,
+    find_chain,
+    guess_notes,
+    read_tree,
+    sort_axes,
+    walk_zero_pose,
+)
 from armctl.model.urdf.parse import Sidecar, UrdfJoint, parse_urdf, read_sidecar, sidecar_path
+from armctl.model.urdf.wrist import check_roll_arm, hand_roll
 
 DEFAULT_SPEED_DEG_S = 60.0  # where neither the URDF (velocity 0 or none) nor the sidecar gives a speed
 TOOL_PLANE_TOL_M = 1e-3  # the tool may sit this far beside the plane through the base axis
+TOOL_PLANE_NOTE_M = 1e-4  # ... and a note says so beyond this
 SAME_POINT_M = 1e-7  # two pitch axes closer than this are one (coaxial joints)
 _printed: set = set()
 
@@ -75,6 +99,18 @@ class UrdfDerivation:
     held_deg: dict = field(default_factory=dict)
     notes: tuple = ()
     speed_from: dict = field(default_factory=dict)  # joint -> "urdf" | "sidecar" | "default"
+    roll_sign: int = 0  # a wrist roll's armctl angle = roll_sign * URDF angle (0: no roll)
+    # the tool link's rotation in the root frame at the URDF zero pose, and the one constant rotation from armctl's
+    # tool frame (``armctl.model.kinematics.tool_pose``) to the tool link's frame: URDF R = armctl R @ tool_frame_R
+    # at every pose (set by ``with_tool_frame`` once the arm is built; arms with a wrist roll)
+    tool_link_R: np.ndarray | None = field(default=None, compare=False, repr=False)
+    tool_frame_R: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    def with_tool_frame(self, armctl_R_zero) -> UrdfDerivation:
+        """This derivation with ``tool_frame_R`` from armctl's tool frame (3x3) at the URDF zero pose."""
+        R = np.asarray(armctl_R_zero, dtype=float).T @ self.tool_link_R
+        R.flags.writeable = False
+        return dataclasses.replace(self, tool_frame_R=R)
 
     def to_urdf_point(self, p) -> np.ndarray:
         """An armctl point (x, y, z; planar: x, y) in the URDF root frame (m)."""
@@ -141,6 +177,7 @@ class UrdfArmSpec:
     urdf_map: tuple
     gripper_urdf_joint: str | None
     urdf: UrdfDerivation
+    roll: Roll | None = None
 
     def arm_fields(self) -> dict:
         """Every field by name (``Arm(**spec.arm_fields())`` once ``gripper`` is made a ``Gripper``)."""
@@ -155,11 +192,16 @@ def urdf_spec(text: str, path, *, tool_link: str | None = None, sidecar: Sidecar
     robot, links, joints = parse_urdf(text, path)
     tree = read_tree(links, joints, path)
     chain = find_chain(tree, sc, tool_link)
-    moving, tool_p = walk_zero_pose(chain, sc)
+    moving, tool_T = walk_zero_pose(chain, sc)
+    tool_p = tool_T[:3, 3]
     axes = sort_axes(chain, moving)
     plane = _plane(chain, axes, sc, tool_p)
     groups, const = _link_groups(tree, axes, plane, tool_p)
     linkage, mapping = _linkage(tree, axes, groups)
+    roll, roll_sign = None, 0
+    if axes.roll is not None:
+        check_roll_arm(chain, axes, len(groups), linkage)
+        roll, roll_sign = hand_roll(chain, axes, plane, tool_p, groups[-1][1], sc.held_deg)
     offset_uv = plane.uv(axes.pitch[0][2]) + const
     table = _JointTable(tree, sc)
     if axes.base is not None:
@@ -167,6 +209,8 @@ def urdf_spec(text: str, path, *, tool_link: str | None = None, sidecar: Sidecar
         table.add(bj, math.atan2(plane.u[1], plane.u[0]), 1 if baxis @ Z > 0 else -1)
     for idx, off, sign in mapping:
         table.add(axes.actuated[idx][0], off, sign)
+    if roll is not None:  # the pose's last angle; 0 at the URDF's zero
+        table.add(axes.roll[0], 0.0, roll_sign)
     q_min, q_max = np.array(table.q_min), np.array(table.q_max)
     c = 1 if axes.base is not None else 0  # the shoulder's place in a pose
     if linkage == "parallelogram":
@@ -175,8 +219,10 @@ def urdf_spec(text: str, path, *, tool_link: str | None = None, sidecar: Sidecar
     if axes.base is None and np.hypot(*offset_uv) > SAME_POINT_M:
         # a planar arm has no offsets: its origin is the shoulder, moved by a segment that never turns
         origin = origin + offset_uv[0] * plane.u + offset_uv[1] * Z
-    notes = _speed_notes(path, sc, table.slow)
+    notes = guess_notes(chain, axes.roll and axes.roll[0].name, sc) + _speed_notes(path, sc, table.slow)
+    notes += _plane_notes(chain, axes, plane)
     urdf = _derivation(chain, robot, sc, plane, origin, notes, table.speed_from)
+    urdf = dataclasses.replace(urdf, roll_sign=roll_sign, tool_link_R=tool_T[:3, :3].copy())
     for line in notes:  # keyed by the absolute path: the CLI loads 'arm.urdf', the simulator its absolute path
         _note(f"{Path(str(path)).absolute()}:{line}", line)
     return UrdfArmSpec(
@@ -197,6 +243,7 @@ def urdf_spec(text: str, path, *, tool_link: str | None = None, sidecar: Sidecar
         urdf_map=tuple(table.urdf_map),
         gripper_urdf_joint=chain.grip_joint,
         urdf=urdf,
+        roll=roll,
     )
 
 
@@ -236,6 +283,19 @@ def _plane(chain: Chain, axes: Axes, sc: Sidecar, tool_p) -> _Plane:
             f"axis of {axes.base[0].name!r}: armctl's model needs the tool in that plane"
         )
     return _Plane(u, w, origin, lateral, tool_lateral)
+
+
+def _plane_notes(chain: Chain, axes: Axes, plane: _Plane) -> list[str]:
+    """The note on a tool beside the plane through the base axis (more than ``TOOL_PLANE_NOTE_M``)."""
+    side = plane.tool_lateral
+    if axes.base is None or abs(side) <= TOOL_PLANE_NOTE_M:
+        return []
+    kept = "kept in the wrist roll's geometry" if axes.roll is not None else "armctl's tool point lies in the plane"
+    return [
+        f"{Path(str(chain.tree.path)).name}: the tool link {chain.tool!r} lies {abs(side) * 1000:.2f} mm "
+        f"{'right' if side > 0 else 'left'} of the arm's plane at the zero pose ({kept}; accepted up to "
+        f"{TOOL_PLANE_TOL_M * 1000:g} mm)"
+    ]
 
 
 def _link_groups(tree: Tree, axes: Axes, plane: _Plane, tool_p) -> tuple[list, np.ndarray]:
@@ -485,6 +545,7 @@ def describe(arm) -> dict | None:
             for i, (name, off, sign) in enumerate(arm.urdf_map)
         ],
         "held_joints_deg": d.held_deg,
+        "roll": None if arm.roll is None else {**describe_roll(arm.roll), "sign": d.roll_sign},
         "gripper_joint": arm.gripper_urdf_joint,
         "notes": list(d.notes),
     }
@@ -520,6 +581,8 @@ def describe_lines(arm) -> list[str]:
         out.append(
             "held (no joint of the model): " + ", ".join(f"{k} at {v:g} deg" for k, v in d["held_joints_deg"].items())
         )
+    if arm.roll is not None:
+        out.append(roll_line(arm.roll))
     if d["gripper_joint"]:
         out.append(f"gripper: URDF joint {d['gripper_joint']}")
     out.extend(f"note: {n}" for n in d["notes"])
