@@ -7,13 +7,13 @@
 
 Targets (fixed seed): the tool poses (x, y, z as the URDF's FK puts the tool, pitch, roll) of a smooth random joint
 path of the arm (``--arm``, default ``so101``: its preset's URDF, ``armctl/presets/so101.urdf``, tool
-``gripper_frame_link``), every joint
-inside its limits at no more than half its speed limit, so each target is reachable and the path a smooth random
-curve in x, y, z, pitch and roll; the roll given as a LeRobot user gives it, wrapped into -180..180 deg. Two hard
-stretches: the target's roll carried past +180 deg (to 200 deg, which reads -160) and back, beyond the roll's
-limits (-157.2..162.8 deg on the SO-101: it must hold at 162.8 deg, not flip to -157.2 deg); and the tool point
-pushed outward to 5..30 mm beyond the arm's reach and back (the nearest answer, no jump). Simulated time: no
-sleeping, each frame starts from the pose the last one sent.
+``gripper_frame_link``), every joint inside its limits at no more than half its speed limit, so each target is
+reachable and the path a smooth random curve in x, y, z, pitch and roll; the roll given as a LeRobot user gives
+it, wrapped into -180..180 deg. Two hard stretches: the target's roll carried past +180 deg (to 190 deg, which reads
+-170) and back over 8 s, beyond the roll's limits either way (-162.8..157.2 deg on the SO-101, in armctl's sign: it
+must hold at 157.2 deg, not flip to -162.8 deg); and, over 6 s, the tool point pushed outward to 5..30 mm beyond a
+bound of the arm's reach and back (the nearest answer, no jump). Simulated time: no sleeping, each frame starts
+from the pose the last one sent.
 
 armctl: ``tool_frame(arm, target, last pose, 0.01 s)``: the IK nearest the last pose (exact), the roll at the turn
 nearest the last inside its limits, every joint step clipped to its speed limit times 10 ms. placo: LeRobot's
@@ -25,8 +25,9 @@ gives it). Also placo iterated until the tool is within 1e-6 m (at most 50 steps
 Printed: time per target p50 / p99 / max (us); position error of the answer (reachable targets: the IK's answer,
 and the pose sent after the speed limit); armctl's answers through the URDF's FK (placo's), an independent check of
 armctl's model; the largest joint step over its speed limit times the period (must be <= 1: armctl clips; LeRobot
-sends placo's answer as it is); the largest roll step (a flip across +-180 deg would be ~320-360 deg); ratios
-armctl/placo in the same run. This machine is shared and noisy: compare ratios, not absolute times.
+sends placo's answer as it is); the largest roll step (a flip across +-180 deg would be ~320-360 deg); out of
+reach, the largest miss (mm); ratios armctl/placo in the same run. This machine is shared and noisy: compare
+ratios, not absolute times.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from armctl.model.kinematics import tool_pitch, tool_point  # noqa: E402
 from armctl.teleop.tooltarget import ToolTarget, tool_frame  # noqa: E402
 
 PERIOD_S = 0.01  # 100 Hz
-ROLL_PEAK_DEG = 200.0  # the roll stretch's target roll at its peak (reads -160 deg, wrapped)
+ROLL_PEAK_DEG = 190.0  # the roll stretch's target roll at its peak (reads -170 deg, wrapped)
 PUSH_MM = (5.0, 30.0)  # the out-of-reach stretch: this far beyond the reach
 # the hard stretches: where they start (a fraction of the stream) and how long they last (s)
 ROLL_STRETCH = (0.30, 8.0)
@@ -295,7 +296,7 @@ def report(arm: Arm, s: dict, rows: dict, own: dict) -> None:
     print(
         f"{n} targets at 100 Hz on {arm.name} ({arm.source}): {int(s['reachable'].sum())} reachable as "
         f"asked, {int(s['past_roll'].sum())} with the roll past its limits (asked up to {ROLL_PEAK_DEG:g} deg), "
-        f"{int(s['out'].sum())} out of reach ({PUSH_MM[0]:g}..{PUSH_MM[1]:g} mm beyond)\n"
+        f"{int(s['out'].sum())} out of reach (pushed {PUSH_MM[0]:g}..{PUSH_MM[1]:g} mm beyond a bound of the reach)\n"
     )
     truth = "the URDF's FK (placo's)" if len(rows) > 1 else "armctl's own model"
     print(f"errors (m): the tool's distance from the target by {truth}; reachable targets")

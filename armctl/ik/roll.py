@@ -152,8 +152,9 @@ def _closed_form(arm: Arm, t, phi: float, q0, r: float, method: str, tol: float)
     turn = math.atan2(left, u)
     lo, hi = arm.q_min, arm.q_max
     l1, l2, a = float(arm.links_m[0]), float(arm.links_m[1]), arm.roll.axis_rad
-    sides = (1, -1) if float(base_side(arm, q0)) >= 0 else (-1, 1)
-    near_axis, found = abs(_tool_u(arm, q0)) < NEAR_AXIS_M, None
+    u0 = _tool_u(arm, q0)
+    sides = (1, -1) if u0 >= 0 else (-1, 1)  # (``base_side``'s sign)
+    near_axis, found = abs(u0) < NEAR_AXIS_M, None
     for side in sides:
         b = nearest_turn(az - turn if side > 0 else az + turn + math.pi, float(q0[0]), float(lo[0]), float(hi[0]))
         if b is None:
@@ -186,7 +187,7 @@ def _closed_form(arm: Arm, t, phi: float, q0, r: float, method: str, tol: float)
 
 def _tool_u(arm: Arm, q) -> float:
     """How far (m) the tool of pose ``q`` lies from the base axis along the arm's direction (negative: reaching
-    back over it)."""
+    back over it; ``base_side`` is its sign)."""
     p = tool_point(arm, q)
     return float(p[0] * math.cos(q[0]) + p[1] * math.sin(q[0]))
 
@@ -209,9 +210,10 @@ def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int, rol
     tv = np.asarray(t, dtype=float)
     best, found = None, []
     order = planes(arm, tv, r)
-    if float(base_side(arm, q0)) < 0:  # the side the arm is on first
+    u0 = _tool_u(arm, q0)
+    if u0 < 0:  # the side the arm is on first (``base_side``'s sign)
         order.reverse()
-    near_axis = abs(_tool_u(arm, q0)) < NEAR_AXIS_M
+    near_axis = abs(u0) < NEAR_AXIS_M
     for goal, side in order:
         res = layered.solve(sub, goal, sub_pitch(arm, phi, delta, side), q0_sub, method, tol, max_iter, side)
         q = np.append(res.q, r)
