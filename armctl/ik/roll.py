@@ -119,7 +119,7 @@ def stretched(arm: Arm, target, r: float) -> tuple[np.ndarray, float] | None:
         return None
     u = math.sqrt(rho2 - right * right)
     uc, v = shoulder_uv(arm, u, z)
-    reach = float(np.sum(arm.links_m[:-1])) + length
+    reach = float(arm.links_m[0]) + float(arm.links_m[1]) + length
     d = math.hypot(uc, v)
     if d <= reach:
         return None
@@ -139,29 +139,51 @@ def sub_pitch(arm: Arm, phi: float | None, delta: float, side: int) -> float | N
     return phi - a + delta if side > 0 else phi + a - delta
 
 
-def _closed_form(arm: Arm, t, phi: float, q0, r: float, method: str, tol: float) -> IKResult | None:
-    """A pitch given: the closed form in plain floats (what the iterations would converge to), the pose inside every
-    limit nearest ``q0`` on the side of the base axis ``q0`` is on, else the other; None when it finds none (the
-    general path then explains the miss)."""
+def _wrists(arm: Arm, t, phi: float, r: float) -> tuple[list, float]:
+    """The tool on ``t`` (x, y, z m) at pitch ``phi`` and roll ``r`` (rad), per side of the base axis (+1 reaching
+    forward, -1 back over it): (side, the base angle (rad, any turn), the chain's last link angle psi, the wrist
+    point (u, v) from the shoulder (m)); [] on the base axis. And the angle the hand adds to the last joint."""
     length, delta, right = (float(v) for v in hand_link(arm.roll, float(arm.links_m[-1]), r))
     x, y, z = (float(v) for v in t)
     rho, az, left = math.hypot(x, y), math.atan2(y, x), -right
     if rho <= 1e-9:
-        return None  # on the base axis: the general path keeps the base where it is
+        return [], delta  # on the base axis: the general path keeps the base where it is
     u = math.sqrt(max(rho * rho - left * left, 0.0))
-    turn = math.atan2(left, u)
-    lo, hi = arm.q_min, arm.q_max
-    l1, l2, a = float(arm.links_m[0]), float(arm.links_m[1]), arm.roll.axis_rad
-    u0 = _tool_u(arm, q0)
-    sides = (1, -1) if u0 >= 0 else (-1, 1)  # (``base_side``'s sign)
-    near_axis, found = abs(u0) < NEAR_AXIS_M, None
-    for side in sides:
-        b = nearest_turn(az - turn if side > 0 else az + turn + math.pi, float(q0[0]), float(lo[0]), float(hi[0]))
-        if b is None:
-            continue
+    turn, a = math.atan2(left, u), arm.roll.axis_rad
+    out = []
+    for side in (1, -1):
         psi = (phi - a if side > 0 else math.pi - phi - a) + delta
         wu = side * u - arm.base_offset_m - length * math.cos(psi)
         wv = z - arm.shoulder_height_m - length * math.sin(psi)
+        out.append((side, az - turn if side > 0 else az + turn + math.pi, psi, wu, wv))
+    return out, delta
+
+
+def pitch_reaches(arm: Arm, target, phi: float, r: float) -> bool:
+    """False when no pose puts the tool on ``target`` (x, y, z m) with the tool axis at pitch ``phi`` and the roll
+    at ``r`` (rad), whatever the joint limits: on neither side of the base axis does the wrist point lie in the
+    chain's reach. True otherwise (on the base axis too)."""
+    wrists, _ = _wrists(arm, target, phi, r)
+    l1, l2 = float(arm.links_m[0]), float(arm.links_m[1])
+    reach = [math.hypot(wu, wv) for _, _, _, wu, wv in wrists]
+    return not wrists or any(abs(l1 - l2) - 1e-9 <= d <= l1 + l2 + 1e-9 for d in reach)
+
+
+def _closed_form(arm: Arm, t, phi: float, q0, r: float, method: str, tol: float) -> IKResult | None:
+    """A pitch given: the closed form in plain floats (what the iterations would converge to), the pose inside every
+    limit nearest ``q0`` on the side of the base axis ``q0`` is on, else the other; None when it finds none (the
+    general path then explains the miss)."""
+    wrists, delta = _wrists(arm, t, phi, r)
+    if not wrists:
+        return None
+    lo, hi = arm.q_min, arm.q_max
+    l1, l2 = float(arm.links_m[0]), float(arm.links_m[1])
+    u0 = _tool_u(arm, q0)
+    near_axis, found = abs(u0) < NEAR_AXIS_M, None
+    for _, b_any, psi, wu, wv in wrists if u0 >= 0 else wrists[::-1]:  # (``base_side``'s sign: its side first)
+        b = nearest_turn(b_any, float(q0[0]), float(lo[0]), float(hi[0]))
+        if b is None:
+            continue
         best = None
         for q1, q2 in two_link(l1, l2, wu, wv):
             q = [b, q1, q2, psi - q1 - q2 - delta, r]
@@ -187,9 +209,13 @@ def _closed_form(arm: Arm, t, phi: float, q0, r: float, method: str, tol: float)
 
 def _tool_u(arm: Arm, q) -> float:
     """How far (m) the tool of pose ``q`` lies from the base axis along the arm's direction (negative: reaching
-    back over it; ``base_side`` is its sign)."""
-    p = tool_point(arm, q)
-    return float(p[0] * math.cos(q[0]) + p[1] * math.sin(q[0]))
+    back over it; ``base_side`` is its sign): ``kinematics.tool_point``'s in-plane u, in plain floats."""
+    length, delta, _ = hand_link(arm.roll, float(arm.links_m[-1]), float(q[-1]))
+    a1 = float(q[1])
+    a2 = a1 + float(q[2])
+    a3 = a2 + float(q[3]) + float(delta)
+    l1, l2 = float(arm.links_m[0]), float(arm.links_m[1])
+    return arm.base_offset_m + l1 * math.cos(a1) + l2 * math.cos(a2) + float(length) * math.cos(a3)
 
 
 def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int, roll: float | None) -> IKResult:

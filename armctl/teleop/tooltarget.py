@@ -23,7 +23,7 @@ import numpy as np
 
 from armctl import ik
 from armctl.errors import BadInputError
-from armctl.ik.roll import roll_turn, stretched
+from armctl.ik.roll import pitch_reaches, roll_turn, stretched
 from armctl.model import validate
 from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_pitch, tool_point
@@ -140,14 +140,15 @@ def tool_goal(arm: Arm, target: ToolTarget, q_last) -> tuple[np.ndarray, float, 
     else:
         phi = None
     point = target.point
-    near = None if arm.roll is None else stretched(arm, point, float(q_last[-1]) if roll is None else roll)
+    r = None if arm.roll is None else float(q_last[arm.roll_index]) if roll is None else roll  # (the roll solved at)
+    near = None if r is None else stretched(arm, point, r)
     if near is not None:  # beyond the reach at any pitch: the arm stretched straight towards it, if it can be
         res = ik.solve(arm, near[0], phi=near[1], roll=roll, q0=q_last)
         if res.ok:
             err = _miss(arm, res.q, point)
             return np.asarray(res.q, dtype=float), err, _join(why, f"tool point {err * 1000:.1f} mm out of reach")
     best, miss, err = q_last, "out of reach", math.inf
-    if near is None:
+    if near is None and (r is None or phi is None or pitch_reaches(arm, point, phi, r)):  # (else: sure to miss)
         res = ik.solve(arm, point, phi=phi, roll=roll, q0=q_last)
         if res.ok:
             return np.asarray(res.q, dtype=float), float(res.error_m), why

@@ -82,3 +82,20 @@ def _shoulder_point(arm, q):
     b = float(q[0])
     side = np.array([math.sin(b), -math.cos(b), 0.0]) * right
     return np.array([arm.base_offset_m * math.cos(b), arm.base_offset_m * math.sin(b), arm.shoulder_height_m]) + side
+
+
+def test_pitch_reaches_says_when_no_pose_has_that_pitch():
+    """``pitch_reaches`` is False only where no pose reaches the target at that pitch (the IK finds none either),
+    True for every target a pose reaches."""
+    arm = roll_arm()
+    rng = np.random.default_rng(5)
+    refused = 0
+    for _ in range(300):
+        q = arm.q_min + (arm.q_max - arm.q_min) * rng.uniform(0.02, 0.98, arm.n)
+        p, phi, r = tool_point(arm, q), float(tool_pitch(arm, q)), float(q[-1])
+        assert roll_ik.pitch_reaches(arm, p, phi, r)
+        other = phi + rng.uniform(-math.pi, math.pi)
+        if not roll_ik.pitch_reaches(arm, p, other, r):
+            refused += 1
+            assert not ik.solve(arm, p, phi=other, roll=r, q0=q).ok
+    assert refused > 30
