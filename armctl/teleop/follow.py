@@ -12,7 +12,11 @@ commanded. Two mappings:
   taken about its shoulder, times ``scale`` (default: the follower's reach over the leader's), plus
   ``offset_m``, about the follower's shoulder, is the follower's tool point (its IK, nearest the pose it is
   in; a 3-link follower also takes the leader's tool pitch when the leader has one); a point out of reach is
-  moved to the nearest point the follower reaches. The gripper follows by fraction of its range.
+  moved to the nearest point the follower reaches. The gripper follows by fraction of its range. A follower with
+  a wrist roll takes the leader's roll (a leader without one: it keeps its own), solved as a stream's tool target
+  is (``armctl.teleop.tooltarget.tool_goal``).
+
+``ToolStream``: end-effector targets from Python (``Robot.follow(source)``), each solved by ``tool_frame``.
 
 A target moved to fit (a limit, the reach) is *clamped*: ``status()`` says so, and by how much.
 """
@@ -286,7 +290,9 @@ class ToolStream(Teleop):
     an iterable or a generator (``Robot.follow(source)``): each frame the next target, solved by ``tool_frame``
     nearest the pose last commanded (the follow then steps there within the speed limits); the gripper by
     fraction of its range. ``finished`` once the source is exhausted: the follow ends when the follower has
-    reached the last target's pose. A generator may block to pace itself (the frame waits for it)."""
+    reached the last target's pose. A generator may block to pace itself (the frame waits for it). On a board that
+    plays queued 20 ms frames (50 a second) a faster stream is taken at the board's pace: the targets between are
+    passed over, as a leader's reads are."""
 
     def __init__(self, source, follower: Arm, *, rate_hz: float = 100.0, max_lag_deg=None, on_frame=None):
         if not follower.has_base:
