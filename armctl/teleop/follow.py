@@ -299,6 +299,8 @@ class ToolStream(Teleop):
             raise BadInputError(
                 f"tool targets (x, y, z) need an arm on a rotating base; {follower.name!r} works in a plane"
             )
+        if isinstance(source, (ToolTarget, dict, str)):
+            raise BadInputError(f"follow: one tool target is no stream of them: give a list ([target]), got {source!r}")
         try:
             self._source = iter(source)
         except TypeError:

@@ -96,6 +96,7 @@ def test_a_bad_target_mid_stream_stops_the_follow_and_nothing_more_is_sent():
         ("so101", [{"x": 0.3, "y": 0.0, "z": 0.2}], {"map": "joints"}, "tool targets are followed by the tool"),
         ("so101", [{"x": 0.3, "y": 0.0, "z": 0.2}], {"scale": 2.0}, "scale and offset are for a leader arm"),
         ("so101", 42, {}, "a leader arm (armctl.open_leader) or an iterable of tool targets"),
+        ("so101", {"x": 0.3, "y": 0.0, "z": 0.2}, {}, "one tool target is no stream of them"),
         ("so101", [], {"rate_hz": 500}, "--rate: 500 Hz is outside"),
     ],
 )
