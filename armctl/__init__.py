@@ -27,6 +27,7 @@ _LAZY = {
     "MoveResult": "robot",
     "Watch": "robot",  # an arm another armctl drives, watched without opening its port
     "open_leader": "teleop.leader",
+    "ToolTarget": "teleop.tooltarget",  # an end-effector target streamed to Robot.follow
     "DatasetWriter": "dataset",
 }
 # the exception tree (armctl.errors), so a notebook can write ``except armctl.UnreachableError``
@@ -53,6 +54,7 @@ __all__ = [
     "MoveResult",
     "Watch",
     "open_leader",
+    "ToolTarget",
     "DatasetWriter",
     *_ERRORS,
     "__version__",

@@ -57,7 +57,8 @@ def register(sub, parents) -> None:
         "--map",
         choices=("joints", "tool"),
         default="joints",
-        help="joints: joint to joint (the same model); tool: the tool point (any pair), gripper by fraction",
+        help="joints: joint to joint (the same model); tool: the tool point and pitch (any pair), the wrist roll when "
+        "both arms have one (else the follower keeps its roll), gripper by fraction",
     )
     p.add_argument("--scale", metavar="RATIO", help="--map tool: leader tool offsets times this (default: reach ratio)")
     p.add_argument("--offset", metavar="X,Y[,Z]", help="--map tool: added to the follower's tool point (m or mm)")

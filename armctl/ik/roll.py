@@ -25,9 +25,10 @@ from armctl.ik.result import DEFAULT_MAX_ITER, DEFAULT_TOL_M, IKResult
 from armctl.model import validate
 from armctl.model.arm import Arm
 from armctl.model.hand import hand_link, jaw_yaw_roll
-from armctl.model.kinematics import LIMIT_TOL, base_side, nearest_turn, tool_point, two_link
+from armctl.model.kinematics import LIMIT_TOL, base_side, nearest_turn, shoulder_uv, tool_point, two_link
 
 _SUB: dict = {}
+NEAR_AXIS_M = 0.02  # the tool this close to the base axis: the poses of both sides solved, the nearer taken
 
 
 def at_roll(arm: Arm, r: float) -> tuple[Arm, float, float]:
@@ -107,6 +108,29 @@ def planes(arm: Arm, target, r: float) -> list[tuple[np.ndarray, int]]:
     return out
 
 
+def stretched(arm: Arm, target, r: float) -> tuple[np.ndarray, float] | None:
+    """For a target (x, y, z m) beyond the chain's reach with the hand at roll ``r`` (rad): the point nearest it
+    the arm reaches, the chain stretched straight towards it in its plane, and the tool axis's pitch there (rad);
+    None when the target lies within that reach (or on the base axis)."""
+    length, delta, right = (float(v) for v in hand_link(arm.roll, float(arm.links_m[-1]), r))
+    x, y, z = (float(v) for v in target)
+    rho2 = x * x + y * y
+    if rho2 <= right * right:
+        return None
+    u = math.sqrt(rho2 - right * right)
+    uc, v = shoulder_uv(arm, u, z)
+    reach = float(arm.links_m[0]) + float(arm.links_m[1]) + length
+    d = math.hypot(uc, v)
+    if d <= reach:
+        return None
+    s = reach / d * (1.0 - 1e-12)  # (on the reach, not a rounding beyond it)
+    u2, z2 = uc * s + arm.base_offset_m, v * s + arm.shoulder_height_m
+    b = math.atan2(y, x) + math.atan2(right, u)  # the plane's yaw (``planes``, reaching forward)
+    cb, sb = math.cos(b), math.sin(b)
+    point = np.array([u2 * cb + right * sb, u2 * sb - right * cb, z2])
+    return point, math.atan2(v, uc) + arm.roll.axis_rad - delta  # (``sub_pitch`` turned round)
+
+
 def sub_pitch(arm: Arm, phi: float | None, delta: float, side: int) -> float | None:
     """The roll-less arm's tool angle for the tool axis's pitch ``phi`` (rad) on a side of the base axis."""
     if phi is None:
@@ -115,27 +139,51 @@ def sub_pitch(arm: Arm, phi: float | None, delta: float, side: int) -> float | N
     return phi - a + delta if side > 0 else phi + a - delta
 
 
-def _closed_form(arm: Arm, t, phi: float, q0, r: float, method: str, tol: float) -> IKResult | None:
-    """A pitch given: the closed form in plain floats (what the iterations would converge to), the pose inside every
-    limit nearest ``q0`` on the side of the base axis ``q0`` is on, else the other; None when it finds none (the
-    general path then explains the miss)."""
+def _wrists(arm: Arm, t, phi: float, r: float) -> tuple[list, float]:
+    """The tool on ``t`` (x, y, z m) at pitch ``phi`` and roll ``r`` (rad), per side of the base axis (+1 reaching
+    forward, -1 back over it): (side, the base angle (rad, any turn), the chain's last link angle psi, the wrist
+    point (u, v) from the shoulder (m)); [] on the base axis. And the angle the hand adds to the last joint."""
     length, delta, right = (float(v) for v in hand_link(arm.roll, float(arm.links_m[-1]), r))
     x, y, z = (float(v) for v in t)
     rho, az, left = math.hypot(x, y), math.atan2(y, x), -right
     if rho <= 1e-9:
-        return None  # on the base axis: the general path keeps the base where it is
+        return [], delta  # on the base axis: the general path keeps the base where it is
     u = math.sqrt(max(rho * rho - left * left, 0.0))
-    turn = math.atan2(left, u)
-    lo, hi = arm.q_min, arm.q_max
-    l1, l2, a = float(arm.links_m[0]), float(arm.links_m[1]), arm.roll.axis_rad
-    sides = (1, -1) if float(base_side(arm, q0)) >= 0 else (-1, 1)
-    for side in sides:
-        b = nearest_turn(az - turn if side > 0 else az + turn + math.pi, float(q0[0]), float(lo[0]), float(hi[0]))
-        if b is None:
-            continue
+    turn, a = math.atan2(left, u), arm.roll.axis_rad
+    out = []
+    for side in (1, -1):
         psi = (phi - a if side > 0 else math.pi - phi - a) + delta
         wu = side * u - arm.base_offset_m - length * math.cos(psi)
         wv = z - arm.shoulder_height_m - length * math.sin(psi)
+        out.append((side, az - turn if side > 0 else az + turn + math.pi, psi, wu, wv))
+    return out, delta
+
+
+def pitch_reaches(arm: Arm, target, phi: float, r: float) -> bool:
+    """False when no pose puts the tool on ``target`` (x, y, z m) with the tool axis at pitch ``phi`` and the roll
+    at ``r`` (rad), whatever the joint limits: on neither side of the base axis does the wrist point lie in the
+    chain's reach. True otherwise (on the base axis too)."""
+    wrists, _ = _wrists(arm, target, phi, r)
+    l1, l2 = float(arm.links_m[0]), float(arm.links_m[1])
+    reach = [math.hypot(wu, wv) for _, _, _, wu, wv in wrists]
+    return not wrists or any(abs(l1 - l2) - 1e-9 <= d <= l1 + l2 + 1e-9 for d in reach)
+
+
+def _closed_form(arm: Arm, t, phi: float, q0, r: float, method: str, tol: float) -> IKResult | None:
+    """A pitch given: the closed form in plain floats (what the iterations would converge to), the pose inside every
+    limit nearest ``q0`` on the side of the base axis ``q0`` is on, else the other; None when it finds none (the
+    general path then explains the miss)."""
+    wrists, delta = _wrists(arm, t, phi, r)
+    if not wrists:
+        return None
+    lo, hi = arm.q_min, arm.q_max
+    l1, l2 = float(arm.links_m[0]), float(arm.links_m[1])
+    u0 = _tool_u(arm, q0)
+    near_axis, found = abs(u0) < NEAR_AXIS_M, None
+    for _, b_any, psi, wu, wv in wrists if u0 >= 0 else wrists[::-1]:  # (``base_side``'s sign: its side first)
+        b = nearest_turn(b_any, float(q0[0]), float(lo[0]), float(hi[0]))
+        if b is None:
+            continue
         best = None
         for q1, q2 in two_link(l1, l2, wu, wv):
             q = [b, q1, q2, psi - q1 - q2 - delta, r]
@@ -151,8 +199,23 @@ def _closed_form(arm: Arm, t, phi: float, q0, r: float, method: str, tol: float)
             q = np.array(best[1])
             err = float(np.linalg.norm(tool_point(arm, q) - np.asarray(t, dtype=float)))
             if err <= max(tol, 1e-9):
-                return IKResult(q, True, err, 0, 1, 0, method, None, 0.0, 0.0, 0)
-    return None
+                res = IKResult(q, True, err, 0, 1, 0, method, None, 0.0, 0.0, 0)
+                if not near_axis:
+                    return res
+                if found is None or best[0] < found[0]:  # next to the axis: the nearer side's
+                    found = (best[0], res)
+    return None if found is None else found[1]
+
+
+def _tool_u(arm: Arm, q) -> float:
+    """How far (m) the tool of pose ``q`` lies from the base axis along the arm's direction (negative: reaching
+    back over it; ``base_side`` is its sign): ``kinematics.tool_point``'s in-plane u, in plain floats."""
+    length, delta, _ = hand_link(arm.roll, float(arm.links_m[-1]), float(q[-1]))
+    a1 = float(q[1])
+    a2 = a1 + float(q[2])
+    a3 = a2 + float(q[3]) + float(delta)
+    l1, l2 = float(arm.links_m[0]), float(arm.links_m[1])
+    return arm.base_offset_m + l1 * math.cos(a1) + l2 * math.cos(a2) + float(length) * math.cos(a3)
 
 
 def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int, roll: float | None) -> IKResult:
@@ -171,10 +234,12 @@ def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int, rol
     q0_sub = q0[:i].copy()
     q0_sub[-1] += delta
     tv = np.asarray(t, dtype=float)
-    best = None
+    best, found = None, []
     order = planes(arm, tv, r)
-    if float(base_side(arm, q0)) < 0:  # the side the arm is on first
+    u0 = _tool_u(arm, q0)
+    if u0 < 0:  # the side the arm is on first (``base_side``'s sign)
         order.reverse()
+    near_axis = abs(u0) < NEAR_AXIS_M
     for goal, side in order:
         res = layered.solve(sub, goal, sub_pitch(arm, phi, delta, side), q0_sub, method, tol, max_iter, side)
         q = np.append(res.q, r)
@@ -183,10 +248,14 @@ def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int, rol
         on_side = float(base_side(sub, res.q)) == side
         ok = bool(res.ok and on_side and err <= max(tol, 1e-9) and arm.within_limits(q, LIMIT_TOL))
         out = dataclasses.replace(res, q=q, ok=ok, error_m=err)
-        if ok:
+        if ok and not near_axis:
             return out
-        if best is None or (on_side and not best[1]):
+        if ok:  # the tool next to the base axis: either side's pose may be the nearer
+            found.append(out)
+        elif best is None or (on_side and not best[1]):
             best = (out, on_side)
+    if found:
+        return min(found, key=lambda o: float(np.sum(np.abs(o.q[:i] - q0[:i]))))
     out = best[0]
     if out.reason is None:
         out = dataclasses.replace(out, reason="no pose inside the joint limits reaches the target at this roll")

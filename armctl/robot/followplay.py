@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import time
-from typing import NoReturn
 
 import numpy as np
 
@@ -14,6 +13,8 @@ from armctl.errors import LinkError, MotionError, StopRequested
 from armctl.model.zones import first_violation
 from armctl.robot.pose import on_grid, on_grid_toward
 from armctl.robot.runcontrol import RAMP_SPEED_FRACTION
+from armctl.robot.stream import StreamResult
+from armctl.teleop.tooltarget import speed_step
 
 FOLLOW_RAMP_DONE_DEG = 1.0  # a follow's start ramp ends once every joint is this close to the leader's pose
 FOLLOW_QUEUE_FRAMES = 2  # a follow keeps at most this many frames queued on boards that play timed moves
@@ -23,12 +24,13 @@ FOLLOW_CATCH_UP_FRAMES = 5  # a follow this many frames late starts its schedule
 FOLLOW_UNFINISHED_STEPS = FOLLOW_QUEUE_FRAMES + 2
 
 
-def play_follow(runner, m) -> NoReturn:
+def play_follow(runner, m) -> StreamResult:
     """Feed the follower frame by frame from its leader (``m.teleop``): each frame the leader's pose (inside
     the limits and reach), reached by a step no longer than each joint's speed limit allows in the time since
     the last one (a quarter of it until the follower has caught up with the leader: the start ramp). Stops
-    under control (the follower holds) on a stop request, Ctrl-C, a lost leader or link: it ends only so,
-    by the exception that ended it."""
+    under control (the follower holds) on a stop request, Ctrl-C, a lost leader or link, by the exception that
+    ended it; a stream of tool targets also ends when it is exhausted and the follower stands at its last pose
+    (what was sent played: the result)."""
     owner = runner.owner
     owner.backend.sync_limits(owner.calibration)
     q0, g0, declare, held = runner.pose.start_state()
@@ -46,9 +48,12 @@ def play_follow(runner, m) -> NoReturn:
         start = [h if h is not None else declare.get(s.channel) for h, s in zip(held, owner.calibration.servos)]
         play = FollowPlayback(runner, m, q0, g0, start)
         runner.journal.start()
-        while True:
+        while not play.done():
             runner.tick(m)
             play.frame(check_stop)
+        be.drain()
+        frames = m.teleop.status.frames
+        return StreamResult(frames, frames, 0)
     except BaseException:
         be.on_wait = None
         try:
@@ -122,6 +127,11 @@ class FollowPlayback:
             self.t_next = self.t_next + period if late else now + period
         return now
 
+    def done(self) -> bool:
+        """True once the source has ended (a stream of tool targets) and the follower sent the same step twice:
+        it stands where the last target put it."""
+        return self.tp.finished and self.same >= 2
+
     def room(self) -> bool:
         """True if the board has room for one more step (boards of 20 ms frames keep at most a few queued)."""
         be = self.be
@@ -136,7 +146,7 @@ class FollowPlayback:
         """The joints' step towards ``target``, at most ``lim`` (rad) each, inside the range and out of the keep-out
         zones: (servo values by address, the joint angles they give, True if a zone held the joints)."""
         cal, q_cmd = self.cal, self.q_cmd
-        q_new = q_cmd + np.clip(target.q_rad - q_cmd, -lim, lim)
+        q_new = speed_step(q_cmd, target.q_rad, lim)
         values = {}
         prev = cal.joints_to_values(q_cmd, check=False)
         for s, p, v in zip(cal.joints, prev, cal.joints_to_values(q_new, check=False)):

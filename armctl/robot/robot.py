@@ -411,34 +411,36 @@ class Robot:
 
     def follow(
         self,
-        leader,
+        source,
         *,
-        map: str = "joints",  # noqa: A002 - the name the issue and the CLI give it
-        rate_hz: float = 50.0,
+        map: str | None = None,  # noqa: A002 - the name the issue and the CLI give it
+        rate_hz: float | None = None,
         scale: float | None = None,
         offset=None,
         max_lag_deg: float | None = None,
         on_frame=None,
     ) -> FollowMotion:
-        """Follow a leader arm (``armctl.open_leader``) until stopped: returns at once with the ``Motion``
-        (``wait()``, ``cancel()``, ``robot.stop()``; its ``teleop.status`` is live). Every ``1/rate_hz`` s the
-        leader is read and the follower stepped towards the pose it means (``map``: ``"joints"``, the same model
-        joint to joint; ``"tool"``: the tool point, times ``scale`` (default the reach ratio) plus ``offset``
-        (m), about the shoulders; see ``armctl.teleop.follow``), never faster than its joint speed limits and never
-        outside its limits or reach (a pose it cannot take is clamped to the nearest it can, and marked). It
-        starts with a slow ramp (a quarter of the speed limits) until it has caught up with the leader.
+        """Follow a leader arm (``armctl.open_leader``) until stopped, or a stream of end-effector targets (an
+        iterable or generator of ``armctl.ToolTarget`` or dicts with keys x, y, z[, pitch, roll, gripper]: m,
+        rad, gripper 0..1; missing: keep) until it ends: returns at once with the ``Motion`` (``wait()``,
+        ``cancel()``, ``robot.stop()``; its ``teleop.status`` is live). Every ``1/rate_hz`` s (a leader: 50, tool
+        targets: 100) the leader is read, or the next target taken, and the follower stepped towards the pose it
+        means (``map``: ``"joints"``, the same model joint to joint; ``"tool"``: the tool point, times ``scale``
+        (default the reach ratio) plus ``offset`` (m), about the shoulders; tool targets: solved nearest the
+        last pose, the roll continuous; see ``armctl.teleop.follow``), never faster than its joint speed limits
+        and never outside its limits or reach (a pose it cannot take is clamped to the nearest it can, and marked).
+        It starts with a slow ramp (a quarter of the speed limits) until it has caught up with the leader.
         ``max_lag_deg``: stop (MotionError) if a joint falls further behind than this after the ramp.
         ``on_frame(t_s, q_rad, gripper_rad, target, measured)`` is called after each command (recording).
         A lost leader stops the follower under control: ``wait()`` raises LinkError naming the leader servo."""
-        from armctl.teleop.follow import Teleop
+        from armctl.teleop.follow import follow_source
 
         self._check_open()
         gen = self.runner.stop_gen
         kw = {"map": map, "rate_hz": rate_hz, "scale": scale, "offset_m": offset, "max_lag_deg": max_lag_deg}
-        teleop = Teleop(leader, self.arm, on_frame=on_frame, **kw)
+        teleop, what = follow_source(source, self.arm, on_frame=on_frame, **kw)
         traj = standing(*self.runner.expected_start()[:2], "follow")
-        label = f"follow the {leader.arm.name} on {leader.port}"
-        m = FollowMotion(self, label, traj, prepare(traj, self.calibration), gen, teleop)
+        m = FollowMotion(self, f"follow {what}", traj, prepare(traj, self.calibration), gen, teleop)
         self.runner.submit(m)
         return m
 

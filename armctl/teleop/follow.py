@@ -12,7 +12,11 @@ commanded. Two mappings:
   taken about its shoulder, times ``scale`` (default: the follower's reach over the leader's), plus
   ``offset_m``, about the follower's shoulder, is the follower's tool point (its IK, nearest the pose it is
   in; a 3-link follower also takes the leader's tool pitch when the leader has one); a point out of reach is
-  moved to the nearest point the follower reaches. The gripper follows by fraction of its range.
+  moved to the nearest point the follower reaches. The gripper follows by fraction of its range. A follower with
+  a wrist roll takes the leader's roll (a leader without one: it keeps its own), solved as a stream's tool target
+  is (``armctl.teleop.tooltarget.tool_goal``).
+
+``ToolStream``: end-effector targets from Python (``Robot.follow(source)``), each solved by ``tool_frame``.
 
 A target moved to fit (a limit, the reach) is *clamped*: ``status()`` says so, and by how much.
 """
@@ -31,6 +35,7 @@ from armctl.errors import BadInputError, MotionError
 from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_pitch, tool_point
 from armctl.model.validate import must_be_positive, not_a_number, not_finite
+from armctl.teleop.tooltarget import ToolTarget, as_tool_target, tool_frame, tool_goal
 
 MAPS = ("joints", "tool")
 RATE_RANGE_HZ = (1.0, 200.0)
@@ -96,9 +101,7 @@ class Teleop:
     ):
         if map not in MAPS:
             raise BadInputError(f"--map: 'joints' or 'tool', got {map!r}")
-        rate_hz = _finite(rate_hz, "--rate")
-        if not RATE_RANGE_HZ[0] <= rate_hz <= RATE_RANGE_HZ[1]:
-            raise BadInputError(f"--rate: {rate_hz:g} Hz is outside {RATE_RANGE_HZ[0]:g}..{RATE_RANGE_HZ[1]:g} Hz")
+        self._pace(follower, rate_hz, max_lag_deg, on_frame)
         la, fa = leader.arm, follower
         if map == "joints":
             if la.joint_names != fa.joint_names or (la.gripper is None) != (fa.gripper is None):
@@ -124,16 +127,23 @@ class Teleop:
         if len(off) != fa.dim or not np.all(np.isfinite(off)):
             raise BadInputError(f"--offset: {fa.dim} finite lengths for arm {fa.name!r}, got {offset_m!r}")
         self.offset_m = off
+        self.leader, self.map = leader, map
+
+    def _pace(self, follower: Arm, rate_hz, max_lag_deg, on_frame) -> None:
+        """The follow's rate, lag limit and status (checked: BadInputError naming the option)."""
+        rate_hz = _finite(rate_hz, "--rate")
+        if not RATE_RANGE_HZ[0] <= rate_hz <= RATE_RANGE_HZ[1]:
+            raise BadInputError(f"--rate: {rate_hz:g} Hz is outside {RATE_RANGE_HZ[0]:g}..{RATE_RANGE_HZ[1]:g} Hz")
         if max_lag_deg is not None:
             max_lag_deg = _finite(max_lag_deg, "--max-lag-deg")
             if max_lag_deg <= 0:
                 raise must_be_positive("--max-lag-deg", repr(max_lag_deg))
         self.max_lag_rad = None if max_lag_deg is None else math.radians(max_lag_deg)
-        self.leader, self.arm, self.map = leader, fa, map
+        self.arm = follower
         self.rate_hz = rate_hz
         self.period_s = 1.0 / rate_hz
         self.on_frame = on_frame
-        self.status = FollowStatus(lag_deg={n: 0.0 for n in fa.joint_names})
+        self.status = FollowStatus(lag_deg={n: 0.0 for n in follower.joint_names})
         self._ticks: deque[float] = deque(maxlen=int(rate_hz * 2) + 2)
         #: when the leader was read, every frame (the loop's own rate; a board of 20 ms frames may take fewer
         #: commands than that), the last minute's worth at the rate asked (full after the first minute: a long
@@ -142,6 +152,9 @@ class Teleop:
         self._q_follow: np.ndarray | None = None
         #: the last ``target()`` read a leader's reading that was news (leaders that say so: ``wait_news``)
         self.news = False
+
+    #: True once the follow has nothing more to follow (a leader never ends; a stream of tool targets does)
+    finished = False
 
     def start(self, q_rad, gripper_rad: float) -> None:
         """The follower is at ``q_rad`` (where the ramp starts)."""
@@ -220,6 +233,10 @@ class Teleop:
         point = fa.tool_frame_origin_m + self.scale * (p - la.tool_frame_origin_m) + self.offset_m
         phi = float(tool_pitch(la, r.q_rad)) if (fa.n_links == 3 and la.n_links == 3) else None
         q_near = self._q_follow if self._q_follow is not None else np.array(fa.home_rad)
+        if fa.roll is not None:  # the leader's roll carried over (none: the follower keeps its own)
+            roll = None if la.roll is None else float(r.q_rad[la.roll_index])
+            goal, _, why = tool_goal(fa, ToolTarget(*point, pitch=phi, roll=roll), q_near)
+            return goal, why
         try:
             return motion.solve_pose(fa, point, phi, q_near), ""
         except MotionError:
@@ -266,3 +283,71 @@ def _finite(v, what: str) -> float:
     if not math.isfinite(f):
         raise not_finite(what, v)
     return f
+
+
+class ToolStream(Teleop):
+    """A follow fed end-effector targets (``ToolTarget``s, or dicts with keys x, y, z[, pitch, roll, gripper]) from
+    an iterable or a generator (``Robot.follow(source)``): each frame the next target, solved by ``tool_frame``
+    nearest the pose last commanded (the follow then steps there within the speed limits); the gripper by
+    fraction of its range. ``finished`` once the source is exhausted: the follow ends when the follower has
+    reached the last target's pose. A generator may block to pace itself (the frame waits for it). On a board that
+    plays queued 20 ms frames (50 a second) a faster stream is taken at the board's pace: the targets between are
+    passed over, as a leader's reads are."""
+
+    def __init__(self, source, follower: Arm, *, rate_hz: float = 100.0, max_lag_deg=None, on_frame=None):
+        if not follower.has_base:
+            raise BadInputError(
+                f"tool targets (x, y, z) need an arm on a rotating base; {follower.name!r} works in a plane"
+            )
+        if isinstance(source, (ToolTarget, dict, str)):
+            raise BadInputError(f"follow: one tool target is no stream of them: give a list ([target]), got {source!r}")
+        try:
+            self._source = iter(source)
+        except TypeError:
+            raise BadInputError(
+                f"follow: a leader arm (armctl.open_leader) or an iterable of tool targets, got {source!r}"
+            ) from None
+        self._pace(follower, rate_hz, max_lag_deg, on_frame)
+        self.leader, self.map = None, "tool"
+        self.finished = False
+        self._last: Target | None = None
+
+    def target(self) -> Target:
+        """The next tool target's pose (its goal: ``tool_frame``'s ``goal_rad``), clamped to fit; once the source
+        is exhausted, the last one again (``finished``). BadInputError for a malformed target."""
+        q_last = self._q_follow if self._q_follow is not None else np.array(self.arm.home_rad)
+        raw = None
+        if not self.finished:
+            try:
+                raw = next(self._source)
+            except StopIteration:
+                self.finished = True
+        now = time.monotonic()
+        self.status.leader_reads += 1
+        self.read_times.append(now)
+        if raw is None:
+            last = self._last
+            return Target(q_last.copy(), math.nan, "", now) if last is None else last
+        t = as_tool_target(raw)
+        frame = tool_frame(self.arm, t, q_last, self.period_s)
+        g = math.nan
+        grip = self.arm.gripper
+        if grip is not None and t.gripper is not None:
+            g = grip.closed_rad + t.gripper * (grip.open_rad - grip.closed_rad)
+        self._last = Target(frame.goal_rad, g, frame.clamped, now)
+        return self._last
+
+
+def follow_source(source, follower: Arm, *, map=None, rate_hz=None, scale=None, offset_m=None, **kw):  # noqa: A002
+    """What ``Robot.follow(source)`` follows: a ``Teleop`` for a leader arm (anything with ``arm`` and ``read()``;
+    ``map`` default "joints", ``rate_hz`` 50), a ``ToolStream`` for an iterable of tool targets (``rate_hz``
+    default 100; no ``scale`` or ``offset``); and the follow's label's words for it."""
+    if hasattr(source, "read") and hasattr(source, "arm"):
+        rate = 50.0 if rate_hz is None else rate_hz
+        tp = Teleop(source, follower, map=map or "joints", rate_hz=rate, scale=scale, offset_m=offset_m, **kw)
+        return tp, f"the {source.arm.name} on {getattr(source, 'port', '?')}"
+    if map not in (None, "tool"):
+        raise BadInputError(f"map={map!r}: tool targets are followed by the tool (map='tool' or leave it out)")
+    if scale is not None or offset_m is not None:
+        raise BadInputError("scale and offset are for a leader arm (map='tool'); tool targets are used as given")
+    return ToolStream(source, follower, rate_hz=100.0 if rate_hz is None else rate_hz, **kw), "tool targets"
