@@ -585,5 +585,6 @@ def describe_lines(arm) -> list[str]:
         out.append(roll_line(arm.roll))
     if d["gripper_joint"]:
         out.append(f"gripper: URDF joint {d['gripper_joint']}")
-    out.extend(f"note: {n}" for n in d["notes"])
+    said = f"{Path(str(arm.urdf.path)).absolute()}:"  # the notes loading printed on stderr are not said twice
+    out.extend(f"note: {n}" for n in d["notes"] if said + n not in _printed)
     return out
