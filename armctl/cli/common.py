@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from armctl.core.units import parse_length
+from armctl.core.units import parse_float, parse_length
 from armctl.errors import BadInputError
 from armctl.model.arm import Arm, load_arm
 
@@ -61,6 +61,89 @@ def target_args(args, arm: Arm, example: str) -> tuple[float, ...]:
     return tuple(parse_length(v, what=w) for v, w in zip(given, "XYZ"))
 
 
+def roll_arg(args, arm: Arm, what: str = "--roll") -> float | None:
+    """``--roll DEG`` (the wrist roll about the tool axis, 0 = the URDF zero) in radians, None when not given (the
+    roll is kept). BadInputError, one line: an arm without a wrist roll, NaN or inf, a roll no whole turn of which
+    lies inside the roll's limits (``armctl.ik.roll.check_roll``)."""
+    text = getattr(args, "roll", None)
+    if text is None:
+        return None
+    from armctl.ik.roll import check_roll
+
+    deg = parse_float(text, what=what)
+    if abs(deg) > 360:
+        raise BadInputError(f"{what}: {deg:g} deg is more than a turn (give -360..360 deg)")
+    try:
+        return check_roll(arm, math.radians(deg))
+    except BadInputError as exc:
+        raise BadInputError(f"{what}: {exc}") from None
+
+
+def orientation_options(p) -> None:
+    """``--roll DEG``, ``--down`` and ``--yaw DEG`` (``armctl ik``, ``armctl jog``): read by ``orientation_args``."""
+    p.add_argument(
+        "--roll",
+        metavar="DEG",
+        help="arms with a wrist roll: the roll about the tool axis, degrees (0: the URDF's zero; default: kept)",
+    )
+    p.add_argument(
+        "--down",
+        action="store_true",
+        help="the tool pointing straight down (pitch -90 deg; arms on a base with 3 links), the roll kept",
+    )
+    p.add_argument(
+        "--yaw",
+        metavar="DEG",
+        help="with --down, arms with a wrist roll: the jaws' closing line at this yaw on the table (degrees from "
+        "x); armctl computes the roll for the base angle the point needs",
+    )
+
+
+def orientation_args(args, arm: Arm, target, phi, q0) -> tuple[float | None, float | None, float | None]:
+    """(tool pitch, roll, table yaw of the jaws), rad or None, from ``--phi``, ``--roll``, ``--down`` and ``--yaw``:
+    ``--down`` is the tool pointing straight down (an arm on a base), ``--down --yaw`` the roll that closes the jaws
+    along that yaw (``armctl.ik.roll.grasp_roll``). One BadInputError line for a combination that cannot be."""
+    roll = roll_arg(args, arm)
+    if args.yaw is not None and not args.down:
+        raise BadInputError("--yaw needs --down (the jaws straight down, closing along yaw DEG on the table)")
+    if not args.down:
+        return phi, roll, None
+    if not arm.has_base:
+        raise BadInputError(f"--down: arm '{arm.name}' has no rotating base (on a planar arm give --phi -90)")
+    if phi is not None:
+        raise BadInputError("give --down or --phi, not both (--down is the tool pitched -90 deg)")
+    if arm.n_links != 3:
+        raise BadInputError(f"--down needs a 3-link arm to point the tool; '{arm.name}' has {arm.n_links} links")
+    if args.yaw is None:
+        return -math.pi / 2, roll, None
+    yaw = math.radians(parse_float(args.yaw, what="--yaw"))
+    if arm.roll is None:
+        raise BadInputError(f"--yaw: arm '{arm.name}' has no wrist roll")
+    if roll is not None:
+        raise BadInputError("give --yaw or --roll, not both (--yaw sets the roll)")
+    from armctl.ik.roll import grasp_roll
+
+    return -math.pi / 2, grasp_roll(arm, target, yaw, q0), yaw
+
+
+def tool_orientation(arm: Arm, q) -> dict:
+    """The tool's orientation at pose ``q`` (rad) for ``--json``, in the arm frame: ``tool_rpy_deg`` ([roll, pitch,
+    yaw] as URDF's rpy), ``tool_R`` (the tool frame's 3x3 rotation, rows; ``kinematics.tool_pose``), and
+    ``roll_deg`` (the wrist roll's angle) on an arm with one; None for each when ``q`` is unknown."""
+    from armctl.model.kinematics import tool_pose, tool_rpy
+
+    q = None if q is None else np.asarray(q, dtype=float)
+    known = q is not None and bool(np.all(np.isfinite(q)))
+    R = tool_pose(arm, q)[:3, :3] if known else None
+    d = {
+        "tool_rpy_deg": [round(math.degrees(float(v)), 6) for v in tool_rpy(R)] if known else None,
+        "tool_R": [[float(v) for v in row] for row in R] if known else None,
+    }
+    if arm.roll is not None:
+        d["roll_deg"] = round(math.degrees(float(q[arm.roll_index])), 6) if known else None
+    return d
+
+
 def assumed_from_args(args, arm: Arm, *, program=None, plan=None):
     """``--assume-pose`` as ``connect`` takes it: None, ``"home"``, or joint angles (rad, then the gripper's).
     ``start`` and a pose NAME need the ``program`` and its ``plan`` (armctl run). BadInputError otherwise."""
@@ -81,8 +164,6 @@ def assumed_from_args(args, arm: Arm, *, program=None, plan=None):
         if pose.q_rad is not None:
             return list(pose.q_rad)
         return list(solve_pose(arm, np.array(pose.point_m), pose.phi_rad, arm.home_rad))
-    from armctl.core.units import parse_float
-
     parts = [p for p in word.split(",") if p.strip()]
     if len(parts) in (arm.n, arm.n + 1) and all(_is_number(p) for p in parts):
         q = [math.radians(parse_float(p, what="--assume-pose")) for p in parts]
@@ -182,8 +263,6 @@ def camera_watch(args, robot):
     """The camera's watch over what ``robot`` plays (``armctl.robot.camwatch``), as ``--watch-mm`` says: a context
     manager, one that does nothing without a camera, with --watch-mm 0, or with a camera whose place is unknown."""
     import contextlib
-
-    from armctl.core.units import parse_float
 
     mm = parse_float(getattr(args, "watch_mm", "0") or "0", what="--watch-mm")
     if not 0 <= mm <= 1000:

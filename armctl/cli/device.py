@@ -24,11 +24,14 @@ from armctl.cli.common import (
     camera_watch,
     drive,
     open_robot,
+    orientation_args,
+    orientation_options,
     print_report,
     raise_dataset_error,
     setup,
     split_cameras,
     target_args,
+    tool_orientation,
 )
 from armctl.core.units import parse_float
 from armctl.errors import BadInputError, StopRequested, ToolOffPlanError
@@ -45,6 +48,7 @@ examples:
   armctl jog 0.5 0.2 --phi -30 --speed 50
   armctl jog --record poses.yaml               # the keyboard pendant; Enter records a pose
   armctl --arm mearm jog 150mm 40mm 20mm      # an arm on a rotating base: X Y Z
+  armctl --arm so101 jog 0.2 0.05 0.05 --phi -90 --roll 30   # an arm with a wrist roll: the jaws turned 30 deg
   armctl --port /dev/ttyACM0 home
   armctl --backend firmata --port /dev/ttyACM0 run examples/pick_and_place.yaml"""
 
@@ -75,6 +79,7 @@ def _register_jog(sub, parents) -> None:
     p.add_argument("y", metavar="Y", nargs="?", help="target y (m, or with a unit)")
     p.add_argument("z", nargs="?", metavar="Z", help="target z, height (m, or with a unit): arms on a base only")
     p.add_argument("--phi", metavar="DEG", help="tool angle at the target, degrees (3-link arms)")
+    orientation_options(p)
     p.add_argument(
         "--speed",
         metavar="MM_S",
@@ -142,6 +147,11 @@ def cmd_jog(args) -> int:
     if args.x is None:
         if args.phi is not None:
             raise BadInputError("--phi needs a target (armctl jog X Y --phi DEG); the pendant turns it with , and .")
+        for opt in ("roll", "down", "yaw"):
+            if getattr(args, opt):
+                raise BadInputError(
+                    f"--{opt} needs a target (armctl jog X Y Z --{opt}{'' if opt == 'down' else ' DEG'})"
+                )
         from armctl.cli.pendant import cmd_pendant
 
         return cmd_pendant(args)
@@ -154,14 +164,25 @@ def cmd_jog(args) -> int:
     target = np.array(target_args(args, arm, "armctl jog 0.5 0.2"))
     phi = None if args.phi is None else math.remainder(math.radians(parse_float(args.phi, what="--phi")), 2 * math.pi)
     speed = positive_text(args.speed or str(motion.DEFAULT_SPEED_M_S * 1000), "--speed", unit="mm/s") / 1000.0
+    phi, roll, yaw = orientation_args(args, arm, target, phi, arm.home_rad)  # --roll, --down [--yaw]
     if phi is not None and arm.n_links != 3:
         raise BadInputError("--phi needs a 3-link arm")
-    q_end = motion.solve_pose(arm, target, phi, arm.home_rad)  # unreachable targets fail before any port is opened
     where = "(" + ", ".join(f"{v:g}" for v in target) + ")"
     label = f"jog to {where} m"
-    report = drive(
-        args, arm, cal, lambda robot: robot.move_to(*target, phi=phi, speed=speed, label=label, reach_q=q_end)
-    )
+    # unreachable targets fail before any port is opened (at the roll asked, or home's); the Robot checks the pose
+    # again from where the arm is (its roll kept when none is asked)
+    q_end = motion.solve_pose(arm, target, phi, arm.home_rad, roll=roll)
+
+    def act(robot):
+        move = {"reach_q": q_end} if roll is None else {"reach_q": q_end, "roll": roll}
+        now = robot.where() if yaw is not None else None
+        if now is not None and now.known:  # --yaw: of the two rolls, the one nearest the arm's own
+            from armctl.ik.roll import grasp_roll
+
+            move["roll"] = grasp_roll(arm, target, yaw, now.q_rad)
+        return robot.move_to(*target, phi=phi, speed=speed, label=label, **move)
+
+    report = drive(args, arm, cal, act)
     print_report(args, report, f"jogged to {where} m in {report['duration_s']:.2f} s")
     return 0
 
@@ -423,6 +444,8 @@ def cmd_status(args) -> int:
 
             q = urdf_angles(arm, [math.radians(v) for v in report["q_deg"]])
             report["urdf_deg"] = {name: math.degrees(v) for name, v in q.items()}
+        q_now = None if report.get("q_deg") is None else np.radians(report["q_deg"])
+        report.update(tool_orientation(arm, q_now))  # tool_rpy_deg, tool_R (arm frame); roll_deg on a roll arm
         true_tool = simulated_true_tool_m(robot.backend)
         if true_tool is not None:  # a simulator: where its tool really is (its truth file applied)
             report["true_tool_m"] = true_tool

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 from armctl.cli import add_command
-from armctl.cli.common import binary_stdout, target_args
+from armctl.cli.common import binary_stdout, orientation_args, orientation_options, target_args, tool_orientation
 from armctl.core.units import parse_float
 from armctl.errors import BadInputError, JointLimitError, UnreachableError
 from armctl.model.arm import Arm, load_arm
@@ -23,6 +23,8 @@ examples:
   armctl --arm mearm ik 150mm 40mm 20mm  # base, shoulder, elbow angles
   printf '0.5,0.4\\n0.6,0.1,20\\n' | armctl ik --targets -
   printf '150mm,40mm,20mm\\n0.1,0.1,0.05\\n' | armctl --arm mearm ik --targets -   # x,y,z on a base
+  armctl --arm so101 ik 0.2 0.05 0.05 --phi -60 --roll 45   # an arm with a wrist roll: the jaws turned 45 deg
+  armctl --arm so101 ik 0.2 0.05 0.02 --down --yaw 35       # jaws straight down, closing along yaw 35 deg
 exit codes: 0 reached, 2 bad input, 3 unreachable or outside the joint limits"""
 
 
@@ -31,7 +33,7 @@ IK_DESCRIPTION = "Solve joint angles that put the tool point on X Y (X Y Z on an
 
 FK_DESCRIPTION = (
     "Where the tool is for the joint angles Q1 Q2 [Q3] (degrees); QBASE Q1 Q2 [Q3] on an arm "
-    "with a rotating base (base first)."
+    "with a rotating base (base first); QBASE Q1 Q2 Q3 QROLL on an arm with a wrist roll (the roll last)."
 )
 
 
@@ -51,6 +53,7 @@ def register(sub, parents) -> None:
         metavar="DEG",
         help="tool angle in degrees (3-link arms): from the x axis; on a base, the pitch from the horizontal",
     )
+    orientation_options(p)
     p.add_argument(
         "--method",
         default="dls",
@@ -61,7 +64,8 @@ def register(sub, parents) -> None:
     p.add_argument(
         "--targets",
         metavar="FILE.csv",
-        help="solve many targets: one 'x,y[,phi_deg]' a line (an arm on a base: 'x,y,z[,phi_deg]'), - for stdin",
+        help="solve many targets: one 'x,y[,phi_deg]' a line (an arm on a base: 'x,y,z[,phi_deg]'; with a wrist "
+        "roll: 'x,y,z[,phi_deg[,roll_deg]]', or the columns a header names), - for stdin",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_ik)
@@ -93,6 +97,8 @@ def register(sub, parents) -> None:
 def _angles(values, arm: Arm, what: str) -> np.ndarray:
     if len(values) != arm.n:
         order = " (base first)" if arm.has_base else ""
+        if arm.roll is not None:
+            order = " (base first, the wrist roll last)"
         raise BadInputError(f"{what}: arm '{arm.name}' has {arm.n} joints{order}, got {len(values)} angles")
     return np.radians([parse_float(v, what=f"{what} angle {i + 1}") for i, v in enumerate(values)])
 
@@ -130,24 +136,28 @@ def cmd_ik(args) -> int:
     target = target_args(args, arm, "armctl ik 0.5 0.4")
     phi = None if args.phi is None else math.radians(parse_float(args.phi, what="--phi"))
     q0 = None if args.q_from is None else _angles(args.q_from, arm, "--from")
+    phi, roll, yaw = orientation_args(args, arm, target, phi, q0)
     if phi is not None and arm.n_links != 3:
         raise BadInputError(f"--phi needs a 3-link arm; '{arm.name}' has {arm.n_links} links")
     criterion, shown_phi = None, phi
     if arm.n_links == 3:
         criterion = redundancy.CRITERION_PHI if phi is not None else redundancy.CRITERION_NEAREST
     if phi is None and arm.n_links == 3 and q0 is None and args.method == "dls":
-        # redundant: the tool angle whose pose sits furthest inside the limits and from singularity
-        best = redundancy.best_free_pose(arm, target)
+        # redundant: the tool angle whose pose sits furthest inside the limits and from singularity (at the roll)
+        best = redundancy.best_free_pose(arm, target, roll=_search_roll(arm, roll))
         if best is not None:
             criterion, shown_phi = redundancy.CRITERION_BEST, best[1]
-            res = solve(arm, target, phi=best[1], q0=best[0], method=args.method)
+            res = solve(arm, target, phi=best[1], q0=best[0], method=args.method, roll=roll)
     if criterion != redundancy.CRITERION_BEST:
-        res = solve(arm, target, phi=phi, q0=q0, method=args.method)
+        res = solve(arm, target, phi=phi, q0=q0, method=args.method, roll=roll)
     q = ", ".join(f"{v:.3f}" for v in np.degrees(res.q))
     if args.json:
         d = _result_dict(res, target, shown_phi)
         if criterion is not None:
             d["criterion"] = criterion
+        d.update(tool_orientation(arm, res.q))
+        if yaw is not None:
+            d["yaw_deg"] = round(math.degrees(yaw), 6)
         print(_json(d))
     elif res.ok:
         how = (
@@ -155,6 +165,8 @@ def cmd_ik(args) -> int:
             if criterion == redundancy.CRITERION_BEST
             else ""
         )
+        if yaw is not None:
+            how += f"; roll {math.degrees(res.q[-1]):.3f} deg: the jaws along yaw {math.degrees(yaw):g} deg"
         print(f"q = [{q}] deg   ({res.method}, {res.iterations} iterations, error {res.error_m:.2e} m{how})")
     if res.ok:
         return 0
@@ -167,15 +179,37 @@ def cmd_ik(args) -> int:
     raise JointLimitError(message)
 
 
+def _search_roll(arm: Arm, roll: float | None) -> float | None:
+    """The roll (rad) of a pose from home for ``roll`` (None: home's): its whole turn nearest home's roll."""
+    if arm.roll is None:
+        return None
+    from armctl.ik.roll import roll_turn
+
+    i = arm.roll_index
+    home = float(np.clip(arm.home_rad[i], arm.q_min[i], arm.q_max[i]))
+    return home if roll is None else roll_turn(arm, roll, home)
+
+
 def _ik_batch(args, arm: Arm) -> int:
     from armctl.cli import ik_targets as it
 
     if args.phi is not None:
         last = f"'{','.join(arm.point_words)},phi_deg'"
         raise BadInputError(f"--phi does not apply to --targets: give each target's tool angle as {last}")
+    for opt, what in (("roll", "--roll"), ("yaw", "--yaw"), ("down", "--down")):
+        if getattr(args, opt):
+            raise BadInputError(f"{what} does not apply to --targets: give each target's roll as a roll_deg column")
+    roll_check = None
+    if arm.roll is not None:
+        from armctl.ik.roll import check_roll
+
+        def roll_check(r: float) -> None:
+            check_roll(arm, r)
+
     src = it.TargetSource(args.targets)
+    lay = it.Layout.of(arm.dim, arm.roll is not None, arm.name)
     try:
-        checked = it.check_all(src, arm.n_links, arm.dim)  # every line, before anything is written
+        checked = it.check_all(src, arm.n_links, lay, roll_check)  # every line, before anything is written
     finally:
         src.close()
     try:
@@ -186,15 +220,16 @@ def _ik_batch(args, arm: Arm) -> int:
             )
         batch = args.method == "dls" and checked.with_phi in (0, checked.rows)
         out = binary_stdout()
-        out.write(b"[" if args.json else it.csv_header(arm.n, arm.dim))
+        has_roll = arm.roll is not None
+        out.write(b"[" if args.json else it.csv_header(arm.n, arm.dim, has_roll))
         failed, first = 0, True
         for chunk in checked.chunks():
             res = it.solve_chunk(arm, chunk, method=args.method, batch=batch, q0=q0)
             failed += int(np.count_nonzero(~res.ok))
             if args.json:
-                out.write((b"" if first else b", ") + it.json_rows(chunk, res, args.method))
+                out.write((b"" if first else b", ") + it.json_rows(chunk, res, args.method, has_roll))
             else:
-                out.write(it.csv_rows(chunk, res))
+                out.write(it.csv_rows(chunk, res, has_roll))
             first = False
         if args.json:
             out.write(b"]\n")
@@ -226,9 +261,13 @@ def cmd_fk(args) -> int:
             from armctl.model.kinematics import link_angle
 
             d["link_angle_deg"] = round(math.degrees(float(link_angle(arm, q))), 6)
+        d.update(tool_orientation(arm, q))
         print(_json(d))
         return 0
     extra = f", tool angle {phi:.2f} deg" if arm.n_links == 3 else ""
+    if arm.roll is not None:
+        rpy = tool_orientation(arm, q)["tool_rpy_deg"]
+        extra += f", roll {math.degrees(q[-1]):.2f} deg (tool rpy {', '.join(f'{v:.2f}' for v in rpy)} deg)"
     unit = f"m^{arm.dim}"
     print(f"tool at ({', '.join(f'{v:.4f}' for v in tool)}) m{extra}; manipulability {w:.4g} {unit}")
     chain = arm.chain_names

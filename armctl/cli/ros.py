@@ -13,7 +13,7 @@ from armctl.errors import BadInputError
 from armctl.model.validate import positive_text
 
 EPILOG = """\
-Topics under the namespace: joint_states and tool_point (published), joint_trajectory, joint_commands
+Topics under the namespace: joint_states, tool_point and tool_pose (published), joint_trajectory, joint_commands
 and tool_goal (taken), armctl/events (JSON refusals and results); services armctl/stop, armctl/home,
 armctl/gripper_open, armctl/gripper_close (std_srvs/Trigger). Parameters arm, port, backend,
 calibration (the global options; fixed while the node runs), too_fast (retime|refuse),

@@ -21,10 +21,10 @@ import numpy as np
 from armctl.errors import BadInputError
 from armctl.ik import layered
 from armctl.ik.inputs import check
-from armctl.ik.result import IKResult
+from armctl.ik.result import DEFAULT_MAX_ITER, DEFAULT_TOL_M, IKResult
 from armctl.model import validate
 from armctl.model.arm import Arm
-from armctl.model.hand import hand_link
+from armctl.model.hand import hand_link, jaw_yaw_roll
 from armctl.model.kinematics import LIMIT_TOL, base_side, nearest_turn, tool_point, two_link
 
 _SUB: dict = {}
@@ -191,3 +191,45 @@ def solve(arm: Arm, target, phi, q0, method: str, tol: float, max_iter: int, rol
     if out.reason is None:
         out = dataclasses.replace(out, reason="no pose inside the joint limits reaches the target at this roll")
     return out
+
+
+def grasp_roll(arm: Arm, target, yaw: float, q0=None) -> float:
+    """The roll (rad) that puts the jaws' closing line at table yaw ``yaw`` (rad) with the tool pointing straight
+    down at ``target`` (x, y, z m), from the start pose ``q0`` (default home): of the two rolls half a turn apart
+    (the line has no direction), the one inside the roll's limits nearest ``q0``'s roll. The base angle the point
+    needs depends a little on the roll (a tool point off the roll axis), so for each of the two, base and roll are
+    iterated to a fixed point (the roll changing < 1e-12 rad). ``ik.solve(arm, target, phi=-pi/2,
+    roll=grasp_roll(...))`` reaches it; BadInputError when neither fits the roll's limits."""
+    if arm.roll is None:
+        raise BadInputError(f"arm {arm.name!r} has no wrist roll: the jaws cannot be turned to a yaw")
+    if not math.isfinite(yaw):
+        raise BadInputError(f"yaw must be a finite number of degrees, got {yaw!r}")
+    t, _, q0 = check(arm, target, -math.pi / 2, q0)
+    i = arm.roll_index
+    lo, hi = float(arm.q_min[i]), float(arm.q_max[i])
+    current = float(np.clip(q0[i], lo, hi))
+    tv = np.asarray(t, dtype=float)
+
+    def turned(base: float, half: float) -> float | None:
+        return nearest_turn(jaw_yaw_roll(arm.roll, base, yaw) + half, current, lo, hi)
+
+    fits = []
+    for half in (0.0, math.pi):
+        r = turned(math.atan2(tv[1], tv[0]), half)
+        for _ in range(50):  # converges geometrically (the offset over the reach); a tool on the axis at once
+            if r is None:
+                break
+            base = float(solve(arm, tv, -math.pi / 2, q0, "dls", DEFAULT_TOL_M, DEFAULT_MAX_ITER, r).q[0])
+            r_next = turned(base, half)
+            if r_next is not None and abs(r_next - r) < 1e-12:
+                r = r_next
+                break
+            r = r_next
+        if r is not None:
+            fits.append(r)
+    if not fits:
+        raise BadInputError(
+            f"no roll inside the limits of {arm.joint_names[i]!r} [{math.degrees(lo):.1f}, {math.degrees(hi):.1f}] "
+            f"deg turns the jaws to yaw {math.degrees(yaw):.1f} deg"
+        )
+    return min(fits, key=lambda w: abs(w - current))

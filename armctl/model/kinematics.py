@@ -93,16 +93,21 @@ def chain_angles(arm, q) -> np.ndarray:
     return c
 
 
-def joint_angles(arm, chain, base=None) -> np.ndarray:
+def joint_angles(arm, chain, base=None, roll=None) -> np.ndarray:
     """The arm's joint angles (rad) for serial chain angles ``chain`` (..., n_links) and, on a base arm,
-    base angles ``base`` (...): the inverse of ``chain_angles``."""
+    base angles ``base`` (...): the inverse of ``chain_angles``. An arm with a wrist roll gets ``roll`` (rad, ...)
+    last (None: its home roll)."""
     c = np.array(chain, dtype=float)
     if arm.parallelogram:
         c = np.stack([c[..., 0], c[..., 1] + c[..., 0]], axis=-1)
     if not arm.has_base:
         return c
     b = np.broadcast_to(np.asarray(base, dtype=float), c.shape[:-1])
-    return np.concatenate([b[..., None], c], axis=-1)
+    out = np.concatenate([b[..., None], c], axis=-1)
+    if arm.roll is None:
+        return out
+    r = np.broadcast_to(np.asarray(arm.home_rad[-1] if roll is None else roll, dtype=float), c.shape[:-1])
+    return np.concatenate([out, r[..., None]], axis=-1)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -438,7 +438,8 @@ def nearest_reachable(arm: Arm, target, phi: float | None = None, q_near=None) -
         if best is None or dist < best[0]:
             best = (dist, b, q)
     dist, b, qc = best
-    q = joint_angles(arm, _serial(arm, qc), b) if arm.has_base else np.asarray(qc, dtype=float)
+    roll = None if arm.roll is None or q_near is None else float(np.asarray(q_near, dtype=float)[-1])
+    q = joint_angles(arm, _serial(arm, qc), b, roll) if arm.has_base else np.asarray(qc, dtype=float)
     point = tool_point(arm, q)
     return Nearest(point, q, 0.0 if dist < 1e-12 else float(np.linalg.norm(point - t)))
 

@@ -67,7 +67,8 @@ def workspace_image(
         b = rng.uniform(arm.q_min[0], arm.q_max[0], samples) if arm.has_base else None
         if view == "side":
             b = np.zeros(samples)  # the arm's own plane: u along x, z up
-        q = joint_angles(arm, c, b)
+        r = None if arm.roll is None else rng.uniform(arm.q_min[-1], arm.q_max[-1], samples)
+        q = joint_angles(arm, c, b, r)
         q = q[np.all(limit_excess(arm, q) <= 0, axis=1)]
         p = tool_point(arm, q)
         if view == "side":

@@ -49,13 +49,21 @@ def markers_of(prog: Program) -> list[MarkerRef]:
     return out
 
 
-def with_parts(prog: Program, parts) -> Program:
+def with_parts(prog: Program, parts, yaws=None) -> Program:
     """``prog`` with where its parts lie: ``parts`` maps a marker id to the point (m: x, y, z on a base arm; x, y
-    in a planar arm's plane) its pick or place goes to."""
+    in a planar arm's plane) its pick or place goes to, ``yaws`` (optional) to the part's yaw on the table (rad:
+    the marker's x from the base's x), which an arm with a wrist roll turns its jaws to."""
     import dataclasses
 
+    yaws = yaws or {}
     found = {
-        int(mid): Pose(name=f"<marker {mid}>", line=None, point_m=tuple(float(v) for v in p), key="xyz_m")
+        int(mid): Pose(
+            name=f"<marker {mid}>",
+            line=None,
+            point_m=tuple(float(v) for v in p),
+            key="xyz_m",
+            yaw_rad=None if yaws.get(mid) is None else float(yaws[mid]),
+        )
         for mid, p in parts.items()
     }
     return dataclasses.replace(prog, parts={**prog.parts, **found})

@@ -18,7 +18,8 @@ from armctl.model.validate import MAX_BLEND_M
 from armctl.model.zones import Zones, parse_zones
 
 STEP_ACTIONS = ("line", "joint", "gripper", "wait_s", "repeat", "for_each", "pick", "place")
-PICK_KEYS = ("hover_mm", "hover_m", "speed_mm_s", "speed_m_s", "offset_mm", "offset_m")
+ROLL_KEYS = ("roll", "grasp")  # the jaws about the tool axis: a roll (deg), or straight down at a table yaw
+PICK_KEYS = ("hover_mm", "hover_m", "speed_mm_s", "speed_m_s", "offset_mm", "offset_m", *ROLL_KEYS)
 DEFAULT_HOVER_M = 0.040  # a pick or place comes down to its target from this far above it
 STEP_KEYS = {
     "line": (
@@ -34,8 +35,9 @@ STEP_KEYS = {
         "blend_mm",
         "blend_m",
         "stop",
+        *ROLL_KEYS,
     ),
-    "joint": ("joint", "offset_mm", "offset_m", "speed_pct", "accel_deg_s2", "blend_mm", "blend_m", "stop"),
+    "joint": ("joint", "offset_mm", "offset_m", "speed_pct", "accel_deg_s2", "blend_mm", "blend_m", "stop", *ROLL_KEYS),
     "gripper": ("gripper",),
     "wait_s": ("wait_s",),
     "repeat": ("repeat", "steps"),
@@ -78,8 +80,8 @@ class Settings:
 
 @dataclass(frozen=True)
 class Pose:
-    """A named (or inline) pose: a tool point (x, y; x, y, z on a base arm) with an optional tool angle,
-    or joint angles."""
+    """A named (or inline) pose: a tool point (x, y; x, y, z on a base arm) with an optional tool angle and the
+    table yaw of the part there (``yaw_deg``: the jaws turn to it on an arm with a wrist roll), or joint angles."""
 
     name: str
     line: int | None
@@ -87,6 +89,7 @@ class Pose:
     phi_rad: float | None = None
     q_rad: tuple[float, ...] | None = None
     key: str = ""  # how the point was written: xy_mm, xyz_m, ...
+    yaw_rad: float | None = None  # the part's yaw on the table: the jaws close across it (``grasp``)
 
     @property
     def xy_m(self) -> tuple[float, ...] | None:
@@ -134,6 +137,8 @@ class Step:
     loop_vars: dict[str, list] = field(default_factory=dict)
     steps: list[Step] = field(default_factory=list)
     lift_m: float = 0.0  # a pick's or place's move: the target raised by this much (up: z, or y in a plane)
+    roll_rad: float | None = None  # ``roll:`` the wrist roll at the move's end (None: as the target says, or kept)
+    grasp_yaw_rad: float | None = None  # ``grasp: {yaw_deg: Y}``: jaws straight down, closing along table yaw Y
 
 
 @dataclass
@@ -207,21 +212,24 @@ def _pose(sec: Section, name: str, *, line) -> Pose:
             "a pose needs one of: a tool point (xy_mm: [x, y], or on an arm with a base xyz_mm: [x, y, z]; "
             "_m for metres; optional phi_deg) or joint angles (q_deg: [...])",
         )
-    for k in ("xy_m", "xy_mm", "xyz_m", "xyz_mm", "phi_deg", "q_deg"):
+    for k in ("xy_m", "xy_mm", "xyz_m", "xyz_mm", "phi_deg", "q_deg", "yaw_deg"):
         if not sec.has(k):
             sec.raw(k, None)
     if has_q:
         q = tuple(math.radians(v) for v in sec.numbers("q_deg", count=(2, 3, 4, 5)))
         if sec.has("phi_deg"):
             raise sec.error("phi_deg", "a joint pose (q_deg) has no separate phi_deg: its tool angle is the sum")
+        if sec.has("yaw_deg"):
+            raise sec.error("yaw_deg", "a joint pose (q_deg) has no yaw_deg: its wrist roll is in q_deg")
         sec.done()
         return Pose(name=name, line=line, q_rad=q)
     base = "xyz" if has_xyz else "xy"
     point = _length(sec, base, count=3 if has_xyz else 2)
     key = f"{base}_mm" if sec.has(f"{base}_mm") else f"{base}_m"
-    phi = sec.number("phi_deg", None, lo=-360, hi=360)
+    phi, yaw = (sec.number(k, None, lo=-360, hi=360) for k in ("phi_deg", "yaw_deg"))
     sec.done()
-    return Pose(name=name, line=line, point_m=point, phi_rad=None if phi is None else math.radians(phi), key=key)
+    phi_rad, yaw_rad = (None if v is None else math.radians(v) for v in (phi, yaw))
+    return Pose(name=name, line=line, point_m=point, phi_rad=phi_rad, key=key, yaw_rad=yaw_rad)
 
 
 def _pose_ref(value, sec: Section, key: str, number: str) -> str | Pose:
@@ -376,6 +384,7 @@ def _step(sec: Section, number: str, line, path: str, bound: set) -> Step:
         marker = action in ("pick", "place") and isinstance(value, dict) and "marker" in value
         st.target = _marker_ref(value, sec, action, number) if marker else _pose_ref(value, sec, action, number)
         st.offset_m = _length(sec, "offset", count=(2, 3))
+        _roll_keys(st, sec, number)
     _STEP_READERS[action](st, sec, number)
     if action in ("repeat", "for_each"):
         if not sec.has("steps"):
@@ -402,6 +411,27 @@ def _stop(sec: Section, number: str) -> bool:
     if not isinstance(stop, bool):
         raise sec.error("stop", f"step {number}: stop is true or false, found {stop!r}")
     return stop
+
+
+def _roll_keys(st: Step, sec: Section, number: str) -> None:
+    """``roll: DEG`` (the wrist roll at the move's end) or ``grasp: {yaw_deg: Y}`` (the jaws straight down,
+    closing along table yaw Y); which arm can turn them is checked when the program is planned on one."""
+    if sec.has("roll") and sec.has("grasp"):
+        raise sec.error("grasp", f"step {number}: give roll or grasp, not both (grasp computes the roll)")
+    roll = sec.number("roll", None, lo=-360, hi=360)
+    st.roll_rad = None if roll is None else math.radians(roll)
+    if not sec.has("grasp"):
+        return
+    g = sec.raw("grasp")
+    yaw = g.get("yaw_deg") if isinstance(g, dict) else None
+    ok = isinstance(yaw, (int, float)) and not isinstance(yaw, bool) and math.isfinite(yaw) and abs(yaw) <= 360
+    if not ok or set(g) != {"yaw_deg"}:
+        raise sec.error(
+            "grasp",
+            f"step {number}: grasp takes {{yaw_deg: Y}}, the table yaw the jaws close along (-360..360 deg), "
+            f"found {g!r}",
+        )
+    st.grasp_yaw_rad = math.radians(float(yaw))
 
 
 def _line_step(st: Step, sec: Section, number: str) -> None:
@@ -493,6 +523,7 @@ def _pick_place_step(st: Step, sec: Section, number: str) -> None:
             sub.action, sub.gripper = "gripper", arg
         else:
             sub.target, sub.offset_m, sub.lift_m, sub.speed_m_s = st.target, st.offset_m, arg, speed
+            sub.roll_rad, sub.grasp_yaw_rad = st.roll_rad, st.grasp_yaw_rad
             sub.stop = True
         st.steps.append(sub)
 

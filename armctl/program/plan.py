@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,13 +11,15 @@ import numpy as np
 
 from armctl import motion
 from armctl.core import limits
-from armctl.errors import ConfigError, MotionError
+from armctl.errors import BadInputError, ConfigError, MotionError
+from armctl.ik.roll import grasp_roll, roll_turn
 from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_point
 from armctl.motion import GripperMove, JointMove, LineMove, Plan, Wait
 from armctl.program.load import MarkerRef, Pose, Program, Step, is_arm_file
 
 COMPOUND = ("repeat", "for_each", "pick", "place")  # steps made of steps
+DOWN_RAD = -math.pi / 2  # a grasp's tool pitch: the jaws straight down
 
 # --------------------------------------------------------------------------- planning
 
@@ -229,6 +232,7 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
         )
     arm = arm.with_zones(prog.zones)
     flat = expand(prog)
+    check_rolls(prog, arm, flat)
     st = prog.settings
     q = np.array(arm.home_rad, dtype=float)
     if prog.start is not None:
@@ -301,6 +305,7 @@ def step_move(prog: Program, item: _Flat, arm: Arm, q):
         offset = tuple(offset + np.eye(arm.dim)[-1] * s.lift_m)  # up: z on a base arm, y in a planar arm's plane
     xy, phi, q_exact = pose_target(pose, offset, arm)
     try:
+        phi, roll = move_roll(s, pose, arm, xy, phi, q)
         if s.action == "line":
             return LineMove(
                 tuple(xy),
@@ -313,8 +318,9 @@ def step_move(prog: Program, item: _Flat, arm: Arm, q):
                 label=label,
                 blend_m=st.blend_m if s.blend_m is None else s.blend_m,
                 stop=s.stop,
+                roll_rad=roll,
             )
-        q_end = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, q, joint_move=True)
+        q_end = q_exact if q_exact is not None else motion.solve_pose(arm, xy, phi, q, joint_move=True, roll=roll)
     except MotionError as exc:
         raise motion.located(exc, f"to {pose.describe()}") from None
     return JointMove(
@@ -326,3 +332,72 @@ def step_move(prog: Program, item: _Flat, arm: Arm, q):
         blend_m=st.blend_m if s.blend_m is None else s.blend_m,
         stop=s.stop,
     )
+
+
+def move_roll(s: Step, pose: Pose, arm: Arm, point, phi: float | None, q) -> tuple[float | None, float | None]:
+    """(tool pitch, wrist roll) of step ``s``'s move to ``point`` (m) from pose ``q`` on ``arm`` (rad; roll None: the
+    roll the arm has, no surprise turns). ``roll:`` is taken at its whole turn nearest the roll there; ``grasp:``, or
+    a part's yaw (``yaw_deg``, or where a camera saw it) on a pick, a place or any move to it, points the tool
+    straight down and turns the jaws to that table yaw (``armctl.ik.roll.grasp_roll``); a joint pose gives its own
+    roll. An arm without a roll: ``phi`` and None (a camera's yaw is then not used)."""
+    if arm.roll is None:
+        return phi, None
+    i = arm.roll_index
+    try:
+        if s.roll_rad is not None:
+            return phi, roll_turn(arm, s.roll_rad, float(q[i]))
+        yaw = s.grasp_yaw_rad if s.grasp_yaw_rad is not None else pose.yaw_rad
+        if yaw is not None:
+            return DOWN_RAD, grasp_roll(arm, point, yaw, q)
+    except BadInputError as exc:
+        raise MotionError(str(exc)) from None
+    if pose.q_rad is not None:
+        return phi, float(pose.q_rad[i])
+    return phi, None
+
+
+def check_rolls(prog: Program, arm: Arm, flat: list[_Flat]) -> None:
+    """The program's rolls checked on ``arm`` before anything is planned (ConfigError, exit 2, naming the line):
+    ``roll:``, ``grasp:`` or a pose's ``yaw_deg`` on an arm without a wrist roll, a roll no whole turn of which is
+    inside the roll's limits, a roll or a grasp on a move to a joint pose (its roll is in its q_deg) and a grasp
+    whose pose points the tool other than straight down."""
+    if arm.roll is None:
+        for pose in prog.poses.values():
+            if pose.yaw_rad is not None:
+                raise ConfigError(
+                    f"{pose.describe()}: arm '{arm.name}' has no wrist roll to turn the jaws to its yaw_deg; remove it",
+                    path=prog.path,
+                    line=pose.line,
+                )
+    for item in flat:
+        s = item.step
+        if s.action not in ("line", "joint"):
+            continue
+        pose = None if isinstance(_resolve_name(s.target, item.env), MarkerRef) else pose_of(prog, s.target, item.env)
+        why = _roll_refusal(s, pose, arm)
+        if why is not None:
+            name = f"step {s.number}" + (f" '{s.name}'" if s.name else "")
+            raise ConfigError(f"{name}: {why}", path=prog.path, line=s.line)
+
+
+def _roll_refusal(s: Step, pose: Pose | None, arm: Arm) -> str | None:
+    """Why step ``s`` (to ``pose``; None: a part a camera finds) cannot turn the jaws as it says on ``arm``, or None."""
+    yaw = s.grasp_yaw_rad if s.grasp_yaw_rad is not None else (None if pose is None else pose.yaw_rad)
+    key = "roll" if s.roll_rad is not None else "grasp" if s.grasp_yaw_rad is not None else "yaw_deg"
+    if s.roll_rad is None and yaw is None:
+        return None
+    if arm.roll is None:
+        return f"arm '{arm.name}' has no wrist roll to turn the jaws ({key}); remove it"
+    if pose is not None and pose.q_rad is not None and s.offset_m is None and not s.lift_m:
+        return f"{pose.describe()} is a joint pose: its roll is the last of its q_deg; remove {key}"
+    if s.roll_rad is not None:
+        try:
+            roll_turn(arm, s.roll_rad, float(arm.home_rad[arm.roll_index]))
+        except BadInputError as exc:
+            return str(exc)
+    elif pose is not None and pose.phi_rad is not None and abs(pose.phi_rad - DOWN_RAD) > 1e-9:
+        return (
+            f"{key} turns the jaws with the tool straight down, but {pose.describe()} gives phi_deg "
+            f"{math.degrees(pose.phi_rad):g}: give phi_deg -90 or none"
+        )
+    return None

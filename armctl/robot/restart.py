@@ -150,8 +150,9 @@ def prepare_run(
         raise BadInputError("run: give resume or from_step, not both")
     wanted = markers_of(program)
     if wanted and find is not None:
-        parts = {m.marker_id: find(m.marker_id, m.size_m).point_m for m in wanted}
-        program = with_parts(program, {mid: p if arm.has_base else p[:2] for mid, p in parts.items()})
+        parts = {m.marker_id: find(m.marker_id, m.size_m) for m in wanted}
+        points = {mid: p.point_m if arm.has_base else p.point_m[:2] for mid, p in parts.items()}
+        program = with_parts(program, points, {mid: p.yaw_rad for mid, p in parts.items()})
     path = str(Path(program.path).resolve())
     try:
         digest = program_digest(path)

@@ -24,7 +24,7 @@ import numpy as np
 
 from armctl.errors import BadInputError
 from armctl.model.arm import Arm
-from armctl.model.kinematics import limit_excess, limit_names
+from armctl.model.kinematics import limit_excess, limit_names, tool_pose
 from armctl.model.urdf import derive as urdf
 from armctl.motion import MAX_MOVE_S, SPEED_MARGIN
 from armctl.motion.trajectory import DEFAULT_PERIOD_S, Trajectory
@@ -443,3 +443,49 @@ def tool_point_ros(arm: Arm, tool_m) -> tuple[float, float, float]:
         return tuple(float(v) for v in arm.urdf.to_urdf_point(tool_m))
     p = [float(v) for v in tool_m]
     return (p[0], p[1], p[2]) if arm.has_base else (p[0], 0.0, p[1])
+
+
+def frame_rotation(arm: Arm) -> np.ndarray:
+    """The rotation from armctl's frame to the node's (3x3): none on an arm with a base (the frames differ by a
+    shift); on a planar arm its x along the plane's direction (x, or a URDF arm's), its y up, its z beside the
+    plane (as ``tool_point_ros`` places the plane)."""
+    if arm.has_base:
+        return np.eye(3)
+    u = np.asarray(arm.urdf.plane_u, dtype=float) if arm.urdf is not None else np.array([1.0, 0.0, 0.0])
+    up = np.array([0.0, 0.0, 1.0])
+    return np.column_stack([u, up, np.cross(u, up)])
+
+
+def quaternion(R) -> tuple[float, float, float, float]:
+    """A rotation matrix (3x3) as a unit quaternion (x, y, z, w), w >= 0 (geometry_msgs/Quaternion's order)."""
+    R = np.asarray(R, dtype=float)
+    tr = float(np.trace(R))
+    if tr > 0:
+        s = 2.0 * math.sqrt(tr + 1.0)
+        q = ((R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s)
+    else:
+        i = int(np.argmax(np.diag(R)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * math.sqrt(max(1.0 + R[i, i] - R[j, j] - R[k, k], 0.0))
+        v = [0.0, 0.0, 0.0]
+        v[i] = 0.25 * s
+        v[j] = (R[j, i] + R[i, j]) / s
+        v[k] = (R[k, i] + R[i, k]) / s
+        q = (v[0], v[1], v[2], (R[k, j] - R[j, k]) / s)
+    n = math.sqrt(sum(c * c for c in q))
+    sign = -1.0 if q[3] < 0 else 1.0
+    return tuple(float(sign * c / n) for c in q)
+
+
+def tool_pose_ros(arm: Arm, q, tool_m) -> tuple[tuple[float, float, float], tuple[float, float, float, float]]:
+    """The ``tool_pose`` message's content at pose ``q`` (armctl's angles, rad) with the tool point ``tool_m``:
+    (the point, as ``tool_point_ros``; the tool frame's orientation (x, y, z, w) in the node's frame). A URDF arm
+    with a wrist roll: its tool link's frame, as tf gives it (``UrdfDerivation.tool_frame_R``); other arms armctl's
+    tool frame (``kinematics.tool_pose``: on an arm with a roll x along the tool axis, y along the jaws)."""
+    q = np.asarray(q, dtype=float)
+    point = tool_point_ros(arm, tool_m)
+    if not np.all(np.isfinite(q)):
+        return point, (math.nan,) * 4
+    R = frame_rotation(arm) @ tool_pose(arm, q)[:3, :3]
+    to_link = getattr(arm.urdf, "tool_frame_R", None) if arm.urdf is not None else None
+    return point, quaternion(R if to_link is None else R @ to_link)

@@ -5,7 +5,8 @@ Topics and services, relative to the node's namespace (``--namespace arm1``: ``/
 - publishes ``joint_states`` (sensor_msgs/JointState: the joints as ``messages.RosJoints`` names them, a URDF arm's
   with the URDF's names and angles; positions in rad, velocities in rad/s from successive poses; measured where the
   servos report, commanded otherwise) at ``--rate``, and ``tool_point`` (geometry_msgs/PointStamped, m, in the
-  frame ``<namespace>/base_link``, a URDF arm's root link, REP-103: z up);
+  frame ``<namespace>/base_link``, a URDF arm's root link, REP-103: z up) with ``tool_pose`` beside it
+  (geometry_msgs/PoseStamped: the same point and the tool frame's full orientation, ``messages.tool_pose_ros``);
 - takes ``joint_trajectory`` (trajectory_msgs/JointTrajectory: checked whole, re-timed or refused by the parameter
   ``too_fast``, then played by the Robot; an empty one stops the arm), ``joint_commands`` (sensor_msgs/JointState
   positions, the topic topic_based_ros2_control publishes: the arm follows the latest, under its speed limits,
@@ -43,7 +44,7 @@ from armctl.ros.messages import (
     check_trajectory,
     command_offset,
     ros_joints,
-    tool_point_ros,
+    tool_pose_ros,
 )
 from armctl.ros.worker import END_MARGIN_FRACTION, END_MARGIN_S, FOLLOW_RATE_HZ, REQUEST_WAIT_S, Worker
 
@@ -65,7 +66,7 @@ def import_rclpy():
     """rclpy and the message modules, or BadInputError saying how to get them."""
     try:
         import rclpy  # noqa: F401
-        from geometry_msgs.msg import PointStamped  # noqa: F401
+        from geometry_msgs.msg import PointStamped, PoseStamped  # noqa: F401
         from sensor_msgs.msg import JointState  # noqa: F401
         from std_msgs.msg import String  # noqa: F401
         from std_srvs.srv import Trigger  # noqa: F401
@@ -92,7 +93,7 @@ class ArmNode:
     robot and the node). ``done`` is set when the node must end (a lost link: ``failed`` holds the error)."""
 
     def __init__(self, robot, node, *, rate_hz: float = 50.0, frame_id: str = "base_link", out=sys.stdout):
-        from geometry_msgs.msg import PointStamped
+        from geometry_msgs.msg import PointStamped, PoseStamped
         from rclpy.callback_groups import ReentrantCallbackGroup
         from rclpy.qos import QoSProfile
         from sensor_msgs.msg import JointState
@@ -115,9 +116,11 @@ class ArmNode:
         self.held = 0  # joint commands held before the first was taken
         self.worker = Worker(self, self._source, self._closing)  # one command at a time, on the Robot
         self._JointState, self._PointStamped, self._String = JointState, PointStamped, String
+        self._PoseStamped = PoseStamped
         events_qos = QoSProfile(depth=50)
         self.pub_states = node.create_publisher(JointState, "joint_states", 10)
         self.pub_tool = node.create_publisher(PointStamped, "tool_point", 10)
+        self.pub_pose = node.create_publisher(PoseStamped, "tool_pose", 10)
         self.pub_events = node.create_publisher(String, "armctl/events", events_qos)
         node.create_subscription(JointTrajectory, "joint_trajectory", self._guard(self._on_trajectory), 10)
         node.create_subscription(JointState, "joint_commands", self._guard(self._on_command), 1)
@@ -195,7 +198,7 @@ class ArmNode:
         detail = exc.to_dict() if isinstance(exc, Refused) else {"reason": str(exc), "field": None, "point": None}
         self.event("refused", source=source, moved=False, **detail)
 
-    # --- joint_states and tool_point ---
+    # --- joint_states, tool_point and tool_pose ---
 
     def _publish_loop(self) -> None:
         t_next = time.monotonic()
@@ -219,7 +222,7 @@ class ArmNode:
                 self.event("failed", source="joint_states", reason=str(exc))
 
     def publish_state(self) -> None:
-        """Publish ``joint_states`` and ``tool_point`` once (the Robot's ``where()``)."""
+        """Publish ``joint_states``, ``tool_point`` and ``tool_pose`` once (the Robot's ``where()``)."""
         pose = self.robot.where()
         t = time.monotonic()
         q = [float(v) for v in pose.q_rad]  # armctl's angles here; the topics' (``self.joints``) in the message
@@ -249,8 +252,14 @@ class ArmNode:
         ps = self._PointStamped()
         ps.header.stamp = stamp
         ps.header.frame_id = self.frame_id
-        ps.point.x, ps.point.y, ps.point.z = tool_point_ros(self.arm, pose.tool_m)
+        (ps.point.x, ps.point.y, ps.point.z), quat = tool_pose_ros(self.arm, pose.q_rad, pose.tool_m)
         self.pub_tool.publish(ps)
+        tp = self._PoseStamped()
+        tp.header = ps.header
+        tp.pose.position.x, tp.pose.position.y, tp.pose.position.z = ps.point.x, ps.point.y, ps.point.z
+        o = tp.pose.orientation
+        o.x, o.y, o.z, o.w = quat
+        self.pub_pose.publish(tp)
 
     # --- what comes in (the executor thread): checked here, handed to the worker ---
 

@@ -21,6 +21,7 @@ import pytest
 
 from armctl.cli import main
 from armctl.core.paths import PRESET_CALIBRATION_DIR, PRESET_DIR
+from tests.cli.roll_arm import write_roll_arm
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "examples" / "pick_and_place.yaml"
@@ -122,6 +123,54 @@ ROWS = [
         "--height",
     ),
     ("ik targets file of x,y on a base arm", ["--arm", "mearm", "ik", "--targets", "{tmp}/xy.csv"], 2, "'x,y,z'"),
+    # the wrist roll ({tmp}/rollarm.yaml: tests/cli/roll_arm.py)
+    (
+        "ik roll on an arm without one",
+        ["--arm", "mearm", "ik", "0.15", "0", "0", "--roll", "9"],
+        2,
+        "arm 'mearm' has no wrist roll",
+    ),
+    (
+        "ik roll outside its limits",
+        ["--arm", "{tmp}/rollarm.yaml", "ik", "0.2", "0", "0", "--roll", "170"],
+        2,
+        "-157.0, 163.0",
+    ),
+    ("ik roll nan", ["--arm", "{tmp}/rollarm.yaml", "ik", "0.2", "0", "0", "--roll", "nan"], 2, "--roll: 'nan'"),
+    ("ik yaw inf", ["--arm", "{tmp}/rollarm.yaml", "ik", "0.2", "0", "0", "--down", "--yaw", "inf"], 2, "--yaw: 'inf'"),
+    (
+        "ik yaw without down",
+        ["--arm", "{tmp}/rollarm.yaml", "ik", "0.2", "0", "0", "--yaw", "30"],
+        2,
+        "--yaw needs --down",
+    ),
+    ("ik down without a base", ["ik", "0.5", "0.4", "--down"], 2, "arm 'seed-3link' has no rotating base"),
+    (
+        "ik targets roll outside",
+        ["--arm", "{tmp}/rollarm.yaml", "ik", "--targets", "{tmp}/roll.csv"],
+        2,
+        "roll.csv:2: roll_deg",
+    ),
+    (
+        "jog roll on an arm without one",
+        ["--arm", "mearm", "--port", "{port}", "jog", "0.15", "0", "0", "--roll", "9"],
+        2,
+        "arm 'mearm' has no wrist roll",
+    ),
+    (
+        "jog roll outside its limits",
+        ["--arm", "{tmp}/rollarm.yaml", "--calibration", "{tmp}/rollcal.yaml", "--port", "{port}", "jog", "0.2", "0.1"]
+        + ["0.05", "--roll", "170"],
+        2,
+        "--roll: roll 170.0 deg is outside the limits of 'wrist_roll'",
+    ),
+    (
+        "jog roll nan",
+        ["--arm", "{tmp}/rollarm.yaml", "--calibration", "{tmp}/rollcal.yaml", "--port", "{port}", "jog", "0.2", "0.1"]
+        + ["0.05", "--roll", "nan"],
+        2,
+        "--roll: 'nan' is not a finite number",
+    ),
     # run
     ("run missing program", ["--port", "{port}", "run", "{tmp}/missing.yaml"], 2, "missing.yaml"),
     ("run malformed program", ["--port", "{port}", "run", "{tmp}/bad.yaml"], 2, "bad.yaml"),
@@ -228,6 +277,8 @@ def folder(tmp_path, monkeypatch):
     )
     (tmp_path / "mearm-far.yaml").write_text("arm: mearm\nposes:\n  p: {xyz_mm: [400, 0, 0]}\nsteps:\n  - {line: p}\n")
     (tmp_path / "xy.csv").write_text("0.15,0.02,0.0\n0.15,0.02\n")
+    write_roll_arm(tmp_path)
+    (tmp_path / "roll.csv").write_text("x,y,z,roll_deg\n0.2,0.1,0.05,-170\n")
     (tmp_path / "points.yaml").write_text(
         "arm: seed-3link\npoints:\n  - {joint: 1, angle_deg: 0, us: 1500}\n  - {joint: 1, angle_deg: 90, us: 2166}\n"
     )

@@ -220,15 +220,19 @@ def _reference_ik_targets(arm_name, text, *, method="dls", json_out=False, name=
                      "error_m": f"@{e:.3e}@", "iterations": its, "method": method}  # fmt: skip
                 if p is not None:
                     d["phi_deg"] = round(math.degrees(p), 6)
+                if arm.roll is not None:  # (an arm with a wrist roll: its angle, the pose's last)
+                    d["roll_deg"] = round(math.degrees(float(q[-1])), 6)
                 if not ok:
                     d.update(reason=reason, shortfall_m=short)
                 objs.append(d)
             print(re.sub(r'"@([^@]*)@"', r"\1", json.dumps(objs)), file=out)
         else:
             xyz = ",".join(f"{c}_m" for c in "xyz"[:d])
-            print(f"{xyz},ok,{','.join(f'q{i + 1}_deg' for i in range(arm.n))},error_m,shortfall_m", file=out)
+            roll = ",roll_deg" if arm.roll is not None else ""
+            print(f"{xyz},ok,{','.join(f'q{i + 1}_deg' for i in range(arm.n))}{roll},error_m,shortfall_m", file=out)
             for t, (ok, q, e, short, _r, _i) in zip(targets, results):
                 qs = ",".join(f"{v:.6f}" for v in np.degrees(q))
+                qs += f",{math.degrees(q[-1]):.6f}" if arm.roll is not None else ""
                 ts = ",".join(f"{v:.6f}" for v in t)
                 print(f"{ts},{int(ok)},{qs},{e:.3e},{short:.6f}", file=out)
         failed = sum(1 for r in results if not r[0])

@@ -26,7 +26,7 @@ def _json(capsys, argv):
 
 @pytest.mark.parametrize(
     ("arm", "channels"),
-    [("so101", [1, 2, 3, 4, 6, 5]), ("mearm", [0, 1, 2, 3])],  # so101: 5 joints' ids, then wrist_roll (held)
+    [("so101", [1, 2, 3, 4, 5, 6]), ("mearm", [0, 1, 2, 3])],  # so101: its 5 joints' ids (the roll driven), gripper
 )
 def test_status_json_lists_a_width_for_each_of_the_arms_servos_and_no_more(arm, channels, capsys):
     """Used to list the backend's whole list: 7 widths for the SO-101's 6 servos (a bus's list is indexed by
@@ -109,7 +109,7 @@ def test_an_arm_name_that_is_also_a_folder_here_is_the_preset(tmp_path, capsys):
     folder: 'so101: cannot read file: [Errno 21] Is a directory'."""
     (tmp_path / "so101").mkdir()
     (tmp_path / "mearm").mkdir()
-    assert main(["--arm", "so101", "fk", "0", "0", "0", "0", "--json"]) == 0
+    assert main(["--arm", "so101", "fk", "0", "0", "0", "0", "0", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["tool_m"]
     assert main(["--arm", "mearm", "workspace"]) == 0
     assert "presets/mearm.yaml" in capsys.readouterr().out.replace(os.sep, "/")

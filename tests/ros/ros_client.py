@@ -2,11 +2,12 @@
 
 It reads one JSON request per line on stdin and answers one JSON line on stdout:
 
-- ``{"op": "watch", "ns": "/arm1"}``: subscribe to the node's joint_states, tool_point and armctl/events; answers
-  once joint_states arrive.
+- ``{"op": "watch", "ns": "/arm1"}``: subscribe to the node's joint_states, tool_point, tool_pose and armctl/events;
+  answers once joint_states arrive.
 - ``{"op": "states", "ns", "seconds"}``: the joint_states received over that long: count, rate (from the message
-  stamps and from the arrival times), intervals, names, the last positions and tool point.
-- ``{"op": "state", "ns"}``: the last joint_states and tool point.
+  stamps and from the arrival times), intervals, names, the last positions, tool point and tool pose (``pose``:
+  xyz, quat x y z w, frame).
+- ``{"op": "state", "ns"}``: the last joint_states, tool point and tool pose.
 - ``{"op": "trajectory", "ns", "names", "points": [[positions, t_s], ...]}``: publish a JointTrajectory.
 - ``{"op": "command", "ns", "names", "positions"}``: publish a JointState on joint_commands.
 - ``{"op": "stream", "ns", "names", "positions", "rate_hz", "seconds"}``: publish that JointState on joint_commands
@@ -31,7 +32,7 @@ import threading
 import time
 
 import rclpy
-from geometry_msgs.msg import PointStamped
+from geometry_msgs.msg import PointStamped, PoseStamped
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.executors import SingleThreadedExecutor
@@ -48,8 +49,10 @@ class Arm:
         self.events: list[dict] = []
         self.states: list[tuple[float, float, list, list, list]] = []  # (arrival, stamp, names, pos, vel)
         self.tool = None
+        self.pose = None
         node.create_subscription(JointState, f"{self.ns}/joint_states", self._state, 50)
         node.create_subscription(PointStamped, f"{self.ns}/tool_point", self._tool, 10)
+        node.create_subscription(PoseStamped, f"{self.ns}/tool_pose", self._pose, 10)
         node.create_subscription(String, f"{self.ns}/armctl/events", self._event, 100)
         self.pub_traj = node.create_publisher(JointTrajectory, f"{self.ns}/joint_trajectory", 10)
         self.pub_cmd = node.create_publisher(JointState, f"{self.ns}/joint_commands", 10)
@@ -66,6 +69,11 @@ class Arm:
     def _tool(self, msg) -> None:
         with self.lock:
             self.tool = {"xyz": [msg.point.x, msg.point.y, msg.point.z], "frame": msg.header.frame_id}
+
+    def _pose(self, msg) -> None:
+        p, o = msg.pose.position, msg.pose.orientation
+        with self.lock:
+            self.pose = {"xyz": [p.x, p.y, p.z], "quat": [o.x, o.y, o.z, o.w], "frame": msg.header.frame_id}
 
     def _event(self, msg) -> None:
         with self.lock:
@@ -132,11 +140,13 @@ def main() -> int:
                 positions=[s[3] for s in got],
                 velocities=[s[4] for s in got],
                 tool=a.tool,
+                pose=a.pose,
             )
         elif op == "state":
             with a.lock:
                 last = a.states[-1] if a.states else None
-            out.update(names=last[2], position=last[3], velocity=last[4], tool=a.tool, t=last[0]) if last else None
+            if last:
+                out.update(names=last[2], position=last[3], velocity=last[4], tool=a.tool, pose=a.pose, t=last[0])
         elif op == "trajectory":
             msg = JointTrajectory()
             msg.joint_names = req["names"]

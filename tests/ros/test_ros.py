@@ -212,6 +212,33 @@ def test_joint_states_rate_names_and_units(client, arm1):
     assert math.radians(10) - 1e-3 <= q[3] <= math.radians(60) + 1e-3  # the gripper, in rad
 
 
+def quat_matrix(x: float, y: float, z: float, w: float) -> np.ndarray:
+    """A unit quaternion's rotation matrix (the textbook formula)."""
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def test_tool_pose_gives_the_tool_point_and_its_orientation(client, arm1):
+    """tool_pose (geometry_msgs/PoseStamped) beside tool_point: the same point, and the tool frame's orientation;
+    for the planar seed-3link (its plane the x-z plane) the tool's x axis points along its last link, at the tool
+    angle (the sum of the joint angles) from x toward z, and its z axis is the plane's normal -y (right-handed)."""
+    q = steady(client, "/arm1")
+    st = client("state", ns="/arm1")
+    pose, tool = st["pose"], st["tool"]
+    assert pose is not None and pose["frame"] == tool["frame"] == "arm1/base_link"
+    assert pose["xyz"] == pytest.approx(tool["xyz"], abs=1e-12)
+    assert np.linalg.norm(pose["quat"]) == pytest.approx(1.0, abs=1e-9)
+    R = quat_matrix(*pose["quat"])
+    phi = float(np.sum(q[:3]))
+    assert R[:, 0] == pytest.approx([math.cos(phi), 0.0, math.sin(phi)], abs=1e-9)
+    assert R[:, 2] == pytest.approx([0.0, -1.0, 0.0], abs=1e-9)
+
+
 def test_trajectory_inside_limits_is_executed(client, arm1):
     q0 = steady(client, "/arm1")[:3]
     q1 = q0 + np.radians([20, -15, 10])
@@ -657,12 +684,14 @@ except ImportError:  # pragma: no cover - the test extra installs it
 SO101_URDF = ROOT / "armctl" / "presets" / "so101.urdf"
 
 
-def urdf_tool(q: dict) -> np.ndarray:
-    """gripper_frame_link's origin (m) in base_link by yourdfpy (an independent URDF library), URDF angles ``q``."""
+def urdf_tool(q: dict, *, rotation: bool = False) -> np.ndarray:
+    """gripper_frame_link's origin (m) in base_link by yourdfpy (an independent URDF library), URDF angles ``q``;
+    ``rotation``: its rotation (3x3) instead."""
     require(yourdfpy is not None, "yourdfpy (pip install -e '.[test]')")
     robot = yourdfpy.URDF.load(str(SO101_URDF), load_meshes=False, load_collision_meshes=False, build_scene_graph=True)
     robot.update_cfg({name: q[name] for name in robot.actuated_joint_names})
-    return robot.get_transform("gripper_frame_link", robot.base_link)[:3, 3]
+    T = robot.get_transform("gripper_frame_link", robot.base_link)
+    return T[:3, :3] if rotation else T[:3, 3]
 
 
 @pytest.fixture
@@ -695,7 +724,7 @@ def test_topic_based_ros2_control_start_up_commands_are_held(client, fresh_node,
     node = fresh_node(arm, ns[1:])
     names = client("states", ns=ns, seconds=0.3)["names"]
     if arm == "so101":  # away from the URDF zero pose first (a trajectory does not end the hold)
-        away = {"shoulder_pan": 0.5, "shoulder_lift": -0.4, "elbow_flex": 0.6, "wrist_flex": 0.3}
+        away = {"shoulder_pan": 0.5, "shoulder_lift": -0.4, "elbow_flex": 0.6, "wrist_flex": 0.3, "wrist_roll": 0.2}
         client("trajectory", ns=ns, names=list(away), points=[[list(away.values()), 2.0]])
         evs = client.events(ns, until=["done", "refused", "failed"], timeout=15)
         assert evs[-1]["event"] == "done", evs
@@ -729,7 +758,8 @@ def test_topic_based_ros2_control_start_up_commands_are_held(client, fresh_node,
 def test_so101_joint_states_carry_the_urdfs_names_and_angles(client, fresh_node):
     """An SO-101's joint_states name the URDF's joints (wrist_roll too) with the URDF's angles: at home (the URDF's
     zero pose) and at a second pose sent in URDF angles, yourdfpy's FK of the published angles puts
-    gripper_frame_link where the node's tool_point says (frame base_link, the URDF's root link)."""
+    gripper_frame_link where the node's tool_point says (frame base_link, the URDF's root link), and turns it as
+    tool_pose's orientation says; a trajectory turns the wrist roll, now a joint of the model."""
     fresh_node("so101", "urdf101")
     require(yourdfpy is not None, "yourdfpy (pip install -e '.[test]')")
     robot = yourdfpy.URDF.load(str(SO101_URDF), load_meshes=False, load_collision_meshes=False)
@@ -753,11 +783,19 @@ def test_so101_joint_states_carry_the_urdfs_names_and_angles(client, fresh_node)
     assert all(abs(got[n] - pose[n]) < math.radians(0.3) for n in pose), np.degrees(st["position"])
     assert np.linalg.norm(urdf_tool(got) - st["tool"]["xyz"]) < 0.1e-3
     assert np.linalg.norm(urdf_tool(dict(got, **pose)) - st["tool"]["xyz"]) < 1.5e-3  # the asked pose's tool
-    # wrist_roll is held (no joint of armctl's model): a command that turns it is refused, naming it
-    client("trajectory", ns="/urdf101", names=list(pose), points=[[[*list(pose.values())[:4], 0.3], 1.0]])
-    evs = client.events("/urdf101", until=["refused", "accepted"], timeout=10)
-    assert evs[-1]["event"] == "refused" and evs[-1]["field"] == "points[0].positions[4]", evs
-    assert "wrist_roll" in evs[-1]["reason"]
+    assert np.allclose(quat_matrix(*st["pose"]["quat"]), urdf_tool(got, rotation=True), atol=1e-9)
+    assert st["pose"]["xyz"] == pytest.approx(st["tool"]["xyz"], abs=1e-12)
+    # the wrist roll turns (a joint of armctl's model): the tool link turns with it as tf would say
+    client.events("/urdf101")
+    client("trajectory", ns="/urdf101", names=list(pose), points=[[[*list(pose.values())[:4], 0.8], 1.0]])
+    evs = client.events("/urdf101", until=["done", "refused", "failed"], timeout=15)
+    assert evs[-1]["event"] == "done", evs
+    steady(client, "/urdf101")
+    st = client("state", ns="/urdf101")
+    got = dict(zip(st["names"], st["position"]))
+    assert got["wrist_roll"] == pytest.approx(0.8, abs=math.radians(0.3))
+    assert np.allclose(quat_matrix(*st["pose"]["quat"]), urdf_tool(got, rotation=True), atol=1e-9)
+    assert np.linalg.norm(urdf_tool(got) - st["tool"]["xyz"]) < 0.1e-3
 
 
 def test_a_raised_first_command_max_deg_lets_a_far_first_command_through(client, fresh_node):
@@ -777,3 +815,34 @@ def test_a_raised_first_command_max_deg_lets_a_far_first_command_through(client,
     assert evs[-1]["event"] == "accepted" and evs[-1]["held"] == 1, evs
     time.sleep(1.0)
     assert np.allclose(steady(client, "/far1")[:3], target, atol=math.radians(0.3))
+
+
+def test_a_roll_arm_publishes_its_roll_joint_and_the_jaws_orientation(client, fresh_node, tmp_path):
+    """An arm with a wrist roll (tests/cli/roll_arm.py): joint_states carry the roll by its name; a trajectory turns
+    it; tool_pose's orientation is the tool frame of the published angles (x along the tool axis, y along the jaws:
+    turning the roll by r turns y by r about x) and its point tool_point's."""
+    from armctl.model.kinematics import tool_pose as fk_pose
+    from tests.cli.roll_arm import write_roll_arm
+
+    path = write_roll_arm(tmp_path)
+    arm = load_arm(str(path))
+    fresh_node(str(path), "roll1", "--calibration", str(path.with_name("rollcal.yaml")))
+    st = client("states", ns="/roll1", seconds=0.3)
+    assert st["names"] == ["pan", "lift", "elbow", "flex", "wrist_roll", "gripper"]
+    frames = []
+    for roll in (0.0, 0.6):
+        pose = {"pan": 0.3, "lift": 1.2, "elbow": -1.3, "flex": -1.0, "wrist_roll": roll}
+        client.events("/roll1")
+        client("trajectory", ns="/roll1", names=list(pose), points=[[list(pose.values()), 1.5]])
+        evs = client.events("/roll1", until=["done", "refused", "failed"], timeout=15)
+        assert evs[-1]["event"] == "done", evs
+        q = steady(client, "/roll1")
+        st = client("state", ns="/roll1")
+        assert q[4] == pytest.approx(roll, abs=math.radians(0.3))
+        R = quat_matrix(*st["pose"]["quat"])
+        assert np.allclose(R, fk_pose(arm, q[:5])[:3, :3], atol=1e-9)
+        assert st["pose"]["xyz"] == pytest.approx(st["tool"]["xyz"], abs=1e-12)
+        frames.append((q[4], R))
+    (r0, R0), (r1, R1) = frames
+    assert np.allclose(R0[:, 0], R1[:, 0], atol=1e-3)
+    assert float(R0[:, 1] @ R1[:, 1]) == pytest.approx(math.cos(r1 - r0), abs=1e-6)

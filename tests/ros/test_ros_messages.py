@@ -19,6 +19,7 @@ from armctl.ros.messages import (
     joint_names,
     ros_joints,
     tool_point_ros,
+    tool_pose_ros,
 )
 from tests.helpers import so101_with_held_roll
 
@@ -216,3 +217,40 @@ def test_command_offset_is_the_largest_joint_or_gripper_difference():
     assert command_offset(SEED, q, 0.9, q, 0.5) == (pytest.approx(0.4), "gripper")
     assert command_offset(SO101, SO101.home_rad + [0.3, 0, 0, 0, 0], 0.0, SO101.home_rad, None)[1] == "shoulder_pan"
     assert command_offset(SO101, SO101.home_rad + [0, 0, 0, 0, 0.4], 0.0, SO101.home_rad, None)[1] == "wrist_roll"
+
+
+def _quat_matrix(x, y, z, w) -> np.ndarray:
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def test_tool_pose_message_carries_the_tool_frame(tmp_path):
+    """tool_pose: the point of tool_point and the tool frame as a unit quaternion (w >= 0); on an arm with a wrist
+    roll x along the tool axis and y along the jaws (a roll of r turns y by r about x); NaN for an unknown pose."""
+    from armctl.model.kinematics import tool_point, tool_pose
+    from tests.cli.roll_arm import write_roll_arm
+
+    arm = load_arm(str(write_roll_arm(tmp_path)))
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        q = rng.uniform(arm.q_min, arm.q_max)
+        point, quat = tool_pose_ros(arm, q, tool_point(arm, q))
+        assert point == pytest.approx(tuple(tool_point(arm, q)), abs=1e-15)
+        assert np.linalg.norm(quat) == pytest.approx(1.0) and quat[3] >= 0
+        assert np.allclose(_quat_matrix(*quat), tool_pose(arm, q)[:3, :3], atol=1e-12)
+        q2 = q.copy()
+        q2[-1] += 0.5 * (q2[-1] < 0) - 0.5 * (q2[-1] >= 0)  # the roll half a radian the other way, inside
+        R1, R2 = _quat_matrix(*quat), _quat_matrix(*tool_pose_ros(arm, q2, tool_point(arm, q2))[1])
+        assert np.allclose(R1[:, 0], R2[:, 0], atol=1e-12)
+        assert float(R1[:, 1] @ R2[:, 1]) == pytest.approx(math.cos(0.5), abs=1e-12)
+    assert all(math.isnan(v) for v in tool_pose_ros(arm, np.full(arm.n, np.nan), np.full(3, np.nan))[1])
+    # a planar arm: its plane is the x-z plane; the tool's x at the tool angle from x toward z, z along -y
+    q = np.radians([30.0, -60.0, -20.0])
+    R = _quat_matrix(*tool_pose_ros(SEED, q, tool_point(SEED, q))[1])
+    phi = float(np.sum(q))
+    assert np.allclose(R[:, 0], [math.cos(phi), 0, math.sin(phi)]) and np.allclose(R[:, 2], [0, -1, 0])

@@ -201,16 +201,21 @@ class FeetechBackend(Backend):
         lo, hi = self.position_limits.get(servo_id, (0, 0))
         return steps if (lo, hi) == (0, 0) else min(max(steps, lo), hi)
 
-    def _torque_on(self, ids) -> None:
+    def _torque_on(self, ids, *, full_speed: bool = False) -> None:
         """Before a servo first moves: its goal where it is, then torque on (it does not jump). A servo found
         beyond its own position limits (moved there by hand) takes the nearest limit as its goal, as it would
-        anyway: that is the goal it holds."""
+        anyway: that is the goal it holds. ``full_speed`` (a joint the host times): its goal time and speed 0,
+        the servo's own maximum, so a speed left in its RAM by an earlier hold (until power-off) cannot make it
+        lag the frames it is sent."""
         off = [i for i in ids if not self.torque.get(i)]
         if not off:
             return
         here = {i: self._within_limits(i, v) for i, v in self.bus.read_positions(off).items()}
         for i in off:  # acknowledged (and retried): a lost goal here would be a jump when the torque goes on
-            self.bus.write(i, "goal_position", here[i])
+            if full_speed:
+                self.bus.write_many(i, {"goal_position": here[i], "goal_time": 0, "goal_speed": 0})
+            else:
+                self.bus.write(i, "goal_position", here[i])
         self.bus.set_torque(off, True)
         for i in off:
             self.torque[i] = True
@@ -242,7 +247,7 @@ class FeetechBackend(Backend):
                 self._hold()
             except ServoError as exc:
                 raise LinkError(self._named(str(exc))) from None
-        self._torque_on([i for i in targets if self.goal.get(i) is None or not self.torque.get(i)])
+        self._torque_on([i for i in targets if self.goal.get(i) is None or not self.torque.get(i)], full_speed=True)
         starts = {i: self.goal[i] if self.goal[i] is not None else v for i, v in targets.items()}
         now = time.monotonic()
         if self._next_frame_t is None or self._next_frame_t < now - FRAME_S:
@@ -272,7 +277,7 @@ class FeetechBackend(Backend):
         try:
             if self.held:
                 self._hold(skip=targets)
-            self._torque_on([i for i in targets if self.goal.get(i) is None or not self.torque.get(i)])
+            self._torque_on([i for i in targets if self.goal.get(i) is None or not self.torque.get(i)], full_speed=True)
             self.bus.write_positions({i: round(v) for i, v in targets.items()})
             for i, v in targets.items():
                 self.goal[i] = v
