@@ -114,11 +114,11 @@ def so101_with_held_roll(folder):
     return arm
 
 
-def makers_so101_urdf(folder, *, tool_beside_m: float = 0.0):
+def makers_so101_urdf(folder, *, tool_beside_m: float = 0.0, rounded: bool = False):
     """The SO-101's URDF as its maker ships it (SO-ARM100's ``so101_new_calib.urdf``: the same joints as
     armctl/presets/so101.urdf, its moving jaw and gripper joint, a fixed side frame on the base as onshape-to-robot
     writes one), with no sidecar, in ``folder``; ``tool_beside_m`` moves the tool frame that far to the arm's right
-    (m, at the zero pose)."""
+    (m, at the zero pose); ``rounded``: pi/2 and pi as the published file writes them (1.5708, 3.14159)."""
     from pathlib import Path
 
     from armctl.core.paths import PRESET_DIR
@@ -135,6 +135,8 @@ def makers_so101_urdf(folder, *, tool_beside_m: float = 0.0):
         '    <origin xyz="0.020791 0.0157608 0.0324817" rpy="0 0 0"/>\n    <parent link="base_link"/>\n'
         '    <child link="baseframe"/>\n  </joint>\n</robot>',
     )
+    if rounded:
+        text = text.replace("1.5707963267949", "1.5708").replace("3.14159265358979", "3.14159")
     path = Path(folder) / "so101_new_calib.urdf"
     path.write_text(text)
     assert not path.with_name("so101_new_calib.armctl.yaml").exists()

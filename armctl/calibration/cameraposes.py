@@ -136,6 +136,9 @@ def _tour(arm, q, start) -> np.ndarray:
     return np.array(order, dtype=int)
 
 
+DRAWS = 4  # batches of random poses drawn at most to find enough the camera sees
+
+
 def camera_poses(
     arm,
     cal,
@@ -158,8 +161,12 @@ def camera_poses(
     lo, hi = _bounds(arm, cal, step)
     if np.any(hi <= lo):
         raise BadInputError(f"camera poses: {arm.joint_names[int(np.argmax(hi <= lo))]} has no range to move in")
-    q = rng.uniform(lo, hi, size=(max(4000, 100 * (n + held_out)), arm.n))
-    q = q[_usable(arm, cal, view, q, marker_m, step)]
+    q = np.zeros((0, arm.n))
+    for _ in range(DRAWS):  # more draws where few poses show the marker (a wrist roll turns it away from the camera)
+        more = rng.uniform(lo, hi, size=(max(4000, 100 * (n + held_out)), arm.n))
+        q = np.concatenate([q, more[_usable(arm, cal, view, more, marker_m, step)]])
+        if len(q) >= 2 * (n + held_out):
+            break
     if len(q) < 2 * (n + held_out):
         raise BadInputError(
             f"camera poses: the camera sees the marker in only {len(q)} of the arm's poses; need {2 * (n + held_out)}: "

@@ -230,15 +230,19 @@ def clearances(arm, zones: Zones, q, *, far: float | None = None) -> tuple[np.nd
 
 
 def reach_radii(arm) -> np.ndarray:
-    """Per joint: the furthest any link point it moves can be from its axis (m), an upper bound."""
+    """Per joint: the furthest any link point it moves can be from its axis (m), an upper bound. A wrist roll
+    (``armctl.model.hand``) turns the tool point ``offset_m`` about its axis: up to twice that (and the tool's
+    place beside the plane) beyond the last link for the other joints."""
     links = np.asarray(arm.links_m, dtype=float)
+    roll = getattr(arm, "roll", None)
+    hand = 0.0 if roll is None else 2.0 * roll.offset_m + abs(roll.lateral_m)
     if arm.parallelogram:  # joint 2 turns the forearm; joint 1 carries it (no single axis): the whole chain
         chain = np.full(arm.n_links, float(links.sum()))
     else:
-        chain = np.array([links[i:].sum() for i in range(arm.n_links)])
+        chain = np.array([links[i:].sum() for i in range(arm.n_links)]) + hand
     if arm.has_base:
-        return np.concatenate([[abs(arm.base_offset_m) + links.sum()], chain])
-    return chain
+        chain = np.concatenate([[abs(arm.base_offset_m) + links.sum() + hand], chain])
+    return chain if roll is None else np.append(chain, roll.offset_m)
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,10 @@ than its joint speed limits (a quarter of them during the start ramp) and tells 
 commanded. Two mappings:
 
 - ``joints`` (the same model, SO-101 -> SO-101): each joint angle of the leader (through the leader's
-  calibration) is the follower's (through the follower's); a joint past the follower's limit is held at it.
-  Servos both calibrations hold (the SO-101's wrist roll) turn as far from their held positions as the leader's.
+  calibration) is the follower's (through the follower's); a joint past the follower's limit is held at it; a
+  wrist roll read across +-180 (LeRobot's roll spans the whole turn) is taken at the turn nearest the follower's.
+  Servos both calibrations hold (a wrist roll the sidecar holds) turn as far from their held positions as the
+  leader's.
 - ``tool`` (any pair: an SO-101 leader moving a MeArm): the leader's tool point (its forward kinematics),
   taken about its shoulder, times ``scale`` (default: the follower's reach over the leader's), plus
   ``offset_m``, about the follower's shoulder, is the follower's tool point (its IK, nearest the pose it is
@@ -182,12 +184,15 @@ class Teleop:
         arm = self.arm
         clamped = ""
         if self.map == "joints":
-            q = np.clip(r.q_rad, arm.q_min, arm.q_max)
-            if np.any(np.abs(q - r.q_rad) > 1e-9):
+            lq = np.array(r.q_rad, dtype=float)
+            k = arm.roll_index
+            if k is not None and self._q_follow is not None:  # a leader's roll read across +-180: the nearer turn
+                lq[k] = self._q_follow[k] + math.remainder(lq[k] - self._q_follow[k], 2 * math.pi)
+            q = np.clip(lq, arm.q_min, arm.q_max)
+            if np.any(np.abs(q - lq) > 1e-9):
                 i = int(np.argmax(np.abs(q - r.q_rad)))
                 clamped = (
-                    f"{arm.joint_names[i]} at its limit {math.degrees(q[i]):.1f} deg "
-                    f"(leader {math.degrees(r.q_rad[i]):.1f})"
+                    f"{arm.joint_names[i]} at its limit {math.degrees(q[i]):.1f} deg (leader {math.degrees(lq[i]):.1f})"
                 )
             if not arm.within_limits(q):
                 q, why = self._inside(q)

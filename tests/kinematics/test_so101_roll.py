@@ -2,7 +2,8 @@
 independent URDF FK (yourdfpy, meshes off) of the tool link at random angles inside the limits, through the
 derivation's frame shift and its one constant tool-frame rotation; the IK round trips at a roll. On the so101
 preset (armctl/presets/so101.urdf and its sidecar) and on the maker's so101_new_calib.urdf as it comes (no sidecar),
-also with its tool frame moved 0.5 mm beside the arm's plane."""
+also with its tool frame moved 0.5 mm beside the arm's plane, and with pi/2 and pi rounded as the published file
+writes them (1.5708, 3.14159: axes off by 4e-6 rad, within the importer's tolerance; about 1e-3 mm off)."""
 
 from __future__ import annotations
 
@@ -31,14 +32,14 @@ def _yourdfpy(path):
     return yourdfpy.URDF.load(str(path), load_meshes=False, load_collision_meshes=False, build_scene_graph=True)
 
 
-ARMS = ["preset", "maker", "maker, tool 0.5 mm beside"]
+ARMS = ["preset", "maker", "maker, tool 0.5 mm beside", "maker, published rounding"]
 
 
 def _arm(which, tmp_path):
     """(the arm, its URDF) of ``which`` in ``ARMS``."""
     if which == "preset":
         return load_arm("so101"), URDF
-    path = makers_so101_urdf(tmp_path, tool_beside_m=0.0005 if "beside" in which else 0.0)
+    path = makers_so101_urdf(tmp_path, tool_beside_m=0.0005 if "beside" in which else 0.0, rounded="round" in which)
     return load_arm(str(path)), path
 
 
