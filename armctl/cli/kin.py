@@ -9,7 +9,7 @@ import numpy as np
 
 from armctl.cli import add_command
 from armctl.cli.common import binary_stdout, orientation_args, orientation_options, target_args, tool_orientation
-from armctl.core.units import parse_float
+from armctl.core.units import parse_float, parse_mass
 from armctl.errors import BadInputError, JointLimitError, UnreachableError
 from armctl.model.arm import Arm, load_arm
 
@@ -80,6 +80,11 @@ def register(sub, parents) -> None:
         "exit codes: 0 ok, 2 bad input, 3 outside the joint limits",
     )
     p.add_argument("q", nargs="+", metavar="Q", help="joint angle in degrees, one per joint")
+    p.add_argument(
+        "--payload",
+        metavar="MASS",
+        help="a part in the jaws (50g, 0.05kg): the holding torques count it (arms with masses: a URDF's <inertial>s)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_fk)
 
@@ -248,7 +253,13 @@ def cmd_fk(args) -> int:
 
     arm = load_arm(args.arm)
     q = _angles(args.q, arm, "fk")
+    payload = None if args.payload is None else parse_mass(args.payload, what="--payload")
     check_joint_limits(arm, q)
+    torque = None
+    if arm.bodies or payload is not None:
+        from armctl.model.statics import gravity_torque
+
+        torque = gravity_torque(arm, q, payload or 0.0)
     tool = tool_point(arm, q)
     joints = arm_points(arm, q)
     w = float(arm_manipulability(arm, q))
@@ -262,6 +273,8 @@ def cmd_fk(args) -> int:
 
             d["link_angle_deg"] = round(math.degrees(float(link_angle(arm, q))), 6)
         d.update(tool_orientation(arm, q))
+        if torque is not None:
+            d["gravity_torque_nm"] = [round(float(v), 6) for v in torque]
         print(_json(d))
         return 0
     extra = f", tool angle {phi:.2f} deg" if arm.n_links == 3 else ""
@@ -274,6 +287,9 @@ def cmd_fk(args) -> int:
     elbows = joints[-arm.n_links : -1]  # the drawn points end with the shoulder, the elbows and the tool
     for i, p in enumerate(elbows):
         print(f"  joint {i + 2} ({chain[i + 1]}) at ({', '.join(f'{v:.4f}' for v in p)}) m")
+    if torque is not None:
+        held = ", ".join(f"{n} {v:+.3f}" for n, v in zip(arm.joint_names, torque, strict=True))
+        print(f"holding torque (N m, gravity{'' if args.payload is None else ' and ' + args.payload}): {held}")
     return 0
 
 

@@ -25,6 +25,21 @@ def parse_length(text: str, *, what: str = "length") -> float:
     return value
 
 
+MAX_MASS_KG = 10.0  # a hobby arm's payload beyond this is a typo
+_MASS_UNITS = {"g": 0.001, "kg": 1.0}
+
+
+def parse_mass(text: str, *, what: str = "mass") -> float:
+    """Parse '50g' or '0.05kg' into kilograms (the unit is required: '50' could be either); 0..10 kg."""
+    m = _NUMBER_UNIT.match(str(text))
+    if not m or m.group(2).lower() not in _MASS_UNITS:
+        raise BadInputError(f"{what}: cannot read {text!r} as a mass; give its unit: 50g or 0.05kg")
+    value = float(m.group(1)) * _MASS_UNITS[m.group(2).lower()]
+    if not 0.0 <= value <= MAX_MASS_KG:
+        raise BadInputError(f"{what}: {text!r} is {value:g} kg: a mass is 0..{MAX_MASS_KG:g} kg")
+    return value
+
+
 def parse_float(text: str, *, what: str) -> float:
     """Parse a finite float, naming ``what`` in the error."""
     try:

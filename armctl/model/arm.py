@@ -85,6 +85,8 @@ class Arm:
     target_map: object | None = None
     # a wrist roll after the chain (``armctl.model.hand``): the pose's last angle turns the hand about the tool axis
     roll: Roll | None = None
+    bodies: tuple | None = None  # masses and centres of mass (``armctl.model.statics.Body``), at ``bodies_q_ref``
+    bodies_q_ref: np.ndarray | None = None
 
     @property
     def max_accel_rad_s2(self) -> np.ndarray:

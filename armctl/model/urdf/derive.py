@@ -70,6 +70,7 @@ from armctl.model.urdf.chain import (
     sort_axes,
     walk_zero_pose,
 )
+from armctl.model.urdf.masses import urdf_bodies
 from armctl.model.urdf.parse import Sidecar, UrdfJoint, parse_urdf, read_sidecar, sidecar_path
 from armctl.model.urdf.wrist import check_roll_arm, hand_roll
 
@@ -177,6 +178,8 @@ class UrdfArmSpec:
     urdf_map: tuple
     gripper_urdf_joint: str | None
     urdf: UrdfDerivation
+    bodies: tuple | None = None  # masses (armctl.model.urdf.masses)
+    bodies_q_ref: np.ndarray | None = None
     roll: Roll | None = None
 
     def arm_fields(self) -> dict:
@@ -225,6 +228,7 @@ def urdf_spec(text: str, path, *, tool_link: str | None = None, sidecar: Sidecar
     urdf = dataclasses.replace(urdf, roll_sign=roll_sign, tool_link_R=tool_T[:3, :3].copy())
     for line in notes:  # keyed by the absolute path: the CLI loads 'arm.urdf', the simulator its absolute path
         _note(f"{Path(str(path)).absolute()}:{line}", line)
+    bodies = urdf_bodies(text, tree, axes, sc.held_deg, origin, table.urdf_map) if linkage == "serial" else None
     return UrdfArmSpec(
         name=sc.name or robot,
         links_m=np.array([float(np.hypot(*g[1])) for g in groups]),
@@ -244,6 +248,8 @@ def urdf_spec(text: str, path, *, tool_link: str | None = None, sidecar: Sidecar
         gripper_urdf_joint=chain.grip_joint,
         urdf=urdf,
         roll=roll,
+        bodies=None if bodies is None else bodies[0],
+        bodies_q_ref=None if bodies is None else bodies[1],
     )
 
 

@@ -52,6 +52,27 @@ def _floats(text, n, what, default):
     return vals
 
 
+def parse_inertials(text: str, path) -> dict[str, tuple[float, tuple]]:
+    """{link: (mass kg, centre of mass (x, y, z) m in the link's frame)} of the links with an ``<inertial>`` holding a
+    ``<mass>`` (the statics' figures); ConfigError (one line) for a negative or unreadable mass."""
+    out = {}
+    for e in ET.fromstring(text).findall("link"):
+        i = e.find("inertial")
+        m = None if i is None else i.find("mass")
+        if m is None:
+            continue
+        try:
+            mass = _floats(m.get("value"), 1, "mass value", (None,))[0]
+            o = i.find("origin")
+            xyz = _floats(None if o is None else o.get("xyz"), 3, "inertial origin xyz", (0.0, 0.0, 0.0))
+        except ValueError as exc:
+            raise ConfigError(f"link {e.get('name')!r}: {exc}", path=path) from None
+        if mass is None or not mass >= 0.0:
+            raise ConfigError(f"link {e.get('name')!r}: mass {m.get('value')!r} must be a number >= 0 (kg)", path=path)
+        out[e.get("name")] = (float(mass), tuple(float(v) for v in xyz))
+    return out
+
+
 def parse_urdf(text: str, path) -> tuple[str, list[str], dict[str, UrdfJoint]]:
     """(robot name, link names, joints by name) of a URDF document; ConfigError (one line) otherwise."""
     try:
