@@ -30,10 +30,11 @@ import numpy as np
 from armctl.core.config import Section, load_yaml_file
 from armctl.core.paths import PRESET_DIR, preset_names
 from armctl.errors import ConfigError
+from armctl.model.armfile import LINKAGES, arm_joints, arm_roll, check_link_angle, links_and_linkage
 from armctl.model.hand import Roll
+from armctl.model.servos import Drive, Servo, joint_drive, parse_drive
 from armctl.model.zones import Zones, parse_zones, pose_refusal
 
-LINKAGES = ("serial", "parallelogram")
 #: A joint without ``max_accel_deg_s2`` may accelerate at this many times its speed limit per second
 #: (it reaches full speed in 0.1 s): 1200 deg/s^2 for a 120 deg/s joint.
 DEFAULT_ACCEL_PER_S = 10.0
@@ -46,6 +47,7 @@ class Gripper:
     open_rad: float
     closed_rad: float
     max_speed_rad_s: float
+    servo: Servo | None = None  # its model (armctl.model.servos), when the arm file names one
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +89,7 @@ class Arm:
     roll: Roll | None = None
     bodies: tuple | None = None  # masses and centres of mass (``armctl.model.statics.Body``), at ``bodies_q_ref``
     bodies_q_ref: np.ndarray | None = None
+    drive: Drive = field(default_factory=Drive)  # the servos, link masses, torque use, payload (armctl.model.servos)
 
     @property
     def max_accel_rad_s2(self) -> np.ndarray:
@@ -412,29 +415,17 @@ def load_urdf_arm(path, *, tool_link: str | None = None, sidecar=None) -> Arm:
     return dataclasses.replace(arm, urdf=arm.urdf.with_tool_frame(arm.tool_pose(zero)[:3, :3]))
 
 
-def _joint(j: Section, default_name: str):
-    """(name, min_deg, max_deg, max_speed_deg_s, max_accel_deg_s2 or NaN) of one joint mapping."""
-    name = j.string("name", default_name)
-    lo = j.number("min_deg", lo=-360, hi=360)
-    hi = j.number("max_deg", lo=-360, hi=360)
-    if hi <= lo:
-        raise j.error("max_deg", f"max_deg ({hi:g}) must be greater than min_deg ({lo:g})")
-    speed = j.number("max_speed_deg_s", lo=0, lo_open=True, hi=3600)
-    accel = j.number("max_accel_deg_s2", None, lo=0, lo_open=True, hi=1e6)
-    j.done()
-    return name, lo, hi, speed, math.nan if accel is None else accel
-
-
 def parse_arm(data, path) -> Arm:
     """Validate a parsed arm YAML document (see README, 'Arm files')."""
     top = Section(data, path=path)
     name = top.string("name", Path(str(path)).stem)
-    links, linkage, link_angle = _links_and_linkage(top)
-    has_base, cols, offsets = _arm_joints(top, path, len(links))
-    roll = _arm_roll(top, path, cols, has_base, len(links), linkage)
-    names, q_min, q_max, speeds, accels = cols
+    links, linkage, link_angle = links_and_linkage(top)
+    volts = top.number("supply_volts", None, lo=0.5, hi=48.0)
+    has_base, cols, offsets = arm_joints(top, path, len(links), volts)
+    roll = arm_roll(top, path, cols, has_base, len(links), linkage, volts)
+    names, q_min, q_max, speeds, accels, servos, masses = cols
     if link_angle is not None:
-        _check_link_angle(top, q_min, q_max, link_angle, 1 if has_base else 0)
+        check_link_angle(top, q_min, q_max, link_angle, 1 if has_base else 0)
     home = top.numbers("home_deg", count=len(names))
     for i, h in enumerate(home):
         if not q_min[i] <= h <= q_max[i]:
@@ -443,7 +434,8 @@ def parse_arm(data, path) -> Arm:
                 "home_deg",
                 f"home angle of {what} ({h:g} deg) is outside its limits [{q_min[i]:g}, {q_max[i]:g}] deg",
             )
-    gripper = _arm_gripper(top)
+    gripper = _arm_gripper(top, volts)
+    drive = parse_drive(top, servos, masses, None if gripper is None else gripper.servo, volts)
     zsec = top.section("zones", required=False)
     zones = None if zsec is None else parse_zones(zsec, has_base=has_base)
     top.done()
@@ -465,105 +457,13 @@ def parse_arm(data, path) -> Arm:
         shoulder_height_m=offsets.get("shoulder_height_m", 0.0),
         zones=zones,
         roll=roll,
+        drive=drive,
     )
     _check_home(top, arm, home)
     return arm
 
 
-def _arm_roll(top: Section, path, cols: tuple, has_base: bool, k: int, linkage: str) -> Roll | None:
-    """The ``roll:`` section (a wrist roll after the chain: a joint's keys, plus its geometry ``axis_deg``,
-    ``tool_offset_m`` [up, right] and ``jaw_deg``); its joint columns appended to ``cols``. None without one."""
-    r = top.section("roll", required=False)
-    if r is None:
-        return None
-    if not has_base or k != 3 or linkage != "serial":
-        raise top.error("roll", "a wrist roll needs a base and a 3-link serial chain (base, shoulder, elbow, wrist)")
-    axis = r.number("axis_deg", 0.0, lo=-45, hi=45)
-    offset = r.numbers("tool_offset_m", count=2) if r.has("tool_offset_m") else [0.0, 0.0]
-    if not all(abs(v) <= 0.2 for v in offset):
-        raise r.error("tool_offset_m", f"the tool point lies within 0.2 m of the roll axis; found {offset!r}")
-    jaw = r.number("jaw_deg", 0.0, lo=-180, hi=180)
-    vals = _joint(r, "wrist_roll")
-    for out, v in zip(cols, vals, strict=True):
-        out.append(v)
-    return Roll(
-        name=vals[0],
-        axis_rad=math.radians(axis),
-        offset_up_m=float(offset[0]),
-        offset_right_m=float(offset[1]),
-        jaw_rad=math.radians(jaw),
-    )
-
-
-def _links_and_linkage(top: Section) -> tuple[list, str, tuple | None]:
-    """(links_m, linkage, link_angle_rad) of an arm file: 2 or 3 positive lengths; a parallelogram's link angle
-    (default 0..180 deg)."""
-    links = top.numbers("links_m", count=(2, 3))
-    for i, length in enumerate(links):
-        if length <= 0:
-            raise top.error("links_m", f"link {i + 1} length must be > 0 m, found {length:g}")
-    k = len(links)
-    linkage = top.string("linkage", "serial", choices=LINKAGES)
-    if linkage == "parallelogram" and k != 2:
-        raise top.error(
-            "linkage",
-            f"a parallelogram linkage drives 2 links (upper arm and forearm); links_m has {k}: "
-            "use linkage: serial or 2 links",
-        )
-    if not top.has("link_angle_deg"):
-        return links, linkage, (0.0, math.pi) if linkage == "parallelogram" else None
-    if linkage != "parallelogram":
-        raise top.error("link_angle_deg", "link_angle_deg applies only with 'linkage: parallelogram'")
-    la = top.numbers("link_angle_deg", count=2)
-    if not (0.0 <= la[0] <= 180.0 and 0.0 <= la[1] <= 180.0):
-        raise top.error(
-            "link_angle_deg",
-            f"angles between upper arm and forearm lie in 0..180 deg, found [{la[0]:g}, {la[1]:g}]",
-        )
-    if la[1] <= la[0]:
-        raise top.error("link_angle_deg", f"[{la[0]:g}, {la[1]:g}]: the first (least) angle must be the smaller")
-    return links, linkage, (math.radians(la[0]), math.radians(la[1]))
-
-
-def _arm_joints(top: Section, path, k: int) -> tuple[bool, tuple, dict]:
-    """(has a base, the joints' columns (names, min_deg, max_deg, speeds, accels; base first), the shoulder's
-    offsets) of an arm file with ``k`` links."""
-    cols = ([], [], [], [], [])
-    b = top.section("base", required=False)
-    if b is not None:
-        for out, v in zip(cols, _joint(b, "base"), strict=True):
-            out.append(v)
-    has_base = b is not None
-    offsets = {}
-    for key in ("base_offset_m", "shoulder_height_m"):
-        if top.has(key):
-            if not has_base:
-                raise top.error(key, f"{key} places the shoulder relative to a base; this arm has no 'base:'")
-            offsets[key] = top.number(key, lo=-10, hi=10)
-    joints_raw = top.items("joints")
-    if len(joints_raw) != k:
-        raise top.error("joints", f"expected {k} joints (one per link), found {len(joints_raw)}")
-    for i, raw in enumerate(joints_raw):
-        line = joints_raw.item_lines[i] if hasattr(joints_raw, "item_lines") else None
-        j = Section(raw, path=path, key=f"joints[{i}]", line=line)
-        for out, v in zip(cols, _joint(j, f"joint{i + 1}"), strict=True):
-            out.append(v)
-    return has_base, cols, offsets
-
-
-def _check_link_angle(top: Section, q_min: list, q_max: list, link_angle: tuple, c: int) -> None:
-    """Some shoulder and forearm angles (deg, the shoulder at ``c``) must keep the link angle."""
-    rel_lo = max(q_min[c + 1] - q_max[c], math.degrees(link_angle[0]) - 180.0)
-    rel_hi = min(q_max[c + 1] - q_min[c], math.degrees(link_angle[1]) - 180.0)
-    if rel_hi < rel_lo:
-        raise top.error(
-            "link_angle_deg",
-            "no shoulder and forearm angles inside the joint limits give an angle between upper arm and "
-            "forearm inside link_angle_deg: widen one of them",
-        )
-
-
-def _arm_gripper(top: Section) -> Gripper | None:
+def _arm_gripper(top: Section, volts: float | None) -> Gripper | None:
     g = top.section("gripper", required=False)
     if g is None:
         return None
@@ -571,6 +471,7 @@ def _arm_gripper(top: Section) -> Gripper | None:
         open_rad=math.radians(g.number("open_deg", lo=-360, hi=360)),
         closed_rad=math.radians(g.number("closed_deg", lo=-360, hi=360)),
         max_speed_rad_s=math.radians(g.number("max_speed_deg_s", lo=0, lo_open=True, hi=3600)),
+        servo=joint_drive(g, volts)[0],
     )
     g.done()
     return gripper

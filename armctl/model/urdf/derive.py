@@ -59,6 +59,7 @@ import numpy as np
 from armctl.core import limits
 from armctl.core.config import load_yaml_file
 from armctl.model.hand import Roll, describe_roll, roll_line
+from armctl.model.servos import Drive
 from armctl.model.urdf.chain import (
     Axes,
     Chain,
@@ -71,7 +72,7 @@ from armctl.model.urdf.chain import (
     walk_zero_pose,
 )
 from armctl.model.urdf.masses import urdf_bodies
-from armctl.model.urdf.parse import Sidecar, UrdfJoint, parse_urdf, read_sidecar, sidecar_path
+from armctl.model.urdf.parse import Sidecar, UrdfJoint, parse_urdf, read_sidecar, sidecar_drive, sidecar_path
 from armctl.model.urdf.wrist import check_roll_arm, hand_roll
 
 DEFAULT_SPEED_DEG_S = 60.0  # where neither the URDF (velocity 0 or none) nor the sidecar gives a speed
@@ -181,6 +182,7 @@ class UrdfArmSpec:
     bodies: tuple | None = None  # masses (armctl.model.urdf.masses)
     bodies_q_ref: np.ndarray | None = None
     roll: Roll | None = None
+    drive: Drive | None = None
 
     def arm_fields(self) -> dict:
         """Every field by name (``Arm(**spec.arm_fields())`` once ``gripper`` is made a ``Gripper``)."""
@@ -250,6 +252,7 @@ def urdf_spec(text: str, path, *, tool_link: str | None = None, sidecar: Sidecar
         roll=roll,
         bodies=None if bodies is None else bodies[0],
         bodies_q_ref=None if bodies is None else bodies[1],
+        drive=sidecar_drive(sc, [u for u, _, _ in table.urdf_map]),
     )
 
 
@@ -469,8 +472,8 @@ def _speed_notes(path, sc: Sidecar, slow: list) -> list[str]:
 
 
 def _gripper(sc: Sidecar, joints: dict, grip_joint: str | None) -> tuple | None:
-    """(open_rad, closed_rad, max_speed_rad_s) of the sidecar's gripper; the speed from the sidecar, else the URDF's
-    gripper joint, else the default."""
+    """(open_rad, closed_rad, max_speed_rad_s, servo) of the sidecar's gripper; the speed from the sidecar, else the
+    URDF's gripper joint, else the default."""
     if sc.gripper is None:
         return None
     gspeed = sc.gripper["max_speed_deg_s"]
@@ -480,7 +483,7 @@ def _gripper(sc: Sidecar, joints: dict, grip_joint: str | None) -> tuple | None:
         gs = joints[grip_joint].velocity
     else:
         gs = _default_speed(sc)
-    return (math.radians(sc.gripper["open_deg"]), math.radians(sc.gripper["closed_deg"]), gs)
+    return (math.radians(sc.gripper["open_deg"]), math.radians(sc.gripper["closed_deg"]), gs, sc.gripper["servo"])
 
 
 def _derivation(chain: Chain, robot: str, sc: Sidecar, plane: _Plane, origin, notes, speed_from) -> UrdfDerivation:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ import numpy as np
 
 from armctl.core.config import Section
 from armctl.errors import ConfigError
+from armctl.model.servos import Drive, parse_drive, parse_servo
 
 SIDECAR_SUFFIX = ".armctl.yaml"
 
@@ -175,6 +177,8 @@ class Sidecar:
     held_deg: dict = field(default_factory=dict)
     gripper: dict | None = None
     steps_follow_urdf: bool = False
+    servos: dict = field(default_factory=dict)  # URDF joint name (or "*": every joint) -> armctl.model.servos.Servo
+    drive: object | None = None  # armctl.model.servos.Drive: the arm-wide keys (torque_use, payload_g, ...)
     path: str | None = None
     lines: dict = field(default_factory=dict)
 
@@ -200,6 +204,7 @@ def read_sidecar(data, path) -> Sidecar:
                     out[jn] = sec.number(jn, lo=-360, hi=360)
             sc.lines[key] = sec
             sec.done()
+    _read_servos(top, sc)
     follow = top.raw("steps_follow_urdf", False)
     if not isinstance(follow, bool):
         raise top.error("steps_follow_urdf", f"expected true or false, found {follow!r}")
@@ -214,8 +219,33 @@ def read_sidecar(data, path) -> Sidecar:
             "open_deg": g.number("open_deg", lo=-360, hi=360),
             "closed_deg": g.number("closed_deg", lo=-360, hi=360),
             "max_speed_deg_s": g.number("max_speed_deg_s", None, lo=0, lo_open=True, hi=3600),
+            "servo": parse_servo(g, supply_volts=sc.drive.volts),
         }
         sc.lines["gripper"] = g
         g.done()
+    sc.drive = parse_drive(top, [], [], sc.gripper["servo"] if sc.gripper else None, sc.drive.volts)
     top.done()
     return sc
+
+
+def _read_servos(top: Section, sc: Sidecar) -> None:
+    """``supply_volts`` and ``servo``: one model for every joint (``servo: sts3215``), or {URDF joint: model}."""
+    volts = top.number("supply_volts", None, lo=0.5, hi=48.0)
+    sc.drive = Drive(volts=volts)
+    if not top.has("servo"):
+        return
+    if not isinstance(top.raw("servo"), dict):
+        sc.servos["*"] = parse_servo(top, supply_volts=volts)
+        return
+    sec = top.section("servo")
+    for jn in list(sec.data):
+        sc.servos[jn] = parse_servo(sec, jn, supply_volts=volts)
+    sc.lines["servo"] = sec
+    sec.done()
+
+
+def sidecar_drive(sc: Sidecar, urdf_joints: list) -> Drive:
+    """The arm's ``Drive`` from a sidecar, its servos in the order of ``urdf_joints`` (armctl's, base first)."""
+    drive = sc.drive or Drive()
+    servos = tuple(sc.servos.get(j, sc.servos.get("*")) for j in urdf_joints)
+    return dataclasses.replace(drive, servos=servos, link_mass_kg=(None,) * len(urdf_joints))
