@@ -11,6 +11,7 @@ from armctl import motion
 from armctl.errors import BadInputError
 from armctl.ik.roll import check_roll
 from armctl.model import validate
+from armctl.motion.torque import carrying
 from armctl.motion.trajectory import Trajectory
 
 
@@ -73,3 +74,35 @@ def standing(q0, g0: float, step: str) -> Trajectory:
         step=np.zeros(1, dtype=int),
         steps=[step],
     )
+
+
+class PayloadSettings:
+    """The Robot's ``payload_kg`` and ``torque_check`` (a base of ``Robot``): what the arm carries in its jaws and
+    whether its moves are checked against the servos' torque (``armctl.motion.torque``), kept on the arm it plans
+    with (``robot.arm.drive``), so every move planned from then on (``move_to``, ``home``, ``run``'s ramp, a
+    follow started) uses them. A program's own ``payload_g:`` wins over ``payload_kg`` while it runs."""
+
+    arm: object
+
+    @property
+    def payload_kg(self) -> float:
+        """The mass (kg) in the jaws, beside the arm's own bodies: the arm file's ``payload_g`` until set.
+        BadInputError for a negative, non-finite or absurd (> 10 kg) mass."""
+        return float(self.arm.drive.payload_kg)
+
+    @payload_kg.setter
+    def payload_kg(self, kg: float) -> None:
+        self.arm = carrying(self.arm, kg)
+
+    @property
+    def torque_check(self) -> bool:
+        """True (default): a move that asks a servo for more than the arm's ``torque_use`` of its stall torque is
+        refused (TorqueLimitError) before anything moves. False: not checked (tests, experts: the arm may sag or
+        stall)."""
+        return bool(self.arm.drive.torque_check)
+
+    @torque_check.setter
+    def torque_check(self, on: bool) -> None:
+        if not isinstance(on, bool):
+            raise BadInputError(f"torque_check: True or False, got {on!r}")
+        self.arm = carrying(self.arm, check=on)

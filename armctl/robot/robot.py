@@ -48,7 +48,7 @@ from armctl.robot.handles import FollowMotion, Motion, MoveResult, ProgramRun  #
 from armctl.robot.interrupts import one_line_interrupt, watch_ctrl_c, watch_errors
 from armctl.robot.journal import Journal
 from armctl.robot.lifecycle import BOARD_WAIT_S, OPEN_ROBOTS, check_open, let_go, open_board
-from armctl.robot.moves import gripper_move, joint_moves_to, line_move, standing
+from armctl.robot.moves import PayloadSettings, gripper_move, joint_moves_to, line_move, standing
 from armctl.robot.opening import DEFAULT_ARM, default_port, resolve, sim_port_for  # noqa: F401 - re-exported
 from armctl.robot.pose import BoardPose, Pose, assumed_pose
 from armctl.robot.restart import prepare_run as plan_run
@@ -126,7 +126,7 @@ def connect(
     return robot
 
 
-class Robot:
+class Robot(PayloadSettings):
     """The open arm, made by ``armctl.connect()``. SI units: metres, radians, seconds.
 
         import math, armctl

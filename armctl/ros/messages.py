@@ -11,8 +11,9 @@ A trajectory is a list of points, each with ``positions`` (one per name, in the 
 and its positions are joined by straight lines in joint space (velocities and accelerations in the message are
 checked for length and NaN, not used). Every point must lie inside the joint limits; a segment that would turn a
 joint faster than its speed limit is slowed (``too_fast="retime"``: its time is stretched to what the fastest joint
-needs) or refused (``too_fast="refuse"``). Refusals are ``Refused``: the reason, the message field
-(``points[2].positions[1]``) and the first failing point.
+needs) or refused (``too_fast="refuse"``); a trajectory that asks a servo for more torque than the arm's
+``torque_use`` of its stall torque (``armctl.motion.torque``) is refused. Refusals are ``Refused``: the reason, the
+message field (``points[2].positions[1]``) and the first failing point.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from armctl.errors import BadInputError
+from armctl.errors import BadInputError, TorqueLimitError
 from armctl.model.arm import Arm
 from armctl.model.kinematics import limit_excess, limit_names, tool_frame
 from armctl.model.urdf import derive as urdf
 from armctl.motion import MAX_MOVE_S, SPEED_MARGIN
+from armctl.motion.torque import check_torque, kgcm, need_words
 from armctl.motion.trajectory import DEFAULT_PERIOD_S, Trajectory
 
 GRIPPER_JOINT = "gripper"
@@ -41,7 +43,7 @@ ECHO_TOL_RAD = math.radians(0.2)
 class Refused(BadInputError):
     """A message refused before anything moved: ``reason`` (one line), ``field`` (the message field at fault, e.g.
     ``points[2].positions[1]``), ``point`` (index of the first failing point, or None), ``kind`` (``malformed``,
-    ``limit``, ``too_fast``)."""
+    ``limit``, ``too_fast``, ``torque``)."""
 
     def __init__(self, reason: str, *, field: str, point: int | None = None, kind: str = "malformed"):
         super().__init__(f"{field}: {reason}")
@@ -307,7 +309,28 @@ def check_trajectory(
     Q, G, T, which = _knots(arm, names, cols, points, q_start, gripper_start, has_g)
     T2, retimed = _retimed(arm, Q, G, T, which, has_g, too_fast)
     traj = _sampled(arm, Q, G, T2, period_s)
+    _torque(arm, traj, T2, which)
     return CheckedTrajectory(traj, retimed, float(T[-1]), float(traj.t_s[-1]))
+
+
+def _torque(arm: Arm, traj: Trajectory, T2, which: list) -> None:
+    """Refused (kind ``torque``) where the sampled trajectory asks a servo for more than the arm's ``torque_use`` of
+    its stall torque (``armctl.motion.torque``), naming the point it is on its way to."""
+    try:
+        check_torque(arm, traj)
+    except TorqueLimitError as exc:
+        k = min(int(round(exc.t_s / traj.period_s)), len(traj) - 1)
+        t = float(traj.t_s[k]) * (float(T2[-1]) / float(traj.t_s[-1]) if traj.t_s[-1] > 0 else 0.0)
+        i = min(max(int(np.searchsorted(T2, t - 1e-12)), 1), len(T2) - 1) if len(T2) > 1 else 0
+        p = which[i] if which[i] is not None else 0
+        j = exc.joint
+        words = need_words(arm, j, exc.need_nm, exc.hold_nm, exc.payload_kg)
+        raise Refused(
+            f"{arm.joint_names[j]} needs {kgcm(exc.need_nm)} kg.cm on the way to it, t = {t:.2f} s, {words}",
+            field=f"points[{p}].positions",
+            point=p,
+            kind="torque",
+        ) from None
 
 
 def _knots(arm: Arm, names: list, cols, points: list[TrajectoryPoint], q_start, gripper_start: float, has_g: bool):
