@@ -133,15 +133,19 @@ def joint_torques(arm, q, qdd, payload_kg=0.0) -> tuple[np.ndarray, np.ndarray]:
     q = np.atleast_2d(np.asarray(q, dtype=float))
     qdd = np.atleast_2d(np.asarray(qdd, dtype=float))
     loads = np.broadcast_to(np.asarray(payload_kg, dtype=float), (len(q),))
+    fresh = np.ones(len(q), dtype=bool)  # a sample repeating the one before (the arm still) repeats its holding torque
+    fresh[1:] = np.any(q[1:] != q[:-1], axis=1) | (loads[1:] != loads[:-1])
+    first = np.flatnonzero(fresh)
     hold = np.zeros_like(q)
     total = np.zeros_like(q)
     moving = np.max(np.abs(qdd), axis=1, initial=0.0) > STILL_RAD_S2
     for load in np.unique(loads):
-        rows = np.flatnonzero(loads == load)
+        rows = first[loads[first] == load]
         hold[rows] = gravity_torque(arm, q[rows], float(load))
-        acc = rows[moving[rows]]
+        acc = np.flatnonzero(moving & (loads == load))
         if len(acc):
             total[acc] = np.einsum("kij,kj->ki", mass_matrix(arm, q[acc], float(load)), qdd[acc])
+    hold = hold[np.cumsum(fresh) - 1]
     return total + hold, hold
 
 
@@ -225,8 +229,8 @@ class StreamCheck:
     """The torque check of a stream of steps played as they come (``Robot.follow``: a leader, tool targets, ROS
     joint_commands): each goal's holding torque, and each step's with the acceleration it asks (its change of speed
     from the step before, at most each joint's ``max_accel_rad_s2``: what the servo can give). ``why()`` says why a
-    step must not be taken (the follower holds where it is); a step out of a pose that already asks too much is
-    taken when it asks less."""
+    step must not be taken (the follower holds where it is); out of a pose that already asks too much, a step towards
+    a goal that asks less is taken (whatever its acceleration asks: the way out)."""
 
     def __init__(self, arm):
         self.arm, self.joints = arm, checked_joints(arm)
@@ -250,8 +254,13 @@ class StreamCheck:
         )
         share = np.abs(tau[:, self.joints]) / self.stall
         worst = share.max(axis=1)
+        limit = use * (1.0 + 1e-9)
+        refused = (  # the goal asks too much (and more than where it stands); the step, where it stands is fine
+            worst[0] > limit and worst[0] >= worst[2],
+            worst[1] > limit and worst[2] <= limit,
+        )
         for row, where in ((0, "at the target"), (1, "on the way there")):
-            if worst[row] > use * (1.0 + 1e-9) and worst[row] > worst[2] + 1e-9:
+            if refused[row]:
                 self.v = np.zeros_like(v_new)
                 j = self.joints[int(np.argmax(share[row]))]
                 need, held = float(abs(tau[row, j])), float(abs(hold[row, j]))
