@@ -26,6 +26,7 @@ class Plan:
     moves: list[MovePlan]
     arm: Arm
     torque: TorqueUse | None = None  # the most it asks of a servo (armctl.motion.torque); None: not checked
+    payload_kg: np.ndarray | None = None  # (N,) kg carried at each sample, where it changes (a program's parts)
 
     def summary(self) -> dict:
         """Duration (s), segment count, peak joint speeds vs limits (deg/s), worst path deviation (m)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -226,45 +227,39 @@ def refusal(arm, traj: Trajectory, k: int, j: int, need_nm: float, hold_nm: floa
 
 
 class StreamCheck:
-    """The torque check of a stream of steps played as they come (``Robot.follow``: a leader, tool targets, ROS
-    joint_commands): each goal's holding torque, and each step's with the acceleration it asks (its change of speed
-    from the step before, at most each joint's ``max_accel_rad_s2``: what the servo can give). ``why()`` says why a
-    step must not be taken (the follower holds where it is); out of a pose that already asks too much, a step towards
-    a goal that asks less is taken (whatever its acceleration asks: the way out)."""
+    """The torque check of a stream of targets played as they come (``Robot.follow``: a leader, tool targets, ROS
+    joint_commands): each target's holding torque plus the stream's acceleration share, the targets' own
+    acceleration (their second difference over ``SPAN`` frames, at the times they came: it smooths a leader's sensor
+    steps), at most each joint's ``max_accel_rad_s2``. ``why()`` says why a target is refused (the follower holds
+    where it is, as at a keep-out zone); out of a pose that already asks too much, a target asking less is taken."""
+
+    SPAN = 5  # frames
 
     def __init__(self, arm):
         self.arm, self.joints = arm, checked_joints(arm)
         self.stall = np.array([arm.drive.servo(i).stall_nm for i in self.joints])
-        self.v = None  # rad/s: the last step's speed
+        self.goals: deque = deque(maxlen=2 * self.SPAN + 1)
 
-    def why(self, q_cmd, q_new, goal, dt: float) -> str:
-        """Why the step from ``q_cmd`` to ``q_new`` (rad) in ``dt`` s towards ``goal`` must not be taken ("" when
-        it may): 'held: shoulder needs 11.2 kg.cm at the target with no part; an MG996R gives ...'."""
+    def why(self, q_cmd, goal, t_s: float) -> str:
+        """Why target ``goal`` (rad), come at time ``t_s`` (s), must not be stepped to from ``q_cmd`` ("" when it
+        may): 'held: shoulder needs 11.2 kg.cm at the target with no part; an MG996R gives ...'."""
         if not self.joints:
             return ""
-        arm, use = self.arm, self.arm.drive.torque_use
-        q_cmd, q_new, goal = (np.asarray(v, dtype=float) for v in (q_cmd, q_new, goal))
-        v_new = (q_new - q_cmd) / dt if dt > 0 else np.zeros_like(q_new)
-        v0 = np.zeros_like(v_new) if self.v is None else self.v
-        amax = np.asarray(arm.max_accel_rad_s2, dtype=float)
-        qdd = np.clip((v_new - v0) / dt, -amax, amax) if dt > 0 else np.zeros_like(q_new)
-        still = np.zeros_like(qdd)
-        tau, hold = joint_torques(
-            arm, np.stack([goal, q_new, q_cmd]), np.stack([still, qdd, still]), arm.drive.payload_kg
-        )
+        arm, use, g = self.arm, self.arm.drive.torque_use, self.goals
+        goal = np.asarray(goal, dtype=float)
+        g.append((float(t_s), goal))
+        qdd = np.zeros_like(goal)
+        (t0, g0), (t1, g1), (t2, g2) = g[0], g[len(g) // 2], g[-1]
+        if len(g) == g.maxlen and t0 < t1 < t2:
+            amax = np.asarray(arm.max_accel_rad_s2, dtype=float)
+            qdd = np.clip(2.0 * ((g2 - g1) / (t2 - t1) - (g1 - g0) / (t1 - t0)) / (t2 - t0), -amax, amax)
+        q = np.stack([goal, np.asarray(q_cmd, dtype=float)])
+        tau, hold = joint_torques(arm, q, np.stack([qdd, np.zeros_like(qdd)]), arm.drive.payload_kg)
         share = np.abs(tau[:, self.joints]) / self.stall
         worst = share.max(axis=1)
-        limit = use * (1.0 + 1e-9)
-        refused = (  # the goal asks too much (and more than where it stands); the step, where it stands is fine
-            worst[0] > limit and worst[0] >= worst[2],
-            worst[1] > limit and worst[2] <= limit,
-        )
-        for row, where in ((0, "at the target"), (1, "on the way there")):
-            if refused[row]:
-                self.v = np.zeros_like(v_new)
-                j = self.joints[int(np.argmax(share[row]))]
-                need, held = float(abs(tau[row, j])), float(abs(hold[row, j]))
-                words = need_words(arm, j, need, held, arm.drive.payload_kg)
-                return f"held: {arm.joint_names[j]} needs {kgcm(need)} kg.cm {where} {words}"
-        self.v = v_new
-        return ""
+        if worst[0] <= use * (1.0 + 1e-9) or worst[0] < worst[1]:
+            return ""
+        j = self.joints[int(np.argmax(share[0]))]
+        need, held = float(abs(tau[0, j])), float(abs(hold[0, j]))
+        words = need_words(arm, j, need, held, arm.drive.payload_kg)
+        return f"held: {arm.joint_names[j]} needs {kgcm(need)} kg.cm at the target {words}"

@@ -54,12 +54,13 @@ def with_payload(prog, payload_kg: float | None):
 
 def check_program_torque(prog, arm, flat, traj, base_kg: float):
     """The torque check of program ``prog``'s trajectory ``traj`` on ``arm`` (``check_torque``), each sample with
-    what its step carries; a refusal located at the step's file and line. The ``TorqueUse``."""
+    what its step carries; a refusal located at the step's file and line. The ``TorqueUse``, and the mass carried
+    at each sample (kg)."""
     per_step = step_payloads(prog, flat, base_kg)
     step = np.asarray(traj.step, dtype=int)
     loads = per_step[np.clip(step, 0, max(len(per_step) - 1, 0))] if len(per_step) else np.full(len(step), base_kg)
     try:
-        return check_torque(arm, traj, loads)
+        return check_torque(arm, traj, loads), loads
     except motion.MotionError as exc:
         k = getattr(exc, "step", 0)
         line = flat[k].step.line if 0 <= k < len(flat) else None

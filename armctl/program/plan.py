@@ -277,7 +277,7 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
         arm, plans, q_start=q_start, gripper_start=g_start, period_s=st.period_s, labels=[it.title for it in flat]
     )
     plan = Plan(trajectory=traj, moves=plans, arm=arm)
-    plan.torque = check_program_torque(prog, arm, flat, traj, base_kg)
+    plan.torque, plan.payload_kg = check_program_torque(prog, arm, flat, traj, base_kg)
     return plan
 
 

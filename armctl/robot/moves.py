@@ -76,33 +76,39 @@ def standing(q0, g0: float, step: str) -> Trajectory:
     )
 
 
-class PayloadSettings:
-    """The Robot's ``payload_kg`` and ``torque_check`` (a base of ``Robot``): what the arm carries in its jaws and
-    whether its moves are checked against the servos' torque (``armctl.motion.torque``), kept on the arm it plans
-    with (``robot.arm.drive``), so every move planned from then on (``move_to``, ``home``, ``run``'s ramp, a
-    follow started) uses them. A program's own ``payload_g:`` wins over ``payload_kg`` while it runs."""
+def _payload(robot) -> float:
+    return float(robot.arm.drive.payload_kg)
 
-    arm: object
 
-    @property
-    def payload_kg(self) -> float:
-        """The mass (kg) in the jaws, beside the arm's own bodies: the arm file's ``payload_g`` until set.
-        BadInputError for a negative, non-finite or absurd (> 10 kg) mass."""
-        return float(self.arm.drive.payload_kg)
+def _set_payload(robot, kg: float) -> None:
+    robot.arm = carrying(robot.arm, kg)
 
-    @payload_kg.setter
-    def payload_kg(self, kg: float) -> None:
-        self.arm = carrying(self.arm, kg)
 
-    @property
-    def torque_check(self) -> bool:
-        """True (default): a move that asks a servo for more than the arm's ``torque_use`` of its stall torque is
-        refused (TorqueLimitError) before anything moves. False: not checked (tests, experts: the arm may sag or
-        stall)."""
-        return bool(self.arm.drive.torque_check)
+def _torque_check(robot) -> bool:
+    return bool(robot.arm.drive.torque_check)
 
-    @torque_check.setter
-    def torque_check(self, on: bool) -> None:
-        if not isinstance(on, bool):
-            raise BadInputError(f"torque_check: True or False, got {on!r}")
-        self.arm = carrying(self.arm, check=on)
+
+def _set_torque_check(robot, on: bool) -> None:
+    if not isinstance(on, bool):
+        raise BadInputError(f"torque_check: True or False, got {on!r}")
+    robot.arm = carrying(robot.arm, check=on)
+
+
+#: ``Robot.payload_kg`` and ``Robot.torque_check``: kept on the arm the Robot plans with (``robot.arm.drive``), so
+#: every motion planned from then on (``move_to``, ``home``, ``run`` and its ramp, a follow started) uses them.
+PAYLOAD_PROPERTIES = (
+    property(
+        _payload,
+        _set_payload,
+        doc="The mass (kg) in the jaws, beside the arm's own bodies: every move is checked against the servos' "
+        "torque carrying it (``armctl.motion.torque``). The arm file's ``payload_g`` until set; a program's own "
+        "``payload_g`` wins while it runs. BadInputError for a negative, non-finite or absurd (> 10 kg) mass.",
+    ),
+    property(
+        _torque_check,
+        _set_torque_check,
+        doc="True (default): a move that asks a servo for more than the arm's ``torque_use`` of its stall torque is "
+        "refused (TorqueLimitError) before anything moves. False: not checked (tests, experts: the arm may sag or "
+        "stall).",
+    ),
+)

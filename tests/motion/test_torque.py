@@ -211,22 +211,34 @@ def test_bad_masses_in_a_program_are_one_config_error_line(text, words):
     assert err.value.line is not None and err.value.exit_code == 2
 
 
-def test_a_follow_holds_at_a_goal_asking_too_much_and_may_leave_a_pose_that_does():
+def test_a_follow_holds_at_a_target_asking_too_much_and_may_leave_a_pose_that_does():
     home, out = _stretched_so101()
     check = StreamCheck(carrying(SO101, 0.12))
-    step = home + 0.01 * (out - home)
-    why = check.why(home, step, out, 0.02)
+    why = check.why(home, out, 0.0)
     assert why.startswith("held: shoulder_lift needs ") and "at the target with the 120 g part" in why
-    assert check.why(home, home + 0.001, home + 0.001, 0.02) == ""  # a goal it can hold: taken
-    back = out + 0.01 * (home - out)
-    assert check.why(out, back, home, 0.02) == ""  # out of a pose asking too much: it asks less, taken
-    assert StreamCheck(carrying(SO101, 0.12, check=False)).why(home, step, out, 0.02) == ""
-    fast = StreamCheck(carrying(SO101, 0.10))  # a goal it can hold, but stepped to at once: the acceleration's share
-    low = home + 0.3 * (out - home)
-    up = low + np.array([0.0, 0.2, 0.0, 0.0, 0.0])  # shoulder_lift up against gravity: slowly, or at once
-    assert fast.why(low, low + 0.001 * (up - low), up, 0.02) == ""
-    why = fast.why(low, up, up, 0.02)
-    assert why.startswith("held: shoulder_lift needs ") and "on the way there" in why
+    assert check.why(home, home + 0.001, 0.02) == ""  # a target it can hold: taken
+    inward = out + 0.2 * (home - out)  # still too much to hold, but less than where it stands: the way out, taken
+    assert StreamCheck(carrying(SO101, 0.12)).why(out, inward, 0.0) == ""
+    assert StreamCheck(carrying(SO101, 0.12)).why(inward, out, 0.0).startswith("held: ")  # and not back out
+    assert StreamCheck(carrying(SO101, 0.12, check=False)).why(home, out, 0.0) == ""
+
+
+def test_a_follow_counts_the_streams_acceleration():
+    """Targets swinging shoulder_lift up against gravity, fast: the same targets pass when they come slowly."""
+    home, out = _stretched_so101()
+    low = home + 0.3 * (out - home)  # holding 100 g here takes 10.7 kg.cm of the 11.7 allowed
+
+    def swing(period_s: float) -> list[str]:
+        check = StreamCheck(carrying(SO101, 0.10))
+        out = []
+        for k in range(2 * StreamCheck.SPAN + 1):
+            lift = 0.0 if k < StreamCheck.SPAN else 0.02 * (k - StreamCheck.SPAN) ** 2  # accelerating upwards
+            out.append(check.why(low, low + np.array([0.0, lift, 0.0, 0.0, 0.0]), k * period_s))
+        return out
+
+    assert not any(swing(1.0))
+    fast = swing(0.01)
+    assert fast[-1].startswith("held: shoulder_lift needs ") and "holding the pose alone takes" in fast[-1]
 
 
 def test_a_long_program_is_checked_fast():
