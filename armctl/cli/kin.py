@@ -106,6 +106,19 @@ def register(sub, parents) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_workspace)
 
+    p = add_command(
+        sub,
+        "urdf",
+        parents=parents,
+        description="Write the arm as a URDF: its joints as armctl counts them (a URDF angle is armctl's), each "
+        "link's <inertial> from the arm's masses (a URDF's, or the arm file's estimates). Serial arms, with or "
+        "without a base and a wrist roll; a parallelogram cannot be written as a URDF tree.",
+        epilog="example:\n  armctl --arm braccio urdf -o braccio.urdf\n"
+        "  python -c \"import pinocchio as pin; m = pin.buildModelFromUrdf('braccio.urdf')\"",
+    )
+    p.add_argument("-o", "--output", metavar="FILE.urdf", help="write it to FILE (default: print it)")
+    p.set_defaults(func=cmd_urdf)
+
 
 def _angles(values, arm: Arm, what: str) -> np.ndarray:
     if len(values) != arm.n:
@@ -363,6 +376,24 @@ def cmd_workspace(args) -> int:
         return 0
     _print_workspace(arm, d)
     print("\n".join(_hold_lines(arm, held)))
+    return 0
+
+
+def cmd_urdf(args) -> int:
+    from armctl.model.urdf.export import urdf_text
+
+    arm = load_arm(args.arm)
+    text = urdf_text(arm)
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    from armctl.core.paths import atomic_write
+
+    try:
+        atomic_write(args.output, text)
+    except OSError as exc:
+        raise BadInputError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    print(f"wrote {args.output}")
     return 0
 
 

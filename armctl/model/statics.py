@@ -44,7 +44,7 @@ class Body:
     mass_kg: float
 
 
-def _frames(arm, q):
+def segment_frames(arm, q):
     """Every segment's frame at poses ``q`` (..., n): {segment: (R (..., 3, 3), origin (..., 3))}; segment k's x
     along the chain's k-th link, y its normal in the arm's plane, z = x cross y (the arm's right on a base arm, up on
     a planar arm); 0 the base's (x along the arm; a planar arm's ground: the arm's own axes). A base arm's chain
@@ -76,14 +76,21 @@ def _frames(arm, q):
     return frames
 
 
-def _roll_about_axis(arm, local, turn):
-    """Hand points ``local`` (..., 3) in the last link's frame turned ``turn`` (rad, ...) about the roll axis."""
+def roll_foot(arm) -> tuple[np.ndarray, np.ndarray]:
+    """The wrist roll's axis in the last link's frame: (a point of it: the foot of the tool point's offset, the
+    axis's unit direction, pointing away from the wrist)."""
     r = arm.roll
     ca, sa = math.cos(r.axis_rad), math.sin(r.axis_rad)
     axis = np.array([ca, sa, 0.0])
     normal = np.array([-sa, ca, 0.0])
     z = np.array([0.0, 0.0, 1.0])
     foot = np.array([float(arm.links_m[-1]), 0.0, r.lateral_m]) - r.offset_up_m * normal - r.offset_right_m * z
+    return foot, axis
+
+
+def _roll_about_axis(arm, local, turn):
+    """Hand points ``local`` (..., 3) in the last link's frame turned ``turn`` (rad, ...) about the roll axis."""
+    foot, axis = roll_foot(arm)
     p = local - foot
     along = (p @ axis)[..., None] * axis
     perp = p - along
@@ -178,7 +185,7 @@ def arm_bodies(arm) -> tuple:
     if hit is not None and hit[0] is arm:
         return hit[1]
     q_ref = np.zeros(arm.n)
-    frames = _frames(arm, q_ref)
+    frames = segment_frames(arm, q_ref)
     bodies = []
     for name, seg, point, mass in _estimated_parts(arm):
         R, o = frames[arm.n_links if seg == HAND else seg]
@@ -195,7 +202,7 @@ def body_points(arm, q) -> np.ndarray:
     """The bodies' (``arm_bodies``) centres of mass (m) at poses ``q`` (..., n): shape (..., bodies, 3)."""
     bodies, ref, _ = arm_bodies(arm)
     q = np.asarray(q, dtype=float)
-    now, then = _frames(arm, q), _frames(arm, ref)
+    now, then = segment_frames(arm, q), segment_frames(arm, ref)
     out = np.zeros(q.shape[:-1] + (len(bodies), 3))
     for i, body in enumerate(bodies):
         seg = arm.n_links if body.segment == HAND else body.segment
