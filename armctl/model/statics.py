@@ -15,8 +15,8 @@ acceleration (``mass_matrix``).
 The bodies (``arm_bodies``) are a URDF's ``<inertial>``s where the arm has them, else estimates from the arm file:
 each joint's servo (its mass from ``armctl.model.servos``) where it sits, each link's ``mass_g`` (else
 ``PRINTED_LINK_G_PER_MM`` of its length) at its middle, the gripper's servo and jaws (``JAWS_G``) at the tool.
-Every body is a point mass (a URDF's rotational inertia is not used: the hobby links' own turning inertia is a few
-per cent of what their masses give at the arm's reach).
+The estimates are point masses; a URDF's bodies carry their ``<inertia>`` too, which ``mass_matrix`` adds (the
+SO-101's links' own turning inertia is up to a fifth of the shoulder's and most of the wrist roll's).
 """
 
 from __future__ import annotations
@@ -36,12 +36,15 @@ _H = 1e-6  # rad: the central differences' step
 @dataclass(frozen=True)
 class Body:
     """One rigid body of the arm: its ``mass_kg`` and its centre of mass ``point_m`` (x, y, z in the arm's frame)
-    at the reference pose, riding on ``segment``; ``name`` says where it comes from (a URDF link)."""
+    at the reference pose, riding on ``segment``; ``name`` says where it comes from (a URDF link, an estimate);
+    ``inertia`` its rotational inertia about the centre of mass (kg m^2, 3x3 rows in the arm's frame at the
+    reference pose: a URDF's ``<inertia>``), None for a point mass."""
 
     name: str
     segment: int
     point_m: tuple
     mass_kg: float
+    inertia: tuple | None = None
 
 
 def segment_frames(arm, q):
@@ -266,9 +269,10 @@ def gravity_torque(arm, q, payload_kg: float = 0.0) -> np.ndarray:
 
 def mass_matrix(arm, q, payload_kg: float = 0.0) -> np.ndarray:
     """The joint-space inertia (kg m^2, (n, n) or (..., n, n)) at pose ``q`` (rad, armctl's joint angles) of the
-    point-mass bodies (``arm_bodies``) and ``payload_kg`` at the tool point: M = sum m J^T J, J the body point's
-    Jacobian (m/rad) by the joint angles (central differences). With ``gravity_torque``, a move's torque is
-    M(q) qdd + g(q) (the velocity terms left out)."""
+    bodies (``arm_bodies``) and ``payload_kg`` (a point mass) at the tool point: M = sum m Jv^T Jv + Jw^T I Jw, Jv
+    the body's centre's Jacobian (m/rad) and Jw its angular velocity's (1/rad) by the joint angles (central
+    differences), I its rotational inertia (a URDF's; none for a point mass). With ``gravity_torque``, a move's
+    torque is M(q) qdd + g(q) (the velocity terms left out)."""
     payload_kg = _check_payload(payload_kg)
     qs, n = _steps(q)
     pts, masses = body_points(arm, qs), _masses(arm)
@@ -276,4 +280,37 @@ def mass_matrix(arm, q, payload_kg: float = 0.0) -> np.ndarray:
         pts = np.concatenate([pts, _tool_xyz(arm, qs)[..., None, :]], axis=-2)
         masses = np.append(masses, payload_kg)
     J = (pts[..., :n, :, :] - pts[..., n:, :, :]) / (2.0 * _H)  # (..., joint, body, xyz)
-    return np.einsum("...ibk,b,...jbk->...ij", J, masses, J)
+    return np.einsum("...ibk,b,...jbk->...ij", J, masses, J) + _turning(arm, np.asarray(q, dtype=float), qs, n)
+
+
+def body_rotations(arm, q, which) -> np.ndarray:
+    """The rotation (..., len(which), 3, 3) of bodies ``which`` (indices) from the reference pose to poses ``q``."""
+    bodies, ref, _ = arm_bodies(arm)
+    now, then = segment_frames(arm, q), segment_frames(arm, ref)
+    out = np.zeros(q.shape[:-1] + (len(which), 3, 3))
+    for k, i in enumerate(which):
+        seg = bodies[i].segment
+        R = now[arm.n_links if seg == HAND else seg][0]
+        R0 = then[arm.n_links if seg == HAND else seg][0]
+        if seg == HAND:  # the hand turns about the roll axis (in the last link's frame) by the roll's turn
+            _, a = roll_foot(arm)
+            K = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+            t = (q[..., -1] - ref[-1])[..., None, None]
+            R = R @ (np.eye(3) + np.sin(t) * K + (1.0 - np.cos(t)) * (K @ K))
+        out[..., k, :, :] = R @ R0.T
+    return out
+
+
+def _turning(arm, q, qs, n: int) -> np.ndarray:
+    """sum Jw^T I Jw over the bodies with a rotational inertia (zeros when none has one)."""
+    bodies = arm_bodies(arm)[0]
+    which = [i for i, b in enumerate(bodies) if b.inertia is not None]
+    if not which:
+        return np.zeros(q.shape + (n,))
+    R = body_rotations(arm, q, which)  # (..., b, 3, 3)
+    Rs = body_rotations(arm, qs, which)  # (..., 2n, b, 3, 3)
+    W = (Rs[..., :n, :, :, :] - Rs[..., n:, :, :, :]) / (2.0 * _H) @ np.swapaxes(R, -1, -2)[..., None, :, :, :]
+    w = np.stack([W[..., 2, 1], W[..., 0, 2], W[..., 1, 0]], axis=-1)  # (..., joint, b, 3): the angular velocities
+    inertia = np.array([bodies[i].inertia for i in which], dtype=float)
+    now = R @ inertia @ np.swapaxes(R, -1, -2)  # (..., b, 3, 3) in the arm's frame at q
+    return np.einsum("...ibk,...bkl,...jbl->...ij", w, now, w)

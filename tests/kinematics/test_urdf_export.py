@@ -96,3 +96,13 @@ def test_a_parallelogram_is_refused_in_one_line(capsys):
     out = capsys.readouterr().out
     assert out.startswith("<?xml") and out.count("<inertial>") == 3 and 'axis xyz="0 0 1"' in out
     assert (PRESET_DIR / "so101.urdf").exists()
+
+
+def test_a_urdf_with_a_broken_inertia_is_one_line(tmp_path, capsys):
+    text = urdf_text(load_arm("braccio"))
+    for bad, why in (('ixx="-1"', "moments >= 0"), ('ixx="lots"', "not a number")):
+        path = tmp_path / "bad.urdf"
+        path.write_text(text.replace('ixx="0"', bad, 1))
+        assert main(["--arm", str(path), "fk", "0", "30", "0", "0"]) == 2
+        err = capsys.readouterr().err
+        assert why in err and "shoulder_link" in err and err.count("\n") == 1

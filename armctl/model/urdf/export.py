@@ -23,7 +23,7 @@ from xml.sax.saxutils import escape, quoteattr
 import numpy as np
 
 from armctl.errors import BadInputError
-from armctl.model.statics import HAND, arm_bodies, body_points, roll_foot, segment_frames
+from armctl.model.statics import HAND, arm_bodies, body_points, body_rotations, roll_foot, segment_frames
 
 TOOL_LINK = "tool_link"
 ROOT_LINK = "base_link"
@@ -70,9 +70,10 @@ def _origins(arm) -> tuple[dict, np.ndarray | None]:
     return out, axis
 
 
-def _inertial(bodies, points, origin) -> str:
-    """The ``<inertial>`` of point masses ``bodies`` at ``points`` (m, arm frame, zero pose), relative to a link
-    whose frame sits at ``origin`` parallel to the arm's frame; '' for no mass."""
+def _inertial(bodies, points, turning, origin) -> str:
+    """The ``<inertial>`` of ``bodies`` with their centres at ``points`` (m, arm frame, zero pose) and their own
+    rotational inertias ``turning`` ((b, 3, 3), arm frame at the zero pose; zeros for point masses), relative to a
+    link whose frame sits at ``origin`` parallel to the arm's frame; '' for no mass."""
     m = np.array([b.mass_kg for b in bodies], dtype=float)
     total = float(m.sum()) if len(m) else 0.0
     if total <= 0.0:
@@ -80,9 +81,8 @@ def _inertial(bodies, points, origin) -> str:
     r = np.asarray(points, dtype=float) - origin
     com = (m @ r) / total
     d = r - com
-    inertia = np.einsum(
-        "b,bij->ij", m, np.einsum("bk,bk->b", d, d)[:, None, None] * np.eye(3) - d[:, :, None] * d[:, None, :]
-    )
+    parallel = np.einsum("bk,bk->b", d, d)[:, None, None] * np.eye(3) - d[:, :, None] * d[:, None, :]
+    inertia = np.einsum("b,bij->ij", m, parallel) + np.sum(turning, axis=0)
     ixx, iyy, izz, ixy, ixz, iyz = (
         inertia[0, 0],
         inertia[1, 1],
@@ -96,6 +96,16 @@ def _inertial(bodies, points, origin) -> str:
         f'      <inertia ixx="{_num(ixx)}" ixy="{_num(ixy)}" ixz="{_num(ixz)}" iyy="{_num(iyy)}" iyz="{_num(iyz)}" '
         f'izz="{_num(izz)}"/>\n    </inertial>\n'
     )
+
+
+def _turning_at_zero(arm, bodies) -> np.ndarray:
+    """Each body's own rotational inertia (b, 3, 3) in the arm's frame at the zero pose (zeros: a point mass)."""
+    out = np.zeros((len(bodies), 3, 3))
+    which = [i for i, b in enumerate(bodies) if b.inertia is not None]
+    if which:
+        R = body_rotations(arm, np.zeros(arm.n), which)
+        out[which] = R @ np.array([bodies[i].inertia for i in which], dtype=float) @ np.swapaxes(R, -1, -2)
+    return out
 
 
 def _joint(arm, i: int, parent: str, child: str, xyz, axis) -> str:
@@ -152,9 +162,10 @@ def urdf_text(arm, *, source: str | None = None) -> str:
     ]
     if arm.has_base:
         parts.append(f"  <link name={quoteattr(ROOT_LINK)}/>\n")
+    turning = _turning_at_zero(arm, bodies)
     for seg, name in links.items():
         on = [i for i, b in enumerate(bodies) if b.segment == seg]
-        inertial = _inertial([bodies[i] for i in on], points[on], origins[seg])
+        inertial = _inertial([bodies[i] for i in on], points[on], turning[on], origins[seg])
         parts.append(
             f"  <link name={quoteattr(name)}>\n{inertial}  </link>\n"
             if inertial
