@@ -344,9 +344,10 @@ def _holding_lines(arm: Arm, torque, payload: float) -> list[str]:
     """fk's text lines of the statics: per joint the holding torque, its servo and the margin."""
     from armctl.model.holding import NOTHING_NM, torque_margin
     from armctl.model.servos import KGCM_NM
+    from armctl.model.statics import level_plane
 
     part = f"with a {payload * 1000:g} g part" if payload else "no part in the jaws"
-    if not arm.has_base:
+    if level_plane(arm):
         return [f"holding torque: none ({arm.name} works in a horizontal plane: gravity asks nothing of its servos)"]
     lines = [f"holding torque (gravity, {part}; {_masses_said(arm)}):"]
     use = arm.drive.torque_use
@@ -423,9 +424,10 @@ def _hold_lines(arm: Arm, held) -> list[str]:
     """workspace's text lines of where each servo holds the arm."""
     from armctl.model.holding import NOTHING_NM
     from armctl.model.servos import KGCM_NM
+    from armctl.model.statics import level_plane
 
     part = f"a {held.payload_kg * 1000:g} g part" if held.payload_kg else "no part"
-    if not arm.has_base:
+    if level_plane(arm):
         return [f"holding: {arm.name} works in a horizontal plane: gravity asks nothing of its servos, with {part}"]
     use = arm.drive.torque_use
     lines = [

@@ -47,11 +47,19 @@ class Body:
     inertia: tuple | None = None
 
 
+def level_plane(arm) -> bool:
+    """True if the arm works in a level plane, where gravity asks nothing of its joints: a planar arm from an arm
+    file (its x, y on the table). An arm on a base works in a vertical plane; so does a planar arm derived from a
+    URDF (its y is the height: ``armctl.model.urdf.derive``)."""
+    return not arm.has_base and arm.urdf is None
+
+
 def segment_frames(arm, q):
     """Every segment's frame at poses ``q`` (..., n): {segment: (R (..., 3, 3), origin (..., 3))}; segment k's x
-    along the chain's k-th link, y its normal in the arm's plane, z = x cross y (the arm's right on a base arm, up on
-    a planar arm); 0 the base's (x along the arm; a planar arm's ground: the arm's own axes). A base arm's chain
-    works in the vertical plane the base turns; a planar arm's in the horizontal plane z = 0."""
+    along the chain's k-th link, y its normal in the arm's plane, z = x cross y (the arm's right in a vertical
+    plane, up on a level planar arm); 0 the base's (x along the arm; a planar arm's ground: the arm's own axes). A
+    base arm's chain works in the vertical plane the base turns; a planar arm in the level plane z = 0
+    (``level_plane``), or, derived from a URDF, in its vertical plane (x along it, z up: its y is height)."""
     from armctl.model.kinematics import chain_angles
 
     q = np.asarray(q, dtype=float)
@@ -64,8 +72,8 @@ def segment_frames(arm, q):
         frames = {0: (np.stack([d, np.cross(w, d), w], axis=-1), np.zeros(shape))}
     else:
         d, w = np.zeros(shape), np.zeros(shape)
-        d[..., 0], w[..., 1] = 1.0, 1.0
-        frames = {0: (np.stack([d, w, np.cross(d, w)], axis=-1), np.zeros(shape))}
+        d[..., 0], w[..., 1 if level_plane(arm) else 2] = 1.0, 1.0
+        frames = {0: (np.eye(3) + np.zeros(shape + (3,)), np.zeros(shape))}
     a = np.cumsum(chain_angles(arm, q), axis=-1)
     u = np.full(shape[:-1], float(arm.base_offset_m))
     v = np.full(shape[:-1], float(arm.shoulder_height_m))
@@ -218,12 +226,17 @@ def body_points(arm, q) -> np.ndarray:
     return out
 
 
-def _tool_xyz(arm, q) -> np.ndarray:
-    """The tool point (m, (..., 3)): a planar arm's at z = 0."""
+def tool_xyz(arm, q) -> np.ndarray:
+    """The tool point (m, (..., 3)) in the frame of ``segment_frames``: a planar arm's (x, y) at z = 0 in a level
+    plane, as (x, 0, y) in a vertical one."""
     from armctl.model.kinematics import tool_point
 
     p = tool_point(arm, q)
-    return p if p.shape[-1] == 3 else np.concatenate([p, np.zeros(p.shape[:-1] + (1,))], axis=-1)
+    if p.shape[-1] == 3:
+        return p
+    zero = np.zeros(p.shape[:-1])
+    x, y = p[..., 0], p[..., 1]
+    return np.stack([x, y, zero] if level_plane(arm) else [x, zero, y], axis=-1)
 
 
 def _check_payload(payload_kg) -> float:
@@ -246,7 +259,7 @@ def _masses(arm) -> np.ndarray:
 def _potential(arm, q, payload_kg: float) -> np.ndarray:
     v = G_M_S2 * (body_points(arm, q)[..., 2] @ _masses(arm))
     if payload_kg:
-        v = v + G_M_S2 * payload_kg * _tool_xyz(arm, q)[..., 2]
+        v = v + G_M_S2 * payload_kg * tool_xyz(arm, q)[..., 2]
     return v
 
 
@@ -277,7 +290,7 @@ def mass_matrix(arm, q, payload_kg: float = 0.0) -> np.ndarray:
     qs, n = _steps(q)
     pts, masses = body_points(arm, qs), _masses(arm)
     if payload_kg:
-        pts = np.concatenate([pts, _tool_xyz(arm, qs)[..., None, :]], axis=-2)
+        pts = np.concatenate([pts, tool_xyz(arm, qs)[..., None, :]], axis=-2)
         masses = np.append(masses, payload_kg)
     J = (pts[..., :n, :, :] - pts[..., n:, :, :]) / (2.0 * _H)  # (..., joint, body, xyz)
     return np.einsum("...ibk,b,...jbk->...ij", J, masses, J) + _turning(arm, np.asarray(q, dtype=float), qs, n)

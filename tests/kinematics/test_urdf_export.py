@@ -106,3 +106,44 @@ def test_a_urdf_with_a_broken_inertia_is_one_line(tmp_path, capsys):
         assert main(["--arm", str(path), "fk", "0", "30", "0", "0"]) == 2
         err = capsys.readouterr().err
         assert why in err and "shoulder_link" in err and err.count("\n") == 1
+
+
+def test_a_urdf_with_an_absurd_mass_is_one_line(tmp_path, capsys):
+    text = urdf_text(load_arm("braccio"))
+    path = tmp_path / "heavy.urdf"
+    path.write_text(text.replace('<mass value="0.0995"/>', '<mass value="2e6"/>', 1))
+    assert main(["--arm", str(path), "workspace"]) == 2
+    err = capsys.readouterr().err
+    assert "shoulder_link" in err and "not an arm's link" in err and err.count("\n") == 1
+    path.write_text(text.replace('rpy="0 0 0"/>\n      <mass', 'rpy="0 x 0"/>\n      <mass', 1))
+    assert main(["--arm", str(path), "workspace"]) == 2
+    assert "not a number" in capsys.readouterr().err
+
+
+PLANAR_URDF = """<?xml version="1.0"?>
+<robot name="wall2">
+  <link name="root"/><link name="upper"/><link name="fore"/><link name="tip"/>
+  <joint name="j1" type="revolute"><parent link="root"/><child link="upper"/><origin xyz="0 0 0.1"/>
+    <axis xyz="0 -1 0"/><limit lower="-1.5" upper="1.5" effort="1" velocity="1"/></joint>
+  <joint name="j2" type="revolute"><parent link="upper"/><child link="fore"/><origin xyz="0.2 0 0"/>
+    <axis xyz="0 -1 0"/><limit lower="-2" upper="2" effort="1" velocity="1"/></joint>
+  <joint name="tip" type="fixed"><parent link="fore"/><child link="tip"/><origin xyz="0.15 0 0"/></joint>
+</robot>
+"""
+
+
+def test_a_planar_arm_from_a_urdf_works_in_its_vertical_plane(tmp_path):
+    """armctl reads a planar URDF arm in its vertical plane (its y is the height): gravity asks something of it,
+    unlike a planar arm file's level plane; pinocchio agrees on its export."""
+    path = tmp_path / "wall2.urdf"
+    path.write_text(PLANAR_URDF)
+    arm = load_arm(str(path))
+    assert not arm.has_base and arm_bodies(arm)[2]  # estimated: the URDF has no <inertial>
+    level = np.zeros(arm.n)
+    # 0.3 g/mm links at their middles, level: the shoulder holds both, the elbow its forearm
+    m1, m2 = 0.3 * 0.2, 0.3 * 0.15
+    assert gravity_torque(arm, level) == pytest.approx([G_M_S2 * (m1 * 0.1 + m2 * 0.275), G_M_S2 * m2 * 0.075])
+    assert np.all(gravity_torque(load_arm("seed-2link"), level) == 0.0)
+    pin, model, data = _pinocchio(arm, tmp_path)
+    for q in np.random.default_rng(4).uniform(arm.q_min, arm.q_max, size=(30, arm.n)):
+        assert np.allclose(pin.computeGeneralizedGravity(model, data, q), gravity_torque(arm, q), atol=1e-7)

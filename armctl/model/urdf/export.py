@@ -8,7 +8,8 @@ torque. At the zero pose every link's frame is parallel to the arm's frame (x al
   joint at (base_offset_m, 0, shoulder_height_m), each pitch joint ``links_m`` further along x, their axes -y (a
   positive angle lifts the arm) -> a roll joint at the foot of the roll axis on it (its axis the roll axis) ->
   ``tool_link`` (fixed) at the tool point;
-- a planar arm works in the horizontal plane: every joint's axis +z, the links along x.
+- a planar arm from an arm file works in the level plane: every joint's axis +z, the links along x; one derived
+  from a URDF in its vertical plane (x along it, z up: the axes -y).
 
 Each link's ``<inertial>`` lumps the bodies riding on it (``armctl.model.statics.arm_bodies``: a URDF's, or the
 arm file's estimates): their total mass at their centre of mass, and the inertia their point masses have about it
@@ -23,7 +24,16 @@ from xml.sax.saxutils import escape, quoteattr
 import numpy as np
 
 from armctl.errors import BadInputError
-from armctl.model.statics import HAND, arm_bodies, body_points, body_rotations, roll_foot, segment_frames
+from armctl.model.statics import (
+    HAND,
+    arm_bodies,
+    body_points,
+    body_rotations,
+    level_plane,
+    roll_foot,
+    segment_frames,
+    tool_xyz,
+)
 
 TOOL_LINK = "tool_link"
 ROOT_LINK = "base_link"
@@ -122,7 +132,7 @@ def _joint(arm, i: int, parent: str, child: str, xyz, axis) -> str:
 
 def _chain_joints(arm, links: dict, origins: dict, roll_axis) -> list[str]:
     """The revolute joints, base first, with their parents and origins (relative to the parent's frame)."""
-    pitch = (0.0, -1.0, 0.0) if arm.has_base else (0.0, 0.0, 1.0)
+    pitch = (0.0, 0.0, 1.0) if level_plane(arm) else (0.0, -1.0, 0.0)
     out = []
     if arm.has_base:
         out.append(_joint(arm, 0, ROOT_LINK, links[0], (0.0, 0.0, 0.0), (0.0, 0.0, 1.0)))
@@ -139,8 +149,6 @@ def _chain_joints(arm, links: dict, origins: dict, roll_axis) -> list[str]:
 def urdf_text(arm, *, source: str | None = None) -> str:
     """The URDF (text) of a serial ``arm``, with its masses (see the module's docstring); BadInputError for a
     parallelogram arm."""
-    from armctl.model.kinematics import tool_point
-
     if arm.parallelogram:
         raise BadInputError(
             f"arm {arm.name!r} is a parallelogram: its forearm's servo drives the forearm through a closed linkage, "
@@ -151,7 +159,7 @@ def urdf_text(arm, *, source: str | None = None) -> str:
     points = body_points(arm, q0)
     links = _link_names(arm)
     origins, roll_axis = _origins(arm)
-    tool = np.append(tool_point(arm, q0), [0.0] * (3 - arm.dim))
+    tool = tool_xyz(arm, q0)
     last = HAND if arm.roll is not None else arm.n_links
     masses = "estimated from the arm file (armctl.model.statics.arm_bodies)" if estimated else "from its URDF"
     parts = [

@@ -17,6 +17,7 @@ from armctl.model.statics import HAND, Body
 from armctl.model.urdf.chain import Axes, Tree, zero_frame
 from armctl.model.urdf.parse import axis_rot, parse_inertials
 
+MAX_LINK_KG = 1000.0  # a link heavier than this is a typo (an industrial arm's heaviest link is a few hundred kg)
 _INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 
 
@@ -28,17 +29,19 @@ def _inertia(e, path) -> np.ndarray | None:
     t = None if i is None else i.find("inertia")
     if t is None:
         return None
+    o = i.find("origin")
     try:
         v = {k: float(t.get(k, "0")) for k in _INERTIA_KEYS}
+        rpy = [float(x) for x in (o.get("rpy") or "0 0 0").split()] if o is not None else [0.0, 0.0, 0.0]
     except ValueError:
-        raise ConfigError(f"link {e.get('name')!r}: an <inertia> value is not a number", path=path) from None
+        raise ConfigError(f"link {e.get('name')!r}: an <inertia> or its rpy is not a number", path=path) from None
+    if len(rpy) != 3:
+        raise ConfigError(f"link {e.get('name')!r}: <inertial> origin rpy needs 3 numbers", path=path)
     if not all(np.isfinite(list(v.values()))) or min(v["ixx"], v["iyy"], v["izz"]) < 0.0:
         raise ConfigError(f"link {e.get('name')!r}: <inertia> needs finite values, moments >= 0 (kg m^2)", path=path)
     inertia = np.array(
         [[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]], [v["ixz"], v["iyz"], v["izz"]]], dtype=float
     )
-    o = i.find("origin")
-    rpy = [float(x) for x in (o.get("rpy") or "0 0 0").split()] if o is not None else [0.0, 0.0, 0.0]
     R = axis_rot((0, 0, 1), rpy[2]) @ axis_rot((0, 1, 0), rpy[1]) @ axis_rot((1, 0, 0), rpy[0])
     return R @ inertia @ R.T
 
@@ -62,6 +65,10 @@ def urdf_bodies(text: str, tree: Tree, axes: Axes, held_deg: dict, origin, urdf_
             seg = segment.get(j.name, seg)
         if seg is None or mass <= 0.0:
             continue
+        if mass > MAX_LINK_KG:
+            raise ConfigError(
+                f"link {link!r}: mass {mass:g} kg is not an arm's link (at most {MAX_LINK_KG:g} kg)", path=tree.path
+            )
         T = zero_frame(tree, link, held_deg)
         p = T[:3, :3] @ np.asarray(com) + T[:3, 3] - np.asarray(origin)
         inertia = tensors.get(link)
