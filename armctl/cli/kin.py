@@ -334,9 +334,10 @@ def _masses_said(arm: Arm) -> str:
 
     if masses_word(arm) == "urdf":
         return "masses from the URDF's <inertial>s"
+    where = "the URDF has no <inertial>s" if arm.urdf is not None else "from the arm file"
     return (
-        f"masses estimated from the arm file: servos from the servo table, links mass_g or {PRINTED_LINK_G_PER_MM:g} "
-        f"g/mm, jaws {JAWS_G:g} g"
+        f"masses estimated ({where}): servos from the servo table, links mass_g or {PRINTED_LINK_G_PER_MM:g} g/mm, "
+        f"jaws {JAWS_G:g} g"
     )
 
 
