@@ -38,9 +38,8 @@ DEFAULT_SERVO = "mg996r"  # a joint (or gripper) whose arm file names no servo: 
 DEFAULT_US_PER_DEG = 10.0  # a PWM servo's pulse per degree without a calibration (500..2300 us over 180 deg)
 DEFAULT_DEADBAND_US = 5.0  # a PWM servo whose maker publishes no dead band (the MG996R's)
 BODY_RADIUS_M = 0.015  # each body of the arm's masses is taken as a solid sphere this big for its inertia
-LINK_KG_PER_M = 0.3  # a printed link without a mass anywhere: 30 g per 10 cm (estimate)
 LEVEL = 5  # the segment of a parallelogram arm's level hand (statics.HAND is a wrist roll's)
-JAW_KG = 0.002  # each jaw pad (the jaws' own mass is in the hand's bodies where a URDF gives it)
+JAW_KG = 1e-4  # each jaw pad: next to nothing, the jaws' mass is in the arm's bodies (statics.arm_bodies)
 
 
 @dataclass(frozen=True)
@@ -106,46 +105,30 @@ def _actuator(spec: ServoSpec, target: str) -> str:
 
 
 def segment_masses(arm, payload_kg: float = 0.0) -> dict:
-    """{segment: [(mass kg, point (3,) in the segment's body frame)]}: the arm's bodies (``statics.arm_bodies`` when
-    the model has it, else ``Arm.bodies``, else estimates: each link ``LINK_KG_PER_M`` or its ``mass_g`` at its
-    middle, the next joint's servo at its end) and ``payload_kg`` at the tool point."""
+    """{segment: [(mass kg, point (3,) in the segment's body frame)]}: the arm's bodies as ``statics.arm_bodies``
+    gives them (a URDF's ``<inertial>``s, else its estimates from the arm file), each moved from its reference pose
+    into its segment's frame (a planar arm's bodies on the ground are left out: they never move), and
+    ``payload_kg`` at the tool point."""
     from armctl.model import statics
 
-    bodies = statics.arm_bodies(arm) if hasattr(statics, "arm_bodies") else arm.bodies
+    bodies, ref, _ = statics.arm_bodies(arm)
+    frames = statics._frames(arm, np.asarray(ref, dtype=float))
     out: dict = {}
-    if bodies and arm.has_base:
-        ref = np.asarray(arm.bodies_q_ref if arm.bodies_q_ref is not None else arm.home_rad, dtype=float)
-        frames = statics._frames(arm, ref)
-        for b in bodies:
-            seg = arm.n_links if (b.segment == statics.HAND and arm.roll is None) else b.segment
-            R0, o0 = frames[min(seg, arm.n_links)]
-            local = R0.T @ (np.asarray(b.point_m, dtype=float) - o0)
-            if seg == statics.HAND:
-                local = statics._roll_about_axis(arm, local, -ref[-1]) - roll_foot(arm)
-            out.setdefault(seg, []).append((b.mass_kg, local))
-    else:
-        _estimate_masses(arm, out)
+    for b in bodies:
+        seg = b.segment
+        if seg == statics.HAND and arm.roll is None:
+            seg = arm.n_links
+        if seg == 0 and not arm.has_base:
+            continue
+        R0, o0 = frames[min(seg, arm.n_links)]
+        local = R0.T @ (np.asarray(b.point_m, dtype=float) - o0)
+        if seg == statics.HAND:
+            local = statics._roll_about_axis(arm, local, -ref[-1]) - roll_foot(arm)
+        out.setdefault(seg, []).append((b.mass_kg, local))
     if payload_kg > 0:
         seg, point = tool_site(arm)
         out.setdefault(seg, []).append((payload_kg, point[:3, 3]))
     return out
-
-
-def _estimate_masses(arm, out: dict) -> None:
-    given = arm.drive.link_mass_kg
-    for k, length in enumerate(arm.links_m):
-        m = given[k] if k < len(given) and given[k] is not None else LINK_KG_PER_M * float(length)
-        out.setdefault(k + 1, []).append((m, np.array([length / 2, 0.0, 0.0])))
-        nxt = arm.chain_start + k + 1
-        if k + 1 < arm.n_links and not arm.parallelogram:
-            servo = arm.drive.servo(nxt) or Servo(MODELS[DEFAULT_SERVO])
-            out[k + 1].append((servo.mass_kg, np.array([float(length), 0.0, 0.0])))
-    if arm.has_base:
-        out.setdefault(0, []).append((0.1, np.array([0.0, 0.0, arm.shoulder_height_m / 2])))
-    if arm.gripper is not None:
-        seg, frame = tool_site(arm)
-        servo = arm.gripper.servo or Servo(MODELS[DEFAULT_SERVO])
-        out.setdefault(seg, []).append((servo.mass_kg, frame[:3, 3]))
 
 
 def inertial(points) -> str:
