@@ -156,11 +156,13 @@ class Plant:
         self._target[i] = value
 
     def advance(self, t: float) -> None:
-        """Step the world to simulated time ``t`` (s); nothing when it is already there or past. The bodies',
-        sites' and cameras' poses in ``data`` are then those of the joints' positions at ``t`` (contacts and forces
-        are the last step's)."""
+        """Step the world to simulated time ``t`` (s): to its last step at or before ``t`` (never past it; the next call
+        steps the rest); nothing when it is already there. The bodies', sites' and cameras' poses in ``data`` are
+        then those of the joints' positions now (contacts and forces are the last step's)."""
+        if not math.isfinite(t):
+            raise BadInputError(f"a simulated time must be a finite number of seconds, got {t!r}")
         m, d, step = self.model, self.data, self._mj.mj_step
-        n = int(round((float(t) - d.time) / m.opt.timestep))
+        n = math.floor((float(t) - d.time) / m.opt.timestep + 1e-6)
         for _ in range(max(n, 0)):
             self._drive()
             step(m, d)

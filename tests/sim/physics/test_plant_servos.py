@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 
+from armctl.errors import BadInputError
 from armctl.model.arm import load_arm
 from armctl.model.statics import gravity_torque
 from tests.helpers import require_module
@@ -52,6 +53,7 @@ def test_a_joint_commanded_at_once_moves_at_its_servos_no_load_speed():
     assert t60 <= reached <= 1.15 * t60  # measured 0.244 s
     half = next(t for t, a in seen if a >= math.radians(30.0))
     assert t60 / 2 <= half <= t60 / 2 + 0.03  # measured 0.130 s
+    assert max(a for _, a in seen) < math.radians(60.1)  # damped: no overshoot, no ringing (measured none)
 
 
 def _so101_loaded(payload_kg: float):
@@ -170,3 +172,28 @@ def test_a_loaded_joint_is_slower_than_its_no_load_speed():
     reached = next(t for t, a in seen if a >= math.radians(29.0))
     t_no_load = math.radians(30.0) / arm.drive.servo(1).speed_rad_s
     assert reached > 3.0 * t_no_load
+
+
+def test_a_joint_without_a_servo_model_gets_the_stated_default():
+    from armctl.model.arm import Arm
+    from armctl.sim.physics.mjcf import DEFAULT_SERVO
+
+    arm = Arm.from_lengths([0.12, 0.1], base=True, shoulder_height_m=0.08, home_deg=[0, 60, -60])
+    plant = Plant(arm, FAR_TABLE)
+    assert DEFAULT_SERVO == "mg996r"
+    assert [s.says for s in plant.servos] == ["an MG996R gives 9.4 kg.cm at 4.8 V"] * 3
+    plant.advance(1.0)
+    assert np.max(np.abs(np.degrees(plant.q_rad() - arm.home_rad))) < 1.0
+
+
+def test_time_advances_to_the_last_step_at_or_before_it_and_small_advances_add_up():
+    plant = Plant(load_arm("mearm"), FAR_TABLE, timestep=0.002)
+    plant.advance(0.0071)
+    assert plant.time_s == pytest.approx(0.006)
+    t = plant.time_s
+    for _ in range(20):
+        t += 0.0005
+        plant.advance(t)
+    assert plant.time_s == pytest.approx(0.016)
+    with pytest.raises(BadInputError, match="finite"):
+        plant.advance(float("nan"))
