@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from armctl.errors import BadInputError
 from armctl.model.servos import MODELS, Servo
 
 GRIP_GAP_M = 0.05  # the jaws' gap at the gripper's open angle (closed: touching); an estimate, no arm file gives it
@@ -352,10 +353,24 @@ def _defaults(timestep: float) -> str:
     )
 
 
+def _us_per_deg(arm, us_per_deg) -> list:
+    """One us/deg (or None: the default) per joint then the gripper; BadInputError for anything else."""
+    per = list(us_per_deg) if np.ndim(us_per_deg) else [us_per_deg] * (arm.n + 1)
+    if len(per) == arm.n:
+        per.append(None)
+    ok = len(per) == arm.n + 1 and all(v is None or (math.isfinite(v) and 1.0 <= v <= 50.0) for v in per)
+    if not ok:
+        raise BadInputError(
+            f"us_per_deg must be None, a number of 1..50 us per degree, or one per joint of {arm.name} "
+            f"({arm.n}, then the gripper's), got {us_per_deg!r}"
+        )
+    return per
+
+
 def build_mjcf(arm, scene, *, payload_kg: float = 0.0, timestep: float = 0.002, us_per_deg=None) -> Built:
     """The MJCF of ``arm`` in ``scene`` (``scenefile.Scene``) with ``payload_kg`` at the tool point; ``us_per_deg``
     (a number, or one per joint then the gripper's) sets PWM servos' deadbands (None: ``DEFAULT_US_PER_DEG``)."""
-    per = list(us_per_deg) if np.ndim(us_per_deg) else [us_per_deg] * (arm.n + 1)
+    per = _us_per_deg(arm, us_per_deg)
     specs = [servo_spec(arm.joint_names[i], arm.drive.servo(i), per[i]) for i in range(arm.n)]
     grip = None
     if arm.gripper is not None:

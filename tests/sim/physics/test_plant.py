@@ -171,3 +171,16 @@ def test_without_mujoco_the_plant_says_which_extra_to_install(monkeypatch):
 def test_a_bad_payload_is_refused(bad):
     with pytest.raises(BadInputError, match="payload"):
         Plant(load_arm("so101"), payload_kg=bad)
+
+
+@pytest.mark.parametrize("bad", [0.0, float("inf"), [10.0], [10.0] * 9])
+def test_a_bad_us_per_deg_is_refused(bad):
+    with pytest.raises(BadInputError, match="us_per_deg"):
+        Plant(load_arm("mearm"), us_per_deg=bad)
+
+
+def test_us_per_deg_per_joint_sets_each_pwm_servos_deadband():
+    plant = Plant(load_arm("mearm"), us_per_deg=[10.0, 20.0, 5.0, 10.0])  # SG90s: 10 us of dead band
+    assert [round(math.degrees(s.deadband_rad), 6) for s in plant.servos] == [1.0, 0.5, 2.0, 1.0]
+    bus = Plant(load_arm("so101"), us_per_deg=12.0)  # a bus servo's deadband is in degrees already
+    assert math.degrees(bus.servos[0].deadband_rad) == pytest.approx(0.088)
