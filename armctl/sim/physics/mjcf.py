@@ -113,7 +113,7 @@ def segment_masses(arm, payload_kg: float = 0.0) -> dict:
     from armctl.model import statics
 
     bodies, ref, _ = statics.arm_bodies(arm)
-    frames = statics._frames(arm, np.asarray(ref, dtype=float))
+    frames = statics.segment_frames(arm, np.asarray(ref, dtype=float))
     out: dict = {}
     for b in bodies:
         seg = b.segment
