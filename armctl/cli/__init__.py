@@ -42,6 +42,7 @@ COMMANDS = {
     "ik": ("kin", "joint angles for a tool point (inverse kinematics)"),
     "fk": ("kin", "tool point for joint angles (forward kinematics)"),
     "workspace": ("kin", "reach, joint limits, speeds and accelerations of the arm"),
+    "urdf": ("kin", "write the arm as a URDF with its masses (serial arms: for pinocchio, MuJoCo, RViz)"),
     "plan": ("motion", "plan a YAML program into a timed joint trajectory (checked whole)"),
     "plot": ("motion", "draw a planned program: workspace, path, arm poses, joint speeds"),
     "jog": ("device", "move the tool in a straight line to X Y, or jog it with the keys (no target)"),

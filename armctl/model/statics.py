@@ -15,8 +15,8 @@ acceleration (``mass_matrix``).
 The bodies (``arm_bodies``) are a URDF's ``<inertial>``s where the arm has them, else estimates from the arm file:
 each joint's servo (its mass from ``armctl.model.servos``) where it sits, each link's ``mass_g`` (else
 ``PRINTED_LINK_G_PER_MM`` of its length) at its middle, the gripper's servo and jaws (``JAWS_G``) at the tool.
-Every body is a point mass (a URDF's rotational inertia is not used: the hobby links' own turning inertia is a few
-per cent of what their masses give at the arm's reach).
+The estimates are point masses; a URDF's bodies carry their ``<inertia>`` too, which ``mass_matrix`` adds (the
+SO-101's links' own turning inertia is up to a fifth of the shoulder's and most of the wrist roll's).
 """
 
 from __future__ import annotations
@@ -36,19 +36,30 @@ _H = 1e-6  # rad: the central differences' step
 @dataclass(frozen=True)
 class Body:
     """One rigid body of the arm: its ``mass_kg`` and its centre of mass ``point_m`` (x, y, z in the arm's frame)
-    at the reference pose, riding on ``segment``; ``name`` says where it comes from (a URDF link)."""
+    at the reference pose, riding on ``segment``; ``name`` says where it comes from (a URDF link, an estimate);
+    ``inertia`` its rotational inertia about the centre of mass (kg m^2, 3x3 rows in the arm's frame at the
+    reference pose: a URDF's ``<inertia>``), None for a point mass."""
 
     name: str
     segment: int
     point_m: tuple
     mass_kg: float
+    inertia: tuple | None = None
 
 
-def _frames(arm, q):
+def level_plane(arm) -> bool:
+    """True if the arm works in a level plane, where gravity asks nothing of its joints: a planar arm from an arm
+    file (its x, y on the table). An arm on a base works in a vertical plane; so does a planar arm derived from a
+    URDF (its y is the height: ``armctl.model.urdf.derive``)."""
+    return not arm.has_base and arm.urdf is None
+
+
+def segment_frames(arm, q):
     """Every segment's frame at poses ``q`` (..., n): {segment: (R (..., 3, 3), origin (..., 3))}; segment k's x
-    along the chain's k-th link, y its normal in the arm's plane, z = x cross y (the arm's right on a base arm, up on
-    a planar arm); 0 the base's (x along the arm; a planar arm's ground: the arm's own axes). A base arm's chain
-    works in the vertical plane the base turns; a planar arm's in the horizontal plane z = 0."""
+    along the chain's k-th link, y its normal in the arm's plane, z = x cross y (the arm's right in a vertical
+    plane, up on a level planar arm); 0 the base's (x along the arm; a planar arm's ground: the arm's own axes). A
+    base arm's chain works in the vertical plane the base turns; a planar arm in the level plane z = 0
+    (``level_plane``), or, derived from a URDF, in its vertical plane (x along it, z up: its y is height)."""
     from armctl.model.kinematics import chain_angles
 
     q = np.asarray(q, dtype=float)
@@ -61,8 +72,8 @@ def _frames(arm, q):
         frames = {0: (np.stack([d, np.cross(w, d), w], axis=-1), np.zeros(shape))}
     else:
         d, w = np.zeros(shape), np.zeros(shape)
-        d[..., 0], w[..., 1] = 1.0, 1.0
-        frames = {0: (np.stack([d, w, np.cross(d, w)], axis=-1), np.zeros(shape))}
+        d[..., 0], w[..., 1 if level_plane(arm) else 2] = 1.0, 1.0
+        frames = {0: (np.eye(3) + np.zeros(shape + (3,)), np.zeros(shape))}
     a = np.cumsum(chain_angles(arm, q), axis=-1)
     u = np.full(shape[:-1], float(arm.base_offset_m))
     v = np.full(shape[:-1], float(arm.shoulder_height_m))
@@ -76,14 +87,21 @@ def _frames(arm, q):
     return frames
 
 
-def _roll_about_axis(arm, local, turn):
-    """Hand points ``local`` (..., 3) in the last link's frame turned ``turn`` (rad, ...) about the roll axis."""
+def roll_foot(arm) -> tuple[np.ndarray, np.ndarray]:
+    """The wrist roll's axis in the last link's frame: (a point of it: the foot of the tool point's offset, the
+    axis's unit direction, pointing away from the wrist)."""
     r = arm.roll
     ca, sa = math.cos(r.axis_rad), math.sin(r.axis_rad)
     axis = np.array([ca, sa, 0.0])
     normal = np.array([-sa, ca, 0.0])
     z = np.array([0.0, 0.0, 1.0])
     foot = np.array([float(arm.links_m[-1]), 0.0, r.lateral_m]) - r.offset_up_m * normal - r.offset_right_m * z
+    return foot, axis
+
+
+def _roll_about_axis(arm, local, turn):
+    """Hand points ``local`` (..., 3) in the last link's frame turned ``turn`` (rad, ...) about the roll axis."""
+    foot, axis = roll_foot(arm)
     p = local - foot
     along = (p @ axis)[..., None] * axis
     perp = p - along
@@ -178,7 +196,7 @@ def arm_bodies(arm) -> tuple:
     if hit is not None and hit[0] is arm:
         return hit[1]
     q_ref = np.zeros(arm.n)
-    frames = _frames(arm, q_ref)
+    frames = segment_frames(arm, q_ref)
     bodies = []
     for name, seg, point, mass in _estimated_parts(arm):
         R, o = frames[arm.n_links if seg == HAND else seg]
@@ -195,7 +213,7 @@ def body_points(arm, q) -> np.ndarray:
     """The bodies' (``arm_bodies``) centres of mass (m) at poses ``q`` (..., n): shape (..., bodies, 3)."""
     bodies, ref, _ = arm_bodies(arm)
     q = np.asarray(q, dtype=float)
-    now, then = _frames(arm, q), _frames(arm, ref)
+    now, then = segment_frames(arm, q), segment_frames(arm, ref)
     out = np.zeros(q.shape[:-1] + (len(bodies), 3))
     for i, body in enumerate(bodies):
         seg = arm.n_links if body.segment == HAND else body.segment
@@ -208,12 +226,17 @@ def body_points(arm, q) -> np.ndarray:
     return out
 
 
-def _tool_xyz(arm, q) -> np.ndarray:
-    """The tool point (m, (..., 3)): a planar arm's at z = 0."""
+def tool_xyz(arm, q) -> np.ndarray:
+    """The tool point (m, (..., 3)) in the frame of ``segment_frames``: a planar arm's (x, y) at z = 0 in a level
+    plane, as (x, 0, y) in a vertical one."""
     from armctl.model.kinematics import tool_point
 
     p = tool_point(arm, q)
-    return p if p.shape[-1] == 3 else np.concatenate([p, np.zeros(p.shape[:-1] + (1,))], axis=-1)
+    if p.shape[-1] == 3:
+        return p
+    zero = np.zeros(p.shape[:-1])
+    x, y = p[..., 0], p[..., 1]
+    return np.stack([x, y, zero] if level_plane(arm) else [x, zero, y], axis=-1)
 
 
 def _check_payload(payload_kg) -> float:
@@ -236,7 +259,7 @@ def _masses(arm) -> np.ndarray:
 def _potential(arm, q, payload_kg: float) -> np.ndarray:
     v = G_M_S2 * (body_points(arm, q)[..., 2] @ _masses(arm))
     if payload_kg:
-        v = v + G_M_S2 * payload_kg * _tool_xyz(arm, q)[..., 2]
+        v = v + G_M_S2 * payload_kg * tool_xyz(arm, q)[..., 2]
     return v
 
 
@@ -259,14 +282,48 @@ def gravity_torque(arm, q, payload_kg: float = 0.0) -> np.ndarray:
 
 def mass_matrix(arm, q, payload_kg: float = 0.0) -> np.ndarray:
     """The joint-space inertia (kg m^2, (n, n) or (..., n, n)) at pose ``q`` (rad, armctl's joint angles) of the
-    point-mass bodies (``arm_bodies``) and ``payload_kg`` at the tool point: M = sum m J^T J, J the body point's
-    Jacobian (m/rad) by the joint angles (central differences). With ``gravity_torque``, a move's torque is
-    M(q) qdd + g(q) (the velocity terms left out)."""
+    bodies (``arm_bodies``) and ``payload_kg`` (a point mass) at the tool point: M = sum m Jv^T Jv + Jw^T I Jw, Jv
+    the body's centre's Jacobian (m/rad) and Jw its angular velocity's (1/rad) by the joint angles (central
+    differences), I its rotational inertia (a URDF's; none for a point mass). With ``gravity_torque``, a move's
+    torque is M(q) qdd + g(q) (the velocity terms left out)."""
     payload_kg = _check_payload(payload_kg)
     qs, n = _steps(q)
     pts, masses = body_points(arm, qs), _masses(arm)
     if payload_kg:
-        pts = np.concatenate([pts, _tool_xyz(arm, qs)[..., None, :]], axis=-2)
+        pts = np.concatenate([pts, tool_xyz(arm, qs)[..., None, :]], axis=-2)
         masses = np.append(masses, payload_kg)
     J = (pts[..., :n, :, :] - pts[..., n:, :, :]) / (2.0 * _H)  # (..., joint, body, xyz)
-    return np.einsum("...ibk,b,...jbk->...ij", J, masses, J)
+    return np.einsum("...ibk,b,...jbk->...ij", J, masses, J) + _turning(arm, np.asarray(q, dtype=float), qs, n)
+
+
+def body_rotations(arm, q, which) -> np.ndarray:
+    """The rotation (..., len(which), 3, 3) of bodies ``which`` (indices) from the reference pose to poses ``q``."""
+    bodies, ref, _ = arm_bodies(arm)
+    now, then = segment_frames(arm, q), segment_frames(arm, ref)
+    out = np.zeros(q.shape[:-1] + (len(which), 3, 3))
+    for k, i in enumerate(which):
+        seg = bodies[i].segment
+        R = now[arm.n_links if seg == HAND else seg][0]
+        R0 = then[arm.n_links if seg == HAND else seg][0]
+        if seg == HAND:  # the hand turns about the roll axis (in the last link's frame) by the roll's turn
+            _, a = roll_foot(arm)
+            K = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+            t = (q[..., -1] - ref[-1])[..., None, None]
+            R = R @ (np.eye(3) + np.sin(t) * K + (1.0 - np.cos(t)) * (K @ K))
+        out[..., k, :, :] = R @ R0.T
+    return out
+
+
+def _turning(arm, q, qs, n: int) -> np.ndarray:
+    """sum Jw^T I Jw over the bodies with a rotational inertia (zeros when none has one)."""
+    bodies = arm_bodies(arm)[0]
+    which = [i for i, b in enumerate(bodies) if b.inertia is not None]
+    if not which:
+        return np.zeros(q.shape + (n,))
+    R = body_rotations(arm, q, which)  # (..., b, 3, 3)
+    Rs = body_rotations(arm, qs, which)  # (..., 2n, b, 3, 3)
+    W = (Rs[..., :n, :, :, :] - Rs[..., n:, :, :, :]) / (2.0 * _H) @ np.swapaxes(R, -1, -2)[..., None, :, :, :]
+    w = np.stack([W[..., 2, 1], W[..., 0, 2], W[..., 1, 0]], axis=-1)  # (..., joint, b, 3): the angular velocities
+    inertia = np.array([bodies[i].inertia for i in which], dtype=float)
+    now = R @ inertia @ np.swapaxes(R, -1, -2)  # (..., b, 3, 3) in the arm's frame at q
+    return np.einsum("...ibk,...bkl,...jbl->...ij", w, now, w)
