@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from armctl.errors import BadInputError, TorqueLimitError
+from armctl.model.holding import stall_torques
 from armctl.model.servos import KGCM_NM
 from armctl.model.statics import gravity_torque, mass_matrix
 from armctl.motion.trajectory import Trajectory
@@ -162,7 +163,7 @@ def check_torque(arm, traj: Trajectory, payload_kg=None) -> TorqueUse:
     loads = drive.payload_kg if payload_kg is None else payload_kg
     q = np.asarray(traj.q_rad, dtype=float)
     tau, hold = joint_torques(arm, q, accelerations(q, traj.period_s), loads)
-    stall = np.array([drive.servo(i).stall_nm for i in joints])
+    stall = stall_torques(arm)[joints]
     share = np.abs(tau[:, joints]) / stall  # (N, checked)
     over = share > drive.torque_use * (1.0 + 1e-9)
     if np.any(over):
@@ -237,7 +238,7 @@ class StreamCheck:
 
     def __init__(self, arm):
         self.arm, self.joints = arm, checked_joints(arm)
-        self.stall = np.array([arm.drive.servo(i).stall_nm for i in self.joints])
+        self.stall = stall_torques(arm)[self.joints]
         self.goals: deque = deque(maxlen=2 * self.SPAN + 1)
 
     def why(self, q_cmd, goal, t_s: float) -> str:
