@@ -151,9 +151,10 @@ def joint_torques(arm, q, qdd, payload_kg=0.0) -> tuple[np.ndarray, np.ndarray]:
     return total + hold, hold
 
 
-def check_torque(arm, traj: Trajectory, payload_kg=None) -> TorqueUse:
+def check_torque(arm, traj: Trajectory, payload_kg=None, *, qdd=None) -> TorqueUse:
     """Check trajectory ``traj`` of ``arm``: every checked joint's torque at every sample at most ``torque_use`` of
-    its servo's stall torque. ``payload_kg``: one mass, or one per sample (None: the arm's). The most asked
+    its servo's stall torque. ``payload_kg``: one mass, or one per sample (None: the arm's); ``qdd``: the joints'
+    accelerations at each sample (rad/s^2, (N, n); None: the samples' second differences). The most asked
     (``TorqueUse``); TorqueLimitError naming the joint, the step, the time, the torque needed and the servo's at the
     first sample asking more."""
     drive = arm.drive
@@ -162,7 +163,7 @@ def check_torque(arm, traj: Trajectory, payload_kg=None) -> TorqueUse:
         return TorqueUse(note=torque_note(arm), torque_use=drive.torque_use)
     loads = drive.payload_kg if payload_kg is None else payload_kg
     q = np.asarray(traj.q_rad, dtype=float)
-    tau, hold = joint_torques(arm, q, accelerations(q, traj.period_s), loads)
+    tau, hold = joint_torques(arm, q, accelerations(q, traj.period_s) if qdd is None else qdd, loads)
     stall = stall_torques(arm)[joints]
     share = np.abs(tau[:, joints]) / stall  # (N, checked)
     over = share > drive.torque_use * (1.0 + 1e-9)
@@ -205,6 +206,7 @@ def need_words(arm, j: int, need_nm: float, hold_nm: float, payload_kg: float) -
     else:
         hint = "move slower (a lower speed or acceleration), or fit a stronger servo"
     held = "" if abs(need_nm - hold_nm) < 0.05 * KGCM_NM else f"; holding the pose alone takes {kgcm(hold_nm)}"
+    held = "; all of it to accelerate" if hold_nm < 0.005 * KGCM_NM else held
     return f"with {part_words(payload_kg)}; {gives} ({100 * use:.0f}% of it: {kgcm(allowed)}){held}; {hint}"
 
 

@@ -309,15 +309,38 @@ def check_trajectory(
     Q, G, T, which = _knots(arm, names, cols, points, q_start, gripper_start, has_g)
     T2, retimed = _retimed(arm, Q, G, T, which, has_g, too_fast)
     traj = _sampled(arm, Q, G, T2, period_s)
-    _torque(arm, traj, T2, which)
+    _torque(arm, traj, T2, which, _knot_accels(arm, cols, points, which))
     return CheckedTrajectory(traj, retimed, float(T[-1]), float(traj.t_s[-1]))
 
 
-def _torque(arm: Arm, traj: Trajectory, T2, which: list) -> None:
+def _knot_accels(arm: Arm, cols, points: list[TrajectoryPoint], which: list) -> np.ndarray:
+    """Each knot's joint accelerations (rad/s^2, armctl's joints, (k, n)): its point's ``accelerations`` (0 where the
+    point gives none; the start pose 0)."""
+    view = ros_joints(arm)
+    zero = view.from_ros(np.zeros(arm.n))
+    out = np.zeros((len(which), arm.n))
+    for i, k in enumerate(which):
+        acc = [] if k is None else list(points[k].accelerations)
+        if acc:
+            r = np.zeros(arm.n)
+            for c, v in zip(cols, acc):
+                if c < arm.n:
+                    r[c] = float(v)
+            out[i] = view.from_ros(r) - zero  # an acceleration turns as the angles do, without their offsets
+    return out
+
+
+def _torque(arm: Arm, traj: Trajectory, T2, which: list, knot_acc) -> None:
     """Refused (kind ``torque``) where the sampled trajectory asks a servo for more than the arm's ``torque_use`` of
-    its stall torque (``armctl.motion.torque``), naming the point it is on its way to."""
+    its stall torque (``armctl.motion.torque``), naming the point it is on its way to. Its points are joined by
+    straight lines: the holding torque at every sample, and at each point the acceleration the message gives for it
+    (a change of speed at a point is the servos' to smooth when it gives none)."""
+    qdd = np.zeros_like(traj.q_rad)
+    scale = (len(traj) - 1) / float(T2[-1]) if T2[-1] > 0 else 0.0  # samples per second of the knots' time
+    for t, a in zip(T2, knot_acc):
+        qdd[min(int(round(t * scale)), len(traj) - 1)] = a
     try:
-        check_torque(arm, traj)
+        check_torque(arm, traj, qdd=qdd)
     except TorqueLimitError as exc:
         k = min(int(round(exc.t_s / traj.period_s)), len(traj) - 1)
         t = float(traj.t_s[k]) * (float(T2[-1]) / float(traj.t_s[-1]) if traj.t_s[-1] > 0 else 0.0)
@@ -325,8 +348,9 @@ def _torque(arm: Arm, traj: Trajectory, T2, which: list) -> None:
         p = which[i] if which[i] is not None else 0
         j = exc.joint
         words = need_words(arm, j, exc.need_nm, exc.hold_nm, exc.payload_kg)
+        where = "at it" if scale and abs(t - float(T2[i])) * scale < 0.5 else "on the way to it"
         raise Refused(
-            f"{arm.joint_names[j]} needs {kgcm(exc.need_nm)} kg.cm on the way to it, t = {t:.2f} s, {words}",
+            f"{arm.joint_names[j]} needs {kgcm(exc.need_nm)} kg.cm {where}, t = {t:.2f} s, {words}",
             field=f"points[{p}].positions",
             point=p,
             kind="torque",

@@ -107,3 +107,23 @@ def test_a_ros_trajectory_asking_too_much_is_refused_at_its_point():
     assert "shoulder_lift needs " in str(e) and "on the way to it, t = " in str(e) and "with the 120 g part" in str(e)
     ok = check_trajectory(SO101, rj.joints, pts, home, math.nan)
     assert ok.duration_s == pytest.approx(3.0)
+
+
+def test_a_ros_trajectory_is_checked_with_the_accelerations_its_points_give():
+    """Points joined by straight lines: holding torques everywhere, and at a point the acceleration it gives (a
+    change of speed there without one is the servos' to smooth)."""
+    seed = load_arm("seed-3link")  # a horizontal arm: only the acceleration asks anything
+    q0 = np.array(seed.home_rad)
+    q1, q2 = q0 + np.radians([20.0, -15.0, 10.0]), np.radians([30.0, -60.0, -20.0])
+    names = ["shoulder", "elbow", "wrist"]
+    plain = [TrajectoryPoint(list(q1), 1.5), TrajectoryPoint(list(q2), 3.0)]
+    assert check_trajectory(seed, names, plain, q0, math.nan).duration_s == pytest.approx(3.0)
+    hard = [TrajectoryPoint(list(q1), 1.5, accelerations=[30.0, 0.0, 0.0]), plain[1]]
+    with pytest.raises(Refused) as err:
+        check_trajectory(seed, names, hard, q0, math.nan)
+    e = err.value
+    assert e.kind == "torque" and e.point == 0 and e.field == "points[0].positions"
+    assert str(e).startswith("points[0].positions: shoulder needs ") and "kg.cm at it, t = 1.50 s" in str(e)
+    assert "a DS3218 gives 19 at 5 V (60% of it: 11.4); all of it to accelerate" in str(e)
+    soft = [TrajectoryPoint(list(q1), 1.5, accelerations=[0.5, 0.0, 0.0]), plain[1]]
+    assert check_trajectory(seed, names, soft, q0, math.nan).duration_s == pytest.approx(3.0)
