@@ -232,37 +232,63 @@ def refusal(arm, traj: Trajectory, k: int, j: int, need_nm: float, hold_nm: floa
 class StreamCheck:
     """The torque check of a stream of targets played as they come (``Robot.follow``: a leader, tool targets, ROS
     joint_commands): each target's holding torque plus the stream's acceleration share, the targets' own
-    acceleration (their second difference over ``SPAN`` frames, at the times they came: it smooths a leader's sensor
-    steps), at most each joint's ``max_accel_rad_s2``. ``why()`` says why a target is refused (the follower holds
-    where it is, as at a keep-out zone); out of a pose that already asks too much, a target asking less is taken."""
+    acceleration (their second difference over ``SPAN`` frames of the follow's own time, the ``dt`` each frame steps
+    for: it smooths a leader's sensor steps), at most each joint's ``max_accel_rad_s2``. ``why()`` says why a target
+    is refused (the follower holds where it is, as at a keep-out zone); out of a pose that already asks too much, a
+    target asking less is taken. The inertia is taken again only where the targets moved ``REUSE_M_RAD`` from where
+    it last was."""
 
     SPAN = 5  # frames
+    REUSE_M_RAD = 0.02  # the joint-space inertia changes by about a per cent over this
 
     def __init__(self, arm):
         self.arm, self.joints = arm, checked_joints(arm)
         self.stall = stall_torques(arm)[self.joints]
         self.goals: deque = deque(maxlen=2 * self.SPAN + 1)
+        self._m = None  # (pose, its mass matrix)
+        self.t_s = 0.0  # the follow's own time: the frames' dt summed
 
-    def why(self, q_cmd, goal, t_s: float) -> str:
-        """Why target ``goal`` (rad), come at time ``t_s`` (s), must not be stepped to from ``q_cmd`` ("" when it
-        may): 'held: shoulder needs 11.2 kg.cm at the target with no part; an MG996R gives ...'."""
+    def _accel(self) -> np.ndarray | None:
+        """The targets' acceleration (rad/s^2), None while too few have come (or they stand still)."""
+        g = self.goals
+        if len(g) < g.maxlen:
+            return None
+        (t0, g0), (t1, g1), (t2, g2) = g[0], g[len(g) // 2], g[-1]
+        if not t0 < t1 < t2:
+            return None
+        amax = np.asarray(self.arm.max_accel_rad_s2, dtype=float)
+        qdd = np.clip(2.0 * ((g2 - g1) / (t2 - t1) - (g1 - g0) / (t1 - t0)) / (t2 - t0), -amax, amax)
+        return qdd if np.max(np.abs(qdd)) > STILL_RAD_S2 else None
+
+    def _torque(self, goal) -> tuple[np.ndarray, np.ndarray]:
+        """(torque, holding torque) at target ``goal`` with the stream's acceleration (N m, (n,))."""
+        load = self.arm.drive.payload_kg
+        hold = gravity_torque(self.arm, goal, load)
+        qdd = self._accel()
+        if qdd is None:
+            return hold, hold
+        if self._m is None or np.max(np.abs(self._m[0] - goal)) > self.REUSE_M_RAD:
+            self._m = (goal, mass_matrix(self.arm, goal, load))
+        return hold + self._m[1] @ qdd, hold
+
+    def why(self, q_cmd, goal, dt: float) -> str:
+        """Why target ``goal`` (rad), a frame of ``dt`` s after the one before, must not be stepped to from ``q_cmd``
+        ("" when it may): 'held: shoulder needs 11.2 kg.cm at the target with no part; an MG996R gives ...'."""
         if not self.joints:
             return ""
-        arm, use, g = self.arm, self.arm.drive.torque_use, self.goals
+        arm, use = self.arm, self.arm.drive.torque_use
         goal = np.asarray(goal, dtype=float)
-        g.append((float(t_s), goal))
-        qdd = np.zeros_like(goal)
-        (t0, g0), (t1, g1), (t2, g2) = g[0], g[len(g) // 2], g[-1]
-        if len(g) == g.maxlen and t0 < t1 < t2:
-            amax = np.asarray(arm.max_accel_rad_s2, dtype=float)
-            qdd = np.clip(2.0 * ((g2 - g1) / (t2 - t1) - (g1 - g0) / (t1 - t0)) / (t2 - t0), -amax, amax)
-        q = np.stack([goal, np.asarray(q_cmd, dtype=float)])
-        tau, hold = joint_torques(arm, q, np.stack([qdd, np.zeros_like(qdd)]), arm.drive.payload_kg)
-        share = np.abs(tau[:, self.joints]) / self.stall
-        worst = share.max(axis=1)
-        if worst[0] <= use * (1.0 + 1e-9) or worst[0] < worst[1]:
+        self.t_s += float(dt)
+        self.goals.append((self.t_s, goal))
+        tau, hold = self._torque(goal)
+        share = np.abs(tau[self.joints]) / self.stall
+        worst = float(share.max())
+        if worst <= use * (1.0 + 1e-9):
             return ""
-        j = self.joints[int(np.argmax(share[0]))]
-        need, held = float(abs(tau[0, j])), float(abs(hold[0, j]))
+        here = np.abs(gravity_torque(arm, np.asarray(q_cmd, dtype=float), arm.drive.payload_kg))[self.joints]
+        if worst < float(np.max(here / self.stall)):
+            return ""  # the way out of a pose that asks too much already
+        j = self.joints[int(np.argmax(share))]
+        need, held = float(abs(tau[j])), float(abs(hold[j]))
         words = need_words(arm, j, need, held, arm.drive.payload_kg)
         return f"held: {arm.joint_names[j]} needs {kgcm(need)} kg.cm at the target {words}"

@@ -106,7 +106,7 @@ class FollowPlayback:
         frac = RAMP_SPEED_FRACTION if self.ramping else 1.0
         if not self.room():
             return  # the board plays 20 ms frames: one more when it has room
-        values, q_new, zoned = self.joints(target, self.vmax * dt * frac)
+        values, q_new, zoned = self.joints(target, self.vmax * dt * frac, dt)
         g_new = self.gripper(target, values, self.gmax * dt * frac)
         self.held_servos(target, values, dt, frac)
         self.send(target, values, q_new, g_new, now)
@@ -144,10 +144,10 @@ class FollowPlayback:
             queued = 0.0
         return queued < FOLLOW_QUEUE_FRAMES
 
-    def joints(self, target, lim):
-        """The joints' step towards ``target``, at most ``lim`` (rad) each, inside the range, out of the keep-out
-        zones, to a target the servos can hold (``armctl.motion.torque.StreamCheck``): (servo values by address, the
-        joint angles they give, True if a zone or the torque held the joints)."""
+    def joints(self, target, lim, dt: float):
+        """The joints' step towards ``target``, at most ``lim`` (rad) each (a frame of ``dt`` s), inside the range,
+        out of the keep-out zones, to a target the servos can hold (``armctl.motion.torque.StreamCheck``): (servo
+        values by address, the joint angles they give, True if a zone or the torque held the joints)."""
         cal, q_cmd = self.cal, self.q_cmd
         q_new = speed_step(q_cmd, target.q_rad, lim)
         values = {}
@@ -157,7 +157,7 @@ class FollowPlayback:
             values[s.channel] = on_grid_toward(s, float(p), min(max(float(v), min(s.lo, p)), max(s.hi, p)))
         q_new = np.array([float(s.angle_rad(values[s.channel])) for s in cal.joints])
         zones = self.zones
-        why = self.torque.why(q_cmd, target.q_rad, time.monotonic())  # a target that asks a servo too much
+        why = self.torque.why(q_cmd, target.q_rad, dt)  # a target that asks a servo too much
         zoned = bool(why) or (
             zones is not None and first_violation(self.arm, zones, np.vstack([q_cmd, q_new])) is not None
         )

@@ -233,7 +233,7 @@ def test_a_follow_counts_the_streams_acceleration():
         out = []
         for k in range(2 * StreamCheck.SPAN + 1):
             lift = 0.0 if k < StreamCheck.SPAN else 0.02 * (k - StreamCheck.SPAN) ** 2  # accelerating upwards
-            out.append(check.why(low, low + np.array([0.0, lift, 0.0, 0.0, 0.0]), k * period_s))
+            out.append(check.why(low, low + np.array([0.0, lift, 0.0, 0.0, 0.0]), period_s))
         return out
 
     assert not any(swing(1.0))
