@@ -1,8 +1,9 @@
 """The torque check: no servo is asked for more than ``torque_use`` of its stall torque (``Arm.drive``), holding the
 pose against gravity plus the acceleration's share, anywhere along a planned trajectory, before anything moves.
 
-At every sample the torque is tau = M(q) qdd + g(q, payload) (``armctl.model.statics``: the arm's point-mass bodies
-and the payload at the tool point; the velocity terms are left out), qdd the samples' second differences. A joint is
+At every sample the torque is tau = M(q) qdd + g(q, payload) (``armctl.model.statics``: the arm's bodies, a URDF's
+rotational inertia, the payload at the tool point; the velocity terms are left out), qdd the samples' second
+differences (a ROS trajectory's: what its points give; a follow's: its targets'). A joint is
 checked where the arm file (or a URDF's sidecar) names its servo; an arm that names none is not checked
 (``torque_note`` says so, once, where a program is checked); ``Drive.torque_check`` False turns the check off (tests
 that force a payload through, experts). The payload is the arm's (``Drive.payload_kg``: the arm file's ``payload_g``,
