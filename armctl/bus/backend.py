@@ -281,6 +281,14 @@ class Backend(ABC):
     def use_calibration(self, cal) -> None:  # noqa: B027 - a no-op for boards that map nothing themselves
         """From now on the servos of ``cal`` (a new calibration of the same servos, already ``address``-ed)."""
 
+    def watch_servos(self, limits) -> list[str]:
+        """Watch the servos' load and temperature as they move, and close the gripper until contact, as ``limits``
+        (``armctl.bus.feetech.watch.WatchLimits``) says: bus servos that report them do; this board's servos do not,
+        so nothing is watched, and notes say what is not done (a gripper closing until contact closes by position)."""
+        if limits is None or limits.grip is None:
+            return []
+        return [f"the {self.name} board's servos report no load: the gripper closes by position, not until contact"]
+
     def release(self) -> None:
         """Let the servos go limp, so the arm can be moved by hand (``caps.releases``)."""
         raise NotImplementedError(f"the {self.name} backend cannot release its servos")
