@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from armctl.bus.feetech.watch import GripLimits, WatchLimits
+from armctl.errors import BadInputError
 from armctl.model.statics import gravity_torque
 
 
@@ -33,7 +34,11 @@ def expectation(arm, cal):
     """A function of the joints' angles by servo address (rad) giving each joint servo's expected load (fraction of
     its stall torque) to hold the arm there with the arm file's payload; None without masses or servo models."""
     drive = arm.drive
-    if not arm.bodies or drive is None:
+    if drive is None:
+        return None
+    try:
+        gravity_torque(arm, arm.home_rad)
+    except BadInputError:  # an arm statics cannot weigh (no masses)
         return None
     stall = [None if drive.servo(i) is None else drive.servo(i).stall_nm for i in range(arm.n)]
     if not any(stall):

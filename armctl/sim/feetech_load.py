@@ -5,7 +5,7 @@
   as payload (``armctl.model.statics.gravity_torque`` of the true arm; a part's ``mass_g``, ``truth.Part.mass``),
   as a share of the servo's stall torque (the arm file's ``servo:`` for the joint, else the bus's ``model`` at its
   ``volts``), in Present_Load's unit (0.1 % of stall torque) and sign (the direction the servo pushes in its own
-  steps). An arm without masses (no URDF ``<inertial>``s) has none.
+  steps). An arm statics cannot weigh (no masses) has none.
 - ``contact``: the part between the jaws (``scene.LiveArm.between_jaws``: the part held, or the one a closing
   gripper would take) stops the gripper servo ``CONTACT_PAST_MID_DEG`` past its open/closed midpoint, where the
   scene takes the part: closing further, it pushes with a load growing with its position error, up to its
@@ -39,6 +39,15 @@ def _stall_nm(arm, i: int, model_key: str, volts: float) -> float:
     return servo.stall_nm
 
 
+def has_masses(arm) -> bool:
+    """True if statics can weigh ``arm`` (``gravity_torque`` gives its holding torques)."""
+    try:
+        gravity_torque(arm, arm.home_rad)
+    except BadInputError:
+        return False
+    return True
+
+
 class ArmLoad:
     """The gravity and contact of every servo of ``sim`` (a ``FeetechSim`` with an arm; module docstring)."""
 
@@ -46,7 +55,7 @@ class ArmLoad:
         self.sim = sim
         arm = sim.arm
         self.stall_nm = [_stall_nm(arm, i, sim.opts.model, sim.opts.volts) for i in range(arm.n)]
-        self.has_masses = bool(arm.bodies)
+        self.has_masses = has_masses(sim.true_arm)
         self._last: tuple | None = None  # the angles and payload the gravity was last worked out for
 
     def payload_kg(self) -> float:

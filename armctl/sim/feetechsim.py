@@ -126,7 +126,8 @@ class FeetechSim(TrueArmView, OverLink):
         self._tx_free = 0.0
         self._bus_free = 0.0
         self._to_servos: list[tuple[float, int, Packet]] = []
-        self.arm_load = ArmLoad(self) if self.arm is not None else None  #: gravity and contact (``feetech_load``)
+        #: gravity and contact (``feetech_load``) for the kinematic servos (a physics plant carries the arm itself)
+        self.arm_load = ArmLoad(self) if self.arm is not None and getattr(self, "physics", None) is None else None
 
     def _make_servos(self) -> list[SimServo]:
         o = self.opts
@@ -305,7 +306,8 @@ class FeetechSim(TrueArmView, OverLink):
                 self._true_servo_rad(s, None, settle=True)
         if self.scene_arm is not None:
             self.scene_arm.observe(t)
-        self.arm_load.update(t)
+        if self.arm_load is not None:
+            self.arm_load.update(t)
 
     def _true_servo_rad(self, servo_cal, t: float | None, *, settle: bool = False) -> float:
         """A servo's true joint angle (rad) where it stands (the servos are integrated step by step: a time
