@@ -227,3 +227,17 @@ def test_a_load_spike_shorter_than_the_watch_frames_does_not_stop_the_arm():
         watch.check({2: {"present_load": -600}}, dict)  # the direction bit plays no part
     with pytest.raises(ServoOverload, match=r"servo 2 \(elbow\) reports 60% load, above max_load_pct 50% for 3 fr"):
         watch.check(over, dict)
+
+
+def test_status_gives_the_load_the_model_expects_beside_the_one_reported(capsys):
+    """The SO-101 preset (its gripper closes until contact: watched) holding its home pose on the simulated bus:
+    each joint servo reports the load the model expects (the simulator carries the same arm), to the register's
+    0.1 %; the gripper has no model."""
+    with armctl.connect("so101", "feetechsim://?arm=so101&rate=10") as robot:
+        robot.home()
+        servos = robot.backend.status().servos
+    for i in (1, 2, 3, 4, 5):
+        assert abs(servos[i]["load_fraction"]) == pytest.approx(servos[i]["expected_load_fraction"], abs=1.5e-3), i
+    assert servos[2]["expected_load_fraction"] > 0.2 and "expected_load_fraction" not in servos[6]
+    assert main(["--arm", "so101", "--port", "feetechsim://?arm=so101&rate=10", "status"]) == 0
+    assert re.search(r"shoulder_lift .* load +0\.0 % .*\(model: \d+ %\)", capsys.readouterr().out)  # torque off

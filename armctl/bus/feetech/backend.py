@@ -483,7 +483,8 @@ class FeetechBackend(Backend):
     def status(self) -> BoardStatus:
         """The goal each servo holds (None with its torque off), by id, and in ``servos`` what each reports:
         ``{id: {torque, goal_steps, position_steps, speed_steps_s, load_fraction, voltage_v, temperature_c,
-        moving, errors}}`` (one SYNC_READ), and for a held servo ``held_at_steps`` (its calibrated position)."""
+        moving, errors}}`` (one SYNC_READ), a held servo's ``held_at_steps`` (its calibrated position), and with a
+        watch whose model weighs the arm, ``expected_load_fraction`` of each joint servo (unsigned)."""
         try:
             states = self.bus.read_states(self.ids)
         except ServoError as exc:
@@ -506,6 +507,11 @@ class FeetechBackend(Backend):
         }
         for i, h in self.held.items():
             servos[i]["held_at_steps"] = h.position_steps
+        expect = None if self.watch is None else self.watch.limits.expect
+        if expect is not None:  # beside what each joint servo reports, what the model expects of it here
+            angles = {s.id: float(s.angle_rad(states[s.id].position_steps)) for s in self.cal.joints if s.id in states}
+            for i, want in expect(angles).items():
+                servos[i]["expected_load_fraction"] = round(want, 4)
         return BoardStatus(values=goals, servos=servos)
 
     def played_frames(self) -> int:
