@@ -28,7 +28,8 @@ sent at once, stores nothing and measures nothing):
 - the queue of timed moves: ``played_frames``, ``queued_frames``, ``wait_queued``, ``idle``,
   ``silent_frames`` and ``runs_on_frames`` (default: nothing queued);
 - ``set_limits`` (with ``caps.stores_limits``), ``measured``/``last_measured`` (``caps.measures_positions``),
-  ``release`` (``caps.releases``), ``tracking_deg``/``reset_tracking``, ``use_calibration``;
+  ``release`` (``caps.releases``), ``tracking_deg``/``reset_tracking``, ``use_calibration``, ``watch_servos``
+  (servos that report their load and temperature: limits, a gripper closing until contact);
 - ``simulator``: the URL scheme of its simulated board (``armctl.bus.simulators``), the default port;
 - ``cal`` (the calibration it drives by once open, where it changed the one given: bus servos clamped to their own
   position limits), ``notes`` (what ``open()`` found and did about it, for the user), ``homing_offsets`` and
