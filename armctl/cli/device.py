@@ -474,5 +474,6 @@ def cmd_status(args) -> int:
                 f"{sv['voltage_v']:.1f} V  {sv['temperature_c']} degC"
                 + ("" if sv["errors"] == "no error" else f"  {sv['errors']}")
                 + (f"  held at {sv['held_at_steps']:.0f}" if "held_at_steps" in sv else "")
+                + (f"  (model: {100 * sv['expected_load_fraction']:.0f} %)" if "expected_load_fraction" in sv else "")
             )
     return 0

@@ -19,7 +19,9 @@ simulated time. Times are simulated seconds; the ``rate`` option only maps them 
   "Homing offset and the seam"). Mechanical stops (``stops``) and a jammed servo (``stall``) stop it: then it
   pushes with a load proportional to the position error, up to ``torque_limit``; above
   ``overload_torque`` for ``protection_time`` it reports overload (error bit 0x20) and, when
-  ``unloading_condition`` has that bit, drops to ``protective_torque`` until torque is written again.
+  ``unloading_condition`` has that bit, drops to ``protective_torque`` until torque is written again. Over
+  ``max_temperature`` it reports overheat (0x04) and, with that bit in ``unloading_condition`` (the default), its
+  output is off (no load, no motion) until torque is written again.
   With torque off it holds still and ``turn_by_hand`` moves it, or a ``hand`` file (rows ``t_s,id,steps``:
   a hand's moves in time, encoder steps, interpolated) does. Temperature rises with the load, and the
   voltage it reports sags under it (``SAG_V`` at full load).
@@ -27,7 +29,9 @@ simulated time. Times are simulated seconds; the ``rate`` option only maps them 
   one) and the simulator offers the true joint angles and tool (``true_q_rad``, ``true_tool_m``, ...: the truth
   file applied to the angle each servo's position gives; ``armctl.sim.truth``). The truth lies between the
   servo's shaft and the joint (a horn mounted off, a bowed linkage, play, other link lengths): the present
-  position reads the shaft, as a real servo's encoder does, and only the camera sees the rest.
+  position reads the shaft, as a real servo's encoder does, and only the camera sees the rest. The servos then
+  carry the arm (``feetech_load``): their load holds it against gravity, with the part the gripper holds, and a
+  part between the jaws stops a closing gripper, which then pushes on it.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from armctl.bus.feetech.protocol import (
     get_series,
     take_packet,
 )
+from armctl.sim.feetech_load import ArmLoad
 from armctl.sim.feetech_servo import EEPROM_END, MEM_BYTES, SimServo, read_hand_file
 from armctl.sim.link import LinkOptions, OverLink, TimedLink
 from armctl.sim.truth import TrueArmView, simulated_arm, true_arm
@@ -121,6 +126,8 @@ class FeetechSim(TrueArmView, OverLink):
         self._tx_free = 0.0
         self._bus_free = 0.0
         self._to_servos: list[tuple[float, int, Packet]] = []
+        #: gravity and contact (``feetech_load``) for the kinematic servos (a physics plant carries the arm itself)
+        self.arm_load = ArmLoad(self) if self.arm is not None and getattr(self, "physics", None) is None else None
 
     def _make_servos(self) -> list[SimServo]:
         o = self.opts
@@ -299,6 +306,8 @@ class FeetechSim(TrueArmView, OverLink):
                 self._true_servo_rad(s, None, settle=True)
         if self.scene_arm is not None:
             self.scene_arm.observe(t)
+        if self.arm_load is not None:
+            self.arm_load.update(t)
 
     def _true_servo_rad(self, servo_cal, t: float | None, *, settle: bool = False) -> float:
         """A servo's true joint angle (rad) where it stands (the servos are integrated step by step: a time

@@ -150,8 +150,8 @@ class LiveArm:
             self._closed = closed
             self._t = t
 
-    def _grip(self, t: float) -> None:
-        pose = self.sim.true_tool_pose(t)
+    def _within_grip(self, pose: np.ndarray) -> Part | None:
+        """The part the jaws at tool frame ``pose`` would take (the nearest within the grip window), or None."""
         tip = pose[:3, 3]
         planar = not self.sim.arm.has_base
         best, best_d = None, math.inf
@@ -160,6 +160,20 @@ class LiveArm:
             dxy = math.hypot(tip[0] - top[0], tip[1] - top[1])
             if dxy <= GRIP_XY_M and (planar or abs(tip[2] - top[2]) <= GRIP_Z_M) and dxy < best_d:
                 best, best_d = p, dxy
+        return best
+
+    def between_jaws(self, t: float) -> Part | None:
+        """The part between the jaws at simulated time ``t`` (``observe`` run up to it): the one held, else the one
+        a closing gripper would take there; None if none (a closing gripper then closes on nothing)."""
+        with self.lock:
+            if self._held is not None:
+                return self._held[0]
+            return self._within_grip(self.sim.true_tool_pose(t))
+
+    def _grip(self, t: float) -> None:
+        pose = self.sim.true_tool_pose(t)
+        tip = pose[:3, 3]
+        best = self._within_grip(pose)
         if best is None:
             return
         h = _heading(pose)
