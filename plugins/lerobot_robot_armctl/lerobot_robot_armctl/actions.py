@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from armctl.dataset.recorder import ArmFeatures
+from armctl.dataset.recorder import ArmFeatures, arm_features
 from armctl.errors import BadInputError
 from armctl.model.zones import first_violation, refusal
 from armctl.teleop.leader import LeaderReading
@@ -52,11 +52,21 @@ def tool_keys(arm) -> tuple[str, ...]:
     return tuple(keys)
 
 
+def follow_actions(robot, *, map: str = "joints", rate_hz: float = 50.0):  # noqa: A002
+    """Start following LeRobot's actions on the open armctl ``robot``: (the ``ActionSource``, the follow's
+    ``Motion``). The target starts where the arm is (``robot.where()``): nothing moves until an action comes."""
+    pose = robot.where()
+    src = ActionSource(
+        robot.arm, robot.calibration, arm_features(robot.arm, robot.calibration), pose.q_rad, pose.gripper_rad, map=map
+    )
+    return src, robot.follow(src, map="joints", rate_hz=rate_hz, on_frame=src.frame)
+
+
 class ActionSource:
     """The follow's target from LeRobot's actions (see the module docstring): ``offer(action)`` from LeRobot's
     loop, ``read()`` from armctl's follow, ``frame(...)`` its ``on_frame`` (what was commanded and measured)."""
 
-    def __init__(self, arm, calibration, features: ArmFeatures, start, *, map: str = "joints"):  # noqa: A002
+    def __init__(self, arm, calibration, features: ArmFeatures, q_rad, gripper_rad: float, *, map: str = "joints"):  # noqa: A002
         if map not in MAPS:
             raise BadInputError(f"--robot.map: 'joints' or 'tool', got {map!r}")
         if map == "tool" and not arm.has_base:
@@ -67,12 +77,11 @@ class ActionSource:
         self.arm, self.calibration, self.features, self.map = arm, calibration, features, map
         self.port = "LeRobot's actions"
         self.names = tuple(features.names) if map == "joints" else tool_keys(arm)
-        q, g, q_meas, g_meas = start
+        q, g = np.array(q_rad, dtype=float), math.nan if gripper_rad is None else float(gripper_rad)
         self._lock = threading.Lock()
-        self._q, self._g, self._held = np.array(q, dtype=float), float(g), {}
-        self.q_cmd, self.g_cmd, self.held_cmd = np.array(q, dtype=float), float(g), {}
-        self.q_meas = None if q_meas is None else np.array(q_meas, dtype=float)
-        self.g_meas = float(g_meas)
+        self._q, self._g, self._held = q.copy(), g, {}
+        self.q_cmd, self.g_cmd, self.held_cmd = q.copy(), g, {}
+        self.q_meas, self.g_meas = None, math.nan
         self.held_actions = 0  #: actions refused (the arm held where it was)
         self.accepted = 0  #: actions taken as the target
         self.zone_frames = 0  #: follow frames held at a keep-out zone on the way to an accepted target

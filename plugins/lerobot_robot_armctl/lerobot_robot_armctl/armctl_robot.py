@@ -12,6 +12,7 @@ report), in the dataset naming armctl records (``armctl.dataset.recorder.arm_fea
 from __future__ import annotations
 
 import logging
+import math
 import time
 from functools import cached_property
 
@@ -24,7 +25,7 @@ from armctl.dataset.recorder import arm_features
 from armctl.errors import ArmctlError
 from armctl.model.arm import load_arm
 
-from .actions import ActionSource
+from .actions import ActionSource, follow_actions
 from .config_armctl_robot import ArmctlRobotConfig
 
 log = logging.getLogger("armctl.lerobot")
@@ -42,7 +43,7 @@ class ArmctlRobot(Robot):
         self.arm = load_arm(config.arm)  # an unknown arm: ConfigError (one line) before anything opens
         cal, self.calibration_path, _ = open_calibration(config.calibration, self.arm)
         self.features = arm_features(self.arm, cal)
-        self.source = ActionSource(self.arm, cal, self.features, ([0.0] * self.arm.n, 0.0, None, 0.0), map=config.map)
+        self.source = ActionSource(self.arm, cal, self.features, self.arm.home_rad, math.nan, map=config.map)
         self.cameras = make_cameras_from_configs(config.cameras)
         self.robot: armctl.Robot | None = None
         self.motion = None
@@ -89,10 +90,8 @@ class ArmctlRobot(Robot):
         self.robot = armctl.connect(cfg.arm, port=cfg.port, backend=cfg.backend, calibration=cfg.calibration)
         try:
             r = self.robot
-            self.features = arm_features(r.arm, r.calibration)  # in the backend's addressing
-            q_cmd, g_cmd, q_meas, g_meas, _ = r.sample()
-            self.source = ActionSource(r.arm, r.calibration, self.features, (q_cmd, g_cmd, q_meas, g_meas), map=cfg.map)
-            self.motion = r.follow(self.source, map="joints", rate_hz=cfg.rate_hz, on_frame=self.source.frame)
+            self.source, self.motion = follow_actions(r, map=cfg.map, rate_hz=cfg.rate_hz)
+            self.features = self.source.features  # (the calibration in the backend's addressing)
             for cam in self.cameras.values():
                 cam.connect()
             self.configure()
