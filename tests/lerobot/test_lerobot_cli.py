@@ -23,48 +23,13 @@ import pytest
 from armctl.calibration.servo import find_calibration, load_calibration
 from armctl.dataset.recorder import arm_features
 from armctl.model.arm import load_arm
-from tests.helpers import require
+from tests.lerobot.conftest import lerobot_env
 from tests.robot.test_follow import hand_file
 
 ROOT = Path(__file__).resolve().parents[2]
-PLUGINS = [ROOT / "plugins" / "lerobot_robot_armctl", ROOT / "plugins" / "lerobot_teleoperator_armctl"]
 FPS = 30
 HAND = [(0.0, [0, 80, -70, -5], 10), (1.5, [20, 60, -50, 10], 30), (30.0, [20, 60, -50, 10], 30)]
 LOOP_TIME = re.compile(r"Teleop loop time: ([0-9.]+)ms")
-
-
-def lerobot_python() -> Path:
-    return Path(os.environ.get("ARMCTL_LEROBOT_PYTHON") or ROOT / ".cache" / "lerobot-venv" / "bin" / "python")
-
-
-@pytest.fixture(scope="module")
-def venv_bin() -> Path:
-    py = lerobot_python()
-    require(py.exists(), f"no LeRobot virtualenv at {py} (bash .ci/run makes it; or set ARMCTL_LEROBOT_PYTHON)")
-    probe = subprocess.run(
-        [
-            py,
-            "-c",
-            "import lerobot, lerobot_robot_armctl, lerobot_teleoperator_armctl, armctl; print(lerobot.__file__)",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=lerobot_env(),
-    )
-    assert probe.returncode == 0, f"{py} cannot import LeRobot and the plugins: {probe.stderr.strip()[-400:]}"
-    return py.parent
-
-
-def lerobot_env(hf_home: Path | None = None) -> dict:
-    env = dict(os.environ)
-    # this tree's armctl and plugins in every process (the venv may have others installed editable)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *map(str, PLUGINS), *filter(None, [env.get("PYTHONPATH")])])
-    env["HF_HUB_OFFLINE"] = "1"
-    env.pop("DISPLAY", None)
-    if hf_home is not None:
-        env["HF_HOME"] = str(hf_home)
-    return env
 
 
 def lerobot(venv_bin: Path, tmp_path: Path, command: str, *args: str, timeout: float = 240) -> str:

@@ -12,9 +12,10 @@ and ``read()``): the last action accepted. ``offer(action)`` checks each action 
 
 An action outside a joint's limits (or a linkage's), out of reach, or whose joint move from the commanded pose
 enters a keep-out zone is REFUSED, never clipped: the target becomes the pose the arm is commanded to now (it
-holds where it is), ``held_actions`` counts it, and a run of refusals for one reason is logged once (one line
-naming the joint or the zone and the count so far). The follow then steps towards the target within the speed
-limits and holds at the zones frame by frame as ``armctl follow`` does (``zone_frames`` counts those frames).
+holds where it is), ``held_actions`` counts it, and each run of refusals (until an action is accepted) is logged
+once: one line naming the joint or the zone of its first and the count so far. The follow then steps towards the
+target within the speed limits and holds at the zones frame by frame as ``armctl follow`` does (``zone_frames``
+counts those frames).
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ class ActionSource:
         self.accepted = 0  #: actions taken as the target
         self.zone_frames = 0  #: follow frames held at a keep-out zone on the way to an accepted target
         self.last_refusal = ""  #: why the last refused action was refused
-        self._streak: str | None = None  # what the refusals in a row are about (logged once per run)
+        self._streak: str | None = None  # what the first of the refusals in a row was about (logged once per run)
 
     # --- armctl's side -----------------------------------------------------------------------------------
 
@@ -147,7 +148,7 @@ class ActionSource:
         held_off = {h.name: held_from[h.name] - h.position_steps for h in self.calibration.held if h.name in held_from}
         with self._lock:
             self._q, self._g, self._held = q_from, g_from if math.isfinite(g_from) else self._g, held_off
-        if self._streak != why[0]:
+        if self._streak is None:  # the first of a run of refusals (until an action is accepted): one line
             self._streak = why[0]
             log.warning("armctl: action refused, arm held: %s (%d held so far)", why[1], self.held_actions)
         return self._held_action(q_from, g_from, held_from)
