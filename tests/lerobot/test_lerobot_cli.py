@@ -138,3 +138,15 @@ def test_record_load_and_replay(venv_bin, tmp_path, user_folders, arm):
     q_last, _, _ = feats.pose(info["last_action"])
     q = status_deg(arm)
     assert np.max(np.abs(q[: a.n] - np.degrees(q_last))) < 1.0, (q, np.degrees(q_last))
+    if arm == "mearm":  # the MeArm's episode on the SO-101: its features do not match: one line, nothing moves
+        before = status_deg("so101")
+        proc = subprocess.run(
+            [str(venv_bin / "lerobot-replay"), "--robot.type=armctl", "--robot.arm=so101",
+             "--dataset.repo_id=local/armctl", f"--dataset.root={root}", "--dataset.episode=0", "--play_sounds=false"],
+            capture_output=True, text=True, timeout=240, env=lerobot_env(tmp_path / "hf"), cwd=tmp_path,
+        )  # fmt: skip
+        assert proc.returncode != 0
+        assert (
+            "BadInputError: action: 'shoulder_pan.pos' is missing (this arm's actions: shoulder_pan.pos" in proc.stderr
+        )
+        assert np.max(np.abs(status_deg("so101") - before)) < 0.1
