@@ -24,6 +24,7 @@ from lerobot_robot_armctl import ArmctlRobot, ArmctlRobotConfig
 
 def make_policy(n: int) -> ACTPolicy:
     torch.manual_seed(0)
+    torch.set_num_threads(1)  # a small model: torch's thread pool would only spin against the arm's threads
     cfg = ACTConfig(
         input_features={
             "observation.state": PolicyFeature(FeatureType.STATE, (n,)),
