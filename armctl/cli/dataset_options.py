@@ -42,8 +42,9 @@ def open_dataset(args, arm, cal, *, state_source: str):
     from armctl.dataset.camera import open_cameras
     from armctl.dataset.recorder import Recorder, arm_features
     from armctl.dataset.writer import DatasetWriter
+    from armctl.vision.sources import scheme_source
 
-    cams = open_cameras(args.camera)
+    cams = open_cameras(args.camera, scheme_source)
     try:
         feats = arm_features(arm, cal)
         writer = DatasetWriter(
