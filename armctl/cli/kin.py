@@ -83,7 +83,8 @@ def register(sub, parents) -> None:
     p.add_argument(
         "--payload",
         metavar="MASS",
-        help="a part in the jaws (50g, 0.05kg): the holding torques count it (arms with masses: a URDF's <inertial>s)",
+        help="a part in the jaws (50g, 0.05kg): the holding torques and each servo's margin count it (default: the "
+        "arm file's payload_g)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_fk)
@@ -93,7 +94,14 @@ def register(sub, parents) -> None:
         "workspace",
         parents=parents,
         description=WORKSPACE_DESCRIPTION,
-        epilog="example:\n  armctl --arm seed-2link workspace --json",
+        epilog="example:\n  armctl --arm seed-2link workspace --json\n"
+        "  armctl --arm braccio workspace --payload 50g   # where each servo can hold the arm with a 50 g part",
+    )
+    p.add_argument(
+        "--payload",
+        metavar="MASS",
+        help="a part in the jaws (50g, 0.05kg) for where each servo can hold the arm (default: the arm file's "
+        "payload_g)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_workspace)
@@ -253,13 +261,11 @@ def cmd_fk(args) -> int:
 
     arm = load_arm(args.arm)
     q = _angles(args.q, arm, "fk")
-    payload = None if args.payload is None else parse_mass(args.payload, what="--payload")
+    payload = _payload(args, arm)
     check_joint_limits(arm, q)
-    torque = None
-    if arm.bodies or payload is not None:
-        from armctl.model.statics import gravity_torque
+    from armctl.model.statics import gravity_torque
 
-        torque = gravity_torque(arm, q, payload or 0.0)
+    torque = gravity_torque(arm, q, payload)
     tool = tool_point(arm, q)
     joints = arm_points(arm, q)
     w = float(arm_manipulability(arm, q))
@@ -273,8 +279,7 @@ def cmd_fk(args) -> int:
 
             d["link_angle_deg"] = round(math.degrees(float(link_angle(arm, q))), 6)
         d.update(tool_orientation(arm, q))
-        if torque is not None:
-            d["gravity_torque_nm"] = [round(float(v), 6) for v in torque]
+        d.update(_holding_dict(arm, torque, payload))
         print(_json(d))
         return 0
     extra = f", tool angle {phi:.2f} deg" if arm.n_links == 3 else ""
@@ -287,20 +292,129 @@ def cmd_fk(args) -> int:
     elbows = joints[-arm.n_links : -1]  # the drawn points end with the shoulder, the elbows and the tool
     for i, p in enumerate(elbows):
         print(f"  joint {i + 2} ({chain[i + 1]}) at ({', '.join(f'{v:.4f}' for v in p)}) m")
-    if torque is not None:
-        held = ", ".join(f"{n} {v:+.3f}" for n, v in zip(arm.joint_names, torque, strict=True))
-        print(f"holding torque (N m, gravity{'' if args.payload is None else ' and ' + args.payload}): {held}")
+    print("\n".join(_holding_lines(arm, torque, payload)))
     return 0
 
 
+def _payload(args, arm: Arm) -> float:
+    """``--payload`` (kg), else the arm file's ``payload_g``."""
+    return arm.drive.payload_kg if args.payload is None else parse_mass(args.payload, what="--payload")
+
+
+def _holding_dict(arm: Arm, torque, payload: float) -> dict:
+    """fk --json's statics: the holding torques, each servo's margin, where the masses come from, the payload."""
+    from armctl.model.holding import masses_word, torque_margin
+
+    margin = torque_margin(arm, torque)
+    return {
+        "gravity_torque_nm": [round(float(v), 6) for v in torque],
+        "torque_margin": [None if m is None else round(m, 4) for m in margin],
+        "masses": masses_word(arm),
+        "payload_kg": payload,
+        "torque_use": arm.drive.torque_use,
+    }
+
+
+def _masses_said(arm: Arm) -> str:
+    from armctl.model.holding import masses_word
+    from armctl.model.statics import JAWS_G, PRINTED_LINK_G_PER_MM
+
+    if masses_word(arm) == "urdf":
+        return "masses from the URDF's <inertial>s"
+    return (
+        f"masses estimated from the arm file: servos from the servo table, links mass_g or {PRINTED_LINK_G_PER_MM:g} "
+        f"g/mm, jaws {JAWS_G:g} g"
+    )
+
+
+def _holding_lines(arm: Arm, torque, payload: float) -> list[str]:
+    """fk's text lines of the statics: per joint the holding torque, its servo and the margin."""
+    from armctl.model.holding import NOTHING_NM, torque_margin
+    from armctl.model.servos import KGCM_NM
+
+    part = f"with a {payload * 1000:g} g part" if payload else "no part in the jaws"
+    if not arm.has_base:
+        return [f"holding torque: none ({arm.name} works in a horizontal plane: gravity asks nothing of its servos)"]
+    lines = [f"holding torque (gravity, {part}; {_masses_said(arm)}):"]
+    use = arm.drive.torque_use
+    for i, (v, m) in enumerate(zip(torque, torque_margin(arm, torque), strict=True)):
+        servo = arm.drive.servo(i)
+        line = f"  {arm.joint_names[i]:<13} {v:+.3f} N m ({abs(v) / KGCM_NM:.2f} kg.cm)"
+        if servo is not None:
+            line += f"; {servo.says()}"
+        if m is None:
+            line += ": needs nothing" if abs(v) < NOTHING_NM else ""
+        else:
+            line += f": margin {m:.2f}" if m < 100 else ": margin > 100"
+            line += "" if m * use >= 1.0 else f", beyond torque_use {use:g}: it cannot hold this"
+        lines.append(line)
+    return lines
+
+
 def cmd_workspace(args) -> int:
+    from armctl.model.holding import hold_map
+
     arm = load_arm(args.arm)
+    held = hold_map(arm, _payload(args, arm))
     d = _workspace_dict(arm)
+    d["holding"] = _hold_dict(arm, held)
     if args.json:
         print(_json(d))
         return 0
     _print_workspace(arm, d)
+    print("\n".join(_hold_lines(arm, held)))
     return 0
+
+
+def _hold_dict(arm: Arm, held) -> dict:
+    """workspace --json's ``holding``: where each servo holds the arm over the sampled poses."""
+    return {
+        "payload_kg": held.payload_kg,
+        "masses": "estimated" if held.estimated else "urdf",
+        "torque_use": arm.drive.torque_use,
+        "poses": len(held.q),
+        "all_hold_share": round(held.share_all, 6),
+        "joints": [
+            {
+                "name": j.name,
+                "servo": None if j.servo is None else j.servo.model.key,
+                "limit_nm": None if j.limit_nm is None else round(j.limit_nm, 6),
+                "hold_share": round(j.share, 6),
+                "worst_nm": round(j.worst_nm, 6),
+                "worst_q_deg": _deg(j.worst_q),
+            }
+            for j in held.joints
+        ],
+    }
+
+
+def _hold_lines(arm: Arm, held) -> list[str]:
+    """workspace's text lines of where each servo holds the arm."""
+    from armctl.model.holding import NOTHING_NM
+    from armctl.model.servos import KGCM_NM
+
+    part = f"a {held.payload_kg * 1000:g} g part" if held.payload_kg else "no part"
+    if not arm.has_base:
+        return [f"holding: {arm.name} works in a horizontal plane: gravity asks nothing of its servos, with {part}"]
+    use = arm.drive.torque_use
+    lines = [
+        f"holding the arm with {part} ({_masses_said(arm)}), over {len(held.q)} poses inside the limits; "
+        f"each servo may give torque_use {use:g} of its stall torque:"
+    ]
+    for j in held.joints:
+        if j.servo is None:
+            lines.append(f"  {j.name:<13} no servo named: not checked; worst {j.worst_nm:+.3f} N m")
+            continue
+        if abs(j.worst_nm) < NOTHING_NM:
+            lines.append(f"  {j.name:<13} needs nothing against gravity ({j.servo.says()})")
+            continue
+        q = ", ".join(str(round(float(v))) for v in np.degrees(j.worst_q))
+        lines.append(
+            f"  {j.name:<13} holds in {100 * j.share:5.1f}% of poses (up to {j.limit_nm:.3f} N m; {j.servo.says()}); "
+            f"worst {j.worst_nm:+.3f} N m ({abs(j.worst_nm) / KGCM_NM:.2f} kg.cm) at q = [{q}] deg"
+        )
+    lines.append(f"every servo holds the arm in {100 * held.share_all:.1f}% of the poses")
+    return lines
 
 
 def _workspace_dict(arm: Arm) -> dict:

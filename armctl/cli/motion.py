@@ -19,6 +19,7 @@ import numpy as np
 from armctl.cli import add_command
 from armctl.cli.common import binary_stdout
 from armctl.cli.draw import add_drawing_options
+from armctl.core.units import parse_mass
 from armctl.errors import BadInputError
 from armctl.model.kinematics import tool_point
 
@@ -73,6 +74,12 @@ def register(subparsers, parents) -> None:
     q.add_argument("-o", "--output", metavar="FILE.png|svg", required=True, help="picture to write (.png or .svg)")
     q.add_argument("--poses", type=int, default=6, metavar="N", help="how many arm poses to draw (default 6)")
     q.add_argument("--blend", metavar="MM", help="pass corners within MM mm (as 'armctl run --blend')")
+    q.add_argument(
+        "--payload",
+        metavar="MASS",
+        help="a part in the jaws (50g) for the side view's shading of where a servo cannot hold the arm (default: "
+        "the arm file's payload_g)",
+    )
     add_drawing_options(q)
     q.set_defaults(func=cmd_plot)
 
@@ -318,8 +325,10 @@ def cmd_plot(args) -> int:
         raise BadInputError(f"--output must end in .png or .svg, got {args.output!r}")
     if args.poses < 1:
         raise BadInputError(f"--poses must be >= 1, got {args.poses}")
+    payload = None if args.payload is None else parse_mass(args.payload, what="--payload")
     require_matplotlib()
     plan = _plan(args)
-    plot_plan(plan, args.output, title=f"{Path(args.program).name} on {plan.arm.name}", poses=args.poses)
+    title = f"{Path(args.program).name} on {plan.arm.name}"
+    plot_plan(plan, args.output, title=title, poses=args.poses, payload_kg=payload)
     print(f"wrote {args.output}")
     return 0

@@ -24,6 +24,7 @@ from armctl.model.kinematics import (
     limit_excess,
     tool_point,
 )
+from armctl.motion.holdplot import cells, shade_holding
 
 INSTALL_HINT = "pip install -e '.[plot]'"
 
@@ -73,12 +74,7 @@ def workspace_image(
         p = tool_point(arm, q)
         if view == "side":
             p = p[:, [0, 2]]
-    h, _, _ = np.histogram2d(p[:, 0], p[:, 1], bins=bins, range=[box[:2], box[2:]])
-    m = h.T > 0
-    for _ in range(3):
-        around = sum(np.roll(np.roll(m, dy, 0), dx, 1) for dy in (-1, 0, 1) for dx in (-1, 0, 1))
-        m = m | (around >= 4)
-    return m
+    return cells(p, box, bins)
 
 
 def new_figure(figsize):
@@ -120,20 +116,20 @@ def _top_at(arm, box, z: float, *, samples: int, bins: int, seed: int):
     return (in_base(az) & reaches(rho)) | (in_base(az + math.pi) & reaches(-rho))
 
 
-def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6) -> None:
+def plot_plan(plan, output: str | Path, *, title: str = "", poses: int = 6, payload_kg: float | None = None) -> None:
     """Draw ``plan`` (a motion.Plan) to ``output`` (.png or .svg): see ``plan_figure``."""
-    fig = plan_figure(plan, title=title, poses=poses)
+    fig = plan_figure(plan, title=title, poses=poses, payload_kg=payload_kg)
     try:
         fig.savefig(output)
     except OSError as exc:
         raise BadInputError(f"cannot write {output}: {exc.strerror or exc}") from None
 
 
-def plan_figure(plan, *, title: str = "", poses: int = 6):
+def plan_figure(plan, *, title: str = "", poses: int = 6, payload_kg: float | None = None):
     """A figure of ``plan`` (a motion.Plan): workspace with the tool path and the arm at ``poses`` moments (m;
-    an arm on a base: a top view and a side view), joint speeds against their limits (deg/s) and joint angles
-    against their limits (deg), over time (s). Legends sit outside the axes; labels that would overlap are
-    left out."""
+    an arm on a base: a top view and a side view, shaded by whether every servo holds the arm with ``payload_kg``
+    (None: the arm file's ``payload_g``)), joint speeds against their limits (deg/s) and joint angles against
+    their limits (deg), over time (s). Legends sit outside the axes; labels that would overlap are left out."""
     from matplotlib.gridspec import GridSpec
 
     arm, tr = plan.arm, plan.trajectory
@@ -151,7 +147,7 @@ def plan_figure(plan, *, title: str = "", poses: int = 6):
     labels = []
     if arm.has_base:
         labels += _draw_top(fig.add_subplot(gs[0, 0]), plan, idx, legend=False)
-        labels += _draw_side(fig.add_subplot(gs[1, 0]), plan, idx)
+        labels += _draw_side(fig.add_subplot(gs[1, 0]), plan, idx, payload_kg=payload_kg)
     else:
         labels += draw_plane(fig.add_subplot(gs[:, 0]), plan, idx)
     _draw_joints(ax_v, ax_q, plan)
@@ -397,14 +393,17 @@ def _draw_top(ax, plan, idx, *, legend: bool = True, z: float | None = None, tim
     return labels
 
 
-def _draw_side(ax, plan, idx, *, timed: bool = True) -> list:
-    """Side view of a base arm in its own vertical plane: distance from the base axis and height."""
+def _draw_side(ax, plan, idx, *, timed: bool = True, payload_kg: float | None = None) -> list:
+    """Side view of a base arm in its own vertical plane: distance from the base axis and height; where a servo
+    cannot hold the arm (with ``payload_kg``) shaded over the reach (``armctl.motion.holdplot``)."""
     arm, tr = plan.arm, plan.trajectory
     side = lambda q: _tool_in_plane(arm, q)  # noqa: E731
     reach = arm.reach_from_axis_m
     pts = np.concatenate([_in_plane(arm, tr.q_rad[idx]).reshape(-1, 2), side(tr.q_rad), [[0.0, 0.0]]])
     box = _with_zones(arm, "side", _box(pts, 0.1 * reach), reach)
-    _shade(ax, workspace_image(arm, box, view="side"), box)
+    reach_mask = workspace_image(arm, box, view="side")
+    _shade(ax, reach_mask, box)
+    held = shade_holding(ax, arm, box, reach_mask, payload_kg)
     ax.axvline(0.0, color="0.55", lw=0.8, ls="-.", zorder=1)  # the base axis
     _paths(ax, plan, side)
     _gripper_marks(ax, plan, side)
@@ -422,7 +421,7 @@ def _draw_side(ax, plan, idx, *, timed: bool = True) -> list:
     if arm.parallelogram:
         lo, hi = (math.degrees(v) for v in arm.link_angle_rad)
         link = f", link angle {lo:.0f}..{hi:.0f} deg"
-    ax.set_title(f"side view in the arm's plane:\nreachable inside the limits (shaded{link})", fontsize=10)
+    ax.set_title(f"side view in the arm's plane:\nreachable inside the limits (shaded{link}){held}", fontsize=10)
     ax.grid(True, lw=0.3, alpha=0.6)
     _legend_below(ax, "arm pose (in its plane)", timed)
     return labels
