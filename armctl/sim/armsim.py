@@ -89,8 +89,8 @@ class SimArm(TrueArmView, OverLink):
                 f"armsim simulates hobby (PWM) servos; calibration {self.cal.source} is for bus servos "
                 "(feetechsim:// simulates those)"
             )
-        self.truth = load_truth(o.truth, self.arm, self.cal) if o.truth else None
         self.physics = physics_world(o, self.arm, self.cal)  # None: the kinematic servo model
+        self.truth = load_truth(o.truth, self.arm, self.cal) if o.truth else None
         self.true_arm = true_arm(self.arm, self.truth)
         self.scene_arm = None  # the scene's view of this arm while its port is open (armctl.sim.scene)
         self.rng = random.Random(o.seed)
@@ -277,6 +277,11 @@ class SimArm(TrueArmView, OverLink):
 
     def _true_servo_rad(self, servo_cal, t: float) -> float:
         return self.servos[servo_cal.channel].angle_rad(t)
+
+    @property
+    def compute_wall_s(self) -> float:
+        """Wall seconds spent computing the physics (0 without): the port's clock stands still meanwhile."""
+        return 0.0 if self.physics is None else self.physics.compute_wall_s
 
     def world(self) -> dict | None:
         """The physics plant's world now (``PhysicsWorld.world``), None without ``physics=1``."""

@@ -14,6 +14,7 @@ the part held); ``world.camera(name)`` a scene camera (``armctl.sim.physics.came
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 from armctl.errors import BadInputError
@@ -45,6 +46,9 @@ class PhysicsWorld:
         self.scene = load_scene(scene_path)
         self.plant = Plant(arm, self.scene, us_per_deg=us_per_deg)
         self.t = 0.0
+        #: wall seconds spent stepping the plant: the simulator's clock stands still meanwhile (``SimSerial``), so
+        #: a speed the plant cannot keep up with slows the simulation down instead of starving the board
+        self.compute_wall_s = 0.0
         self._cameras: dict = {}
         self.placements = Placements(arm, self.plant.q_rad(), {p.name: p.height for p in self.scene.parts})
 
@@ -57,8 +61,10 @@ class PhysicsWorld:
     def advance(self, t: float) -> None:
         """Run the plant up to simulated time ``t`` (nothing for a time already passed)."""
         if t > self.t:
+            start = time.perf_counter()
             self.plant.advance(t)
             self.t = t
+            self.compute_wall_s += time.perf_counter() - start
 
     def angle_rad(self, index: int | None, t: float) -> float:
         """Joint ``index``'s true angle (None: the gripper's) at ``t`` (now, if ``t`` has passed)."""
@@ -148,9 +154,7 @@ def physics_world(opts, arm, cal=None):
     """The physics plant the simulator options ``opts`` ask for (``physics=1``, ``scene``), or None; ValueError
     (bad input) for a physics option without the other, a truth file with physics, a missing mujoco, a bad scene."""
     if getattr(opts, "physics", 0) not in (0, 1):
-        raise ValueError(
-            f"option physics must be 0 (the kinematic servos) or 1 (the physics plant), got {opts.physics}"
-        )
+        raise ValueError(f"option physics is 0 (the kinematic servos) or 1 (the physics plant), got {opts.physics}")
     if not getattr(opts, "physics", 0):
         if getattr(opts, "scene", None):
             raise ValueError(f"option scene={opts.scene} is the physics scene: give physics=1 too")
