@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from armctl.errors import BadInputError
 from armctl.model.servos import MODELS, Servo
 
 GRIP_GAP_M = 0.05  # the jaws' gap at the gripper's open angle (closed: touching); an estimate, no arm file gives it
@@ -252,7 +253,7 @@ def _chain_xml(arm, masses: dict, specs: list, grip: ServoSpec | None) -> str:
     return f'<body name="base">{base}{inertial(masses.get(0, []))}{column}{inner}</body>'
 
 
-def _drive_xml(arm, specs: list, grip: ServoSpec | None) -> tuple[str, float | None]:
+def _drive_xml(arm, specs: list, grip: ServoSpec | None, timestep: float) -> tuple[str, float | None]:
     """The tendons, equalities, actuators and contact exclusions; and the gripper's rad per m of jaw travel."""
     names, c = arm.joint_names, arm.chain_start
     tendons, equal, acts = [], [], []
@@ -265,7 +266,7 @@ def _drive_xml(arm, specs: list, grip: ServoSpec | None) -> tuple[str, float | N
                 f'<fixed name="level"><joint joint="{names[c]}" coef="1"/><joint joint="{rel}" coef="1"/>'
                 f'<joint joint="hand_level" coef="1"/></fixed>'
             )
-            equal.append('<tendon name="hand_level" tendon1="level" polycoef="0 0 0 0 0"/>')
+            equal.append(f'<tendon name="hand_level" tendon1="level" polycoef="0 0 0 0 0" {_stiff(timestep)}/>')
             acts.append(_actuator(spec, 'tendon="forearm"'))
         else:
             acts.append(_actuator(spec, f'joint="{names[i]}"'))
@@ -333,6 +334,11 @@ def _scene_xml(scene) -> str:
     return "".join(out)
 
 
+def _stiff(timestep: float) -> str:
+    """A constraint as stiff as the step allows: time constant two steps, impedance 0.99."""
+    return f'solref="{2 * timestep:.10g} 1" solimp="0.99 0.999 0.0005"'
+
+
 def _defaults(timestep: float) -> str:
     """Only the jaws, the table and the parts collide. The jaws' contacts are as stiff as the step allows (time
     constant two steps, impedance 0.99): MuJoCo's soft contacts scale with the lighter body, and a servo's grip
@@ -341,21 +347,35 @@ def _defaults(timestep: float) -> str:
         '<default><geom contype="0" conaffinity="0"/>'
         '<default class="link"><geom rgba="0.85 0.85 0.9 1" mass="0"/></default>'
         '<default class="jaw"><geom contype="1" conaffinity="1" condim="4" friction="1 0.005 0.0001" priority="1" '
-        f'solref="{2 * timestep:.10g} 1" solimp="0.99 0.999 0.0005" rgba="0.2 0.2 0.2 1"/></default>'
+        f'{_stiff(timestep)} rgba="0.2 0.2 0.2 1"/></default>'
         '<default class="part"><geom contype="1" conaffinity="1" condim="3" rgba="0.8 0.2 0.2 1"/></default>'
         "</default>"
     )
 
 
+def _us_per_deg(arm, us_per_deg) -> list:
+    """One us/deg (or None: the default) per joint then the gripper; BadInputError for anything else."""
+    per = list(us_per_deg) if np.ndim(us_per_deg) else [us_per_deg] * (arm.n + 1)
+    if len(per) == arm.n:
+        per.append(None)
+    ok = len(per) == arm.n + 1 and all(v is None or (math.isfinite(v) and 1.0 <= v <= 50.0) for v in per)
+    if not ok:
+        raise BadInputError(
+            f"us_per_deg must be None, a number of 1..50 us per degree, or one per joint of {arm.name} "
+            f"({arm.n}, then the gripper's), got {us_per_deg!r}"
+        )
+    return per
+
+
 def build_mjcf(arm, scene, *, payload_kg: float = 0.0, timestep: float = 0.002, us_per_deg=None) -> Built:
     """The MJCF of ``arm`` in ``scene`` (``scenefile.Scene``) with ``payload_kg`` at the tool point; ``us_per_deg``
     (a number, or one per joint then the gripper's) sets PWM servos' deadbands (None: ``DEFAULT_US_PER_DEG``)."""
-    per = list(us_per_deg) if np.ndim(us_per_deg) else [us_per_deg] * (arm.n + 1)
+    per = _us_per_deg(arm, us_per_deg)
     specs = [servo_spec(arm.joint_names[i], arm.drive.servo(i), per[i]) for i in range(arm.n)]
     grip = None
     if arm.gripper is not None:
         grip = servo_spec("gripper", arm.gripper.servo, per[arm.n] if len(per) > arm.n else None)
-    drive, per_m = _drive_xml(arm, specs, grip)
+    drive, per_m = _drive_xml(arm, specs, grip, timestep)
     masses = segment_masses(arm, payload_kg)
     w = max([640] + [c.width for c in scene.cameras])
     h = max([480] + [c.height for c in scene.cameras])

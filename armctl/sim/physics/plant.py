@@ -9,7 +9,8 @@ camera or the servos' own sensors would read it. No transport: the simulators (`
 
 A servo is modelled as hobby and bus servos work: its commanded target moves toward the last command at the
 servo's no-load speed (the speed limit), the servo drives toward it only once further than its deadband, with at
-most its stall torque (``armctl.sim.physics.mjcf``: gains, damping, the rotor's inertia). A load beyond the stall
+most its stall torque less what its speed takes (a DC motor's torque-speed line), or a share of it
+(``torque_limit``; ``armctl.sim.physics.mjcf``: gains, damping, the rotor's inertia). A load beyond the stall
 torque makes the joint sag or stall short of its target; ``actuator_torque_nm() / stall`` is the load a bus servo
 reports. Everything in armctl's units and joint directions (rad, m, s, N m), times are simulated seconds; the same
 command sequence gives the same world, step for step.
@@ -69,7 +70,9 @@ class Plant:
         self.data = self._mj.MjData(self.model)
         self._index_model(built.parts)
         n_act = len(self.servos)
-        self._speed_dt = np.array([s.speed_rad_s for s in self.servos]) * self.model.opt.timestep
+        self._speed = np.array([s.speed_rad_s for s in self.servos])
+        self._speed_dt = self._speed * self.model.opt.timestep
+        self._share = np.ones(n_act)
         self._dead = np.array([s.deadband_rad for s in self.servos])
         self._stall = np.array([s.stall_nm for s in self.servos])
         self._target = np.zeros(n_act)
@@ -153,11 +156,13 @@ class Plant:
         self._target[i] = value
 
     def advance(self, t: float) -> None:
-        """Step the world to simulated time ``t`` (s); nothing when it is already there or past. The bodies',
-        sites' and cameras' poses in ``data`` are then those of the joints' positions at ``t`` (contacts and forces
-        are the last step's)."""
+        """Step the world to simulated time ``t`` (s): to its last step at or before ``t`` (never past it; the next call
+        steps the rest); nothing when it is already there. The bodies', sites' and cameras' poses in ``data`` are
+        then those of the joints' positions now (contacts and forces are the last step's)."""
+        if not math.isfinite(t):
+            raise BadInputError(f"a simulated time must be a finite number of seconds, got {t!r}")
         m, d, step = self.model, self.data, self._mj.mj_step
-        n = int(round((float(t) - d.time) / m.opt.timestep))
+        n = math.floor((float(t) - d.time) / m.opt.timestep + 1e-6)
         for _ in range(max(n, 0)):
             self._drive()
             step(m, d)
@@ -165,14 +170,31 @@ class Plant:
             self._mj.mj_kinematics(m, d)
             self._mj.mj_camlight(m, d)
 
+    def torque_limit(self, index: int, share: float) -> None:
+        """Limit servo ``index`` (the joints in order, then the gripper) to ``share`` (0..1) of its stall torque, as a
+        bus servo's torque limit register does; 0 leaves it limp (torque off), 1 (the start) gives it all."""
+        if not (0 <= index < len(self.servos)):
+            raise BadInputError(f"{self.arm.name} has servos 0..{len(self.servos) - 1}, not {index!r}")
+        if not (math.isfinite(share) and 0.0 <= share <= 1.0):
+            raise BadInputError(f"a torque limit is a share of the stall torque, 0..1, got {share!r}")
+        self._share[index] = share
+
     def _drive(self) -> None:
-        """The servos' control for one step: the commanded target moved toward the command at the servo's
-        speed; no drive inside the deadband, past it the error beyond it (the gain and torque limit in MuJoCo)."""
+        """The servos' control for one step: the commanded target moved toward the command at the servo's no-load
+        speed; no drive inside the deadband, past it the error beyond it (the gain in MuJoCo); the torque at most
+        the stall torque (times the torque limit) less what the motor's back EMF takes at its speed: a DC motor's
+        line from stall torque at rest to none at the no-load speed (braking gets the stall torque)."""
         sp = self._setpoint
         sp += np.clip(self._target - sp, -self._speed_dt, self._speed_dt)
-        length = self.data.actuator_length
+        d = self.data
+        length = d.actuator_length
         e = sp - length
-        self.data.ctrl[:] = length + np.sign(e) * np.maximum(np.abs(e) - self._dead, 0.0)
+        d.ctrl[:] = length + np.sign(e) * np.maximum(np.abs(e) - self._dead, 0.0)
+        top = self._stall * self._share
+        w = d.actuator_velocity / self._speed
+        rng = self.model.actuator_forcerange
+        rng[:, 1] = top * np.clip(1.0 - w, 0.0, 1.0)
+        rng[:, 0] = -top * np.clip(1.0 + w, 0.0, 1.0)
 
     # --- read -----------------------------------------------------------------------------------------------
 

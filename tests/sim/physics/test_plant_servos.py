@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 
+from armctl.errors import BadInputError
 from armctl.model.arm import load_arm
 from armctl.model.statics import gravity_torque
 from tests.helpers import require_module
@@ -49,9 +50,10 @@ def test_a_joint_commanded_at_once_moves_at_its_servos_no_load_speed():
     t60 = math.radians(60) / arm.drive.servo(j).speed_rad_s
     assert t60 == pytest.approx(0.222)
     reached = next(t for t, a in seen if a >= math.radians(59.0))
-    assert t60 <= reached <= 1.15 * t60  # measured 0.242 s
+    assert t60 <= reached <= 1.15 * t60  # measured 0.244 s
     half = next(t for t, a in seen if a >= math.radians(30.0))
-    assert t60 / 2 <= half <= t60 / 2 + 0.03  # measured 0.128 s
+    assert t60 / 2 <= half <= t60 / 2 + 0.03  # measured 0.130 s
+    assert max(a for _, a in seen) < math.radians(60.1)  # damped: no overshoot, no ringing (measured none)
 
 
 def _so101_loaded(payload_kg: float):
@@ -125,3 +127,73 @@ def test_the_servos_hold_each_arm_with_the_torques_statics_computes(name):
         plant.advance(plant.time_s + 1.0)
         need = gravity_torque(arm, plant.q_rad(), 0.02)
         assert np.allclose(plant.actuator_torque_nm(), need, rtol=0.01, atol=0.002), (q, need)
+
+
+def test_a_torque_limit_caps_the_grip_and_zero_leaves_a_servo_limp():
+    """The gripper closing on a 25 mm cube at 30% of its stall torque squeezes with no more (a bus servo's torque
+    limit; the "close until contact" cap) and still holds it; the shoulder at 0 lets the arm fall."""
+    from armctl.sim.physics.scenefile import parse_scene
+    from tests.sim.physics.test_plant import _solve, drive
+
+    arm = load_arm("so101")
+    scene = parse_scene({"parts": [{"name": "red", "shape": "box", "size_m": [0.025] * 3, "mass_g": 12,
+                                    "at_m": [0.2, -0.1, 0.0]}]}, "t.yaml")  # fmt: skip
+    plant = Plant(arm, scene)
+    q = _solve(arm, [0.2, -0.1, 0.052], arm.home_rad)
+    drive(plant, q, 1.5)
+    drive(plant, _solve(arm, [0.2, -0.1, 0.012], q), 1.0)
+    grip = arm.n
+    plant.torque_limit(grip, 0.3)
+    plant.command_gripper(arm.gripper.closed_rad)
+    plant.advance(plant.time_s + 1.0)
+    assert plant.world()["held"] == "red"
+    assert plant.load()[grip] == pytest.approx(-0.3, abs=0.01)  # closing is the negative direction here
+    free = Plant(arm, FAR_TABLE)  # (nothing under the jaws to lean on)
+    free.advance(0.2)
+    shoulder = free.q_rad()[1]
+    free.torque_limit(1, 0.0)
+    free.advance(0.7)
+    assert free.actuator_torque_nm()[1] == 0.0
+    assert math.degrees(shoulder - free.q_rad()[1]) > 20.0
+
+
+def test_a_loaded_joint_is_slower_than_its_no_load_speed():
+    """The torque-speed line of a DC motor: the SO-101's shoulder lifting the level arm with 150 g (77% of its stall
+    torque at the start) is left a quarter of its no-load speed: 30 deg took 0.58 s, against 0.11 s with no load."""
+    arm = load_arm("so101")
+    plant = Plant(arm, FAR_TABLE, payload_kg=0.15)
+    start = np.radians([0.0, 0.0, 0.0, 0.0, 0.0])
+    plant.set_pose(start)
+    plant.command(1, math.radians(30.0), t=0.0)
+    seen = []
+    while plant.time_s < 1.0:
+        plant.advance(plant.time_s + 0.004)
+        seen.append((plant.time_s, plant.q_rad()[1]))
+    reached = next(t for t, a in seen if a >= math.radians(29.0))
+    t_no_load = math.radians(30.0) / arm.drive.servo(1).speed_rad_s
+    assert reached > 3.0 * t_no_load
+
+
+def test_a_joint_without_a_servo_model_gets_the_stated_default():
+    from armctl.model.arm import Arm
+    from armctl.sim.physics.mjcf import DEFAULT_SERVO
+
+    arm = Arm.from_lengths([0.12, 0.1], base=True, shoulder_height_m=0.08, home_deg=[0, 60, -60])
+    plant = Plant(arm, FAR_TABLE)
+    assert DEFAULT_SERVO == "mg996r"
+    assert [s.says for s in plant.servos] == ["an MG996R gives 9.4 kg.cm at 4.8 V"] * 3
+    plant.advance(1.0)
+    assert np.max(np.abs(np.degrees(plant.q_rad() - arm.home_rad))) < 1.0
+
+
+def test_time_advances_to_the_last_step_at_or_before_it_and_small_advances_add_up():
+    plant = Plant(load_arm("mearm"), FAR_TABLE, timestep=0.002)
+    plant.advance(0.0071)
+    assert plant.time_s == pytest.approx(0.006)
+    t = plant.time_s
+    for _ in range(20):
+        t += 0.0005
+        plant.advance(t)
+    assert plant.time_s == pytest.approx(0.016)
+    with pytest.raises(BadInputError, match="finite"):
+        plant.advance(float("nan"))
