@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 
 from armctl.errors import BadInputError
+from armctl.sim.feetech_servo import SimServo
 from armctl.sim.physics.placing import Placements
 from armctl.sim.pwm_servo import PwmServo
 
@@ -66,6 +67,10 @@ class PhysicsWorld:
             self.t = t
             self.compute_wall_s += time.perf_counter() - start
 
+    def load(self, index: int | None) -> float:
+        """Servo ``index``'s (None: the gripper's) torque as a share of its stall torque, -1..1."""
+        return float(self.plant.load()[self.plant.arm.n if index is None else index])
+
     def angle_rad(self, index: int | None, t: float) -> float:
         """Joint ``index``'s true angle (None: the gripper's) at ``t`` (now, if ``t`` has passed)."""
         self.advance(t)
@@ -79,6 +84,10 @@ class PhysicsWorld:
         else:
             self.placements.joint(index, target_rad)
             self.plant.command(index, target_rad, t)
+
+    def torque_limit(self, index: int | None, share: float) -> None:
+        """Servo ``index`` (None: the gripper's) limited to ``share`` of its stall torque (0: limp)."""
+        self.plant.torque_limit(self.plant.arm.n if index is None else index, share)
 
     def world(self) -> dict:
         """The plant's world (``Plant.world``) with ``placed``: where each part carried should be (m), and
@@ -142,6 +151,66 @@ class PlantPwmServo(PwmServo):
         return abs(self.target_us - self.position_us(t)) / self.slew_us_s
 
 
+class PlantBusServo(SimServo):
+    """A Feetech bus servo (``feetech_servo.SimServo``: its memory table, goal, limits, torque switch, load, heat and
+    overload protection) whose horn is the plant's joint ``index`` (None: the gripper), ``cal`` its calibration
+    (steps <-> angle). With torque on the goal (clamped to the angle limits) is the plant's target and the torque
+    limit register caps the actuator; torque off leaves the joint limp. The present position is where the plant
+    has the joint; the load is the actuator's torque over its stall torque."""
+
+    def attach(self, world: PhysicsWorld, index: int | None, cal) -> PlantBusServo:
+        self.world, self.index, self.cal = world, index, cal
+        self._told: tuple[float, float] | None = None  # (target rad, torque share) last given to the plant
+        return self
+
+    def _tell_plant(self) -> None:
+        """The goal and torque as the registers have them now, given to the plant (at ``self.t``) when changed."""
+        if self.torque_on:
+            target, _, _, cap = self._control()
+            told = (float(self.cal.angle_rad(target)), min(1.0, cap / 1000.0))
+        else:
+            told = (self._told[0] if self._told else self.world.angle_rad(self.index, self.t), 0.0)
+        if told != self._told:
+            self.world.command(self.index, told[0], self.t)
+            self.world.torque_limit(self.index, told[1])
+            self._told = told
+
+    def write(self, address: int, data: bytes) -> bool:
+        kept = super().write(address, data)
+        self._tell_plant()  # (the bus ran every servo up to this packet's time: the plant is there)
+        return kept
+
+    def advance(self, t: float) -> None:
+        if t <= self.t:
+            return
+        self._tell_plant()
+        dt, before = t - self.t, self.corrected()
+        c = float(self.cal.value(self.world.angle_rad(self.index, t)))
+        self._set_corrected(c)
+        v = (c - before) / dt
+        self.vel = v if abs(v) >= 1.0 else 0.0
+        load = self.world.load(self.index)
+        self.load = max(-1000.0, min(1000.0, 1000.0 * load)) if self.torque_on else 0.0
+        self._heat_and_protect(dt)
+        self.t = t
+
+
+def bus_servos(world: PhysicsWorld | None, servos: list, cal) -> list:
+    """feetechsim's servos, as they are (``world`` None) or each on the plant's joint its calibration names (a
+    servo no joint or gripper uses stays kinematic)."""
+    if world is None or cal is None:
+        return servos
+    by_id = {s.id: (i if i < len(cal.joints) else None, s) for i, s in enumerate(cal.servos)}
+    out = []
+    for servo in servos:
+        if servo.id in by_id:
+            plant_servo = PlantBusServo.__new__(PlantBusServo)  # the same servo, its memory as it is
+            plant_servo.__dict__.update(servo.__dict__)
+            servo = plant_servo.attach(world, *by_id[servo.id])
+        out.append(servo)
+    return out
+
+
 def pwm_servo(world, index, cal, sign: float, scale: float, offset_rad: float, slew_us_s: float) -> PwmServo:
     """A servo for channel ``cal``: kinematic (``world`` None), else the physics plant's joint ``index`` (None: the
     gripper), ``armctl.sim.physics.servos.PlantPwmServo``."""
@@ -159,6 +228,8 @@ def physics_world(opts, arm, cal=None):
         if getattr(opts, "scene", None):
             raise ValueError(f"option scene={opts.scene} is the physics scene: give physics=1 too")
         return None
+    if arm is None:
+        raise ValueError("option physics=1 needs arm=NAME: the arm the servos move in the physics scene")
     if getattr(opts, "truth", None):
         raise ValueError("options physics=1 and truth= do not combine: the physics plant is the arm as it is")
     pwm = cal is not None and cal.unit == "us"

@@ -127,3 +127,39 @@ def test_missing_mujoco_is_one_line_naming_the_extra():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2, p.stderr
     assert "pip install 'armctl[physics]'" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+SO101_SCENE = REPO / "examples" / "scenes" / "pick_and_place_so101.yaml"
+SO101_URL = f"feetechsim://?arm=so101&physics=1&scene={SO101_SCENE}&speed=10"
+
+
+def test_feetech_bus_servos_move_the_plant_and_report_its_load():
+    """Present_Position is where the plant has each joint; Present_Load is its actuator's torque over stall: the
+    shoulder holding the arm out carries load, the base turning about the vertical none."""
+    with armctl.connect("so101", SO101_URL) as robot:
+        robot.move_joints([20, 60, -60, 10, 30], degrees=True, speed_fraction=0.5)
+        plant = sim_scene.latest().sim.physics.plant
+        where = robot.where(settle=True)
+        assert where.source == "measured"
+        assert np.degrees(where.q_rad) == pytest.approx(np.degrees(plant.q_rad()), abs=0.2)  # a step is 0.088 deg
+        assert np.degrees(plant.q_rad()) == pytest.approx([20, 60, -60, 10, 30], abs=1.0)
+        loads = {sid: sv["load_fraction"] for sid, sv in robot.board_status().servos.items()}
+        expected = plant.load()
+        assert loads[2] == pytest.approx(expected[1], abs=0.02) and abs(loads[2]) > 0.1
+        assert abs(loads[1]) < 0.02
+
+
+def test_feetech_torque_off_leaves_the_joint_limp():
+    """Torque off: the plant's actuator gives nothing, and the arm falls under gravity (the shoulder leaves 60 deg)."""
+    with armctl.connect("so101", SO101_URL) as robot:
+        robot.move_joints([0, 60, -60, 10, 0], degrees=True, speed_fraction=0.5)
+        live = sim_scene.latest()
+        before = np.degrees(live.sim.physics.plant.q_rad())[1]
+        servo = next(s for s in live.sim.servos if s.id == 2)
+        with live.lock:
+            servo.write(40, bytes([0]))  # Torque_Enable 0, as a host would write it
+        robot_time = live.now_s()
+        while live.now_s() < robot_time + 1.0:
+            pass
+        after = np.degrees(live.sim.physics.plant.q_rad())[1]
+        assert abs(after - before) > 5.0
