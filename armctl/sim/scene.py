@@ -112,7 +112,7 @@ class LiveArm:
         with self.lock:
             if getattr(self.sim, "physics", None) is None:
                 return None
-            self.now_s()
+            self.sim.physics.advance(self.now_s())
             return self.sim.world()
 
     # --- the parts ------------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ class PhysicsCameraSource(CameraSource):
         if sim is None or getattr(sim, "scene_arm", None) is not self.live:
             raise LinkError(f"camera {self.name}: its simulator was closed")
         with self.live.lock:
-            self.live.now_s()  # the simulation run up to its current time
+            sim.physics.advance(self.live.now_s())  # the simulation run up to its current time
             rgb = self.camera.render()
         return np.ascontiguousarray(rgb[..., ::-1])
 

@@ -163,3 +163,15 @@ def test_feetech_torque_off_leaves_the_joint_limp():
             pass
         after = np.degrees(live.sim.physics.plant.q_rad())[1]
         assert abs(after - before) > 5.0
+
+
+def test_pca9685_outputs_move_the_plant():
+    """A PCA9685's outputs drive the plant's servos: the true angles (the scene's) are the plant's, in real time."""
+    url = f"pca9685sim://?arm=braccio&physics=1&scene={SCENE}"
+    with armctl.connect("braccio", url, assume_pose="home") as robot:
+        robot.move_joints([20, 80, -40, -50], degrees=True, speed_fraction=0.8)
+        live = sim_scene.latest()
+        world = live.world()
+        assert np.degrees(live.true_q_rad()) == pytest.approx(list(world["servos_deg"].values()), abs=0.05)
+        assert world["servos_deg"]["base"] == pytest.approx(20, abs=1.0)
+        assert world["servos_deg"]["shoulder"] == pytest.approx(80, abs=1.5)
