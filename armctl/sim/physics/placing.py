@@ -4,8 +4,9 @@ physics made of it), to say which part was not carried.
 ``Placements`` follows a simulator's commands to the plant: the joints' commanded angles, and the gripper's.
 When the gripper is told to close (its target past the midpoint of open and closed), the commanded tool point
 (``kinematics.tool_point`` of the commanded angles) is the pick: the part whose bottom centre lies within
-``PICK_XY_M`` of it across and whose height spans it (give or take ``PICK_Z_M``), where the world has it then, is
-the part taken, and its offset from the tool point is kept. When the gripper is told to open, the part taken
+``PICK_XY_M`` of it across and whose height spans it (give or take ``PICK_Z_M``) where it rests (where the scene
+put it, or where it was last set down: the program's place, not where the jaws may have pushed it on their way)
+is the part taken, and its offset from the tool point is kept. When the gripper is told to open, the part taken
 should end at the commanded tool point plus that offset: its place. ``misplaced(world)`` lists every part
 farther than ``TOLERANCE_M`` from where it should be, as one line each (the part, where it is, where it should
 be): a part that slipped, or one the jaws never held.
@@ -31,10 +32,12 @@ def _mm(v) -> str:
 class Placements:
     """The picks and places told to the plant (see the module docstring)."""
 
-    def __init__(self, arm, q_rad, heights: dict[str, float]):
+    def __init__(self, arm, q_rad, parts: dict[str, tuple[tuple[float, float, float], float]]):
+        """``parts``: name -> (where the scene puts its bottom centre (m), its height (m))."""
         self.arm = arm
         self.q = np.array(q_rad, dtype=float)
-        self.heights = heights
+        self.heights = {name: h for name, (_, h) in parts.items()}
+        self.rest = {name: np.array(at, dtype=float) for name, (at, _) in parts.items()}  # where each should rest
         self.closed = False
         self.taken: tuple[str, np.ndarray] | None = None  # the part taken and its offset from the tool point
         self.should: dict[str, np.ndarray] = {}  # part -> where its bottom centre should be (m)
@@ -46,8 +49,8 @@ class Placements:
         p = np.asarray(tool_point(self.arm, self.q), dtype=float)
         return p if p.shape == (3,) else np.array([p[0], p[1], 0.0])
 
-    def gripper(self, target_rad: float, parts: dict) -> None:
-        """The gripper told to go to ``target_rad``; ``parts``: the world's parts now (``Plant.world()["parts"]``)."""
+    def gripper(self, target_rad: float) -> None:
+        """The gripper told to go to ``target_rad``."""
         g = self.arm.gripper
         closed = (target_rad - (g.open_rad + g.closed_rad) / 2.0) * math.copysign(1.0, g.closed_rad - g.open_rad) > 0
         if closed == self.closed:
@@ -55,16 +58,15 @@ class Placements:
         self.closed = closed
         tool = self._tool()
         if closed:
-            self.taken = self._pick(tool, parts)
+            self.taken = self._pick(tool)
         elif self.taken is not None:
             name, offset = self.taken
-            self.should[name] = tool + offset
+            self.should[name] = self.rest[name] = tool + offset
             self.taken = None
 
-    def _pick(self, tool: np.ndarray, parts: dict) -> tuple[str, np.ndarray] | None:
+    def _pick(self, tool: np.ndarray) -> tuple[str, np.ndarray] | None:
         best, best_d = None, math.inf
-        for name, p in parts.items():
-            at = np.asarray(p["at_m"], dtype=float)
+        for name, at in self.rest.items():
             d = math.hypot(*(tool[:2] - at[:2]))
             inside = at[2] - PICK_Z_M <= tool[2] <= at[2] + self.heights.get(name, 0.0) + PICK_Z_M
             if d <= PICK_XY_M and inside and d < best_d:

@@ -51,7 +51,7 @@ class PhysicsWorld:
         #: a speed the plant cannot keep up with slows the simulation down instead of starving the board
         self.compute_wall_s = 0.0
         self._cameras: dict = {}
-        self.placements = Placements(arm, self.plant.q_rad(), {p.name: p.height for p in self.scene.parts})
+        self.placements = Placements(arm, self.plant.q_rad(), {p.name: (p.at_m, p.height) for p in self.scene.parts})
 
     def start(self, q_rad, gripper_rad=None) -> None:
         """The arm at rest at ``q_rad`` (the gripper at ``gripper_rad``) before anything runs: where the simulator's
@@ -79,7 +79,7 @@ class PhysicsWorld:
     def command(self, index: int | None, target_rad: float, t: float) -> None:
         self.advance(t)
         if index is None:
-            self.placements.gripper(target_rad, self.plant.world()["parts"])
+            self.placements.gripper(target_rad)
             self.plant.command_gripper(target_rad, t)
         else:
             self.placements.joint(index, target_rad)
