@@ -239,19 +239,25 @@ def cmd_run(args) -> int:
         return _run_with_keys(args, arm, cal, prog, traj)
     if args.resume or args.from_step is not None:
         raise BadInputError("--record-dataset records whole runs: not with --resume or --from-step")
-    from armctl.cli.dataset_options import open_dataset, saved_text
+    from armctl.cli.dataset_options import cameras_need_port, open_dataset, saved_text
     from armctl.program import episode_of_steps
 
     source = "measured" if cal.unit == "steps" or args.port is None else "commanded"
-    recorder = open_dataset(args, arm, cal, state_source=source)
+    # a camera of the simulator (simcam://, physicscam://) opens once its port has: the dataset then, before a move
+    held = [None if cameras_need_port(args) else open_dataset(args, arm, cal, state_source=source)]
     episode_of_sample = np.asarray(episode_of_steps(prog), dtype=int)[np.asarray(traj.step, dtype=int)]
+
+    def act(robot):
+        held[0] = held[0] or open_dataset(args, arm, cal, state_source=source)
+        return _run_recording(robot, plan, held[0], episode_of_sample, args, prog)
+
     try:
-        report = drive(
-            args, arm, cal, lambda robot: _run_recording(robot, plan, recorder, episode_of_sample, args, prog)
-        )
+        report = drive(args, arm, cal, act)
     except BaseException:
-        recorder.close(save=False)  # a run that failed or was stopped: its episode is no demonstration
+        if held[0] is not None:
+            held[0].close(save=False)  # a run that failed or was stopped: its episode is no demonstration
         raise
+    recorder = held[0]
     recorder.close(save=True)
     report["episodes_saved"] = recorder.saved
     report["dataset"] = str(recorder.writer.root)
