@@ -232,5 +232,8 @@ def physics_world(opts, arm, cal=None):
         raise ValueError("option physics=1 needs arm=NAME: the arm the servos move in the physics scene")
     if getattr(opts, "truth", None):
         raise ValueError("options physics=1 and truth= do not combine: the physics plant is the arm as it is")
+    for name in ("stall", "stops", "hand"):  # what the kinematic servos fake, the plant does not take (yet)
+        if getattr(opts, name, None):
+            raise ValueError(f"options physics=1 and {name}= do not combine: {name} acts on the kinematic servos")
     pwm = cal is not None and cal.unit == "us"
     return PhysicsWorld(arm, opts.scene, us_per_deg=[s.us_per_deg for s in cal.servos] if pwm else None)

@@ -102,6 +102,7 @@ def test_status_json_gives_the_world():
         (f"physics=2&scene={SCENE}", "physics is 0 (the kinematic servos) or 1"),
         ("speed=5", "unknown armsim option 'speed' (without physics=1: rate=X)"),
         (f"physics=1&scene={SCENE}&truth={SCENE}", "physics=1 and truth= do not combine"),
+        (f"physics=1&scene={SCENE}&stall=shoulder@1", "physics=1 and stall= do not combine"),
     ],
 )
 def test_bad_physics_options_are_one_line_exit_2(query, says):
