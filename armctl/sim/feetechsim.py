@@ -61,6 +61,7 @@ from armctl.bus.feetech.protocol import (
 from armctl.sim.feetech_load import ArmLoad
 from armctl.sim.feetech_servo import EEPROM_END, MEM_BYTES, SimServo, read_hand_file
 from armctl.sim.link import LinkOptions, OverLink, TimedLink
+from armctl.sim.physics.servos import bus_servos, physics_world
 from armctl.sim.truth import TrueArmView, simulated_arm, true_arm
 
 #: packets ``FeetechSim.log`` keeps, the newest (about 0.2 KiB each: 2 MB full; at 50 Hz a follower takes two
@@ -97,6 +98,8 @@ class FeetechSimOptions(LinkOptions):
     arm: str | None = None  # the arm the servos move (armctl.sim.truth.simulated_arm), with ``cal`` and ``truth``
     cal: str | None = None
     truth: str | None = None
+    physics: int = 0  # 1: the servos move a physics plant (armctl.sim.physics), the world of ``scene``
+    scene: str | None = None  # the physics scene file (armctl.sim.physics.scenefile)
 
 
 class FeetechSim(TrueArmView, OverLink):
@@ -118,7 +121,10 @@ class FeetechSim(TrueArmView, OverLink):
         #: The packets the servos took in, in order: (simulated time, Packet), for tests to assert on; the last
         #: ``LOG_PACKETS`` of them (a ring: a long follow or stream runs flat, not 0.2 KiB a packet for ever)
         self.log: deque[tuple[float, Packet]] = deque(maxlen=LOG_PACKETS)
-        everyone = self._make_servos()
+        self.physics = physics_world(o, self.arm, self.cal)  # None: the kinematic servo model
+        everyone = bus_servos(self.physics, self._make_servos(), self.cal)
+        if self.physics is not None:
+            self._start_plant(everyone)
         self.servos: list[SimServo] = [s for s in everyone if s.id not in o.missing]  #: the servos on the bus
         self._absent = [s for s in everyone if s.id in o.missing]  # unplugged, but kept in the state file
         self._rx = bytearray()
@@ -167,6 +173,22 @@ class FeetechSim(TrueArmView, OverLink):
         for servo in servos:
             servo.hand = (o.hand_track or {}).get(servo.id)
         return servos
+
+    def _start_plant(self, servos: list[SimServo]) -> None:
+        """The plant's arm at rest where the servos stand (their start, their state file)."""
+        where = {s.id: s.corrected() for s in servos}
+        q = [float(s.angle_rad(where[s.id])) if s.id in where else 0.0 for s in self.cal.joints]
+        g = self.cal.gripper
+        self.physics.start(q, float(g.angle_rad(where[g.id])) if g is not None and g.id in where else None)
+
+    @property
+    def compute_wall_s(self) -> float:
+        """Wall seconds spent computing the physics (0 without): the port's clock stands still meanwhile."""
+        return 0.0 if self.physics is None else self.physics.compute_wall_s
+
+    def world(self) -> dict | None:
+        """The physics plant's world now (``PhysicsWorld.world``), None without ``physics=1``."""
+        return None if self.physics is None else self.physics.world()
 
     def _preset_eeprom(self, servo: SimServo) -> None:
         """The ``offsets`` and ``limits`` options: EEPROM as a calibration left it (over the state file's)."""

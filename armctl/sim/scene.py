@@ -9,6 +9,7 @@ What the simulated camera asks, and all it needs::
     live.true_gripper_rad()             # the gripper's true angle (nan without one); live.gripper: open/closed
     live.parts_now()                    # [Part(marker_id, size_m, x_m, y_m, yaw_rad, z_m)], now
     live.true_q_rad(), live.true_tool_m(), live.arm, live.true_arm
+    live.world()                        # a physics simulator's world (parts, contacts, ...), else None
 
 "now" is the simulator's current simulated time (its port's clock; the simulation is run up to it first).
 Parts come from the truth file's ``parts:`` and from ``live.add_part(Part(...))``. A part is gripped when the
@@ -104,6 +105,15 @@ class LiveArm:
     def true_tool_pose(self) -> np.ndarray:
         with self.lock:
             return self.sim.true_tool_pose(self.now_s())
+
+    def world(self) -> dict | None:
+        """The physics plant's world now (JSON-able: time, the servos' true angles, the parts' poses, contacts,
+        the part held; ``armctl.sim.physics``), None for a simulator without ``physics=1``."""
+        with self.lock:
+            if getattr(self.sim, "physics", None) is None:
+                return None
+            self.sim.physics.advance(self.now_s())
+            return self.sim.world()
 
     # --- the parts ------------------------------------------------------------------------------------
 
