@@ -165,7 +165,7 @@ class PlantBusServo(SimServo):
 
     def _tell_plant(self) -> None:
         """The goal and torque as the registers have them now, given to the plant (at ``self.t``) when changed."""
-        if self.torque_on:
+        if self.drives:
             target, _, _, cap = self._control()
             told = (float(self.cal.angle_rad(target)), min(1.0, cap / 1000.0))
         else:
@@ -190,7 +190,7 @@ class PlantBusServo(SimServo):
         v = (c - before) / dt
         self.vel = v if abs(v) >= 1.0 else 0.0
         load = self.world.load(self.index)
-        self.load = max(-1000.0, min(1000.0, 1000.0 * load)) if self.torque_on else 0.0
+        self.load = max(-1000.0, min(1000.0, 1000.0 * load)) if self.drives else 0.0
         self._heat_and_protect(dt)
         self.t = t
 
