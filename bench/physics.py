@@ -12,6 +12,13 @@ in Python each step) and, on a copy of the same model replaying the same control
 (the physics without armctl's servo model). Printed: p50/p99/max per step of each, their ratio (what the servo model
 adds), and the real-time factor (simulated s / wall s; issue 38 asks for at least 5x). Nothing is asserted: the
 figures depend on the machine and its load (the ratios less so).
+
+Cameras (``--frames N`` of each, default 60; 0: none): the same scene seen by a camera at 320x240 and at 640x480
+(``armctl.sim.physics.camera.PhysicsCamera``, headless: EGL, or OSMesa; the GL renderer's name is printed, e.g.
+llvmpipe: software), the arm moving through the program between frames. Per frame: ``PhysicsCamera.render`` (the
+scene updated, drawn, read back: what ``physicscam://`` and a dataset get) and, beside it, MuJoCo's own
+``Renderer.render`` alone (drawn and read back, the scene as it was); p50/p99/max ms, the frame rate at p50 and
+p99, and its ratio to what issue 38 asks (10 frames/s at 320x240, 3 at 640x480).
 """
 
 from __future__ import annotations
@@ -89,10 +96,70 @@ def _stats(ts):
     return np.percentile(a, 50), np.percentile(a, 99), a.max()
 
 
+CAMERA_SIZES = ((320, 240, 10.0), (640, 480, 3.0))  # width, height, frames/s issue 38 asks for
+
+
+def _gl_renderer() -> str:
+    """The GL renderer's name (llvmpipe, softpipe: software), with a context current; "?" if it cannot be read."""
+    try:
+        from OpenGL import GL
+
+        name = GL.glGetString(GL.GL_RENDERER)
+        return name.decode() if isinstance(name, bytes) else str(name)
+    except Exception:  # noqa: BLE001 (PyOpenGL missing or no context: the figures stand without the name)
+        return "?"
+
+
+def _camera_frames(arm, scene, traj, width, height, frames):
+    """(armctl's render s, MuJoCo's Renderer.render s, per frame; the GL renderer) for one camera size, the arm
+    moving through the program between frames."""
+    from armctl.sim.physics.camera import PhysicsCamera
+    from armctl.sim.physics.scenefile import SceneCamera
+
+    plant = Plant(arm, scene)
+    cam = PhysicsCamera(plant.model, plant.data, SceneCamera("bench", (0.6, -0.3, 0.4), (0.15, 0.0, 0.05), 55.0,
+                                                             width, height))  # fmt: skip
+    ours, theirs, gl = [], [], "?"
+    try:
+        cam.render()  # (warm up: llvmpipe compiles its shaders on the first frame)
+        for k in np.linspace(0, len(traj.t_s) - 1, frames).astype(int):
+            for i, v in enumerate(traj.q_rad[k]):
+                plant.command(i, v)
+            plant.advance(traj.t_s[k] + 0.02)
+            t0 = time.perf_counter()
+            cam.render()
+            t1 = time.perf_counter()
+            with cam._lock:
+                cam.renderer._gl_context.make_current()
+                t2 = time.perf_counter()
+                cam.renderer.render()
+                t3 = time.perf_counter()
+                gl = _gl_renderer() if gl == "?" else gl
+            ours.append(t1 - t0)
+            theirs.append(t3 - t2)
+    finally:
+        cam.close()
+    return ours, theirs, gl
+
+
+def _cameras(arm, scene, traj, frames) -> None:
+    print(f"\ncameras, {frames} frames each (ms per frame; frames/s at p50, p99; their ratios to issue 38's)")
+    print(f"{'size':<9} {'what':<24} {'p50':>7} {'p99':>7} {'max':>7} {'fps p50':>8} {'fps p99':>8} {'ratios':>12}")
+    for width, height, asked in CAMERA_SIZES:
+        ours, theirs, gl = _camera_frames(arm, scene, traj, width, height, frames)
+        for what, ts in (("PhysicsCamera.render", ours), ("mujoco Renderer.render", theirs)):
+            p50, p99, top = (v / 1000.0 for v in _stats(ts))
+            ratio = f"{1000 / p50 / asked:.1f}x {1000 / p99 / asked:.1f}x" if what.startswith("Physics") else ""
+            print(f"{width}x{height:<5} {what:<24} {p50:7.2f} {p99:7.2f} {top:7.2f} {1000 / p50:8.1f} "
+                  f"{1000 / p99:8.1f} {ratio:>12}")  # fmt: skip
+    print(f"GL renderer: {gl} (MUJOCO_GL={os.environ.get('MUJOCO_GL')})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--scene", help="a scene file (default: the program's three cubes)")
+    ap.add_argument("--frames", type=int, default=60, help="camera frames of each size (default 60; 0: none)")
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
@@ -118,6 +185,8 @@ def main() -> None:
         f"{n} ({', '.join(f'{v * 1000:.0f}' for v in w['at_m'])})" for n, w in plant.world()["parts"].items()
     )
     print(f"where the parts ended (x, y, z mm of their undersides): {where}")
+    if args.frames > 0:
+        _cameras(arm, scene, traj, args.frames)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.browser)
         if path.name == "test_ros.py":
             item.add_marker(pytest.mark.ros)
+        if path.name in ("test_lerobot_cli.py", "test_lerobot_rollout.py"):
+            item.add_marker(pytest.mark.lerobot)
 
 
 @pytest.fixture(autouse=True)

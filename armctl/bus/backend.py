@@ -28,7 +28,8 @@ sent at once, stores nothing and measures nothing):
 - the queue of timed moves: ``played_frames``, ``queued_frames``, ``wait_queued``, ``idle``,
   ``silent_frames`` and ``runs_on_frames`` (default: nothing queued);
 - ``set_limits`` (with ``caps.stores_limits``), ``measured``/``last_measured`` (``caps.measures_positions``),
-  ``release`` (``caps.releases``), ``tracking_deg``/``reset_tracking``, ``use_calibration``;
+  ``release`` (``caps.releases``), ``tracking_deg``/``reset_tracking``, ``use_calibration``, ``watch_servos``
+  (servos that report their load and temperature: limits, a gripper closing until contact);
 - ``simulator``: the URL scheme of its simulated board (``armctl.bus.simulators``), the default port;
 - ``cal`` (the calibration it drives by once open, where it changed the one given: bus servos clamped to their own
   position limits), ``notes`` (what ``open()`` found and did about it, for the user), ``homing_offsets`` and
@@ -280,6 +281,14 @@ class Backend(ABC):
 
     def use_calibration(self, cal) -> None:  # noqa: B027 - a no-op for boards that map nothing themselves
         """From now on the servos of ``cal`` (a new calibration of the same servos, already ``address``-ed)."""
+
+    def watch_servos(self, limits) -> list[str]:
+        """Watch the servos' load and temperature as they move, and close the gripper until contact, as ``limits``
+        (``armctl.bus.feetech.watch.WatchLimits``) says: bus servos that report them do; this board's servos do not,
+        so nothing is watched, and notes say what is not done (a gripper closing until contact closes by position)."""
+        if limits is None or limits.grip is None:
+            return []
+        return [f"the {self.name} board's servos report no load: the gripper closes by position, not until contact"]
 
     def release(self) -> None:
         """Let the servos go limp, so the arm can be moved by hand (``caps.releases``)."""

@@ -404,9 +404,43 @@ def drive(args, arm: Arm, cal: Calibration, act, *, wants_progress: bool = False
         )
         if result.tracking_error_deg is not None:
             report["tracking_error_deg"] = result.tracking_error_deg
+        world = simulated_world(robot.backend)
+        if world is not None:  # a physics simulator: its parts, where those carried should be
+            report["world"] = world
         off = np.array(report["tool_m"]) - result.planned_tool_m
         report["error_m"] = float(np.hypot(*off) if len(off) == 2 else np.linalg.norm(off))
         return report
+
+
+def sim_ports(backend) -> tuple:
+    return (
+        getattr(backend, "ser", None),  # armctl / firmata boards
+        getattr(getattr(backend, "bus", None), "_ser", None),  # a Feetech bus
+        getattr(getattr(backend, "i2c", None), "bus", None),  # a PCA9685's I2C bus
+    )
+
+
+def simulated_world(backend) -> dict | None:
+    """The physics world of a simulator run with ``physics=1`` (``armctl.sim.scene.LiveArm.world``), now; None
+    for any other port."""
+    for port in sim_ports(backend):
+        live = getattr(getattr(port, "sim", port), "scene_arm", None)
+        world = live.world() if live is not None else None
+        if world is not None:
+            return world
+    return None
+
+
+#: ``armctl run``'s exit code when the run ended but a part it carried is not where it put it (physics)
+NOT_PLACED_EXIT = 1
+
+
+def parts_not_placed(report: dict) -> int:
+    """A physics run's parts not where the program put them: one line each on stderr, and NOT_PLACED_EXIT; else 0."""
+    lines = (report.get("world") or {}).get("not_placed") or []
+    for line in lines:
+        print(f"armctl run: {line}", file=sys.stderr)
+    return NOT_PLACED_EXIT if lines else 0
 
 
 def raise_dataset_error(robot, motion, recorder) -> None:

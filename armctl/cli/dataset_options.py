@@ -26,6 +26,15 @@ def dataset_options(p, *, follow: bool) -> None:
         g.add_argument("--episodes", metavar="N", help="stop after N saved episodes")
 
 
+def cameras_need_port(args) -> bool:
+    """Whether a ``--camera NAME=SOURCE`` of the recording is the simulator's own (``simcam://``,
+    ``physicscam://``): it can be opened only once the simulator's port is."""
+    from armctl.dataset.camera import parse_camera
+    from armctl.vision.sources import CAMERA_SCHEMES, camera_scheme
+
+    return any(camera_scheme(parse_camera(text)[1]) in CAMERA_SCHEMES for text in args.camera or ())
+
+
 def open_dataset(args, arm, cal, *, state_source: str):
     """The cameras and the ``Recorder`` for ``--record-dataset`` (None without it); everything checked, nothing
     moved. BadInputError for a missing --task, a bad fps, an unknown camera, another robot's dataset."""
@@ -42,8 +51,9 @@ def open_dataset(args, arm, cal, *, state_source: str):
     from armctl.dataset.camera import open_cameras
     from armctl.dataset.recorder import Recorder, arm_features
     from armctl.dataset.writer import DatasetWriter
+    from armctl.vision.sources import scheme_source
 
-    cams = open_cameras(args.camera)
+    cams = open_cameras(args.camera, scheme_source)
     try:
         feats = arm_features(arm, cal)
         writer = DatasetWriter(

@@ -26,10 +26,13 @@ from armctl.cli.common import (
     open_robot,
     orientation_args,
     orientation_options,
+    parts_not_placed,
     payload_arg,
     print_report,
     raise_dataset_error,
     setup,
+    sim_ports,
+    simulated_world,
     split_cameras,
     target_args,
     tool_orientation,
@@ -243,25 +246,31 @@ def cmd_run(args) -> int:
         return _run_with_keys(args, arm, cal, prog, traj)
     if args.resume or args.from_step is not None:
         raise BadInputError("--record-dataset records whole runs: not with --resume or --from-step")
-    from armctl.cli.dataset_options import open_dataset, saved_text
+    from armctl.cli.dataset_options import cameras_need_port, open_dataset, saved_text
     from armctl.program import episode_of_steps
 
     source = "measured" if cal.unit == "steps" or args.port is None else "commanded"
-    recorder = open_dataset(args, arm, cal, state_source=source)
+    # a camera of the simulator (simcam://, physicscam://) opens once its port has: the dataset then, before a move
+    held = [None if cameras_need_port(args) else open_dataset(args, arm, cal, state_source=source)]
     episode_of_sample = np.asarray(episode_of_steps(prog), dtype=int)[np.asarray(traj.step, dtype=int)]
+
+    def act(robot):
+        held[0] = held[0] or open_dataset(args, arm, cal, state_source=source)
+        return _run_recording(robot, plan, held[0], episode_of_sample, args, prog)
+
     try:
-        report = drive(
-            args, arm, cal, lambda robot: _run_recording(robot, plan, recorder, episode_of_sample, args, prog)
-        )
+        report = drive(args, arm, cal, act)
     except BaseException:
-        recorder.close(save=False)  # a run that failed or was stopped: its episode is no demonstration
+        if held[0] is not None:
+            held[0].close(save=False)  # a run that failed or was stopped: its episode is no demonstration
         raise
+    recorder = held[0]
     recorder.close(save=True)
     report["episodes_saved"] = recorder.saved
     report["dataset"] = str(recorder.writer.root)
     headline = f"ran {args.program}: {len(traj.steps)} steps, {report['duration_s']:.2f} s; {saved_text(recorder)}"
     print_report(args, report, headline)
-    return 0
+    return parts_not_placed(report)
 
 
 def _run_recording(robot, plan, recorder, episode_of_sample, args, prog):
@@ -331,7 +340,7 @@ def _run_with_keys(args, arm, cal, prog, traj) -> int:
 
     report = drive(args, arm, cal, act, wants_progress=True)
     print_report(args, report, f"ran {args.program}: {planned['steps']} steps, {report['duration_s']:.2f} s")
-    return 0
+    return parts_not_placed(report)
 
 
 def _run_seeing_parts(args, arm, cal, prog) -> int:
@@ -403,12 +412,7 @@ def _after_unclean_stop(args, robot, prog, pr, *, may_resume: bool = True):
 def simulated_true_tool_m(backend) -> list[float] | None:
     """Where a simulated arm's tool really is (m), asked of the backend's port object, duck-typed (armsim's
     and feetechsim's pyserial port has ``.sim``; pca9685sim's bus is the simulation); None on a real board."""
-    ports = (
-        getattr(backend, "ser", None),  # armctl / firmata boards
-        getattr(getattr(backend, "bus", None), "_ser", None),  # a Feetech bus
-        getattr(getattr(backend, "i2c", None), "bus", None),  # a PCA9685's I2C bus
-    )
-    for port in ports:
+    for port in sim_ports(backend):
         sim = getattr(port, "sim", port)
         sim = getattr(sim, "scene_arm", None) or sim  # live: run up to its clock first
         ask = getattr(sim, "true_tool_m", None)
@@ -456,6 +460,9 @@ def cmd_status(args) -> int:
         true_tool = simulated_true_tool_m(robot.backend)
         if true_tool is not None:  # a simulator: where its tool really is (its truth file applied)
             report["true_tool_m"] = true_tool
+        world = simulated_world(robot.backend)
+        if world is not None:  # a physics simulator: its parts, contacts, the servos' true angles
+            report["world"] = world
     held = [st.values[s.channel] if s.channel < len(st.values) else None for s in robot.calibration.servos]
     what = "pulses" if robot.calibration.unit == "us" else "goals"
     headline = (
@@ -481,5 +488,6 @@ def cmd_status(args) -> int:
                 f"{sv['voltage_v']:.1f} V  {sv['temperature_c']} degC"
                 + ("" if sv["errors"] == "no error" else f"  {sv['errors']}")
                 + (f"  held at {sv['held_at_steps']:.0f}" if "held_at_steps" in sv else "")
+                + (f"  (model: {100 * sv['expected_load_fraction']:.0f} %)" if "expected_load_fraction" in sv else "")
             )
     return 0

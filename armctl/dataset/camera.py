@@ -4,7 +4,8 @@
 otherwise). A live source (a device, a URL) is read continuously by a thread and ``grab()`` gives the
 latest frame; a video file gives its frames one by one, one per ``grab()`` (then its last frame again), so a
 dataset made from a file holds exactly the file's frames. Frames are RGB (H, W, 3) uint8, cropped to an
-even width and height (what yuv420p video needs).
+even width and height (what yuv420p video needs). A camera source the app layer opens (``open_cameras``'s
+``open_source``: ``simcam://``, ``physicscam://NAME``) is read at each ``grab()``: the frame for that moment.
 """
 
 from __future__ import annotations
@@ -114,15 +115,42 @@ class Camera:
         self.cap.release()
 
 
-def open_cameras(specs) -> dict[str, Camera]:
-    """``NAME=SOURCE`` strings -> open cameras (all closed again if one fails); names must differ."""
+class SourceCamera(Camera):
+    """A camera source opened by the app layer (``read()`` gives BGR frames, ``close()``), read at each ``grab()``."""
+
+    def __init__(self, name: str, source: str, opened):
+        self.name, self.source, self.opened = name, source, opened
+        self.is_file, self._closed = False, False
+        frame = opened.read()
+        if frame is None or frame.ndim != 3:
+            opened.close()
+            raise BadInputError(f"--camera {name}={source}: gives no picture")
+        h, w = frame.shape[:2]
+        self.height, self.width = h - h % 2, w - w % 2
+
+    def grab(self) -> np.ndarray:
+        frame = self.opened.read()
+        if frame is None:
+            raise LinkError(f"camera {self.name} ({self.source}) stopped giving frames")
+        return self._rgb(frame)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.opened.close()
+
+
+def open_cameras(specs, open_source=None) -> dict[str, Camera]:
+    """``NAME=SOURCE`` strings -> open cameras (all closed again if one fails); names must differ.
+    ``open_source(source)``: a camera source for the sources the app layer opens (``SCHEME://``), else None."""
     cams: dict[str, Camera] = {}
     try:
         for text in specs or ():
             name, source = parse_camera(text)
             if name in cams:
                 raise BadInputError(f"--camera {text!r}: a second camera named {name!r}")
-            cams[name] = Camera(name, source)
+            opened = open_source(source) if open_source is not None else None
+            cams[name] = Camera(name, source) if opened is None else SourceCamera(name, source, opened)
     except BaseException:
         for c in cams.values():
             c.close()

@@ -29,7 +29,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from armctl.calibration.lerobot import DEGREES, RANGE_0_100, gripper_drive_mode, lerobot_degrees, normalize
+from armctl.calibration.lerobot import (
+    DEGREES,
+    LEROBOT_STEPS_PER_DEG,
+    RANGE_0_100,
+    gripper_drive_mode,
+    lerobot_degrees,
+    normalize,
+)
 from armctl.dataset.writer import DatasetWriter
 
 SO101_MOTORS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
@@ -78,6 +85,36 @@ class ArmFeatures:
             )
             out.append(100.0 * frac)
         return np.array(out)
+
+    def pose(self, values) -> tuple[np.ndarray, float, dict[str, float]]:
+        """The inverse of ``values``: (joint angles (rad), gripper angle (rad; NaN: no gripper), the held servos'
+        steps from their held positions by name (the SO-101's wrist roll)) for recorded values ``values`` (one
+        per name, in ``names`` order). Not clamped: a value outside the range gives an angle outside it."""
+        arm, cal = self.arm, self.calibration
+        v = [float(x) for x in values]
+        if len(v) != len(self.names):
+            raise ValueError(f"{len(self.names)} values ({', '.join(self.names)}), got {len(v)}")
+        held: dict[str, float] = {}
+        if self.lerobot_so101:
+            q = [
+                float(s.angle_rad(s.value(a0) + d * LEROBOT_STEPS_PER_DEG))
+                for s, d, (_, a0, _) in zip(cal.joints, v, arm.urdf_map)
+            ]
+            roll = next((h for h in cal.held if h.name == "wrist_roll"), None) if arm.roll is None else None
+            if roll is not None:
+                held[roll.name] = sum(WRIST_ROLL_RANGE) / 2.0 + v[4] * LEROBOT_STEPS_PER_DEG - roll.position_steps
+            g, gs = v[-1], cal.gripper
+            if gs is None or arm.gripper is None:
+                return np.array(q), math.nan, held
+            frac = g / 100.0
+            if gripper_drive_mode(gs, gs.value(arm.gripper.closed_rad)):
+                frac = 1.0 - frac
+            return np.array(q), float(gs.angle_rad(gs.lo + frac * (gs.hi - gs.lo))), held
+        q = np.radians(v[: arm.n])
+        if arm.gripper is None:
+            return q, math.nan, held
+        gr = arm.gripper
+        return q, gr.closed_rad + v[arm.n] / 100.0 * (gr.open_rad - gr.closed_rad), held
 
 
 def arm_features(arm, calibration) -> ArmFeatures:

@@ -32,7 +32,7 @@ from armctl.core.paths import PRESET_DIR, preset_names
 from armctl.errors import ConfigError
 from armctl.model.armfile import LINKAGES, arm_joints, arm_roll, check_link_angle, links_and_linkage
 from armctl.model.hand import Roll
-from armctl.model.servos import Drive, Servo, joint_drive, parse_drive
+from armctl.model.servos import Drive, Servo, joint_drive, parse_drive, parse_grip
 from armctl.model.zones import Zones, parse_zones, pose_refusal
 
 #: A joint without ``max_accel_deg_s2`` may accelerate at this many times its speed limit per second
@@ -48,6 +48,8 @@ class Gripper:
     closed_rad: float
     max_speed_rad_s: float
     servo: Servo | None = None  # its model (armctl.model.servos), when the arm file names one
+    close: str = "position"  # or "until_contact": bus servos stop where the load reaches ``max_load_pct``
+    max_load_pct: float | None = None  # the torque cap while closing until contact (% of stall torque)
 
 
 @dataclass(frozen=True, eq=False)
@@ -467,11 +469,13 @@ def _arm_gripper(top: Section, volts: float | None) -> Gripper | None:
     g = top.section("gripper", required=False)
     if g is None:
         return None
+    servo = joint_drive(g, volts)[0]
     gripper = Gripper(
         open_rad=math.radians(g.number("open_deg", lo=-360, hi=360)),
         closed_rad=math.radians(g.number("closed_deg", lo=-360, hi=360)),
         max_speed_rad_s=math.radians(g.number("max_speed_deg_s", lo=0, lo_open=True, hi=3600)),
-        servo=joint_drive(g, volts)[0],
+        servo=servo,
+        **dict(zip(("close", "max_load_pct"), parse_grip(g, servo))),
     )
     g.done()
     return gripper

@@ -237,6 +237,28 @@ def parse_drive(top, servos: list, masses: list, gripper: Servo | None = None, v
     return Drive(tuple(servos), gripper, tuple(masses), use, payload, load, temp, volts)
 
 
+#: how a gripper closes (an arm file's or sidecar's ``gripper: {close: ...}``): to its closed angle, or until the
+#: jaws meet a part, its servo's torque capped at ``max_load_pct`` (bus servos, which report their load)
+GRIPPER_CLOSE = ("position", "until_contact")
+DEFAULT_GRIP_LOAD_PCT = 30.0
+
+
+def parse_grip(g, servo: Servo | None) -> tuple[str, float | None]:
+    """A gripper mapping's ``close`` (default ``position``) and ``max_load_pct`` (with ``until_contact`` only: the
+    torque cap, % of the servo's stall torque, default ``DEFAULT_GRIP_LOAD_PCT``). ConfigError naming the key for
+    a cap without ``until_contact``, or ``until_contact`` on a servo that cannot report its load (a PWM model)."""
+    close = g.string("close", "position", choices=GRIPPER_CLOSE)
+    if close == "position":
+        if g.has("max_load_pct"):
+            raise g.error("max_load_pct", "caps the gripper's torque closing until contact: add close: until_contact")
+        return close, None
+    if servo is not None and not servo.model.bus:
+        raise g.error(
+            "close", f"until_contact needs a bus servo that reports its load; the gripper's is {servo.model.title}"
+        )
+    return close, g.number("max_load_pct", DEFAULT_GRIP_LOAD_PCT, lo=0.0, lo_open=True, hi=100.0)
+
+
 def joint_drive(section, supply_volts: float | None) -> tuple[Servo | None, float | None]:
     """A joint mapping's ``servo`` and ``mass_g`` (as kg; None when not given)."""
     servo = parse_servo(section, supply_volts=supply_volts)

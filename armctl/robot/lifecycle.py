@@ -14,6 +14,7 @@ from armctl.bus.backend import FRAME_S, Backend
 from armctl.bus.portlock import PortLock
 from armctl.core.holders import OWN, UNSEEN, Holder, holders
 from armctl.errors import BadInputError, LinkError
+from armctl.robot.servowatch import watch_limits
 from armctl.robot.state import PoseStore, suspect
 
 BOARD_WAIT_S = 10.0  # longest wait for the board to be free (another thread's motion stopping)
@@ -209,7 +210,8 @@ def open_board(url: str, cls, cal, arm, *, wire_log=None, watchdog_s: float = 1.
         be.open()
         if be.cal is not None:  # e.g. clamped to bus servos' own limits
             addressed = be.cal
-        for note in (*narrowed, *be.notes):
+        watching = be.watch_servos(watch_limits(arm, addressed))  # load, temperature, the gripper's contact
+        for note in (*narrowed, *be.notes, *watching):
             print(f"armctl: note: {note}", file=sys.stderr)
     except BaseException:
         store.close()

@@ -38,6 +38,7 @@ from armctl.calibration.servo import Calibration, find_calibration, load_calibra
 from armctl.model.arm import Arm, load_arm
 from armctl.sim.board import DEFAULT_LIMITS_TICKS, FIRMWARE_CHANNELS, Board
 from armctl.sim.link import LinkOptions, OverLink, TimedLink
+from armctl.sim.physics.servos import physics_world, pwm_servo
 from armctl.sim.pwm_servo import PwmServo
 from armctl.sim.truth import TrueArmView, load_truth, true_arm
 
@@ -68,6 +69,9 @@ class SimOptions(LinkOptions):
     limits_us: list[tuple[float, float]] | None = None
     stall: tuple[str, float] | None = None  # (joint name or "gripper", simulated s): that servo jams then
     truth: str | None = None  # the truth file (armctl.sim.truth): how the real arm differs from the believed
+    physics: int = 0  # 1: the servos move a physics plant (armctl.sim.physics), the world of ``scene``
+    scene: str | None = None  # the physics scene file (armctl.sim.physics.scenefile)
+    speed: float | None = None  # physics=1's name of rate, as given
 
 
 class SimArm(TrueArmView, OverLink):
@@ -85,6 +89,7 @@ class SimArm(TrueArmView, OverLink):
                 f"armsim simulates hobby (PWM) servos; calibration {self.cal.source} is for bus servos "
                 "(feetechsim:// simulates those)"
             )
+        self.physics = physics_world(o, self.arm, self.cal)  # None: the kinematic servo model
         self.truth = load_truth(o.truth, self.arm, self.cal) if o.truth else None
         self.true_arm = true_arm(self.arm, self.truth)
         self.scene_arm = None  # the scene's view of this arm while its port is open (armctl.sim.scene)
@@ -124,12 +129,14 @@ class SimArm(TrueArmView, OverLink):
             sign = -1.0 if i in o.flip else 1.0
             scale = o.scale[i] if i < len(o.scale) else 1.0
             offset = math.radians(o.offset_deg[i]) if i < len(o.offset_deg) else 0.0
-            servo = PwmServo(s, sign, scale, offset, 0.0, slew_us_s=o.slew_deg_s * s.us_per_deg)
+            servo = pwm_servo(self.physics, i if i < n else None, s, sign, scale, offset, o.slew_deg_s * s.us_per_deg)
             servo.p_us = servo.us_for_angle(start[i] if i < n else start[n])
             servo.truth = true_servos.get(s.channel)
             if o.stall is not None and o.stall[0] == s.name:
                 servo.stall_at_s = o.stall[1]
             self.servos[s.channel] = servo
+        if self.physics is not None:
+            self.physics.start(start[:n], start[n] if self.arm.gripper is not None else None)
         self._to_host_schedule(self.board.banner(), self.BOOT_S)
 
     # --- state ---------------------------------------------------------------------------------
@@ -271,6 +278,15 @@ class SimArm(TrueArmView, OverLink):
     def _true_servo_rad(self, servo_cal, t: float) -> float:
         return self.servos[servo_cal.channel].angle_rad(t)
 
+    @property
+    def compute_wall_s(self) -> float:
+        """Wall seconds spent computing the physics (0 without): the port's clock stands still meanwhile."""
+        return 0.0 if self.physics is None else self.physics.compute_wall_s
+
+    def world(self) -> dict | None:
+        """The physics plant's world now (``PhysicsWorld.world``), None without ``physics=1``."""
+        return None if self.physics is None else self.physics.world()
+
     def settle_s(self) -> float:
         """Simulated seconds until every servo reaches its commanded pulse (and the queue is played)."""
         queue_s = self.board.left_frames * self.board.frame_s
@@ -321,6 +337,8 @@ class SimArm(TrueArmView, OverLink):
                 self._to_host_schedule(out, t_next)
         self.board.advance_to(t)
         self.now = max(self.now, t)
+        if self.physics is not None:
+            self.physics.advance(self.now)
         if self.board.limits != self._saved_limits:
             self.save_state()  # an L command: written through at once, like EEPROM
         elif heard and time.monotonic() - self._saved_wall >= self.SAVE_PERIOD_S:

@@ -92,8 +92,14 @@ class SimServo:
         self.vel = 0.0  # steps/s
         self.t = 0.0
         self.load = 0.0  # 0.1 % of stall torque, signed
+        #: the torque (0.1 % of stall, signed in steps) that holds the servo's arm still: gravity and the part the
+        #: gripper holds (``feetech_load``; 0 without an arm)
+        self.gravity = 0.0
+        #: a part between the jaws (a gripper): (where it stops the servo in its own frame, the closing direction)
+        self.contact: tuple[float, int] | None = None
         self.over_s = 0.0
         self.overloaded = False
+        self.hot_cut = False  # over max_temperature with bit 0x04 in unloading_condition: the output is off
         self.temp_c = opts.temp_c
         self.stops: tuple[float, float] | None = None  # mechanical stops, encoder steps
         self.jammed = False
@@ -141,6 +147,7 @@ class SimServo:
         self.put("goal_position", self.present_steps())
         self.put("torque_limit", self.get("max_torque"))
         self.overloaded = False
+        self.hot_cut = False
         self.over_s = 0.0
         self.vel = 0.0
         self.pending = None
@@ -171,6 +178,11 @@ class SimServo:
     @property
     def torque_on(self) -> bool:
         return self.mem[40] != 0
+
+    @property
+    def drives(self) -> bool:
+        """Torque on and not cut by the overheat protection: the motor drives."""
+        return self.mem[40] != 0 and not self.hot_cut
 
     def offset(self) -> int:
         return self.get("homing_offset")
@@ -245,6 +257,7 @@ class SimServo:
     def _torque_written(self, before: int) -> bool:
         value = self.mem[40]
         self.overloaded = False
+        self.hot_cut = False
         self.over_s = 0.0
         if value == 128:  # "make the present position read 2048": sets the homing offset
             self.mem[40] = before
@@ -284,10 +297,13 @@ class SimServo:
         c = self.corrected()
         if self.jammed:
             return c, c
+        lo, hi = -math.inf, math.inf
         if self.stops is not None:
-            lo, hi = self.stops
-            return c - (self.raw - lo), c + (hi - self.raw)
-        return -math.inf, math.inf
+            lo, hi = c - (self.raw - self.stops[0]), c + (self.stops[1] - self.raw)
+        if self.contact is not None:  # the part stops the jaws closing, not opening
+            at, closing = self.contact
+            lo, hi = (lo, min(hi, max(at, c))) if closing > 0 else (max(lo, min(at, c)), hi)
+        return lo, hi
 
     def _blocked(self, target: float) -> bool:
         lo, hi = self._bounds()
@@ -295,28 +311,34 @@ class SimServo:
         return (target > c and c >= hi) or (target < c and c <= lo)
 
     def _at_rest(self) -> bool:
-        if not self.torque_on:
+        if not self.drives:
             return True
         target = self._control()[0]
         return self.vel == 0.0 and (self.corrected() == target or self._blocked(target))
 
-    def _update_load(self) -> None:
-        if not self.torque_on:
+    def update_load(self) -> None:
+        """The load: what holds the arm (``gravity``) plus, blocked short of the goal (a stop, a jam, a part in the
+        jaws), a push growing with the position error, or friction while moving; at most the torque limit."""
+        if not self.drives:
             self.load = 0.0
             return
         target, _, _, cap = self._control()
         if self.vel == 0.0 and self._blocked(target):
             err = target - self.corrected()
-            self.load = math.copysign(min(cap, LOAD_PER_STEP * abs(err)), err)
+            push = math.copysign(LOAD_PER_STEP * abs(err), err)
         elif self.vel != 0.0:
-            self.load = math.copysign(min(cap, MOVING_LOAD), self.vel)
+            push = math.copysign(MOVING_LOAD, self.vel)
         else:
-            self.load = 0.0
+            push = 0.0
+        self.load = max(-cap, min(cap, self.gravity + push))
 
     def _heat_and_protect(self, dt: float) -> None:
         steady = self.opts.temp_c + HEAT_C * abs(self.load) / 1000.0
         self.temp_c = steady + (self.temp_c - steady) * math.exp(-dt / HEAT_TAU_S)
-        if self.torque_on and abs(self.load) >= 10 * self.get("overload_torque", 80):
+        if self.drives and self.temp_c > self.get("max_temperature") and self.get("unloading_condition") & 0x04:
+            self.hot_cut = True  # Feetech: over the temperature limit the output is disabled (until torque is written)
+            self.vel = self.load = 0.0
+        if self.drives and abs(self.load) >= 10 * self.get("overload_torque", 80):
             self.over_s += dt
             if not self.overloaded and self.over_s >= self.get("protection_time") * 0.01 - 1e-9:
                 self.overloaded = True
@@ -325,7 +347,7 @@ class SimServo:
             self.over_s = 0.0
 
     def _trip_in_s(self) -> float:
-        if self.overloaded or not self.torque_on or abs(self.load) < 10 * self.get("overload_torque", 80):
+        if self.overloaded or not self.drives or abs(self.load) < 10 * self.get("overload_torque", 80):
             return math.inf
         return max(0.0, self.get("protection_time") * 0.01 - self.over_s)
 
@@ -353,14 +375,14 @@ class SimServo:
         """Run the servo up to simulated time ``t``."""
         while self.t < t:
             if self._at_rest():
-                self._update_load()
+                self.update_load()
                 seg = min(t - self.t, self._trip_in_s())
                 self._heat_and_protect(seg)
                 self.t = t if seg >= t - self.t else self.t + seg
                 continue
             dt = min(STEP_S, t - self.t)
             self._step(dt)
-            self._update_load()
+            self.update_load()
             self._heat_and_protect(dt)
             self.t += dt
         self.t = max(self.t, t)

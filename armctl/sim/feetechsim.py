@@ -19,7 +19,9 @@ simulated time. Times are simulated seconds; the ``rate`` option only maps them 
   "Homing offset and the seam"). Mechanical stops (``stops``) and a jammed servo (``stall``) stop it: then it
   pushes with a load proportional to the position error, up to ``torque_limit``; above
   ``overload_torque`` for ``protection_time`` it reports overload (error bit 0x20) and, when
-  ``unloading_condition`` has that bit, drops to ``protective_torque`` until torque is written again.
+  ``unloading_condition`` has that bit, drops to ``protective_torque`` until torque is written again. Over
+  ``max_temperature`` it reports overheat (0x04) and, with that bit in ``unloading_condition`` (the default), its
+  output is off (no load, no motion) until torque is written again.
   With torque off it holds still and ``turn_by_hand`` moves it, or a ``hand`` file (rows ``t_s,id,steps``:
   a hand's moves in time, encoder steps, interpolated) does. Temperature rises with the load, and the
   voltage it reports sags under it (``SAG_V`` at full load).
@@ -27,7 +29,9 @@ simulated time. Times are simulated seconds; the ``rate`` option only maps them 
   one) and the simulator offers the true joint angles and tool (``true_q_rad``, ``true_tool_m``, ...: the truth
   file applied to the angle each servo's position gives; ``armctl.sim.truth``). The truth lies between the
   servo's shaft and the joint (a horn mounted off, a bowed linkage, play, other link lengths): the present
-  position reads the shaft, as a real servo's encoder does, and only the camera sees the rest.
+  position reads the shaft, as a real servo's encoder does, and only the camera sees the rest. The servos then
+  carry the arm (``feetech_load``): their load holds it against gravity, with the part the gripper holds, and a
+  part between the jaws stops a closing gripper, which then pushes on it.
 """
 
 from __future__ import annotations
@@ -54,8 +58,10 @@ from armctl.bus.feetech.protocol import (
     get_series,
     take_packet,
 )
+from armctl.sim.feetech_load import ArmLoad
 from armctl.sim.feetech_servo import EEPROM_END, MEM_BYTES, SimServo, read_hand_file
 from armctl.sim.link import LinkOptions, OverLink, TimedLink
+from armctl.sim.physics.servos import bus_servos, physics_world
 from armctl.sim.truth import TrueArmView, simulated_arm, true_arm
 
 #: packets ``FeetechSim.log`` keeps, the newest (about 0.2 KiB each: 2 MB full; at 50 Hz a follower takes two
@@ -92,6 +98,8 @@ class FeetechSimOptions(LinkOptions):
     arm: str | None = None  # the arm the servos move (armctl.sim.truth.simulated_arm), with ``cal`` and ``truth``
     cal: str | None = None
     truth: str | None = None
+    physics: int = 0  # 1: the servos move a physics plant (armctl.sim.physics), the world of ``scene``
+    scene: str | None = None  # the physics scene file (armctl.sim.physics.scenefile)
 
 
 class FeetechSim(TrueArmView, OverLink):
@@ -113,7 +121,10 @@ class FeetechSim(TrueArmView, OverLink):
         #: The packets the servos took in, in order: (simulated time, Packet), for tests to assert on; the last
         #: ``LOG_PACKETS`` of them (a ring: a long follow or stream runs flat, not 0.2 KiB a packet for ever)
         self.log: deque[tuple[float, Packet]] = deque(maxlen=LOG_PACKETS)
-        everyone = self._make_servos()
+        self.physics = physics_world(o, self.arm, self.cal)  # None: the kinematic servo model
+        everyone = bus_servos(self.physics, self._make_servos(), self.cal)
+        if self.physics is not None:
+            self._start_plant(everyone)
         self.servos: list[SimServo] = [s for s in everyone if s.id not in o.missing]  #: the servos on the bus
         self._absent = [s for s in everyone if s.id in o.missing]  # unplugged, but kept in the state file
         self._rx = bytearray()
@@ -121,6 +132,8 @@ class FeetechSim(TrueArmView, OverLink):
         self._tx_free = 0.0
         self._bus_free = 0.0
         self._to_servos: list[tuple[float, int, Packet]] = []
+        #: gravity and contact (``feetech_load``) for the kinematic servos (a physics plant carries the arm itself)
+        self.arm_load = ArmLoad(self) if self.arm is not None and getattr(self, "physics", None) is None else None
 
     def _make_servos(self) -> list[SimServo]:
         o = self.opts
@@ -160,6 +173,22 @@ class FeetechSim(TrueArmView, OverLink):
         for servo in servos:
             servo.hand = (o.hand_track or {}).get(servo.id)
         return servos
+
+    def _start_plant(self, servos: list[SimServo]) -> None:
+        """The plant's arm at rest where the servos stand (their start, their state file)."""
+        where = {s.id: s.corrected() for s in servos}
+        q = [float(s.angle_rad(where[s.id])) if s.id in where else 0.0 for s in self.cal.joints]
+        g = self.cal.gripper
+        self.physics.start(q, float(g.angle_rad(where[g.id])) if g is not None and g.id in where else None)
+
+    @property
+    def compute_wall_s(self) -> float:
+        """Wall seconds spent computing the physics (0 without): the port's clock stands still meanwhile."""
+        return 0.0 if self.physics is None else self.physics.compute_wall_s
+
+    def world(self) -> dict | None:
+        """The physics plant's world now (``PhysicsWorld.world``), None without ``physics=1``."""
+        return None if self.physics is None else self.physics.world()
 
     def _preset_eeprom(self, servo: SimServo) -> None:
         """The ``offsets`` and ``limits`` options: EEPROM as a calibration left it (over the state file's)."""
@@ -299,6 +328,8 @@ class FeetechSim(TrueArmView, OverLink):
                 self._true_servo_rad(s, None, settle=True)
         if self.scene_arm is not None:
             self.scene_arm.observe(t)
+        if self.arm_load is not None:
+            self.arm_load.update(t)
 
     def _true_servo_rad(self, servo_cal, t: float | None, *, settle: bool = False) -> float:
         """A servo's true joint angle (rad) where it stands (the servos are integrated step by step: a time

@@ -24,6 +24,10 @@ URL format (the host-side options ``address`` and ``osc_hz`` are those of ``i2c:
                             where the arm really is (``true_tool_m``, the scene)
 - ``truth=FILE.yaml``       with ``arm``: how the real arm differs from what armctl believes
                             (``armctl.sim.truth``: zero offsets, link lengths, bow, backlash, parts)
+- ``physics=1&scene=FILE.yaml``  with ``arm``: the servos move a physics plant (MuJoCo, ``armctl[physics]``;
+                            ``armctl.sim.physics``): a pulse is the servo's target, the arm where the plant has it
+                            (the scene, the cameras, ``status --json``'s ``world``). Real time: the host times
+                            the frames. Not with ``truth``
 
 The chip model (``Chip``) follows datasheet Rev. 4: reset values, the register pointer and its
 auto-increment (AI) with the wrap past 0x45 and 0xFE, PRE_SCALE writable only in SLEEP, the 500 us
@@ -47,6 +51,7 @@ from armctl.bus import pca9685_chip as hw
 from armctl.bus.pca9685.i2c import I2CBus, I2CNack, parse_addresses
 from armctl.bus.simulators import BadSimURL
 from armctl.sim import scene
+from armctl.sim.physics.servos import physics_world, pwm_servo
 from armctl.sim.pwm_servo import PwmServo
 from armctl.sim.simurl import parse_options
 from armctl.sim.truth import TrueArmView, simulated_arm, true_arm
@@ -61,7 +66,7 @@ SWRST_BYTE = 0x06
 
 EXPECTED = (
     "expected a URL like pca9685sim://?address=0x40&osc_hz=25000000 with options address, osc_hz, chip_osc_hz, "
-    "state, log, chips, other, strict, arm, cal, truth, slew"
+    "state, log, chips, other, strict, arm, cal, truth, slew, physics, scene"
 )
 
 
@@ -255,6 +260,8 @@ class SimOptions:
     cal: str | None = None
     truth: str | None = None
     slew_deg_s: float = 400.0
+    physics: int = 0  # 1: the servos move a physics plant (armctl.sim.physics), the world of ``scene``
+    scene: str | None = None  # the physics scene file (armctl.sim.physics.scenefile)
 
 
 def _bit(text: str) -> bool:
@@ -276,6 +283,8 @@ _OPTIONS = {
     "cal": ("cal", str),
     "truth": ("truth", str),
     "slew": ("slew_deg_s", float),
+    "physics": ("physics", int),
+    "scene": ("scene", str),
 }
 
 
@@ -345,16 +354,28 @@ class SimI2CBus(TrueArmView, I2CBus):
         self.true_arm = true_arm(self.arm, self.truth)
         self.scene_arm = None  # the scene's view of this arm while the bus is open (armctl.sim.scene)
         self.servos: dict[int, PwmServo] = {}
+        self.physics = physics_world(o, self.arm, self.cal)  # None: the kinematic servo model
         if self.arm is None:
             return
         true_servos = self.truth.servos(self.cal) if self.truth is not None else {}
         grip = [self.arm.gripper.open_rad] if self.arm.gripper is not None else []
-        for s, angle in zip(self.cal.servos, [*self.arm.home_rad, *grip]):
-            servo = PwmServo(s, 1.0, 1.0, 0.0, float(s.pulse_us(angle)), slew_us_s=o.slew_deg_s * s.us_per_deg)
+        n = self.arm.n
+        for i, (s, angle) in enumerate(zip(self.cal.servos, [*self.arm.home_rad, *grip])):
+            servo = pwm_servo(self.physics, i if i < n else None, s, 1.0, 1.0, 0.0, o.slew_deg_s * s.us_per_deg)
             held = self._output(s.channel)  # a chip that kept its registers: the servo stands at its pulse
-            servo.p_us = servo.p_us if held is None else held
+            servo.p_us = float(s.pulse_us(angle)) if held is None else held
             servo.truth = true_servos.get(s.channel)
             self.servos[s.channel] = servo
+        if self.physics is not None:  # the plant's arm at rest where the servos stand
+            q = [self.servos[s.channel].hidden_rad(self.servos[s.channel].p_us) for s in self.cal.servos]
+            self.physics.start(q[:n], q[n] if len(q) > n else None)
+
+    def world(self) -> dict | None:
+        """The physics plant's world now (``PhysicsWorld.world``), None without ``physics=1``."""
+        if self.physics is None:
+            return None
+        self.physics.advance(self.now)
+        return self.physics.world()
 
     def _output(self, channel: int) -> float | None:
         i, n = divmod(channel, hw.CHANNELS)

@@ -12,7 +12,9 @@ ARM is an arm preset name or file (same as option ``arm``). Options:
 
 - ``arm=NAME|PATH``     arm preset or file (default seed-3link)
 - ``cal=PATH``          calibration that defines the servos (default calibration/<arm>.yaml)
-- ``rate=X``            simulated seconds per wall second (default 1; 20 for fast tests)
+- ``rate=X``            simulated seconds per wall second (default 1; 20 for fast tests); with ``physics=1`` it
+                        is also named ``speed=X`` (the plant runs X simulated seconds a wall second where the
+                        program waits on nobody; as fast as it can when that is slower)
 - ``baud=N``            link speed, 10 bits per byte each way (default 115200; 0 = instant)
 - ``drop=P``            probability that a line is lost, each direction (default 0)
 - ``corrupt=P``         probability that a line gets one bit flipped, each direction (default 0)
@@ -43,6 +45,11 @@ ARM is an arm preset name or file (same as option ``arm``). Options:
 - ``truth=FILE.yaml``   how the real arm differs from what armctl believes (``armctl.sim.truth``: zero offsets,
                         link lengths, pulse-to-angle bow, backlash, parts on the table), physically applied:
                         the encoders and the tool read the true angles; ``status --json`` gives ``true_tool_m``
+- ``physics=1&scene=FILE.yaml``  the servos move a physics plant (MuJoCo, ``armctl[physics]``;
+                        ``armctl.sim.physics``): the arm from armctl's model with its servos' torque and speed, the
+                        scene file's table, parts and cameras. A pulse is the servo's target; the encoders, the
+                        scene and the cameras (``physicscam://NAME``) see where the plant has the joints;
+                        ``status --json`` gives ``world`` (parts, contacts, the part held). Not with ``truth``
 
 The opened port has ``.sim`` (a ``SimArm``: recorded pulses (the last ``armsim.PULSES_KEPT``), true joint
 angles, gripper and tool (``true_q_rad``, ``true_gripper_rad``, ``true_tool_m``, ``true_tool_pose``), for tests;
@@ -66,7 +73,7 @@ from armctl.sim.simurl import BadSimURL, SimSerial, parse_options
 EXPECTED = (
     "expected a URL like armsim://[ARM][?rate=20&drop=0.01&seed=1] with options arm, cal, rate, baud, drop, "
     "corrupt, delay, disconnect, seed, protocol, depth, channels, slew, offset, scale, flip, start, state, limits, "
-    "boot, encoders, stall, truth"
+    "boot, encoders, stall, truth, physics, scene, speed"
 )
 
 
@@ -87,6 +94,9 @@ _OPTIONS = {
     "arm": ("arm", str),
     "cal": ("cal", str),
     "rate": ("rate", float),
+    "speed": ("speed", float),  # (physics=1's name of rate)
+    "physics": ("physics", int),
+    "scene": ("scene", str),
     "baud": ("baud", int),
     "drop": ("drop", float),
     "corrupt": ("corrupt", float),
@@ -110,9 +120,19 @@ _OPTIONS = {
 }
 
 
+def _speed(opts) -> None:
+    """``speed`` is physics=1's name of ``rate``: without physics=1 it is unknown (the kinematic URL is as it was)."""
+    if opts.speed is None:
+        return
+    if opts.physics != 1:
+        raise BadSimURL(f"unknown armsim option 'speed' (without physics=1: rate=X); {EXPECTED}")
+    opts.rate = opts.speed
+
+
 def parse_url(url: str) -> SimOptions:
     """SimOptions from an ``armsim://`` URL; BadSimURL with the expected form if it is wrong."""
     opts, arm = parse_options(url, "armsim", _OPTIONS, SimOptions(), EXPECTED)
+    _speed(opts)
     if arm:
         opts.arm = arm
     for name in ("drop", "corrupt"):
@@ -126,7 +146,7 @@ def parse_url(url: str) -> SimOptions:
         return BadSimURL(f"armsim option {what}; {EXPECTED}")
 
     if not (opts.rate > 0 and math.isfinite(opts.rate)):
-        raise bad("rate must be > 0")
+        raise bad("rate (speed) must be > 0")
     if not 0 <= opts.baud <= 10_000_000:
         raise bad(f"baud must be 0 (instant) .. 10000000, got {opts.baud}")
     if not 1 <= opts.depth <= 255:

@@ -19,7 +19,9 @@ Options (lists are comma-separated):
                         another rate do not understand it
 - ``rate=X``            simulated seconds per wall second (default 1; 20 for fast tests)
 - ``start=S,S,..``      initial present positions, steps, in ``ids`` order (default: half a turn, 2048)
-- ``speed=STEP_S``      top speed, used when goal_speed is 0 (default 3400 step/s, about 300 deg/s)
+- ``speed=STEP_S``      top speed, used when goal_speed is 0 (default 3400 step/s, about 300 deg/s); with
+                        ``physics=1``: simulated seconds per wall second, as ``rate`` (the servos' speed is then
+                        their model's)
 - ``accel=STEP_S2``     acceleration when the acceleration register is 0 (default 25400 step/s^2)
 - ``volts=V``           supply voltage (default 7.4; outside the servo's 4.0-8.0 V limits every answer
                         carries the voltage error bit)
@@ -55,6 +57,11 @@ Options (lists are comma-separated):
 - ``truth=FILE.yaml``   with ``arm``: how the real arm differs from what armctl believes (``armctl.sim.truth``:
                         zero offsets, link lengths, bow, backlash, parts), applied between each servo's shaft
                         (what its present position reads) and its joint
+- ``physics=1&scene=FILE.yaml``  with ``arm``: the servos move a physics plant (MuJoCo, ``armctl[physics]``;
+                        ``armctl.sim.physics``): the arm from armctl's model with its servos' torque and speed, the
+                        scene file's table, parts and cameras. The goal (within the angle limits) is the servo's
+                        target, ``torque_limit`` its torque (torque off: limp); the present position, speed and
+                        load are the plant's; ``status --json`` gives ``world``. Not with ``truth``
 
 ``baud`` is the servos' rate; the link runs at the rate the host sets (the port's ``baudrate``, or on the
 pty any rate the client sets), and servos at another rate stay silent.
@@ -80,7 +87,7 @@ from armctl.sim.simurl import BadSimURL, SimSerial, parse_options
 EXPECTED = (
     "expected a URL like feetechsim://[?ids=1-6&rate=20&drop=0.01] with options ids, model, baud, rate, start, "
     "speed, accel, volts, temp, drop, corrupt, delay, disconnect, seed, echo, missing, stall, garble, stops, state, "
-    "plug, offsets, limits, hand, arm, cal, truth"
+    "plug, offsets, limits, hand, arm, cal, truth, physics, scene"
 )
 
 
@@ -158,6 +165,8 @@ _OPTIONS = {
     "offsets": ("offsets", _offsets),
     "limits": ("limits", _limits),
     "hand": ("hand", str),
+    "physics": ("physics", int),
+    "scene": ("scene", str),
     "arm": ("arm", str),
     "cal": ("cal", str),
     "truth": ("truth", str),
@@ -173,6 +182,8 @@ def parse_url(url: str) -> FeetechSimOptions:
     opts, where = parse_options(url, "feetechsim", _OPTIONS, FeetechSimOptions(), EXPECTED)
     if where:
         raise BadSimURL(f"feetechsim URL {url!r} has a host or path; {EXPECTED}")
+    if opts.physics == 1 and "speed" in urllib.parse.parse_qs(urllib.parse.urlsplit(url).query):
+        opts.rate, opts.speed_steps_s = opts.speed_steps_s, FeetechSimOptions.speed_steps_s  # physics' speed
     try:
         series = get_series(opts.model)
     except BadInputError:

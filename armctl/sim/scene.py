@@ -9,6 +9,7 @@ What the simulated camera asks, and all it needs::
     live.true_gripper_rad()             # the gripper's true angle (nan without one); live.gripper: open/closed
     live.parts_now()                    # [Part(marker_id, size_m, x_m, y_m, yaw_rad, z_m)], now
     live.true_q_rad(), live.true_tool_m(), live.arm, live.true_arm
+    live.world()                        # a physics simulator's world (parts, contacts, ...), else None
 
 "now" is the simulator's current simulated time (its port's clock; the simulation is run up to it first).
 Parts come from the truth file's ``parts:`` and from ``live.add_part(Part(...))``. A part is gripped when the
@@ -105,6 +106,15 @@ class LiveArm:
         with self.lock:
             return self.sim.true_tool_pose(self.now_s())
 
+    def world(self) -> dict | None:
+        """The physics plant's world now (JSON-able: time, the servos' true angles, the parts' poses, contacts,
+        the part held; ``armctl.sim.physics``), None for a simulator without ``physics=1``."""
+        with self.lock:
+            if getattr(self.sim, "physics", None) is None:
+                return None
+            self.sim.physics.advance(self.now_s())
+            return self.sim.world()
+
     # --- the parts ------------------------------------------------------------------------------------
 
     def add_part(self, part: Part) -> Part:
@@ -150,8 +160,8 @@ class LiveArm:
             self._closed = closed
             self._t = t
 
-    def _grip(self, t: float) -> None:
-        pose = self.sim.true_tool_pose(t)
+    def _within_grip(self, pose: np.ndarray) -> Part | None:
+        """The part the jaws at tool frame ``pose`` would take (the nearest within the grip window), or None."""
         tip = pose[:3, 3]
         planar = not self.sim.arm.has_base
         best, best_d = None, math.inf
@@ -160,6 +170,20 @@ class LiveArm:
             dxy = math.hypot(tip[0] - top[0], tip[1] - top[1])
             if dxy <= GRIP_XY_M and (planar or abs(tip[2] - top[2]) <= GRIP_Z_M) and dxy < best_d:
                 best, best_d = p, dxy
+        return best
+
+    def between_jaws(self, t: float) -> Part | None:
+        """The part between the jaws at simulated time ``t`` (``observe`` run up to it): the one held, else the one
+        a closing gripper would take there; None if none (a closing gripper then closes on nothing)."""
+        with self.lock:
+            if self._held is not None:
+                return self._held[0]
+            return self._within_grip(self.sim.true_tool_pose(t))
+
+    def _grip(self, t: float) -> None:
+        pose = self.sim.true_tool_pose(t)
+        tip = pose[:3, 3]
+        best = self._within_grip(pose)
         if best is None:
             return
         h = _heading(pose)

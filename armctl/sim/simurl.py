@@ -87,8 +87,9 @@ class SimSerial(SerialBase):
         self.reset_input_buffer()
 
     def sim_time_s(self) -> float:
-        """Simulated seconds since the port was opened (the simulated hardware was powered)."""
-        return (time.monotonic() - self._t0) * self._rate
+        """Simulated seconds since the port was opened (the simulated hardware was powered); the wall time the
+        simulation spent computing a physics plant (its ``compute_wall_s``) does not count."""
+        return (time.monotonic() - self._t0 - getattr(self.sim, "compute_wall_s", 0.0)) * self._rate
 
     @property
     def rate(self) -> float:

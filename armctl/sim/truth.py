@@ -9,7 +9,7 @@ A truth file (every key optional; joints by the arm's ``joint_names``, never the
     backlash_deg: {shoulder: 1.2}   # play in the joint's gears
     base_offset_mm: 12.0            # the true shoulder offset from the base axis (arms with a base)
     parts:                          # parts lying on the table (base frame), the world as it really is
-      - {marker: 3, x_mm: 150, y_mm: -40, yaw_deg: 30, size_mm: 30}
+      - {marker: 3, x_mm: 150, y_mm: -40, yaw_deg: 30, size_mm: 30, mass_g: 20}
 
 How a servo's true angle is made (``TrueServo.angle_rad``, the one function all three simulators use): the
 servo's value v (pulse us, or bus-servo steps) gives the believed angle through the calibration (the simulator's
@@ -26,7 +26,8 @@ to (per servo, stateful; exact for a servo slewing linearly between commands, wh
 settle it). A joint reached from below stands b/2 under the angle, from above b/2 over it: b apart.
 
 ``true_arm(arm, truth)`` is the arm with the true lengths (and base offset). ``Part`` is a part on the table:
-``armctl.sim.scene`` moves it when the gripper takes it.
+``armctl.sim.scene`` moves it when the gripper takes it, and a simulated bus servo carries its mass (``mass_g``;
+default a printed cube's, ``DEFAULT_PART_DENSITY_G_CM3``: 20 g for the default 30 mm side).
 """
 
 from __future__ import annotations
@@ -47,13 +48,16 @@ MAX_CURVE_PCT = 10.0
 MAX_ZERO_OFFSET_DEG = 45.0
 MAX_BACKLASH_DEG = 10.0
 DEFAULT_PART_SIZE_MM = 30.0
+#: a part without ``mass_g`` weighs as a printed cube of its size: PLA (1.24 g/cm^3) printed with walls and about
+#: 40 % infill, 0.75 g/cm^3 (20 g for a 30 mm cube, 12 g for a 25 mm one)
+DEFAULT_PART_DENSITY_G_CM3 = 0.75
 
 
 @dataclass
 class Part:
     """A part on the table, a cube with a marker on its top face: ArUco ``marker_id``, side ``size_m``, its
     centre at (``x_m``, ``y_m``) in the base frame, turned ``yaw_rad``, its bottom ``z_m`` above the table
-    (0: lying on it)."""
+    (0: lying on it); ``mass_kg`` (None: a printed cube's, ``mass()``)."""
 
     marker_id: int
     size_m: float = DEFAULT_PART_SIZE_MM / 1000.0
@@ -61,6 +65,13 @@ class Part:
     y_m: float = 0.0
     yaw_rad: float = 0.0
     z_m: float = 0.0
+    mass_kg: float | None = None
+
+    def mass(self) -> float:
+        """Its mass (kg): as given, else a printed cube's of its size (``DEFAULT_PART_DENSITY_G_CM3``)."""
+        if self.mass_kg is not None:
+            return self.mass_kg
+        return DEFAULT_PART_DENSITY_G_CM3 * (self.size_m * 100.0) ** 3 / 1000.0
 
     def top_m(self) -> np.ndarray:
         """The centre of its top face (x, y, z), m."""
@@ -217,8 +228,10 @@ def _parts(top: Section) -> list[Part]:
         x, y = p.number("x_mm", lo=-10_000, hi=10_000), p.number("y_mm", lo=-10_000, hi=10_000)
         yaw = p.number("yaw_deg", 0.0, lo=-360.0, hi=360.0)
         size = p.number("size_mm", DEFAULT_PART_SIZE_MM, lo=0.0, hi=1000.0, lo_open=True)
+        mass = p.number("mass_g", None, lo=0.0, hi=100_000.0, lo_open=True)
         p.done()
-        out.append(Part(int(marker), size / 1000.0, x / 1000.0, y / 1000.0, math.radians(yaw)))
+        kg = None if mass is None else mass / 1000.0
+        out.append(Part(int(marker), size / 1000.0, x / 1000.0, y / 1000.0, math.radians(yaw), mass_kg=kg))
     return out
 
 

@@ -3,7 +3,8 @@
 - ``0``, ``1``, ... or ``/dev/videoN``: a USB camera (OpenCV's capture), read live;
 - a folder: its pictures (``.png .jpg .jpeg .bmp .tif .tiff``) in name order, one per ``read()``;
 - a video file: its frames in order;
-- ``SCHEME://...``: the source module registered for the scheme (``simcam://``: the simulated camera).
+- ``SCHEME://...``: the source module registered for the scheme (``simcam://``: the simulated camera;
+  ``physicscam://NAME``: camera NAME of the physics scene, ``armctl.vision.physicscam``).
 
 ``open_camera(text)`` gives a ``CameraSource``: ``read()`` the next frame (BGR uint8, H x W x 3), or None once a
 finite source (a folder, a file) has given all of its; ``size`` (width, height); ``intrinsics`` (a
@@ -26,7 +27,7 @@ from armctl.errors import BadInputError, LinkError
 PICTURE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 
 #: scheme -> module path of the source module; the module offers ``open_source(url) -> CameraSource``
-CAMERA_SCHEMES: dict[str, str] = {"simcam": "armctl.vision.simcam"}
+CAMERA_SCHEMES: dict[str, str] = {"simcam": "armctl.vision.simcam", "physicscam": "armctl.vision.physicscam"}
 
 
 def register_camera_scheme(scheme: str, module: str) -> None:
@@ -167,6 +168,11 @@ class CaptureSource(CameraSource):
 def camera_scheme(text: str) -> str:
     """The scheme of a camera source (``simcam``), lower case; "" for a device, folder or file."""
     return text.split("://", 1)[0].lower() if "://" in text else ""
+
+
+def scheme_source(text: str) -> CameraSource | None:
+    """The registered ``SCHEME://`` source ``text`` names, opened (a dataset records it); None for anything else."""
+    return open_camera(text) if camera_scheme(text) in CAMERA_SCHEMES else None
 
 
 def open_camera(text) -> CameraSource:

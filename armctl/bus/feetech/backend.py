@@ -6,7 +6,9 @@ servo that moves, and one SYNC_READ reads back where they all are, so the backen
 error (how far each servo is behind the path) and sees a stalled joint: one more than ``STALL_DEG`` from
 its goal that has not moved ``STALL_MOVE_DEG`` in ``STALL_S`` stops the motion with a LinkError naming it
 (a servo merely lagging a fast move is moving); a servo reporting error bits (overload, voltage,
-overheat) does too (``feetech.ServoFault``).
+overheat) does too (``feetech.ServoFault``). Given ``watch_servos(WatchLimits)``, the same read takes each
+servo's load and temperature, and one over ``max_load_pct`` or ``max_temp_c`` stops the arm; a gripper closes
+until contact with its torque capped (``armctl.bus.feetech.watch``).
 
 No jump at start, exactly: a bus servo reports where it is, so the Robot starts every motion from the
 present positions. Torque goes on only when a move starts, servo by servo, after its goal has been set
@@ -30,6 +32,7 @@ import time
 
 from armctl.bus.backend import FRAME_S, Backend, BoardInfo, BoardStatus, Capabilities
 from armctl.bus.feetech.client import DEFAULT_BAUD, MODEL_NAMES, FeetechBus, ServoBadReply, ServoError, ServoNoReply
+from armctl.bus.feetech.watch import WATCH_REGISTERS, ServoOverload, ServoWatch, WatchLimits
 from armctl.errors import LinkError
 
 LOST_FRAMES = 10  # this many frames in a row without a position reply from a servo: the link is lost
@@ -78,6 +81,8 @@ class FeetechBackend(Backend):
         self._next_frame_t: float | None = None
         self._played = 0
         self._full_speed: set[int] = set()  # joints whose goal time and speed this session set to 0 (the maximum)
+        self.watch: ServoWatch | None = None  #: load, temperature and the gripper's contact (``watch_servos``)
+        self._frame_states: dict[int, dict[str, int]] = {}  # the last frame's read, every register taken
         self.log = None
 
     def use_calibration(self, cal) -> None:
@@ -85,6 +90,23 @@ class FeetechBackend(Backend):
         range inside the servo's own limits."""
         self.cal = self._clamped(cal) if self.position_limits else cal
         self.held = {h.id: h for h in cal.held if h.id in self.held}
+
+    def watch_servos(self, limits: WatchLimits | None) -> list[str]:
+        """Watch the servos' load and temperature as they move, and close the gripper until contact, as ``limits``
+        says (None, or nothing to watch: no watch, and the per-frame read takes the positions only). Returns notes
+        for the user."""
+        if limits is None or not limits.active:
+            self.watch = None
+            return []
+        names = {s.id: s.name for s in (*self.cal.servos, *self.cal.held)}
+        self.watch = ServoWatch(limits, names=names)
+        if limits.grip is not None and "torque_limit" not in self.bus.series.registers:
+            return [
+                f"servo {limits.grip.id} ({names.get(limits.grip.id)}): {self.bus.series.name.upper()} servos have no "
+                "torque limit register: the gripper closing until contact stops where its load reaches the cap and "
+                "holds there without squeezing"
+            ]
+        return []
 
     # --- lifecycle ---
 
@@ -194,6 +216,8 @@ class FeetechBackend(Backend):
         self.bus.set_torque(self.ids, False)
         self.torque = dict.fromkeys(self.ids, False)
         self.goal = dict.fromkeys(self.ids)
+        if self.watch is not None:
+            self.watch.contact = None
 
     # --- motion ---
 
@@ -243,6 +267,18 @@ class FeetechBackend(Backend):
             if i not in self._full_speed:
                 self.bus.write_many(i, {"goal_time": 0, "goal_speed": 0})  # acknowledged, retried
                 self._full_speed.add(i)
+        w = self.watch
+        grip = None if w is None else w.limits.grip
+        if grip is not None and grip.id in ids and not w.capped and "torque_limit" in self.bus.series.registers:
+            self.bus.write(grip.id, "torque_limit", round(grip.cap_pct * 10))  # 0.1 % of stall torque, RAM
+            w.capped = True
+
+    def _sent(self, servo_id: int, steps: float) -> float:
+        """The goal to send servo ``servo_id`` for goal ``steps``: the gripper holding a part holds it."""
+        w = self.watch
+        if w is None or w.limits.grip is None or servo_id != w.limits.grip.id:
+            return steps
+        return w.grip_goal(steps)
 
     def move(self, frames: int, values: dict[int, float | None]) -> None:
         """Host-timed: each frame one SYNC_WRITE of the interpolated goals, one SYNC_READ of the positions."""
@@ -267,7 +303,7 @@ class FeetechBackend(Backend):
             # takes it so, and so it is the goal it is watched against
             goals = {i: self._within_limits(i, starts[i] + (v - starts[i]) * k / frames) for i, v in targets.items()}
             try:
-                self.bus.write_positions({i: round(v) for i, v in goals.items()})  # a lost one: the next follows
+                self.bus.write_positions({i: round(self._sent(i, v)) for i, v in goals.items()})  # lost: next follows
                 for i, v in goals.items():
                     self.goal[i] = v
                 self._watch(self._feedback(self._next_frame_t + FRAME_S))
@@ -285,7 +321,7 @@ class FeetechBackend(Backend):
                 self._hold(skip=targets)
             self._at_full_speed(targets)
             self._torque_on([i for i in targets if self.goal.get(i) is None or not self.torque.get(i)])
-            self.bus.write_positions({i: round(v) for i, v in targets.items()})
+            self.bus.write_positions({i: round(self._sent(i, v)) for i, v in targets.items()})
             for i, v in targets.items():
                 self.goal[i] = v
             self._watch(self._feedback(time.monotonic() + FRAME_S / 2))
@@ -309,7 +345,9 @@ class FeetechBackend(Backend):
         or corrupt answer only makes that servo's feedback late (its last position stands). ``LOST_FRAMES``
         frames in a row without one from a servo is a lost link (ServoNoReply/ServoBadReply naming it)."""
         wait = max(0.002, next_frame_t - time.monotonic() - 0.002)
-        got, missing, corrupt = self.bus.sync_read_once(["present_position"], self.ids, timeout_s=wait)
+        names = WATCH_REGISTERS if self.watch is not None else ("present_position",)
+        got, missing, corrupt = self.bus.sync_read_once(names, self.ids, timeout_s=wait)
+        self._frame_states = got
         for i in got:
             self._unheard[i] = 0
             self._unheard_corrupt.discard(i)
@@ -339,13 +377,17 @@ class FeetechBackend(Backend):
         return text
 
     def _watch(self, present: dict[int, int]) -> None:
-        """Track how far each moving servo is behind its goal; a stalled one raises LinkError naming it.
+        """Track how far each moving servo is behind its goal; a stalled one raises LinkError naming it; with a
+        watch (``watch_servos``) one over its load or temperature limit raises ServoOverload, every servo held
+        where it stands first, and the gripper closing until contact is watched for the part.
         ``present``: the servos heard from this frame (the others keep their last position)."""
         self.present = {**self.present, **present}
+        if self.watch is not None:
+            self._watch_load(present)
         now = time.monotonic()
         for s in (*self.cal.servos, *self.cal.held):
             goal = self.goal.get(s.id)
-            if goal is None or not self.torque.get(s.id) or s.id not in present:
+            if goal is None or not self.torque.get(s.id) or s.id not in present or self._holding(s.id):
                 continue
             behind = abs(present[s.id] - goal)
             self.tracking[s.id] = max(self.tracking[s.id], behind)
@@ -356,10 +398,35 @@ class FeetechBackend(Backend):
             if abs(present[s.id] - where) > STALL_MOVE_DEG * s.per_deg:
                 self._behind_since[s.id] = (now, present[s.id])  # lagging, but moving
             elif now - since >= STALL_S:
+                gripper = self.cal.gripper is not None and s.id == self.cal.gripper.id
+                hint = "; a gripper closing on a part: give it close: until_contact in the arm file" if gripper else ""
                 raise LinkError(
                     f"servo {s.id} ({s.name}) is stalled: {behind / s.per_deg:.1f} deg from its goal and not moving "
-                    f"for {now - since:.2f} s (blocked, overloaded or without power?); the arm was stopped"
+                    f"for {now - since:.2f} s (blocked, overloaded or without power?{hint}); the arm was stopped"
                 )
+
+    def _holding(self, servo_id: int) -> bool:
+        return self.watch is not None and self.watch.holding(servo_id)
+
+    def _watch_load(self, present: dict[int, int]) -> None:
+        """This frame's loads and temperatures against the limits (ServoOverload, every servo held first); the
+        gripper's contact with a part."""
+        w = self.watch
+        grip = w.limits.grip
+        states = {i: v for i, v in self._frame_states.items() if i in present}
+        if grip is not None and w.find_contact(present, self.goal.get(grip.id)):
+            self.bus.write_positions({grip.id: round(w.hold_steps())})  # from now on it holds there
+        try:
+            w.check(states, self._joint_angles)
+        except ServoOverload:
+            try:
+                self.stop()
+            except LinkError:
+                pass
+            raise
+
+    def _joint_angles(self) -> dict[int, float]:
+        return {s.id: float(s.angle_rad(self.present[s.id])) for s in self.cal.joints if s.id in self.present}
 
     def drain(self, *, timeout_s: float | None = None) -> None:
         """Wait for the frame clock, then until every servo has reached its goal (bounded)."""
@@ -373,18 +440,22 @@ class FeetechBackend(Backend):
         """Until every servo with torque is within a step of its goal (at most ``timeout_s``). A servo that
         stands still short of its goal is sent its goal again: the last frame of a motion may have been lost."""
         deadline = time.monotonic() + timeout_s
-        moving = [i for i in self.ids if self.torque.get(i) and self.goal.get(i) is not None]
+        moving = [i for i in self.ids if self.torque.get(i) and self.goal.get(i) is not None and not self._holding(i)]
         last: dict[int, int] = {}
         while moving and time.monotonic() < deadline:
             try:
                 present = self._feedback(time.monotonic() + FRAME_S / 2)
-                still = {i: round(self.goal[i]) for i in moving if i in present and present[i] == last.get(i)}
+                still = {i: round(self._sent(i, self.goal[i])) for i in moving if present.get(i, -1) == last.get(i)}
                 self.bus.write_positions(still)
             except ServoError as exc:
                 raise LinkError(self._named(str(exc))) from None
             self._watch(present)
             last.update(present)
-            moving = [i for i in moving if i not in present or abs(present[i] - self.goal[i]) > SETTLE_STEPS]
+            moving = [
+                i
+                for i in moving
+                if not self._holding(i) and (i not in present or abs(present[i] - self.goal[i]) > SETTLE_STEPS)
+            ]
             if moving:
                 self._waiting()
                 time.sleep(FRAME_S / 2)
@@ -400,6 +471,8 @@ class FeetechBackend(Backend):
             for i, v in here.items():
                 lo, hi = ranges.get(i, (v, v))
                 here[i] = self._within_limits(i, round(min(max(v, lo), hi)))
+                if self._holding(i):  # the gripper keeps its part
+                    here[i] = round(self.watch.hold_steps())
             if here:
                 self.bus.write_positions(here)
                 for i, v in here.items():
@@ -410,7 +483,8 @@ class FeetechBackend(Backend):
     def status(self) -> BoardStatus:
         """The goal each servo holds (None with its torque off), by id, and in ``servos`` what each reports:
         ``{id: {torque, goal_steps, position_steps, speed_steps_s, load_fraction, voltage_v, temperature_c,
-        moving, errors}}`` (one SYNC_READ), and for a held servo ``held_at_steps`` (its calibrated position)."""
+        moving, errors}}`` (one SYNC_READ), a held servo's ``held_at_steps`` (its calibrated position), and with a
+        watch whose model weighs the arm, ``expected_load_fraction`` of each joint servo (unsigned)."""
         try:
             states = self.bus.read_states(self.ids)
         except ServoError as exc:
@@ -433,6 +507,11 @@ class FeetechBackend(Backend):
         }
         for i, h in self.held.items():
             servos[i]["held_at_steps"] = h.position_steps
+        expect = None if self.watch is None else self.watch.limits.expect
+        if expect is not None:  # beside what each joint servo reports, what the model expects of it here
+            angles = {s.id: float(s.angle_rad(states[s.id].position_steps)) for s in self.cal.joints if s.id in states}
+            for i, want in expect(angles).items():
+                servos[i]["expected_load_fraction"] = round(want, 4)
         return BoardStatus(values=goals, servos=servos)
 
     def played_frames(self) -> int:

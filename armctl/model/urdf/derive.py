@@ -472,8 +472,8 @@ def _speed_notes(path, sc: Sidecar, slow: list) -> list[str]:
 
 
 def _gripper(sc: Sidecar, joints: dict, grip_joint: str | None) -> tuple | None:
-    """(open_rad, closed_rad, max_speed_rad_s, servo) of the sidecar's gripper; the speed from the sidecar, else the
-    URDF's gripper joint, else the default."""
+    """(open_rad, closed_rad, max_speed_rad_s, servo, close, max_load_pct) of the sidecar's gripper; the speed from
+    the sidecar, else the URDF's gripper joint, else the default."""
     if sc.gripper is None:
         return None
     gspeed = sc.gripper["max_speed_deg_s"]
@@ -483,7 +483,7 @@ def _gripper(sc: Sidecar, joints: dict, grip_joint: str | None) -> tuple | None:
         gs = joints[grip_joint].velocity
     else:
         gs = _default_speed(sc)
-    return (math.radians(sc.gripper["open_deg"]), math.radians(sc.gripper["closed_deg"]), gs, sc.gripper["servo"])
+    return (math.radians(sc.gripper["open_deg"]), math.radians(sc.gripper["closed_deg"]), gs, *sc.gripper["drive"])
 
 
 def _derivation(chain: Chain, robot: str, sc: Sidecar, plane: _Plane, origin, notes, speed_from) -> UrdfDerivation:

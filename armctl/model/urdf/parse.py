@@ -13,7 +13,7 @@ import numpy as np
 
 from armctl.core.config import Section
 from armctl.errors import ConfigError
-from armctl.model.servos import Drive, parse_drive, parse_servo
+from armctl.model.servos import Drive, parse_drive, parse_grip, parse_servo
 
 SIDECAR_SUFFIX = ".armctl.yaml"
 
@@ -221,6 +221,7 @@ def read_sidecar(data, path) -> Sidecar:
             "max_speed_deg_s": g.number("max_speed_deg_s", None, lo=0, lo_open=True, hi=3600),
             "servo": parse_servo(g, supply_volts=sc.drive.volts),
         }
+        sc.gripper["drive"] = (sc.gripper["servo"], *parse_grip(g, sc.gripper["servo"]))  # servo, close, max_load_pct
         sc.lines["gripper"] = g
         g.done()
     sc.drive = parse_drive(top, [], [], sc.gripper["servo"] if sc.gripper else None, sc.drive.volts)

@@ -1,0 +1,12 @@
+"""Any armctl arm as a LeRobot robot: ``--robot.type=armctl --robot.arm=mearm --robot.port=...``.
+
+LeRobot imports this package at start (``register_third_party_plugins``: distributions named ``lerobot_robot_*``),
+which registers the config type ``armctl`` (``ArmctlRobotConfig``); ``make_robot_from_config`` then finds
+``ArmctlRobot`` here by the config's class name.
+"""
+
+from .actions import ActionSource
+from .armctl_robot import ArmctlRobot
+from .config_armctl_robot import ArmctlRobotConfig
+
+__all__ = ["ActionSource", "ArmctlRobot", "ArmctlRobotConfig"]

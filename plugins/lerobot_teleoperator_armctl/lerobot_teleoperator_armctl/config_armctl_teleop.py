@@ -1,0 +1,25 @@
+"""``--teleop.type=armctl``: an armctl leader arm as a LeRobot teleoperator (``ArmctlTeleop``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lerobot.teleoperators.config import TeleoperatorConfig
+
+
+@TeleoperatorConfig.register_subclass("armctl")
+@dataclass
+class ArmctlTeleopConfig(TeleoperatorConfig):
+    """``arm``: the leader's model (bus servos moved by hand; default so101); ``port``: its port (a device path, or
+    ``feetechsim://?hand=FILE.csv`` for a simulated one moved by a scripted hand); ``calibration``: its calibration
+    (armctl's YAML, ``lerobot:ID`` or LeRobot's JSON; empty: armctl's places). ``follower_arm`` and
+    ``follower_calibration``: the robot's (empty: the leader's model, armctl's calibration of it), whose
+    ``<joint>.pos`` the actions are; ``map``: ``joints`` (the same model) or ``tool`` (any pair: the tool point,
+    scaled by the reach ratio; empty: joints for the same model, else tool)."""
+
+    port: str = ""
+    arm: str = "so101"
+    calibration: str | None = None
+    follower_arm: str | None = None
+    follower_calibration: str | None = None
+    map: str | None = None
