@@ -92,6 +92,18 @@ class ZoneError(MotionError):
         self.depth_m = float(depth_m)
 
 
+class TorqueLimitError(MotionError):
+    """A move that would ask a servo for more than ``torque_use`` of its stall torque (``armctl.motion.torque``):
+    ``joint`` (its index), ``step`` (the trajectory's step index), ``t_s`` (when), ``need_nm`` (the torque needed,
+    ``hold_nm`` of it against gravity), ``stall_nm`` (the servo's) and ``payload_kg`` (carried there)."""
+
+    def __init__(self, message: str, *, joint: int | None = None, step: int = 0, t_s: float = 0.0, need_nm: float = 0.0,
+                 hold_nm: float = 0.0, stall_nm: float = 0.0, payload_kg: float = 0.0):  # fmt: skip
+        super().__init__(message)
+        self.joint, self.step, self.t_s = joint, step, float(t_s)
+        self.need_nm, self.hold_nm, self.stall_nm, self.payload_kg = need_nm, hold_nm, stall_nm, payload_kg
+
+
 class PulseLimitError(JointLimitError):
     """A joint angle that needs a servo pulse outside the calibrated min/max pulse."""
 

@@ -189,7 +189,7 @@ def build_parser(command: str | None = "*", *, only: bool = False) -> argparse.A
         "planning, streaming to the board (hobby servos or Feetech bus servos). "
         "Lengths in metres (or with a unit: 500mm, 50cm), angles in degrees.",
         epilog=(
-            "exit codes: 0 ok, 2 bad input, 3 unreachable or limit, 4 link/board error, 5 a file could not be "
+            "exit codes: 0 ok, 2 bad input, 3 unreachable, limit or torque, 4 link/board error, 5 a file could not be "
             "written (read-only, disk full, size limit), 130 interrupted (Ctrl-C), "
             "143 SIGTERM, 129 SIGHUP (Windows: 149 Ctrl-Break, 129 console closed; each after a controlled stop)"
         ),

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from armctl.core.units import parse_float, parse_length
+from armctl.core.units import parse_float, parse_length, parse_mass
 from armctl.errors import BadInputError
 from armctl.model.arm import Arm, load_arm
 
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 
 def setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration]:
-    """The arm (``--arm``, else the program's ``arm:``, else the default) and its calibration."""
+    """The arm (``--arm``, else the program's ``arm:``, else the default) and its calibration; the arm carrying
+    ``--payload`` and without the torque check with ``--no-torque-check`` where the command has them."""
     from armctl.calibration.lerobot import open_calibration
     from armctl.cli import choose_arm
 
@@ -38,7 +39,32 @@ def setup(args, program_arm: str | None = None) -> tuple[Arm, Calibration]:
     for note in notes:
         print(f"armctl: note: {note}", file=sys.stderr)
     cal.check_arm(arm)
-    return cal.corrected_arm(arm), cal
+    from armctl.motion.torque import carrying
+
+    off = bool(getattr(args, "no_torque_check", False))  # --payload, --no-torque-check (torque_options)
+    return carrying(cal.corrected_arm(arm), payload_arg(args), check=False if off else None), cal
+
+
+def torque_options(p) -> None:
+    """``--payload MASS`` and ``--no-torque-check`` (``armctl.motion.torque``), applied to the arm by ``setup``."""
+    p.add_argument(
+        "--payload",
+        metavar="MASS",
+        help="the mass in the jaws, with its unit (50g, 0.05kg): every move is checked against the servos' torque "
+        "carrying it (default: the arm file's payload_g; a program's own payload_g unless this is given)",
+    )
+    p.add_argument(
+        "--no-torque-check",
+        action="store_true",
+        help="do not refuse moves that ask a servo for more torque than the arm's torque_use of its stall torque "
+        "(tests, experts: the arm may sag, stall or overheat)",
+    )
+
+
+def payload_arg(args) -> float | None:
+    """``--payload`` in kg (None when not given); BadInputError naming it."""
+    text = getattr(args, "payload", None)
+    return None if text is None else parse_mass(text, what="--payload")
 
 
 def target_args(args, arm: Arm, example: str) -> tuple[float, ...]:

@@ -27,6 +27,7 @@ from armctl.cli.common import (
     orientation_args,
     orientation_options,
     parts_not_placed,
+    payload_arg,
     print_report,
     raise_dataset_error,
     setup,
@@ -35,6 +36,7 @@ from armctl.cli.common import (
     split_cameras,
     target_args,
     tool_orientation,
+    torque_options,
 )
 from armctl.core.units import parse_float
 from armctl.errors import BadInputError, StopRequested, ToolOffPlanError
@@ -88,6 +90,7 @@ def _register_jog(sub, parents) -> None:
         metavar="MM_S",
         help=f"tool speed along the line, mm/s (default {motion.DEFAULT_SPEED_M_S * 1000:g}; pendant: 25)",
     )
+    torque_options(p)
     p.add_argument("--record", metavar="FILE.yaml", help="pendant: Enter records the pose into this program file")
     p.add_argument("--step", metavar="MM", help="pendant: the step of one key press at start, mm (default 1)")
     p.add_argument(
@@ -136,6 +139,7 @@ def _register_run(sub, parents) -> None:
         help="pass the corners between consecutive line and joint steps within MM millimetres instead of stopping "
         "(the program's blend_mm; steps with their own blend_mm keep it; default 0: stop at every corner)",
     )
+    torque_options(p)
     from armctl.cli.dataset_options import dataset_options
 
     dataset_options(p, follow=False)  # --record-dataset: each run (each pass of a top-level repeat) an episode
@@ -199,9 +203,10 @@ def cmd_home(args) -> int:
 
 def cmd_run(args) -> int:
     from armctl.program import load_program, markers_of, plan_program, with_blend
+    from armctl.program.payload import with_payload
     from armctl.robot.stream import prepare
 
-    prog = with_blend(load_program(args.program), args.blend)
+    prog = with_payload(with_blend(load_program(args.program), args.blend), payload_arg(args))
     arm, cal = setup(args, prog.arm_ref)
     split_cameras(args)
     if markers_of(prog):
@@ -224,6 +229,7 @@ def cmd_run(args) -> int:
             "planned_tool_m": [float(v) for v in end],
             "tool_m": [float(v) for v in end],
             "q_deg": [math.degrees(v) for v in traj.q_rad[-1]],
+            "torque_share": None if plan.torque is None or plan.torque.joint is None else plan.torque.share,
         }
         if args.json:
             print(json.dumps(report, indent=1))
@@ -232,6 +238,7 @@ def cmd_run(args) -> int:
                 f"{args.program}: OK, {len(traj.steps)} steps, {traj.duration_s:.2f} s, every pulse within the "
                 f"calibrated range (dry run: no port opened)"
             )
+            print(plan.torque.line())
         return 0
     if args.record_dataset is None:
         if args.camera or args.task:

@@ -69,6 +69,9 @@ def register(sub, parents) -> None:
     p.add_argument("--duration", metavar="S", help="stop after S seconds (default: until q, Ctrl-C, SIGTERM)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--wire-log", metavar="FILE", help="write the follower's bytes, with times, to FILE")
+    from armctl.cli.common import torque_options
+
+    torque_options(p)  # a goal or step asking a servo too much: the follower holds (the status says why)
     from armctl.cli.dataset_options import dataset_options
 
     dataset_options(p, follow=True)

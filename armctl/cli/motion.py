@@ -272,6 +272,8 @@ def summary_lines(plan) -> list[str]:
             + "; ".join(s["slowed_by_joint_limits"][:3])
             + ("; ..." if len(s["slowed_by_joint_limits"]) > 3 else "")
         )
+    if plan.torque is not None:
+        lines.append(plan.torque.line())  # the most a servo is asked (armctl.motion.torque), or why not checked
     return lines
 
 

@@ -49,6 +49,9 @@ def register(sub, parents) -> None:
         "--tool-speed", metavar="MM_S", default="100", help="tool_goal lines: tool speed, mm/s (default 100)"
     )
     p.add_argument("--wire-log", metavar="FILE", help="write every byte sent and received, with times, to FILE")
+    from armctl.cli.common import torque_options
+
+    torque_options(p)  # trajectories, commands and goals checked against the servos' torque carrying --payload
     p.add_argument(
         "--ros-args",
         dest="ros_args",

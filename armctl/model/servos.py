@@ -216,6 +216,7 @@ class Drive:
     max_load_pct: float | None = None
     max_temp_c: float | None = None
     volts: float | None = None  # the arm file's supply_volts (each servo keeps its own)
+    torque_check: bool = True  # False: moves are not checked against the servos' torque (armctl.motion.torque)
 
     @property
     def any_servo(self) -> bool:

@@ -42,6 +42,7 @@ The package, by job (each module imports only those above it):
   timing       speed profiles (trapezoid, S-curve, joint acceleration limits) and sampling
   one_move     plan_move: one move into timed samples, checked against keep-out zones
   summary      the plan summary (peak joint speeds, worst path deviation)
+  torque       the torque check: what each servo is asked, holding the pose and accelerating (check_torque)
   blend        lines through rounded corners (ChainPath, blend_chain)
   blend_joint  joint moves blended into the move after them (blend_joint_moves)
   plan         Plan, PlanBudget, plan_moves, assemble

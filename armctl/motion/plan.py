@@ -14,6 +14,7 @@ from armctl.motion.moves import DEFAULT_MAX_JOINT_STEP_RAD, GripperMove, JointMo
 from armctl.motion.one_move import plan_move
 from armctl.motion.refusals import limit_error
 from armctl.motion.summary import summarize
+from armctl.motion.torque import TorqueUse, check_torque
 from armctl.motion.trajectory import DEFAULT_PERIOD_S, Trajectory
 
 
@@ -24,6 +25,8 @@ class Plan:
     trajectory: Trajectory
     moves: list[MovePlan]
     arm: Arm
+    torque: TorqueUse | None = None  # the most it asks of a servo (armctl.motion.torque); None: not checked
+    payload_kg: np.ndarray | None = None  # (N,) kg carried at each sample, where it changes (a program's parts)
 
     def summary(self) -> dict:
         """Duration (s), segment count, peak joint speeds vs limits (deg/s), worst path deviation (m)."""
@@ -65,6 +68,7 @@ def plan_moves(
     max_joint_step_rad: float = DEFAULT_MAX_JOINT_STEP_RAD,
     labels: list[str] | None = None,
     from_outside: bool = False,
+    payload_kg: float | None = None,
 ) -> Plan:
     """Plan ``moves`` in order from ``q_start`` (rad; default the arm's home) into one Trajectory.
 
@@ -74,6 +78,8 @@ def plan_moves(
     ``from_outside``: the arm stands outside its joint limits (measured there): the moves may start there if
     they bring it back, a first joint move (every limit is linear in the joint angles, so on a straight joint
     move to a pose inside them a joint's excess only shrinks) or gripper moves only (the joints stay put).
+    The whole trajectory is checked against the servos' torque (``armctl.motion.torque``: TorqueLimitError)
+    carrying ``payload_kg`` (None: the arm's, ``arm.drive.payload_kg``).
     """
     moves = list(moves)
     q = np.array(arm.home_rad if q_start is None else q_start, dtype=float)
@@ -96,18 +102,15 @@ def plan_moves(
         plans.append(mp)
         q, g = mp.q_rad[-1], float(mp.gripper_rad[-1])
     plans = blend_moves(arm, moves, plans, period_s=period_s, max_joint_step_rad=max_joint_step_rad)
-    return Plan(
-        trajectory=assemble(
-            arm,
-            plans,
-            q_start=np.array(arm.home_rad if q_start is None else q_start),
-            gripper_start=float(gripper_start),
-            period_s=period_s,
-            labels=labels,
-        ),
-        moves=plans,
-        arm=arm,
+    traj = assemble(
+        arm,
+        plans,
+        q_start=np.array(arm.home_rad if q_start is None else q_start),
+        gripper_start=float(gripper_start),
+        period_s=period_s,
+        labels=labels,
     )
+    return Plan(trajectory=traj, moves=plans, arm=arm, torque=check_torque(arm, traj, payload_kg))
 
 
 def blend_moves(arm: Arm, moves, plans: list[MovePlan], *, period_s: float, max_joint_step_rad: float):

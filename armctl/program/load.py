@@ -16,6 +16,7 @@ from armctl.core.config import LineList, Section, load_yaml_file, load_yaml_text
 from armctl.errors import ConfigError
 from armctl.model.validate import MAX_BLEND_M
 from armctl.model.zones import Zones, parse_zones
+from armctl.program.payload import part_mass
 
 STEP_ACTIONS = ("line", "joint", "gripper", "wait_s", "repeat", "for_each", "pick", "place")
 ROLL_KEYS = ("roll", "grasp")  # the jaws about the tool axis: a roll (deg), or straight down at a table yaw
@@ -38,11 +39,11 @@ STEP_KEYS = {
         *ROLL_KEYS,
     ),
     "joint": ("joint", "offset_mm", "offset_m", "speed_pct", "accel_deg_s2", "blend_mm", "blend_m", "stop", *ROLL_KEYS),
-    "gripper": ("gripper",),
+    "gripper": ("gripper", "part_g"),
     "wait_s": ("wait_s",),
     "repeat": ("repeat", "steps"),
     "for_each": ("for_each", "steps"),
-    "pick": ("pick", *PICK_KEYS),
+    "pick": ("pick", *PICK_KEYS, "part_g"),
     "place": ("place", *PICK_KEYS),
 }
 MIN_SEGMENT_M = 1e-5  # 0.01 mm: finer segments only take time and memory
@@ -139,6 +140,7 @@ class Step:
     lift_m: float = 0.0  # a pick's or place's move: the target raised by this much (up: z, or y in a plane)
     roll_rad: float | None = None  # ``roll:`` the wrist roll at the move's end (None: as the target says, or kept)
     grasp_yaw_rad: float | None = None  # ``grasp: {yaw_deg: Y}``: jaws straight down, closing along table yaw Y
+    part_kg: float | None = None  # ``part_g:`` on a close (a pick's grip): the part, carried until the gripper opens
 
 
 @dataclass
@@ -158,6 +160,8 @@ class Program:
     zones: Zones | None = None  # keep-out zones added to the arm's (armctl.model.zones)
     zones_line: int | None = None
     parts: dict[int, Pose] = field(default_factory=dict)  # marker id -> where its part lies (``with_parts``)
+    payload_kg: float | None = None  # ``payload_g:`` carried all along (None: the arm's); ``part_g:`` each close's
+    part_kg: float = 0.0
 
     @property
     def arm_ref(self) -> str | None:
@@ -284,6 +288,7 @@ def parse_program(data: Any, path) -> Program:
         start = _pose_ref(top.raw("start"), top, "start", "start")
     start_gripper = top.string("start_gripper", "open", choices=("open", "closed"))
     zsec = top.section("zones", required=False)
+    payload, part = (top.number(k, None, lo=0.0, hi=10000.0) for k in ("payload_g", "part_g"))
     zones = None if zsec is None else parse_zones(zsec, has_base=None)
 
     if not top.has("steps"):
@@ -306,6 +311,8 @@ def parse_program(data: Any, path) -> Program:
         description=description,
         zones=zones,
         zones_line=top.line_of("zones") if zones is not None else None,
+        payload_kg=None if payload is None else payload / 1000.0,
+        part_kg=(part or 0.0) / 1000.0,
     )
     _check_refs(prog)
     return prog
@@ -453,6 +460,7 @@ def _joint_step(st: Step, sec: Section, number: str) -> None:
 
 def _gripper_step(st: Step, sec: Section, number: str) -> None:
     st.gripper = sec.string("gripper", choices=("open", "close"))
+    st.part_kg = part_mass(sec, number, st.gripper == "close")
 
 
 def _wait_step(st: Step, sec: Section, number: str) -> None:
@@ -513,6 +521,7 @@ def _pick_place_step(st: Step, sec: Section, number: str) -> None:
     hover = DEFAULT_HOVER_M if hover is None else hover
     speed = _length(sec, "speed", "_s", lo=0, lo_open=True)
     what = st.target.describe() if isinstance(st.target, MarkerRef) else _ref_text_of(st.target)
+    part = part_mass(sec, number) if st.action == "pick" else None
     if st.action == "pick":
         plan = [("above", hover), ("open", "open"), ("down", 0.0), ("grip", "close"), ("up", hover)]
     else:
@@ -520,7 +529,7 @@ def _pick_place_step(st: Step, sec: Section, number: str) -> None:
     for k, (name, arg) in enumerate(plan, start=1):
         sub = Step(number=f"{number}.{k}", line=st.line, action="line", name=f"{st.action} {what}: {name}")
         if isinstance(arg, str):
-            sub.action, sub.gripper = "gripper", arg
+            sub.action, sub.gripper, sub.part_kg = "gripper", arg, part if arg == "close" else None
         else:
             sub.target, sub.offset_m, sub.lift_m, sub.speed_m_s = st.target, st.offset_m, arg, speed
             sub.roll_rad, sub.grasp_yaw_rad = st.roll_rad, st.grasp_yaw_rad

@@ -16,7 +16,9 @@ from armctl.ik.roll import grasp_roll, roll_turn
 from armctl.model.arm import Arm
 from armctl.model.kinematics import tool_point
 from armctl.motion import GripperMove, JointMove, LineMove, Plan, Wait
+from armctl.motion.torque import carrying
 from armctl.program.load import MarkerRef, Pose, Program, Step, is_arm_file
+from armctl.program.payload import base_payload, check_program_torque
 
 COMPOUND = ("repeat", "for_each", "pick", "place")  # steps made of steps
 DOWN_RAD = -math.pi / 2  # a grasp's tool pitch: the jaws straight down
@@ -230,7 +232,8 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
             path=prog.path,
             line=prog.zones_line,
         )
-    arm = arm.with_zones(prog.zones)
+    base_kg = base_payload(prog, arm)
+    arm = carrying(arm.with_zones(prog.zones), base_kg)  # what it carries all along (the ramp to its start too)
     flat = expand(prog)
     check_rolls(prog, arm, flat)
     st = prog.settings
@@ -273,7 +276,9 @@ def plan_program(prog: Program, arm: Arm) -> Plan:
     traj = motion.assemble(
         arm, plans, q_start=q_start, gripper_start=g_start, period_s=st.period_s, labels=[it.title for it in flat]
     )
-    return Plan(trajectory=traj, moves=plans, arm=arm)
+    plan = Plan(trajectory=traj, moves=plans, arm=arm)
+    plan.torque, plan.payload_kg = check_program_torque(prog, arm, flat, traj, base_kg)
+    return plan
 
 
 def step_move(prog: Program, item: _Flat, arm: Arm, q):

@@ -11,6 +11,7 @@ import numpy as np
 from armctl.bus.backend import FRAME_S
 from armctl.errors import LinkError, MotionError, StopRequested
 from armctl.model.zones import first_violation
+from armctl.motion.torque import StreamCheck
 from armctl.robot.pose import on_grid, on_grid_toward
 from armctl.robot.runcontrol import RAMP_SPEED_FRACTION
 from armctl.robot.stream import StreamResult
@@ -81,6 +82,7 @@ class FollowPlayback:
         self.framed = self.be.caps.timed_moves
         self.period = tp.period_s
         self.zones = arm.zones or None  # keep-out zones: every step checked (the motion between frames too)
+        self.torque = StreamCheck(arm)  # the servos' torque: every goal and step checked (armctl.motion.torque)
         # held servos of both arms (the SO-101's wrist roll, --map joints): the follower's turns as far from
         # where its calibration holds it as the leader's is from its own, at no more than its speed
         lheld = {h.name for h in getattr(getattr(tp.leader, "calibration", None), "held", ())}
@@ -104,7 +106,7 @@ class FollowPlayback:
         frac = RAMP_SPEED_FRACTION if self.ramping else 1.0
         if not self.room():
             return  # the board plays 20 ms frames: one more when it has room
-        values, q_new, zoned = self.joints(target, self.vmax * dt * frac)
+        values, q_new, zoned = self.joints(target, self.vmax * dt * frac, dt)
         g_new = self.gripper(target, values, self.gmax * dt * frac)
         self.held_servos(target, values, dt, frac)
         self.send(target, values, q_new, g_new, now)
@@ -142,9 +144,10 @@ class FollowPlayback:
             queued = 0.0
         return queued < FOLLOW_QUEUE_FRAMES
 
-    def joints(self, target, lim):
-        """The joints' step towards ``target``, at most ``lim`` (rad) each, inside the range and out of the keep-out
-        zones: (servo values by address, the joint angles they give, True if a zone held the joints)."""
+    def joints(self, target, lim, dt: float):
+        """The joints' step towards ``target``, at most ``lim`` (rad) each (a frame of ``dt`` s), inside the range,
+        out of the keep-out zones, to a target the servos can hold (``armctl.motion.torque.StreamCheck``): (servo
+        values by address, the joint angles they give, True if a zone or the torque held the joints)."""
         cal, q_cmd = self.cal, self.q_cmd
         q_new = speed_step(q_cmd, target.q_rad, lim)
         values = {}
@@ -154,12 +157,16 @@ class FollowPlayback:
             values[s.channel] = on_grid_toward(s, float(p), min(max(float(v), min(s.lo, p)), max(s.hi, p)))
         q_new = np.array([float(s.angle_rad(values[s.channel])) for s in cal.joints])
         zones = self.zones
-        zoned = zones is not None and first_violation(self.arm, zones, np.vstack([q_cmd, q_new])) is not None
+        why = self.torque.why(q_cmd, target.q_rad, dt)  # a target that asks a servo too much
+        zoned = bool(why) or (
+            zones is not None and first_violation(self.arm, zones, np.vstack([q_cmd, q_new])) is not None
+        )
         if zoned:  # the step would take a link into a keep-out zone: the joints hold (the gripper goes on)
             q_new = q_cmd
             for s, v in zip(cal.joints, cal.joints_to_values(q_cmd, check=False)):
                 values[s.channel] = on_grid(s, min(max(float(v), s.lo), s.hi))
-            target.clamped = "held at a keep-out zone" + (f" ({target.clamped})" if target.clamped else "")
+            why = why or "held at a keep-out zone"
+            target.clamped = why + (f" ({target.clamped})" if target.clamped else "")
         return values, q_new, zoned
 
     def gripper(self, target, values: dict, glim: float) -> float:

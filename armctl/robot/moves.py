@@ -11,6 +11,7 @@ from armctl import motion
 from armctl.errors import BadInputError
 from armctl.ik.roll import check_roll
 from armctl.model import validate
+from armctl.motion.torque import carrying
 from armctl.motion.trajectory import Trajectory
 
 
@@ -73,3 +74,41 @@ def standing(q0, g0: float, step: str) -> Trajectory:
         step=np.zeros(1, dtype=int),
         steps=[step],
     )
+
+
+def _payload(robot) -> float:
+    return float(robot.arm.drive.payload_kg)
+
+
+def _set_payload(robot, kg: float) -> None:
+    robot.arm = carrying(robot.arm, kg)
+
+
+def _torque_check(robot) -> bool:
+    return bool(robot.arm.drive.torque_check)
+
+
+def _set_torque_check(robot, on: bool) -> None:
+    if not isinstance(on, bool):
+        raise BadInputError(f"torque_check: True or False, got {on!r}")
+    robot.arm = carrying(robot.arm, check=on)
+
+
+#: ``Robot.payload_kg`` and ``Robot.torque_check``: kept on the arm the Robot plans with (``robot.arm.drive``), so
+#: every motion planned from then on (``move_to``, ``home``, ``run`` and its ramp, a follow started) uses them.
+PAYLOAD_PROPERTIES = (
+    property(
+        _payload,
+        _set_payload,
+        doc="The mass (kg) in the jaws, beside the arm's own bodies: every move is checked against the servos' "
+        "torque carrying it (``armctl.motion.torque``). The arm file's ``payload_g`` until set; a program's own "
+        "``payload_g`` wins while it runs. BadInputError for a negative, non-finite or absurd (> 10 kg) mass.",
+    ),
+    property(
+        _torque_check,
+        _set_torque_check,
+        doc="True (default): a move that asks a servo for more than the arm's ``torque_use`` of its stall torque is "
+        "refused (TorqueLimitError) before anything moves. False: not checked (tests, experts: the arm may sag or "
+        "stall).",
+    ),
+)

@@ -99,8 +99,11 @@ def restart_trajectory(
     if not moves:
         return _trajectory(traj, q, g, step, 0, []), 0
     g0 = float(g_now) if has_grip else None
+    carried = None if plan.payload_kg is None else float(plan.payload_kg[start])  # a part held there too
     try:
-        lead = motion.plan_moves(arm, moves, q_start=q_now, gripper_start=g0, period_s=traj.period_s).trajectory
+        lead = motion.plan_moves(
+            arm, moves, q_start=q_now, gripper_start=g0, period_s=traj.period_s, payload_kg=carried
+        ).trajectory
     except motion.MotionError as exc:
         raise type(exc)(f"cannot move to the start of step {k + 1}: {exc}") from None
     lq, lg = lead.q_rad, lead.gripper_rad

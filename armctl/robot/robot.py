@@ -48,7 +48,7 @@ from armctl.robot.handles import FollowMotion, Motion, MoveResult, ProgramRun  #
 from armctl.robot.interrupts import one_line_interrupt, watch_ctrl_c, watch_errors
 from armctl.robot.journal import Journal
 from armctl.robot.lifecycle import BOARD_WAIT_S, OPEN_ROBOTS, check_open, let_go, open_board
-from armctl.robot.moves import gripper_move, joint_moves_to, line_move, standing
+from armctl.robot.moves import PAYLOAD_PROPERTIES, gripper_move, joint_moves_to, line_move, standing
 from armctl.robot.opening import DEFAULT_ARM, default_port, resolve, sim_port_for  # noqa: F401 - re-exported
 from armctl.robot.pose import BoardPose, Pose, assumed_pose
 from armctl.robot.restart import prepare_run as plan_run
@@ -154,6 +154,8 @@ class Robot:
     ``board_status()``, ``hold()``, ``settle()``, ``board_limits()``, ``set_board_limits()``, ``push_limits()``,
     ``use_calibration()``, ``hold_stored_pose()``."""
 
+    payload_kg, torque_check = PAYLOAD_PROPERTIES  # what the jaws carry (kg), the torque check: armctl.robot.moves
+
     def __init__(
         self,
         arm: Arm,
@@ -170,8 +172,7 @@ class Robot:
         self.arm, self.calibration, self.backend, self.port = arm, calibration, backend, port
         self.camera = None  #: the camera that sees the arm (``armctl.robot.camera.ArmCamera``), or None
         self.calibration_path, self.progress = calibration_path, progress
-        self._lock = lock
-        self._closed = False
+        self._lock, self._closed = lock, False
         #: Feed hold, resume and speed override of whatever plays (``pause``, ``resume``, ``speed_override``).
         self.control = RunControl()
         # its collaborators: the state files, the pose as read from the board, the thread that owns the board
@@ -185,8 +186,7 @@ class Robot:
         #: power, the USB link dropped mid-motion): the pose it journaled is where this run starts from.
         self.recovered: str | None = self._journal.recovered()
         OPEN_ROBOTS.add(self)  # closed at exit if the script forgot to
-        # A Robot nobody holds any more (a notebook cell run again, a variable reassigned) lets go of its port.
-        # Not at exit: _close_at_exit stops a motion first.
+        # A Robot nobody holds any more (a cell run again) lets go of its port; not at exit (_close_at_exit stops first)
         store, live, runs = self._journal.files
         self._finalizer = weakref.finalize(self, let_go, backend, store, lock, live, runs)
         self._finalizer.atexit = False

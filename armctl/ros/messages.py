@@ -11,8 +11,9 @@ A trajectory is a list of points, each with ``positions`` (one per name, in the 
 and its positions are joined by straight lines in joint space (velocities and accelerations in the message are
 checked for length and NaN, not used). Every point must lie inside the joint limits; a segment that would turn a
 joint faster than its speed limit is slowed (``too_fast="retime"``: its time is stretched to what the fastest joint
-needs) or refused (``too_fast="refuse"``). Refusals are ``Refused``: the reason, the message field
-(``points[2].positions[1]``) and the first failing point.
+needs) or refused (``too_fast="refuse"``); a trajectory that asks a servo for more torque than the arm's
+``torque_use`` of its stall torque (``armctl.motion.torque``) is refused. Refusals are ``Refused``: the reason, the
+message field (``points[2].positions[1]``) and the first failing point.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from armctl.errors import BadInputError
+from armctl.errors import BadInputError, TorqueLimitError
 from armctl.model.arm import Arm
 from armctl.model.kinematics import limit_excess, limit_names, tool_frame
 from armctl.model.urdf import derive as urdf
 from armctl.motion import MAX_MOVE_S, SPEED_MARGIN
+from armctl.motion.torque import check_torque, kgcm, need_words
 from armctl.motion.trajectory import DEFAULT_PERIOD_S, Trajectory
 
 GRIPPER_JOINT = "gripper"
@@ -41,7 +43,7 @@ ECHO_TOL_RAD = math.radians(0.2)
 class Refused(BadInputError):
     """A message refused before anything moved: ``reason`` (one line), ``field`` (the message field at fault, e.g.
     ``points[2].positions[1]``), ``point`` (index of the first failing point, or None), ``kind`` (``malformed``,
-    ``limit``, ``too_fast``)."""
+    ``limit``, ``too_fast``, ``torque``)."""
 
     def __init__(self, reason: str, *, field: str, point: int | None = None, kind: str = "malformed"):
         super().__init__(f"{field}: {reason}")
@@ -307,7 +309,52 @@ def check_trajectory(
     Q, G, T, which = _knots(arm, names, cols, points, q_start, gripper_start, has_g)
     T2, retimed = _retimed(arm, Q, G, T, which, has_g, too_fast)
     traj = _sampled(arm, Q, G, T2, period_s)
+    _torque(arm, traj, T2, which, _knot_accels(arm, cols, points, which))
     return CheckedTrajectory(traj, retimed, float(T[-1]), float(traj.t_s[-1]))
+
+
+def _knot_accels(arm: Arm, cols, points: list[TrajectoryPoint], which: list) -> np.ndarray:
+    """Each knot's joint accelerations (rad/s^2, armctl's joints, (k, n)): its point's ``accelerations`` (0 where the
+    point gives none; the start pose 0)."""
+    view = ros_joints(arm)
+    zero = view.from_ros(np.zeros(arm.n))
+    out = np.zeros((len(which), arm.n))
+    for i, k in enumerate(which):
+        acc = [] if k is None else list(points[k].accelerations)
+        if acc:
+            r = np.zeros(arm.n)
+            for c, v in zip(cols, acc):
+                if c < arm.n:
+                    r[c] = float(v)
+            out[i] = view.from_ros(r) - zero  # an acceleration turns as the angles do, without their offsets
+    return out
+
+
+def _torque(arm: Arm, traj: Trajectory, T2, which: list, knot_acc) -> None:
+    """Refused (kind ``torque``) where the sampled trajectory asks a servo for more than the arm's ``torque_use`` of
+    its stall torque (``armctl.motion.torque``), naming the point it is on its way to. Its points are joined by
+    straight lines: the holding torque at every sample, and at each point the acceleration the message gives for it
+    (a change of speed at a point is the servos' to smooth when it gives none)."""
+    qdd = np.zeros_like(traj.q_rad)
+    scale = (len(traj) - 1) / float(T2[-1]) if T2[-1] > 0 else 0.0  # samples per second of the knots' time
+    for t, a in zip(T2, knot_acc):
+        qdd[min(int(round(t * scale)), len(traj) - 1)] = a
+    try:
+        check_torque(arm, traj, qdd=qdd)
+    except TorqueLimitError as exc:
+        k = min(int(round(exc.t_s / traj.period_s)), len(traj) - 1)
+        t = float(traj.t_s[k]) * (float(T2[-1]) / float(traj.t_s[-1]) if traj.t_s[-1] > 0 else 0.0)
+        i = min(max(int(np.searchsorted(T2, t - 1e-12)), 1), len(T2) - 1) if len(T2) > 1 else 0
+        p = which[i] if which[i] is not None else 0
+        j = exc.joint
+        words = need_words(arm, j, exc.need_nm, exc.hold_nm, exc.payload_kg)
+        where = "at it" if scale and abs(t - float(T2[i])) * scale < 0.5 else "on the way to it"
+        raise Refused(
+            f"{arm.joint_names[j]} needs {kgcm(exc.need_nm)} kg.cm {where}, t = {t:.2f} s, {words}",
+            field=f"points[{p}].positions",
+            point=p,
+            kind="torque",
+        ) from None
 
 
 def _knots(arm: Arm, names: list, cols, points: list[TrajectoryPoint], q_start, gripper_start: float, has_g: bool):

@@ -75,7 +75,10 @@ def _click(srv, h, x, y, z=None):
 @pytest.mark.parametrize(("arm", "narrow"), [("seed-3link", False), ("seed-3link", True), ("seed-2link", False)])
 def test_every_click_inside_the_shading_is_accepted_and_far_outside_refused(tmp_path, arm, narrow):
     rng = np.random.default_rng(7)
-    with served(arm_name=arm, rate=50, heartbeat_timeout_s=60, cal=_narrow(tmp_path) if narrow else None) as srv:
+    cal = _narrow(tmp_path) if narrow else None
+    # the shading is where the tool reaches; the torque check may refuse a fast joint move out there (a stretched
+    # seed-3link's shoulder DS3218 asked 11.5-12.2 kg.cm of the 11.4 allowed to accelerate at 360 deg/s^2)
+    with served(arm_name=arm, rate=50, heartbeat_timeout_s=60, cal=cal, torque_check=False) as srv:
         m = call(srv, "GET", "/api/arm")[1]["reach_map"]
         h = {"X-Armctl-Session": call(srv, "POST", "/api/session")[1]["session"]}
         inside, outside = _samples(m, rng, 40, 10)

@@ -14,12 +14,14 @@ from armctl.web import app
 
 @contextlib.contextmanager
 def served(
-    *, arm_name="seed-3link", rate=20, host="127.0.0.1", token=None, heartbeat_timeout_s=None, record=None, cal=None
-):
+    *, arm_name="seed-3link", rate=20, host="127.0.0.1", token=None, heartbeat_timeout_s=None, record=None, cal=None,
+    torque_check=True,
+):  # fmt: skip
     """Yield an ArmServer on a free port, driving a fresh simulated arm; stops and closes both after.
     ``record``: a program file the page's "Record pose" button writes (``armctl web --record``); ``cal``: the
-    calibration (default the arm's)."""
+    calibration (default the arm's); ``torque_check``: ``robot.torque_check``."""
     with connect(arm_name, f"armsim://?rate={rate}&seed=1", calibration=cal) as robot:
+        robot.torque_check = torque_check
         recorder = None if record is None else Recorder(record, robot.arm)
         server = app.start(
             robot, host=host, port=0, token=token, heartbeat_timeout_s=heartbeat_timeout_s, recorder=recorder
