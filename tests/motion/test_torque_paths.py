@@ -124,6 +124,6 @@ def test_a_ros_trajectory_is_checked_with_the_accelerations_its_points_give():
     e = err.value
     assert e.kind == "torque" and e.point == 0 and e.field == "points[0].positions"
     assert str(e).startswith("points[0].positions: shoulder needs ") and "kg.cm at it, t = 1.50 s" in str(e)
-    assert "a DS3218 gives 19 at 5 V (60% of it: 11.4); all of it to accelerate" in str(e)
+    assert "a DS3218 gives 21.5 at 6.8 V (60% of it: 12.9); all of it to accelerate" in str(e)
     soft = [TrajectoryPoint(list(q1), 1.5, accelerations=[0.5, 0.0, 0.0]), plain[1]]
     assert check_trajectory(seed, names, soft, q0, math.nan).duration_s == pytest.approx(3.0)

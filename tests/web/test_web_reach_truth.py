@@ -77,7 +77,8 @@ def test_every_click_inside_the_shading_is_accepted_and_far_outside_refused(tmp_
     rng = np.random.default_rng(7)
     cal = _narrow(tmp_path) if narrow else None
     # the shading is where the tool reaches; the torque check may refuse a fast joint move out there (a stretched
-    # seed-3link's shoulder DS3218 asked 11.5-12.2 kg.cm of the 11.4 allowed to accelerate at 360 deg/s^2)
+    # seed-3link's shoulder DS3218 asks about 12 kg.cm of the 12.9 allowed at 6.8 V to accelerate at 360 deg/s^2,
+    # more on some clicks)
     with served(arm_name=arm, rate=50, heartbeat_timeout_s=60, cal=cal, torque_check=False) as srv:
         m = call(srv, "GET", "/api/arm")[1]["reach_map"]
         h = {"X-Armctl-Session": call(srv, "POST", "/api/session")[1]["session"]}
