@@ -3,8 +3,9 @@ frames of ``armctl.model.statics`` (the same frames the gravity torques are comp
 limits, masses and centres of mass, the servos of ``Arm.drive``, the wrist roll (``armctl.model.hand``), the gripper,
 and the scene file's table, parts and cameras (``armctl.sim.physics.scenefile``).
 
-The world frame is the arm's frame: x, y from the base axis, z up from the table's top (z = 0). A planar arm
-lies in z = 0 with vertical joint axes (its plane seen from above).
+The world frame is the arm's frame: x, y from the base axis, z up as the arm file counts it, the table's top at
+the scene's ``top_z_m`` (0: the surface the arm stands on; an arm measured from its shoulder axis has it below).
+A planar arm lies in z = 0 with vertical joint axes (its plane seen from above).
 
 Bodies: ``base`` (the base joint, on an arm with one), ``link1`` .. ``linkN`` (one hinge each, the chain's serial
 angle: a parallelogram's elbow is relative to the upper arm and the forearm's servo drives the tendon
@@ -321,7 +322,7 @@ def _scene_xml(scene, timestep: float) -> str:
     out = [
         '<light name="sun" pos="0 0 2" dir="0 0 -1" directional="true"/>',
         f'<geom name="table" type="box" size="{_v([sx / 2, sy / 2, sz / 2])}" '
-        f'pos="{_v([t.center_m[0], t.center_m[1], -sz / 2])}" friction="{t.friction:.10g} 0.005 0.0001" '
+        f'pos="{_v([t.center_m[0], t.center_m[1], t.top_z_m - sz / 2])}" friction="{t.friction:.10g} 0.005 0.0001" '
         f'contype="1" conaffinity="1" {_stiff(timestep)} rgba="0.6 0.5 0.4 1"/>',
     ]
     for cam in scene.cameras:
