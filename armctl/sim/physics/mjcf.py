@@ -3,8 +3,9 @@ frames of ``armctl.model.statics`` (the same frames the gravity torques are comp
 limits, masses and centres of mass, the servos of ``Arm.drive``, the wrist roll (``armctl.model.hand``), the gripper,
 and the scene file's table, parts and cameras (``armctl.sim.physics.scenefile``).
 
-The world frame is the arm's frame: x, y from the base axis, z up from the table's top (z = 0). A planar arm
-lies in z = 0 with vertical joint axes (its plane seen from above).
+The world frame is the arm's frame: x, y from the base axis, z up as the arm file counts it, the table's top at
+the scene's ``top_z_m`` (0: the surface the arm stands on; an arm measured from its shoulder axis has it below).
+A planar arm lies in z = 0 with vertical joint axes (its plane seen from above).
 
 Bodies: ``base`` (the base joint, on an arm with one), ``link1`` .. ``linkN`` (one hinge each, the chain's serial
 angle: a parallelogram's elbow is relative to the upper arm and the forearm's servo drives the tendon
@@ -315,14 +316,14 @@ def camera_xyaxes(at, look_at) -> np.ndarray:
     return np.stack([x, np.cross(-f, x)], axis=1)
 
 
-def _scene_xml(scene) -> str:
+def _scene_xml(scene, timestep: float) -> str:
     t = scene.table
     sx, sy, sz = t.size_m
     out = [
         '<light name="sun" pos="0 0 2" dir="0 0 -1" directional="true"/>',
         f'<geom name="table" type="box" size="{_v([sx / 2, sy / 2, sz / 2])}" '
-        f'pos="{_v([t.center_m[0], t.center_m[1], -sz / 2])}" friction="{t.friction:.10g} 0.005 0.0001" '
-        f'contype="1" conaffinity="1" rgba="0.6 0.5 0.4 1"/>',
+        f'pos="{_v([t.center_m[0], t.center_m[1], t.top_z_m - sz / 2])}" friction="{t.friction:.10g} 0.005 0.0001" '
+        f'contype="1" conaffinity="1" {_stiff(timestep)} rgba="0.6 0.5 0.4 1"/>',
     ]
     for cam in scene.cameras:
         axes = _xyaxes(camera_xyaxes(cam.at_m, cam.look_at_m))
@@ -340,15 +341,18 @@ def _stiff(timestep: float) -> str:
 
 
 def _defaults(timestep: float) -> str:
-    """Only the jaws, the table and the parts collide. The jaws' contacts are as stiff as the step allows (time
-    constant two steps, impedance 0.99): MuJoCo's soft contacts scale with the lighter body, and a servo's grip
-    on a light part would otherwise sink the jaws into it by centimetres."""
+    """Only the jaws, the table and the parts collide, and all their contacts are as stiff as the step allows
+    (time constant two steps, impedance 0.99; the table's in ``_scene_xml``). MuJoCo's default soft contacts
+    (0.02 s) scale with the lighter body: a servo's grip on a light part would sink the jaws into it by
+    centimetres, and a stack of light parts sinks about 0.3 mm a layer, leans, and creeps as long as it stands
+    (the SO-101's three 8 g cubes: 0.02 mm a simulated second, 4 to 5 mm by the end of its run at speed=30)."""
     return (
         '<default><geom contype="0" conaffinity="0"/>'
         '<default class="link"><geom rgba="0.85 0.85 0.9 1" mass="0"/></default>'
         '<default class="jaw"><geom contype="1" conaffinity="1" condim="4" friction="1 0.005 0.0001" priority="1" '
         f'{_stiff(timestep)} rgba="0.2 0.2 0.2 1"/></default>'
-        '<default class="part"><geom contype="1" conaffinity="1" condim="3" rgba="0.8 0.2 0.2 1"/></default>'
+        f'<default class="part"><geom contype="1" conaffinity="1" condim="3" {_stiff(timestep)} '
+        'rgba="0.8 0.2 0.2 1"/></default>'
         "</default>"
     )
 
@@ -383,7 +387,7 @@ def build_mjcf(arm, scene, *, payload_kg: float = 0.0, timestep: float = 0.002, 
         f'<mujoco model="armctl {arm.name}"><compiler angle="radian" autolimits="true"/>'
         f'<option timestep="{timestep:.10g}" integrator="implicitfast" cone="elliptic" impratio="10"/>'
         f'<visual><global offwidth="{w}" offheight="{h}"/></visual>{_defaults(timestep)}'
-        f"<worldbody>{_scene_xml(scene)}{_chain_xml(arm, masses, specs, grip)}</worldbody>{drive}</mujoco>"
+        f"<worldbody>{_scene_xml(scene, timestep)}{_chain_xml(arm, masses, specs, grip)}</worldbody>{drive}</mujoco>"
     )
     servos = tuple(specs) + ((grip,) if grip is not None else ())
     return Built(xml, servos, per_m, tuple(p.name for p in scene.parts))

@@ -1,8 +1,9 @@
 """A physics scene file: the table, the parts on it and the cameras looking at it, in the arm's frame (metres from
-the base axis, z up from the surface the arm stands on; a planar arm's plane is z = 0 seen from above).
+the base axis, z up as the arm's file counts it: from the surface the arm stands on, or from its shoulder axis on
+an arm with ``shoulder_height_m: 0``; a planar arm's plane is z = 0 seen from above).
 
 ```yaml
-table: {size_m: [0.8, 0.6, 0.02], center_m: [0.2, 0.0], friction: 0.8}   # its top is z = 0
+table: {size_m: [0.8, 0.6, 0.02], center_m: [0.2, 0.0], friction: 0.8}   # its top at z = 0 (top_z_m)
 parts:
   - {name: red, shape: box, size_m: [0.025, 0.025, 0.025], mass_g: 12, at_m: [0.20, 0.05, 0], yaw_deg: 30}
   - {name: can, shape: cylinder, radius_m: 0.015, height_m: 0.04, mass_g: 20, at_m: [0.18, -0.1, 0], friction: 1.0}
@@ -10,10 +11,13 @@ cameras:
   - {name: top, at_m: [0.2, 0.0, 0.7], look_at_m: [0.2, 0.0, 0.0], fov_deg: 60, width: 320, height: 240}
 ```
 
-A part's ``at_m`` is the centre of its bottom face (z 0: standing on the table); ``marker_id`` (optional) is
-the ArUco marker on its top, as the simulated camera's parts carry. Every key is checked (units in the names,
-bounds on every number); anything wrong is one ConfigError naming the file, the key and the line, and a part
-that starts inside the table or inside another part is refused.
+The table's ``top_z_m`` (default 0) is the height of its top in the arm's frame: an arm whose heights count from
+its shoulder axis, 30 mm above the table, has ``table: {top_z_m: -0.03, ...}``. A part's ``at_m`` is the centre
+of its bottom face in the arm's frame, its z starting at the table's top (z ``top_z_m``: standing on the table;
+higher: standing on another part, or held up); ``marker_id`` (optional) is the ArUco marker on its top, as the
+simulated camera's parts carry. Every key is checked (units in the names, bounds on every number); anything
+wrong is one ConfigError naming the file, the key and the line, and a part that starts inside the table (its
+bottom below ``top_z_m``) or inside another part is refused.
 """
 
 from __future__ import annotations
@@ -33,9 +37,12 @@ _FRICTION = dict(lo=0.0, lo_open=True, hi=5.0)
 
 @dataclass(frozen=True)
 class Table:
+    """A box ``size_m`` (x, y, thickness) centred at ``center_m`` (x, y), its top at ``top_z_m`` in the arm's frame."""
+
     size_m: tuple[float, float, float] = (1.0, 1.0, 0.02)
     center_m: tuple[float, float] = (0.0, 0.0)
     friction: float = 0.8
+    top_z_m: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -102,7 +109,7 @@ def parse_scene(data, path: str) -> Scene:
         raise top.error("parts", f"at most {MAX_PARTS} parts, found {len(raw)}")
     for i, item in enumerate(raw):
         line = raw.item_lines[i] if hasattr(raw, "item_lines") else None
-        parts.append(_part(Section(item, path=path, key=f"parts[{i}]", line=line), i))
+        parts.append(_part(Section(item, path=path, key=f"parts[{i}]", line=line), i, table.top_z_m))
     cams = []
     raw = top.items("cameras") if top.has("cameras") else []
     if len(raw) > MAX_CAMERAS:
@@ -127,19 +134,24 @@ def _table(t: Section | None) -> Table:
     if not all(abs(v) <= 10.0 for v in center):
         raise t.error("center_m", f"the table's centre lies within 10 m of the arm, found {center}")
     friction = t.number("friction", 0.8, **_FRICTION)
+    top = t.number("top_z_m", 0.0, lo=-2.0, hi=2.0)
     t.done()
-    return Table(tuple(size), tuple(center), friction)
+    return Table(tuple(size), tuple(center), friction, top)
 
 
-def _part(p: Section, i: int) -> ScenePart:
+def _part(p: Section, i: int, top_z_m: float = 0.0) -> ScenePart:
     name = p.string("name", f"part{i + 1}")
     shape = p.string("shape", "box", choices=SHAPES)
     mass = p.number("mass_g", lo=0.0, lo_open=True, hi=10000.0) / 1000.0
     at = p.numbers("at_m", count=3)
     if not all(abs(v) <= 10.0 for v in at):
         raise p.error("at_m", f"a part lies within 10 m of the arm, found {at}")
-    if at[2] < -1e-9:
-        raise p.error("at_m", f"part {name!r} starts inside the table: its bottom is at z {at[2]:g} m, below 0")
+    if at[2] < top_z_m - 1e-9:
+        raise p.error(
+            "at_m",
+            f"part {name!r} starts inside the table: its bottom is at z {at[2]:g} m, below the table's top "
+            f"{top_z_m:g} m",
+        )
     yaw = math.radians(p.number("yaw_deg", 0.0, lo=-360.0, hi=360.0))
     friction = p.number("friction", 1.0, **_FRICTION)
     marker = p.number("marker_id", None, lo=0, hi=999)

@@ -29,6 +29,7 @@ CASES = {
     ),
     "": ("armsim://?arm=seed-3link&physics=1&scene={scene}&speed=30", STACK),  # examples/pick_and_place.yaml
     "2link": ("armsim://?arm=seed-2link&physics=1&scene={scene}&speed=30", STACK),
+    "mearm": ("armsim://?arm=mearm&physics=1&scene={scene}&speed=30", STACK),  # its table 30 mm under z 0
 }  # the SO-101's: test_example_so101_physics.py (its bus servos take longer)
 
 

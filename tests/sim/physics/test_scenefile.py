@@ -53,3 +53,29 @@ def test_bad_scenes_are_one_line_naming_the_key(tmp_path, change, words):
     assert "\n" not in text and "bad.yaml" in text
     for w in words:
         assert w in text
+
+
+def test_a_table_top_below_the_arms_zero_carries_the_parts_and_the_refusals(tmp_path):
+    """``top_z_m``: the table's top in the arm's frame (an arm measured from its shoulder axis has it below 0); a
+    part's at_m z starts there, and one whose bottom lies below it starts inside the table."""
+    data = yaml.safe_load(SCENE)
+    assert load_scene(_write(tmp_path, data)).table.top_z_m == 0.0
+    data["table"]["top_z_m"] = -0.03
+    for part in data["parts"]:
+        part["at_m"][2] = -0.03
+    s = load_scene(_write(tmp_path, data))
+    assert s.table.top_z_m == -0.03 and [p.at_m[2] for p in s.parts] == [-0.03, -0.03]
+    data["parts"][1]["at_m"][2] = -0.031
+    with pytest.raises(ConfigError) as e:
+        load_scene(_write(tmp_path, data))
+    assert "\n" not in str(e.value) and "parts[1].at_m" in str(e.value)
+    assert "'can' starts inside the table: its bottom is at z -0.031 m, below the table's top -0.03 m" in str(e.value)
+    data["table"]["top_z_m"] = 3
+    with pytest.raises(ConfigError, match=r"table\.top_z_m.*out of range"):
+        load_scene(_write(tmp_path, data))
+
+
+def _write(tmp_path, data):
+    f = tmp_path / "scene.yaml"
+    f.write_text(yaml.safe_dump(data))
+    return f
