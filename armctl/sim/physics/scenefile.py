@@ -103,25 +103,25 @@ def load_scene(path) -> Scene:
 def parse_scene(data, path: str) -> Scene:
     top = Section(data if data is not None else {}, path=path)
     table = _table(top.section("table", required=False))
-    parts = []
-    raw = top.items("parts") if top.has("parts") else []
-    if len(raw) > MAX_PARTS:
-        raise top.error("parts", f"at most {MAX_PARTS} parts, found {len(raw)}")
-    for i, item in enumerate(raw):
-        line = raw.item_lines[i] if hasattr(raw, "item_lines") else None
-        parts.append(_part(Section(item, path=path, key=f"parts[{i}]", line=line), i, table.top_z_m))
-    cams = []
-    raw = top.items("cameras") if top.has("cameras") else []
-    if len(raw) > MAX_CAMERAS:
-        raise top.error("cameras", f"at most {MAX_CAMERAS} cameras, found {len(raw)}")
-    for i, item in enumerate(raw):
-        line = raw.item_lines[i] if hasattr(raw, "item_lines") else None
-        cams.append(_camera(Section(item, path=path, key=f"cameras[{i}]", line=line), i))
+    parts = [_part(sec, i, table.top_z_m) for i, sec in _entries(top, "parts", MAX_PARTS)]
+    cams = [_camera(sec, i) for i, sec in _entries(top, "cameras", MAX_CAMERAS)]
     top.done()
     _check_names(top, "parts", [p.name for p in parts])
     _check_names(top, "cameras", [c.name for c in cams])
     _check_overlaps(top, parts)
     return Scene(table, tuple(parts), tuple(cams), source=path)
+
+
+def _entries(top: Section, key: str, most: int) -> list:
+    """(index, Section) of each mapping in the list ``key`` (none: empty), at most ``most`` of them."""
+    raw = top.items(key) if top.has(key) else []
+    if len(raw) > most:
+        raise top.error(key, f"at most {most} {key}, found {len(raw)}")
+    lines = getattr(raw, "item_lines", None)
+    return [
+        (i, Section(item, path=top.path, key=f"{key}[{i}]", line=lines[i] if lines else None))
+        for i, item in enumerate(raw)
+    ]
 
 
 def _table(t: Section | None) -> Table:
