@@ -163,6 +163,12 @@ def frames_pose(feats, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.array(qs, dtype=float), np.array(gs, dtype=float)
 
 
+def _first_over(over: np.ndarray) -> tuple[int, int] | None:
+    """(the first row with a value over 1, its largest column), None if there is none."""
+    rows = np.flatnonzero(over.max(axis=1) > 1 + 1e-9)
+    return None if not len(rows) else (int(rows[0]), int(np.argmax(over[rows[0]])))
+
+
 def check_frames(arm, Q, G, T) -> None:
     """MotionError naming the first frame outside the limits, or the first step between frames over a speed or
     (with ACCEL_SLACK) acceleration limit."""
@@ -193,18 +199,18 @@ def check_frames(arm, Q, G, T) -> None:
         k = int(np.flatnonzero(dt <= 0)[0]) + 1
         raise BadInputError(f"frame {k}: its timestamp {T[k]:g} s is not after the frame before's")
     v = np.diff(Q, axis=0) / dt[:, None]
-    over = np.abs(v) / np.asarray(arm.max_speed_rad_s, dtype=float)
-    if over.max() > 1 + 1e-9:
-        k, j = np.unravel_index(int(np.argmax(over)), over.shape)
+    first = _first_over(np.abs(v) / np.asarray(arm.max_speed_rad_s, dtype=float))
+    if first is not None:
+        k, j = first
         raise MotionError(
             f"frames {k}..{k + 1} (t = {T[k]:.2f} s): {arm.joint_names[j]} at {math.degrees(abs(v[k, j])):.1f} deg/s, "
             f"over its {math.degrees(arm.max_speed_rad_s[j]):g} deg/s limit; a lower --speed plays it slower"
         )
     if len(T) > 2:
         acc = np.diff(v, axis=0) / ((dt[1:] + dt[:-1]) / 2.0)[:, None]
-        over = np.abs(acc) / (ACCEL_SLACK * np.asarray(arm.max_accel_rad_s2, dtype=float))
-        if over.max() > 1 + 1e-9:
-            k, j = np.unravel_index(int(np.argmax(over)), over.shape)
+        first = _first_over(np.abs(acc) / (ACCEL_SLACK * np.asarray(arm.max_accel_rad_s2, dtype=float)))
+        if first is not None:
+            k, j = first
             raise MotionError(
                 f"frame {k + 1} (t = {T[k + 1]:.2f} s): {arm.joint_names[j]} changes speed at "
                 f"{math.degrees(abs(acc[k, j])):.0f} deg/s^2, over {ACCEL_SLACK:g} times its "
@@ -212,7 +218,7 @@ def check_frames(arm, Q, G, T) -> None:
             )
 
 
-def episode_trajectory(arm, Q, G, T, period_s: float):
+def episode_trajectory(arm, Q, G, T, period_s: float, label: str = "the episode"):
     """The frames (at times ``T``) interpolated at ``period_s``, checked against the zones and the torque."""
     from armctl.motion.torque import check_torque
     from armctl.motion.trajectory import Trajectory
@@ -227,7 +233,7 @@ def episode_trajectory(arm, Q, G, T, period_s: float):
         q_s = np.column_stack([np.interp(tq, T, Q[:, j]) for j in range(arm.n)])
         g_s = np.interp(tq, T, G) if np.all(np.isfinite(G)) else np.full(len(ts), math.nan)
     traj = Trajectory(
-        t_s=ts, q_rad=q_s, gripper_rad=g_s, step=np.zeros(len(ts), dtype=int), steps=["replay"], period_s=period_s
+        t_s=ts, q_rad=q_s, gripper_rad=g_s, step=np.zeros(len(ts), dtype=int), steps=[label], period_s=period_s
     )
     if arm.zones:
         from armctl.model.kinematics import tool_point
@@ -285,7 +291,7 @@ def plan_replay(args):
     Q = np.clip(Q, arm.q_min, arm.q_max)  # onto the limits, within LIMIT_TOL_RAD of them (check_frames)
     if arm.gripper is not None and np.all(np.isfinite(G)):
         G = np.clip(G, *sorted((arm.gripper.closed_rad, arm.gripper.open_rad)))
-    traj = episode_trajectory(arm, Q, G, Ts, DEFAULT_PERIOD_S)
+    traj = episode_trajectory(arm, Q, G, Ts, DEFAULT_PERIOD_S, f"episode {episode}")
     return arm, cal, traj, len(T), float(T[-1])
 
 

@@ -106,6 +106,7 @@ def test_replay_reproduces_the_recorded_actions_from_a_checked_move_to_the_first
         want = [np.interp(t, T - T[0], A[:, j]) for j in range(arm.n)]
         want_g = gr.closed_rad + np.interp(t, T - T[0], A[:, arm.n]) / 100 * (gr.open_rad - gr.closed_rad)
         worst = max(worst, float(np.abs(np.degrees(q) - want).max()), abs(math.degrees(g - want_g)))
+    print(f"armctl replay: {len(play)} samples, worst {worst:.3f} deg from the recorded actions; ramp {len(ramp)}")
     assert worst <= TOL_DEG, worst
     # the servos measured at the end: the last recorded action
     assert np.abs(np.degrees(end.q_rad) - A[-1, : arm.n]).max() <= TOL_DEG, (np.degrees(end.q_rad), A[-1])
@@ -138,12 +139,13 @@ def _edited(dataset: Path, tmp_path: Path, edit) -> Path:
     return ds
 
 
-def _out_of_limits(path: Path) -> None:
+def _set(path: Path, frame: int, joint: int, value: float) -> None:
+    """One action value of the data file changed (``value`` None: added to, else set)."""
     import pyarrow as pa
 
     t = pq.read_table(path)
     acts = t.column("action").to_pylist()
-    acts[40][1] = 179.0  # the shoulder far past its limit, one frame mid-episode
+    acts[frame][joint] = value
     i = t.schema.get_field_index("action")
     pq.write_table(t.set_column(i, t.schema.field(i), pa.array(acts, type=t.schema.field(i).type)), path)
 
@@ -158,6 +160,18 @@ def test_bad_inputs_are_one_line_and_nothing_moves(dataset, tmp_path):
     corrupt = _edited(dataset, tmp_path, lambda f: f.write_bytes(b"PAR1 not parquet at all PAR1"))
     _one_line(_armctl("replay", str(corrupt), state=state), 2, "file-000.parquet", "corrupt")
     shutil.rmtree(corrupt)
-    far = _edited(dataset, tmp_path, _out_of_limits)
+    far = _edited(dataset, tmp_path, lambda f: _set(f, 40, 1, 179.0))  # the shoulder far past its limit
     _one_line(_armctl("replay", str(far), state=state), 3, "frame 40", "shoulder", "nothing moved")
+    shutil.rmtree(far)
+    T, A = _actions(dataset)
+    jump = _edited(dataset, tmp_path, lambda f: _set(f, 40, 0, float(A[40, 0]) + 30.0))  # base: 30 deg in 33 ms
+    _one_line(_armctl("replay", str(jump), state=state), 3, "frames 39..40", "base", "deg/s", "--speed")
+    shutil.rmtree(jump)
+    zone = tmp_path / "mearm-cup.yaml"  # the MeArm with a cup where the episode ends
+    zone.write_text(
+        (ROOT / "armctl/presets/mearm.yaml").read_text()
+        + "zones:\n  boxes:\n    - {name: cup, min_mm: [110, -90, -40], max_mm: [170, -20, 40]}\n"
+    )
+    _one_line(_armctl("--arm", str(zone), "replay", str(dataset), state=state), 3, "box 'cup'", "of the episode")
+    _one_line(_armctl("replay", str(dataset), "--payload", "500g", state=state), 3, "elbow", "500 g", "episode 0")
     assert _status(state) == before
