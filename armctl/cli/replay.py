@@ -30,7 +30,8 @@ examples:
 DESCRIPTION = (
     "Play a recorded episode's actions (a LeRobot v3.0 dataset from armctl or lerobot-record) on the arm: checked "
     "whole first (limits, speed, acceleration, zones, torque), then a slow checked move from where the arm is to "
-    "the first frame, then the episode at its recorded timing times 1/--speed."
+    "the first frame, then the episode at its recorded timing times 1/--speed. The arm: --arm, else the one the "
+    "dataset names (its robot_type: an armctl arm, or LeRobot's so_follower: so101); its features must match."
 )
 
 #: The accelerations between frames are checked with this slack over the limit: a recording's frames are the
