@@ -33,7 +33,8 @@ EXIT_INTERRUPTED = 130  # the others are each error's exit_code (armctl.errors)
 
 # Command modules, in the order their commands appear in --help.
 COMMAND_MODULES = [
-    "kin", "motion", "device", "pick", "draw", "calibrate", "camera", "teach", "follow", "web", "ros", "ports",
+    "kin", "motion", "device", "pick", "draw", "calibrate", "camera", "teach", "follow", "replay", "web", "ros",
+    "ports",
 ]  # fmt: skip
 
 # Every command: its module and its line in 'armctl --help', written here only: the placeholder parsers and the
@@ -55,6 +56,7 @@ COMMANDS = {
     "camera": ("camera", "a camera: print a ChArUco board, find its intrinsics, check the tool over a grid"),
     "teach": ("teach", "guide the arm by hand (bus servos) or jog it (PWM) and record poses into a program"),
     "follow": ("follow", "a leader arm moved by hand drives the arm (teleoperation); record LeRobot datasets"),
+    "replay": ("replay", "play a recorded episode's actions (a LeRobot dataset) on the arm, checked whole first"),
     "web": ("web", "the arm in a browser page: click to move"),
     "ros": ("ros", "run the arm as a ROS 2 node: joint_states, trajectories, joint commands"),
     "ports": ("ports", "list the serial ports and identify the board on each"),

@@ -1,0 +1,327 @@
+"""``armctl replay DATASET``: play a recorded episode's actions on the arm (LeRobot v3.0 datasets, written by
+``armctl follow/run --record-dataset`` or by LeRobot's ``lerobot-record``: the same format).
+
+The episode's ``action`` column (its names in ``meta/info.json``'s features) is turned back into joint angles by
+the arm's own feature mapping (``armctl.dataset.recorder.ArmFeatures.pose``), timed at the recorded timestamps
+times 1/--speed and checked whole before a port is opened: every frame inside the joint (and gripper) limits, every
+step between frames under the joint speed limits, the steps' changes of speed under the acceleration limits, the
+whole swept arm out of the keep-out zones, the servos' torque. The Robot then moves from the pose the arm is in to
+the first frame with a slow checked joint move (never a jump) and plays the episode.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from armctl.cli import add_command
+from armctl.cli.common import drive, print_report, setup, torque_options
+from armctl.errors import BadInputError, JointLimitError, MotionError
+
+EXAMPLES = """\
+examples:
+  armctl replay ~/datasets/wave                         # episode 0, as recorded, on the dataset's arm
+  armctl --arm so101 replay ~/datasets/wave --episode 3 --speed 0.5
+  armctl replay ~/datasets/wave --json"""
+
+DESCRIPTION = (
+    "Play a recorded episode's actions (a LeRobot v3.0 dataset from armctl or lerobot-record) on the arm: checked "
+    "whole first (limits, speed, acceleration, zones, torque), then a slow checked move from where the arm is to "
+    "the first frame, then the episode at its recorded timing times 1/--speed. The arm: --arm, else the one the "
+    "dataset names (its robot_type: an armctl arm, or LeRobot's so_follower: so101); its features must match."
+)
+
+#: The accelerations between frames are checked with this slack over the limit: a recording's frames are the
+#: follow targets, whose changes of speed a frame apart are the servos' to smooth.
+ACCEL_SLACK = 2.0
+#: A frame this close outside a limit (rad) is played at the limit: a recording's rounding (float32, a gripper
+#: measured a hair past its end), far below the 0.5 deg a replay is held to.
+LIMIT_TOL_RAD = math.radians(0.1)
+
+
+def register(sub, parents) -> None:
+    p = add_command(sub, "replay", parents=parents, epilog=EXAMPLES, description=DESCRIPTION)
+    p.add_argument("dataset", metavar="DATASET", help="the dataset's folder (meta/info.json, data/, ...)")
+    p.add_argument("--episode", metavar="N", default="0", help="the episode to play (default 0)")
+    p.add_argument(
+        "--speed",
+        metavar="FACTOR",
+        default="1",
+        help="play at this fraction of the recorded speed, 0 < FACTOR <= 1 (default 1: the recorded timing)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="read and check the episode, open no port")
+    p.add_argument("--json", action="store_true", help="print JSON (tool_m, q_deg, ...) instead of text")
+    p.add_argument("--wire-log", metavar="FILE", help="write every byte sent and received, with times, to FILE")
+    torque_options(p)
+    p.set_defaults(func=cmd_replay)
+
+
+# --- the dataset -----------------------------------------------------------------------------------------------
+
+
+def read_info(root: Path) -> dict:
+    """``meta/info.json`` of the dataset in ``root``; BadInputError (one line) for a missing folder or file, or one
+    that is not a LeRobot dataset's."""
+    if not root.is_dir():
+        raise BadInputError(f"{root}: no such dataset folder")
+    path = root / "meta" / "info.json"
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInputError(f"{root}: not a LeRobot dataset (no meta/info.json)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadInputError(f"{path}: unreadable ({exc})") from None
+    action = info.get("features", {}).get("action") if isinstance(info, dict) else None
+    if not isinstance(action, dict) or not isinstance(action.get("names"), list):
+        raise BadInputError(f"{path}: no 'action' feature with names: not a dataset of actions to replay")
+    return info
+
+
+def action_names(info: dict) -> list[str]:
+    names = info["features"]["action"]["names"]
+    return [str(n) for n in names]
+
+
+def read_episode(root: Path, info: dict, episode: int) -> tuple[np.ndarray, np.ndarray]:
+    """(timestamps (s, from 0), actions (frames, features)) of ``episode``; BadInputError for a bad episode number
+    (saying how many there are) or a corrupt data file (naming it)."""
+    from armctl.dataset.files import need_pyarrow
+
+    _, pq = need_pyarrow()
+    files = sorted((root / "data").glob("chunk-*/file-*.parquet"))
+    count = int(info.get("total_episodes") or 0)
+    if not 0 <= episode < count:
+        have = f"{count} episode{'s' if count != 1 else ''} (0..{count - 1})" if count else "no episodes"
+        raise BadInputError(f"--episode {episode}: {root} has {have}")
+    t, a = [], []
+    for f in files:
+        try:
+            table = pq.read_table(f, columns=["timestamp", "episode_index", "action"])
+            ep = np.asarray(table.column("episode_index").to_numpy(), dtype=int)
+            if not np.any(ep == episode):
+                continue
+            rows = np.flatnonzero(ep == episode)
+            ts = np.asarray(table.column("timestamp").to_numpy(), dtype=float)[rows]
+            acts = table.column("action").to_pylist()
+            a.extend(acts[i] for i in rows)
+            t.extend(ts)
+        except Exception as exc:  # noqa: BLE001 - pyarrow's errors for a damaged file are of many types
+            raise BadInputError(f"{f}: corrupt or unreadable data file ({type(exc).__name__}: {exc})") from None
+    if not t:
+        raise BadInputError(f"--episode {episode}: no frames of it in {root / 'data'}")
+    try:
+        values = np.array(a, dtype=float)
+    except ValueError:
+        raise BadInputError(f"{root / 'data'}: episode {episode}'s actions are not rows of numbers") from None
+    order = np.argsort(t, kind="stable")
+    t = np.asarray(t, dtype=float)[order]
+    return t - t[0], values[order]
+
+
+def check_names(have: list[str], want: tuple[str, ...], arm_name: str, root: Path) -> None:
+    """BadInputError (one line) unless the dataset's action names are the arm's, naming the missing and extra."""
+    if list(have) == list(want):
+        return
+    missing = [n for n in want if n not in have]
+    extra = [n for n in have if n not in want]
+    parts = []
+    if missing:
+        parts.append(f"missing {', '.join(missing)}")
+    if extra:
+        parts.append(f"extra {', '.join(extra)}")
+    if not parts:
+        parts.append(f"in another order ({', '.join(have)}; arm: {', '.join(want)})")
+    raise BadInputError(
+        f"{root}: its action features do not match arm {arm_name!r}'s: {'; '.join(parts)} (give the arm it was "
+        "recorded on with --arm)"
+    )
+
+
+def default_arm(info: dict) -> str | None:
+    """The arm the dataset says it was recorded on: its ``robot_type`` when that is an armctl arm (LeRobot's SO-101
+    follower: so101), else None."""
+    from armctl.core.paths import preset_names
+
+    rt = info.get("robot_type")
+    if rt in ("so_follower", "so101_follower", "so100_follower"):
+        return "so101"
+    return rt if isinstance(rt, str) and rt in preset_names() else None
+
+
+# --- the checked trajectory ------------------------------------------------------------------------------------
+
+
+def frames_pose(feats, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The frames' joint angles (frames, n; rad) and gripper angles (frames,; rad, NaN: none)."""
+    qs, gs = [], []
+    for v in values:
+        q, g, _ = feats.pose(v)
+        qs.append(q)
+        gs.append(g)
+    return np.array(qs, dtype=float), np.array(gs, dtype=float)
+
+
+def _first_over(over: np.ndarray) -> tuple[int, int] | None:
+    """(the first row with a value over 1, its largest column), None if there is none."""
+    rows = np.flatnonzero(over.max(axis=1) > 1 + 1e-9)
+    return None if not len(rows) else (int(rows[0]), int(np.argmax(over[rows[0]])))
+
+
+def check_frames(arm, Q, G, T) -> None:
+    """MotionError naming the first frame outside the limits, or the first step between frames over a speed or
+    (with ACCEL_SLACK) acceleration limit."""
+    from armctl.model.kinematics import limit_excess, limit_names
+
+    ex = limit_excess(arm, Q)
+    bad = np.argwhere(ex > LIMIT_TOL_RAD)
+    if len(bad):
+        k, j = (int(v) for v in bad[0])
+        raise JointLimitError(
+            f"frame {k} (t = {T[k]:.2f} s): {limit_names(arm)[j]} is {math.degrees(ex[k, j]):.2f} deg outside its "
+            "limits; nothing moved"
+        )
+    gr = arm.gripper
+    if gr is not None and np.all(np.isfinite(G)):
+        lo, hi = sorted((gr.closed_rad, gr.open_rad))
+        out = np.flatnonzero((G < lo - LIMIT_TOL_RAD) | (G > hi + LIMIT_TOL_RAD))
+        if len(out):
+            k = int(out[0])
+            raise JointLimitError(
+                f"frame {k} (t = {T[k]:.2f} s): gripper at {math.degrees(G[k]):.1f} deg is outside "
+                f"{math.degrees(lo):g}..{math.degrees(hi):g} deg; nothing moved"
+            )
+    if len(T) < 2:
+        return
+    dt = np.diff(T)
+    if np.any(dt <= 0):
+        k = int(np.flatnonzero(dt <= 0)[0]) + 1
+        raise BadInputError(f"frame {k}: its timestamp {T[k]:g} s is not after the frame before's")
+    v = np.diff(Q, axis=0) / dt[:, None]
+    first = _first_over(np.abs(v) / np.asarray(arm.max_speed_rad_s, dtype=float))
+    if first is not None:
+        k, j = first
+        raise MotionError(
+            f"frames {k}..{k + 1} (t = {T[k]:.2f} s): {arm.joint_names[j]} at {math.degrees(abs(v[k, j])):.1f} deg/s, "
+            f"over its {math.degrees(arm.max_speed_rad_s[j]):g} deg/s limit; a lower --speed plays it slower"
+        )
+    if len(T) > 2:
+        acc = np.diff(v, axis=0) / ((dt[1:] + dt[:-1]) / 2.0)[:, None]
+        first = _first_over(np.abs(acc) / (ACCEL_SLACK * np.asarray(arm.max_accel_rad_s2, dtype=float)))
+        if first is not None:
+            k, j = first
+            raise MotionError(
+                f"frame {k + 1} (t = {T[k + 1]:.2f} s): {arm.joint_names[j]} changes speed at "
+                f"{math.degrees(abs(acc[k, j])):.0f} deg/s^2, over {ACCEL_SLACK:g} times its "
+                f"{math.degrees(arm.max_accel_rad_s2[j]):g} deg/s^2 limit; a lower --speed plays it slower"
+            )
+
+
+def episode_trajectory(arm, Q, G, T, period_s: float, label: str = "the episode"):
+    """The frames (at times ``T``) interpolated at ``period_s``, checked against the zones and the torque."""
+    from armctl.motion.torque import check_torque
+    from armctl.motion.trajectory import Trajectory
+
+    duration = float(T[-1])
+    frames = max(1, math.ceil(duration / period_s - 1e-9))
+    ts = np.arange(frames + 1) * period_s
+    tq = np.minimum(ts, duration)
+    if len(T) == 1:
+        q_s, g_s = np.repeat(Q[:1], len(ts), axis=0), np.full(len(ts), G[0])
+    else:
+        q_s = np.column_stack([np.interp(tq, T, Q[:, j]) for j in range(arm.n)])
+        g_s = np.interp(tq, T, G) if np.all(np.isfinite(G)) else np.full(len(ts), math.nan)
+    traj = Trajectory(
+        t_s=ts, q_rad=q_s, gripper_rad=g_s, step=np.zeros(len(ts), dtype=int), steps=[label], period_s=period_s
+    )
+    if arm.zones:
+        from armctl.model.kinematics import tool_point
+        from armctl.model.zones import first_violation, refusal
+
+        v = first_violation(arm, arm.zones, q_s)
+        if v is not None:
+            t = float(min(v.at, len(ts) - 1)) * period_s
+            p = ", ".join(f"{x:.3f}" for x in tool_point(arm, v.q))
+            raise refusal(arm, arm.zones, v, f"at t = {t:.2f} s of the episode (tool at ({p}) m)")
+    check_torque(arm, traj)
+    return traj
+
+
+def parse_speed(text: str) -> float:
+    try:
+        s = float(text)
+    except ValueError:
+        s = math.nan
+    if not (math.isfinite(s) and 0 < s <= 1):
+        raise BadInputError(f"--speed {text}: a fraction of the recorded speed, 0 < FACTOR <= 1")
+    return s
+
+
+def parse_episode(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise BadInputError(f"--episode {text}: an episode number (0, 1, ...)") from None
+
+
+# --- the command -----------------------------------------------------------------------------------------------
+
+
+def plan_replay(args):
+    """Everything checked before a port opens: (arm, calibration, trajectory, frames, recorded duration (s))."""
+    from armctl.dataset.recorder import arm_features
+    from armctl.motion.trajectory import DEFAULT_PERIOD_S
+
+    speed = parse_speed(args.speed)
+    episode = parse_episode(args.episode)
+    root = Path(args.dataset).expanduser()
+    info = read_info(root)
+    arm, cal = setup(args, default_arm(info))
+    feats = arm_features(arm, cal)
+    check_names(action_names(info), feats.names, arm.name, root)
+    T, values = read_episode(root, info, episode)
+    if values.ndim != 2 or values.shape[1] != len(feats.names) or not np.all(np.isfinite(values)):
+        raise BadInputError(f"{root}: episode {episode}'s actions are not {len(feats.names)} finite numbers a frame")
+    Q, G = frames_pose(feats, values)
+    if arm.gripper is None:
+        G = np.full(len(T), math.nan)
+    Ts = T / speed
+    check_frames(arm, Q, G, Ts)
+    Q = np.clip(Q, arm.q_min, arm.q_max)  # onto the limits, within LIMIT_TOL_RAD of them (check_frames)
+    if arm.gripper is not None and np.all(np.isfinite(G)):
+        G = np.clip(G, *sorted((arm.gripper.closed_rad, arm.gripper.open_rad)))
+    traj = episode_trajectory(arm, Q, G, Ts, DEFAULT_PERIOD_S, f"episode {episode}")
+    return arm, cal, traj, len(T), float(T[-1])
+
+
+def cmd_replay(args) -> int:
+    from armctl import motion
+    from armctl.model.kinematics import tool_point
+
+    arm, cal, traj, frames, recorded_s = plan_replay(args)
+    from armctl.robot.stream import prepare
+
+    prepare(traj, cal)  # every pulse checked before a port is opened
+    what = f"{args.dataset} episode {args.episode}: {frames} frames, {recorded_s:.2f} s recorded"
+    if args.dry_run:
+        end = tool_point(arm, traj.q_rad[-1])
+        report = {
+            "dry_run": True,
+            "frames": frames,
+            "recorded_s": recorded_s,
+            "duration_s": float(traj.duration_s),
+            "tool_m": [float(v) for v in end],
+            "q_deg": [math.degrees(v) for v in traj.q_rad[-1]],
+        }
+        if args.json:
+            print(json.dumps(report, indent=1))
+        else:
+            print(f"{what}, plays in {traj.duration_s:.2f} s: OK, every frame checked (dry run: no port opened)")
+        return 0
+    report = drive(args, arm, cal, lambda robot: robot.run(motion.Plan(traj, [], arm)))
+    report["recorded_s"] = recorded_s
+    report["episode_frames"] = frames
+    print_report(args, report, f"replayed {what}, in {report['duration_s']:.2f} s")
+    return 0

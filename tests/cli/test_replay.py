@@ -1,0 +1,177 @@
+"""``armctl replay DATASET`` (issue 39, item 3): a dataset recorded by armctl itself on the simulated MeArm
+(``armctl run --record-dataset``) played back on armsim://: the commanded and measured servos reproduce the
+recorded actions within 0.5 deg, the arm goes from where it is to the first frame by a slow checked move (no
+step faster than a speed limit), --speed stretches the time, and bad inputs (features of another arm, a bad
+episode number, a missing folder, a corrupt data file, a frame outside the limits) are one line, exit 2 or 3,
+nothing moves."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.helpers import require_module
+
+require_module("pyarrow", "datasets are read as Parquet (armctl[dataset])")
+
+import pyarrow.parquet as pq  # noqa: E402 (after require_module)
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = """\
+arm: mearm
+steps:
+  - {joint: {q_deg: [20, 80, -60]}}
+  - {gripper: close}
+  - {joint: {q_deg: [-20, 70, -50]}}
+"""
+DATA = "data/chunk-000/file-000.parquet"
+TOL_DEG = 0.5  # the issue's figure
+
+
+def _armctl(*argv, state: Path, check: bool = False):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ARMCTL_STATE_DIR": str(state)}
+    p = subprocess.run([sys.executable, "-m", "armctl", *argv], env=env, capture_output=True, text=True, timeout=60)
+    if check:
+        assert p.returncode == 0, p.stderr[-2000:]
+    return p
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("replay")
+    prog = base / "wave.yaml"
+    prog.write_text(PROGRAM)
+    ds = base / "wave"
+    _armctl("run", str(prog), "--record-dataset", str(ds), "--task", "wave", state=base / "state", check=True)
+    return ds
+
+
+def _actions(ds: Path) -> tuple[np.ndarray, np.ndarray]:
+    t = pq.read_table(ds / DATA)
+    return np.asarray(t.column("timestamp").to_numpy(), dtype=float), np.array(t.column("action").to_pylist())
+
+
+def _one_line(p, code: int, *words) -> str:
+    assert p.returncode == code, (p.returncode, p.stdout[-1000:], p.stderr[-2000:])
+    assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
+    for w in words:
+        assert w in p.stderr, (w, p.stderr)
+    return p.stderr
+
+
+def test_replay_reproduces_the_recorded_actions_from_a_checked_move_to_the_first_frame(dataset):
+    import armctl
+    from armctl import motion
+    from armctl.cli import _parse
+    from armctl.cli.replay import plan_replay
+
+    T, A = _actions(dataset)
+    arm, _, traj, frames, recorded_s = plan_replay(_parse(["--arm", "mearm", "replay", str(dataset)]))
+    assert frames == len(T) and recorded_s == pytest.approx(T[-1] - T[0])
+    assert traj.duration_s == pytest.approx(recorded_s, abs=traj.period_s)  # the recorded timing (--speed 1)
+    elsewhere = motion.JointMove(tuple(np.radians([-40.0, 60.0, -30.0])))
+    with armctl.connect("mearm") as robot:
+        robot.run(motion.plan_moves(arm, [elsewhere], q_start=robot.where().q_rad))
+        m = robot.run(motion.Plan(traj, [], arm), wait=False)
+        seen = []  # (trajectory index, commanded q, commanded gripper, time)
+        while not m.done:
+            q, g, _, _, index = robot.sample()
+            seen.append((index, np.array(q), g, time.monotonic()))
+            time.sleep(0.005)
+        m.wait()
+        end = robot.where(settle=True)
+    first = next(k for k, s in enumerate(seen) if s[0] >= 0)
+    ramp = seen[:first]  # before the episode's first sample
+    play = [s for s in seen if s[0] >= 0]
+    assert len(ramp) > 5 and len(play) > 20  # a move to the first frame, then the episode
+    # the ramp: from the pose it was in, never a jump (no step between samples over a speed limit)
+    qs, ts = np.array([s[1] for s in ramp]), np.array([s[3] for s in ramp])
+    assert np.abs(qs[0] - np.radians([-40.0, 60.0, -30.0])).max() < math.radians(5)
+    allowed = np.asarray(arm.max_speed_rad_s) * (np.diff(ts)[:, None] + 0.02)  # what a frame of 20 ms may add
+    assert np.all(np.abs(np.diff(qs, axis=0)) <= allowed), np.degrees(np.abs(np.diff(qs, axis=0)).max(axis=0))
+    assert np.abs(ramp[-1][1] - np.radians(A[0, : arm.n])).max() <= math.radians(TOL_DEG)  # it ends at frame 0
+    # the episode: each commanded pose is the recorded action at its time, within 0.5 deg
+    worst, gr = 0.0, arm.gripper
+    for index, q, g, _ in play:
+        t = index * traj.period_s
+        want = [np.interp(t, T - T[0], A[:, j]) for j in range(arm.n)]
+        want_g = gr.closed_rad + np.interp(t, T - T[0], A[:, arm.n]) / 100 * (gr.open_rad - gr.closed_rad)
+        worst = max(worst, float(np.abs(np.degrees(q) - want).max()), abs(math.degrees(g - want_g)))
+    print(f"armctl replay: {len(play)} samples, worst {worst:.3f} deg from the recorded actions; ramp {len(ramp)}")
+    assert worst <= TOL_DEG, worst
+    # the servos measured at the end: the last recorded action
+    assert np.abs(np.degrees(end.q_rad) - A[-1, : arm.n]).max() <= TOL_DEG, (np.degrees(end.q_rad), A[-1])
+    g_pct = 100 * (end.gripper_rad - arm.gripper.closed_rad) / (arm.gripper.open_rad - arm.gripper.closed_rad)
+    assert abs(g_pct - A[-1, arm.n]) <= 1.0
+
+
+def test_the_command_plays_it_and_speed_stretches_the_time(dataset, tmp_path):
+    T, A = _actions(dataset)
+    p = _armctl("replay", str(dataset), "--json", state=tmp_path / "s", check=True)  # the dataset's arm: mearm
+    r = json.loads(p.stdout)
+    assert r["recorded_s"] == pytest.approx(T[-1] - T[0], abs=1e-4) and r["episode_frames"] == len(T)
+    assert r["duration_s"] == pytest.approx(r["recorded_s"], abs=0.03)
+    assert np.abs(np.array(r["q_deg"]) - A[-1, :3]).max() <= TOL_DEG
+    slow = json.loads(_armctl("replay", str(dataset), "--speed", "0.5", "--dry-run", "--json", state=tmp_path).stdout)
+    assert slow["duration_s"] == pytest.approx(2 * r["recorded_s"], abs=0.03)
+    p = _armctl("replay", str(dataset), "--speed", "0.25", state=tmp_path / "s", check=True)
+    assert "replayed" in p.stdout and f"{len(T)} frames" in p.stdout
+    assert _armctl("replay", str(dataset), "--speed", "1.5", state=tmp_path).returncode == 2
+
+
+def _status(state: Path) -> list[float]:
+    return json.loads(_armctl("--arm", "mearm", "status", "--json", state=state, check=True).stdout)["q_deg"]
+
+
+def _edited(dataset: Path, tmp_path: Path, edit) -> Path:
+    ds = tmp_path / "edited"
+    shutil.copytree(dataset, ds)
+    edit(ds / DATA)
+    return ds
+
+
+def _set(path: Path, frame: int, joint: int, value: float) -> None:
+    """One action value of the data file changed (``value`` None: added to, else set)."""
+    import pyarrow as pa
+
+    t = pq.read_table(path)
+    acts = t.column("action").to_pylist()
+    acts[frame][joint] = value
+    i = t.schema.get_field_index("action")
+    pq.write_table(t.set_column(i, t.schema.field(i), pa.array(acts, type=t.schema.field(i).type)), path)
+
+
+def test_bad_inputs_are_one_line_and_nothing_moves(dataset, tmp_path):
+    state = tmp_path / "state"
+    before = _status(state)
+    p = _armctl("--arm", "seed-3link", "replay", str(dataset), state=state)
+    _one_line(p, 2, "missing", "extra", "base.pos", "--arm")
+    _one_line(_armctl("replay", str(dataset), "--episode", "4", state=state), 2, "--episode 4", "1 episode (0..0)")
+    _one_line(_armctl("replay", str(tmp_path / "nope"), state=state), 2, "no such dataset folder")
+    corrupt = _edited(dataset, tmp_path, lambda f: f.write_bytes(b"PAR1 not parquet at all PAR1"))
+    _one_line(_armctl("replay", str(corrupt), state=state), 2, "file-000.parquet", "corrupt")
+    shutil.rmtree(corrupt)
+    far = _edited(dataset, tmp_path, lambda f: _set(f, 40, 1, 179.0))  # the shoulder far past its limit
+    _one_line(_armctl("replay", str(far), state=state), 3, "frame 40", "shoulder", "nothing moved")
+    shutil.rmtree(far)
+    T, A = _actions(dataset)
+    jump = _edited(dataset, tmp_path, lambda f: _set(f, 40, 0, float(A[40, 0]) + 30.0))  # base: 30 deg in 33 ms
+    _one_line(_armctl("replay", str(jump), state=state), 3, "frames 39..40", "base", "deg/s", "--speed")
+    shutil.rmtree(jump)
+    zone = tmp_path / "mearm-cup.yaml"  # the MeArm with a cup where the episode ends
+    zone.write_text(
+        (ROOT / "armctl/presets/mearm.yaml").read_text()
+        + "zones:\n  boxes:\n    - {name: cup, min_mm: [110, -90, -40], max_mm: [170, -20, 40]}\n"
+    )
+    _one_line(_armctl("--arm", str(zone), "replay", str(dataset), state=state), 3, "box 'cup'", "of the episode")
+    _one_line(_armctl("replay", str(dataset), "--payload", "500g", state=state), 3, "elbow", "500 g", "episode 0")
+    assert _status(state) == before
