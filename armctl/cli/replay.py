@@ -4,7 +4,8 @@
 The episode's ``action`` column (its names in ``meta/info.json``'s features) is turned back into joint angles by
 the arm's own feature mapping (``armctl.dataset.recorder.ArmFeatures.pose``), timed at the recorded timestamps
 times 1/--speed and checked whole before a port is opened: every frame inside the joint (and gripper) limits, every
-step between frames under the joint speed limits, the steps' changes of speed under the acceleration limits, the
+step between frames under the joint speed limits (a step up to RETIME_MAX over them, the recording loop's jitter, is
+slowed to them), the changes of speed over 0.1 s under the acceleration limits, the
 whole swept arm out of the keep-out zones, the servos' torque. The Robot then moves from the pose the arm is in to
 the first frame with a slow checked joint move (never a jump) and plays the episode.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,13 +32,18 @@ examples:
 DESCRIPTION = (
     "Play a recorded episode's actions (a LeRobot v3.0 dataset from armctl or lerobot-record) on the arm: checked "
     "whole first (limits, speed, acceleration, zones, torque), then a slow checked move from where the arm is to "
-    "the first frame, then the episode at its recorded timing times 1/--speed. The arm: --arm, else the one the "
+    "the first frame, then the episode at its recorded timing times 1/--speed (a step of the recording faster than a "
+    "speed limit, by up to 3 times: a late sample, is slowed to it). The arm: --arm, else the one the "
     "dataset names (its robot_type: an armctl arm, or LeRobot's so_follower: so101); its features must match."
 )
 
-#: The accelerations between frames are checked with this slack over the limit: a recording's frames are the
-#: follow targets, whose changes of speed a frame apart are the servos' to smooth.
+#: The accelerations are checked with this slack over the limit, on the speeds over ACCEL_WINDOW_S: a recording's
+#: frames are follow targets sampled with the recording loop's jitter; their changes of speed are the servos' to smooth.
 ACCEL_SLACK = 2.0
+ACCEL_WINDOW_S = 0.1
+#: A step between frames up to this many times a speed limit is slowed to the limit (a late sample of the
+#: recording loop covers two or three periods); a faster one is refused.
+RETIME_MAX = 3.0
 #: A frame this close outside a limit (rad) is played at the limit: a recording's rounding (float32, a gripper
 #: measured a hair past its end), far below the 0.5 deg a replay is held to.
 LIMIT_TOL_RAD = math.radians(0.1)
@@ -170,9 +177,8 @@ def _first_over(over: np.ndarray) -> tuple[int, int] | None:
     return None if not len(rows) else (int(rows[0]), int(np.argmax(over[rows[0]])))
 
 
-def check_frames(arm, Q, G, T) -> None:
-    """MotionError naming the first frame outside the limits, or the first step between frames over a speed or
-    (with ACCEL_SLACK) acceleration limit."""
+def check_limits(arm, Q, G, T) -> None:
+    """JointLimitError naming the first frame outside the joint (or gripper) limits."""
     from armctl.model.kinematics import limit_excess, limit_names
 
     ex = limit_excess(arm, Q)
@@ -193,30 +199,53 @@ def check_frames(arm, Q, G, T) -> None:
                 f"frame {k} (t = {T[k]:.2f} s): gripper at {math.degrees(G[k]):.1f} deg is outside "
                 f"{math.degrees(lo):g}..{math.degrees(hi):g} deg; nothing moved"
             )
+
+
+def retime(arm, Q, T) -> tuple[np.ndarray, int]:
+    """(the frames' play times, how many steps were slowed): a step between frames faster than a joint's speed limit
+    by at most RETIME_MAX (a recording's jitter: a late sample covers two periods) is stretched to take the time the
+    limit needs; a faster one is a MotionError naming it (no servo steps faster than its limit)."""
     if len(T) < 2:
-        return
+        return T, 0
     dt = np.diff(T)
     if np.any(dt <= 0):
         k = int(np.flatnonzero(dt <= 0)[0]) + 1
         raise BadInputError(f"frame {k}: its timestamp {T[k]:g} s is not after the frame before's")
-    v = np.diff(Q, axis=0) / dt[:, None]
-    first = _first_over(np.abs(v) / np.asarray(arm.max_speed_rad_s, dtype=float))
+    vmax = np.asarray(arm.max_speed_rad_s, dtype=float)
+    need = (np.abs(np.diff(Q, axis=0)) / vmax).max(axis=1)  # the time each step takes at the limits
+    over = need / dt
+    bad = np.flatnonzero(over > RETIME_MAX + 1e-9)
+    if len(bad):
+        k = int(bad[0])
+        v = np.abs(Q[k + 1] - Q[k]) / dt[k]
+        j = int(np.argmax(v / vmax))
+        raise MotionError(
+            f"frames {k}..{k + 1} (t = {T[k]:.2f} s): {arm.joint_names[j]} at {math.degrees(v[j]):.1f} deg/s, "
+            f"over {RETIME_MAX:g} times its {math.degrees(vmax[j]):g} deg/s limit; a lower --speed plays it slower"
+        )
+    played = np.concatenate([[0.0], np.cumsum(np.maximum(dt, need))])
+    return played, int(np.count_nonzero(over > 1 + 1e-9))
+
+
+def check_accel(arm, Q, T) -> None:
+    """MotionError naming the first change of speed over ACCEL_SLACK times a joint's acceleration limit, judged on
+    the speeds over ACCEL_WINDOW_S (a recording's frame-to-frame jitter is not the motion)."""
+    if len(T) < 3:
+        return
+    w = max(1, math.ceil(ACCEL_WINDOW_S / float(np.median(np.diff(T))) - 1e-9))
+    if len(T) < 2 * w + 1:
+        return
+    v = (Q[w:] - Q[:-w]) / (T[w:] - T[:-w])[:, None]  # mean speeds over w steps
+    c = (T[w:] + T[:-w]) / 2.0
+    acc = (v[w:] - v[:-w]) / (c[w:] - c[:-w])[:, None]
+    first = _first_over(np.abs(acc) / (ACCEL_SLACK * np.asarray(arm.max_accel_rad_s2, dtype=float)))
     if first is not None:
         k, j = first
         raise MotionError(
-            f"frames {k}..{k + 1} (t = {T[k]:.2f} s): {arm.joint_names[j]} at {math.degrees(abs(v[k, j])):.1f} deg/s, "
-            f"over its {math.degrees(arm.max_speed_rad_s[j]):g} deg/s limit; a lower --speed plays it slower"
+            f"frame {k + w} (t = {T[k + w]:.2f} s): {arm.joint_names[j]} changes speed at "
+            f"{math.degrees(abs(acc[k, j])):.0f} deg/s^2, over {ACCEL_SLACK:g} times its "
+            f"{math.degrees(arm.max_accel_rad_s2[j]):g} deg/s^2 limit; a lower --speed plays it slower"
         )
-    if len(T) > 2:
-        acc = np.diff(v, axis=0) / ((dt[1:] + dt[:-1]) / 2.0)[:, None]
-        first = _first_over(np.abs(acc) / (ACCEL_SLACK * np.asarray(arm.max_accel_rad_s2, dtype=float)))
-        if first is not None:
-            k, j = first
-            raise MotionError(
-                f"frame {k + 1} (t = {T[k + 1]:.2f} s): {arm.joint_names[j]} changes speed at "
-                f"{math.degrees(abs(acc[k, j])):.0f} deg/s^2, over {ACCEL_SLACK:g} times its "
-                f"{math.degrees(arm.max_accel_rad_s2[j]):g} deg/s^2 limit; a lower --speed plays it slower"
-            )
 
 
 def episode_trajectory(arm, Q, G, T, period_s: float, label: str = "the episode"):
@@ -269,8 +298,21 @@ def parse_episode(text: str) -> int:
 # --- the command -----------------------------------------------------------------------------------------------
 
 
-def plan_replay(args):
-    """Everything checked before a port opens: (arm, calibration, trajectory, frames, recorded duration (s))."""
+@dataclass(frozen=True)
+class ReplayPlan:
+    """A replay checked whole: the trajectory to play and what it was made from."""
+
+    arm: object
+    cal: object
+    traj: object
+    frames: int
+    recorded_s: float  # the episode's recorded length
+    times_s: np.ndarray  # when each frame plays (s from the first): recorded / --speed, slowed steps stretched
+    slowed: int  # steps between frames slowed to the speed limits (a recording's jitter)
+
+
+def plan_replay(args) -> ReplayPlan:
+    """Everything checked before a port opens."""
     from armctl.dataset.recorder import arm_features
     from armctl.motion.trajectory import DEFAULT_PERIOD_S
 
@@ -287,24 +329,28 @@ def plan_replay(args):
     Q, G = frames_pose(feats, values)
     if arm.gripper is None:
         G = np.full(len(T), math.nan)
-    Ts = T / speed
-    check_frames(arm, Q, G, Ts)
-    Q = np.clip(Q, arm.q_min, arm.q_max)  # onto the limits, within LIMIT_TOL_RAD of them (check_frames)
+    check_limits(arm, Q, G, T)
+    Q = np.clip(Q, arm.q_min, arm.q_max)  # onto the limits, within LIMIT_TOL_RAD of them (check_limits)
     if arm.gripper is not None and np.all(np.isfinite(G)):
         G = np.clip(G, *sorted((arm.gripper.closed_rad, arm.gripper.open_rad)))
+    Ts, slowed = retime(arm, Q, T / speed)
+    check_accel(arm, Q, Ts)
     traj = episode_trajectory(arm, Q, G, Ts, DEFAULT_PERIOD_S, f"episode {episode}")
-    return arm, cal, traj, len(T), float(T[-1])
+    return ReplayPlan(arm, cal, traj, len(T), float(T[-1]), Ts, slowed)
 
 
 def cmd_replay(args) -> int:
     from armctl import motion
     from armctl.model.kinematics import tool_point
 
-    arm, cal, traj, frames, recorded_s = plan_replay(args)
+    plan = plan_replay(args)
+    arm, cal, traj, frames, recorded_s = plan.arm, plan.cal, plan.traj, plan.frames, plan.recorded_s
     from armctl.robot.stream import prepare
 
     prepare(traj, cal)  # every pulse checked before a port is opened
     what = f"{args.dataset} episode {args.episode}: {frames} frames, {recorded_s:.2f} s recorded"
+    if plan.slowed:
+        what += f", {plan.slowed} step{'s' if plan.slowed != 1 else ''} slowed to the speed limits"
     if args.dry_run:
         end = tool_point(arm, traj.q_rad[-1])
         report = {
@@ -312,6 +358,7 @@ def cmd_replay(args) -> int:
             "frames": frames,
             "recorded_s": recorded_s,
             "duration_s": float(traj.duration_s),
+            "slowed_steps": plan.slowed,
             "tool_m": [float(v) for v in end],
             "q_deg": [math.degrees(v) for v in traj.q_rad[-1]],
         }
@@ -323,5 +370,6 @@ def cmd_replay(args) -> int:
     report = drive(args, arm, cal, lambda robot: robot.run(motion.Plan(traj, [], arm)))
     report["recorded_s"] = recorded_s
     report["episode_frames"] = frames
+    report["slowed_steps"] = plan.slowed
     print_report(args, report, f"replayed {what}, in {report['duration_s']:.2f} s")
     return 0
