@@ -240,9 +240,10 @@ class GamepadLeader:
         else:
             now_at = self._where(q)
             aim = now_at.copy() if self.aim is None else self.aim
-            lead = np.maximum(np.abs(self.v) * LEAD_S, LEAD_MIN)
+            # the moving coordinates at most a lead ahead; the others kept exact (the arm comes back to them)
+            lead = np.where(self.v != 0, np.maximum(np.abs(self.v) * LEAD_S, LEAD_MIN), np.inf)
             self.aim = np.clip(aim + self.v * dt, now_at - lead, now_at + lead)
-            q_new = self._solve(self.aim, q)
+            q_new = self._solve(self.aim, q, now_at)
         return LeaderReading(now, q_new, self._gripper(st.held, dt), {}, frozenset())
 
     def _tool_speed(self, axes: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -273,27 +274,33 @@ class GamepadLeader:
         roll = float(q[arm.roll_index]) if arm.roll is not None else 0.0
         return np.concatenate([tool_point(arm, q), [phi, roll]])
 
-    def _solve(self, aim: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """The pose for ``aim`` nearest ``q``: inside the joint limits; the nearest the arm reaches (the edge of its
-        reach), or ``q`` itself where none is found (held)."""
+    def _solve(self, aim: np.ndarray, q: np.ndarray, now_at: np.ndarray) -> np.ndarray:
+        """The pose for ``aim`` nearest ``q`` (at ``now_at``), inside the joint limits; out of reach, the farthest
+        of halving steps towards it the arm reaches (down to 0.1 mm: it stops at the edge), else ``q`` (held)."""
         arm = self.arm
         if self.mode == "joints":
             return np.clip(aim, arm.q_min, arm.q_max)
-        point = aim[: arm.dim]
-        phi = float(aim[arm.dim]) if arm.n_links == 3 else None
-        roll = float(aim[arm.dim + 1]) if arm.roll is not None else None
-        if arm.has_base:
+        if arm.has_base:  # the solver's nearest (a point out of reach: the arm stretched towards it)
+            point, rest = aim[: arm.dim], aim[arm.dim :]
+            phi = float(rest[0]) if arm.n_links == 3 else None
+            roll = float(rest[1]) if arm.roll is not None else None
             goal, _, self.clamped = tool_goal(arm, ToolTarget(*point, pitch=phi, roll=roll), q)
             return goal
         from armctl import motion
 
-        try:
-            goal = motion.solve_pose(arm, point, phi, q)
-        except MotionError as exc:  # the edge of the reach or of a joint: it holds there
-            self.clamped = str(exc)
-            return q
-        self.clamped = ""
-        return np.asarray(goal, dtype=float)
+        step, why = aim - now_at, ""
+        while np.linalg.norm(step[: arm.dim]) > 1e-4 or abs(step[arm.dim]) > 1e-4:
+            there = now_at + step
+            phi = float(there[arm.dim]) if arm.n_links == 3 else None
+            try:
+                goal = motion.solve_pose(arm, there[: arm.dim], phi, q)
+            except MotionError as exc:  # the edge of the reach or of a joint: try half as far
+                why, step = why or str(exc), step / 2.0
+                continue
+            self.clamped = why
+            return np.asarray(goal, dtype=float)
+        self.clamped = why
+        return q
 
     def _gripper(self, held: frozenset, dt: float) -> float:
         grip = self.arm.gripper
