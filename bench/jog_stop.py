@@ -72,7 +72,8 @@ def one_run(period_s: float, root: str) -> float:
     thread = threading.Thread(target=pty.serve, daemon=True)
     thread.start()
     env = dict(os.environ, PYTHONPATH=str(ROOT), ARMCTL_STATE_DIR=state)
-    argv = [sys.executable, "-m", "armctl", "--port", pty.path, "jog", "--step", "10", "--speed", "50"]
+    argv = [sys.executable, "-m", "armctl", "--port", pty.path, "--assume-pose", "home", "jog", "--step", "10"]
+    argv += ["--speed", "50"]
     child = Child(argv, env)
     try:
         child.wait_for(b"idle")
