@@ -17,9 +17,10 @@ import os
 import time
 
 from armctl.core import stopsignals
-from armctl.errors import BadInputError, LinkError, StopRequested
+from armctl.errors import ArmctlError, BadInputError, LinkError, StopRequested
 
 POLL_S = 0.002  # the pad is read this often
+STOP_WAIT_S = 2.0  # unplugged: how long the stop may take to reach the board before the line is printed
 FOLLOW_RATE_HZ = 100.0
 DEFAULT_SPEED_MM_S = 50.0
 SPEEDS_MM_S = (5.0, 10.0, 25.0, 50.0, 100.0, 200.0)
@@ -60,8 +61,14 @@ class GamepadJog:
         )
 
     def lost(self) -> LinkError:
-        """The pad was unplugged: the arm stops now; the error to exit with."""
+        """The pad was unplugged: the arm stops now (and has stopped when this returns); the error to exit with."""
         self.robot.stop("gamepad unplugged")
+        for m in (self.follow, self.homing):
+            if m is not None:
+                try:
+                    m.wait(timeout=STOP_WAIT_S)  # the board told to stop: what it had queued is dropped
+                except (ArmctlError, TimeoutError):
+                    pass
         return LinkError(f"the gamepad {self.pad.name!r} was unplugged mid-jog: the arm stopped and holds its pose")
 
     def step(self) -> None:

@@ -14,7 +14,6 @@ import math
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -30,23 +29,12 @@ from armctl.cli import main  # noqa: E402
 from armctl.cli.gamepad import GamepadJog, run  # noqa: E402
 from armctl.errors import LinkError  # noqa: E402
 from armctl.model.kinematics import tool_point  # noqa: E402
-from armctl.sim.pty import PtySim  # noqa: E402
 from armctl.teleop import gamepad  # noqa: E402
 from armctl.teleop.gamepad import LEAD_MIN, LEAD_S, ScriptPlayer, VirtualGamepad, open_gamepad  # noqa: E402
+from tests.cli import test_pendant  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def sim():
-    """The simulated seed-3link arm on a pty, served by a thread of this process."""
-    pty = PtySim("armsim://seed-3link?seed=1")
-    thread = threading.Thread(target=pty.serve, daemon=True)
-    thread.start()
-    yield pty
-    pty.closed = True
-    thread.join(timeout=2)
-    pty.close()
+sim = test_pendant.sim  # the fixture: the simulated seed-3link arm on a pty, served by a thread of this process
 
 
 @pytest.fixture
