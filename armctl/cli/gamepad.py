@@ -51,6 +51,7 @@ class GamepadJog:
         self.follow = None  # the follow playing (None: stopped, or homing)
         self.homing = None
         self.quit: str | None = None
+        self.held_why = ""  # why the arm holds while a stick pushes, as last said
 
     def start(self) -> None:
         """Follow the pad from the pose the arm is commanded to."""
@@ -82,6 +83,7 @@ class GamepadJog:
         for m in (self.follow, self.homing):
             if m is not None and m.done and m.error is not None and not isinstance(m.error, StopRequested):
                 raise m.error  # a lost link, a motion error: the arm has stopped
+        self._held_note()
         if self.homing is not None and self.homing.done:
             self.homing = None
             self.start()
@@ -89,6 +91,13 @@ class GamepadJog:
             self.button(b)
             if self.quit is not None:
                 return
+
+    def _held_note(self) -> None:
+        """Once per run of them: why the arm holds while a stick pushes (a limit, the reach, a zone, the torque)."""
+        why = self.leader.clamped or (self.follow.teleop.status.clamped if self.follow is not None else "")
+        if why and why != self.held_why:
+            self.say(f"held: {why}")
+        self.held_why = why
 
     def button(self, b: str) -> None:
         leader = self.leader

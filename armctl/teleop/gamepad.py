@@ -279,7 +279,12 @@ class GamepadLeader:
         of halving steps towards it the arm reaches (down to 0.1 mm: it stops at the edge), else ``q`` (held)."""
         arm = self.arm
         if self.mode == "joints":
-            return np.clip(aim, arm.q_min, arm.q_max)
+            q_new = np.clip(aim, arm.q_min, arm.q_max)
+            out = np.flatnonzero(np.abs(q_new - aim) > 1e-12)
+            i = int(out[0]) if len(out) else None
+            at = "" if i is None else f"{arm.joint_names[i]} at its limit {math.degrees(q_new[i]):.1f} deg"
+            self.clamped = at
+            return q_new
         if arm.has_base:  # the solver's nearest (a point out of reach: the arm stretched towards it)
             point, rest = aim[: arm.dim], aim[arm.dim :]
             phi = float(rest[0]) if arm.n_links == 3 else None

@@ -137,8 +137,28 @@ def test_pushing_into_the_edge_of_the_workspace_stops_there(sim, vpad):
     start = r.tool(r.at("0.2 leftx 1.0"))
     assert pushed[-1][0] - start[0] > 100  # it went a long way right ...
     assert np.ptp([p[0] for p in pushed]) < 0.5  # ... and stood at the edge while the stick still pushed
+    assert any(line.startswith("held: ") and "reach" in line for line in r.said), r.said  # said once, with why
     with pytest.raises(armctl.MotionError):  # the edge: a step further right at the same tool angle is out
         armctl.motion.solve_pose(arm, (pushed[-1] + [5.0, 0.0]) / 1000.0, final.phi_rad, final.q_rad)
+
+
+def test_joint_mode_stops_at_the_joint_limit_and_says_so(sim, vpad):
+    script = """
+    0.1 x down
+    0.2 x up
+    0.3 leftx 1.0
+    1.8 leftx 0
+    1.9 start down
+    """
+    with _connect(sim) as robot:
+        r = Run(robot, vpad, script)
+        final = robot.commanded_pose()
+    assert r.why == "q"
+    q_max = robot.arm.q_max[0]
+    pushed = [q[0] for ts, _, q, _ in r.frames if r.at("0.3 leftx 1.0") + 1.2 <= ts <= r.at("1.8 leftx 0")]
+    assert max(pushed) <= q_max + 1e-9 and q_max - min(pushed) < math.radians(0.2)  # at its limit, held there
+    assert final.q_rad[0] == pytest.approx(q_max, abs=math.radians(0.2))
+    assert any(line.startswith("held: shoulder at its limit 90.0 deg") for line in r.said), r.said
 
 
 def test_an_unplugged_gamepad_stops_the_arm_and_nothing_moves_after(sim, vpad):
