@@ -79,7 +79,9 @@ JOG_DESCRIPTION = (
 
 
 def _register_jog(sub, parents) -> None:
-    p = add_command(sub, "jog", parents=parents, epilog=EPILOG, description=JOG_DESCRIPTION)
+    from armctl.cli.gamepad import HELP as GAMEPAD_HELP
+
+    p = add_command(sub, "jog", parents=parents, epilog=EPILOG + "\n" + GAMEPAD_HELP, description=JOG_DESCRIPTION)
     p.add_argument("x", metavar="X", nargs="?", help="target x (m, or with a unit: 500mm); none: the pendant")
     p.add_argument("y", metavar="Y", nargs="?", help="target y (m, or with a unit)")
     p.add_argument("z", nargs="?", metavar="Z", help="target z, height (m, or with a unit): arms on a base only")
@@ -99,6 +101,8 @@ def _register_jog(sub, parents) -> None:
         help="pendant: a held key counts as released this long after its last repeat (default: twice the "
         "terminal's repeat interval, 50..250 ms)",
     )
+    p.add_argument("--gamepad", action="store_true", help="jog with a gamepad (SDL; pip install 'armctl[gamepad]')")
+    p.add_argument("--device", metavar="N|NAME", help="--gamepad: the gamepad's SDL index or part of its name")
     p.set_defaults(func=cmd_jog)
 
 
@@ -151,6 +155,12 @@ def _register_run(sub, parents) -> None:
 
 
 def cmd_jog(args) -> int:
+    if args.gamepad or args.device is not None:
+        if args.x is not None or not args.gamepad:
+            raise BadInputError("--gamepad jogs without a target; --device is for --gamepad")
+        from armctl.cli.gamepad import cmd_gamepad
+
+        return cmd_gamepad(args)
     if args.x is None:
         if args.phi is not None:
             raise BadInputError("--phi needs a target (armctl jog X Y --phi DEG); the pendant turns it with , and .")

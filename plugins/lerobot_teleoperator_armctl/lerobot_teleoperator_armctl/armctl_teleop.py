@@ -1,7 +1,9 @@
-"""``ArmctlTeleop``: an armctl leader arm (``armctl.open_leader``: bus servos moved by hand) as a LeRobot
-``Teleoperator``. Each ``get_action`` reads the leader once and maps it onto the follower as ``armctl follow``
-does (``armctl.teleop.follow.Teleop``: joint to joint for the same model, else the tool point), giving the
-follower's ``<joint>.pos`` in the naming and units ``lerobot_robot_armctl`` takes (``arm_features``).
+"""``ArmctlTeleop``: an armctl leader arm (``armctl.open_leader``: bus servos moved by hand), or a gamepad
+(``armctl.teleop.gamepad``: ``--teleop.gamepad=0``), as a LeRobot ``Teleoperator``. Each ``get_action`` reads the
+leader once and maps it onto the follower as ``armctl follow`` does (``armctl.teleop.follow.Teleop``: joint to joint
+for the same model, else the tool point), giving the follower's ``<joint>.pos`` in the naming and units
+``lerobot_robot_armctl`` takes (``arm_features``). A gamepad's sticks move the follower's pose from its home at a
+speed proportional to their deflection; let go, the pose stands; unplugged, ``get_action`` raises LinkError.
 """
 
 from __future__ import annotations
@@ -31,9 +33,14 @@ class ArmctlTeleop(Teleoperator):
     def __init__(self, config: ArmctlTeleopConfig):
         super().__init__(config)
         self.config = config
-        if not config.port:
-            raise BadInputError("--teleop.port: give the leader arm's port (a device path, or feetechsim://?hand=...)")
-        self.arm = load_arm(config.arm)
+        if config.gamepad is not None and config.port:
+            raise BadInputError("--teleop.gamepad and --teleop.port: one leader, a gamepad or an arm on a port")
+        if config.gamepad is None and not config.port:
+            raise BadInputError(
+                "--teleop.port: give the leader arm's port (a device path, or feetechsim://?hand=...), "
+                "or --teleop.gamepad=0 for a gamepad"
+            )
+        self.arm = load_arm((config.follower_arm or config.arm) if config.gamepad is not None else config.arm)
         self.follower = load_arm(config.follower_arm or config.arm)
         _, self.calibration_path, _ = open_calibration(config.calibration, self.arm)
         fcal, _, _ = open_calibration(config.follower_calibration, self.follower)
@@ -42,6 +49,7 @@ class ArmctlTeleop(Teleoperator):
         self.map = config.map or ("joints" if same else "tool")
         self.leader = None
         self.teleop: Teleop | None = None
+        self.pad, self.player = None, None  # the gamepad (--teleop.gamepad), and the tests' script playing on it
 
     @property
     def action_features(self) -> dict:
@@ -57,6 +65,8 @@ class ArmctlTeleop(Teleoperator):
 
     @property
     def is_calibrated(self) -> bool:
+        if self.config.gamepad is not None:
+            return True  # a gamepad needs no calibration
         return self.calibration_path is not None and self.calibration_path.is_file()
 
     def connect(self, calibrate: bool = True) -> None:
@@ -65,6 +75,9 @@ class ArmctlTeleop(Teleoperator):
         if calibrate and not self.is_calibrated:
             self.calibrate()
         cfg = self.config
+        if cfg.gamepad is not None:
+            self._connect_gamepad()
+            return
         self.leader = armctl.open_leader(arm=self.arm, port=cfg.port, calibration=cfg.calibration)
         try:
             self.teleop = Teleop(self.leader, self.follower, map=self.map)
@@ -74,6 +87,24 @@ class ArmctlTeleop(Teleoperator):
             self.disconnect()
             raise
         log.info("%s connected: %s leader on %s (map %s)", self, self.arm.name, cfg.port, self.map)
+
+    def _connect_gamepad(self) -> None:
+        """The gamepad as the leader: its sticks move the follower's pose from home (``GamepadLeader``), each
+        action the pose it integrates to (``armctl jog --gamepad``'s mapping; X switches joint / Cartesian mode)."""
+        from armctl.cli.gamepad import script_player
+        from armctl.teleop.gamepad import GamepadLeader, open_gamepad
+
+        cfg, arm = self.config, self.follower
+        self.player = script_player()  # ARMCTL_GAMEPAD_SCRIPT: SDL's virtual joystick, played (the tests)
+        device = str(self.player.pad.index) if self.player is not None and not cfg.gamepad else cfg.gamepad or None
+        self.pad = open_gamepad(device)
+        leader = GamepadLeader(self.pad, arm, speed_mm_s=cfg.gamepad_speed_mm_s)
+        grip = arm.gripper
+        leader.start(arm.home_rad, grip.open_rad if grip is not None else float("nan"))
+        self.leader = leader
+        self.teleop = Teleop(leader, arm, map="joints", on_frame=leader.commanded)
+        self.teleop.start(arm.home_rad, leader.g)
+        log.info("%s connected: gamepad %s %r leading a %s", self, self.pad.index, self.pad.name, arm.name)
 
     def calibrate(self) -> None:
         """armctl calibrates leaders itself: this says how."""
@@ -89,6 +120,8 @@ class ArmctlTeleop(Teleoperator):
         if self.teleop is None:
             raise RuntimeError(f"{self} is not connected")
         tp = self.teleop
+        if self.pad is not None:
+            self._poll_gamepad()
         target = tp.target()
         fcal = self.features.calibration
         held = {h.name: h.position_steps + target.held_steps[h.name] for h in fcal.held if h.name in target.held_steps}
@@ -96,10 +129,24 @@ class ArmctlTeleop(Teleoperator):
         values = self.features.values(target.q_rad, target.gripper_rad, held or None)
         return {n: float(v) for n, v in zip(self.features.names, values)}
 
+    def _poll_gamepad(self) -> None:
+        """Read the gamepad (its script played first, in the tests): X switches joint / Cartesian mode."""
+        import time
+
+        if self.player is not None:
+            self.player.play(time.monotonic())
+        for b in self.pad.poll().presses:
+            if b == "x":
+                self.leader.set_mode("joints" if self.leader.mode == "tool" else "tool")
+                log.info("%s: gamepad in %s mode", self, "joint" if self.leader.mode == "joints" else "Cartesian")
+
     def send_feedback(self, feedback: dict) -> None:
         """A hand-moved leader takes no feedback."""
 
     def disconnect(self) -> None:
         leader, self.leader, self.teleop = self.leader, None, None
-        if leader is not None:
+        pad, self.pad = self.pad, None
+        if pad is not None:
+            pad.close()
+        elif leader is not None:
             leader.close()

@@ -15,7 +15,11 @@ class ArmctlTeleopConfig(TeleoperatorConfig):
     (armctl's YAML, ``lerobot:ID`` or LeRobot's JSON; empty: armctl's places). ``follower_arm`` and
     ``follower_calibration``: the robot's (empty: the leader's model, armctl's calibration of it), whose
     ``<joint>.pos`` the actions are; ``map``: ``joints`` (the same model) or ``tool`` (any pair: the tool point,
-    scaled by the reach ratio; empty: joints for the same model, else tool)."""
+    scaled by the reach ratio; empty: joints for the same model, else tool).
+
+    ``gamepad``: a gamepad as the leader instead (SDL: ``pip install 'armctl[gamepad]'``): its SDL device index
+    (``0``) or a part of its name; no ``port`` then. Its sticks move the follower (``follower_arm``, else ``arm``)
+    from its home pose, ``gamepad_speed_mm_s`` at full deflection (the mapping: ``armctl jog --help``)."""
 
     port: str = ""
     arm: str = "so101"
@@ -23,3 +27,5 @@ class ArmctlTeleopConfig(TeleoperatorConfig):
     follower_arm: str | None = None
     follower_calibration: str | None = None
     map: str | None = None
+    gamepad: str | None = None
+    gamepad_speed_mm_s: float = 50.0
