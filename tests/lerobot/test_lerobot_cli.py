@@ -147,7 +147,7 @@ def test_record_load_and_replay(venv_bin, tmp_path, user_folders, arm):
             capture_output=True, text=True, timeout=240, env=lerobot_env(tmp_path / "hf"), cwd=tmp_path,
         )  # fmt: skip
         assert proc.returncode != 0
-        assert (
-            "BadInputError: action: 'shoulder_pan.pos' is missing (this arm's actions: shoulder_pan.pos" in proc.stderr
-        )
+        last = proc.stderr.strip().splitlines()[-1]
+        assert last.startswith("armctl.errors.BadInputError: action: 'shoulder_pan.pos', 'shoulder_lift.pos'"), last
+        assert "extra base.pos, shoulder.pos, elbow.pos" in last, last
         assert np.max(np.abs(status_deg("so101") - before)) < 0.1

@@ -132,8 +132,11 @@ def test_bad_actions_and_maps_are_one_line():
     arm = load_arm("mearm")
     cal = load_calibration(find_calibration("mearm"))
     src = actions.ActionSource(arm, cal, arm_features(arm, cal), [0, 1.5, 0], 0.0)
-    with pytest.raises(BadInputError, match="'elbow.pos' is missing"):
+    with pytest.raises(BadInputError, match="'elbow.pos', 'gripper.pos' missing"):
         src.offer({"base.pos": 0, "shoulder.pos": 90})
+    so101 = {f"{n}.pos": 0.0 for n in ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "gripper")}
+    with pytest.raises(BadInputError, match="'base.pos', 'shoulder.pos', 'elbow.pos' missing; extra shoulder_pan.pos"):
+        src.offer(so101)  # a dataset recorded on an SO-101, replayed on a MeArm: nothing moves
     with pytest.raises(BadInputError, match="'base.pos': a number, got 'left'"):
         src.offer(mearm_action("left", 90, 0))
     flat = load_arm("seed-2link")

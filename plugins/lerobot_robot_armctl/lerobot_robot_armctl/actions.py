@@ -155,9 +155,15 @@ class ActionSource:
 
     def _values(self, action: dict) -> list[float]:
         out = []
+        missing = [n for n in self.names if n not in action]
+        if missing:  # a dataset or a policy of another arm: say both sides, as armctl replay does
+            extra = [str(k) for k in action if k not in self.names]
+            also = f"; extra {', '.join(extra)}" if extra else ""
+            raise BadInputError(
+                f"action: {', '.join(repr(n) for n in missing)} missing{also} (this arm's actions: "
+                f"{', '.join(self.names)}; were they made for another arm?)"
+            )
         for name in self.names:
-            if name not in action:
-                raise BadInputError(f"action: {name!r} is missing (this arm's actions: {', '.join(self.names)})")
             try:
                 out.append(float(action[name]))
             except (TypeError, ValueError):
