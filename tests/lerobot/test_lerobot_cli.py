@@ -127,7 +127,7 @@ def test_record_load_and_replay(venv_bin, tmp_path, user_folders, arm):
     info = json.loads(proc.stdout.strip().splitlines()[-1])
     a = load_arm(arm)
     feats = arm_features(a, load_calibration(find_calibration(arm)))
-    assert info["episodes"] == 2 and info["fps"] == FPS and info["robot_type"] == "armctl"
+    assert info["episodes"] == 2 and info["fps"] == FPS and info["robot_type"] == feats.robot_type
     assert info["names"] == info["state"] == list(feats.names)
     print(f"lerobot-record {arm}: frames per episode {info['frames']} of {2.5 * FPS:g} asked")
     frames_ok = all(abs(n - 2.5 * FPS) <= 0.1 * 2.5 * FPS for n in info["frames"])

@@ -26,7 +26,7 @@ def test_replay_of_a_lerobot_record_episode_reproduces_its_actions(venv_bin, tmp
     import armctl
     from armctl import motion
     from armctl.cli import _parse
-    from armctl.cli.replay import plan_replay
+    from armctl.cli.replay import default_arm, plan_replay, read_info
     from armctl.dataset.recorder import arm_features
 
     root = tmp_path / "ds"
@@ -40,7 +40,8 @@ def test_replay_of_a_lerobot_record_episode_reproduces_its_actions(venv_bin, tmp
     data = pq.read_table(next(Path(root, "data").glob("chunk-*/file-*.parquet")))
     T = np.asarray(data.column("timestamp").to_numpy(), dtype=float)
     A = np.array(data.column("action").to_pylist())
-    plan = plan_replay(_parse(["--arm", "mearm", "replay", str(root)]))  # robot_type: armctl
+    assert default_arm(read_info(root)) == "mearm"  # the dataset names its arm: armctl replay needs no --arm
+    plan = plan_replay(_parse(["--arm", "mearm", "replay", str(root)]))
     arm, cal, traj, P = plan.arm, plan.cal, plan.traj, plan.times_s  # P: when each frame plays
     assert plan.frames == len(T) > 30
     feats = arm_features(arm, cal)

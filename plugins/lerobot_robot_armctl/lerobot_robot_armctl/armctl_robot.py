@@ -38,11 +38,14 @@ class ArmctlRobot(Robot):
     name = "armctl"
 
     def __init__(self, config: ArmctlRobotConfig):
-        super().__init__(config)
-        self.config = config
         self.arm = load_arm(config.arm)  # an unknown arm: ConfigError (one line) before anything opens
         cal, self.calibration_path, _ = open_calibration(config.calibration, self.arm)
         self.features = arm_features(self.arm, cal)
+        # the datasets' robot_type: the arm, as armctl's own datasets name it (LeRobot's so_follower for the SO-101),
+        # so that `armctl replay` and a reader of the dataset know which arm it was
+        self.name = self.features.robot_type
+        super().__init__(config)
+        self.config = config
         self.source = ActionSource(self.arm, cal, self.features, self.arm.home_rad, math.nan, map=config.map)
         self.cameras = make_cameras_from_configs(config.cameras)
         self.robot: armctl.Robot | None = None
