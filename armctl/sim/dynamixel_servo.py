@@ -145,7 +145,8 @@ class DxlServo:
         return (present - self.get("homing_offset")) * self.sign
 
     def volts(self) -> float:
-        return self.opts.volts
+        """The supply (the ``volts`` option, else the model's recommended one)."""
+        return self.model.recommended_v if self.opts.volts is None else self.opts.volts
 
     def error_byte(self) -> int:
         """The status packet's alert bit: set while a hardware error stands."""

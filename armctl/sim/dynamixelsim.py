@@ -84,7 +84,7 @@ class DynamixelSimOptions(LinkOptions):
     start_steps: list[float] | None = None
     speed_steps_s: float = 4000.0  # with profile velocity 0 (the servo's own top speed)
     accel_steps_s2: float = 40000.0  # with profile acceleration 0
-    volts: float = 12.0
+    volts: float | None = None  # None: each model's recommended supply
     temp_c: float = 25.0
     echo: bool = False
     missing: list[int] = field(default_factory=list)

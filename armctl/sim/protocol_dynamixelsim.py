@@ -23,7 +23,8 @@ Options (lists are comma-separated):
 - ``start=S,S,..``      initial present positions, steps, in ``ids`` order (default 2048)
 - ``speed=STEP_S``      top speed when the profile velocity is 0 (default 4000 step/s)
 - ``accel=STEP_S2``     acceleration when the profile acceleration is 0 (default 40000 step/s^2)
-- ``volts=V``           supply voltage (default 12; outside a servo's voltage limits: input voltage error)
+- ``volts=V``           supply voltage (default: each model's recommended one, 5 V for XL330, 11.1 V for XL430,
+                        12 V for the others; outside a servo's voltage limits: input voltage error)
 - ``temp=C``            ambient temperature, degC (default 25)
 - ``drop=P``, ``corrupt=P``, ``delay=MS``, ``disconnect=N``, ``seed=S``, ``echo=1``: the link, as ``feetechsim``
 - ``missing=I,..``      ids that are not on the bus; ``stall=I,..`` jammed servos (they push, then overload);
@@ -155,7 +156,7 @@ def _check(opts: DynamixelSimOptions) -> None:
     for name, value in (("rate", opts.rate), ("speed", opts.speed_steps_s), ("accel", opts.accel_steps_s2)):
         if not (value > 0 and math.isfinite(value)):
             raise _bad(f"{name} must be > 0")
-    if not (0 < opts.volts < 30 and -40 <= opts.temp_c <= 100 and 0 <= opts.delay_ms < 10_000):
+    if not ((opts.volts is None or 0 < opts.volts < 30) and -40 <= opts.temp_c <= 100 and 0 <= opts.delay_ms < 10_000):
         raise _bad("volts must be 0..30 V, temp -40..100 degC, delay 0..10000 ms")
     for servo_id, (lo, hi) in opts.limits.items():
         if not 0 <= lo <= hi <= STEPS_PER_TURN - 1:

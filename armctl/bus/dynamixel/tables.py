@@ -172,6 +172,7 @@ class Model:
     modes: tuple[int, ...]
     current_ma: float | None
     baud_rates: Mapping[int, int] = field(default_factory=dict)
+    recommended_v: float = 12.0  # the e-manual's recommended supply
 
     @property
     def has_current_position_mode(self) -> bool:
@@ -238,7 +239,7 @@ ALL_MODES = (CURRENT_MODE, VELOCITY_MODE, POSITION_MODE, EXTENDED_POSITION_MODE,
 NO_CURRENT_MODES = (VELOCITY_MODE, POSITION_MODE, EXTENDED_POSITION_MODE, PWM_MODE)
 
 
-def _model(name, number, firmware, p, *, current_ma=None, current_limit=0, extra=()) -> Model:
+def _model(name, number, firmware, p, *, current_ma=None, current_limit=0, extra=(), volts=12.0) -> Model:
     regs = [*_eeprom({**p, "model_number": number, "firmware": firmware}), *_ram(p), *extra]
     if current_ma is not None:
         regs += [
@@ -251,7 +252,7 @@ def _model(name, number, firmware, p, *, current_ma=None, current_limit=0, extra
     table = {r.name: r for r in sorted(regs, key=lambda r: r.address)}
     modes = ALL_MODES if current_ma is not None else NO_CURRENT_MODES
     bauds = {k: v for k, v in BAUD_RATES.items() if k <= p["max_baud"]}
-    return Model(name, number, firmware, table, modes, current_ma, bauds)
+    return Model(name, number, firmware, table, modes, current_ma, bauds, volts)
 
 
 _STARTUP = R("startup_configuration", 60, 1, minimum=0, maximum=3, unit="bits: 1 torque on at boot, 2 RAM restore")
@@ -267,6 +268,7 @@ XL330_M077 = _model(
     current_ma=1.0,
     current_limit=1750,
     extra=(_STARTUP, _PWM_SLOPE, _BACKUP),
+    volts=5.0,
 )
 XL330_M288 = _model(
     "xl330-m288",
@@ -276,6 +278,7 @@ XL330_M288 = _model(
     current_ma=1.0,
     current_limit=1750,
     extra=(_STARTUP, _PWM_SLOPE, _BACKUP),
+    volts=5.0,
 )
 XL430_W250 = _model(
     "xl430-w250",
@@ -296,6 +299,7 @@ XL430_W250 = _model(
         "pos_p": 640,
     },
     extra=(_STARTUP, _BACKUP),
+    volts=11.1,
 )
 XC430_W150 = _model(
     "xc430-w150",
