@@ -4,6 +4,7 @@ operating modes), servos sharing an id and the ``connected`` file, the state fil
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from armctl.bus.dynamixel import protocol as p
@@ -238,3 +239,29 @@ def test_bad_urls_say_what_is_wrong(url, words):
 def test_models_per_id():
     opts = parse_url("dynamixelsim://?ids=1-3&model=xm430,3:xl330-m077")
     assert (opts.model, opts.models) == ("xm430", {3: "xl330-m077"})
+
+
+def test_the_servos_drive_the_arms_truth(tmp_path):
+    """As on feetechsim: the truth file applies between each servo's present position and its joint."""
+    from armctl.model.kinematics import tool_point
+    from armctl.sim.dynamixelsim import DynamixelSimOptions
+    from armctl.sim.truth import true_arm
+    from tests.sim.test_truth import random_truth, write_truth
+    from tests.sim.test_truth_buses import expected_q
+
+    rng = np.random.default_rng(40)
+    probe = DynamixelSim(DynamixelSimOptions(arm="so101"))
+    arm, cal = probe.arm, probe.cal
+    doc = random_truth(rng, arm)
+    lo, hi = cal.joint_limits_rad()
+    q = lo + (hi - lo) * rng.uniform(0.2, 0.8, size=arm.n)
+    steps = [round(float(s.value(a))) for s, a in zip(cal.joints, q)]
+    ids = [s.id for s in cal.joints]
+    sim = DynamixelSim(
+        DynamixelSimOptions(arm="so101", truth=write_truth(tmp_path / "t.yaml", doc), ids=ids, start_steps=steps)
+    )
+    sim.pump(0.5)
+    want = expected_q(cal, arm.joint_names, doc, steps)
+    assert [sim.servo(i).present_steps() for i in ids] == steps
+    assert np.allclose(sim.true_q_rad(), want, atol=1e-12)
+    assert np.allclose(sim.true_tool_m(), tool_point(true_arm(arm, sim.truth), want), atol=1e-12)
