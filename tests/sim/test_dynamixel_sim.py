@@ -265,3 +265,17 @@ def test_the_servos_drive_the_arms_truth(tmp_path):
     assert [sim.servo(i).present_steps() for i in ids] == steps
     assert np.allclose(sim.true_q_rad(), want, atol=1e-12)
     assert np.allclose(sim.true_tool_m(), tool_point(true_arm(arm, sim.truth), want), atol=1e-12)
+
+
+def test_simulator_url_starts_the_calibrations_servos_at_home(tmp_path):
+    from armctl.calibration.lerobot import open_calibration
+    from armctl.model.arm import load_arm
+    from armctl.sim.protocol_dynamixelsim import simulator_url
+
+    arm = load_arm("so101")
+    sim = DynamixelSim(parse_url(simulator_url(arm, None, tmp_path / "state.json")))
+    cal = open_calibration(None, arm)[0]
+    want = [round(float(s.value(a))) for s, a in zip(cal.joints, arm.home_rad)]
+    assert [sim.servo(s.id).present_steps() for s in cal.joints] == want
+    sim.save_state()
+    assert "start=" not in simulator_url(arm, None, tmp_path / "state.json")  # the servos stand where they were left
