@@ -279,3 +279,32 @@ def test_simulator_url_starts_the_calibrations_servos_at_home(tmp_path):
     assert [sim.servo(s.id).present_steps() for s in cal.joints] == want
     sim.save_state()
     assert "start=" not in simulator_url(arm, None, tmp_path / "state.json")  # the servos stand where they were left
+
+
+def test_pyserial_opens_the_url_once_armctl_bus_is_imported():
+    import serial
+
+    import armctl.bus  # noqa: F401  (registers the simulators' schemes)
+
+    port = serial.serial_for_url("dynamixelsim://?ids=3&model=xm540", baudrate=57600, timeout=0.5)
+    try:
+        port.write(p.ping_packet(3))
+        buf = bytearray(port.read(14))
+        assert p.take_packet(buf) == p.Packet(3, 0, (1120).to_bytes(2, "little") + b"\x2e", status=True)
+        assert port.sim.servo(3).model is p.XM540_W270
+    finally:
+        port.close()
+
+
+def test_the_pty_server_refuses_a_bad_url_in_one_line():
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "armctl.bus.sim_pty", "dynamixelsim://?model=ax12"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2 and run.stdout == ""
+    assert len(run.stderr.strip().splitlines()) == 1 and "unknown Dynamixel model 'ax12'" in run.stderr
