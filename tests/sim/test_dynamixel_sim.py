@@ -167,6 +167,15 @@ def test_torque_on_holds_where_the_servo_stands_after_a_new_homing_offset():
     assert bus.read(1, "present_position") == 2047 == bus.read(1, "goal_position")
 
 
+def test_overheating_cuts_the_torque():
+    bus = Bus("dynamixelsim://?ids=1&temp=75")  # above the XL430's 72 degC limit
+    bus.write(1, "torque_enable", 1)
+    bus.run(0.1)
+    assert bus.read(1, "present_temperature") == 75
+    assert bus.read(1, "hardware_error_status") == p.HW_OVERHEATING and bus.read(1, "torque_enable") == 0
+    assert bus.ask(p.ping_packet(1))[0].code == p.ALERT
+
+
 def test_input_voltage_error_raises_the_alert_bit():
     bus = Bus("dynamixelsim://?ids=1&model=xl330&volts=7.4")
     (answer,) = bus.ask(p.ping_packet(1))
