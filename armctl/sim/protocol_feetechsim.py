@@ -72,7 +72,6 @@ The opened port has ``.sim`` (a ``FeetechSim``): its servos, test hooks (``turn_
 
 from __future__ import annotations
 
-import math
 import urllib.parse
 from pathlib import Path
 
@@ -81,8 +80,11 @@ from armctl.calibration.lerobot import open_calibration
 from armctl.calibration.servo import STEPS_PER_TURN
 from armctl.errors import BadInputError
 from armctl.sim.feetechsim import FeetechSim, FeetechSimOptions, read_hand_file
-from armctl.sim.link import LinkGone
-from armctl.sim.simurl import BadSimURL, SimSerial, parse_options
+from armctl.sim.simurl import BadSimURL, BusSimSerial, check_bus_options, parse_options
+from armctl.sim.simurl import flag as _flag
+from armctl.sim.simurl import float_list as _floats
+from armctl.sim.simurl import id_list as _ids
+from armctl.sim.simurl import per_id as _per_id
 
 EXPECTED = (
     "expected a URL like feetechsim://[?ids=1-6&rate=20&drop=0.01] with options ids, model, baud, rate, start, "
@@ -91,53 +93,9 @@ EXPECTED = (
 )
 
 
-def _ids(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "-" in part:
-            a, b = part.split("-", 1)
-            out.extend(range(int(a), int(b) + 1))
-        else:
-            out.append(int(part))
-    return out
-
-
-def _floats(text: str) -> list[float]:
-    return [float(v) for v in text.split(",") if v.strip()]
-
-
-def _per_id(*convert):
-    """A parser of ``id:value[:value...]`` items separated by commas: {id: value} (one value) or {id: (values)};
-    ValueError for an item with another count of values."""
-
-    def parse(text: str) -> dict:
-        out = {}
-        for part in text.split(","):
-            if part.strip():
-                servo_id, *values = part.split(":")
-                if len(values) != len(convert):
-                    raise ValueError(part)
-                got = tuple(f(v) for f, v in zip(convert, values))
-                out[int(servo_id)] = got if len(got) > 1 else got[0]
-        return out
-
-    return parse
-
-
 _stops = _per_id(float, float)  # id:lo:hi mechanical stops, steps
 _offsets = _per_id(int)  # id:homing offset
 _limits = _per_id(int, int)  # id:Min_Position_Limit:Max_Position_Limit
-
-
-def _flag(text: str) -> bool:
-    if text.lower() in ("1", "true", "yes", "on", ""):
-        return True
-    if text.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(text)
 
 
 _OPTIONS = {
@@ -212,14 +170,7 @@ def _check_link(opts: FeetechSimOptions) -> None:
     """The bus and the servos' physics: baud rate, faults, rates, speeds, supply, temperature, delay."""
     if opts.baud not in BAUD_RATES:
         raise _bad(f"baud={opts.baud} is not a Feetech baud rate {BAUD_RATES}")
-    for name in ("drop", "corrupt"):
-        if not 0.0 <= getattr(opts, name) <= 1.0:
-            raise _bad(f"{name} must be a probability 0..1")
-    for name, value in (("rate", opts.rate), ("speed", opts.speed_steps_s), ("accel", opts.accel_steps_s2)):
-        if not (value > 0 and math.isfinite(value)):
-            raise _bad(f"{name} must be > 0")
-    if not (0 < opts.volts < 30 and -40 <= opts.temp_c <= 100 and 0 <= opts.delay_ms < 10_000):
-        raise _bad("volts must be 0..30 V, temp -40..100 degC, delay 0..10000 ms")
+    check_bus_options(opts, _bad)
 
 
 def _check_servos(opts: FeetechSimOptions, top: int) -> None:
@@ -247,27 +198,11 @@ def _read_hand(opts: FeetechSimOptions, steps_per_turn: int) -> None:
         raise BadSimURL(f"feetechsim option hand={opts.hand}: id {stray[0]} is not on the bus (ids {opts.ids})")
 
 
-class Serial(SimSerial):
+class Serial(BusSimSerial):
     """A simulated Feetech bus behind a pyserial port (see the module docstring for the URL)."""
 
     scheme = "feetechsim"
-    link_gone = LinkGone
-    min_wait_s = 0.00005
-    runs_when_gone = False  # the adapter was pulled: nothing more reaches the servos, nothing to run
-
-    def _open_sim(self):
-        try:
-            sim = FeetechSim(parse_url(self.portstr))
-        except BadSimURL:
-            raise
-        except ValueError as exc:  # the arm, its calibration or its truth file: bad input
-            raise BadSimURL(f"feetechsim: {exc}") from exc
-        sim.host_baud = self._baudrate
-        return sim, sim.opts.rate
-
-    def _reconfigure_port(self):
-        if self.sim is not None:
-            self.sim.host_baud = self._baudrate
+    sim_class = FeetechSim
 
     def from_url(self, url):
         return parse_url(url)

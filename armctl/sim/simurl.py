@@ -15,6 +15,7 @@ from serial.serialutil import PortNotOpenError, SerialBase, SerialException
 
 from armctl.bus.simulators import BadSimURL
 from armctl.sim import scene
+from armctl.sim.link import LinkGone
 
 
 def parse_options(
@@ -37,6 +38,70 @@ def parse_options(
             raise BadSimURL(f"{scheme} option {key}={values[-1]!r} is not valid; {expected}") from None
         setattr(opts, attr, value)
     return opts, urllib.parse.unquote(parts.netloc + parts.path).strip("/")
+
+
+# --- option values shared by the simulator URLs ---
+
+
+def id_list(text: str) -> list[int]:
+    """Ids ``I,J,..`` and ranges ``A-B``, in order (ValueError for anything else)."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            a, b = part.split("-", 1)
+            out.extend(range(int(a), int(b) + 1))
+        else:
+            out.append(int(part))
+    return out
+
+
+def float_list(text: str) -> list[float]:
+    """Numbers separated by commas."""
+    return [float(v) for v in text.split(",") if v.strip()]
+
+
+def per_id(*convert):
+    """A parser of ``id:value[:value...]`` items separated by commas: {id: value} (one value) or {id: (values)};
+    ValueError for an item with another count of values."""
+
+    def parse(text: str) -> dict:
+        out = {}
+        for part in text.split(","):
+            if part.strip():
+                servo_id, *values = part.split(":")
+                if len(values) != len(convert):
+                    raise ValueError(part)
+                got = tuple(f(v) for f, v in zip(convert, values))
+                out[int(servo_id)] = got if len(got) > 1 else got[0]
+        return out
+
+    return parse
+
+
+def flag(text: str) -> bool:
+    """An on/off option: 1/true/yes/on (or empty) and 0/false/no/off."""
+    if text.lower() in ("1", "true", "yes", "on", ""):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(text)
+
+
+def check_bus_options(opts, bad: Callable[[str], Exception]) -> None:
+    """A servo bus simulator's link and physics options (``drop``, ``corrupt``, ``rate``, ``speed``, ``accel``,
+    ``volts`` (None: the servos' own), ``temp``, ``delay``); ``bad(message)`` is the error raised."""
+    for name in ("drop", "corrupt"):
+        if not 0.0 <= getattr(opts, name) <= 1.0:
+            raise bad(f"{name} must be a probability 0..1")
+    for name, value in (("rate", opts.rate), ("speed", opts.speed_steps_s), ("accel", opts.accel_steps_s2)):
+        if not (value > 0 and math.isfinite(value)):
+            raise bad(f"{name} must be > 0")
+    volts_ok = opts.volts is None or 0 < opts.volts < 30
+    if not (volts_ok and -40 <= opts.temp_c <= 100 and 0 <= opts.delay_ms < 10_000):
+        raise bad("volts must be 0..30 V, temp -40..100 degC, delay 0..10000 ms")
 
 
 class SimSerial(SerialBase):
@@ -176,3 +241,31 @@ class SimSerial(SerialBase):
 
     def cancel_write(self):
         pass
+
+
+class BusSimSerial(SimSerial):
+    """A simulated servo bus behind a pyserial port (``feetechsim://``, ``dynamixelsim://``): the link runs at the
+    rate the host sets on the port. A subclass gives ``scheme``, ``from_url`` (the URL's options) and
+    ``sim_class`` (the bus simulator, built from them)."""
+
+    link_gone = LinkGone
+    min_wait_s = 0.00005
+    runs_when_gone = False  # the adapter was pulled: nothing more reaches the servos, nothing to run
+    sim_class: type
+
+    def from_url(self, url):
+        raise NotImplementedError
+
+    def _open_sim(self):
+        try:
+            sim = self.sim_class(self.from_url(self.portstr))
+        except BadSimURL:
+            raise
+        except ValueError as exc:  # the arm, its calibration or its truth file: bad input
+            raise BadSimURL(f"{self.scheme}: {exc}") from exc
+        sim.host_baud = self._baudrate
+        return sim, sim.opts.rate
+
+    def _reconfigure_port(self):
+        if self.sim is not None:
+            self.sim.host_baud = self._baudrate
