@@ -104,7 +104,8 @@ def _int(value, where: str, path: Path, *, lo: float = -math.inf, hi: float = ma
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ConfigError(f"{where}: expected a number, found {json.dumps(value)}", path=path)
     if value != int(value) or not lo <= value <= hi:
-        raise ConfigError(f"{where}: expected a whole number in {lo:g}..{hi:g}, found {value}", path=path)
+        span = "..".join(str(int(v)) if math.isfinite(v) else f"{v:g}" for v in (lo, hi))
+        raise ConfigError(f"{where}: expected a whole number in {span}, found {value}", path=path)
     return int(value)
 
 
@@ -315,7 +316,8 @@ def _check_robot(motors: dict[str, Motor], arm, path: Path) -> tuple[list[str], 
             path=path,
         )
     for m in motors.values():
-        check_homing(arm, m.name, m.homing_offset, path)
+        if not m.legacy:  # a legacy offset was applied in software, not held by the servo
+            check_homing(arm, m.name, m.homing_offset, path)
     wanted = [entry[0] for entry in urdf_map] + ([GRIPPER] if arm.gripper is not None else [])
     absent = [n for n in wanted if n not in motors]
     if absent:
