@@ -38,7 +38,7 @@ import numpy as np
 
 from armctl.cli.pendant_screen import KEY_NAMES, Screen, screen_size, xyz_text
 from armctl.core import stopsignals
-from armctl.core.terminal import Terminal
+from armctl.core.terminal import REPEAT_GAP_S, Terminal, release_time  # noqa: F401 (release_time: bench, tests)
 from armctl.errors import ArmctlError, BadInputError, LinkError, MotionError, StopRequested
 
 STEPS_MM = (0.1, 1.0, 10.0, 50.0)
@@ -46,8 +46,6 @@ SPEEDS_MM_S = (2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 200.0)
 DEFAULT_STEP_MM = 1.0
 DEFAULT_SPEED_MM_S = 25.0
 MAX_TURN_DEG = 15.0  # the tool angle turns by the step's number of millimetres in degrees, at most this
-REPEAT_GAP_S = 0.12  # a second event of one key this soon after the first is the terminal's auto-repeat
-RELEASE_MIN_S, RELEASE_MAX_S, RELEASE_FACTOR = 0.05, 0.25, 2.0
 MAX_WAITING = 4  # single presses that may wait behind the step playing
 IDLE_REFRESH_S = 0.2  # the screen (and the board's watchdog) while nothing moves
 MOVING_REFRESH_S = 0.05
@@ -79,15 +77,6 @@ class Message:
 
     text: str
     kind: str = "info"
-
-
-def release_time(gaps, override_s: float | None) -> float:
-    """How long after a held key's last repeat it counts as released (s): ``override_s``, else twice the
-    longest of the recent repeat intervals, within 50..250 ms."""
-    if override_s is not None:
-        return override_s
-    seen = max(gaps, default=0.0)
-    return min(RELEASE_MAX_S, max(RELEASE_MIN_S, RELEASE_FACTOR * seen))
 
 
 class Pendant(Screen):

@@ -20,6 +20,19 @@ import os
 import sys
 import time
 
+REPEAT_GAP_S = 0.12  # a second event of one key this soon after the first is the terminal's auto-repeat
+RELEASE_MIN_S, RELEASE_MAX_S, RELEASE_FACTOR = 0.05, 0.25, 2.0
+
+
+def release_time(gaps, override_s: float | None) -> float:
+    """How long after a held key's last repeat it counts as released (s): ``override_s``, else twice the
+    longest of the recent repeat intervals, within 50..250 ms (a terminal sends no key-up)."""
+    if override_s is not None:
+        return override_s
+    seen = max(gaps, default=0.0)
+    return min(RELEASE_MAX_S, max(RELEASE_MIN_S, RELEASE_FACTOR * seen))
+
+
 _SEQUENCES = {
     b"\x1b[A": "up",
     b"\x1b[B": "down",
@@ -96,7 +109,7 @@ def windows_key(first: str, read_next) -> str:
 class _PosixInput:
     """Raw keys from a POSIX terminal."""
 
-    def __init__(self, fd: int | None):
+    def __init__(self, fd: int | None, raw: bool = True):
         import termios
         import tty
 
@@ -104,7 +117,10 @@ class _PosixInput:
         self.fd = sys.stdin.fileno() if fd is None else fd
         self.saved = termios.tcgetattr(self.fd)
         self._pending = b""
-        tty.setraw(self.fd)
+        if raw:
+            tty.setraw(self.fd)
+        else:  # keys one at a time, no echo; Ctrl-C still a signal and newlines still newlines (others print)
+            tty.setcbreak(self.fd)
 
     def read(self, timeout_s: float) -> tuple[list[str], bool]:
         """(keys that arrive within ``timeout_s``, end of input)."""
@@ -184,7 +200,9 @@ class _WindowsInput:
 class Terminal:
     """Keys with their arrival times, and full-screen redraws; ``fullscreen`` draws on the alternate screen
     (the screen the user had comes back on exit) with the cursor hidden. ``restore()`` puts everything back
-    (safe to call twice, and on a terminal that went away). ``platform``, ``msvcrt``, ``kernel32``: for tests."""
+    (safe to call twice, and on a terminal that went away). ``raw=False``: keys one at a time without echo, but
+    Ctrl-C stays a signal and output stays cooked (where another program prints beside the keys: LeRobot's loop).
+    ``platform``, ``msvcrt``, ``kernel32``: for tests."""
 
     def __init__(
         self,
@@ -192,6 +210,7 @@ class Terminal:
         fullscreen: bool = True,
         fd_in: int | None = None,
         out=None,
+        raw: bool = True,
         platform: str | None = None,
         msvcrt=None,
         kernel32=None,
@@ -200,7 +219,7 @@ class Terminal:
         self.fullscreen = fullscreen
         self.closed = False
         windows = (platform or sys.platform) == "win32"
-        self.input = _WindowsInput(msvcrt, kernel32) if windows else _PosixInput(fd_in)
+        self.input = _WindowsInput(msvcrt, kernel32) if windows else _PosixInput(fd_in, raw)
         self._restored = False
         if fullscreen:
             self._write("\x1b[?1049h\x1b[?25l")

@@ -225,7 +225,7 @@ class GamepadLeader:
         """The pose the pad asks for now; LinkError once it is unplugged."""
         st = self.pad.state
         if st.removed:
-            raise LinkError(f"the gamepad {self.pad.name!r} was unplugged")
+            raise LinkError(getattr(self.pad, "gone", None) or f"the gamepad {self.pad.name!r} was unplugged")
         now = time.monotonic()
         dt = 0.0 if self.t_last is None else min(max(now - self.t_last, 0.0), MAX_DT_S)
         self.t_last = now

@@ -64,3 +64,52 @@ def test_an_unplugged_gamepad_ends_lerobot_teleoperate_with_the_line_that_says_s
     assert proc.returncode != 0
     assert "the gamepad 'armctl virtual gamepad' was unplugged" in proc.stderr, proc.stderr[-2000:]
     assert os.environ.get("ARMCTL_GAMEPAD_SCRIPT") is None  # (the hook is the test's own process's only)
+
+
+def test_the_keyboard_leads_the_mearm_in_lerobot_teleoperate(venv_bin, tmp_path):
+    """``--teleop.keyboard=true``: lerobot-teleoperate's terminal (a pty here) gets Right held for 0.8 s (the
+    terminal's auto-repeat, 30 a second); the arm ends about 40 mm to the right at 50 mm/s, nowhere else."""
+    import pty
+    import threading
+    import time
+
+    arm = load_arm("mearm")
+    home = tool_point(arm, np.array(arm.home_rad)) * 1000.0
+    args = [a for a in ARGS if not a.startswith("--teleop.gamepad=")] + ["--teleop.keyboard=true"]
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [str(venv_bin / "lerobot-teleoperate"), *args, f"--robot.port={port(tmp_path)}", "--teleop_time_s=5"],
+        stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=lerobot_env(tmp_path / "hf"),
+        cwd=tmp_path,
+    )  # fmt: skip
+    os.close(slave)
+    lines, ready = [], threading.Event()
+
+    def read_out():
+        for line in proc.stdout:
+            lines.append(line)
+            if "the keyboard leads" in line:
+                ready.set()
+
+    reader = threading.Thread(target=read_out, daemon=True)
+    reader.start()
+    try:
+        assert ready.wait(120), "".join(lines)[-2000:]  # LeRobot connected the plugin (torch imports first)
+        time.sleep(0.5)
+        t_end = time.monotonic() + 0.8
+        while time.monotonic() < t_end:
+            os.write(master, b"\x1b[C")
+            time.sleep(1 / 30)
+        stderr = proc.stderr.read()
+        proc.wait(timeout=120)
+        reader.join(timeout=10)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    stdout = "".join(lines)
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "the keyboard leads the mearm" in stdout, stdout[-2000:]
+    moved = tool_mm(tmp_path) - home
+    print(f"the keyboard moved the MeArm's tool by {moved} mm (asked: 40 mm right)")
+    assert 20.0 < moved[0] < 60.0 and math.hypot(moved[1], moved[2]) < 3.0, moved

@@ -33,14 +33,17 @@ class ArmctlTeleop(Teleoperator):
     def __init__(self, config: ArmctlTeleopConfig):
         super().__init__(config)
         self.config = config
-        if config.gamepad is not None and config.port:
-            raise BadInputError("--teleop.gamepad and --teleop.port: one leader, a gamepad or an arm on a port")
-        if config.gamepad is None and not config.port:
+        leaders = [w for w, on in (("--teleop.port", config.port), ("--teleop.gamepad", config.gamepad is not None),
+                                   ("--teleop.keyboard", config.keyboard)) if on]  # fmt: skip
+        if len(leaders) > 1:
+            raise BadInputError(f"{' and '.join(leaders)}: one leader, an arm on a port, a gamepad or the keyboard")
+        if not leaders:
             raise BadInputError(
                 "--teleop.port: give the leader arm's port (a device path, or feetechsim://?hand=...), "
-                "or --teleop.gamepad=0 for a gamepad"
+                "or --teleop.gamepad=0 for a gamepad, or --teleop.keyboard=true for the terminal's keys"
             )
-        self.arm = load_arm((config.follower_arm or config.arm) if config.gamepad is not None else config.arm)
+        self.padded = config.gamepad is not None or config.keyboard  # a gamepad or the keyboard leads
+        self.arm = load_arm((config.follower_arm or config.arm) if self.padded else config.arm)
         self.follower = load_arm(config.follower_arm or config.arm)
         _, self.calibration_path, _ = open_calibration(config.calibration, self.arm)
         fcal, _, _ = open_calibration(config.follower_calibration, self.follower)
@@ -65,8 +68,8 @@ class ArmctlTeleop(Teleoperator):
 
     @property
     def is_calibrated(self) -> bool:
-        if self.config.gamepad is not None:
-            return True  # a gamepad needs no calibration
+        if self.padded:
+            return True  # a gamepad or a keyboard needs no calibration
         return self.calibration_path is not None and self.calibration_path.is_file()
 
     def connect(self, calibrate: bool = True) -> None:
@@ -75,8 +78,8 @@ class ArmctlTeleop(Teleoperator):
         if calibrate and not self.is_calibrated:
             self.calibrate()
         cfg = self.config
-        if cfg.gamepad is not None:
-            self._connect_gamepad()
+        if self.padded:
+            self._connect_pad()
             return
         self.leader = armctl.open_leader(arm=self.arm, port=cfg.port, calibration=cfg.calibration)
         try:
@@ -88,23 +91,32 @@ class ArmctlTeleop(Teleoperator):
             raise
         log.info("%s connected: %s leader on %s (map %s)", self, self.arm.name, cfg.port, self.map)
 
-    def _connect_gamepad(self) -> None:
-        """The gamepad as the leader: its sticks move the follower's pose from home (``GamepadLeader``), each
-        action the pose it integrates to (``armctl jog --gamepad``'s mapping; X switches joint / Cartesian mode)."""
-        from armctl.cli.gamepad import script_player
-        from armctl.teleop.gamepad import GamepadLeader, open_gamepad
+    def _connect_pad(self) -> None:
+        """A gamepad or the keyboard as the leader: its sticks (keys) move the follower's pose from home
+        (``GamepadLeader``), each action the pose it integrates to (``armctl jog --gamepad``'s mapping; X, or the
+        key m, switches joint / Cartesian mode)."""
+        from armctl.teleop.gamepad import GamepadLeader
 
         cfg, arm = self.config, self.follower
-        self.player = script_player()  # ARMCTL_GAMEPAD_SCRIPT: SDL's virtual joystick, played (the tests)
-        device = str(self.player.pad.index) if self.player is not None and not cfg.gamepad else cfg.gamepad or None
-        self.pad = open_gamepad(device)
+        if cfg.keyboard:
+            from armctl.teleop.keypad import KEYS_HELP, KeyboardPad
+
+            self.pad = KeyboardPad()
+            print(f"armctl: the keyboard leads the {arm.name}: {KEYS_HELP}")
+        else:
+            from armctl.cli.gamepad import script_player
+            from armctl.teleop.gamepad import open_gamepad
+
+            self.player = script_player()  # ARMCTL_GAMEPAD_SCRIPT: SDL's virtual joystick, played (the tests)
+            device = str(self.player.pad.index) if self.player is not None and not cfg.gamepad else cfg.gamepad
+            self.pad = open_gamepad(device or None)
         leader = GamepadLeader(self.pad, arm, speed_mm_s=cfg.gamepad_speed_mm_s)
         grip = arm.gripper
         leader.start(arm.home_rad, grip.open_rad if grip is not None else float("nan"))
         self.leader = leader
         self.teleop = Teleop(leader, arm, map="joints", on_frame=leader.commanded)
         self.teleop.start(arm.home_rad, leader.g)
-        log.info("%s connected: gamepad %s %r leading a %s", self, self.pad.index, self.pad.name, arm.name)
+        log.info("%s connected: %s %r leading a %s", self, self.pad.index, self.pad.name, arm.name)
 
     def calibrate(self) -> None:
         """armctl calibrates leaders itself: this says how."""
@@ -130,7 +142,7 @@ class ArmctlTeleop(Teleoperator):
         return {n: float(v) for n, v in zip(self.features.names, values)}
 
     def _poll_gamepad(self) -> None:
-        """Read the gamepad (its script played first, in the tests): X switches joint / Cartesian mode."""
+        """Read the gamepad or the keys (a script played first, in the tests): X (m) switches joint / Cartesian mode."""
         import time
 
         if self.player is not None:
