@@ -15,6 +15,7 @@ words for a status packet's error code (``_describe``).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -297,23 +298,29 @@ class ServoBus:
         if not self.sync_reads:
             return {servo_id: self.read_many(servo_id, names) for servo_id in ids}
         first, count = span([self._register(n, ids[0]) for n in names])
-        op = f"sync read {', '.join(names)}"
+        request = functools.partial(self._sync_read_packet, first, count)  # (ids) -> the packet asking them
+        got = self._gather(request, dict.fromkeys(ids, count), f"sync read {', '.join(names)}")
+        return {i: self._decoded(names, i, first, got[i].params) for i in ids}
+
+    def _gather(self, request, counts: dict[int, int], op: str) -> dict:
+        """``{id: status packet}`` of every servo in ``counts`` ({id: parameter count}) to ``request(ids)`` (the
+        packet asking those ids), asked again of those that missed it (``retries``); their error bits checked."""
         got: dict = {}
         corrupt: set[int] = set()
-        wanted = list(ids)
+        wanted = list(counts)
         for attempt in range(self.retries + 1):
             if attempt:
                 self.counters["retries"] += 1
-            replies, bad = self._round_trip(self._sync_read_packet(first, count, wanted), dict.fromkeys(wanted, count))
+            replies, bad = self._round_trip(request(wanted), {i: counts[i] for i in wanted})
             got.update(replies)
             corrupt |= bad
-            wanted = [i for i in ids if i not in got]
+            wanted = [i for i in counts if i not in got]
             if not wanted:
                 break
         if wanted:
             raise self._failure(wanted, corrupt, op)
         self._check_status(got, op)
-        return {i: self._decoded(names, i, first, got[i].params) for i in ids}
+        return got
 
     def _decoded(self, names: Sequence[str], servo_id: int, first: int, params: bytes) -> dict[str, int]:
         """``{register name: value}`` of servo ``servo_id`` from the parameters of its answer (from ``first``)."""

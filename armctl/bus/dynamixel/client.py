@@ -201,23 +201,11 @@ class DynamixelBus(ServoBus):
         for servo_id, names in reads.items():
             self._check_id(servo_id)
             spans[servo_id] = span([self._register(n, servo_id) for n in names])
-        got: dict = {}
-        corrupt: set[int] = set()
-        wanted = list(spans)
-        for attempt in range(self.retries + 1):
-            if attempt:
-                self.counters["retries"] += 1
-            request = bulk_read_packet([(i, *spans[i]) for i in wanted])
-            replies, bad = self._round_trip(request, {i: spans[i][1] for i in wanted})
-            got.update(replies)
-            corrupt |= bad
-            wanted = [i for i in spans if i not in got]
-            if not wanted:
-                break
-        op = "bulk read"
-        if wanted:
-            raise self._failure(wanted, corrupt, op)
-        self._check_status(got, op)
+
+        def request(wanted):
+            return bulk_read_packet([(i, *spans[i]) for i in wanted])
+
+        got = self._gather(request, {i: n for i, (_, n) in spans.items()}, "bulk read")
         return {i: self._decoded(reads[i], i, spans[i][0], got[i].params) for i in spans}
 
     def read_states(self, ids: Sequence[int]) -> dict[int, ServoState]:
