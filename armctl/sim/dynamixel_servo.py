@@ -27,6 +27,7 @@ from armctl.bus.dynamixel.protocol import (
     HW_OVERHEATING,
     HW_OVERLOAD,
     POSITION_MODE,
+    RESULT_FAIL,
     RPM2_PER_ACCELERATION_UNIT,
     RPM_PER_VELOCITY_UNIT,
     STEPS_PER_TURN,
@@ -200,6 +201,8 @@ class DxlServo:
                 return DATA_RANGE_ERROR
             if self._over_limit(reg, value, address, data):
                 return DATA_LIMIT_ERROR
+            if reg.name == "torque_enable" and value and self.hw_errors & self.get("shutdown"):
+                return RESULT_FAIL  # shut down by a hardware error: only a reboot lets the torque on again
         return 0
 
     def _over_limit(self, reg: Register, value: int, address: int, data: bytes) -> bool:
@@ -222,7 +225,7 @@ class DxlServo:
         torque_before, mode_before = self.mem[64], self.mode
         self.mem[address : address + len(data)] = data
         if self.mem[64] and not torque_before:
-            self._torque_on()
+            self._torque_on(goal_written=address <= 116 < address + len(data))
         if address <= 116 < address + len(data) or address <= 108 < address + len(data):
             self._plan_profile()
         if self.mode != mode_before:
@@ -234,11 +237,12 @@ class DxlServo:
             self.saved_eeprom = bytes(self.mem[:EEPROM_END])
         return 0, eeprom
 
-    def _torque_on(self) -> None:
-        if self.hw_errors & self.get("shutdown"):  # shut down: only a reboot clears it
-            self.mem[64] = 0
-            return
+    def _torque_on(self, *, goal_written: bool) -> None:
+        """Torque on: the servo holds where it stands (the goal position becomes the present one, unless written
+        with the torque), so a homing offset changed while it was off does not make it jump."""
         self.over_s = 0.0
+        if not goal_written:
+            self.put("goal_position", self.present_steps())
 
     def _plan_profile(self) -> None:
         """A time-based profile (drive mode bit 2): profile velocity is the move's time, profile acceleration the

@@ -25,11 +25,9 @@ arm's truth); the pyserial URL handler (``protocol_dynamixelsim``) and the pty r
 
 from __future__ import annotations
 
-import json
 import random
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from armctl.bus.dynamixel.protocol import (
     ACCESS_ERROR,
@@ -157,34 +155,6 @@ class DynamixelSim(ServoBusSim):
             s.hand = (o.hand_track or {}).get(s.id)
         return servos
 
-    # --- state file ---
-
-    def _load_state(self) -> list[tuple[bytes, float, str | None]] | None:
-        path = self.opts.state
-        if not path or not Path(path).is_file():
-            return None
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-            if data.get("bus") != "dynamixel":
-                return None
-            return [(bytes.fromhex(s["eeprom"]), float(s["raw_steps"]), s.get("ram")) for s in data["servos"]]
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return None
-
-    def save_state(self) -> None:
-        """Write each servo's EEPROM, shaft position and RAM to the ``state`` file (atomically)."""
-        if not self.opts.state:
-            return
-        path = Path(self.opts.state)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        servos = [
-            {"eeprom": s.saved_eeprom.hex(), "raw_steps": s.raw, "ram": s.mem[EEPROM_END:].hex()}
-            for s in self.servos + self._absent
-        ]
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"bus": "dynamixel", "servos": servos}), encoding="utf-8")
-        tmp.replace(path)
-
     # --- test hooks ---
 
     def power_cycle(self) -> None:
@@ -211,6 +181,8 @@ class DynamixelSim(ServoBusSim):
     # --- the wire (ServoBusSim) ---
 
     _take = staticmethod(take_packet)
+    eeprom_end = EEPROM_END
+    state_series = "dynamixel"
 
     def _encode(self, packet: Packet) -> bytes:
         return encode_packet(packet.id, packet.code, packet.params)

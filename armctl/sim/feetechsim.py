@@ -36,11 +36,9 @@ simulated time. Times are simulated seconds; the ``rate`` option only maps them 
 
 from __future__ import annotations
 
-import json
 import random
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from armctl.bus.feetech.protocol import (
     ACTION,
@@ -195,37 +193,6 @@ class FeetechSim(ServoBusSim):
             servo.put("max_angle_limit", o.limits[servo.id][1])
         servo.saved_eeprom = bytes(servo.mem[:EEPROM_END])
 
-    # --- state file (the servos' EEPROM and where they stand, between runs) ---
-
-    def _load_state(self) -> list[tuple[bytes, float, str | None]] | None:
-        path = self.opts.state
-        if not path or not Path(path).is_file():
-            return None
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-            if data.get("series") != self.series.name:
-                return None
-            return [(bytes.fromhex(s["eeprom"]), float(s["raw_steps"]), s.get("sram")) for s in data["servos"]]
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return None
-
-    def save_state(self) -> None:
-        """Write each servo's kept EEPROM and encoder position to the ``state`` file (atomically)."""
-        if not self.opts.state:
-            return
-        path = Path(self.opts.state)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = {
-            "series": self.series.name,
-            "servos": [
-                {"eeprom": s.saved_eeprom.hex(), "raw_steps": s.raw, "sram": s.mem[EEPROM_END:].hex()}
-                for s in self.servos + self._absent
-            ],
-        }
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        tmp.replace(path)
-
     # --- test hooks ---
 
     def set_stops(self, servo_id: int, lo_steps: float | None, hi_steps: float | None = None) -> None:
@@ -263,6 +230,11 @@ class FeetechSim(ServoBusSim):
         self._send(packet, t, delay_s, collide=collide, garble=servo.id in self.opts.garble)
 
     _take = staticmethod(take_packet)
+    eeprom_end = EEPROM_END
+
+    @property
+    def state_series(self) -> str:
+        return self.series.name
 
     def _encode(self, packet: Packet) -> bytes:
         return encode_packet(packet.id, packet.code, packet.params)

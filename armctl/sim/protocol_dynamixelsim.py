@@ -54,8 +54,7 @@ from armctl.calibration.lerobot import open_calibration
 from armctl.errors import BadInputError
 from armctl.sim.dynamixelsim import DynamixelSim, DynamixelSimOptions
 from armctl.sim.feetech_servo import read_hand_file
-from armctl.sim.link import LinkGone
-from armctl.sim.simurl import BadSimURL, SimSerial, flag, float_list, id_list, parse_options, per_id
+from armctl.sim.simurl import BadSimURL, BusSimSerial, flag, float_list, id_list, parse_options, per_id
 
 EXPECTED = (
     "expected a URL like dynamixelsim://[?ids=1-6&model=xl430&baud=57600] with options ids, model, baud, rate, "
@@ -166,27 +165,11 @@ def _check(opts: DynamixelSimOptions) -> None:
             raise _bad(f"offsets: servo {servo_id}'s homing offset {value} is outside -1044479..1044479")
 
 
-class Serial(SimSerial):
+class Serial(BusSimSerial):
     """A simulated Dynamixel bus behind a pyserial port (see the module docstring for the URL)."""
 
     scheme = "dynamixelsim"
-    link_gone = LinkGone
-    min_wait_s = 0.00005
-    runs_when_gone = False
-
-    def _open_sim(self):
-        try:
-            sim = DynamixelSim(parse_url(self.portstr))
-        except BadSimURL:
-            raise
-        except ValueError as exc:  # the arm, its calibration or its truth file: bad input
-            raise BadSimURL(f"dynamixelsim: {exc}") from exc
-        sim.host_baud = self._baudrate
-        return sim, sim.opts.rate
-
-    def _reconfigure_port(self):
-        if self.sim is not None:
-            self.sim.host_baud = self._baudrate
+    sim_class = DynamixelSim
 
     def from_url(self, url):
         return parse_url(url)

@@ -81,8 +81,7 @@ from armctl.calibration.lerobot import open_calibration
 from armctl.calibration.servo import STEPS_PER_TURN
 from armctl.errors import BadInputError
 from armctl.sim.feetechsim import FeetechSim, FeetechSimOptions, read_hand_file
-from armctl.sim.link import LinkGone
-from armctl.sim.simurl import BadSimURL, SimSerial, parse_options
+from armctl.sim.simurl import BadSimURL, BusSimSerial, parse_options
 from armctl.sim.simurl import flag as _flag
 from armctl.sim.simurl import float_list as _floats
 from armctl.sim.simurl import id_list as _ids
@@ -207,27 +206,11 @@ def _read_hand(opts: FeetechSimOptions, steps_per_turn: int) -> None:
         raise BadSimURL(f"feetechsim option hand={opts.hand}: id {stray[0]} is not on the bus (ids {opts.ids})")
 
 
-class Serial(SimSerial):
+class Serial(BusSimSerial):
     """A simulated Feetech bus behind a pyserial port (see the module docstring for the URL)."""
 
     scheme = "feetechsim"
-    link_gone = LinkGone
-    min_wait_s = 0.00005
-    runs_when_gone = False  # the adapter was pulled: nothing more reaches the servos, nothing to run
-
-    def _open_sim(self):
-        try:
-            sim = FeetechSim(parse_url(self.portstr))
-        except BadSimURL:
-            raise
-        except ValueError as exc:  # the arm, its calibration or its truth file: bad input
-            raise BadSimURL(f"feetechsim: {exc}") from exc
-        sim.host_baud = self._baudrate
-        return sim, sim.opts.rate
-
-    def _reconfigure_port(self):
-        if self.sim is not None:
-            self.sim.host_baud = self._baudrate
+    sim_class = FeetechSim
 
     def from_url(self, url):
         return parse_url(url)

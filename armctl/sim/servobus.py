@@ -11,7 +11,9 @@ packet's bytes again; ``_execute``: what the servos do with a packet), its servo
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 from armctl.sim.link import OverLink
 from armctl.sim.truth import TrueArmView
@@ -122,6 +124,46 @@ class ServoBusSim(TrueArmView, OverLink):
         if self._to_servos:
             cands.append(self._to_servos[0][0])
         return min(cands)
+
+    # --- state file (the servos' EEPROM, where they stand and their RAM, between runs) ---
+
+    #: the servos' EEPROM ends here (their RAM follows)
+    eeprom_end: int
+
+    @property
+    def state_series(self) -> str:
+        """What the state file must be of (``sts``, ``dynamixel``): a file of other servos is not read."""
+        raise NotImplementedError
+
+    def _load_state(self) -> list[tuple[bytes, float, str | None]] | None:
+        """The ``state`` file's servos: (EEPROM, encoder position, RAM as hex or None); None without one."""
+        path = self.opts.state
+        if not path or not Path(path).is_file():
+            return None
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            if data.get("series") != self.state_series:
+                return None
+            return [(bytes.fromhex(s["eeprom"]), float(s["raw_steps"]), s.get("sram")) for s in data["servos"]]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def save_state(self) -> None:
+        """Write each servo's kept EEPROM, encoder position and RAM to the ``state`` file (atomically)."""
+        if not self.opts.state:
+            return
+        path = Path(self.opts.state)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {
+            "series": self.state_series,
+            "servos": [
+                {"eeprom": s.saved_eeprom.hex(), "raw_steps": s.raw, "sram": s.mem[self.eeprom_end :].hex()}
+                for s in self.servos + self._absent
+            ],
+        }
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        tmp.replace(path)
 
     # --- test hooks ---
 

@@ -15,6 +15,7 @@ from serial.serialutil import PortNotOpenError, SerialBase, SerialException
 
 from armctl.bus.simulators import BadSimURL
 from armctl.sim import scene
+from armctl.sim.link import LinkGone
 
 
 def parse_options(
@@ -226,3 +227,31 @@ class SimSerial(SerialBase):
 
     def cancel_write(self):
         pass
+
+
+class BusSimSerial(SimSerial):
+    """A simulated servo bus behind a pyserial port (``feetechsim://``, ``dynamixelsim://``): the link runs at the
+    rate the host sets on the port. A subclass gives ``scheme``, ``from_url`` (the URL's options) and
+    ``sim_class`` (the bus simulator, built from them)."""
+
+    link_gone = LinkGone
+    min_wait_s = 0.00005
+    runs_when_gone = False  # the adapter was pulled: nothing more reaches the servos, nothing to run
+    sim_class: type
+
+    def from_url(self, url):
+        raise NotImplementedError
+
+    def _open_sim(self):
+        try:
+            sim = self.sim_class(self.from_url(self.portstr))
+        except BadSimURL:
+            raise
+        except ValueError as exc:  # the arm, its calibration or its truth file: bad input
+            raise BadSimURL(f"{self.scheme}: {exc}") from exc
+        sim.host_baud = self._baudrate
+        return sim, sim.opts.rate
+
+    def _reconfigure_port(self):
+        if self.sim is not None:
+            self.sim.host_baud = self._baudrate

@@ -147,6 +147,25 @@ def test_velocity_mode_turns_at_the_goal_velocity():
     assert bus.read(1, "present_position") < -4000  # past a turn: velocity mode is multi-turn
 
 
+def test_a_shutdown_servo_refuses_the_torque_until_a_reboot():
+    bus = Bus("dynamixelsim://?ids=1&stall=1")
+    bus.write(1, "torque_enable", 1)
+    bus.write(1, "goal_position", 3000)
+    bus.run(1.5)
+    assert bus.read(1, "hardware_error_status") == p.HW_OVERLOAD and bus.read(1, "torque_enable") == 0
+    assert bus.write(1, "torque_enable", 1) == p.ALERT | p.RESULT_FAIL
+    assert bus.ask(p.reboot_packet(1))[0].code == p.ALERT  # answered, then restarted
+    assert bus.write(1, "torque_enable", 1) == 0
+
+
+def test_torque_on_holds_where_the_servo_stands_after_a_new_homing_offset():
+    bus = Bus("dynamixelsim://?ids=1&start=1000")
+    bus.write(1, "homing_offset", 1047)  # present 2047 now; the goal (set at power-on) still says 1000
+    bus.write(1, "torque_enable", 1)
+    bus.run(1.0)
+    assert bus.read(1, "present_position") == 2047 == bus.read(1, "goal_position")
+
+
 def test_input_voltage_error_raises_the_alert_bit():
     bus = Bus("dynamixelsim://?ids=1&model=xl330&volts=7.4")
     (answer,) = bus.ask(p.ping_packet(1))
