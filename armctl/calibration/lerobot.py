@@ -51,6 +51,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from armctl.calibration.lerobot_robots import SO, bus_protocol, check_homing, check_kind, lerobot_robot
 from armctl.calibration.servo import (
     STEPS_PER_TURN,
     BusServoCal,
@@ -62,6 +63,7 @@ from armctl.calibration.servo import (
 )
 from armctl.core import limits
 from armctl.errors import ConfigError
+from armctl.model.servos import PROTOCOLS
 
 KEYS = ("id", "drive_mode", "homing_offset", "range_min", "range_max")
 LEGACY_KEYS = ("homing_offset", "drive_mode", "start_pos", "end_pos", "calib_mode", "motor_names")
@@ -69,15 +71,10 @@ LEROBOT_STEPS_PER_DEG = 4095 / 360.0  # LeRobot's degrees: 4095 steps a turn (mo
 LEGACY_STEPS_PER_DEG = 2048 / 180.0  # legacy: half a turn is 2048 steps
 GRIPPER = "gripper"
 PREFIX = "lerobot:"
-#: Where under LeRobot's calibration folder an SO arm's files are, in the order they are searched.
-SUBDIRS = (
-    "robots/so_follower",
-    "robots/so101_follower",
-    "robots/so100_follower",
-    "teleoperators/so_leader",
-    "teleoperators/so101_leader",
-    "teleoperators/so100_leader",
-)
+#: Where under LeRobot's calibration folder an SO arm's files are, in the order they are searched (a Koch's:
+#: ``armctl.calibration.lerobot_robots``).
+SUBDIRS = SO.subdirs
+HOMING_MAX = max(p.homing_max for p in PROTOCOLS.values())  # checked against the arm's bus in from_lerobot
 
 
 @dataclass(frozen=True)
@@ -107,7 +104,8 @@ def _int(value, where: str, path: Path, *, lo: float = -math.inf, hi: float = ma
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ConfigError(f"{where}: expected a number, found {json.dumps(value)}", path=path)
     if value != int(value) or not lo <= value <= hi:
-        raise ConfigError(f"{where}: expected a whole number in {lo:g}..{hi:g}, found {value}", path=path)
+        span = "..".join(str(int(v)) if math.isfinite(v) else f"{v:g}" for v in (lo, hi))
+        raise ConfigError(f"{where}: expected a whole number in {span}, found {value}", path=path)
     return int(value)
 
 
@@ -147,7 +145,7 @@ def read_lerobot_file(path: str | Path) -> dict[str, Motor]:
             name=name,
             id=_int(entry["id"], f"{name}.id", path, lo=0, hi=252),
             drive_mode=_int(entry["drive_mode"], f"{name}.drive_mode", path, lo=0, hi=1),
-            homing_offset=_int(entry["homing_offset"], f"{name}.homing_offset", path, lo=-2047, hi=2047),
+            homing_offset=_int(entry["homing_offset"], f"{name}.homing_offset", path, lo=-HOMING_MAX, hi=HOMING_MAX),
             range_min=lo,
             range_max=hi,
         )
@@ -206,11 +204,11 @@ def lerobot_calibration_root() -> Path:
     return base / "lerobot" / "calibration"
 
 
-def lerobot_ids() -> dict[str, list[str]]:
-    """The calibration ids LeRobot has saved for SO arms: {subdir: [ids]} (subdirs as in ``SUBDIRS``)."""
+def lerobot_ids(subdirs: tuple = SUBDIRS) -> dict[str, list[str]]:
+    """The calibration ids LeRobot has saved under ``subdirs`` (default: the SO arms'): {subdir: [ids]}."""
     root = lerobot_calibration_root()
     found = {}
-    for sub in SUBDIRS:
+    for sub in subdirs:
         folder = root / sub
         ids = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
         if ids:
@@ -218,20 +216,20 @@ def lerobot_ids() -> dict[str, list[str]]:
     return found
 
 
-def find_lerobot_calibration(calibration_id: str) -> Path:
-    """``<id>.json`` in LeRobot's calibration folder (the first of ``SUBDIRS`` that has it). ConfigError naming
-    where it looked and listing the ids found otherwise."""
+def find_lerobot_calibration(calibration_id: str, subdirs: tuple = SUBDIRS) -> Path:
+    """``<id>.json`` in LeRobot's calibration folder (the first of ``subdirs``, default the SO arms', that has it).
+    ConfigError naming where it looked and listing the ids found otherwise."""
     if not calibration_id or "/" in calibration_id or calibration_id in (".", ".."):
         raise ConfigError(f"lerobot:{calibration_id}: expected lerobot:ID, the id you gave LeRobot (--robot.id)")
     root = lerobot_calibration_root()
-    for sub in SUBDIRS:
+    for sub in subdirs:
         candidate = root / sub / f"{calibration_id}.json"
         if candidate.is_file():
             return candidate
-    found = lerobot_ids()
+    found = lerobot_ids(subdirs)
     listed = "; ".join(f"{', '.join(ids)} (in {sub})" for sub, ids in found.items()) or "none"
     raise ConfigError(
-        f"no LeRobot calibration {calibration_id!r} under {root} ({', '.join(s + '/' for s in SUBDIRS[:2])}...); "
+        f"no LeRobot calibration {calibration_id!r} under {root} ({', '.join(s + '/' for s in subdirs[:2])}...); "
         f"ids found: {listed}"
     )
 
@@ -249,11 +247,12 @@ def _looks_like_lerobot(path: Path) -> bool:
     return "motor_names" in data or all(isinstance(v, dict) and "homing_offset" in v for v in data.values())
 
 
-def resolve(spec: str | Path) -> Path | None:
-    """The LeRobot file ``spec`` means (``lerobot:ID`` or a ``.json`` path), else None (an armctl YAML)."""
+def resolve(spec: str | Path, subdirs: tuple = SUBDIRS) -> Path | None:
+    """The LeRobot file ``spec`` means (``lerobot:ID``, looked for under ``subdirs``, or a ``.json`` path), else None
+    (an armctl YAML)."""
     text = str(spec)
     if text.startswith(PREFIX):
-        return find_lerobot_calibration(text[len(PREFIX) :])
+        return find_lerobot_calibration(text[len(PREFIX) :], subdirs)
     if is_lerobot_file(text):
         return Path(text)
     return None
@@ -268,6 +267,7 @@ def from_lerobot(motors: dict[str, Motor], arm, source: str | Path) -> tuple[Cal
     path = Path(str(source))
     wanted, notes = _check_robot(motors, arm, path)
     legacy = any(m.legacy for m in motors.values())
+    full_turn = lerobot_robot(arm).full_turn  # a Koch's pan and roll: recorded 0..4095, never swept
     joints = []
     for k, (name, offset_rad, sign) in enumerate(arm.urdf_map):
         m = motors[name]
@@ -275,7 +275,7 @@ def from_lerobot(motors: dict[str, Motor], arm, source: str | Path) -> tuple[Cal
             raise ConfigError(f"motor {name!r} is calibrated LINEAR (0..100 %), a joint needs DEGREE", path=path)
         if legacy:
             joints.append(_legacy_joint(m, name, sign, (arm.q_min[k], arm.q_max[k]), path, k == arm.roll_index))
-        elif k == arm.roll_index and _whole_turn(m):
+        elif (k == arm.roll_index or name in full_turn) and _whole_turn(m):
             joints.append(_roll_joint(m, name, sign, (arm.q_min[k], arm.q_max[k])))
         else:
             joints.append(_joint(m, name, math.degrees(offset_rad), sign, path))
@@ -308,10 +308,16 @@ def _check_robot(motors: dict[str, Motor], arm, path: Path) -> tuple[list[str], 
             path=path,
         )
     kind = path.parent.name
-    if path.parent.parent.name in ("robots", "teleoperators") and not kind.startswith(("so_", "so100_", "so101_")):
+    check_kind(arm, path)
+    if lerobot_robot(arm) is not SO and any(m.legacy for m in motors.values()):
         raise ConfigError(
-            f"a calibration of LeRobot's {kind}, not of an SO-100/SO-101 arm (robots/so_follower/...)", path=path
+            f"a legacy LeRobot calibration (before June 2025): its zero is not arm {arm.name!r}'s URDF zero; "
+            "calibrate again (LeRobot >= 0.3, or armctl calibrate)",
+            path=path,
         )
+    for m in motors.values():
+        if not m.legacy:  # a legacy offset was applied in software, not held by the servo
+            check_homing(arm, m.name, m.homing_offset, path)
     wanted = [entry[0] for entry in urdf_map] + ([GRIPPER] if arm.gripper is not None else [])
     absent = [n for n in wanted if n not in motors]
     if absent:
@@ -404,7 +410,8 @@ def _eeprom(m: Motor) -> int | None:
 
 def _gripper(m: Motor, arm, path: Path) -> BusServoCal:
     """LeRobot's 0..100 % (0 closed at range_min, 100 open at range_max; drive_mode 1: reversed, except in legacy
-    files) onto the arm's closed..open angles."""
+    files and on Dynamixels, whose Drive_Mode turns the servo's own counting round) onto the arm's closed..open
+    angles."""
     closed, opened = math.degrees(arm.gripper.closed_rad), math.degrees(arm.gripper.open_rad)
     span_deg = opened - closed
     if abs(span_deg) < 1e-9:
@@ -414,7 +421,8 @@ def _gripper(m: Motor, arm, path: Path) -> BusServoCal:
     if why is not None:
         raise ConfigError(why, path=path)
     # legacy LINEAR motors ignored drive_mode: 0 % at start_pos, 100 % at end_pos (either way round)
-    at_closed, at_open = (hi, lo) if m.drive_mode and not m.legacy else (lo, hi)
+    reverse = m.drive_mode and not m.legacy and not bus_protocol(arm).drive_mode_in_servo
+    at_closed, at_open = (hi, lo) if reverse else (lo, hi)
     per_deg = (at_open - at_closed) / span_deg  # signed steps per gripper degree
     zero = at_closed - per_deg * closed
     return BusServoCal(
@@ -474,7 +482,7 @@ def open_calibration(spec: str | Path | None, arm) -> tuple[Calibration, Path, l
     """The calibration ``spec`` names for ``arm`` and where it came from, and notes for the user: ``lerobot:ID``
     or a LeRobot ``.json`` (converted, see the module docstring), an armctl YAML, or None (armctl's places,
     ``armctl.calibration.servo.find_calibration``). ConfigError (exit 2) for anything that is not one."""
-    path = None if spec is None else resolve(spec)
+    path = None if spec is None else resolve(spec, lerobot_robot(arm).subdirs)
     if path is None:
         found = find_calibration(arm.name, spec, arm_ref=getattr(arm, "ref", None))
         try:

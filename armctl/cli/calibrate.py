@@ -330,7 +330,7 @@ def _from_lerobot(args) -> int:
     arm = load_arm(choose_arm(args))
     spec = args.from_lerobot
     if not spec:
-        found = lerobot.lerobot_ids()
+        found = lerobot.lerobot_ids(lerobot.lerobot_robot(arm).subdirs)
         every = [(sub, i) for sub, ids in found.items() for i in ids]
         if len(every) != 1:
             listed = "; ".join(f"{', '.join(ids)} (in {sub})" for sub, ids in found.items()) or "none"
@@ -340,7 +340,9 @@ def _from_lerobot(args) -> int:
             )
         spec = every[0][1]
     # a file, lerobot:ID (as --calibration takes it) or a bare ID
-    path = Path(spec) if Path(spec).is_file() else lerobot.resolve(spec) or lerobot.find_lerobot_calibration(spec)
+    subdirs = lerobot.lerobot_robot(arm).subdirs
+    path = Path(spec) if Path(spec).is_file() else lerobot.resolve(spec, subdirs)
+    path = path or lerobot.find_lerobot_calibration(spec, subdirs)
     cal, notes = lerobot.from_lerobot(lerobot.read_lerobot_file(path), arm, path)
     out = Path(args.out) if args.out else save_path_for(arm.name, path)
     comment = (

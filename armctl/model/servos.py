@@ -35,7 +35,8 @@ class Rating:
 class ServoModel:
     """One servo model of the table: ``ratings`` at rising voltages, the operating range ``volts_range`` (V),
     ``mass_g``, deadband (``deadband_us`` of pulse for a PWM servo, ``deadband_deg`` for a bus servo; None when
-    the maker gives none), whether it is a ``bus`` servo, and ``source``: where the figures come from."""
+    the maker gives none), whether it is a ``bus`` servo, ``source``: where the figures come from, and a bus servo's
+    ``protocol`` (the backend that drives it)."""
 
     key: str
     title: str
@@ -46,6 +47,7 @@ class ServoModel:
     deadband_deg: float | None
     bus: bool
     source: str
+    protocol: str | None = None  # a bus servo's: the backend that speaks it (--backend: "feetech", "dynamixel")
 
     def at(self, volts: float | None = None) -> Rating:
         """The figures at ``volts`` (default: the lowest rated voltage, the safe assumption)."""
@@ -78,6 +80,7 @@ def _r(*rows) -> tuple[Rating, ...]:
 
 
 _TOWERPRO = "TowerPro's datasheet (towerpro.com.tw)"
+_ROBOTIS = "ROBOTIS e-manual"
 #: every servo model armctl knows, by the key an arm file names it with
 MODELS: dict[str, ServoModel] = {
     m.key: m
@@ -99,15 +102,58 @@ MODELS: dict[str, ServoModel] = {
         ServoModel("sts3215", "STS3215 (7.4 V)", _r((7.4, 19.5, 0.222),), (4.0, 7.4), 55.0, None, 0.088, True,
                    "Feetech STS3215 C001 (7.4 V, 1/345): 19.5 kg.cm stall, 0.222 s/60 deg (45 rpm) at 7.4 V "
                    "(Feetech's sheet; DFRobot's ST3215 page: 19.5 kg.cm, 0.238 s/60 deg at 6 V); 55 g; dead band "
-                   "1 step (0.088 deg; the CW/CCW dead zone registers 26/27)"),
+                   "1 step (0.088 deg; the CW/CCW dead zone registers 26/27)", "feetech"),
         ServoModel("sts3215-12v", "STS3215 (12 V)", _r((12.0, 30.0, 0.222),), (6.0, 12.6), 55.0, None, 0.088, True,
                    "Feetech STS3215 C018 (12 V, 1/345): 30 kg.cm stall, 45 rpm (0.222 s/60 deg) at 12 V "
-                   "(Feetech's sheet, as Robonine's bench test quotes it; they measured about 35 kg.cm); 55 g"),
+                   "(Feetech's sheet, as Robonine's bench test quotes it; they measured about 35 kg.cm); 55 g",
+                   "feetech"),
         ServoModel("scs0009", "SCS0009", _r((6.0, 2.3, 0.10),), (4.0, 7.4), 13.0, None, 0.29, True,
                    "Feetech SCS0009: 2.3 kg.cm stall, 0.1 s/60 deg at 6 V, 13 g (Feetech's catalogue, not yet "
-                   "checked against its sheet); 1024 steps over 300 deg"),
+                   "checked against its sheet); 1024 steps over 300 deg", "feetech"),
+        # ROBOTIS Dynamixel X series: the e-manual's figures (ROBOTIS-GIT/emanual, _data/dxl_x_info.yml at 0028038,
+        # the tables of emanual.robotis.com/docs/en/dxl/x/<model>/): N.m / 0.0980665 = kg.cm, 10 / rpm = s per 60 deg
+        ServoModel("xl430-w250", "XL430-W250", _r((9.0, 10.2, 0.2128), (11.1, 14.28, 0.1754), (12.0, 15.3, 0.1639)),
+                   (6.5, 12.0), 57.2, None, None, True,
+                   f"{_ROBOTIS} XL430-W250-T: 1.0/1.4/1.5 N.m stall, 47/57/61 rpm at 9/11.1/12 V, 57.2 g",
+                   "dynamixel"),
+        ServoModel("xl330-m288", "XL330-M288", _r((3.7, 4.28, 0.1316), (5.0, 5.3, 0.0971), (6.0, 6.12, 0.0813)),
+                   (3.7, 6.0), 18.0, None, None, True,
+                   f"{_ROBOTIS} XL330-M288-T: 0.42/0.52/0.60 N.m stall, 76/103/123 rpm at 3.7/5/6 V, 18 g",
+                   "dynamixel"),
+        ServoModel("xl330-m077", "XL330-M077", _r((3.7, 1.84, 0.036), (5.0, 2.19, 0.0261), (6.0, 2.33, 0.0219)),
+                   (3.7, 6.0), 18.0, None, None, True,
+                   f"{_ROBOTIS} XL330-M077-T: 0.180/0.215/0.228 N.m stall, 278/383/456 rpm at 3.7/5/6 V, 18 g",
+                   "dynamixel"),
+        ServoModel("xm430-w350", "XM430-W350", _r((11.1, 38.75, 0.2326), (12.0, 41.81, 0.2174), (14.8, 48.95, 0.1754)),
+                   (10.0, 14.8), 82.0, None, None, True,
+                   f"{_ROBOTIS} XM430-W350-T: 3.8/4.1/4.8 N.m stall, 43/46/57 rpm at 11.1/12/14.8 V, 82 g",
+                   "dynamixel"),
     )
 }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BusProtocol:
+    """What a bus servo protocol means for positions and calibrations (the one place a backend or a calibration reader
+    asks): ``homing_sign`` of the Homing_Offset register (present position = actual + homing_sign * offset),
+    ``homing_max`` (the register holds -homing_max..homing_max steps), and ``drive_mode_in_servo``: True when
+    Drive_Mode reverses the servo's own counting (its positions already turned round, so a LeRobot calibration's
+    ``drive_mode`` is not applied again), False when LeRobot applies it to the values it reads."""
+
+    name: str
+    homing_sign: int
+    homing_max: int
+    drive_mode_in_servo: bool
+
+
+#: the bus servo protocols, by ``ServoModel.protocol``. Feetech STS: present = actual - offset, 11 bits and a sign
+#: bit (armctl.bus.feetech.protocol; LeRobot's FeetechMotorsBus: apply_drive_mode = True). Dynamixel X series:
+#: present = actual + offset, -1,044,479..1,044,479 (ROBOTIS e-manual, address 20), Drive_Mode bit 0 the servo's
+#: "reverse mode" (LeRobot's DynamixelMotorsBus: apply_drive_mode = False).
+PROTOCOLS: dict[str, BusProtocol] = {
+    "feetech": BusProtocol("feetech", -1, 2047, False),
+    "dynamixel": BusProtocol("dynamixel", 1, 1_044_479, True),
+}
 
 
 @dataclass(frozen=True)
@@ -221,6 +267,13 @@ class Drive:
     @property
     def any_servo(self) -> bool:
         return any(s is not None for s in self.servos) or self.gripper is not None
+
+    @property
+    def protocol(self) -> str | None:
+        """The bus all the arm's named servos speak (``ServoModel.protocol``: the backend that drives them), else
+        None (no servo named, hobby servos, or several kinds)."""
+        kinds = {s.model.protocol for s in (*self.servos, self.gripper) if s is not None}
+        return kinds.pop() if len(kinds) == 1 else None
 
     def servo(self, i: int) -> Servo | None:
         """Joint ``i``'s servo (None: the file names none)."""

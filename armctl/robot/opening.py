@@ -69,8 +69,9 @@ def resolve(arm, port, backend, calibration):
             print(f"armctl: note: {note}", file=sys.stderr)
     cal.check_arm(arm_obj)
     arm_obj = cal.corrected_arm(arm_obj)  # a camera calibration's measured lengths (version 2), if any
-    if backend is None:  # by the port (an I2C bus), else by the kind of servo the calibration describes
-        backend = scheme_backend(port) or ("feetech" if cal.unit == "steps" else "armctl")
+    if backend is None:  # by the port (an I2C bus), else the bus the arm's servos speak, else the calibration's kind
+        bus = arm_obj.drive.protocol or "feetech"  # a Koch's XL430s: dynamixel; an SO-101's STS3215s: feetech
+        backend = scheme_backend(port) or (bus if cal.unit == "steps" else "armctl")
     cls = backend if isinstance(backend, type) and issubclass(backend, Backend) else backend_class(backend)
     if cal.unit != cls.servo_unit:
         kind = {"us": "hobby (PWM) servos", "steps": "serial bus servos"}

@@ -84,7 +84,7 @@ def connect(
       keeps its pose between runs.
     - ``backend``: the board's protocol: ``"armctl"`` (our firmware or the simulator), ``"firmata"`` (stock
       StandardFirmata, 57600 baud, device paths only) or ``"feetech"`` (Feetech STS/SCS bus servos, 1 Mbaud);
-      None: ``"feetech"`` if the calibration is in steps (bus servos), else ``"armctl"``.
+      None: a calibration in steps, the arm's servos' bus (``Drive.protocol``: "dynamixel", else "feetech"); "armctl"
     - ``calibration``: a calibration file or ``Calibration``; default: ``./calibration/<arm>.yaml``, the
       user's calibration folder, else the example shipped with the preset. LeRobot's calibration is used as
       it is: ``"lerobot:ID"`` (found where LeRobot keeps it) or its ``.json`` file (``armctl.calibration.lerobot``).

@@ -26,7 +26,6 @@ from armctl.calibration.lerobot import (
     find_lerobot_calibration,
     lerobot_calibration_root,
     open_calibration,
-    read_lerobot_file,
 )
 from armctl.calibration.servo import load_calibration
 from armctl.errors import ConfigError, LinkError
@@ -233,8 +232,8 @@ def test_an_offset_past_the_register_is_refused(tmp_path):
     data["elbow_flex"]["homing_offset"] = 3000  # a Dynamixel-sized offset: no Feetech servo holds it
     path = tmp_path / "big.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(ConfigError, match=r"elbow_flex.homing_offset: expected a whole number in -2047..2047"):
-        read_lerobot_file(path)
+    with pytest.raises(ConfigError, match=r"elbow_flex.homing_offset 3000: the feetech servos of arm 'so101' hold"):
+        open_calibration(path, load_arm("so101"))
 
 
 # --- the command line ------------------------------------------------------------------------------------------

@@ -87,6 +87,13 @@ class Chain:
     def names(self) -> set:
         return {j.name for j in self.joints}
 
+    @property
+    def turning_grip(self) -> str | None:
+        """The gripper joint when it turns (its angle is the gripper servo's); None for none or a prismatic one
+        (sliding fingers: the servo's angle is not the joint's position, see ``_gripper_joint``)."""
+        grip = self.grip_joint
+        return grip if grip is not None and self.tree.joints[grip].type in MOVING else None
+
 
 def find_chain(tree: Tree, sc: Sidecar, tool_link: str | None) -> Chain:
     """The chain to the tool link (``tool_link``, else the sidecar's, else the one longest chain); refuses a
@@ -107,14 +114,16 @@ def find_chain(tree: Tree, sc: Sidecar, tool_link: str | None) -> Chain:
 
 
 def _gripper_joint(tree: Tree, sc: Sidecar) -> str | None:
-    """The sidecar's gripper joint, checked: a turning joint of the URDF."""
+    """The sidecar's gripper joint, checked: a turning joint of the URDF, or a prismatic one (fingers a servo slides,
+    as OpenManipulator-X's: armctl's gripper is still the servo's angle, the sidecar's open_deg/closed_deg)."""
     grip_joint = (sc.gripper or {}).get("joint")
     if grip_joint is not None:
         if grip_joint not in tree.joints:
             raise tree.refuse(f"the sidecar's gripper joint {grip_joint!r} is no joint of the URDF")
-        if tree.joints[grip_joint].type not in MOVING:
+        if tree.joints[grip_joint].type not in (*MOVING, "prismatic"):
             raise tree.refuse(
-                f"gripper joint {grip_joint!r} is {tree.joints[grip_joint].type}: armctl's gripper is a turning servo"
+                f"gripper joint {grip_joint!r} is {tree.joints[grip_joint].type}: armctl's gripper is a servo that "
+                "turns (or slides fingers)"
             )
     return grip_joint
 
