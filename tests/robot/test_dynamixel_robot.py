@@ -9,6 +9,8 @@ the gripper closes until contact with its current capped in current-based positi
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import subprocess
 import sys
@@ -20,6 +22,7 @@ import pytest
 import armctl
 from armctl.bus.dynamixel.client import DynamixelBus
 from armctl.bus.dynamixel.protocol import CURRENT_POSITION_MODE, HW_OVERLOAD, SYNC_WRITE, WRITE
+from armctl.calibration.servo import find_calibration, load_calibration
 from armctl.cli import main
 from armctl.errors import LinkError
 from tests.robot.test_feetech_robot import BUS_CAL, PROGRAM  # seed-3link on bus servos 1, 2, 3 and 6
@@ -185,3 +188,22 @@ def test_a_blocked_joint_over_max_load_pct_stops_the_arm_in_one_line(tmp_path, c
     err = capsys.readouterr().err
     assert err.count("\n") == 1, err
     assert "servo 1 (shoulder) reports" in err and "above max_load_pct 50% for 3 frames" in err, err
+
+
+def test_a_koch_follows_a_koch_leader_of_dynamixels(tmp_path, capsys):
+    """The leader's bus is the one its servos speak (the koch-leader's XL330s: Dynamixel, found at 57600 here), the
+    follower's too: the follower ends where a hand left the leader."""
+    cal = load_calibration(find_calibration("koch-leader"))
+    rows = ["t_s,id,steps"]
+    for t, q, g in ((0, [0, 82.2, -80.7, -1.5, 0], -60), (1.0, [20, 70, -70, -10, 30], -20)):
+        rows += [f"{t},{s.id},{float(s.value(math.radians(a))):.2f}" for s, a in zip(cal.joints, q)]
+        rows.append(f"{t},{cal.gripper.id},{float(cal.gripper.value(math.radians(g))):.2f}")
+    hand = tmp_path / "hand.csv"
+    hand.write_text("\n".join(rows) + "\n")
+    leader = f"dynamixelsim://?hand={hand}&model=xl330"
+    argv = ["--arm", "koch", "follow", "--leader", leader, "--leader-arm", "koch-leader", "--duration", "3"]
+    assert main(argv) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["--arm", "koch", "status", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert np.allclose(got["q_deg"], [20, 70, -70, -10, 30], atol=0.5), got["q_deg"]

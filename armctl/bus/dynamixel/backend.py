@@ -28,14 +28,8 @@ from __future__ import annotations
 import math
 
 from armctl.bus.busservo import RETRIES, BusServoBackend
-from armctl.bus.dynamixel.client import STEPS_S_PER_VELOCITY_UNIT, DynamixelBus
+from armctl.bus.dynamixel.client import BAUDS, STEPS_S_PER_VELOCITY_UNIT, DynamixelBus
 from armctl.bus.dynamixel.protocol import CURRENT_POSITION_MODE, MODEL_NUMBERS, OPERATING_MODES, POSITION_MODE
-from armctl.bus.servobus import ServoNoReply
-from armctl.errors import LinkError
-
-#: the baud rates the servos are looked for at, in this order: LeRobot's arms', then the factory's
-BAUDS = (1_000_000, 57_600)
-FIND_TIMEOUT_S = 0.02  # a first ping at each baud rate
 
 
 class DynamixelBackend(BusServoBackend):
@@ -57,29 +51,10 @@ class DynamixelBackend(BusServoBackend):
 
     def _open_bus(self) -> None:
         """Open the bus at the servos' baud rate: the one given, else the first of ``BAUDS`` the first servo answers
-        a ping at (LinkError naming the port and the rates tried if none)."""
+        a ping at (``DynamixelBus.find_baud``)."""
         self.bus.open()
-        if self.baudrate is not None or not self.ids:
-            return
-        first = self.ids[0]
-        saved = self.bus.timeout_s, self.bus.retries
-        try:
-            for baud in BAUDS:
-                self.bus.baudrate, self.bus.byte_s = baud, 10.0 / baud
-                self.bus.serial.baudrate = baud
-                self.bus.timeout_s, self.bus.retries = FIND_TIMEOUT_S, 1
-                try:
-                    self.bus.ping(first)
-                    return
-                except ServoNoReply:
-                    continue
-        finally:
-            self.bus.timeout_s, self.bus.retries = saved
-        rates = " nor ".join(str(b) for b in BAUDS)
-        raise LinkError(
-            f"{self.port}: no Dynamixel servo {first} answers at {rates} baud (Protocol 2.0): check its id, power and "
-            "cable, and its baud rate (armctl servos scan finds it)"
-        )
+        if self.baudrate is None and self.ids:
+            self.bus.find_baud(self.ids[0])
 
     def _limits_of(self, servo_id: int, got: dict[str, int]) -> tuple[int, int]:
         if got.get("operating_mode") != POSITION_MODE:  # extended / current-based position: no limits bind

@@ -49,6 +49,9 @@ from armctl.errors import BadInputError
 
 STEPS_S_PER_VELOCITY_UNIT = RPM_PER_VELOCITY_UNIT * STEPS_PER_TURN / 60.0  # 0.229 rpm in steps/s
 REBOOT_S = 1.0  # how long a rebooting servo may take to answer again
+#: the baud rates ``find_baud`` looks for the servos at, in this order: LeRobot's arms', then the factory's
+BAUDS = (1_000_000, 57_600)
+FIND_TIMEOUT_S = 0.02  # a first ping at each baud rate
 #: the two names of address 126, by what a servo of the other kind calls it
 LOAD_ALIASES = {"present_current": "present_load", "present_load": "present_current"}
 _STATE_NAMES = (
@@ -177,6 +180,29 @@ class DynamixelBus(ServoBus):
         if servo_id not in self.models:
             self.ping(servo_id)
         return self.models[servo_id]
+
+    def find_baud(self, servo_id: int, bauds: Sequence[int] = BAUDS) -> int:
+        """Switch the open bus to the first of ``bauds`` servo ``servo_id`` answers a ping at (a short timeout, one
+        retry each) and return it; ServoNoReply naming the port, the servo and the rates tried if none."""
+        saved = self.timeout_s, self.retries
+        try:
+            self.timeout_s, self.retries = FIND_TIMEOUT_S, 1
+            for baud in bauds:
+                self.baudrate, self.byte_s = baud, 10.0 / baud
+                self._port().baudrate = baud
+                try:
+                    self.ping(servo_id)
+                    return baud
+                except ServoNoReply:
+                    continue
+        finally:
+            self.timeout_s, self.retries = saved
+        raise ServoNoReply(
+            f"{self.port}: no Dynamixel servo {servo_id} answers at {' nor '.join(map(str, bauds))} baud (Protocol "
+            "2.0): check its id, power and cable, and its baud rate",
+            servo_ids=[servo_id],
+            operation="ping",
+        )
 
     def reboot(self, servo_id: int) -> None:
         """REBOOT one servo (hardware errors cleared, torque off, RAM back to its defaults) and wait until it
