@@ -6,7 +6,8 @@ SYNC_READ positions, no jump at start, the stall stop, the servos' faults, load 
 closing until contact, homing offsets and position limits read from the EEPROM and never written unless asked) is
 ``armctl.bus.busservo``'s; here is what Dynamixel servos do their own way:
 
-- the baud rate: the servos are looked for at 1 000 000 (LeRobot's arms) then at the factory's 57 600;
+- the baud rate: the servos are looked for at 1 000 000 (LeRobot's arms) then at the factory's 57 600, where a
+  frame of more than four servos takes longer on the wire than its 20 ms (a note says so);
 - each servo's model comes from its ping, and its own control table reads it (a bus may mix XL430 and XL330);
 - Min/Max_Position_Limit bind only in position mode (Operating_Mode 3); in extended position (4, LeRobot's Koch
   joints) and current-based position (5, its gripper) they do not, so nothing is clamped to them;
@@ -27,9 +28,16 @@ from __future__ import annotations
 
 import math
 
+from armctl.bus.backend import FRAME_S
 from armctl.bus.busservo import RETRIES, BusServoBackend
 from armctl.bus.dynamixel.client import BAUDS, STEPS_S_PER_VELOCITY_UNIT, DynamixelBus
 from armctl.bus.dynamixel.protocol import CURRENT_POSITION_MODE, MODEL_NUMBERS, OPERATING_MODES, POSITION_MODE
+
+
+def frame_bytes(n: int) -> int:
+    """Bytes on the wire in one frame of ``n`` servos: a SYNC_WRITE of 4-byte goals (14 + 5 n), a SYNC_READ of the
+    positions (14 + n) and the ``n`` status packets answering it (11 + 4 each)."""
+    return 28 + 21 * n
 
 
 class DynamixelBackend(BusServoBackend):
@@ -55,6 +63,13 @@ class DynamixelBackend(BusServoBackend):
         self.bus.open()
         if self.baudrate is None and self.ids:
             self.bus.find_baud(self.ids[0])
+        wire_s = frame_bytes(len(self.ids)) * self.bus.byte_s
+        if wire_s > FRAME_S:
+            self.notes.append(
+                f"at {self.bus.baudrate} baud one frame's goals and positions take {wire_s * 1000:.0f} ms on the wire, "
+                f"over the {FRAME_S * 1000:.0f} ms frame: motions run slower than planned; set the servos to 1000000 "
+                "baud (LeRobot's arms run at it)"
+            )
 
     def _limits_of(self, servo_id: int, got: dict[str, int]) -> tuple[int, int]:
         if got.get("operating_mode") != POSITION_MODE:  # extended / current-based position: no limits bind
