@@ -76,6 +76,12 @@ def test_no_jump_at_start_and_a_program_lands_within_a_millimetre(bus_cal):
         assert np.hypot(*(robot.where(settle=True).tool_m - (0.5, 0.2))) < 1e-3
         robot.run(PROGRAM)
         assert np.hypot(*(robot.where(settle=True).tool_m - [0.52, -0.19])) < 1e-3
+        writes = [p for _, p in sim.log if p.code in (WRITE, SYNC_WRITE)]
+        assert min(int.from_bytes(p.params[:2], "little") for p in writes) >= 64  # EEPROM (below 64) left alone
+        servos = robot.backend.status().servos  # what each servo reports of itself
+        assert servos[2]["voltage_v"] == pytest.approx(11.1) and servos[2]["temperature_c"] >= 25
+        assert servos[1]["torque"] and servos[1]["position_steps"] == round(servos[1]["goal_steps"])
+        assert abs(servos[1]["load_fraction"]) < 0.1 and servos[1]["errors"] == "no error"
 
 
 def test_a_stalled_joint_stops_with_one_line_naming_it(bus_cal, capsys):
@@ -208,3 +214,13 @@ def test_a_koch_follows_a_koch_leader_of_dynamixels(tmp_path, capsys):
     assert main(["--arm", "koch", "status", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert np.allclose(got["q_deg"], [20, 70, -70, -10, 30], atol=0.5), got["q_deg"]
+
+
+def test_a_servo_over_max_temp_c_stops_the_arm_in_one_line(tmp_path, capsys):
+    arm, cal = tmp_path / "arm.yaml", tmp_path / "cal.yaml"
+    arm.write_text(ARM.replace("GRIP", "") + "max_temp_c: 60\n")
+    cal.write_text(BUS_CAL)
+    argv = ["--arm", str(arm), "--calibration", str(cal), "--backend", "dynamixel", "--port", _port("temp=65")]
+    assert main([*argv, "jog", "0.62", "-0.1"]) == 4  # Present_Temperature 65 degC in a hot room
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "servo 1 (shoulder) is at 65 degC, above max_temp_c 60" in err, err
