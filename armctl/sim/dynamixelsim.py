@@ -16,7 +16,8 @@ arm's truth); the pyserial URL handler (``protocol_dynamixelsim``) and the pty r
   ACTION; FACTORY_RESET (torque off only) and CLEAR (the multi-turn count). Motion: position, extended
   position, current-based position (the goal current caps the output) and velocity modes, shaped by the
   profile velocity and acceleration (velocity-based or, with drive mode bit 2, time-based). Current and PWM
-  modes hold still. FAST_SYNC_READ and indirect addressing are not simulated (instruction error; zeros).
+  modes hold still. Indirect addressing is not simulated (its addresses read as zeros); FAST_SYNC_READ answers in
+  one packet.
 - Servos sharing an id (factory-new ones, all id 1) answer together: the host hears garbage. The ``connected``
   file plugs them in and out between exchanges (``armctl.sim.connected``).
 - Arm (``arm``, ``cal``, ``truth``): the servos move the arm's joints and the simulator offers the truth
@@ -40,6 +41,7 @@ from armctl.bus.dynamixel.protocol import (
     DATA_LENGTH_ERROR,
     EEPROM_END,
     FACTORY_RESET,
+    FAST_SYNC_READ,
     INSTRUCTION_ERROR,
     PING,
     READ,
@@ -54,6 +56,7 @@ from armctl.bus.dynamixel.protocol import (
     WRITE,
     BadPacket,
     Packet,
+    encode_fast_status,
     encode_packet,
     encode_status,
     get_model,
@@ -321,6 +324,9 @@ class DynamixelSim(ServoBusSim):
             for s in sorted(servos, key=lambda s: s.id):
                 self._status(s, s.id, t, *self._unicast(s, packet), collide=ids.count(s.id) > 1)
             return
+        if code == FAST_SYNC_READ:
+            self._fast_sync_read(servos, params, t)
+            return
         try:
             accesses = parse_params(code, params) if code in (SYNC_READ, SYNC_WRITE, BULK_READ, BULK_WRITE) else None
         except ValueError:
@@ -344,3 +350,25 @@ class DynamixelSim(ServoBusSim):
                     self._status(s, s.id, t, error, data, collide=len(by_id[access.id]) > 1)
                 elif code in (SYNC_WRITE, BULK_WRITE):
                     self._write(s, access.address, access.data)
+
+    def _fast_sync_read(self, servos: list[DxlServo], params: bytes, t: float) -> None:
+        """FAST_SYNC_READ: the listed servos answer in one status packet (``encode_fast_status``), each adding its
+        segment after the one before it; a servo missing from the list's chain ends the packet there."""
+        try:
+            accesses = parse_params(FAST_SYNC_READ, params)
+        except ValueError:
+            return
+        by_id = {s.id: s for s in servos}
+        answers, first = [], None
+        for access in accesses:
+            s = by_id.get(access.id)
+            if s is None or s.get("status_return_level") < 1:
+                break
+            data = s.read(access.address, access.count)
+            error, data = (
+                (data | s.error_byte(), bytes(access.count)) if isinstance(data, int) else (s.error_byte(), data)
+            )
+            answers.append((s.id, error, data))
+            first = first or s
+        if answers:
+            self._send(encode_fast_status(answers), t, first.get("return_delay_time") * 2e-6)

@@ -45,7 +45,6 @@ The opened port has ``.sim`` (a ``DynamixelSim``): its servos, test hooks (``tur
 
 from __future__ import annotations
 
-import math
 import urllib.parse
 from pathlib import Path
 
@@ -54,7 +53,16 @@ from armctl.calibration.lerobot import open_calibration
 from armctl.errors import BadInputError
 from armctl.sim.dynamixelsim import DynamixelSim, DynamixelSimOptions
 from armctl.sim.feetech_servo import read_hand_file
-from armctl.sim.simurl import BadSimURL, BusSimSerial, flag, float_list, id_list, parse_options, per_id
+from armctl.sim.simurl import (
+    BadSimURL,
+    BusSimSerial,
+    check_bus_options,
+    flag,
+    float_list,
+    id_list,
+    parse_options,
+    per_id,
+)
 
 EXPECTED = (
     "expected a URL like dynamixelsim://[?ids=1-6&model=xl430&baud=57600] with options ids, model, baud, rate, "
@@ -149,14 +157,7 @@ def _check(opts: DynamixelSimOptions) -> None:
         model = get_model(opts.models.get(servo_id, opts.model))
         if opts.baud not in model.baud_rates.values():
             raise _bad(f"baud={opts.baud}: servo {servo_id}'s {model.name.upper()} does not run at it")
-    for name in ("drop", "corrupt"):
-        if not 0.0 <= getattr(opts, name) <= 1.0:
-            raise _bad(f"{name} must be a probability 0..1")
-    for name, value in (("rate", opts.rate), ("speed", opts.speed_steps_s), ("accel", opts.accel_steps_s2)):
-        if not (value > 0 and math.isfinite(value)):
-            raise _bad(f"{name} must be > 0")
-    if not ((opts.volts is None or 0 < opts.volts < 30) and -40 <= opts.temp_c <= 100 and 0 <= opts.delay_ms < 10_000):
-        raise _bad("volts must be 0..30 V, temp -40..100 degC, delay 0..10000 ms")
+    check_bus_options(opts, _bad)
     for servo_id, (lo, hi) in opts.limits.items():
         if not 0 <= lo <= hi <= STEPS_PER_TURN - 1:
             raise _bad(f"limits: servo {servo_id} needs 0 <= LO <= HI <= {STEPS_PER_TURN - 1} steps")

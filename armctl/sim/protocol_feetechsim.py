@@ -72,7 +72,6 @@ The opened port has ``.sim`` (a ``FeetechSim``): its servos, test hooks (``turn_
 
 from __future__ import annotations
 
-import math
 import urllib.parse
 from pathlib import Path
 
@@ -81,7 +80,7 @@ from armctl.calibration.lerobot import open_calibration
 from armctl.calibration.servo import STEPS_PER_TURN
 from armctl.errors import BadInputError
 from armctl.sim.feetechsim import FeetechSim, FeetechSimOptions, read_hand_file
-from armctl.sim.simurl import BadSimURL, BusSimSerial, parse_options
+from armctl.sim.simurl import BadSimURL, BusSimSerial, check_bus_options, parse_options
 from armctl.sim.simurl import flag as _flag
 from armctl.sim.simurl import float_list as _floats
 from armctl.sim.simurl import id_list as _ids
@@ -171,14 +170,7 @@ def _check_link(opts: FeetechSimOptions) -> None:
     """The bus and the servos' physics: baud rate, faults, rates, speeds, supply, temperature, delay."""
     if opts.baud not in BAUD_RATES:
         raise _bad(f"baud={opts.baud} is not a Feetech baud rate {BAUD_RATES}")
-    for name in ("drop", "corrupt"):
-        if not 0.0 <= getattr(opts, name) <= 1.0:
-            raise _bad(f"{name} must be a probability 0..1")
-    for name, value in (("rate", opts.rate), ("speed", opts.speed_steps_s), ("accel", opts.accel_steps_s2)):
-        if not (value > 0 and math.isfinite(value)):
-            raise _bad(f"{name} must be > 0")
-    if not (0 < opts.volts < 30 and -40 <= opts.temp_c <= 100 and 0 <= opts.delay_ms < 10_000):
-        raise _bad("volts must be 0..30 V, temp -40..100 degC, delay 0..10000 ms")
+    check_bus_options(opts, _bad)
 
 
 def _check_servos(opts: FeetechSimOptions, top: int) -> None:

@@ -90,6 +90,20 @@ def flag(text: str) -> bool:
     raise ValueError(text)
 
 
+def check_bus_options(opts, bad: Callable[[str], Exception]) -> None:
+    """A servo bus simulator's link and physics options (``drop``, ``corrupt``, ``rate``, ``speed``, ``accel``,
+    ``volts`` (None: the servos' own), ``temp``, ``delay``); ``bad(message)`` is the error raised."""
+    for name in ("drop", "corrupt"):
+        if not 0.0 <= getattr(opts, name) <= 1.0:
+            raise bad(f"{name} must be a probability 0..1")
+    for name, value in (("rate", opts.rate), ("speed", opts.speed_steps_s), ("accel", opts.accel_steps_s2)):
+        if not (value > 0 and math.isfinite(value)):
+            raise bad(f"{name} must be > 0")
+    volts_ok = opts.volts is None or 0 < opts.volts < 30
+    if not (volts_ok and -40 <= opts.temp_c <= 100 and 0 <= opts.delay_ms < 10_000):
+        raise bad("volts must be 0..30 V, temp -40..100 degC, delay 0..10000 ms")
+
+
 class SimSerial(SerialBase):
     """A pyserial port over a simulation (``self.sim``) that keeps its own simulated clock, ``rate``
     simulated seconds a wall second from the moment the port opened.

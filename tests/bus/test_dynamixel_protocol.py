@@ -169,3 +169,11 @@ def test_baud_table():
     assert p.BAUD_RATES[1] == p.DEFAULT_BAUD == 57_600
     assert p.BAUD_RATES[3] == 1_000_000 and p.BAUD_RATES[7] == 4_500_000
     assert max(p.XL330_M288.baud_rates) == 6 and max(p.XM430_W350.baud_rates) == 7
+
+
+def test_fast_sync_read_status_chains_the_crc():
+    wire = p.encode_fast_status([(1, 0, h("01 02")), (2, 0x80, h("03 04"))])
+    assert wire[:8] == h("FF FF FD 00 FE 0D 00 55")  # one packet from the broadcast id, 1 + 2 x (1 + 1 + 2 + 2) long
+    assert wire[8:12] == h("00 01 01 02") and int.from_bytes(wire[12:14], "little") == p.crc16(wire[:12])
+    assert wire[14:18] == h("80 02 03 04")
+    assert p.take_packet(bytearray(wire)) == p.Packet(0xFE, 0, wire[9:-2], status=True)  # the last CRC is the packet's

@@ -159,3 +159,12 @@ def test_an_overload_raises_the_alert_and_a_reboot_clears_it(dxl, bus_on_pty):
     assert ok(ph.reboot, port, 1) == (dxl.COMM_SUCCESS, 0x80)  # answered, then rebooted
     time.sleep(0.1)
     assert ok(ph.read1ByteTxRx, port, 1, HARDWARE_ERROR) == (0, dxl.COMM_SUCCESS, 0)
+
+
+def test_fast_sync_read_answers_in_one_packet(dxl, bus_on_pty):
+    port, ph, ok = bus_on_pty("dynamixelsim://?ids=1-4&start=100,200,300,400")
+    reader = dxl.GroupSyncRead(port, ph, PRESENT_POSITION, 4)
+    for servo_id in (4, 2, 1):
+        assert reader.addParam(servo_id)
+    assert ok(reader.fastSyncRead) == dxl.COMM_SUCCESS
+    assert {i: reader.getData(i, PRESENT_POSITION, 4) for i in (1, 2, 4)} == {1: 100, 2: 200, 4: 400}

@@ -4,6 +4,7 @@ operating modes), servos sharing an id and the ``connected`` file, the state fil
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from armctl.bus.dynamixel import protocol as p
@@ -166,6 +167,15 @@ def test_torque_on_holds_where_the_servo_stands_after_a_new_homing_offset():
     assert bus.read(1, "present_position") == 2047 == bus.read(1, "goal_position")
 
 
+def test_overheating_cuts_the_torque():
+    bus = Bus("dynamixelsim://?ids=1&temp=75")  # above the XL430's 72 degC limit
+    bus.write(1, "torque_enable", 1)
+    bus.run(0.1)
+    assert bus.read(1, "present_temperature") == 75
+    assert bus.read(1, "hardware_error_status") == p.HW_OVERHEATING and bus.read(1, "torque_enable") == 0
+    assert bus.ask(p.ping_packet(1))[0].code == p.ALERT
+
+
 def test_input_voltage_error_raises_the_alert_bit():
     bus = Bus("dynamixelsim://?ids=1&model=xl330&volts=7.4")
     (answer,) = bus.ask(p.ping_packet(1))
@@ -238,3 +248,72 @@ def test_bad_urls_say_what_is_wrong(url, words):
 def test_models_per_id():
     opts = parse_url("dynamixelsim://?ids=1-3&model=xm430,3:xl330-m077")
     assert (opts.model, opts.models) == ("xm430", {3: "xl330-m077"})
+
+
+def test_the_servos_drive_the_arms_truth(tmp_path):
+    """As on feetechsim: the truth file applies between each servo's present position and its joint."""
+    from armctl.model.kinematics import tool_point
+    from armctl.sim.dynamixelsim import DynamixelSimOptions
+    from armctl.sim.truth import true_arm
+    from tests.sim.test_truth import random_truth, write_truth
+    from tests.sim.test_truth_buses import expected_q
+
+    rng = np.random.default_rng(40)
+    probe = DynamixelSim(DynamixelSimOptions(arm="so101"))
+    arm, cal = probe.arm, probe.cal
+    doc = random_truth(rng, arm)
+    lo, hi = cal.joint_limits_rad()
+    q = lo + (hi - lo) * rng.uniform(0.2, 0.8, size=arm.n)
+    steps = [round(float(s.value(a))) for s, a in zip(cal.joints, q)]
+    ids = [s.id for s in cal.joints]
+    sim = DynamixelSim(
+        DynamixelSimOptions(arm="so101", truth=write_truth(tmp_path / "t.yaml", doc), ids=ids, start_steps=steps)
+    )
+    sim.pump(0.5)
+    want = expected_q(cal, arm.joint_names, doc, steps)
+    assert [sim.servo(i).present_steps() for i in ids] == steps
+    assert np.allclose(sim.true_q_rad(), want, atol=1e-12)
+    assert np.allclose(sim.true_tool_m(), tool_point(true_arm(arm, sim.truth), want), atol=1e-12)
+
+
+def test_simulator_url_starts_the_calibrations_servos_at_home(tmp_path):
+    from armctl.calibration.lerobot import open_calibration
+    from armctl.model.arm import load_arm
+    from armctl.sim.protocol_dynamixelsim import simulator_url
+
+    arm = load_arm("so101")
+    sim = DynamixelSim(parse_url(simulator_url(arm, None, tmp_path / "state.json")))
+    cal = open_calibration(None, arm)[0]
+    want = [round(float(s.value(a))) for s, a in zip(cal.joints, arm.home_rad)]
+    assert [sim.servo(s.id).present_steps() for s in cal.joints] == want
+    sim.save_state()
+    assert "start=" not in simulator_url(arm, None, tmp_path / "state.json")  # the servos stand where they were left
+
+
+def test_pyserial_opens_the_url_once_armctl_bus_is_imported():
+    import serial
+
+    import armctl.bus  # noqa: F401  (registers the simulators' schemes)
+
+    port = serial.serial_for_url("dynamixelsim://?ids=3&model=xm540", baudrate=57600, timeout=0.5)
+    try:
+        port.write(p.ping_packet(3))
+        buf = bytearray(port.read(14))
+        assert p.take_packet(buf) == p.Packet(3, 0, (1120).to_bytes(2, "little") + b"\x2e", status=True)
+        assert port.sim.servo(3).model is p.XM540_W270
+    finally:
+        port.close()
+
+
+def test_the_pty_server_refuses_a_bad_url_in_one_line():
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "armctl.bus.sim_pty", "dynamixelsim://?model=ax12"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2 and run.stdout == ""
+    assert len(run.stderr.strip().splitlines()) == 1 and "unknown Dynamixel model 'ax12'" in run.stderr

@@ -245,6 +245,18 @@ def encode_status(servo_id: int, error: int = 0, params: bytes = b"") -> bytes:
     return _frame(servo_id, bytes((STATUS, error)) + bytes(params))
 
 
+def encode_fast_status(answers: Sequence[tuple[int, int, bytes]]) -> bytes:
+    """The one status packet the servos of a FAST_SYNC_READ answer together (id 0xFE): ``(id, error, data)`` each,
+    in the listed order, as ``ERR ID DATA CRC`` segments; each CRC runs from the packet's start, and the last
+    is the packet's. Not stuffed (the SDK does not unstuff it)."""
+    body = b"".join(bytes((error, servo_id)) + bytes(data) + b"\0\0" for servo_id, error, data in answers)
+    out = bytearray(HEADER + bytes((BROADCAST_ID,)) + (len(body) + 1).to_bytes(2, "little") + bytes((STATUS,)))
+    for servo_id, error, data in answers:
+        out += bytes((error, servo_id)) + bytes(data)
+        out += crc16(bytes(out)).to_bytes(2, "little")
+    return bytes(out)
+
+
 def take_packet(buf: bytearray) -> Packet | BadPacket | None:
     """Remove and return the first packet at the front of ``buf`` (None: more bytes are needed).
 

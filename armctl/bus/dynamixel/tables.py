@@ -274,7 +274,7 @@ XL330_M288 = _model(
     "xl330-m288",
     1200,
     46,
-    {**_XL330, "velocity_limit": 445},
+    {**_XL330, "velocity_limit": 445, "vel_i": 1600, "vel_p": 180},
     current_ma=1.0,
     current_limit=1750,
     extra=(_STARTUP, _PWM_SLOPE, _BACKUP),
