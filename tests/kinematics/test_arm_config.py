@@ -78,7 +78,8 @@ def test_bad_files_say_where_and_what(tmp_path, old, new, expect):
 def test_missing_file_and_unknown_preset(tmp_path):
     with pytest.raises(ConfigError, match="file not found"):
         load_arm(tmp_path / "nope.yaml")
-    with pytest.raises(ConfigError, match="presets: braccio, eezybot-mk2, mearm, seed-2link, seed-3link, so101"):
+    presets = "braccio, eezybot-mk2, koch, koch-leader, mearm, omx, seed-2link, seed-3link, so101"
+    with pytest.raises(ConfigError, match=f"presets: {presets}"):
         load_arm("seed-9link")
 
 

@@ -18,6 +18,7 @@ from armctl.model.arm import load_arm
 from armctl.model.servos import MODELS, PROTOCOLS
 from armctl.model.urdf.derive import urdf_angles
 from tests.helpers import require
+from tests.kinematics.oracles import urdf_fk_disagreement
 
 try:
     import yourdfpy
@@ -37,29 +38,11 @@ def _random_poses(arm, n, seed):
     return np.random.default_rng(seed).uniform(arm.q_min, arm.q_max, size=(n, arm.n))
 
 
-def _fk_disagreement(arm, robot, qs):
-    """(max tool-point error m, max tool-frame error deg: 0 on an arm without a roll) of armctl against yourdfpy's
-    FK of the tool link, over poses ``qs``."""
-    names = robot.actuated_joint_names
-    d = arm.urdf
-    pos = ang = 0.0
-    for q in qs:
-        urdf_q = urdf_angles(arm, q)
-        robot.update_cfg(np.array([urdf_q.get(n, 0.0) for n in names]))
-        T = robot.get_transform(d.tool_link, robot.base_link)
-        pos = max(pos, float(np.linalg.norm(d.to_urdf_point(arm.tool_point(q)) - T[:3, 3])))
-        if arm.roll is not None:
-            M = (arm.tool_pose(q)[:3, :3] @ d.tool_frame_R).T @ T[:3, :3]  # the identity if they agree
-            sin = np.linalg.norm([M[2, 1] - M[1, 2], M[0, 2] - M[2, 0], M[1, 0] - M[0, 1]]) / 2.0
-            ang = max(ang, math.degrees(math.atan2(sin, (np.trace(M) - 1.0) / 2.0)))
-    return pos, ang
-
-
 @pytest.mark.parametrize("name", PRESETS)
 def test_the_presets_agree_with_their_urdfs_within_0_1_mm(name):
     arm = load_arm(name)
     robot = _yourdfpy(PRESET_DIR / f"{name}.urdf")
-    pos, ang = _fk_disagreement(arm, robot, _random_poses(arm, 400, 11))
+    pos, ang = urdf_fk_disagreement(arm, robot, _random_poses(arm, 400, 11))
     print(f"{name} vs yourdfpy, 400 poses: {pos * 1000:.2e} mm, {ang:.2e} deg")
     assert pos < 1e-4  # the issue's 0.1 mm; the derivation is exact (about 1e-12 m)
     assert pos < 1e-9 and ang < 1e-6

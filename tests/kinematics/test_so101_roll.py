@@ -17,6 +17,7 @@ from armctl.core.paths import PRESET_DIR
 from armctl.model.arm import load_arm
 from armctl.model.urdf.derive import urdf_angles
 from tests.helpers import makers_so101_urdf, require
+from tests.kinematics.oracles import urdf_fk_disagreement
 
 try:
     import yourdfpy
@@ -48,25 +49,6 @@ def _random_poses(arm, n, seed):
     return rng.uniform(arm.q_min, arm.q_max, size=(n, arm.n))
 
 
-def _fk_disagreement(arm, robot, qs):
-    """(max position error m, max orientation error deg) of armctl's tool point and frame against yourdfpy's
-    FK of the tool link (``robot``), over poses ``qs``."""
-    names = robot.actuated_joint_names
-    d = arm.urdf
-    pos = ang = 0.0
-    for q in qs:
-        urdf_q = urdf_angles(arm, q)
-        robot.update_cfg(np.array([urdf_q.get(n, 0.0) for n in names]))
-        T = robot.get_transform(d.tool_link, robot.base_link)
-        pose = arm.tool_pose(q)
-        p = d.to_urdf_point(arm.tool_point(q))
-        pos = max(pos, float(np.linalg.norm(p - T[:3, 3])), float(np.linalg.norm(d.to_urdf_point(pose[:3, 3]) - p)))
-        M = (pose[:3, :3] @ d.tool_frame_R).T @ T[:3, :3]  # armctl's frame to the URDF's: the identity if they agree
-        sin = np.linalg.norm([M[2, 1] - M[1, 2], M[0, 2] - M[2, 0], M[1, 0] - M[0, 1]]) / 2.0
-        ang = max(ang, math.degrees(math.atan2(sin, (np.trace(M) - 1.0) / 2.0)))
-    return pos, ang
-
-
 def test_the_so101_preset_drives_its_wrist_roll():
     arm = load_arm("so101")
     assert arm.n == 5 and arm.roll is not None and arm.roll_index == 4
@@ -91,7 +73,7 @@ def test_tool_point_and_frame_agree_with_yourdfpy_at_500_random_poses(which, tmp
     assert arm.urdf.tool_link == TOOL and arm.roll is not None and arm.n == 5
     if "beside" in which:
         assert arm.roll.lateral_m == pytest.approx(0.0005, abs=2e-5)
-    pos, ang = _fk_disagreement(arm, robot, _random_poses(arm, 500, 37))
+    pos, ang = urdf_fk_disagreement(arm, robot, _random_poses(arm, 500, 37))
     print(f"so101 ({which}) vs yourdfpy, 500 poses: {pos * 1000:.2e} mm, {ang:.2e} deg")
     assert pos < 1e-5 and ang < 0.01
 
@@ -104,7 +86,7 @@ def test_the_roll_turns_the_tool_about_the_urdf_axis():
     for r in (-2.5, -1.0, 0.7, 2.6):
         q[4] = r
         assert urdf_angles(arm, q)["wrist_roll"] == pytest.approx(-r)
-        assert _fk_disagreement(arm, robot, [q])[0] < 1e-8
+        assert urdf_fk_disagreement(arm, robot, [q])[0] < 1e-8
 
 
 @pytest.mark.parametrize("which", ARMS)
