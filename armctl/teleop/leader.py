@@ -22,8 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from armctl.bus.feetech.client import DEFAULT_BAUD, FeetechBus, ServoError
+from armctl.bus.feetech.client import DEFAULT_BAUD, FeetechBus
 from armctl.bus.portlock import PortLock
+from armctl.bus.servobus import ServoBus, ServoError
+from armctl.bus.simulators import url_scheme
 from armctl.calibration.servo import Calibration
 from armctl.errors import BadInputError, LinkError
 from armctl.model.arm import Arm, load_arm
@@ -48,7 +50,7 @@ class LeaderReading:
 class Leader:
     """An open leader arm (made by ``open_leader``): ``arm``, ``calibration``, ``port``; ``read()``, ``close()``."""
 
-    def __init__(self, arm: Arm, calibration: Calibration, port: str, bus: FeetechBus, lock: PortLock | None):
+    def __init__(self, arm: Arm, calibration: Calibration, port: str, bus: ServoBus, lock: PortLock | None):
         self.arm, self.calibration, self.port = arm, calibration, port
         self.bus, self._lock = bus, lock
         # the held servos too (the SO-101's wrist roll): a follower of the same model follows them (--map joints)
@@ -132,16 +134,30 @@ def check_leader(arm: Arm, cal: Calibration) -> None:
         )
 
 
+def _leader_bus(arm: Arm, url: str, baudrate: int | None) -> ServoBus:
+    """The bus the leader's servos speak (not yet open): a simulator's (``dynamixelsim://``, ``feetechsim://``), else
+    Dynamixel for an arm of Dynamixel servos (the koch-leader), else Feetech."""
+    scheme = url_scheme(url)
+    by_arm = arm.drive is not None and arm.drive.protocol == "dynamixel"
+    if scheme == "dynamixelsim" or (scheme != "feetechsim" and by_arm):
+        from armctl.bus.dynamixel.client import DynamixelBus
+
+        return DynamixelBus(url, baudrate=baudrate or 1_000_000, retries=4)
+    return FeetechBus(url, baudrate=baudrate or DEFAULT_BAUD, retries=4)
+
+
 def open_leader(
     arm: str | Path | Arm = "so101",
     port: str | None = None,
     calibration: str | Path | Calibration | None = None,
     *,
-    baudrate: int = DEFAULT_BAUD,
+    baudrate: int | None = None,
 ) -> Leader:
-    """Open a leader arm of bus servos on ``port`` (a device path or URL; ``feetechsim://?...`` for a simulated
-    one, ``&hand=FILE.csv`` moving it as a hand would): ``arm`` its model (default so101), ``calibration`` its
-    servo calibration (an armctl YAML, ``lerobot:ID`` or LeRobot's JSON file; default as for ``connect``).
+    """Open a leader arm of bus servos on ``port`` (a device path or URL; ``feetechsim://?...`` or
+    ``dynamixelsim://?...`` for a simulated one, ``&hand=FILE.csv`` moving it as a hand would): ``arm`` its model
+    (default so101; its servos say the bus: Feetech, or Dynamixel for a koch-leader), ``calibration`` its servo
+    calibration (an armctl YAML, ``lerobot:ID`` or LeRobot's JSON file; default as for ``connect``); ``baudrate``:
+    the servos' (default Feetech's 1 Mbaud; Dynamixels are looked for at 1 Mbaud, then 57600).
     Every servo must answer (LinkError naming the first that does not: no leader on the port); then their
     torque goes off. BadInputError for a calibration of PWM servos (a leader must report where it is)."""
     if port is None or not str(port).strip():
@@ -157,7 +173,7 @@ def open_leader(
     url = str(port)
     lock = PortLock(url)
     lock.acquire()
-    bus = FeetechBus(url, baudrate=baudrate, retries=4)
+    bus = _leader_bus(arm_obj, url, baudrate)
     try:
         try:
             bus.open()
@@ -165,6 +181,8 @@ def open_leader(
             raise LinkError(f"no leader arm {arm_obj.name!r}: {exc}") from None
         ids = [s.id for s in (*cal.servos, *cal.held)]
         try:
+            if hasattr(bus, "find_baud") and baudrate is None:  # Dynamixels: 1 Mbaud or the factory's 57600
+                bus.find_baud(ids[0])
             bus.check_ids(ids)
             bus.set_torque(ids, False)
         except ServoError as exc:

@@ -19,6 +19,8 @@ HOST_SIDE = [
     "armctl.bus.armproto.backend",
     "armctl.bus.feetech.client",
     "armctl.bus.feetech.backend",
+    "armctl.bus.dynamixel.client",
+    "armctl.bus.dynamixel.backend",
     "armctl.bus.firmata",
     "armctl.bus.pca9685.backend",
     "armctl.bus.probe",
@@ -44,7 +46,7 @@ def test_every_simulator_scheme_is_in_the_one_table():
         "dynamixelsim": "steps",
         "pca9685sim": "us",
     }
-    for name in ("armctl", "feetech", "pca9685"):
+    for name in ("armctl", "feetech", "dynamixel", "pca9685"):
         scheme = backend_class(name).simulator
         assert scheme in simulators.SIMULATORS and simulators.SIMULATOR_UNITS[scheme] == backend_class(name).servo_unit
 
