@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Found:
-    """What answered a ping at ``id`` on ``baud``: one servo (``model_number``, ``model``: its name or
-    ``"model N"``, ``firmware`` as ``"MAJOR.MINOR"``), or, ``collided``, a garbled answer every time: two servos on
-    one id (or a bus too noisy to talk on), whose model cannot be known."""
+    """What answered a ping at ``id`` on ``baud``: one servo (``model_number``, ``model``: its name, or ``"model N"``
+    for a model armctl does not know: ``known`` False; ``firmware`` as ``"MAJOR.MINOR"``), or, ``collided``, a
+    garbled answer every time: two servos on one id (or a bus too noisy to talk on), whose model cannot be known."""
 
     id: int
     baud: int
@@ -25,6 +25,7 @@ class Found:
     model: str = ""
     firmware: str = ""
     collided: bool = False
+    known: bool = True
 
     def as_dict(self) -> dict:
         return {
@@ -33,6 +34,7 @@ class Found:
             "model_number": self.model_number,
             "model": self.model or None,
             "firmware": self.firmware or None,
+            "known_model": self.known and not self.collided,
             "collision": self.collided,
         }
 
@@ -48,9 +50,11 @@ class SetupBus(ABC):
     factory_id = 1  #: the id a new servo comes with
     factory_baud = 0  #: the baud rate a new servo comes with
     max_id = 0  #: the largest id a servo may have (0..max_id)
+    models: dict[int, str] = {}  #: the model numbers armctl knows, and their names
 
-    def __init__(self, port: str):
+    def __init__(self, port: str, *, timeout_s: float):
         self.port = port
+        self.scan_timeout_s = timeout_s  #: how long a ping waits for its answer beyond its bytes' time on the wire
 
     def __enter__(self) -> SetupBus:
         self.open()

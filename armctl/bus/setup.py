@@ -23,12 +23,13 @@ from armctl.errors import BadInputError, LinkError
 BUSES = {"feetech": ("armctl.bus.feetech.setupbus", "FeetechSetupBus")}
 
 
-def open_setup_bus(backend: str, port: str) -> SetupBus:
-    """The setup bus ``backend`` on ``port`` (not yet open); BadInputError naming the backends otherwise."""
+def open_setup_bus(backend: str, port: str, timeout_s: float) -> SetupBus:
+    """The setup bus ``backend`` on ``port`` (not yet open), its pings waiting ``timeout_s`` for an answer;
+    BadInputError naming the backends otherwise."""
     if backend not in BUSES:
         raise BadInputError(f"--backend {backend}: armctl servos knows {', '.join(BUSES)}")
     module, name = BUSES[backend]
-    return getattr(importlib.import_module(module), name)(port)
+    return getattr(importlib.import_module(module), name)(port, timeout_s=timeout_s)
 
 
 def parse_ids(text: str, bus: SetupBus) -> list[int]:
@@ -216,6 +217,12 @@ def setup_servos(
     for name, servo_id in joints:
         ask(f"connect only the {name} servo to the bus (it becomes id {servo_id}) and press Enter")
         found = find_one(bus, f"the {name} servo")
+        if not found.known:
+            known = ", ".join(bus.models.values())
+            raise BadInputError(
+                f"the {name} servo (id {found.id} at {found.baud} baud) reports model number {found.model_number}, "
+                f"a model armctl does not know ({bus.backend}: {known}): nothing written"
+            )
         after = program(bus, found, servo_id, baud)
         was = f"id {found.id} at {found.baud} baud"
         say(f"{name}: {was} -> id {servo_id} at {baud} baud ({after.model}, firmware {after.firmware})")

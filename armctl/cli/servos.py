@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -28,8 +29,27 @@ DESCRIPTION = (
 )
 
 
+def _timeout_ms(text: str) -> float:
+    try:
+        ms = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of milliseconds") from None
+    if not 0.5 <= ms <= 1000:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text} ms is outside 0.5..1000")
+    return ms
+
+
 def register(sub, parents) -> None:
     p = add_command(sub, "servos", parents=parents, epilog=EPILOG, description=DESCRIPTION)
+    own = argparse.ArgumentParser(add_help=False)
+    own.add_argument(
+        "--timeout-ms",
+        type=_timeout_ms,
+        default=4.0,
+        metavar="MS",
+        help="how long each ping waits for its answer (default 4; an FTDI adapter with its 16 ms latency timer: 20)",
+    )
+    parents = [*parents, own]
     verbs = p.add_subparsers(dest="verb", metavar="ACTION")
     verbs.required = True
     s = verbs.add_parser("scan", parents=parents, help="every baud rate and id: id, baud, model, firmware")
@@ -65,7 +85,7 @@ def _bus(args):
 
     resolve_port(args)
     backend = args.backend if getattr(args, "backend_given", False) else "feetech"
-    return open_setup_bus(backend, args.port or "feetechsim://")
+    return open_setup_bus(backend, args.port or "feetechsim://", args.timeout_ms / 1000.0)
 
 
 def _ask(question: str) -> str:

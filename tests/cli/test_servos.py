@@ -90,6 +90,24 @@ def test_setup_with_no_servo_connected_says_so_in_one_line(tmp_path, monkeypatch
     assert "is the gripper servo connected and powered?" in err
 
 
+def test_setup_refuses_a_model_armctl_does_not_know(tmp_path, monkeypatch, capsys):
+    connected = tmp_path / "connected"
+    url = _url(tmp_path, "1", connected=connected)
+    with FeetechBus(url):
+        pass  # the state file
+    state = json.loads((tmp_path / "bus.json").read_text())
+    eeprom = bytearray.fromhex(state["servos"][0]["eeprom"])
+    eeprom[3:5] = (1234).to_bytes(2, "little")  # model_number
+    state["servos"][0]["eeprom"] = eeprom.hex()
+    (tmp_path / "bus.json").write_text(json.dumps(state))
+    assert _scan_json(capsys, _url(tmp_path, "1"))[0]["known_model"] is False
+    monkeypatch.setattr(sys, "stdin", Hands(connected, ["1"]))
+    assert main(["--arm", "so101", "servos", "setup", "--port", url]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "the gripper servo (id 1 at 1000000 baud) reports model number 1234, a model armctl does not know" in err
+
+
 def test_setup_needs_a_bus_servo_arm(capsys):
     assert main(["servos", "setup"]) == 2
     assert "servos setup needs --arm ARM" in capsys.readouterr().err
@@ -172,8 +190,24 @@ def test_scan_reports_two_servos_on_one_id(tmp_path, capsys):
     url = _url(tmp_path, "1,1,7", baud=500000)
     servos = _scan_json(capsys, url, "--baud", "500000")
     assert servos == [
-        {"id": 1, "baud": 500000, "model_number": None, "model": None, "firmware": None, "collision": True},
-        {"id": 7, "baud": 500000, "model_number": 777, "model": "sts3215", "firmware": "3.7", "collision": False},
+        {
+            "id": 1,
+            "baud": 500000,
+            "model_number": None,
+            "model": None,
+            "firmware": None,
+            "known_model": False,
+            "collision": True,
+        },
+        {
+            "id": 7,
+            "baud": 500000,
+            "model_number": 777,
+            "model": "sts3215",
+            "firmware": "3.7",
+            "known_model": True,
+            "collision": False,
+        },
     ]
     assert main(["servos", "scan", "--port", url, "--baud", "500000", "--ids", "1-3"]) == 0
     out = capsys.readouterr().out
@@ -200,6 +234,7 @@ def test_a_baud_no_servo_answers_at_is_one_line(tmp_path):
         (["servos", "set-id", "1", "300", "--yes"], "NEW id 300 is outside 0..252"),
         (["servos", "set-baud", "1234", "--yes"], "BAUD 1234 is not one a feetech servo runs at"),
         (["--backend", "firmata", "servos", "scan"], "--backend firmata: armctl servos knows feetech"),
+        (["servos", "scan", "--timeout-ms", "0"], "0 ms is outside 0.5..1000"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(argv, match, capsys):

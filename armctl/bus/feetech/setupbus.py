@@ -40,11 +40,11 @@ class FeetechSetupBus(SetupBus):
     factory_id = 1
     factory_baud = 1_000_000
     max_id = MAX_ID
+    models = MODEL_NAMES
 
     def __init__(self, port: str, *, series: str = "sts", timeout_s: float = SCAN_TIMEOUT_S):
-        super().__init__(port)
+        super().__init__(port, timeout_s=timeout_s)
         self.bus = FeetechBus(port, series=series, baudrate=self.factory_baud)
-        self.scan_timeout_s = timeout_s
 
     def open(self) -> None:
         self.bus.open()
@@ -85,6 +85,7 @@ class FeetechSetupBus(SetupBus):
             model_number=number,
             model=MODEL_NAMES.get(number, f"model {number}"),
             firmware=f"{regs['firmware_major']}.{regs['firmware_minor']}",
+            known=number in MODEL_NAMES,
         )
 
     def broadcast(self) -> tuple[list[int], bool] | None:
