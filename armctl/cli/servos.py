@@ -92,8 +92,9 @@ def _ask(question: str) -> str:
     """One line from stdin after ``question`` on stdout; BadInputError at the end of stdin."""
     print(question, end=" ", flush=True)
     line = sys.stdin.readline()
+    if not line or not getattr(sys.stdin, "isatty", lambda: False)():
+        print(flush=True)  # the answer typed ends its line on a terminal only
     if not line:
-        print(flush=True)
         raise BadInputError("no answer on stdin (it ended): stopped")
     return line.strip()
 

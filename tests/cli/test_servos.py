@@ -4,6 +4,7 @@ time setup of factory-new servos, driven through its prompts (stdin) and the sim
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from armctl.bus.feetech.client import FeetechBus
 from armctl.cli import main
+from tests.helpers import require_module
 
 SO101_BACK_TO_FRONT = ["gripper", "wrist_roll", "wrist_flex", "elbow_flex", "shoulder_lift", "shoulder_pan"]
 
@@ -215,7 +217,7 @@ def test_scan_reports_two_servos_on_one_id(tmp_path, capsys):
 
 
 def test_a_baud_no_servo_answers_at_is_one_line(tmp_path):
-    env = {**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     run = subprocess.run(
         [sys.executable, "-m", "armctl", "servos", "scan", "--baud", "38400", "--port", "feetechsim://"],
         capture_output=True, text=True, env=env, timeout=60,
@@ -241,3 +243,38 @@ def test_bad_input_is_one_line_exit_2(argv, match, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and match in err, err
+
+
+def test_setup_on_a_pty_then_the_vendor_sdk_finds_ids_1_to_6(tmp_path, pty_bus):
+    """The whole setup as a user runs it (a process, its prompts on stdout, Enter on stdin) on the simulator served
+    on a pty; then Feetech's own SDK, not armctl, pings each id at the asked baud and reads its ID register."""
+    scs = require_module("scservo_sdk", "the vendor's Feetech SDK: pip install feetech-servo-sdk")
+    connected = tmp_path / "connected"
+    path = pty_bus(f"feetechsim://?ids=1,1,1,1,1,1&connected={connected}")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    argv = [sys.executable, "-m", "armctl", "--arm", "so101", "servos", "setup", "--port", path, "--baud", "250000"]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    out, plugged = "", 0
+    while ch := proc.stdout.read(1):
+        out += ch
+        if out.endswith("press Enter "):  # the prompt: plug the next servo in (then all of them), press Enter
+            plugged += 1
+            connected.write_text(str(plugged) if plugged <= 6 else "all")
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+    assert proc.wait(30) == 0, out
+    assert plugged == 7 and "all 6 servos answer at their ids at 250000 baud" in out
+    port = scs.PortHandler(path)
+    assert port.openPort() and port.setBaudRate(250000)
+    try:
+        handler = scs.PacketHandler(0)
+        for servo_id in range(1, 7):
+            for _ in range(3):  # the SDK's fixed wait, on a loaded machine
+                model, result, error = handler.ping(port, servo_id)
+                if result == scs.COMM_SUCCESS:
+                    break
+            assert (model, result, error) == (777, scs.COMM_SUCCESS, 0), servo_id
+            value, result, _ = handler.read1ByteTxRx(port, servo_id, 5)  # ID
+            assert (value, result) == (servo_id, scs.COMM_SUCCESS)
+    finally:
+        port.closePort()
