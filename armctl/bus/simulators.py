@@ -50,6 +50,7 @@ def register_simulator(scheme: str, module: str, *, unit: str, backend: str | No
 
 register_simulator("armsim", "armctl.sim.protocol_armsim", unit="us")
 register_simulator("feetechsim", "armctl.sim.protocol_feetechsim", unit="steps")
+register_simulator("dynamixelsim", "armctl.sim.protocol_dynamixelsim", unit="steps")
 register_simulator("pca9685sim", "armctl.sim.pca9685_sim", unit="us", backend="pca9685")
 
 

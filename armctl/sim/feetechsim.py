@@ -39,7 +39,6 @@ simulated time. Times are simulated seconds; the ``rate`` option only maps them 
 from __future__ import annotations
 
 import json
-import math
 import random
 from collections import deque
 from dataclasses import dataclass, field
@@ -54,7 +53,6 @@ from armctl.bus.feetech.protocol import (
     SYNC_READ,
     SYNC_WRITE,
     WRITE,
-    BadPacket,
     Packet,
     encode_packet,
     get_series,
@@ -63,9 +61,10 @@ from armctl.bus.feetech.protocol import (
 from armctl.sim.connected import ConnectedFile
 from armctl.sim.feetech_load import ArmLoad
 from armctl.sim.feetech_servo import EEPROM_END, MEM_BYTES, SimServo, read_hand_file
-from armctl.sim.link import LinkOptions, OverLink, TimedLink
+from armctl.sim.link import LinkOptions, TimedLink
 from armctl.sim.physics.servos import bus_servos, physics_world
-from armctl.sim.truth import TrueArmView, simulated_arm, true_arm
+from armctl.sim.servobus import ServoBusSim
+from armctl.sim.truth import simulated_arm, true_arm
 
 #: packets ``FeetechSim.log`` keeps, the newest (about 0.2 KiB each: 2 MB full; at 50 Hz a follower takes two
 #: packets a frame, a goal write and a position read, so this is the last 100 s of a follow)
@@ -106,7 +105,7 @@ class FeetechSimOptions(LinkOptions):
     connected: str | None = None  # the file naming the servos plugged in now (armctl.sim.connected)
 
 
-class FeetechSim(TrueArmView, OverLink):
+class FeetechSim(ServoBusSim):
     """A simulated bus; feed it host bytes with ``host_write`` and take its answers with ``host_read``."""
 
     def __init__(self, opts: FeetechSimOptions | None = None):
@@ -131,11 +130,7 @@ class FeetechSim(TrueArmView, OverLink):
             self._start_plant(everyone)
         self.servos: list[SimServo] = [s for s in everyone if s.id not in o.missing]  #: the servos on the bus
         self._absent = [s for s in everyone if s.id in o.missing]  # unplugged, but kept in the state file
-        self._rx = bytearray()
-        self._rx_last = -math.inf
-        self._tx_free = 0.0
-        self._bus_free = 0.0
-        self._to_servos: list[tuple[float, int, Packet]] = []
+        self._init_wire()
         #: gravity and contact (``feetech_load``) for the kinematic servos (a physics plant carries the arm itself)
         self.arm_load = ArmLoad(self) if self.arm is not None and getattr(self, "physics", None) is None else None
         self._connected = ConnectedFile(o.connected, len(self.servos)) if o.connected else None
@@ -239,19 +234,6 @@ class FeetechSim(TrueArmView, OverLink):
 
     # --- test hooks ---
 
-    def servo(self, servo_id: int) -> SimServo:
-        """The servo that has id ``servo_id`` now (KeyError naming the ids on the bus if none)."""
-        for s in self.servos:
-            if s.id == servo_id:
-                return s
-        raise KeyError(f"no servo with id {servo_id} on the simulated bus (ids: {[s.id for s in self.servos]})")
-
-    def turn_by_hand(self, servo_id: int, present_steps: float) -> bool:
-        """Turn a servo by hand so it reads ``present_steps``; False if its torque is on (it resists)."""
-        s = self.servo(servo_id)
-        s.advance(self.now)
-        return s.turn_by_hand(present_steps)
-
     def set_stops(self, servo_id: int, lo_steps: float | None, hi_steps: float | None = None) -> None:
         """Mechanical stops (encoder steps, i.e. present + homing offset) or an obstacle; None removes them."""
         s = self.servo(servo_id)
@@ -276,87 +258,6 @@ class FeetechSim(TrueArmView, OverLink):
 
     # --- link ---
 
-    def host_write(self, data: bytes, t: float) -> None:
-        """Bytes the host sends at simulated time ``t``; raises LinkGone once disconnected."""
-        self.link.check()
-        t = max(t, self.now)  # the servos have already lived up to now
-        self.pump(t)
-        data = self.link.cut(data)
-        byte_s = 10.0 / self.host_baud
-        start = max(t, self._tx_free)
-        for i, byte in enumerate(data):
-            self._servo_byte(byte, start + (i + 1) * byte_s)
-        self._tx_free = start + len(data) * byte_s
-        if self.opts.echo and data:
-            self.link.deliver(self.link.to_host, self._tx_free, bytes(data))
-        self.link.check()
-
-    def _servo_byte(self, byte: int, t: float) -> None:
-        """One byte reaches the servos at ``t``: frame packets as a servo's receiver does."""
-        if t - self._rx_last > self.frame_gap_s:
-            self._rx.clear()
-        self._rx_last = t
-        self._rx.append(byte)
-        while True:
-            item = take_packet(self._rx)
-            if item is None:
-                return
-            if isinstance(item, BadPacket):
-                self.faults["ignored_packets"] += 1
-                continue
-            raw = encode_packet(item.id, item.code, item.params)
-            if self.link.fault(raw, "servos") != raw:  # dropped, or a flipped bit the checksum catches
-                continue
-            self.link.deliver(self._to_servos, t + self.link.delay_s, item)
-
-    def pump(self, t: float) -> None:
-        """Run the servos and the link up to simulated time ``t``."""
-        while self._to_servos and self._to_servos[0][0] <= t:
-            at, _, packet = self._to_servos.pop(0)
-            self._observe(at)
-            self._execute(packet, at)
-        for s in self.servos:
-            s.advance(t)
-        self.now = max(self.now, t)
-        self._observe(t)
-
-    # --- the arm the servos move (with ``arm``) ---
-
-    def _observe(self, t: float) -> None:
-        """The servos run up to ``t``: their backlash settles there, and the scene sees the motion so far
-        (before a packet may change it: exact while each servo turns one way between two packets)."""
-        if self.arm is None:
-            return
-        for s in self.servos:
-            s.advance(t)
-        for s in self.cal.joints:
-            if s.id in self._true_servos:
-                self._true_servo_rad(s, None, settle=True)
-        if self.scene_arm is not None:
-            self.scene_arm.observe(t)
-        if self.arm_load is not None:
-            self.arm_load.update(t)
-
-    def _true_servo_rad(self, servo_cal, t: float | None, *, settle: bool = False) -> float:
-        """A servo's true joint angle (rad) where it stands (the servos are integrated step by step: a time
-        ahead runs them up to it; an earlier one reads where they stand now)."""
-        if t is not None and t > self.now:
-            self.pump(t)
-        try:
-            pos = self.servo(servo_cal.id).corrected()
-        except KeyError:  # not on the bus (``missing``)
-            return float("nan")
-        believed = float(servo_cal.angle_rad(pos))
-        truth = self._true_servos.get(servo_cal.id)
-        return believed if truth is None else truth.angle_rad(believed, pos, settle=settle)
-
-    def next_arrival_s(self) -> float:
-        """Simulated time at which something may next reach the host or the servos (inf: nothing pending)."""
-        cands = [self.link.next_to_host_s()]
-        if self._to_servos:
-            cands.append(self._to_servos[0][0])
-        return min(cands)
-
     # --- the servos' side of the protocol ---
 
     def _listening(self) -> list[SimServo]:
@@ -364,14 +265,16 @@ class FeetechSim(TrueArmView, OverLink):
 
     def _reply(self, servo: SimServo, servo_id: int, t: float, params: bytes = b"", *, collide: bool = False) -> None:
         packet = encode_packet(servo_id, servo.error_bits(), params)
-        byte_s = 10.0 / self.host_baud
-        start = t + servo.get("return_delay") * 2e-6
-        if not collide:
-            start = max(start, self._bus_free)
-        self._bus_free = start + len(packet) * byte_s
-        if collide or servo.id in self.opts.garble:
-            packet = self.link.flip(packet, 2)
-        self.link.send_to_host(packet, self._bus_free)
+        delay_s = servo.get("return_delay") * 2e-6
+        self._send(packet, t, delay_s, collide=collide, garble=servo.id in self.opts.garble)
+
+    _take = staticmethod(take_packet)
+
+    def _encode(self, packet: Packet) -> bytes:
+        return encode_packet(packet.id, packet.code, packet.params)
+
+    def _cal_position(self, servo: SimServo) -> float:
+        return servo.corrected()
 
     def _execute(self, packet: Packet, t: float) -> None:
         if self._connected is not None:  # plugged in and out between exchanges (``connected``)

@@ -87,6 +87,10 @@ from armctl.errors import BadInputError
 from armctl.sim.feetechsim import FeetechSim, FeetechSimOptions, read_hand_file
 from armctl.sim.link import LinkGone
 from armctl.sim.simurl import BadSimURL, SimSerial, parse_options
+from armctl.sim.simurl import flag as _flag
+from armctl.sim.simurl import float_list as _floats
+from armctl.sim.simurl import id_list as _ids
+from armctl.sim.simurl import per_id as _per_id
 
 EXPECTED = (
     "expected a URL like feetechsim://[?ids=1-6&rate=20&drop=0.01] with options ids, model, baud, rate, start, "
@@ -95,53 +99,9 @@ EXPECTED = (
 )
 
 
-def _ids(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "-" in part:
-            a, b = part.split("-", 1)
-            out.extend(range(int(a), int(b) + 1))
-        else:
-            out.append(int(part))
-    return out
-
-
-def _floats(text: str) -> list[float]:
-    return [float(v) for v in text.split(",") if v.strip()]
-
-
-def _per_id(*convert):
-    """A parser of ``id:value[:value...]`` items separated by commas: {id: value} (one value) or {id: (values)};
-    ValueError for an item with another count of values."""
-
-    def parse(text: str) -> dict:
-        out = {}
-        for part in text.split(","):
-            if part.strip():
-                servo_id, *values = part.split(":")
-                if len(values) != len(convert):
-                    raise ValueError(part)
-                got = tuple(f(v) for f, v in zip(convert, values))
-                out[int(servo_id)] = got if len(got) > 1 else got[0]
-        return out
-
-    return parse
-
-
 _stops = _per_id(float, float)  # id:lo:hi mechanical stops, steps
 _offsets = _per_id(int)  # id:homing offset
 _limits = _per_id(int, int)  # id:Min_Position_Limit:Max_Position_Limit
-
-
-def _flag(text: str) -> bool:
-    if text.lower() in ("1", "true", "yes", "on", ""):
-        return True
-    if text.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(text)
 
 
 _OPTIONS = {

@@ -2,12 +2,13 @@
 
     python -m armctl.bus.sim_pty [ARMSIM_URL]      e.g. "armsim://seed-3link?baud=115200"
     python -m armctl.bus.sim_pty FEETECHSIM_URL    e.g. "feetechsim://?ids=1-6"
+    python -m armctl.bus.sim_pty DYNAMIXELSIM_URL  e.g. "dynamixelsim://?ids=1-6&model=xl430"
 
 POSIX only (Linux, macOS): Windows has no pseudo-terminals, and says so (exit 2).
 Prints the pty path (e.g. /dev/pts/5) on stdout, then serves until killed
 (Ctrl-C). The link model emulates the baud rate's byte time in both
 directions (``baud=`` option, default 115200), whatever speed the pty runs.
-The Feetech bus runs at whatever baud rate the client sets on the pty (any rate, the
+The Feetech and Dynamixel buses run at whatever baud rate the client sets on the pty (any rate, the
 non-standard ones pyserial sets with BOTHER too: 14400, 128000, 250000; servos at
 another rate do not answer); ``disconnect=N`` closes the pty. A bad URL or argument: one line on stderr,
 exit 2.
@@ -40,6 +41,7 @@ from armctl.sim.armsim import SimArm
 from armctl.sim.feetechsim import FeetechSim
 from armctl.sim.link import LinkGone
 from armctl.sim.protocol_armsim import parse_url
+from armctl.sim.servobus import ServoBusSim
 
 # termios speed constants -> baud, for where TCGETS2 is missing (a rate set with BOTHER keeps the last known one)
 _PTY_BAUDS = {
@@ -68,6 +70,11 @@ def _make_sim(url: str):
         from armctl.sim.protocol_feetechsim import parse_url as parse_feetech_url
 
         return FeetechSim(parse_feetech_url(url))
+    if urllib.parse.urlsplit(url).scheme == "dynamixelsim":
+        from armctl.sim.dynamixelsim import DynamixelSim
+        from armctl.sim.protocol_dynamixelsim import parse_url as parse_dynamixel_url
+
+        return DynamixelSim(parse_dynamixel_url(url))
     return SimArm(parse_url(url))
 
 
@@ -99,7 +106,7 @@ class PtySim:
                         data = os.read(self.master, 4096)
                     except OSError:
                         data = b""
-                    if data and isinstance(self.sim, FeetechSim):  # the rate the client set
+                    if data and isinstance(self.sim, ServoBusSim):  # the rate the client set
                         self.sim.host_baud = pty_baud(self.slave, self.sim.host_baud)
                     if data:
                         self.sim.host_write(data, self.now_s())
@@ -135,8 +142,11 @@ def main(argv=None) -> int:
     parser.add_argument("url", nargs="?", default="armsim://", help="the simulator URL (default armsim://)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     scheme = urllib.parse.urlsplit(args.url).scheme
-    if scheme not in ("armsim", "feetechsim"):
-        parser.exit(2, f"{parser.prog}: error: {args.url!r} is not a simulator URL: armsim://... or feetechsim://...\n")
+    if scheme not in ("armsim", "feetechsim", "dynamixelsim"):
+        parser.exit(
+            2,
+            f"{parser.prog}: error: {args.url!r} is not a simulator URL: armsim://, feetechsim:// or dynamixelsim://\n",
+        )
     try:
         sim = PtySim(args.url)
     except (BadSimURL, ValueError) as exc:

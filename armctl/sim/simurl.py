@@ -39,6 +39,56 @@ def parse_options(
     return opts, urllib.parse.unquote(parts.netloc + parts.path).strip("/")
 
 
+# --- option values shared by the simulator URLs ---
+
+
+def id_list(text: str) -> list[int]:
+    """Ids ``I,J,..`` and ranges ``A-B``, in order (ValueError for anything else)."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            a, b = part.split("-", 1)
+            out.extend(range(int(a), int(b) + 1))
+        else:
+            out.append(int(part))
+    return out
+
+
+def float_list(text: str) -> list[float]:
+    """Numbers separated by commas."""
+    return [float(v) for v in text.split(",") if v.strip()]
+
+
+def per_id(*convert):
+    """A parser of ``id:value[:value...]`` items separated by commas: {id: value} (one value) or {id: (values)};
+    ValueError for an item with another count of values."""
+
+    def parse(text: str) -> dict:
+        out = {}
+        for part in text.split(","):
+            if part.strip():
+                servo_id, *values = part.split(":")
+                if len(values) != len(convert):
+                    raise ValueError(part)
+                got = tuple(f(v) for f, v in zip(convert, values))
+                out[int(servo_id)] = got if len(got) > 1 else got[0]
+        return out
+
+    return parse
+
+
+def flag(text: str) -> bool:
+    """An on/off option: 1/true/yes/on (or empty) and 0/false/no/off."""
+    if text.lower() in ("1", "true", "yes", "on", ""):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(text)
+
+
 class SimSerial(SerialBase):
     """A pyserial port over a simulation (``self.sim``) that keeps its own simulated clock, ``rate``
     simulated seconds a wall second from the moment the port opened.

@@ -37,8 +37,13 @@ def test_the_bus_imports_nothing_of_the_arm_model_or_the_simulators():
 
 
 def test_every_simulator_scheme_is_in_the_one_table():
-    assert set(simulators.SIMULATORS) == {"armsim", "feetechsim", "pca9685sim"}
-    assert simulators.SIMULATOR_UNITS == {"armsim": "us", "feetechsim": "steps", "pca9685sim": "us"}
+    assert set(simulators.SIMULATORS) == {"armsim", "feetechsim", "dynamixelsim", "pca9685sim"}
+    assert simulators.SIMULATOR_UNITS == {
+        "armsim": "us",
+        "feetechsim": "steps",
+        "dynamixelsim": "steps",
+        "pca9685sim": "us",
+    }
     for name in ("armctl", "feetech", "pca9685"):
         scheme = backend_class(name).simulator
         assert scheme in simulators.SIMULATORS and simulators.SIMULATOR_UNITS[scheme] == backend_class(name).servo_unit
