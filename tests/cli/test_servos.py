@@ -253,6 +253,7 @@ def test_setup_on_a_pty_then_the_vendor_sdk_finds_ids_1_to_6(tmp_path, pty_bus):
     path = pty_bus(f"feetechsim://?ids=1,1,1,1,1,1&connected={connected}")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     argv = [sys.executable, "-m", "armctl", "--arm", "so101", "servos", "setup", "--port", path, "--baud", "250000"]
+    argv += ["--timeout-ms", "60"]  # the simulator is another process: on a loaded machine it answers late
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     out, plugged = "", 0
     while ch := proc.stdout.read(1):

@@ -101,6 +101,7 @@ class FeetechSetupBus(SetupBus):
             buf = bytearray()
             while time.monotonic() < deadline:
                 buf += ser.read(max(1, ser.in_waiting))
+            buf += ser.read(ser.in_waiting)  # what came while this process was not running (a loaded machine)
         except (OSError, ValueError) as exc:
             raise LinkError(f"{self.port}: the Feetech bus failed during a broadcast ping: {exc}") from None
         ids, other = [], False
