@@ -1,5 +1,5 @@
 """Giving bus servos their ids and baud rates (``armctl servos``), whatever the bus: written once over
-``armctl.bus.servobus.SetupBus``, which each bus implements (``BUSES``).
+``armctl.bus.setupbus.SetupBus``, which each bus implements (``BUSES``).
 
 - ``scan``: every baud rate (or those asked) and every id; a baud rate where nothing answers a broadcast ping is
   skipped (a bus without one is pinged id by id); a garbled answer at an id, asked again, is two servos on it.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable, Sequence
 
-from armctl.bus.servobus import Found, SetupBus
+from armctl.bus.setupbus import Found, SetupBus
 from armctl.errors import BadInputError, LinkError
 
 #: the setup buses by ``--backend`` name: module and class (imported when asked for)

@@ -1,6 +1,6 @@
 """``armctl servos``: give bus servos their ids and baud rates before they go into an arm: ``scan``, ``set-id``,
 ``set-baud``, ``setup --arm ARM`` (one servo at a time, as LeRobot's ``lerobot-setup-motors``). The work is
-``armctl.bus.setup``, over any bus that implements ``armctl.bus.servobus.SetupBus``."""
+``armctl.bus.setup``, over any bus that implements ``armctl.bus.setupbus.SetupBus``."""
 
 from __future__ import annotations
 

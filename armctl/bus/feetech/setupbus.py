@@ -1,4 +1,4 @@
-"""``FeetechSetupBus``: a Feetech bus (``FeetechBus``) as ``armctl servos`` sees it (``armctl.bus.servobus``).
+"""``FeetechSetupBus``: a Feetech bus (``FeetechBus``) as ``armctl servos`` sees it (``armctl.bus.setupbus``).
 
 Feetech's facts for a setup: a new servo is id 1 at 1 Mbaud; the id (register 5) and the baud rate (6, an index
 into ``BAUD_RATES``) are EEPROM, kept over a power cycle only when written with the ``lock`` register at 0, so a
@@ -21,7 +21,7 @@ from armctl.bus.feetech.protocol import (
     ping_packet,
     take_packet,
 )
-from armctl.bus.servobus import Found, SetupBus
+from armctl.bus.setupbus import Found, SetupBus
 from armctl.errors import LinkError
 
 #: how long a ping waits for its answer beyond the bytes' time on the wire when scanning (s): a CH340 or CP210x
