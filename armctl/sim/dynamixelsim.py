@@ -1,6 +1,6 @@
 """A simulated Dynamixel X-series bus (``DynamixelSim``): servos with ids on one half-duplex line, Protocol 2.0.
 
-Transport-free, like ``FeetechSim``, with which it shares the wire (``setupbus``: framing, faults, timing, the
+Transport-free, like ``FeetechSim``, with which it shares the wire (``servobus``: framing, faults, timing, the
 arm's truth); the pyserial URL handler (``protocol_dynamixelsim``) and the pty runner feed it the host's bytes.
 
 - Link: every byte takes 10 bit times at the host's baud rate; servos whose ``baud_rate`` differs stay silent.
