@@ -19,6 +19,7 @@ kind could act on:
 5. Else, with no board of ours or Firmata there, switch to 1 Mbaud and ping Feetech bus servo ids
    ``FEETECH_IDS`` (a bus servo adapter: the SO-100/SO-101's, ids 1-6 on the arm, 1 out of the box),
    each once with a short timeout: the ids that answer, and their models.
+6. Else Dynamixel bus servos: a Protocol 2.0 broadcast ping at 57600 baud (the factory's), then 1 Mbaud.
 
 A port with nothing on it takes about ``FIRMATA_WAIT_S + HELLO_WAIT_S`` and the pings (6 s);
 ``probe_all`` probes ports in parallel, so many ports take no longer than one.
@@ -50,6 +51,8 @@ HELLO_WAIT_S = 1.2
 HELLO_PERIOD_S = 0.3
 FEETECH_IDS = range(0, 21)  # bus servo ids pinged (an arm's are 1-6; a new servo is 1)
 FEETECH_PING_S = 0.02  # per id, beyond the bytes' time: a USB adapter's latency (FTDI's timer: 16 ms)
+DYNAMIXEL_BAUDS = (57_600, 1_000_000)  # the factory's, and LeRobot's Koch arms'
+DYNAMIXEL_PING_S = 0.25  # a broadcast ping: every servo answers, each after its 0.5 ms return delay
 
 # USB vendor ids of boards and of the USB serial chips on Arduino-compatible boards.
 BOARD_VIDS = {
@@ -295,7 +298,11 @@ def identify(ser, hello_out: list | None = None) -> tuple[str, str, str | None, 
     servos = _feetech_servos(ser)
     if servos:
         return "feetech", servos, "feetech", None
-    return "no answer", "no answer at 115200 (armctl), 57600 (Firmata) nor 1 Mbaud (Feetech servos)", None, None
+    # 6. Dynamixel bus servos (Protocol 2.0), at the factory's 57600 baud and at 1 Mbaud
+    servos = _dynamixel_servos(ser)
+    if servos:
+        return "dynamixel", servos, "dynamixel", None
+    return "no answer", "no answer at 115200 (armctl), 57600 (Firmata, Dynamixel) nor 1 Mbaud (bus servos)", None, None
 
 
 def _feetech_servos(ser) -> str | None:
@@ -315,6 +322,28 @@ def _feetech_servos(ser) -> str | None:
     names = sorted({MODEL_NAMES.get(m, f"model {m}").upper() for m in models.values() if m is not None})
     ids = ", ".join(map(str, found))
     return f"Feetech bus servos{' ' + ', '.join(names) if names else ''}: id{'s' if len(found) > 1 else ''} {ids}"
+
+
+def _dynamixel_servos(ser) -> str | None:
+    """The Dynamixel servos answering a broadcast ping (at ``DYNAMIXEL_BAUDS``), in words; None if none does."""
+    from armctl.bus.dynamixel.protocol import BROADCAST_ID, MODEL_NUMBERS, Packet, ping_packet, take_packet
+
+    for baud in DYNAMIXEL_BAUDS:
+        ser.baudrate = baud
+        ser.reset_input_buffer()
+        ser.write(ping_packet(BROADCAST_ID))
+        buf, found, deadline = bytearray(), {}, time.monotonic() + DYNAMIXEL_PING_S
+        while time.monotonic() < deadline:
+            buf += ser.read(ser.in_waiting or 1)
+            while (item := take_packet(buf)) is not None:
+                if isinstance(item, Packet) and item.status and len(item.params) >= 2:
+                    found[item.id] = int.from_bytes(item.params[:2], "little")
+        if found:
+            known = {n: m.name.upper() for n, m in MODEL_NUMBERS.items()}
+            names = sorted({known.get(n, f"model {n}") for n in found.values()})
+            ids = ", ".join(map(str, sorted(found)))
+            return f"Dynamixel bus servos {', '.join(names)}: id{'s' if len(found) > 1 else ''} {ids} at {baud} baud"
+    return None
 
 
 def probe(info: PortInfo | str, *, on_reset=None) -> PortReport:

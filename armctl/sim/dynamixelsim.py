@@ -218,9 +218,13 @@ class DynamixelSim(ServoBusSim):
     def _cal_position(self, servo: DxlServo) -> float:
         return servo.sign * servo.raw + servo.get("homing_offset")
 
+    def _bad(self, bad_packet: BadPacket, t: float) -> None:
+        self.link.deliver(self._to_servos, t + self.link.delay_s, bad_packet)  # the servo it names says so
+
     def _corrupt(self, packet: Packet, faulted: bytes, t: float) -> None:
         item = take_packet(bytearray(faulted))
-        self.link.deliver(self._to_servos, t, item if item is not None else BadPacket(packet.id, faulted))
+        if isinstance(item, BadPacket):  # else the flip hid the packet (its length): lost
+            self.link.deliver(self._to_servos, t, item)
 
     def _status(self, s: DxlServo, servo_id: int, t: float, error: int = 0, params: bytes = b"", collide=False):
         packet = encode_status(servo_id, error | s.error_byte(), params)

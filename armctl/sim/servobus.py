@@ -44,6 +44,10 @@ class ServoBusSim(TrueArmView, OverLink):
     def _execute(self, packet, t: float) -> None:
         raise NotImplementedError
 
+    def _bad(self, bad_packet, t: float) -> None:
+        """A framed packet with a bad checksum or length reached the servos at ``t`` (default: they ignore it)."""
+        self.faults["ignored_packets"] += 1
+
     def _corrupt(self, packet, faulted: bytes, t: float) -> None:
         """A packet the link corrupted on its way to the servos (default: lost, as a checksum catches it)."""
 
@@ -77,8 +81,8 @@ class ServoBusSim(TrueArmView, OverLink):
             item = self._take(self._rx)
             if item is None:
                 return
-            if not hasattr(item, "params"):  # a bad packet: the servos ignore it
-                self.faults["ignored_packets"] += 1
+            if not hasattr(item, "params"):  # a bad packet (checksum, length)
+                self._bad(item, t)
                 continue
             raw = self._encode(item)
             faulted = self.link.fault(raw, "servos")

@@ -163,6 +163,17 @@ def test_ports_identifies_feetech_bus_servos_on_a_pty(sim_pty, capsys):
     assert "Feetech bus servos STS3215: ids 1, 2, 3, 4, 6, 9" in capsys.readouterr().out
 
 
+def test_ports_identifies_dynamixel_bus_servos_on_a_pty(sim_pty, capsys):
+    """Neither our handshake, Firmata nor Feetech pings: a Protocol 2.0 broadcast ping finds the Dynamixel servos."""
+    pty = sim_pty("dynamixelsim://?ids=1,2,5&model=xl430,5:xl330-m288")
+    (got,) = _ports_json(capsys, pty.path)
+    assert got["found"] == "dynamixel" and got["backend"] == "dynamixel"
+    assert got["detail"] == "Dynamixel bus servos XL330-M288, XL430-W250: ids 1, 2, 5 at 57600 baud"
+    pty = sim_pty("dynamixelsim://?ids=3&baud=1000000")
+    (got,) = _ports_json(capsys, pty.path)
+    assert got["detail"] == "Dynamixel bus servos XL430-W250: id 3 at 1000000 baud"
+
+
 def test_a_port_another_armctl_holds_is_reported_and_not_opened(sim_pty, capsys):
     pty = sim_pty()
     with armctl.connect("seed-3link", pty.path, assume_pose="home") as robot:  # a pty: nothing reads the servos
