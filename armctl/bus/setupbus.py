@@ -126,6 +126,11 @@ class ClientSetupBus(SetupBus):
     bad_reply: type[Exception] = LinkError  #: the client's error for a garbled answer
     baud_values: dict[int, int] = {}  #: baud rate -> the baud register's value
     firmware_registers: tuple[str, ...] = ()  #: read with ``model_number`` after a ping
+    #: the client's errors for a servo that answered a ping but is of a model it has no table for
+    unknown_model: tuple[type[Exception], ...] = ()
+    #: how long a broadcast ping listens, in bytes' time on the wire (beyond ``scan_timeout_s``): room for the
+    #: answers, however the servos space them out
+    broadcast_bytes = 300
 
     def __init__(self, port: str, *, timeout_s: float):
         super().__init__(port, timeout_s=timeout_s)
@@ -162,6 +167,8 @@ class ClientSetupBus(SetupBus):
                 try:
                     bus.ping(servo_id)
                     break
+                except self.unknown_model:  # it answered: its model number is read below
+                    break
                 except self.no_reply:
                     return None
                 except self.bad_reply:
@@ -181,8 +188,7 @@ class ClientSetupBus(SetupBus):
         try:
             ser.reset_input_buffer()
             ser.write(p.ping_packet(p.BROADCAST_ID))
-            # room for a few dozen answers after the request
-            deadline = time.monotonic() + 300 * bus.byte_s + self.scan_timeout_s
+            deadline = time.monotonic() + self.broadcast_bytes * bus.byte_s + self.scan_timeout_s
             buf = bytearray()
             while time.monotonic() < deadline:
                 buf += ser.read(max(1, ser.in_waiting))
