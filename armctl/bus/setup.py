@@ -23,13 +23,13 @@ from armctl.errors import BadInputError, LinkError
 BUSES = {"feetech": ("armctl.bus.feetech.setupbus", "FeetechSetupBus")}
 
 
-def open_setup_bus(backend: str, port: str, timeout_s: float) -> SetupBus:
-    """The setup bus ``backend`` on ``port`` (not yet open), its pings waiting ``timeout_s`` for an answer;
-    BadInputError naming the backends otherwise."""
+def open_setup_bus(backend: str, port: str | None, timeout_s: float) -> SetupBus:
+    """The setup bus ``backend`` on ``port`` (None: its simulator, ``<backend>sim://``), not yet open, its pings
+    waiting ``timeout_s`` for an answer; BadInputError naming the backends otherwise."""
     if backend not in BUSES:
         raise BadInputError(f"--backend {backend}: armctl servos knows {', '.join(BUSES)}")
     module, name = BUSES[backend]
-    return getattr(importlib.import_module(module), name)(port, timeout_s=timeout_s)
+    return getattr(importlib.import_module(module), name)(port or f"{backend}sim://", timeout_s=timeout_s)
 
 
 def parse_ids(text: str, bus: SetupBus) -> list[int]:

@@ -24,8 +24,8 @@ examples:
   armctl servos scan --port 'feetechsim://?ids=1,1,7&baud=500000'   # simulated: two servos share id 1"""
 
 DESCRIPTION = (
-    "Find bus servos and give them ids and baud rates (Feetech; --backend feetech). Without --port: the simulated "
-    "bus feetechsim:// (six servos, ids 1-6)."
+    "Find bus servos and give them ids and baud rates (--backend feetech, the default). Without --port: the "
+    "backend's simulated bus (feetechsim://: six servos, ids 1-6)."
 )
 
 
@@ -83,9 +83,10 @@ def _bus(args):
     from armctl.bus.setup import open_setup_bus
     from armctl.cli.ports import resolve_port
 
-    resolve_port(args)
-    backend = args.backend if getattr(args, "backend_given", False) else "feetech"
-    return open_setup_bus(backend, args.port or "feetechsim://", args.timeout_ms / 1000.0)
+    auto = (args.port or "").strip().lower() == "auto"
+    resolve_port(args)  # --port auto: the board found, and its backend
+    backend = args.backend if auto or getattr(args, "backend_given", False) else "feetech"
+    return open_setup_bus(backend, args.port, args.timeout_ms / 1000.0)
 
 
 def _ask(question: str) -> str:
