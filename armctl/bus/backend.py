@@ -395,6 +395,7 @@ _BACKENDS: dict[str, str] = {
     "armctl": "armctl.bus.armproto.backend:ArmProtocolBackend",
     "firmata": "armctl.bus.firmata:FirmataBackend",
     "feetech": "armctl.bus.feetech.backend:FeetechBackend",
+    "dynamixel": "armctl.bus.dynamixel.backend:DynamixelBackend",
     "pca9685": "armctl.bus.pca9685.backend:PCA9685Backend",
 }
 

@@ -59,8 +59,9 @@ class BusServoBackend(Backend):
     #: +1: Present_Position = actual - Homing_Offset (Feetech); -1: actual + Homing_Offset (Dynamixel)
     offset_sign = 1
     offset_limit = 2047  #: the largest homing offset the register holds
-    #: model number -> model name, for ``info.firmware``
-    model_names: dict[int, str] = {}
+    model_names: dict[int, str] = {}  #: model number -> model name, for ``info.firmware``
+    #: what else ``_read_eeprom`` reads of each servo (into ``eeprom``), where the servos have it
+    eeprom_extra: tuple[str, ...] = ()
 
     @classmethod
     def create(cls, port: str, cal, *, wire_log=None, watchdog_s: float = 1.0, calibrating: bool = False):
@@ -144,6 +145,9 @@ class BusServoBackend(Backend):
         """Write servo ``servo_id``'s homing offset (EEPROM), as asked."""
         raise NotImplementedError
 
+    def _open_bus(self) -> None:
+        self.bus.open()  # (a subclass may find the servos' baud rate here)
+
     def _limits_of(self, servo_id: int, got: dict[str, int]) -> tuple[int, int]:
         """The position limits servo ``servo_id`` applies, from what ``_read_eeprom`` read; (0, 0): none."""
         lo_name, hi_name = self.limit_registers
@@ -157,8 +161,8 @@ class BusServoBackend(Backend):
         self.log = WireLog(self.wire_log_path) if self.wire_log_path else None
         if self.log is not None:
             self.bus.on_bytes = self.log.record
-        self.bus.open()
         try:
+            self._open_bus()
             models = self.bus.check_ids(self.ids)  # a missing servo is named here, before anything moves
             self.torque = {i: bool(self.bus.read(i, "torque_enable")) for i in self.ids}
             self.present = self.bus.read_positions(self.ids)
@@ -181,16 +185,13 @@ class BusServoBackend(Backend):
         )
         return self.info
 
-    #: what else ``_read_eeprom`` reads of each servo (into ``eeprom``), where the servos have it
-    eeprom_extra: tuple[str, ...] = ()
-
     def _read_eeprom(self) -> None:
         """Each servo's homing offset and position limits (EEPROM), as LeRobot reads them: an offset that differs
         from the one the calibration was made with is refused (LinkError naming the servo; noted when
         calibrating); a calibrated range beyond the servo's limits is clamped to them, with a note."""
-        names = [n for n in (*self.limit_registers, "homing_offset", *self.eeprom_extra) if self.bus.has_register(n)]
         for i in self.ids:
-            got = self.bus.read_many(i, names)
+            names = (*self.limit_registers, "homing_offset", *self.eeprom_extra)
+            got = self.bus.read_many(i, [n for n in names if self.bus.has_register(n, i)])
             self.eeprom[i] = got
             self.position_limits[i] = self._limits_of(i, got)
             if "homing_offset" in got:
