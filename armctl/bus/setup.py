@@ -20,7 +20,10 @@ from armctl.bus.setupbus import Found, SetupBus
 from armctl.errors import BadInputError, LinkError
 
 #: the setup buses by ``--backend`` name: module and class (imported when asked for)
-BUSES = {"feetech": ("armctl.bus.feetech.setupbus", "FeetechSetupBus")}
+BUSES = {
+    "feetech": ("armctl.bus.feetech.setupbus", "FeetechSetupBus"),
+    "dynamixel": ("armctl.bus.dynamixel.setupbus", "DynamixelSetupBus"),
+}
 
 
 def open_setup_bus(backend: str, port: str | None, timeout_s: float) -> SetupBus:

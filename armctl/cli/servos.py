@@ -12,20 +12,22 @@ from armctl.cli import add_command
 from armctl.errors import BadInputError, LinkError
 
 EPILOG = """\
-A new Feetech servo is id 1 at 1000000 baud: servos are set up one at a time, each alone on the bus, before the
-arm is assembled. EEPROM writes are confirmed (--yes skips the question), unlocked and locked again, and read
-back; an id that a servo already answers at is refused (never two servos on one id).
+A new Feetech servo is id 1 at 1000000 baud, a new Dynamixel id 1 at 57600: servos are set up one at a time,
+each alone on the bus, before the arm is assembled. EEPROM writes are confirmed (--yes skips the question),
+unlocked and locked again where the series has a lock, and read back; an id that a servo already answers at is
+refused (never two servos on one id).
 examples:
   armctl servos scan --port /dev/ttyACM0                     # every baud rate, every id
   armctl servos scan --port /dev/ttyACM0 --baud 1000000 --ids 1-10 --json
   armctl servos set-id 1 4 --port /dev/ttyACM0               # servo 1 becomes 4 (found at any baud)
   armctl servos set-baud 500000 --id 4 --port /dev/ttyACM0
   armctl --arm so101 servos setup --port /dev/ttyACM0        # one servo at a time, gripper first
+  armctl --backend dynamixel servos scan --port /dev/ttyUSB0 --baud 57600 1000000
   armctl servos scan --port 'feetechsim://?ids=1,1,7&baud=500000'   # simulated: two servos share id 1"""
 
 DESCRIPTION = (
-    "Find bus servos and give them ids and baud rates (--backend feetech, the default). Without --port: the "
-    "backend's simulated bus (feetechsim://: six servos, ids 1-6)."
+    "Find bus servos and give them ids and baud rates (--backend feetech, the default, or dynamixel). Without --port: "
+    "the backend's simulated bus (feetechsim://, dynamixelsim://: six servos, ids 1-6)."
 )
 
 
