@@ -34,7 +34,7 @@ EXIT_INTERRUPTED = 130  # the others are each error's exit_code (armctl.errors)
 # Command modules, in the order their commands appear in --help.
 COMMAND_MODULES = [
     "kin", "motion", "device", "pick", "draw", "calibrate", "camera", "teach", "follow", "replay", "web", "ros",
-    "ports",
+    "ports", "servos",
 ]  # fmt: skip
 
 # Every command: its module and its line in 'armctl --help', written here only: the placeholder parsers and the
@@ -60,6 +60,7 @@ COMMANDS = {
     "web": ("web", "the arm in a browser page: click to move"),
     "ros": ("ros", "run the arm as a ROS 2 node: joint_states, trajectories, joint commands"),
     "ports": ("ports", "list the serial ports and identify the board on each"),
+    "servos": ("servos", "bus servos: scan every baud and id, set a servo's id or baud, set up an arm's servos"),
 }
 
 GLOBAL_DEFAULTS = {

@@ -32,6 +32,8 @@ simulated time. Times are simulated seconds; the ``rate`` option only maps them 
   position reads the shaft, as a real servo's encoder does, and only the camera sees the rest. The servos then
   carry the arm (``feetech_load``): their load holds it against gravity, with the part the gripper holds, and a
   part between the jaws stops a closing gripper, which then pushes on it.
+- Setup: several servos may share an id (factory-new ones: id 1): their answers collide, and the host hears
+  garbage; the ``connected`` file plugs them in and out between exchanges (``armctl.sim.connected``).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from armctl.bus.feetech.protocol import (
     get_series,
     take_packet,
 )
+from armctl.sim.connected import ConnectedFile
 from armctl.sim.feetech_load import ArmLoad
 from armctl.sim.feetech_servo import EEPROM_END, MEM_BYTES, SimServo, read_hand_file
 from armctl.sim.link import LinkOptions, TimedLink
@@ -97,6 +100,7 @@ class FeetechSimOptions(LinkOptions):
     truth: str | None = None
     physics: int = 0  # 1: the servos move a physics plant (armctl.sim.physics), the world of ``scene``
     scene: str | None = None  # the physics scene file (armctl.sim.physics.scenefile)
+    connected: str | None = None  # the file naming the servos plugged in now (armctl.sim.connected)
 
 
 class FeetechSim(ServoBusSim):
@@ -127,6 +131,8 @@ class FeetechSim(ServoBusSim):
         self._init_wire()
         #: gravity and contact (``feetech_load``) for the kinematic servos (a physics plant carries the arm itself)
         self.arm_load = ArmLoad(self) if self.arm is not None and getattr(self, "physics", None) is None else None
+        self._connected = ConnectedFile(o.connected, len(self.servos)) if o.connected else None
+        self._plugged = self.servos
 
     def _make_servos(self) -> list[SimServo]:
         o = self.opts
@@ -222,7 +228,7 @@ class FeetechSim(ServoBusSim):
     # --- the servos' side of the protocol ---
 
     def _listening(self) -> list[SimServo]:
-        return [s for s in self.servos if s.baud == self.host_baud]
+        return [s for s in self._plugged if s.baud == self.host_baud]
 
     def _reply(self, servo: SimServo, servo_id: int, t: float, params: bytes = b"", *, collide: bool = False) -> None:
         packet = encode_packet(servo_id, servo.error_bits(), params)
@@ -243,6 +249,9 @@ class FeetechSim(ServoBusSim):
         return servo.corrected()
 
     def _execute(self, packet: Packet, t: float) -> None:
+        if self._connected is not None:  # plugged in and out between exchanges (``connected``)
+            places = self._connected.places()
+            self._plugged = [s for k, s in enumerate(self.servos) if k in places]
         servos = self._listening()
         for s in servos:
             s.advance(t)
@@ -309,8 +318,9 @@ class FeetechSim(ServoBusSim):
                 if data is not None:
                     self._reply(s, servo_id, t, data)
         elif code == PING and not params:
+            ids = [s.id for s in servos]
             for s in sorted(servos, key=lambda s: s.id):
-                self._reply(s, s.id, t)
+                self._reply(s, s.id, t, collide=ids.count(s.id) > 1)
         elif code == WRITE and len(params) >= 2:
             if any([s.write(params[0], params[1:]) for s in servos]):
                 self.save_state()

@@ -11,7 +11,8 @@ URL format::
 
 Options (lists are comma-separated):
 
-- ``ids=I,J,..|A-B``    servo ids on the bus (default 1-6)
+- ``ids=I,J,..|A-B``    servo ids on the bus (default 1-6); an id repeated is several servos on that id (as
+                        factory-new servos: ``ids=1,1,1,1,1,1``), whose answers collide (the host hears garbage)
 - ``model=NAME``        sts3215 (default; any STS/SMS: little-endian, 4096 steps a turn) or scs0009
                         (SCS: big-endian, 1024 steps, no SYNC_READ)
 - ``baud=N``            the servos' baud rate (default 1000000; one of 1000000, 500000, 250000, 128000,
@@ -52,6 +53,9 @@ Options (lists are comma-separated):
                         and left where the last one put it; with torque on it resists (the rows are
                         ignored until the torque goes off again, when it goes where the hand holds it).
                         Mechanical ``stops`` still bound it; a ``stall``ed servo does not turn.
+- ``connected=FILE``    the servos plugged in now, by their place in ``ids`` (1: the first), re-read before each
+                        packet: numbers or ranges (``3``, ``1-6``), or ``all``; a missing or empty file: none
+                        (``armctl.sim.connected``; to plug servos in one at a time, as ``armctl servos setup`` asks)
 - ``arm=NAME|PATH``     the arm the servos move (``cal=PATH``: its calibration, default the arm's), which
                         makes the simulator offer where the arm really is (``true_tool_m``, the scene)
 - ``truth=FILE.yaml``   with ``arm``: how the real arm differs from what armctl believes (``armctl.sim.truth``:
@@ -89,7 +93,7 @@ from armctl.sim.simurl import per_id as _per_id
 EXPECTED = (
     "expected a URL like feetechsim://[?ids=1-6&rate=20&drop=0.01] with options ids, model, baud, rate, start, "
     "speed, accel, volts, temp, drop, corrupt, delay, disconnect, seed, echo, missing, stall, garble, stops, state, "
-    "plug, offsets, limits, hand, arm, cal, truth, physics, scene"
+    "plug, offsets, limits, hand, connected, arm, cal, truth, physics, scene"
 )
 
 
@@ -123,6 +127,7 @@ _OPTIONS = {
     "offsets": ("offsets", _offsets),
     "limits": ("limits", _limits),
     "hand": ("hand", str),
+    "connected": ("connected", str),
     "physics": ("physics", int),
     "scene": ("scene", str),
     "arm": ("arm", str),
@@ -155,13 +160,16 @@ def parse_url(url: str) -> FeetechSimOptions:
 
 
 def _check_ids(opts: FeetechSimOptions) -> None:
-    """The servos' ids (and those missing, stalling, garbling): 0..MAX_ID, at least one, none repeated."""
+    """The servos' ids (and those missing, stalling, garbling): 0..MAX_ID, at least one; repeated (servos sharing an
+    id) only without an arm (whose calibration gives each joint its own id)."""
     for name in ("ids", "missing", "stall", "garble"):
         ids = getattr(opts, name)
         if any(not 0 <= i <= MAX_ID for i in ids):
             raise _bad(f"{name}: ids must be 0..{MAX_ID}")
-    if not opts.ids or len(set(opts.ids)) != len(opts.ids):
-        raise _bad("ids: at least one id, none repeated")
+    if not opts.ids:
+        raise _bad("ids: at least one id")
+    if len(set(opts.ids)) != len(opts.ids) and opts.arm is not None:
+        raise _bad("ids: an id repeated (servos sharing it) is not for a bus moving an arm")
     if opts.start_steps is not None and len(opts.start_steps) > len(opts.ids):
         raise _bad(f"start: {len(opts.start_steps)} positions for {len(opts.ids)} ids")
 

@@ -552,7 +552,8 @@ def test_echo_adapters():
     [
         ("feetechsim://?speeed=3", r"unknown feetechsim option 'speeed'.*feetechsim://\[\?ids=1-6"),
         ("feetechsim://?baud=9600", r"baud=9600 is not a Feetech baud rate"),
-        ("feetechsim://?ids=1,1", r"ids: at least one id, none repeated"),
+        ("feetechsim://?ids=", r"ids: at least one id"),
+        ("feetechsim://?ids=1,1&arm=so101", r"ids: an id repeated .* not for a bus moving an arm"),
         ("feetechsim://?stops=1:900:100", r"stops: servo 1 needs 0 <= LO <= HI <= 4095"),
         ("feetechsim://?model=xl320", r"model='xl320' is not a Feetech model"),
         ("feetechsim://?drop=2", r"drop must be a probability"),

@@ -1,0 +1,68 @@
+"""``armctl servos --backend dynamixel`` (issue 40, item 4) on ``dynamixelsim://``: the same setup, ids and baud
+rates as on Feetech (tests/cli/test_servos.py), with Dynamixel's facts: new servos are id 1 at 57600 baud, the
+baud register is a code (3: 1 Mbaud), no lock register, EEPROM writable with the torque off only."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from armctl.bus.dynamixel.client import DynamixelBus
+from armctl.cli import main
+from tests.cli.test_servos import SO101_BACK_TO_FRONT, Hands
+
+BACKEND = ["--backend", "dynamixel"]
+
+
+def _url(tmp_path, ids: str, **extra) -> str:
+    query = {"ids": ids, "state": str(tmp_path / "bus.json"), **extra}
+    return "dynamixelsim://?" + "&".join(f"{k}={v}" for k, v in query.items())
+
+
+def _scan(capsys, url: str, *more) -> list[tuple[int, int, str]]:
+    assert main([*BACKEND, "servos", "scan", "--port", url, "--json", *more]) == 0, capsys.readouterr().err
+    return [(s["id"], s["baud"], s["model"]) for s in json.loads(capsys.readouterr().out)["servos"]]
+
+
+def test_setup_six_factory_new_dynamixels_ends_with_ids_1_to_6_at_1_mbaud(tmp_path, monkeypatch, capsys):
+    connected = tmp_path / "connected"
+    url = _url(tmp_path, "1,1,1,1,1,1", connected=connected)
+    hands = Hands(connected, ["1", "2", "3", "4", "5", "6", "all"])
+    monkeypatch.setattr(sys, "stdin", hands)
+    argv = ["--arm", "so101", *BACKEND, "servos", "setup", "--port", url, "--baud", "1000000"]
+    assert main(argv) == 0, capsys.readouterr()
+    out = capsys.readouterr().out
+    asked = [line.split("connect only the ")[1].split(" servo")[0] for line in out.split("press Enter")[:-1][:6]]
+    assert asked == SO101_BACK_TO_FRONT and hands.prompts == 7
+    assert "gripper: id 1 at 57600 baud -> id 6 at 1000000 baud (xl430-w250, firmware 46)" in out
+    assert "all 6 servos answer at their ids at 1000000 baud" in out
+    with DynamixelBus(url, baudrate=1_000_000) as bus:
+        assert [(s.id, s.get("baud_rate")) for s in bus.serial.sim.servos] == [(i, 3) for i in (6, 5, 4, 3, 2, 1)]
+        assert bus.check_ids(range(1, 7)) == dict.fromkeys(range(1, 7), 1060)  # XL430-W250
+    assert _scan(capsys, url, "--baud", "1000000") == [(i, 1_000_000, "xl430-w250") for i in range(1, 7)]
+
+
+def test_set_id_refused_onto_a_taken_id_and_set_baud_verified(tmp_path, capsys):
+    url = _url(tmp_path, "1,2", model="xl330-m288")
+    assert main([*BACKEND, "servos", "set-id", "1", "2", "--yes", "--port", url]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "id 2 is taken: a servo answers there at 57600 baud" in err
+    assert main([*BACKEND, "servos", "set-id", "1", "7", "--yes", "--port", url]) == 0, capsys.readouterr().err
+    assert "servo 1 is now id 7 at 57600 baud (xl330-m288; read back)" in capsys.readouterr().out
+    assert main([*BACKEND, "servos", "set-baud", "1000000", "--id", "7", "--yes", "--port", url]) == 0
+    assert "servo 7 now runs at 1000000 baud" in capsys.readouterr().out
+    with DynamixelBus(url, baudrate=1_000_000) as bus:
+        assert bus.read(7, "baud_rate") == 3 and bus.read(7, "torque_enable") == 0
+    assert _scan(capsys, url, "--baud", "57600", "1000000") == [(2, 57600, "xl330-m288"), (7, 1_000_000, "xl330-m288")]
+
+
+def test_two_dynamixels_on_one_id_reported_and_refused(tmp_path, capsys):
+    url = _url(tmp_path, "1,1,4")
+    assert main([*BACKEND, "servos", "scan", "--port", url, "--baud", "57600", "--ids", "0-9"]) == 0
+    out = capsys.readouterr().out
+    assert "  1    57600  two servos (or more) on this id: their answers collide" in out
+    assert "  4    57600  xl430-w250  46" in out
+    assert main([*BACKEND, "servos", "set-id", "1", "9", "--yes", "--port", url]) == 2
+    assert "two servos (or more) answer at id 1 at 57600 baud" in capsys.readouterr().err
+    assert main([*BACKEND, "servos", "scan", "--port", url, "--baud", "115200"]) == 4
+    assert capsys.readouterr().err.strip().endswith("no servo answers at any id at 115200 baud")
