@@ -48,6 +48,12 @@ def register_simulator(scheme: str, module: str, *, unit: str, backend: str | No
         PORT_SCHEMES[scheme] = backend
 
 
+#: a bus simulator's servos: (what they are, the backend that drives them, the presets built on them)
+SIMULATOR_BUSES = {
+    "feetechsim": ("Feetech bus", "feetech", "so101"),
+    "dynamixelsim": ("Dynamixel bus", "dynamixel", "koch or --arm omx"),
+}
+
 register_simulator("armsim", "armctl.sim.protocol_armsim", unit="us")
 register_simulator("feetechsim", "armctl.sim.protocol_feetechsim", unit="steps")
 register_simulator("dynamixelsim", "armctl.sim.protocol_dynamixelsim", unit="steps")
@@ -105,9 +111,10 @@ def check_simulator_port(url: str, backend) -> None:
     if unit is None or unit == backend.servo_unit:
         return
     if unit == "steps":
+        title, name, arms = SIMULATOR_BUSES.get(scheme, ("bus", "feetech", "so101"))
         raise BadInputError(
-            f"port {scheme}:// simulates Feetech bus servos, which the {backend.name} backend does not drive: give "
-            "a bus-servo calibration (in steps, e.g. --arm so101) and --backend feetech"
+            f"port {scheme}:// simulates {title} servos, which the {backend.name} backend does not drive: give "
+            f"an arm of them (--arm {arms}) or a bus-servo calibration (in steps) and --backend {name}"
         )
     raise BadInputError(
         f"port {scheme}:// simulates hobby (PWM) servos, which the {backend.name} backend does not drive: give a "

@@ -94,6 +94,7 @@ class DynamixelSimOptions(LinkOptions):
     stops: dict[int, tuple[float, float]] = field(default_factory=dict)
     state: str | None = None
     offsets: dict[int, int] = field(default_factory=dict)
+    modes: dict[int, int] = field(default_factory=dict)
     limits: dict[int, tuple[int, int]] = field(default_factory=dict)
     hand: str | None = None
     hand_track: dict[int, tuple[list[float], list[float]]] | None = None
@@ -140,6 +141,8 @@ class DynamixelSim(ServoBusSim):
                 s = DxlServo(self._model_of(servo_id), servo_id, STEPS_PER_TURN // 2, o)
                 if servo_id in o.offsets:
                     s.put("homing_offset", o.offsets[servo_id])
+                if servo_id in o.modes:
+                    s.put("operating_mode", o.modes[servo_id])
                 if servo_id in o.limits:
                     s.put("min_position_limit", o.limits[servo_id][0])
                     s.put("max_position_limit", o.limits[servo_id][1])

@@ -32,7 +32,9 @@ Options (lists are comma-separated):
 - ``stops=I:LO:HI,..``  mechanical stops of servo I (shaft steps)
 - ``state=PATH``        keep the servos' EEPROM, positions and RAM in this file between runs
 - ``offsets=I:V,..``    servo I's homing offset (steps: present = shaft + offset); ``limits=I:LO:HI,..`` its
-                        min/max position limits (as a calibration left them)
+                        min/max position limits (as a calibration left them); ``modes=I:M,..`` its operating mode
+                        (3 position, the factory's; 4 extended position; 5 current-based position, as LeRobot sets
+                        a Koch's gripper; 1 velocity; 0 current; 16 PWM), where its model has that mode
 - ``hand=FILE.csv``     a hand turns the servos with torque off: rows ``t_s,id,steps`` (present position), as
                         ``feetechsim``'s
 - ``connected=FILE``    the servos plugged in now, by their place in ``ids`` (1: the first), re-read before each
@@ -67,7 +69,7 @@ from armctl.sim.simurl import (
 EXPECTED = (
     "expected a URL like dynamixelsim://[?ids=1-6&model=xl430&baud=57600] with options ids, model, baud, rate, "
     "start, speed, accel, volts, temp, drop, corrupt, delay, disconnect, seed, echo, missing, stall, garble, stops, "
-    "state, offsets, limits, hand, connected, arm, cal, truth"
+    "state, offsets, limits, modes, hand, connected, arm, cal, truth"
 )
 
 _OPTIONS = {
@@ -93,6 +95,7 @@ _OPTIONS = {
     "state": ("state", str),
     "offsets": ("offsets", per_id(int)),
     "limits": ("limits", per_id(int, int)),
+    "modes": ("modes", per_id(int)),
     "hand": ("hand", str),
     "connected": ("connected", str),
     "arm": ("arm", str),
@@ -161,6 +164,10 @@ def _check(opts: DynamixelSimOptions) -> None:
     for servo_id, (lo, hi) in opts.limits.items():
         if not 0 <= lo <= hi <= STEPS_PER_TURN - 1:
             raise _bad(f"limits: servo {servo_id} needs 0 <= LO <= HI <= {STEPS_PER_TURN - 1} steps")
+    for servo_id, mode in opts.modes.items():
+        model = get_model(opts.models.get(servo_id, opts.model))
+        if mode not in model.modes:
+            raise _bad(f"modes: servo {servo_id}'s {model.name.upper()} has no operating mode {mode} ({model.modes})")
     for servo_id, value in opts.offsets.items():
         if abs(value) > 1_044_479:
             raise _bad(f"offsets: servo {servo_id}'s homing offset {value} is outside -1044479..1044479")
@@ -179,13 +186,35 @@ class Serial(BusSimSerial):
 open_simulator = Serial.open_url
 
 
+#: the baud rate of an arm's simulated bus with no port given: LeRobot's Koch and ROBOTIS' OpenManipulator-X run at it
+ASSEMBLED_BAUD = 1_000_000
+
+
+def _known(name: str) -> bool:
+    try:
+        get_model(name)
+    except BadInputError:
+        return False
+    return True
+
+
 def simulator_url(arm, cal_path, state_path) -> str:
-    """A simulated bus with the calibration's servos, starting at the arm's home pose (their homing offsets and
-    limits as the calibration gives them while no state file exists)."""
+    """A simulated bus with the calibration's servos, the models the arm names, at ``ASSEMBLED_BAUD``, starting at
+    the arm's home pose (their homing offsets and limits as the calibration gives them while no state file exists)."""
     cal = open_calibration(cal_path, arm)[0]
     angles = [*arm.home_rad, *([arm.gripper.open_rad] if arm.gripper is not None and cal.gripper else [])]
     servos = (*cal.servos, *cal.held)
     query = {"ids": ",".join(str(s.id) for s in servos), "state": str(state_path)}
+    # the servos the arm names (the Koch's XL430s and XL330s), at the 1 Mbaud an assembled arm runs at
+    named = [arm.drive.servo(i) for i in range(arm.n)] + [arm.drive.gripper if arm.gripper is not None else None]
+    models = [f"{s.id}:{d.model.key}" for s, d in zip(cal.servos, named) if d is not None and _known(d.model.key)]
+    if models:
+        query["model"] = ",".join(models)
+    query["baud"] = str(ASSEMBLED_BAUD)
+    grip = cal.gripper
+    gm = named[-1].model.key if named[-1] is not None and _known(named[-1].model.key) else None
+    if grip is not None and gm is not None and get_model(gm).has_current_position_mode:
+        query["modes"] = f"{grip.id}:5"  # the gripper in current-based position mode, as LeRobot and ROBOTIS set it
     if not Path(state_path).is_file():
         start = [round(float(s.value(a))) for s, a in zip(cal.servos, angles)]
         start += [round(h.position_steps) for h in cal.held]

@@ -290,6 +290,20 @@ def test_simulator_url_starts_the_calibrations_servos_at_home(tmp_path):
     assert "start=" not in simulator_url(arm, None, tmp_path / "state.json")  # the servos stand where they were left
 
 
+def test_an_arms_simulated_bus_has_its_servos_at_1_mbaud_and_its_gripper_current_capped(tmp_path):
+    """With no port, --arm koch gets the Koch's servos (XL430s at the shoulder, XL330s after) at 1 Mbaud, its
+    gripper in current-based position mode as LeRobot sets it; a mode a model lacks is refused."""
+    from armctl.model.arm import load_arm
+    from armctl.sim.protocol_dynamixelsim import simulator_url
+
+    sim = DynamixelSim(parse_url(simulator_url(load_arm("koch"), None, tmp_path / "state.json")))
+    assert sim.opts.baud == 1_000_000
+    assert [sim.servo(i).model.name for i in range(1, 7)] == ["xl430-w250"] * 2 + ["xl330-m288"] * 4
+    assert [sim.servo(i).get("operating_mode") for i in range(1, 7)] == [3] * 5 + [5]
+    with pytest.raises(BadSimURL, match="modes: servo 1's XL430-W250 has no operating mode 5"):
+        parse_url("dynamixelsim://?model=xl430&modes=1:5")
+
+
 def test_pyserial_opens_the_url_once_armctl_bus_is_imported():
     import serial
 
