@@ -26,7 +26,8 @@ examples:
   armctl servos scan --port 'feetechsim://?ids=1,1,7&baud=500000'   # simulated: two servos share id 1"""
 
 DESCRIPTION = (
-    "Find bus servos and give them ids and baud rates (--backend feetech, the default, or dynamixel). Without --port: "
+    "Find bus servos and give them ids and baud rates (--backend feetech or dynamixel; default: the bus --arm's servos "
+    "speak, else feetech). Without --port: "
     "the backend's simulated bus (feetechsim://, dynamixelsim://: six servos, ids 1-6)."
 )
 
@@ -87,8 +88,22 @@ def _bus(args):
 
     auto = (args.port or "").strip().lower() == "auto"
     resolve_port(args)  # --port auto: the board found, and its backend
-    backend = args.backend if auto or getattr(args, "backend_given", False) else "feetech"
+    backend = args.backend if auto or getattr(args, "backend_given", False) else _bus_of(args)
     return open_setup_bus(backend, args.port, args.timeout_ms / 1000.0)
+
+
+def _bus_of(args) -> str:
+    """The bus with no --backend: a simulator's (dynamixelsim://), else the one --arm's servos speak (koch, omx:
+    dynamixel), else feetech."""
+    from armctl.bus.simulators import SIMULATOR_BUSES, url_scheme
+    from armctl.model.arm import load_arm
+
+    sim = SIMULATOR_BUSES.get(url_scheme(args.port))
+    if sim is not None:
+        return sim[1]
+    if getattr(args, "arm_given", False):
+        return load_arm(args.arm).drive.protocol or "feetech"
+    return "feetech"
 
 
 def _ask(question: str) -> str:

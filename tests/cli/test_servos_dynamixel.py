@@ -66,3 +66,16 @@ def test_two_dynamixels_on_one_id_reported_and_refused(tmp_path, capsys):
     assert "two servos (or more) answer at id 1 at 57600 baud" in capsys.readouterr().err
     assert main([*BACKEND, "servos", "scan", "--port", url, "--baud", "115200"]) == 4
     assert capsys.readouterr().err.strip().endswith("no servo answers at any id at 115200 baud")
+
+
+def test_the_koch_sets_up_on_dynamixels_without_being_told(tmp_path, monkeypatch, capsys):
+    """``--arm koch servos setup``: the bus the Koch's servos speak (Dynamixel), no --backend; the Koch's ids."""
+    connected = tmp_path / "connected"
+    url = _url(tmp_path, "1,1,1,1,1,1", connected=connected, model="xl330-m288")
+    monkeypatch.setattr(sys, "stdin", Hands(connected, ["1", "2", "3", "4", "5", "6", "all"]))
+    assert main(["--arm", "koch", "servos", "setup", "--port", url, "--baud", "1000000"]) == 0, capsys.readouterr()
+    out = capsys.readouterr().out
+    assert "all 6 servos answer at their ids at 1000000 baud" in out
+    with DynamixelBus(url, baudrate=1_000_000) as bus:
+        assert sorted(s.id for s in bus.serial.sim.servos) == [1, 2, 3, 4, 5, 6]
+    assert _scan(capsys, url.replace("&connected=" + str(connected), ""))[0][1] == 1_000_000
