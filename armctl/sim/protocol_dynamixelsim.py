@@ -56,12 +56,10 @@ from armctl.errors import BadInputError
 from armctl.sim.dynamixelsim import DynamixelSim, DynamixelSimOptions
 from armctl.sim.feetech_servo import read_hand_file
 from armctl.sim.simurl import (
+    BUS_OPTIONS,
     BadSimURL,
     BusSimSerial,
     check_bus_options,
-    flag,
-    float_list,
-    id_list,
     parse_options,
     per_id,
 )
@@ -72,36 +70,7 @@ EXPECTED = (
     "state, offsets, limits, modes, hand, connected, arm, cal, truth"
 )
 
-_OPTIONS = {
-    "ids": ("ids", id_list),
-    "model": ("model", str),
-    "baud": ("baud", int),
-    "rate": ("rate", float),
-    "start": ("start_steps", float_list),
-    "speed": ("speed_steps_s", float),
-    "accel": ("accel_steps_s2", float),
-    "volts": ("volts", float),
-    "temp": ("temp_c", float),
-    "drop": ("drop", float),
-    "corrupt": ("corrupt", float),
-    "delay": ("delay_ms", float),
-    "disconnect": ("disconnect", int),
-    "seed": ("seed", int),
-    "echo": ("echo", flag),
-    "missing": ("missing", id_list),
-    "stall": ("stall", id_list),
-    "garble": ("garble", id_list),
-    "stops": ("stops", per_id(float, float)),
-    "state": ("state", str),
-    "offsets": ("offsets", per_id(int)),
-    "limits": ("limits", per_id(int, int)),
-    "modes": ("modes", per_id(int)),
-    "hand": ("hand", str),
-    "connected": ("connected", str),
-    "arm": ("arm", str),
-    "cal": ("cal", str),
-    "truth": ("truth", str),
-}
+_OPTIONS = {**BUS_OPTIONS, "modes": ("modes", per_id(int))}
 
 
 def _bad(message: str) -> BadSimURL:

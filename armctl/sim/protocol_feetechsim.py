@@ -84,11 +84,8 @@ from armctl.calibration.lerobot import open_calibration
 from armctl.calibration.servo import STEPS_PER_TURN
 from armctl.errors import BadInputError
 from armctl.sim.feetechsim import FeetechSim, FeetechSimOptions, read_hand_file
-from armctl.sim.simurl import BadSimURL, BusSimSerial, check_bus_options, parse_options
-from armctl.sim.simurl import flag as _flag
-from armctl.sim.simurl import float_list as _floats
+from armctl.sim.simurl import BUS_OPTIONS, BadSimURL, BusSimSerial, check_bus_options, parse_options
 from armctl.sim.simurl import id_list as _ids
-from armctl.sim.simurl import per_id as _per_id
 
 EXPECTED = (
     "expected a URL like feetechsim://[?ids=1-6&rate=20&drop=0.01] with options ids, model, baud, rate, start, "
@@ -97,43 +94,7 @@ EXPECTED = (
 )
 
 
-_stops = _per_id(float, float)  # id:lo:hi mechanical stops, steps
-_offsets = _per_id(int)  # id:homing offset
-_limits = _per_id(int, int)  # id:Min_Position_Limit:Max_Position_Limit
-
-
-_OPTIONS = {
-    "ids": ("ids", _ids),
-    "model": ("model", str),
-    "baud": ("baud", int),
-    "rate": ("rate", float),
-    "start": ("start_steps", _floats),
-    "speed": ("speed_steps_s", float),
-    "accel": ("accel_steps_s2", float),
-    "volts": ("volts", float),
-    "temp": ("temp_c", float),
-    "drop": ("drop", float),
-    "corrupt": ("corrupt", float),
-    "delay": ("delay_ms", float),
-    "disconnect": ("disconnect", int),
-    "seed": ("seed", int),
-    "echo": ("echo", _flag),
-    "missing": ("missing", _ids),
-    "stall": ("stall", _ids),
-    "garble": ("garble", _ids),
-    "stops": ("stops", _stops),
-    "state": ("state", str),
-    "plug": ("plug", _ids),
-    "offsets": ("offsets", _offsets),
-    "limits": ("limits", _limits),
-    "hand": ("hand", str),
-    "connected": ("connected", str),
-    "physics": ("physics", int),
-    "scene": ("scene", str),
-    "arm": ("arm", str),
-    "cal": ("cal", str),
-    "truth": ("truth", str),
-}
+_OPTIONS = {**BUS_OPTIONS, "plug": ("plug", _ids), "physics": ("physics", int), "scene": ("scene", str)}
 
 
 def _bad(message: str) -> BadSimURL:

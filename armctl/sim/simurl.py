@@ -90,6 +90,39 @@ def flag(text: str) -> bool:
     raise ValueError(text)
 
 
+#: the URL options both bus simulators (feetechsim://, dynamixelsim://) take: option -> (field, converter); each adds
+#: its own (a Feetech's ``plug``, ``physics``; a Dynamixel's ``modes``)
+BUS_OPTIONS = {
+    "ids": ("ids", id_list),
+    "model": ("model", str),
+    "baud": ("baud", int),
+    "rate": ("rate", float),
+    "start": ("start_steps", float_list),
+    "speed": ("speed_steps_s", float),
+    "accel": ("accel_steps_s2", float),
+    "volts": ("volts", float),
+    "temp": ("temp_c", float),
+    "drop": ("drop", float),
+    "corrupt": ("corrupt", float),
+    "delay": ("delay_ms", float),
+    "disconnect": ("disconnect", int),
+    "seed": ("seed", int),
+    "echo": ("echo", flag),
+    "missing": ("missing", id_list),
+    "stall": ("stall", id_list),
+    "garble": ("garble", id_list),
+    "stops": ("stops", per_id(float, float)),  # id:lo:hi mechanical stops, steps
+    "state": ("state", str),
+    "offsets": ("offsets", per_id(int)),  # id:homing offset
+    "limits": ("limits", per_id(int, int)),  # id:Min_Position_Limit:Max_Position_Limit
+    "hand": ("hand", str),
+    "connected": ("connected", str),
+    "arm": ("arm", str),
+    "cal": ("cal", str),
+    "truth": ("truth", str),
+}
+
+
 def check_bus_options(opts, bad: Callable[[str], Exception]) -> None:
     """A servo bus simulator's link and physics options (``drop``, ``corrupt``, ``rate``, ``speed``, ``accel``,
     ``volts`` (None: the servos' own), ``temp``, ``delay``); ``bad(message)`` is the error raised."""
