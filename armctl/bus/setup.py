@@ -171,7 +171,7 @@ def set_id(bus: SetupBus, old: int, new: int, baud: int | None, confirm: Callabl
     check_id(old, bus, "OLD id")
     check_id(new, bus, "NEW id")
     bauds = [check_baud(baud, bus, "--baud")] if baud is not None else None
-    found = find_id(bus, old, bauds)
+    found = _known(bus, find_id(bus, old, bauds), f"servo {old}")
     if new == old:
         return found
     _refuse_taken(bus, new, bus.baud_rates, "never two servos on one id")
@@ -187,11 +187,24 @@ def set_baud(bus: SetupBus, baud: int, servo_id: int | None, confirm: Callable[[
         found = find_one(bus, "the servo to change")
     else:
         found = find_id(bus, check_id(servo_id, bus, "--id"))
+    found = _known(bus, found, f"servo {found.id}")
     if found.baud == baud:
         return found
     _refuse_taken(bus, found.id, [baud], f"servo {found.id} at {found.baud} baud would share it")
     _confirm(confirm, f"write {baud} baud into the EEPROM of servo {found.id} ({found.model}, now {found.baud} baud)?")
     return program(bus, found, found.id, baud)
+
+
+def _known(bus: SetupBus, found: Found, what: str) -> Found:
+    """``found``; BadInputError if its model is one armctl does not know (its id and baud registers may be elsewhere:
+    nothing is written to it)."""
+    if not found.known:
+        known = ", ".join(bus.models.values())
+        raise BadInputError(
+            f"{what} (id {found.id} at {found.baud} baud) reports model number {found.model_number}, "
+            f"a model armctl does not know ({bus.backend}: {known}): nothing written"
+        )
+    return found
 
 
 def _confirm(confirm: Callable[[str], bool], question: str) -> None:
@@ -219,13 +232,7 @@ def setup_servos(
     done = []
     for name, servo_id in joints:
         ask(f"connect only the {name} servo to the bus (it becomes id {servo_id}) and press Enter")
-        found = find_one(bus, f"the {name} servo")
-        if not found.known:
-            known = ", ".join(bus.models.values())
-            raise BadInputError(
-                f"the {name} servo (id {found.id} at {found.baud} baud) reports model number {found.model_number}, "
-                f"a model armctl does not know ({bus.backend}: {known}): nothing written"
-            )
+        found = _known(bus, find_one(bus, f"the {name} servo"), f"the {name} servo")
         after = program(bus, found, servo_id, baud)
         was = f"id {found.id} at {found.baud} baud"
         say(f"{name}: {was} -> id {servo_id} at {baud} baud ({after.model}, firmware {after.firmware})")

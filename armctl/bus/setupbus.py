@@ -196,7 +196,12 @@ class ClientSetupBus(SetupBus):
         except (OSError, ValueError) as exc:
             raise LinkError(f"{self.port}: the bus failed during a broadcast ping: {exc}") from None
         ids, other = [], False
-        while (item := p.take_packet(buf)) is not None:
+        while True:
+            head = bytes(buf[: len(p.HEADER)])
+            if head and not p.HEADER.startswith(head):  # bytes before a header (the parser skips them): garbage,
+                other = True  # as answers that collided into a broken header leave
+            if (item := p.take_packet(buf)) is None:
+                break
             if isinstance(item, p.BadPacket):
                 other = True
             elif item.id != p.BROADCAST_ID:  # our own request, heard back on an adapter with TX tied to RX

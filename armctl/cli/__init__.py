@@ -118,8 +118,9 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         default=d,
         metavar="NAME",
         help="board protocol: armctl (our firmware or the simulator), firmata (stock StandardFirmata), "
-        "feetech (bus servos) or pca9685 (PCA9685 boards on I2C: --port i2c:///dev/i2c-1?address=0x40); default: "
-        "pca9685 for an i2c:// port, feetech for a calibration in steps, else armctl",
+        "feetech (Feetech bus servos), dynamixel (Dynamixel bus servos) or pca9685 (PCA9685 boards on I2C: --port "
+        "i2c:///dev/i2c-1?address=0x40); default: pca9685 for an i2c:// port, for a calibration in steps the bus the "
+        "arm's servos speak (koch, omx: dynamixel; else feetech), else armctl",
     )
     g.add_argument(
         "--calibration",
@@ -189,7 +190,7 @@ def build_parser(command: str | None = "*", *, only: bool = False) -> argparse.A
         prog="armctl",
         parents=[_global_options(False)],
         description="Drive a hobby 2- or 3-link servo arm, in a vertical plane or on a rotating base: IK, "
-        "planning, streaming to the board (hobby servos or Feetech bus servos). "
+        "planning, streaming to the board (hobby servos, Feetech or Dynamixel bus servos). "
         "Lengths in metres (or with a unit: 500mm, 50cm), angles in degrees.",
         epilog=(
             "exit codes: 0 ok, 2 bad input, 3 unreachable, limit or torque, 4 link/board error, 5 a file could not be "

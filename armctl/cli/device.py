@@ -90,7 +90,8 @@ def _register_jog(sub, parents) -> None:
     p.add_argument(
         "--speed",
         metavar="MM_S",
-        help=f"tool speed along the line, mm/s (default {motion.DEFAULT_SPEED_M_S * 1000:g}; pendant: 25)",
+        help=f"tool speed along the line, mm/s (default {motion.DEFAULT_SPEED_M_S * 1000:g}; pendant: 25; "
+        "gamepad: 50, at full deflection)",
     )
     torque_options(p)
     p.add_argument("--record", metavar="FILE.yaml", help="pendant: Enter records the pose into this program file")
@@ -156,8 +157,10 @@ def _register_run(sub, parents) -> None:
 
 def cmd_jog(args) -> int:
     if args.gamepad or args.device is not None:
-        if args.x is not None or not args.gamepad:
-            raise BadInputError("--gamepad jogs without a target; --device is for --gamepad")
+        if not args.gamepad:
+            raise BadInputError("--device picks the gamepad of --gamepad: give --gamepad too")
+        if args.x is not None:
+            raise BadInputError("--gamepad jogs without a target: drop X Y [Z], or --gamepad to move to it")
         from armctl.cli.gamepad import cmd_gamepad
 
         return cmd_gamepad(args)

@@ -47,7 +47,11 @@ DESCRIPTION = (
 def register(sub, parents) -> None:
     p = add_command(sub, "follow", parents=parents, epilog=EPILOG, description=DESCRIPTION)
     p.add_argument("--leader", required=True, metavar="PORT", help="the leader arm's port (or feetechsim://?...)")
-    p.add_argument("--leader-arm", default="so101", metavar="NAME|PATH", help="the leader's arm model (default so101)")
+    p.add_argument(
+        "--leader-arm",
+        metavar="NAME|PATH",
+        help="the leader's arm model (default: the follower's leader preset, koch-leader for a koch, else so101)",
+    )
     p.add_argument(
         "--leader-calibration",
         metavar="FILE|lerobot:ID",
@@ -131,6 +135,15 @@ def _positive(text, what: str) -> float | None:
     return None if text is None else positive_text(text, what)
 
 
+def default_leader(arm) -> str:
+    """The leader arm when --leader-arm is not given: the preset ``<arm>-leader`` where there is one (koch:
+    koch-leader), else the SO-101 (a leader of the same model, or any arm following its tool point)."""
+    from armctl.core.paths import preset_names
+
+    name = f"{arm.name}-leader"
+    return name if name in preset_names() else "so101"
+
+
 def cmd_follow(args) -> int:
     from armctl.calibration.lerobot import open_calibration
     from armctl.cli.common import open_robot, setup
@@ -139,7 +152,7 @@ def cmd_follow(args) -> int:
     from armctl.teleop.leader import check_leader, open_leader
 
     arm, cal = setup(args)
-    leader_arm = load_arm(args.leader_arm)
+    leader_arm = load_arm(args.leader_arm or default_leader(arm))
     leader_cal, _, notes = open_calibration(args.leader_calibration, leader_arm)  # YAML, lerobot:ID or .json
     for note in notes:
         print(f"armctl: note: leader: {note}", file=sys.stderr)
@@ -228,7 +241,7 @@ def _print_summary(args, summary: dict, leader_name: str, recorder) -> None:
         summary["episodes_discarded"] = recorder.discarded
         summary["dataset"] = str(recorder.writer.root)
     if args.json:
-        print(json.dumps(summary, indent=1))
+        print(json.dumps({**summary, "leader_arm": leader_name}, indent=1))
         return
     line = (
         f"followed the {leader_name} for {summary['wall_s']:.1f} s: {summary['frames']} frames at "

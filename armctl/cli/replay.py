@@ -73,7 +73,8 @@ def read_info(root: Path) -> dict:
     """``meta/info.json`` of the dataset in ``root``; BadInputError (one line) for a missing folder or file, or one
     that is not a LeRobot dataset's."""
     if not root.is_dir():
-        raise BadInputError(f"{root}: no such dataset folder")
+        what = "is a file, not a dataset folder" if root.exists() else "no such dataset folder"
+        raise BadInputError(f"{root}: {what} (a LeRobot dataset: meta/info.json, data/, ...)")
     path = root / "meta" / "info.json"
     try:
         info = json.loads(path.read_text(encoding="utf-8"))
@@ -142,7 +143,7 @@ def check_names(have: list[str], want: tuple[str, ...], arm_name: str, root: Pat
     if not parts:
         parts.append(f"in another order ({', '.join(have)}; arm: {', '.join(want)})")
     raise BadInputError(
-        f"{root}: its action features do not match arm {arm_name!r}'s: {'; '.join(parts)} (give the arm it was "
+        f"{root}: its action features do not match those of arm {arm_name!r}: {'; '.join(parts)} (give the arm it was "
         "recorded on with --arm)"
     )
 
@@ -185,9 +186,13 @@ def check_limits(arm, Q, G, T) -> None:
     bad = np.argwhere(ex > LIMIT_TOL_RAD)
     if len(bad):
         k, j = (int(v) for v in bad[0])
+        at = ""
+        if j < arm.n:  # a joint (else a linkage's limit, of two joints together)
+            lo, hi = math.degrees(arm.q_min[j]), math.degrees(arm.q_max[j])
+            at = f" (at {math.degrees(Q[k, j]):.1f} deg; limits {lo:g}..{hi:g} deg)"
         raise JointLimitError(
             f"frame {k} (t = {T[k]:.2f} s): {limit_names(arm)[j]} is {math.degrees(ex[k, j]):.2f} deg outside its "
-            "limits; nothing moved"
+            f"limits{at}; nothing moved"
         )
     gr = arm.gripper
     if gr is not None and np.all(np.isfinite(G)):
@@ -248,9 +253,18 @@ def check_accel(arm, Q, T) -> None:
         )
 
 
+def _smoothed(q: np.ndarray, w: int) -> np.ndarray:
+    """``q`` (N, n) averaged over ``w`` samples about each (the ends held)."""
+    if w <= 1 or len(q) < 3:
+        return q
+    pad = np.concatenate([np.repeat(q[:1], w // 2, axis=0), q, np.repeat(q[-1:], w - 1 - w // 2, axis=0)])
+    c = np.cumsum(np.vstack([np.zeros((1, q.shape[1])), pad]), axis=0)
+    return (c[w:] - c[:-w]) / w
+
+
 def episode_trajectory(arm, Q, G, T, period_s: float, label: str = "the episode"):
     """The frames (at times ``T``) interpolated at ``period_s``, checked against the zones and the torque."""
-    from armctl.motion.torque import check_torque
+    from armctl.motion.torque import accelerations, check_torque
     from armctl.motion.trajectory import Trajectory
 
     duration = float(T[-1])
@@ -274,7 +288,10 @@ def episode_trajectory(arm, Q, G, T, period_s: float, label: str = "the episode"
             t = float(min(v.at, len(ts) - 1)) * period_s
             p = ", ".join(f"{x:.3f}" for x in tool_point(arm, v.q))
             raise refusal(arm, arm.zones, v, f"at t = {t:.2f} s of the episode (tool at ({p}) m)")
-    check_torque(arm, traj)
+    # the torque at the accelerations of the motion smoothed over ACCEL_WINDOW_S, as check_accel judges them: a
+    # recording's frame-to-frame changes of speed are the servos' to smooth, not torque they give
+    w = max(1, round(ACCEL_WINDOW_S / period_s))
+    check_torque(arm, traj, qdd=accelerations(_smoothed(q_s, w), period_s))
     return traj
 
 

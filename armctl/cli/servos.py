@@ -106,20 +106,21 @@ def _bus_of(args) -> str:
     return "feetech"
 
 
-def _ask(question: str) -> str:
-    """One line from stdin after ``question`` on stdout; BadInputError at the end of stdin."""
+def _ask(question: str, hint: str = "") -> str:
+    """One line from stdin after ``question`` on stdout; BadInputError at the end of stdin (``hint`` added)."""
     print(question, end=" ", flush=True)
     line = sys.stdin.readline()
     if not line or not getattr(sys.stdin, "isatty", lambda: False)():
         print(flush=True)  # the answer typed ends its line on a terminal only
     if not line:
-        raise BadInputError("no answer on stdin (it ended): stopped")
+        raise BadInputError(f"no answer on stdin (it ended): stopped{hint}")
     return line.strip()
 
 
 def _confirm(args):
     def confirm(question: str) -> bool:
-        return True if args.yes else _ask(question + " [y/N]").lower() in ("y", "yes")
+        hint = ", nothing written (--yes writes without asking)"
+        return True if args.yes else _ask(question + " [y/N]", hint).lower() in ("y", "yes")
 
     return confirm
 

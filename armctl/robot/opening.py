@@ -77,7 +77,8 @@ def resolve(arm, port, backend, calibration):
         kind = {"us": "hobby (PWM) servos", "steps": "serial bus servos"}
         raise BadInputError(
             f"the {cls.name} backend drives {kind.get(cls.servo_unit, cls.servo_unit)}, but calibration "
-            f"{cal_path} is for {kind.get(cal.unit, cal.unit)}: pass --backend for that board, or its calibration"
+            f"{cal_path} is for {kind.get(cal.unit, cal.unit)}: give the arm of those servos (--arm so101, koch, "
+            "omx: bus servos) or its calibration, or the --backend of that board"
         )
     if port is not None and not str(port).strip():
         raise BadInputError("--port: empty; give a device path or URL, or leave it out for the simulated arm")

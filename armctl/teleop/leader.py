@@ -25,7 +25,7 @@ import numpy as np
 from armctl.bus.feetech.client import DEFAULT_BAUD, FeetechBus
 from armctl.bus.portlock import PortLock
 from armctl.bus.servobus import ServoBus, ServoError
-from armctl.bus.simulators import url_scheme
+from armctl.bus.simulators import SIMULATOR_BUSES, url_scheme
 from armctl.calibration.servo import Calibration
 from armctl.errors import BadInputError, LinkError
 from armctl.model.arm import Arm, load_arm
@@ -139,6 +139,13 @@ def _leader_bus(arm: Arm, url: str, baudrate: int | None) -> ServoBus:
     Dynamixel for an arm of Dynamixel servos (the koch-leader), else Feetech."""
     scheme = url_scheme(url)
     by_arm = arm.drive is not None and arm.drive.protocol == "dynamixel"
+    sim = SIMULATOR_BUSES.get(scheme)
+    speaks = arm.drive.protocol if arm.drive is not None else None
+    if sim is not None and speaks is not None and sim[1] != speaks:
+        raise BadInputError(
+            f"--leader {scheme}:// simulates {sim[0]} servos, but the leader arm {arm.name!r} has {speaks} servos: "
+            f"give the --leader-arm of an arm of {sim[0]} servos, or a port of {speaks} servos"
+        )
     if scheme == "dynamixelsim" or (scheme != "feetechsim" and by_arm):
         from armctl.bus.dynamixel.client import DynamixelBus
 

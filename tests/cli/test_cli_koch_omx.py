@@ -103,11 +103,21 @@ def test_the_koch_follows_a_koch_leader_on_the_simulated_bus(tmp_path, capsys):
         rows.append(f"{t},{cal.gripper.id},{float(cal.gripper.value(math.radians(g))):.2f}")
     hand = tmp_path / "hand.csv"
     hand.write_text("\n".join(rows) + "\n")
-    argv = ["--arm", "koch", "--backend", "feetech", "follow", "--leader", f"feetechsim://?hand={hand}"]
-    rc, out, err = _run(capsys, *argv, "--leader-arm", "koch-leader", "--duration", "4", "--json")
-    assert rc == 0, err
-    rc, out, err = _run(capsys, "--arm", "koch", "--backend", "feetech", "status", "--json")
+    leader = f"dynamixelsim://?hand={hand}&model=xl330-m077&baud=1000000"
+    rc, out, err = _run(capsys, "--arm", "koch", "follow", "--leader", leader, "--duration", "4", "--json")
+    assert rc == 0 and json.loads(out)["leader_arm"] == "koch-leader", err  # the koch's leader by default
+    rc, out, err = _run(capsys, "--arm", "koch", "status", "--json")
     assert rc == 0, err
     got = json.loads(out)
     assert np.allclose(got["q_deg"], poses[-1][1], atol=0.5), got["q_deg"]
     assert got["gripper_deg"] == pytest.approx(-20, abs=0.5)
+
+
+def test_a_leader_on_a_bus_its_servos_do_not_speak_is_one_line(capsys):
+    """A koch-leader (Dynamixels) on a simulated Feetech bus, an SO-101 leader on a Dynamixel one: refused, exit 2."""
+    for leader, leader_arm, words in (
+        ("feetechsim://?ids=1-6", "koch-leader", "simulates Feetech bus servos, but the leader arm 'koch-leader'"),
+        ("dynamixelsim://?ids=1-6", "so101", "simulates Dynamixel bus servos, but the leader arm 'so101'"),
+    ):
+        rc, out, err = _run(capsys, "--arm", "koch", "follow", "--leader", leader, "--leader-arm", leader_arm)
+        assert rc == 2 and err.count("\n") == 1 and words in err, err

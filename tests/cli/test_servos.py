@@ -108,6 +108,12 @@ def test_setup_refuses_a_model_armctl_does_not_know(tmp_path, monkeypatch, capsy
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "the gripper servo (id 1 at 1000000 baud) reports model number 1234, a model armctl does not know" in err
+    before = (tmp_path / "bus.json").read_text()
+    for argv in (["set-id", "1", "7"], ["set-baud", "500000", "--id", "1"]):  # set-id and set-baud: the same
+        assert main(["servos", *argv, "--port", _url(tmp_path, "1"), "--yes"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "servo 1 (id 1 at 1000000 baud) reports model number 1234" in err, err
+    assert (tmp_path / "bus.json").read_text() == before  # nothing written
 
 
 def test_setup_needs_a_bus_servo_arm(capsys):

@@ -243,7 +243,7 @@ def test_without_sdl_one_line_names_the_extra_and_nothing_opens(monkeypatch, cap
     [
         (["jog", "--gamepad", "--release-ms", "100"], "--release-ms is for the keyboard pendant"),
         (["jog", "--gamepad", "0.5", "0.2"], "--gamepad jogs without a target"),
-        (["jog", "--device", "0"], "--device is for --gamepad"),
+        (["jog", "--device", "0"], "--device picks the gamepad of --gamepad"),
         (["jog", "--gamepad", "--speed", "0"], "--speed: 0 mm/s is outside"),
         (["jog", "--gamepad", "--device", "no such pad"], "--device 'no such pad': no gamepad by that name"),
     ],
