@@ -221,10 +221,12 @@ def setup_servos(
     baud: int,
     ask: Callable[[str], None],
     say: Callable[[str], None],
+    models: dict[str, str] | None = None,
 ) -> list[dict]:
     """Each joint's servo in turn (``joints``: (name, id), in the order asked), alone on the bus: found anywhere,
     given its id and ``baud``, verified. Then all connected: each must answer cleanly at its id. The summary:
-    one dict a servo (joint, id, baud, model, firmware, where it was found)."""
+    one dict a servo (joint, id, baud, model, firmware, where it was found). ``models``: joint -> the model the arm
+    has there (a servo of another model is refused, nothing written: a leader's servo in a follower, say)."""
     check_baud(baud, bus, "--baud")
     ids = [check_id(i, bus, f"joint {name}'s id") for name, i in joints]
     if len(set(ids)) != len(ids):
@@ -233,6 +235,12 @@ def setup_servos(
     for name, servo_id in joints:
         ask(f"connect only the {name} servo to the bus (it becomes id {servo_id}) and press Enter")
         found = _known(bus, find_one(bus, f"the {name} servo"), f"the {name} servo")
+        want = (models or {}).get(name)
+        if want is not None and want in bus.models.values() and found.model != want:
+            raise BadInputError(
+                f"the {name} servo (id {found.id} at {found.baud} baud) is a {found.model.upper()}; the arm has a "
+                f"{want.upper()} there: connect that one (or --any-model): nothing written"
+            )
         after = program(bus, found, servo_id, baud)
         was = f"id {found.id} at {found.baud} baud"
         say(f"{name}: {was} -> id {servo_id} at {baud} baud ({after.model}, firmware {after.firmware})")

@@ -79,6 +79,9 @@ def register(sub, parents) -> None:
         default="gripper-first",
         help="from the gripper down to the base (LeRobot's order, default) or as the arm lists its joints",
     )
+    s.add_argument(
+        "--any-model", action="store_true", help="take any servo model (default: the one the arm has at each joint)"
+    )
     s.set_defaults(func=cmd_setup)
 
 
@@ -169,18 +172,27 @@ def cmd_set_baud(args) -> int:
 def cmd_setup(args) -> int:
     from armctl.bus.setup import check_baud, setup_servos
 
-    joints = _arm_joints(args)
+    joints, models = _arm_joints(args)
     with _bus(args) as bus:
         baud = check_baud(args.baud, bus, "--baud") if args.baud is not None else bus.factory_baud
-        done = setup_servos(bus, joints, baud, _ask, print)
+        done = setup_servos(bus, joints, baud, _prompt, print, None if args.any_model else models)
     print(f"all {len(done)} servos answer at their ids at {baud} baud:")
     for d in done:
         print(f"  {d['joint']:<14} id {d['id']:>3}  {d['model']}  firmware {d['firmware']}")
     return 0
 
 
-def _arm_joints(args) -> list[tuple[str, int]]:
-    """(joint, id) of every bus servo of ``--arm`` (its calibration, or the preset's example), in the asked order."""
+def _prompt(question: str) -> str:
+    """A setup prompt's answer; q (quit) stops, nothing more written."""
+    answer = _ask(question + " (q quits)")
+    if answer.lower() in ("q", "quit"):
+        raise BadInputError("servos setup: stopped (q): the servos set up so far keep their new ids")
+    return answer
+
+
+def _arm_joints(args) -> tuple[list[tuple[str, int]], dict[str, str]]:
+    """(joint, id) of every bus servo of ``--arm`` (its calibration, or the preset's example), in the asked order,
+    and the servo model the arm names at each joint (where it names one)."""
     from armctl.calibration.lerobot import open_calibration
     from armctl.model.arm import load_arm
 
@@ -191,4 +203,6 @@ def _arm_joints(args) -> list[tuple[str, int]]:
     if cal.unit != "steps":
         raise BadInputError(f"--arm {args.arm}: its calibration {path} drives hobby servos, not bus servos")
     joints = [(s.name, s.id) for s in (*cal.servos, *cal.held)]
-    return joints[::-1] if args.order == "gripper-first" else joints
+    named = [arm.drive.servo(i) for i in range(arm.n)] + [arm.drive.gripper if arm.gripper is not None else None]
+    models = {s.name: d.model.key for s, d in zip(cal.servos, named) if d is not None}
+    return (joints[::-1] if args.order == "gripper-first" else joints), models

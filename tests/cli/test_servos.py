@@ -285,3 +285,14 @@ def test_setup_on_a_pty_then_the_vendor_sdk_finds_ids_1_to_6(tmp_path, pty_bus):
             assert (value, result) == (servo_id, scs.COMM_SUCCESS)
     finally:
         port.closePort()
+
+
+def test_q_at_a_setup_prompt_stops_and_writes_nothing_more(tmp_path, monkeypatch, capsys):
+    connected = tmp_path / "connected"
+    url = _url(tmp_path, "1,1", connected=connected)
+    monkeypatch.setattr(sys, "stdin", Hands(connected, ["1"], answer="q\n"))
+    assert main(["--arm", "so101", "servos", "setup", "--port", url]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "servos setup: stopped (q)" in err, err
+    connected.write_text("all")
+    assert [s["id"] for s in _scan_json(capsys, url)] == [1]  # both still id 1: nothing written (a collision)

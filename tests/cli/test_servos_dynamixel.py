@@ -69,13 +69,21 @@ def test_two_dynamixels_on_one_id_reported_and_refused(tmp_path, capsys):
 
 
 def test_the_koch_sets_up_on_dynamixels_without_being_told(tmp_path, monkeypatch, capsys):
-    """``--arm koch servos setup``: the bus the Koch's servos speak (Dynamixel), no --backend; the Koch's ids."""
+    """``--arm koch servos setup``: the bus the Koch's servos speak (Dynamixel), no --backend; the Koch's ids. A servo
+    of another model than the Koch has at a joint (an XL330 where its shoulder has an XL430) is refused, nothing
+    written to it; --any-model takes it."""
     connected = tmp_path / "connected"
-    url = _url(tmp_path, "1,1,1,1,1,1", connected=connected, model="xl330-m288")
+    url = _url(tmp_path, "1,1,1,1,1,1", connected=connected, model="xl330-m288")  # six XL330s: no XL430 shoulder
+    monkeypatch.setattr(sys, "stdin", Hands(connected, ["1", "2", "3", "4", "5"]))
+    assert main(["--arm", "koch", "servos", "setup", "--port", url, "--baud", "1000000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the shoulder_lift servo (id 1 at 57600 baud) is a XL330-M288" in err, err
+    assert "the arm has a XL430-W250 there" in err
+    url = _url(tmp_path / "fresh", "1,1,1,1,1,1", connected=connected, model="xl330-m288")  # six new ones again
+    (tmp_path / "fresh").mkdir()
     monkeypatch.setattr(sys, "stdin", Hands(connected, ["1", "2", "3", "4", "5", "6", "all"]))
-    assert main(["--arm", "koch", "servos", "setup", "--port", url, "--baud", "1000000"]) == 0, capsys.readouterr()
-    out = capsys.readouterr().out
-    assert "all 6 servos answer at their ids at 1000000 baud" in out
+    argv = ["--arm", "koch", "servos", "setup", "--port", url, "--baud", "1000000", "--any-model"]
+    assert main(argv) == 0, capsys.readouterr()
+    assert "all 6 servos answer at their ids at 1000000 baud" in capsys.readouterr().out
     with DynamixelBus(url, baudrate=1_000_000) as bus:
         assert sorted(s.id for s in bus.serial.sim.servos) == [1, 2, 3, 4, 5, 6]
-    assert _scan(capsys, url.replace("&connected=" + str(connected), ""))[0][1] == 1_000_000
