@@ -75,12 +75,16 @@ def read_info(root: Path) -> dict:
     if not root.is_dir():
         what = "is a file, not a dataset folder" if root.exists() else "no such dataset folder"
         raise BadInputError(f"{root}: {what} (a LeRobot dataset: meta/info.json, data/, ...)")
+    from armctl.core.limits import json_depth_ok, read_utf8
+
     path = root / "meta" / "info.json"
+    if not path.is_file():
+        raise BadInputError(f"{root}: not a LeRobot dataset (no meta/info.json)")
+    text = read_utf8(path, what="dataset's meta/info.json")  # the size cap, UTF-8: one line naming the file
+    json_depth_ok(text, path=path)  # nesting refused before json.loads recurses into it
     try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BadInputError(f"{root}: not a LeRobot dataset (no meta/info.json)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        info = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise BadInputError(f"{path}: unreadable ({exc})") from None
     action = info.get("features", {}).get("action") if isinstance(info, dict) else None
     if not isinstance(action, dict) or not isinstance(action.get("names"), list):
@@ -129,6 +133,12 @@ def read_episode(root: Path, info: dict, episode: int) -> tuple[np.ndarray, np.n
     return t - t[0], values[order]
 
 
+def _few(names: list, shown: int = 8) -> str:
+    """``names`` joined, the first ``shown`` of a long list and how many more."""
+    more = f", ... ({len(names) - shown} more)" if len(names) > shown else ""
+    return ", ".join(str(n) for n in names[:shown]) + more
+
+
 def check_names(have: list[str], want: tuple[str, ...], arm_name: str, root: Path) -> None:
     """BadInputError (one line) unless the dataset's action names are the arm's, naming the missing and extra."""
     if list(have) == list(want):
@@ -137,11 +147,11 @@ def check_names(have: list[str], want: tuple[str, ...], arm_name: str, root: Pat
     extra = [n for n in have if n not in want]
     parts = []
     if missing:
-        parts.append(f"missing {', '.join(missing)}")
+        parts.append(f"missing {_few(missing)}")
     if extra:
-        parts.append(f"extra {', '.join(extra)}")
+        parts.append(f"extra {_few(extra)}")
     if not parts:
-        parts.append(f"in another order ({', '.join(have)}; arm: {', '.join(want)})")
+        parts.append(f"in another order ({_few(list(have))}; arm: {', '.join(want)})")
     raise BadInputError(
         f"{root}: its action features do not match those of arm {arm_name!r}: {'; '.join(parts)} (give the arm it was "
         "recorded on with --arm)"

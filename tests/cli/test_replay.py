@@ -198,3 +198,21 @@ def test_a_late_sample_of_the_recording_is_slowed_to_the_speed_limit_not_refused
     q = plan.traj.q_rad
     steps = np.abs(np.diff(q, axis=0)) / plan.traj.period_s
     assert np.all(steps <= np.asarray(plan.arm.max_speed_rad_s) * (1 + 1e-6)), np.degrees(steps.max(axis=0))
+
+
+def test_a_hostile_info_json_is_one_line_in_under_a_second(tmp_path):
+    """meta/info.json nested 10,000 deep, or naming a million features: one line, exit 2, at once."""
+    ds = tmp_path / "ds"
+    (ds / "meta").mkdir(parents=True)
+    info = ds / "meta" / "info.json"
+    for text, words in (
+        ("[" * 10000 + "]" * 10000, ("info.json:1", "JSON nested more than")),
+        (json.dumps({"features": {"action": {"names": ["x"] * 10**6}}, "total_episodes": 1}), ("(999992 more)",)),
+    ):
+        info.write_text(text)
+        t0 = time.monotonic()
+        p = _armctl("--arm", "mearm", "replay", str(ds), state=tmp_path / "s")
+        took = time.monotonic() - t0
+        line = _one_line(p, 2, *words)
+        assert len(line) < 400, line
+        print(f"hostile info.json: {took:.2f} s (python start included)")
