@@ -94,6 +94,7 @@ class ServoBus:
     max_id = 0xFC
     broadcast_id = 0xFE
     status_overhead = 6  #: bytes a status packet has beside its parameters
+    header = b""  #: the bytes every packet of the protocol starts with
     sync_reads = True  #: the servos answer SYNC_READ (else ``sync_read`` reads servo by servo)
 
     def __init__(
@@ -480,8 +481,9 @@ class ServoBus:
         got: dict = {}
         corrupt: set[int] = set()
         order = list(expect)
-        late_reads = 0
+        late_reads = noise = 0
         while len(got) < len(expect):
+            noise += self._drop_noise()
             item = self._take_packet(self._rx)
             if item is None:
                 left = sum(extra + expect[i] for i in order if i not in got) - len(self._rx)
@@ -503,9 +505,19 @@ class ServoBus:
         if len(got) < len(expect):
             self.counters["timeouts"] += 1
             pending = [i for i in order if i not in got]
-            if self._rx and not corrupt.intersection(pending):  # bytes that never made a packet: not silence
+            if (self._rx or noise) and not corrupt.intersection(pending):  # bytes that made no packet: not silence
                 corrupt.add(pending[0])
         return got, corrupt
+
+    def _drop_noise(self) -> int:
+        """Drop the bytes before the buffer's first header (an answer whose header was hit on the wire, or
+        line noise) and return how many: a servo that was heard this way did answer, though not readably."""
+        start = self._rx.find(self.header)
+        if start < 0:
+            h = self.header
+            start = len(self._rx) - next((n for n in range(len(h) - 1, 0, -1) if self._rx.endswith(h[:n])), 0)
+        del self._rx[:start]
+        return start
 
     def _is_status(self, item) -> bool:
         """True for a good status packet (``_take_packet``'s); False for a corrupt one (it has ``id``)."""

@@ -92,6 +92,19 @@ def test_a_garbled_servo_is_a_bad_reply_and_the_wrong_baud_no_reply():
             b.ping(1)
 
 
+@pytest.mark.parametrize("kind", ["dynamixel", "feetech"])
+def test_an_answer_whose_header_was_hit_is_corrupt_not_silence(kind):
+    """A flipped bit anywhere in the answer, its header included (seeds 31, 46, .. hit Dynamixel's FD 00),
+    is a corrupt reply: the servo was heard."""
+    from armctl.bus.feetech.client import FeetechBus
+
+    bus_class = DynamixelBus if kind == "dynamixel" else FeetechBus
+    for seed in range(50):
+        with bus_class(f"{kind}sim://?ids=1-2&garble=2&seed={seed}", retries=0) as b:
+            with pytest.raises(ServoBadReply, match="servo 2: corrupt reply to ping"):
+                b.ping(2)
+
+
 def test_a_hardware_alert_is_a_fault_naming_the_servo_and_reboot_clears_it():
     with DynamixelBus("dynamixelsim://?ids=1-2&model=xl330", retries=1) as b:
         b.check_ids([1, 2])

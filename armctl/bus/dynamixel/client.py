@@ -24,6 +24,7 @@ from armctl.bus.dynamixel.protocol import (
     BAUD_RATES,
     BROADCAST_ID,
     DEFAULT_BAUD,
+    HEADER,
     MAX_ID,
     MODEL_NUMBERS,
     MODELS,
@@ -82,6 +83,7 @@ class DynamixelBus(ServoBus):
     kind = "Dynamixel"
     max_id = MAX_ID
     broadcast_id = BROADCAST_ID
+    header = HEADER
     status_overhead = 11  # header 4, id, length 2, instruction, error, CRC 2
     _ping_count = 3  # model number (2), firmware version
 

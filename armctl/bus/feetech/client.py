@@ -16,6 +16,7 @@ from armctl.bus.feetech.protocol import *  # noqa: F403  (the protocol's names, 
 from armctl.bus.feetech.protocol import (
     BAUD_RATES,
     DEFAULT_BAUD,
+    HEADER,
     REG_WRITE,
     BadPacket,
     Series,
@@ -61,6 +62,7 @@ class FeetechBus(ServoBus):
     """
 
     kind = "Feetech"
+    header = HEADER
     status_overhead = 6
 
     def __init__(
