@@ -21,6 +21,8 @@ kind could act on:
    each once with a short timeout: the ids that answer, and their models.
 6. Else Dynamixel bus servos: a Protocol 2.0 broadcast ping at 57600 baud (the factory's), then 1 Mbaud.
 
+A simulated servo bus (``feetechsim://``, ``dynamixelsim://``) has no Arduino to wait for: only 5 and 6 are asked.
+
 A port with nothing on it takes about ``FIRMATA_WAIT_S + HELLO_WAIT_S`` and the pings (6 s);
 ``probe_all`` probes ports in parallel, so many ports take no longer than one.
 """
@@ -40,7 +42,7 @@ from armctl.bus.armproto.backend import DEFAULT_BAUD
 from armctl.bus.backend import open_port
 from armctl.bus.firmata import FIRMATA_BAUD, VERSION_QUERY, FirmataListener
 from armctl.bus.portlock import PortLock
-from armctl.bus.simulators import scheme_backend
+from armctl.bus.simulators import is_bus_simulator, scheme_backend
 from armctl.core import stopsignals
 from armctl.errors import ArmctlError, LinkError, ProtocolError
 
@@ -244,9 +246,27 @@ def _ours(hello: codec.Hello) -> str:
     return text
 
 
-def identify(ser, hello_out: list | None = None) -> tuple[str, str, str | None, bool | None]:
-    """Steps 2-4 of the module docstring on ``ser``, an open pyserial port at 115200 baud opened just now.
-    Returns (found, detail, backend, reset_seen); our firmware's handshake is appended to ``hello_out``."""
+def identify(ser, hello_out: list | None = None, *, board: bool = True) -> tuple[str, str, str | None, bool | None]:
+    """Steps 2-6 of the module docstring on ``ser``, an open pyserial port at 115200 baud opened just now.
+    Returns (found, detail, backend, reset_seen); our firmware's handshake is appended to ``hello_out``.
+    ``board=False``: the port cannot be an Arduino (a simulated servo bus): only the bus servos are asked."""
+    if board:
+        found = _identify_board(ser, hello_out)
+        if found is not None:
+            return found
+    # 5. Feetech bus servos, at 1 Mbaud
+    servos = _feetech_servos(ser)
+    if servos:
+        return "feetech", servos, "feetech", None
+    # 6. Dynamixel bus servos (Protocol 2.0), at the factory's 57600 baud and at 1 Mbaud
+    servos = _dynamixel_servos(ser)
+    if servos:
+        return "dynamixel", servos, "dynamixel", None
+    return "no answer", "no answer at 115200 (armctl), 57600 (Firmata, Dynamixel) nor 1 Mbaud (bus servos)", None, None
+
+
+def _identify_board(ser, hello_out: list | None) -> tuple[str, str, str | None, bool | None] | None:
+    """Steps 2-4: our firmware or Firmata on an Arduino (None: neither, and nothing else answered)."""
     t0 = time.monotonic()
     port = _Port(ser)
     # 2. our firmware announces itself after a reset
@@ -294,15 +314,7 @@ def identify(ser, hello_out: list | None = None) -> tuple[str, str, str | None, 
         return "armctl", _ours(hello), "armctl", False
     if port.sample:
         return "unknown", f"answers, but in no protocol armctl knows (first bytes {bytes(port.sample)!r})", None, None
-    # 5. Feetech bus servos, at 1 Mbaud
-    servos = _feetech_servos(ser)
-    if servos:
-        return "feetech", servos, "feetech", None
-    # 6. Dynamixel bus servos (Protocol 2.0), at the factory's 57600 baud and at 1 Mbaud
-    servos = _dynamixel_servos(ser)
-    if servos:
-        return "dynamixel", servos, "dynamixel", None
-    return "no answer", "no answer at 115200 (armctl), 57600 (Firmata, Dynamixel) nor 1 Mbaud (bus servos)", None, None
+    return None
 
 
 def _feetech_servos(ser) -> str | None:
@@ -377,7 +389,7 @@ def probe(info: PortInfo | str, *, on_reset=None) -> PortReport:
             return report("busy" if "another program" in text else "error", text)
         try:
             hello: list = []
-            found, detail, backend, reset = identify(ser, hello)
+            found, detail, backend, reset = identify(ser, hello, board=not is_bus_simulator(info.device))
             if on_reset is not None and found == "armctl" and reset and hello:
                 note = on_reset(info.device, ser, hello[0])
                 if note:

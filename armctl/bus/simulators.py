@@ -70,6 +70,11 @@ def is_simulator(url) -> bool:
     return url_scheme(url) in SIMULATORS
 
 
+def is_bus_simulator(url) -> bool:
+    """True if ``url`` names a simulated servo bus (no Arduino behind it: nothing resets on open)."""
+    return SIMULATOR_UNITS.get(url_scheme(url)) == "steps"
+
+
 def _module(scheme: str):
     try:
         return importlib.import_module(SIMULATORS[scheme])

@@ -39,9 +39,10 @@ def register(sub, parents) -> None:
 
 def _reports(explicit: list[str] | None, *, quiet: bool):
     from armctl.bus.probe import PortInfo, candidates, is_i2c, probe_all
+    from armctl.bus.simulators import is_bus_simulator
 
     listed = [PortInfo(p) for p in explicit] if explicit else candidates()
-    if not quiet and any(p.looks_like_board and not is_i2c(p.device) for p in listed):
+    if not quiet and any(p.looks_like_board and not (is_i2c(p.device) or is_bus_simulator(p.device)) for p in listed):
         print(
             "armctl ports: opening a port resets an Arduino Uno; waiting for each board to start (up to ~6 s)...",
             file=sys.stderr,

@@ -174,6 +174,25 @@ def test_ports_identifies_dynamixel_bus_servos_on_a_pty(sim_pty, capsys):
     assert got["detail"] == "Dynamixel bus servos XL430-W250: id 3 at 1000000 baud"
 
 
+@pytest.mark.parametrize(
+    "url, detail",
+    [
+        ("feetechsim://?ids=1-3", "Feetech bus servos STS3215: ids 1, 2, 3"),
+        ("dynamixelsim://?ids=1-3", "Dynamixel bus servos XL430-W250: ids 1, 2, 3 at 57600 baud"),
+    ],
+)
+def test_a_simulated_bus_url_is_asked_for_servos_only(url, detail, monkeypatch, capsys):
+    """No Arduino sits behind a simulated bus: no Uno reset is waited for (nor announced), only the servos pinged."""
+
+    def no_board(*args):
+        raise AssertionError("a simulated bus was probed for an Arduino")
+
+    monkeypatch.setattr(probe, "_identify_board", no_board)
+    assert main(["ports", url]) == 0
+    out = capsys.readouterr()
+    assert detail in out.out and "resets an Arduino" not in out.err
+
+
 def test_a_port_another_armctl_holds_is_reported_and_not_opened(sim_pty, capsys):
     pty = sim_pty()
     with armctl.connect("seed-3link", pty.path, assume_pose="home") as robot:  # a pty: nothing reads the servos
