@@ -59,6 +59,24 @@ def test_the_gamepad_leads_the_mearm_in_lerobot_teleoperate(venv_bin, tmp_path):
     assert 20.0 < moved[0] < 60.0 and math.hypot(moved[1], moved[2]) < 3.0, moved
 
 
+def test_the_gamepad_starts_from_where_the_follower_stands_not_from_home(venv_bin, tmp_path):
+    """The MeArm left 60 mm to the left of and 30 mm below home (an earlier run): the gamepad moves it from there
+    (armctl.teleop.followers: the robot in LeRobot's process says where it stands), it is not driven home first."""
+    import armctl
+
+    arm = load_arm("mearm")
+    home = tool_point(arm, np.array(arm.home_rad)) * 1000.0
+    with armctl.connect("mearm", port=port(tmp_path)) as robot:
+        robot.move_to(*((home + [0.0, 60.0, -30.0]) / 1000.0))
+    start = tool_mm(tmp_path)
+    assert np.linalg.norm(start - home) > 50.0, start
+    proc = teleoperate(venv_bin, tmp_path, "1.0 leftx 0.8\n2.0 leftx 0\n", 4)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    moved = tool_mm(tmp_path) - start
+    print(f"from {start} mm the gamepad moved the MeArm's tool by {moved} mm (asked: 40 mm right)")
+    assert 20.0 < moved[0] < 60.0 and math.hypot(moved[1], moved[2]) < 3.0, moved
+
+
 def test_an_unplugged_gamepad_ends_lerobot_teleoperate_with_the_line_that_says_so(venv_bin, tmp_path):
     proc = teleoperate(venv_bin, tmp_path, "0.8 leftx 0.8\n1.5 unplug\n", 6)
     assert proc.returncode != 0

@@ -113,6 +113,12 @@ class ActionSource:
         if target.clamped.startswith("held at a keep-out zone"):
             self.zone_frames += 1
 
+    def stands(self) -> tuple:
+        """``(q_rad, gripper_rad)``: the pose the arm is asked to hold now (where it stood at connect until an
+        action is taken): a gamepad leader in the same process starts from it (``armctl.teleop.followers``)."""
+        with self._lock:
+            return self._q.copy(), self._g
+
     # --- LeRobot's side ----------------------------------------------------------------------------------
 
     def observation(self) -> dict[str, float]:

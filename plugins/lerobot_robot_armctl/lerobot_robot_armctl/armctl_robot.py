@@ -24,6 +24,7 @@ from armctl.calibration.lerobot import open_calibration
 from armctl.dataset.recorder import arm_features
 from armctl.errors import ArmctlError
 from armctl.model.arm import load_arm
+from armctl.teleop import followers
 
 from .actions import ActionSource, follow_actions
 from .config_armctl_robot import ArmctlRobotConfig
@@ -50,6 +51,7 @@ class ArmctlRobot(Robot):
         self.cameras = make_cameras_from_configs(config.cameras)
         self.robot: armctl.Robot | None = None
         self.motion = None
+        self._driving: int | None = None  # its token in armctl.teleop.followers while connected
 
     @cached_property
     def _cameras_ft(self) -> dict[str, tuple]:
@@ -94,6 +96,7 @@ class ArmctlRobot(Robot):
         try:
             r = self.robot
             self.source, self.motion = follow_actions(r, map=cfg.map, rate_hz=cfg.rate_hz)
+            self._driving = followers.driving(r.arm.name, self.source.stands)
             self.features = self.source.features  # (the calibration in the backend's addressing)
             for cam in self.cameras.values():
                 cam.connect()
@@ -139,6 +142,9 @@ class ArmctlRobot(Robot):
     def disconnect(self) -> None:
         m, r = self.motion, self.robot
         self.motion = self.robot = None
+        if self._driving is not None:
+            followers.stopped(self._driving)
+            self._driving = None
         try:
             if m is not None and not m.done:
                 m.cancel()

@@ -2,13 +2,15 @@
 (``armctl.teleop.gamepad``: ``--teleop.gamepad=0``), as a LeRobot ``Teleoperator``. Each ``get_action`` reads the
 leader once and maps it onto the follower as ``armctl follow`` does (``armctl.teleop.follow.Teleop``: joint to joint
 for the same model, else the tool point), giving the follower's ``<joint>.pos`` in the naming and units
-``lerobot_robot_armctl`` takes (``arm_features``). A gamepad's sticks move the follower's pose from its home at a
-speed proportional to their deflection; let go, the pose stands; unplugged, ``get_action`` raises LinkError.
+``lerobot_robot_armctl`` takes (``arm_features``). A gamepad's sticks move the follower's pose at a speed
+proportional to their deflection, from where the follower stands (an armctl robot of that arm in this process:
+``armctl.teleop.followers``; else its home); let go, the pose stands; unplugged, ``get_action`` raises LinkError.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 
 from lerobot.teleoperators.teleoperator import Teleoperator
 
@@ -17,6 +19,7 @@ from armctl.calibration.lerobot import open_calibration
 from armctl.dataset.recorder import arm_features
 from armctl.errors import BadInputError
 from armctl.model.arm import load_arm
+from armctl.teleop import followers
 from armctl.teleop.follow import Teleop
 
 from .config_armctl_teleop import ArmctlTeleopConfig
@@ -53,6 +56,7 @@ class ArmctlTeleop(Teleoperator):
         self.leader = None
         self.teleop: Teleop | None = None
         self.pad, self.player = None, None  # the gamepad (--teleop.gamepad), and the tests' script playing on it
+        self.placed = False  # a pad's start pose is the follower's (read at the first action), not home
 
     @property
     def action_features(self) -> dict:
@@ -92,9 +96,9 @@ class ArmctlTeleop(Teleoperator):
         log.info("%s connected: %s leader on %s (map %s)", self, self.arm.name, cfg.port, self.map)
 
     def _connect_pad(self) -> None:
-        """A gamepad or the keyboard as the leader: its sticks (keys) move the follower's pose from home
-        (``GamepadLeader``), each action the pose it integrates to (``armctl jog --gamepad``'s mapping; X, or the
-        key m, switches joint / Cartesian mode)."""
+        """A gamepad or the keyboard as the leader: its sticks (keys) move the follower's pose (``GamepadLeader``)
+        from where it stands (``_place``; home until then), each action the pose it integrates to (``armctl jog
+        --gamepad``'s mapping; X, or the key m, switches joint / Cartesian mode)."""
         from armctl.teleop.gamepad import GamepadLeader
 
         cfg, arm = self.config, self.follower
@@ -113,7 +117,7 @@ class ArmctlTeleop(Teleoperator):
         leader = GamepadLeader(self.pad, arm, speed_mm_s=cfg.gamepad_speed_mm_s)
         grip = arm.gripper
         leader.start(arm.home_rad, grip.open_rad if grip is not None else float("nan"))
-        self.leader = leader
+        self.leader, self.placed = leader, False
         self.teleop = Teleop(leader, arm, map="joints", on_frame=leader.commanded)
         self.teleop.start(arm.home_rad, leader.g)
         log.info("%s connected: %s %r leading a %s", self, self.pad.index, self.pad.name, arm.name)
@@ -133,6 +137,8 @@ class ArmctlTeleop(Teleoperator):
             raise RuntimeError(f"{self} is not connected")
         tp = self.teleop
         if self.pad is not None:
+            if not self.placed:
+                self._place()
             self._poll_gamepad()
         target = tp.target()
         fcal = self.features.calibration
@@ -140,6 +146,19 @@ class ArmctlTeleop(Teleoperator):
         tp.sent(target.leader_t_s, target.q_rad, target.gripper_rad, target, {})
         values = self.features.values(target.q_rad, target.gripper_rad, held or None)
         return {n: float(v) for n, v in zip(self.features.names, values)}
+
+    def _place(self) -> None:
+        """Start the pad from where the follower stands: LeRobot connects the robot after the teleoperator
+        (lerobot-teleoperate) or before it (lerobot-record), and reads the robot before the first action."""
+        self.placed = True
+        stands = followers.standing(self.follower.name)
+        if stands is None:
+            log.info("%s: no armctl %s connected in this process: the pad starts from home", self, self.follower.name)
+            return
+        q, g = stands
+        g = g if math.isfinite(g) else self.leader.g
+        self.leader.start(q, g)
+        self.teleop.start(q, g)
 
     def _poll_gamepad(self) -> None:
         """Read the gamepad or the keys (a script played first, in the tests): X (m) switches joint / Cartesian mode."""
