@@ -19,7 +19,8 @@ class ArmctlTeleopConfig(TeleoperatorConfig):
 
     ``gamepad``: a gamepad as the leader instead (SDL: ``pip install 'armctl[gamepad]'``): its SDL device index
     (``0``) or a part of its name; no ``port`` then. Its sticks move the follower (``follower_arm``, else ``arm``)
-    from where it stands (the armctl robot of this process; else its home), ``gamepad_speed_mm_s`` at full deflection (the mapping: ``armctl jog --help``).
+    from where it stands (the armctl robot of this process; else its home), ``gamepad_speed_mm_s`` at full
+    deflection (the mapping: ``armctl jog --help``).
 
     ``keyboard``: the terminal's keys as the leader instead (``armctl.teleop.keypad``: arrows x/y, PgUp/PgDn z, ``,``
     ``.`` tool angle, ``;`` ``'`` roll, ``c``/``o`` gripper, ``m`` joint/Cartesian mode), moving the follower as the
