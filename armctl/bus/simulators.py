@@ -113,6 +113,14 @@ def check_simulator_port(url: str, backend) -> None:
             f"i2c:///dev/i2c-1?address=0x40 (or pca9685sim:// for the simulated board), not {url!r}"
         )
     unit = SIMULATOR_UNITS.get(scheme)
+    bus = SIMULATOR_BUSES.get(scheme)
+    if unit == backend.servo_unit and bus is not None and bus[1] != backend.name:
+        other = next((s for s, b in SIMULATOR_BUSES.items() if b[1] == backend.name), None)
+        raise BadInputError(
+            f"port {scheme}:// simulates {bus[0]} servos, which the {backend.name} backend does not speak: give "
+            f"{f'--port {other}:// ' if other else ''}for the arm's servos, or an arm of {bus[0]} servos "
+            f"(--arm {bus[2]})"
+        )
     if unit is None or unit == backend.servo_unit:
         return
     if unit == "steps":

@@ -121,3 +121,15 @@ def test_a_leader_on_a_bus_its_servos_do_not_speak_is_one_line(capsys):
     ):
         rc, out, err = _run(capsys, "--arm", "koch", "follow", "--leader", leader, "--leader-arm", leader_arm)
         assert rc == 2 and err.count("\n") == 1 and words in err, err
+
+
+def test_an_arm_on_a_simulated_bus_its_servos_do_not_speak_is_one_line(capsys):
+    """The OMX (Dynamixels) on feetechsim://, the SO-101 (Feetech) on dynamixelsim://: refused at once, exit 2, with
+    the simulator to use; it was a timeout on every baud rate (exit 4) naming the first servo."""
+    for arm, port, words in (
+        ("omx", "feetechsim://", "feetechsim:// simulates Feetech bus servos, which the dynamixel backend does not"),
+        ("so101", "dynamixelsim://", "dynamixelsim:// simulates Dynamixel bus servos, which the feetech backend"),
+    ):
+        rc, out, err = _run(capsys, "--arm", arm, "--port", port, "jog", "0.2", "0", "0.1")
+        assert rc == 2 and err.count("\n") == 1 and words in err, err
+        assert "--port feetechsim://" in err or "--port dynamixelsim://" in err, err
