@@ -83,7 +83,9 @@ class ArmFeatures:
             frac = (
                 0.0 if not math.isfinite(gripper_rad) else (gripper_rad - gr.closed_rad) / (gr.open_rad - gr.closed_rad)
             )
-            out.append(100.0 * frac)
+            # 0..100 as LeRobot's grippers read (it clamps to the range): a servo reading a step past an end (the
+            # koch's open end is 2730.7 steps, the servo reads 2731) must not make a dataset LeRobot's robots refuse
+            out.append(100.0 * min(max(frac, 0.0), 1.0))
         return np.array(out)
 
     def pose(self, values) -> tuple[np.ndarray, float, dict[str, float]]:

@@ -122,7 +122,7 @@ def test_tool_actions_reachable_followed_unreachable_refused():
         src.offer({"x": 0.6, "y": 0.0, "z": 0.0, "gripper": 100})  # 0.6 m: beyond the MeArm's ~0.23 m
         assert src.held_actions == 1 and "out of reach" in src.last_refusal
         src.offer({"x": x, "y": y, "z": z, "gripper": 130})
-        assert src.held_actions == 2 and "gripper 130.0 outside 0..100" in src.last_refusal
+        assert src.held_actions == 2 and "gripper 130.00 outside 0..100" in src.last_refusal
         time.sleep(0.2)
         assert np.max(np.abs(commanded_deg(src) - np.degrees(q))) < 0.5
         m.cancel()

@@ -474,3 +474,20 @@ def test_a_writer_never_closed_leaves_no_work_files(tmp_path):
     assert p.returncode == 0, p.stderr
     assert sorted(q.name for q in ds.iterdir()) == ["data", "meta", "videos"]
     assert json.loads((ds / "meta/info.json").read_text())["total_frames"] == 10
+
+
+@pytest.mark.parametrize("arm_name", ["koch", "omx", "mearm"])
+def test_a_gripper_read_a_step_past_its_end_is_recorded_at_the_end(arm_name):
+    """gripper.pos is 0..100 as LeRobot's grippers read (they clamp): a koch gripper reading 2731 steps, past its open
+    end at 2730.7, was recorded as 100.05, which LeRobot's armctl robot then refused on replay."""
+    from armctl.calibration.lerobot import open_calibration
+    from armctl.dataset.recorder import arm_features
+    from armctl.model.arm import load_arm
+
+    arm = load_arm(arm_name)
+    features = arm_features(arm, open_calibration(None, arm)[0])
+    gr = arm.gripper
+    past = 0.01 * (gr.open_rad - gr.closed_rad)  # 1 % past an end
+    assert features.values(arm.home_rad, gr.open_rad + past)[-1] == 100.0
+    assert features.values(arm.home_rad, gr.closed_rad - past)[-1] == 0.0
+    assert features.values(arm.home_rad, gr.closed_rad + 0.25 * (gr.open_rad - gr.closed_rad))[-1] == pytest.approx(25)

@@ -191,7 +191,7 @@ class ActionSource:
         grip = math.nan
         if g is not None:
             if not GRIPPER_RANGE[0] <= g <= GRIPPER_RANGE[1]:
-                return q_from, math.nan, {}, ("gripper", f"gripper {g:.1f} outside 0..100")
+                return q_from, math.nan, {}, ("gripper", f"gripper {g:.2f} outside 0..100")
             gr = arm.gripper
             grip = gr.closed_rad + g / 100.0 * (gr.open_rad - gr.closed_rad)
         if not all(math.isfinite(x) for x in values):
@@ -226,7 +226,7 @@ class ActionSource:
             lo, hi = sorted((gr.closed_rad, gr.open_rad))
             if not lo - tol <= g <= hi + tol:
                 pct = 100.0 * (g - gr.closed_rad) / (gr.open_rad - gr.closed_rad)
-                return "gripper", f"gripper {pct:.1f} outside 0..100"
+                return "gripper", f"gripper {pct:.2f} outside 0..100"
         for h in self.calibration.held:
             if h.name in held and not HELD_RANGE[0] <= h.position_steps + held[h.name] <= HELD_RANGE[1]:
                 return h.name, f"{h.name} outside its servo's 0..4095 steps"
