@@ -16,9 +16,11 @@ PgUp/PgDn: joint 3, , / .: joint 4, ; / ': joint 5).
 
 from __future__ import annotations
 
+import sys
 import time
 
 from armctl.core.terminal import REPEAT_GAP_S, Terminal, release_time
+from armctl.errors import BadInputError
 from armctl.teleop.gamepad import AXES, PadState
 
 TAP_S = 0.1  # a single tap (no auto-repeat yet) holds its key this long
@@ -49,6 +51,11 @@ class KeyboardPad:
     gone = "the keyboard's terminal closed (end of input)"  # GamepadLeader's LinkError when it is gone
 
     def __init__(self, terminal: Terminal | None = None, *, release_s: float | None = None):
+        if terminal is None and not sys.stdin.isatty():
+            raise BadInputError(
+                "the keyboard as a leader reads the keys of the terminal it runs in, and standard input is not a "
+                "terminal: run it in one, or give a gamepad or a leader arm"
+            )
         self.term = terminal if terminal is not None else Terminal(fullscreen=False, raw=False)
         self.release_override_s = release_s
         self.last: dict[str, float] = {}  # key -> when it last came

@@ -93,3 +93,14 @@ def test_the_arrow_keys_lead_the_mearm_through_the_follow(keys):
     print(f"a second of Right at 50 mm/s moved the tool {moved} mm")
     assert 20 < moved[0] < 60 and math.hypot(moved[1], moved[2]) < 3.0, moved
     assert np.abs(later - stopped).max() < 0.5  # released: it stands
+
+
+def test_the_keyboard_with_no_terminal_is_one_line(monkeypatch):
+    """LeRobot's --teleop.keyboard=true started with no terminal (a script, a service): one line, not termios.error."""
+    import pytest
+
+    from armctl.errors import BadInputError
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    with pytest.raises(BadInputError, match="standard input is not a terminal"):
+        KeyboardPad()
