@@ -143,7 +143,14 @@ def _refuse_taken(bus: SetupBus, servo_id: int, bauds: Iterable[int], why: str) 
 
 def program(bus: SetupBus, found: Found, new_id: int, new_baud: int) -> Found:
     """Give the servo ``found`` the id ``new_id`` and baud rate ``new_baud`` (torque off, EEPROM unlocked, written,
-    locked) and read both back at the new rate: what answers there. LinkError if the servo did not take them."""
+    locked) and read both back at the new rate: what answers there. LinkError if the servo did not take them;
+    BadInputError, before anything is written, if its model does not run at ``new_baud``."""
+    rates = bus.model_bauds(found.model)
+    if new_baud not in rates:
+        raise BadInputError(
+            f"servo {found.id} ({found.model.upper()}) does not run at {new_baud} baud, only at "
+            f"{', '.join(map(str, rates))}; nothing written"
+        )
     bus.use_baud(found.baud)
     bus.torque_off(found.id)
     bus.unlock(found.id)

@@ -80,6 +80,10 @@ class SetupBus(ABC):
     def close(self) -> None:
         """Release the port (safe to call twice)."""
 
+    def model_bauds(self, model: str) -> tuple[int, ...]:
+        """The baud rates servo model ``model`` runs at (default: every one of ``baud_rates``)."""
+        return self.baud_rates
+
     @abstractmethod
     def use_baud(self, baud: int) -> None:
         """Talk at ``baud`` from now on (one of ``baud_rates``)."""

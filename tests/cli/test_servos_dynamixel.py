@@ -49,6 +49,10 @@ def test_set_id_refused_onto_a_taken_id_and_set_baud_verified(tmp_path, capsys):
     assert err.count("\n") == 1 and "id 2 is taken: a servo answers there at 57600 baud" in err
     assert main([*BACKEND, "servos", "set-id", "1", "7", "--yes", "--port", url]) == 0, capsys.readouterr().err
     assert "servo 1 is now id 7 at 57600 baud (xl330-m288; read back)" in capsys.readouterr().out
+    # an XL330's baud table stops at 4 Mbaud (an XL430's has 4.5): refused before any write, in one line
+    assert main([*BACKEND, "servos", "set-baud", "4500000", "--id", "7", "--yes", "--port", url]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "servo 7 (XL330-M288) does not run at 4500000 baud, only at 57600" in err, err
     assert main([*BACKEND, "servos", "set-baud", "1000000", "--id", "7", "--yes", "--port", url]) == 0
     assert "servo 7 now runs at 1000000 baud" in capsys.readouterr().out
     with DynamixelBus(url, baudrate=1_000_000) as bus:

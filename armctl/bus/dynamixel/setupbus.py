@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from armctl.bus.dynamixel import protocol
 from armctl.bus.dynamixel.client import DynamixelBus, UnknownModel
-from armctl.bus.dynamixel.protocol import BAUD_RATES, MAX_ID, MODEL_NUMBERS
+from armctl.bus.dynamixel.protocol import BAUD_RATES, MAX_ID, MODEL_NUMBERS, get_model
 from armctl.bus.servobus import ServoBadReply, ServoNoReply
 from armctl.bus.setupbus import ClientSetupBus
+from armctl.errors import BadInputError
 
 #: a scan's wait for each answer beyond its bytes' time on the wire (s); U2D2 and OpenRB adapters answer within
 #: 1-2 ms (an FTDI one with its default 16 ms latency timer: ``--timeout-ms 20``)
@@ -39,6 +40,14 @@ class DynamixelSetupBus(ClientSetupBus):
 
     def __init__(self, port: str, *, timeout_s: float = SCAN_TIMEOUT_S):
         super().__init__(port, timeout_s=timeout_s)
+
+    def model_bauds(self, model: str) -> tuple[int, ...]:
+        """The rates in the model's own baud table (an XL330 stops at 4 Mbaud; an XL430 runs at 4.5 Mbaud too)."""
+        try:
+            table = get_model(model).baud_rates
+        except BadInputError:
+            return self.baud_rates
+        return tuple(b for b in self.baud_rates if b in table.values()) or self.baud_rates
 
     def make_client(self, port: str) -> DynamixelBus:
         return DynamixelBus(port, baudrate=self.factory_baud)
