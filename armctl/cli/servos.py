@@ -92,7 +92,18 @@ def _bus(args):
     auto = (args.port or "").strip().lower() == "auto"
     resolve_port(args)  # --port auto: the board found, and its backend
     backend = args.backend if auto or getattr(args, "backend_given", False) else _bus_of(args)
+    _check_sim_bus(args.port, backend)
     return open_setup_bus(backend, args.port, args.timeout_ms / 1000.0)
+
+
+def _check_sim_bus(port, backend: str) -> None:
+    """A simulated bus of the other maker's servos would only time out: one line instead."""
+    from armctl.bus.simulators import SIMULATOR_BUSES, url_scheme
+
+    scheme = url_scheme(port)
+    sim = SIMULATOR_BUSES.get(scheme)
+    if sim is not None and sim[1] != backend:
+        raise BadInputError(f"port {scheme}:// simulates {sim[0]} servos: use --backend {sim[1]}, not {backend}")
 
 
 def _bus_of(args) -> str:

@@ -91,3 +91,11 @@ def test_the_koch_sets_up_on_dynamixels_without_being_told(tmp_path, monkeypatch
     assert "all 6 servos answer at their ids at 1000000 baud" in capsys.readouterr().out
     with DynamixelBus(url, baudrate=1_000_000) as bus:
         assert sorted(s.id for s in bus.serial.sim.servos) == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_simulated_bus_of_the_other_maker_is_one_line(capsys):
+    """--backend feetech on dynamixelsim:// (and the reverse) would time out at every baud: exit 2 at once."""
+    for backend, port in (("feetech", "dynamixelsim://"), ("dynamixel", "feetechsim://")):
+        assert main(["--backend", backend, "servos", "scan", "--port", port]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{port} simulates" in err and f"not {backend}" in err, err
