@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from armctl import ik
@@ -122,6 +124,12 @@ def _solve_pose_layered(arm: Arm, target, phi, q_near, roll=None) -> np.ndarray:
             f"'{arm.name}' inside its joint limits (nearest reachable point {fmt_point(near)} m)",
             target=tuple(float(v) for v in target),
             shortfall_m=res.shortfall_m,
+        )
+    if arm.has_base and math.hypot(target[0], target[1]) < 1e-4 and res.error_m < 1e-4:
+        raise JointLimitError(
+            f"target {fmt_point(target)} m is on the base's axis, where the base angle is undefined and the "
+            f"solve comes only within {res.error_m * 1e6:.0f} um: move the target off the axis",
+            q=np.asarray(res.q, dtype=float),
         )
     raise JointLimitError(
         f"no pose inside the joint limits reaches {fmt_point(target)} m: the nearest reachable point "

@@ -133,3 +133,10 @@ def test_an_arm_on_a_simulated_bus_its_servos_do_not_speak_is_one_line(capsys):
         rc, out, err = _run(capsys, "--arm", arm, "--port", port, "jog", "0.2", "0", "0.1")
         assert rc == 2 and err.count("\n") == 1 and words in err, err
         assert "--port feetechsim://" in err or "--port dynamixelsim://" in err, err
+
+
+def test_a_target_on_the_base_axis_says_so(capsys):
+    """(0, 0, z): the base angle is undefined there; the line said 'the nearest reachable point (0, 0, z) is 0.0 mm
+    away', contradicting itself."""
+    rc, out, err = _run(capsys, "--arm", "koch", "jog", "0", "0", "0.05")
+    assert rc == 3 and err.count("\n") == 1 and "on the base's axis" in err and "0.0 mm away" not in err, err
