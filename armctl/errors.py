@@ -130,6 +130,13 @@ class StorageError(ArmctlError, OSError):
     exit_code = 5
 
 
+def write_error(message: str, exc: OSError) -> ArmctlError:
+    """The error for a file or folder that could not be written (``exc`` why): bad input (exit 2) when the path
+    names a folder where a file goes or a file where a folder goes; else storage (exit 5: read-only, full, missing)."""
+    bad_path = isinstance(exc, (IsADirectoryError, NotADirectoryError, FileExistsError))
+    return (BadInputError if bad_path else StorageError)(message)
+
+
 class StopRequested(ArmctlError):
     """Motion was stopped on request (the web page's stop button, a closed page): like Ctrl-C, not a fault."""
 

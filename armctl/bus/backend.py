@@ -53,7 +53,7 @@ import serial
 from armctl.bus import __name__ as _bus  # noqa: F401  (registers armsim:// with pyserial)
 from armctl.bus import codec
 from armctl.bus.simulators import BadSimURL, is_simulator, open_simulator, simulator_url
-from armctl.errors import BadInputError, LinkError
+from armctl.errors import BadInputError, LinkError, write_error
 
 FRAME_S = 0.020
 #: The widest pulse range (us) any board takes, a hobby servo's full travel (calibration.PULSE_RANGE_US).
@@ -349,7 +349,7 @@ class WireLog:
             self.f.write("# armctl wire log: seconds since open, direction (> host to board, < board to host), bytes\n")
             self.f.flush()  # a full disk shows here, before anything is sent
         except OSError as exc:
-            raise BadInputError(f"--wire-log {path}: cannot write: {exc.strerror or exc}") from None
+            raise write_error(f"--wire-log {path}: cannot write: {exc.strerror or exc}", exc) from None
         self.t0 = time.monotonic()
 
     def record(self, direction: str, data: bytes) -> None:
@@ -360,7 +360,7 @@ class WireLog:
             self.f.write(f"{time.monotonic() - self.t0:10.6f} {direction} {data!r}\n")
         except OSError as exc:
             self.close()
-            raise BadInputError(f"--wire-log {self.path}: cannot write: {exc.strerror or exc}") from None
+            raise write_error(f"--wire-log {self.path}: cannot write: {exc.strerror or exc}", exc) from None
 
     def close(self) -> None:
         """Close the log file (safe to call twice)."""

@@ -23,7 +23,7 @@ import urllib.parse
 from pathlib import Path
 
 from armctl.core.paths import state_dir
-from armctl.errors import BadInputError, LinkError
+from armctl.errors import LinkError, write_error
 
 # URL schemes whose every open is a private port: nothing to share, nothing to lock.
 _PRIVATE_SCHEMES = {"loop"}
@@ -97,9 +97,10 @@ class PortLock:
                 f"port {self.url!r} is in use by {holder or 'another armctl'}: one program at a time on a port"
             ) from None
         except OSError as exc:
-            raise BadInputError(
+            raise write_error(
                 f"cannot lock port {self.url!r}: cannot write the state folder {self.path.parent} "
-                f"({exc.strerror or exc}); set ARMCTL_STATE_DIR to a writable folder"
+                f"({exc.strerror or exc}); set ARMCTL_STATE_DIR to a writable folder",
+                exc,
             ) from None
         with contextlib.suppress(OSError):
             self.holder_path.write_text(_holder_text() + "\n", encoding="utf-8")

@@ -13,7 +13,7 @@ import weakref
 from armctl.bus.backend import FRAME_S, Backend
 from armctl.bus.portlock import PortLock
 from armctl.core.holders import OWN, UNSEEN, Holder, holders
-from armctl.errors import BadInputError, LinkError
+from armctl.errors import LinkError, write_error
 from armctl.robot.servowatch import watch_limits
 from armctl.robot.state import PoseStore, suspect
 
@@ -198,9 +198,10 @@ def open_board(url: str, cls, cal, arm, *, wire_log=None, watchdog_s: float = 1.
         try:
             store.open()
         except OSError as exc:
-            raise BadInputError(
+            raise write_error(
                 f"cannot write the state folder {store.path.parent}: {exc.strerror or exc} (set ARMCTL_STATE_DIR to "
-                "a writable folder)"
+                "a writable folder)",
+                exc,
             ) from None
         let_a_dead_run_finish(store)
         addressed = cls.address(cal)

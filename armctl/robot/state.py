@@ -32,7 +32,7 @@ import numpy as np
 
 from armctl.bus.portlock import port_key
 from armctl.core.paths import legacy_state_dir, state_dir
-from armctl.errors import BadInputError
+from armctl.errors import write_error
 from armctl.model.arm import Arm
 
 SLOT_BYTES = 512
@@ -348,12 +348,12 @@ class LiveStore(PoseStore):
 
 def save_last_pose(port: str, arm: Arm, q_rad, gripper_rad: float, values=(), *, clean: bool = True) -> None:
     """Store the pose ``arm`` was left in on ``port`` and the servo ``values`` (us) that hold it.
-    BadInputError naming the folder if the state folder cannot be written."""
+    StorageError (BadInputError: a file where the folder goes) if the state folder cannot be written."""
     store = PoseStore(port, arm)
     try:
         store.save(q_rad, gripper_rad, values, clean=clean, durable=clean)
     except OSError as exc:
-        raise BadInputError(f"cannot write the state folder {store.path.parent}: {exc.strerror or exc}") from None
+        raise write_error(f"cannot write the state folder {store.path.parent}: {exc.strerror or exc}", exc) from None
     finally:
         store.close()
 

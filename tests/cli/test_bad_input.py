@@ -75,7 +75,7 @@ ROWS = [
     ("jog phi nan", ["--port", "{port}", "jog", "0.5", "0.2", "--phi", "nan"], 2, "--phi"),
     ("jog phi on 2 links", ["--arm", "seed-2link", "--port", "{port}", "jog", "0.5", "0.2", "--phi", "10"], 2, "--phi"),
     ("jog wire log a folder", ["--port", "{port}", "jog", "0.5", "0.2", "--wire-log", "{tmp}"], 2, "--wire-log"),
-    ("jog wire log disk full", ["--port", "{port}", "jog", "0.5", "0.2", "--wire-log", "/dev/full"], 2, "--wire-log"),
+    ("jog wire log disk full", ["--port", "{port}", "jog", "0.5", "0.2", "--wire-log", "/dev/full"], 5, "--wire-log"),
     # arms on a rotating base, parallelogram linkages
     ("jog 2 numbers on a base arm", ["--arm", "mearm", "--port", "{port}", "jog", "0.15", "0.04"], 2, "give X Y Z"),
     ("jog 3 numbers on a planar arm", ["--port", "{port}", "jog", "0.5", "0.2", "0.1"], 2, "give X Y, got 3"),
@@ -178,7 +178,7 @@ ROWS = [
     ("run not UTF-8", ["--port", "{port}", "run", "{tmp}/binary.yaml"], 2, "binary.yaml"),
     ("run unreachable pose", ["--port", "{port}", "run", "{tmp}/unreachable.yaml"], 3, "unreachable.yaml"),
     ("run for another arm", ["--arm", "seed-3link", "--port", "{port}", "run", "{tmp}/two.yaml"], 2, "seed-2link"),
-    ("run wire log disk full", ["--port", "{port}", "run", str(PROGRAM), "--wire-log", "/dev/full"], 2, "--wire-log"),
+    ("run wire log disk full", ["--port", "{port}", "run", str(PROGRAM), "--wire-log", "/dev/full"], 5, "--wire-log"),
     # calibrate
     ("check side 0", ["--port", "{port}", "calibrate", "--check", "--side", "0"], 2, "--side"),
     ("check side negative", ["--port", "{port}", "calibrate", "--check", "--side", "-0.05"], 2, "--side"),
@@ -233,7 +233,7 @@ ROWS = [
 
 ENV_ROWS = [
     ("state folder is a file", {"ARMCTL_STATE_DIR": "{tmp}/afile"}, ["status"], 2, "state folder"),
-    ("state folder unwritable", {"ARMCTL_STATE_DIR": UNWRITABLE}, ["jog", "0.5", "0.2"], 2, "state folder"),
+    ("state folder unwritable", {"ARMCTL_STATE_DIR": UNWRITABLE}, ["jog", "0.5", "0.2"], 5, "state folder"),
     (
         "home is a file",
         {"HOME": "{tmp}/afile", "ARMCTL_STATE_DIR": None, "XDG_STATE_HOME": None},
