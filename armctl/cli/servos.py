@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 
@@ -93,7 +94,26 @@ def _bus(args):
     resolve_port(args)  # --port auto: the board found, and its backend
     backend = args.backend if auto or getattr(args, "backend_given", False) else _bus_of(args)
     _check_sim_bus(args.port, backend)
+    args.simulated_bus = None if args.port else backend  # (noted once the command worked: ``_noting``)
     return open_setup_bus(backend, args.port, args.timeout_ms / 1000.0)
+
+
+def _noting(cmd):
+    """``cmd``, then, when it worked on the simulated bus (no --port), a note saying which bus that was."""
+
+    @functools.wraps(cmd)
+    def run(args) -> int:
+        rc = cmd(args)
+        backend = getattr(args, "simulated_bus", None)
+        if rc == 0 and backend:
+            print(
+                f"armctl servos: note: no --port: that was a simulated {backend} bus ({backend}sim://, forgotten on "
+                "exit); give --port for your servos ('armctl ports' lists the ports)",
+                file=sys.stderr,
+            )
+        return rc
+
+    return run
 
 
 def _check_sim_bus(port, backend: str) -> None:
@@ -139,6 +159,7 @@ def _confirm(args):
     return confirm
 
 
+@_noting
 def cmd_scan(args) -> int:
     from armctl.bus.setup import parse_ids, scan
 
@@ -162,6 +183,7 @@ def cmd_scan(args) -> int:
     return 0
 
 
+@_noting
 def cmd_set_id(args) -> int:
     from armctl.bus.setup import set_id
 
@@ -171,6 +193,7 @@ def cmd_set_id(args) -> int:
     return 0
 
 
+@_noting
 def cmd_set_baud(args) -> int:
     from armctl.bus.setup import set_baud
 
@@ -180,6 +203,7 @@ def cmd_set_baud(args) -> int:
     return 0
 
 
+@_noting
 def cmd_setup(args) -> int:
     from armctl.bus.setup import check_baud, setup_servos
 
