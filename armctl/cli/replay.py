@@ -145,7 +145,8 @@ def read_info(root: Path) -> dict:
     if not isinstance(action, dict) or not isinstance(action.get("names"), list):
         raise BadInputError(f"{path}: no 'action' feature with names: not a dataset of actions to replay")
     _number(info, "total_episodes", path, whole=True, lo=0, hi=2**53, hint="a number of episodes (0, 1, ...)")
-    _number(info, "fps", path, whole=False, lo=0, hi=FPS_MAX, hint=f"frames a second, a number > 0 and <= {FPS_MAX:g}")
+    if "fps" in info:  # not needed to replay (the timestamps are), but a dataset that says nonsense is refused
+        _number(info, "fps", path, whole=False, lo=0, hi=FPS_MAX, hint=f"frames a second, > 0 and <= {FPS_MAX:g}")
     return info
 
 
@@ -296,9 +297,13 @@ def default_arm(info: dict) -> str | None:
     return LEROBOT_ARMS.get(rt, rt if rt in preset_names() else None)
 
 
-def robot_note(info: dict) -> str:
-    """The dataset's robot_type, as a refusal names it when it is no arm armctl knows ("" when there is none)."""
-    if "robot_type" not in info or info.get("robot_type") is None or default_arm(info) is not None:
+def robot_note(info: dict, arm_name: str) -> str:
+    """What a refusal says of the dataset's robot_type: the other arm it names, or that it is no arm armctl knows
+    ("" when it is ``arm_name`` or there is none)."""
+    was = default_arm(info)
+    if was is not None:
+        return f" (recorded on the {was})" if was != arm_name else ""
+    if info.get("robot_type") is None:
         return ""
     return f" (its robot_type {json.dumps(info['robot_type'])[:60]} is no arm armctl knows)"
 
@@ -494,8 +499,8 @@ def plan_replay(args) -> ReplayPlan:
     info = read_info(root)
     arm, cal = setup(args, default_arm(info))
     feats = arm_features(arm, cal)
-    check_robot(info, arm.name, root)
-    check_names(action_names(info), feats.names, arm.name, root, robot_note(info))
+    check_names(action_names(info), feats.names, arm.name, root, robot_note(info, arm.name))
+    check_robot(info, arm.name, root)  # the same names on another arm: other angles
     T, values = read_episode(root, info, episode, DEFAULT_PERIOD_S)
     check_samples(episode, len(T), float(T[-1]), float(T[-1]) / speed, DEFAULT_PERIOD_S)  # before T / speed
     if values.ndim != 2 or values.shape[1] != len(feats.names) or not np.all(np.isfinite(values)):
