@@ -34,7 +34,9 @@ DESCRIPTION = (
     "whole first (limits, speed, acceleration, zones, torque), then a slow checked move from where the arm is to "
     "the first frame, then the episode at its recorded timing times 1/--speed (a step of the recording faster than a "
     "speed limit, by up to 3 times: a late sample, is slowed to it). The arm: --arm, else the one the "
-    "dataset names (its robot_type: an armctl arm, or LeRobot's so_follower: so101); its features must match."
+    "dataset names (its robot_type: an armctl arm, or LeRobot's so_follower: so101, koch_follower: koch); its "
+    "features must match, and a dataset of another arm is refused. An episode of more frames, or 20 ms samples at "
+    "--speed, than limit segments is refused (armctl --limit segments=N)."
 )
 
 #: The accelerations are checked with this slack over the limit, on the speeds over ACCEL_WINDOW_S: a recording's
