@@ -34,7 +34,9 @@ DESCRIPTION = (
     "whole first (limits, speed, acceleration, zones, torque), then a slow checked move from where the arm is to "
     "the first frame, then the episode at its recorded timing times 1/--speed (a step of the recording faster than a "
     "speed limit, by up to 3 times: a late sample, is slowed to it). The arm: --arm, else the one the "
-    "dataset names (its robot_type: an armctl arm, or LeRobot's so_follower: so101); its features must match."
+    "dataset names (its robot_type: an armctl arm, or LeRobot's so_follower: so101, koch_follower: koch); its "
+    "features must match, and a dataset of another arm is refused. An episode of more frames, or 20 ms samples at "
+    "--speed, than limit segments is refused (armctl --limit segments=N)."
 )
 
 #: The accelerations are checked with this slack over the limit, on the speeds over ACCEL_WINDOW_S: a recording's
@@ -69,26 +71,84 @@ def register(sub, parents) -> None:
 # --- the dataset -----------------------------------------------------------------------------------------------
 
 
+#: fps a dataset may say it was recorded at: a LeRobot dataset's is a camera's or a control loop's (30, 50, ...).
+FPS_MAX = 1000.0
+#: LeRobot's robot names (a dataset's ``robot_type``) of the arms armctl has presets for.
+LEROBOT_ARMS = {
+    "so_follower": "so101",
+    "so101_follower": "so101",
+    "so100_follower": "so101",
+    "koch_follower": "koch",
+    "omx_follower": "omx",
+}
+#: The columns of a data file replay reads (``frame_index`` orders the frames when present).
+COLUMNS = ("timestamp", "episode_index", "action")
+
+
+def regular_file(path: Path, what: str) -> bool:
+    """True for a regular file, False when there is nothing at ``path``; BadInputError (one line) for anything else
+    there (a folder, a FIFO, a device, a broken link), found by ``os.stat``: nothing opened (a FIFO would block)."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise BadInputError(f"{path}: the {what} is a broken symbolic link") from None
+        return False
+    except OSError as exc:
+        raise BadInputError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+    if stat.S_ISREG(mode):
+        return True
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"))
+    kind = next(
+        (k for test, k in kinds + ((stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")) if test(mode)),
+        "not a file",
+    )
+    raise BadInputError(f"{path}: the {what} is {kind}, not a regular file")
+
+
+def _number(info: dict, key: str, path: Path, *, whole: bool, lo: float, hi: float, hint: str) -> float:
+    """``info[key]``: a number (a whole one if ``whole``) in lo..hi (lo excluded when whole is False); one line."""
+    v = info.get(key)
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
+    if ok and whole:
+        ok = isinstance(v, int) or float(v).is_integer()
+    if ok and not whole:
+        ok = v > lo
+    if not ok:
+        shown = json.dumps(v)[:40] if key in info else "missing"
+        raise BadInputError(f"{path}: {key} is {shown}: {hint}")
+    return v
+
+
 def read_info(root: Path) -> dict:
     """``meta/info.json`` of the dataset in ``root``; BadInputError (one line) for a missing folder or file, or one
-    that is not a LeRobot dataset's."""
+    that is not a LeRobot dataset's (every field replay reads checked for its type and range)."""
     if not root.is_dir():
         what = "is a file, not a dataset folder" if root.exists() else "no such dataset folder"
         raise BadInputError(f"{root}: {what} (a LeRobot dataset: meta/info.json, data/, ...)")
     from armctl.core.limits import json_depth_ok, read_utf8
 
     path = root / "meta" / "info.json"
-    if not path.is_file():
+    if not regular_file(path, "dataset's meta/info.json"):
         raise BadInputError(f"{root}: not a LeRobot dataset (no meta/info.json)")
     text = read_utf8(path, what="dataset's meta/info.json")  # the size cap, UTF-8: one line naming the file
     json_depth_ok(text, path=path)  # nesting refused before json.loads recurses into it
     try:
         info = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise BadInputError(f"{path}: unreadable ({exc})") from None
-    action = info.get("features", {}).get("action") if isinstance(info, dict) else None
+    if not isinstance(info, dict):
+        raise BadInputError(f"{path}: not a JSON object (a LeRobot dataset's info: fps, features, ...)")
+    features = info.get("features")
+    action = features.get("action") if isinstance(features, dict) else None
     if not isinstance(action, dict) or not isinstance(action.get("names"), list):
         raise BadInputError(f"{path}: no 'action' feature with names: not a dataset of actions to replay")
+    _number(info, "total_episodes", path, whole=True, lo=0, hi=2**53, hint="a number of episodes (0, 1, ...)")
+    if "fps" in info:  # not needed to replay (the timestamps are), but a dataset that says nonsense is refused
+        _number(info, "fps", path, whole=False, lo=0, hi=FPS_MAX, hint=f"frames a second, > 0 and <= {FPS_MAX:g}")
     return info
 
 
@@ -97,9 +157,87 @@ def action_names(info: dict) -> list[str]:
     return [str(n) for n in names]
 
 
-def read_episode(root: Path, info: dict, episode: int) -> tuple[np.ndarray, np.ndarray]:
-    """(timestamps (s, from 0), actions (frames, features)) of ``episode``; BadInputError for a bad episode number
-    (saying how many there are) or a corrupt data file (naming it)."""
+def _file_frames(f: Path, pq, episode: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, timestamps, frame indexes) of ``episode`` in data file ``f``; BadInputError naming a missing column."""
+    if not regular_file(f, "data file"):
+        raise BadInputError(f"{f}: the data file is gone")
+    names = pq.ParquetFile(f).schema_arrow.names
+    missing = [c for c in COLUMNS if c not in names]
+    if missing:
+        raise BadInputError(
+            f"{f}: no {', '.join(repr(c) for c in missing)} column (a LeRobot data file has {', '.join(COLUMNS)})"
+        )
+    cols = ["timestamp", "episode_index"] + (["frame_index"] if "frame_index" in names else [])
+    table = pq.read_table(f, columns=cols)
+    rows = np.flatnonzero(np.asarray(table.column("episode_index").to_numpy(), dtype=np.int64) == episode)
+    ts = np.asarray(table.column("timestamp").to_numpy(), dtype=float)[rows]
+    fi = np.asarray(table.column("frame_index").to_numpy(), dtype=np.int64)[rows] if "frame_index" in cols else None
+    return rows, ts, fi
+
+
+def _episode_rows(root: Path, files: list, pq, episode: int):
+    """[(file, rows)], timestamps, frame indexes (None when a file has none) of ``episode``, file by file."""
+    where, t, fis = [], [], []
+    for f in files:
+        try:
+            rows, ts, fi = _file_frames(f, pq, episode)
+        except BadInputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - pyarrow's errors for a damaged file are of many types
+            raise BadInputError(f"{f}: corrupt or unreadable data file ({type(exc).__name__}: {exc})") from None
+        if len(rows):
+            where.append((f, rows))
+            t.append(ts)
+            fis.append(fi)
+    if not where:
+        raise BadInputError(f"--episode {episode}: no frames of it in {root / 'data'}")
+    has_fi = all(fi is not None for fi in fis)
+    return where, np.concatenate(t), (np.concatenate(fis) if has_fi else None)
+
+
+def check_samples(episode: int, frames: int, recorded_s: float, played_s: float, period_s: float) -> None:
+    """LimitError (limit ``segments``) for an episode whose frames, or whose samples played at ``period_s`` over
+    ``played_s`` (recorded_s / --speed, steps slowed), pass the limit: refused before anything that size is made."""
+    from armctl.core import limits
+
+    cap = limits.get("segments")
+    samples = played_s / period_s if math.isfinite(played_s) else math.inf
+    if frames > cap or not samples <= cap:
+        plays = f"plays in {played_s:.6g} s" if math.isfinite(played_s) else "a --speed so small it never ends"
+        raise limits.LimitError(
+            f"episode {episode}: {frames} frames, {recorded_s:.6g} s recorded, {plays} "
+            f"({min(samples, 1e300):.3g} samples of {period_s * 1000:g} ms): over the limit of {cap} frames "
+            "and samples",
+            limit="segments",
+        )
+
+
+def _ordered(T: np.ndarray, fi, episode: int) -> np.ndarray:
+    """The frames' order (by frame_index, else as stored); BadInputError naming the first frame whose timestamp is
+    not finite or not after the one before (a reversed or shuffled recording is not played backwards)."""
+    order = np.arange(len(T)) if fi is None else np.argsort(fi, kind="stable")
+    label = (lambda k: f"frame_index {int(fi[order[k]])}") if fi is not None else (lambda k: f"frame {k}")
+    t = T[order]
+    bad = np.flatnonzero(~np.isfinite(t))
+    if len(bad):
+        raise BadInputError(f"episode {episode}: {label(int(bad[0]))}'s timestamp is {t[bad[0]]} (not a number of s)")
+    if fi is not None and len(fi) > 1 and np.any(np.diff(fi[order]) == 0):
+        k = int(np.flatnonzero(np.diff(fi[order]) == 0)[0]) + 1
+        raise BadInputError(f"episode {episode}: {label(k)} appears more than once")
+    back = np.flatnonzero(np.diff(t) <= 0)
+    if len(back):
+        k = int(back[0]) + 1
+        raise BadInputError(
+            f"episode {episode}: {label(k)}'s timestamp {t[k]:g} s is not after the frame before's ({t[k - 1]:g} s): "
+            "the timestamps must increase with frame_index"
+        )
+    return order
+
+
+def read_episode(root: Path, info: dict, episode: int, period_s: float = 0.02) -> tuple[np.ndarray, np.ndarray]:
+    """(timestamps (s, from 0), actions (frames, features)) of ``episode``, in frame_index order; BadInputError for
+    a bad episode number (saying how many there are), a corrupt data file (naming it), timestamps that do not
+    increase with frame_index; LimitError for more frames than limit ``segments`` (before the actions are read)."""
     from armctl.dataset.files import need_pyarrow
 
     _, pq = need_pyarrow()
@@ -108,29 +246,21 @@ def read_episode(root: Path, info: dict, episode: int) -> tuple[np.ndarray, np.n
     if not 0 <= episode < count:
         have = f"{count} episode{'s' if count != 1 else ''} (0..{count - 1})" if count else "no episodes"
         raise BadInputError(f"--episode {episode}: {root} has {have}")
-    t, a = [], []
-    for f in files:
+    where, T, fi = _episode_rows(root, files, pq, episode)
+    order = _ordered(T, fi, episode)
+    T = T[order]
+    check_samples(episode, len(T), float(T[-1] - T[0]), float(T[-1] - T[0]), period_s)
+    a = []
+    for f, rows in where:
         try:
-            table = pq.read_table(f, columns=["timestamp", "episode_index", "action"])
-            ep = np.asarray(table.column("episode_index").to_numpy(), dtype=int)
-            if not np.any(ep == episode):
-                continue
-            rows = np.flatnonzero(ep == episode)
-            ts = np.asarray(table.column("timestamp").to_numpy(), dtype=float)[rows]
-            acts = table.column("action").to_pylist()
-            a.extend(acts[i] for i in rows)
-            t.extend(ts)
+            a.extend(pq.read_table(f, columns=["action"]).column("action").take(rows).to_pylist())
         except Exception as exc:  # noqa: BLE001 - pyarrow's errors for a damaged file are of many types
             raise BadInputError(f"{f}: corrupt or unreadable data file ({type(exc).__name__}: {exc})") from None
-    if not t:
-        raise BadInputError(f"--episode {episode}: no frames of it in {root / 'data'}")
     try:
         values = np.array(a, dtype=float)
-    except ValueError:
+    except (ValueError, TypeError):
         raise BadInputError(f"{root / 'data'}: episode {episode}'s actions are not rows of numbers") from None
-    order = np.argsort(t, kind="stable")
-    t = np.asarray(t, dtype=float)[order]
-    return t - t[0], values[order]
+    return T - T[0], values[order]
 
 
 def _few(names: list, shown: int = 8) -> str:
@@ -139,7 +269,7 @@ def _few(names: list, shown: int = 8) -> str:
     return ", ".join(str(n) for n in names[:shown]) + more
 
 
-def check_names(have: list[str], want: tuple[str, ...], arm_name: str, root: Path) -> None:
+def check_names(have: list[str], want: tuple[str, ...], arm_name: str, root: Path, note: str = "") -> None:
     """BadInputError (one line) unless the dataset's action names are the arm's, naming the missing and extra."""
     if list(have) == list(want):
         return
@@ -153,20 +283,42 @@ def check_names(have: list[str], want: tuple[str, ...], arm_name: str, root: Pat
     if not parts:
         parts.append(f"in another order ({_few(list(have))}; arm: {', '.join(want)})")
     raise BadInputError(
-        f"{root}: its action features do not match those of arm {arm_name!r}: {'; '.join(parts)} (give the arm it was "
-        "recorded on with --arm)"
+        f"{root}{note}: its action features do not match those of arm {arm_name!r}: {'; '.join(parts)} (give the arm "
+        "it was recorded on with --arm)"
     )
 
 
 def default_arm(info: dict) -> str | None:
-    """The arm the dataset says it was recorded on: its ``robot_type`` when that is an armctl arm (LeRobot's SO-101
-    follower: so101), else None."""
+    """The arm the dataset says it was recorded on: its ``robot_type`` when that is an armctl arm or LeRobot's name
+    for one (LEROBOT_ARMS: so_follower is the so101, koch_follower the koch), else None."""
     from armctl.core.paths import preset_names
 
     rt = info.get("robot_type")
-    if rt in ("so_follower", "so101_follower", "so100_follower"):
-        return "so101"
-    return rt if isinstance(rt, str) and rt in preset_names() else None
+    if not isinstance(rt, str):
+        return None
+    return LEROBOT_ARMS.get(rt, rt if rt in preset_names() else None)
+
+
+def robot_note(info: dict, arm_name: str) -> str:
+    """What a refusal says of the dataset's robot_type: the other arm it names, or that it is no arm armctl knows
+    ("" when it is ``arm_name`` or there is none)."""
+    was = default_arm(info)
+    if was is not None:
+        return f" (recorded on the {was})" if was != arm_name else ""
+    if info.get("robot_type") is None:
+        return ""
+    return f" (its robot_type {json.dumps(info['robot_type'])[:60]} is no arm armctl knows)"
+
+
+def check_robot(info: dict, arm_name: str, root: Path) -> None:
+    """BadInputError (one line) when the dataset names an arm armctl knows (its robot_type) other than ``arm_name``:
+    the same joint names on another arm are other angles."""
+    was = default_arm(info)
+    if was is not None and was != arm_name:
+        raise BadInputError(
+            f"{root}: recorded on the {was} (robot_type {info['robot_type']!r}); --arm {arm_name} is another arm: "
+            f"its angles are not the {was}'s (give --arm {was}, or leave --arm out)"
+        )
 
 
 # --- the checked trajectory ------------------------------------------------------------------------------------
@@ -349,8 +501,10 @@ def plan_replay(args) -> ReplayPlan:
     info = read_info(root)
     arm, cal = setup(args, default_arm(info))
     feats = arm_features(arm, cal)
-    check_names(action_names(info), feats.names, arm.name, root)
-    T, values = read_episode(root, info, episode)
+    check_names(action_names(info), feats.names, arm.name, root, robot_note(info, arm.name))
+    check_robot(info, arm.name, root)  # the same names on another arm: other angles
+    T, values = read_episode(root, info, episode, DEFAULT_PERIOD_S)
+    check_samples(episode, len(T), float(T[-1]), float(T[-1]) / speed, DEFAULT_PERIOD_S)  # before T / speed
     if values.ndim != 2 or values.shape[1] != len(feats.names) or not np.all(np.isfinite(values)):
         raise BadInputError(f"{root}: episode {episode}'s actions are not {len(feats.names)} finite numbers a frame")
     Q, G = frames_pose(feats, values)
@@ -361,6 +515,7 @@ def plan_replay(args) -> ReplayPlan:
     if arm.gripper is not None and np.all(np.isfinite(G)):
         G = np.clip(G, *sorted((arm.gripper.closed_rad, arm.gripper.open_rad)))
     Ts, slowed = retime(arm, Q, T / speed)
+    check_samples(episode, len(T), float(T[-1]), float(Ts[-1]), DEFAULT_PERIOD_S)  # the slowed steps stretched
     check_accel(arm, Q, Ts)
     traj = episode_trajectory(arm, Q, G, Ts, DEFAULT_PERIOD_S, f"episode {episode}")
     return ReplayPlan(arm, cal, traj, len(T), float(T[-1]), Ts, slowed)

@@ -216,3 +216,157 @@ def test_a_hostile_info_json_is_one_line_in_under_a_second(tmp_path):
         line = _one_line(p, 2, *words)
         assert len(line) < 400, line
         print(f"hostile info.json: {took:.2f} s (python start included)")
+
+
+# --- hostile and broken datasets (tiny ones, written here): one line, exit 2, in under a second ----------------
+
+MEARM = ["base.pos", "shoulder.pos", "elbow.pos", "gripper.pos"]
+SO101 = [f"{m}.pos" for m in ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")]
+
+
+def _info(names=MEARM, **over) -> dict:
+    feat = {"dtype": "float32", "shape": [len(names)], "names": list(names)}
+    info = {"codebase_version": "v3.0", "robot_type": "mearm", "total_episodes": 1, "fps": 30}
+    info["features"] = {"observation.state": feat, "action": feat}
+    return {**info, **over}
+
+
+def _tiny(root: Path, *, info=None, T=None, A=None, frame_index=None, drop=()) -> Path:
+    """A one-episode dataset of the MeArm in ``root``: 2 s at 30 fps, the base turning 10 deg (or ``T``, ``A``)."""
+    import pyarrow as pa
+
+    n = 61 if T is None else len(T)
+    T = np.arange(n) / 30.0 if T is None else np.asarray(T, dtype=float)
+    if A is None:
+        A = np.column_stack([np.linspace(0, 10, n), np.full(n, 80.0), np.full(n, -60.0), np.full(n, 50.0)])
+    (root / "meta").mkdir(parents=True, exist_ok=True)
+    (root / "meta" / "info.json").write_text(json.dumps(_info() if info is None else info))
+    (root / "data" / "chunk-000").mkdir(parents=True, exist_ok=True)
+    flat = pa.array(np.asarray(A, dtype=np.float32).ravel())
+    cols = {
+        "timestamp": pa.array(T.astype(np.float32) if np.all(np.abs(T) < 1e30) else T),
+        "frame_index": pa.array(np.arange(n) if frame_index is None else np.asarray(frame_index)),
+        "episode_index": pa.array(np.zeros(n, dtype=np.int64)),
+        "action": pa.FixedSizeListArray.from_arrays(flat, np.asarray(A).shape[1]),
+    }
+    pq.write_table(pa.table({k: v for k, v in cols.items() if k not in drop}), root / DATA)
+    return root
+
+
+def _run(capsys, *argv) -> tuple[int, str]:
+    """``armctl ARGV`` in this process: (exit code, stderr); a traceback fails the test; under a second."""
+    from armctl.cli import main
+    from armctl.core import limits
+
+    capsys.readouterr()
+    t0 = time.monotonic()
+    try:
+        code = main(list(argv))
+    finally:
+        limits.reset()
+    took = time.monotonic() - t0
+    err = capsys.readouterr().err
+    assert took < 1.0, (took, argv, err)
+    return code, err
+
+
+def _refused(capsys, *argv, words=(), code=2) -> str:
+    got, err = _run(capsys, *argv)
+    assert got == code and err.count("\n") == 1, (got, err)
+    for w in words:
+        assert w in err, (w, err)
+    return err
+
+
+def test_a_tiny_dataset_plays_so_its_breakages_are_what_is_refused(tmp_path, capsys):
+    assert _run(capsys, "replay", str(_tiny(tmp_path / "ds")), "--dry-run")[0] == 0
+
+
+def test_a_replay_longer_than_limit_segments_is_refused_before_it_is_made(tmp_path, capsys):
+    """--speed 0.0001 made 24 GB, 0.001 a MemoryError, 1e-300 a ValueError; 1,000,000 frames passed --dry-run."""
+    ds = _tiny(tmp_path / "ds")
+    hint = ("episode 0", "61 frames", "limit segments=500000", "--limit segments=N")
+    for speed in ("0.0001", "1e-300", "1e-320"):
+        _refused(capsys, "replay", str(ds), "--speed", speed, "--dry-run", words=hint)
+    assert _run(capsys, "replay", str(ds), "--speed", "0.01", "--dry-run")[0] == 0  # 200 s: 10,000 samples
+    _refused(capsys, "--limit", "segments=5000", "replay", str(ds), "--speed", "0.01", "--dry-run", words=hint[:2])
+    n = 1_000_000  # 9.3 h at 30 fps
+    big = _tiny(tmp_path / "big", T=np.arange(n) / 30.0, A=np.tile([0.0, 80.0, -60.0, 50.0], (n, 1)))
+    _refused(capsys, "replay", str(big), "--dry-run", words=("episode 0", "1000000 frames", "segments=500000"))
+    T = np.arange(61) / 30.0 * 1e30  # "Maximum allowed size exceeded"
+    _refused(capsys, "replay", str(_tiny(tmp_path / "far", T=T)), "--dry-run", words=("episode 0", "segments"))
+
+
+@pytest.mark.parametrize(
+    "edit, words",
+    [
+        ({"features": None}, ("no 'action' feature",)),
+        ({"features": ["action"]}, ("no 'action' feature",)),
+        ({"total_episodes": "many"}, ('total_episodes is "many"',)),
+        ({"total_episodes": -1}, ("total_episodes is -1",)),
+        ({"total_episodes": 1.5}, ("total_episodes is 1.5",)),
+        ({"fps": "abc"}, ('fps is "abc"', "> 0")),
+        ({"fps": 0}, ("fps is 0",)),
+        ({"fps": math.nan}, ("fps is NaN",)),
+        ({"fps": -30}, ("fps is -30",)),
+        ({"fps": 1e308}, ("fps is 1e+308",)),
+        ({"fps": None}, ("fps is null",)),
+    ],
+)
+def test_every_field_of_info_json_replay_reads_is_checked(tmp_path, capsys, edit, words):
+    ds = _tiny(tmp_path / "ds", info=_info(**edit))
+    _refused(capsys, "replay", str(ds), "--dry-run", words=("info.json", *words))
+
+
+def test_broken_timestamps_and_columns_are_one_line(tmp_path, capsys):
+    T = np.arange(61) / 30.0
+    nan = T.copy()
+    nan[20] = math.nan  # crashed check_accel
+    _refused(capsys, "replay", str(_tiny(tmp_path / "a", T=nan)), "--dry-run", words=("frame_index 20", "nan"))
+    # reversed: was sorted silently and played backwards
+    err = _refused(capsys, "replay", str(_tiny(tmp_path / "b", T=T[::-1])), "--dry-run", words=("frame_index 1",))
+    assert "increase with frame_index" in err
+    dup = _tiny(tmp_path / "c", frame_index=np.r_[np.arange(30), np.arange(29, 60)])
+    _refused(capsys, "replay", str(dup), "--dry-run", words=("frame_index 29", "more than once"))
+    # the frames stored shuffled but with increasing timestamps by frame_index: played in frame_index order
+    perm = np.random.default_rng(1).permutation(61)
+    A = np.column_stack([np.linspace(0, 10, 61), np.full(61, 80.0), np.full(61, -60.0), np.full(61, 50.0)])
+    shuffled = _tiny(tmp_path / "d", T=T[perm], A=A[perm], frame_index=perm)
+    assert _run(capsys, "replay", str(shuffled), "--dry-run")[0] == 0
+    # no action column: was a 10-line Arrow schema
+    err = _refused(capsys, "replay", str(_tiny(tmp_path / "e", drop=("action",))), words=("'action' column", DATA))
+    assert len(err) < 300, err
+
+
+def test_a_dataset_of_another_known_arm_is_refused_and_an_unknown_robot_type_named(tmp_path, capsys):
+    koch = _tiny(tmp_path / "koch", info=_info(SO101, robot_type="koch"), A=np.zeros((61, 6)))
+    words = ("recorded on the koch", "--arm so101", "--arm koch")
+    _refused(capsys, "--arm", "so101", "replay", str(koch), "--dry-run", words=words)
+    lerobot = _tiny(tmp_path / "kf", info=_info(SO101, robot_type="koch_follower"), A=np.zeros((61, 6)))
+    _refused(capsys, "--arm", "so101", "replay", str(lerobot), "--dry-run", words=words)
+    so = _tiny(tmp_path / "so", info=_info(SO101, robot_type="so_follower"), A=np.zeros((61, 6)))
+    _refused(capsys, "--arm", "koch", "replay", str(so), "--dry-run", words=("recorded on the so101", "--arm koch"))
+    words = ("recorded on the mearm", "extra base.pos", "seed-3link")  # names of another arm: both said
+    _refused(capsys, "--arm", "seed-3link", "replay", str(_tiny(tmp_path / "m")), "--dry-run", words=words)
+    for rt, shown in (("nosuch", '"nosuch"'), (["a", "list"], '["a", "list"]')):
+        ds = _tiny(tmp_path / f"u{len(shown)}", info=_info(robot_type=rt))
+        _refused(capsys, "--arm", "seed-3link", "replay", str(ds), "--dry-run", words=(shown, "seed-3link"))
+
+
+def test_an_info_json_that_is_no_regular_file_is_named_without_opening_it(tmp_path, capsys):
+    ds = _tiny(tmp_path / "ds")
+    info = ds / "meta" / "info.json"
+    info.unlink()
+    info.symlink_to("/dev/zero")
+    _refused(capsys, "replay", str(ds), words=("info.json", "a character device, not a regular file"))
+    info.unlink()
+    info.mkdir()
+    _refused(capsys, "replay", str(ds), words=("info.json", "a folder, not a regular file"))
+    info.rmdir()
+    os.mkfifo(info)  # opening it would block: in a process of its own, with a timeout
+    _one_line(_armctl("replay", str(ds), state=tmp_path / "s"), 2, "info.json", "a FIFO")
+    info.unlink()
+    info.write_text(json.dumps(_info()))
+    (ds / DATA).unlink()
+    os.mkfifo(ds / DATA)
+    _one_line(_armctl("replay", str(ds), state=tmp_path / "s"), 2, "file-000.parquet", "a FIFO")
