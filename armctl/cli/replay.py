@@ -312,9 +312,12 @@ def robot_note(info: dict, arm_name: str) -> str:
 
 def check_robot(info: dict, arm_name: str, root: Path) -> None:
     """BadInputError (one line) when the dataset names an arm armctl knows (its robot_type) other than ``arm_name``:
-    the same joint names on another arm are other angles."""
+    the same joint names on another arm are other angles. An arm of the user's own (not a preset: a variant of the
+    recorded arm, its own URDF or YAML) is theirs to answer for."""
+    from armctl.core.paths import preset_names
+
     was = default_arm(info)
-    if was is not None and was != arm_name:
+    if was is not None and was != arm_name and arm_name in preset_names():
         raise BadInputError(
             f"{root}: recorded on the {was} (robot_type {info['robot_type']!r}); --arm {arm_name} is another arm: "
             f"its angles are not the {was}'s (give --arm {was}, or leave --arm out)"
