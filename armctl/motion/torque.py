@@ -152,6 +152,10 @@ def joint_torques(arm, q, qdd, payload_kg=0.0) -> tuple[np.ndarray, np.ndarray]:
     return total + hold, hold
 
 
+#: samples whose torques are worked out at once (a replay of 500,000 samples held 1.3 GB when all were)
+TORQUE_CHUNK = 20_000
+
+
 def check_torque(arm, traj: Trajectory, payload_kg=None, *, qdd=None) -> TorqueUse:
     """Check trajectory ``traj`` of ``arm``: every checked joint's torque at every sample at most ``torque_use`` of
     its servo's stall torque. ``payload_kg``: one mass, or one per sample (None: the arm's); ``qdd``: the joints'
@@ -162,24 +166,31 @@ def check_torque(arm, traj: Trajectory, payload_kg=None, *, qdd=None) -> TorqueU
     joints = checked_joints(arm)
     if not joints or len(traj) == 0:
         return TorqueUse(note=torque_note(arm), torque_use=drive.torque_use)
-    loads = drive.payload_kg if payload_kg is None else payload_kg
     q = np.asarray(traj.q_rad, dtype=float)
-    tau, hold = joint_torques(arm, q, accelerations(q, traj.period_s) if qdd is None else qdd, loads)
+    loads = np.broadcast_to(np.asarray(drive.payload_kg if payload_kg is None else payload_kg, dtype=float), (len(q),))
+    qdd = accelerations(q, traj.period_s) if qdd is None else np.asarray(qdd, dtype=float)
     stall = stall_torques(arm)[joints]
-    share = np.abs(tau[:, joints]) / stall  # (N, checked)
-    over = share > drive.torque_use * (1.0 + 1e-9)
-    if np.any(over):
-        k = int(np.argmax(np.any(over, axis=1)))
-        c = int(np.argmax(np.where(over[k], share[k], -1.0)))
-        load = float(np.broadcast_to(np.asarray(loads, dtype=float), (len(q),))[k])
-        raise refusal(arm, traj, k, joints[c], float(abs(tau[k, joints[c]])), float(abs(hold[k, joints[c]])), load)
-    k, c = np.unravel_index(int(np.argmax(share)), share.shape)
-    j = joints[int(c)]
+    best = (-1.0, 0, 0, 0.0)  # (share, sample, checked joint, torque N m): the most asked so far
+    for a in range(0, len(q), TORQUE_CHUNK):  # in chunks: a long trajectory's torques are not all held at once
+        b = min(a + TORQUE_CHUNK, len(q))
+        tau, hold = joint_torques(arm, q[a:b], qdd[a:b], loads[a:b])
+        share = np.abs(tau[:, joints]) / stall  # (chunk, checked)
+        over = share > drive.torque_use * (1.0 + 1e-9)
+        if np.any(over):
+            k = int(np.argmax(np.any(over, axis=1)))
+            c = int(np.argmax(np.where(over[k], share[k], -1.0)))
+            need, held = float(abs(tau[k, joints[c]])), float(abs(hold[k, joints[c]]))
+            raise refusal(arm, traj, a + k, joints[c], need, held, float(loads[a + k]))
+        k, c = np.unravel_index(int(np.argmax(share)), share.shape)
+        if share[k, c] > best[0]:
+            best = (float(share[k, c]), a + int(k), int(c), float(abs(tau[k, joints[int(c)]])))
+    _, k, c, need = best
+    j = joints[c]
     return TorqueUse(
         joint=j,
         name=arm.joint_names[j],
-        share=float(share[k, c]),
-        need_nm=float(abs(tau[k, j])),
+        share=best[0],
+        need_nm=need,
         stall_nm=float(stall[c]),
         sample=int(k),
         t_s=float(traj.t_s[k]),
