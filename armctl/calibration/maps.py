@@ -197,6 +197,19 @@ class Calibration:
     #: the tool's measured errors over a grid (``armctl.calibration.accuracymap.AccuracyMap``; version 2), or None
     accuracy_map: object | None = None
 
+    def __post_init__(self):
+        """Every calibration (armctl's YAML, LeRobot's JSON, one made in code) passes here: ConfigError naming the
+        file, both servos and the address when two servos (joints, gripper, held) share a bus id, or a PWM
+        channel or pin."""
+        seen: dict[tuple[str, int], str] = {}
+        for s in (*self.servos, *self.held):
+            for what in ("channel", "pin") if getattr(s, "unit", "steps") == "us" else ("id",):
+                key = (what, getattr(s, what))
+                if key in seen:
+                    path = None if self.source == "<code>" else self.source
+                    raise ConfigError(f"servos {seen[key]!r} and {s.name!r} share {what} {key[1]}", path=path)
+                seen[key] = s.name
+
     @property
     def needs_v2(self) -> bool:
         """True if writing this calibration takes file version 2 (a curve, a backlash, arm corrections, a camera's

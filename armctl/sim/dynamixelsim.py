@@ -43,6 +43,7 @@ from armctl.bus.dynamixel.protocol import (
     FACTORY_RESET,
     FAST_SYNC_READ,
     INSTRUCTION_ERROR,
+    MODEL_NUMBERS,
     PING,
     READ,
     REBOOT,
@@ -187,8 +188,12 @@ class DynamixelSim(ServoBusSim):
     # --- the wire (ServoBusSim) ---
 
     _take = staticmethod(take_packet)
+    scheme = "dynamixelsim"
     eeprom_end = EEPROM_END
     state_series = "dynamixel"
+
+    def _saved_eeprom_ok(self, eeprom: bytes) -> bool:
+        return super()._saved_eeprom_ok(eeprom) and int.from_bytes(eeprom[:2], "little") in MODEL_NUMBERS
 
     def _encode(self, packet: Packet) -> bytes:
         return encode_packet(packet.id, packet.code, packet.params)

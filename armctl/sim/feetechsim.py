@@ -236,6 +236,7 @@ class FeetechSim(ServoBusSim):
         self._send(packet, t, delay_s, collide=collide, garble=servo.id in self.opts.garble)
 
     _take = staticmethod(take_packet)
+    scheme = "feetechsim"
     eeprom_end = EEPROM_END
 
     @property

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import tempfile
 from pathlib import Path
 
+from armctl.bus.simulators import BadSimURL
+from armctl.core.paths import atomic_write
 from armctl.sim.link import OverLink
 from armctl.sim.truth import TrueArmView
 
@@ -127,6 +131,8 @@ class ServoBusSim(TrueArmView, OverLink):
 
     # --- state file (the servos' EEPROM, where they stand and their RAM, between runs) ---
 
+    #: the URL scheme of this simulator (``feetechsim``, ``dynamixelsim``): the state file's marker, and in errors
+    scheme: str
     #: the servos' EEPROM ends here (their RAM follows)
     eeprom_end: int
 
@@ -135,35 +141,59 @@ class ServoBusSim(TrueArmView, OverLink):
         """What the state file must be of (``sts``, ``dynamixel``): a file of other servos is not read."""
         raise NotImplementedError
 
+    def _saved_eeprom_ok(self, eeprom: bytes) -> bool:
+        """True if a state file's EEPROM is one of this simulator's servos (a subclass checks more)."""
+        return len(eeprom) == self.eeprom_end
+
     def _load_state(self) -> list[tuple[bytes, float, str | None]] | None:
-        """The ``state`` file's servos: (EEPROM, encoder position, RAM as hex or None); None without one."""
-        path = self.opts.state
-        if not path or not Path(path).is_file():
+        """The ``state`` file's servos: (EEPROM, encoder position, RAM as hex or None); None without one (or an
+        empty file). BadSimURL naming the option, the path and why, for a file that is not this simulator's state
+        (nothing else is overwritten) or a place the state cannot be written."""
+        if not self.opts.state:
             return None
+        path = Path(self.opts.state)
+        why = state_place_error(path)
+        if why is None and path.is_file() and path.stat().st_size > 0:
+            try:
+                return self._parse_state(_read_json(path))
+            except ValueError as exc:
+                why = f"{exc}; it is left as it is (give another file)"
+        if why is not None:
+            raise BadSimURL(f"{self.scheme} option state={self.opts.state}: {why}")
+        return None
+
+    def _parse_state(self, data) -> list[tuple[bytes, float, str | None]]:
+        """The servos of a state file's JSON ``data``; ValueError saying why it is not this simulator's state."""
+        if not isinstance(data, dict) or "servos" not in data or "series" not in data:
+            raise ValueError(f"not a {self.scheme} state file (JSON without its 'series' and 'servos')")
+        writer = data.get("simulator", self.scheme)  # files written before the marker: known by their series
+        if writer != self.scheme:
+            raise ValueError(f"the state of another simulator ({writer}), not {self.scheme}'s")
+        if data["series"] != self.state_series:
+            raise ValueError(f"the state of {data['series']!r} servos, not the {self.state_series} ones simulated")
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-            if data.get("series") != self.state_series:
-                return None
-            return [(bytes.fromhex(s["eeprom"]), float(s["raw_steps"]), s.get("sram")) for s in data["servos"]]
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return None
+            servos = [(bytes.fromhex(s["eeprom"]), float(s["raw_steps"]), s.get("sram")) for s in data["servos"]]
+            good = all(self._saved_eeprom_ok(e) and math.isfinite(r) for e, r, _ in servos)
+            good = good and all(ram is None or bytes.fromhex(ram) is not None for _, _, ram in servos)
+        except (KeyError, TypeError, AttributeError, ValueError):
+            good = False
+        if not good:
+            raise ValueError(f"not a {self.scheme} state file (its servos do not read as {self.state_series} ones)")
+        return servos
 
     def save_state(self) -> None:
         """Write each servo's kept EEPROM, encoder position and RAM to the ``state`` file (atomically)."""
         if not self.opts.state:
             return
-        path = Path(self.opts.state)
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = {
+            "simulator": self.scheme,
             "series": self.state_series,
             "servos": [
                 {"eeprom": s.saved_eeprom.hex(), "raw_steps": s.raw, "sram": s.mem[self.eeprom_end :].hex()}
                 for s in self.servos + self._absent
             ],
         }
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        tmp.replace(path)
+        atomic_write(self.opts.state, json.dumps(data), durable=False)
 
     # --- test hooks ---
 
@@ -209,3 +239,45 @@ class ServoBusSim(TrueArmView, OverLink):
         believed = float(servo_cal.angle_rad(pos))
         truth = self._true_servos.get(servo_cal.id)
         return believed if truth is None else truth.angle_rad(believed, pos, settle=settle)
+
+
+#: the most a state file holds (253 servos' memories as hex, with room to spare): a bigger file is something else
+STATE_MAX_BYTES = 4 << 20
+
+
+def _read_json(path: Path):
+    """The JSON in ``path``; ValueError saying why it is not a state file (binary, not JSON, too big)."""
+    if path.stat().st_size > STATE_MAX_BYTES:
+        raise ValueError(f"not a state file ({path.stat().st_size} bytes, more than any holds)")
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError("not a state file (not text)") from None
+    except ValueError:
+        raise ValueError("not a state file (not JSON)") from None
+
+
+def state_place_error(path: Path) -> str | None:
+    """Why a state file cannot be kept at ``path`` (a folder, something not a file, a folder that cannot be
+    written: tried with a file created and removed), None if it can (the folders to it made when it is saved)."""
+    try:
+        if path.is_dir():
+            return "it is a folder, not a file"
+        if path.exists() and not path.is_file():
+            return "it is not a regular file"
+        if path.exists() and not os.access(path, os.R_OK):
+            return "it cannot be read"
+        folder = path.absolute().parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not folder.is_dir():
+            return f"{folder} is not a folder"
+    except OSError as exc:
+        return f"cannot reach it ({exc.strerror or exc})"
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".armctl-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"cannot write in {folder} ({exc.strerror or exc})"
+    return None

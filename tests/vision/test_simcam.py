@@ -59,8 +59,8 @@ def make_sim(arm_name: str, q_rad) -> SimArm:
     if arm_name != "so101":
         return SimArm(SimOptions(arm=arm_name, start_deg=start))
     arm = load_arm("so101")
-    servos = tuple(ServoCal(n, i, 0, 1500.0, 5.0, 1, 500.0, 2500.0) for i, n in enumerate(arm.joint_names))
-    cal = Calibration("so101", servos, ServoCal("gripper", arm.n, 0, 1500.0, 5.0, 1, 500.0, 2500.0))
+    servos = tuple(ServoCal(n, i, i, 1500.0, 5.0, 1, 500.0, 2500.0) for i, n in enumerate(arm.joint_names))
+    cal = Calibration("so101", servos, ServoCal("gripper", arm.n, arm.n, 1500.0, 5.0, 1, 500.0, 2500.0))
     return SimArm(SimOptions(arm="so101", start_deg=start), arm=arm, cal=cal)
 
 
