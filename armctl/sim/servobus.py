@@ -18,7 +18,10 @@ import tempfile
 from pathlib import Path
 
 from armctl.bus.simulators import BadSimURL
+from armctl.core.limits import get as get_limit
+from armctl.core.limits import json_depth_ok
 from armctl.core.paths import atomic_write
+from armctl.errors import BadInputError
 from armctl.sim.link import OverLink
 from armctl.sim.truth import TrueArmView
 
@@ -250,7 +253,11 @@ def _read_json(path: Path):
     if path.stat().st_size > STATE_MAX_BYTES:
         raise ValueError(f"not a state file ({path.stat().st_size} bytes, more than any holds)")
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
+        text = path.read_bytes().decode("utf-8")
+        json_depth_ok(text)  # nested thousands deep: json.loads would recurse out of the stack
+        return json.loads(text)
+    except BadInputError:
+        raise ValueError(f"not a state file (JSON nested deeper than {get_limit('nesting')})") from None
     except UnicodeDecodeError:
         raise ValueError("not a state file (not text)") from None
     except ValueError:

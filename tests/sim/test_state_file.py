@@ -38,6 +38,8 @@ NOT_STATE = {
     "other.json": json.dumps({"series": "dynamixel", "servos": "all of them"}).encode(),
     "list.json": b"[1, 2, 3]",
     "bad_servo.json": json.dumps({"series": "dynamixel", "servos": [{"eeprom": "zz", "raw_steps": 1}]}).encode(),
+    "deep.json": b"[" * 10_000 + b"]" * 10_000,  # json.loads recursed out of the stack (a traceback)
+    "million.json": b'{"series": "sts", "servos": [' + b",".join([b"{}"] * 1_000_000) + b"]}",
 }
 
 
